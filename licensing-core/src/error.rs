@@ -1,0 +1,339 @@
+//! One error vocabulary: field-level validation problems and the API error that every failure
+//! becomes on its way out.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::ResultCode;
+
+/// One problem with one input field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// The field as the client spelled it, with a path for nested values (`metadata[2].key`).
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A problem with `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Every problem found in one input, in the order the fields were checked. Never empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidationErrors(Vec<FieldError>);
+
+impl ValidationErrors {
+    /// Errors from a non-empty list.
+    ///
+    /// # Panics
+    /// Never in practice: an empty list is replaced by a generic problem so the invariant holds.
+    pub fn new(mut errors: Vec<FieldError>) -> Self {
+        if errors.is_empty() {
+            errors.push(FieldError::new("body", "is invalid"));
+        }
+        Self(errors)
+    }
+
+    /// A single problem.
+    pub fn single(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self(vec![FieldError::new(field, message)])
+    }
+
+    /// The problems, first found first.
+    pub fn errors(&self) -> &[FieldError] {
+        &self.0
+    }
+
+    /// The first problem.
+    pub fn first(&self) -> &FieldError {
+        &self.0[0]
+    }
+
+    /// Whether some problem concerns `field`.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|e| e.field == field)
+    }
+
+    /// The message for `field`, if it has a problem.
+    pub fn message_for(&self, field: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|e| e.field == field)
+            .map(|e| e.message.as_str())
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ValidationErrors {}
+
+/// Collects every field problem of one input instead of stopping at the first.
+///
+/// Each check returns the parsed value, or `None` after recording why; [`Validator::finish`]
+/// fails if anything was recorded, so values are only used when all of them parsed.
+#[derive(Debug, Default)]
+pub struct Validator {
+    errors: Vec<FieldError>,
+}
+
+impl Validator {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the outcome of parsing `field`.
+    pub fn check<T, E: fmt::Display>(&mut self, field: &str, parsed: Result<T, E>) -> Option<T> {
+        match parsed {
+            Ok(value) => Some(value),
+            Err(e) => {
+                self.errors.push(FieldError::new(field, e.to_string()));
+                None
+            }
+        }
+    }
+
+    /// Parses an optional field: absent stays absent, present must parse.
+    pub fn optional<T, E: fmt::Display>(
+        &mut self,
+        field: &str,
+        raw: Option<impl AsRef<str>>,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<Option<T>> {
+        match raw {
+            None => Some(None),
+            Some(text) => self.check(field, parse(text.as_ref())).map(Some),
+        }
+    }
+
+    /// Parses a required field.
+    pub fn required<T, E: fmt::Display>(
+        &mut self,
+        field: &str,
+        raw: Option<impl AsRef<str>>,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<T> {
+        match raw {
+            None => {
+                self.push(field, "is required");
+                None
+            }
+            Some(text) => self.check(field, parse(text.as_ref())),
+        }
+    }
+
+    /// Records a problem directly.
+    pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(FieldError::new(field, message));
+    }
+
+    /// Merges problems found by a nested validation, under a field prefix.
+    pub fn extend(&mut self, errors: ValidationErrors) {
+        self.errors.extend(errors.0);
+    }
+
+    /// Whether nothing has been recorded so far.
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// `Ok` when every check passed, else all the problems.
+    pub fn finish(self) -> Result<(), ValidationErrors> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ValidationErrors(self.errors))
+        }
+    }
+}
+
+/// The one error type that leaves the API: a code, the HTTP status, a message that says what to
+/// fix, and for validation failures the list of field problems.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    code: ResultCode,
+    status: u16,
+    details: Cow<'static, str>,
+    errors: Vec<FieldError>,
+}
+
+impl ApiError {
+    /// An error with the code's own status.
+    pub fn new(code: ResultCode, details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            code,
+            status: code.http_status(),
+            details: details.into(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// 400 `BAD_REQUEST`.
+    pub fn bad_request(details: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ResultCode::BadRequest, details)
+    }
+
+    /// 400 `BAD_REQUEST` naming one field.
+    pub fn bad_field(field: &str, message: &str) -> Self {
+        Self::validation(ValidationErrors::single(field, message))
+    }
+
+    /// 400 `BAD_REQUEST` with every field problem; `details` repeats the first.
+    pub fn validation(errors: ValidationErrors) -> Self {
+        Self {
+            code: ResultCode::BadRequest,
+            status: 400,
+            details: Cow::Owned(errors.first().to_string()),
+            errors: errors.0,
+        }
+    }
+
+    /// 413 `BAD_REQUEST`: a body or file over its limit.
+    pub fn payload_too_large(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 413,
+            ..Self::bad_request(details)
+        }
+    }
+
+    /// 404 `BAD_REQUEST`: no such route.
+    pub fn route_not_found() -> Self {
+        Self {
+            status: 404,
+            ..Self::bad_request("No such endpoint; see /api/openapi.json for the routes")
+        }
+    }
+
+    /// 405 `BAD_REQUEST`: the route exists with other methods.
+    pub fn method_not_allowed() -> Self {
+        Self {
+            status: 405,
+            ..Self::bad_request("Method not allowed on this endpoint")
+        }
+    }
+
+    /// 500 `INTERNAL_SERVER_ERROR`, without detail: the cause is logged, never answered.
+    pub fn internal() -> Self {
+        Self::new(ResultCode::InternalServerError, "Internal server error")
+    }
+
+    /// 401 `UNAUTHORIZED`.
+    pub fn unauthorized(details: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ResultCode::Unauthorized, details)
+    }
+
+    /// 403 `FORBIDDEN`.
+    pub fn forbidden(details: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(ResultCode::Forbidden, details)
+    }
+
+    /// 429 `RATE_LIMIT`.
+    pub fn rate_limited() -> Self {
+        Self::new(ResultCode::RateLimit, "Too many requests; retry after the delay given in Retry-After")
+    }
+
+    /// The `result.code`.
+    pub fn code(&self) -> ResultCode {
+        self.code
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The `result.details`.
+    pub fn details(&self) -> &str {
+        &self.details
+    }
+
+    /// The field problems of a validation error (empty otherwise).
+    pub fn field_errors(&self) -> &[FieldError] {
+        &self.errors
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.status, self.details)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<ValidationErrors> for ApiError {
+    fn from(errors: ValidationErrors) -> Self {
+        Self::validation(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validator_collects_every_problem_in_order() {
+        let mut v = Validator::new();
+        let a: Option<u32> = v.check("a", "x".parse::<u32>());
+        let b: Option<u32> = v.check("b", "7".parse::<u32>());
+        let c: Option<u32> = v.required("c", None::<&str>, |s| s.parse::<u32>());
+        assert_eq!((a, b, c), (None, Some(7), None));
+        let errors = v.finish().unwrap_err();
+        let fields: Vec<_> = errors.errors().iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["a", "c"]);
+        assert_eq!(errors.message_for("c"), Some("is required"));
+    }
+
+    #[test]
+    fn validation_error_details_repeat_the_first_problem() {
+        let errors = ValidationErrors::new(vec![
+            FieldError::new("hwidLimit", "must be at least 1"),
+            FieldError::new("ipLimit", "must be at least 0"),
+        ]);
+        let err = ApiError::validation(errors);
+        assert_eq!(err.status(), 400);
+        assert_eq!(err.code(), ResultCode::BadRequest);
+        assert_eq!(err.details(), "hwidLimit: must be at least 1");
+        assert_eq!(err.field_errors().len(), 2);
+    }
+
+    #[test]
+    fn bad_request_variants_carry_their_statuses() {
+        assert_eq!(ApiError::payload_too_large("too big").status(), 413);
+        assert_eq!(ApiError::route_not_found().status(), 404);
+        assert_eq!(ApiError::method_not_allowed().status(), 405);
+        for e in [
+            ApiError::payload_too_large("x"),
+            ApiError::route_not_found(),
+            ApiError::method_not_allowed(),
+        ] {
+            assert_eq!(e.code(), ResultCode::BadRequest);
+        }
+        assert_eq!(ApiError::internal().details(), "Internal server error");
+    }
+}

@@ -1,0 +1,207 @@
+//! Typed identifiers: a `LicenseId` cannot be passed where a `TeamId` is expected.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+/// The text is not a UUID in the 8-4-4-4-12 hexadecimal form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("must be a UUID (8-4-4-4-12 hexadecimal digits)")]
+pub struct IdError;
+
+/// Parses the hyphenated 8-4-4-4-12 form only (either case); braced, URN and simple forms are
+/// rejected so that an id has exactly one spelling on the wire.
+pub fn parse_uuid(text: &str) -> Result<Uuid, IdError> {
+    if text.len() != 36 {
+        return Err(IdError);
+    }
+    Uuid::try_parse(text).map_err(|_| IdError)
+}
+
+macro_rules! typed_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            /// A fresh random (version 4) id.
+            pub fn new() -> Self {
+                Self(Uuid::new_v4())
+            }
+
+            /// Wraps an existing UUID.
+            pub const fn from_uuid(uuid: Uuid) -> Self {
+                Self(uuid)
+            }
+
+            /// The wrapped UUID.
+            pub const fn as_uuid(&self) -> &Uuid {
+                &self.0
+            }
+
+            /// The 16 bytes of the UUID, for building storage keys.
+            pub const fn as_bytes(&self) -> &[u8; 16] {
+                self.0.as_bytes()
+            }
+
+            /// Parses the 8-4-4-4-12 form.
+            pub fn parse(text: &str) -> Result<Self, IdError> {
+                parse_uuid(text).map(Self)
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.0.hyphenated())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(uuid: Uuid) -> Self {
+                Self(uuid)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(&self.0.hyphenated())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a UUID string")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
+                        $name::parse(v).map_err(E::custom)
+                    }
+                }
+                deserializer.deserialize_str(Visitor)
+            }
+        }
+    };
+}
+
+typed_id!(
+    /// Id of a team, the tenant that owns every other record.
+    TeamId
+);
+typed_id!(
+    /// Id of a license.
+    LicenseId
+);
+typed_id!(
+    /// Id of a customer.
+    CustomerId
+);
+typed_id!(
+    /// Id of a product.
+    ProductId
+);
+typed_id!(
+    /// Id of a release.
+    ReleaseId
+);
+typed_id!(
+    /// Id of a release file.
+    FileId
+);
+typed_id!(
+    /// Id of a product branch.
+    BranchId
+);
+typed_id!(
+    /// Id of a hardware-identifier record.
+    HwidId
+);
+typed_id!(
+    /// Id of an IP-address record.
+    IpId
+);
+typed_id!(
+    /// Id of a customer's chat account.
+    ChatAccountId
+);
+typed_id!(
+    /// Id of a blacklist entry.
+    BlacklistId
+);
+typed_id!(
+    /// Id of an API key. It is also the `createdByUserId` of what the key creates.
+    ApiKeyId
+);
+typed_id!(
+    /// Id of the principal that created a record (`createdByUserId`): an API key's id, or the
+    /// admin principal for records made by the operator.
+    UserId
+);
+
+impl From<ApiKeyId> for UserId {
+    fn from(id: ApiKeyId) -> Self {
+        Self(id.0)
+    }
+}
+
+impl UserId {
+    /// The principal of operator actions (CLI, admin API): the nil UUID.
+    pub const ADMIN: UserId = UserId(Uuid::nil());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_either_case_and_prints_lower_case() {
+        let id = LicenseId::parse("6F9619FF-8B86-D011-B42D-00C04FC964FF").unwrap();
+        assert_eq!(id.to_string(), "6f9619ff-8b86-d011-b42d-00c04fc964ff");
+    }
+
+    #[test]
+    fn rejects_other_uuid_spellings_and_garbage() {
+        for bad in [
+            "6f9619ff8b86d011b42d00c04fc964ff",
+            "{6f9619ff-8b86-d011-b42d-00c04fc964ff}",
+            "urn:uuid:6f9619ff-8b86-d011-b42d-00c04fc964ff",
+            "6f9619ff-8b86-d011-b42d-00c04fc964fg",
+            "",
+            "not-a-uuid",
+        ] {
+            assert_eq!(TeamId::parse(bad), Err(IdError), "{bad}");
+        }
+    }
+
+    #[test]
+    fn serde_roundtrip() {
+        let id = ProductId::new();
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{id}\""));
+        assert_eq!(serde_json::from_str::<ProductId>(&json).unwrap(), id);
+    }
+}

@@ -1,0 +1,12 @@
+//! The storage-agnostic core of the licensing service.
+pub mod api;
+pub mod error;
+pub mod ids;
+pub mod key;
+pub mod time;
+pub mod validate;
+
+pub use error::{ApiError, FieldError, ValidationErrors};
+pub use ids::*;
+pub use key::LicenseKey;
+pub use time::Timestamp;

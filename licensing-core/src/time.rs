@@ -1,0 +1,156 @@
+//! Timestamps as the API writes them: RFC 3339, UTC, millisecond precision.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// An instant in UTC with millisecond precision.
+///
+/// Serialized as `2026-11-22T10:00:00.000Z`. Parsing accepts any RFC 3339 date-time (any offset,
+/// any fraction) and normalizes it to UTC milliseconds, so a value survives a store roundtrip
+/// unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(DateTime<Utc>);
+
+impl Timestamp {
+    /// Wraps a `chrono` instant, dropping precision below one millisecond.
+    pub fn from_datetime(at: DateTime<Utc>) -> Self {
+        Self::from_millis(at.timestamp_millis())
+    }
+
+    /// The instant `millis` milliseconds after the Unix epoch (saturating at the representable range).
+    pub fn from_millis(millis: i64) -> Self {
+        let at = DateTime::from_timestamp_millis(millis).unwrap_or(if millis < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        });
+        Self(at)
+    }
+
+    /// The current time. Only the edges of the system (handlers, CLI) should call this; core logic
+    /// takes `now` as an argument.
+    pub fn now() -> Self {
+        Self::from_datetime(Utc::now())
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn as_millis(self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    /// The wrapped `chrono` value.
+    pub fn as_datetime(self) -> DateTime<Utc> {
+        self.0
+    }
+
+    /// This instant plus `days` days (saturating).
+    pub fn plus_days(self, days: u32) -> Self {
+        self.plus(TimeDelta::days(i64::from(days)))
+    }
+
+    /// This instant plus `minutes` minutes (saturating).
+    pub fn plus_minutes(self, minutes: u32) -> Self {
+        self.plus(TimeDelta::minutes(i64::from(minutes)))
+    }
+
+    /// This instant plus a signed duration (saturating).
+    pub fn plus(self, delta: TimeDelta) -> Self {
+        Self::from_millis(self.as_millis().saturating_add(delta.num_milliseconds()))
+    }
+
+    /// Parses an RFC 3339 date-time.
+    pub fn parse(text: &str) -> Result<Self, TimestampError> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|at| Self::from_datetime(at.with_timezone(&Utc)))
+            .map_err(|_| TimestampError)
+    }
+}
+
+/// The text is not an RFC 3339 date-time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("must be an ISO 8601 date-time with a time zone, such as 2026-11-22T10:00:00.000Z")]
+pub struct TimestampError;
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = TimestampError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(at: DateTime<Utc>) -> Self {
+        Self::from_datetime(at)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an ISO 8601 date-time string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Timestamp, E> {
+                Timestamp::parse(v).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_as_utc_with_milliseconds() {
+        let at = Timestamp::parse("2026-11-22T12:00:00.123456+02:00").unwrap();
+        assert_eq!(at.to_string(), "2026-11-22T10:00:00.123Z");
+        assert_eq!(serde_json::to_string(&at).unwrap(), "\"2026-11-22T10:00:00.123Z\"");
+    }
+
+    #[test]
+    fn whole_seconds_still_carry_three_fraction_digits() {
+        let at = Timestamp::from_millis(0);
+        assert_eq!(at.to_string(), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn roundtrips_through_json() {
+        let at = Timestamp::from_millis(1_795_000_000_123);
+        let json = serde_json::to_string(&at).unwrap();
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), at);
+    }
+
+    #[test]
+    fn rejects_dates_without_time_or_zone() {
+        for bad in ["2026-11-22", "2026-11-22T10:00:00", "yesterday", ""] {
+            assert!(Timestamp::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn adding_days_and_minutes() {
+        let at = Timestamp::parse("2026-01-31T00:00:00Z").unwrap();
+        assert_eq!(at.plus_days(1).to_string(), "2026-02-01T00:00:00.000Z");
+        assert_eq!(at.plus_minutes(90).to_string(), "2026-01-31T01:30:00.000Z");
+    }
+}
