@@ -254,7 +254,10 @@ impl ApiError {
 
     /// 429 `RATE_LIMIT`.
     pub fn rate_limited() -> Self {
-        Self::new(ResultCode::RateLimit, "Too many requests; retry after the delay given in Retry-After")
+        Self::new(
+            ResultCode::RateLimit,
+            "Too many requests; retry after the delay given in Retry-After",
+        )
     }
 
     /// The `result.code`.

@@ -42,7 +42,8 @@ impl LicenseKey {
 
     /// Parses a key. Matching is exact: lower case is not accepted, since the format is upper case.
     pub fn parse(text: &str) -> Result<Self, LicenseKeyError> {
-        let bytes: [u8; LICENSE_KEY_LEN] = text.as_bytes().try_into().map_err(|_| LicenseKeyError)?;
+        let bytes: [u8; LICENSE_KEY_LEN] =
+            text.as_bytes().try_into().map_err(|_| LicenseKeyError)?;
         for (i, &b) in bytes.iter().enumerate() {
             let ok = if i % 6 == 5 {
                 b == b'-'
@@ -131,7 +132,10 @@ mod tests {
             assert_eq!(groups.len(), 5);
             for g in groups {
                 assert_eq!(g.len(), 5);
-                assert!(g.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+                assert!(
+                    g.bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                );
             }
             assert_eq!(LicenseKey::parse(text), Ok(key));
         }

@@ -1,5 +1,6 @@
 //! The storage-agnostic core of the licensing service.
 pub mod api;
+pub mod crypto;
 pub mod error;
 pub mod ids;
 pub mod key;

@@ -124,7 +124,10 @@ mod tests {
     fn serializes_as_utc_with_milliseconds() {
         let at = Timestamp::parse("2026-11-22T12:00:00.123456+02:00").unwrap();
         assert_eq!(at.to_string(), "2026-11-22T10:00:00.123Z");
-        assert_eq!(serde_json::to_string(&at).unwrap(), "\"2026-11-22T10:00:00.123Z\"");
+        assert_eq!(
+            serde_json::to_string(&at).unwrap(),
+            "\"2026-11-22T10:00:00.123Z\""
+        );
     }
 
     #[test]

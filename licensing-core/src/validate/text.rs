@@ -247,15 +247,29 @@ mod tests {
     fn chat_ids_are_17_to_19_digits() {
         assert!(ChatId::parse("12345678901234567").is_ok());
         assert!(ChatId::parse("1234567890123456789").is_ok());
-        for bad in ["1234567890123456", "12345678901234567890", "1234567890123456a"] {
-            assert_eq!(ChatId::parse(bad).unwrap_err(), "must be 17 to 19 digits", "{bad}");
+        for bad in [
+            "1234567890123456",
+            "12345678901234567890",
+            "1234567890123456a",
+        ] {
+            assert_eq!(
+                ChatId::parse(bad).unwrap_err(),
+                "must be 17 to 19 digits",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn emails() {
         assert!(Email::parse("jane.doe+x@example.com").is_ok());
-        for bad in ["jane", "jane@", "@example.com", "jane doe@example.com", "a@b@c"] {
+        for bad in [
+            "jane",
+            "jane@",
+            "@example.com",
+            "jane doe@example.com",
+            "a@b@c",
+        ] {
             assert_eq!(
                 Email::parse(bad).unwrap_err(),
                 "must be an e-mail address such as jane@example.com",
@@ -273,7 +287,13 @@ mod tests {
         ] {
             assert!(HttpUrl::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["ftp://example.com", "example.com", "https://", "https:// x", "javascript:alert(1)"] {
+        for bad in [
+            "ftp://example.com",
+            "example.com",
+            "https://",
+            "https:// x",
+            "javascript:alert(1)",
+        ] {
             assert!(HttpUrl::parse(bad).is_err(), "{bad}");
         }
     }

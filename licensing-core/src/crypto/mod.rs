@@ -1,0 +1,69 @@
+//! Cryptography of protocol.md section 2.
+//!
+//! - [`TeamKeys`] (feature `private-keys`): a team's private keys on the constant-time aws-lc-rs
+//!   backend: challenge signing, session-key decryption, response signatures.
+//! - [`TeamPublicKeys`]: what clients hold, in pure Rust: challenge and response-signature checks,
+//!   session-key encryption.
+//! - [`frames`]: the framed AES-256-GCM stream, encoder and decoder.
+//! - [`SessionKey`], [`ApiKeySecret`], [`md5_hex`] and friends.
+
+mod api_key;
+mod digest;
+pub mod frames;
+mod public;
+mod session;
+mod signature;
+#[cfg(feature = "private-keys")]
+mod team;
+
+pub use api_key::{ApiKeyHash, ApiKeySecret};
+pub use digest::{Md5Hasher, md5_hex, sha256_hex};
+pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
+pub use session::{SessionKey, SessionSecret};
+pub use signature::{SIGNATURE_HEADER, response_signature_message};
+#[cfg(feature = "private-keys")]
+pub use team::TeamKeys;
+
+use serde::{Deserialize, Serialize};
+
+/// A cryptographic operation failed. Deliberately without detail: callers map it to one answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CryptoError {
+    /// A key could not be parsed or is not of the expected kind or size.
+    #[error("invalid key: {0}")]
+    InvalidKey(&'static str),
+    /// A signature did not verify.
+    #[error("signature does not verify")]
+    BadSignature,
+    /// A session key could not be decoded or decrypted.
+    #[error("invalid session key")]
+    InvalidSessionKey,
+    /// Encrypted data failed authentication or is malformed.
+    #[error("encrypted data is corrupt: {0}")]
+    Corrupt(&'static str),
+    /// The random number generator or the crypto backend failed.
+    #[error("cryptographic backend failure")]
+    Backend,
+}
+
+/// A team's private key material as stored: the RSA key as PKCS#8 PEM and the Ed25519 seed in
+/// base64. `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredTeamKeys {
+    /// RSA-2048 private key, PKCS#8 PEM.
+    pub rsa_private_pem: String,
+    /// Ed25519 private key seed (32 bytes), base64.
+    pub ed25519_seed: String,
+}
+
+impl std::fmt::Debug for StoredTeamKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoredTeamKeys(<redacted>)")
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    hex::encode(bytes)
+}

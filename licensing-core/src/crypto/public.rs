@@ -1,0 +1,162 @@
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use ed25519_dalek::{Signature as EdSignature, VerifyingKey};
+use rsa::pkcs1::DecodeRsaPublicKey;
+use rsa::pkcs1v15;
+use rsa::pkcs8::{DecodePublicKey, EncodePublicKey, LineEnding};
+use rsa::signature::Verifier;
+use rsa::traits::PublicKeyParts;
+use sha2::Sha256;
+
+use super::{CryptoError, SessionSecret, response_signature_message, to_hex};
+
+/// A team's RSA public key, as clients hold it (pure Rust).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RsaPublicKey(rsa::RsaPublicKey);
+
+impl RsaPublicKey {
+    /// Accepts the forms vendors copy: SPKI PEM (`BEGIN PUBLIC KEY`), PKCS#1 PEM
+    /// (`BEGIN RSA PUBLIC KEY`), base64 of either PEM text, or base64 of the SPKI DER.
+    pub fn parse(text: &str) -> Result<Self, CryptoError> {
+        let text = text.trim();
+        if text.starts_with("-----BEGIN") {
+            return Self::from_pem(text);
+        }
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let decoded = BASE64
+            .decode(compact.as_bytes())
+            .map_err(|_| CryptoError::InvalidKey("neither PEM nor base64"))?;
+        match std::str::from_utf8(&decoded) {
+            Ok(pem) if pem.trim_start().starts_with("-----BEGIN") => Self::from_pem(pem.trim()),
+            _ => Self::from_der(&decoded),
+        }
+    }
+
+    /// Parses a PEM public key (SPKI or PKCS#1).
+    pub fn from_pem(pem: &str) -> Result<Self, CryptoError> {
+        let key = rsa::RsaPublicKey::from_public_key_pem(pem)
+            .or_else(|_| rsa::RsaPublicKey::from_pkcs1_pem(pem))
+            .map_err(|_| CryptoError::InvalidKey("not an RSA public key PEM"))?;
+        Self::checked(key)
+    }
+
+    /// Parses an SPKI DER public key.
+    pub fn from_der(der: &[u8]) -> Result<Self, CryptoError> {
+        let key = rsa::RsaPublicKey::from_public_key_der(der)
+            .map_err(|_| CryptoError::InvalidKey("not an RSA public key"))?;
+        Self::checked(key)
+    }
+
+    fn checked(key: rsa::RsaPublicKey) -> Result<Self, CryptoError> {
+        let bits = key.size() * 8;
+        if !(2048..=4096).contains(&bits) {
+            return Err(CryptoError::InvalidKey(
+                "RSA key must have 2048 to 4096 bits",
+            ));
+        }
+        Ok(Self(key))
+    }
+
+    /// The SPKI PEM text.
+    pub fn to_pem(&self) -> Result<String, CryptoError> {
+        self.0
+            .to_public_key_pem(LineEnding::LF)
+            .map_err(|_| CryptoError::Backend)
+    }
+
+    /// The modulus size in bytes (256 for RSA-2048).
+    pub fn size(&self) -> usize {
+        self.0.size()
+    }
+
+    /// Checks a `challengeResponse`: RSASSA-PKCS1-v1_5 with SHA-256 over the UTF-8 bytes of the
+    /// challenge, as hex (either case accepted).
+    pub fn verify_challenge(&self, challenge: &str, response_hex: &str) -> Result<(), CryptoError> {
+        let bytes = hex::decode(response_hex).map_err(|_| CryptoError::BadSignature)?;
+        let signature = pkcs1v15::Signature::try_from(bytes.as_slice())
+            .map_err(|_| CryptoError::BadSignature)?;
+        pkcs1v15::VerifyingKey::<Sha256>::new(self.0.clone())
+            .verify(challenge.as_bytes(), &signature)
+            .map_err(|_| CryptoError::BadSignature)
+    }
+
+    /// Encrypts a session secret with RSA-OAEP (SHA-1, MGF1-SHA-1) and returns lower-case hex, the
+    /// `sessionKey` query parameter.
+    pub fn encrypt_session_secret(&self, secret: &SessionSecret) -> Result<String, CryptoError> {
+        let ciphertext = self
+            .0
+            .encrypt(
+                &mut rand::rngs::OsRng,
+                rsa::Oaep::new::<sha1::Sha1>(),
+                secret.as_bytes(),
+            )
+            .map_err(|_| CryptoError::Backend)?;
+        Ok(to_hex(&ciphertext))
+    }
+}
+
+/// A team's Ed25519 response-signing public key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SigningPublicKey(VerifyingKey);
+
+impl SigningPublicKey {
+    /// Parses base64 of the 32-byte key (the `signingKey` member of `GET {dev}/public-key`).
+    pub fn from_base64(text: &str) -> Result<Self, CryptoError> {
+        let bytes = BASE64
+            .decode(text.trim().as_bytes())
+            .map_err(|_| CryptoError::InvalidKey("signing key is not base64"))?;
+        let bytes: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| CryptoError::InvalidKey("signing key must be 32 bytes"))?;
+        VerifyingKey::from_bytes(&bytes)
+            .map(Self)
+            .map_err(|_| CryptoError::InvalidKey("not an Ed25519 public key"))
+    }
+
+    pub(crate) fn from_key(key: VerifyingKey) -> Self {
+        Self(key)
+    }
+
+    /// Base64 of the 32-byte key.
+    pub fn to_base64(&self) -> String {
+        BASE64.encode(self.0.as_bytes())
+    }
+
+    /// Checks an `X-Signature` header value against the exact request and response bodies.
+    pub fn verify_response(
+        &self,
+        request_body: &[u8],
+        response_body: &[u8],
+        signature_base64: &str,
+    ) -> Result<(), CryptoError> {
+        let bytes = BASE64
+            .decode(signature_base64.trim().as_bytes())
+            .map_err(|_| CryptoError::BadSignature)?;
+        let signature = EdSignature::from_slice(&bytes).map_err(|_| CryptoError::BadSignature)?;
+        self.0
+            .verify_strict(
+                &response_signature_message(request_body, response_body),
+                &signature,
+            )
+            .map_err(|_| CryptoError::BadSignature)
+    }
+}
+
+/// Everything a client needs to check a team's answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TeamPublicKeys {
+    /// Checks `challengeResponse`, encrypts session keys.
+    pub rsa: RsaPublicKey,
+    /// Checks `X-Signature`.
+    pub signing: SigningPublicKey,
+}
+
+impl TeamPublicKeys {
+    /// From the public key (any form [`RsaPublicKey::parse`] takes) and the base64 signing key.
+    pub fn parse(public_key: &str, signing_key: &str) -> Result<Self, CryptoError> {
+        Ok(Self {
+            rsa: RsaPublicKey::parse(public_key)?,
+            signing: SigningPublicKey::from_base64(signing_key)?,
+        })
+    }
+}

@@ -1,0 +1,332 @@
+use aws_lc_rs::encoding::{AsDer, Pkcs8V1Der, PublicKeyX509Der};
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rsa::{
+    KeyPair, KeySize, OAEP_SHA1_MGF1SHA1, OaepPrivateDecryptingKey, PrivateDecryptingKey,
+};
+use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_SHA256};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use ed25519_dalek::{Signer, SigningKey};
+use pem_rfc7468::LineEnding;
+use zeroize::Zeroizing;
+
+use super::{
+    CryptoError, RsaPublicKey, SessionKey, SessionSecret, SigningPublicKey, StoredTeamKeys,
+    TeamPublicKeys, response_signature_message,
+};
+
+/// Longest RSA modulus we handle, in bytes (RSA-4096); team keys are RSA-2048.
+const MAX_MODULUS: usize = 512;
+
+/// A team's private keys. Every private-key operation runs on aws-lc-rs, which blinds RSA and is
+/// constant-time; the `rsa` crate (timing advisory RUSTSEC-2023-0071) is never used here.
+pub struct TeamKeys {
+    rsa: KeyPair,
+    oaep: OaepPrivateDecryptingKey,
+    ed25519: SigningKey,
+    public: TeamPublicKeys,
+    public_pem: String,
+}
+
+impl TeamKeys {
+    /// Fresh RSA-2048 (e = 65537) and Ed25519 key pairs.
+    pub fn generate() -> Result<Self, CryptoError> {
+        let rsa = KeyPair::generate(KeySize::Rsa2048).map_err(|_| CryptoError::Backend)?;
+        let pkcs8 = Self::pkcs8_der(&rsa)?;
+        let ed25519 = SigningKey::generate(&mut rand::rngs::OsRng);
+        Self::assemble(rsa, &pkcs8, ed25519)
+    }
+
+    /// Loads stored keys.
+    pub fn from_stored(stored: &StoredTeamKeys) -> Result<Self, CryptoError> {
+        let (label, der) = pem_rfc7468::decode_vec(stored.rsa_private_pem.as_bytes())
+            .map_err(|_| CryptoError::InvalidKey("RSA private key is not PEM"))?;
+        let der = Zeroizing::new(der);
+        if label != "PRIVATE KEY" {
+            return Err(CryptoError::InvalidKey("RSA private key must be PKCS#8"));
+        }
+        let rsa = KeyPair::from_pkcs8(&der)
+            .map_err(|_| CryptoError::InvalidKey("not an RSA PKCS#8 private key"))?;
+        let seed = Zeroizing::new(
+            BASE64
+                .decode(stored.ed25519_seed.as_bytes())
+                .map_err(|_| CryptoError::InvalidKey("Ed25519 seed is not base64"))?,
+        );
+        let seed: &[u8; 32] = seed
+            .as_slice()
+            .try_into()
+            .map_err(|_| CryptoError::InvalidKey("Ed25519 seed must be 32 bytes"))?;
+        Self::assemble(rsa, &der, SigningKey::from_bytes(seed))
+    }
+
+    /// Loads an RSA private key from PKCS#8 PEM with a fresh Ed25519 key (for importing a key
+    /// made elsewhere, and for tests against fixtures).
+    pub fn from_rsa_pem(pem: &str) -> Result<Self, CryptoError> {
+        Self::from_stored(&StoredTeamKeys {
+            rsa_private_pem: pem.to_owned(),
+            ed25519_seed: BASE64.encode(SigningKey::generate(&mut rand::rngs::OsRng).to_bytes()),
+        })
+    }
+
+    fn pkcs8_der(rsa: &KeyPair) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+        let der: Pkcs8V1Der<'static> = rsa.as_der().map_err(|_| CryptoError::Backend)?;
+        Ok(Zeroizing::new(der.as_ref().to_vec()))
+    }
+
+    fn assemble(rsa: KeyPair, pkcs8: &[u8], ed25519: SigningKey) -> Result<Self, CryptoError> {
+        let bits = rsa.public_modulus_len() * 8;
+        if !(2048..=MAX_MODULUS * 8).contains(&bits) {
+            return Err(CryptoError::InvalidKey(
+                "RSA key must have 2048 to 4096 bits",
+            ));
+        }
+        let decrypting = PrivateDecryptingKey::from_pkcs8(pkcs8)
+            .map_err(|_| CryptoError::InvalidKey("not an RSA PKCS#8 private key"))?;
+        let oaep = OaepPrivateDecryptingKey::new(decrypting).map_err(|_| CryptoError::Backend)?;
+        let spki: PublicKeyX509Der<'static> = rsa
+            .public_key()
+            .as_der()
+            .map_err(|_| CryptoError::Backend)?;
+        let public_pem = pem_rfc7468::encode_string("PUBLIC KEY", LineEnding::LF, spki.as_ref())
+            .map_err(|_| CryptoError::Backend)?;
+        let public = TeamPublicKeys {
+            rsa: RsaPublicKey::from_der(spki.as_ref())?,
+            signing: SigningPublicKey::from_key(ed25519.verifying_key()),
+        };
+        Ok(Self {
+            rsa,
+            oaep,
+            ed25519,
+            public,
+            public_pem,
+        })
+    }
+
+    /// The form to store.
+    pub fn to_stored(&self) -> Result<StoredTeamKeys, CryptoError> {
+        let der = Self::pkcs8_der(&self.rsa)?;
+        let pem = pem_rfc7468::encode_string("PRIVATE KEY", LineEnding::LF, &der)
+            .map_err(|_| CryptoError::Backend)?;
+        Ok(StoredTeamKeys {
+            rsa_private_pem: pem,
+            ed25519_seed: BASE64.encode(self.ed25519.to_bytes()),
+        })
+    }
+
+    /// The public halves.
+    pub fn public_keys(&self) -> &TeamPublicKeys {
+        &self.public
+    }
+
+    /// The RSA public key as SPKI PEM.
+    pub fn public_key_pem(&self) -> &str {
+        &self.public_pem
+    }
+
+    /// Base64 of the whole PEM text, the form clients commonly embed.
+    pub fn public_key_base64(&self) -> String {
+        BASE64.encode(self.public_pem.as_bytes())
+    }
+
+    /// Base64 of the 32-byte Ed25519 public key.
+    pub fn signing_key_base64(&self) -> String {
+        self.public.signing.to_base64()
+    }
+
+    /// The `challengeResponse`: RSASSA-PKCS1-v1_5 with SHA-256 over the UTF-8 bytes of the
+    /// challenge exactly as received, lower-case hex.
+    pub fn sign_challenge(&self, challenge: &str) -> Result<String, CryptoError> {
+        let mut signature = [0u8; MAX_MODULUS];
+        let signature = &mut signature[..self.rsa.public_modulus_len()];
+        self.rsa
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                challenge.as_bytes(),
+                signature,
+            )
+            .map_err(|_| CryptoError::Backend)?;
+        Ok(hex::encode(signature))
+    }
+
+    /// Decrypts a `sessionKey` (hex of an RSA-OAEP SHA-1 ciphertext) and derives the AES key.
+    /// Every failure is the same [`CryptoError::InvalidSessionKey`].
+    pub fn decrypt_session_key(&self, hex_text: &str) -> Result<SessionKey, CryptoError> {
+        let size = self.rsa.public_modulus_len();
+        let mut ciphertext = [0u8; MAX_MODULUS];
+        let ciphertext = &mut ciphertext[..size];
+        hex::decode_to_slice(hex_text, ciphertext).map_err(|_| CryptoError::InvalidSessionKey)?;
+        let mut plaintext = Zeroizing::new([0u8; MAX_MODULUS]);
+        let secret = self
+            .oaep
+            .decrypt(
+                &OAEP_SHA1_MGF1SHA1,
+                ciphertext,
+                &mut plaintext[..size],
+                None,
+            )
+            .map_err(|_| CryptoError::InvalidSessionKey)?;
+        if secret.len() < SessionSecret::MIN_LEN {
+            return Err(CryptoError::InvalidSessionKey);
+        }
+        Ok(SessionSecret::from_bytes(secret.to_vec()).derive_key())
+    }
+
+    /// The `X-Signature` value for one answer: base64 Ed25519 over
+    /// [`response_signature_message`].
+    pub fn sign_response(&self, request_body: &[u8], response_body: &[u8]) -> String {
+        let message = response_signature_message(request_body, response_body);
+        BASE64.encode(self.ed25519.sign(&message).to_bytes())
+    }
+}
+
+impl std::fmt::Debug for TeamKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamKeys")
+            .field("public_pem", &self.public_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn keys() -> &'static TeamKeys {
+        static KEYS: OnceLock<TeamKeys> = OnceLock::new();
+        KEYS.get_or_init(|| TeamKeys::generate().unwrap())
+    }
+
+    #[test]
+    fn stored_keys_roundtrip() {
+        let stored = keys().to_stored().unwrap();
+        let again = TeamKeys::from_stored(&stored).unwrap();
+        assert_eq!(again.public_key_pem(), keys().public_key_pem());
+        assert_eq!(again.signing_key_base64(), keys().signing_key_base64());
+        assert_eq!(format!("{stored:?}"), "StoredTeamKeys(<redacted>)");
+    }
+
+    #[test]
+    fn public_key_forms_parse_to_the_same_key() {
+        let pem = keys().public_key_pem();
+        assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----\n"));
+        let from_pem = RsaPublicKey::parse(pem).unwrap();
+        let from_b64 = RsaPublicKey::parse(&keys().public_key_base64()).unwrap();
+        assert_eq!(from_pem, from_b64);
+        assert_eq!(from_pem.size(), 256);
+        assert_eq!(from_pem.to_pem().unwrap(), pem);
+    }
+
+    #[test]
+    fn challenge_response_is_512_lower_case_hex() {
+        let sig = keys().sign_challenge("hello-challenge").unwrap();
+        assert_eq!(sig.len(), 512);
+        assert!(sig.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    }
+
+    #[test]
+    fn session_key_roundtrip_through_oaep() {
+        let secret = SessionSecret::generate();
+        let hex_text = keys()
+            .public_keys()
+            .rsa
+            .encrypt_session_secret(&secret)
+            .unwrap();
+        assert_eq!(hex_text.len(), 512);
+        let key = keys().decrypt_session_key(&hex_text).unwrap();
+        assert_eq!(key.as_bytes(), secret.derive_key().as_bytes());
+        // Upper-case hex is accepted too.
+        let key = keys()
+            .decrypt_session_key(&hex_text.to_uppercase())
+            .unwrap();
+        assert_eq!(key.as_bytes(), secret.derive_key().as_bytes());
+    }
+
+    #[test]
+    fn session_key_failures_are_all_the_same_error() {
+        let secret = SessionSecret::generate();
+        let good = keys()
+            .public_keys()
+            .rsa
+            .encrypt_session_secret(&secret)
+            .unwrap();
+        let mut flipped = good.clone().into_bytes();
+        flipped[100] = if flipped[100] == b'0' { b'1' } else { b'0' };
+        let short_secret = SessionSecret::from_bytes(vec![1; 8]);
+        let short = keys()
+            .public_keys()
+            .rsa
+            .encrypt_session_secret(&short_secret)
+            .unwrap();
+        for bad in [
+            String::from_utf8(flipped).unwrap(),
+            good[..510].to_owned(),
+            format!("{good}00"),
+            "zz".repeat(256),
+            "abc".into(),
+            short,
+        ] {
+            assert_eq!(
+                keys().decrypt_session_key(&bad).unwrap_err(),
+                CryptoError::InvalidSessionKey
+            );
+        }
+    }
+
+    #[test]
+    fn response_signature_roundtrip_and_rejections() {
+        let sig = keys().sign_response(b"request", b"response");
+        let public = &keys().public_keys().signing;
+        assert!(
+            public
+                .verify_response(b"request", b"response", &sig)
+                .is_ok()
+        );
+        assert!(
+            public
+                .verify_response(b"request", b"responsE", &sig)
+                .is_err()
+        );
+        assert!(
+            public
+                .verify_response(b"requesT", b"response", &sig)
+                .is_err()
+        );
+        assert!(
+            public
+                .verify_response(b"request", b"response", "AAAA")
+                .is_err()
+        );
+        let other = TeamKeys::generate().unwrap();
+        assert!(
+            other
+                .public_keys()
+                .signing
+                .verify_response(b"request", b"response", &sig)
+                .is_err()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn signed_challenges_verify_and_changed_ones_do_not(
+            challenge in "[!-~]{10,200}",
+            flip in 0usize..200,
+        ) {
+            let sig = keys().sign_challenge(&challenge).unwrap();
+            let public = &keys().public_keys().rsa;
+            prop_assert!(public.verify_challenge(&challenge, &sig).is_ok());
+            let mut changed = challenge.clone().into_bytes();
+            let i = flip % changed.len();
+            changed[i] = if changed[i] == b'a' { b'b' } else { b'a' };
+            let changed = String::from_utf8(changed).unwrap();
+            prop_assert!(public.verify_challenge(&changed, &sig).is_err());
+        }
+    }
+}
