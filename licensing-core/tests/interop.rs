@@ -6,6 +6,8 @@
 //! `python3`). `.ci/run` provides both; elsewhere a missing tool skips the live check with a
 //! message, unless `CI` is set, where it fails.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;

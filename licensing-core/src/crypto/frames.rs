@@ -121,7 +121,7 @@ impl<R: Read> EncryptingReader<R> {
         }
         self.sealer
             .seal_into(&self.plain[..filled], &mut self.frame)
-            .map_err(|e| io::Error::other(e))
+            .map_err(io::Error::other)
     }
 }
 
@@ -170,10 +170,7 @@ impl FrameDecoder {
         sink: &mut impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         while !input.is_empty() {
-            let need = match self.want {
-                None => 4,
-                Some(len) => len,
-            };
+            let need = self.want.unwrap_or(4);
             let take = (need - self.buf.len()).min(input.len());
             self.buf.extend_from_slice(&input[..take]);
             input = &input[take..];

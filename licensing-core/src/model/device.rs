@@ -1,0 +1,109 @@
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::validate::HardwareId;
+use crate::{HwidId, IpId, LicenseId, TeamId, Timestamp};
+
+/// Status of a hardware identifier or IP record, computed from the team's timeouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordStatus {
+    /// Seen within the team's timeout (or the team sets none).
+    Active,
+    /// Not seen within the team's timeout.
+    Inactive,
+    /// Marked forgotten.
+    Forgotten,
+}
+
+impl RecordStatus {
+    /// `forgotten` when forgotten; `active` when `timeout_minutes` is unset or `last_seen_at` is
+    /// within it; else `inactive`.
+    pub fn compute(
+        forgotten: bool,
+        last_seen_at: Timestamp,
+        timeout_minutes: Option<u32>,
+        now: Timestamp,
+    ) -> Self {
+        if forgotten {
+            Self::Forgotten
+        } else if crate::verify::seen_within(last_seen_at, timeout_minutes, now) {
+            Self::Active
+        } else {
+            Self::Inactive
+        }
+    }
+}
+
+/// A hardware identifier that used a license.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hwid {
+    /// Id.
+    pub id: HwidId,
+    /// The identifier the client sent.
+    pub identifier: HardwareId,
+    /// Soft-deleted: not counted, not listed unless asked for.
+    pub forgotten: bool,
+    /// The license.
+    pub license_id: LicenseId,
+    /// Owning team.
+    pub team_id: TeamId,
+    /// Last successful request from it.
+    pub last_seen_at: Timestamp,
+    /// First seen.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+/// A hardware identifier with its status, as lists show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HwidView {
+    /// The record.
+    #[serde(flatten)]
+    pub hwid: Hwid,
+    /// Computed status.
+    pub status: RecordStatus,
+}
+
+/// An IP address that used a license.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpRecord {
+    /// Id.
+    pub id: IpId,
+    /// The address.
+    pub address: IpAddr,
+    /// Soft-deleted: not counted, not listed unless asked for.
+    pub forgotten: bool,
+    /// Country name, when known.
+    pub country: Option<String>,
+    /// ISO 3166-1 alpha-2, when known.
+    pub alpha2: Option<String>,
+    /// ISO 3166-1 alpha-3, when known.
+    pub alpha3: Option<String>,
+    /// The license.
+    pub license_id: LicenseId,
+    /// Owning team.
+    pub team_id: TeamId,
+    /// Last successful request from it.
+    pub last_seen_at: Timestamp,
+    /// First seen.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+/// An IP record with its status, as lists show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpRecordView {
+    /// The record.
+    #[serde(flatten)]
+    pub ip: IpRecord,
+    /// Computed status.
+    pub status: RecordStatus,
+}

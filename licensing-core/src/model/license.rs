@@ -1,0 +1,80 @@
+use serde::{Deserialize, Serialize};
+
+use super::{Customer, MetadataItem, Product};
+use crate::{CustomerId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId};
+
+/// How a license's expiration is calculated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ExpirationType {
+    /// Does not expire.
+    Never,
+    /// Expires at `expirationDate`.
+    Date,
+    /// Expires `expirationDays` after the start chosen by `expirationStart`.
+    Duration,
+}
+
+/// When a `DURATION` license's clock starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ExpirationStart {
+    /// At creation.
+    #[default]
+    Creation,
+    /// At the first successful client request.
+    Activation,
+}
+
+/// A license as stored and as list endpoints show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct License {
+    /// Id.
+    pub id: LicenseId,
+    /// The key clients present; unique within the team.
+    pub license_key: LicenseKey,
+    /// How expiration is calculated.
+    pub expiration_type: ExpirationType,
+    /// When a duration starts.
+    pub expiration_start: ExpirationStart,
+    /// When the license expires; `null` for `NEVER` and for `ACTIVATION` licenses not yet used.
+    pub expiration_date: Option<Timestamp>,
+    /// Days of validity for `DURATION`.
+    pub expiration_days: Option<u32>,
+    /// Whether clients are refused.
+    pub suspended: bool,
+    /// Maximum IP addresses; `null` or 0 means unlimited.
+    pub ip_limit: Option<u32>,
+    /// Maximum hardware identifiers; `null` means unlimited.
+    pub hwid_limit: Option<u32>,
+    /// Metadata items.
+    pub metadata: Vec<MetadataItem>,
+    /// Owning team.
+    pub team_id: TeamId,
+    /// The API key (or admin) that created it.
+    pub created_by_user_id: UserId,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// Last successful client request.
+    pub last_active_at: Option<Timestamp>,
+    /// Associated customers.
+    pub customer_ids: Vec<CustomerId>,
+    /// Associated products.
+    pub product_ids: Vec<ProductId>,
+}
+
+/// A license with its customers and products: single-license, create and update answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseDetail {
+    /// The license.
+    #[serde(flatten)]
+    pub license: License,
+    /// Its customers.
+    pub customers: Vec<Customer>,
+    /// Its products.
+    pub products: Vec<Product>,
+}

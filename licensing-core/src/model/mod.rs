@@ -1,0 +1,28 @@
+//! Domain records as stored and as the developer API shows them. Member names and enum spellings
+//! are the wire's: camelCase members, upper-case enum values.
+
+mod customer;
+mod device;
+mod license;
+mod metadata;
+mod product;
+mod release;
+mod stats;
+mod team;
+
+pub use customer::{Address, ChatAccount, Customer};
+pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus};
+pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
+pub use metadata::{ClientMetadata, MetadataItem};
+pub use product::{Product, ProductRef};
+pub use release::{
+    Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
+};
+pub use stats::{
+    HourlyStats, Overview, RecentActivity, RequestCounts, RequestType, RequestsByType, Statistics,
+    TopCountry, TopProduct,
+};
+pub use team::{
+    ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, PublicKeys, Team,
+    TeamCreated, TeamFeatures, TeamSettings, TeamView,
+};

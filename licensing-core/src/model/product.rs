@@ -1,0 +1,45 @@
+use serde::{Deserialize, Serialize};
+
+use super::MetadataItem;
+use crate::validate::HttpUrl;
+use crate::{ProductId, TeamId, Timestamp, UserId};
+
+/// A product that licenses grant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Product {
+    /// Id.
+    pub id: ProductId,
+    /// Name, 1 to 255 characters.
+    pub name: String,
+    /// Homepage.
+    pub url: Option<HttpUrl>,
+    /// Metadata items.
+    pub metadata: Vec<MetadataItem>,
+    /// Owning team.
+    pub team_id: TeamId,
+    /// The API key (or admin) that created it.
+    pub created_by_user_id: UserId,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+}
+
+/// `{id, name}` of a product, as release answers show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductRef {
+    /// Id.
+    pub id: ProductId,
+    /// Name.
+    pub name: String,
+}
+
+impl From<&Product> for ProductRef {
+    fn from(p: &Product) -> Self {
+        Self {
+            id: p.id,
+            name: p.name.clone(),
+        }
+    }
+}

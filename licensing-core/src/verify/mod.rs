@@ -1,0 +1,557 @@
+//! The verification decision (protocol.md section 3, steps 2 to 8), free of storage and clocks.
+//!
+//! One logic serves verify, heartbeat and classloader. The server gathers the inputs, calls
+//! [`precheck`] (steps 2 to 6), and then, inside the store's atomic unit for the license,
+//! [`admit`] (step 7), whose [`Admission`] lists the changes of step 8. [`decide`] runs all of it
+//! at once for callers that hold every input.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use crate::api::ResultCode;
+use crate::expiry::Expiration;
+use crate::model::{
+    BlacklistEntry, BlacklistType, Branch, Hwid, IpRecord, License, Release, ReleaseStatus,
+    TeamSettings,
+};
+use crate::validate::{BranchName, Country, HardwareId, Version};
+use crate::{ApiError, BlacklistId, CustomerId, HwidId, IpId, ProductId, Timestamp};
+
+/// Which endpoint asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// `verification/verify`.
+    Verify,
+    /// `verification/heartbeat`.
+    Heartbeat,
+    /// `verification/classloader`.
+    Classloader,
+}
+
+/// The validated request, as the decision needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientRequest<'a> {
+    /// Which endpoint.
+    pub kind: RequestKind,
+    /// The device (required for heartbeat and classloader by validation).
+    pub hardware_id: Option<&'a HardwareId>,
+    /// The customer the client claims.
+    pub customer_id: Option<CustomerId>,
+    /// The product the client runs (required for classloader by validation).
+    pub product_id: Option<ProductId>,
+    /// The software version.
+    pub version: Option<&'a Version>,
+    /// The product branch.
+    pub branch: Option<&'a BranchName>,
+    /// The client's address (IPv4-mapped IPv6 is treated as IPv4).
+    pub ip: IpAddr,
+    /// The client's country, when known.
+    pub country: Option<Country>,
+}
+
+/// Why a request is refused: the code, a message for the client, and the blacklist entry that
+/// matched, if one did (so its hit counter can be raised).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The `result.code`.
+    pub code: ResultCode,
+    /// The `result.details`.
+    pub details: Cow<'static, str>,
+    /// The blacklist entry that refused the request.
+    pub blacklist_hit: Option<BlacklistId>,
+}
+
+impl Denial {
+    fn new(code: ResultCode, details: &'static str) -> Self {
+        Self {
+            code,
+            details: Cow::Borrowed(details),
+            blacklist_hit: None,
+        }
+    }
+}
+
+impl From<Denial> for ApiError {
+    fn from(d: Denial) -> Self {
+        if d.code == ResultCode::BadRequest {
+            // The only 400 of the decision concerns the hardware identifier.
+            return ApiError::bad_field("hardwareIdentifier", &d.details);
+        }
+        ApiError::new(d.code, d.details)
+    }
+}
+
+/// The team's blacklist, compiled for matching.
+#[derive(Clone, Debug, Default)]
+pub struct Blacklist {
+    nets: Vec<(IpNet, BlacklistId)>,
+    countries: HashMap<&'static str, BlacklistId>,
+    hwids: HashMap<String, BlacklistId>,
+}
+
+impl Blacklist {
+    /// Compiles stored entries; entries whose value does not parse (none should) are skipped.
+    pub fn compile(entries: &[BlacklistEntry]) -> Self {
+        let mut list = Self::default();
+        for e in entries {
+            match e.kind {
+                BlacklistType::Ip => {
+                    if let Ok(net) = parse_ip_or_net(&e.value) {
+                        list.nets.push((net, e.id));
+                    }
+                }
+                BlacklistType::Country => {
+                    if let Ok(c) = Country::from_code(&e.value) {
+                        list.countries.insert(c.alpha2, e.id);
+                    }
+                }
+                BlacklistType::HardwareIdentifier => {
+                    list.hwids.insert(e.value.clone(), e.id);
+                }
+            }
+        }
+        list
+    }
+
+    /// Step 3: IP (exact or CIDR), then country, then hardware identifier.
+    pub fn check(
+        &self,
+        ip: IpAddr,
+        country: Option<Country>,
+        hwid: Option<&HardwareId>,
+    ) -> Result<(), Denial> {
+        let ip = ip.to_canonical();
+        if let Some((_, id)) = self.nets.iter().find(|(net, _)| net.contains(&ip)) {
+            return Err(Self::hit(
+                ResultCode::IpBlacklisted,
+                "IP address is blacklisted",
+                *id,
+            ));
+        }
+        if let Some(id) = country.and_then(|c| self.countries.get(c.alpha2)) {
+            return Err(Self::hit(
+                ResultCode::CountryBlacklisted,
+                "Country is blacklisted",
+                *id,
+            ));
+        }
+        if let Some(id) = hwid.and_then(|h| self.hwids.get(h.as_str())) {
+            return Err(Self::hit(
+                ResultCode::HardwareIdentifierBlacklisted,
+                "Hardware identifier is blacklisted",
+                *id,
+            ));
+        }
+        Ok(())
+    }
+
+    fn hit(code: ResultCode, details: &'static str, id: BlacklistId) -> Denial {
+        Denial {
+            code,
+            details: Cow::Borrowed(details),
+            blacklist_hit: Some(id),
+        }
+    }
+
+    /// Whether the list has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.nets.is_empty() && self.countries.is_empty() && self.hwids.is_empty()
+    }
+}
+
+/// Parses an IP address (as a single-address network) or a CIDR range, normalized.
+pub fn parse_ip_or_net(text: &str) -> Result<IpNet, String> {
+    if let Ok(addr) = text.parse::<IpAddr>() {
+        return Ok(IpNet::from(addr.to_canonical()));
+    }
+    text.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
+        "must be an IP address or a CIDR range, such as 203.0.113.7 or 2001:db8::/32".into()
+    })
+}
+
+/// The releases and branches of the product a request names (when the license has it).
+#[derive(Clone, Copy, Debug)]
+pub struct Catalog<'a> {
+    /// The product's branches.
+    pub branches: &'a [Branch],
+    /// The product's releases, any branch.
+    pub releases: &'a [Release],
+}
+
+/// What the decision reads besides the request.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The team's settings.
+    pub settings: &'a TeamSettings,
+    /// The compiled blacklist.
+    pub blacklist: &'a Blacklist,
+    /// The license found by key, if any.
+    pub license: Option<&'a License>,
+    /// Releases and branches of the requested product, when the request names a product.
+    pub catalog: Option<Catalog<'a>>,
+}
+
+/// Steps 2 to 6. On success returns the release the request resolved to, if any (the classloader
+/// serves it).
+pub fn precheck<'a>(
+    ctx: &Context<'a>,
+    req: &ClientRequest<'_>,
+    now: Timestamp,
+) -> Result<(&'a License, Option<&'a Release>), Denial> {
+    // 2. License.
+    let license = ctx.license.ok_or(Denial::new(
+        ResultCode::LicenseNotFound,
+        "License not found",
+    ))?;
+    // 3. Blacklists.
+    ctx.blacklist.check(req.ip, req.country, req.hardware_id)?;
+    // 4. Customer and product.
+    check_membership(
+        &license.customer_ids,
+        req.customer_id,
+        ctx.settings.strict_customers,
+        Denial::new(
+            ResultCode::CustomerNotFound,
+            "Customer not found on this license",
+        ),
+        Denial::new(
+            ResultCode::CustomerNotFound,
+            "customerId is required: this team requires the customer of licenses with customers",
+        ),
+    )?;
+    let requires_product = ctx.settings.strict_products || req.kind == RequestKind::Classloader;
+    let product_named_and_licensed = match req.product_id {
+        Some(p) => license.product_ids.contains(&p),
+        None => false,
+    };
+    if req.kind == RequestKind::Classloader && !product_named_and_licensed {
+        return Err(Denial::new(
+            ResultCode::ProductNotFound,
+            "Product not found on this license",
+        ));
+    }
+    check_membership(
+        &license.product_ids,
+        req.product_id,
+        requires_product,
+        Denial::new(
+            ResultCode::ProductNotFound,
+            "Product not found on this license",
+        ),
+        Denial::new(
+            ResultCode::ProductNotFound,
+            "productId is required: this team requires the product of licenses with products",
+        ),
+    )?;
+    // 5. Release.
+    let release = match (product_named_and_licensed, ctx.catalog) {
+        (true, Some(catalog)) => resolve_release(ctx.settings, license, catalog, req)?,
+        (true, None) if req.kind == RequestKind::Classloader => {
+            return Err(Denial::new(
+                ResultCode::ReleaseNotFound,
+                "Release not found",
+            ));
+        }
+        _ => None,
+    };
+    // 6. Suspended, expired.
+    if license.suspended {
+        return Err(Denial::new(
+            ResultCode::LicenseSuspended,
+            "License is suspended",
+        ));
+    }
+    if license.is_expired(now) {
+        return Err(Denial::new(
+            ResultCode::LicenseExpired,
+            "License has expired",
+        ));
+    }
+    Ok((license, release))
+}
+
+fn check_membership<Id: PartialEq + Copy>(
+    attached: &[Id],
+    given: Option<Id>,
+    strict: bool,
+    not_member: Denial,
+    required: Denial,
+) -> Result<(), Denial> {
+    if attached.is_empty() {
+        return Ok(());
+    }
+    match given {
+        Some(id) if attached.contains(&id) => Ok(()),
+        Some(_) => Err(not_member),
+        None if strict => Err(required),
+        None => Ok(()),
+    }
+}
+
+fn resolve_release<'a>(
+    settings: &TeamSettings,
+    license: &License,
+    catalog: Catalog<'a>,
+    req: &ClientRequest<'_>,
+) -> Result<Option<&'a Release>, Denial> {
+    let branch_id = match req.branch {
+        None => None,
+        Some(name) => Some(
+            catalog
+                .branches
+                .iter()
+                .find(|b| &b.name == name)
+                .map(|b| b.id)
+                .ok_or(Denial::new(
+                    ResultCode::ReleaseNotFound,
+                    "Branch not found for this product",
+                ))?,
+        ),
+    };
+    let in_branch = || {
+        catalog
+            .releases
+            .iter()
+            .filter(move |r| r.branch_id == branch_id)
+    };
+    let release = match req.version {
+        Some(version) => Some(
+            in_branch()
+                .find(|r| &r.version == version)
+                .ok_or(Denial::new(
+                    ResultCode::ReleaseNotFound,
+                    "Release not found for this version",
+                ))?,
+        ),
+        None if settings.strict_releases && !catalog.releases.is_empty() => {
+            return Err(Denial::new(
+                ResultCode::ReleaseNotFound,
+                "version is required: this team requires the version for products with releases",
+            ));
+        }
+        None if req.kind == RequestKind::Classloader => {
+            Some(in_branch().find(|r| r.latest).ok_or(Denial::new(
+                ResultCode::ReleaseNotFound,
+                "No latest release for this product and branch",
+            ))?)
+        }
+        None => None,
+    };
+    let Some(release) = release else {
+        return Ok(None);
+    };
+    match release.status {
+        ReleaseStatus::Archived => {
+            return Err(Denial::new(
+                ResultCode::ReleaseArchived,
+                "Release is archived",
+            ));
+        }
+        ReleaseStatus::Draft => {
+            return Err(Denial::new(ResultCode::ReleaseDraft, "Release is a draft"));
+        }
+        ReleaseStatus::Published | ReleaseStatus::Deprecated => {}
+    }
+    if !release.allowed_license_ids.is_empty() && !release.allowed_license_ids.contains(&license.id)
+    {
+        return Err(Denial::new(
+            ResultCode::NoAccessToRelease,
+            "This license has no access to the release",
+        ));
+    }
+    if req.kind == RequestKind::Classloader && release.file.is_none() {
+        return Err(Denial::new(
+            ResultCode::ReleaseNotFound,
+            "Release has no file",
+        ));
+    }
+    Ok(Some(release))
+}
+
+/// Whether a record last seen at `last_seen_at` is within `timeout_minutes` of `now` (always,
+/// without a timeout).
+pub fn seen_within(last_seen_at: Timestamp, timeout_minutes: Option<u32>, now: Timestamp) -> bool {
+    timeout_minutes.is_none_or(|minutes| last_seen_at.plus_minutes(minutes) >= now)
+}
+
+/// What happens to a device or IP record on success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordChange<Id> {
+    /// A new record.
+    Create,
+    /// An existing record: `lastSeenAt` refreshed, `forgotten` cleared.
+    Refresh {
+        /// The record.
+        id: Id,
+        /// Whether it was forgotten (then the change must be written at once).
+        was_forgotten: bool,
+    },
+}
+
+/// Step 8: the changes to record for an admitted request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admission {
+    /// The hardware identifier record, when the request carried one.
+    pub hwid: Option<RecordChange<HwidId>>,
+    /// The IP record.
+    pub ip: RecordChange<IpId>,
+    /// The expiration date an `ACTIVATION` license gets now, if its clock starts.
+    pub activate: Option<Timestamp>,
+}
+
+impl Admission {
+    /// Whether something new must be durable before the answer (a new or un-forgotten record,
+    /// an activation); otherwise only `lastSeenAt`/`lastActiveAt` move, which may be batched.
+    pub fn creates_state(&self) -> bool {
+        let new_record = |c: Option<bool>| c.unwrap_or(false);
+        let hwid_new = new_record(self.hwid.map(|c| {
+            !matches!(
+                c,
+                RecordChange::Refresh {
+                    was_forgotten: false,
+                    ..
+                }
+            )
+        }));
+        let ip_new = !matches!(
+            self.ip,
+            RecordChange::Refresh {
+                was_forgotten: false,
+                ..
+            }
+        );
+        hwid_new || ip_new || self.activate.is_some()
+    }
+}
+
+/// Step 7, inside the store's atomic unit: checks the IP limit, then the hardware-identifier
+/// limit, against the license's current records, and plans step 8.
+///
+/// Counted records are those not forgotten and, when the team sets a timeout, seen within it. A
+/// limit of `null` or 0 is unlimited. A request from a record already counted passes.
+pub fn admit(
+    license: &License,
+    settings: &TeamSettings,
+    hwids: &[Hwid],
+    ips: &[IpRecord],
+    hardware_id: Option<&HardwareId>,
+    ip: IpAddr,
+    now: Timestamp,
+) -> Result<Admission, Denial> {
+    let ip = ip.to_canonical();
+    let hwid_limit = license.hwid_limit.filter(|&l| l > 0);
+    if hardware_id.is_none() && hwid_limit.is_some() {
+        return Err(Denial::new(
+            ResultCode::BadRequest,
+            "is required: this license limits hardware identifiers",
+        ));
+    }
+    let ip_change = plan(
+        ips.iter()
+            .map(|r| (r.id, r.address == ip, r.forgotten, r.last_seen_at)),
+        license.ip_limit.filter(|&l| l > 0),
+        settings.ip_timeout,
+        now,
+    )
+    .ok_or(Denial::new(
+        ResultCode::IpLimitReached,
+        "IP address limit reached",
+    ))?;
+    let hwid_change = match hardware_id {
+        None => None,
+        Some(h) => Some(
+            plan(
+                hwids
+                    .iter()
+                    .map(|r| (r.id, &r.identifier == h, r.forgotten, r.last_seen_at)),
+                hwid_limit,
+                settings.hwid_timeout,
+                now,
+            )
+            .ok_or(Denial::new(
+                ResultCode::HwidLimitReached,
+                "Hardware identifier limit reached",
+            ))?,
+        ),
+    };
+    Ok(Admission {
+        hwid: hwid_change,
+        ip: ip_change,
+        activate: Expiration::of(license).activation_date(now),
+    })
+}
+
+/// Plans one record kind: `None` when the limit refuses.
+fn plan<Id: Copy>(
+    records: impl Iterator<Item = (Id, bool, bool, Timestamp)>,
+    limit: Option<u32>,
+    timeout: Option<u32>,
+    now: Timestamp,
+) -> Option<RecordChange<Id>> {
+    let mut counted: u64 = 0;
+    let mut own = None;
+    for (id, is_own, forgotten, last_seen) in records {
+        let counts = !forgotten && seen_within(last_seen, timeout, now);
+        if is_own {
+            if counts {
+                // Already counted: always passes.
+                return Some(RecordChange::Refresh {
+                    id,
+                    was_forgotten: false,
+                });
+            }
+            own = Some(RecordChange::Refresh {
+                id,
+                was_forgotten: forgotten,
+            });
+        } else if counts {
+            counted += 1;
+        }
+    }
+    match limit {
+        Some(limit) if counted >= u64::from(limit) => None,
+        _ => Some(own.unwrap_or(RecordChange::Create)),
+    }
+}
+
+/// The outcome of [`decide`].
+#[derive(Clone, Copy, Debug)]
+pub struct Decision<'a> {
+    /// The license.
+    pub license: &'a License,
+    /// The release the request resolved to.
+    pub release: Option<&'a Release>,
+    /// What to record.
+    pub admission: Admission,
+}
+
+/// Steps 2 to 8 at once, for callers that hold the license's records (tests, simple stores).
+pub fn decide<'a>(
+    ctx: &Context<'a>,
+    req: &ClientRequest<'_>,
+    hwids: &[Hwid],
+    ips: &[IpRecord],
+    now: Timestamp,
+) -> Result<Decision<'a>, Denial> {
+    let (license, release) = precheck(ctx, req, now)?;
+    let admission = admit(
+        license,
+        ctx.settings,
+        hwids,
+        ips,
+        req.hardware_id,
+        req.ip,
+        now,
+    )?;
+    Ok(Decision {
+        license,
+        release,
+        admission,
+    })
+}
+
+#[cfg(test)]
+mod tests;
