@@ -1,0 +1,405 @@
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use super::list::Query;
+use super::{finish, parse_json_borrowed};
+use crate::error::{ApiError, Validator};
+use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version};
+use crate::verify::RequestKind;
+use crate::{CustomerId, LicenseKey, ProductId};
+
+/// The body of `verify` and `heartbeat`, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientBody {
+    /// The license.
+    pub license_key: LicenseKey,
+    /// The device (required for heartbeat, and for verify when the license limits devices).
+    pub hardware_id: Option<HardwareId>,
+    /// The customer the client claims.
+    pub customer_id: Option<CustomerId>,
+    /// The product the client runs.
+    pub product_id: Option<ProductId>,
+    /// The challenge to sign.
+    pub challenge: Option<Challenge>,
+    /// The software version.
+    pub version: Option<Version>,
+    /// The product branch.
+    pub branch: Option<BranchName>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawClientBody<'a> {
+    #[serde(borrow, default)]
+    license_key: Option<Cow<'a, str>>,
+    #[serde(borrow, default, alias = "deviceIdentifier")]
+    hardware_identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    customer_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    product_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    challenge: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    version: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    branch: Option<Cow<'a, str>>,
+}
+
+impl ClientBody {
+    /// Parses and validates a verify (`kind` = `Verify`) or heartbeat body.
+    pub fn parse(kind: RequestKind, body: &[u8]) -> Result<Self, ApiError> {
+        let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
+        let mut v = Validator::new();
+        let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
+        let hardware_id = if kind == RequestKind::Verify {
+            v.optional(
+                "hardwareIdentifier",
+                raw.hardware_identifier,
+                HardwareId::parse,
+            )
+        } else {
+            v.required(
+                "hardwareIdentifier",
+                raw.hardware_identifier,
+                HardwareId::parse,
+            )
+            .map(Some)
+        };
+        let customer_id = v.optional("customerId", raw.customer_id, CustomerId::parse);
+        let product_id = v.optional("productId", raw.product_id, ProductId::parse);
+        let challenge = v.optional("challenge", raw.challenge, Challenge::parse);
+        let version = v.optional("version", raw.version, Version::parse);
+        let branch = v.optional("branch", raw.branch, BranchName::parse);
+        finish(v)?;
+        match (
+            license_key,
+            hardware_id,
+            customer_id,
+            product_id,
+            challenge,
+            version,
+            branch,
+        ) {
+            (
+                Some(license_key),
+                Some(hardware_id),
+                Some(customer_id),
+                Some(product_id),
+                Some(challenge),
+                Some(version),
+                Some(branch),
+            ) => Ok(Self {
+                license_key,
+                hardware_id,
+                customer_id,
+                product_id,
+                challenge,
+                version,
+                branch,
+            }),
+            _ => Err(ApiError::internal()),
+        }
+    }
+}
+
+/// The query of `classloader`, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassloaderQuery {
+    /// The license.
+    pub license_key: LicenseKey,
+    /// The product whose release to serve.
+    pub product_id: ProductId,
+    /// The encrypted session key, checked later with its own code.
+    pub session_key: SessionKeyText,
+    /// The device.
+    pub hardware_id: HardwareId,
+    /// A specific version (else the latest of the branch).
+    pub version: Option<Version>,
+    /// The branch.
+    pub branch: Option<BranchName>,
+    /// The customer the client claims.
+    pub customer_id: Option<CustomerId>,
+}
+
+impl ClassloaderQuery {
+    const KNOWN: &'static [&'static str] = &[
+        "licenseKey",
+        "productId",
+        "sessionKey",
+        "hardwareIdentifier",
+        "deviceIdentifier",
+        "version",
+        "branch",
+        "customerId",
+    ];
+
+    /// Parses a raw (URL-encoded) query string.
+    pub fn parse(raw_query: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw_query, Self::KNOWN, &mut v);
+        let hardware = match (q.get("hardwareIdentifier"), q.get("deviceIdentifier")) {
+            (Some(_), Some(_)) => {
+                v.push(
+                    "deviceIdentifier",
+                    "is an alias of hardwareIdentifier: send only one",
+                );
+                None
+            }
+            (h, d) => h.or(d),
+        };
+        let license_key = v.required("licenseKey", q.get("licenseKey"), LicenseKey::parse);
+        let product_id = v.required("productId", q.get("productId"), ProductId::parse);
+        let session_key = v.required("sessionKey", q.get("sessionKey"), SessionKeyText::parse);
+        let hardware_id = v.required("hardwareIdentifier", hardware, HardwareId::parse);
+        let version = v.optional("version", q.get("version"), Version::parse);
+        let branch = v.optional("branch", q.get("branch"), BranchName::parse);
+        let customer_id = v.optional("customerId", q.get("customerId"), CustomerId::parse);
+        finish(v)?;
+        match (
+            license_key,
+            product_id,
+            session_key,
+            hardware_id,
+            version,
+            branch,
+            customer_id,
+        ) {
+            (
+                Some(license_key),
+                Some(product_id),
+                Some(session_key),
+                Some(hardware_id),
+                Some(version),
+                Some(branch),
+                Some(customer_id),
+            ) => Ok(Self {
+                license_key,
+                product_id,
+                session_key,
+                hardware_id,
+                version,
+                branch,
+                customer_id,
+            }),
+            _ => Err(ApiError::internal()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::problems;
+    use super::*;
+
+    const KEY: &str = "ABCDE-12345-FGHIJ-67890-KLMNO";
+    const UUID: &str = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
+
+    fn verify(body: &str) -> Result<ClientBody, ApiError> {
+        ClientBody::parse(RequestKind::Verify, body.as_bytes())
+    }
+
+    #[test]
+    fn a_full_verify_body_parses() {
+        let body = format!(
+            r#"{{"licenseKey":"{KEY}","hardwareIdentifier":"device-0001","customerId":"{UUID}",
+               "productId":"{UUID}","challenge":"challenge-123","version":"1.0.0","branch":"main"}}"#
+        );
+        let b = verify(&body).unwrap();
+        assert_eq!(b.license_key.as_str(), KEY);
+        assert_eq!(b.hardware_id.unwrap().as_str(), "device-0001");
+        assert_eq!(b.branch.unwrap().as_str(), "main");
+    }
+
+    #[test]
+    fn device_identifier_is_an_alias() {
+        let body = format!(r#"{{"licenseKey":"{KEY}","deviceIdentifier":"device-0001"}}"#);
+        assert_eq!(
+            verify(&body).unwrap().hardware_id.unwrap().as_str(),
+            "device-0001"
+        );
+    }
+
+    #[test]
+    fn heartbeat_requires_the_hardware_identifier() {
+        let body = format!(r#"{{"licenseKey":"{KEY}"}}"#);
+        assert!(verify(&body).is_ok());
+        let e = ClientBody::parse(RequestKind::Heartbeat, body.as_bytes()).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [("hardwareIdentifier".into(), "is required".into())]
+        );
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let cases: &[(&str, &str, &str)] = &[
+            (r#"{}"#, "licenseKey", "is required"),
+            (
+                r#"{"licenseKey":"abc"}"#,
+                "licenseKey",
+                "must be five groups of five upper-case letters or digits joined by hyphens, such as ABCDE-12345-FGHIJ-67890-KLMNO",
+            ),
+            (
+                r#"{"licenseKey":"KEY","hardwareIdentifier":"short"}"#,
+                "hardwareIdentifier",
+                "must be 10 to 1000 characters long (got 5)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","hardwareIdentifier":"with space 123"}"#,
+                "hardwareIdentifier",
+                "must not contain whitespace or control characters",
+            ),
+            (
+                r#"{"licenseKey":"KEY","customerId":"nope"}"#,
+                "customerId",
+                "must be a UUID (8-4-4-4-12 hexadecimal digits)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","productId":"123"}"#,
+                "productId",
+                "must be a UUID (8-4-4-4-12 hexadecimal digits)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","challenge":"short"}"#,
+                "challenge",
+                "must be 10 to 1000 characters long (got 5)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","challenge":"has a space!"}"#,
+                "challenge",
+                "must not contain whitespace or control characters",
+            ),
+            (
+                r#"{"licenseKey":"KEY","version":"v1"}"#,
+                "version",
+                "must be 3 to 255 characters long (got 2)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","version":"1.0 beta"}"#,
+                "version",
+                "must not contain whitespace or control characters",
+            ),
+            (
+                r#"{"licenseKey":"KEY","branch":"x"}"#,
+                "branch",
+                "must be 2 to 255 characters long (got 1)",
+            ),
+            (
+                r#"{"licenseKey":"KEY","branch":"feat/x"}"#,
+                "branch",
+                "must contain only letters A-Z and a-z, digits, '_' and '-'",
+            ),
+        ];
+        for (body, field, message) in cases {
+            let body = body.replace("\"KEY\"", &format!("\"{KEY}\""));
+            let e = verify(&body).unwrap_err();
+            assert_eq!(e.status(), 400);
+            assert_eq!(
+                problems(&e),
+                [(field.to_string(), message.to_string())],
+                "{body}"
+            );
+        }
+        let long = format!(
+            r#"{{"licenseKey":"{KEY}","challenge":"{}"}}"#,
+            "c".repeat(1001)
+        );
+        assert_eq!(
+            problems(&verify(&long).unwrap_err()),
+            [(
+                "challenge".into(),
+                "must be 10 to 1000 characters long (got more than 1000)".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn all_problems_are_reported_together() {
+        let e = verify(r#"{"licenseKey":"x","version":"1","branch":"/"}"#).unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["licenseKey", "version", "branch"]);
+        assert!(e.details().starts_with("licenseKey: "));
+    }
+
+    #[test]
+    fn unknown_members_and_bad_json_are_rejected() {
+        let e = verify(&format!(
+            r#"{{"licenseKey":"{KEY}","hardwareIdentifer":"x"}}"#
+        ))
+        .unwrap_err();
+        assert_eq!(problems(&e)[0].0, "hardwareIdentifer");
+        assert!(problems(&e)[0].1.starts_with("is not a known member"));
+        let e = verify(r#"{"licenseKey": 12}"#).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "licenseKey");
+        assert!(
+            problems(&e)[0].1.contains("invalid type"),
+            "{:?}",
+            problems(&e)
+        );
+        let e = verify(r#"{"licenseKey":"#).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "body");
+        assert!(problems(&e)[0].1.starts_with("is not valid JSON"));
+        let e = verify("").unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [("body".into(), "is required: send a JSON object".into())]
+        );
+        let e = verify("[1]").unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [("body".into(), "must be a JSON object".into())]
+        );
+    }
+
+    #[test]
+    fn oversized_bodies_are_413() {
+        let body = vec![b' '; super::super::MAX_JSON_BODY + 1];
+        assert_eq!(
+            verify(std::str::from_utf8(&body).unwrap())
+                .unwrap_err()
+                .status(),
+            413
+        );
+    }
+
+    #[test]
+    fn classloader_query() {
+        let session = "ab".repeat(256);
+        let q = format!(
+            "licenseKey={KEY}&productId={UUID}&sessionKey={session}&deviceIdentifier=device-0001&version=1.0.0"
+        );
+        let parsed = ClassloaderQuery::parse(&q).unwrap();
+        assert_eq!(parsed.hardware_id.as_str(), "device-0001");
+        assert_eq!(parsed.version.unwrap().as_str(), "1.0.0");
+
+        let e = ClassloaderQuery::parse("").unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            [
+                "licenseKey",
+                "productId",
+                "sessionKey",
+                "hardwareIdentifier"
+            ]
+        );
+
+        let e = ClassloaderQuery::parse(&format!("{q}&sessionkey=x")).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "sessionkey");
+        let e = ClassloaderQuery::parse(&format!("{q}&version=2.0.0")).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [("version".into(), "is given more than once".into())]
+        );
+        let e = ClassloaderQuery::parse(&q.replace(&session, "short")).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [(
+                "sessionKey".into(),
+                "must be 10 to 1000 characters long (got 5)".into()
+            )]
+        );
+    }
+}

@@ -1,0 +1,594 @@
+use std::borrow::Cow;
+
+use super::{finish, id_list, one_of};
+use crate::error::{ApiError, Validator};
+use crate::model::ReleaseStatus;
+use crate::validate::{SearchText, check_length};
+use crate::{CustomerId, ProductId};
+
+/// A parsed query string: known parameters only, each at most once.
+pub(crate) struct Query<'a> {
+    pairs: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
+impl<'a> Query<'a> {
+    /// Parses `raw`, recording unknown and repeated parameters in `v`.
+    pub(crate) fn parse(raw: &'a str, known: &[&str], v: &mut Validator) -> Self {
+        let mut pairs: Vec<(Cow<'a, str>, Cow<'a, str>)> = Vec::new();
+        for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+            if !known.contains(&name.as_ref()) {
+                v.push(
+                    name.as_ref(),
+                    format!(
+                        "is not a known query parameter here (known: {})",
+                        known.join(", ")
+                    ),
+                );
+            } else if pairs.iter().any(|(n, _)| *n == name) {
+                v.push(name.as_ref(), "is given more than once");
+            } else {
+                pairs.push((name, value));
+            }
+        }
+        Self { pairs }
+    }
+
+    /// The value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value.as_ref())
+    }
+}
+
+/// Sort direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SortDirection {
+    /// Smallest first.
+    Asc,
+    /// Largest first (the default).
+    #[default]
+    Desc,
+}
+
+/// Page, page size and direction of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Paging {
+    /// 1-based page number.
+    pub page: u32,
+    /// Items per page: 10, 25, 50 or 100.
+    pub page_size: u32,
+    /// Sort direction.
+    pub direction: SortDirection,
+}
+
+impl Default for Paging {
+    fn default() -> Self {
+        Self {
+            page: 1,
+            page_size: 25,
+            direction: SortDirection::Desc,
+        }
+    }
+}
+
+impl Paging {
+    /// Items to skip.
+    pub fn offset(&self) -> u64 {
+        u64::from(self.page - 1) * u64::from(self.page_size)
+    }
+
+    /// Cuts one page out of an already sorted sequence: the items and whether more follow.
+    pub fn slice<T>(&self, sorted: impl IntoIterator<Item = T>) -> (Vec<T>, bool) {
+        let offset = usize::try_from(self.offset()).unwrap_or(usize::MAX);
+        let size = self.page_size as usize;
+        let mut rest = sorted.into_iter().skip(offset);
+        let items: Vec<T> = rest.by_ref().take(size).collect();
+        let more = rest.next().is_some();
+        (items, more)
+    }
+
+    fn parse(q: &Query<'_>, v: &mut Validator) -> Self {
+        let mut paging = Self::default();
+        if let Some(text) = q.get("page") {
+            match text.parse::<u32>() {
+                Ok(page) if (1..=1_000_000).contains(&page) => paging.page = page,
+                _ => v.push("page", "must be an integer from 1 to 1000000"),
+            }
+        }
+        if let Some(text) = q.get("pageSize") {
+            match text {
+                "10" | "25" | "50" | "100" => paging.page_size = text.parse().unwrap_or(25),
+                _ => v.push("pageSize", "must be one of 10, 25, 50, 100"),
+            }
+        }
+        if let Some(text) = q.get("sortDirection") {
+            match text {
+                "asc" => paging.direction = SortDirection::Asc,
+                "desc" => paging.direction = SortDirection::Desc,
+                _ => v.push("sortDirection", "must be one of asc, desc"),
+            }
+        }
+        paging
+    }
+}
+
+const PAGING: [&str; 4] = ["page", "pageSize", "sortColumn", "sortDirection"];
+
+fn known(extra: &[&'static str]) -> Vec<&'static str> {
+    PAGING.iter().chain(extra).copied().collect()
+}
+
+fn sort<T: Copy>(q: &Query<'_>, v: &mut Validator, options: &[(&str, T)], default: T) -> T {
+    match q.get("sortColumn") {
+        None => default,
+        Some(text) => v
+            .check("sortColumn", one_of(text, options))
+            .unwrap_or(default),
+    }
+}
+
+/// A validated list query of one endpoint: paging, sort column and filters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListQuery<S, F> {
+    /// Page, size, direction.
+    pub paging: Paging,
+    /// Sort column.
+    pub sort: S,
+    /// Endpoint-specific filters.
+    pub filter: F,
+}
+
+/// Sort columns of the license list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum LicenseSort {
+    CreatedAt,
+    UpdatedAt,
+}
+
+/// Filters of the license list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LicenseFilter {
+    /// Licenses with any of these products.
+    pub product_ids: Vec<ProductId>,
+    /// Licenses with any of these customers.
+    pub customer_ids: Vec<CustomerId>,
+    /// Part of the license key, case-insensitive.
+    pub search: Option<SearchText>,
+    /// A metadata key that must be present ...
+    pub metadata_key: Option<String>,
+    /// ... with a value containing this text.
+    pub metadata_value: Option<String>,
+}
+
+/// `GET {dev}/licenses`.
+pub type LicenseListQuery = ListQuery<LicenseSort, LicenseFilter>;
+
+impl LicenseListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(
+            raw,
+            &known(&[
+                "productIds",
+                "customerIds",
+                "search",
+                "metadataKey",
+                "metadataValue",
+            ]),
+            &mut v,
+        );
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            &[
+                ("createdAt", LicenseSort::CreatedAt),
+                ("updatedAt", LicenseSort::UpdatedAt),
+            ],
+            LicenseSort::CreatedAt,
+        );
+        let product_ids = comma_ids(&q, &mut v, "productIds");
+        let customer_ids = comma_ids(&q, &mut v, "customerIds");
+        let search = v
+            .optional("search", q.get("search"), SearchText::parse)
+            .flatten();
+        let metadata_key = v
+            .optional("metadataKey", q.get("metadataKey"), |t| {
+                check_length(t, 1, 255).map(|()| t.to_owned())
+            })
+            .flatten();
+        let metadata_value = v
+            .optional("metadataValue", q.get("metadataValue"), |t| {
+                check_length(t, 1, 1000).map(|()| t.to_owned())
+            })
+            .flatten();
+        if metadata_value.is_some() && q.get("metadataKey").is_none() {
+            v.push("metadataValue", "needs metadataKey");
+        }
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: LicenseFilter {
+                product_ids,
+                customer_ids,
+                search,
+                metadata_key,
+                metadata_value,
+            },
+        })
+    }
+}
+
+fn comma_ids<Id: From<uuid::Uuid> + PartialEq>(
+    q: &Query<'_>,
+    v: &mut Validator,
+    name: &str,
+) -> Vec<Id> {
+    match q.get(name) {
+        None => Vec::new(),
+        Some(text) => {
+            let parts: Vec<String> = text
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            id_list(v, name, &parts, super::MAX_IDS)
+        }
+    }
+}
+
+/// Sort columns of the customer list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum CustomerSort {
+    FullName,
+    CreatedAt,
+    UpdatedAt,
+    Email,
+    Username,
+}
+
+/// `GET {dev}/customers`: the filter is the search text.
+pub type CustomerListQuery = ListQuery<CustomerSort, Option<SearchText>>;
+
+impl CustomerListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw, &known(&["search"]), &mut v);
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            &[
+                ("fullName", CustomerSort::FullName),
+                ("createdAt", CustomerSort::CreatedAt),
+                ("updatedAt", CustomerSort::UpdatedAt),
+                ("email", CustomerSort::Email),
+                ("username", CustomerSort::Username),
+            ],
+            CustomerSort::CreatedAt,
+        );
+        let search = v
+            .optional("search", q.get("search"), SearchText::parse)
+            .flatten();
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: search,
+        })
+    }
+}
+
+/// Sort columns of the release list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ReleaseSort {
+    Version,
+    CreatedAt,
+    UpdatedAt,
+    Latest,
+}
+
+/// Filters of the release list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReleaseFilter {
+    /// Releases of this product.
+    pub product_id: Option<ProductId>,
+    /// Part of the version, case-insensitive.
+    pub search: Option<SearchText>,
+    /// Releases with this status.
+    pub status: Option<ReleaseStatus>,
+}
+
+/// `GET {dev}/releases`.
+pub type ReleaseListQuery = ListQuery<ReleaseSort, ReleaseFilter>;
+
+impl ReleaseListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw, &known(&["productId", "search", "status"]), &mut v);
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            &[
+                ("version", ReleaseSort::Version),
+                ("createdAt", ReleaseSort::CreatedAt),
+                ("updatedAt", ReleaseSort::UpdatedAt),
+                ("latest", ReleaseSort::Latest),
+            ],
+            ReleaseSort::CreatedAt,
+        );
+        let product_id = v
+            .optional("productId", q.get("productId"), ProductId::parse)
+            .flatten();
+        let search = v
+            .optional("search", q.get("search"), SearchText::parse)
+            .flatten();
+        let status = v
+            .optional("status", q.get("status"), ReleaseStatus::parse)
+            .flatten();
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: ReleaseFilter {
+                product_id,
+                search,
+                status,
+            },
+        })
+    }
+}
+
+/// Sort columns of the hardware-identifier and IP-address lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum DeviceSort {
+    LastSeenAt,
+    CreatedAt,
+}
+
+/// `GET {dev}/licenses/id/{id}/hwid` and `/ip-address`: the filter is `showForgotten`.
+pub type DeviceListQuery = ListQuery<DeviceSort, bool>;
+
+impl DeviceListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw, &known(&["showForgotten"]), &mut v);
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            &[
+                ("lastSeenAt", DeviceSort::LastSeenAt),
+                ("createdAt", DeviceSort::CreatedAt),
+            ],
+            DeviceSort::LastSeenAt,
+        );
+        let show_forgotten = v
+            .optional("showForgotten", q.get("showForgotten"), |t| match t {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err("must be true or false"),
+            })
+            .flatten()
+            .unwrap_or(false);
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: show_forgotten,
+        })
+    }
+}
+
+/// Sort columns of the product list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ProductSort {
+    Name,
+    CreatedAt,
+    UpdatedAt,
+}
+
+/// `GET {dev}/products` (ext).
+pub type ProductListQuery = ListQuery<ProductSort, ()>;
+
+impl ProductListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw, &known(&[]), &mut v);
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            &[
+                ("name", ProductSort::Name),
+                ("createdAt", ProductSort::CreatedAt),
+                ("updatedAt", ProductSort::UpdatedAt),
+            ],
+            ProductSort::CreatedAt,
+        );
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: (),
+        })
+    }
+}
+
+/// For endpoints that take no query parameters: any parameter is an error naming it.
+pub fn parse_no_query(raw: &str) -> Result<(), ApiError> {
+    let mut v = Validator::new();
+    for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
+        v.push(
+            name.as_ref(),
+            "is not a known query parameter: this endpoint takes none",
+        );
+    }
+    finish(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::problems;
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let q = LicenseListQuery::parse("").unwrap();
+        assert_eq!(
+            q.paging,
+            Paging {
+                page: 1,
+                page_size: 25,
+                direction: SortDirection::Desc
+            }
+        );
+        assert_eq!(q.sort, LicenseSort::CreatedAt);
+        assert_eq!(
+            DeviceListQuery::parse("").unwrap().sort,
+            DeviceSort::LastSeenAt
+        );
+        assert!(!DeviceListQuery::parse("").unwrap().filter);
+    }
+
+    #[test]
+    fn every_parameter_parses() {
+        let a = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
+        let b = "7f9619ff-8b86-4011-b42d-00c04fc964ff";
+        let q = LicenseListQuery::parse(&format!(
+            "page=3&pageSize=50&sortColumn=updatedAt&sortDirection=asc&productIds={a},{b}&customerIds={a}&search=abc&metadataKey=tier&metadataValue=gold"
+        ))
+        .unwrap();
+        assert_eq!(
+            q.paging,
+            Paging {
+                page: 3,
+                page_size: 50,
+                direction: SortDirection::Asc
+            }
+        );
+        assert_eq!(q.paging.offset(), 100);
+        assert_eq!(q.sort, LicenseSort::UpdatedAt);
+        assert_eq!(q.filter.product_ids.len(), 2);
+        assert_eq!(q.filter.customer_ids.len(), 1);
+        assert_eq!(q.filter.search.unwrap().as_str(), "abc");
+        assert_eq!(q.filter.metadata_value.as_deref(), Some("gold"));
+
+        let r = ReleaseListQuery::parse(&format!(
+            "productId={a}&status=DRAFT&sortColumn=latest&search=1."
+        ))
+        .unwrap();
+        assert_eq!(r.filter.status, Some(ReleaseStatus::Draft));
+        assert_eq!(r.sort, ReleaseSort::Latest);
+        let c = CustomerListQuery::parse("search=jane%20doe&sortColumn=email").unwrap();
+        assert_eq!(c.filter.unwrap().as_str(), "jane doe");
+        assert!(DeviceListQuery::parse("showForgotten=true").unwrap().filter);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter_and_the_allowed_values() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("page=0", "page", "must be an integer from 1 to 1000000"),
+            ("page=x", "page", "must be an integer from 1 to 1000000"),
+            ("pageSize=20", "pageSize", "must be one of 10, 25, 50, 100"),
+            (
+                "sortDirection=up",
+                "sortDirection",
+                "must be one of asc, desc",
+            ),
+            (
+                "sortColumn=email",
+                "sortColumn",
+                "must be one of createdAt, updatedAt",
+            ),
+            (
+                "productIds=nope",
+                "productIds[0]",
+                "must be a UUID (8-4-4-4-12 hexadecimal digits)",
+            ),
+            (
+                "search=",
+                "search",
+                "must be 1 to 255 characters long (got 0)",
+            ),
+            ("metadataValue=x", "metadataValue", "needs metadataKey"),
+            (
+                "pagesize=10",
+                "pagesize",
+                "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue)",
+            ),
+        ];
+        for (query, field, message) in cases {
+            let e = LicenseListQuery::parse(query).unwrap_err();
+            assert_eq!(
+                problems(&e),
+                [(field.to_string(), message.to_string())],
+                "{query}"
+            );
+        }
+        let long = format!("search={}", "x".repeat(256));
+        assert_eq!(
+            problems(&CustomerListQuery::parse(&long).unwrap_err()),
+            [(
+                "search".into(),
+                "must be 1 to 255 characters long (got more than 255)".into()
+            )]
+        );
+        assert_eq!(
+            problems(&ReleaseListQuery::parse("status=LIVE").unwrap_err()),
+            [(
+                "status".into(),
+                "must be one of PUBLISHED, DRAFT, ARCHIVED, DEPRECATED".into()
+            )]
+        );
+        assert_eq!(
+            problems(&DeviceListQuery::parse("showForgotten=1&sortColumn=updatedAt").unwrap_err()),
+            [
+                (
+                    "sortColumn".into(),
+                    "must be one of lastSeenAt, createdAt".into()
+                ),
+                ("showForgotten".into(), "must be true or false".into())
+            ]
+        );
+        assert_eq!(
+            problems(&CustomerListQuery::parse("sortColumn=name").unwrap_err())[0].1,
+            "must be one of fullName, createdAt, updatedAt, email, username"
+        );
+        assert!(parse_no_query("").is_ok());
+        assert_eq!(problems(&parse_no_query("x=1").unwrap_err())[0].0, "x");
+    }
+
+    #[test]
+    fn paging_slices() {
+        let p = Paging {
+            page: 2,
+            page_size: 10,
+            direction: SortDirection::Asc,
+        };
+        let (items, more) = p.slice(0..25);
+        assert_eq!(items, (10..20).collect::<Vec<_>>());
+        assert!(more);
+        let (items, more) = Paging { page: 3, ..p }.slice(0..25);
+        assert_eq!(items.len(), 5);
+        assert!(!more);
+        let (items, more) = Paging { page: 2, ..p }.slice(0..20);
+        assert_eq!(items.len(), 10);
+        assert!(!more);
+    }
+}

@@ -1,0 +1,295 @@
+//! Request bodies and query strings, parsed into validated values.
+//!
+//! Each body is deserialized leniently as to values (ids, enums and dates as text, numbers as
+//! signed integers) and strictly as to shape (unknown members are rejected, naming them), then
+//! validated field by field so that one answer lists every problem.
+
+mod client;
+mod customer;
+mod license;
+mod list;
+mod product;
+mod release;
+mod team;
+
+pub use client::{ClassloaderQuery, ClientBody};
+pub use customer::{CustomerBody, CustomerInput};
+pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
+pub use list::{
+    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, LicenseFilter, LicenseListQuery,
+    LicenseSort, ListQuery, Paging, ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery,
+    ReleaseSort, SortDirection, parse_no_query,
+};
+pub use product::{BranchBody, ProductBody, ProductInput};
+pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
+pub use team::{
+    AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
+    ForgottenBody, SettingsBody,
+};
+
+use std::collections::HashSet;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+
+use crate::error::{ApiError, ValidationErrors, Validator};
+use crate::ids::parse_uuid;
+use crate::model::MetadataItem;
+use crate::time::Timestamp;
+use crate::validate::check_length;
+
+/// Largest JSON request body, in bytes.
+pub const MAX_JSON_BODY: usize = 1024 * 1024;
+/// Most metadata items on one record.
+pub const MAX_METADATA_ITEMS: usize = 20;
+/// Most ids in one list of a body (`customerIds`, `productIds`, `licenseIds` of licenses).
+pub const MAX_IDS: usize = 100;
+/// Largest license limit (`ipLimit`, `hwidLimit`).
+pub const MAX_LIMIT: i64 = 1_000_000;
+/// Longest duration, in days.
+pub const MAX_DAYS: i64 = 100_000;
+
+/// Parses a JSON body into `T`, turning every serde error into a 400 that names the member.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.len() > MAX_JSON_BODY {
+        return Err(ApiError::payload_too_large(
+            "Request body is larger than 1 MiB",
+        ));
+    }
+    check_object(body)?;
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(de).map_err(json_error)?;
+    Ok(value)
+}
+
+/// Like [`parse_json`] for bodies whose `T` borrows from the input (the client hot path).
+pub fn parse_json_borrowed<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    if body.len() > MAX_JSON_BODY {
+        return Err(ApiError::payload_too_large(
+            "Request body is larger than 1 MiB",
+        ));
+    }
+    check_object(body)?;
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(json_error)
+}
+
+fn check_object(body: &[u8]) -> Result<(), ApiError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => Err(ApiError::bad_field(
+            "body",
+            "is required: send a JSON object",
+        )),
+        Some(b'{') => Ok(()),
+        Some(_) => Err(ApiError::bad_field("body", "must be a JSON object")),
+    }
+}
+
+fn json_error(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.inner();
+    let message = inner.to_string();
+    // serde_json appends " at line L column C"; keep it for syntax errors only.
+    let message = if inner.is_syntax() || inner.is_eof() {
+        format!("is not valid JSON: {message}")
+    } else {
+        message
+            .rsplit_once(" at line ")
+            .map_or(message.clone(), |(m, _)| m.to_owned())
+    };
+    if let Some(name) = unknown_member(&message) {
+        // The path already ends with the unknown member.
+        let field = if path == "." { name.to_owned() } else { path };
+        return ApiError::validation(ValidationErrors::single(
+            field,
+            format!("is not a known member ({message})"),
+        ));
+    }
+    let field = if path == "." || inner.is_syntax() || inner.is_eof() {
+        "body".to_owned()
+    } else {
+        path
+    };
+    ApiError::validation(ValidationErrors::single(field, message))
+}
+
+fn unknown_member(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(name, _)| name)
+}
+
+/// A member of a PUT body: left out (keep the stored value), `null` (clear it), or a value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Patch<T> {
+    /// Not in the body.
+    #[default]
+    Missing,
+    /// `null`.
+    Null,
+    /// A value.
+    Value(T),
+}
+
+impl<T> Patch<T> {
+    /// Whether the member was in the body (as a value or `null`).
+    pub fn is_present(&self) -> bool {
+        !matches!(self, Patch::Missing)
+    }
+
+    /// The value, if one was given.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Patch::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Option::<T>::deserialize(deserializer)? {
+            None => Patch::Null,
+            Some(v) => Patch::Value(v),
+        })
+    }
+}
+
+/// A metadata item as it arrives.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetadata {
+    key: String,
+    value: String,
+    #[serde(default)]
+    locked: Option<bool>,
+}
+
+/// Validates metadata: at most 20 items, keys 1 to 255 characters and unique, values at most
+/// 1000 characters.
+pub(crate) fn metadata(
+    v: &mut Validator,
+    field: &str,
+    items: Vec<RawMetadata>,
+) -> Vec<MetadataItem> {
+    if items.len() > MAX_METADATA_ITEMS {
+        v.push(
+            field,
+            format!(
+                "must have at most {MAX_METADATA_ITEMS} items (got {})",
+                items.len()
+            ),
+        );
+        return Vec::new();
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let ok_key = v
+            .check(
+                &format!("{field}[{i}].key"),
+                check_length(&item.key, 1, 255),
+            )
+            .is_some();
+        if ok_key && !seen.insert(item.key.clone()) {
+            v.push(
+                format!("{field}[{i}].key"),
+                format!("duplicates the key {:?}", item.key),
+            );
+        }
+        v.check(
+            &format!("{field}[{i}].value"),
+            check_length(&item.value, 0, 1000),
+        );
+        out.push(MetadataItem {
+            key: item.key,
+            value: item.value,
+            locked: item.locked.unwrap_or(false),
+        });
+    }
+    out
+}
+
+/// Parses a list of ids, each named by its index; duplicates are dropped.
+pub(crate) fn id_list<Id: From<uuid::Uuid> + PartialEq>(
+    v: &mut Validator,
+    field: &str,
+    raw: &[String],
+    max: usize,
+) -> Vec<Id> {
+    if raw.len() > max {
+        v.push(
+            field,
+            format!("must have at most {max} ids (got {})", raw.len()),
+        );
+        return Vec::new();
+    }
+    let mut out: Vec<Id> = Vec::with_capacity(raw.len());
+    for (i, text) in raw.iter().enumerate() {
+        if let Some(uuid) = v.check(&format!("{field}[{i}]"), parse_uuid(text)) {
+            let id = Id::from(uuid);
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// An integer in `min..=max`.
+pub(crate) fn int_in(value: i64, min: i64, max: i64) -> Result<u32, String> {
+    if value < min || value > max {
+        return Err(if value < min {
+            format!("must be at least {min} (got {value})")
+        } else {
+            format!("must be at most {max} (got {value})")
+        });
+    }
+    u32::try_from(value).map_err(|_| format!("must be at most {max}"))
+}
+
+/// A date-time strictly after `now`.
+pub(crate) fn future_date(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let at = Timestamp::parse(text).map_err(|e| e.to_string())?;
+    if at <= now {
+        return Err("must be in the future".into());
+    }
+    Ok(at)
+}
+
+/// Parses one of the given upper-case values.
+pub(crate) fn one_of<T: Copy>(text: &str, options: &[(&str, T)]) -> Result<T, String> {
+    options
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, value)| *value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            format!("must be one of {}", names.join(", "))
+        })
+}
+
+/// Reports `null` where a value is required.
+pub(crate) fn not_null<T>(v: &mut Validator, field: &str, patch: Patch<T>) -> Option<T> {
+    match patch {
+        Patch::Missing => None,
+        Patch::Null => {
+            v.push(field, "must not be null");
+            None
+        }
+        Patch::Value(x) => Some(x),
+    }
+}
+
+/// Turns collected problems into the 400 answer.
+pub(crate) fn finish(v: Validator) -> Result<(), ApiError> {
+    v.finish().map_err(ApiError::validation)
+}
+
+/// Field errors for tests: `(field, message)` pairs.
+#[cfg(test)]
+pub(crate) fn problems(e: &ApiError) -> Vec<(String, String)> {
+    e.field_errors()
+        .iter()
+        .map(|crate::FieldError { field, message }| (field.clone(), message.clone()))
+        .collect()
+}

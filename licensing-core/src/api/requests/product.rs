@@ -1,0 +1,175 @@
+use serde::Deserialize;
+
+use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json};
+use crate::error::{ApiError, Validator};
+use crate::model::{MetadataItem, Product};
+use crate::validate::{BranchName, HttpUrl, text};
+use crate::{ProductId, TeamId, Timestamp, UserId};
+
+/// (ext) `POST`/`PUT {dev}/products`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProductBody {
+    #[serde(default)]
+    name: Patch<String>,
+    #[serde(default)]
+    url: Patch<String>,
+    #[serde(default)]
+    metadata: Patch<Vec<RawMetadata>>,
+}
+
+/// A validated product body.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProductInput {
+    /// Name (required on create).
+    pub name: Option<String>,
+    /// Homepage; `null` clears it.
+    pub url: Patch<HttpUrl>,
+    /// Metadata (replaces all items when given).
+    pub metadata: Option<Vec<MetadataItem>>,
+}
+
+impl ProductBody {
+    /// Parses and validates; `create` makes `name` required.
+    pub fn parse(body: &[u8], create: bool) -> Result<ProductInput, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let name = match raw.name {
+            Patch::Missing if create => {
+                v.push("name", "is required");
+                None
+            }
+            other => {
+                not_null(&mut v, "name", other).and_then(|n| v.check("name", text(&n, 1, 255)))
+            }
+        };
+        let url = match raw.url {
+            Patch::Missing => Patch::Missing,
+            Patch::Null => Patch::Null,
+            Patch::Value(u) => v
+                .check("url", HttpUrl::parse(&u))
+                .map_or(Patch::Missing, Patch::Value),
+        };
+        let metadata =
+            not_null(&mut v, "metadata", raw.metadata).map(|m| metadata(&mut v, "metadata", m));
+        finish(v)?;
+        Ok(ProductInput {
+            name,
+            url,
+            metadata,
+        })
+    }
+}
+
+impl ProductInput {
+    /// A new product (the body was parsed with `create`).
+    pub fn into_new(self, team_id: TeamId, by: UserId, now: Timestamp) -> Product {
+        Product {
+            id: ProductId::new(),
+            name: self.name.unwrap_or_default(),
+            url: self.url.value().cloned(),
+            metadata: self.metadata.unwrap_or_default(),
+            team_id,
+            created_by_user_id: by,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The product after this update.
+    pub fn apply_to(&self, existing: &Product, now: Timestamp) -> Product {
+        let mut next = existing.clone();
+        if let Some(name) = &self.name {
+            next.name = name.clone();
+        }
+        match &self.url {
+            Patch::Missing => {}
+            Patch::Null => next.url = None,
+            Patch::Value(u) => next.url = Some(u.clone()),
+        }
+        if let Some(items) = &self.metadata {
+            next.metadata = items.clone();
+        }
+        next.updated_at = now;
+        next
+    }
+}
+
+/// (ext) `POST {dev}/products/{productId}/branches`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BranchBody {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl BranchBody {
+    /// Parses and validates the branch name.
+    pub fn parse(body: &[u8]) -> Result<BranchName, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let name = v.required("name", raw.name, BranchName::parse);
+        finish(v)?;
+        name.ok_or_else(ApiError::internal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::problems;
+    use super::*;
+
+    #[test]
+    fn product_rules() {
+        let p = ProductBody::parse(br#"{"name":"App","url":"https://example.com"}"#, true).unwrap();
+        assert_eq!(p.name.as_deref(), Some("App"));
+        let cases: &[(&str, bool, &str, &str)] = &[
+            (r#"{}"#, true, "name", "is required"),
+            (
+                r#"{"name":""}"#,
+                true,
+                "name",
+                "must be 1 to 255 characters long (got 0)",
+            ),
+            (r#"{"name":null}"#, false, "name", "must not be null"),
+            (
+                r#"{"name":"A","url":"ftp://x"}"#,
+                true,
+                "url",
+                "must be an absolute http:// or https:// URL such as https://example.com",
+            ),
+        ];
+        for (body, create, field, message) in cases {
+            let e = ProductBody::parse(body.as_bytes(), *create).unwrap_err();
+            assert_eq!(
+                problems(&e),
+                [(field.to_string(), message.to_string())],
+                "{body}"
+            );
+        }
+        let now = Timestamp::parse("2026-11-22T10:00:00Z").unwrap();
+        let product = p.into_new(TeamId::new(), UserId::ADMIN, now);
+        let u = ProductBody::parse(br#"{"url":null}"#, false)
+            .unwrap()
+            .apply_to(&product, now);
+        assert_eq!((u.name.as_str(), u.url), ("App", None));
+    }
+
+    #[test]
+    fn branch_rules() {
+        assert_eq!(
+            BranchBody::parse(br#"{"name":"beta"}"#).unwrap().as_str(),
+            "beta"
+        );
+        let e = BranchBody::parse(br#"{"name":"b/x"}"#).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [(
+                "name".into(),
+                "must contain only letters A-Z and a-z, digits, '_' and '-'".into()
+            )]
+        );
+        let e = BranchBody::parse(br#"{}"#).unwrap_err();
+        assert_eq!(problems(&e), [("name".into(), "is required".into())]);
+    }
+}

@@ -1,0 +1,222 @@
+use serde::Deserialize;
+
+use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json};
+use crate::error::{ApiError, Validator};
+use crate::model::{MetadataItem, ReleaseStatus};
+use crate::validate::Version;
+use crate::{BranchId, LicenseId, ProductId};
+
+/// Most licenses a release can be restricted to.
+pub(crate) const MAX_RELEASE_LICENSES: usize = 30;
+
+/// Whether release data is for a create or an update: the update makes more members required.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseMode {
+    /// `POST {dev}/releases`.
+    Create,
+    /// `PUT {dev}/releases/{releaseId}`.
+    Update,
+}
+
+/// The JSON object in the `data` part of a release create or update.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseData {
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    product_id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    set_as_latest: Patch<bool>,
+    #[serde(default)]
+    branch_id: Patch<String>,
+    #[serde(default)]
+    metadata: Patch<Vec<RawMetadata>>,
+    #[serde(default)]
+    license_ids: Patch<Vec<String>>,
+    #[serde(default)]
+    keep_existing_file: Patch<bool>,
+}
+
+/// Validated release data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseInput {
+    /// Version, unique per product and branch.
+    pub version: Version,
+    /// The product.
+    pub product_id: ProductId,
+    /// Status.
+    pub status: ReleaseStatus,
+    /// Make this the only latest release of its product and branch.
+    pub set_as_latest: bool,
+    /// The branch.
+    pub branch_id: Option<BranchId>,
+    /// Metadata (at most 20 items).
+    pub metadata: Vec<MetadataItem>,
+    /// Licenses allowed to use it (at most 30; empty: all).
+    pub license_ids: Vec<LicenseId>,
+    /// Update without a file part: keep the stored file (`true`) or remove it (`false`).
+    pub keep_existing_file: bool,
+}
+
+fn required_in_update<T>(v: &mut Validator, mode: ReleaseMode, field: &str, patch: &Patch<T>) {
+    if mode == ReleaseMode::Update && !patch.is_present() {
+        v.push(field, "is required when updating a release");
+    }
+}
+
+impl ReleaseData {
+    /// Parses the `data` part.
+    pub fn parse(data: &[u8], mode: ReleaseMode) -> Result<ReleaseInput, ApiError> {
+        let raw: Self = parse_json(data)?;
+        let mut v = Validator::new();
+        let version = v.required("version", raw.version, Version::parse);
+        let product_id = v.required("productId", raw.product_id, ProductId::parse);
+        let status = v.required("status", raw.status, ReleaseStatus::parse);
+        required_in_update(&mut v, mode, "setAsLatest", &raw.set_as_latest);
+        let set_as_latest = not_null(&mut v, "setAsLatest", raw.set_as_latest).unwrap_or(false);
+        required_in_update(&mut v, mode, "branchId", &raw.branch_id);
+        let branch_id = match &raw.branch_id {
+            Patch::Value(t) => v.check("branchId", BranchId::parse(t)),
+            _ => None,
+        };
+        required_in_update(&mut v, mode, "metadata", &raw.metadata);
+        let metadata = not_null(&mut v, "metadata", raw.metadata)
+            .map(|m| metadata(&mut v, "metadata", m))
+            .unwrap_or_default();
+        required_in_update(&mut v, mode, "licenseIds", &raw.license_ids);
+        let license_ids = not_null(&mut v, "licenseIds", raw.license_ids)
+            .map(|ids| id_list(&mut v, "licenseIds", &ids, MAX_RELEASE_LICENSES))
+            .unwrap_or_default();
+        let keep_existing_file = match mode {
+            ReleaseMode::Create => {
+                if raw.keep_existing_file.is_present() {
+                    v.push("keepExistingFile", "is only used when updating a release");
+                }
+                false
+            }
+            ReleaseMode::Update => {
+                required_in_update(&mut v, mode, "keepExistingFile", &raw.keep_existing_file);
+                not_null(&mut v, "keepExistingFile", raw.keep_existing_file).unwrap_or(false)
+            }
+        };
+        finish(v)?;
+        match (version, product_id, status) {
+            (Some(version), Some(product_id), Some(status)) => Ok(ReleaseInput {
+                version,
+                product_id,
+                status,
+                set_as_latest,
+                branch_id,
+                metadata,
+                license_ids,
+                keep_existing_file,
+            }),
+            _ => Err(ApiError::internal()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::problems;
+    use super::*;
+
+    const P: &str = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
+
+    #[test]
+    fn create_defaults() {
+        let r = ReleaseData::parse(
+            format!(r#"{{"version":"1.0.0","productId":"{P}","status":"PUBLISHED"}}"#).as_bytes(),
+            ReleaseMode::Create,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                r.set_as_latest,
+                r.branch_id,
+                r.metadata.len(),
+                r.license_ids.len()
+            ),
+            (false, None, 0, 0)
+        );
+    }
+
+    #[test]
+    fn update_requires_every_member() {
+        let body = format!(r#"{{"version":"1.0.0","productId":"{P}","status":"DRAFT"}}"#);
+        let e = ReleaseData::parse(body.as_bytes(), ReleaseMode::Update).unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            [
+                "setAsLatest",
+                "branchId",
+                "metadata",
+                "licenseIds",
+                "keepExistingFile"
+            ]
+        );
+        let full = format!(
+            r#"{{"version":"1.0.0","productId":"{P}","status":"DRAFT","setAsLatest":true,"branchId":null,
+                "metadata":[],"licenseIds":[],"keepExistingFile":true}}"#
+        );
+        let r = ReleaseData::parse(full.as_bytes(), ReleaseMode::Update).unwrap();
+        assert!(r.set_as_latest && r.keep_existing_file);
+    }
+
+    #[test]
+    fn missing_members_are_all_reported() {
+        let e = ReleaseData::parse(b"{}", ReleaseMode::Create).unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["version", "productId", "status"]);
+    }
+
+    #[test]
+    fn rules_name_the_field() {
+        let base = |extra: &str| {
+            format!(r#"{{"version":"1.0.0","productId":"{P}","status":"PUBLISHED"{extra}}}"#)
+        };
+        let ids: Vec<String> = (0..31)
+            .map(|i| format!("\"{:08x}-8b86-4011-b42d-00c04fc964ff\"", i))
+            .collect();
+        let cases: Vec<(String, &str, String)> = vec![
+            (
+                base("").replace("1.0.0", "1 0"),
+                "version",
+                "must not contain whitespace or control characters".into(),
+            ),
+            (
+                base("").replace("1.0.0", "1."),
+                "version",
+                "must be 3 to 255 characters long (got 2)".into(),
+            ),
+            (
+                base("").replace("PUBLISHED", "LIVE"),
+                "status",
+                "must be one of PUBLISHED, DRAFT, ARCHIVED, DEPRECATED".into(),
+            ),
+            (
+                base(r#","branchId":"x""#),
+                "branchId",
+                "must be a UUID (8-4-4-4-12 hexadecimal digits)".into(),
+            ),
+            (
+                base(r#","keepExistingFile":true"#),
+                "keepExistingFile",
+                "is only used when updating a release".into(),
+            ),
+            (
+                base(&format!(r#","licenseIds":[{}]"#, ids.join(","))),
+                "licenseIds",
+                "must have at most 30 ids (got 31)".into(),
+            ),
+        ];
+        for (body, field, message) in cases {
+            let e = ReleaseData::parse(body.as_bytes(), ReleaseMode::Create).unwrap_err();
+            assert_eq!(problems(&e), [(field.to_string(), message)], "{body}");
+        }
+    }
+}

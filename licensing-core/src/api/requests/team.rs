@@ -1,0 +1,339 @@
+use serde::Deserialize;
+
+use super::{Patch, finish, future_date, not_null, parse_json};
+use crate::Timestamp;
+use crate::error::{ApiError, Validator};
+use crate::model::{BlacklistType, TeamFeatures, TeamSettings};
+use crate::validate::{Country, HardwareId, text};
+use crate::verify::parse_ip_or_net;
+
+/// Longest team timeout, in minutes (ten years).
+pub(crate) const MAX_TIMEOUT_MINUTES: i64 = 5_256_000;
+
+/// `PATCH …/hwid/{id}` and `…/ip-address/{id}`: `{forgotten: boolean}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForgottenBody {
+    #[serde(default)]
+    forgotten: Option<bool>,
+}
+
+impl ForgottenBody {
+    /// The requested `forgotten` value.
+    pub fn parse(body: &[u8]) -> Result<bool, ApiError> {
+        let raw: Self = parse_json(body)?;
+        raw.forgotten
+            .ok_or_else(|| ApiError::bad_field("forgotten", "is required (true or false)"))
+    }
+}
+
+/// (ext) `PUT {dev}/settings`: members left out keep their value.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsBody {
+    #[serde(default)]
+    strict_customers: Patch<bool>,
+    #[serde(default)]
+    strict_products: Patch<bool>,
+    #[serde(default)]
+    strict_releases: Patch<bool>,
+    #[serde(default)]
+    hwid_timeout: Patch<i64>,
+    #[serde(default)]
+    ip_timeout: Patch<i64>,
+}
+
+impl SettingsBody {
+    /// Parses the body and applies it to the current settings.
+    pub fn apply(body: &[u8], current: &TeamSettings) -> Result<TeamSettings, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let mut next = current.clone();
+        if let Some(b) = not_null(&mut v, "strictCustomers", raw.strict_customers) {
+            next.strict_customers = b;
+        }
+        if let Some(b) = not_null(&mut v, "strictProducts", raw.strict_products) {
+            next.strict_products = b;
+        }
+        if let Some(b) = not_null(&mut v, "strictReleases", raw.strict_releases) {
+            next.strict_releases = b;
+        }
+        for (field, patch, slot) in [
+            ("hwidTimeout", raw.hwid_timeout, &mut next.hwid_timeout),
+            ("ipTimeout", raw.ip_timeout, &mut next.ip_timeout),
+        ] {
+            match patch {
+                Patch::Missing => {}
+                Patch::Null => *slot = None,
+                Patch::Value(m) => *slot = v.check(field, super::int_in(m, 1, MAX_TIMEOUT_MINUTES)),
+            }
+        }
+        finish(v)?;
+        Ok(next)
+    }
+}
+
+/// (ext) `POST {dev}/blacklist`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlacklistBody {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// A validated blacklist entry: the value normalized (an address or range in canonical form, a
+/// country code in upper case).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlacklistInput {
+    /// What it matches.
+    pub kind: BlacklistType,
+    /// The normalized value.
+    pub value: String,
+}
+
+impl BlacklistBody {
+    /// Parses and validates the entry.
+    pub fn parse(body: &[u8]) -> Result<BlacklistInput, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let kind = v.required("type", raw.kind, |t| {
+            super::one_of(
+                t,
+                &[
+                    ("IP", BlacklistType::Ip),
+                    ("COUNTRY", BlacklistType::Country),
+                    ("HARDWARE_IDENTIFIER", BlacklistType::HardwareIdentifier),
+                ],
+            )
+        });
+        let value = match (kind, raw.value) {
+            (_, None) => {
+                v.push("value", "is required");
+                None
+            }
+            (None, Some(_)) => None,
+            (Some(kind), Some(text)) => v.check("value", normalize(kind, &text)),
+        };
+        finish(v)?;
+        match (kind, value) {
+            (Some(kind), Some(value)) => Ok(BlacklistInput { kind, value }),
+            _ => Err(ApiError::internal()),
+        }
+    }
+}
+
+fn normalize(kind: BlacklistType, text: &str) -> Result<String, String> {
+    match kind {
+        BlacklistType::Ip => parse_ip_or_net(text.trim()).map(|net| {
+            if net.prefix_len() == net.max_prefix_len() {
+                net.addr().to_string()
+            } else {
+                net.to_string()
+            }
+        }),
+        BlacklistType::Country => {
+            Country::from_code(text.trim()).map(|_| text.trim().to_ascii_uppercase())
+        }
+        BlacklistType::HardwareIdentifier => HardwareId::parse(text).map(HardwareId::into_string),
+    }
+}
+
+/// (ext) `POST {dev}/api-keys`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiKeyBody {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    expires_at: Option<String>,
+}
+
+/// A validated API key request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKeyInput {
+    /// A name to recognize it by.
+    pub name: String,
+    /// When it stops working.
+    pub expires_at: Option<Timestamp>,
+}
+
+impl ApiKeyBody {
+    /// Parses and validates; `now` decides what "future" means.
+    pub fn parse(body: &[u8], now: Timestamp) -> Result<ApiKeyInput, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let name = v.required("name", raw.name, |t| text(t, 1, 255));
+        let expires_at = v
+            .optional("expiresAt", raw.expires_at, |t| future_date(t, now))
+            .flatten();
+        finish(v)?;
+        Ok(ApiKeyInput {
+            name: name.ok_or_else(ApiError::internal)?,
+            expires_at,
+        })
+    }
+}
+
+/// Admin `POST /api/v1/admin/teams`: `{name}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminTeamBody {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl AdminTeamBody {
+    /// The team name.
+    pub fn parse(body: &[u8]) -> Result<String, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let name = v.required("name", raw.name, |t| text(t, 1, 255));
+        finish(v)?;
+        name.ok_or_else(ApiError::internal)
+    }
+}
+
+/// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturesBody {
+    #[serde(default)]
+    classloader: Option<bool>,
+}
+
+impl FeaturesBody {
+    /// The requested features.
+    pub fn parse(body: &[u8]) -> Result<TeamFeatures, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let classloader = raw
+            .classloader
+            .ok_or_else(|| ApiError::bad_field("classloader", "is required (true or false)"))?;
+        Ok(TeamFeatures { classloader })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::problems;
+    use super::*;
+
+    #[test]
+    fn forgotten() {
+        assert!(ForgottenBody::parse(br#"{"forgotten":true}"#).unwrap());
+        let e = ForgottenBody::parse(br#"{}"#).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [("forgotten".into(), "is required (true or false)".into())]
+        );
+        let e = ForgottenBody::parse(br#"{"forgotten":"yes"}"#).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "forgotten");
+    }
+
+    #[test]
+    fn settings() {
+        let s = SettingsBody::apply(
+            br#"{"strictCustomers":true,"hwidTimeout":60}"#,
+            &TeamSettings::default(),
+        )
+        .unwrap();
+        assert!(s.strict_customers && !s.strict_products);
+        assert_eq!(s.hwid_timeout, Some(60));
+        let s = SettingsBody::apply(br#"{"hwidTimeout":null}"#, &s).unwrap();
+        assert_eq!((s.hwid_timeout, s.strict_customers), (None, true));
+        let e = SettingsBody::apply(br#"{"ipTimeout":0,"strictReleases":null}"#, &s).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [
+                ("strictReleases".into(), "must not be null".into()),
+                ("ipTimeout".into(), "must be at least 1 (got 0)".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn blacklist_values_are_validated_and_normalized() {
+        let ok: &[(&str, &str, &str)] = &[
+            ("IP", "203.0.113.7", "203.0.113.7"),
+            ("IP", "203.0.113.7/24", "203.0.113.0/24"),
+            ("IP", "2001:DB8::1", "2001:db8::1"),
+            ("IP", "2001:db8::/32", "2001:db8::/32"),
+            ("COUNTRY", "fi", "FI"),
+            ("COUNTRY", "FIN", "FIN"),
+            ("HARDWARE_IDENTIFIER", "device-0001", "device-0001"),
+        ];
+        for (kind, value, normalized) in ok {
+            let body = format!(r#"{{"type":"{kind}","value":"{value}"}}"#);
+            assert_eq!(
+                BlacklistBody::parse(body.as_bytes()).unwrap().value,
+                *normalized
+            );
+        }
+        let bad: &[(&str, &str, &str, &str)] = &[
+            (
+                "IP",
+                "300.1.1.1",
+                "value",
+                "must be an IP address or a CIDR range, such as 203.0.113.7 or 2001:db8::/32",
+            ),
+            (
+                "COUNTRY",
+                "Finland",
+                "value",
+                "must be an ISO 3166-1 alpha-2 or alpha-3 country code, such as FI or FIN",
+            ),
+            (
+                "HARDWARE_IDENTIFIER",
+                "short",
+                "value",
+                "must be 10 to 1000 characters long (got 5)",
+            ),
+            (
+                "EMAIL",
+                "x",
+                "type",
+                "must be one of IP, COUNTRY, HARDWARE_IDENTIFIER",
+            ),
+        ];
+        for (kind, value, field, message) in bad {
+            let body = format!(r#"{{"type":"{kind}","value":"{value}"}}"#);
+            let e = BlacklistBody::parse(body.as_bytes()).unwrap_err();
+            assert_eq!(
+                problems(&e),
+                [(field.to_string(), message.to_string())],
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn api_keys_and_admin_bodies() {
+        let now = Timestamp::parse("2026-11-22T10:00:00Z").unwrap();
+        let k =
+            ApiKeyBody::parse(br#"{"name":"ci","expiresAt":"2027-01-01T00:00:00Z"}"#, now).unwrap();
+        assert_eq!(k.name, "ci");
+        let e = ApiKeyBody::parse(br#"{"expiresAt":"2020-01-01T00:00:00Z"}"#, now).unwrap_err();
+        assert_eq!(
+            problems(&e),
+            [
+                ("name".into(), "is required".into()),
+                ("expiresAt".into(), "must be in the future".into())
+            ]
+        );
+        assert_eq!(AdminTeamBody::parse(br#"{"name":"Acme"}"#).unwrap(), "Acme");
+        assert_eq!(
+            problems(&AdminTeamBody::parse(br#"{"name":""}"#).unwrap_err())[0].0,
+            "name"
+        );
+        assert!(
+            !FeaturesBody::parse(br#"{"classloader":false}"#)
+                .unwrap()
+                .classloader
+        );
+        assert_eq!(
+            problems(&FeaturesBody::parse(br#"{}"#).unwrap_err())[0].0,
+            "classloader"
+        );
+    }
+}

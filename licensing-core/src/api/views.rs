@@ -1,0 +1,316 @@
+//! Answer payloads (`data`) that are not plain records.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    ApiKeyView, BlacklistEntry, Branch, ClientMetadata, Customer, ExpirationStart, ExpirationType,
+    HwidView, IpRecordView, License, Product, Release, ReleaseView,
+};
+use crate::{CustomerId, HwidId, IpId, LicenseId, LicenseKey, Timestamp};
+
+/// `data.license` of a verify answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyLicense {
+    /// IP limit.
+    pub ip_limit: Option<u32>,
+    /// Hardware-identifier limit.
+    pub hwid_limit: Option<u32>,
+    /// Expiration type.
+    pub expiration_type: ExpirationType,
+    /// Expiration start.
+    pub expiration_start: ExpirationStart,
+    /// Expiration date (after activation, the new one).
+    pub expiration_date: Option<Timestamp>,
+    /// Expiration days.
+    pub expiration_days: Option<u32>,
+    /// All metadata, as `{key, value}`.
+    pub metadata: Vec<ClientMetadata>,
+}
+
+/// `data.customers[]` of a verify answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyCustomer {
+    /// E-mail.
+    pub email: Option<String>,
+    /// Full name.
+    pub full_name: Option<String>,
+    /// User name.
+    pub username: Option<String>,
+    /// Metadata as `{key, value}`.
+    pub metadata: Vec<ClientMetadata>,
+}
+
+/// `latestRelease` of a product in a verify answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LatestRelease {
+    /// Version.
+    pub version: String,
+    /// Creation time.
+    pub created_at: Timestamp,
+}
+
+/// `data.products[]` of a verify answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyProduct {
+    /// Name.
+    pub name: String,
+    /// Homepage.
+    pub url: Option<String>,
+    /// The latest `PUBLISHED` release in the requested branch (no branch: branchless releases).
+    pub latest_release: Option<LatestRelease>,
+    /// Metadata as `{key, value}`.
+    pub metadata: Vec<ClientMetadata>,
+}
+
+/// `data` of a successful verify.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyData {
+    /// The license.
+    pub license: VerifyLicense,
+    /// Its customers.
+    pub customers: Vec<VerifyCustomer>,
+    /// Its products.
+    pub products: Vec<VerifyProduct>,
+}
+
+fn client_metadata(items: &[crate::model::MetadataItem]) -> Vec<ClientMetadata> {
+    items.iter().map(ClientMetadata::from).collect()
+}
+
+impl VerifyData {
+    /// Builds the answer. `products` pairs each product with the latest published release of the
+    /// requested branch.
+    pub fn build(
+        license: &License,
+        customers: &[Customer],
+        products: &[(&Product, Option<&Release>)],
+    ) -> Self {
+        Self {
+            license: VerifyLicense {
+                ip_limit: license.ip_limit,
+                hwid_limit: license.hwid_limit,
+                expiration_type: license.expiration_type,
+                expiration_start: license.expiration_start,
+                expiration_date: license.expiration_date,
+                expiration_days: license.expiration_days,
+                metadata: client_metadata(&license.metadata),
+            },
+            customers: customers
+                .iter()
+                .map(|c| VerifyCustomer {
+                    email: c.email.as_ref().map(|e| e.as_str().to_owned()),
+                    full_name: c.full_name.clone(),
+                    username: c.username.clone(),
+                    metadata: client_metadata(&c.metadata),
+                })
+                .collect(),
+            products: products
+                .iter()
+                .map(|(p, latest)| VerifyProduct {
+                    name: p.name.clone(),
+                    url: p.url.as_ref().map(|u| u.as_str().to_owned()),
+                    latest_release: latest.map(|r| LatestRelease {
+                        version: r.version.as_str().to_owned(),
+                        created_at: r.created_at,
+                    }),
+                    metadata: client_metadata(&p.metadata),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `data.license` of a heartbeat answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatLicense {
+    /// IP limit.
+    pub ip_limit: Option<u32>,
+    /// Hardware-identifier limit.
+    pub hwid_limit: Option<u32>,
+    /// Expiration type.
+    pub expiration_type: ExpirationType,
+}
+
+/// `data` of a successful heartbeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatData {
+    /// The license.
+    pub license: HeartbeatLicense,
+}
+
+impl HeartbeatData {
+    /// Builds the answer.
+    pub fn build(license: &License) -> Self {
+        Self {
+            license: HeartbeatLicense {
+                ip_limit: license.ip_limit,
+                hwid_limit: license.hwid_limit,
+                expiration_type: license.expiration_type,
+            },
+        }
+    }
+}
+
+/// The latest `PUBLISHED` release of a product in a branch (`None`: branchless releases).
+pub fn latest_published<'a>(
+    releases: impl IntoIterator<Item = &'a Release>,
+    branch: Option<crate::BranchId>,
+) -> Option<&'a Release> {
+    releases
+        .into_iter()
+        .filter(|r| r.branch_id == branch && r.status == crate::model::ReleaseStatus::Published)
+        .max_by_key(|r| (r.latest, r.created_at))
+}
+
+macro_rules! page_type {
+    ($(#[$meta:meta])* $name:ident, $member:ident: $item:ty, $wire:literal) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            #[doc = concat!("The items of this page (`", $wire, "`).")]
+            #[serde(rename = $wire)]
+            pub $member: Vec<$item>,
+            /// Items matching the filters, all pages.
+            pub total_results: u64,
+            /// Whether a next page exists.
+            pub has_next_page: bool,
+        }
+    };
+}
+
+page_type!(
+    /// `GET {dev}/licenses`.
+    LicensePage, licenses: License, "licenses"
+);
+page_type!(
+    /// `GET {dev}/customers`.
+    CustomerPage, customers: Customer, "customers"
+);
+page_type!(
+    /// `GET {dev}/releases`.
+    ReleasePage, releases: ReleaseView, "releases"
+);
+page_type!(
+    /// `GET {dev}/licenses/id/{id}/hwid`.
+    HwidPage, hwids: HwidView, "hwids"
+);
+page_type!(
+    /// `GET {dev}/licenses/id/{id}/ip-address`.
+    IpPage, ip_addresses: IpRecordView, "ipAddresses"
+);
+page_type!(
+    /// (ext) `GET {dev}/products`.
+    ProductPage, products: Product, "products"
+);
+
+/// (ext) `GET {dev}/products/{id}/branches`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchList {
+    /// All branches of the product.
+    pub branches: Vec<Branch>,
+}
+
+/// (ext) `GET {dev}/blacklist`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlacklistList {
+    /// All entries.
+    pub blacklist: Vec<BlacklistEntry>,
+}
+
+/// (ext) `GET {dev}/api-keys`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeyList {
+    /// All keys of the team, without the keys themselves.
+    pub api_keys: Vec<ApiKeyView>,
+}
+
+/// `DELETE {dev}/licenses/{licenseKey}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseKeyDeleted {
+    /// The key.
+    pub license_key: LicenseKey,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// `DELETE {dev}/licenses/id/{licenseId}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseDeleted {
+    /// The id.
+    pub license_id: LicenseId,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// `DELETE {dev}/customers/{customerId}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerDeleted {
+    /// The id.
+    pub customer_id: CustomerId,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// (ext) deletes of other resources: `{id, deleted}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deleted {
+    /// The id.
+    pub id: uuid::Uuid,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// `PATCH …/hwid/{hwidId}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HwidForgotten {
+    /// The record.
+    pub hwid_id: HwidId,
+    /// Its new state.
+    pub forgotten: bool,
+}
+
+/// `PATCH …/ip-address/{ipId}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpForgotten {
+    /// The record.
+    pub ip_id: IpId,
+    /// Its new state.
+    pub forgotten: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn page_members_have_the_wire_names() {
+        let page = IpPage {
+            ip_addresses: Vec::new(),
+            total_results: 0,
+            has_next_page: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&page).unwrap(),
+            json!({"ipAddresses": [], "totalResults": 0, "hasNextPage": false})
+        );
+        let d = LicenseDeleted {
+            license_id: LicenseId::new(),
+            deleted: true,
+        };
+        assert!(serde_json::to_value(&d).unwrap().get("licenseId").is_some());
+    }
+}
