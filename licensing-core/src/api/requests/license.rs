@@ -269,10 +269,10 @@ impl LicenseUpdate {
         let raw: Self = parse_json(body)?;
         let mut v = Validator::new();
         let mut next = existing.clone();
-        if let Some(text) = not_null(&mut v, "licenseKey", raw.license_key) {
-            if let Some(key) = v.check("licenseKey", LicenseKey::parse(&text)) {
-                next.license_key = key;
-            }
+        if let Some(text) = not_null(&mut v, "licenseKey", raw.license_key)
+            && let Some(key) = v.check("licenseKey", LicenseKey::parse(&text))
+        {
+            next.license_key = key;
         }
         let kind = not_null(&mut v, "expirationType", raw.expiration_type)
             .and_then(|t| v.check("expirationType", one_of(&t, &TYPES)));
