@@ -237,6 +237,15 @@ impl ApiError {
         }
     }
 
+    /// 404 `BAD_REQUEST`: a record without a code of its own (a hardware identifier, an API key,
+    /// a blacklist entry) does not exist in this team.
+    pub fn record_not_found(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 404,
+            ..Self::bad_request(details)
+        }
+    }
+
     /// 500 `INTERNAL_SERVER_ERROR`, without detail: the cause is logged, never answered.
     pub fn internal() -> Self {
         Self::new(ResultCode::InternalServerError, "Internal server error")

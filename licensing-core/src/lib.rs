@@ -6,6 +6,7 @@ pub mod expiry;
 pub mod ids;
 pub mod key;
 pub mod model;
+pub mod store;
 pub mod time;
 pub mod validate;
 pub mod verify;

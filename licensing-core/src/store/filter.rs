@@ -1,0 +1,237 @@
+//! The meaning of list filters and sort orders, and the record changes of an admission, shared
+//! by every store so that they all answer alike.
+
+use std::cmp::Ordering;
+
+use super::{Activity, Page};
+use crate::api::requests::{
+    CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductSort, ReleaseFilter,
+    ReleaseSort, SortDirection,
+};
+use crate::model::{Customer, Hwid, IpRecord, License, Product, Release};
+use crate::validate::{HardwareId, SearchText};
+use crate::verify::Admission;
+use crate::{HwidId, IpId, Timestamp};
+
+/// Whether a license passes the list filters: any of the products, any of the customers, the key
+/// containing the search text (case-insensitive), the metadata key present with a value
+/// containing the text.
+pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
+    (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
+        && (f.customer_ids.is_empty() || l.customer_ids.iter().any(|c| f.customer_ids.contains(c)))
+        && f.search.as_ref().is_none_or(|s| {
+            l.license_key
+                .as_str()
+                .contains(&s.as_str().to_ascii_uppercase())
+        })
+        && f.metadata_key.as_ref().is_none_or(|key| {
+            l.metadata.iter().any(|m| {
+                &m.key == key
+                    && f.metadata_value
+                        .as_ref()
+                        .is_none_or(|value| m.value.contains(value.as_str()))
+            })
+        })
+}
+
+fn contains_ci(haystack: Option<&str>, needle_lower: &str) -> bool {
+    haystack.is_some_and(|h| h.to_lowercase().contains(needle_lower))
+}
+
+/// Whether a customer matches the search text (part of e-mail, full name or user name,
+/// case-insensitive).
+pub fn customer_matches(c: &Customer, search: Option<&SearchText>) -> bool {
+    let Some(search) = search else { return true };
+    let needle = search.as_str().to_lowercase();
+    contains_ci(c.email.as_ref().map(|e| e.as_str()), &needle)
+        || contains_ci(c.full_name.as_deref(), &needle)
+        || contains_ci(c.username.as_deref(), &needle)
+}
+
+/// Whether a release passes the list filters.
+pub fn release_matches(r: &Release, f: &ReleaseFilter) -> bool {
+    f.product_id.is_none_or(|p| r.product_id == p)
+        && f.status.is_none_or(|s| r.status == s)
+        && f.search.as_ref().is_none_or(|s| {
+            r.version
+                .as_str()
+                .to_lowercase()
+                .contains(&s.as_str().to_lowercase())
+        })
+}
+
+fn directed(ordering: Ordering, direction: SortDirection) -> Ordering {
+    match direction {
+        SortDirection::Asc => ordering,
+        SortDirection::Desc => ordering.reverse(),
+    }
+}
+
+/// License order: by the column, ties by id (so pages never overlap).
+pub fn compare_licenses(
+    a: &License,
+    b: &License,
+    sort: LicenseSort,
+    dir: SortDirection,
+) -> Ordering {
+    let by = match sort {
+        LicenseSort::CreatedAt => a.created_at.cmp(&b.created_at),
+        LicenseSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// Customer order: text columns compare case-insensitively, missing values first.
+pub fn compare_customers(
+    a: &Customer,
+    b: &Customer,
+    sort: CustomerSort,
+    dir: SortDirection,
+) -> Ordering {
+    let text =
+        |x: Option<&str>, y: Option<&str>| x.map(str::to_lowercase).cmp(&y.map(str::to_lowercase));
+    let by = match sort {
+        CustomerSort::FullName => text(a.full_name.as_deref(), b.full_name.as_deref()),
+        CustomerSort::Email => text(
+            a.email.as_ref().map(|e| e.as_str()),
+            b.email.as_ref().map(|e| e.as_str()),
+        ),
+        CustomerSort::Username => text(a.username.as_deref(), b.username.as_deref()),
+        CustomerSort::CreatedAt => a.created_at.cmp(&b.created_at),
+        CustomerSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// Release order; `latest` sorts latest releases after the others (ascending), then by creation.
+pub fn compare_releases(
+    a: &Release,
+    b: &Release,
+    sort: ReleaseSort,
+    dir: SortDirection,
+) -> Ordering {
+    let by = match sort {
+        ReleaseSort::Version => a.version.as_str().cmp(b.version.as_str()),
+        ReleaseSort::CreatedAt => a.created_at.cmp(&b.created_at),
+        ReleaseSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+        ReleaseSort::Latest => a
+            .latest
+            .cmp(&b.latest)
+            .then_with(|| a.created_at.cmp(&b.created_at)),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// Product order.
+pub fn compare_products(
+    a: &Product,
+    b: &Product,
+    sort: ProductSort,
+    dir: SortDirection,
+) -> Ordering {
+    let by = match sort {
+        ProductSort::Name => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+        ProductSort::CreatedAt => a.created_at.cmp(&b.created_at),
+        ProductSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// Hardware-identifier order.
+pub fn compare_hwids(a: &Hwid, b: &Hwid, sort: DeviceSort, dir: SortDirection) -> Ordering {
+    let by = match sort {
+        DeviceSort::LastSeenAt => a.last_seen_at.cmp(&b.last_seen_at),
+        DeviceSort::CreatedAt => a.created_at.cmp(&b.created_at),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// IP-record order.
+pub fn compare_ips(a: &IpRecord, b: &IpRecord, sort: DeviceSort, dir: SortDirection) -> Ordering {
+    let by = match sort {
+        DeviceSort::LastSeenAt => a.last_seen_at.cmp(&b.last_seen_at),
+        DeviceSort::CreatedAt => a.created_at.cmp(&b.created_at),
+    };
+    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+}
+
+/// Sorts all matching items and cuts the page: the simple way, for stores that hold the items.
+pub fn page_of<T>(
+    mut items: Vec<T>,
+    paging: &Paging,
+    cmp: impl FnMut(&T, &T) -> Ordering,
+) -> Page<T> {
+    items.sort_by(cmp);
+    let total = items.len() as u64;
+    let (items, has_next_page) = paging.slice(items);
+    Page {
+        items,
+        total,
+        has_next_page,
+    }
+}
+
+/// A new hardware-identifier record for a license.
+pub fn new_hwid(license: &License, identifier: &HardwareId, now: Timestamp) -> Hwid {
+    Hwid {
+        id: HwidId::new(),
+        identifier: identifier.clone(),
+        forgotten: false,
+        license_id: license.id,
+        team_id: license.team_id,
+        last_seen_at: now,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// A new IP record for a license, with the country of the request.
+pub fn new_ip(license: &License, activity: &Activity, now: Timestamp) -> IpRecord {
+    IpRecord {
+        id: IpId::new(),
+        address: activity.ip.to_canonical(),
+        forgotten: false,
+        country: activity.country.map(|c| c.name.to_owned()),
+        alpha2: activity.country.map(|c| c.alpha2.to_owned()),
+        alpha3: activity.country.map(|c| c.alpha3.to_owned()),
+        license_id: license.id,
+        team_id: license.team_id,
+        last_seen_at: now,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Refreshes a known hardware identifier: seen now, not forgotten.
+pub fn refresh_hwid(h: &mut Hwid, now: Timestamp) {
+    if h.forgotten {
+        h.forgotten = false;
+        h.updated_at = now;
+    }
+    h.last_seen_at = now;
+}
+
+/// Refreshes a known IP record: seen now, not forgotten, country updated when known.
+pub fn refresh_ip(r: &mut IpRecord, activity: &Activity, now: Timestamp) {
+    if r.forgotten {
+        r.forgotten = false;
+        r.updated_at = now;
+    }
+    if let Some(c) = activity.country {
+        r.country = Some(c.name.to_owned());
+        r.alpha2 = Some(c.alpha2.to_owned());
+        r.alpha3 = Some(c.alpha3.to_owned());
+    }
+    r.last_seen_at = now;
+}
+
+/// The license after an admitted request: clock started if it starts now, `lastActiveAt` set.
+pub fn license_after(license: &License, admission: &Admission, now: Timestamp) -> License {
+    let mut next = license.clone();
+    if let Some(date) = admission.activate {
+        next.expiration_date = Some(date);
+        next.updated_at = now;
+    }
+    next.last_active_at = Some(now);
+    next
+}

@@ -1,0 +1,850 @@
+//! An in-memory [`Store`](super::Store): everything under one mutex, never held across an await.
+//! For tests, examples and embedding; it keeps nothing across restarts.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::filter::*;
+use super::*;
+use crate::verify;
+
+#[derive(Default)]
+struct State {
+    teams: HashMap<TeamId, Team>,
+    api_keys: HashMap<ApiKeyId, ApiKeyRecord>,
+    licenses: HashMap<LicenseId, License>,
+    customers: HashMap<CustomerId, Customer>,
+    products: HashMap<ProductId, Product>,
+    branches: HashMap<BranchId, Branch>,
+    releases: HashMap<ReleaseId, Release>,
+    hwids: HashMap<HwidId, Hwid>,
+    ips: HashMap<IpId, IpRecord>,
+    blacklist: HashMap<BlacklistId, BlacklistEntry>,
+    stats: HashMap<(TeamId, i64), HourlyStats>,
+}
+
+/// The in-memory store. Clones share the same data.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemoryStore")
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> StoreResult<T>) -> StoreResult<T> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| StoreError::Backend("memory store lock poisoned".into()))?;
+        f(&mut state)
+    }
+}
+
+fn owned<'a, K: std::hash::Hash + Eq, V>(
+    map: &'a HashMap<K, V>,
+    id: &K,
+    team: TeamId,
+    team_of: impl Fn(&V) -> TeamId,
+) -> Option<&'a V> {
+    map.get(id).filter(|v| team_of(v) == team)
+}
+
+impl State {
+    fn check_license_refs(&self, license: &License) -> StoreResult<()> {
+        let taken = self.licenses.values().any(|l| {
+            l.team_id == license.team_id
+                && l.license_key == license.license_key
+                && l.id != license.id
+        });
+        if taken {
+            return Err(StoreError::conflict(
+                "licenseKey",
+                "is already used by another license of this team",
+            ));
+        }
+        for c in &license.customer_ids {
+            owned(&self.customers, c, license.team_id, |c| c.team_id)
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+        }
+        for p in &license.product_ids {
+            owned(&self.products, p, license.team_id, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+        }
+        Ok(())
+    }
+
+    fn check_release_refs(&self, r: &Release) -> StoreResult<()> {
+        owned(&self.products, &r.product_id, r.team_id, |p| p.team_id)
+            .ok_or(StoreError::NotFound(Entity::Product))?;
+        if let Some(b) = r.branch_id {
+            owned(&self.branches, &b, r.team_id, |b| b.team_id)
+                .filter(|b| b.product_id == r.product_id)
+                .ok_or(StoreError::NotFound(Entity::Branch))?;
+        }
+        for l in &r.allowed_license_ids {
+            owned(&self.licenses, l, r.team_id, |l| l.team_id)
+                .ok_or(StoreError::NotFound(Entity::License))?;
+        }
+        let taken = self.releases.values().any(|o| {
+            o.team_id == r.team_id
+                && o.product_id == r.product_id
+                && o.branch_id == r.branch_id
+                && o.version == r.version
+                && o.id != r.id
+        });
+        if taken {
+            return Err(StoreError::conflict(
+                "version",
+                "already exists for this product and branch",
+            ));
+        }
+        Ok(())
+    }
+
+    fn put_release(&mut self, r: &Release) {
+        if r.latest {
+            for o in self.releases.values_mut() {
+                if o.team_id == r.team_id
+                    && o.product_id == r.product_id
+                    && o.branch_id == r.branch_id
+                    && o.id != r.id
+                {
+                    o.latest = false;
+                }
+            }
+        }
+        self.releases.insert(r.id, r.clone());
+    }
+
+    fn remove_releases(&mut self, keep: impl Fn(&Release) -> bool) -> Vec<Release> {
+        let gone: Vec<ReleaseId> = self
+            .releases
+            .values()
+            .filter(|r| !keep(r))
+            .map(|r| r.id)
+            .collect();
+        gone.iter()
+            .filter_map(|id| self.releases.remove(id))
+            .collect()
+    }
+
+    fn license(&self, team: TeamId, id: LicenseId) -> StoreResult<&License> {
+        owned(&self.licenses, &id, team, |l| l.team_id).ok_or(StoreError::NotFound(Entity::License))
+    }
+}
+
+impl TeamStore for MemoryStore {
+    async fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()> {
+        self.with(|s| {
+            s.teams.insert(team.id, team.clone());
+            s.api_keys.insert(first_key.id, first_key.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
+        self.with(|s| Ok(s.teams.get(&id).cloned()))
+    }
+
+    async fn list_teams(&self) -> StoreResult<Vec<Team>> {
+        self.with(|s| {
+            let mut teams: Vec<Team> = s.teams.values().cloned().collect();
+            teams.sort_by_key(|t| (t.created_at, t.id));
+            Ok(teams)
+        })
+    }
+
+    async fn update_settings(
+        &self,
+        id: TeamId,
+        settings: &TeamSettings,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.with(|s| {
+            let team = s
+                .teams
+                .get_mut(&id)
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.settings = settings.clone();
+            team.updated_at = now;
+            Ok(team.clone())
+        })
+    }
+
+    async fn update_features(
+        &self,
+        id: TeamId,
+        features: TeamFeatures,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.with(|s| {
+            let team = s
+                .teams
+                .get_mut(&id)
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.features = features;
+            team.updated_at = now;
+            Ok(team.clone())
+        })
+    }
+}
+
+impl ApiKeyStore for MemoryStore {
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.teams.contains_key(&key.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            s.api_keys.insert(key.id, key.clone());
+            Ok(())
+        })
+    }
+
+    async fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>> {
+        self.with(|s| Ok(s.api_keys.values().find(|k| k.hash.ct_eq(hash)).cloned()))
+    }
+
+    async fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>> {
+        self.with(|s| {
+            let mut keys: Vec<ApiKeyRecord> = s
+                .api_keys
+                .values()
+                .filter(|k| k.team_id == team)
+                .cloned()
+                .collect();
+            keys.sort_by_key(|k| (k.created_at, k.id));
+            Ok(keys)
+        })
+    }
+
+    async fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.api_keys, &id, team, |k| k.team_id)
+                .ok_or(StoreError::NotFound(Entity::ApiKey))?;
+            s.api_keys.remove(&id);
+            Ok(())
+        })
+    }
+}
+
+impl LicenseStore for MemoryStore {
+    async fn create_license(&self, license: &License) -> StoreResult<()> {
+        self.with(|s| {
+            s.check_license_refs(license)?;
+            s.licenses.insert(license.id, license.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
+        self.with(|s| Ok(owned(&s.licenses, &id, team, |l| l.team_id).cloned()))
+    }
+
+    async fn get_license_by_key(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+    ) -> StoreResult<Option<License>> {
+        self.with(|s| {
+            Ok(s.licenses
+                .values()
+                .find(|l| l.team_id == team && &l.license_key == key)
+                .cloned())
+        })
+    }
+
+    async fn update_license(&self, license: &License) -> StoreResult<()> {
+        self.with(|s| {
+            s.license(license.team_id, license.id)?;
+            s.check_license_refs(license)?;
+            s.licenses.insert(license.id, license.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
+        self.with(|s| {
+            s.license(team, id)?;
+            let license = s
+                .licenses
+                .remove(&id)
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            s.hwids.retain(|_, h| h.license_id != id);
+            s.ips.retain(|_, r| r.license_id != id);
+            for r in s.releases.values_mut() {
+                r.allowed_license_ids.retain(|l| *l != id);
+            }
+            Ok(license)
+        })
+    }
+
+    async fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> StoreResult<Page<License>> {
+        self.with(|s| {
+            let items = s
+                .licenses
+                .values()
+                .filter(|l| l.team_id == team && license_matches(l, &query.filter))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+}
+
+impl CustomerStore for MemoryStore {
+    async fn create_customer(&self, customer: &Customer) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.teams.contains_key(&customer.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            s.customers.insert(customer.id, customer.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
+        self.with(|s| Ok(owned(&s.customers, &id, team, |c| c.team_id).cloned()))
+    }
+
+    async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
+        self.with(|s| {
+            Ok(ids
+                .iter()
+                .filter_map(|id| owned(&s.customers, id, team, |c| c.team_id).cloned())
+                .collect())
+        })
+    }
+
+    async fn update_customer(&self, customer: &Customer) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.customers, &customer.id, customer.team_id, |c| c.team_id)
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            s.customers.insert(customer.id, customer.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.customers, &id, team, |c| c.team_id)
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            s.customers.remove(&id);
+            for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
+                l.customer_ids.retain(|c| *c != id);
+            }
+            Ok(())
+        })
+    }
+
+    async fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> StoreResult<Page<Customer>> {
+        self.with(|s| {
+            let items = s
+                .customers
+                .values()
+                .filter(|c| c.team_id == team && customer_matches(c, query.filter.as_ref()))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_customers(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+}
+
+impl ProductStore for MemoryStore {
+    async fn create_product(&self, product: &Product) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.teams.contains_key(&product.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            s.products.insert(product.id, product.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
+        self.with(|s| Ok(owned(&s.products, &id, team, |p| p.team_id).cloned()))
+    }
+
+    async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
+        self.with(|s| {
+            Ok(ids
+                .iter()
+                .filter_map(|id| owned(&s.products, id, team, |p| p.team_id).cloned())
+                .collect())
+        })
+    }
+
+    async fn update_product(&self, product: &Product) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.products, &product.id, product.team_id, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            s.products.insert(product.id, product.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
+        self.with(|s| {
+            owned(&s.products, &id, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            s.products.remove(&id);
+            s.branches.retain(|_, b| b.product_id != id);
+            for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
+                l.product_ids.retain(|p| *p != id);
+            }
+            Ok(s.remove_releases(|r| r.product_id != id))
+        })
+    }
+
+    async fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> StoreResult<Page<Product>> {
+        self.with(|s| {
+            let items = s
+                .products
+                .values()
+                .filter(|p| p.team_id == team)
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_products(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn create_branch(&self, branch: &Branch) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.products, &branch.product_id, branch.team_id, |p| {
+                p.team_id
+            })
+            .ok_or(StoreError::NotFound(Entity::Product))?;
+            if s.branches
+                .values()
+                .any(|b| b.product_id == branch.product_id && b.name == branch.name)
+            {
+                return Err(StoreError::conflict(
+                    "name",
+                    "a branch of this name already exists for this product",
+                ));
+            }
+            s.branches.insert(branch.id, branch.clone());
+            Ok(())
+        })
+    }
+
+    async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
+        self.with(|s| {
+            owned(&s.products, &product, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            let mut branches: Vec<Branch> = s
+                .branches
+                .values()
+                .filter(|b| b.product_id == product)
+                .cloned()
+                .collect();
+            branches.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(branches)
+        })
+    }
+
+    async fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+    ) -> StoreResult<Vec<Release>> {
+        self.with(|s| {
+            owned(&s.products, &product, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            owned(&s.branches, &id, team, |b| b.team_id)
+                .filter(|b| b.product_id == product)
+                .ok_or(StoreError::NotFound(Entity::Branch))?;
+            s.branches.remove(&id);
+            Ok(s.remove_releases(|r| r.branch_id != Some(id)))
+        })
+    }
+}
+
+impl ReleaseStore for MemoryStore {
+    async fn create_release(&self, release: &Release) -> StoreResult<()> {
+        self.with(|s| {
+            s.check_release_refs(release)?;
+            s.put_release(release);
+            Ok(())
+        })
+    }
+
+    async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
+        self.with(|s| Ok(owned(&s.releases, &id, team, |r| r.team_id).cloned()))
+    }
+
+    async fn update_release(&self, release: &Release) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.releases, &release.id, release.team_id, |r| r.team_id)
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            s.check_release_refs(release)?;
+            s.put_release(release);
+            Ok(())
+        })
+    }
+
+    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
+        self.with(|s| {
+            owned(&s.releases, &id, team, |r| r.team_id)
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            s.releases
+                .remove(&id)
+                .ok_or(StoreError::NotFound(Entity::Release))
+        })
+    }
+
+    async fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> StoreResult<Page<Release>> {
+        self.with(|s| {
+            let items = s
+                .releases
+                .values()
+                .filter(|r| r.team_id == team && release_matches(r, &query.filter))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_releases(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> StoreResult<(Vec<Branch>, Vec<Release>)> {
+        self.with(|s| {
+            let branches = s
+                .branches
+                .values()
+                .filter(|b| b.team_id == team && b.product_id == product)
+                .cloned()
+                .collect();
+            let releases = s
+                .releases
+                .values()
+                .filter(|r| r.team_id == team && r.product_id == product)
+                .cloned()
+                .collect();
+            Ok((branches, releases))
+        })
+    }
+}
+
+impl DeviceStore for MemoryStore {
+    async fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<Hwid>> {
+        self.with(|s| {
+            s.license(team, license)?;
+            let items = s
+                .hwids
+                .values()
+                .filter(|h| h.license_id == license && (query.filter || !h.forgotten))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_hwids(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<Hwid> {
+        self.with(|s| {
+            s.license(team, license)?;
+            let h = s
+                .hwids
+                .get_mut(&id)
+                .filter(|h| h.license_id == license && h.team_id == team)
+                .ok_or(StoreError::NotFound(Entity::Hwid))?;
+            h.forgotten = forgotten;
+            h.updated_at = now;
+            Ok(h.clone())
+        })
+    }
+
+    async fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<IpRecord>> {
+        self.with(|s| {
+            s.license(team, license)?;
+            let items = s
+                .ips
+                .values()
+                .filter(|r| r.license_id == license && (query.filter || !r.forgotten))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_ips(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<IpRecord> {
+        self.with(|s| {
+            s.license(team, license)?;
+            let r = s
+                .ips
+                .get_mut(&id)
+                .filter(|r| r.license_id == license && r.team_id == team)
+                .ok_or(StoreError::NotFound(Entity::Ip))?;
+            r.forgotten = forgotten;
+            r.updated_at = now;
+            Ok(r.clone())
+        })
+    }
+}
+
+impl ActivityStore for MemoryStore {
+    async fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        settings: &TeamSettings,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        self.with(|s| {
+            let current = s.license(team, license)?.clone();
+            let hwids: Vec<Hwid> = s
+                .hwids
+                .values()
+                .filter(|h| h.license_id == license)
+                .cloned()
+                .collect();
+            let ips: Vec<IpRecord> = s
+                .ips
+                .values()
+                .filter(|r| r.license_id == license)
+                .cloned()
+                .collect();
+            let admission = match verify::admit(
+                &current,
+                settings,
+                &hwids,
+                &ips,
+                activity.hardware_id.as_ref(),
+                activity.ip,
+                now,
+            ) {
+                Ok(a) => a,
+                Err(denial) => return Ok(Err(denial)),
+            };
+            match (admission.hwid, &activity.hardware_id) {
+                (Some(verify::RecordChange::Create), Some(h)) => {
+                    let record = new_hwid(&current, h, now);
+                    s.hwids.insert(record.id, record);
+                }
+                (Some(verify::RecordChange::Refresh { id, .. }), _) => {
+                    if let Some(h) = s.hwids.get_mut(&id) {
+                        refresh_hwid(h, now);
+                    }
+                }
+                _ => {}
+            }
+            match admission.ip {
+                verify::RecordChange::Create => {
+                    let record = new_ip(&current, activity, now);
+                    s.ips.insert(record.id, record);
+                }
+                verify::RecordChange::Refresh { id, .. } => {
+                    if let Some(r) = s.ips.get_mut(&id) {
+                        refresh_ip(r, activity, now);
+                    }
+                }
+            }
+            let next = license_after(&current, &admission, now);
+            s.licenses.insert(next.id, next.clone());
+            Ok(Ok(Recorded {
+                license: next,
+                admission,
+            }))
+        })
+    }
+}
+
+impl BlacklistStore for MemoryStore {
+    async fn create_blacklist_entry(&self, entry: &BlacklistEntry) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.teams.contains_key(&entry.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let dup = s.blacklist.values().any(|e| {
+                e.team_id == entry.team_id && e.kind == entry.kind && e.value == entry.value
+            });
+            if dup {
+                return Err(StoreError::conflict("value", "is already on the blacklist"));
+            }
+            s.blacklist.insert(entry.id, entry.clone());
+            Ok(())
+        })
+    }
+
+    async fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>> {
+        self.with(|s| {
+            let mut entries: Vec<BlacklistEntry> = s
+                .blacklist
+                .values()
+                .filter(|e| e.team_id == team)
+                .cloned()
+                .collect();
+            entries.sort_by_key(|e| (e.created_at, e.id));
+            Ok(entries)
+        })
+    }
+
+    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
+        self.with(|s| {
+            owned(&s.blacklist, &id, team, |e| e.team_id)
+                .ok_or(StoreError::NotFound(Entity::Blacklist))?;
+            s.blacklist.remove(&id);
+            Ok(())
+        })
+    }
+
+    async fn add_blacklist_hits(
+        &self,
+        team: TeamId,
+        hits: &[(BlacklistId, u64)],
+    ) -> StoreResult<()> {
+        self.with(|s| {
+            for (id, n) in hits {
+                if let Some(e) = s.blacklist.get_mut(id).filter(|e| e.team_id == team) {
+                    e.hits += n;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+impl StatsStore for MemoryStore {
+    async fn add_hourly(&self, team: TeamId, counts: &HourlyStats) -> StoreResult<()> {
+        self.with(|s| {
+            s.stats
+                .entry((team, counts.hour))
+                .or_insert_with(|| HourlyStats {
+                    hour: counts.hour,
+                    ..HourlyStats::default()
+                })
+                .merge(counts);
+            Ok(())
+        })
+    }
+
+    async fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>> {
+        self.with(|s| {
+            let mut buckets: Vec<HourlyStats> = s
+                .stats
+                .iter()
+                .filter(|((t, hour), _)| *t == team && *hour >= since)
+                .map(|(_, b)| b.clone())
+                .collect();
+            buckets.sort_by_key(|b| b.hour);
+            Ok(buckets)
+        })
+    }
+
+    async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
+        self.with(|s| {
+            let licenses = s.licenses.values().filter(|l| l.team_id == team);
+            Ok(Overview {
+                total_licenses: licenses.clone().count() as u64,
+                total_customers: s.customers.values().filter(|c| c.team_id == team).count() as u64,
+                total_products: s.products.values().filter(|p| p.team_id == team).count() as u64,
+                active_licenses: licenses
+                    .filter(|l| l.last_active_at.is_some_and(|at| at >= active_since))
+                    .count() as u64,
+                total_requests: 0,
+            })
+        })
+    }
+
+    async fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>> {
+        self.with(|s| {
+            let mut counts: HashMap<ProductId, u64> = HashMap::new();
+            for l in s.licenses.values().filter(|l| l.team_id == team) {
+                for p in &l.product_ids {
+                    *counts.entry(*p).or_default() += 1;
+                }
+            }
+            let mut top: Vec<TopProduct> = s
+                .products
+                .values()
+                .filter(|p| p.team_id == team)
+                .map(|p| TopProduct {
+                    id: p.id,
+                    name: p.name.clone(),
+                    licenses: counts.get(&p.id).copied().unwrap_or(0),
+                })
+                .collect();
+            top.sort_by(|a, b| {
+                b.licenses
+                    .cmp(&a.licenses)
+                    .then_with(|| a.name.cmp(&b.name))
+                    .then_with(|| a.id.cmp(&b.id))
+            });
+            top.truncate(limit);
+            Ok(top)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    crate::store_test_suite!(
+        runner: crate::store::testing::ThreadRunner,
+        store: async { crate::store::MemoryStore::new() },
+    );
+}

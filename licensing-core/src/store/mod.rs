@@ -1,0 +1,481 @@
+//! Storage traits, one per aggregate, with the atomic units the product needs.
+//!
+//! Every method returns a `Send` future and takes `&self`, so an async database (PostgreSQL via a
+//! pool, say) implements them without blocking, and an embedded store (sled) can run its work
+//! where it likes. Records are always addressed within a team: a store never returns, changes or
+//! deletes a record of another team, whatever the id.
+//!
+//! The unit that carries the product is [`ActivityStore::record_activity`]: check a license's
+//! limits and record the device and IP in one atomic step, so that concurrent requests from new
+//! devices never push a license past its limit.
+//!
+//! [`MemoryStore`] implements everything in memory; the `testing` feature exposes the suite every
+//! implementation must pass ([`store_test_suite!`](crate::store_test_suite)).
+
+mod filter;
+mod memory;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+use std::future::Future;
+use std::net::IpAddr;
+
+pub use filter::*;
+pub use memory::MemoryStore;
+
+use crate::api::ResultCode;
+use crate::api::requests::{
+    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+};
+use crate::crypto::ApiKeyHash;
+use crate::model::{
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Overview,
+    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+};
+use crate::validate::{Country, HardwareId};
+use crate::verify::{Admission, Denial};
+use crate::{
+    ApiError, ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey,
+    ProductId, ReleaseId, TeamId, Timestamp,
+};
+
+/// The kinds of records, for "not found" errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Entity {
+    Team,
+    License,
+    Customer,
+    Product,
+    Release,
+    Branch,
+    Hwid,
+    Ip,
+    ApiKey,
+    Blacklist,
+}
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The record (or a record it references) does not exist in this team.
+    #[error("{0:?} not found")]
+    NotFound(Entity),
+    /// A uniqueness rule would break: the field and what to do.
+    #[error("conflict on {field}: {message}")]
+    Conflict {
+        /// The member of the request at fault.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The backend failed (I/O, corruption, a lost connection). Logged, answered as 500.
+    #[error("storage backend failure: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// A conflict on `field`.
+    pub fn conflict(field: &'static str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(entity) => match entity {
+                Entity::Team => ApiError::new(ResultCode::TeamNotFound, "Team not found"),
+                Entity::License => ApiError::new(ResultCode::LicenseNotFound, "License not found"),
+                Entity::Customer => {
+                    ApiError::new(ResultCode::CustomerNotFound, "Customer not found")
+                }
+                Entity::Product => ApiError::new(ResultCode::ProductNotFound, "Product not found"),
+                Entity::Release => ApiError::new(ResultCode::ReleaseNotFound, "Release not found"),
+                Entity::Branch => ApiError::new(ResultCode::ReleaseNotFound, "Branch not found"),
+                Entity::Hwid => ApiError::record_not_found("Hardware identifier not found"),
+                Entity::Ip => ApiError::record_not_found("IP address not found"),
+                Entity::ApiKey => ApiError::record_not_found("API key not found"),
+                Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
+            },
+            StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
+            StoreError::Backend(_) => ApiError::internal(),
+        }
+    }
+}
+
+/// Result of a store operation.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// One page of a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Items matching the filters, all pages.
+    pub total: u64,
+    /// Whether a next page exists.
+    pub has_next_page: bool,
+}
+
+/// Teams.
+pub trait TeamStore: Send + Sync {
+    /// Stores a new team together with its first API key, atomically.
+    fn create_team(
+        &self,
+        team: &Team,
+        first_key: &ApiKeyRecord,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A team by id.
+    fn get_team(&self, id: TeamId) -> impl Future<Output = StoreResult<Option<Team>>> + Send;
+    /// All teams, oldest first.
+    fn list_teams(&self) -> impl Future<Output = StoreResult<Vec<Team>>> + Send;
+    /// Replaces a team's settings.
+    fn update_settings(
+        &self,
+        id: TeamId,
+        settings: &TeamSettings,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Team>> + Send;
+    /// Replaces a team's features.
+    fn update_features(
+        &self,
+        id: TeamId,
+        features: TeamFeatures,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Team>> + Send;
+}
+
+/// API keys (only their hashes).
+pub trait ApiKeyStore: Send + Sync {
+    /// Stores a key.
+    fn create_api_key(&self, key: &ApiKeyRecord) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The key with this hash, any team.
+    fn find_api_key(
+        &self,
+        hash: &ApiKeyHash,
+    ) -> impl Future<Output = StoreResult<Option<ApiKeyRecord>>> + Send;
+    /// A team's keys, oldest first.
+    fn list_api_keys(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<ApiKeyRecord>>> + Send;
+    /// Revokes (deletes) a key.
+    fn delete_api_key(
+        &self,
+        team: TeamId,
+        id: ApiKeyId,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
+/// Licenses.
+pub trait LicenseStore: Send + Sync {
+    /// Stores a new license. Fails with a conflict on `licenseKey` when the key is taken in the
+    /// team, and with `NotFound` when a customer or product does not exist in the team.
+    fn create_license(&self, license: &License) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A license by id.
+    fn get_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+    ) -> impl Future<Output = StoreResult<Option<License>>> + Send;
+    /// A license by key.
+    fn get_license_by_key(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+    ) -> impl Future<Output = StoreResult<Option<License>>> + Send;
+    /// Replaces a license, with the checks of create.
+    fn update_license(&self, license: &License) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes a license with its hardware identifiers and IP records, and removes it from the
+    /// releases that list it, atomically. Returns the deleted license.
+    fn delete_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+    ) -> impl Future<Output = StoreResult<License>> + Send;
+    /// One page of licenses.
+    fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> impl Future<Output = StoreResult<Page<License>>> + Send;
+}
+
+/// Customers.
+pub trait CustomerStore: Send + Sync {
+    /// Stores a new customer.
+    fn create_customer(&self, customer: &Customer) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A customer by id.
+    fn get_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+    ) -> impl Future<Output = StoreResult<Option<Customer>>> + Send;
+    /// The customers with these ids that exist in the team, in the order given.
+    fn get_customers(
+        &self,
+        team: TeamId,
+        ids: &[CustomerId],
+    ) -> impl Future<Output = StoreResult<Vec<Customer>>> + Send;
+    /// Replaces a customer.
+    fn update_customer(&self, customer: &Customer) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes a customer and detaches it from its licenses, atomically.
+    fn delete_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// One page of customers.
+    fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> impl Future<Output = StoreResult<Page<Customer>>> + Send;
+}
+
+/// Products and their branches.
+pub trait ProductStore: Send + Sync {
+    /// Stores a new product.
+    fn create_product(&self, product: &Product) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A product by id.
+    fn get_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+    ) -> impl Future<Output = StoreResult<Option<Product>>> + Send;
+    /// The products with these ids that exist in the team, in the order given.
+    fn get_products(
+        &self,
+        team: TeamId,
+        ids: &[ProductId],
+    ) -> impl Future<Output = StoreResult<Vec<Product>>> + Send;
+    /// Replaces a product.
+    fn update_product(&self, product: &Product) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes a product with its releases and branches and detaches it from licenses,
+    /// atomically. Returns the deleted releases (their files are the caller's to remove).
+    fn delete_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+    ) -> impl Future<Output = StoreResult<Vec<Release>>> + Send;
+    /// One page of products.
+    fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> impl Future<Output = StoreResult<Page<Product>>> + Send;
+    /// Stores a new branch: the product must exist, the name must be free in it.
+    fn create_branch(&self, branch: &Branch) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A product's branches, by name.
+    fn list_branches(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> impl Future<Output = StoreResult<Vec<Branch>>> + Send;
+    /// Deletes a branch with its releases, atomically. Returns the deleted releases.
+    fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+    ) -> impl Future<Output = StoreResult<Vec<Release>>> + Send;
+}
+
+/// Releases.
+pub trait ReleaseStore: Send + Sync {
+    /// Stores a new release. Fails when its product, branch (of that product) or allowed licenses
+    /// do not exist in the team, or the version is taken in the product and branch. A release
+    /// stored with `latest` makes every other release of its product and branch not latest, in
+    /// the same atomic step.
+    fn create_release(&self, release: &Release) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A release by id.
+    fn get_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+    ) -> impl Future<Output = StoreResult<Option<Release>>> + Send;
+    /// Replaces a release, with the checks and the latest rule of create.
+    fn update_release(&self, release: &Release) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes a release; returns it.
+    fn delete_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+    ) -> impl Future<Output = StoreResult<Release>> + Send;
+    /// One page of releases.
+    fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> impl Future<Output = StoreResult<Page<Release>>> + Send;
+    /// Everything the verification decision needs about a product: its branches and releases.
+    fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> impl Future<Output = StoreResult<(Vec<Branch>, Vec<Release>)>> + Send;
+}
+
+/// Hardware identifiers and IP records of licenses.
+pub trait DeviceStore: Send + Sync {
+    /// One page of a license's hardware identifiers (the license must exist).
+    fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> impl Future<Output = StoreResult<Page<Hwid>>> + Send;
+    /// Marks a hardware identifier of the license forgotten or remembered.
+    fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Hwid>> + Send;
+    /// One page of a license's IP records (the license must exist).
+    fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> impl Future<Output = StoreResult<Page<IpRecord>>> + Send;
+    /// Marks an IP record of the license forgotten or remembered.
+    fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<IpRecord>> + Send;
+}
+
+/// What a successful client request brings to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Activity {
+    /// The device, when the request names one.
+    pub hardware_id: Option<HardwareId>,
+    /// The client's address.
+    pub ip: IpAddr,
+    /// The client's country, when known.
+    pub country: Option<Country>,
+}
+
+/// What [`ActivityStore::record_activity`] recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The license after the step (its `expirationDate` set if the clock started).
+    pub license: License,
+    /// The plan that was applied.
+    pub admission: Admission,
+}
+
+/// The atomic unit of the client API.
+pub trait ActivityStore: Send + Sync {
+    /// In one atomic step per license: read the license and its records, run
+    /// [`verify::admit`](crate::verify::admit) with the team `settings`, and on admission create
+    /// or refresh the hardware-identifier and IP records, start an `ACTIVATION` clock and set
+    /// `lastActiveAt`. New records are durable when this returns. A refusal is the inner `Err`.
+    fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        settings: &TeamSettings,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
+}
+
+/// Blacklist entries.
+pub trait BlacklistStore: Send + Sync {
+    /// Stores an entry; an entry of the same type and value is a conflict.
+    fn create_blacklist_entry(
+        &self,
+        entry: &BlacklistEntry,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A team's entries, oldest first.
+    fn list_blacklist(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<BlacklistEntry>>> + Send;
+    /// Deletes an entry.
+    fn delete_blacklist_entry(
+        &self,
+        team: TeamId,
+        id: BlacklistId,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Adds to hit counters (batched by the caller); unknown ids are ignored.
+    fn add_blacklist_hits(
+        &self,
+        team: TeamId,
+        hits: &[(BlacklistId, u64)],
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
+/// Statistics.
+pub trait StatsStore: Send + Sync {
+    /// Adds a batch of counts to the team's bucket of that hour.
+    fn add_hourly(
+        &self,
+        team: TeamId,
+        counts: &HourlyStats,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The team's buckets from hour `since` (hours since the epoch) on.
+    fn hourly_since(
+        &self,
+        team: TeamId,
+        since: i64,
+    ) -> impl Future<Output = StoreResult<Vec<HourlyStats>>> + Send;
+    /// Totals of licenses, customers, products, and licenses active since `active_since`
+    /// (`totalRequests` is left 0: it comes from the buckets).
+    fn overview(
+        &self,
+        team: TeamId,
+        active_since: Timestamp,
+    ) -> impl Future<Output = StoreResult<Overview>> + Send;
+    /// The `limit` products with the most licenses, most first.
+    fn top_products(
+        &self,
+        team: TeamId,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<TopProduct>>> + Send;
+}
+
+/// Everything the server stores.
+pub trait Store:
+    TeamStore
+    + ApiKeyStore
+    + LicenseStore
+    + CustomerStore
+    + ProductStore
+    + ReleaseStore
+    + DeviceStore
+    + ActivityStore
+    + BlacklistStore
+    + StatsStore
+    + Clone
+    + 'static
+{
+}
+
+impl<T> Store for T where
+    T: TeamStore
+        + ApiKeyStore
+        + LicenseStore
+        + CustomerStore
+        + ProductStore
+        + ReleaseStore
+        + DeviceStore
+        + ActivityStore
+        + BlacklistStore
+        + StatsStore
+        + Clone
+        + 'static
+{
+}

@@ -1,0 +1,1527 @@
+//! The conformance suite every [`Store`] must pass (feature `testing`).
+//!
+//! ```ignore
+//! licensing_core::store_test_suite!(
+//!     runner: licensing_core::store::testing::ThreadRunner,
+//!     store: async { MyStore::open_temporary().await },
+//! );
+//! ```
+//!
+//! expands to one `#[test]` per case. `runner` is anything implementing [`BlockOn`]; it is also
+//! used from several threads at once by the concurrency case.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::*;
+use crate::api::requests::{
+    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+};
+use crate::crypto::{ApiKeySecret, StoredTeamKeys};
+use crate::model::{
+    Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, ReleaseFile,
+    ReleaseStatus, RequestType,
+};
+use crate::validate::{BranchName, Email, Version};
+use crate::verify::RecordChange;
+use crate::{FileId, UserId};
+
+/// Runs a future to completion on the current thread.
+pub trait BlockOn: Sync {
+    /// Drives `f` to its output.
+    fn block_on<F: Future>(&self, f: F) -> F::Output;
+}
+
+/// A minimal executor that parks the thread between polls; enough for stores that do not need
+/// a runtime of their own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadRunner;
+
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl BlockOn for ThreadRunner {
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        let mut f = pin!(f);
+        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+                return out;
+            }
+            std::thread::park();
+        }
+    }
+}
+
+/// Expands to the whole suite as `#[test]` functions.
+#[macro_export]
+macro_rules! store_test_suite {
+    (runner: $runner:expr, store: $make:expr $(,)?) => {
+        $crate::store_test_suite!(@async $runner, $make;
+            teams_are_created_read_listed_and_updated,
+            api_keys_are_found_by_hash_and_revoked_within_their_team,
+            licenses_are_created_and_read_by_id_and_key,
+            license_keys_are_unique_within_a_team_only,
+            license_references_must_exist_in_the_same_team,
+            license_updates_replace_and_deletes_cascade,
+            license_lists_filter_sort_and_page,
+            customers_are_searched_updated_and_detached_on_delete,
+            products_delete_with_their_releases_and_branches,
+            branches_have_unique_names_and_delete_their_releases,
+            releases_check_references_versions_and_the_latest_rule,
+            release_lists_filter_sort_and_page,
+            device_lists_hide_forgotten_records_unless_asked,
+            activity_records_devices_and_ips_within_limits,
+            activity_starts_the_activation_clock_once,
+            blacklist_entries_are_unique_and_count_hits,
+            statistics_buckets_merge_and_overview_counts,
+            nothing_crosses_team_boundaries,
+        );
+        #[test]
+        fn concurrent_new_devices_never_exceed_the_limit() {
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_new_devices_never_exceed_the_limit(&store, &runner);
+        }
+    };
+    (@async $runner:expr, $make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let runner = $runner;
+                let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+                $crate::store::testing::BlockOn::block_on(&runner, $crate::store::testing::$name(&store));
+            }
+        )*
+    };
+}
+
+// ---- fixtures ----
+
+fn t0() -> Timestamp {
+    Timestamp::parse("2026-11-22T10:00:00Z").unwrap()
+}
+
+fn at(minutes: u32) -> Timestamp {
+    t0().plus_minutes(minutes)
+}
+
+/// A team with placeholder keys (stores do not parse them) and its first API key.
+pub async fn team<S: Store>(store: &S, name: &str) -> Team {
+    let team = Team {
+        id: TeamId::new(),
+        name: name.into(),
+        settings: TeamSettings::default(),
+        features: TeamFeatures::default(),
+        keys: StoredTeamKeys {
+            rsa_private_pem: "placeholder".into(),
+            ed25519_seed: "placeholder".into(),
+        },
+        created_at: t0(),
+        updated_at: t0(),
+    };
+    let key = api_key(team.id, "first");
+    store.create_team(&team, &key).await.unwrap();
+    team
+}
+
+fn api_key(team: TeamId, name: &str) -> ApiKeyRecord {
+    ApiKeyRecord {
+        id: ApiKeyId::new(),
+        team_id: team,
+        name: name.into(),
+        hash: ApiKeySecret::generate().hash(),
+        expires_at: None,
+        created_at: t0(),
+    }
+}
+
+fn license(team: TeamId, created: Timestamp) -> License {
+    License {
+        id: LicenseId::new(),
+        license_key: LicenseKey::generate(),
+        expiration_type: ExpirationType::Never,
+        expiration_start: ExpirationStart::Creation,
+        expiration_date: None,
+        expiration_days: None,
+        suspended: false,
+        ip_limit: None,
+        hwid_limit: None,
+        metadata: Vec::new(),
+        team_id: team,
+        created_by_user_id: UserId::ADMIN,
+        created_at: created,
+        updated_at: created,
+        last_active_at: None,
+        customer_ids: Vec::new(),
+        product_ids: Vec::new(),
+    }
+}
+
+fn customer(team: TeamId, email: &str, name: &str, created: Timestamp) -> Customer {
+    Customer {
+        id: CustomerId::new(),
+        email: Some(Email::parse(email).unwrap()),
+        full_name: Some(name.into()),
+        username: None,
+        metadata: Vec::new(),
+        address: Address::default(),
+        chat_account: None,
+        team_id: team,
+        created_by_user_id: UserId::ADMIN,
+        created_at: created,
+        updated_at: created,
+    }
+}
+
+fn product(team: TeamId, name: &str) -> Product {
+    Product {
+        id: ProductId::new(),
+        name: name.into(),
+        url: None,
+        metadata: Vec::new(),
+        team_id: team,
+        created_by_user_id: UserId::ADMIN,
+        created_at: t0(),
+        updated_at: t0(),
+    }
+}
+
+fn branch(team: TeamId, product: ProductId, name: &str) -> Branch {
+    Branch {
+        id: BranchId::new(),
+        name: BranchName::parse(name).unwrap(),
+        product_id: product,
+        team_id: team,
+        created_at: t0(),
+        updated_at: t0(),
+    }
+}
+
+fn release(
+    team: TeamId,
+    product: ProductId,
+    branch: Option<BranchId>,
+    version: &str,
+    created: Timestamp,
+) -> Release {
+    Release {
+        id: ReleaseId::new(),
+        version: Version::parse(version).unwrap(),
+        status: ReleaseStatus::Published,
+        latest: false,
+        product_id: product,
+        branch_id: branch,
+        team_id: team,
+        created_by_user_id: UserId::ADMIN,
+        created_at: created,
+        updated_at: created,
+        metadata: Vec::new(),
+        file: Some(ReleaseFile {
+            id: FileId::new(),
+            key: "blob".into(),
+            size: 3,
+            name: "app.jar".into(),
+            checksum: "900150983cd24fb0d6963f7d28e17f72".into(),
+            main_class_name: Some("com.example.Main".into()),
+            created_at: created,
+        }),
+        allowed_license_ids: Vec::new(),
+    }
+}
+
+fn activity(device: Option<&str>, last_octet: u8) -> Activity {
+    Activity {
+        hardware_id: device.map(|d| HardwareId::parse(d).unwrap()),
+        ip: IpAddr::V4(Ipv4Addr::new(198, 51, 100, last_octet)),
+        country: Some(Country::from_code("FI").unwrap()),
+    }
+}
+
+fn is_not_found<T: std::fmt::Debug>(r: StoreResult<T>, entity: Entity) -> bool {
+    matches!(r, Err(StoreError::NotFound(e)) if e == entity)
+}
+
+fn is_conflict<T: std::fmt::Debug>(r: StoreResult<T>, on: &str) -> bool {
+    matches!(r, Err(StoreError::Conflict { field, .. }) if field == on)
+}
+
+// ---- cases ----
+
+pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    assert_eq!(store.get_team(a.id).await.unwrap(), Some(a.clone()));
+    assert_eq!(store.get_team(TeamId::new()).await.unwrap(), None);
+    let ids: Vec<TeamId> = store
+        .list_teams()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert!(ids.contains(&a.id) && ids.contains(&b.id));
+
+    let settings = TeamSettings {
+        strict_customers: true,
+        hwid_timeout: Some(30),
+        ..TeamSettings::default()
+    };
+    let updated = store.update_settings(a.id, &settings, at(1)).await.unwrap();
+    assert_eq!(updated.settings, settings);
+    assert_eq!(
+        store.get_team(a.id).await.unwrap().unwrap().settings,
+        settings
+    );
+    let updated = store
+        .update_features(a.id, TeamFeatures { classloader: false }, at(2))
+        .await
+        .unwrap();
+    assert!(!updated.features.classloader);
+    assert!(
+        store
+            .get_team(b.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .features
+            .classloader,
+        "other team untouched"
+    );
+    assert!(is_not_found(
+        store.update_settings(TeamId::new(), &settings, at(3)).await,
+        Entity::Team
+    ));
+}
+
+pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let secret = ApiKeySecret::generate();
+    let mut key = api_key(a.id, "ci");
+    key.hash = secret.hash();
+    store.create_api_key(&key).await.unwrap();
+    assert_eq!(
+        store.find_api_key(&secret.hash()).await.unwrap(),
+        Some(key.clone())
+    );
+    assert_eq!(
+        store
+            .find_api_key(&ApiKeySecret::generate().hash())
+            .await
+            .unwrap(),
+        None
+    );
+    let names: Vec<String> = store
+        .list_api_keys(a.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, ["first", "ci"]);
+    assert!(is_not_found(
+        store.delete_api_key(b.id, key.id).await,
+        Entity::ApiKey
+    ));
+    store.delete_api_key(a.id, key.id).await.unwrap();
+    assert_eq!(store.find_api_key(&secret.hash()).await.unwrap(), None);
+    assert!(is_not_found(
+        store.delete_api_key(a.id, key.id).await,
+        Entity::ApiKey
+    ));
+}
+
+pub async fn licenses_are_created_and_read_by_id_and_key<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let mut l = license(t.id, t0());
+    l.metadata = vec![MetadataItem {
+        key: "tier".into(),
+        value: "gold".into(),
+        locked: true,
+    }];
+    store.create_license(&l).await.unwrap();
+    assert_eq!(
+        store.get_license(t.id, l.id).await.unwrap(),
+        Some(l.clone())
+    );
+    assert_eq!(
+        store
+            .get_license_by_key(t.id, &l.license_key)
+            .await
+            .unwrap(),
+        Some(l.clone())
+    );
+    assert_eq!(
+        store.get_license(t.id, LicenseId::new()).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .get_license_by_key(t.id, &LicenseKey::generate())
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+pub async fn license_keys_are_unique_within_a_team_only<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let first = license(a.id, t0());
+    store.create_license(&first).await.unwrap();
+    let mut same_key = license(a.id, t0());
+    same_key.license_key = first.license_key;
+    assert!(is_conflict(
+        store.create_license(&same_key).await,
+        "licenseKey"
+    ));
+    let mut other_team = license(b.id, t0());
+    other_team.license_key = first.license_key;
+    store.create_license(&other_team).await.unwrap();
+    // Changing a key to one that is taken is a conflict too; to a free one it is fine.
+    let second = license(a.id, t0());
+    store.create_license(&second).await.unwrap();
+    let mut clash = second.clone();
+    clash.license_key = first.license_key;
+    assert!(is_conflict(
+        store.update_license(&clash).await,
+        "licenseKey"
+    ));
+    let mut fresh = second.clone();
+    fresh.license_key = LicenseKey::generate();
+    store.update_license(&fresh).await.unwrap();
+    assert_eq!(
+        store
+            .get_license_by_key(a.id, &fresh.license_key)
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        second.id
+    );
+    assert_eq!(
+        store
+            .get_license_by_key(a.id, &second.license_key)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+pub async fn license_references_must_exist_in_the_same_team<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let foreign_customer = customer(b.id, "x@example.com", "X", t0());
+    store.create_customer(&foreign_customer).await.unwrap();
+    let foreign_product = product(b.id, "P");
+    store.create_product(&foreign_product).await.unwrap();
+    let mut l = license(a.id, t0());
+    l.customer_ids = vec![foreign_customer.id];
+    assert!(is_not_found(
+        store.create_license(&l).await,
+        Entity::Customer
+    ));
+    l.customer_ids.clear();
+    l.product_ids = vec![foreign_product.id];
+    assert!(is_not_found(
+        store.create_license(&l).await,
+        Entity::Product
+    ));
+    assert_eq!(
+        store.get_license(a.id, l.id).await.unwrap(),
+        None,
+        "nothing stored"
+    );
+}
+
+pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    store.create_product(&p).await.unwrap();
+    let mut l = license(t.id, t0());
+    l.product_ids = vec![p.id];
+    l.hwid_limit = Some(5);
+    store.create_license(&l).await.unwrap();
+    let mut r = release(t.id, p.id, None, "1.0.0", t0());
+    r.allowed_license_ids = vec![l.id];
+    store.create_release(&r).await.unwrap();
+    for i in 0..3u8 {
+        let dev = format!("device-{i:03}-abcdef");
+        store
+            .record_activity(t.id, l.id, &t.settings, &activity(Some(&dev), i), at(1))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let mut changed = store.get_license(t.id, l.id).await.unwrap().unwrap();
+    changed.suspended = true;
+    changed.updated_at = at(2);
+    store.update_license(&changed).await.unwrap();
+    assert!(
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .suspended
+    );
+
+    let missing = license(t.id, t0());
+    assert!(is_not_found(
+        store.update_license(&missing).await,
+        Entity::License
+    ));
+
+    let deleted = store.delete_license(t.id, l.id).await.unwrap();
+    assert_eq!(deleted.id, l.id);
+    assert_eq!(store.get_license(t.id, l.id).await.unwrap(), None);
+    assert!(is_not_found(
+        store
+            .list_hwids(t.id, l.id, &DeviceListQuery::parse("").unwrap())
+            .await,
+        Entity::License
+    ));
+    let r_after = store.get_release(t.id, r.id).await.unwrap().unwrap();
+    assert!(
+        r_after.allowed_license_ids.is_empty(),
+        "removed from the release"
+    );
+    assert!(is_not_found(
+        store.delete_license(t.id, l.id).await,
+        Entity::License
+    ));
+    // A new license with the freed key works, and sees none of the old records.
+    let mut again = license(t.id, t0());
+    again.license_key = l.license_key;
+    store.create_license(&again).await.unwrap();
+    let page = store
+        .list_hwids(
+            t.id,
+            again.id,
+            &DeviceListQuery::parse("showForgotten=true").unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.total, 0);
+}
+
+pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let other = team(store, "B").await;
+    let p1 = product(t.id, "One");
+    let p2 = product(t.id, "Two");
+    store.create_product(&p1).await.unwrap();
+    store.create_product(&p2).await.unwrap();
+    let c1 = customer(t.id, "c1@example.com", "C1", t0());
+    store.create_customer(&c1).await.unwrap();
+    let mut all = Vec::new();
+    for i in 0..30u32 {
+        let mut l = license(t.id, at(i));
+        l.updated_at = at(100 - i);
+        if i % 2 == 0 {
+            l.product_ids.push(p1.id);
+        }
+        if i % 3 == 0 {
+            l.product_ids.push(p2.id);
+        }
+        if i % 5 == 0 {
+            l.customer_ids.push(c1.id);
+            l.metadata.push(MetadataItem {
+                key: "tier".into(),
+                value: format!("gold-{i}"),
+                locked: false,
+            });
+        }
+        store.create_license(&l).await.unwrap();
+        all.push(l);
+    }
+    store
+        .create_license(&license(other.id, t0()))
+        .await
+        .unwrap();
+
+    let q = |s: &str| LicenseListQuery::parse(s).unwrap();
+    let page = store.list_licenses(t.id, &q("")).await.unwrap();
+    assert_eq!(
+        (page.items.len(), page.total, page.has_next_page),
+        (25, 30, true)
+    );
+    assert_eq!(page.items[0].id, all[29].id, "newest first by default");
+    let page2 = store.list_licenses(t.id, &q("page=2")).await.unwrap();
+    assert_eq!((page2.items.len(), page2.has_next_page), (5, false));
+    assert_eq!(page2.items[4].id, all[0].id);
+    let beyond = store.list_licenses(t.id, &q("page=9")).await.unwrap();
+    assert_eq!(
+        (beyond.items.len(), beyond.total, beyond.has_next_page),
+        (0, 30, false)
+    );
+
+    let asc = store
+        .list_licenses(t.id, &q("pageSize=10&sortDirection=asc"))
+        .await
+        .unwrap();
+    assert_eq!(
+        asc.items.iter().map(|l| l.id).collect::<Vec<_>>(),
+        all[..10].iter().map(|l| l.id).collect::<Vec<_>>()
+    );
+    let by_update = store
+        .list_licenses(
+            t.id,
+            &q("pageSize=10&sortColumn=updatedAt&sortDirection=asc"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(by_update.items[0].id, all[29].id);
+
+    let either = store
+        .list_licenses(
+            t.id,
+            &q(&format!("pageSize=100&productIds={},{}", p1.id, p2.id)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        either.total,
+        (0..30).filter(|i| i % 2 == 0 || i % 3 == 0).count() as u64
+    );
+    let only_p2 = store
+        .list_licenses(t.id, &q(&format!("pageSize=100&productIds={}", p2.id)))
+        .await
+        .unwrap();
+    assert_eq!(only_p2.total, 10);
+    let by_customer = store
+        .list_licenses(t.id, &q(&format!("customerIds={}", c1.id)))
+        .await
+        .unwrap();
+    assert_eq!(by_customer.total, 6);
+    let by_meta = store
+        .list_licenses(t.id, &q("metadataKey=tier&metadataValue=gold-1"))
+        .await
+        .unwrap();
+    assert_eq!(by_meta.total, 2, "gold-10 and gold-15");
+    let key_part = &all[7].license_key.as_str()[6..11].to_lowercase();
+    let by_key = store
+        .list_licenses(t.id, &q(&format!("search={key_part}")))
+        .await
+        .unwrap();
+    assert!(by_key.items.iter().any(|l| l.id == all[7].id));
+    assert!(
+        by_key
+            .items
+            .iter()
+            .all(|l| l.license_key.as_str().contains(&key_part.to_uppercase()))
+    );
+}
+
+pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let jane = customer(t.id, "jane@example.com", "Jane Doe", at(1));
+    let mut john = customer(t.id, "john@example.org", "John Roe", at(2));
+    john.username = Some("jroe".into());
+    let ann = customer(t.id, "ann@example.com", "ann smith", at(3));
+    for c in [&jane, &john, &ann] {
+        store.create_customer(c).await.unwrap();
+    }
+    let q = |s: &str| CustomerListQuery::parse(s).unwrap();
+    let found = store
+        .list_customers(t.id, &q("search=EXAMPLE.COM"))
+        .await
+        .unwrap();
+    assert_eq!(found.total, 2);
+    assert_eq!(
+        store
+            .list_customers(t.id, &q("search=JROE"))
+            .await
+            .unwrap()
+            .items[0]
+            .id,
+        john.id
+    );
+    assert_eq!(
+        store
+            .list_customers(t.id, &q("search=doe"))
+            .await
+            .unwrap()
+            .items[0]
+            .id,
+        jane.id
+    );
+    let by_name: Vec<CustomerId> = store
+        .list_customers(t.id, &q("sortColumn=fullName&sortDirection=asc"))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(by_name, [ann.id, jane.id, john.id], "case-insensitive");
+    assert_eq!(
+        store
+            .get_customers(t.id, &[john.id, CustomerId::new(), jane.id])
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.id)
+            .collect::<Vec<_>>(),
+        [john.id, jane.id]
+    );
+
+    let mut renamed = jane.clone();
+    renamed.full_name = Some("Jane Q. Doe".into());
+    store.update_customer(&renamed).await.unwrap();
+    assert_eq!(
+        store.get_customer(t.id, jane.id).await.unwrap(),
+        Some(renamed)
+    );
+
+    let mut l = license(t.id, t0());
+    l.customer_ids = vec![jane.id, john.id];
+    store.create_license(&l).await.unwrap();
+    store.delete_customer(t.id, jane.id).await.unwrap();
+    assert_eq!(store.get_customer(t.id, jane.id).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .customer_ids,
+        [john.id]
+    );
+    assert!(is_not_found(
+        store.delete_customer(t.id, jane.id).await,
+        Entity::Customer
+    ));
+}
+
+pub async fn products_delete_with_their_releases_and_branches<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    let keep = product(t.id, "Other");
+    store.create_product(&p).await.unwrap();
+    store.create_product(&keep).await.unwrap();
+    let b = branch(t.id, p.id, "beta");
+    store.create_branch(&b).await.unwrap();
+    let r1 = release(t.id, p.id, None, "1.0.0", t0());
+    let r2 = release(t.id, p.id, Some(b.id), "1.1.0", t0());
+    let r3 = release(t.id, keep.id, None, "1.0.0", t0());
+    for r in [&r1, &r2, &r3] {
+        store.create_release(r).await.unwrap();
+    }
+    let mut l = license(t.id, t0());
+    l.product_ids = vec![p.id, keep.id];
+    store.create_license(&l).await.unwrap();
+
+    let mut renamed = p.clone();
+    renamed.name = "App 2".into();
+    store.update_product(&renamed).await.unwrap();
+    assert_eq!(
+        store.get_products(t.id, &[p.id]).await.unwrap()[0].name,
+        "App 2"
+    );
+
+    let mut removed: Vec<ReleaseId> = store
+        .delete_product(t.id, p.id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    removed.sort();
+    let mut expected = vec![r1.id, r2.id];
+    expected.sort();
+    assert_eq!(removed, expected);
+    assert_eq!(store.get_product(t.id, p.id).await.unwrap(), None);
+    assert_eq!(store.get_release(t.id, r1.id).await.unwrap(), None);
+    assert!(store.get_release(t.id, r3.id).await.unwrap().is_some());
+    assert!(is_not_found(
+        store.list_branches(t.id, p.id).await,
+        Entity::Product
+    ));
+    assert_eq!(
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .product_ids,
+        [keep.id]
+    );
+    let page = store
+        .list_products(t.id, &ProductListQuery::parse("sortColumn=name").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        page.items.iter().map(|p| p.id).collect::<Vec<_>>(),
+        [keep.id]
+    );
+}
+
+pub async fn branches_have_unique_names_and_delete_their_releases<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    let q = product(t.id, "Other");
+    store.create_product(&p).await.unwrap();
+    store.create_product(&q).await.unwrap();
+    let beta = branch(t.id, p.id, "beta");
+    store.create_branch(&beta).await.unwrap();
+    store
+        .create_branch(&branch(t.id, p.id, "alpha"))
+        .await
+        .unwrap();
+    assert!(is_conflict(
+        store.create_branch(&branch(t.id, p.id, "beta")).await,
+        "name"
+    ));
+    store
+        .create_branch(&branch(t.id, q.id, "beta"))
+        .await
+        .unwrap();
+    assert!(is_not_found(
+        store
+            .create_branch(&branch(t.id, ProductId::new(), "x1"))
+            .await,
+        Entity::Product
+    ));
+    let names: Vec<String> = store
+        .list_branches(t.id, p.id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.name.to_string())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"]);
+
+    let on_beta = release(t.id, p.id, Some(beta.id), "2.0.0", t0());
+    let main = release(t.id, p.id, None, "2.0.0", t0());
+    store.create_release(&on_beta).await.unwrap();
+    store.create_release(&main).await.unwrap();
+    assert!(
+        is_not_found(
+            store.delete_branch(t.id, q.id, beta.id).await,
+            Entity::Branch
+        ),
+        "wrong product"
+    );
+    let removed = store.delete_branch(t.id, p.id, beta.id).await.unwrap();
+    assert_eq!(
+        removed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [on_beta.id]
+    );
+    assert!(store.get_release(t.id, main.id).await.unwrap().is_some());
+    assert_eq!(store.list_branches(t.id, p.id).await.unwrap().len(), 1);
+}
+
+pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    let q = product(t.id, "Other");
+    store.create_product(&p).await.unwrap();
+    store.create_product(&q).await.unwrap();
+    let beta = branch(t.id, p.id, "beta");
+    let q_branch = branch(t.id, q.id, "beta");
+    store.create_branch(&beta).await.unwrap();
+    store.create_branch(&q_branch).await.unwrap();
+
+    let mut r1 = release(t.id, p.id, None, "1.0.0", at(1));
+    r1.latest = true;
+    store.create_release(&r1).await.unwrap();
+    let mut r2 = release(t.id, p.id, None, "1.1.0", at(2));
+    r2.latest = true;
+    let mut rb = release(t.id, p.id, Some(beta.id), "1.0.0", at(3));
+    rb.latest = true;
+    store.create_release(&rb).await.unwrap();
+    store.create_release(&r2).await.unwrap();
+    assert!(
+        !store
+            .get_release(t.id, r1.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .latest,
+        "only one latest per branch"
+    );
+    assert!(
+        store
+            .get_release(t.id, r2.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .latest
+    );
+    assert!(
+        store
+            .get_release(t.id, rb.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .latest,
+        "other branch untouched"
+    );
+
+    assert!(is_conflict(
+        store
+            .create_release(&release(t.id, p.id, None, "1.0.0", at(4)))
+            .await,
+        "version"
+    ));
+    assert!(is_not_found(
+        store
+            .create_release(&release(t.id, ProductId::new(), None, "9.0.0", at(4)))
+            .await,
+        Entity::Product
+    ));
+    assert!(
+        is_not_found(
+            store
+                .create_release(&release(t.id, p.id, Some(q_branch.id), "9.0.0", at(4)))
+                .await,
+            Entity::Branch
+        ),
+        "a branch of another product"
+    );
+    let mut restricted = release(t.id, p.id, None, "9.0.0", at(4));
+    restricted.allowed_license_ids = vec![LicenseId::new()];
+    assert!(is_not_found(
+        store.create_release(&restricted).await,
+        Entity::License
+    ));
+
+    // Update: making r1 latest again flips r2; changing r1's version to a taken one conflicts.
+    let mut r1u = store.get_release(t.id, r1.id).await.unwrap().unwrap();
+    r1u.latest = true;
+    r1u.status = ReleaseStatus::Deprecated;
+    r1u.file = None;
+    store.update_release(&r1u).await.unwrap();
+    assert!(
+        !store
+            .get_release(t.id, r2.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .latest
+    );
+    assert_eq!(
+        store.get_release(t.id, r1.id).await.unwrap(),
+        Some(r1u.clone())
+    );
+    let mut clash = r1u.clone();
+    clash.version = Version::parse("1.1.0").unwrap();
+    assert!(is_conflict(store.update_release(&clash).await, "version"));
+
+    let (branches, releases) = store.catalog(t.id, p.id).await.unwrap();
+    assert_eq!(branches.len(), 1);
+    assert_eq!(releases.len(), 3);
+    let deleted = store.delete_release(t.id, r2.id).await.unwrap();
+    assert_eq!(deleted.id, r2.id);
+    assert!(is_not_found(
+        store.delete_release(t.id, r2.id).await,
+        Entity::Release
+    ));
+}
+
+pub async fn release_lists_filter_sort_and_page<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    let q = product(t.id, "Other");
+    store.create_product(&p).await.unwrap();
+    store.create_product(&q).await.unwrap();
+    for i in 0..12u32 {
+        let mut r = release(t.id, p.id, None, &format!("1.{i}.0"), at(i));
+        r.status = if i % 4 == 0 {
+            ReleaseStatus::Draft
+        } else {
+            ReleaseStatus::Published
+        };
+        r.latest = i == 5;
+        store.create_release(&r).await.unwrap();
+    }
+    store
+        .create_release(&release(t.id, q.id, None, "1.0.0-other", at(50)))
+        .await
+        .unwrap();
+    let list = |s: String| async move {
+        store
+            .list_releases(t.id, &ReleaseListQuery::parse(&s).unwrap())
+            .await
+            .unwrap()
+    };
+    let all = list(String::new()).await;
+    assert_eq!((all.total, all.items.len()), (13, 13));
+    let of_p = list(format!("productId={}&pageSize=10", p.id)).await;
+    assert_eq!(
+        (of_p.total, of_p.items.len(), of_p.has_next_page),
+        (12, 10, true)
+    );
+    assert_eq!(
+        list(format!("productId={}&status=DRAFT", p.id)).await.total,
+        3
+    );
+    assert_eq!(
+        list("search=1.1".into()).await.total,
+        3,
+        "1.1.0, 1.10.0, 1.11.0"
+    );
+    assert_eq!(list("search=OTHER".into()).await.total, 1);
+    let latest_first = list(format!("productId={}&sortColumn=latest", p.id)).await;
+    assert!(latest_first.items[0].latest);
+    let by_version = list(format!(
+        "productId={}&sortColumn=version&sortDirection=asc",
+        p.id
+    ))
+    .await;
+    assert_eq!(by_version.items[0].version.as_str(), "1.0.0");
+}
+
+pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let l = license(t.id, t0());
+    let other = license(t.id, t0());
+    store.create_license(&l).await.unwrap();
+    store.create_license(&other).await.unwrap();
+    for i in 0..3u8 {
+        let dev = format!("device-{i:03}-abcdef");
+        store
+            .record_activity(
+                t.id,
+                l.id,
+                &t.settings,
+                &activity(Some(&dev), i),
+                at(u32::from(i)),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let q = |s: &str| DeviceListQuery::parse(s).unwrap();
+    let hwids = store.list_hwids(t.id, l.id, &q("")).await.unwrap();
+    assert_eq!(hwids.total, 3);
+    assert_eq!(
+        hwids.items[0].identifier.as_str(),
+        "device-002-abcdef",
+        "last seen first"
+    );
+    let ips = store
+        .list_ips(t.id, l.id, &q("sortDirection=asc"))
+        .await
+        .unwrap();
+    assert_eq!(
+        ips.items[0].address,
+        IpAddr::V4(Ipv4Addr::new(198, 51, 100, 0))
+    );
+    assert_eq!(ips.items[0].alpha3.as_deref(), Some("FIN"));
+
+    let target = hwids.items[1].id;
+    let h = store
+        .set_hwid_forgotten(t.id, l.id, target, true, at(9))
+        .await
+        .unwrap();
+    assert!(h.forgotten);
+    assert_eq!(store.list_hwids(t.id, l.id, &q("")).await.unwrap().total, 2);
+    assert_eq!(
+        store
+            .list_hwids(t.id, l.id, &q("showForgotten=true"))
+            .await
+            .unwrap()
+            .total,
+        3
+    );
+    assert!(
+        !store
+            .set_hwid_forgotten(t.id, l.id, target, false, at(10))
+            .await
+            .unwrap()
+            .forgotten
+    );
+    assert!(
+        is_not_found(
+            store
+                .set_hwid_forgotten(t.id, other.id, target, true, at(9))
+                .await,
+            Entity::Hwid
+        ),
+        "record of another license"
+    );
+    let ip = ips.items[0].id;
+    assert!(
+        store
+            .set_ip_forgotten(t.id, l.id, ip, true, at(9))
+            .await
+            .unwrap()
+            .forgotten
+    );
+    assert_eq!(store.list_ips(t.id, l.id, &q("")).await.unwrap().total, 2);
+    assert!(is_not_found(
+        store
+            .set_ip_forgotten(t.id, l.id, IpId::new(), true, at(9))
+            .await,
+        Entity::Ip
+    ));
+    assert!(is_not_found(
+        store.list_ips(t.id, LicenseId::new(), &q("")).await,
+        Entity::License
+    ));
+}
+
+pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let mut l = license(t.id, t0());
+    l.hwid_limit = Some(2);
+    l.ip_limit = Some(2);
+    store.create_license(&l).await.unwrap();
+    let rec = |dev: &'static str, ip: u8, minute: u32| {
+        let t = &t;
+        async move {
+            store
+                .record_activity(
+                    t.id,
+                    l.id,
+                    &t.settings,
+                    &activity(Some(dev), ip),
+                    at(minute),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    let first = rec("device-a-00000", 1, 1).await.unwrap();
+    assert_eq!(first.admission.hwid, Some(RecordChange::Create));
+    assert_eq!(first.admission.ip, RecordChange::Create);
+    assert_eq!(first.license.last_active_at, Some(at(1)));
+    let again = rec("device-a-00000", 1, 2).await.unwrap();
+    assert!(matches!(
+        again.admission.hwid,
+        Some(RecordChange::Refresh { .. })
+    ));
+    rec("device-b-00000", 2, 3).await.unwrap();
+    assert_eq!(
+        rec("device-c-00000", 2, 4).await.unwrap_err().code,
+        crate::api::ResultCode::HwidLimitReached
+    );
+    assert_eq!(
+        rec("device-a-00000", 3, 4).await.unwrap_err().code,
+        crate::api::ResultCode::IpLimitReached
+    );
+    let hwids = store
+        .list_hwids(t.id, l.id, &DeviceListQuery::parse("").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(hwids.total, 2, "refusals record nothing");
+    assert_eq!(hwids.items[0].last_seen_at, at(3));
+    assert_eq!(
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_active_at,
+        Some(at(3))
+    );
+
+    // Forgetting frees a slot; the forgotten device comes back only when there is room.
+    let b = hwids
+        .items
+        .iter()
+        .find(|h| h.identifier.as_str() == "device-b-00000")
+        .unwrap()
+        .id;
+    store
+        .set_hwid_forgotten(t.id, l.id, b, true, at(5))
+        .await
+        .unwrap();
+    rec("device-c-00000", 2, 6).await.unwrap();
+    assert_eq!(
+        rec("device-b-00000", 2, 7).await.unwrap_err().code,
+        crate::api::ResultCode::HwidLimitReached
+    );
+    assert!(is_not_found(
+        store
+            .record_activity(
+                t.id,
+                LicenseId::new(),
+                &t.settings,
+                &activity(None, 1),
+                at(8)
+            )
+            .await,
+        Entity::License
+    ));
+}
+
+pub async fn activity_starts_the_activation_clock_once<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let mut l = license(t.id, t0());
+    l.expiration_type = ExpirationType::Duration;
+    l.expiration_start = ExpirationStart::Activation;
+    l.expiration_days = Some(7);
+    store.create_license(&l).await.unwrap();
+    let first = store
+        .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.license.expiration_date, Some(at(10).plus_days(7)));
+    let second = store
+        .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(20))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.license.expiration_date, Some(at(10).plus_days(7)));
+    assert_eq!(
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .expiration_date,
+        Some(at(10).plus_days(7))
+    );
+}
+
+pub async fn blacklist_entries_are_unique_and_count_hits<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let other = team(store, "B").await;
+    let entry = |team: TeamId, kind, value: &str| BlacklistEntry {
+        id: BlacklistId::new(),
+        team_id: team,
+        kind,
+        value: value.into(),
+        hits: 0,
+        created_by_user_id: UserId::ADMIN,
+        created_at: t0(),
+    };
+    let ip = entry(t.id, BlacklistType::Ip, "203.0.113.0/24");
+    store.create_blacklist_entry(&ip).await.unwrap();
+    store
+        .create_blacklist_entry(&entry(t.id, BlacklistType::Country, "FI"))
+        .await
+        .unwrap();
+    assert!(is_conflict(
+        store
+            .create_blacklist_entry(&entry(t.id, BlacklistType::Ip, "203.0.113.0/24"))
+            .await,
+        "value"
+    ));
+    store
+        .create_blacklist_entry(&entry(other.id, BlacklistType::Ip, "203.0.113.0/24"))
+        .await
+        .unwrap();
+    store
+        .add_blacklist_hits(t.id, &[(ip.id, 3), (ip.id, 2), (BlacklistId::new(), 9)])
+        .await
+        .unwrap();
+    store
+        .add_blacklist_hits(other.id, &[(ip.id, 100)])
+        .await
+        .unwrap();
+    let list = store.list_blacklist(t.id).await.unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list.iter().find(|e| e.id == ip.id).unwrap().hits, 5);
+    assert!(is_not_found(
+        store.delete_blacklist_entry(other.id, ip.id).await,
+        Entity::Blacklist
+    ));
+    store.delete_blacklist_entry(t.id, ip.id).await.unwrap();
+    assert_eq!(store.list_blacklist(t.id).await.unwrap().len(), 1);
+}
+
+pub async fn statistics_buckets_merge_and_overview_counts<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let mut b1 = HourlyStats::new(at(0));
+    b1.record(RequestType::Verify, true, Some("FI"));
+    let mut b2 = HourlyStats::new(at(30));
+    b2.record(RequestType::Heartbeat, false, Some("FI"));
+    let mut old = HourlyStats::new(t0().plus_days(0).plus(-chrono::TimeDelta::days(40)));
+    old.record(RequestType::Download, true, None);
+    for b in [&b1, &b2, &old] {
+        store.add_hourly(t.id, b).await.unwrap();
+    }
+    let since = HourlyStats::hour_of(t0()) - 30 * 24;
+    let buckets = store.hourly_since(t.id, since).await.unwrap();
+    assert_eq!(buckets.len(), 1, "same hour merged, old one excluded");
+    assert_eq!((buckets[0].successful, buckets[0].failed), (1, 1));
+    assert_eq!(buckets[0].countries.get("FI"), Some(&2));
+
+    let p = product(t.id, "App");
+    let q = product(t.id, "Bpp");
+    store.create_product(&p).await.unwrap();
+    store.create_product(&q).await.unwrap();
+    for i in 0..3u32 {
+        let mut l = license(t.id, t0());
+        l.product_ids = if i == 0 { vec![p.id, q.id] } else { vec![q.id] };
+        store.create_license(&l).await.unwrap();
+        if i == 0 {
+            store
+                .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(50))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+    store
+        .create_customer(&customer(t.id, "a@example.com", "A", t0()))
+        .await
+        .unwrap();
+    let o = store.overview(t.id, at(0)).await.unwrap();
+    assert_eq!(
+        (
+            o.total_licenses,
+            o.total_customers,
+            o.total_products,
+            o.active_licenses
+        ),
+        (3, 1, 2, 1)
+    );
+    assert_eq!(
+        store.overview(t.id, at(51)).await.unwrap().active_licenses,
+        0
+    );
+    let top = store.top_products(t.id, 5).await.unwrap();
+    assert_eq!(
+        top.iter()
+            .map(|p| (p.name.as_str(), p.licenses))
+            .collect::<Vec<_>>(),
+        [("Bpp", 3), ("App", 1)]
+    );
+}
+
+pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let p = product(a.id, "App");
+    store.create_product(&p).await.unwrap();
+    let c = customer(a.id, "a@example.com", "A", t0());
+    store.create_customer(&c).await.unwrap();
+    let br = branch(a.id, p.id, "beta");
+    store.create_branch(&br).await.unwrap();
+    let r = release(a.id, p.id, None, "1.0.0", t0());
+    store.create_release(&r).await.unwrap();
+    let mut l = license(a.id, t0());
+    l.product_ids = vec![p.id];
+    l.customer_ids = vec![c.id];
+    store.create_license(&l).await.unwrap();
+    let rec = store
+        .record_activity(
+            a.id,
+            l.id,
+            &a.settings,
+            &activity(Some("device-a-00000"), 1),
+            at(1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.license.id, l.id);
+    let hwid = store
+        .list_hwids(a.id, l.id, &DeviceListQuery::parse("").unwrap())
+        .await
+        .unwrap()
+        .items[0]
+        .id;
+
+    // Reads through team B see nothing.
+    assert_eq!(store.get_license(b.id, l.id).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_license_by_key(b.id, &l.license_key)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.get_customer(b.id, c.id).await.unwrap(), None);
+    assert!(store.get_customers(b.id, &[c.id]).await.unwrap().is_empty());
+    assert_eq!(store.get_product(b.id, p.id).await.unwrap(), None);
+    assert!(store.get_products(b.id, &[p.id]).await.unwrap().is_empty());
+    assert_eq!(store.get_release(b.id, r.id).await.unwrap(), None);
+    let (branches, releases) = store.catalog(b.id, p.id).await.unwrap();
+    assert!(branches.is_empty() && releases.is_empty());
+    assert_eq!(
+        store
+            .list_licenses(b.id, &LicenseListQuery::parse("").unwrap())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert_eq!(
+        store
+            .list_customers(b.id, &CustomerListQuery::parse("").unwrap())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert_eq!(
+        store
+            .list_products(b.id, &ProductListQuery::parse("").unwrap())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert_eq!(
+        store
+            .list_releases(b.id, &ReleaseListQuery::parse("").unwrap())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert!(is_not_found(
+        store.list_branches(b.id, p.id).await,
+        Entity::Product
+    ));
+    assert!(is_not_found(
+        store
+            .list_hwids(b.id, l.id, &DeviceListQuery::parse("").unwrap())
+            .await,
+        Entity::License
+    ));
+    assert_eq!(store.overview(b.id, t0()).await.unwrap().total_licenses, 0);
+
+    // Writes through team B change nothing of team A.
+    let mut stolen = l.clone();
+    stolen.team_id = b.id;
+    stolen.customer_ids.clear();
+    stolen.product_ids.clear();
+    assert!(is_not_found(
+        store.update_license(&stolen).await,
+        Entity::License
+    ));
+    let mut c2 = c.clone();
+    c2.team_id = b.id;
+    assert!(is_not_found(
+        store.update_customer(&c2).await,
+        Entity::Customer
+    ));
+    let mut p2 = p.clone();
+    p2.team_id = b.id;
+    assert!(is_not_found(
+        store.update_product(&p2).await,
+        Entity::Product
+    ));
+    let mut r2 = r.clone();
+    r2.team_id = b.id;
+    assert!(is_not_found(
+        store.update_release(&r2).await,
+        Entity::Release
+    ));
+    assert!(is_not_found(
+        store.delete_license(b.id, l.id).await,
+        Entity::License
+    ));
+    assert!(is_not_found(
+        store.delete_customer(b.id, c.id).await,
+        Entity::Customer
+    ));
+    assert!(is_not_found(
+        store.delete_product(b.id, p.id).await,
+        Entity::Product
+    ));
+    assert!(is_not_found(
+        store.delete_release(b.id, r.id).await,
+        Entity::Release
+    ));
+    assert!(is_not_found(
+        store.delete_branch(b.id, p.id, br.id).await,
+        Entity::Product
+    ));
+    assert!(is_not_found(
+        store
+            .set_hwid_forgotten(b.id, l.id, hwid, true, at(2))
+            .await,
+        Entity::License
+    ));
+    assert!(is_not_found(
+        store
+            .record_activity(b.id, l.id, &b.settings, &activity(None, 1), at(2))
+            .await,
+        Entity::License
+    ));
+    let mut foreign_branch = branch(b.id, p.id, "gamma");
+    foreign_branch.team_id = b.id;
+    assert!(is_not_found(
+        store.create_branch(&foreign_branch).await,
+        Entity::Product
+    ));
+    let mut foreign_release = release(b.id, p.id, None, "2.0.0", t0());
+    foreign_release.team_id = b.id;
+    assert!(is_not_found(
+        store.create_release(&foreign_release).await,
+        Entity::Product
+    ));
+
+    // And team A's data is intact.
+    assert_eq!(
+        store
+            .get_license(a.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .customer_ids,
+        [c.id]
+    );
+    assert_eq!(store.get_customer(a.id, c.id).await.unwrap(), Some(c));
+    assert_eq!(store.get_product(a.id, p.id).await.unwrap(), Some(p));
+    assert_eq!(store.get_release(a.id, r.id).await.unwrap(), Some(r));
+    assert!(
+        !store
+            .list_hwids(a.id, l.id, &DeviceListQuery::parse("").unwrap())
+            .await
+            .unwrap()
+            .items[0]
+            .forgotten
+    );
+}
+
+/// N threads record N new devices at once against a limit of `k`: exactly `k` are admitted.
+pub fn concurrent_new_devices_never_exceed_the_limit<S: Store, R: BlockOn>(store: &S, runner: &R) {
+    const DEVICES: usize = 24;
+    const LIMIT: u32 = 7;
+    let t = runner.block_on(team(store, "A"));
+    let mut l = license(t.id, t0());
+    l.hwid_limit = Some(LIMIT);
+    runner.block_on(store.create_license(&l)).unwrap();
+    let admitted = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for i in 0..DEVICES {
+            let (t, l, admitted) = (&t, &l, &admitted);
+            scope.spawn(move || {
+                let dev = format!("device-{i:04}-concurrent");
+                let result = runner
+                    .block_on(store.record_activity(
+                        t.id,
+                        l.id,
+                        &t.settings,
+                        &activity(Some(&dev), 1),
+                        at(1),
+                    ))
+                    .unwrap();
+                if result.is_ok() {
+                    admitted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert_eq!(admitted.into_inner(), LIMIT as usize);
+    let stored = runner
+        .block_on(store.list_hwids(
+            t.id,
+            l.id,
+            &DeviceListQuery::parse("pageSize=100&showForgotten=true").unwrap(),
+        ))
+        .unwrap();
+    assert_eq!(stored.total, u64::from(LIMIT));
+}
