@@ -311,6 +311,7 @@ pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(
     let secret = ApiKeySecret::generate();
     let mut key = api_key(a.id, "ci");
     key.hash = secret.hash();
+    key.created_at = at(1);
     store.create_api_key(&key).await.unwrap();
     assert_eq!(
         store.find_api_key(&secret.hash()).await.unwrap(),
