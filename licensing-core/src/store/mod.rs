@@ -10,7 +10,7 @@
 //! devices never push a license past its limit.
 //!
 //! [`MemoryStore`] implements everything in memory; the `testing` feature exposes the suite every
-//! implementation must pass ([`store_test_suite!`](crate::store_test_suite)).
+//! implementation must pass (the `store_test_suite!` macro).
 
 mod filter;
 mod memory;
