@@ -69,6 +69,57 @@ pub struct HwidView {
     pub status: RecordStatus,
 }
 
+/// What hardware-identifier and IP records have in common: both belong to a license, can be
+/// forgotten, and are listed and counted the same way.
+pub trait UsageRecord {
+    /// The record's id, for ordering ties.
+    fn record_id(&self) -> uuid::Uuid;
+    /// The license it belongs to.
+    fn license_id(&self) -> LicenseId;
+    /// The owning team.
+    fn team_id(&self) -> TeamId;
+    /// Whether it is forgotten.
+    fn forgotten(&self) -> bool;
+    /// Last successful request.
+    fn last_seen_at(&self) -> Timestamp;
+    /// First seen.
+    fn created_at(&self) -> Timestamp;
+    /// Marks it forgotten or remembered.
+    fn set_forgotten(&mut self, forgotten: bool, now: Timestamp);
+}
+
+macro_rules! usage_record {
+    ($t:ty) => {
+        impl UsageRecord for $t {
+            fn record_id(&self) -> uuid::Uuid {
+                *self.id.as_uuid()
+            }
+            fn license_id(&self) -> LicenseId {
+                self.license_id
+            }
+            fn team_id(&self) -> TeamId {
+                self.team_id
+            }
+            fn forgotten(&self) -> bool {
+                self.forgotten
+            }
+            fn last_seen_at(&self) -> Timestamp {
+                self.last_seen_at
+            }
+            fn created_at(&self) -> Timestamp {
+                self.created_at
+            }
+            fn set_forgotten(&mut self, forgotten: bool, now: Timestamp) {
+                self.forgotten = forgotten;
+                self.updated_at = now;
+            }
+        }
+    };
+}
+
+usage_record!(Hwid);
+usage_record!(IpRecord);
+
 /// An IP address that used a license.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,7 @@ mod stats;
 mod team;
 
 pub use customer::{Address, ChatAccount, Customer};
-pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus};
+pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};
 pub use product::{Product, ProductRef};

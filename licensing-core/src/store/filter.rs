@@ -8,7 +8,7 @@ use crate::api::requests::{
     CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductSort, ReleaseFilter,
     ReleaseSort, SortDirection,
 };
-use crate::model::{Customer, Hwid, IpRecord, License, Product, Release};
+use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, UsageRecord};
 use crate::validate::{HardwareId, SearchText};
 use crate::verify::Admission;
 use crate::{HwidId, IpId, Timestamp};
@@ -137,22 +137,18 @@ pub fn compare_products(
     directed(by.then_with(|| a.id.cmp(&b.id)), dir)
 }
 
-/// Hardware-identifier order.
-pub fn compare_hwids(a: &Hwid, b: &Hwid, sort: DeviceSort, dir: SortDirection) -> Ordering {
+/// Order of hardware-identifier and IP records.
+pub fn compare_usage<R: UsageRecord>(
+    a: &R,
+    b: &R,
+    sort: DeviceSort,
+    dir: SortDirection,
+) -> Ordering {
     let by = match sort {
-        DeviceSort::LastSeenAt => a.last_seen_at.cmp(&b.last_seen_at),
-        DeviceSort::CreatedAt => a.created_at.cmp(&b.created_at),
+        DeviceSort::LastSeenAt => a.last_seen_at().cmp(&b.last_seen_at()),
+        DeviceSort::CreatedAt => a.created_at().cmp(&b.created_at()),
     };
-    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
-}
-
-/// IP-record order.
-pub fn compare_ips(a: &IpRecord, b: &IpRecord, sort: DeviceSort, dir: SortDirection) -> Ordering {
-    let by = match sort {
-        DeviceSort::LastSeenAt => a.last_seen_at.cmp(&b.last_seen_at),
-        DeviceSort::CreatedAt => a.created_at.cmp(&b.created_at),
-    };
-    directed(by.then_with(|| a.id.cmp(&b.id)), dir)
+    directed(by.then_with(|| a.record_id().cmp(&b.record_id())), dir)
 }
 
 /// Sorts all matching items and cuts the page: the simple way, for stores that hold the items.

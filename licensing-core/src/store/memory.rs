@@ -562,6 +562,36 @@ impl ReleaseStore for MemoryStore {
     }
 }
 
+fn list_usage<K, R: UsageRecord + Clone>(
+    records: &HashMap<K, R>,
+    license: LicenseId,
+    query: &DeviceListQuery,
+) -> Page<R> {
+    let items = records
+        .values()
+        .filter(|r| r.license_id() == license && (query.filter || !r.forgotten()))
+        .cloned()
+        .collect();
+    page_of(items, &query.paging, |a, b| {
+        compare_usage(a, b, query.sort, query.paging.direction)
+    })
+}
+
+fn set_forgotten<K: std::hash::Hash + Eq, R: UsageRecord + Clone>(
+    records: &mut HashMap<K, R>,
+    (team, license, id): (TeamId, LicenseId, K),
+    forgotten: bool,
+    now: Timestamp,
+    entity: Entity,
+) -> StoreResult<R> {
+    let r = records
+        .get_mut(&id)
+        .filter(|r| r.license_id() == license && r.team_id() == team)
+        .ok_or(StoreError::NotFound(entity))?;
+    r.set_forgotten(forgotten, now);
+    Ok(r.clone())
+}
+
 impl DeviceStore for MemoryStore {
     async fn list_hwids(
         &self,
@@ -571,15 +601,7 @@ impl DeviceStore for MemoryStore {
     ) -> StoreResult<Page<Hwid>> {
         self.with(|s| {
             s.license(team, license)?;
-            let items = s
-                .hwids
-                .values()
-                .filter(|h| h.license_id == license && (query.filter || !h.forgotten))
-                .cloned()
-                .collect();
-            Ok(page_of(items, &query.paging, |a, b| {
-                compare_hwids(a, b, query.sort, query.paging.direction)
-            }))
+            Ok(list_usage(&s.hwids, license, query))
         })
     }
 
@@ -593,14 +615,13 @@ impl DeviceStore for MemoryStore {
     ) -> StoreResult<Hwid> {
         self.with(|s| {
             s.license(team, license)?;
-            let h = s
-                .hwids
-                .get_mut(&id)
-                .filter(|h| h.license_id == license && h.team_id == team)
-                .ok_or(StoreError::NotFound(Entity::Hwid))?;
-            h.forgotten = forgotten;
-            h.updated_at = now;
-            Ok(h.clone())
+            set_forgotten(
+                &mut s.hwids,
+                (team, license, id),
+                forgotten,
+                now,
+                Entity::Hwid,
+            )
         })
     }
 
@@ -612,15 +633,7 @@ impl DeviceStore for MemoryStore {
     ) -> StoreResult<Page<IpRecord>> {
         self.with(|s| {
             s.license(team, license)?;
-            let items = s
-                .ips
-                .values()
-                .filter(|r| r.license_id == license && (query.filter || !r.forgotten))
-                .cloned()
-                .collect();
-            Ok(page_of(items, &query.paging, |a, b| {
-                compare_ips(a, b, query.sort, query.paging.direction)
-            }))
+            Ok(list_usage(&s.ips, license, query))
         })
     }
 
@@ -634,14 +647,7 @@ impl DeviceStore for MemoryStore {
     ) -> StoreResult<IpRecord> {
         self.with(|s| {
             s.license(team, license)?;
-            let r = s
-                .ips
-                .get_mut(&id)
-                .filter(|r| r.license_id == license && r.team_id == team)
-                .ok_or(StoreError::NotFound(Entity::Ip))?;
-            r.forgotten = forgotten;
-            r.updated_at = now;
-            Ok(r.clone())
+            set_forgotten(&mut s.ips, (team, license, id), forgotten, now, Entity::Ip)
         })
     }
 }

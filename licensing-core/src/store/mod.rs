@@ -30,7 +30,7 @@ use crate::api::requests::{
 use crate::crypto::ApiKeyHash;
 use crate::model::{
     ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Overview,
-    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};

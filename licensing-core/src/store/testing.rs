@@ -147,7 +147,8 @@ fn api_key(team: TeamId, name: &str) -> ApiKeyRecord {
     }
 }
 
-fn license(team: TeamId, created: Timestamp) -> License {
+/// A `NEVER` license without limits, customers or products.
+pub fn license(team: TeamId, created: Timestamp) -> License {
     License {
         id: LicenseId::new(),
         license_key: LicenseKey::generate(),

@@ -4,32 +4,14 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::model::{ExpirationStart, ExpirationType, ReleaseFile};
-use crate::{BranchId, FileId, LicenseId, LicenseKey, ReleaseId, TeamId, UserId};
+use crate::{BranchId, FileId, LicenseId, ReleaseId, TeamId, UserId};
 
 fn now() -> Timestamp {
     Timestamp::parse("2026-11-22T10:00:00Z").unwrap()
 }
 
 fn license() -> License {
-    License {
-        id: LicenseId::new(),
-        license_key: LicenseKey::generate(),
-        expiration_type: ExpirationType::Never,
-        expiration_start: ExpirationStart::Creation,
-        expiration_date: None,
-        expiration_days: None,
-        suspended: false,
-        ip_limit: None,
-        hwid_limit: None,
-        metadata: Vec::new(),
-        team_id: TeamId::new(),
-        created_by_user_id: UserId::ADMIN,
-        created_at: now(),
-        updated_at: now(),
-        last_active_at: None,
-        customer_ids: Vec::new(),
-        product_ids: Vec::new(),
-    }
+    crate::store::testing::license(TeamId::new(), now())
 }
 
 fn release(

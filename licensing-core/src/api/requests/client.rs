@@ -3,7 +3,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::list::Query;
-use super::{finish, parse_json_borrowed};
+use super::{finish, parse_json_borrowed, present};
 use crate::error::{ApiError, Validator};
 use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version};
 use crate::verify::RequestKind;
@@ -73,34 +73,15 @@ impl ClientBody {
         let version = v.optional("version", raw.version, Version::parse);
         let branch = v.optional("branch", raw.branch, BranchName::parse);
         finish(v)?;
-        match (
-            license_key,
-            hardware_id,
-            customer_id,
-            product_id,
-            challenge,
-            version,
-            branch,
-        ) {
-            (
-                Some(license_key),
-                Some(hardware_id),
-                Some(customer_id),
-                Some(product_id),
-                Some(challenge),
-                Some(version),
-                Some(branch),
-            ) => Ok(Self {
-                license_key,
-                hardware_id,
-                customer_id,
-                product_id,
-                challenge,
-                version,
-                branch,
-            }),
-            _ => Err(ApiError::internal()),
-        }
+        Ok(Self {
+            license_key: present(license_key)?,
+            hardware_id: present(hardware_id)?,
+            customer_id: present(customer_id)?,
+            product_id: present(product_id)?,
+            challenge: present(challenge)?,
+            version: present(version)?,
+            branch: present(branch)?,
+        })
     }
 }
 
@@ -157,34 +138,15 @@ impl ClassloaderQuery {
         let branch = v.optional("branch", q.get("branch"), BranchName::parse);
         let customer_id = v.optional("customerId", q.get("customerId"), CustomerId::parse);
         finish(v)?;
-        match (
-            license_key,
-            product_id,
-            session_key,
-            hardware_id,
-            version,
-            branch,
-            customer_id,
-        ) {
-            (
-                Some(license_key),
-                Some(product_id),
-                Some(session_key),
-                Some(hardware_id),
-                Some(version),
-                Some(branch),
-                Some(customer_id),
-            ) => Ok(Self {
-                license_key,
-                product_id,
-                session_key,
-                hardware_id,
-                version,
-                branch,
-                customer_id,
-            }),
-            _ => Err(ApiError::internal()),
-        }
+        Ok(Self {
+            license_key: present(license_key)?,
+            product_id: present(product_id)?,
+            session_key: present(session_key)?,
+            hardware_id: present(hardware_id)?,
+            version: present(version)?,
+            branch: present(branch)?,
+            customer_id: present(customer_id)?,
+        })
     }
 }
 

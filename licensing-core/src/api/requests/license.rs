@@ -2,7 +2,7 @@ use serde::Deserialize;
 
 use super::{
     MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, finish, future_date, id_list, int_in,
-    metadata, not_null, one_of, parse_json,
+    metadata, not_null, one_of, parse_json, present,
 };
 use crate::error::{ApiError, Validator};
 use crate::expiry::{self, Expiration};
@@ -177,7 +177,7 @@ impl LicenseCreate {
             );
         }
         finish(v)?;
-        let kind = kind.ok_or_else(ApiError::internal)?;
+        let kind = present(kind)?;
         Ok(NewLicense {
             customer_ids,
             product_ids,

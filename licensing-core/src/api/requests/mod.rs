@@ -280,6 +280,13 @@ pub(crate) fn not_null<T>(v: &mut Validator, field: &str, patch: Patch<T>) -> Op
     }
 }
 
+/// A value the validator accepted. After [`Validator::finish`] succeeded every checked value is
+/// present; a `None` here would be a check that failed without saying why, a bug that is
+/// answered as 500 rather than a panic.
+pub(crate) fn present<T>(value: Option<T>) -> Result<T, ApiError> {
+    value.ok_or_else(ApiError::internal)
+}
+
 /// Turns collected problems into the 400 answer.
 pub(crate) fn finish(v: Validator) -> Result<(), ApiError> {
     v.finish().map_err(ApiError::validation)

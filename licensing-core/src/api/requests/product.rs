@@ -1,6 +1,6 @@
 use serde::Deserialize;
 
-use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json};
+use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
 use crate::model::{MetadataItem, Product};
 use crate::validate::{BranchName, HttpUrl, text};
@@ -110,7 +110,7 @@ impl BranchBody {
         let mut v = Validator::new();
         let name = v.required("name", raw.name, BranchName::parse);
         finish(v)?;
-        name.ok_or_else(ApiError::internal)
+        present(name)
     }
 }
 

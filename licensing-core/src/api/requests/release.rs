@@ -1,6 +1,6 @@
 use serde::Deserialize;
 
-use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json};
+use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
 use crate::model::{MetadataItem, ReleaseStatus};
 use crate::validate::Version;
@@ -103,19 +103,16 @@ impl ReleaseData {
             }
         };
         finish(v)?;
-        match (version, product_id, status) {
-            (Some(version), Some(product_id), Some(status)) => Ok(ReleaseInput {
-                version,
-                product_id,
-                status,
-                set_as_latest,
-                branch_id,
-                metadata,
-                license_ids,
-                keep_existing_file,
-            }),
-            _ => Err(ApiError::internal()),
-        }
+        Ok(ReleaseInput {
+            version: present(version)?,
+            product_id: present(product_id)?,
+            status: present(status)?,
+            set_as_latest,
+            branch_id,
+            metadata,
+            license_ids,
+            keep_existing_file,
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 use serde::Deserialize;
 
-use super::{Patch, finish, future_date, not_null, parse_json};
+use super::{Patch, finish, future_date, not_null, parse_json, present};
 use crate::Timestamp;
 use crate::error::{ApiError, Validator};
 use crate::model::{BlacklistType, TeamFeatures, TeamSettings};
@@ -117,10 +117,10 @@ impl BlacklistBody {
             (Some(kind), Some(text)) => v.check("value", normalize(kind, &text)),
         };
         finish(v)?;
-        match (kind, value) {
-            (Some(kind), Some(value)) => Ok(BlacklistInput { kind, value }),
-            _ => Err(ApiError::internal()),
-        }
+        Ok(BlacklistInput {
+            kind: present(kind)?,
+            value: present(value)?,
+        })
     }
 }
 
@@ -170,7 +170,7 @@ impl ApiKeyBody {
             .flatten();
         finish(v)?;
         Ok(ApiKeyInput {
-            name: name.ok_or_else(ApiError::internal)?,
+            name: present(name)?,
             expires_at,
         })
     }
@@ -191,7 +191,7 @@ impl AdminTeamBody {
         let mut v = Validator::new();
         let name = v.required("name", raw.name, |t| text(t, 1, 255));
         finish(v)?;
-        name.ok_or_else(ApiError::internal)
+        present(name)
     }
 }
 
