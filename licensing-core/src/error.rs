@@ -38,10 +38,7 @@ impl fmt::Display for FieldError {
 pub struct ValidationErrors(Vec<FieldError>);
 
 impl ValidationErrors {
-    /// Errors from a non-empty list.
-    ///
-    /// # Panics
-    /// Never in practice: an empty list is replaced by a generic problem so the invariant holds.
+    /// Errors from a list; an empty list becomes one generic problem, so the list is never empty.
     pub fn new(mut errors: Vec<FieldError>) -> Self {
         if errors.is_empty() {
             errors.push(FieldError::new("body", "is invalid"));
@@ -150,16 +147,6 @@ impl Validator {
     /// Records a problem directly.
     pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.errors.push(FieldError::new(field, message));
-    }
-
-    /// Merges problems found by a nested validation, under a field prefix.
-    pub fn extend(&mut self, errors: ValidationErrors) {
-        self.errors.extend(errors.0);
-    }
-
-    /// Whether nothing has been recorded so far.
-    pub fn is_ok(&self) -> bool {
-        self.errors.is_empty()
     }
 
     /// `Ok` when every check passed, else all the problems.

@@ -406,24 +406,18 @@ impl Admission {
     /// Whether something new must be durable before the answer (a new or un-forgotten record,
     /// an activation); otherwise only `lastSeenAt`/`lastActiveAt` move, which may be batched.
     pub fn creates_state(&self) -> bool {
-        let new_record = |c: Option<bool>| c.unwrap_or(false);
-        let hwid_new = new_record(self.hwid.map(|c| {
-            !matches!(
-                c,
+        fn is_plain_refresh<Id>(change: &RecordChange<Id>) -> bool {
+            matches!(
+                change,
                 RecordChange::Refresh {
                     was_forgotten: false,
                     ..
                 }
             )
-        }));
-        let ip_new = !matches!(
-            self.ip,
-            RecordChange::Refresh {
-                was_forgotten: false,
-                ..
-            }
-        );
-        hwid_new || ip_new || self.activate.is_some()
+        }
+        !self.hwid.as_ref().is_none_or(is_plain_refresh)
+            || !is_plain_refresh(&self.ip)
+            || self.activate.is_some()
     }
 }
 

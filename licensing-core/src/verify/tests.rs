@@ -695,6 +695,10 @@ fn limits_count_only_live_records_and_known_ones_pass() {
         run(&room, "device-new-000").unwrap().hwid,
         Some(RecordChange::Create)
     );
+    // Only new or un-forgotten records (not plain refreshes) must be written before answering.
+    assert!(run(&room, "device-d-0000").unwrap().creates_state());
+    assert!(run(&room, "device-new-000").unwrap().creates_state());
+    assert!(!run(&full, "device-a-0000").unwrap().creates_state());
     // But a forgotten device cannot come back past the limit.
     assert_eq!(
         code_of(run(&full, "device-d-0000")),
