@@ -1,0 +1,100 @@
+//! Key layout of the sled tree. Every key starts with a one-byte table tag, then the team id, so a
+//! team's records of one kind are one contiguous range and no key of one team is a prefix of
+//! another team's. Sort keys encode numbers big-endian with the sign bit flipped, so byte order is
+//! numeric order.
+
+use licensing_core::Timestamp;
+
+/// Table tags.
+pub(crate) mod tag {
+    pub(crate) const TEAM: u8 = b'T';
+    pub(crate) const API_KEY: u8 = b'K';
+    pub(crate) const TEAM_API_KEY: u8 = b'k';
+    pub(crate) const LICENSE: u8 = b'L';
+    pub(crate) const LICENSE_KEY: u8 = b'l';
+    pub(crate) const CUSTOMER: u8 = b'C';
+    pub(crate) const PRODUCT: u8 = b'P';
+    pub(crate) const BRANCH: u8 = b'B';
+    pub(crate) const RELEASE: u8 = b'R';
+    pub(crate) const HWID: u8 = b'H';
+    pub(crate) const IP: u8 = b'I';
+    pub(crate) const BLACKLIST: u8 = b'X';
+    pub(crate) const STATS: u8 = b'S';
+    pub(crate) const INDEX: u8 = b'i';
+    pub(crate) const COUNT: u8 = b'#';
+}
+
+/// Builds a key from parts.
+pub(crate) fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        k.extend_from_slice(p);
+    }
+    k
+}
+
+/// Order-preserving bytes of a timestamp.
+pub(crate) fn time(at: Timestamp) -> [u8; 8] {
+    ((at.as_millis() as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Order-preserving bytes of an optional timestamp; `None` sorts first.
+pub(crate) fn opt_time(at: Option<Timestamp>) -> [u8; 8] {
+    at.map_or([0; 8], time)
+}
+
+/// Order-preserving bytes of an hour number.
+pub(crate) fn hour(h: i64) -> [u8; 8] {
+    ((h as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Lower-cased text for a sort index, terminated so that a shorter text sorts before its
+/// extensions (`"ab" < "abc"`). Names hold no control characters, so 0 cannot occur inside.
+pub(crate) fn text(value: Option<&str>) -> Vec<u8> {
+    let mut v = value
+        .map(str::to_lowercase)
+        .unwrap_or_default()
+        .into_bytes();
+    v.push(0);
+    v
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0xff; prefix.len() + 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_sort_numerically_including_negative() {
+        let a = time(Timestamp::from_millis(-5));
+        let b = time(Timestamp::from_millis(0));
+        let c = time(Timestamp::from_millis(1_000));
+        assert!(a < b && b < c);
+        assert!(opt_time(None) < a);
+    }
+
+    #[test]
+    fn text_keys_sort_prefixes_first() {
+        assert!(text(Some("ab")) < text(Some("abc")));
+        assert!(text(Some("AB")) == text(Some("ab")));
+        assert!(text(None) < text(Some("a")));
+    }
+
+    #[test]
+    fn prefix_end_is_past_every_extension() {
+        assert_eq!(prefix_end(&[1, 2]), vec![1, 3]);
+        assert_eq!(prefix_end(&[1, 0xff]), vec![2]);
+        assert!(prefix_end(b"ab").as_slice() > b"ab\xff\xff".as_slice());
+    }
+}

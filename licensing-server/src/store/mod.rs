@@ -1,0 +1,1420 @@
+//! The embedded store: sled, implementing every storage trait of `licensing-core`.
+//!
+//! - **Atomicity**: every write runs under one writer lock, reads what it needs, stages all its
+//!   changes (records, indexes, counters) and applies them with one `apply_batch`, which sled
+//!   applies atomically. Reads take no lock. The lock is never held across an `.await`.
+//! - **Durability**: a write returns after `flush_async`, which fsyncs (and lets concurrent
+//!   writers share one fsync). The only exception is the plain `lastSeenAt`/`lastActiveAt` refresh
+//!   of a known device, which sled's background flush (every 500 ms) makes durable.
+//! - **Indexes**: licenses and customers, the lists that grow large, have order-preserving sort
+//!   indexes and per-team counters, so an unfiltered page reads only that page's records; licenses
+//!   also have reverse indexes by customer and by product (filters, cascades, statistics). Smaller
+//!   collections (products, releases, branches, a license's devices) are read per team or license
+//!   and sorted in memory with core's comparators.
+
+mod keys;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use licensing_core::api::requests::{
+    CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,
+    ProductListQuery, ReleaseListQuery, SortDirection,
+};
+use licensing_core::crypto::ApiKeyHash;
+use licensing_core::model::{
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Overview,
+    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord,
+};
+use licensing_core::store::*;
+use licensing_core::verify::{self, Denial, RecordChange};
+use licensing_core::{
+    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
+    ReleaseId, TeamId, Timestamp,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use keys::{key, tag};
+
+/// Index ids under a table tag.
+mod ix {
+    pub(super) const CREATED: u8 = b'c';
+    pub(super) const UPDATED: u8 = b'u';
+    pub(super) const ACTIVE: u8 = b'a';
+    pub(super) const BY_CUSTOMER: u8 = b'C';
+    pub(super) const BY_PRODUCT: u8 = b'P';
+    pub(super) const NAME: u8 = b'n';
+    pub(super) const EMAIL: u8 = b'e';
+    pub(super) const USERNAME: u8 = b'x';
+}
+
+/// The sled store. Clones share the database.
+#[derive(Clone)]
+pub struct SledStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: sled::Db,
+    tree: sled::Tree,
+    write: Mutex<()>,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStore").finish_non_exhaustive()
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn encode<T: Serialize>(value: &T) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(value).map_err(backend)
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
+    serde_json::from_slice(bytes).map_err(backend)
+}
+
+fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
+    bytes
+        .get(bytes.len().saturating_sub(16)..)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| backend("index key too short"))
+}
+
+/// Staged changes of one write, readable before they are applied.
+struct Tx<'a> {
+    tree: &'a sled::Tree,
+    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl Tx<'_> {
+    fn get(&self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        match self.pending.get(k) {
+            Some(v) => Ok(v.clone()),
+            None => Ok(self.tree.get(k).map_err(backend)?.map(|v| v.to_vec())),
+        }
+    }
+
+    fn get_json<T: DeserializeOwned>(&self, k: &[u8]) -> StoreResult<Option<T>> {
+        self.get(k)?.map(|v| decode(&v)).transpose()
+    }
+
+    fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.pending.insert(k, Some(v));
+    }
+
+    fn put_json<T: Serialize>(&mut self, k: Vec<u8>, v: &T) -> StoreResult<()> {
+        self.put(k, encode(v)?);
+        Ok(())
+    }
+
+    fn del(&mut self, k: Vec<u8>) {
+        self.pending.insert(k, None);
+    }
+
+    fn add_count(&mut self, k: Vec<u8>, delta: i64) -> StoreResult<()> {
+        let current = self.get(&k)?.map_or(0, |v| decode_count(&v));
+        let next = current.saturating_add_signed(delta);
+        self.put(k, next.to_be_bytes().to_vec());
+        Ok(())
+    }
+
+    fn commit(self) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        for (k, v) in self.pending {
+            match v {
+                Some(v) => batch.insert(k, v),
+                None => batch.remove(k),
+            }
+        }
+        self.tree.apply_batch(batch).map_err(backend)
+    }
+}
+
+fn decode_count(v: &[u8]) -> u64 {
+    v.try_into().map(u64::from_be_bytes).unwrap_or(0)
+}
+
+// ---- key builders ----
+
+fn team_key(id: TeamId) -> Vec<u8> {
+    key(&[&[tag::TEAM], id.as_bytes()])
+}
+fn api_key_key(hash: &ApiKeyHash) -> Vec<u8> {
+    key(&[&[tag::API_KEY], hash.as_bytes()])
+}
+fn team_api_key_key(team: TeamId, id: ApiKeyId) -> Vec<u8> {
+    key(&[&[tag::TEAM_API_KEY], team.as_bytes(), id.as_bytes()])
+}
+fn license_key(team: TeamId, id: LicenseId) -> Vec<u8> {
+    key(&[&[tag::LICENSE], team.as_bytes(), id.as_bytes()])
+}
+fn license_by_key(team: TeamId, k: &LicenseKey) -> Vec<u8> {
+    key(&[&[tag::LICENSE_KEY], team.as_bytes(), k.as_bytes()])
+}
+fn customer_key(team: TeamId, id: CustomerId) -> Vec<u8> {
+    key(&[&[tag::CUSTOMER], team.as_bytes(), id.as_bytes()])
+}
+fn product_key(team: TeamId, id: ProductId) -> Vec<u8> {
+    key(&[&[tag::PRODUCT], team.as_bytes(), id.as_bytes()])
+}
+fn branch_key(team: TeamId, product: ProductId, id: BranchId) -> Vec<u8> {
+    key(&[
+        &[tag::BRANCH],
+        team.as_bytes(),
+        product.as_bytes(),
+        id.as_bytes(),
+    ])
+}
+fn release_key(team: TeamId, id: ReleaseId) -> Vec<u8> {
+    key(&[&[tag::RELEASE], team.as_bytes(), id.as_bytes()])
+}
+fn hwid_key(team: TeamId, license: LicenseId, id: HwidId) -> Vec<u8> {
+    key(&[
+        &[tag::HWID],
+        team.as_bytes(),
+        license.as_bytes(),
+        id.as_bytes(),
+    ])
+}
+fn ip_key(team: TeamId, license: LicenseId, id: IpId) -> Vec<u8> {
+    key(&[
+        &[tag::IP],
+        team.as_bytes(),
+        license.as_bytes(),
+        id.as_bytes(),
+    ])
+}
+fn blacklist_key(team: TeamId, id: BlacklistId) -> Vec<u8> {
+    key(&[&[tag::BLACKLIST], team.as_bytes(), id.as_bytes()])
+}
+fn stats_key(team: TeamId, hour: i64) -> Vec<u8> {
+    key(&[&[tag::STATS], team.as_bytes(), &keys::hour(hour)])
+}
+fn count_key(table: u8, team: TeamId) -> Vec<u8> {
+    key(&[&[tag::COUNT, table], team.as_bytes()])
+}
+fn index_prefix(table: u8, index: u8, team: TeamId) -> Vec<u8> {
+    key(&[&[tag::INDEX, table, index], team.as_bytes()])
+}
+
+fn license_indexes(l: &License) -> Vec<Vec<u8>> {
+    let id = l.id.as_bytes();
+    let mut keys = vec![
+        key(&[
+            &index_prefix(tag::LICENSE, ix::CREATED, l.team_id),
+            &keys::time(l.created_at),
+            id,
+        ]),
+        key(&[
+            &index_prefix(tag::LICENSE, ix::UPDATED, l.team_id),
+            &keys::time(l.updated_at),
+            id,
+        ]),
+        key(&[
+            &index_prefix(tag::LICENSE, ix::ACTIVE, l.team_id),
+            &keys::opt_time(l.last_active_at),
+            id,
+        ]),
+    ];
+    for c in &l.customer_ids {
+        keys.push(key(&[
+            &index_prefix(tag::LICENSE, ix::BY_CUSTOMER, l.team_id),
+            c.as_bytes(),
+            id,
+        ]));
+    }
+    for p in &l.product_ids {
+        keys.push(key(&[
+            &index_prefix(tag::LICENSE, ix::BY_PRODUCT, l.team_id),
+            p.as_bytes(),
+            id,
+        ]));
+    }
+    keys
+}
+
+fn customer_indexes(c: &Customer) -> Vec<Vec<u8>> {
+    let id = c.id.as_bytes();
+    let p = |index| index_prefix(tag::CUSTOMER, index, c.team_id);
+    vec![
+        key(&[&p(ix::CREATED), &keys::time(c.created_at), id]),
+        key(&[&p(ix::UPDATED), &keys::time(c.updated_at), id]),
+        key(&[&p(ix::NAME), &keys::text(c.full_name.as_deref()), id]),
+        key(&[
+            &p(ix::EMAIL),
+            &keys::text(c.email.as_ref().map(|e| e.as_str())),
+            id,
+        ]),
+        key(&[&p(ix::USERNAME), &keys::text(c.username.as_deref()), id]),
+    ]
+}
+
+/// Replaces `old` index keys with `new` ones.
+fn reindex(tx: &mut Tx<'_>, old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) {
+    let keep: HashSet<&Vec<u8>> = new.iter().collect();
+    for k in old.iter().filter(|k| !keep.contains(k)) {
+        tx.del(k.clone());
+    }
+    for k in new {
+        tx.put(k, Vec::new());
+    }
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> StoreResult<Self> {
+        let db = sled::Config::new()
+            .path(dir)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(backend)?;
+        let tree = db.open_tree("data").map_err(backend)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                tree,
+                write: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// A store in a temporary directory that sled removes when the store is dropped (tests).
+    pub fn temporary() -> StoreResult<Self> {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .map_err(backend)?;
+        let tree = db.open_tree("data").map_err(backend)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                tree,
+                write: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// Makes everything written so far durable.
+    pub async fn flush(&self) -> StoreResult<()> {
+        self.inner.tree.flush_async().await.map_err(backend)?;
+        Ok(())
+    }
+
+    /// Whether the store holds no team yet.
+    pub fn is_empty(&self) -> StoreResult<bool> {
+        Ok(self
+            .inner
+            .tree
+            .scan_prefix([tag::TEAM])
+            .next()
+            .transpose()
+            .map_err(backend)?
+            .is_none())
+    }
+
+    /// Bytes the database occupies on disk.
+    pub fn size_on_disk(&self) -> StoreResult<u64> {
+        self.inner.db.size_on_disk().map_err(backend)
+    }
+
+    /// Runs one atomic write: `f` stages changes, which are applied together.
+    fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
+        let _guard = self
+            .inner
+            .write
+            .lock()
+            .map_err(|_| backend("writer lock poisoned"))?;
+        let mut tx = Tx {
+            tree: &self.inner.tree,
+            pending: BTreeMap::new(),
+        };
+        let out = f(&mut tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// A write that is flushed before it returns.
+    async fn durable<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
+        let out = self.write(f)?;
+        self.flush().await?;
+        Ok(out)
+    }
+
+    fn get_json<T: DeserializeOwned>(&self, k: &[u8]) -> StoreResult<Option<T>> {
+        self.inner
+            .tree
+            .get(k)
+            .map_err(backend)?
+            .map(|v| decode(&v))
+            .transpose()
+    }
+
+    fn scan<T: DeserializeOwned>(&self, prefix: &[u8]) -> StoreResult<Vec<T>> {
+        self.inner
+            .tree
+            .scan_prefix(prefix)
+            .map(|kv| kv.map_err(backend).and_then(|(_, v)| decode(&v)))
+            .collect()
+    }
+
+    fn count(&self, table: u8, team: TeamId) -> StoreResult<u64> {
+        Ok(self
+            .inner
+            .tree
+            .get(count_key(table, team))
+            .map_err(backend)?
+            .map_or(0, |v| decode_count(&v)))
+    }
+
+    /// Walks an index in order, loading records; `accept` filters. Unfiltered walks stop after the
+    /// page and take the total from the counter.
+    fn walk_index<T>(
+        &self,
+        prefix: &[u8],
+        paging: &Paging,
+        load: impl Fn([u8; 16]) -> StoreResult<Option<T>>,
+        accept: Option<&dyn Fn(&T) -> bool>,
+        unfiltered_total: u64,
+    ) -> StoreResult<Page<T>> {
+        let iter = self.inner.tree.scan_prefix(prefix);
+        let iter: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> =
+            match paging.direction {
+                SortDirection::Asc => Box::new(iter),
+                SortDirection::Desc => Box::new(iter.rev()),
+            };
+        let offset = paging.offset();
+        let size = u64::from(paging.page_size);
+        let mut seen: u64 = 0;
+        let mut items = Vec::new();
+        for kv in iter {
+            let (k, _) = kv.map_err(backend)?;
+            let id = id16(&k)?;
+            match accept {
+                None => {
+                    if seen >= offset + size {
+                        break;
+                    }
+                    if seen >= offset
+                        && let Some(item) = load(id)?
+                    {
+                        items.push(item);
+                    }
+                    seen += 1;
+                }
+                Some(accept) => {
+                    let Some(item) = load(id)? else { continue };
+                    if !accept(&item) {
+                        continue;
+                    }
+                    if seen >= offset && seen < offset + size {
+                        items.push(item);
+                    }
+                    seen += 1;
+                }
+            }
+        }
+        let total = if accept.is_none() {
+            unfiltered_total
+        } else {
+            seen
+        };
+        let has_next_page = offset + (items.len() as u64) < total;
+        Ok(Page {
+            items,
+            total,
+            has_next_page,
+        })
+    }
+
+    fn license_ids_by(&self, index: u8, team: TeamId, owner: &[u8]) -> StoreResult<Vec<LicenseId>> {
+        let prefix = key(&[&index_prefix(tag::LICENSE, index, team), owner]);
+        self.inner
+            .tree
+            .scan_prefix(prefix)
+            .keys()
+            .map(|k| {
+                k.map_err(backend)
+                    .and_then(|k| id16(&k))
+                    .map(|b| LicenseId::from_uuid(uuid::Uuid::from_bytes(b)))
+            })
+            .collect()
+    }
+}
+
+// ---- shared write steps ----
+
+fn check_license_refs(tx: &Tx<'_>, l: &License) -> StoreResult<()> {
+    if let Some(owner) = tx.get(&license_by_key(l.team_id, &l.license_key))?
+        && owner.as_slice() != l.id.as_bytes()
+    {
+        return Err(StoreError::conflict(
+            "licenseKey",
+            "is already used by another license of this team",
+        ));
+    }
+    for c in &l.customer_ids {
+        if tx.get(&customer_key(l.team_id, *c))?.is_none() {
+            return Err(StoreError::NotFound(Entity::Customer));
+        }
+    }
+    for p in &l.product_ids {
+        if tx.get(&product_key(l.team_id, *p))?.is_none() {
+            return Err(StoreError::NotFound(Entity::Product));
+        }
+    }
+    Ok(())
+}
+
+fn put_license(tx: &mut Tx<'_>, l: &License, old: Option<&License>) -> StoreResult<()> {
+    match old {
+        Some(old) => {
+            if old.license_key != l.license_key {
+                tx.del(license_by_key(old.team_id, &old.license_key));
+            }
+            reindex(tx, license_indexes(old), license_indexes(l));
+        }
+        None => {
+            reindex(tx, Vec::new(), license_indexes(l));
+            tx.add_count(count_key(tag::LICENSE, l.team_id), 1)?;
+        }
+    }
+    tx.put(
+        license_by_key(l.team_id, &l.license_key),
+        l.id.as_bytes().to_vec(),
+    );
+    tx.put_json(license_key(l.team_id, l.id), l)
+}
+
+fn put_customer(tx: &mut Tx<'_>, c: &Customer, old: Option<&Customer>) -> StoreResult<()> {
+    match old {
+        Some(old) => reindex(tx, customer_indexes(old), customer_indexes(c)),
+        None => {
+            reindex(tx, Vec::new(), customer_indexes(c));
+            tx.add_count(count_key(tag::CUSTOMER, c.team_id), 1)?;
+        }
+    }
+    tx.put_json(customer_key(c.team_id, c.id), c)
+}
+
+impl SledStore {
+    fn team_releases(&self, team: TeamId) -> StoreResult<Vec<Release>> {
+        self.scan(&key(&[&[tag::RELEASE], team.as_bytes()]))
+    }
+
+    fn check_release_refs(&self, tx: &Tx<'_>, r: &Release) -> StoreResult<()> {
+        if tx.get(&product_key(r.team_id, r.product_id))?.is_none() {
+            return Err(StoreError::NotFound(Entity::Product));
+        }
+        if let Some(b) = r.branch_id
+            && tx.get(&branch_key(r.team_id, r.product_id, b))?.is_none()
+        {
+            return Err(StoreError::NotFound(Entity::Branch));
+        }
+        for l in &r.allowed_license_ids {
+            if tx.get(&license_key(r.team_id, *l))?.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+        }
+        let taken = self.team_releases(r.team_id)?.iter().any(|o| {
+            o.product_id == r.product_id
+                && o.branch_id == r.branch_id
+                && o.version == r.version
+                && o.id != r.id
+        });
+        if taken {
+            return Err(StoreError::conflict(
+                "version",
+                "already exists for this product and branch",
+            ));
+        }
+        Ok(())
+    }
+
+    fn put_release(&self, tx: &mut Tx<'_>, r: &Release) -> StoreResult<()> {
+        if r.latest {
+            for mut o in self.team_releases(r.team_id)? {
+                if o.product_id == r.product_id
+                    && o.branch_id == r.branch_id
+                    && o.id != r.id
+                    && o.latest
+                {
+                    o.latest = false;
+                    tx.put_json(release_key(o.team_id, o.id), &o)?;
+                }
+            }
+        }
+        tx.put_json(release_key(r.team_id, r.id), r)
+    }
+
+    fn delete_releases_where(
+        &self,
+        tx: &mut Tx<'_>,
+        team: TeamId,
+        doomed: impl Fn(&Release) -> bool,
+    ) -> StoreResult<Vec<Release>> {
+        let gone: Vec<Release> = self
+            .team_releases(team)?
+            .into_iter()
+            .filter(|r| doomed(r))
+            .collect();
+        for r in &gone {
+            tx.del(release_key(team, r.id));
+        }
+        Ok(gone)
+    }
+
+    /// Rewrites the licenses listed under a reverse index, with `change` applied.
+    fn update_licenses_of(
+        &self,
+        tx: &mut Tx<'_>,
+        index: u8,
+        team: TeamId,
+        owner: &[u8],
+        change: impl Fn(&mut License),
+    ) -> StoreResult<()> {
+        for id in self.license_ids_by(index, team, owner)? {
+            if let Some(old) = tx.get_json::<License>(&license_key(team, id))? {
+                let mut next = old.clone();
+                change(&mut next);
+                put_license(tx, &next, Some(&old))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn usage<R: DeserializeOwned>(
+        &self,
+        table: u8,
+        team: TeamId,
+        license: LicenseId,
+    ) -> StoreResult<Vec<R>> {
+        self.scan(&key(&[&[table], team.as_bytes(), license.as_bytes()]))
+    }
+
+    fn require_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
+        self.get_json(&license_key(team, id))?
+            .ok_or(StoreError::NotFound(Entity::License))
+    }
+}
+
+fn list_usage<R: UsageRecord>(records: Vec<R>, query: &DeviceListQuery) -> Page<R> {
+    let items = records
+        .into_iter()
+        .filter(|r| query.filter || !r.forgotten())
+        .collect();
+    page_of(items, &query.paging, |a, b| {
+        compare_usage(a, b, query.sort, query.paging.direction)
+    })
+}
+
+impl TeamStore for SledStore {
+    async fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.put_json(team_key(team.id), team)?;
+            tx.put_json(api_key_key(&first_key.hash), first_key)?;
+            tx.put(
+                team_api_key_key(team.id, first_key.id),
+                first_key.hash.as_bytes().to_vec(),
+            );
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
+        self.get_json(&team_key(id))
+    }
+
+    async fn list_teams(&self) -> StoreResult<Vec<Team>> {
+        let mut teams: Vec<Team> = self.scan(&[tag::TEAM])?;
+        teams.sort_by_key(|t| (t.created_at, t.id));
+        Ok(teams)
+    }
+
+    async fn update_settings(
+        &self,
+        id: TeamId,
+        settings: &TeamSettings,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.durable(|tx| {
+            let mut team: Team = tx
+                .get_json(&team_key(id))?
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.settings = settings.clone();
+            team.updated_at = now;
+            tx.put_json(team_key(id), &team)?;
+            Ok(team)
+        })
+        .await
+    }
+
+    async fn update_features(
+        &self,
+        id: TeamId,
+        features: TeamFeatures,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.durable(|tx| {
+            let mut team: Team = tx
+                .get_json(&team_key(id))?
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.features = features;
+            team.updated_at = now;
+            tx.put_json(team_key(id), &team)?;
+            Ok(team)
+        })
+        .await
+    }
+}
+
+impl ApiKeyStore for SledStore {
+    async fn create_api_key(&self, k: &ApiKeyRecord) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(k.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            tx.put_json(api_key_key(&k.hash), k)?;
+            tx.put(
+                team_api_key_key(k.team_id, k.id),
+                k.hash.as_bytes().to_vec(),
+            );
+            Ok(())
+        })
+        .await
+    }
+
+    async fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>> {
+        // The key is the SHA-256 of a secret; looking it up by hash reveals nothing of the secret.
+        self.get_json(&api_key_key(hash))
+    }
+
+    async fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>> {
+        let prefix = key(&[&[tag::TEAM_API_KEY], team.as_bytes()]);
+        let mut out = Vec::new();
+        for kv in self.inner.tree.scan_prefix(prefix) {
+            let (_, hash) = kv.map_err(backend)?;
+            if let Some(record) = self.get_json::<ApiKeyRecord>(&key(&[&[tag::API_KEY], &hash]))? {
+                out.push(record);
+            }
+        }
+        out.sort_by_key(|k| (k.created_at, k.id));
+        Ok(out)
+    }
+
+    async fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()> {
+        self.durable(|tx| {
+            let hash = tx
+                .get(&team_api_key_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::ApiKey))?;
+            tx.del(team_api_key_key(team, id));
+            tx.del(key(&[&[tag::API_KEY], &hash]));
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl LicenseStore for SledStore {
+    async fn create_license(&self, l: &License) -> StoreResult<()> {
+        self.durable(|tx| {
+            check_license_refs(tx, l)?;
+            put_license(tx, l, None)
+        })
+        .await
+    }
+
+    async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
+        self.get_json(&license_key(team, id))
+    }
+
+    async fn get_license_by_key(
+        &self,
+        team: TeamId,
+        k: &LicenseKey,
+    ) -> StoreResult<Option<License>> {
+        match self
+            .inner
+            .tree
+            .get(license_by_key(team, k))
+            .map_err(backend)?
+        {
+            None => Ok(None),
+            Some(id) => self.get_json(&key(&[&[tag::LICENSE], team.as_bytes(), &id])),
+        }
+    }
+
+    async fn update_license(&self, l: &License) -> StoreResult<()> {
+        self.durable(|tx| {
+            let old: License = tx
+                .get_json(&license_key(l.team_id, l.id))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            check_license_refs(tx, l)?;
+            put_license(tx, l, Some(&old))
+        })
+        .await
+    }
+
+    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
+        self.durable(|tx| {
+            let old: License = tx
+                .get_json(&license_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            for h in self.usage::<Hwid>(tag::HWID, team, id)? {
+                tx.del(hwid_key(team, id, h.id));
+            }
+            for r in self.usage::<IpRecord>(tag::IP, team, id)? {
+                tx.del(ip_key(team, id, r.id));
+            }
+            for mut r in self.team_releases(team)? {
+                if r.allowed_license_ids.contains(&id) {
+                    r.allowed_license_ids.retain(|l| *l != id);
+                    tx.put_json(release_key(team, r.id), &r)?;
+                }
+            }
+            reindex(tx, license_indexes(&old), Vec::new());
+            tx.del(license_by_key(team, &old.license_key));
+            tx.del(license_key(team, id));
+            tx.add_count(count_key(tag::LICENSE, team), -1)?;
+            Ok(old)
+        })
+        .await
+    }
+
+    async fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> StoreResult<Page<License>> {
+        let f = &query.filter;
+        let load =
+            |id: [u8; 16]| self.get_json::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]));
+        // Product or customer filters: candidates from the reverse indexes, sorted in memory.
+        if !f.product_ids.is_empty() || !f.customer_ids.is_empty() {
+            let mut ids: HashSet<LicenseId> = HashSet::new();
+            for p in &f.product_ids {
+                ids.extend(self.license_ids_by(ix::BY_PRODUCT, team, p.as_bytes())?);
+            }
+            for c in &f.customer_ids {
+                ids.extend(self.license_ids_by(ix::BY_CUSTOMER, team, c.as_bytes())?);
+            }
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(l) = load(*id.as_bytes())?
+                    && license_matches(&l, f)
+                {
+                    items.push(l);
+                }
+            }
+            return Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }));
+        }
+        let index = match query.sort {
+            LicenseSort::CreatedAt => ix::CREATED,
+            LicenseSort::UpdatedAt => ix::UPDATED,
+        };
+        let filtered = f.search.is_some() || f.metadata_key.is_some();
+        let accept = |l: &License| license_matches(l, f);
+        self.walk_index(
+            &index_prefix(tag::LICENSE, index, team),
+            &query.paging,
+            load,
+            filtered.then_some(&accept as &dyn Fn(&License) -> bool),
+            self.count(tag::LICENSE, team)?,
+        )
+    }
+}
+
+impl CustomerStore for SledStore {
+    async fn create_customer(&self, c: &Customer) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(c.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            put_customer(tx, c, None)
+        })
+        .await
+    }
+
+    async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
+        self.get_json(&customer_key(team, id))
+    }
+
+    async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(c) = self.get_json(&customer_key(team, *id))? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn update_customer(&self, c: &Customer) -> StoreResult<()> {
+        self.durable(|tx| {
+            let old: Customer = tx
+                .get_json(&customer_key(c.team_id, c.id))?
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            put_customer(tx, c, Some(&old))
+        })
+        .await
+    }
+
+    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
+        self.durable(|tx| {
+            let old: Customer = tx
+                .get_json(&customer_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            self.update_licenses_of(tx, ix::BY_CUSTOMER, team, id.as_bytes(), |l| {
+                l.customer_ids.retain(|c| *c != id)
+            })?;
+            reindex(tx, customer_indexes(&old), Vec::new());
+            tx.del(customer_key(team, id));
+            tx.add_count(count_key(tag::CUSTOMER, team), -1)
+        })
+        .await
+    }
+
+    async fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> StoreResult<Page<Customer>> {
+        let index = match query.sort {
+            CustomerSort::CreatedAt => ix::CREATED,
+            CustomerSort::UpdatedAt => ix::UPDATED,
+            CustomerSort::FullName => ix::NAME,
+            CustomerSort::Email => ix::EMAIL,
+            CustomerSort::Username => ix::USERNAME,
+        };
+        let search = query.filter.as_ref();
+        let accept = |c: &Customer| customer_matches(c, search);
+        self.walk_index(
+            &index_prefix(tag::CUSTOMER, index, team),
+            &query.paging,
+            |id| self.get_json(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id])),
+            search
+                .is_some()
+                .then_some(&accept as &dyn Fn(&Customer) -> bool),
+            self.count(tag::CUSTOMER, team)?,
+        )
+    }
+}
+
+impl ProductStore for SledStore {
+    async fn create_product(&self, p: &Product) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(p.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            tx.put_json(product_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
+        self.get_json(&product_key(team, id))
+    }
+
+    async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(p) = self.get_json(&product_key(team, *id))? {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn update_product(&self, p: &Product) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&product_key(p.team_id, p.id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            tx.put_json(product_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
+        self.durable(|tx| {
+            tx.get(&product_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            for b in self.scan::<Branch>(&key(&[&[tag::BRANCH], team.as_bytes(), id.as_bytes()]))? {
+                tx.del(branch_key(team, id, b.id));
+            }
+            self.update_licenses_of(tx, ix::BY_PRODUCT, team, id.as_bytes(), |l| {
+                l.product_ids.retain(|p| *p != id)
+            })?;
+            let gone = self.delete_releases_where(tx, team, |r| r.product_id == id)?;
+            tx.del(product_key(team, id));
+            Ok(gone)
+        })
+        .await
+    }
+
+    async fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> StoreResult<Page<Product>> {
+        let items = self.scan(&key(&[&[tag::PRODUCT], team.as_bytes()]))?;
+        Ok(page_of(items, &query.paging, |a, b| {
+            compare_products(a, b, query.sort, query.paging.direction)
+        }))
+    }
+
+    async fn create_branch(&self, b: &Branch) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&product_key(b.team_id, b.product_id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            let existing: Vec<Branch> = self.scan(&key(&[
+                &[tag::BRANCH],
+                b.team_id.as_bytes(),
+                b.product_id.as_bytes(),
+            ]))?;
+            if existing.iter().any(|o| o.name == b.name) {
+                return Err(StoreError::conflict(
+                    "name",
+                    "a branch of this name already exists for this product",
+                ));
+            }
+            tx.put_json(branch_key(b.team_id, b.product_id, b.id), b)
+        })
+        .await
+    }
+
+    async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
+        self.get_json::<Product>(&product_key(team, product))?
+            .ok_or(StoreError::NotFound(Entity::Product))?;
+        let mut branches: Vec<Branch> =
+            self.scan(&key(&[&[tag::BRANCH], team.as_bytes(), product.as_bytes()]))?;
+        branches.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(branches)
+    }
+
+    async fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+    ) -> StoreResult<Vec<Release>> {
+        self.durable(|tx| {
+            tx.get(&product_key(team, product))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            tx.get(&branch_key(team, product, id))?
+                .ok_or(StoreError::NotFound(Entity::Branch))?;
+            let gone = self.delete_releases_where(tx, team, |r| r.branch_id == Some(id))?;
+            tx.del(branch_key(team, product, id));
+            Ok(gone)
+        })
+        .await
+    }
+}
+
+impl ReleaseStore for SledStore {
+    async fn create_release(&self, r: &Release) -> StoreResult<()> {
+        self.durable(|tx| {
+            self.check_release_refs(tx, r)?;
+            self.put_release(tx, r)
+        })
+        .await
+    }
+
+    async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
+        self.get_json(&release_key(team, id))
+    }
+
+    async fn update_release(&self, r: &Release) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&release_key(r.team_id, r.id))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            self.check_release_refs(tx, r)?;
+            self.put_release(tx, r)
+        })
+        .await
+    }
+
+    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
+        self.durable(|tx| {
+            let r: Release = tx
+                .get_json(&release_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            tx.del(release_key(team, id));
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> StoreResult<Page<Release>> {
+        let items = self
+            .team_releases(team)?
+            .into_iter()
+            .filter(|r| release_matches(r, &query.filter))
+            .collect();
+        Ok(page_of(items, &query.paging, |a, b| {
+            compare_releases(a, b, query.sort, query.paging.direction)
+        }))
+    }
+
+    async fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> StoreResult<(Vec<Branch>, Vec<Release>)> {
+        let branches = self.scan(&key(&[&[tag::BRANCH], team.as_bytes(), product.as_bytes()]))?;
+        let releases = self
+            .team_releases(team)?
+            .into_iter()
+            .filter(|r| r.product_id == product)
+            .collect();
+        Ok((branches, releases))
+    }
+}
+
+impl DeviceStore for SledStore {
+    async fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<Hwid>> {
+        self.require_license(team, license)?;
+        Ok(list_usage(self.usage(tag::HWID, team, license)?, query))
+    }
+
+    async fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<Hwid> {
+        self.durable(|tx| {
+            tx.get(&license_key(team, license))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            let mut h: Hwid = tx
+                .get_json(&hwid_key(team, license, id))?
+                .ok_or(StoreError::NotFound(Entity::Hwid))?;
+            h.set_forgotten(forgotten, now);
+            tx.put_json(hwid_key(team, license, id), &h)?;
+            Ok(h)
+        })
+        .await
+    }
+
+    async fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<IpRecord>> {
+        self.require_license(team, license)?;
+        Ok(list_usage(self.usage(tag::IP, team, license)?, query))
+    }
+
+    async fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<IpRecord> {
+        self.durable(|tx| {
+            tx.get(&license_key(team, license))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            let mut r: IpRecord = tx
+                .get_json(&ip_key(team, license, id))?
+                .ok_or(StoreError::NotFound(Entity::Ip))?;
+            r.set_forgotten(forgotten, now);
+            tx.put_json(ip_key(team, license, id), &r)?;
+            Ok(r)
+        })
+        .await
+    }
+}
+
+impl ActivityStore for SledStore {
+    async fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        settings: &TeamSettings,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let outcome = self.write(|tx| {
+            let current: License = tx
+                .get_json(&license_key(team, license))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
+            let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
+            let admission = match verify::admit(
+                &current,
+                settings,
+                &hwids,
+                &ips,
+                activity.hardware_id.as_ref(),
+                activity.ip,
+                now,
+            ) {
+                Ok(a) => a,
+                Err(denial) => return Ok(Err(denial)),
+            };
+            match (admission.hwid, &activity.hardware_id) {
+                (Some(RecordChange::Create), Some(h)) => {
+                    let record = new_hwid(&current, h, now);
+                    tx.put_json(hwid_key(team, license, record.id), &record)?;
+                }
+                (Some(RecordChange::Refresh { id, .. }), _) => {
+                    if let Some(mut h) = hwids.into_iter().find(|h| h.id == id) {
+                        refresh_hwid(&mut h, now);
+                        tx.put_json(hwid_key(team, license, id), &h)?;
+                    }
+                }
+                _ => {}
+            }
+            match admission.ip {
+                RecordChange::Create => {
+                    let record = new_ip(&current, activity, now);
+                    tx.put_json(ip_key(team, license, record.id), &record)?;
+                }
+                RecordChange::Refresh { id, .. } => {
+                    if let Some(mut r) = ips.into_iter().find(|r| r.id == id) {
+                        refresh_ip(&mut r, activity, now);
+                        tx.put_json(ip_key(team, license, id), &r)?;
+                    }
+                }
+            }
+            let next = license_after(&current, &admission, now);
+            put_license(tx, &next, Some(&current))?;
+            Ok(Ok(Recorded {
+                license: next,
+                admission,
+            }))
+        })?;
+        if let Ok(recorded) = &outcome
+            && recorded.admission.creates_state()
+        {
+            self.flush().await?;
+        }
+        Ok(outcome)
+    }
+}
+
+impl BlacklistStore for SledStore {
+    async fn create_blacklist_entry(&self, e: &BlacklistEntry) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(e.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let existing: Vec<BlacklistEntry> =
+                self.scan(&key(&[&[tag::BLACKLIST], e.team_id.as_bytes()]))?;
+            if existing
+                .iter()
+                .any(|o| o.kind == e.kind && o.value == e.value)
+            {
+                return Err(StoreError::conflict("value", "is already on the blacklist"));
+            }
+            tx.put_json(blacklist_key(e.team_id, e.id), e)
+        })
+        .await
+    }
+
+    async fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>> {
+        let mut entries: Vec<BlacklistEntry> =
+            self.scan(&key(&[&[tag::BLACKLIST], team.as_bytes()]))?;
+        entries.sort_by_key(|e| (e.created_at, e.id));
+        Ok(entries)
+    }
+
+    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&blacklist_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Blacklist))?;
+            tx.del(blacklist_key(team, id));
+            Ok(())
+        })
+        .await
+    }
+
+    async fn add_blacklist_hits(
+        &self,
+        team: TeamId,
+        hits: &[(BlacklistId, u64)],
+    ) -> StoreResult<()> {
+        self.durable(|tx| {
+            for (id, n) in hits {
+                if let Some(mut e) = tx.get_json::<BlacklistEntry>(&blacklist_key(team, *id))? {
+                    e.hits += n;
+                    tx.put_json(blacklist_key(team, *id), &e)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl StatsStore for SledStore {
+    async fn add_hourly(&self, team: TeamId, counts: &HourlyStats) -> StoreResult<()> {
+        self.durable(|tx| {
+            let k = stats_key(team, counts.hour);
+            let mut bucket = tx.get_json::<HourlyStats>(&k)?.unwrap_or(HourlyStats {
+                hour: counts.hour,
+                ..HourlyStats::default()
+            });
+            bucket.merge(counts);
+            tx.put_json(k, &bucket)
+        })
+        .await
+    }
+
+    async fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>> {
+        let start = stats_key(team, since);
+        let end = keys::prefix_end(&key(&[&[tag::STATS], team.as_bytes()]));
+        self.inner
+            .tree
+            .range(start..end)
+            .map(|kv| kv.map_err(backend).and_then(|(_, v)| decode(&v)))
+            .collect()
+    }
+
+    async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
+        let active_prefix = index_prefix(tag::LICENSE, ix::ACTIVE, team);
+        let since = key(&[&active_prefix, &keys::time(active_since)]);
+        let active = self
+            .inner
+            .tree
+            .range(since..keys::prefix_end(&active_prefix))
+            .count() as u64;
+        Ok(Overview {
+            total_licenses: self.count(tag::LICENSE, team)?,
+            total_customers: self.count(tag::CUSTOMER, team)?,
+            total_products: self
+                .inner
+                .tree
+                .scan_prefix(key(&[&[tag::PRODUCT], team.as_bytes()]))
+                .count() as u64,
+            active_licenses: active,
+            total_requests: 0,
+        })
+    }
+
+    async fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>> {
+        let prefix = index_prefix(tag::LICENSE, ix::BY_PRODUCT, team);
+        let mut counts: HashMap<[u8; 16], u64> = HashMap::new();
+        for k in self.inner.tree.scan_prefix(&prefix).keys() {
+            let k = k.map_err(backend)?;
+            let product: [u8; 16] = k
+                .get(prefix.len()..prefix.len() + 16)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| backend("bad product index key"))?;
+            *counts.entry(product).or_default() += 1;
+        }
+        let products: Vec<Product> = self.scan(&key(&[&[tag::PRODUCT], team.as_bytes()]))?;
+        let mut top: Vec<TopProduct> = products
+            .into_iter()
+            .map(|p| TopProduct {
+                licenses: counts.get(p.id.as_bytes()).copied().unwrap_or(0),
+                id: p.id,
+                name: p.name,
+            })
+            .collect();
+        top.sort_by(|a, b| {
+            b.licenses
+                .cmp(&a.licenses)
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        top.truncate(limit);
+        Ok(top)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use licensing_core::store::testing::BlockOn;
+
+    /// Runs the suite's futures on one shared tokio runtime (the store needs none, but the
+    /// server's own futures will).
+    struct Tokio;
+
+    fn runtime() -> &'static tokio::runtime::Runtime {
+        static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+        RT.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime")
+        })
+    }
+
+    impl BlockOn for Tokio {
+        fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+            runtime().block_on(f)
+        }
+    }
+
+    #[test]
+    fn records_and_counters_survive_reopening() {
+        use licensing_core::api::requests::LicenseListQuery;
+        use licensing_core::store::{LicenseStore, StatsStore, TeamStore, testing};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (team, license) = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let license = testing::license(team.id, licensing_core::Timestamp::now());
+            store.create_license(&license).await.expect("create");
+            (team, license)
+        });
+        // The first handle is dropped; a new one sees everything.
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("reopen");
+            assert!(!store.is_empty().expect("is_empty"));
+            assert_eq!(
+                store.get_team(team.id).await.expect("team"),
+                Some(team.clone())
+            );
+            assert_eq!(
+                store
+                    .get_license(team.id, license.id)
+                    .await
+                    .expect("license"),
+                Some(license.clone())
+            );
+            let page = store
+                .list_licenses(team.id, &LicenseListQuery::parse("").expect("query"))
+                .await
+                .expect("list");
+            assert_eq!((page.total, page.items.len()), (1, 1));
+            let overview = store
+                .overview(team.id, licensing_core::Timestamp::from_millis(0))
+                .await
+                .expect("overview");
+            assert_eq!(overview.total_licenses, 1);
+        });
+    }
+
+    licensing_core::store_test_suite!(
+        runner: Tokio,
+        store: async { super::SledStore::temporary().expect("temporary store") },
+    );
+}
