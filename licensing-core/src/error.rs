@@ -212,7 +212,7 @@ impl ApiError {
     pub fn route_not_found() -> Self {
         Self {
             status: 404,
-            ..Self::bad_request("No such endpoint; see /api/openapi.json for the routes")
+            ..Self::bad_request("No such endpoint: check the method and the path")
         }
     }
 

@@ -1,2 +1,35 @@
-//! The reference licensing server: warp on top of the embedded sled store.
+//! The reference licensing server: warp over the embedded sled store.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`server`] | [`Server`]: bind (port 0 allowed), report the address, run until shutdown |
+//! | [`config`] | [`Config`]: every setting, as flag and `LICENSING_*` variable |
+//! | [`store`] | [`store::SledStore`], implementing `licensing-core`'s storage traits |
+//! | `routes` | the route tree; thin handlers over core and the store |
+//! | `http` | the envelope on the wire, body limits, authentication, rejection handling |
+//! | [`services`] | operations spanning several stores (team creation) |
+//!
+//! A server you can start from a test:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), licensing_server::ServerError> {
+//! let dir = std::env::temp_dir().join("licensing-demo");
+//! let server = licensing_server::Server::bind(licensing_server::Config::for_data_dir(dir)).await?;
+//! println!("listening on {}", server.local_addr());
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let running = tokio::spawn(server.run(async { stopped.await.ok(); }));
+//! stop.send(()).ok();
+//! running.await.expect("server task")?;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+mod http;
+mod routes;
+pub mod server;
+pub mod services;
+mod state;
 pub mod store;
+
+pub use config::{Config, LogFormat};
+pub use server::{Server, ServerError, open_store};

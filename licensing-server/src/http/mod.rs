@@ -1,0 +1,133 @@
+//! The HTTP edge: replies in the envelope, request bodies with limits, path ids, authentication,
+//! and the one `recover` that turns warp's own rejections into envelopes.
+
+pub(crate) mod auth;
+
+use std::convert::Infallible;
+use std::str::FromStr;
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
+use licensing_core::api::{Envelope, ErrorData};
+use licensing_core::{ApiError, Timestamp};
+use serde::Serialize;
+use warp::Filter;
+use warp::http::{HeaderValue, StatusCode, header};
+use warp::reject::{LengthRequired, MethodNotAllowed, PayloadTooLarge, UnsupportedMediaType};
+
+/// The response type of every route.
+pub(crate) type Response = warp::reply::Response;
+
+/// What handlers return: a response, or the error that becomes one.
+pub(crate) type Handled = Result<Response, ApiError>;
+
+/// A JSON response with `status`.
+pub(crate) fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let mut response = Response::new(body.into());
+            *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "response serialization failed");
+            error(&ApiError::internal())
+        }
+    }
+}
+
+/// A developer-API success in the envelope (no `code`).
+pub(crate) fn success<T: Serialize>(status: u16, data: T, details: &'static str) -> Response {
+    json(status, &Envelope::success(data, details, Timestamp::now()))
+}
+
+/// An error in the envelope, with its status. Internal errors are logged, never detailed.
+pub(crate) fn error(err: &ApiError) -> Response {
+    json(
+        err.status(),
+        &Envelope::<Option<ErrorData>>::error(err, Timestamp::now()),
+    )
+}
+
+/// Turns a handler's outcome into the response.
+pub(crate) fn respond(outcome: Handled) -> Response {
+    outcome.unwrap_or_else(|e| error(&e))
+}
+
+/// Logs a backend failure with its cause and returns the bare 500.
+pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError {
+    tracing::error!(%cause, "{context}");
+    ApiError::internal()
+}
+
+/// Converts a store error, logging backend failures.
+pub(crate) fn store_error(e: licensing_core::store::StoreError) -> ApiError {
+    if let licensing_core::store::StoreError::Backend(cause) = &e {
+        tracing::error!(%cause, "store failure");
+    }
+    e.into()
+}
+
+/// Parses a path parameter, naming it in the 400.
+pub(crate) fn path_param<T: FromStr>(name: &str, text: &str) -> Result<T, ApiError>
+where
+    T::Err: std::fmt::Display,
+{
+    T::from_str(text).map_err(|e| ApiError::bad_field(name, &e.to_string()))
+}
+
+/// Reads a whole request body of at most `limit` bytes, counting as it streams (bodies without
+/// `Content-Length` are limited too): over the limit is 413.
+pub(crate) async fn read_body<S, B>(stream: S, limit: usize) -> Result<Bytes, ApiError>
+where
+    S: Stream<Item = Result<B, warp::Error>>,
+    B: Buf,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut body = BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let mut chunk = chunk
+            .map_err(|e| ApiError::bad_request(format!("Could not read the request body: {e}")))?;
+        if body.len() + chunk.remaining() > limit {
+            return Err(ApiError::payload_too_large(format!(
+                "Request body is larger than {} KiB",
+                limit / 1024
+            )));
+        }
+        while chunk.has_remaining() {
+            let part = chunk.chunk();
+            body.extend_from_slice(part);
+            let n = part.len();
+            chunk.advance(n);
+        }
+    }
+    Ok(body.freeze())
+}
+
+/// The raw query string, empty when there is none.
+pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible> + Clone {
+    warp::query::raw().or(warp::any().map(String::new)).unify()
+}
+
+/// Maps warp's own rejections (no route, wrong method, oversize body) onto the envelope.
+pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infallible> {
+    let err = if rejection.is_not_found() {
+        ApiError::route_not_found()
+    } else if rejection.find::<MethodNotAllowed>().is_some() {
+        ApiError::method_not_allowed()
+    } else if rejection.find::<PayloadTooLarge>().is_some() {
+        ApiError::payload_too_large("Request body is too large")
+    } else if rejection.find::<LengthRequired>().is_some() {
+        ApiError::bad_request("A Content-Length header is required")
+    } else if rejection.find::<UnsupportedMediaType>().is_some() {
+        ApiError::bad_request("Unsupported Content-Type")
+    } else {
+        tracing::warn!(?rejection, "unhandled rejection");
+        ApiError::bad_request("The request could not be processed")
+    };
+    Ok(error(&err))
+}

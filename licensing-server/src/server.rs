@@ -1,0 +1,111 @@
+//! The server: bind (port 0 allowed), report the address, serve until a shutdown signal, then
+//! finish the requests in flight and flush the store.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::routes;
+use crate::state::AppState;
+use crate::store::SledStore;
+
+/// Why the server could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The data directory or the store in it could not be opened.
+    #[error("cannot open the store in {dir}: {cause}")]
+    Store {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        cause: String,
+    },
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The final flush failed.
+    #[error("flushing the store failed: {0}")]
+    Flush(String),
+}
+
+/// Opens the store of a data directory (creating the directory).
+pub fn open_store(data_dir: &std::path::Path) -> Result<SledStore, ServerError> {
+    let fail = |cause: String| ServerError::Store {
+        dir: data_dir.to_path_buf(),
+        cause,
+    };
+    std::fs::create_dir_all(data_dir).map_err(|e| fail(e.to_string()))?;
+    SledStore::open(&data_dir.join("db")).map_err(|e| fail(e.to_string()))
+}
+
+/// A bound, not yet running server.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    addr: SocketAddr,
+    state: AppState,
+}
+
+impl Server {
+    /// Opens the store and binds the listener.
+    pub async fn bind(config: Config) -> Result<Self, ServerError> {
+        let store = open_store(&config.data_dir)?;
+        Self::bind_with_store(config, store).await
+    }
+
+    /// Binds the listener for an already open store.
+    pub async fn bind_with_store(config: Config, store: SledStore) -> Result<Self, ServerError> {
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        Ok(Self {
+            listener,
+            addr,
+            state: AppState { store },
+        })
+    }
+
+    /// The address it listens on (the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The store.
+    pub fn store(&self) -> &SledStore {
+        &self.state.store
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, finishes the requests in flight
+    /// and flushes the store.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let store = self.state.store.clone();
+        warp::serve(routes::routes(self.state))
+            .incoming(self.listener)
+            .graceful(shutdown)
+            .run()
+            .await;
+        store
+            .flush()
+            .await
+            .map_err(|e| ServerError::Flush(e.to_string()))
+    }
+}

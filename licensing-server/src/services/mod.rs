@@ -1,0 +1,3 @@
+//! Operations that span several stores or need more than one call into core.
+
+pub mod teams;

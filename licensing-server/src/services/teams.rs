@@ -1,0 +1,47 @@
+//! Creating teams: key pairs, the first API key, the record.
+
+use licensing_core::crypto::{ApiKeySecret, TeamKeys};
+use licensing_core::model::{ApiKeyRecord, Team, TeamCreated, TeamFeatures, TeamSettings};
+use licensing_core::store::{StoreError, TeamStore};
+use licensing_core::{ApiKeyId, TeamId, Timestamp};
+
+/// Creates a team with fresh RSA-2048 and Ed25519 key pairs and a first API key (named
+/// "initial"), and returns what its owner needs, the API key shown this once.
+pub async fn create_team<S: TeamStore>(
+    store: &S,
+    name: &str,
+    now: Timestamp,
+) -> Result<TeamCreated, StoreError> {
+    let keys = tokio::task::spawn_blocking(TeamKeys::generate)
+        .await
+        .map_err(|e| StoreError::Backend(format!("key generation task failed: {e}")))?
+        .map_err(|e| StoreError::Backend(format!("key generation failed: {e}")))?;
+    let stored = keys
+        .to_stored()
+        .map_err(|e| StoreError::Backend(format!("key export failed: {e}")))?;
+    let team = Team {
+        id: TeamId::new(),
+        name: name.to_owned(),
+        settings: TeamSettings::default(),
+        features: TeamFeatures::default(),
+        keys: stored,
+        created_at: now,
+        updated_at: now,
+    };
+    let secret = ApiKeySecret::generate();
+    let api_key = ApiKeyRecord {
+        id: ApiKeyId::new(),
+        team_id: team.id,
+        name: "initial".into(),
+        hash: secret.hash(),
+        expires_at: None,
+        created_at: now,
+    };
+    store.create_team(&team, &api_key).await?;
+    Ok(TeamCreated {
+        team_id: team.id,
+        api_key: secret.expose().to_owned(),
+        public_key: keys.public_key_pem().to_owned(),
+        signing_key: keys.signing_key_base64(),
+    })
+}
