@@ -1,0 +1,168 @@
+use reqwest::Method;
+
+use crate::helpers::TestServer;
+
+#[tokio::test]
+async fn credentials_401_and_another_teams_key_403() {
+    let s = TestServer::start().await;
+    let url = s.dev("licenses");
+    for key in [
+        None,
+        Some("nope"),
+        Some("lsk_0000000000000000000000000000000000000000000000000000000000000000"),
+    ] {
+        s.send(Method::GET, &url, key, None)
+            .await
+            .err(401, "UNAUTHORIZED");
+    }
+    // Scheme other than Bearer.
+    let basic = s
+        .client
+        .get(&url)
+        .header("authorization", format!("Basic {}", s.key()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(basic.status(), 401);
+    // The scheme name is case-insensitive.
+    let lower = s
+        .client
+        .get(&url)
+        .header("authorization", format!("bearer {}", s.key()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lower.status(), 200);
+    let other = s.other_team().await;
+    s.send(Method::GET, &url, Some(&other.api_key), None)
+        .await
+        .err(403, "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn another_teams_ids_are_404_and_its_data_unchanged() {
+    let s = TestServer::start().await;
+    let other = s.other_team().await;
+    let mine = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let (id, key) = (
+        mine["id"].as_str().unwrap(),
+        mine["licenseKey"].as_str().unwrap(),
+    );
+    let theirs = |path: &str| format!("{}/api/v1/dev/teams/{}/{}", s.base, other.team_id, path);
+    let k = Some(other.api_key.as_str());
+    s.send(Method::GET, &theirs(&format!("licenses/id/{id}")), k, None)
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+    s.send(Method::GET, &theirs(&format!("licenses/{key}")), k, None)
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+    s.send(
+        Method::PUT,
+        &theirs(&format!("licenses/id/{id}")),
+        k,
+        Some(r#"{"suspended":true}"#),
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    s.send(
+        Method::DELETE,
+        &theirs(&format!("licenses/id/{id}")),
+        k,
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    s.send(Method::DELETE, &theirs(&format!("licenses/{key}")), k, None)
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+    s.send(
+        Method::GET,
+        &theirs(&format!("licenses/id/{id}/hwid")),
+        k,
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    let listed = s.send(Method::GET, &theirs("licenses"), k, None).await;
+    assert_eq!(listed.ok()["totalResults"], 0);
+    // Intact.
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok(),
+        &mine
+    );
+}
+
+#[tokio::test]
+async fn malformed_ids_in_paths_are_400_naming_them() {
+    let s = TestServer::start().await;
+    let bad_team = format!("{}/api/v1/dev/teams/not-a-team/licenses", s.base);
+    assert_eq!(
+        s.get(&bad_team).await.err(400, "BAD_REQUEST").fields(),
+        ["teamId"]
+    );
+    assert_eq!(
+        s.get(&s.dev("licenses/id/xyz"))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["licenseId"]
+    );
+    assert_eq!(
+        s.get(&s.dev("licenses/abcde-12345-fghij-67890-klmno"))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["licenseKey"]
+    );
+    assert_eq!(
+        s.get(&s.dev("customers/42"))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["customerId"]
+    );
+    // The team id is checked before the credentials.
+    let no_key = s.send(Method::GET, &bad_team, None, None).await;
+    assert_eq!(no_key.err(400, "BAD_REQUEST").fields(), ["teamId"]);
+}
+
+#[tokio::test]
+async fn unknown_routes_wrong_methods_and_oversize_bodies() {
+    let s = TestServer::start().await;
+    s.get(&format!("{}/api/v1/nothing", s.base))
+        .await
+        .err(404, "BAD_REQUEST");
+    s.get(&s.dev("licences")).await.err(404, "BAD_REQUEST");
+    s.send(Method::PATCH, &s.dev("licenses"), Some(s.key()), Some("{}"))
+        .await
+        .err(405, "BAD_REQUEST");
+    s.send(Method::POST, &s.dev("settings"), Some(s.key()), Some("{}"))
+        .await
+        .err(405, "BAD_REQUEST");
+    let big = format!(
+        r#"{{"expirationType":"NEVER","metadata":[{{"key":"k","value":"{}"}}]}}"#,
+        "x".repeat(1024 * 1024)
+    );
+    s.post(&s.dev("licenses"), &big)
+        .await
+        .err(413, "BAD_REQUEST");
+    // A chunked body (no Content-Length) is limited too.
+    let chunks =
+        futures_util::stream::iter((0..40).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024])));
+    let response = s
+        .client
+        .post(s.dev("licenses"))
+        .bearer_auth(s.key())
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let health = s
+        .send(Method::GET, &format!("{}/healthz", s.base), None, None)
+        .await;
+    assert_eq!(
+        (health.status, health.body["status"].as_str()),
+        (200, Some("ok"))
+    );
+}

@@ -1,0 +1,249 @@
+use std::net::{IpAddr, Ipv4Addr};
+
+use licensing_core::model::TeamCreated;
+use licensing_core::store::{Activity, ActivityStore, TeamStore};
+use licensing_core::validate::HardwareId;
+use licensing_core::{LicenseId, TeamId, Timestamp};
+use licensing_server::store::SledStore;
+use licensing_server::{Config, Server, open_store, services};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running server with one team.
+pub struct TestServer {
+    pub base: String,
+    pub team: TeamCreated,
+    pub store: SledStore,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), licensing_server::ServerError>>>,
+    pub dir: tempfile::TempDir,
+}
+
+/// An HTTP answer: status and JSON body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn code(&self) -> &str {
+        self.body["result"]["code"].as_str().unwrap_or("")
+    }
+
+    /// The field names of a validation error.
+    pub fn fields(&self) -> Vec<String> {
+        self.body["data"]["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| e["field"].as_str().unwrap_or("").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Asserts a 2xx success in the envelope.
+    #[track_caller]
+    pub fn ok(&self) -> &Value {
+        assert!(
+            (200..300).contains(&self.status),
+            "{} {}",
+            self.status,
+            self.body
+        );
+        assert_eq!(self.body["result"]["valid"], true, "{}", self.body);
+        &self.body["data"]
+    }
+
+    /// Asserts an error with this status and code.
+    #[track_caller]
+    pub fn err(&self, status: u16, code: &str) -> &Self {
+        assert_eq!((self.status, self.code()), (status, code), "{}", self.body);
+        assert_eq!(self.body["result"]["valid"], false);
+        assert!(
+            !self.body["result"]["details"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+        );
+        self
+    }
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path()).unwrap();
+        let team = services::teams::create_team(&store, "Team A", Timestamp::now())
+            .await
+            .unwrap();
+        Self::run(dir, store, team).await
+    }
+
+    async fn run(dir: tempfile::TempDir, store: SledStore, team: TeamCreated) -> Self {
+        let server = Server::bind_with_store(Config::for_data_dir(dir.path()), store.clone())
+            .await
+            .unwrap();
+        let base = format!("http://{}", server.local_addr());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            stopped.await.ok();
+        }));
+        Self {
+            base,
+            team,
+            store,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            task: Some(task),
+            dir,
+        }
+    }
+
+    /// Stops gracefully and starts again on the same data directory.
+    pub async fn restart(mut self) -> Self {
+        self.shutdown().await;
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let team = self.team.clone();
+        drop(self);
+        let store = open_store(dir.path()).unwrap();
+        Self::run(dir, store, team).await
+    }
+
+    pub async fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        &self.team.api_key
+    }
+
+    pub fn team_id(&self) -> TeamId {
+        self.team.team_id
+    }
+
+    /// `{base}/api/v1/dev/teams/{team}/{path}`.
+    pub fn dev(&self, path: &str) -> String {
+        format!(
+            "{}/api/v1/dev/teams/{}/{}",
+            self.base, self.team.team_id, path
+        )
+    }
+
+    /// Another team in the same server.
+    pub async fn other_team(&self) -> TeamCreated {
+        services::teams::create_team(&self.store, "Team B", Timestamp::now())
+            .await
+            .unwrap()
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        key: Option<&str>,
+        body: Option<&str>,
+    ) -> Answer {
+        let mut request = self.client.request(method, url);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_owned());
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let body =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+        Answer { status, body }
+    }
+
+    pub async fn get(&self, url: &str) -> Answer {
+        self.send(reqwest::Method::GET, url, Some(self.key()), None)
+            .await
+    }
+
+    pub async fn post(&self, url: &str, body: &str) -> Answer {
+        self.send(reqwest::Method::POST, url, Some(self.key()), Some(body))
+            .await
+    }
+
+    pub async fn put(&self, url: &str, body: &str) -> Answer {
+        self.send(reqwest::Method::PUT, url, Some(self.key()), Some(body))
+            .await
+    }
+
+    pub async fn patch(&self, url: &str, body: &str) -> Answer {
+        self.send(reqwest::Method::PATCH, url, Some(self.key()), Some(body))
+            .await
+    }
+
+    pub async fn delete(&self, url: &str) -> Answer {
+        self.send(reqwest::Method::DELETE, url, Some(self.key()), None)
+            .await
+    }
+
+    /// Creates a license from a JSON body and returns its data.
+    pub async fn license(&self, body: &str) -> Value {
+        self.post(&self.dev("licenses"), body).await.ok().clone()
+    }
+
+    pub async fn product(&self, name: &str) -> Value {
+        // Products are created through the store until their routes exist.
+        use licensing_core::model::Product;
+        use licensing_core::store::ProductStore;
+        let product = Product {
+            id: licensing_core::ProductId::new(),
+            name: name.into(),
+            url: None,
+            metadata: Vec::new(),
+            team_id: self.team_id(),
+            created_by_user_id: licensing_core::UserId::ADMIN,
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+        };
+        self.store.create_product(&product).await.unwrap();
+        serde_json::to_value(product).unwrap()
+    }
+
+    /// Records a device and an address on a license, as a client request would.
+    pub async fn activity(&self, license: &str, device: &str, ip_last: u8) {
+        self.activity_at(license, device, ip_last, Timestamp::now())
+            .await;
+    }
+
+    /// Like [`Self::activity`], at a given time.
+    pub async fn activity_at(&self, license: &str, device: &str, ip_last: u8, at: Timestamp) {
+        let license: LicenseId = license.parse().unwrap();
+        let team = self.store.get_team(self.team_id()).await.unwrap().unwrap();
+        let activity = Activity {
+            hardware_id: Some(HardwareId::parse(device).unwrap()),
+            ip: IpAddr::V4(Ipv4Addr::new(203, 0, 113, ip_last)),
+            country: None,
+        };
+        self.store
+            .record_activity(team.id, license, &team.settings, &activity, at)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+    }
+}

@@ -1,0 +1,311 @@
+use serde_json::json;
+
+use crate::helpers::TestServer;
+
+#[tokio::test]
+async fn create_returns_the_license_with_customers_and_products() {
+    let s = TestServer::start().await;
+    let product = s.product("App").await;
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"email":"jane@example.com","fullName":"Jane"}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    let body = json!({
+        "expirationType": "DURATION", "expirationDays": 30, "expirationStart": "CREATION",
+        "ipLimit": 0, "hwidLimit": 2, "suspended": false,
+        "customerIds": [customer["id"]], "productIds": [product["id"]],
+        "metadata": [{"key": "tier", "value": "gold", "locked": true}]
+    });
+    let answer = s.post(&s.dev("licenses"), &body.to_string()).await;
+    assert_eq!(answer.status, 200, "license create answers 200 (compat)");
+    let l = answer.ok();
+    let key = l["licenseKey"].as_str().unwrap();
+    assert_eq!(key.len(), 29);
+    assert!(key.split('-').all(|g| {
+        g.len() == 5
+            && g.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    }));
+    assert_eq!(l["expirationType"], "DURATION");
+    assert_eq!(l["expirationDays"], 30);
+    assert!(l["expirationDate"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(l["ipLimit"], serde_json::Value::Null, "0 is unlimited");
+    assert_eq!(l["hwidLimit"], 2);
+    assert_eq!(l["teamId"], s.team_id().to_string());
+    assert_eq!(l["customers"][0]["email"], "jane@example.com");
+    assert_eq!(l["products"][0]["name"], "App");
+    assert_eq!(
+        l["metadata"][0],
+        json!({"key": "tier", "value": "gold", "locked": true})
+    );
+    assert!(l["createdByUserId"].is_string());
+    assert_eq!(l["lastActiveAt"], serde_json::Value::Null);
+    assert!(
+        answer.body["result"].get("code").is_none(),
+        "developer successes carry no code"
+    );
+}
+
+#[tokio::test]
+async fn read_by_key_and_by_id_update_and_delete() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/{key}"))).await.ok()["id"],
+        id
+    );
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok()["licenseKey"],
+        key
+    );
+
+    let updated = s
+        .put(
+            &s.dev(&format!("licenses/id/{id}")),
+            r#"{"suspended":true,"hwidLimit":3,"licenseKey":"AAAAA-BBBBB-CCCCC-DDDDD-EEEEE"}"#,
+        )
+        .await;
+    let u = updated.ok();
+    assert_eq!(
+        (u["suspended"].as_bool(), u["hwidLimit"].as_u64()),
+        (Some(true), Some(3))
+    );
+    assert_eq!(u["licenseKey"], "AAAAA-BBBBB-CCCCC-DDDDD-EEEEE");
+    s.get(&s.dev(&format!("licenses/{key}")))
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+
+    // A second license cannot take that key.
+    let other = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let clash = s
+        .put(
+            &s.dev(&format!("licenses/id/{}", other["id"].as_str().unwrap())),
+            r#"{"licenseKey":"AAAAA-BBBBB-CCCCC-DDDDD-EEEEE"}"#,
+        )
+        .await;
+    assert_eq!(clash.err(400, "BAD_REQUEST").fields(), ["licenseKey"]);
+
+    let deleted = s
+        .delete(&s.dev("licenses/AAAAA-BBBBB-CCCCC-DDDDD-EEEEE"))
+        .await;
+    assert_eq!(
+        deleted.ok(),
+        &json!({"licenseKey": "AAAAA-BBBBB-CCCCC-DDDDD-EEEEE", "deleted": true})
+    );
+    s.get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+    let other_id = other["id"].as_str().unwrap();
+    assert_eq!(
+        s.delete(&s.dev(&format!("licenses/id/{other_id}")))
+            .await
+            .ok(),
+        &json!({"licenseId": other_id, "deleted": true})
+    );
+    s.delete(&s.dev(&format!("licenses/id/{other_id}")))
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn create_validation_names_every_bad_field_and_stores_nothing() {
+    let s = TestServer::start().await;
+    let answer = s
+        .post(
+            &s.dev("licenses"),
+            r#"{"expirationType":"DURATION","expirationDays":0,"ipLimit":-1,"hwidLimit":0}"#,
+        )
+        .await;
+    assert_eq!(
+        answer.err(400, "BAD_REQUEST").fields(),
+        ["expirationDays", "ipLimit", "hwidLimit"]
+    );
+    assert_eq!(
+        answer.body["result"]["details"],
+        "expirationDays: must be at least 1 (got 0)"
+    );
+    let cases = [
+        (r#"{}"#, "expirationType"),
+        (
+            r#"{"expirationType":"DATE","expirationDate":"2001-01-01T00:00:00Z"}"#,
+            "expirationDate",
+        ),
+        (
+            r#"{"expirationType":"NEVER","customerIds":["not-a-uuid"]}"#,
+            "customerIds[0]",
+        ),
+        (r#"{"expirationType":"NEVER","hwidLimt":2}"#, "hwidLimt"),
+        (
+            r#"{"expirationType":"NEVER","suspended":"no"}"#,
+            "suspended",
+        ),
+        (
+            r#"{"expirationType":"NEVER","sendEmailDelivery":true}"#,
+            "sendEmailDelivery",
+        ),
+        ("{\"expirationType\":", "body"),
+        ("", "body"),
+    ];
+    for (body, field) in cases {
+        let answer = s.post(&s.dev("licenses"), body).await;
+        assert_eq!(answer.err(400, "BAD_REQUEST").fields(), [field], "{body}");
+    }
+    // Unknown customers and products are 404, with their codes.
+    let missing = uuid::Uuid::new_v4();
+    s.post(
+        &s.dev("licenses"),
+        &format!(r#"{{"expirationType":"NEVER","customerIds":["{missing}"]}}"#),
+    )
+    .await
+    .err(404, "CUSTOMER_NOT_FOUND");
+    s.post(
+        &s.dev("licenses"),
+        &format!(r#"{{"expirationType":"NEVER","productIds":["{missing}"]}}"#),
+    )
+    .await
+    .err(404, "PRODUCT_NOT_FOUND");
+    let list = s.get(&s.dev("licenses")).await;
+    assert_eq!(list.ok()["totalResults"], 0, "nothing was created");
+}
+
+#[tokio::test]
+async fn failed_updates_change_nothing() {
+    let s = TestServer::start().await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":2}"#)
+        .await;
+    let url = s.dev(&format!("licenses/id/{}", l["id"].as_str().unwrap()));
+    for body in [
+        r#"{"hwidLimit":0,"suspended":true}"#,
+        r#"{"suspended":null}"#,
+        r#"{"expirationType":"DATE"}"#,
+        r#"{"productIds":["6f9619ff-8b86-4011-b42d-00c04fc964ff"],"suspended":true}"#,
+        r#"{"unknown":1}"#,
+    ] {
+        let answer = s.put(&url, body).await;
+        assert!(
+            answer.status == 400 || answer.status == 404,
+            "{body}: {}",
+            answer.body
+        );
+    }
+    let after = s.get(&url).await.ok().clone();
+    assert_eq!(after, l);
+}
+
+#[tokio::test]
+async fn list_pages_sorts_and_filters() {
+    let s = TestServer::start().await;
+    let p1 = s.product("One").await;
+    let p2 = s.product("Two").await;
+    let c = s
+        .post(&s.dev("customers"), r#"{"email":"c@example.com"}"#)
+        .await
+        .ok()
+        .clone();
+    let mut ids = Vec::new();
+    for i in 0..27 {
+        let mut body = json!({"expirationType": "NEVER"});
+        if i % 2 == 0 {
+            body["productIds"] = json!([p1["id"]]);
+        }
+        if i % 3 == 0 {
+            body["productIds"] = json!([p2["id"]]);
+            body["customerIds"] = json!([c["id"]]);
+            body["metadata"] = json!([{"key": "plan", "value": format!("pro-{i}")}]);
+        }
+        ids.push(s.license(&body.to_string()).await["id"].clone());
+    }
+    let page = s.get(&s.dev("licenses")).await;
+    let page = page.ok();
+    assert_eq!(
+        (
+            page["licenses"].as_array().unwrap().len(),
+            page["totalResults"].as_u64(),
+            page["hasNextPage"].as_bool()
+        ),
+        (25, Some(27), Some(true))
+    );
+    assert_eq!(page["licenses"][0]["id"], ids[26], "newest first");
+    assert!(
+        page["licenses"][0].get("customers").is_none(),
+        "lists show no customers"
+    );
+    let page2 = s.get(&s.dev("licenses?page=2")).await;
+    assert_eq!(page2.ok()["licenses"].as_array().unwrap().len(), 2);
+    assert_eq!(page2.ok()["hasNextPage"], false);
+    let asc = s
+        .get(&s.dev("licenses?pageSize=10&sortDirection=asc&sortColumn=createdAt"))
+        .await;
+    assert_eq!(asc.ok()["licenses"][0]["id"], ids[0]);
+    assert_eq!(asc.ok()["licenses"].as_array().unwrap().len(), 10);
+    let by_updated = s
+        .get(&s.dev("licenses?sortColumn=updatedAt&pageSize=50"))
+        .await;
+    assert_eq!(by_updated.ok()["totalResults"], 27);
+
+    let with_p1 = s
+        .get(&s.dev(&format!(
+            "licenses?pageSize=100&productIds={}",
+            p1["id"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(
+        with_p1.ok()["totalResults"],
+        (0..27).filter(|i| i % 2 == 0 && i % 3 != 0).count()
+    );
+    let either = s
+        .get(&s.dev(&format!(
+            "licenses?pageSize=100&productIds={},{}",
+            p1["id"].as_str().unwrap(),
+            p2["id"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(
+        either.ok()["totalResults"],
+        (0..27).filter(|i| i % 2 == 0 || i % 3 == 0).count()
+    );
+    let by_customer = s
+        .get(&s.dev(&format!(
+            "licenses?customerIds={}",
+            c["id"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(by_customer.ok()["totalResults"], 9);
+    let by_meta = s
+        .get(&s.dev("licenses?metadataKey=plan&metadataValue=pro-2"))
+        .await;
+    assert_eq!(by_meta.ok()["totalResults"], 2, "pro-21 and pro-24");
+    let key = s
+        .get(&s.dev(&format!("licenses/id/{}", ids[5].as_str().unwrap())))
+        .await
+        .ok()["licenseKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let search = s
+        .get(&s.dev(&format!("licenses?search={}", key[6..17].to_lowercase())))
+        .await;
+    assert_eq!(search.ok()["licenses"][0]["licenseKey"], key);
+
+    for (query, field) in [
+        ("page=0", "page"),
+        ("page=abc", "page"),
+        ("pageSize=30", "pageSize"),
+        ("sortColumn=name", "sortColumn"),
+        ("sortDirection=sideways", "sortDirection"),
+        ("productIds=abc", "productIds[0]"),
+        ("customerIds=abc", "customerIds[0]"),
+        ("search=", "search"),
+        ("metadataValue=x", "metadataValue"),
+        ("unknown=1", "unknown"),
+    ] {
+        let answer = s.get(&s.dev(&format!("licenses?{query}"))).await;
+        assert_eq!(answer.err(400, "BAD_REQUEST").fields(), [field], "{query}");
+    }
+}

@@ -1,0 +1,16 @@
+//! Integration tests: the real server on 127.0.0.1:0 with a temporary data directory, over HTTP.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod customers;
+mod devices;
+mod errors;
+mod helpers;
+mod licenses;
+mod restart;
+mod team;
