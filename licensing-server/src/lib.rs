@@ -24,6 +24,7 @@
 //! ```
 
 pub mod config;
+pub mod files;
 mod http;
 mod routes;
 pub mod server;

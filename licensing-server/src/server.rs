@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::files::FileStore;
 use crate::routes;
 use crate::state::AppState;
 use crate::store::SledStore;
@@ -63,6 +64,10 @@ impl Server {
 
     /// Binds the listener for an already open store.
     pub async fn bind_with_store(config: Config, store: SledStore) -> Result<Self, ServerError> {
+        let files = FileStore::new(&config.data_dir).map_err(|e| ServerError::Store {
+            dir: config.data_dir.clone(),
+            cause: e.to_string(),
+        })?;
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -77,7 +82,7 @@ impl Server {
         Ok(Self {
             listener,
             addr,
-            state: AppState { store },
+            state: AppState { store, files },
         })
     }
 

@@ -4,6 +4,7 @@ use licensing_core::model::ApiKeyRecord;
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::http::HeaderMap;
 
+use crate::files::FileStore;
 use crate::http::{auth, path_param};
 use crate::store::SledStore;
 
@@ -12,6 +13,8 @@ use crate::store::SledStore;
 pub(crate) struct AppState {
     /// The store.
     pub(crate) store: SledStore,
+    /// Release files.
+    pub(crate) files: FileStore,
 }
 
 /// An authenticated developer request: its team, the key that made it, and the time it is

@@ -10,6 +10,7 @@
 mod customers;
 mod devices;
 mod errors;
+mod ext;
 mod helpers;
 mod licenses;
 mod restart;

@@ -1,8 +1,10 @@
 //! The developer API: `/api/v1/dev/teams/{teamId}/…`, bearer API keys.
 
+mod access;
 mod customers;
 mod devices;
 mod licenses;
+mod products;
 mod team;
 
 use warp::Filter;
@@ -14,9 +16,13 @@ use crate::state::AppState;
 /// All developer routes.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     licenses::routes(state.clone())
+        .or(access::routes(state.clone()))
+        .unify()
         .or(devices::routes(state.clone()))
         .unify()
         .or(customers::routes(state.clone()))
+        .unify()
+        .or(products::routes(state.clone()))
         .unify()
         .or(team::routes(state))
         .unify()

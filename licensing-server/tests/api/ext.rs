@@ -1,0 +1,256 @@
+//! The (ext) resources: products, branches, API keys, blacklist.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::TestServer;
+
+#[tokio::test]
+async fn products_and_branches() {
+    let s = TestServer::start().await;
+    let created = s.post(&s.dev("products"), r#"{"name":"Editor","url":"https://example.com/editor","metadata":[{"key":"sku","value":"ED-1"}]}"#).await;
+    assert_eq!(created.status, 201);
+    let p = created.ok().clone();
+    let id = p["id"].as_str().unwrap();
+    s.post(&s.dev("products"), r#"{"name":"Archiver"}"#)
+        .await
+        .ok();
+    let by_name = s
+        .get(&s.dev("products?sortColumn=name&sortDirection=asc"))
+        .await;
+    assert_eq!(by_name.ok()["products"][0]["name"], "Archiver");
+    assert_eq!(by_name.ok()["totalResults"], 2);
+    assert_eq!(s.get(&s.dev(&format!("products/{id}"))).await.ok(), &p);
+    let updated = s
+        .put(&s.dev(&format!("products/{id}")), r#"{"url":null}"#)
+        .await;
+    assert_eq!(
+        (updated.ok()["name"].as_str(), &updated.ok()["url"]),
+        (Some("Editor"), &serde_json::Value::Null)
+    );
+
+    let beta = s
+        .post(
+            &s.dev(&format!("products/{id}/branches")),
+            r#"{"name":"beta"}"#,
+        )
+        .await;
+    assert_eq!(beta.status, 201);
+    let beta = beta.ok().clone();
+    assert_eq!(
+        (beta["name"].as_str(), beta["productId"].as_str()),
+        (Some("beta"), Some(id))
+    );
+    assert_eq!(
+        s.post(
+            &s.dev(&format!("products/{id}/branches")),
+            r#"{"name":"beta"}"#
+        )
+        .await
+        .err(400, "BAD_REQUEST")
+        .fields(),
+        ["name"]
+    );
+    assert_eq!(
+        s.post(
+            &s.dev(&format!("products/{id}/branches")),
+            r#"{"name":"b/1"}"#
+        )
+        .await
+        .err(400, "BAD_REQUEST")
+        .fields(),
+        ["name"]
+    );
+    assert_eq!(
+        s.get(&s.dev(&format!("products/{id}/branches"))).await.ok()["branches"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let branch_id = beta["id"].as_str().unwrap();
+    assert_eq!(
+        s.delete(&s.dev(&format!("products/{id}/branches/{branch_id}")))
+            .await
+            .ok(),
+        &json!({"id": branch_id, "deleted": true})
+    );
+    s.delete(&s.dev(&format!("products/{id}/branches/{branch_id}")))
+        .await
+        .err(404, "RELEASE_NOT_FOUND");
+
+    // Deleting the product detaches it from licenses.
+    let l = s
+        .license(&format!(
+            r#"{{"expirationType":"NEVER","productIds":["{id}"]}}"#
+        ))
+        .await;
+    assert_eq!(
+        s.delete(&s.dev(&format!("products/{id}"))).await.ok(),
+        &json!({"id": id, "deleted": true})
+    );
+    s.get(&s.dev(&format!("products/{id}")))
+        .await
+        .err(404, "PRODUCT_NOT_FOUND");
+    let l = s
+        .get(&s.dev(&format!("licenses/id/{}", l["id"].as_str().unwrap())))
+        .await;
+    assert_eq!(l.ok()["productIds"], json!([]));
+
+    for (body, field) in [
+        (r#"{}"#, "name"),
+        (r#"{"name":"X","url":"ftp://x"}"#, "url"),
+        (r#"{"name":"X","price":1}"#, "price"),
+    ] {
+        assert_eq!(
+            s.post(&s.dev("products"), body)
+                .await
+                .err(400, "BAD_REQUEST")
+                .fields(),
+            [field]
+        );
+    }
+    assert_eq!(
+        s.get(&s.dev("products?sortColumn=price"))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["sortColumn"]
+    );
+}
+
+#[tokio::test]
+async fn api_keys_are_shown_once_expire_and_revoke() {
+    let s = TestServer::start().await;
+    let created = s.post(&s.dev("api-keys"), r#"{"name":"ci"}"#).await;
+    assert_eq!(created.status, 201);
+    let ci = created.ok().clone();
+    let key = ci["key"].as_str().unwrap();
+    assert!(key.starts_with("lsk_") && key.len() == 68);
+    let list = s.get(&s.dev("api-keys")).await;
+    let listed = list.ok()["apiKeys"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 2);
+    assert!(
+        listed.iter().all(|k| k.get("key").is_none()),
+        "never shown again"
+    );
+    // The new key works, then is revoked and stops working.
+    s.send(Method::GET, &s.dev("licenses"), Some(key), None)
+        .await
+        .ok();
+    let id = ci["id"].as_str().unwrap();
+    s.delete(&s.dev(&format!("api-keys/{id}"))).await.ok();
+    s.send(Method::GET, &s.dev("licenses"), Some(key), None)
+        .await
+        .err(401, "UNAUTHORIZED");
+    // The last usable key cannot revoke itself.
+    let mine = s.get(&s.dev("api-keys")).await.ok()["apiKeys"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        s.delete(&s.dev(&format!("api-keys/{mine}")))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["apiKeyId"]
+    );
+    // Another team's key id is not found here.
+    let other = s.other_team().await;
+    let theirs = s
+        .send(
+            Method::GET,
+            &format!("{}/api/v1/dev/teams/{}/api-keys", s.base, other.team_id),
+            Some(&other.api_key),
+            None,
+        )
+        .await;
+    let their_id = theirs.ok()["apiKeys"][0]["id"].as_str().unwrap().to_owned();
+    s.delete(&s.dev(&format!("api-keys/{their_id}")))
+        .await
+        .err(404, "BAD_REQUEST");
+    for (body, field) in [
+        (r#"{}"#, "name"),
+        (
+            r#"{"name":"x","expiresAt":"2000-01-01T00:00:00Z"}"#,
+            "expiresAt",
+        ),
+    ] {
+        assert_eq!(
+            s.post(&s.dev("api-keys"), body)
+                .await
+                .err(400, "BAD_REQUEST")
+                .fields(),
+            [field]
+        );
+    }
+}
+
+#[tokio::test]
+async fn blacklist_entries() {
+    let s = TestServer::start().await;
+    let created = s
+        .post(
+            &s.dev("blacklist"),
+            r#"{"type":"IP","value":"203.0.113.9/24"}"#,
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let e = created.ok().clone();
+    assert_eq!(
+        (e["type"].as_str(), e["value"].as_str(), e["hits"].as_u64()),
+        (Some("IP"), Some("203.0.113.0/24"), Some(0))
+    );
+    s.post(&s.dev("blacklist"), r#"{"type":"COUNTRY","value":"fin"}"#)
+        .await
+        .ok();
+    s.post(
+        &s.dev("blacklist"),
+        r#"{"type":"HARDWARE_IDENTIFIER","value":"stolen-device-01"}"#,
+    )
+    .await
+    .ok();
+    assert_eq!(
+        s.post(
+            &s.dev("blacklist"),
+            r#"{"type":"IP","value":"203.0.113.0/24"}"#
+        )
+        .await
+        .err(400, "BAD_REQUEST")
+        .fields(),
+        ["value"]
+    );
+    for (body, field) in [
+        (r#"{"type":"IP","value":"999.1.1.1"}"#, "value"),
+        (r#"{"type":"ASN","value":"1"}"#, "type"),
+        (r#"{"type":"COUNTRY","value":"Narnia"}"#, "value"),
+    ] {
+        assert_eq!(
+            s.post(&s.dev("blacklist"), body)
+                .await
+                .err(400, "BAD_REQUEST")
+                .fields(),
+            [field],
+            "{body}"
+        );
+    }
+    assert_eq!(
+        s.get(&s.dev("blacklist")).await.ok()["blacklist"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let id = e["id"].as_str().unwrap();
+    s.delete(&s.dev(&format!("blacklist/{id}"))).await.ok();
+    s.delete(&s.dev(&format!("blacklist/{id}")))
+        .await
+        .err(404, "BAD_REQUEST");
+    assert_eq!(
+        s.get(&s.dev("blacklist")).await.ok()["blacklist"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
