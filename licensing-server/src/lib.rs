@@ -26,6 +26,7 @@
 pub mod config;
 pub mod files;
 mod http;
+mod jar;
 mod routes;
 pub mod server;
 pub mod services;

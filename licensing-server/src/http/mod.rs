@@ -13,7 +13,10 @@ use licensing_core::{ApiError, Timestamp};
 use serde::Serialize;
 use warp::Filter;
 use warp::http::{HeaderValue, StatusCode, header};
-use warp::reject::{LengthRequired, MethodNotAllowed, PayloadTooLarge, UnsupportedMediaType};
+use warp::reject::{
+    InvalidHeader, LengthRequired, MethodNotAllowed, MissingHeader, PayloadTooLarge,
+    UnsupportedMediaType,
+};
 
 /// The response type of every route.
 pub(crate) type Response = warp::reply::Response;
@@ -115,16 +118,28 @@ pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible
 
 /// Maps warp's own rejections (no route, wrong method, oversize body) onto the envelope.
 pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infallible> {
-    let err = if rejection.is_not_found() {
-        ApiError::route_not_found()
-    } else if rejection.find::<MethodNotAllowed>().is_some() {
-        ApiError::method_not_allowed()
-    } else if rejection.find::<PayloadTooLarge>().is_some() {
+    // `find` searches every rejection of every route tried, so the order here is warp's own
+    // precedence: anything specific first, then "wrong method", then "no route".
+    let err = if rejection.find::<PayloadTooLarge>().is_some() {
         ApiError::payload_too_large("Request body is too large")
     } else if rejection.find::<LengthRequired>().is_some() {
         ApiError::bad_request("A Content-Length header is required")
     } else if rejection.find::<UnsupportedMediaType>().is_some() {
         ApiError::bad_request("Unsupported Content-Type")
+    } else if let Some(missing) = rejection.find::<MissingHeader>() {
+        ApiError::bad_request(format!(
+            "Missing header {}: a release is sent as multipart/form-data",
+            missing.name()
+        ))
+    } else if let Some(invalid) = rejection.find::<InvalidHeader>() {
+        ApiError::bad_request(format!(
+            "Invalid header {}: a release is sent as multipart/form-data with a boundary",
+            invalid.name()
+        ))
+    } else if rejection.find::<MethodNotAllowed>().is_some() {
+        ApiError::method_not_allowed()
+    } else if rejection.is_not_found() {
+        ApiError::route_not_found()
     } else {
         tracing::warn!(?rejection, "unhandled rejection");
         ApiError::bad_request("The request could not be processed")

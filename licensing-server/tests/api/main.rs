@@ -13,5 +13,6 @@ mod errors;
 mod ext;
 mod helpers;
 mod licenses;
+mod releases;
 mod restart;
 mod team;

@@ -5,6 +5,7 @@ mod customers;
 mod devices;
 mod licenses;
 mod products;
+mod releases;
 mod team;
 
 use warp::Filter;
@@ -23,6 +24,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .or(customers::routes(state.clone()))
         .unify()
         .or(products::routes(state.clone()))
+        .unify()
+        .or(releases::routes(state.clone()))
         .unify()
         .or(team::routes(state))
         .unify()
