@@ -12,10 +12,10 @@ const MAX_ENTRY: u64 = 256 * 1024;
 pub(crate) fn main_class(path: &Path) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).ok()?;
-    if let Some(text) = read_entry(&mut archive, "META-INF/MANIFEST.MF") {
-        if let Some(class) = manifest_main_class(&text) {
-            return Some(class);
-        }
+    if let Some(text) = read_entry(&mut archive, "META-INF/MANIFEST.MF")
+        && let Some(class) = manifest_main_class(&text)
+    {
+        return Some(class);
     }
     read_entry(&mut archive, "plugin.yml").and_then(|text| plugin_main(&text))
 }

@@ -486,20 +486,18 @@ impl Viewer {
         let branch = match release.branch_id {
             None => None,
             Some(id) => {
-                if !self.branches.contains_key(&release.product_id) {
-                    let list = state
-                        .store
-                        .list_branches(team, release.product_id)
-                        .await
-                        .map_err(store_error)?;
-                    self.branches.insert(
-                        release.product_id,
-                        list.iter().map(BranchRef::from).collect(),
-                    );
-                }
-                self.branches
-                    .get(&release.product_id)
-                    .and_then(|list| list.iter().find(|b| b.id == id).cloned())
+                let known = match self.branches.entry(release.product_id) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let list = state
+                            .store
+                            .list_branches(team, release.product_id)
+                            .await
+                            .map_err(store_error)?;
+                        v.insert(list.iter().map(BranchRef::from).collect())
+                    }
+                };
+                known.iter().find(|b| b.id == id).cloned()
             }
         };
         let mut allowed_licenses = Vec::with_capacity(release.allowed_license_ids.len());
