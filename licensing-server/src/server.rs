@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use crate::config::Config;
 use crate::files::FileStore;
 use crate::routes;
+use crate::services::stats::StatsCache;
 use crate::state::AppState;
 use crate::store::SledStore;
 
@@ -82,7 +83,11 @@ impl Server {
         Ok(Self {
             listener,
             addr,
-            state: AppState { store, files },
+            state: AppState {
+                store,
+                files,
+                stats: StatsCache::default(),
+            },
         })
     }
 

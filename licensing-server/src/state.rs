@@ -6,6 +6,7 @@ use warp::http::HeaderMap;
 
 use crate::files::FileStore;
 use crate::http::{auth, path_param};
+use crate::services::stats::StatsCache;
 use crate::store::SledStore;
 
 /// Shared state of the running server.
@@ -15,6 +16,8 @@ pub(crate) struct AppState {
     pub(crate) store: SledStore,
     /// Release files.
     pub(crate) files: FileStore,
+    /// Statistics answers, 15 minutes per team.
+    pub(crate) stats: StatsCache,
 }
 
 /// An authenticated developer request: its team, the key that made it, and the time it is

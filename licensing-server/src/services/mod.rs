@@ -1,3 +1,4 @@
 //! Operations that span several stores or need more than one call into core.
 
+pub mod stats;
 pub mod teams;

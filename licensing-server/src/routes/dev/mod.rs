@@ -6,6 +6,7 @@ mod devices;
 mod licenses;
 mod products;
 mod releases;
+mod stats;
 mod team;
 
 use warp::Filter;
@@ -26,6 +27,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .or(products::routes(state.clone()))
         .unify()
         .or(releases::routes(state.clone()))
+        .unify()
+        .or(stats::routes(state.clone()))
         .unify()
         .or(team::routes(state))
         .unify()
