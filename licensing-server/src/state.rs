@@ -18,6 +18,8 @@ pub(crate) struct AppState {
     pub(crate) files: FileStore,
     /// Statistics answers, 15 minutes per team.
     pub(crate) stats: StatsCache,
+    /// The admin API's token; the admin API is off without one.
+    pub(crate) admin_token: Option<std::sync::Arc<str>>,
 }
 
 /// An authenticated developer request: its team, the key that made it, and the time it is

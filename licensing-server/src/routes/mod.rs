@@ -1,6 +1,7 @@
 //! The route tree. Each route matches its path first and its method second, so a known path with
 //! the wrong method is 405 and an unknown path 404. Handlers return replies, never rejections.
 
+mod admin;
 mod dev;
 
 use std::convert::Infallible;
@@ -23,7 +24,9 @@ pub(crate) fn with_state(
 /// Every route, with the rejection handler.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     health()
-        .or(dev::routes(state))
+        .or(dev::routes(state.clone()))
+        .unify()
+        .or(admin::routes(state))
         .unify()
         .recover(http::recover)
         .unify()

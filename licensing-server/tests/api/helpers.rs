@@ -75,16 +75,28 @@ impl Answer {
 
 impl TestServer {
     pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Starts with adjusted settings.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = open_store(dir.path()).unwrap();
         let team = services::teams::create_team(&store, "Team A", Timestamp::now())
             .await
             .unwrap();
-        Self::run(dir, store, team).await
+        let mut config = Config::for_data_dir(dir.path());
+        adjust(&mut config);
+        Self::run(dir, store, team, config).await
     }
 
-    async fn run(dir: tempfile::TempDir, store: SledStore, team: TeamCreated) -> Self {
-        let server = Server::bind_with_store(Config::for_data_dir(dir.path()), store.clone())
+    async fn run(
+        dir: tempfile::TempDir,
+        store: SledStore,
+        team: TeamCreated,
+        config: Config,
+    ) -> Self {
+        let server = Server::bind_with_store(config, store.clone())
             .await
             .unwrap();
         let base = format!("http://{}", server.local_addr());
@@ -110,7 +122,8 @@ impl TestServer {
         let team = self.team.clone();
         drop(self);
         let store = open_store(dir.path()).unwrap();
-        Self::run(dir, store, team).await
+        let config = Config::for_data_dir(dir.path());
+        Self::run(dir, store, team, config).await
     }
 
     pub async fn shutdown(&mut self) {

@@ -7,6 +7,7 @@
     unreachable_pub
 )]
 
+mod admin;
 mod customers;
 mod devices;
 mod errors;
