@@ -12,11 +12,14 @@ use licensing_core::{TeamId, Timestamp};
 /// How long an answer is reused.
 pub const CACHE_TTL: Duration = Duration::from_secs(15 * 60);
 
+/// When an answer was computed, and the answer.
+type Entry = (Instant, Arc<Statistics>);
+
 /// The per-team cache. It holds one entry per team that asked, and drops stale entries when it
 /// stores a new one, so it never grows past the number of teams.
 #[derive(Clone, Debug, Default)]
 pub struct StatsCache {
-    entries: Arc<Mutex<HashMap<TeamId, (Instant, Arc<Statistics>)>>>,
+    entries: Arc<Mutex<HashMap<TeamId, Entry>>>,
 }
 
 impl StatsCache {
