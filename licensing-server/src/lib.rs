@@ -27,6 +27,7 @@ pub mod config;
 pub mod files;
 mod http;
 mod jar;
+pub mod metrics;
 mod routes;
 pub mod server;
 pub mod services;

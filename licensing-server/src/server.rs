@@ -87,6 +87,7 @@ impl Server {
                 store,
                 files,
                 stats: StatsCache::default(),
+                metrics: crate::metrics::Metrics::default(),
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
             },
         })

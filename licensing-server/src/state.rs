@@ -6,6 +6,7 @@ use warp::http::HeaderMap;
 
 use crate::files::FileStore;
 use crate::http::{auth, path_param};
+use crate::metrics::Metrics;
 use crate::services::stats::StatsCache;
 use crate::store::SledStore;
 
@@ -18,6 +19,8 @@ pub(crate) struct AppState {
     pub(crate) files: FileStore,
     /// Statistics answers, 15 minutes per team.
     pub(crate) stats: StatsCache,
+    /// Prometheus metrics.
+    pub(crate) metrics: Metrics,
     /// The admin API's token; the admin API is off without one.
     pub(crate) admin_token: Option<std::sync::Arc<str>>,
 }

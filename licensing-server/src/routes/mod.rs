@@ -23,13 +23,43 @@ pub(crate) fn with_state(
 
 /// Every route, with the rejection handler.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
+    let metrics = state.metrics.clone();
     health()
+        .or(metrics_route(state.clone()))
+        .unify()
         .or(dev::routes(state.clone()))
         .unify()
         .or(admin::routes(state))
         .unify()
         .recover(http::recover)
         .unify()
+        .with(warp::log::custom(move |info| {
+            let status = info.status().as_u16();
+            metrics.observe(info.path(), info.method().as_str(), status, info.elapsed());
+            tracing::debug!(
+                target: "access",
+                method = %info.method(),
+                path = info.path(),
+                status,
+                micros = info.elapsed().as_micros() as u64,
+            );
+        }))
+        .map(warp::Reply::into_response)
+        .boxed()
+}
+
+fn metrics_route(state: AppState) -> BoxedFilter<(Response,)> {
+    warp::path!("metrics")
+        .and(warp::get())
+        .and(with_state(state))
+        .map(|state: AppState| {
+            let mut response = Response::new(state.metrics.render().into());
+            response.headers_mut().insert(
+                warp::http::header::CONTENT_TYPE,
+                warp::http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            response
+        })
         .boxed()
 }
 

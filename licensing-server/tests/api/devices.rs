@@ -7,9 +7,13 @@ async fn hwids_and_ips_list_forget_and_remember() {
     let s = TestServer::start().await;
     let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
     let id = l["id"].as_str().unwrap();
-    s.activity(id, "device-aaaa-0001", 1).await;
-    s.activity(id, "device-bbbb-0002", 2).await;
-    s.activity(id, "device-cccc-0003", 2).await;
+    // Distinct times, so that the orders below are fully determined.
+    let t0 = licensing_core::Timestamp::now();
+    s.activity_at(id, "device-aaaa-0001", 1, t0).await;
+    s.activity_at(id, "device-bbbb-0002", 2, t0.plus_minutes(1))
+        .await;
+    s.activity_at(id, "device-cccc-0003", 2, t0.plus_minutes(2))
+        .await;
 
     let hwids = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
     let page = hwids.ok();

@@ -166,3 +166,41 @@ async fn unknown_routes_wrong_methods_and_oversize_bodies() {
         (200, Some("ok"))
     );
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status() {
+    let s = TestServer::start().await;
+    s.get(&s.dev("licenses")).await.ok();
+    s.get(&s.dev("licenses?pageSize=3"))
+        .await
+        .err(400, "BAD_REQUEST");
+    s.get(&format!("{}/no/such/{}", s.base, uuid::Uuid::new_v4()))
+        .await
+        .err(404, "BAD_REQUEST");
+    let response = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = response.text().await.unwrap();
+    let route = "/api/v1/dev/teams/{teamId}/licenses";
+    assert!(
+        text.contains(&format!(
+            r#"licensing_http_requests_total{{route="{route}",method="GET",status="200"}} 1"#
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&format!(
+        r#"licensing_http_requests_total{{route="{route}",method="GET",status="400"}} 1"#
+    )));
+    assert!(text.contains(r#"route="unmatched",method="GET",status="404""#));
+    assert!(text.contains("licensing_http_request_duration_seconds_count"));
+}

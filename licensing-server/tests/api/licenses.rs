@@ -220,6 +220,8 @@ async fn list_pages_sorts_and_filters() {
             body["metadata"] = json!([{"key": "plan", "value": format!("pro-{i}")}]);
         }
         ids.push(s.license(&body.to_string()).await["id"].clone());
+        // Timestamps have millisecond precision: keep creations apart so the order is determined.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     let page = s.get(&s.dev("licenses")).await;
     let page = page.ok();

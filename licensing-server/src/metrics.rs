@@ -1,0 +1,179 @@
+//! Prometheus metrics at `GET /metrics`: requests by route, method and status, and a latency
+//! histogram by route. Routes are labelled by template (ids replaced by placeholders), and any
+//! path that is not a route is `unmatched`, so hostile paths cannot grow the label set.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Every route, as a template; `{…}` stands for one path segment.
+pub const ROUTES: &[&str] = &[
+    "/healthz",
+    "/metrics",
+    "/api/v1/dev/teams/{teamId}/licenses",
+    "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid/{hwidId}",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address/{ipId}",
+    "/api/v1/dev/teams/{teamId}/customers",
+    "/api/v1/dev/teams/{teamId}/customers/{customerId}",
+    "/api/v1/dev/teams/{teamId}/products",
+    "/api/v1/dev/teams/{teamId}/products/{productId}",
+    "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
+    "/api/v1/dev/teams/{teamId}/products/{productId}/branches/{branchId}",
+    "/api/v1/dev/teams/{teamId}/releases",
+    "/api/v1/dev/teams/{teamId}/releases/{releaseId}",
+    "/api/v1/dev/teams/{teamId}/statistics",
+    "/api/v1/dev/teams/{teamId}/settings",
+    "/api/v1/dev/teams/{teamId}/blacklist",
+    "/api/v1/dev/teams/{teamId}/blacklist/{blacklistId}",
+    "/api/v1/dev/teams/{teamId}/api-keys",
+    "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
+    "/api/v1/dev/teams/{teamId}/public-key",
+    "/api/v1/admin/teams",
+    "/api/v1/admin/teams/{teamId}/features",
+];
+
+/// The template a request path belongs to, or `unmatched`.
+pub fn route_of(path: &str) -> &'static str {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    ROUTES
+        .iter()
+        .find(|template| {
+            let parts: Vec<&str> = template.split('/').collect();
+            parts.len() == segments.len()
+                && parts
+                    .iter()
+                    .zip(&segments)
+                    .all(|(t, s)| t.starts_with('{') || t == s)
+        })
+        .copied()
+        .unwrap_or("unmatched")
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+/// The server's metrics.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Mutex<Registry>>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("licensing");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by route template, method and status",
+            requests.clone(),
+        );
+        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            // 0.1 ms to about 3.3 s.
+            Histogram::new(exponential_buckets(0.000_1, 2.0, 16))
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer, by route template",
+            latency.clone(),
+        );
+        Self {
+            registry: Arc::new(Mutex::new(registry)),
+            requests,
+            latency,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn observe(&self, path: &str, method: &str, status: u16, elapsed: Duration) {
+        let route = route_of(path);
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method: method.to_owned(),
+                status,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&RouteLabels { route })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if let Ok(registry) = self.registry.lock() {
+            if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+                tracing::error!(error = %e, "metrics encoding failed");
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_to_templates() {
+        let id = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
+        assert_eq!(
+            route_of(&format!("/api/v1/dev/teams/{id}/licenses")),
+            "/api/v1/dev/teams/{teamId}/licenses"
+        );
+        assert_eq!(
+            route_of(&format!("/api/v1/dev/teams/{id}/licenses/id/{id}/hwid")),
+            "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid"
+        );
+        assert_eq!(route_of("/healthz"), "/healthz");
+        assert_eq!(route_of("/wp-admin/anything"), "unmatched");
+        assert_eq!(
+            route_of(&format!("/api/v1/dev/teams/{id}/nope")),
+            "unmatched"
+        );
+    }
+
+    #[test]
+    fn renders_counts_and_histograms() {
+        let m = Metrics::default();
+        m.observe("/healthz", "GET", 200, Duration::from_millis(2));
+        m.observe("/x/y", "GET", 404, Duration::from_millis(1));
+        let text = m.render();
+        assert!(
+            text.contains(
+                r#"licensing_http_requests_total{route="/healthz",method="GET",status="200"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(r#"route="unmatched""#));
+        assert!(text.contains("licensing_http_request_duration_seconds_bucket"));
+    }
+}
