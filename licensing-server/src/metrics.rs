@@ -129,10 +129,10 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        if let Ok(registry) = self.registry.lock() {
-            if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
-                tracing::error!(error = %e, "metrics encoding failed");
-            }
+        if let Ok(registry) = self.registry.lock()
+            && let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry)
+        {
+            tracing::error!(error = %e, "metrics encoding failed");
         }
         out
     }
