@@ -46,7 +46,7 @@ pub struct StoredFile {
     pub md5: String,
 }
 
-/// A file being written: data goes to a temporary file until [`PendingFile::commit`].
+/// A file being written: data goes to a temporary file until [`FileStore::commit`].
 pub struct PendingFile {
     tmp: PathBuf,
     file: tokio::fs::File,
