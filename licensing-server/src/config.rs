@@ -29,6 +29,15 @@ pub struct Config {
     #[arg(long, env = "LICENSING_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// Base URL of the chat directory that checks customers' `chatId` (Discord-style
+    /// `GET {url}/users/{id}`), such as `https://discord.com/api/v10`; chat ids are refused without it.
+    #[arg(long, env = "LICENSING_CHAT_API_URL")]
+    pub chat_api_url: Option<String>,
+
+    /// Bot token for the chat directory (`Authorization: Bot <token>`).
+    #[arg(long, env = "LICENSING_CHAT_BOT_TOKEN", hide_env_values = true)]
+    pub chat_bot_token: Option<String>,
+
     /// Log format.
     #[arg(long, env = "LICENSING_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -41,6 +50,8 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             admin_token: None,
+            chat_api_url: None,
+            chat_bot_token: None,
             log_format: LogFormat::Text,
         }
     }

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use crate::config::Config;
 use crate::files::FileStore;
 use crate::routes;
+use crate::services::chat::ChatDirectory;
 use crate::services::stats::StatsCache;
 use crate::state::AppState;
 use crate::store::SledStore;
@@ -33,6 +34,9 @@ pub enum ServerError {
         /// Why.
         source: std::io::Error,
     },
+    /// A setting is wrong.
+    #[error("invalid configuration: {0}")]
+    Config(String),
     /// The final flush failed.
     #[error("flushing the store failed: {0}")]
     Flush(String),
@@ -69,6 +73,19 @@ impl Server {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;
+        let chat = match (&config.chat_api_url, &config.chat_bot_token) {
+            (Some(url), Some(token)) => Some(
+                ChatDirectory::new(url, token)
+                    .map_err(|e| ServerError::Config(format!("chat directory: {e}")))?,
+            ),
+            (None, None) => None,
+            _ => {
+                return Err(ServerError::Config(
+                    "set both LICENSING_CHAT_API_URL and LICENSING_CHAT_BOT_TOKEN, or neither"
+                        .into(),
+                ));
+            }
+        };
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -88,6 +105,7 @@ impl Server {
                 files,
                 stats: StatsCache::default(),
                 metrics: crate::metrics::Metrics::default(),
+                chat,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
             },
         })

@@ -7,6 +7,7 @@ use warp::http::HeaderMap;
 use crate::files::FileStore;
 use crate::http::{auth, path_param};
 use crate::metrics::Metrics;
+use crate::services::chat::ChatDirectory;
 use crate::services::stats::StatsCache;
 use crate::store::SledStore;
 
@@ -21,6 +22,8 @@ pub(crate) struct AppState {
     pub(crate) stats: StatsCache,
     /// Prometheus metrics.
     pub(crate) metrics: Metrics,
+    /// The chat directory, when configured.
+    pub(crate) chat: Option<ChatDirectory>,
     /// The admin API's token; the admin API is off without one.
     pub(crate) admin_token: Option<std::sync::Arc<str>>,
 }

@@ -1,4 +1,5 @@
 //! Operations that span several stores or need more than one call into core.
 
+pub mod chat;
 pub mod stats;
 pub mod teams;

@@ -8,6 +8,7 @@
 )]
 
 mod admin;
+mod chat;
 mod customers;
 mod devices;
 mod errors;

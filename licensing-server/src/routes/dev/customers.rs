@@ -86,14 +86,31 @@ where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
-    let input = CustomerBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
-    if matches!(input.chat_id, Patch::Value(_)) {
-        return Err(ApiError::bad_field(
+    CustomerBody::parse(&read_body(body, MAX_JSON_BODY).await?)
+}
+
+/// Checks a newly given chat id against the directory and fills the account's names.
+async fn check_chat(
+    state: &AppState,
+    input: &CustomerInput,
+    customer: &mut Customer,
+) -> Result<(), ApiError> {
+    let Patch::Value(chat_id) = &input.chat_id else {
+        return Ok(());
+    };
+    let directory = state.chat.as_ref().ok_or_else(|| {
+        ApiError::bad_field(
             "chatId",
-            "the chat directory is not configured on this server, so chat ids cannot be validated",
-        ));
+            "cannot be checked: no chat directory is configured on this server (LICENSING_CHAT_API_URL)",
+        )
+    })?;
+    let user = directory.lookup(chat_id).await?;
+    if let Some(account) = customer.chat_account.as_mut() {
+        account.username = user.username;
+        account.avatar = user.avatar;
+        account.global_name = user.global_name;
     }
-    Ok(input)
+    Ok(())
 }
 
 async fn create<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
@@ -103,7 +120,8 @@ where
 {
     let dev = state.dev(&team, &headers).await?;
     let input = parse_body(body).await?;
-    let customer = input.into_new(dev.team, dev.key.id.into(), dev.now)?;
+    let mut customer = input.into_new(dev.team, dev.key.id.into(), dev.now)?;
+    check_chat(&state, &input, &mut customer).await?;
     state
         .store
         .create_customer(&customer)
@@ -173,7 +191,8 @@ where
 {
     let (dev, existing) = find(&state, &team, &id, &headers).await?;
     let input = parse_body(body).await?;
-    let updated = input.apply_to(&existing, dev.now)?;
+    let mut updated = input.apply_to(&existing, dev.now)?;
+    check_chat(&state, &input, &mut updated).await?;
     state
         .store
         .update_customer(&updated)
