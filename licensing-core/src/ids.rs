@@ -153,6 +153,10 @@ typed_id!(
     BlacklistId
 );
 typed_id!(
+    /// Id of a queued e-mail.
+    MessageId
+);
+typed_id!(
     /// Id of an API key. It is also the `createdByUserId` of what the key creates.
     ApiKeyId
 );

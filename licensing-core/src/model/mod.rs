@@ -5,6 +5,7 @@ mod customer;
 mod device;
 mod license;
 mod metadata;
+mod outbox;
 mod product;
 mod release;
 mod stats;
@@ -14,6 +15,7 @@ pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};
+pub use outbox::OutboxMessage;
 pub use product::{Product, ProductRef};
 pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,

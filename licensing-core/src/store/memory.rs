@@ -21,6 +21,8 @@ struct State {
     ips: HashMap<IpId, IpRecord>,
     blacklist: HashMap<BlacklistId, BlacklistEntry>,
     stats: HashMap<(TeamId, i64), HourlyStats>,
+    outbox: HashMap<crate::MessageId, OutboxMessage>,
+    mail_per_day: HashMap<(TeamId, i64), u64>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -242,6 +244,31 @@ impl LicenseStore for MemoryStore {
         self.with(|s| {
             s.check_license_refs(license)?;
             s.licenses.insert(license.id, license.clone());
+            Ok(())
+        })
+    }
+
+    async fn create_license_with_mail(
+        &self,
+        license: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.with(|s| {
+            s.check_license_refs(license)?;
+            let day = (license.team_id, OutboxMessage::day_of(now));
+            let queued = s.mail_per_day.get(&day).copied().unwrap_or(0);
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
+                )));
+            }
+            s.licenses.insert(license.id, license.clone());
+            for m in mail {
+                s.outbox.insert(m.id, m.clone());
+            }
+            *s.mail_per_day.entry(day).or_default() += mail.len() as u64;
             Ok(())
         })
     }
@@ -769,6 +796,38 @@ impl BlacklistStore for MemoryStore {
                 if let Some(e) = s.blacklist.get_mut(id).filter(|e| e.team_id == team) {
                     e.hits += n;
                 }
+            }
+            Ok(())
+        })
+    }
+}
+
+impl OutboxStore for MemoryStore {
+    async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
+        self.with(|s| {
+            let mut due: Vec<OutboxMessage> = s
+                .outbox
+                .values()
+                .filter(|m| m.next_attempt_at <= now)
+                .cloned()
+                .collect();
+            due.sort_by_key(|m| (m.next_attempt_at, m.id));
+            due.truncate(limit);
+            Ok(due)
+        })
+    }
+
+    async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.with(|s| {
+            s.outbox.remove(&message.id);
+            Ok(())
+        })
+    }
+
+    async fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.with(|s| {
+            if let Some(m) = s.outbox.get_mut(&message.id) {
+                *m = message.clone();
             }
             Ok(())
         })

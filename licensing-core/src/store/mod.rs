@@ -29,8 +29,9 @@ use crate::api::requests::{
 };
 use crate::crypto::ApiKeyHash;
 use crate::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Overview,
-    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord,
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
+    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+    UsageRecord,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
@@ -69,6 +70,9 @@ pub enum StoreError {
         /// What is wrong.
         message: String,
     },
+    /// A quota would be exceeded (answered as 429 `RATE_LIMIT`).
+    #[error("limit reached: {0}")]
+    Limit(String),
     /// The backend failed (I/O, corruption, a lost connection). Logged, answered as 500.
     #[error("storage backend failure: {0}")]
     Backend(String),
@@ -102,6 +106,7 @@ impl From<StoreError> for ApiError {
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
+            StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
             StoreError::Backend(_) => ApiError::internal(),
         }
     }
@@ -197,6 +202,17 @@ pub trait LicenseStore: Send + Sync {
         team: TeamId,
         id: LicenseId,
     ) -> impl Future<Output = StoreResult<License>> + Send;
+    /// Stores a new license together with the e-mails to send about it, in one atomic step, with
+    /// the checks of [`create_license`](Self::create_license). Fails with
+    /// [`StoreError::Limit`] when the team's e-mails queued on the day of `now` would exceed
+    /// `daily_limit`; then nothing is stored.
+    fn create_license_with_mail(
+        &self,
+        license: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// One page of licenses.
     fn list_licenses(
         &self,
@@ -392,6 +408,24 @@ pub trait ActivityStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
 }
 
+/// The e-mail outbox, drained by a delivery worker.
+pub trait OutboxStore: Send + Sync {
+    /// Messages due at `now` (any team), soonest first, at most `limit`.
+    fn due_messages(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<OutboxMessage>>> + Send;
+    /// Removes a delivered message.
+    fn message_sent(&self, message: &OutboxMessage)
+    -> impl Future<Output = StoreResult<()>> + Send;
+    /// Stores a message's new attempt count, next attempt time and error.
+    fn message_failed(
+        &self,
+        message: &OutboxMessage,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
 /// Blacklist entries.
 pub trait BlacklistStore: Send + Sync {
     /// Stores an entry; an entry of the same type and value is a conflict.
@@ -459,6 +493,7 @@ pub trait Store:
     + ActivityStore
     + BlacklistStore
     + StatsStore
+    + OutboxStore
     + Clone
     + 'static
 {
@@ -475,6 +510,7 @@ impl<T> Store for T where
         + ActivityStore
         + BlacklistStore
         + StatsStore
+        + OutboxStore
         + Clone
         + 'static
 {

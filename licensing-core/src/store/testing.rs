@@ -24,12 +24,12 @@ use crate::api::requests::{
 };
 use crate::crypto::{ApiKeySecret, StoredTeamKeys};
 use crate::model::{
-    Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, ReleaseFile,
-    ReleaseStatus, RequestType,
+    Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, OutboxMessage,
+    ReleaseFile, ReleaseStatus, RequestType,
 };
 use crate::validate::{BranchName, Email, Version};
 use crate::verify::RecordChange;
-use crate::{FileId, UserId};
+use crate::{FileId, MessageId, UserId};
 
 /// Runs a future to completion on the current thread.
 pub trait BlockOn: Sync {
@@ -86,6 +86,8 @@ macro_rules! store_test_suite {
             activity_starts_the_activation_clock_once,
             blacklist_entries_are_unique_and_count_hits,
             statistics_buckets_merge_and_overview_counts,
+            license_mail_is_queued_with_the_license_and_limited_per_day,
+            outbox_messages_are_rescheduled_and_removed,
             nothing_crosses_team_boundaries,
         );
         #[test]
@@ -1486,6 +1488,108 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
             .items[0]
             .forgotten
     );
+}
+
+fn message(team: TeamId, to: &str, due: Timestamp) -> OutboxMessage {
+    OutboxMessage {
+        id: MessageId::new(),
+        team_id: team,
+        to: to.into(),
+        subject: "Your license".into(),
+        body: "KEY".into(),
+        attempts: 0,
+        next_attempt_at: due,
+        last_error: None,
+        created_at: due,
+    }
+}
+
+pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let other = team(store, "B").await;
+    let first = license(t.id, t0());
+    let mail = [
+        message(t.id, "a@example.com", t0()),
+        message(t.id, "b@example.com", t0()),
+    ];
+    store
+        .create_license_with_mail(&first, &mail, 3, t0())
+        .await
+        .unwrap();
+    assert!(store.get_license(t.id, first.id).await.unwrap().is_some());
+    let due = store.due_messages(at(1), 10).await.unwrap();
+    assert_eq!(due.len(), 2);
+
+    // Two more would make four today: refused, and the license is not stored either.
+    let second = license(t.id, t0());
+    let more = [
+        message(t.id, "c@example.com", t0()),
+        message(t.id, "d@example.com", t0()),
+    ];
+    assert!(matches!(
+        store
+            .create_license_with_mail(&second, &more, 3, at(5))
+            .await,
+        Err(StoreError::Limit(_))
+    ));
+    assert_eq!(store.get_license(t.id, second.id).await.unwrap(), None);
+    assert_eq!(store.due_messages(at(10), 10).await.unwrap().len(), 2);
+    // Another team has its own quota; tomorrow this team has a fresh one.
+    store
+        .create_license_with_mail(
+            &license(other.id, t0()),
+            &[message(other.id, "x@example.com", t0())],
+            3,
+            t0(),
+        )
+        .await
+        .unwrap();
+    store
+        .create_license_with_mail(&second, &more, 3, t0().plus_days(1))
+        .await
+        .unwrap();
+    // The usual checks apply.
+    let mut dup = license(t.id, t0());
+    dup.license_key = first.license_key;
+    assert!(is_conflict(
+        store
+            .create_license_with_mail(&dup, &[], 3, t0().plus_days(2))
+            .await,
+        "licenseKey"
+    ));
+}
+
+pub async fn outbox_messages_are_rescheduled_and_removed<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let m = message(t.id, "a@example.com", at(0));
+    let later = message(t.id, "b@example.com", at(30));
+    store
+        .create_license_with_mail(&license(t.id, t0()), &[later.clone(), m.clone()], 50, t0())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.due_messages(at(0), 10).await.unwrap(),
+        std::slice::from_ref(&m)
+    );
+    assert_eq!(
+        store.due_messages(at(30), 1).await.unwrap(),
+        std::slice::from_ref(&m),
+        "soonest first, limited"
+    );
+
+    let mut failed = m.clone();
+    failed.attempts = 1;
+    failed.next_attempt_at = at(5);
+    failed.last_error = Some("connection refused".into());
+    store.message_failed(&failed).await.unwrap();
+    assert!(store.due_messages(at(4), 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.due_messages(at(5), 10).await.unwrap(),
+        [failed.clone()]
+    );
+
+    store.message_sent(&failed).await.unwrap();
+    assert_eq!(store.due_messages(at(60), 10).await.unwrap(), [later]);
 }
 
 /// N threads record N new devices at once against a limit of `k`: exactly `k` are admitted.

@@ -20,6 +20,8 @@ pub(crate) mod tag {
     pub(crate) const IP: u8 = b'I';
     pub(crate) const BLACKLIST: u8 = b'X';
     pub(crate) const STATS: u8 = b'S';
+    pub(crate) const OUTBOX: u8 = b'O';
+    pub(crate) const MAIL_DAY: u8 = b'M';
     pub(crate) const INDEX: u8 = b'i';
     pub(crate) const COUNT: u8 = b'#';
 }

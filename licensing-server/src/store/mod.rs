@@ -24,14 +24,15 @@ use licensing_core::api::requests::{
 };
 use licensing_core::crypto::ApiKeyHash;
 use licensing_core::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Overview,
-    Product, Release, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord,
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
+    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+    UsageRecord,
 };
 use licensing_core::store::*;
 use licensing_core::verify::{self, Denial, RecordChange};
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
-    ReleaseId, TeamId, Timestamp,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, MessageId,
+    ProductId, ReleaseId, TeamId, Timestamp,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -196,6 +197,24 @@ fn blacklist_key(team: TeamId, id: BlacklistId) -> Vec<u8> {
 }
 fn stats_key(team: TeamId, hour: i64) -> Vec<u8> {
     key(&[&[tag::STATS], team.as_bytes(), &keys::hour(hour)])
+}
+fn outbox_key(id: MessageId) -> Vec<u8> {
+    key(&[&[tag::OUTBOX], id.as_bytes()])
+}
+/// The outbox queue: due time, then id.
+fn outbox_due_key(m: &OutboxMessage) -> Vec<u8> {
+    key(&[
+        &[tag::INDEX, tag::OUTBOX],
+        &keys::time(m.next_attempt_at),
+        m.id.as_bytes(),
+    ])
+}
+fn mail_day_key(team: TeamId, day: i64) -> Vec<u8> {
+    key(&[
+        &[tag::COUNT, tag::MAIL_DAY],
+        team.as_bytes(),
+        &keys::hour(day),
+    ])
 }
 fn count_key(table: u8, team: TeamId) -> Vec<u8> {
     key(&[&[tag::COUNT, table], team.as_bytes()])
@@ -727,6 +746,32 @@ impl LicenseStore for SledStore {
         self.durable(|tx| {
             check_license_refs(tx, l)?;
             put_license(tx, l, None)
+        })
+        .await
+    }
+
+    async fn create_license_with_mail(
+        &self,
+        l: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.durable(|tx| {
+            check_license_refs(tx, l)?;
+            let day = mail_day_key(l.team_id, OutboxMessage::day_of(now));
+            let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
+                )));
+            }
+            put_license(tx, l, None)?;
+            for m in mail {
+                tx.put_json(outbox_key(m.id), m)?;
+                tx.put(outbox_due_key(m), Vec::new());
+            }
+            tx.add_count(day, mail.len() as i64)
         })
         .await
     }
@@ -1264,6 +1309,51 @@ impl BlacklistStore for SledStore {
                 }
             }
             Ok(())
+        })
+        .await
+    }
+}
+
+impl OutboxStore for SledStore {
+    async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
+        let prefix = [tag::INDEX, tag::OUTBOX];
+        let end = key(&[&prefix, &keys::time(now), &[0xff; 17]]);
+        let mut out = Vec::new();
+        for k in self
+            .inner
+            .tree
+            .range(prefix.to_vec()..end)
+            .keys()
+            .take(limit)
+        {
+            let k = k.map_err(backend)?;
+            let id = MessageId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
+            if let Some(m) = self.get_json(&outbox_key(id))? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.durable(|tx| {
+            if let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? {
+                tx.del(outbox_due_key(&old));
+            }
+            tx.del(outbox_key(message.id));
+            Ok(())
+        })
+        .await
+    }
+
+    async fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.durable(|tx| {
+            let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? else {
+                return Ok(());
+            };
+            tx.del(outbox_due_key(&old));
+            tx.put(outbox_due_key(message), Vec::new());
+            tx.put_json(outbox_key(message.id), message)
         })
         .await
     }
