@@ -56,6 +56,11 @@ impl Timestamp {
         self.plus(TimeDelta::minutes(i64::from(minutes)))
     }
 
+    /// This instant plus `seconds` seconds (saturating).
+    pub fn plus_seconds(self, seconds: u32) -> Self {
+        self.plus(TimeDelta::seconds(i64::from(seconds)))
+    }
+
     /// This instant plus a signed duration (saturating).
     pub fn plus(self, delta: TimeDelta) -> Self {
         Self::from_millis(self.as_millis().saturating_add(delta.num_milliseconds()))

@@ -29,6 +29,15 @@ pub struct Config {
     #[arg(long, env = "LICENSING_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// SMTP server for license e-mails (`sendEmailDelivery`), such as
+    /// `smtp://user:password@mail.example.com:587?tls=required`; e-mail delivery is refused without it.
+    #[arg(long, env = "LICENSING_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
+    /// Sender of license e-mails, such as `Licensing <noreply@example.com>`.
+    #[arg(long, env = "LICENSING_SMTP_FROM")]
+    pub smtp_from: Option<String>,
+
     /// Base URL of the chat directory that checks customers' `chatId` (Discord-style
     /// `GET {url}/users/{id}`), such as `https://discord.com/api/v10`; chat ids are refused without it.
     #[arg(long, env = "LICENSING_CHAT_API_URL")]
@@ -50,6 +59,8 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             admin_token: None,
+            smtp_url: None,
+            smtp_from: None,
             chat_api_url: None,
             chat_bot_token: None,
             log_format: LogFormat::Text,

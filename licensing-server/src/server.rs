@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::files::FileStore;
 use crate::routes;
 use crate::services::chat::ChatDirectory;
+use crate::services::mail::{self, Mailer};
 use crate::services::stats::StatsCache;
 use crate::state::AppState;
 use crate::store::SledStore;
@@ -73,6 +74,15 @@ impl Server {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;
+        let mailer = match (&config.smtp_url, &config.smtp_from) {
+            (Some(url), Some(from)) => Some(Mailer::new(url, from).map_err(ServerError::Config)?),
+            (None, None) => None,
+            _ => {
+                return Err(ServerError::Config(
+                    "set both LICENSING_SMTP_URL and LICENSING_SMTP_FROM, or neither".into(),
+                ));
+            }
+        };
         let chat = match (&config.chat_api_url, &config.chat_bot_token) {
             (Some(url), Some(token)) => Some(
                 ChatDirectory::new(url, token)
@@ -106,6 +116,7 @@ impl Server {
                 stats: StatsCache::default(),
                 metrics: crate::metrics::Metrics::default(),
                 chat,
+                mailer,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
             },
         })
@@ -128,11 +139,21 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let store = self.state.store.clone();
+        let (stop_worker, stop) = tokio::sync::watch::channel(false);
+        let worker = self
+            .state
+            .mailer
+            .clone()
+            .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop)));
         warp::serve(routes::routes(self.state))
             .incoming(self.listener)
             .graceful(shutdown)
             .run()
             .await;
+        stop_worker.send(true).ok();
+        if let Some(worker) = worker {
+            worker.await.ok();
+        }
         store
             .flush()
             .await

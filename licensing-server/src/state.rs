@@ -8,6 +8,7 @@ use crate::files::FileStore;
 use crate::http::{auth, path_param};
 use crate::metrics::Metrics;
 use crate::services::chat::ChatDirectory;
+use crate::services::mail::Mailer;
 use crate::services::stats::StatsCache;
 use crate::store::SledStore;
 
@@ -22,6 +23,8 @@ pub(crate) struct AppState {
     pub(crate) stats: StatsCache,
     /// Prometheus metrics.
     pub(crate) metrics: Metrics,
+    /// The SMTP mailer, when configured.
+    pub(crate) mailer: Option<Mailer>,
     /// The chat directory, when configured.
     pub(crate) chat: Option<ChatDirectory>,
     /// The admin API's token; the admin API is off without one.

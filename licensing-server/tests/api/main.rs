@@ -15,6 +15,7 @@ mod errors;
 mod ext;
 mod helpers;
 mod licenses;
+mod mail;
 mod releases;
 mod restart;
 mod team;

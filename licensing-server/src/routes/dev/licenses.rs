@@ -6,7 +6,7 @@ use licensing_core::api::requests::{
     LicenseCreate, LicenseListQuery, LicenseUpdate, MAX_JSON_BODY, parse_no_query,
 };
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
-use licensing_core::model::{License, LicenseDetail};
+use licensing_core::model::{License, LicenseDetail, OutboxMessage};
 use licensing_core::store::{CustomerStore, LicenseStore, ProductStore, StoreError};
 use licensing_core::{ApiError, LicenseId, LicenseKey};
 use warp::Filter;
@@ -17,6 +17,7 @@ use crate::http::{
     Handled, Response, path_param, raw_query, read_body, respond, store_error, success,
 };
 use crate::routes::with_state;
+use crate::services::mail;
 use crate::state::AppState;
 use crate::store::SledStore;
 
@@ -138,7 +139,8 @@ where
     let dev = state.dev(&team, &headers).await?;
     let body = read_body(body, MAX_JSON_BODY).await?;
     let new = LicenseCreate::parse(&body, dev.now)?;
-    if new.send_email_delivery {
+    let mail = new.send_email_delivery;
+    if mail && state.mailer.is_none() {
         return Err(ApiError::bad_field(
             "sendEmailDelivery",
             "e-mail delivery is not configured on this server (set LICENSING_SMTP_URL and LICENSING_SMTP_FROM)",
@@ -148,7 +150,16 @@ where
         let license =
             new.clone()
                 .into_license(LicenseKey::generate(), dev.team, dev.key.id.into(), dev.now);
-        match state.store.create_license(&license).await {
+        let stored = if mail {
+            let messages = messages_for(&state, &license).await?;
+            state
+                .store
+                .create_license_with_mail(&license, &messages, mail::DAILY_LIMIT, dev.now)
+                .await
+        } else {
+            state.store.create_license(&license).await
+        };
+        match stored {
             Ok(()) => {
                 return Ok(success(
                     200,
@@ -160,6 +171,7 @@ where
                 field: "licenseKey",
                 ..
             }) => continue,
+            Err(StoreError::Limit(message)) => return Ok(daily_limit_reached(message, dev.now)),
             Err(e) => return Err(store_error(e)),
         }
     }
@@ -167,6 +179,46 @@ where
         "license key generation",
         "no free key after several attempts",
     ))
+}
+
+/// The e-mails announcing a new license to its customers; at least one customer needs an
+/// address.
+async fn messages_for(state: &AppState, license: &License) -> Result<Vec<OutboxMessage>, ApiError> {
+    let customers = state
+        .store
+        .get_customers(license.team_id, &license.customer_ids)
+        .await
+        .map_err(store_error)?;
+    if customers.len() != license.customer_ids.len() {
+        return Err(StoreError::NotFound(licensing_core::store::Entity::Customer).into());
+    }
+    let products = state
+        .store
+        .get_products(license.team_id, &license.product_ids)
+        .await
+        .map_err(store_error)?;
+    let messages = mail::license_messages(license, &customers, &products, license.created_at);
+    if messages.is_empty() {
+        return Err(ApiError::bad_field(
+            "sendEmailDelivery",
+            "none of the license's customers has an e-mail address",
+        ));
+    }
+    Ok(messages)
+}
+
+/// 429 with `Retry-After` until the next UTC day.
+fn daily_limit_reached(message: String, now: licensing_core::Timestamp) -> Response {
+    let err = ApiError::new(licensing_core::api::ResultCode::RateLimit, message);
+    let mut response = crate::http::error(&err);
+    let next_day_ms = (OutboxMessage::day_of(now) + 1) * 86_400_000;
+    let seconds = ((next_day_ms - now.as_millis()) / 1000).max(1);
+    if let Ok(value) = warp::http::HeaderValue::from_str(&seconds.to_string()) {
+        response
+            .headers_mut()
+            .insert(warp::http::header::RETRY_AFTER, value);
+    }
+    response
 }
 
 async fn list(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {

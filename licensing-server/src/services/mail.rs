@@ -1,0 +1,155 @@
+//! License e-mails: queued durably with the license (see `create_license_with_mail`) and
+//! delivered by a background worker over SMTP, retried with backoff, so a failing mail server
+//! neither fails the API call nor loses a message.
+
+use std::time::Duration;
+
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use licensing_core::model::{Customer, License, OutboxMessage, Product};
+use licensing_core::store::OutboxStore;
+use licensing_core::{MessageId, Timestamp};
+use tokio::sync::watch;
+
+/// E-mails a team may queue per day.
+pub const DAILY_LIMIT: u32 = 50;
+/// How often the worker looks for due messages.
+const POLL: Duration = Duration::from_millis(500);
+/// Messages sent per round.
+const BATCH: usize = 20;
+
+/// An SMTP client with its sender address.
+#[derive(Clone)]
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+}
+
+impl std::fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailer")
+            .field("from", &self.from.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mailer {
+    /// A mailer for an SMTP URL (`smtp://user:pass@host:587?tls=required`,
+    /// `smtps://host:465`, `smtp://localhost:25`) and a sender (`Licensing <noreply@example.com>`).
+    pub fn new(url: &str, from: &str) -> Result<Self, String> {
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+            .map_err(|e| format!("LICENSING_SMTP_URL: {e}"))?
+            .timeout(Some(Duration::from_secs(15)))
+            .build();
+        let from = from
+            .parse::<Mailbox>()
+            .map_err(|e| format!("LICENSING_SMTP_FROM: {e}"))?;
+        Ok(Self { transport, from })
+    }
+
+    /// Sends one message.
+    pub async fn send(&self, m: &OutboxMessage) -> Result<(), String> {
+        let to =
+            m.to.parse::<Mailbox>()
+                .map_err(|e| format!("recipient: {e}"))?;
+        let email = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(m.subject.clone())
+            .body(m.body.clone())
+            .map_err(|e| format!("message: {e}"))?;
+        self.transport
+            .send(email)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The messages for a new license: one to each customer with an e-mail address.
+pub fn license_messages(
+    license: &License,
+    customers: &[Customer],
+    products: &[Product],
+    now: Timestamp,
+) -> Vec<OutboxMessage> {
+    let product_names: Vec<&str> = products.iter().map(|p| p.name.as_str()).collect();
+    let what = if product_names.is_empty() {
+        "your software".to_owned()
+    } else {
+        product_names.join(", ")
+    };
+    let expires = match license.expiration_date {
+        Some(date) => format!("It is valid until {date}."),
+        None if license.expiration_days.is_some() => format!(
+            "It is valid for {} days from its first use.",
+            license.expiration_days.unwrap_or_default()
+        ),
+        None => "It does not expire.".to_owned(),
+    };
+    customers
+        .iter()
+        .filter_map(|c| {
+            let to = c.email.as_ref()?.as_str().to_owned();
+            let greeting = c.full_name.as_deref().or(c.username.as_deref()).unwrap_or("there");
+            Some(OutboxMessage {
+                id: MessageId::new(),
+                team_id: license.team_id,
+                to,
+                subject: format!("Your license key for {what}"),
+                body: format!(
+                    "Hello {greeting},\n\nyour license key for {what} is:\n\n    {key}\n\n{expires}\n",
+                    key = license.license_key
+                ),
+                attempts: 0,
+                next_attempt_at: now,
+                last_error: None,
+                created_at: now,
+            })
+        })
+        .collect()
+}
+
+/// Delivers due messages until `stop` turns true.
+pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        deliver_due(&store, &mailer).await;
+        tokio::select! {
+            _ = stop.changed() => {},
+            () = tokio::time::sleep(POLL) => {},
+        }
+    }
+}
+
+async fn deliver_due<S: OutboxStore>(store: &S, mailer: &Mailer) {
+    let due = match store.due_messages(Timestamp::now(), BATCH).await {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the outbox failed");
+            return;
+        }
+    };
+    for mut m in due {
+        match mailer.send(&m).await {
+            Ok(()) => {
+                tracing::info!(to = %m.to, attempts = m.attempts + 1, "license e-mail delivered");
+                if let Err(e) = store.message_sent(&m).await {
+                    tracing::error!(error = %e, "could not remove a delivered message");
+                }
+            }
+            Err(e) => {
+                m.attempts += 1;
+                let delay = OutboxMessage::backoff_seconds(m.attempts);
+                m.next_attempt_at = Timestamp::now().plus_seconds(delay);
+                tracing::warn!(to = %m.to, attempts = m.attempts, retry_in_s = delay, error = %e, "license e-mail failed");
+                m.last_error = Some(e);
+                if let Err(e) = store.message_failed(&m).await {
+                    tracing::error!(error = %e, "could not reschedule a message");
+                }
+            }
+        }
+    }
+}
