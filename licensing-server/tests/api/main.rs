@@ -14,6 +14,7 @@ mod devices;
 mod errors;
 mod ext;
 mod helpers;
+mod isolation;
 mod licenses;
 mod mail;
 mod releases;

@@ -1,0 +1,254 @@
+//! Tenant isolation on every developer route: another team's key on this team's path is 403;
+//! this team's ids under another team's path (with that team's key) are 404; nothing changes.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::TestServer;
+
+/// Every developer route with a body that would be valid, over team A's records.
+fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
+    let s = |v: &str| ids[v].as_str().unwrap().to_owned();
+    let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
+        s("license"),
+        s("key"),
+        s("customer"),
+        s("product"),
+        s("branch"),
+        s("release"),
+        s("hwid"),
+        s("ip"),
+        s("entry"),
+        s("apiKey"),
+    );
+    let body = |v: Value| Some(v.to_string());
+    vec![
+        (
+            Method::POST,
+            "licenses".into(),
+            body(json!({"expirationType": "NEVER"})),
+        ),
+        (Method::GET, "licenses".into(), None),
+        (Method::GET, format!("licenses/{key}"), None),
+        (Method::DELETE, format!("licenses/{key}"), None),
+        (Method::GET, format!("licenses/id/{license}"), None),
+        (
+            Method::PUT,
+            format!("licenses/id/{license}"),
+            body(json!({"suspended": true})),
+        ),
+        (Method::DELETE, format!("licenses/id/{license}"), None),
+        (Method::GET, format!("licenses/id/{license}/hwid"), None),
+        (
+            Method::PATCH,
+            format!("licenses/id/{license}/hwid/{hwid}"),
+            body(json!({"forgotten": true})),
+        ),
+        (
+            Method::GET,
+            format!("licenses/id/{license}/ip-address"),
+            None,
+        ),
+        (
+            Method::PATCH,
+            format!("licenses/id/{license}/ip-address/{ip}"),
+            body(json!({"forgotten": true})),
+        ),
+        (
+            Method::POST,
+            "customers".into(),
+            body(json!({"email": "x@example.com"})),
+        ),
+        (Method::GET, "customers".into(), None),
+        (Method::GET, format!("customers/{customer}"), None),
+        (
+            Method::PUT,
+            format!("customers/{customer}"),
+            body(json!({"fullName": "Changed"})),
+        ),
+        (Method::DELETE, format!("customers/{customer}"), None),
+        (Method::POST, "products".into(), body(json!({"name": "X"}))),
+        (Method::GET, "products".into(), None),
+        (Method::GET, format!("products/{product}"), None),
+        (
+            Method::PUT,
+            format!("products/{product}"),
+            body(json!({"name": "Changed"})),
+        ),
+        (Method::DELETE, format!("products/{product}"), None),
+        (
+            Method::POST,
+            format!("products/{product}/branches"),
+            body(json!({"name": "gamma"})),
+        ),
+        (Method::GET, format!("products/{product}/branches"), None),
+        (
+            Method::DELETE,
+            format!("products/{product}/branches/{branch}"),
+            None,
+        ),
+        (Method::GET, "releases".into(), None),
+        (Method::GET, format!("releases/{release}"), None),
+        (Method::DELETE, format!("releases/{release}"), None),
+        (Method::GET, "statistics".into(), None),
+        (Method::GET, "settings".into(), None),
+        (
+            Method::PUT,
+            "settings".into(),
+            body(json!({"strictCustomers": true})),
+        ),
+        (
+            Method::POST,
+            "blacklist".into(),
+            body(json!({"type": "IP", "value": "192.0.2.1"})),
+        ),
+        (Method::GET, "blacklist".into(), None),
+        (Method::DELETE, format!("blacklist/{entry}"), None),
+        (Method::POST, "api-keys".into(), body(json!({"name": "x"}))),
+        (Method::GET, "api-keys".into(), None),
+        (Method::DELETE, format!("api-keys/{api_key}"), None),
+        (Method::GET, "public-key".into(), None),
+    ]
+}
+
+/// Everything team A can read, to compare before and after.
+async fn snapshot(s: &TestServer) -> Vec<Value> {
+    let mut out = Vec::new();
+    for path in [
+        "licenses",
+        "customers",
+        "products",
+        "releases",
+        "settings",
+        "blacklist",
+        "api-keys",
+    ] {
+        let mut answer = s.get(&s.dev(path)).await.ok().clone();
+        if let Some(keys) = answer.get_mut("apiKeys") {
+            // Listing is fine; compare ids only.
+            *keys = json!(
+                keys.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k["id"].clone())
+                    .collect::<Vec<_>>()
+            );
+        }
+        out.push(answer);
+    }
+    out
+}
+
+#[tokio::test]
+async fn no_route_shows_or_changes_another_teams_data() {
+    let s = TestServer::start().await;
+    let b = s.other_team().await;
+    // Team A's records, one of each.
+    let product = s.post(&s.dev("products"), r#"{"name":"App"}"#).await.ok()["id"].clone();
+    let branch = s
+        .post(
+            &s.dev(&format!("products/{}/branches", product.as_str().unwrap())),
+            r#"{"name":"beta"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    let customer = s
+        .post(&s.dev("customers"), r#"{"email":"a@example.com"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let l = s
+        .license(&format!(
+            r#"{{"expirationType":"NEVER","productIds":[{product}],"customerIds":[{customer}]}}"#
+        ))
+        .await;
+    s.activity(l["id"].as_str().unwrap(), "device-aaaa-0001", 1)
+        .await;
+    let hwid = s
+        .get(&s.dev(&format!("licenses/id/{}/hwid", l["id"].as_str().unwrap())))
+        .await
+        .ok()["hwids"][0]["id"]
+        .clone();
+    let ip = s
+        .get(&s.dev(&format!(
+            "licenses/id/{}/ip-address",
+            l["id"].as_str().unwrap()
+        )))
+        .await
+        .ok()["ipAddresses"][0]["id"]
+        .clone();
+    let form = reqwest::multipart::Form::new().text(
+        "data",
+        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}).to_string(),
+    );
+    let release: Value = s
+        .client
+        .post(s.dev("releases"))
+        .bearer_auth(s.key())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entry = s
+        .post(&s.dev("blacklist"), r#"{"type":"COUNTRY","value":"FI"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let api_key = s.post(&s.dev("api-keys"), r#"{"name":"spare"}"#).await.ok()["id"].clone();
+    let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
+                     "release": release["data"]["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key});
+    let before = snapshot(&s).await;
+
+    for (method, path, body) in routes(&ids) {
+        // B's key on A's path: 403.
+        let a_path = s.dev(&path);
+        let answer = s
+            .send(method.clone(), &a_path, Some(&b.api_key), body.as_deref())
+            .await;
+        assert_eq!(
+            (answer.status, answer.code()),
+            (403, "FORBIDDEN"),
+            "{method} {path}: {}",
+            answer.body
+        );
+        // A's ids under B's path with B's key: never a success that touches A's records.
+        let b_path = format!("{}/api/v1/dev/teams/{}/{}", s.base, b.team_id, path);
+        let answer = s
+            .send(method.clone(), &b_path, Some(&b.api_key), body.as_deref())
+            .await;
+        let mentions_a_id = [
+            "license", "key", "customer", "product", "branch", "release", "hwid", "ip", "entry",
+            "apiKey",
+        ]
+        .iter()
+        .any(|k| path.contains(ids[*k].as_str().unwrap()));
+        if mentions_a_id {
+            assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+        } else {
+            assert!(answer.status < 500, "{method} {path}: {}", answer.body);
+            // Lists under B show none of A's records.
+            let text = answer.body.to_string();
+            for k in ["license", "customer", "product", "release", "entry"] {
+                assert!(
+                    !text.contains(ids[k].as_str().unwrap()),
+                    "{method} {path} shows A's {k}"
+                );
+            }
+        }
+    }
+    // Unknown ids under A's own path are 404 too.
+    let unknown = uuid::Uuid::new_v4().to_string();
+    for path in [
+        format!("licenses/id/{unknown}"),
+        format!("customers/{unknown}"),
+        format!("products/{unknown}"),
+        format!("releases/{unknown}"),
+    ] {
+        assert_eq!(s.get(&s.dev(&path)).await.status, 404, "{path}");
+    }
+    assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
+}
