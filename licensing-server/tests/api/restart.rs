@@ -16,8 +16,40 @@ async fn restarting_on_the_same_data_dir_keeps_everything() {
     s.put(&s.dev("settings"), r#"{"strictCustomers":true}"#)
         .await
         .ok();
+    let p = s.post(&s.dev("products"), r#"{"name":"App"}"#).await.ok()["id"].clone();
+    let data =
+        serde_json::json!({"version": "1.0.0", "productId": p, "status": "PUBLISHED"}).to_string();
+    let form = reqwest::multipart::Form::new().text("data", data).part(
+        "file",
+        reqwest::multipart::Part::bytes(b"release bytes".to_vec()).file_name("app.bin"),
+    );
+    let release: serde_json::Value = s
+        .client
+        .post(s.dev("releases"))
+        .bearer_auth(s.key())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let release_id = release["data"]["id"].as_str().unwrap().to_owned();
 
     let s = s.restart().await;
+    let r = s.get(&s.dev(&format!("releases/{release_id}"))).await;
+    let file = &r.ok()["file"];
+    assert_eq!(file["size"], 13);
+    let path = s
+        .dir
+        .path()
+        .join("files")
+        .join(file["key"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        b"release bytes",
+        "the file survives too"
+    );
     assert_eq!(
         s.get(&s.dev(&format!("licenses/id/{}", l["id"].as_str().unwrap())))
             .await
