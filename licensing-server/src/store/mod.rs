@@ -2,10 +2,17 @@
 //!
 //! - **Atomicity**: every write runs under one writer lock, reads what it needs, stages all its
 //!   changes (records, indexes, counters) and applies them with one `apply_batch`, which sled
-//!   applies atomically. Reads take no lock. The lock is never held across an `.await`.
-//! - **Durability**: a write returns after `flush_async`, which fsyncs (and lets concurrent
-//!   writers share one fsync). The only exception is the plain `lastSeenAt`/`lastActiveAt` refresh
-//!   of a known device, which sled's background flush (every 500 ms) makes durable.
+//!   applies atomically. Reads take no lock.
+//! - **Durability**: a write returns once a flush (fsync) that covers it has completed. Flushes
+//!   run on one flusher thread, under the same writer lock, and group-commit: every write applied
+//!   before a flush starts is covered by it. The only writes that do not wait are the plain
+//!   `lastSeenAt`/`lastActiveAt` refreshes of known devices, which the flusher makes durable
+//!   within 500 ms.
+//! - **Why flushes take the writer lock**: in sled 0.34, `apply_batch` takes a global exclusive
+//!   lock, and a flush holds the shared side of it while it waits for sled's I/O threads, which
+//!   need the shared side too. A batch applied while a flush runs therefore deadlocks the store
+//!   (seen under concurrent writes; the `lists` bench reproduced it). So sled's own background
+//!   flusher is off, and no flush ever overlaps a batch.
 //! - **Indexes**: licenses and customers, the lists that grow large, have order-preserving sort
 //!   indexes and per-team counters, so an unfiltered page reads only that page's records; licenses
 //!   also have reverse indexes by customer and by product (filters, cascades, statistics). Smaller
@@ -16,7 +23,9 @@ mod keys;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use licensing_core::api::requests::{
     CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,
@@ -36,6 +45,7 @@ use licensing_core::{
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use keys::{key, tag};
 
@@ -60,7 +70,111 @@ pub struct SledStore {
 struct Inner {
     db: sled::Db,
     tree: sled::Tree,
-    write: Mutex<()>,
+    /// Held while a batch is staged and applied, and while the flusher flushes.
+    write: Arc<tokio::sync::Mutex<()>>,
+    /// Batches applied so far.
+    applied: Arc<AtomicU64>,
+    flusher: Arc<Flusher>,
+    /// The flush progress: batches covered by the last completed flush, or the failure.
+    flushed: watch::Receiver<FlushState>,
+}
+
+/// What the last flush achieved.
+#[derive(Clone, Debug, Default)]
+struct FlushState {
+    covered: u64,
+    failure: Option<Arc<str>>,
+}
+
+/// Wakes the flusher thread.
+#[derive(Default)]
+struct Flusher {
+    state: Mutex<FlusherState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct FlusherState {
+    requested: bool,
+    stop: bool,
+}
+
+/// How often the flusher makes undelayed writes (plain refreshes) durable.
+const BACKGROUND_FLUSH: Duration = Duration::from_millis(500);
+
+impl Flusher {
+    fn request(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.requested = true;
+        }
+        self.wake.notify_one();
+    }
+
+    fn stop(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.stop = true;
+        }
+        self.wake.notify_one();
+    }
+
+    /// Waits for a request, a stop, or the background interval; `false` means stop.
+    fn wait(&self) -> bool {
+        let Ok(guard) = self.state.lock() else {
+            return false;
+        };
+        let Ok((mut guard, _)) = self
+            .wake
+            .wait_timeout_while(guard, BACKGROUND_FLUSH, |st| !st.requested && !st.stop)
+        else {
+            return false;
+        };
+        guard.requested = false;
+        !guard.stop
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.flusher.stop();
+    }
+}
+
+/// The flusher thread: flushes under the writer lock when asked, or every 500 ms when there are
+/// unflushed batches, and publishes how far each flush reached.
+fn run_flusher(
+    tree: sled::Tree,
+    write: Arc<tokio::sync::Mutex<()>>,
+    applied: Arc<AtomicU64>,
+    flusher: Arc<Flusher>,
+    progress: watch::Sender<FlushState>,
+) {
+    loop {
+        let keep_going = flusher.wait();
+        let covered = progress.borrow().covered;
+        if applied.load(Ordering::Acquire) > covered {
+            let guard = write.blocking_lock();
+            let target = applied.load(Ordering::Acquire);
+            let result = tree.flush();
+            drop(guard);
+            let state = match result {
+                Ok(_) => FlushState {
+                    covered: target,
+                    failure: None,
+                },
+                Err(e) => {
+                    tracing::error!(error = %e, "store flush failed");
+                    FlushState {
+                        covered,
+                        failure: Some(Arc::from(e.to_string())),
+                    }
+                }
+            };
+            progress.send_replace(state);
+        }
+        if !keep_going {
+            return;
+        }
+    }
 }
 
 impl std::fmt::Debug for SledStore {
@@ -289,41 +403,70 @@ fn reindex(tx: &mut Tx<'_>, old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) {
 impl SledStore {
     /// Opens (or creates) the store in `dir`.
     pub fn open(dir: &Path) -> StoreResult<Self> {
-        let db = sled::Config::new()
-            .path(dir)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(backend)?;
-        let tree = db.open_tree("data").map_err(backend)?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                db,
-                tree,
-                write: Mutex::new(()),
-            }),
-        })
+        Self::with_config(sled::Config::new().path(dir))
     }
 
     /// A store in a temporary directory that sled removes when the store is dropped (tests).
     pub fn temporary() -> StoreResult<Self> {
-        let db = sled::Config::new()
-            .temporary(true)
-            .open()
-            .map_err(backend)?;
+        Self::with_config(sled::Config::new().temporary(true))
+    }
+
+    fn with_config(config: sled::Config) -> StoreResult<Self> {
+        // sled's own periodic flusher stays off: see the module documentation.
+        let db = config.flush_every_ms(None).open().map_err(backend)?;
         let tree = db.open_tree("data").map_err(backend)?;
+        let write = Arc::new(tokio::sync::Mutex::new(()));
+        let applied = Arc::new(AtomicU64::new(0));
+        let flusher = Arc::new(Flusher::default());
+        let (progress, flushed) = watch::channel(FlushState::default());
+        {
+            let (tree, write, applied, flusher) = (
+                tree.clone(),
+                write.clone(),
+                applied.clone(),
+                flusher.clone(),
+            );
+            std::thread::Builder::new()
+                .name("store-flusher".into())
+                .spawn(move || run_flusher(tree, write, applied, flusher, progress))
+                .map_err(backend)?;
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
                 tree,
-                write: Mutex::new(()),
+                write,
+                applied,
+                flusher,
+                flushed,
             }),
         })
     }
 
     /// Makes everything written so far durable.
     pub async fn flush(&self) -> StoreResult<()> {
-        self.inner.tree.flush_async().await.map_err(backend)?;
-        Ok(())
+        self.flushed_up_to(self.inner.applied.load(Ordering::Acquire))
+            .await
+    }
+
+    /// Waits until a flush covers batch number `batch`.
+    async fn flushed_up_to(&self, batch: u64) -> StoreResult<()> {
+        let mut flushed = self.inner.flushed.clone();
+        if flushed.borrow().covered >= batch {
+            return Ok(());
+        }
+        self.inner.flusher.request();
+        let state = flushed
+            .wait_for(|st| st.covered >= batch || st.failure.is_some())
+            .await
+            .map_err(|_| backend("the store flusher stopped"))?
+            .clone();
+        match state.failure {
+            Some(e) if state.covered < batch => {
+                Err(StoreError::Backend(format!("flush failed: {e}")))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether the store holds no team yet.
@@ -343,26 +486,27 @@ impl SledStore {
         self.inner.db.size_on_disk().map_err(backend)
     }
 
-    /// Runs one atomic write: `f` stages changes, which are applied together.
-    fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
-        let _guard = self
-            .inner
-            .write
-            .lock()
-            .map_err(|_| backend("writer lock poisoned"))?;
+    /// Runs one atomic write: `f` stages changes, which are applied together. Returns the result
+    /// and the batch number to wait for to make it durable.
+    async fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
+    ) -> StoreResult<(T, u64)> {
+        let _guard = self.inner.write.lock().await;
         let mut tx = Tx {
             tree: &self.inner.tree,
             pending: BTreeMap::new(),
         };
         let out = f(&mut tx)?;
         tx.commit()?;
-        Ok(out)
+        let batch = self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1;
+        Ok((out, batch))
     }
 
     /// A write that is flushed before it returns.
     async fn durable<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
-        let out = self.write(f)?;
-        self.flush().await?;
+        let (out, batch) = self.write(f).await?;
+        self.flushed_up_to(batch).await?;
         Ok(out)
     }
 
@@ -1201,60 +1345,62 @@ impl ActivityStore for SledStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
-        let outcome = self.write(|tx| {
-            let current: License = tx
-                .get_json(&license_key(team, license))?
-                .ok_or(StoreError::NotFound(Entity::License))?;
-            let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
-            let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
-            let admission = match verify::admit(
-                &current,
-                settings,
-                &hwids,
-                &ips,
-                activity.hardware_id.as_ref(),
-                activity.ip,
-                now,
-            ) {
-                Ok(a) => a,
-                Err(denial) => return Ok(Err(denial)),
-            };
-            match (admission.hwid, &activity.hardware_id) {
-                (Some(RecordChange::Create), Some(h)) => {
-                    let record = new_hwid(&current, h, now);
-                    tx.put_json(hwid_key(team, license, record.id), &record)?;
+        let (outcome, batch) = self
+            .write(|tx| {
+                let current: License = tx
+                    .get_json(&license_key(team, license))?
+                    .ok_or(StoreError::NotFound(Entity::License))?;
+                let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
+                let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
+                let admission = match verify::admit(
+                    &current,
+                    settings,
+                    &hwids,
+                    &ips,
+                    activity.hardware_id.as_ref(),
+                    activity.ip,
+                    now,
+                ) {
+                    Ok(a) => a,
+                    Err(denial) => return Ok(Err(denial)),
+                };
+                match (admission.hwid, &activity.hardware_id) {
+                    (Some(RecordChange::Create), Some(h)) => {
+                        let record = new_hwid(&current, h, now);
+                        tx.put_json(hwid_key(team, license, record.id), &record)?;
+                    }
+                    (Some(RecordChange::Refresh { id, .. }), _) => {
+                        if let Some(mut h) = hwids.into_iter().find(|h| h.id == id) {
+                            refresh_hwid(&mut h, now);
+                            tx.put_json(hwid_key(team, license, id), &h)?;
+                        }
+                    }
+                    _ => {}
                 }
-                (Some(RecordChange::Refresh { id, .. }), _) => {
-                    if let Some(mut h) = hwids.into_iter().find(|h| h.id == id) {
-                        refresh_hwid(&mut h, now);
-                        tx.put_json(hwid_key(team, license, id), &h)?;
+                match admission.ip {
+                    RecordChange::Create => {
+                        let record = new_ip(&current, activity, now);
+                        tx.put_json(ip_key(team, license, record.id), &record)?;
+                    }
+                    RecordChange::Refresh { id, .. } => {
+                        if let Some(mut r) = ips.into_iter().find(|r| r.id == id) {
+                            refresh_ip(&mut r, activity, now);
+                            tx.put_json(ip_key(team, license, id), &r)?;
+                        }
                     }
                 }
-                _ => {}
-            }
-            match admission.ip {
-                RecordChange::Create => {
-                    let record = new_ip(&current, activity, now);
-                    tx.put_json(ip_key(team, license, record.id), &record)?;
-                }
-                RecordChange::Refresh { id, .. } => {
-                    if let Some(mut r) = ips.into_iter().find(|r| r.id == id) {
-                        refresh_ip(&mut r, activity, now);
-                        tx.put_json(ip_key(team, license, id), &r)?;
-                    }
-                }
-            }
-            let next = license_after(&current, &admission, now);
-            put_license(tx, &next, Some(&current))?;
-            Ok(Ok(Recorded {
-                license: next,
-                admission,
-            }))
-        })?;
+                let next = license_after(&current, &admission, now);
+                put_license(tx, &next, Some(&current))?;
+                Ok(Ok(Recorded {
+                    license: next,
+                    admission,
+                }))
+            })
+            .await?;
         if let Ok(recorded) = &outcome
             && recorded.admission.creates_state()
         {
-            self.flush().await?;
+            self.flushed_up_to(batch).await?;
         }
         Ok(outcome)
     }
@@ -1500,6 +1646,45 @@ mod tests {
                 .await
                 .expect("overview");
             assert_eq!(overview.total_licenses, 1);
+        });
+    }
+
+    /// Many concurrent durable writes (each waiting for a flush that covers it) complete. A
+    /// stress check: the deadlock that `apply_batch` next to sled's flushes caused showed at once
+    /// in the release-build `lists` bench, but rarely in a debug build.
+    #[test]
+    fn concurrent_durable_writes_do_not_deadlock() {
+        use licensing_core::store::{LicenseStore, testing};
+
+        Tokio.block_on(async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let writers: Vec<_> = (0..64)
+                .map(|_| {
+                    let store = store.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..30 {
+                            let license =
+                                testing::license(team.id, licensing_core::Timestamp::now());
+                            store.create_license(&license).await.expect("create");
+                        }
+                    })
+                })
+                .collect();
+            let all = async {
+                for w in writers {
+                    w.await.expect("writer");
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), all)
+                .await
+                .expect("concurrent writes must finish (no deadlock)");
+            let q = licensing_core::api::requests::LicenseListQuery::parse("").expect("query");
+            assert_eq!(
+                store.list_licenses(team.id, &q).await.expect("list").total,
+                64 * 30
+            );
         });
     }
 
