@@ -75,6 +75,8 @@ struct Inner {
     /// Batches applied so far.
     applied: Arc<AtomicU64>,
     flusher: Arc<Flusher>,
+    /// The flusher thread, joined on drop so the database is closed when the store is.
+    flusher_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The flush progress: batches covered by the last completed flush, or the failure.
     flushed: watch::Receiver<FlushState>,
 }
@@ -134,8 +136,15 @@ impl Flusher {
 }
 
 impl Drop for Inner {
+    /// Stops the flusher (its last round flushes what is left) and waits for it, so that the
+    /// database is closed and can be opened again as soon as the store is dropped.
     fn drop(&mut self) {
         self.flusher.stop();
+        if let Some(thread) = self.flusher_thread.lock().ok().and_then(|mut t| t.take())
+            && thread.join().is_err()
+        {
+            tracing::error!("the store flusher panicked");
+        }
     }
 }
 
@@ -419,7 +428,7 @@ impl SledStore {
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
         let (progress, flushed) = watch::channel(FlushState::default());
-        {
+        let flusher_thread = {
             let (tree, write, applied, flusher) = (
                 tree.clone(),
                 write.clone(),
@@ -429,8 +438,8 @@ impl SledStore {
             std::thread::Builder::new()
                 .name("store-flusher".into())
                 .spawn(move || run_flusher(tree, write, applied, flusher, progress))
-                .map_err(backend)?;
-        }
+                .map_err(backend)?
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
@@ -438,6 +447,7 @@ impl SledStore {
                 write,
                 applied,
                 flusher,
+                flusher_thread: Mutex::new(Some(flusher_thread)),
                 flushed,
             }),
         })
