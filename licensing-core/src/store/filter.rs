@@ -8,7 +8,7 @@ use crate::api::requests::{
     CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductSort, ReleaseFilter,
     ReleaseSort, SortDirection,
 };
-use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, UsageRecord};
+use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord};
 use crate::validate::{HardwareId, SearchText};
 use crate::verify::Admission;
 use crate::{HwidId, IpId, Timestamp};
@@ -149,6 +149,18 @@ pub fn compare_usage<R: UsageRecord>(
         DeviceSort::CreatedAt => a.created_at().cmp(&b.created_at()),
     };
     directed(by.then_with(|| a.record_id().cmp(&b.record_id())), dir)
+}
+
+/// The `limit` products with the most licenses, most first (ties by name, then id).
+pub fn rank_top_products(mut products: Vec<TopProduct>, limit: usize) -> Vec<TopProduct> {
+    products.sort_by(|a, b| {
+        b.licenses
+            .cmp(&a.licenses)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    products.truncate(limit);
+    products
 }
 
 /// Sorts all matching items and cuts the page: the simple way, for stores that hold the items.

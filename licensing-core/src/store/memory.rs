@@ -884,7 +884,7 @@ impl StatsStore for MemoryStore {
                     *counts.entry(*p).or_default() += 1;
                 }
             }
-            let mut top: Vec<TopProduct> = s
+            let top: Vec<TopProduct> = s
                 .products
                 .values()
                 .filter(|p| p.team_id == team)
@@ -894,14 +894,7 @@ impl StatsStore for MemoryStore {
                     licenses: counts.get(&p.id).copied().unwrap_or(0),
                 })
                 .collect();
-            top.sort_by(|a, b| {
-                b.licenses
-                    .cmp(&a.licenses)
-                    .then_with(|| a.name.cmp(&b.name))
-                    .then_with(|| a.id.cmp(&b.id))
-            });
-            top.truncate(limit);
-            Ok(top)
+            Ok(rank_top_products(top, limit))
         })
     }
 }

@@ -1572,7 +1572,7 @@ impl StatsStore for SledStore {
             *counts.entry(product).or_default() += 1;
         }
         let products: Vec<Product> = self.scan(&key(&[&[tag::PRODUCT], team.as_bytes()]))?;
-        let mut top: Vec<TopProduct> = products
+        let top: Vec<TopProduct> = products
             .into_iter()
             .map(|p| TopProduct {
                 licenses: counts.get(p.id.as_bytes()).copied().unwrap_or(0),
@@ -1580,14 +1580,7 @@ impl StatsStore for SledStore {
                 name: p.name,
             })
             .collect();
-        top.sort_by(|a, b| {
-            b.licenses
-                .cmp(&a.licenses)
-                .then_with(|| a.name.cmp(&b.name))
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        top.truncate(limit);
-        Ok(top)
+        Ok(rank_top_products(top, limit))
     }
 }
 
