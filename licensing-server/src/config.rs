@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use ipnet::IpNet;
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -47,6 +49,32 @@ pub struct Config {
     #[arg(long, env = "LICENSING_CHAT_BOT_TOKEN", hide_env_values = true)]
     pub chat_bot_token: Option<String>,
 
+    /// Proxies whose `X-Forwarded-For` is believed, as a comma-separated list of addresses or
+    /// CIDR ranges (such as `127.0.0.1,10.0.0.0/8`). From any other peer the header is ignored
+    /// and the client IP is the socket's peer address.
+    #[arg(long, env = "LICENSING_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_net)]
+    pub trusted_proxies: Vec<IpNet>,
+
+    /// A MaxMind-format country database (`.mmdb`: GeoLite2-Country, or a free one such as
+    /// ip-location-db's geo-whois-asn-country). Without it, countries come from the registry
+    /// data embedded in the server.
+    #[arg(long, env = "LICENSING_GEOIP_DB")]
+    pub geoip_db: Option<PathBuf>,
+
+    /// Client requests allowed per minute: verify and heartbeat per client IP, classloader per
+    /// client IP and per license key. 0 turns these limits off.
+    #[arg(long, env = "LICENSING_RATE_LIMIT_PER_MINUTE", default_value_t = 30)]
+    pub rate_limit_per_minute: u32,
+
+    /// Developer and admin requests allowed per minute per API key (or admin token). 0 turns the
+    /// limit off.
+    #[arg(
+        long,
+        env = "LICENSING_DEV_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 300
+    )]
+    pub dev_rate_limit_per_minute: u32,
+
     /// Log format.
     #[arg(long, env = "LICENSING_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -64,6 +92,15 @@ impl Config {
             chat_api_url: None,
             chat_bot_token: None,
             log_format: LogFormat::Text,
+            trusted_proxies: Vec::new(),
+            geoip_db: None,
+            rate_limit_per_minute: 30,
+            dev_rate_limit_per_minute: 300,
         }
     }
+}
+
+/// Parses one trusted proxy: an address or a CIDR range.
+fn parse_net(text: &str) -> Result<IpNet, String> {
+    licensing_core::verify::parse_ip_or_net(text.trim())
 }

@@ -37,6 +37,9 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/api-keys",
     "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
     "/api/v1/dev/teams/{teamId}/public-key",
+    "/api/v1/client/teams/{teamId}/verification/verify",
+    "/api/v1/client/teams/{teamId}/verification/heartbeat",
+    "/api/v1/client/teams/{teamId}/verification/classloader",
     "/api/v1/admin/teams",
     "/api/v1/admin/teams/{teamId}/features",
 ];
@@ -66,6 +69,17 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    endpoint: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
     route: &'static str,
 }
@@ -76,6 +90,8 @@ pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram>,
+    outcomes: Family<OutcomeLabels, Counter>,
+    rsa: Family<OperationLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -102,10 +118,24 @@ impl Default for Metrics {
             "Time to answer, by route template",
             latency.clone(),
         );
+        let outcomes = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "client_outcomes",
+            "Client API answers by endpoint (verify, heartbeat, classloader) and result code",
+            outcomes.clone(),
+        );
+        let rsa = Family::<OperationLabels, Counter>::default();
+        registry.register(
+            "rsa_private_key_operations",
+            "RSA private-key operations by kind (sign_challenge, decrypt_session_key)",
+            rsa.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(registry)),
             requests,
             latency,
+            outcomes,
+            rsa,
         }
     }
 }
@@ -124,6 +154,19 @@ impl Metrics {
         self.latency
             .get_or_create(&RouteLabels { route })
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one client API answer: `endpoint` is `verify`, `heartbeat` or `classloader`, `code`
+    /// the `result.code` (`VALID` for successes and downloads).
+    pub fn client_outcome(&self, endpoint: &'static str, code: &'static str) {
+        self.outcomes
+            .get_or_create(&OutcomeLabels { endpoint, code })
+            .inc();
+    }
+
+    /// Counts one RSA private-key operation (`sign_challenge` or `decrypt_session_key`).
+    pub fn rsa_operation(&self, operation: &'static str) {
+        self.rsa.get_or_create(&OperationLabels { operation }).inc();
     }
 
     /// The Prometheus text exposition.

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
@@ -11,9 +12,13 @@ use crate::config::Config;
 use crate::files::FileStore;
 use crate::routes;
 use crate::services::chat::ChatDirectory;
+use crate::services::contexts::TeamContexts;
+use crate::services::geo::Geo;
 use crate::services::mail::{self, Mailer};
+use crate::services::replay::SessionKeyLog;
 use crate::services::stats::StatsCache;
-use crate::state::AppState;
+use crate::services::usage::UsageRecorder;
+use crate::state::{AppState, Limits};
 use crate::store::SledStore;
 
 /// Why the server could not start or stop cleanly.
@@ -96,6 +101,10 @@ impl Server {
                 ));
             }
         };
+        let geo = match &config.geoip_db {
+            Some(path) => Geo::open(path).map_err(ServerError::Config)?,
+            None => Geo::Embedded,
+        };
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -118,6 +127,15 @@ impl Server {
                 chat,
                 mailer,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
+                contexts: TeamContexts::default(),
+                usage: UsageRecorder::default(),
+                geo: Arc::new(geo),
+                limits: Arc::new(Limits::per_minute(
+                    config.rate_limit_per_minute,
+                    config.dev_rate_limit_per_minute,
+                )),
+                session_keys: Arc::new(SessionKeyLog::default()),
+                trusted_proxies: config.trusted_proxies.clone().into(),
             },
         })
     }
@@ -144,7 +162,8 @@ impl Server {
             .state
             .mailer
             .clone()
-            .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop)));
+            .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
+        let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop));
         warp::serve(routes::routes(self.state))
             .incoming(self.listener)
             .graceful(shutdown)
@@ -154,6 +173,8 @@ impl Server {
         if let Some(worker) = worker {
             worker.await.ok();
         }
+        // The usage task writes what was counted up to the last request before it ends.
+        usage.await.ok();
         store
             .flush()
             .await

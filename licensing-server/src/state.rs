@@ -4,12 +4,22 @@ use licensing_core::model::ApiKeyRecord;
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::http::HeaderMap;
 
+use std::sync::Arc;
+
+use ipnet::IpNet;
+use licensing_core::{ApiKeyId, LicenseKey};
+
 use crate::files::FileStore;
 use crate::http::{auth, path_param};
 use crate::metrics::Metrics;
 use crate::services::chat::ChatDirectory;
+use crate::services::contexts::TeamContexts;
+use crate::services::geo::Geo;
 use crate::services::mail::Mailer;
+use crate::services::ratelimit::RateLimiter;
+use crate::services::replay::SessionKeyLog;
 use crate::services::stats::StatsCache;
+use crate::services::usage::UsageRecorder;
 use crate::store::SledStore;
 
 /// Shared state of the running server.
@@ -29,6 +39,56 @@ pub(crate) struct AppState {
     pub(crate) chat: Option<ChatDirectory>,
     /// The admin API's token; the admin API is off without one.
     pub(crate) admin_token: Option<std::sync::Arc<str>>,
+    /// Teams as the client API reads them.
+    pub(crate) contexts: TeamContexts,
+    /// Client request counts and blacklist hits on their way to the store.
+    pub(crate) usage: UsageRecorder,
+    /// Countries of client addresses.
+    pub(crate) geo: Arc<Geo>,
+    /// The rate limiters.
+    pub(crate) limits: Arc<Limits>,
+    /// Classloader session keys used in the last 15 minutes.
+    pub(crate) session_keys: Arc<SessionKeyLog>,
+    /// Peers whose `X-Forwarded-For` is believed.
+    pub(crate) trusted_proxies: Arc<[IpNet]>,
+}
+
+/// Who a developer or admin request is counted against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Principal {
+    /// An API key.
+    ApiKey(ApiKeyId),
+    /// The admin token.
+    Admin,
+}
+
+/// The rate limiters (protocol.md section 3); `None` where the limit is 0 (off).
+#[derive(Debug)]
+pub(crate) struct Limits {
+    /// Verify, per client IP.
+    pub(crate) verify: Option<RateLimiter<u128>>,
+    /// Heartbeat, per client IP.
+    pub(crate) heartbeat: Option<RateLimiter<u128>>,
+    /// Classloader, per client IP.
+    pub(crate) classloader_ip: Option<RateLimiter<u128>>,
+    /// Classloader, per license key.
+    pub(crate) classloader_key: Option<RateLimiter<(TeamId, LicenseKey)>>,
+    /// Developer and admin API, per API key or admin token.
+    pub(crate) dev: Option<RateLimiter<Principal>>,
+}
+
+impl Limits {
+    /// Limiters for `client` requests a minute per IP or license key and `dev` requests a minute
+    /// per API key.
+    pub(crate) fn per_minute(client: u32, dev: u32) -> Self {
+        Self {
+            verify: RateLimiter::per_minute(client),
+            heartbeat: RateLimiter::per_minute(client),
+            classloader_ip: RateLimiter::per_minute(client),
+            classloader_key: RateLimiter::per_minute(client),
+            dev: RateLimiter::per_minute(dev),
+        }
+    }
 }
 
 /// An authenticated developer request: its team, the key that made it, and the time it is

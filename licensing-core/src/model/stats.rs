@@ -134,6 +134,9 @@ pub struct HourlyStats {
     pub failed: u64,
     /// Requests per country (alpha-2).
     pub countries: BTreeMap<String, u64>,
+    /// Requests per product named by the request (when the license grants it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub products: BTreeMap<ProductId, u64>,
 }
 
 impl HourlyStats {
@@ -167,6 +170,11 @@ impl HourlyStats {
         }
     }
 
+    /// Counts one request naming `product`.
+    pub fn record_product(&mut self, product: ProductId) {
+        *self.products.entry(product).or_default() += 1;
+    }
+
     /// Adds another bucket's counts (of the same hour) to this one.
     pub fn merge(&mut self, other: &HourlyStats) {
         self.by_type.verify += other.by_type.verify;
@@ -176,6 +184,9 @@ impl HourlyStats {
         self.failed += other.failed;
         for (code, n) in &other.countries {
             *self.countries.entry(code.clone()).or_default() += n;
+        }
+        for (product, n) in &other.products {
+            *self.products.entry(*product).or_default() += n;
         }
     }
 

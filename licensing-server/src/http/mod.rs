@@ -116,10 +116,28 @@ pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible
     warp::query::raw().or(warp::any().map(String::new)).unify()
 }
 
+/// A developer or admin request refused by the rate limit before its route ran.
+#[derive(Debug)]
+pub(crate) struct RateLimited(pub(crate) crate::services::ratelimit::RateStatus);
+
+impl warp::reject::Reject for RateLimited {}
+
 /// Maps warp's own rejections (no route, wrong method, oversize body) onto the envelope.
 pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infallible> {
     // `find` searches every rejection of every route tried, so the order here is warp's own
     // precedence: anything specific first, then "wrong method", then "no route".
+    if let Some(RateLimited(status)) = rejection.find::<RateLimited>() {
+        let mut response = error(&ApiError::new(
+            licensing_core::api::ResultCode::RateLimit,
+            format!(
+                "Too many requests: at most {} a minute per API key; retry in {} s",
+                status.limit,
+                status.retry_after_secs.unwrap_or(1)
+            ),
+        ));
+        status.apply(response.headers_mut());
+        return Ok(response);
+    }
     let err = if rejection.find::<PayloadTooLarge>().is_some() {
         ApiError::payload_too_large("Request body is too large")
     } else if rejection.find::<LengthRequired>().is_some() {

@@ -62,7 +62,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
 }
 
 /// Checks the admin token in constant time.
-fn admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let expected = state
         .admin_token
         .as_deref()
@@ -118,5 +118,6 @@ where
         .update_features(team, features, Timestamp::now())
         .await
         .map_err(store_error)?;
+    state.contexts.invalidate(team);
     Ok(success(200, TeamView::from(&updated), "Features updated"))
 }

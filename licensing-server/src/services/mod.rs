@@ -1,6 +1,11 @@
 //! Operations that span several stores or need more than one call into core.
 
 pub mod chat;
+pub mod contexts;
+pub mod geo;
 pub mod mail;
+pub mod ratelimit;
+pub mod replay;
 pub mod stats;
 pub mod teams;
+pub mod usage;

@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use licensing_core::model::{HourlyStats, Statistics};
-use licensing_core::store::{StatsStore, StoreError};
+use licensing_core::store::{BlacklistStore, StatsStore, StoreError};
 use licensing_core::{TeamId, Timestamp};
+
+use crate::services::usage::UsageRecorder;
 
 /// How long an answer is reused.
 pub const CACHE_TTL: Duration = Duration::from_secs(15 * 60);
@@ -24,15 +26,18 @@ pub struct StatsCache {
 
 impl StatsCache {
     /// The team's statistics, from the cache when fresh.
-    pub async fn get<S: StatsStore>(
+    pub async fn get<S: StatsStore + BlacklistStore>(
         &self,
         store: &S,
+        usage: &UsageRecorder,
         team: TeamId,
         now: Timestamp,
     ) -> Result<Arc<Statistics>, StoreError> {
         if let Some(hit) = self.fresh(team) {
             return Ok(hit);
         }
+        // Counts gathered in memory reach the store before the answer is computed.
+        usage.flush_team(store, team).await?;
         let stats = Arc::new(compute(store, team, now).await?);
         if let Ok(mut entries) = self.entries.lock() {
             entries.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);

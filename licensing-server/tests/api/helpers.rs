@@ -73,6 +73,17 @@ impl Answer {
     }
 }
 
+/// The settings tests start from: rate limits off (tests that check them turn them on), and the
+/// loopback peer trusted as a proxy, so a test can speak for any client IP with
+/// `X-Forwarded-For`.
+pub fn test_config(dir: &std::path::Path) -> Config {
+    let mut config = Config::for_data_dir(dir);
+    config.rate_limit_per_minute = 0;
+    config.dev_rate_limit_per_minute = 0;
+    config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+    config
+}
+
 impl TestServer {
     pub async fn start() -> Self {
         Self::start_with(|_| {}).await
@@ -85,7 +96,7 @@ impl TestServer {
         let team = services::teams::create_team(&store, "Team A", Timestamp::now())
             .await
             .unwrap();
-        let mut config = Config::for_data_dir(dir.path());
+        let mut config = test_config(dir.path());
         adjust(&mut config);
         Self::run(dir, store, team, config).await
     }
@@ -122,7 +133,7 @@ impl TestServer {
         let team = self.team.clone();
         drop(self);
         let store = open_store(dir.path()).unwrap();
-        let config = Config::for_data_dir(dir.path());
+        let config = test_config(dir.path());
         Self::run(dir, store, team, config).await
     }
 

@@ -198,12 +198,19 @@ where
         .create_blacklist_entry(&entry)
         .await
         .map_err(store_error)?;
+    state.contexts.invalidate(dev.team);
     Ok(success(201, entry, "Blacklist entry created"))
 }
 
 async fn list_entries(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
     let dev = state.dev(&team, &headers).await?;
     parse_no_query(&query)?;
+    // Hits counted by the client API but not yet written are written first.
+    state
+        .usage
+        .flush_team(&state.store, dev.team)
+        .await
+        .map_err(store_error)?;
     let blacklist = state
         .store
         .list_blacklist(dev.team)
@@ -224,6 +231,7 @@ async fn delete_entry(state: AppState, team: String, id: String, headers: Header
         .delete_blacklist_entry(dev.team, id)
         .await
         .map_err(store_error)?;
+    state.contexts.invalidate(dev.team);
     Ok(success(
         200,
         Deleted {

@@ -28,7 +28,7 @@ async fn statistics(state: AppState, team: String, headers: HeaderMap, query: St
     parse_no_query(&query)?;
     let stats = state
         .stats
-        .get(&state.store, dev.team, dev.now)
+        .get(&state.store, &state.usage, dev.team, dev.now)
         .await
         .map_err(store_error)?;
     Ok(success(200, &*stats, "Statistics retrieved"))

@@ -118,5 +118,6 @@ where
         .update_settings(team.id, &settings, licensing_core::Timestamp::now())
         .await
         .map_err(store_error)?;
+    state.contexts.invalidate(team.id);
     Ok(success(200, updated.settings, "Settings updated"))
 }

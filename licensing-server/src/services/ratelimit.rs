@@ -1,0 +1,331 @@
+//! Rate limits (protocol.md section 3): at most `limit` requests per key in any window of one
+//! minute, checked and counted atomically, never failing open, in bounded memory.
+//!
+//! Why not a GCRA crate such as `governor`: GCRA with a burst of 30 and one cell every 2 s lets
+//! 59 requests through in the first minute, while the protocol promises "30 a minute" (the 31st
+//! within any minute is refused), and its keyed store grows with every distinct key until it is
+//! purged. This is a sliding log: each key keeps the times of its admitted requests in the last
+//! window (at most `limit` of them), so the answer is exact.
+//!
+//! Memory: at most [`MAX_KEYS`] keys, spread over shards. When a shard is full, keys whose
+//! requests have all left the window are dropped; if none has, a request from a new key is
+//! refused (never admitted uncounted) until one leaves. A flood of distinct addresses therefore
+//! costs bounded memory, and IPv6 clients are keyed by their /64, the block one subscriber holds.
+
+use std::collections::VecDeque;
+use std::collections::hash_map::{Entry, HashMap};
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use warp::http::{HeaderMap, HeaderValue};
+
+/// Keys a limiter tracks at most.
+pub const MAX_KEYS: usize = 100_000;
+/// Shards (independent locks) per limiter.
+const SHARDS: usize = 16;
+/// The window.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// The limiter's answer for one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateStatus {
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests left in the current window, after this one.
+    pub remaining: u32,
+    /// Seconds until every counted request has left the window (`remaining` back to `limit`).
+    pub reset_secs: u64,
+    /// Set when the request is refused: seconds until one more request is allowed.
+    pub retry_after_secs: Option<u64>,
+}
+
+impl RateStatus {
+    /// Whether the request may proceed.
+    pub fn allowed(&self) -> bool {
+        self.retry_after_secs.is_none()
+    }
+
+    /// Adds `X-RateLimit-Limit`, `-Remaining`, `-Reset`, and on a refusal `Retry-After`.
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        headers.insert("x-ratelimit-limit", HeaderValue::from(self.limit));
+        headers.insert("x-ratelimit-remaining", HeaderValue::from(self.remaining));
+        headers.insert("x-ratelimit-reset", HeaderValue::from(self.reset_secs));
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(warp::http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+    }
+}
+
+struct Shard<K> {
+    /// Per key, the admitted requests' times (ms since the limiter's epoch), oldest first.
+    logs: HashMap<K, VecDeque<u64>>,
+    /// While full and nothing can be purged: the time (ms) at which the first log empties.
+    full_until: u64,
+}
+
+/// A sliding-window limiter over keys of type `K`.
+pub struct RateLimiter<K> {
+    limit: u32,
+    window_ms: u64,
+    cap_per_shard: usize,
+    epoch: Instant,
+    hasher: RandomState,
+    shards: Box<[Mutex<Shard<K>>]>,
+}
+
+impl<K> std::fmt::Debug for RateLimiter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("limit", &self.limit)
+            .field("window_ms", &self.window_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ceil_secs(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+impl<K: Hash + Eq + Clone> RateLimiter<K> {
+    /// `limit` requests per [`WINDOW`] per key, or `None` for a limit of 0 (off).
+    pub fn per_minute(limit: u32) -> Option<Self> {
+        (limit > 0).then(|| Self::new(limit, WINDOW, MAX_KEYS))
+    }
+
+    /// A limiter with any window and key capacity (tests use small ones).
+    pub fn new(limit: u32, window: Duration, max_keys: usize) -> Self {
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(Shard {
+                    logs: HashMap::new(),
+                    full_until: 0,
+                })
+            })
+            .collect();
+        Self {
+            limit: limit.max(1),
+            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
+            cap_per_shard: max_keys.div_ceil(SHARDS).max(1),
+            epoch: Instant::now(),
+            hasher: RandomState::new(),
+            shards,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn shard(&self, key: &K) -> &Mutex<Shard<K>> {
+        let index = (self.hasher.hash_one(key) as usize) % self.shards.len();
+        &self.shards[index]
+    }
+
+    /// Checks a request of `key` and, when allowed, counts it.
+    pub fn check(&self, key: &K) -> RateStatus {
+        let now = self.now_ms();
+        self.check_at(key, now)
+    }
+
+    /// The status of `key` without counting a request.
+    pub fn peek(&self, key: &K) -> RateStatus {
+        let now = self.now_ms();
+        let Ok(mut shard) = self.shard(key).lock() else {
+            return self.refusal(now + 1000, now);
+        };
+        match shard.logs.get_mut(key) {
+            Some(log) => {
+                self.expire(log, now);
+                self.status(log, now, None)
+            }
+            None => RateStatus {
+                limit: self.limit,
+                remaining: self.limit,
+                reset_secs: 0,
+                retry_after_secs: None,
+            },
+        }
+    }
+
+    fn check_at(&self, key: &K, now: u64) -> RateStatus {
+        // A poisoned lock (a panic while holding it) refuses: never fail open.
+        let Ok(mut guard) = self.shard(key).lock() else {
+            return self.refusal(now + 1000, now);
+        };
+        let shard = &mut *guard;
+        if !shard.logs.contains_key(key) && shard.logs.len() >= self.cap_per_shard {
+            if now < shard.full_until {
+                return self.refusal(shard.full_until, now);
+            }
+            let window = self.window_ms;
+            shard
+                .logs
+                .retain(|_, log| log.back().is_some_and(|&last| last + window > now));
+            if shard.logs.len() >= self.cap_per_shard {
+                let first_free = shard
+                    .logs
+                    .values()
+                    .filter_map(|log| log.back())
+                    .map(|&last| last + window)
+                    .min()
+                    .unwrap_or(now + 1000);
+                shard.full_until = first_free;
+                return self.refusal(first_free, now);
+            }
+        }
+        let log = match shard.logs.entry(key.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(VecDeque::new()),
+        };
+        self.expire(log, now);
+        if log.len() >= self.limit as usize {
+            let oldest = log.front().copied().unwrap_or(now);
+            return self.status(log, now, Some(oldest + self.window_ms));
+        }
+        log.push_back(now);
+        self.status(log, now, None)
+    }
+
+    fn expire(&self, log: &mut VecDeque<u64>, now: u64) {
+        while log.front().is_some_and(|&t| t + self.window_ms <= now) {
+            log.pop_front();
+        }
+    }
+
+    fn status(&self, log: &VecDeque<u64>, now: u64, refused_until: Option<u64>) -> RateStatus {
+        let used = u32::try_from(log.len()).unwrap_or(u32::MAX);
+        let reset = log
+            .back()
+            .map(|&last| (last + self.window_ms).saturating_sub(now))
+            .unwrap_or(0);
+        RateStatus {
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(used),
+            reset_secs: ceil_secs(reset),
+            retry_after_secs: refused_until.map(|at| ceil_secs(at.saturating_sub(now)).max(1)),
+        }
+    }
+
+    fn refusal(&self, until: u64, now: u64) -> RateStatus {
+        let secs = ceil_secs(until.saturating_sub(now)).max(1);
+        RateStatus {
+            limit: self.limit,
+            remaining: 0,
+            reset_secs: secs,
+            retry_after_secs: Some(secs),
+        }
+    }
+
+    /// Keys currently tracked (for tests and metrics).
+    pub fn tracked_keys(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().map(|s| s.logs.len()).unwrap_or(0))
+            .sum()
+    }
+}
+
+/// The limiter key of a client address: IPv4 addresses (also IPv4-mapped IPv6) as themselves,
+/// IPv6 addresses by their /64.
+pub fn ip_key(ip: IpAddr) -> u128 {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => u128::from(v6) & !((1u128 << 64) - 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn the_31st_within_a_window_is_refused_and_counts_are_exact() {
+        let limiter = RateLimiter::new(30, WINDOW, 1000);
+        for i in 0..30u32 {
+            let s = limiter.check_at(&1u32, 1_000 + u64::from(i) * 1_000);
+            assert!(s.allowed(), "request {i}");
+            assert_eq!(s.remaining, 29 - i);
+        }
+        // Spread over 30 s, the 31st is still within a minute of the first: refused.
+        let s = limiter.check_at(&1u32, 45_000);
+        assert!(!s.allowed());
+        assert_eq!(s.remaining, 0);
+        // The first request (at 1 s) leaves the window at 61 s: 16 s from 45 s.
+        assert_eq!(s.retry_after_secs, Some(16));
+        // Refusals are not counted: one slot opens exactly when the first request leaves.
+        assert!(!limiter.check_at(&1u32, 60_999).allowed());
+        let s = limiter.check_at(&1u32, 61_000);
+        assert!(s.allowed());
+        assert_eq!(s.remaining, 0);
+        // Other keys are independent.
+        assert!(limiter.check_at(&2u32, 61_000).allowed());
+    }
+
+    #[test]
+    fn peek_does_not_count() {
+        let limiter = RateLimiter::new(2, WINDOW, 1000);
+        assert_eq!(limiter.peek(&7u8).remaining, 2);
+        assert!(limiter.check(&7u8).allowed());
+        assert_eq!(limiter.peek(&7u8).remaining, 1);
+        assert_eq!(limiter.peek(&7u8).remaining, 1);
+        assert!(limiter.check(&7u8).allowed());
+        assert!(!limiter.check(&7u8).allowed());
+        let peeked = limiter.peek(&7u8);
+        assert_eq!(peeked.remaining, 0);
+        assert!(peeked.allowed());
+    }
+
+    #[test]
+    fn concurrent_checks_admit_exactly_the_limit() {
+        let limiter = Arc::new(RateLimiter::new(30, WINDOW, 1000));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let limiter = limiter.clone();
+                std::thread::spawn(move || {
+                    (0..20)
+                        .filter(|_| limiter.check(&"one-ip").allowed())
+                        .count()
+                })
+            })
+            .collect();
+        let admitted: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(admitted, 30);
+    }
+
+    #[test]
+    fn a_flood_of_keys_stays_bounded_and_fails_closed() {
+        let limiter = RateLimiter::new(5, WINDOW, 64);
+        let mut refused = 0;
+        for key in 0..10_000u32 {
+            if !limiter.check_at(&key, 1_000).allowed() {
+                refused += 1;
+            }
+        }
+        assert!(limiter.tracked_keys() <= 64);
+        assert!(refused >= 10_000 - 64);
+        // A new key is refused while the table is full of live keys, with a Retry-After until
+        // the first of them leaves the window...
+        let s = limiter.check_at(&1_000_000, 30_000);
+        assert_eq!(s.retry_after_secs, Some(31));
+        // ...and admitted once they have left.
+        assert!(limiter.check_at(&1_000_000, 61_000).allowed());
+        assert!(limiter.tracked_keys() <= 64);
+    }
+
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(ip_key(a), ip_key(b));
+        assert_ne!(ip_key(a), ip_key(c));
+        let v4: IpAddr = "203.0.113.7".parse().unwrap();
+        let mapped: IpAddr = "::ffff:203.0.113.7".parse().unwrap();
+        assert_eq!(ip_key(v4), ip_key(mapped));
+        assert_ne!(ip_key(v4), ip_key("203.0.113.8".parse().unwrap()));
+    }
+}
