@@ -104,6 +104,11 @@ mod tests {
                 .alpha2,
             "FI"
         );
+        // 130.237.0.0/16 is KTH (Sweden).
+        assert_eq!(
+            geo.country("130.237.1.1".parse().unwrap()).unwrap().alpha3,
+            "SWE"
+        );
         assert!(geo.country("127.0.0.1".parse().unwrap()).is_none());
         assert!(geo.country("10.1.2.3".parse().unwrap()).is_none());
         assert!(geo.country("::1".parse().unwrap()).is_none());

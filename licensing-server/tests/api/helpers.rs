@@ -1,5 +1,6 @@
 use std::net::{IpAddr, Ipv4Addr};
 
+use licensing_core::crypto::TeamPublicKeys;
 use licensing_core::model::TeamCreated;
 use licensing_core::store::{Activity, ActivityStore, TeamStore};
 use licensing_core::validate::HardwareId;
@@ -269,5 +270,152 @@ impl Drop for TestServer {
         if let Some(stop) = self.stop.take() {
             stop.send(()).ok();
         }
+    }
+}
+
+/// A client-API answer with its headers and exact bytes.
+#[derive(Debug)]
+pub struct ClientAnswer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    /// The exact response body.
+    pub bytes: Vec<u8>,
+    /// The body as JSON (`Null` for a download).
+    pub body: Value,
+    /// The exact request bytes the signature covers (body, or query for a GET).
+    pub request: Vec<u8>,
+}
+
+impl ClientAnswer {
+    pub fn code(&self) -> &str {
+        self.body["result"]["code"].as_str().unwrap_or("")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts `VALID` with status 200 and returns `data`.
+    #[track_caller]
+    pub fn valid(&self) -> &Value {
+        assert_eq!((self.status, self.code()), (200, "VALID"), "{}", self.body);
+        assert_eq!(self.body["result"]["valid"], true);
+        &self.body["data"]
+    }
+
+    /// Asserts an error with this status and code.
+    #[track_caller]
+    pub fn err(&self, status: u16, code: &str) -> &Self {
+        assert_eq!((self.status, self.code()), (status, code), "{}", self.body);
+        assert_eq!(self.body["result"]["valid"], false);
+        assert!(
+            !self.body["result"]["details"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+        );
+        self
+    }
+
+    /// Asserts that `X-Signature` verifies with the team's signing key.
+    #[track_caller]
+    pub fn signed_by(&self, keys: &TeamPublicKeys) -> &Self {
+        let signature = self
+            .header("x-signature")
+            .unwrap_or_else(|| panic!("no X-Signature on {} {}", self.status, self.body));
+        keys.signing
+            .verify_response(&self.request, &self.bytes, signature)
+            .unwrap_or_else(|_| panic!("X-Signature does not verify: {}", self.body));
+        self
+    }
+
+    /// Asserts that the answer carries no `X-Signature` (the team is not known).
+    #[track_caller]
+    pub fn unsigned(&self) -> &Self {
+        assert!(self.header("x-signature").is_none(), "{}", self.body);
+        self
+    }
+}
+
+impl TestServer {
+    /// `{base}/api/v1/client/teams/{team}/verification/{endpoint}`.
+    pub fn client_url(&self, endpoint: &str) -> String {
+        format!(
+            "{}/api/v1/client/teams/{}/verification/{endpoint}",
+            self.base, self.team.team_id
+        )
+    }
+
+    /// POSTs a raw body to a client endpoint, as client IP `ip` (through the trusted loopback
+    /// proxy) when given.
+    pub async fn client_raw(&self, url: &str, body: &str, ip: Option<&str>) -> ClientAnswer {
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(ip) = ip {
+            request = request.header("x-forwarded-for", ip);
+        }
+        let response = request.send().await.unwrap();
+        Self::client_answer(response, body.as_bytes().to_vec()).await
+    }
+
+    /// Verify (`endpoint` = "verify") or heartbeat with a JSON body.
+    pub async fn client(&self, endpoint: &str, body: &Value, ip: Option<&str>) -> ClientAnswer {
+        self.client_raw(&self.client_url(endpoint), &body.to_string(), ip)
+            .await
+    }
+
+    /// A classloader GET with a raw query.
+    pub async fn classloader(&self, query: &str, ip: Option<&str>) -> ClientAnswer {
+        let url = format!("{}?{query}", self.client_url("classloader"));
+        let mut request = self.client.get(url);
+        if let Some(ip) = ip {
+            request = request.header("x-forwarded-for", ip);
+        }
+        let response = request.send().await.unwrap();
+        Self::client_answer(response, query.as_bytes().to_vec()).await
+    }
+
+    async fn client_answer(response: reqwest::Response, request: Vec<u8>) -> ClientAnswer {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap().to_vec();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        ClientAnswer {
+            status,
+            headers,
+            bytes,
+            body,
+            request,
+        }
+    }
+
+    /// The team's public keys, as `GET {dev}/public-key` gives them.
+    pub async fn public_keys(&self) -> TeamPublicKeys {
+        let keys = self.get(&self.dev("public-key")).await.ok().clone();
+        TeamPublicKeys::parse(
+            keys["publicKeyBase64"].as_str().unwrap(),
+            keys["signingKey"].as_str().unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// The value of a Prometheus counter line starting with `prefix` (0 when absent).
+    pub async fn metric(&self, prefix: &str) -> f64 {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
     }
 }

@@ -9,6 +9,7 @@
 
 mod admin;
 mod chat;
+mod client;
 mod customers;
 mod devices;
 mod errors;
