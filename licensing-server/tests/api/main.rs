@@ -9,6 +9,7 @@
 
 mod admin;
 mod chat;
+mod classloader;
 mod client;
 mod customers;
 mod devices;
@@ -18,6 +19,7 @@ mod helpers;
 mod isolation;
 mod licenses;
 mod mail;
+mod ratelimit;
 mod releases;
 mod restart;
 mod team;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Answer, TestServer};
 
-fn jar(main_class: &str) -> Vec<u8> {
+pub fn jar(main_class: &str) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     {
         let mut zip = zip::ZipWriter::new(&mut out);

@@ -1,0 +1,347 @@
+//! The classloader: encrypted downloads, decoded here by a frame reader written apart from the
+//! server's own, the session-key rules, release selection and the order of checks.
+
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce};
+use licensing_core::Timestamp;
+use licensing_core::crypto::{SessionSecret, TeamPublicKeys};
+use md5::{Digest, Md5};
+use rand::RngCore;
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::client::release;
+use crate::helpers::{ClientAnswer, TestServer};
+use crate::releases::jar;
+
+const DEVICE: &str = "device-0000000001";
+
+/// A fresh session: the secret, and the `sessionKey` text the server receives.
+fn session(keys: &TeamPublicKeys) -> (Vec<u8>, String) {
+    let mut secret = vec![0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut secret);
+    let text = keys
+        .rsa
+        .encrypt_session_secret(&SessionSecret::from_bytes(secret.clone()))
+        .unwrap();
+    (secret, text)
+}
+
+/// The AES key: SHA-256 of the ASCII of the secret's lower-case hex (protocol.md section 2).
+fn aes_key(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(hex::encode(secret).as_bytes()).into()
+}
+
+/// Reads the frame stream: `u32` big-endian length, 12-byte nonce, 16-byte tag, ciphertext.
+/// Written from the protocol text, apart from the server's decoder.
+fn decode(body: &[u8], key: &[u8; 32]) -> (Vec<u8>, Vec<usize>) {
+    let cipher = Aes256Gcm::new_from_slice(key).unwrap();
+    let (mut plain, mut sizes) = (Vec::new(), Vec::new());
+    let mut rest = body;
+    while !rest.is_empty() {
+        let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let frame = &rest[4..4 + len];
+        rest = &rest[4 + len..];
+        let (nonce, tail) = frame.split_at(12);
+        let (tag, ciphertext) = tail.split_at(16);
+        // The aes-gcm crate takes the ciphertext followed by the tag.
+        let mut sealed = ciphertext.to_vec();
+        sealed.extend_from_slice(tag);
+        let chunk = cipher
+            .decrypt(Nonce::from_slice(nonce), sealed.as_ref())
+            .expect("every frame authenticates");
+        sizes.push(chunk.len());
+        plain.extend_from_slice(&chunk);
+    }
+    (plain, sizes)
+}
+
+fn query(license: &str, product: &str, session: &str, extra: &str) -> String {
+    format!(
+        "licenseKey={license}&productId={product}&sessionKey={session}&hardwareIdentifier={DEVICE}{extra}"
+    )
+}
+
+async fn setup(s: &TestServer, extra: Value) -> (String, Value) {
+    let p = s.post(&s.dev("products"), r#"{"name":"Café App"}"#).await;
+    let p = p.ok()["id"].as_str().unwrap().to_owned();
+    let mut body = json!({"expirationType": "NEVER", "productIds": [p]});
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let l = s.license(&body.to_string()).await;
+    (p, l)
+}
+
+#[tokio::test]
+async fn a_ten_mib_release_downloads_and_decrypts_to_the_original_bytes() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let (p, l) = setup(&s, json!({"hwidLimit": 1})).await;
+    let mut data = vec![0u8; 10 * 1024 * 1024];
+    rand::rngs::OsRng.fill_bytes(&mut data);
+    let r = release(
+        &s,
+        json!({"version": "1.0.0", "productId": p, "status": "PUBLISHED", "setAsLatest": true}),
+        Some(("payload.bin", data.clone())),
+    )
+    .await;
+    let (secret, text) = session(&keys);
+    let key = l["licenseKey"].as_str().unwrap();
+    let a = s.classloader(&query(key, &p, &text, ""), None).await;
+    assert_eq!(
+        a.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&a.bytes[..a.bytes.len().min(500)])
+    );
+    let (plain, sizes) = decode(&a.bytes, &aes_key(&secret));
+    assert_eq!(plain.len(), data.len());
+    assert!(plain == data, "the decrypted bytes are the original file");
+    assert_eq!(sizes.len(), 160, "64 KiB frames");
+    assert!(sizes.iter().all(|&n| n == 64 * 1024));
+    let md5 = hex::encode(Md5::digest(&plain));
+    let header = |name: &str| {
+        a.header(name)
+            .unwrap_or_else(|| panic!("{name}"))
+            .to_owned()
+    };
+    assert_eq!(header("x-file-size"), data.len().to_string());
+    assert_eq!(header("x-file-checksum"), md5);
+    assert_eq!(header("x-version"), "1.0.0");
+    assert_eq!(header("x-latest-version"), "1.0.0");
+    assert_eq!(header("x-product-name"), "Caf%C3%A9 App");
+    assert_eq!(header("x-release-status"), "PUBLISHED");
+    assert_eq!(
+        header("x-release-created-at"),
+        r["createdAt"].as_str().unwrap()
+    );
+    assert_eq!(
+        header("x-file-created-at"),
+        r["file"]["createdAt"]
+            .as_str()
+            .unwrap_or(r["createdAt"].as_str().unwrap())
+    );
+    assert!(Timestamp::parse(&header("x-file-created-at")).is_ok());
+    assert_eq!(header("content-type"), "application/octet-stream");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(header("content-security-policy"), "default-src 'none'");
+    assert_eq!(
+        header("content-length"),
+        (data.len() + 160 * 32).to_string()
+    );
+    assert!(a.header("x-main-class").is_none());
+
+    // The download recorded the device; a second device is over the limit.
+    let id = l["id"].as_str().unwrap();
+    let hwids = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+    assert_eq!(hwids.ok()["hwids"][0]["identifier"], DEVICE);
+    let (_, text) = session(&keys);
+    let other = query(key, &p, &text, "").replace(DEVICE, "device-0000000002");
+    s.classloader(&other, None)
+        .await
+        .err(403, "HWID_LIMIT_REACHED")
+        .signed_by(&keys);
+}
+
+#[tokio::test]
+async fn releases_are_chosen_by_version_branch_and_latest() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let (p, l) = setup(&s, json!({})).await;
+    let key = l["licenseKey"].as_str().unwrap().to_owned();
+    let beta = s
+        .post(
+            &s.dev(&format!("products/{p}/branches")),
+            r#"{"name":"beta"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    for (version, extra, file) in [
+        ("1.0.0", json!({}), Some(jar("com.example.One"))),
+        (
+            "2.0.0",
+            json!({"setAsLatest": true}),
+            Some(jar("com.example.Two")),
+        ),
+        (
+            "2.1.0",
+            json!({"status": "DRAFT"}),
+            Some(jar("com.example.Draft")),
+        ),
+        ("0.1.0", json!({}), None),
+        (
+            "3.0.0",
+            json!({"branchId": beta, "setAsLatest": true}),
+            Some(jar("com.example.Beta")),
+        ),
+    ] {
+        let mut data = json!({"version": version, "productId": p, "status": "PUBLISHED"});
+        for (k, v) in extra.as_object().unwrap() {
+            data[k] = v.clone();
+        }
+        release(&s, data, file.map(|f| ("app.jar", f))).await;
+    }
+    let fetch = |extra: &'static str| {
+        let (secret, text) = session(&keys);
+        let q = query(&key, &p, &text, extra);
+        let s = &s;
+        async move { (s.classloader(&q, None).await, secret) }
+    };
+    let main_class = |a: &ClientAnswer, secret: &[u8]| {
+        let (plain, _) = decode(&a.bytes, &aes_key(secret));
+        assert_eq!(
+            hex::encode(Md5::digest(&plain)),
+            a.header("x-file-checksum").unwrap()
+        );
+        a.header("x-main-class").unwrap().to_owned()
+    };
+    let (a, secret) = fetch("").await;
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        (a.header("x-version"), a.header("x-latest-version")),
+        (Some("2.0.0"), Some("2.0.0"))
+    );
+    assert_eq!(main_class(&a, &secret), "com.example.Two");
+    let (a, secret) = fetch("&version=1.0.0").await;
+    assert_eq!(
+        (a.header("x-version"), a.header("x-latest-version")),
+        (Some("1.0.0"), Some("2.0.0"))
+    );
+    assert_eq!(main_class(&a, &secret), "com.example.One");
+    let (a, secret) = fetch("&branch=beta").await;
+    assert_eq!(a.header("x-version"), Some("3.0.0"));
+    assert_eq!(main_class(&a, &secret), "com.example.Beta");
+
+    fetch("&version=2.1.0")
+        .await
+        .0
+        .err(403, "RELEASE_DRAFT")
+        .signed_by(&keys);
+    fetch("&version=0.1.0")
+        .await
+        .0
+        .err(404, "RELEASE_NOT_FOUND")
+        .signed_by(&keys);
+    fetch("&version=9.9.9")
+        .await
+        .0
+        .err(404, "RELEASE_NOT_FOUND");
+    fetch("&version=1.0.0&branch=beta")
+        .await
+        .0
+        .err(404, "RELEASE_NOT_FOUND");
+    fetch("&branch=gamma").await.0.err(404, "RELEASE_NOT_FOUND");
+    // Downloads are counted in the statistics.
+    let stats = s.get(&s.dev("statistics")).await;
+    assert_eq!(stats.ok()["requests"]["byType"]["DOWNLOAD"], 8);
+    assert_eq!(stats.ok()["requests"]["successful"], 3);
+}
+
+#[tokio::test]
+async fn classloader_checks_in_order_and_session_keys_are_single_use() {
+    const TOKEN: &str = "admin-token-for-tests-0123456789";
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let keys = s.public_keys().await;
+    let (p, l) = setup(&s, json!({})).await;
+    let key = l["licenseKey"].as_str().unwrap().to_owned();
+    release(
+        &s,
+        json!({"version": "1.0.0", "productId": p, "status": "PUBLISHED", "setAsLatest": true}),
+        Some(("app.jar", jar("com.example.Main"))),
+    )
+    .await;
+
+    // Query problems are 400s naming every parameter, before the team is known.
+    let a = s.classloader("", None).await;
+    a.err(400, "BAD_REQUEST").unsigned();
+    let fields: Vec<&str> = a.body["data"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "licenseKey",
+            "productId",
+            "sessionKey",
+            "hardwareIdentifier"
+        ]
+    );
+
+    // The feature switch comes before the session key.
+    let features = format!("{}/api/v1/admin/teams/{}/features", s.base, s.team_id());
+    let off = s
+        .send(
+            reqwest::Method::PUT,
+            &features,
+            Some(TOKEN),
+            Some(r#"{"classloader":false}"#),
+        )
+        .await;
+    off.ok();
+    let garbage = "ab".repeat(256);
+    s.classloader(&query(&key, &p, &garbage, ""), None)
+        .await
+        .err(403, "FORBIDDEN")
+        .signed_by(&keys);
+    s.send(
+        reqwest::Method::PUT,
+        &features,
+        Some(TOKEN),
+        Some(r#"{"classloader":true}"#),
+    )
+    .await
+    .ok();
+
+    // The session key comes before the license: undecryptable, not hex, reused.
+    let missing = "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ";
+    for bad in [garbage.as_str(), "not-hex-at-all-0123", &"AB".repeat(255)] {
+        let a = s.classloader(&query(missing, &p, bad, ""), None).await;
+        a.err(400, "INVALID_SESSION_KEY").signed_by(&keys);
+    }
+    let (_, text) = session(&keys);
+    s.classloader(&query(missing, &p, &text, ""), None)
+        .await
+        .err(404, "LICENSE_NOT_FOUND")
+        .signed_by(&keys);
+    // That key was used (by a refused request): it is spent.
+    let a = s.classloader(&query(&key, &p, &text, ""), None).await;
+    a.err(400, "INVALID_SESSION_KEY");
+    assert!(
+        a.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("already used")
+    );
+    // The same secret encrypted again (OAEP is randomized) or in upper-case hex is still spent.
+    let (secret, text) = session(&keys);
+    assert_eq!(
+        s.classloader(&query(&key, &p, &text, ""), None)
+            .await
+            .status,
+        200
+    );
+    let again = keys
+        .rsa
+        .encrypt_session_secret(&SessionSecret::from_bytes(secret.clone()))
+        .unwrap();
+    assert_ne!(again, text);
+    s.classloader(&query(&key, &p, &again, ""), None)
+        .await
+        .err(400, "INVALID_SESSION_KEY");
+    s.classloader(&query(&key, &p, &text.to_uppercase(), ""), None)
+        .await
+        .err(400, "INVALID_SESSION_KEY");
+
+    // The product must be on the license.
+    let (_, text) = session(&keys);
+    let other = uuid::Uuid::new_v4().to_string();
+    s.classloader(&query(&key, &other, &text, ""), None)
+        .await
+        .err(404, "PRODUCT_NOT_FOUND")
+        .signed_by(&keys);
+}
