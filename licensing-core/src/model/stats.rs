@@ -317,6 +317,28 @@ mod tests {
     }
 
     #[test]
+    fn buckets_with_product_counts_roundtrip_and_merge() {
+        let now = at("2026-11-22T10:30:00Z");
+        let product = ProductId::new();
+        let mut a = HourlyStats::new(now);
+        a.record(RequestType::Verify, true, Some("FI"));
+        a.record_product(product);
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.contains(&product.to_string()));
+        let back: HourlyStats = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, a);
+        // Buckets stored before product counts existed still read.
+        let old: HourlyStats = serde_json::from_str(
+            r#"{"hour":1,"byType":{"VERIFY":1,"HEARTBEAT":0,"DOWNLOAD":0},"successful":1,"failed":0,"countries":{}}"#,
+        )
+        .unwrap();
+        assert!(old.products.is_empty());
+        let mut merged = back.clone();
+        merged.merge(&a);
+        assert_eq!(merged.products[&product], 2);
+    }
+
+    #[test]
     fn success_rate_has_two_decimals() {
         let now = at("2026-11-22T10:30:00Z");
         let mut b = HourlyStats::new(now);
