@@ -345,3 +345,107 @@ async fn classloader_checks_in_order_and_session_keys_are_single_use() {
         .err(404, "PRODUCT_NOT_FOUND")
         .signed_by(&keys);
 }
+
+#[tokio::test]
+async fn classloader_refusals_share_the_verify_checks() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let c = s
+        .post(&s.dev("customers"), r#"{"email":"c@example.com"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let (p, l) = setup(&s, json!({"customerIds": [c]})).await;
+    let suspended = s
+        .license(
+            &json!({"expirationType": "NEVER", "productIds": [p], "suspended": true}).to_string(),
+        )
+        .await;
+    let other = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    for (version, status, extra) in [
+        ("1.0.0", "PUBLISHED", json!({"setAsLatest": true})),
+        ("0.9.0", "ARCHIVED", json!({})),
+        ("1.1.0", "PUBLISHED", json!({"licenseIds": [other["id"]]})),
+    ] {
+        let mut data = json!({"version": version, "productId": p, "status": status});
+        for (k, v) in extra.as_object().unwrap() {
+            data[k] = v.clone();
+        }
+        release(&s, data, Some(("app.jar", jar("com.example.Main")))).await;
+    }
+    s.post(
+        &s.dev("blacklist"),
+        r#"{"type":"IP","value":"198.51.100.0/24"}"#,
+    )
+    .await
+    .ok();
+    let key = l["licenseKey"].as_str().unwrap().to_owned();
+    let cases: [(&str, &str, Option<&str>, u16, &str); 7] = [
+        (&key, "", Some("198.51.100.1"), 403, "IP_BLACKLISTED"),
+        (
+            &key,
+            "&customerId=00000000-0000-4000-8000-000000000000",
+            None,
+            404,
+            "CUSTOMER_NOT_FOUND",
+        ),
+        (&key, "&version=0.9.0", None, 403, "RELEASE_ARCHIVED"),
+        (&key, "&version=1.1.0", None, 403, "NO_ACCESS_TO_RELEASE"),
+        (
+            suspended["licenseKey"].as_str().unwrap(),
+            "",
+            None,
+            403,
+            "LICENSE_SUSPENDED",
+        ),
+        // Suspension comes after the release checks.
+        (
+            suspended["licenseKey"].as_str().unwrap(),
+            "&version=0.9.0",
+            None,
+            403,
+            "RELEASE_ARCHIVED",
+        ),
+        (&key, "", None, 200, ""),
+    ];
+    for (license, extra, ip, status, code) in cases {
+        let (_, text) = session(&keys);
+        let a = s.classloader(&query(license, &p, &text, extra), ip).await;
+        if status == 200 {
+            assert_eq!(a.status, 200);
+        } else {
+            a.err(status, code).signed_by(&keys);
+        }
+    }
+}
+
+#[tokio::test]
+async fn oversized_bodies_wrong_methods_and_unknown_client_paths() {
+    let s = TestServer::start().await;
+    let big = format!(r#"{{"licenseKey":"{}"}}"#, "A".repeat(1024 * 1024));
+    s.client_raw(&s.client_url("verify"), &big, None)
+        .await
+        .err(413, "BAD_REQUEST")
+        .unsigned();
+    let get_verify = s
+        .send(reqwest::Method::GET, &s.client_url("verify"), None, None)
+        .await;
+    get_verify.err(405, "BAD_REQUEST");
+    let post_download = s
+        .send(
+            reqwest::Method::POST,
+            &s.client_url("classloader"),
+            None,
+            Some("{}"),
+        )
+        .await;
+    post_download.err(405, "BAD_REQUEST");
+    s.send(
+        reqwest::Method::POST,
+        &s.client_url("verifyy"),
+        None,
+        Some("{}"),
+    )
+    .await
+    .err(404, "BAD_REQUEST");
+}
