@@ -10,14 +10,11 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
 use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY};
-use licensing_core::api::{Envelope, ErrorData, HeartbeatData, ResultCode, VerifyData};
+use licensing_core::api::{Envelope, ErrorData, HeartbeatData, ResultCode};
 use licensing_core::crypto::{SIGNATURE_HEADER, SessionKey};
-use licensing_core::model::{Branch, License, Product, Release, RequestType};
-use licensing_core::store::{
-    Activity, ActivityStore, CustomerStore, LicenseStore, ProductStore, ReleaseStore,
-};
+use licensing_core::model::RequestType;
 use licensing_core::validate::Country;
-use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
+use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ProductId, TeamId, Timestamp};
 use serde::Serialize;
 use warp::Filter;
@@ -30,6 +27,7 @@ use crate::services::contexts::TeamContext;
 use crate::services::ratelimit::{RateStatus, ip_key};
 use crate::services::replay::Refused;
 use crate::services::usage::Counted;
+use crate::services::verification::{self, Request};
 use crate::state::AppState;
 
 mod download;
@@ -246,7 +244,7 @@ async fn check_and_answer<S, B>(
     team: &str,
     ip: IpAddr,
     body: S,
-    request: &mut Bytes,
+    raw: &mut Bytes,
     exchange: &mut Exchange,
 ) -> Result<Response, ApiError>
 where
@@ -255,8 +253,8 @@ where
 {
     // 1. Team id, body, rate limit, team.
     let team_id = path_param::<TeamId>("teamId", team)?;
-    *request = read_body(body, MAX_JSON_BODY).await?;
-    let input = ClientBody::parse(kind, request)?;
+    *raw = read_body(body, MAX_JSON_BODY).await?;
+    let input = ClientBody::parse(kind, raw)?;
     if let Some(limiter) = limiter(state, kind) {
         let status = limiter.check(&ip_key(ip));
         exchange.rate = Some(status);
@@ -268,35 +266,9 @@ where
     exchange.context = Some(context.clone());
     let country = state.geo.country(ip);
     exchange.country = country;
-
-    // 2 to 6.
-    let license = state
-        .store
-        .get_license_by_key(team_id, &input.license_key)
-        .await
-        .map_err(store_error)?;
-    let named_product = named_product(license.as_ref(), input.product_id);
-    exchange.product = named_product;
-    let catalog = match named_product {
-        Some(product) => Some(
-            state
-                .store
-                .catalog(team_id, product)
-                .await
-                .map_err(store_error)?,
-        ),
-        None => None,
-    };
-    let ctx = Context {
-        settings: &context.team.settings,
-        blacklist: &context.blacklist,
-        license: license.as_ref(),
-        catalog: catalog
-            .as_ref()
-            .map(|(branches, releases)| Catalog { branches, releases }),
-    };
-    let req = ClientRequest {
+    let request = Request {
         kind,
+        license_key: &input.license_key,
         hardware_id: input.hardware_id.as_ref(),
         customer_id: input.customer_id,
         product_id: input.product_id,
@@ -305,26 +277,15 @@ where
         ip,
         country,
     };
-    let now = Timestamp::now();
-    let (license, _release) = verify::precheck(&ctx, &req, now).map_err(|denial| {
-        if let Some(hit) = denial.blacklist_hit {
-            state.usage.hit(team_id, hit);
-        }
-        ApiError::from(denial)
-    })?;
 
-    // 7 and 8, atomically in the store.
-    let recorded = record(
-        state,
-        team_id,
-        license,
-        &context,
-        &input.hardware_id,
-        ip,
-        country,
-        now,
-    )
-    .await?;
+    // 2 to 6, then 7 and 8 atomically in the store.
+    let now = Timestamp::now();
+    let (product, checked) =
+        verification::check(&state.store, &state.usage, &context, &request, now).await;
+    exchange.product = product;
+    let checked = checked?;
+    let license =
+        verification::record(&state.store, &context, &checked.license, &request, now).await?;
 
     // The answer.
     let challenge_response = match &input.challenge {
@@ -343,21 +304,20 @@ where
         RequestKind::Heartbeat => exchange.json_answer(
             200,
             &Envelope::valid(
-                HeartbeatData::build(&recorded),
+                HeartbeatData::build(&license),
                 "License heartbeat successful",
                 challenge_response,
                 Timestamp::now(),
             ),
-            request,
+            raw,
         ),
         _ => {
-            let data = verify_data(
-                state,
-                team_id,
-                &recorded,
-                catalog.as_ref(),
-                named_product,
-                input.branch.as_ref().map(|b| b.as_str()),
+            let data = verification::verify_data(
+                &state.store,
+                &license,
+                checked.catalog.as_ref(),
+                product,
+                input.branch.as_ref(),
             )
             .await?;
             exchange.json_answer(
@@ -368,7 +328,7 @@ where
                     challenge_response,
                     Timestamp::now(),
                 ),
-                request,
+                raw,
             )
         }
     };
@@ -386,102 +346,6 @@ pub(crate) async fn team_context(
         .await
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ResultCode::TeamNotFound, "Team not found"))
-}
-
-/// The product the request names, when the license grants it (only then do releases matter).
-pub(crate) fn named_product(
-    license: Option<&License>,
-    product: Option<ProductId>,
-) -> Option<ProductId> {
-    let product = product?;
-    license
-        .filter(|l| l.product_ids.contains(&product))
-        .map(|_| product)
-}
-
-/// Steps 7 and 8: the store's atomic unit. Returns the license after it (its clock started).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn record(
-    state: &AppState,
-    team: TeamId,
-    license: &License,
-    context: &TeamContext,
-    hardware_id: &Option<licensing_core::validate::HardwareId>,
-    ip: IpAddr,
-    country: Option<Country>,
-    now: Timestamp,
-) -> Result<License, ApiError> {
-    let activity = Activity {
-        hardware_id: hardware_id.clone(),
-        ip,
-        country,
-    };
-    let recorded = state
-        .store
-        .record_activity(team, license.id, &context.team.settings, &activity, now)
-        .await
-        .map_err(store_error)?
-        .map_err(ApiError::from)?;
-    Ok(recorded.license)
-}
-
-/// `data` of a successful verify: the license, its customers, and its products each with the
-/// latest published release of the requested branch.
-async fn verify_data(
-    state: &AppState,
-    team: TeamId,
-    license: &License,
-    named_catalog: Option<&(Vec<Branch>, Vec<Release>)>,
-    named_product: Option<ProductId>,
-    branch: Option<&str>,
-) -> Result<VerifyData, ApiError> {
-    let customers = if license.customer_ids.is_empty() {
-        Vec::new()
-    } else {
-        state
-            .store
-            .get_customers(team, &license.customer_ids)
-            .await
-            .map_err(store_error)?
-    };
-    let products: Vec<Product> = if license.product_ids.is_empty() {
-        Vec::new()
-    } else {
-        state
-            .store
-            .get_products(team, &license.product_ids)
-            .await
-            .map_err(store_error)?
-    };
-    let mut catalogs: Vec<(Vec<Branch>, Vec<Release>)> = Vec::with_capacity(products.len());
-    for product in &products {
-        match (named_product, named_catalog) {
-            (Some(named), Some(catalog)) if named == product.id => catalogs.push(catalog.clone()),
-            _ => catalogs.push(
-                state
-                    .store
-                    .catalog(team, product.id)
-                    .await
-                    .map_err(store_error)?,
-            ),
-        }
-    }
-    let latest: Vec<Option<&Release>> = catalogs
-        .iter()
-        .map(|(branches, releases)| {
-            let branch_id = match branch {
-                None => None,
-                Some(name) => match branches.iter().find(|b| b.name.as_str() == name) {
-                    Some(b) => Some(b.id),
-                    // The product has no such branch: nothing is latest there.
-                    None => return None,
-                },
-            };
-            licensing_core::api::latest_published(releases, branch_id)
-        })
-        .collect();
-    let pairs: Vec<(&Product, Option<&Release>)> = products.iter().zip(latest).collect();
-    Ok(VerifyData::build(license, &customers, &pairs))
 }
 
 /// A session key decrypted and marked used, or the 400 (or, when too many are remembered, 429).

@@ -9,3 +9,4 @@ pub mod replay;
 pub mod stats;
 pub mod teams;
 pub mod usage;
+pub mod verification;

@@ -14,16 +14,17 @@ use licensing_core::api::requests::ClassloaderQuery;
 use licensing_core::crypto::SessionKey;
 use licensing_core::crypto::frames::{FRAME_OVERHEAD, FRAME_PLAINTEXT, FrameSealer};
 use licensing_core::model::Release;
-use licensing_core::store::{LicenseStore, ProductStore, ReleaseStore};
-use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
+use licensing_core::store::ProductStore;
+use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, TeamId, Timestamp};
 use tokio::io::{AsyncRead, ReadBuf};
 use warp::Reply;
 use warp::http::{HeaderMap, HeaderName, HeaderValue, header};
 
-use super::{Exchange, client_ip, named_product, rate_limited, record, session_key, team_context};
+use super::{Exchange, client_ip, rate_limited, session_key, team_context};
 use crate::http::{Response, path_param, store_error};
 use crate::services::ratelimit::ip_key;
+use crate::services::verification::{self, Request};
 use crate::state::AppState;
 
 /// The handler.
@@ -95,37 +96,10 @@ async fn serve(
     let key = session_key(state, &context, input.session_key.as_str())?;
     let country = state.geo.country(ip);
     exchange.country = country;
-
-    // 2 to 6.
-    let license = state
-        .store
-        .get_license_by_key(team_id, &input.license_key)
-        .await
-        .map_err(store_error)?;
-    let product = named_product(license.as_ref(), Some(input.product_id));
-    exchange.product = product;
-    let catalog = match product {
-        Some(product) => Some(
-            state
-                .store
-                .catalog(team_id, product)
-                .await
-                .map_err(store_error)?,
-        ),
-        None => None,
-    };
-    let ctx = Context {
-        settings: &context.team.settings,
-        blacklist: &context.blacklist,
-        license: license.as_ref(),
-        catalog: catalog
-            .as_ref()
-            .map(|(branches, releases)| Catalog { branches, releases }),
-    };
-    let hardware_id = Some(input.hardware_id.clone());
-    let req = ClientRequest {
+    let request = Request {
         kind: RequestKind::Classloader,
-        hardware_id: hardware_id.as_ref(),
+        license_key: &input.license_key,
+        hardware_id: Some(&input.hardware_id),
         customer_id: input.customer_id,
         product_id: Some(input.product_id),
         version: input.version.as_ref(),
@@ -133,13 +107,14 @@ async fn serve(
         ip,
         country,
     };
+
+    // 2 to 6.
     let now = Timestamp::now();
-    let (license, release) = verify::precheck(&ctx, &req, now).map_err(|denial| {
-        if let Some(hit) = denial.blacklist_hit {
-            state.usage.hit(team_id, hit);
-        }
-        ApiError::from(denial)
-    })?;
+    let (product, checked) =
+        verification::check(&state.store, &state.usage, &context, &request, now).await;
+    exchange.product = product;
+    let checked = checked?;
+    let release = checked.release.as_ref();
     let release = release.ok_or_else(release_not_found)?;
     let file = release.file.as_ref().ok_or_else(release_not_found)?;
     // The file is opened before anything is recorded, so a missing file records no device. An
@@ -159,17 +134,7 @@ async fn serve(
         .len();
 
     // 7 and 8.
-    record(
-        state,
-        team_id,
-        license,
-        &context,
-        &hardware_id,
-        ip,
-        country,
-        now,
-    )
-    .await?;
+    verification::record(&state.store, &context, &checked.license, &request, now).await?;
 
     // The answer.
     let product_name = state
@@ -179,7 +144,8 @@ async fn serve(
         .map_err(store_error)?
         .map(|p| p.name)
         .unwrap_or_default();
-    let latest = catalog
+    let latest = checked
+        .catalog
         .as_ref()
         .and_then(|(_, releases)| latest_of_branch(releases, release));
     let mut response = warp::reply::stream(FrameStream::new(handle, &key)).into_response();

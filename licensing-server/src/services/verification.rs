@@ -1,0 +1,194 @@
+//! Steps 2 to 8 of the client API (protocol.md section 3) over the store: gather what the
+//! decision reads (the license, the named product's releases), run core's
+//! [`verify::precheck`](licensing_core::verify::precheck), count blacklist hits, and record the
+//! request in the store's atomic unit. The routes add step 1 and render the answers.
+
+use std::net::IpAddr;
+
+use licensing_core::model::{Branch, License, Product, Release};
+use licensing_core::store::{Activity, Store};
+use licensing_core::validate::{BranchName, Country, HardwareId, Version};
+use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
+use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
+
+use crate::http::store_error;
+use crate::services::contexts::TeamContext;
+use crate::services::usage::UsageRecorder;
+
+/// A validated client request, as steps 2 to 8 need it.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// Which endpoint.
+    pub kind: RequestKind,
+    /// The license key.
+    pub license_key: &'a LicenseKey,
+    /// The device.
+    pub hardware_id: Option<&'a HardwareId>,
+    /// The claimed customer.
+    pub customer_id: Option<CustomerId>,
+    /// The named product.
+    pub product_id: Option<ProductId>,
+    /// The software version.
+    pub version: Option<&'a Version>,
+    /// The branch.
+    pub branch: Option<&'a BranchName>,
+    /// The client address.
+    pub ip: IpAddr,
+    /// Its country.
+    pub country: Option<Country>,
+}
+
+/// A request that passed steps 2 to 6.
+#[derive(Debug)]
+pub struct Checked {
+    /// The license as read.
+    pub license: License,
+    /// The release the request resolved to (the classloader serves it).
+    pub release: Option<Release>,
+    /// The named product's branches and releases, when the license grants the product.
+    pub catalog: Option<(Vec<Branch>, Vec<Release>)>,
+}
+
+/// The product a request names, when the license grants it (only then do releases matter, and
+/// only then is it counted in the statistics).
+pub fn named_product(license: Option<&License>, product: Option<ProductId>) -> Option<ProductId> {
+    let product = product?;
+    license
+        .filter(|l| l.product_ids.contains(&product))
+        .map(|_| product)
+}
+
+/// Steps 2 to 6. Also returns the product to count the request under, whatever the outcome.
+pub async fn check<S: Store>(
+    store: &S,
+    usage: &UsageRecorder,
+    team: &TeamContext,
+    request: &Request<'_>,
+    now: Timestamp,
+) -> (Option<ProductId>, Result<Checked, ApiError>) {
+    let license = match store
+        .get_license_by_key(team.team.id, request.license_key)
+        .await
+    {
+        Ok(license) => license,
+        Err(e) => return (None, Err(store_error(e))),
+    };
+    let product = named_product(license.as_ref(), request.product_id);
+    let catalog = match product {
+        Some(product) => match store.catalog(team.team.id, product).await {
+            Ok(catalog) => Some(catalog),
+            Err(e) => return (Some(product), Err(store_error(e))),
+        },
+        None => None,
+    };
+    let ctx = Context {
+        settings: &team.team.settings,
+        blacklist: &team.blacklist,
+        license: license.as_ref(),
+        catalog: catalog
+            .as_ref()
+            .map(|(branches, releases)| Catalog { branches, releases }),
+    };
+    let req = ClientRequest {
+        kind: request.kind,
+        hardware_id: request.hardware_id,
+        customer_id: request.customer_id,
+        product_id: request.product_id,
+        version: request.version,
+        branch: request.branch,
+        ip: request.ip,
+        country: request.country,
+    };
+    let outcome = match verify::precheck(&ctx, &req, now) {
+        Ok((license, release)) => Ok((license.clone(), release.cloned())),
+        Err(denial) => {
+            if let Some(hit) = denial.blacklist_hit {
+                usage.hit(team.team.id, hit);
+            }
+            Err(ApiError::from(denial))
+        }
+    };
+    let checked = outcome.map(|(license, release)| Checked {
+        license,
+        release,
+        catalog,
+    });
+    (product, checked)
+}
+
+/// Steps 7 and 8 in the store's atomic unit: the limits, then the device and address records,
+/// the activation clock and `lastActiveAt`. Returns the license after it.
+pub async fn record<S: Store>(
+    store: &S,
+    team: &TeamContext,
+    license: &License,
+    request: &Request<'_>,
+    now: Timestamp,
+) -> Result<License, ApiError> {
+    let activity = Activity {
+        hardware_id: request.hardware_id.cloned(),
+        ip: request.ip,
+        country: request.country,
+    };
+    let recorded = store
+        .record_activity(
+            team.team.id,
+            license.id,
+            &team.team.settings,
+            &activity,
+            now,
+        )
+        .await
+        .map_err(store_error)?
+        .map_err(ApiError::from)?;
+    Ok(recorded.license)
+}
+
+/// `data` of a successful verify: the license, its customers, and its products each with the
+/// latest published release of the requested branch (none where the product lacks the branch).
+pub async fn verify_data<S: Store>(
+    store: &S,
+    license: &License,
+    checked_catalog: Option<&(Vec<Branch>, Vec<Release>)>,
+    named: Option<ProductId>,
+    branch: Option<&BranchName>,
+) -> Result<licensing_core::api::VerifyData, ApiError> {
+    let team = license.team_id;
+    let customers = if license.customer_ids.is_empty() {
+        Vec::new()
+    } else {
+        store
+            .get_customers(team, &license.customer_ids)
+            .await
+            .map_err(store_error)?
+    };
+    let products: Vec<Product> = if license.product_ids.is_empty() {
+        Vec::new()
+    } else {
+        store
+            .get_products(team, &license.product_ids)
+            .await
+            .map_err(store_error)?
+    };
+    let mut catalogs: Vec<(Vec<Branch>, Vec<Release>)> = Vec::with_capacity(products.len());
+    for product in &products {
+        match (named, checked_catalog) {
+            (Some(named), Some(catalog)) if named == product.id => catalogs.push(catalog.clone()),
+            _ => catalogs.push(store.catalog(team, product.id).await.map_err(store_error)?),
+        }
+    }
+    let latest: Vec<Option<&Release>> = catalogs
+        .iter()
+        .map(|(branches, releases)| {
+            let branch_id = match branch {
+                None => None,
+                Some(name) => Some(branches.iter().find(|b| &b.name == name)?.id),
+            };
+            licensing_core::api::latest_published(releases, branch_id)
+        })
+        .collect();
+    let pairs: Vec<(&Product, Option<&Release>)> = products.iter().zip(latest).collect();
+    Ok(licensing_core::api::VerifyData::build(
+        license, &customers, &pairs,
+    ))
+}
