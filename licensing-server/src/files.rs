@@ -147,11 +147,6 @@ impl PendingFile {
         self.size
     }
 
-    /// The temporary path (to read the file back before committing, e.g. a JAR manifest).
-    pub fn tmp_path(&self) -> &Path {
-        &self.tmp
-    }
-
     /// Throws the file away.
     pub async fn discard(self) {
         drop(self.file);

@@ -243,20 +243,21 @@ async fn store_file(
     name: String,
 ) -> Result<ReleaseFile, ApiError> {
     let id = FileId::new();
-    let is_jar = name.to_ascii_lowercase().ends_with(".jar");
-    let main_class_name = if is_jar {
-        let path = pending.tmp_path().to_path_buf();
+    let stored = state
+        .files
+        .commit(pending, dev.team, id)
+        .await
+        .map_err(|e| internal("upload commit", e))?;
+    // Read back after the commit: a tokio file's last write may still be in flight until it is
+    // flushed, so reading the temporary file beside it could miss the zip's central directory.
+    let main_class_name = if name.to_ascii_lowercase().ends_with(".jar") {
+        let path = state.files.path(&stored.key);
         tokio::task::spawn_blocking(move || crate::jar::main_class(&path))
             .await
             .map_err(|e| internal("manifest task", e))?
     } else {
         None
     };
-    let stored = state
-        .files
-        .commit(pending, dev.team, id)
-        .await
-        .map_err(|e| internal("upload commit", e))?;
     Ok(ReleaseFile {
         id,
         key: stored.key,
