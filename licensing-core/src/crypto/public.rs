@@ -113,6 +113,7 @@ impl SigningPublicKey {
             .map_err(|_| CryptoError::InvalidKey("not an Ed25519 public key"))
     }
 
+    #[cfg(feature = "private-keys")]
     pub(crate) fn from_key(key: VerifyingKey) -> Self {
         Self(key)
     }

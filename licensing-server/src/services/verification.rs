@@ -1,6 +1,6 @@
 //! Steps 2 to 8 of the client API (protocol.md section 3) over the store: gather what the
 //! decision reads (the license, the named product's releases), run core's
-//! [`verify::precheck`](licensing_core::verify::precheck), count blacklist hits, and record the
+//! [`licensing_core::verify::precheck`], count blacklist hits, and record the
 //! request in the store's atomic unit. The routes add step 1 and render the answers.
 
 use std::net::IpAddr;

@@ -1,6 +1,6 @@
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::list::Query;
 use super::{finish, parse_json_borrowed, present};
@@ -9,22 +9,30 @@ use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version
 use crate::verify::RequestKind;
 use crate::{CustomerId, LicenseKey, ProductId};
 
-/// The body of `verify` and `heartbeat`, validated.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The body of `verify` and `heartbeat`, validated. The server parses it; clients (the SDK)
+/// build and serialize it: members left `None` are left out of the JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClientBody {
     /// The license.
     pub license_key: LicenseKey,
     /// The device (required for heartbeat, and for verify when the license limits devices).
+    #[serde(rename = "hardwareIdentifier", skip_serializing_if = "Option::is_none")]
     pub hardware_id: Option<HardwareId>,
     /// The customer the client claims.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub customer_id: Option<CustomerId>,
     /// The product the client runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub product_id: Option<ProductId>,
     /// The challenge to sign.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub challenge: Option<Challenge>,
     /// The software version.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<Version>,
     /// The product branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<BranchName>,
 }
 
@@ -48,6 +56,19 @@ struct RawClientBody<'a> {
 }
 
 impl ClientBody {
+    /// A body naming only the license.
+    pub fn new(license_key: LicenseKey) -> Self {
+        Self {
+            license_key,
+            hardware_id: None,
+            customer_id: None,
+            product_id: None,
+            challenge: None,
+            version: None,
+            branch: None,
+        }
+    }
+
     /// Parses and validates a verify (`kind` = `Verify`) or heartbeat body.
     pub fn parse(kind: RequestKind, body: &[u8]) -> Result<Self, ApiError> {
         let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
@@ -172,6 +193,25 @@ mod tests {
         assert_eq!(b.license_key.as_str(), KEY);
         assert_eq!(b.hardware_id.unwrap().as_str(), "device-0001");
         assert_eq!(b.branch.unwrap().as_str(), "main");
+    }
+
+    #[test]
+    fn a_built_body_serializes_to_what_the_parser_reads() {
+        let mut body = ClientBody::new(LicenseKey::parse(KEY).unwrap());
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            format!(r#"{{"licenseKey":"{KEY}"}}"#)
+        );
+        body.hardware_id = Some(HardwareId::parse("device-0001").unwrap());
+        body.product_id = Some(ProductId::parse(UUID).unwrap());
+        body.challenge = Some(Challenge::parse("challenge-123").unwrap());
+        body.branch = Some(BranchName::parse("main").unwrap());
+        let json = serde_json::to_vec(&body).unwrap();
+        assert!(String::from_utf8_lossy(&json).contains(r#""hardwareIdentifier":"device-0001""#));
+        assert_eq!(
+            ClientBody::parse(RequestKind::Heartbeat, &json).unwrap(),
+            body
+        );
     }
 
     #[test]

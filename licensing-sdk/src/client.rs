@@ -1,0 +1,284 @@
+//! [`LicenseClient`]: verify, heartbeat and classloader downloads, every answer checked.
+
+use std::time::Duration;
+
+use licensing_core::api::requests::ClientBody;
+use licensing_core::api::{HeartbeatData, ResultCode, ResultMeta, VerifyData};
+use licensing_core::crypto::{SIGNATURE_HEADER, TeamPublicKeys};
+use licensing_core::error::FieldError;
+use licensing_core::validate::Challenge;
+use licensing_core::{TeamId, Timestamp};
+use rand::RngCore;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::Error;
+
+/// A successful verify: the license data and the signed result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verified {
+    /// `data`: the license, its customers and products.
+    pub data: VerifyData,
+    /// `result`: timestamp, details, code `VALID`, `challengeResponse`.
+    pub result: ResultMeta,
+    /// Whether this came from the offline cache (the server was unreachable) rather than the
+    /// server just now.
+    pub offline: bool,
+}
+
+/// A successful heartbeat.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heartbeat {
+    /// `data`: the license's limits and expiration type.
+    pub data: HeartbeatData,
+    /// `result`.
+    pub result: ResultMeta,
+}
+
+/// The exact bytes of one signed exchange, as the offline cache stores them.
+#[derive(Clone, Debug)]
+pub(crate) struct Exchange {
+    pub(crate) request: Vec<u8>,
+    pub(crate) response: Vec<u8>,
+    pub(crate) signature: String,
+}
+
+/// The client a desktop application embeds.
+///
+/// It is configured with the server's base URL, the team id and the team's two public keys (as
+/// `GET {dev}/public-key` gives them, or as the server printed them at the team's creation). Every
+/// call sends a fresh random challenge and fails closed: an answer counts only when its
+/// `X-Signature` verifies over the exact bytes sent and received and, for a success, its
+/// `challengeResponse` verifies over the challenge.
+#[derive(Clone, Debug)]
+pub struct LicenseClient {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
+    pub(crate) team: TeamId,
+    pub(crate) keys: TeamPublicKeys,
+}
+
+/// The `result` and raw `data` of any answer.
+#[derive(Deserialize)]
+struct RawEnvelope {
+    data: serde_json::Value,
+    result: ResultMeta,
+}
+
+#[derive(Deserialize)]
+struct ErrorData {
+    #[serde(default)]
+    errors: Vec<FieldError>,
+}
+
+impl LicenseClient {
+    /// A client for `base_url` (such as `https://licensing.example.com`), the team, its RSA public
+    /// key (PEM, or base64 of the PEM as vendors often embed it) and its Ed25519 signing key
+    /// (base64).
+    pub fn new(
+        base_url: &str,
+        team: TeamId,
+        public_key: &str,
+        signing_key: &str,
+    ) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+        Self::with_http_client(http, base_url, team, public_key, signing_key)
+    }
+
+    /// Like [`LicenseClient::new`], with your own `reqwest` client (proxies, timeouts, TLS roots).
+    pub fn with_http_client(
+        http: reqwest::Client,
+        base_url: &str,
+        team: TeamId,
+        public_key: &str,
+        signing_key: &str,
+    ) -> Result<Self, Error> {
+        let keys = TeamPublicKeys::parse(public_key, signing_key)
+            .map_err(|e| Error::Config(format!("team public keys: {e}")))?;
+        let base = base_url.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "the base URL must start with http:// or https:// (got {base_url})"
+            )));
+        }
+        Ok(Self {
+            http,
+            base,
+            team,
+            keys,
+        })
+    }
+
+    /// The team's public keys.
+    pub fn public_keys(&self) -> &TeamPublicKeys {
+        &self.keys
+    }
+
+    pub(crate) fn url(&self, endpoint: &str) -> String {
+        format!(
+            "{}/api/v1/client/teams/{}/verification/{endpoint}",
+            self.base, self.team
+        )
+    }
+
+    /// Verifies the license (call it at start-up). `body` names the license and, as the license
+    /// needs, the device, customer, product, version and branch; its `challenge` is replaced by a
+    /// fresh one.
+    pub async fn verify(&self, body: &ClientBody) -> Result<Verified, Error> {
+        self.verify_exchange(body).await.map(|(v, _)| v)
+    }
+
+    pub(crate) async fn verify_exchange(
+        &self,
+        body: &ClientBody,
+    ) -> Result<(Verified, Exchange), Error> {
+        let (challenge, request) = with_challenge(body)?;
+        let (status, exchange) = self.post("verify", request).await?;
+        let (data, result) = self.accept::<VerifyData>(status, &exchange, Some(&challenge))?;
+        Ok((
+            Verified {
+                data,
+                result,
+                offline: false,
+            },
+            exchange,
+        ))
+    }
+
+    /// Reports that the device is still in use and checks the license again. The body must name
+    /// the device. Like verify, it sends a challenge, so an old answer cannot be replayed.
+    pub async fn heartbeat(&self, body: &ClientBody) -> Result<Heartbeat, Error> {
+        let (challenge, request) = with_challenge(body)?;
+        let (status, exchange) = self.post("heartbeat", request).await?;
+        let (data, result) = self.accept::<HeartbeatData>(status, &exchange, Some(&challenge))?;
+        Ok(Heartbeat { data, result })
+    }
+
+    async fn post(&self, endpoint: &str, request: Vec<u8>) -> Result<(u16, Exchange), Error> {
+        let response = self
+            .http
+            .post(self.url(endpoint))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(request.clone())
+            .send()
+            .await
+            .map_err(Error::Transport)?;
+        let status = response.status().as_u16();
+        let signature = signature_of(response.headers());
+        let bytes = response.bytes().await.map_err(Error::Transport)?.to_vec();
+        Ok((
+            status,
+            Exchange {
+                request,
+                response: bytes,
+                signature: signature.unwrap_or_default(),
+            },
+        ))
+    }
+
+    /// Checks an answer: its signature, its result, the challenge response; returns the data.
+    fn accept<T: DeserializeOwned>(
+        &self,
+        status: u16,
+        exchange: &Exchange,
+        challenge: Option<&str>,
+    ) -> Result<(T, ResultMeta), Error> {
+        let (data, result) = check_answer(&self.keys, status, exchange)?;
+        if let Some(challenge) = challenge {
+            let response = result
+                .challenge_response
+                .as_deref()
+                .ok_or(Error::Forged("the answer has no challengeResponse"))?;
+            self.keys
+                .rsa
+                .verify_challenge(challenge, response)
+                .map_err(|_| Error::Forged("challengeResponse does not verify"))?;
+        }
+        let data = serde_json::from_value(data)
+            .map_err(|e| Error::Protocol(format!("the answer's data: {e}")))?;
+        Ok((data, result))
+    }
+}
+
+/// The `X-Signature` header, when present.
+pub(crate) fn signature_of(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get(SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Checks a JSON answer: a present signature must verify; a success must be signed and `VALID`;
+/// an error must be signed unless it is one answered before the team is known. Returns the raw
+/// data and the result of a success, or the error.
+pub(crate) fn check_answer(
+    keys: &TeamPublicKeys,
+    status: u16,
+    exchange: &Exchange,
+) -> Result<(serde_json::Value, ResultMeta), Error> {
+    let signed = !exchange.signature.is_empty();
+    if signed {
+        keys.signing
+            .verify_response(&exchange.request, &exchange.response, &exchange.signature)
+            .map_err(|_| Error::Forged("X-Signature does not verify"))?;
+    }
+    let envelope: RawEnvelope = serde_json::from_slice(&exchange.response).map_err(|e| {
+        if signed {
+            Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}"))
+        } else {
+            Error::Forged("an unsigned answer that is not an envelope")
+        }
+    })?;
+    let result = envelope.result;
+    if !result.valid {
+        let code = result
+            .code
+            .ok_or_else(|| Error::Protocol("an error without a code".into()))?;
+        let before_team = matches!(
+            code,
+            ResultCode::BadRequest | ResultCode::TeamNotFound | ResultCode::RateLimit
+        );
+        if !signed && !before_team {
+            return Err(Error::Forged("an unsigned refusal"));
+        }
+        let errors = serde_json::from_value::<ErrorData>(envelope.data)
+            .map(|d| d.errors)
+            .unwrap_or_default();
+        return Err(Error::Api {
+            status,
+            code,
+            details: result.details.into_owned(),
+            errors,
+        });
+    }
+    if !signed {
+        return Err(Error::Forged("an unsigned success"));
+    }
+    if result.code != Some(ResultCode::Valid) {
+        return Err(Error::Protocol(format!(
+            "a success without code VALID (HTTP {status})"
+        )));
+    }
+    Ok((envelope.data, result))
+}
+
+/// The body with a fresh challenge (32 random bytes, hex), and its JSON.
+fn with_challenge(body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let challenge = hex::encode(bytes);
+    let mut body = body.clone();
+    body.challenge =
+        Some(Challenge::parse(&challenge).map_err(|e| Error::Protocol(e.to_string()))?);
+    let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
+    Ok((challenge, json))
+}
+
+/// Now, as the SDK's checks read it.
+pub(crate) fn now() -> Timestamp {
+    Timestamp::now()
+}

@@ -1,0 +1,475 @@
+//! The SDK against the real server on 127.0.0.1:0: verify, heartbeat, downloads, the background
+//! heartbeat, offline grace, the blocking client, and answers that are wrong or tampered with.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use licensing_sdk::core::api::ResultCode;
+use licensing_sdk::core::api::requests::ClientBody;
+use licensing_sdk::core::model::TeamCreated;
+use licensing_sdk::core::validate::HardwareId;
+use licensing_sdk::core::{LicenseKey, ProductId, Timestamp};
+use licensing_sdk::{
+    DownloadRequest, Error, HeartbeatSchedule, LicenseClient, LicenseState, OfflineCache,
+};
+use licensing_server::{Config, Server, open_store, services};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A running server with one team.
+struct Running {
+    base: String,
+    team: TeamCreated,
+    http: reqwest::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), licensing_server::ServerError>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path()).unwrap();
+        let team = services::teams::create_team(&store, "SDK team", Timestamp::now())
+            .await
+            .unwrap();
+        let mut config = Config::for_data_dir(dir.path());
+        config.rate_limit_per_minute = 0;
+        config.dev_rate_limit_per_minute = 0;
+        let server = Server::bind_with_store(config, store).await.unwrap();
+        let base = format!("http://{}", server.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            stopped.await.ok();
+        }));
+        Self {
+            base,
+            team,
+            http: reqwest::Client::new(),
+            stop: Some(stop),
+            task: Some(task),
+            _dir: dir,
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+
+    fn client(&self, base: &str) -> LicenseClient {
+        LicenseClient::new(
+            base,
+            self.team.team_id,
+            &self.team.public_key,
+            &self.team.signing_key,
+        )
+        .unwrap()
+    }
+
+    fn dev(&self, path: &str) -> String {
+        format!(
+            "{}/api/v1/dev/teams/{}/{path}",
+            self.base, self.team.team_id
+        )
+    }
+
+    async fn dev_send(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let response = self
+            .http
+            .request(method, self.dev(path))
+            .bearer_auth(&self.team.api_key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "{status} {body}");
+        body["data"].clone()
+    }
+
+    async fn upload(&self, product: &str, version: &str, bytes: Vec<u8>) {
+        let data = json!({"version": version, "productId": product, "status": "PUBLISHED", "setAsLatest": true});
+        let form = reqwest::multipart::Form::new()
+            .text("data", data.to_string())
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes).file_name("app.bin"),
+            );
+        let response = self
+            .http
+            .post(self.dev("releases"))
+            .bearer_auth(&self.team.api_key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+    }
+
+    /// A product and a license for it (with `extra` members), returning (product id, license).
+    async fn license(&self, extra: Value) -> (String, Value) {
+        let p = self
+            .dev_send(
+                reqwest::Method::POST,
+                "products",
+                json!({"name": "Desk App"}),
+            )
+            .await;
+        let pid = p["id"].as_str().unwrap().to_owned();
+        let mut body = json!({"expirationType": "NEVER", "productIds": [pid]});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let l = self.dev_send(reqwest::Method::POST, "licenses", body).await;
+        (pid, l)
+    }
+}
+
+fn body_for(license: &Value, device: &str) -> ClientBody {
+    let mut body =
+        ClientBody::new(LicenseKey::parse(license["licenseKey"].as_str().unwrap()).unwrap());
+    body.hardware_id = Some(HardwareId::parse(device).unwrap());
+    body
+}
+
+/// A loopback proxy that copies bytes both ways but flips one bit of the first response's body
+/// at `body_offset`.
+async fn tampering_proxy(upstream: &str, body_offset: usize) -> String {
+    let upstream: SocketAddr = upstream.trim_start_matches("http://").parse().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let server = TcpStream::connect(upstream).await.unwrap();
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    tokio::io::copy(&mut client_read, &mut server_write)
+                        .await
+                        .ok();
+                });
+                let mut seen = Vec::new();
+                let mut body_start = None;
+                let mut flipped = false;
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match server_read.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let chunk_start = seen.len();
+                    seen.extend_from_slice(&buf[..n]);
+                    if body_start.is_none() {
+                        body_start = seen
+                            .windows(4)
+                            .position(|w| w == b"\r\n\r\n")
+                            .map(|p| p + 4);
+                    }
+                    if let Some(start) = body_start {
+                        let at = start + body_offset;
+                        if !flipped && at >= chunk_start && at < seen.len() {
+                            buf[at - chunk_start] ^= 0x01;
+                            flipped = true;
+                        }
+                    }
+                    if client_write.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn verify_heartbeat_and_download_end_to_end() {
+    let server = Running::start().await;
+    let (pid, l) = server.license(json!({"hwidLimit": 2})).await;
+    let file: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    server.upload(&pid, "1.2.3", file.clone()).await;
+    let client = server.client(&server.base);
+    let body = body_for(&l, "sdk-device-0001");
+
+    let verified = client.verify(&body).await.unwrap();
+    assert!(!verified.offline);
+    assert_eq!(verified.result.code, Some(ResultCode::Valid));
+    assert_eq!(verified.data.license.hwid_limit, Some(2));
+    assert_eq!(verified.data.products[0].name, "Desk App");
+    assert_eq!(
+        verified.data.products[0]
+            .latest_release
+            .as_ref()
+            .unwrap()
+            .version,
+        "1.2.3"
+    );
+
+    let beat = client.heartbeat(&body).await.unwrap();
+    assert_eq!(beat.data.license.hwid_limit, Some(2));
+
+    let product: ProductId = pid.parse().unwrap();
+    let request =
+        DownloadRequest::new(body.license_key, product, body.hardware_id.clone().unwrap());
+    let (info, bytes) = client.download_to_vec(&request).await.unwrap();
+    assert!(bytes == file);
+    assert_eq!(info.version, "1.2.3");
+    assert_eq!(info.latest_version.as_deref(), Some("1.2.3"));
+    assert_eq!(info.product_name, "Desk App");
+    assert_eq!(info.size, file.len() as u64);
+    assert!(info.release_created_at.is_some());
+
+    // Refusals are typed, with the code and the details.
+    let other = body_for(&l, "sdk-device-0002");
+    client.verify(&other).await.unwrap();
+    match client.verify(&body_for(&l, "sdk-device-0003")).await {
+        Err(Error::Api { code, status, .. }) => {
+            assert_eq!((code, status), (ResultCode::HwidLimitReached, 403));
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut missing = request.clone();
+    missing.product_id = ProductId::new();
+    assert_eq!(
+        client.download_to_vec(&missing).await.unwrap_err().code(),
+        Some(ResultCode::ProductNotFound)
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_public_key_or_a_changed_byte_fails_closed() {
+    let server = Running::start().await;
+    let (pid, l) = server.license(json!({})).await;
+    server.upload(&pid, "1.0.0", vec![7u8; 200_000]).await;
+    let body = body_for(&l, "sdk-device-0001");
+
+    // Keys of another team: the signature does not verify.
+    let other = Running::start().await;
+    let wrong = LicenseClient::new(
+        &server.base,
+        server.team.team_id,
+        &other.team.public_key,
+        &other.team.signing_key,
+    )
+    .unwrap();
+    assert!(matches!(wrong.verify(&body).await, Err(Error::Forged(_))));
+    // Right signing key, wrong RSA key: the challenge response does not verify.
+    let half = LicenseClient::new(
+        &server.base,
+        server.team.team_id,
+        &other.team.public_key,
+        &server.team.signing_key,
+    )
+    .unwrap();
+    assert!(matches!(half.verify(&body).await, Err(Error::Forged(_))));
+
+    // One flipped bit of the verify answer.
+    for offset in [10, 100, 300] {
+        let proxy = tampering_proxy(&server.base, offset).await;
+        let result = server.client(&proxy).verify(&body).await;
+        assert!(
+            matches!(result, Err(Error::Forged(_))),
+            "offset {offset}: {result:?}"
+        );
+    }
+    // One flipped bit of a download.
+    let request = DownloadRequest::new(
+        body.license_key,
+        pid.parse().unwrap(),
+        body.hardware_id.clone().unwrap(),
+    );
+    for offset in [3, 20, 40, 100_000] {
+        let proxy = tampering_proxy(&server.base, offset).await;
+        let result = server.client(&proxy).download_to_vec(&request).await;
+        assert!(
+            matches!(result, Err(Error::Download(_))),
+            "offset {offset}: {result:?}"
+        );
+    }
+    // Untouched, through the same kind of proxy at an offset past the end, it works.
+    let proxy = tampering_proxy(&server.base, 10_000_000).await;
+    server
+        .client(&proxy)
+        .download_to_vec(&request)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_background_heartbeat_reports_a_suspension_and_stops_when_dropped() {
+    let server = Running::start().await;
+    let (_, l) = server.license(json!({})).await;
+    let client = server.client(&server.base);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let task = client.spawn_heartbeat(
+        body_for(&l, "sdk-device-0001"),
+        HeartbeatSchedule {
+            interval: Duration::from_millis(100),
+            min_retry: Duration::from_millis(50),
+            max_retry: Duration::from_millis(200),
+        },
+        Some(Arc::new(move |state: &LicenseState| {
+            record.lock().unwrap().push(state.clone());
+        })),
+    );
+    let mut states = task.subscribe();
+    tokio::time::timeout(Duration::from_secs(10), states.wait_for(|s| s.is_valid()))
+        .await
+        .unwrap()
+        .unwrap();
+    let id = l["id"].as_str().unwrap();
+    server
+        .dev_send(
+            reqwest::Method::PUT,
+            &format!("licenses/id/{id}"),
+            json!({"suspended": true}),
+        )
+        .await;
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| *s == LicenseState::Suspended),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [LicenseState::Valid, LicenseState::Suspended]
+    );
+    task.stop().await;
+
+    // Against a server that is gone, it reports the server unreachable.
+    let gone = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let task = server.client(&gone).spawn_heartbeat(
+        body_for(&l, "sdk-device-0001"),
+        HeartbeatSchedule {
+            interval: Duration::from_millis(100),
+            min_retry: Duration::from_millis(20),
+            max_retry: Duration::from_millis(40),
+        },
+        None,
+    );
+    let mut states = task.subscribe();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| *s == LicenseState::Unreachable),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    drop(task);
+}
+
+#[tokio::test]
+async fn offline_grace_accepts_only_a_fresh_authentic_answer_for_this_device() {
+    let mut server = Running::start().await;
+    let (_, l) = server.license(json!({})).await;
+    let client = server.client(&server.base);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = OfflineCache::new(
+        dir.path().join("last-verify.json"),
+        Duration::from_secs(3600),
+    );
+    let body = body_for(&l, "sdk-device-0001");
+    let online = client.verify_with_grace(&body, &cache).await.unwrap();
+    assert!(!online.offline);
+    assert!(cache.path().exists());
+
+    server.shutdown().await;
+    let offline = client.verify_with_grace(&body, &cache).await.unwrap();
+    assert!(offline.offline);
+    assert_eq!(offline.data, online.data);
+    // Another device, or no cache, gets the transport error.
+    let other = body_for(&l, "sdk-device-0002");
+    assert!(
+        client
+            .verify_with_grace(&other, &cache)
+            .await
+            .unwrap_err()
+            .is_transport()
+    );
+    // Past the grace period, or with the clock before the answer: refused.
+    let at = online.result.timestamp;
+    assert!(cache.load(&client, &body, at).unwrap().is_some());
+    let later = Timestamp::from_millis(at.as_millis() + 3_600_001);
+    assert!(cache.load(&client, &body, later).unwrap().is_none());
+    let earlier = Timestamp::from_millis(at.as_millis() - 1);
+    assert!(cache.load(&client, &body, earlier).unwrap().is_none());
+    // A cache file changed by one byte is not authentic.
+    let mut stored: Value = serde_json::from_slice(&std::fs::read(cache.path()).unwrap()).unwrap();
+    let response = stored["response"].as_str().unwrap().to_owned();
+    let changed = format!(
+        "{}{}",
+        &response[..20],
+        if &response[20..21] == "A" { "B" } else { "A" }
+    );
+    stored["response"] = json!(format!("{changed}{}", &response[21..]));
+    std::fs::write(cache.path(), stored.to_string()).unwrap();
+    assert!(cache.load(&client, &body, at).unwrap().is_none());
+    assert!(
+        client
+            .verify_with_grace(&body, &cache)
+            .await
+            .unwrap_err()
+            .is_transport()
+    );
+}
+
+#[test]
+fn the_blocking_client_works_from_a_plain_main() {
+    // The server runs on its own runtime thread, as another process would.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (server, license) = runtime.block_on(async {
+        let server = Running::start().await;
+        let (_, l) = server.license(json!({})).await;
+        (server, l)
+    });
+    let client = licensing_sdk::blocking::LicenseClient::new(
+        &server.base,
+        server.team.team_id,
+        &server.team.public_key,
+        &server.team.signing_key,
+    )
+    .unwrap();
+    let body = body_for(&license, "sdk-device-0001");
+    let verified = client.verify(&body).unwrap();
+    assert_eq!(verified.result.code, Some(ResultCode::Valid));
+    client.heartbeat(&body).unwrap();
+    let task = client.spawn_heartbeat(
+        body,
+        HeartbeatSchedule {
+            interval: Duration::from_millis(50),
+            ..HeartbeatSchedule::default()
+        },
+        None,
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !task.state().is_valid() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(task.state().is_valid());
+    drop(task);
+    drop(client);
+    runtime.block_on(async move {
+        let mut server = server;
+        server.shutdown().await;
+    });
+}
