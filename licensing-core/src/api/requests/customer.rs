@@ -1,4 +1,4 @@
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json};
 use crate::error::{ApiError, Validator};
@@ -7,21 +7,27 @@ use crate::validate::{ChatId, Email, text};
 use crate::{ChatAccountId, CustomerId, TeamId, Timestamp, UserId};
 
 /// The customer body of `PUT {dev}/customers/{id}` and (ext) `POST {dev}/customers`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CustomerBody {
-    #[serde(default)]
-    email: Patch<String>,
-    #[serde(default)]
-    full_name: Patch<String>,
-    #[serde(default)]
-    username: Patch<String>,
-    #[serde(default)]
-    chat_id: Patch<String>,
-    #[serde(default)]
-    metadata: Patch<Vec<RawMetadata>>,
-    #[serde(default)]
-    address: Patch<Address>,
+    /// `email`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub email: Patch<String>,
+    /// `fullName`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub full_name: Patch<String>,
+    /// `username`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub username: Patch<String>,
+    /// `chatId`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub chat_id: Patch<String>,
+    /// `metadata`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub metadata: Patch<Vec<RawMetadata>>,
+    /// `address`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub address: Patch<Address>,
 }
 
 /// A validated customer body: each member left out, cleared, or set.

@@ -1,4 +1,4 @@
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
     MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, finish, future_date, id_list, int_in,
@@ -20,31 +20,42 @@ const STARTS: [(&str, ExpirationStart); 2] = [
 ];
 
 /// `POST {dev}/licenses` as it arrives.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseCreate {
-    #[serde(default)]
-    customer_ids: Option<Vec<String>>,
-    #[serde(default)]
-    product_ids: Option<Vec<String>>,
-    #[serde(default)]
-    expiration_type: Option<String>,
-    #[serde(default)]
-    expiration_start: Option<String>,
-    #[serde(default)]
-    expiration_date: Option<String>,
-    #[serde(default)]
-    expiration_days: Option<i64>,
-    #[serde(default)]
-    ip_limit: Option<i64>,
-    #[serde(default)]
-    hwid_limit: Option<i64>,
-    #[serde(default)]
-    suspended: Option<bool>,
-    #[serde(default)]
-    send_email_delivery: Option<bool>,
-    #[serde(default)]
-    metadata: Option<Vec<RawMetadata>>,
+    /// `customerIds`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub customer_ids: Option<Vec<String>>,
+    /// `productIds`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub product_ids: Option<Vec<String>>,
+    /// `expirationType`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expiration_type: Option<String>,
+    /// `expirationStart`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expiration_start: Option<String>,
+    /// `expirationDate`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expiration_date: Option<String>,
+    /// `expirationDays`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expiration_days: Option<i64>,
+    /// `ipLimit`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ip_limit: Option<i64>,
+    /// `hwidLimit`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hwid_limit: Option<i64>,
+    /// `suspended`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub suspended: Option<bool>,
+    /// `sendEmailDelivery`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub send_email_delivery: Option<bool>,
+    /// `metadata`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub metadata: Option<Vec<RawMetadata>>,
 }
 
 /// A validated license create.
@@ -234,31 +245,42 @@ impl NewLicense {
 
 /// `PUT {dev}/licenses/id/{licenseId}`: members left out keep their value, `null` clears a
 /// nullable one.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseUpdate {
-    #[serde(default)]
-    license_key: Patch<String>,
-    #[serde(default)]
-    expiration_type: Patch<String>,
-    #[serde(default)]
-    expiration_start: Patch<String>,
-    #[serde(default)]
-    expiration_date: Patch<String>,
-    #[serde(default)]
-    expiration_days: Patch<i64>,
-    #[serde(default)]
-    suspended: Patch<bool>,
-    #[serde(default)]
-    product_ids: Patch<Vec<String>>,
-    #[serde(default)]
-    customer_ids: Patch<Vec<String>>,
-    #[serde(default)]
-    metadata: Patch<Vec<RawMetadata>>,
-    #[serde(default)]
-    hwid_limit: Patch<i64>,
-    #[serde(default)]
-    ip_limit: Patch<i64>,
+    /// `licenseKey`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub license_key: Patch<String>,
+    /// `expirationType`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub expiration_type: Patch<String>,
+    /// `expirationStart`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub expiration_start: Patch<String>,
+    /// `expirationDate`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub expiration_date: Patch<String>,
+    /// `expirationDays`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub expiration_days: Patch<i64>,
+    /// `suspended`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub suspended: Patch<bool>,
+    /// `productIds`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub product_ids: Patch<Vec<String>>,
+    /// `customerIds`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub customer_ids: Patch<Vec<String>>,
+    /// `metadata`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub metadata: Patch<Vec<RawMetadata>>,
+    /// `hwidLimit`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub hwid_limit: Patch<i64>,
+    /// `ipLimit`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub ip_limit: Patch<i64>,
 }
 
 impl LicenseUpdate {

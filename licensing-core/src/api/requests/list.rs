@@ -182,15 +182,7 @@ impl LicenseListQuery {
             &mut v,
         );
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            &[
-                ("createdAt", LicenseSort::CreatedAt),
-                ("updatedAt", LicenseSort::UpdatedAt),
-            ],
-            LicenseSort::CreatedAt,
-        );
+        let sort = sort(&q, &mut v, LicenseSort::OPTIONS, LicenseSort::DEFAULT);
         let product_ids = comma_ids(&q, &mut v, "productIds");
         let customer_ids = comma_ids(&q, &mut v, "customerIds");
         let search = v
@@ -263,18 +255,7 @@ impl CustomerListQuery {
         let mut v = Validator::new();
         let q = Query::parse(raw, &known(&["search"]), &mut v);
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            &[
-                ("fullName", CustomerSort::FullName),
-                ("createdAt", CustomerSort::CreatedAt),
-                ("updatedAt", CustomerSort::UpdatedAt),
-                ("email", CustomerSort::Email),
-                ("username", CustomerSort::Username),
-            ],
-            CustomerSort::CreatedAt,
-        );
+        let sort = sort(&q, &mut v, CustomerSort::OPTIONS, CustomerSort::DEFAULT);
         let search = v
             .optional("search", q.get("search"), SearchText::parse)
             .flatten();
@@ -317,17 +298,7 @@ impl ReleaseListQuery {
         let mut v = Validator::new();
         let q = Query::parse(raw, &known(&["productId", "search", "status"]), &mut v);
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            &[
-                ("version", ReleaseSort::Version),
-                ("createdAt", ReleaseSort::CreatedAt),
-                ("updatedAt", ReleaseSort::UpdatedAt),
-                ("latest", ReleaseSort::Latest),
-            ],
-            ReleaseSort::CreatedAt,
-        );
+        let sort = sort(&q, &mut v, ReleaseSort::OPTIONS, ReleaseSort::DEFAULT);
         let product_id = v
             .optional("productId", q.get("productId"), ProductId::parse)
             .flatten();
@@ -367,15 +338,7 @@ impl DeviceListQuery {
         let mut v = Validator::new();
         let q = Query::parse(raw, &known(&["showForgotten"]), &mut v);
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            &[
-                ("lastSeenAt", DeviceSort::LastSeenAt),
-                ("createdAt", DeviceSort::CreatedAt),
-            ],
-            DeviceSort::LastSeenAt,
-        );
+        let sort = sort(&q, &mut v, DeviceSort::OPTIONS, DeviceSort::DEFAULT);
         let show_forgotten = v
             .optional("showForgotten", q.get("showForgotten"), |t| match t {
                 "true" => Ok(true),
@@ -411,16 +374,7 @@ impl ProductListQuery {
         let mut v = Validator::new();
         let q = Query::parse(raw, &known(&[]), &mut v);
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            &[
-                ("name", ProductSort::Name),
-                ("createdAt", ProductSort::CreatedAt),
-                ("updatedAt", ProductSort::UpdatedAt),
-            ],
-            ProductSort::CreatedAt,
-        );
+        let sort = sort(&q, &mut v, ProductSort::OPTIONS, ProductSort::DEFAULT);
         finish(v)?;
         Ok(Self {
             paging,
@@ -428,6 +382,164 @@ impl ProductListQuery {
             filter: (),
         })
     }
+}
+
+/// A list's sort column: its wire names and its default.
+pub trait SortColumn: Copy + PartialEq + Sized + 'static {
+    /// Every column with its wire name.
+    const OPTIONS: &'static [(&'static str, Self)];
+    /// The column used when none is given.
+    const DEFAULT: Self;
+
+    /// The wire name.
+    fn name(self) -> &'static str {
+        Self::OPTIONS
+            .iter()
+            .find(|(_, column)| *column == self)
+            .map_or("createdAt", |(name, _)| *name)
+    }
+}
+
+/// A list's filters, written back as query parameters (what the SDK sends).
+pub trait QueryFilter {
+    /// Appends the filters that are set.
+    fn append_to(&self, query: &mut form_urlencoded::Serializer<'_, String>);
+}
+
+impl QueryFilter for () {
+    fn append_to(&self, _: &mut form_urlencoded::Serializer<'_, String>) {}
+}
+
+impl QueryFilter for bool {
+    /// `showForgotten`.
+    fn append_to(&self, query: &mut form_urlencoded::Serializer<'_, String>) {
+        if *self {
+            query.append_pair("showForgotten", "true");
+        }
+    }
+}
+
+impl QueryFilter for Option<SearchText> {
+    /// `search`.
+    fn append_to(&self, query: &mut form_urlencoded::Serializer<'_, String>) {
+        if let Some(search) = self {
+            query.append_pair("search", search.as_str());
+        }
+    }
+}
+
+impl QueryFilter for LicenseFilter {
+    fn append_to(&self, query: &mut form_urlencoded::Serializer<'_, String>) {
+        let join = |ids: Vec<String>| ids.join(",");
+        if !self.product_ids.is_empty() {
+            query.append_pair(
+                "productIds",
+                &join(self.product_ids.iter().map(ToString::to_string).collect()),
+            );
+        }
+        if !self.customer_ids.is_empty() {
+            query.append_pair(
+                "customerIds",
+                &join(self.customer_ids.iter().map(ToString::to_string).collect()),
+            );
+        }
+        self.search.append_to(query);
+        if let Some(key) = &self.metadata_key {
+            query.append_pair("metadataKey", key);
+        }
+        if let Some(value) = &self.metadata_value {
+            query.append_pair("metadataValue", value);
+        }
+    }
+}
+
+impl QueryFilter for ReleaseFilter {
+    fn append_to(&self, query: &mut form_urlencoded::Serializer<'_, String>) {
+        if let Some(product) = &self.product_id {
+            query.append_pair("productId", &product.to_string());
+        }
+        self.search.append_to(query);
+        if let Some(status) = self.status {
+            query.append_pair("status", status.as_str());
+        }
+    }
+}
+
+impl<S: SortColumn, F: Default> Default for ListQuery<S, F> {
+    /// Page 1 of 25, the default column, descending, no filters.
+    fn default() -> Self {
+        Self {
+            paging: Paging::default(),
+            sort: S::DEFAULT,
+            filter: F::default(),
+        }
+    }
+}
+
+impl<S: SortColumn, F: QueryFilter> ListQuery<S, F> {
+    /// The query string that [`Self`]'s `parse` reads back (what the SDK sends).
+    pub fn to_query_string(&self) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("page", &self.paging.page.to_string())
+            .append_pair("pageSize", &self.paging.page_size.to_string())
+            .append_pair("sortColumn", self.sort.name())
+            .append_pair(
+                "sortDirection",
+                match self.paging.direction {
+                    SortDirection::Asc => "asc",
+                    SortDirection::Desc => "desc",
+                },
+            );
+        self.filter.append_to(&mut query);
+        query.finish()
+    }
+}
+
+impl SortColumn for LicenseSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("createdAt", Self::CreatedAt),
+        ("updatedAt", Self::UpdatedAt),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
+}
+
+impl SortColumn for CustomerSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("fullName", Self::FullName),
+        ("createdAt", Self::CreatedAt),
+        ("updatedAt", Self::UpdatedAt),
+        ("email", Self::Email),
+        ("username", Self::Username),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
+}
+
+impl SortColumn for ReleaseSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("version", Self::Version),
+        ("createdAt", Self::CreatedAt),
+        ("updatedAt", Self::UpdatedAt),
+        ("latest", Self::Latest),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
+}
+
+impl SortColumn for DeviceSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("lastSeenAt", Self::LastSeenAt),
+        ("createdAt", Self::CreatedAt),
+    ];
+    const DEFAULT: Self = Self::LastSeenAt;
+}
+
+impl SortColumn for ProductSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("name", Self::Name),
+        ("createdAt", Self::CreatedAt),
+        ("updatedAt", Self::UpdatedAt),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
 }
 
 /// For endpoints that take no query parameters: any parameter is an error naming it.
@@ -446,6 +558,59 @@ pub fn parse_no_query(raw: &str) -> Result<(), ApiError> {
 mod tests {
     use super::super::problems;
     use super::*;
+
+    #[test]
+    #[allow(clippy::field_reassign_with_default)]
+    fn queries_written_back_parse_to_the_same_query() {
+        let mut licenses = LicenseListQuery::default();
+        licenses.paging = Paging {
+            page: 3,
+            page_size: 50,
+            direction: SortDirection::Asc,
+        };
+        licenses.sort = LicenseSort::UpdatedAt;
+        licenses.filter.product_ids = vec![ProductId::new(), ProductId::new()];
+        licenses.filter.customer_ids = vec![CustomerId::new()];
+        licenses.filter.search = Some(SearchText::parse("AB CD&x=1").unwrap());
+        licenses.filter.metadata_key = Some("tier".into());
+        licenses.filter.metadata_value = Some("gold".into());
+        assert_eq!(
+            LicenseListQuery::parse(&licenses.to_query_string()).unwrap(),
+            licenses
+        );
+        assert_eq!(
+            LicenseListQuery::parse(&LicenseListQuery::default().to_query_string()).unwrap(),
+            LicenseListQuery::parse("").unwrap()
+        );
+        let mut customers = CustomerListQuery::default();
+        customers.sort = CustomerSort::Email;
+        customers.filter = Some(SearchText::parse("jane").unwrap());
+        assert_eq!(
+            CustomerListQuery::parse(&customers.to_query_string()).unwrap(),
+            customers
+        );
+        let mut releases = ReleaseListQuery::default();
+        releases.sort = ReleaseSort::Latest;
+        releases.filter.status = Some(ReleaseStatus::Deprecated);
+        releases.filter.product_id = Some(ProductId::new());
+        assert_eq!(
+            ReleaseListQuery::parse(&releases.to_query_string()).unwrap(),
+            releases
+        );
+        let mut devices = DeviceListQuery::default();
+        devices.filter = true;
+        devices.sort = DeviceSort::CreatedAt;
+        assert_eq!(
+            DeviceListQuery::parse(&devices.to_query_string()).unwrap(),
+            devices
+        );
+        let mut products = ProductListQuery::default();
+        products.sort = ProductSort::Name;
+        assert_eq!(
+            ProductListQuery::parse(&products.to_query_string()).unwrap(),
+            products
+        );
+    }
 
     #[test]
     fn defaults() {

@@ -30,7 +30,7 @@ pub use team::{
 use std::collections::HashSet;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{ApiError, ValidationErrors, Validator};
 use crate::ids::parse_uuid;
@@ -136,11 +136,33 @@ impl<T> Patch<T> {
         !matches!(self, Patch::Missing)
     }
 
+    /// Whether the member was left out (the SDK then leaves it out of the JSON).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Patch::Missing)
+    }
+
     /// The value, if one was given.
     pub fn value(&self) -> Option<&T> {
         match self {
             Patch::Value(v) => Some(v),
             _ => None,
+        }
+    }
+}
+
+impl<T> From<Option<T>> for Patch<T> {
+    /// `Some` sets a value, `None` sends `null` (clears it).
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Patch::Null, Patch::Value)
+    }
+}
+
+impl<T: Serialize> Serialize for Patch<T> {
+    /// A value as itself, `Null` (and `Missing`, which callers skip) as `null`.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Patch::Value(v) => v.serialize(serializer),
+            Patch::Null | Patch::Missing => serializer.serialize_none(),
         }
     }
 }
@@ -154,14 +176,28 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
     }
 }
 
-/// A metadata item as it arrives.
-#[derive(Clone, Debug, Deserialize)]
+/// A metadata item as it arrives (and as the SDK sends it).
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMetadata {
-    key: String,
-    value: String,
-    #[serde(default)]
-    locked: Option<bool>,
+    /// `key`.
+    pub key: String,
+    /// `value`.
+    pub value: String,
+    /// `locked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked: Option<bool>,
+}
+
+impl RawMetadata {
+    /// An unlocked item.
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            value: value.into(),
+            locked: None,
+        }
+    }
 }
 
 /// Validates metadata: at most 20 items, keys 1 to 255 characters and unique, values at most

@@ -1,4 +1,4 @@
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
@@ -7,15 +7,18 @@ use crate::validate::{BranchName, HttpUrl, text};
 use crate::{ProductId, TeamId, Timestamp, UserId};
 
 /// (ext) `POST`/`PUT {dev}/products`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProductBody {
-    #[serde(default)]
-    name: Patch<String>,
-    #[serde(default)]
-    url: Patch<String>,
-    #[serde(default)]
-    metadata: Patch<Vec<RawMetadata>>,
+    /// `name`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub name: Patch<String>,
+    /// `url`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub url: Patch<String>,
+    /// `metadata`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub metadata: Patch<Vec<RawMetadata>>,
 }
 
 /// A validated product body.
@@ -96,11 +99,12 @@ impl ProductInput {
 }
 
 /// (ext) `POST {dev}/products/{productId}/branches`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BranchBody {
-    #[serde(default)]
-    name: Option<String>,
+    /// `name`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
 }
 
 impl BranchBody {

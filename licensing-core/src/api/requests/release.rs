@@ -1,4 +1,4 @@
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
@@ -19,25 +19,33 @@ pub enum ReleaseMode {
 }
 
 /// The JSON object in the `data` part of a release create or update.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReleaseData {
-    #[serde(default)]
-    version: Option<String>,
-    #[serde(default)]
-    product_id: Option<String>,
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    set_as_latest: Patch<bool>,
-    #[serde(default)]
-    branch_id: Patch<String>,
-    #[serde(default)]
-    metadata: Patch<Vec<RawMetadata>>,
-    #[serde(default)]
-    license_ids: Patch<Vec<String>>,
-    #[serde(default)]
-    keep_existing_file: Patch<bool>,
+    /// `version`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub version: Option<String>,
+    /// `productId`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub product_id: Option<String>,
+    /// `status`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub status: Option<String>,
+    /// `setAsLatest`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub set_as_latest: Patch<bool>,
+    /// `branchId`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub branch_id: Patch<String>,
+    /// `metadata`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub metadata: Patch<Vec<RawMetadata>>,
+    /// `licenseIds`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub license_ids: Patch<Vec<String>>,
+    /// `keepExistingFile`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub keep_existing_file: Patch<bool>,
 }
 
 /// Validated release data.

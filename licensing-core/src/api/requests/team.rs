@@ -1,4 +1,4 @@
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Patch, finish, future_date, not_null, parse_json, present};
 use crate::Timestamp;
@@ -11,11 +11,12 @@ use crate::verify::parse_ip_or_net;
 pub(crate) const MAX_TIMEOUT_MINUTES: i64 = 5_256_000;
 
 /// `PATCH …/hwid/{id}` and `…/ip-address/{id}`: `{forgotten: boolean}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForgottenBody {
-    #[serde(default)]
-    forgotten: Option<bool>,
+    /// `forgotten`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub forgotten: Option<bool>,
 }
 
 impl ForgottenBody {
@@ -28,19 +29,24 @@ impl ForgottenBody {
 }
 
 /// (ext) `PUT {dev}/settings`: members left out keep their value.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsBody {
-    #[serde(default)]
-    strict_customers: Patch<bool>,
-    #[serde(default)]
-    strict_products: Patch<bool>,
-    #[serde(default)]
-    strict_releases: Patch<bool>,
-    #[serde(default)]
-    hwid_timeout: Patch<i64>,
-    #[serde(default)]
-    ip_timeout: Patch<i64>,
+    /// `strictCustomers`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub strict_customers: Patch<bool>,
+    /// `strictProducts`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub strict_products: Patch<bool>,
+    /// `strictReleases`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub strict_releases: Patch<bool>,
+    /// `hwidTimeout`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub hwid_timeout: Patch<i64>,
+    /// `ipTimeout`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    pub ip_timeout: Patch<i64>,
 }
 
 impl SettingsBody {
@@ -74,13 +80,15 @@ impl SettingsBody {
 }
 
 /// (ext) `POST {dev}/blacklist`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlacklistBody {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    value: Option<String>,
+    /// `type`.
+    #[serde(skip_serializing_if = "Option::is_none", default, rename = "type")]
+    pub kind: Option<String>,
+    /// `value`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub value: Option<String>,
 }
 
 /// A validated blacklist entry: the value normalized (an address or range in canonical form, a
@@ -141,13 +149,15 @@ fn normalize(kind: BlacklistType, text: &str) -> Result<String, String> {
 }
 
 /// (ext) `POST {dev}/api-keys`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyBody {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    expires_at: Option<String>,
+    /// `name`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
+    /// `expiresAt`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expires_at: Option<String>,
 }
 
 /// A validated API key request.
@@ -177,11 +187,12 @@ impl ApiKeyBody {
 }
 
 /// Admin `POST /api/v1/admin/teams`: `{name}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminTeamBody {
-    #[serde(default)]
-    name: Option<String>,
+    /// `name`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
 }
 
 impl AdminTeamBody {
@@ -196,11 +207,12 @@ impl AdminTeamBody {
 }
 
 /// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeaturesBody {
-    #[serde(default)]
-    classloader: Option<bool>,
+    /// `classloader`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub classloader: Option<bool>,
 }
 
 impl FeaturesBody {
