@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`LicenseClient`] | desktop applications: verify at start-up, heartbeats (one call or a background [`HeartbeatTask`]), encrypted release downloads, offline grace |
 //! | [`blocking::LicenseClient`] | the same from a plain `fn main` without an async runtime |
+//! | [`DevClient`] | vendors' back ends: every developer endpoint, typed, with `all_*` helpers that walk every page and release uploads from a path or bytes |
 //! | [`hwid`] | a stable, salted identifier of this machine |
 //!
 //! Every answer is checked before it counts: the `X-Signature` header must verify with the
@@ -32,6 +33,7 @@
 //! ```
 
 mod client;
+mod dev;
 mod download;
 mod error;
 pub mod hwid;
@@ -41,6 +43,7 @@ mod watch;
 pub mod blocking;
 
 pub use client::{Heartbeat, LicenseClient, Verified};
+pub use dev::{DevClient, Upload};
 pub use download::{DownloadRequest, ReleaseInfo};
 pub use error::Error;
 pub use licensing_core as core;

@@ -1,7 +1,13 @@
 //! The SDK against the real server on 127.0.0.1:0: verify, heartbeat, downloads, the background
 //! heartbeat, offline grace, the blocking client, and answers that are wrong or tampered with.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::field_reassign_with_default,
+    clippy::cloned_ref_to_slice_refs,
+    missing_docs
+)]
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -472,4 +478,330 @@ fn the_blocking_client_works_from_a_plain_main() {
         let mut server = server;
         server.shutdown().await;
     });
+}
+
+fn dev_client(server: &Running) -> licensing_sdk::DevClient {
+    licensing_sdk::DevClient::new(&server.base, server.team.team_id, &server.team.api_key).unwrap()
+}
+
+#[tokio::test]
+async fn the_developer_client_covers_every_endpoint() {
+    use licensing_sdk::Upload;
+    use licensing_sdk::core::api::requests::{
+        ApiKeyBody, BlacklistBody, CustomerBody, CustomerListQuery, DeviceListQuery, LicenseCreate,
+        LicenseListQuery, LicenseUpdate, Patch, ProductBody, ProductListQuery, RawMetadata,
+        ReleaseData, ReleaseListQuery, SettingsBody,
+    };
+
+    let server = Running::start().await;
+    let dev = dev_client(&server);
+
+    // Products and branches.
+    let product = dev
+        .create_product(&ProductBody {
+            name: Patch::Value("Desk App".into()),
+            url: Patch::Value("https://example.com".into()),
+            metadata: Patch::Value(vec![RawMetadata::new("tier", "pro")]),
+        })
+        .await
+        .unwrap();
+    assert_eq!(dev.get_product(product.id).await.unwrap(), product);
+    let renamed = dev
+        .update_product(
+            product.id,
+            &ProductBody {
+                name: Patch::Value("Desk App 2".into()),
+                ..ProductBody::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(renamed.name, "Desk App 2");
+    assert_eq!(
+        renamed.url, product.url,
+        "left-out members keep their values"
+    );
+    let beta = dev.create_branch(product.id, "beta").await.unwrap();
+    assert_eq!(dev.list_branches(product.id).await.unwrap(), [beta.clone()]);
+    let scratch = dev
+        .create_product(&ProductBody {
+            name: Patch::Value("Scratch".into()),
+            ..ProductBody::default()
+        })
+        .await
+        .unwrap();
+    let page = dev
+        .list_products(&ProductListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total_results, 2);
+    dev.delete_product(scratch.id).await.unwrap();
+    assert_eq!(
+        dev.all_products(&ProductListQuery::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Customers.
+    let customer = dev
+        .create_customer(&CustomerBody {
+            email: Patch::Value("jane@example.com".into()),
+            full_name: Patch::Value("Jane Doe".into()),
+            ..CustomerBody::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(dev.get_customer(customer.id).await.unwrap(), customer);
+    let updated = dev
+        .update_customer(
+            customer.id,
+            &CustomerBody {
+                username: Patch::Value("jane".into()),
+                ..CustomerBody::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.username.as_deref(), Some("jane"));
+    assert_eq!(
+        dev.list_customers(&CustomerListQuery::default())
+            .await
+            .unwrap()
+            .customers,
+        [updated.clone()]
+    );
+
+    // Licenses, with a typed validation error first.
+    let refused = dev
+        .create_license(&LicenseCreate {
+            expiration_type: Some("DURATION".into()),
+            hwid_limit: Some(0),
+            ..LicenseCreate::default()
+        })
+        .await
+        .unwrap_err();
+    match &refused {
+        Error::Api {
+            status,
+            code,
+            errors,
+            ..
+        } => {
+            assert_eq!((*status, *code), (400, ResultCode::BadRequest));
+            let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+            assert!(
+                fields.contains(&"expirationDays") && fields.contains(&"hwidLimit"),
+                "{fields:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let license = dev
+        .create_license(&LicenseCreate {
+            expiration_type: Some("NEVER".into()),
+            hwid_limit: Some(2),
+            product_ids: Some(vec![product.id.to_string()]),
+            customer_ids: Some(vec![customer.id.to_string()]),
+            ..LicenseCreate::default()
+        })
+        .await
+        .unwrap();
+    let key = license.license.license_key;
+    let id = license.license.id;
+    assert_eq!(dev.get_license(&key).await.unwrap(), license);
+    assert_eq!(dev.get_license_by_id(id).await.unwrap(), license);
+    let suspended = dev
+        .update_license(
+            id,
+            &LicenseUpdate {
+                suspended: Patch::Value(true),
+                hwid_limit: Patch::Null,
+                ..LicenseUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(suspended.license.suspended);
+    assert_eq!(suspended.license.hwid_limit, None, "null clears");
+    for n in 0..12 {
+        dev.create_license(&LicenseCreate {
+            expiration_type: Some("NEVER".into()),
+            metadata: Some(vec![RawMetadata::new("batch", format!("b{n}"))]),
+            ..LicenseCreate::default()
+        })
+        .await
+        .unwrap();
+    }
+    let mut small_pages = LicenseListQuery::default();
+    small_pages.paging.page_size = 10;
+    let first = dev.list_licenses(&small_pages).await.unwrap();
+    assert_eq!(
+        (
+            first.licenses.len(),
+            first.total_results,
+            first.has_next_page
+        ),
+        (10, 13, true)
+    );
+    assert_eq!(dev.all_licenses(&small_pages).await.unwrap().len(), 13);
+
+    // Devices, recorded by a client request.
+    dev.update_license(
+        id,
+        &LicenseUpdate {
+            suspended: Patch::Value(false),
+            ..LicenseUpdate::default()
+        },
+    )
+    .await
+    .unwrap();
+    let client = server.client(&server.base);
+    let mut body = ClientBody::new(key);
+    body.hardware_id = Some(HardwareId::parse("sdk-device-0001").unwrap());
+    client.verify(&body).await.unwrap();
+    let hwids = dev
+        .list_hwids(id, &DeviceListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(hwids.hwids[0].hwid.identifier.as_str(), "sdk-device-0001");
+    let forgotten = dev
+        .set_hwid_forgotten(id, hwids.hwids[0].hwid.id, true)
+        .await
+        .unwrap();
+    assert!(forgotten.forgotten);
+    let ips = dev.list_ips(id, &DeviceListQuery::default()).await.unwrap();
+    assert_eq!(ips.total_results, 1);
+    dev.set_ip_forgotten(id, ips.ip_addresses[0].ip.id, true)
+        .await
+        .unwrap();
+    let mut all = DeviceListQuery::default();
+    all.filter = true;
+    assert_eq!(dev.list_ips(id, &all).await.unwrap().total_results, 1);
+    assert_eq!(
+        dev.list_ips(id, &DeviceListQuery::default())
+            .await
+            .unwrap()
+            .total_results,
+        0
+    );
+
+    // Releases: from bytes and from a path.
+    let data = ReleaseData {
+        version: Some("1.0.0".into()),
+        product_id: Some(product.id.to_string()),
+        status: Some("PUBLISHED".into()),
+        set_as_latest: Patch::Value(true),
+        ..ReleaseData::default()
+    };
+    let first = dev
+        .create_release(&data, Some(Upload::from_bytes("app.bin", vec![1, 2, 3])))
+        .await
+        .unwrap();
+    assert_eq!(first.release.file.as_ref().unwrap().size, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app-2.bin");
+    std::fs::write(&path, vec![9u8; 1000]).unwrap();
+    let second = dev
+        .create_release(
+            &ReleaseData {
+                version: Some("2.0.0".into()),
+                branch_id: Patch::Value(beta.id.to_string()),
+                ..data.clone()
+            },
+            Some(Upload::from_path(&path).await.unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.release.file.as_ref().unwrap().name, "app-2.bin");
+    assert_eq!(dev.get_release(second.release.id).await.unwrap(), second);
+    let updated = dev
+        .update_release(
+            first.release.id,
+            &ReleaseData {
+                status: Some("DEPRECATED".into()),
+                keep_existing_file: Patch::Value(true),
+                // An update states every member (null where none).
+                branch_id: Patch::Null,
+                metadata: Patch::Value(Vec::new()),
+                license_ids: Patch::Value(Vec::new()),
+                ..data.clone()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.release.file, first.release.file);
+    let mut by_product = ReleaseListQuery::default();
+    by_product.filter.product_id = Some(product.id);
+    assert_eq!(dev.all_releases(&by_product).await.unwrap().len(), 2);
+    assert_eq!(
+        dev.list_releases(&by_product).await.unwrap().total_results,
+        2
+    );
+    dev.delete_release(second.release.id).await.unwrap();
+    dev.delete_branch(product.id, beta.id).await.unwrap();
+    assert!(dev.list_branches(product.id).await.unwrap().is_empty());
+
+    // Settings, blacklist, keys, statistics.
+    let settings = dev
+        .update_settings(&SettingsBody {
+            strict_products: Patch::Value(true),
+            hwid_timeout: Patch::Value(60),
+            ..SettingsBody::default()
+        })
+        .await
+        .unwrap();
+    assert!(settings.strict_products);
+    assert_eq!(dev.settings().await.unwrap(), settings);
+    let entry = dev
+        .create_blacklist_entry(&BlacklistBody {
+            kind: Some("COUNTRY".into()),
+            value: Some("FIN".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(dev.list_blacklist().await.unwrap(), [entry.clone()]);
+    dev.delete_blacklist_entry(entry.id).await.unwrap();
+    let created = dev
+        .create_api_key(&ApiKeyBody {
+            name: Some("ci".into()),
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    assert!(created.key.starts_with("lsk_"));
+    let second_key =
+        licensing_sdk::DevClient::new(&server.base, server.team.team_id, &created.key).unwrap();
+    assert_eq!(second_key.settings().await.unwrap(), settings);
+    assert_eq!(dev.list_api_keys().await.unwrap().api_keys.len(), 2);
+    dev.revoke_api_key(created.id).await.unwrap();
+    assert_eq!(
+        second_key.settings().await.unwrap_err().code(),
+        Some(ResultCode::Unauthorized)
+    );
+    let keys = dev.public_keys().await.unwrap();
+    assert_eq!(keys.public_key, server.team.public_key);
+    assert_eq!(keys.signing_key, server.team.signing_key);
+    let stats = dev.statistics().await.unwrap();
+    assert_eq!(stats.overview.total_licenses, 13);
+    assert_eq!(stats.requests.by_type.verify, 1);
+
+    // Deletes.
+    dev.delete_license(&key).await.unwrap();
+    assert_eq!(
+        dev.get_license(&key).await.unwrap_err().code(),
+        Some(ResultCode::LicenseNotFound)
+    );
+    let other = dev
+        .all_licenses(&LicenseListQuery::default())
+        .await
+        .unwrap();
+    dev.delete_license_by_id(other[0].id).await.unwrap();
+    dev.delete_customer(customer.id).await.unwrap();
+    assert_eq!(
+        dev.get_customer(customer.id).await.unwrap_err().code(),
+        Some(ResultCode::CustomerNotFound)
+    );
 }

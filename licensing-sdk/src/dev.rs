@@ -1,0 +1,578 @@
+//! [`DevClient`]: the developer API for vendors' back ends, typed with `licensing-core`'s request
+//! bodies (the very types the server parses) and records.
+
+use std::future::Future;
+use std::path::Path;
+
+use licensing_core::api::requests::{
+    ApiKeyBody, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, DeviceListQuery,
+    ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, ProductBody, ProductListQuery,
+    ReleaseData, ReleaseListQuery, SettingsBody,
+};
+use licensing_core::api::{
+    ApiKeyList, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted, HwidForgotten,
+    HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted, LicensePage, ProductPage,
+    ReleasePage, ResultMeta,
+};
+use licensing_core::error::FieldError;
+use licensing_core::model::{
+    ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
+    ReleaseView, Statistics, TeamSettings,
+};
+use licensing_core::{
+    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
+    ReleaseId, TeamId,
+};
+use reqwest::Method;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::Error;
+
+/// A release file to upload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upload {
+    /// The file name (it must have an extension; `.jar` files get their `Main-Class` read).
+    pub name: String,
+    /// The content (at most 10 MiB).
+    pub bytes: Vec<u8>,
+}
+
+impl Upload {
+    /// A file from memory.
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        Self {
+            name: name.into(),
+            bytes,
+        }
+    }
+
+    /// A file from disk, named after its file name.
+    pub async fn from_path(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::Config(format!("{} has no file name", path.display())))?
+            .to_owned();
+        let bytes = tokio::fs::read(path).await?;
+        Ok(Self { name, bytes })
+    }
+}
+
+/// The developer API of one team, with one API key.
+#[derive(Clone, Debug)]
+pub struct DevClient {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    data: serde_json::Value,
+    result: ResultMeta,
+}
+
+#[derive(Deserialize)]
+struct ErrorData {
+    #[serde(default)]
+    errors: Vec<FieldError>,
+}
+
+/// A page of any list, for [`DevClient`]'s `all_*` helpers.
+trait Paged {
+    type Item;
+    fn into_parts(self) -> (Vec<Self::Item>, bool);
+}
+
+macro_rules! paged {
+    ($page:ty, $member:ident, $item:ty) => {
+        impl Paged for $page {
+            type Item = $item;
+            fn into_parts(self) -> (Vec<$item>, bool) {
+                (self.$member, self.has_next_page)
+            }
+        }
+    };
+}
+
+paged!(LicensePage, licenses, License);
+paged!(CustomerPage, customers, Customer);
+paged!(ProductPage, products, Product);
+paged!(ReleasePage, releases, ReleaseView);
+
+/// Pages are fetched until one says there is no next page (at most this many, as a guard).
+const MAX_PAGES: u32 = 100_000;
+
+async fn collect<P, F, Fut>(mut fetch: F) -> Result<Vec<P::Item>, Error>
+where
+    P: Paged,
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<P, Error>>,
+{
+    let mut all = Vec::new();
+    for page in 1..=MAX_PAGES {
+        let (items, more) = fetch(page).await?.into_parts();
+        all.extend(items);
+        if !more {
+            break;
+        }
+    }
+    Ok(all)
+}
+
+impl DevClient {
+    /// A client for `base_url`, the team and an API key (`lsk_…`).
+    pub fn new(base_url: &str, team: TeamId, api_key: &str) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| Error::Config(format!("HTTP client: {e}")))?;
+        Self::with_http_client(http, base_url, team, api_key)
+    }
+
+    /// Like [`DevClient::new`], with your own `reqwest` client.
+    pub fn with_http_client(
+        http: reqwest::Client,
+        base_url: &str,
+        team: TeamId,
+        api_key: &str,
+    ) -> Result<Self, Error> {
+        let root = base_url.trim_end_matches('/');
+        if !(root.starts_with("http://") || root.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "the base URL must start with http:// or https:// (got {base_url})"
+            )));
+        }
+        Ok(Self {
+            http,
+            base: format!("{root}/api/v1/dev/teams/{team}"),
+            key: api_key.to_owned(),
+        })
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, Error> {
+        let response = request
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .map_err(Error::Transport)?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(Error::Transport)?;
+        let envelope: Envelope = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}")))?;
+        if !envelope.result.valid {
+            let code = envelope
+                .result
+                .code
+                .ok_or_else(|| Error::Protocol("an error without a code".into()))?;
+            let errors = serde_json::from_value::<ErrorData>(envelope.data)
+                .map(|d| d.errors)
+                .unwrap_or_default();
+            return Err(Error::Api {
+                status,
+                code,
+                details: envelope.result.details.into_owned(),
+                errors,
+            });
+        }
+        serde_json::from_value(envelope.data)
+            .map_err(|e| Error::Protocol(format!("the answer's data: {e}")))
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<String>,
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<T, Error> {
+        let url = match query {
+            Some(q) => format!("{}/{path}?{q}", self.base),
+            None => format!("{}/{path}", self.base),
+        };
+        let mut request = self.http.request(method, url);
+        if let Some(body) = body {
+            let json = serde_json::to_vec(body).map_err(|e| Error::Protocol(e.to_string()))?;
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(json);
+        }
+        self.send(request).await
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: Option<String>,
+    ) -> Result<T, Error> {
+        self.call(Method::GET, path, query, None::<&()>).await
+    }
+
+    async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, Error> {
+        self.call(Method::DELETE, path, None, None::<&()>).await
+    }
+
+    async fn multipart<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        data: &ReleaseData,
+        file: Option<Upload>,
+    ) -> Result<T, Error> {
+        let json = serde_json::to_string(data).map_err(|e| Error::Protocol(e.to_string()))?;
+        let mut form = reqwest::multipart::Form::new().text("data", json);
+        if let Some(file) = file {
+            form = form.part(
+                "file",
+                reqwest::multipart::Part::bytes(file.bytes).file_name(file.name),
+            );
+        }
+        let request = self
+            .http
+            .request(method, format!("{}/{path}", self.base))
+            .multipart(form);
+        self.send(request).await
+    }
+
+    // Licenses.
+
+    /// `POST {dev}/licenses`.
+    pub async fn create_license(&self, body: &LicenseCreate) -> Result<LicenseDetail, Error> {
+        self.call(Method::POST, "licenses", None, Some(body)).await
+    }
+
+    /// `GET {dev}/licenses`: one page.
+    pub async fn list_licenses(&self, query: &LicenseListQuery) -> Result<LicensePage, Error> {
+        self.get("licenses", Some(query.to_query_string())).await
+    }
+
+    /// Every license matching the query's filters, page after page.
+    pub async fn all_licenses(&self, query: &LicenseListQuery) -> Result<Vec<License>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_licenses(&q).await }
+        })
+        .await
+    }
+
+    /// `GET {dev}/licenses/{licenseKey}`.
+    pub async fn get_license(&self, key: &LicenseKey) -> Result<LicenseDetail, Error> {
+        self.get(&format!("licenses/{key}"), None).await
+    }
+
+    /// `GET {dev}/licenses/id/{licenseId}`.
+    pub async fn get_license_by_id(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
+        self.get(&format!("licenses/id/{id}"), None).await
+    }
+
+    /// `PUT {dev}/licenses/id/{licenseId}`: members left out keep their values.
+    pub async fn update_license(
+        &self,
+        id: LicenseId,
+        body: &LicenseUpdate,
+    ) -> Result<LicenseDetail, Error> {
+        self.call(Method::PUT, &format!("licenses/id/{id}"), None, Some(body))
+            .await
+    }
+
+    /// `DELETE {dev}/licenses/{licenseKey}`.
+    pub async fn delete_license(&self, key: &LicenseKey) -> Result<LicenseKeyDeleted, Error> {
+        self.delete(&format!("licenses/{key}")).await
+    }
+
+    /// `DELETE {dev}/licenses/id/{licenseId}`.
+    pub async fn delete_license_by_id(&self, id: LicenseId) -> Result<LicenseDeleted, Error> {
+        self.delete(&format!("licenses/id/{id}")).await
+    }
+
+    // Devices.
+
+    /// `GET {dev}/licenses/id/{licenseId}/hwid`.
+    pub async fn list_hwids(
+        &self,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> Result<HwidPage, Error> {
+        self.get(
+            &format!("licenses/id/{license}/hwid"),
+            Some(query.to_query_string()),
+        )
+        .await
+    }
+
+    /// `PATCH {dev}/licenses/id/{licenseId}/hwid/{hwidId}`.
+    pub async fn set_hwid_forgotten(
+        &self,
+        license: LicenseId,
+        hwid: HwidId,
+        forgotten: bool,
+    ) -> Result<HwidForgotten, Error> {
+        let body = ForgottenBody {
+            forgotten: Some(forgotten),
+        };
+        self.call(
+            Method::PATCH,
+            &format!("licenses/id/{license}/hwid/{hwid}"),
+            None,
+            Some(&body),
+        )
+        .await
+    }
+
+    /// `GET {dev}/licenses/id/{licenseId}/ip-address`.
+    pub async fn list_ips(
+        &self,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> Result<IpPage, Error> {
+        self.get(
+            &format!("licenses/id/{license}/ip-address"),
+            Some(query.to_query_string()),
+        )
+        .await
+    }
+
+    /// `PATCH {dev}/licenses/id/{licenseId}/ip-address/{ipId}`.
+    pub async fn set_ip_forgotten(
+        &self,
+        license: LicenseId,
+        ip: IpId,
+        forgotten: bool,
+    ) -> Result<IpForgotten, Error> {
+        let body = ForgottenBody {
+            forgotten: Some(forgotten),
+        };
+        self.call(
+            Method::PATCH,
+            &format!("licenses/id/{license}/ip-address/{ip}"),
+            None,
+            Some(&body),
+        )
+        .await
+    }
+
+    // Customers.
+
+    /// (ext) `POST {dev}/customers`.
+    pub async fn create_customer(&self, body: &CustomerBody) -> Result<Customer, Error> {
+        self.call(Method::POST, "customers", None, Some(body)).await
+    }
+
+    /// `GET {dev}/customers`: one page.
+    pub async fn list_customers(&self, query: &CustomerListQuery) -> Result<CustomerPage, Error> {
+        self.get("customers", Some(query.to_query_string())).await
+    }
+
+    /// Every customer matching the query, page after page.
+    pub async fn all_customers(&self, query: &CustomerListQuery) -> Result<Vec<Customer>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_customers(&q).await }
+        })
+        .await
+    }
+
+    /// `GET {dev}/customers/{customerId}`.
+    pub async fn get_customer(&self, id: CustomerId) -> Result<Customer, Error> {
+        self.get(&format!("customers/{id}"), None).await
+    }
+
+    /// `PUT {dev}/customers/{customerId}`.
+    pub async fn update_customer(
+        &self,
+        id: CustomerId,
+        body: &CustomerBody,
+    ) -> Result<Customer, Error> {
+        self.call(Method::PUT, &format!("customers/{id}"), None, Some(body))
+            .await
+    }
+
+    /// `DELETE {dev}/customers/{customerId}`.
+    pub async fn delete_customer(&self, id: CustomerId) -> Result<CustomerDeleted, Error> {
+        self.delete(&format!("customers/{id}")).await
+    }
+
+    // Products and branches (ext).
+
+    /// (ext) `POST {dev}/products`.
+    pub async fn create_product(&self, body: &ProductBody) -> Result<Product, Error> {
+        self.call(Method::POST, "products", None, Some(body)).await
+    }
+
+    /// (ext) `GET {dev}/products`: one page.
+    pub async fn list_products(&self, query: &ProductListQuery) -> Result<ProductPage, Error> {
+        self.get("products", Some(query.to_query_string())).await
+    }
+
+    /// Every product, page after page.
+    pub async fn all_products(&self, query: &ProductListQuery) -> Result<Vec<Product>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_products(&q).await }
+        })
+        .await
+    }
+
+    /// (ext) `GET {dev}/products/{productId}`.
+    pub async fn get_product(&self, id: ProductId) -> Result<Product, Error> {
+        self.get(&format!("products/{id}"), None).await
+    }
+
+    /// (ext) `PUT {dev}/products/{productId}`.
+    pub async fn update_product(
+        &self,
+        id: ProductId,
+        body: &ProductBody,
+    ) -> Result<Product, Error> {
+        self.call(Method::PUT, &format!("products/{id}"), None, Some(body))
+            .await
+    }
+
+    /// (ext) `DELETE {dev}/products/{productId}`: its releases and branches go with it.
+    pub async fn delete_product(&self, id: ProductId) -> Result<Deleted, Error> {
+        self.delete(&format!("products/{id}")).await
+    }
+
+    /// (ext) `POST {dev}/products/{productId}/branches`.
+    pub async fn create_branch(&self, product: ProductId, name: &str) -> Result<Branch, Error> {
+        let body = BranchBody {
+            name: Some(name.to_owned()),
+        };
+        self.call(
+            Method::POST,
+            &format!("products/{product}/branches"),
+            None,
+            Some(&body),
+        )
+        .await
+    }
+
+    /// (ext) `GET {dev}/products/{productId}/branches`.
+    pub async fn list_branches(&self, product: ProductId) -> Result<Vec<Branch>, Error> {
+        let list: BranchList = self
+            .get(&format!("products/{product}/branches"), None)
+            .await?;
+        Ok(list.branches)
+    }
+
+    /// (ext) `DELETE {dev}/products/{productId}/branches/{branchId}`.
+    pub async fn delete_branch(
+        &self,
+        product: ProductId,
+        branch: BranchId,
+    ) -> Result<Deleted, Error> {
+        self.delete(&format!("products/{product}/branches/{branch}"))
+            .await
+    }
+
+    // Releases.
+
+    /// `POST {dev}/releases` (multipart), with an optional file.
+    pub async fn create_release(
+        &self,
+        data: &ReleaseData,
+        file: Option<Upload>,
+    ) -> Result<ReleaseView, Error> {
+        self.multipart(Method::POST, "releases", data, file).await
+    }
+
+    /// `GET {dev}/releases`: one page.
+    pub async fn list_releases(&self, query: &ReleaseListQuery) -> Result<ReleasePage, Error> {
+        self.get("releases", Some(query.to_query_string())).await
+    }
+
+    /// Every release matching the query, page after page.
+    pub async fn all_releases(&self, query: &ReleaseListQuery) -> Result<Vec<ReleaseView>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_releases(&q).await }
+        })
+        .await
+    }
+
+    /// (ext) `GET {dev}/releases/{releaseId}`.
+    pub async fn get_release(&self, id: ReleaseId) -> Result<ReleaseView, Error> {
+        self.get(&format!("releases/{id}"), None).await
+    }
+
+    /// `PUT {dev}/releases/{releaseId}` (multipart): with a file to replace it, or with
+    /// `keepExistingFile`.
+    pub async fn update_release(
+        &self,
+        id: ReleaseId,
+        data: &ReleaseData,
+        file: Option<Upload>,
+    ) -> Result<ReleaseView, Error> {
+        self.multipart(Method::PUT, &format!("releases/{id}"), data, file)
+            .await
+    }
+
+    /// (ext) `DELETE {dev}/releases/{releaseId}`.
+    pub async fn delete_release(&self, id: ReleaseId) -> Result<Deleted, Error> {
+        self.delete(&format!("releases/{id}")).await
+    }
+
+    // The team.
+
+    /// `GET {dev}/statistics` (cached 15 minutes by the server).
+    pub async fn statistics(&self) -> Result<Statistics, Error> {
+        self.get("statistics", None).await
+    }
+
+    /// (ext) `GET {dev}/settings`.
+    pub async fn settings(&self) -> Result<TeamSettings, Error> {
+        self.get("settings", None).await
+    }
+
+    /// (ext) `PUT {dev}/settings`: members left out keep their values.
+    pub async fn update_settings(&self, body: &SettingsBody) -> Result<TeamSettings, Error> {
+        self.call(Method::PUT, "settings", None, Some(body)).await
+    }
+
+    /// (ext) `GET {dev}/public-key`: what [`crate::LicenseClient`] is configured with.
+    pub async fn public_keys(&self) -> Result<PublicKeys, Error> {
+        self.get("public-key", None).await
+    }
+
+    /// (ext) `POST {dev}/blacklist`.
+    pub async fn create_blacklist_entry(
+        &self,
+        body: &BlacklistBody,
+    ) -> Result<BlacklistEntry, Error> {
+        self.call(Method::POST, "blacklist", None, Some(body)).await
+    }
+
+    /// (ext) `GET {dev}/blacklist`, with hit counts.
+    pub async fn list_blacklist(&self) -> Result<Vec<BlacklistEntry>, Error> {
+        let list: BlacklistList = self.get("blacklist", None).await?;
+        Ok(list.blacklist)
+    }
+
+    /// (ext) `DELETE {dev}/blacklist/{id}`.
+    pub async fn delete_blacklist_entry(&self, id: BlacklistId) -> Result<Deleted, Error> {
+        self.delete(&format!("blacklist/{id}")).await
+    }
+
+    /// (ext) `POST {dev}/api-keys`: the key is in the answer, this once.
+    pub async fn create_api_key(&self, body: &ApiKeyBody) -> Result<ApiKeyCreated, Error> {
+        self.call(Method::POST, "api-keys", None, Some(body)).await
+    }
+
+    /// (ext) `GET {dev}/api-keys` (without the keys).
+    pub async fn list_api_keys(&self) -> Result<ApiKeyList, Error> {
+        self.get("api-keys", None).await
+    }
+
+    /// (ext) `DELETE {dev}/api-keys/{id}`: revokes the key.
+    pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<Deleted, Error> {
+        self.delete(&format!("api-keys/{id}")).await
+    }
+}
