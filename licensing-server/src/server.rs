@@ -136,6 +136,7 @@ impl Server {
                 )),
                 session_keys: Arc::new(SessionKeyLog::default()),
                 trusted_proxies: config.trusted_proxies.clone().into(),
+                alive: Arc::new(()),
             },
         })
     }
@@ -164,6 +165,7 @@ impl Server {
             .clone()
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop));
+        let alive = Arc::downgrade(&self.state.alive);
         warp::serve(routes::routes(self.state))
             .incoming(self.listener)
             .graceful(shutdown)
@@ -175,6 +177,13 @@ impl Server {
         }
         // The usage task writes what was counted up to the last request before it ends.
         usage.await.ok();
+        // Connection tasks drop their copies of the state (and so of the store) a moment after
+        // the server stops. Wait for them (bounded), so that when `run` returns the store is
+        // closed as soon as the caller drops its own handles, and can be opened again.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while alive.strong_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         store
             .flush()
             .await

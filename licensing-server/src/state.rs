@@ -51,6 +51,9 @@ pub(crate) struct AppState {
     pub(crate) session_keys: Arc<SessionKeyLog>,
     /// Peers whose `X-Forwarded-For` is believed.
     pub(crate) trusted_proxies: Arc<[IpNet]>,
+    /// Counts the copies of the state alive (the route tree, connection tasks), so that
+    /// `Server::run` can wait for the last one before it returns.
+    pub(crate) alive: Arc<()>,
 }
 
 /// Who a developer or admin request is counted against.
