@@ -10,6 +10,7 @@ use crate::api::ResultCode;
 
 /// One problem with one input field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     /// The field as the client spelled it, with a path for nested values (`metadata[2].key`).
     pub field: String,

@@ -26,6 +26,16 @@ macro_rules! typed_id {
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(Uuid);
 
+        #[cfg(feature = "openapi")]
+        $crate::string_schema!(
+            $name,
+            stringify!($name),
+            Some(utoipa::openapi::schema::KnownFormat::Uuid),
+            None,
+            concat!(stringify!($name), ": a UUID"),
+            "6f9619ff-8b86-4011-b42d-00c04fc964ff"
+        );
+
         impl $name {
             /// A fresh random (version 4) id.
             pub fn new() -> Self {

@@ -75,6 +75,8 @@ pub mod expiry;
 pub mod ids;
 pub mod key;
 pub mod model;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod store;
 pub mod time;
 pub mod validate;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Every value `result.code` can take: the 21 error codes of the specification plus `VALID`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[allow(missing_docs)] // the names are the documentation: they are the wire values
 pub enum ResultCode {

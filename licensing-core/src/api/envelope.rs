@@ -10,6 +10,7 @@ use crate::time::Timestamp;
 
 /// `{"data": …, "result": {…}}`: the shape of every JSON answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Envelope<T> {
     /// The payload; `null` on errors other than validation errors.
     pub data: T,
@@ -19,6 +20,7 @@ pub struct Envelope<T> {
 
 /// The `result` member of the envelope.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ResultMeta {
     /// When the answer was generated.
@@ -37,6 +39,7 @@ pub struct ResultMeta {
 
 /// `data` of a validation error: every field problem.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorData {
     /// The problems, first found first.
     pub errors: Vec<FieldError>,

@@ -10,6 +10,7 @@ use crate::{CustomerId, HwidId, IpId, LicenseId, LicenseKey, Timestamp};
 
 /// `data.license` of a verify answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyLicense {
     /// IP limit.
@@ -30,6 +31,7 @@ pub struct VerifyLicense {
 
 /// `data.customers[]` of a verify answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyCustomer {
     /// E-mail.
@@ -44,6 +46,7 @@ pub struct VerifyCustomer {
 
 /// `latestRelease` of a product in a verify answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LatestRelease {
     /// Version.
@@ -54,6 +57,7 @@ pub struct LatestRelease {
 
 /// `data.products[]` of a verify answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyProduct {
     /// Name.
@@ -68,6 +72,7 @@ pub struct VerifyProduct {
 
 /// `data` of a successful verify.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyData {
     /// The license.
     pub license: VerifyLicense,
@@ -126,6 +131,7 @@ impl VerifyData {
 
 /// `data.license` of a heartbeat answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatLicense {
     /// IP limit.
@@ -138,6 +144,7 @@ pub struct HeartbeatLicense {
 
 /// `data` of a successful heartbeat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatData {
     /// The license.
     pub license: HeartbeatLicense,
@@ -171,6 +178,7 @@ macro_rules! page_type {
     ($(#[$meta:meta])* $name:ident, $member:ident: $item:ty, $wire:literal) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(rename_all = "camelCase")]
         pub struct $name {
             #[doc = concat!("The items of this page (`", $wire, "`).")]
@@ -211,6 +219,7 @@ page_type!(
 
 /// (ext) `GET {dev}/products/{id}/branches`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BranchList {
     /// All branches of the product.
     pub branches: Vec<Branch>,
@@ -218,6 +227,7 @@ pub struct BranchList {
 
 /// (ext) `GET {dev}/blacklist`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BlacklistList {
     /// All entries.
     pub blacklist: Vec<BlacklistEntry>,
@@ -225,6 +235,7 @@ pub struct BlacklistList {
 
 /// (ext) `GET {dev}/api-keys`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKeyList {
     /// All keys of the team, without the keys themselves.
@@ -233,6 +244,7 @@ pub struct ApiKeyList {
 
 /// `DELETE {dev}/licenses/{licenseKey}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LicenseKeyDeleted {
     /// The key.
@@ -243,6 +255,7 @@ pub struct LicenseKeyDeleted {
 
 /// `DELETE {dev}/licenses/id/{licenseId}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LicenseDeleted {
     /// The id.
@@ -253,6 +266,7 @@ pub struct LicenseDeleted {
 
 /// `DELETE {dev}/customers/{customerId}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CustomerDeleted {
     /// The id.
@@ -263,6 +277,7 @@ pub struct CustomerDeleted {
 
 /// (ext) deletes of other resources: `{id, deleted}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Deleted {
     /// The id.
     pub id: uuid::Uuid,
@@ -272,6 +287,7 @@ pub struct Deleted {
 
 /// `PATCH …/hwid/{hwidId}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HwidForgotten {
     /// The record.
@@ -282,6 +298,7 @@ pub struct HwidForgotten {
 
 /// `PATCH …/ip-address/{ipId}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct IpForgotten {
     /// The record.

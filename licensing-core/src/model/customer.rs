@@ -6,6 +6,7 @@ use crate::{ChatAccountId, CustomerId, TeamId, Timestamp, UserId};
 
 /// A customer: someone licenses are issued to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Customer {
     /// Id.
@@ -34,6 +35,7 @@ pub struct Customer {
 
 /// A postal address; every part optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Address {
     /// Street and number.
@@ -70,6 +72,7 @@ impl Address {
 
 /// A customer's account on the chat service.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ChatAccount {
     /// Id.

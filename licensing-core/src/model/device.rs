@@ -7,6 +7,7 @@ use crate::{HwidId, IpId, LicenseId, TeamId, Timestamp};
 
 /// Status of a hardware identifier or IP record, computed from the team's timeouts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum RecordStatus {
     /// Seen within the team's timeout (or the team sets none).
@@ -38,6 +39,7 @@ impl RecordStatus {
 
 /// A hardware identifier that used a license.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Hwid {
     /// Id.
@@ -60,6 +62,7 @@ pub struct Hwid {
 
 /// A hardware identifier with its status, as lists show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HwidView {
     /// The record.
@@ -122,11 +125,13 @@ usage_record!(IpRecord);
 
 /// An IP address that used a license.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct IpRecord {
     /// Id.
     pub id: IpId,
     /// The address.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = "ip"))]
     pub address: IpAddr,
     /// Soft-deleted: not counted, not listed unless asked for.
     pub forgotten: bool,
@@ -150,6 +155,7 @@ pub struct IpRecord {
 
 /// An IP record with its status, as lists show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct IpRecordView {
     /// The record.

@@ -5,6 +5,7 @@ use crate::{CustomerId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, Use
 
 /// How a license's expiration is calculated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ExpirationType {
     /// Does not expire.
@@ -17,6 +18,7 @@ pub enum ExpirationType {
 
 /// When a `DURATION` license's clock starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ExpirationStart {
     /// At creation.
@@ -28,6 +30,7 @@ pub enum ExpirationStart {
 
 /// A license as stored and as list endpoints show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct License {
     /// Id.
@@ -68,6 +71,7 @@ pub struct License {
 
 /// A license with its customers and products: single-license, create and update answers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LicenseDetail {
     /// The license.

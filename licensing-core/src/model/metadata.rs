@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 /// A key-value pair attached to licenses, customers, products and releases.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MetadataItem {
     /// 1 to 255 characters, unique within the list.
@@ -15,6 +16,7 @@ pub struct MetadataItem {
 
 /// A metadata item as the client verify endpoint shows it: only `key` and `value`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClientMetadata {
     /// The key.
     pub key: String,

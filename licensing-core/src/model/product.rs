@@ -6,6 +6,7 @@ use crate::{ProductId, TeamId, Timestamp, UserId};
 
 /// A product that licenses grant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Product {
     /// Id.
@@ -28,6 +29,7 @@ pub struct Product {
 
 /// `{id, name}` of a product, as release answers show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProductRef {
     /// Id.
     pub id: ProductId,

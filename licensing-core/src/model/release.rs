@@ -8,6 +8,7 @@ use crate::{
 
 /// Release status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ReleaseStatus {
     /// Available to clients.
@@ -45,6 +46,7 @@ impl ReleaseStatus {
 
 /// A release of a product, optionally on a branch, optionally with a file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Release {
     /// Id.
@@ -78,6 +80,7 @@ pub struct Release {
 
 /// A release as the developer API shows it: with product, branch and allowed licenses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReleaseView {
     /// The release.
@@ -93,6 +96,7 @@ pub struct ReleaseView {
 
 /// `{id, licenseKey}` of a license.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LicenseRef {
     /// Id.
@@ -103,6 +107,7 @@ pub struct LicenseRef {
 
 /// A stored release file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReleaseFile {
     /// Id.
@@ -123,6 +128,7 @@ pub struct ReleaseFile {
 
 /// A product branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Branch {
     /// Id.
@@ -141,6 +147,7 @@ pub struct Branch {
 
 /// `{id, name}` of a branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BranchRef {
     /// Id.
     pub id: BranchId,

@@ -7,6 +7,7 @@ use crate::{ProductId, Timestamp};
 
 /// The kind of a client request, for statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RequestType {
     /// `verify`.
@@ -19,6 +20,7 @@ pub enum RequestType {
 
 /// `GET {dev}/statistics`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Statistics {
     /// Totals.
@@ -35,6 +37,7 @@ pub struct Statistics {
 
 /// Totals of the team.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Overview {
     /// Licenses.
@@ -51,6 +54,7 @@ pub struct Overview {
 
 /// Request counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RequestCounts {
     /// All.
@@ -67,6 +71,7 @@ pub struct RequestCounts {
 
 /// Counts per request type.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RequestsByType {
     /// Verify requests.
     #[serde(rename = "VERIFY")]
@@ -81,6 +86,7 @@ pub struct RequestsByType {
 
 /// One of the top countries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TopCountry {
     /// Country name.
@@ -95,6 +101,7 @@ pub struct TopCountry {
 
 /// One of the top products.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TopProduct {
     /// Id.
@@ -107,6 +114,7 @@ pub struct TopProduct {
 
 /// Requests over recent windows.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecentActivity {
     /// Last 24 hours.
     #[serde(rename = "last24h")]
@@ -122,6 +130,7 @@ pub struct RecentActivity {
 /// Client requests of one team in one hour: the unit statistics are stored in. Adding is
 /// commutative, so buckets can be merged from batches in any order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HourlyStats {
     /// Hours since the Unix epoch.

@@ -25,6 +25,7 @@ pub struct Team {
 
 /// A team's verification settings (`GET`/`PUT {dev}/settings`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamSettings {
     /// A license with customers requires `customerId`.
@@ -41,6 +42,7 @@ pub struct TeamSettings {
 
 /// Features the operator switches per team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamFeatures {
     /// Release file uploads and classloader downloads.
@@ -55,6 +57,7 @@ impl Default for TeamFeatures {
 
 /// A team as the admin API lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamView {
     /// Id.
@@ -80,6 +83,7 @@ impl From<&Team> for TeamView {
 
 /// The answer to creating a team: its first API key is shown here only.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamCreated {
     /// Id.
@@ -94,6 +98,7 @@ pub struct TeamCreated {
 
 /// `GET {dev}/public-key`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PublicKeys {
     /// RSA public key, SPKI PEM.
@@ -106,6 +111,7 @@ pub struct PublicKeys {
 
 /// What a blacklist entry matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BlacklistType {
     /// An IP address or CIDR range.
@@ -118,6 +124,7 @@ pub enum BlacklistType {
 
 /// One blacklist entry with its hit counter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BlacklistEntry {
     /// Id.
@@ -164,6 +171,7 @@ impl ApiKeyRecord {
 
 /// An API key as lists show it: never the key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKeyView {
     /// Id.
@@ -189,6 +197,7 @@ impl From<&ApiKeyRecord> for ApiKeyView {
 
 /// The answer to creating an API key: the key is shown here only.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKeyCreated {
     /// Id.

@@ -13,6 +13,16 @@ macro_rules! text_type {
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
 
+        #[cfg(feature = "openapi")]
+        $crate::string_schema!(
+            $name,
+            stringify!($name),
+            None,
+            None,
+            stringify!($name),
+            ""
+        );
+
         impl $name {
             /// Parses and checks the value; the error says what to fix.
             pub fn parse($arg: &str) -> Result<Self, String> {

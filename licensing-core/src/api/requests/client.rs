@@ -12,6 +12,7 @@ use crate::{CustomerId, LicenseKey, ProductId};
 /// The body of `verify` and `heartbeat`, validated. The server parses it; clients (the SDK)
 /// build and serialize it: members left `None` are left out of the JSON.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ClientBody {
     /// The license.

@@ -8,25 +8,32 @@ use crate::{ChatAccountId, CustomerId, TeamId, Timestamp, UserId};
 
 /// The customer body of `PUT {dev}/customers/{id}` and (ext) `POST {dev}/customers`.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CustomerBody {
     /// `email`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub email: Patch<String>,
     /// `fullName`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub full_name: Patch<String>,
     /// `username`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub username: Patch<String>,
     /// `chatId`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub chat_id: Patch<String>,
     /// `metadata`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
     pub metadata: Patch<Vec<RawMetadata>>,
     /// `address`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Address>))]
     pub address: Patch<Address>,
 }
 

@@ -21,6 +21,7 @@ const STARTS: [(&str, ExpirationStart); 2] = [
 
 /// `POST {dev}/licenses` as it arrives.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseCreate {
     /// `customerIds`.
@@ -246,40 +247,52 @@ impl NewLicense {
 /// `PUT {dev}/licenses/id/{licenseId}`: members left out keep their value, `null` clears a
 /// nullable one.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseUpdate {
     /// `licenseKey`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub license_key: Patch<String>,
     /// `expirationType`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub expiration_type: Patch<String>,
     /// `expirationStart`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub expiration_start: Patch<String>,
     /// `expirationDate`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub expiration_date: Patch<String>,
     /// `expirationDays`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub expiration_days: Patch<i64>,
     /// `suspended`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub suspended: Patch<bool>,
     /// `productIds`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub product_ids: Patch<Vec<String>>,
     /// `customerIds`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub customer_ids: Patch<Vec<String>>,
     /// `metadata`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
     pub metadata: Patch<Vec<RawMetadata>>,
     /// `hwidLimit`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub hwid_limit: Patch<i64>,
     /// `ipLimit`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub ip_limit: Patch<i64>,
 }
 

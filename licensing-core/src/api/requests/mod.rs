@@ -178,6 +178,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Patch<T> {
 
 /// A metadata item as it arrives (and as the SDK sends it).
 #[derive(Clone, Debug, Deserialize, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawMetadata {
     /// `key`.

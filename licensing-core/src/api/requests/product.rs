@@ -8,16 +8,20 @@ use crate::{ProductId, TeamId, Timestamp, UserId};
 
 /// (ext) `POST`/`PUT {dev}/products`.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProductBody {
     /// `name`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub name: Patch<String>,
     /// `url`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub url: Patch<String>,
     /// `metadata`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
     pub metadata: Patch<Vec<RawMetadata>>,
 }
 
@@ -100,6 +104,7 @@ impl ProductInput {
 
 /// (ext) `POST {dev}/products/{productId}/branches`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BranchBody {
     /// `name`.

@@ -20,6 +20,7 @@ pub enum ReleaseMode {
 
 /// The JSON object in the `data` part of a release create or update.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReleaseData {
     /// `version`.
@@ -33,18 +34,23 @@ pub struct ReleaseData {
     pub status: Option<String>,
     /// `setAsLatest`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub set_as_latest: Patch<bool>,
     /// `branchId`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub branch_id: Patch<String>,
     /// `metadata`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
     pub metadata: Patch<Vec<RawMetadata>>,
     /// `licenseIds`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub license_ids: Patch<Vec<String>>,
     /// `keepExistingFile`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub keep_existing_file: Patch<bool>,
 }
 

@@ -12,6 +12,7 @@ pub(crate) const MAX_TIMEOUT_MINUTES: i64 = 5_256_000;
 
 /// `PATCH …/hwid/{id}` and `…/ip-address/{id}`: `{forgotten: boolean}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForgottenBody {
     /// `forgotten`.
@@ -30,22 +31,28 @@ impl ForgottenBody {
 
 /// (ext) `PUT {dev}/settings`: members left out keep their value.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsBody {
     /// `strictCustomers`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub strict_customers: Patch<bool>,
     /// `strictProducts`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub strict_products: Patch<bool>,
     /// `strictReleases`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub strict_releases: Patch<bool>,
     /// `hwidTimeout`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub hwid_timeout: Patch<i64>,
     /// `ipTimeout`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub ip_timeout: Patch<i64>,
 }
 
@@ -81,6 +88,7 @@ impl SettingsBody {
 
 /// (ext) `POST {dev}/blacklist`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BlacklistBody {
     /// `type`.
@@ -150,6 +158,7 @@ fn normalize(kind: BlacklistType, text: &str) -> Result<String, String> {
 
 /// (ext) `POST {dev}/api-keys`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyBody {
     /// `name`.
@@ -188,6 +197,7 @@ impl ApiKeyBody {
 
 /// Admin `POST /api/v1/admin/teams`: `{name}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AdminTeamBody {
     /// `name`.
@@ -208,6 +218,7 @@ impl AdminTeamBody {
 
 /// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FeaturesBody {
     /// `classloader`.
