@@ -28,6 +28,7 @@ pub mod files;
 mod http;
 mod jar;
 pub mod metrics;
+pub mod openapi;
 mod routes;
 pub mod server;
 pub mod services;

@@ -15,6 +15,8 @@ use prometheus_client::registry::Registry;
 pub const ROUTES: &[&str] = &[
     "/healthz",
     "/metrics",
+    "/api/openapi.json",
+    "/docs",
     "/api/v1/dev/teams/{teamId}/licenses",
     "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",

@@ -217,6 +217,14 @@ page_type!(
     ProductPage, products: Product, "products"
 );
 
+/// `GET /api/v1/admin/teams`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TeamList {
+    /// Every team, oldest first.
+    pub teams: Vec<crate::model::TeamView>,
+}
+
 /// (ext) `GET {dev}/products/{id}/branches`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -4,11 +4,11 @@
 
 use bytes::Buf;
 use futures_util::Stream;
+use licensing_core::api::TeamList;
 use licensing_core::api::requests::{AdminTeamBody, FeaturesBody, MAX_JSON_BODY, parse_no_query};
 use licensing_core::model::TeamView;
 use licensing_core::store::TeamStore;
 use licensing_core::{ApiError, TeamId, Timestamp};
-use serde::Serialize;
 use subtle::ConstantTimeEq;
 use warp::Filter;
 use warp::filters::BoxedFilter;
@@ -20,12 +20,6 @@ use crate::http::{
 use crate::routes::with_state;
 use crate::services;
 use crate::state::AppState;
-
-/// `GET /api/v1/admin/teams`.
-#[derive(Serialize)]
-struct TeamList {
-    teams: Vec<TeamView>,
-}
 
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let s = move || with_state(state.clone());

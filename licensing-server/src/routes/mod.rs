@@ -4,6 +4,7 @@
 mod admin;
 mod client;
 mod dev;
+mod docs;
 
 use std::convert::Infallible;
 
@@ -32,6 +33,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let metrics = state.metrics.clone();
     health()
         .or(metrics_route(state.clone()))
+        .unify()
+        .or(docs::routes())
         .unify()
         .or(client::routes(state.clone()))
         .unify()

@@ -19,6 +19,7 @@ mod helpers;
 mod isolation;
 mod licenses;
 mod mail;
+mod openapi;
 mod ratelimit;
 mod releases;
 mod restart;
