@@ -13,6 +13,7 @@ use crate::{CustomerId, LicenseKey, ProductId};
 /// build and serialize it: members left `None` are left out of the JSON.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"licenseKey": "ABCDE-12345-FGHIJ-67890-KLMNO", "hardwareIdentifier": "3f1c9a7e5b2d4c6f", "productId": "6f9619ff-8b86-4011-b42d-00c04fc964ff", "challenge": "a3f9c1e07b5d42e8", "version": "1.2.0"})))]
 #[serde(rename_all = "camelCase")]
 pub struct ClientBody {
     /// The license.

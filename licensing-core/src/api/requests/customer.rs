@@ -9,6 +9,7 @@ use crate::{ChatAccountId, CustomerId, TeamId, Timestamp, UserId};
 /// The customer body of `PUT {dev}/customers/{id}` and (ext) `POST {dev}/customers`.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"email": "jane@example.com", "fullName": "Jane Doe", "username": "jane", "address": {"city": "Helsinki", "country": "Finland"}, "metadata": [{"key": "vip", "value": "yes"}]})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CustomerBody {
     /// `email`.

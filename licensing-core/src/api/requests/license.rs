@@ -22,6 +22,7 @@ const STARTS: [(&str, ExpirationStart); 2] = [
 /// `POST {dev}/licenses` as it arrives.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"expirationType": "DURATION", "expirationDays": 365, "hwidLimit": 2, "ipLimit": 5, "productIds": ["6f9619ff-8b86-4011-b42d-00c04fc964ff"], "customerIds": [], "metadata": [{"key": "tier", "value": "pro", "locked": false}], "sendEmailDelivery": false})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseCreate {
     /// `customerIds`.
@@ -248,6 +249,7 @@ impl NewLicense {
 /// nullable one.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"suspended": true, "hwidLimit": null})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LicenseUpdate {
     /// `licenseKey`.

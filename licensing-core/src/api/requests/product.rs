@@ -9,6 +9,7 @@ use crate::{ProductId, TeamId, Timestamp, UserId};
 /// (ext) `POST`/`PUT {dev}/products`.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "My App", "url": "https://example.com/app", "metadata": []})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProductBody {
     /// `name`.
@@ -105,6 +106,7 @@ impl ProductInput {
 /// (ext) `POST {dev}/products/{productId}/branches`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "beta"})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BranchBody {
     /// `name`.

@@ -21,6 +21,7 @@ pub enum ReleaseMode {
 /// The JSON object in the `data` part of a release create or update.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"version": "1.2.0", "productId": "6f9619ff-8b86-4011-b42d-00c04fc964ff", "status": "PUBLISHED", "setAsLatest": true, "branchId": null, "metadata": [], "licenseIds": []})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReleaseData {
     /// `version`.

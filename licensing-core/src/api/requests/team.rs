@@ -13,6 +13,7 @@ pub(crate) const MAX_TIMEOUT_MINUTES: i64 = 5_256_000;
 /// `PATCH …/hwid/{id}` and `…/ip-address/{id}`: `{forgotten: boolean}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"forgotten": true})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForgottenBody {
     /// `forgotten`.
@@ -32,6 +33,7 @@ impl ForgottenBody {
 /// (ext) `PUT {dev}/settings`: members left out keep their value.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"strictCustomers": false, "strictProducts": true, "strictReleases": false, "hwidTimeout": 1440, "ipTimeout": null})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsBody {
     /// `strictCustomers`.
@@ -89,6 +91,7 @@ impl SettingsBody {
 /// (ext) `POST {dev}/blacklist`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"type": "IP", "value": "203.0.113.0/24"})))]
 #[serde(deny_unknown_fields)]
 pub struct BlacklistBody {
     /// `type`.
@@ -159,6 +162,7 @@ fn normalize(kind: BlacklistType, text: &str) -> Result<String, String> {
 /// (ext) `POST {dev}/api-keys`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "backend", "expiresAt": "2027-11-22T00:00:00.000Z"})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyBody {
     /// `name`.
@@ -198,6 +202,7 @@ impl ApiKeyBody {
 /// Admin `POST /api/v1/admin/teams`: `{name}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "Acme Software"})))]
 #[serde(deny_unknown_fields)]
 pub struct AdminTeamBody {
     /// `name`.
@@ -219,6 +224,7 @@ impl AdminTeamBody {
 /// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"classloader": true})))]
 #[serde(deny_unknown_fields)]
 pub struct FeaturesBody {
     /// `classloader`.
