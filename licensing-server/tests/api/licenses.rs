@@ -311,3 +311,23 @@ async fn list_pages_sorts_and_filters() {
         assert_eq!(answer.err(400, "BAD_REQUEST").fields(), [field], "{query}");
     }
 }
+
+#[tokio::test]
+async fn an_update_checks_the_body_before_looking_the_license_up() {
+    let s = TestServer::start().await;
+    let missing = s.dev(&format!("licenses/id/{}", uuid::Uuid::new_v4()));
+    let a = s.put(&missing, r#"{"suspended":"yes"}"#).await;
+    a.err(400, "BAD_REQUEST");
+    assert_eq!(a.fields(), ["suspended"]);
+    s.put(&missing, r#"{"hwidLimt":2}"#)
+        .await
+        .err(400, "BAD_REQUEST");
+    s.put(&missing, r#"{"suspended":true}"#)
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+    // Credentials still come first.
+    let bad_key = s
+        .send(reqwest::Method::PUT, &missing, Some("lsk_nope"), Some("{"))
+        .await;
+    bad_key.err(401, "UNAUTHORIZED");
+}

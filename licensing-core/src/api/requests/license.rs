@@ -299,6 +299,12 @@ pub struct LicenseUpdate {
 }
 
 impl LicenseUpdate {
+    /// Checks that a body parses (JSON object, known members, right types) without the stored
+    /// license: the server answers these 400s before it looks the license up (404).
+    pub fn check_syntax(body: &[u8]) -> Result<(), ApiError> {
+        parse_json::<Self>(body).map(|_| ())
+    }
+
     /// Parses an update body and applies it to `existing`, returning the updated record (its
     /// `licenseKey` may have changed: the store checks that the new one is free, and that the
     /// customers and products exist).

@@ -349,8 +349,19 @@ where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
-    let existing = find_by_id(&state, &team, &id, &headers).await?;
+    // The protocol's order: ids and credentials, then the body (400), then the record (404).
+    let license_id: LicenseId = path_param("licenseId", &id)?;
+    let dev = state.dev(&team, &headers).await?;
     let body = read_body(body, MAX_JSON_BODY).await?;
+    LicenseUpdate::check_syntax(&body)?;
+    let existing = state
+        .store
+        .get_license(dev.team, license_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            ApiError::from(StoreError::NotFound(licensing_core::store::Entity::License))
+        })?;
     let updated = LicenseUpdate::apply(&body, &existing, licensing_core::Timestamp::now())?;
     state
         .store
