@@ -1,0 +1,584 @@
+//! Load benchmark: `cargo bench -p licensing-server --bench load` (add `-- --smoke` for the few-
+//! seconds run CI uses to prove it works).
+//!
+//! Seeds a data set through the real sled store (full run: 10 teams, 100,000 licenses, 1,000,000
+//! device records), starts the real server in a child process (this program re-executed with
+//! `--serve-child`), and drives it over loopback with a fixed number of connections for a fixed
+//! time per scenario. It prints requests/s and p50/p99/p99.9 latency per scenario, the limits to
+//! compare with (a trivial route on the same stack, RSA-2048 signatures/s on every core,
+//! AES-256-GCM MiB/s), each scenario's ratio to its limit, the server's peak RSS, the data set's
+//! size on disk and the server's start-up time. It asserts nothing about speed.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use licensing_core::crypto::frames::FrameSealer;
+use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
+use licensing_core::store::{Activity, ActivityStore, LicenseStore, TeamStore, testing};
+use licensing_core::validate::HardwareId;
+use licensing_core::{TeamId, Timestamp};
+use licensing_server::{Config, Server, open_store, services};
+use serde_json::json;
+
+/// The sizes and durations of one run.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    teams: usize,
+    licenses: usize,
+    devices_per_license: usize,
+    connections: usize,
+    seconds: f64,
+}
+
+impl Plan {
+    fn from_args() -> Self {
+        let smoke =
+            std::env::args().any(|a| a == "--smoke") || std::env::var_os("LOAD_SMOKE").is_some();
+        if smoke {
+            Self {
+                teams: 2,
+                licenses: 400,
+                devices_per_license: 2,
+                connections: 8,
+                seconds: 0.5,
+            }
+        } else {
+            Self {
+                teams: 10,
+                licenses: 100_000,
+                devices_per_license: 10,
+                connections: 64,
+                seconds: 10.0,
+            }
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--serve-child") {
+        serve_child(Path::new(&args[i + 1]), Path::new(&args[i + 2]));
+        return;
+    }
+    let plan = Plan::from_args();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(run(plan));
+}
+
+/// The child: the real server on 127.0.0.1:0 with rate limits off, its address written to
+/// `addr_file`, until its stdin closes.
+fn serve_child(data: &Path, addr_file: &Path) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut config = Config::for_data_dir(data);
+        config.rate_limit_per_minute = 0;
+        config.dev_rate_limit_per_minute = 0;
+        let server = Server::bind(config).await.unwrap();
+        std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
+        let stop = async {
+            tokio::task::spawn_blocking(|| {
+                let mut sink = String::new();
+                std::io::stdin().read_line(&mut sink).ok();
+            })
+            .await
+            .ok();
+        };
+        server.run(stop).await.unwrap();
+    });
+}
+
+/// What the load generator needs to know about the seeded data.
+struct Seeded {
+    team: TeamId,
+    api_key: String,
+    keys: TeamPublicKeys,
+    /// (license key, a device it already has).
+    known: Vec<(String, String)>,
+}
+
+async fn seed(data: &Path, plan: Plan) -> Seeded {
+    let store = open_store(data).unwrap();
+    let started = Instant::now();
+    let mut first = None;
+    let per_team = plan.licenses / plan.teams;
+    let devices = Arc::new(AtomicU64::new(0));
+    for t in 0..plan.teams {
+        let created = services::teams::create_team(&store, &format!("Team {t}"), Timestamp::now())
+            .await
+            .unwrap();
+        let team = store.get_team(created.team_id).await.unwrap().unwrap();
+        let workers = 64;
+        let mut tasks = Vec::new();
+        for w in 0..workers {
+            let (store, team, devices) = (store.clone(), team.clone(), devices.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut known = Vec::new();
+                for i in (w..per_team).step_by(workers) {
+                    let license = testing::license(team.id, Timestamp::now());
+                    store.create_license(&license).await.unwrap();
+                    for d in 0..plan.devices_per_license {
+                        let device = format!("seed-device-{i:07}-{d:03}");
+                        let activity = Activity {
+                            hardware_id: Some(HardwareId::parse(&device).unwrap()),
+                            ip: std::net::IpAddr::from([10, (i % 250) as u8, (d % 250) as u8, 1]),
+                            country: None,
+                        };
+                        store
+                            .record_activity(
+                                team.id,
+                                license.id,
+                                &team.settings,
+                                &activity,
+                                Timestamp::now(),
+                            )
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        devices.fetch_add(1, Ordering::Relaxed);
+                        if d == 0 && known.len() < 1000 {
+                            known.push((license.license_key.as_str().to_owned(), device));
+                        }
+                    }
+                }
+                known
+            }));
+        }
+        let mut known = Vec::new();
+        for task in tasks {
+            known.extend(task.await.unwrap());
+        }
+        if first.is_none() {
+            let keys = TeamPublicKeys::parse(&created.public_key, &created.signing_key).unwrap();
+            first = Some(Seeded {
+                team: created.team_id,
+                api_key: created.api_key,
+                keys,
+                known,
+            });
+        }
+    }
+    store.flush().await.unwrap();
+    drop(store);
+    println!(
+        "seeded {} teams, {} licenses, {} device records in {:.1} s",
+        plan.teams,
+        per_team * plan.teams,
+        devices.load(Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    );
+    first.unwrap()
+}
+
+/// Starts the child server and waits until it answers; returns it, its base URL and the time it
+/// took to answer.
+// The caller waits for the child; if the server never answers, the benchmark panics and exits.
+#[allow(clippy::zombie_processes)]
+async fn start_child(data: &Path) -> (Child, String, Duration) {
+    let addr_file = data.join("addr");
+    let started = Instant::now();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .arg("--serve-child")
+        .arg(data)
+        .arg(&addr_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    loop {
+        if let Ok(addr) = std::fs::read_to_string(&addr_file) {
+            let base = format!("http://{addr}");
+            if http
+                .get(format!("{base}/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return (child, base, started.elapsed());
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// One scenario's figures.
+struct Figures {
+    name: &'static str,
+    requests: u64,
+    bytes: u64,
+    seconds: f64,
+    p50: Duration,
+    p99: Duration,
+    p999: Duration,
+    errors: u64,
+}
+
+impl Figures {
+    fn rps(&self) -> f64 {
+        self.requests as f64 / self.seconds
+    }
+
+    fn mib_s(&self) -> f64 {
+        self.bytes as f64 / self.seconds / (1024.0 * 1024.0)
+    }
+}
+
+/// A request a scenario sends: method, URL, body; built fresh for each request.
+type MakeRequest = Arc<dyn Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync>;
+
+async fn drive(name: &'static str, plan: Plan, connections: usize, make: MakeRequest) -> Figures {
+    let deadline = Instant::now() + Duration::from_secs_f64(plan.seconds);
+    let counter = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (make, counter) = (make.clone(), counter.clone());
+        tasks.push(tokio::spawn(async move {
+            // One client per connection: its pool keeps that one connection alive.
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .unwrap();
+            let (mut latencies, mut bytes, mut errors) = (Vec::new(), 0u64, 0u64);
+            // Bounded in time and in count.
+            while Instant::now() < deadline && latencies.len() < 5_000_000 {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let sent = Instant::now();
+                match make(&http, n).send().await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        let body = response.bytes().await.map(|b| b.len()).unwrap_or(0);
+                        latencies.push(sent.elapsed());
+                        bytes += body as u64;
+                        if !ok {
+                            errors += 1;
+                        }
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+            (latencies, bytes, errors)
+        }));
+    }
+    let (mut all, mut bytes, mut errors) = (Vec::new(), 0, 0);
+    for task in tasks {
+        let (l, b, e) = task.await.unwrap();
+        all.extend(l);
+        bytes += b;
+        errors += e;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let at = |q: f64| {
+        all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Figures {
+        name,
+        requests: all.len() as u64,
+        bytes,
+        seconds,
+        p50: at(0.50),
+        p99: at(0.99),
+        p999: at(0.999),
+        errors,
+    }
+}
+
+/// RSA-2048 PKCS#1 v1.5 SHA-256 signatures per second, on every core at once.
+fn rsa_signatures_per_second(seconds: f64) -> f64 {
+    let keys = Arc::new(TeamKeys::generate().unwrap());
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let threads: Vec<_> = (0..cores)
+        .map(|_| {
+            let keys = keys.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while Instant::now() < deadline {
+                    keys.sign_challenge("challenge-0123456789abcdef").unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+/// AES-256-GCM MiB/s sealing 64 KiB frames on one core.
+fn aes_mib_per_second(seconds: f64) -> f64 {
+    let sealer = FrameSealer::new(&SessionKey::from_bytes([7; 32]));
+    let chunk = vec![0u8; 64 * 1024];
+    let mut out = Vec::with_capacity(80 * 1024);
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    while Instant::now() < deadline {
+        out.clear();
+        sealer.seal_into(&chunk, &mut out).unwrap();
+        bytes += chunk.len() as u64;
+    }
+    bytes as f64 / started.elapsed().as_secs_f64() / (1024.0 * 1024.0)
+}
+
+fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn upload(
+    http: &reqwest::Client,
+    dev: &str,
+    key: &str,
+    product: &str,
+    version: &str,
+    size: usize,
+) {
+    let data = json!({"version": version, "productId": product, "status": "PUBLISHED"});
+    let form = reqwest::multipart::Form::new()
+        .text("data", data.to_string())
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![0x5a; size]).file_name("app.bin"),
+        );
+    let answer = http
+        .post(format!("{dev}/releases"))
+        .bearer_auth(key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+}
+
+async fn run(plan: Plan) {
+    println!("plan: {plan:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let data: PathBuf = dir.path().to_path_buf();
+    let seeded = seed(&data, plan).await;
+    let (mut child, base, startup) = start_child(&data).await;
+    let pid = child.id();
+    let http = reqwest::Client::new();
+    let dev = format!("{base}/api/v1/dev/teams/{}", seeded.team);
+    let client = format!("{base}/api/v1/client/teams/{}/verification", seeded.team);
+
+    // A product with a 1 MiB and a 10 MiB release, and a license for it.
+    let product: serde_json::Value = http
+        .post(format!("{dev}/products"))
+        .bearer_auth(&seeded.api_key)
+        .json(&json!({"name": "Bench App"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let product = product["data"]["id"].as_str().unwrap().to_owned();
+    upload(&http, &dev, &seeded.api_key, &product, "1.0.0", 1024 * 1024).await;
+    upload(
+        &http,
+        &dev,
+        &seeded.api_key,
+        &product,
+        "10.0.0",
+        10 * 1024 * 1024,
+    )
+    .await;
+    let license: serde_json::Value = http
+        .post(format!("{dev}/licenses"))
+        .bearer_auth(&seeded.api_key)
+        .json(&json!({"expirationType": "NEVER", "productIds": [product]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let download_key = license["data"]["licenseKey"].as_str().unwrap().to_owned();
+
+    let known = Arc::new(seeded.known.clone());
+    let mut results = Vec::new();
+    let c = plan.connections;
+
+    let url = format!("{base}/healthz");
+    results.push(
+        drive(
+            "healthz (trivial route)",
+            plan,
+            c,
+            Arc::new(move |h, _| h.get(&url)),
+        )
+        .await,
+    );
+
+    let (url, k) = (format!("{client}/heartbeat"), known.clone());
+    results.push(
+        drive(
+            "heartbeat, known device",
+            plan,
+            c,
+            Arc::new(move |h, n| {
+                let (key, device) = &k[n as usize % k.len()];
+                h.post(&url)
+                    .json(&json!({"licenseKey": key, "hardwareIdentifier": device}))
+            }),
+        )
+        .await,
+    );
+
+    let (url, k) = (format!("{client}/verify"), known.clone());
+    results.push(
+        drive(
+            "verify with a challenge",
+            plan,
+            c,
+            Arc::new(move |h, n| {
+                let (key, device) = &k[n as usize % k.len()];
+                h.post(&url)
+                    .json(&json!({"licenseKey": key, "hardwareIdentifier": device,
+                "challenge": format!("challenge-{n:012}")}))
+            }),
+        )
+        .await,
+    );
+
+    let (url, k) = (format!("{client}/verify"), known.clone());
+    results.push(
+        drive("verify, new device (recorded)", plan, c, Arc::new(move |h, n| {
+            let (key, _) = &k[n as usize % k.len()];
+            h.post(&url).json(&json!({"licenseKey": key, "hardwareIdentifier": format!("new-device-{n:012}")}))
+        }))
+        .await,
+    );
+
+    for (name, version) in [
+        ("classloader, 1 MiB", "1.0.0"),
+        ("classloader, 10 MiB", "10.0.0"),
+    ] {
+        let (url, keys, license, product) = (
+            format!("{client}/classloader"),
+            seeded.keys.clone(),
+            download_key.clone(),
+            product.clone(),
+        );
+        results.push(
+            drive(
+                name,
+                plan,
+                c.min(16),
+                Arc::new(move |h, _| {
+                    let session = keys
+                        .rsa
+                        .encrypt_session_secret(&SessionSecret::generate())
+                        .unwrap();
+                    // Every value is URL-safe: key, UUID, hex, version.
+                h.get(format!(
+                    "{url}?licenseKey={license}&productId={product}&sessionKey={session}&hardwareIdentifier=bench-download-0001&version={version}"
+                ))
+                }),
+            )
+            .await,
+        );
+    }
+
+    let (url, key) = (
+        format!("{dev}/licenses?page=2&pageSize=25"),
+        seeded.api_key.clone(),
+    );
+    results.push(
+        drive(
+            "developer API: license list page",
+            plan,
+            c,
+            Arc::new(move |h, _| h.get(&url).bearer_auth(&key)),
+        )
+        .await,
+    );
+
+    let rss = peak_rss_kib(pid);
+    drop(child.stdin.take());
+    child.wait().ok();
+    let disk = dir_size(&data);
+
+    let limit_seconds = plan.seconds.max(0.5);
+    let rsa = rsa_signatures_per_second(limit_seconds);
+    let aes = aes_mib_per_second(limit_seconds);
+    let healthz = results[0].rps();
+
+    println!();
+    println!(
+        "{:<36} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8}  ratio to its limit",
+        "scenario", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "MiB/s", "errors"
+    );
+    for f in &results {
+        let ratio = match f.name {
+            n if n.starts_with("heartbeat") => {
+                format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
+            }
+            n if n.starts_with("verify with") => {
+                format!("{:.0}% of RSA signatures/s", 100.0 * f.rps() / rsa)
+            }
+            n if n.starts_with("classloader") => {
+                format!("{:.0}% of AES-GCM MiB/s", 100.0 * f.mib_s() / aes)
+            }
+            _ => String::new(),
+        };
+        println!(
+            "{:<36} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8}  {ratio}",
+            f.name,
+            f.rps(),
+            f.p50.as_secs_f64() * 1e3,
+            f.p99.as_secs_f64() * 1e3,
+            f.p999.as_secs_f64() * 1e3,
+            f.mib_s(),
+            f.errors
+        );
+    }
+    println!();
+    println!(
+        "limits: RSA-2048 signatures/s on all cores {rsa:.0}; AES-256-GCM {aes:.0} MiB/s on one core; healthz {healthz:.0} req/s"
+    );
+    println!(
+        "server: peak RSS {} MiB; data set on disk {:.1} MiB; start-up on the seeded store {} ms",
+        rss.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0)),
+        disk as f64 / (1024.0 * 1024.0),
+        startup.as_millis()
+    );
+    let failed: u64 = results.iter().map(|f| f.errors).sum();
+    assert!(failed == 0, "{failed} requests failed");
+}
