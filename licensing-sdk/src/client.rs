@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
+use licensing_core::TeamId;
 use licensing_core::api::requests::ClientBody;
 use licensing_core::api::{HeartbeatData, ResultCode, ResultMeta, VerifyData};
 use licensing_core::crypto::{SIGNATURE_HEADER, TeamPublicKeys};
 use licensing_core::error::FieldError;
 use licensing_core::validate::Challenge;
-use licensing_core::{TeamId, Timestamp};
 use rand::RngCore;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -276,9 +276,4 @@ fn with_challenge(body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
         Some(Challenge::parse(&challenge).map_err(|e| Error::Protocol(e.to_string()))?);
     let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
     Ok((challenge, json))
-}
-
-/// Now, as the SDK's checks read it.
-pub(crate) fn now() -> Timestamp {
-    Timestamp::now()
 }

@@ -146,7 +146,7 @@ impl LicenseClient {
                 }
                 Ok(verified)
             }
-            Err(e) if e.is_transport() => match cache.load(self, body, crate::client::now())? {
+            Err(e) if e.is_transport() => match cache.load(self, body, Timestamp::now())? {
                 Some(cached) => Ok(cached),
                 None => Err(e),
             },

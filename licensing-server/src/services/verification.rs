@@ -170,16 +170,21 @@ pub async fn verify_data<S: Store>(
             .await
             .map_err(store_error)?
     };
-    let mut catalogs: Vec<(Vec<Branch>, Vec<Release>)> = Vec::with_capacity(products.len());
-    for product in &products {
-        match (named, checked_catalog) {
-            (Some(named), Some(catalog)) if named == product.id => catalogs.push(catalog.clone()),
-            _ => catalogs.push(store.catalog(team, product.id).await.map_err(store_error)?),
-        }
+    // The named product's catalog was read for the checks; only the others are read here.
+    let reuse = |id: ProductId| named == Some(id) && checked_catalog.is_some();
+    let mut others: Vec<(Vec<Branch>, Vec<Release>)> = Vec::new();
+    for product in products.iter().filter(|p| !reuse(p.id)) {
+        others.push(store.catalog(team, product.id).await.map_err(store_error)?);
     }
-    let latest: Vec<Option<&Release>> = catalogs
+    let mut others = others.iter();
+    let latest: Vec<Option<&Release>> = products
         .iter()
-        .map(|(branches, releases)| {
+        .map(|product| {
+            let (branches, releases) = if reuse(product.id) {
+                checked_catalog?
+            } else {
+                others.next()?
+            };
             let branch_id = match branch {
                 None => None,
                 Some(name) => Some(branches.iter().find(|b| &b.name == name)?.id),
