@@ -784,6 +784,30 @@ async fn an_activation_license_starts_its_clock_on_the_first_success_only() {
     );
 }
 
+/// Sends all `requests` (body, client IP) to verify at once; returns the result codes.
+async fn verify_all_at_once(s: &TestServer, requests: Vec<(Value, Option<String>)>) -> Vec<String> {
+    let url = s.client_url("verify");
+    let tasks = requests.into_iter().map(|(body, ip)| {
+        let (client, url) = (s.client.clone(), url.clone());
+        tokio::spawn(async move {
+            let mut request = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            if let Some(ip) = ip {
+                request = request.header("x-forwarded-for", ip);
+            }
+            let json: Value = request.send().await.unwrap().json().await.unwrap();
+            json["result"]["code"].as_str().unwrap().to_owned()
+        })
+    });
+    futures_util::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn concurrent_new_devices_and_addresses_are_admitted_exactly_up_to_the_limits() {
     let s = TestServer::start().await;
@@ -791,27 +815,15 @@ async fn concurrent_new_devices_and_addresses_are_admitted_exactly_up_to_the_lim
         .license(r#"{"expirationType":"NEVER","hwidLimit":50}"#)
         .await;
     let key = key_of(&l);
-    let url = s.client_url("verify");
-    let requests = (0..60).map(|n| {
-        let (client, url) = (s.client.clone(), url.clone());
-        let body = json!({"licenseKey": key, "hardwareIdentifier": device(n)}).to_string();
-        tokio::spawn(async move {
-            let response = client
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let json: Value = response.json().await.unwrap();
-            json["result"]["code"].as_str().unwrap().to_owned()
+    let devices = (0..60)
+        .map(|n| {
+            (
+                json!({"licenseKey": key, "hardwareIdentifier": device(n)}),
+                None,
+            )
         })
-    });
-    let codes: Vec<String> = futures_util::future::join_all(requests)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap())
         .collect();
+    let codes = verify_all_at_once(&s, devices).await;
     let valid = codes.iter().filter(|c| *c == "VALID").count();
     let refused = codes.iter().filter(|c| *c == "HWID_LIMIT_REACHED").count();
     assert_eq!((valid, refused), (50, 10), "{codes:?}");
@@ -822,29 +834,13 @@ async fn concurrent_new_devices_and_addresses_are_admitted_exactly_up_to_the_lim
         .license(r#"{"expirationType":"NEVER","ipLimit":20}"#)
         .await;
     let key = key_of(&l);
-    let requests = (0..30).map(|n| {
-        let (client, url) = (s.client.clone(), url.clone());
-        let body = json!({"licenseKey": key}).to_string();
-        tokio::spawn(async move {
-            let response = client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("x-forwarded-for", format!("193.166.4.{n}"))
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let json: Value = response.json().await.unwrap();
-            json["result"]["code"].as_str().unwrap().to_owned()
-        })
-    });
-    let codes: Vec<String> = futures_util::future::join_all(requests)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap())
+    let addresses = (0..30)
+        .map(|n| (json!({"licenseKey": key}), Some(format!("193.166.4.{n}"))))
         .collect();
+    let codes = verify_all_at_once(&s, addresses).await;
     let valid = codes.iter().filter(|c| *c == "VALID").count();
-    assert_eq!(valid, 20, "{codes:?}");
+    let refused = codes.iter().filter(|c| *c == "IP_LIMIT_REACHED").count();
+    assert_eq!((valid, refused), (20, 10), "{codes:?}");
     let id = l["id"].as_str().unwrap();
     let ips = s.get(&s.dev(&format!("licenses/id/{id}/ip-address"))).await;
     assert_eq!(ips.ok()["totalResults"], 20);
