@@ -33,19 +33,30 @@ struct Plan {
     devices_per_license: usize,
     connections: usize,
     seconds: f64,
+    /// Only the scenarios whose name contains this (for profiling one of them).
+    only: Option<&'static str>,
 }
 
 impl Plan {
+    /// The full plan, or `--smoke`; `--seconds N`, `--connections N`, `--licenses N` and
+    /// `--only TEXT` change one part (for profiling).
     fn from_args() -> Self {
-        let smoke =
-            std::env::args().any(|a| a == "--smoke") || std::env::var_os("LOAD_SMOKE").is_some();
-        if smoke {
+        let args: Vec<String> = std::env::args().collect();
+        let value = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+                .cloned()
+        };
+        let smoke = args.iter().any(|a| a == "--smoke") || std::env::var_os("LOAD_SMOKE").is_some();
+        let mut plan = if smoke {
             Self {
                 teams: 2,
                 licenses: 400,
                 devices_per_license: 2,
                 connections: 8,
                 seconds: 0.5,
+                only: None,
             }
         } else {
             Self {
@@ -54,9 +65,34 @@ impl Plan {
                 devices_per_license: 10,
                 connections: 64,
                 seconds: 10.0,
+                only: None,
             }
+        };
+        if let Some(v) = value("--seconds") {
+            plan.seconds = v.parse().expect("--seconds takes a number");
         }
+        if let Some(v) = value("--connections") {
+            plan.connections = v.parse().expect("--connections takes a number");
+        }
+        if let Some(v) = value("--licenses") {
+            plan.licenses = v.parse().expect("--licenses takes a number");
+        }
+        plan.only = value("--only").map(|v| &*v.leak());
+        plan
     }
+
+    fn runs(&self, scenario: &str) -> bool {
+        self.only.is_none_or(|only| scenario.contains(only))
+    }
+}
+
+/// Every seeded license has at most this many devices (a realistic limit, so that the limit
+/// check has records to count).
+const HWID_LIMIT: u32 = 100;
+
+/// The address of seeded device number `n`: distinct for each device of a team.
+fn device_ip(n: usize) -> std::net::IpAddr {
+    std::net::IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + n as u32))
 }
 
 fn main() {
@@ -76,6 +112,9 @@ fn serve_child(data: &Path, addr_file: &Path) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let mut config = Config::for_data_dir(data);
+        // The load comes from 127.0.0.1 as if through a proxy, so that each device keeps the
+        // address it was seeded with.
+        config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
         let server = Server::bind(config).await.unwrap();
@@ -92,13 +131,21 @@ fn serve_child(data: &Path, addr_file: &Path) {
     });
 }
 
+/// A seeded device.
+#[derive(Clone)]
+struct Known {
+    license_key: String,
+    device: String,
+    ip: String,
+}
+
 /// What the load generator needs to know about the seeded data.
 struct Seeded {
     team: TeamId,
     api_key: String,
     keys: TeamPublicKeys,
-    /// (license key, a device it already has).
-    known: Vec<(String, String)>,
+    /// Known devices: (license key, a device it has, that device's address).
+    known: Vec<Known>,
 }
 
 async fn seed(data: &Path, plan: Plan) -> Seeded {
@@ -119,13 +166,15 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
             tasks.push(tokio::spawn(async move {
                 let mut known = Vec::new();
                 for i in (w..per_team).step_by(workers) {
-                    let license = testing::license(team.id, Timestamp::now());
+                    let mut license = testing::license(team.id, Timestamp::now());
+                    license.hwid_limit = Some(HWID_LIMIT);
                     store.create_license(&license).await.unwrap();
                     for d in 0..plan.devices_per_license {
                         let device = format!("seed-device-{i:07}-{d:03}");
+                        let ip = device_ip(i * plan.devices_per_license + d);
                         let activity = Activity {
                             hardware_id: Some(HardwareId::parse(&device).unwrap()),
-                            ip: std::net::IpAddr::from([10, (i % 250) as u8, (d % 250) as u8, 1]),
+                            ip,
                             country: None,
                         };
                         store
@@ -141,7 +190,11 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
                             .unwrap();
                         devices.fetch_add(1, Ordering::Relaxed);
                         if d == 0 && known.len() < 1000 {
-                            known.push((license.license_key.as_str().to_owned(), device));
+                            known.push(Known {
+                                license_key: license.license_key.as_str().to_owned(),
+                                device,
+                                ip: ip.to_string(),
+                            });
                         }
                     }
                 }
@@ -435,61 +488,94 @@ async fn run(plan: Plan) {
     let mut results = Vec::new();
     let c = plan.connections;
 
-    let url = format!("{base}/healthz");
-    results.push(
-        drive(
-            "healthz (trivial route)",
-            plan,
-            c,
-            Arc::new(move |h, _| h.get(&url)),
-        )
-        .await,
-    );
+    let name = "healthz (trivial route)";
+    if plan.runs(name) {
+        let url = format!("{base}/healthz");
+        results.push(drive(name, plan, c, Arc::new(move |h, _| h.get(&url))).await);
+    }
 
-    let (url, k) = (format!("{client}/heartbeat"), known.clone());
-    results.push(
-        drive(
-            "heartbeat, known device",
-            plan,
-            c,
-            Arc::new(move |h, n| {
-                let (key, device) = &k[n as usize % k.len()];
-                h.post(&url)
-                    .json(&json!({"licenseKey": key, "hardwareIdentifier": device}))
-            }),
-        )
-        .await,
-    );
+    let name = "heartbeat, known device";
+    if plan.runs(name) {
+        // Bodies are serialized once: the generator's cost should stay that of healthz's.
+        let bodies: Arc<Vec<(String, String)>> = Arc::new(
+            known
+                .iter()
+                .map(|k| {
+                    let body = json!({"licenseKey": k.license_key, "hardwareIdentifier": k.device});
+                    (body.to_string(), k.ip.clone())
+                })
+                .collect(),
+        );
+        let url = format!("{client}/heartbeat");
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let (body, ip) = &bodies[n as usize % bodies.len()];
+                    h.post(&url)
+                        .header("content-type", "application/json")
+                        .header("x-forwarded-for", ip)
+                        .body(body.clone())
+                }),
+            )
+            .await,
+        );
+    }
 
-    let (url, k) = (format!("{client}/verify"), known.clone());
-    results.push(
-        drive(
-            "verify with a challenge",
-            plan,
-            c,
-            Arc::new(move |h, n| {
-                let (key, device) = &k[n as usize % k.len()];
-                h.post(&url)
-                    .json(&json!({"licenseKey": key, "hardwareIdentifier": device,
-                "challenge": format!("challenge-{n:012}")}))
-            }),
-        )
-        .await,
-    );
+    let name = "verify with a challenge";
+    if plan.runs(name) {
+        let (url, k) = (format!("{client}/verify"), known.clone());
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    h.post(&url).header("x-forwarded-for", &k.ip).json(&json!({
+                        "licenseKey": k.license_key,
+                        "hardwareIdentifier": k.device,
+                        "challenge": format!("challenge-{n:012}"),
+                    }))
+                }),
+            )
+            .await,
+        );
+    }
 
-    let (url, k) = (format!("{client}/verify"), known.clone());
-    results.push(
-        drive("verify, new device (recorded)", plan, c, Arc::new(move |h, n| {
-            let (key, _) = &k[n as usize % k.len()];
-            h.post(&url).json(&json!({"licenseKey": key, "hardwareIdentifier": format!("new-device-{n:012}")}))
-        }))
-        .await,
-    );
+    let name = "verify, new device (recorded)";
+    if plan.runs(name) {
+        let (url, k) = (format!("{client}/verify"), known.clone());
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    // A new device from a new address: both records are created.
+                    let ip = std::net::Ipv4Addr::from(0xac10_0000 + n as u32);
+                    h.post(&url)
+                        .header("x-forwarded-for", ip.to_string())
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": format!("new-device-{n:012}"),
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
 
     for (name, version) in [
         ("classloader, 1 MiB", "1.0.0"),
         ("classloader, 10 MiB", "10.0.0"),
     ] {
+        if !plan.runs(name) {
+            continue;
+        }
         let (url, keys, license, product) = (
             format!("{client}/classloader"),
             seeded.keys.clone(),
@@ -507,28 +593,31 @@ async fn run(plan: Plan) {
                         .encrypt_session_secret(&SessionSecret::generate())
                         .unwrap();
                     // Every value is URL-safe: key, UUID, hex, version.
-                h.get(format!(
-                    "{url}?licenseKey={license}&productId={product}&sessionKey={session}&hardwareIdentifier=bench-download-0001&version={version}"
-                ))
+                    h.get(format!(
+                        "{url}?licenseKey={license}&productId={product}&sessionKey={session}&hardwareIdentifier=bench-download-0001&version={version}"
+                    ))
                 }),
             )
             .await,
         );
     }
 
-    let (url, key) = (
-        format!("{dev}/licenses?page=2&pageSize=25"),
-        seeded.api_key.clone(),
-    );
-    results.push(
-        drive(
-            "developer API: license list page",
-            plan,
-            c,
-            Arc::new(move |h, _| h.get(&url).bearer_auth(&key)),
-        )
-        .await,
-    );
+    let name = "developer API: license list page";
+    if plan.runs(name) {
+        let (url, key) = (
+            format!("{dev}/licenses?page=2&pageSize=25"),
+            seeded.api_key.clone(),
+        );
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, _| h.get(&url).bearer_auth(&key)),
+            )
+            .await,
+        );
+    }
 
     let rss = peak_rss_kib(pid);
     drop(child.stdin.take());
@@ -538,7 +627,10 @@ async fn run(plan: Plan) {
     let limit_seconds = plan.seconds.max(0.5);
     let rsa = rsa_signatures_per_second(limit_seconds);
     let aes = aes_mib_per_second(limit_seconds);
-    let healthz = results[0].rps();
+    let healthz = results
+        .iter()
+        .find(|f| f.name.starts_with("healthz"))
+        .map_or(f64::NAN, Figures::rps);
 
     println!();
     println!(

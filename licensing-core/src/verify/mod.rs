@@ -478,6 +478,60 @@ pub fn admit(
     })
 }
 
+/// Steps 7 and 8 when nothing is at stake: the request's device (when it names one) and its
+/// address are records that already count against the license's limits, and no `ACTIVATION`
+/// clock starts. Such a request passes whatever concurrent requests do (a record that counts
+/// always passes, and only `lastSeenAt`/`lastActiveAt` move), so a store may admit it outside its
+/// per-license atomic step and batch the refreshes. Records read from a stale snapshot are safe
+/// here: a stale `lastSeenAt` is older, so it can only send the request to [`admit`].
+///
+/// `None` means the request must go through [`admit`] in the store's atomic step. Whenever this
+/// returns an admission, [`admit`] returns the same one.
+pub fn admit_counted(
+    license: &License,
+    settings: &TeamSettings,
+    hwids: &[Hwid],
+    ips: &[IpRecord],
+    hardware_id: Option<&HardwareId>,
+    ip: IpAddr,
+    now: Timestamp,
+) -> Option<Admission> {
+    if Expiration::of(license).activation_date(now).is_some() {
+        return None;
+    }
+    let ip = ip.to_canonical();
+    let counted = |forgotten: bool, last_seen: Timestamp, timeout: Option<u32>| {
+        !forgotten && seen_within(last_seen, timeout, now)
+    };
+    let ip_record = ips
+        .iter()
+        .find(|r| r.address == ip && counted(r.forgotten, r.last_seen_at, settings.ip_timeout))?;
+    let hwid = match hardware_id {
+        None if license.hwid_limit.is_some_and(|l| l > 0) => return None,
+        None => None,
+        Some(h) => Some(
+            hwids
+                .iter()
+                .find(|r| {
+                    &r.identifier == h
+                        && counted(r.forgotten, r.last_seen_at, settings.hwid_timeout)
+                })?
+                .id,
+        ),
+    };
+    Some(Admission {
+        hwid: hwid.map(|id| RecordChange::Refresh {
+            id,
+            was_forgotten: false,
+        }),
+        ip: RecordChange::Refresh {
+            id: ip_record.id,
+            was_forgotten: false,
+        },
+        activate: None,
+    })
+}
+
 /// Plans one record kind: `None` when the limit refuses.
 fn plan<Id: Copy>(
     records: impl Iterator<Item = (Id, bool, bool, Timestamp)>,

@@ -695,6 +695,33 @@ fn limits_count_only_live_records_and_known_ones_pass() {
         run(&room, "device-new-000").unwrap().hwid,
         Some(RecordChange::Create)
     );
+    // Only records that already count take the lock-free path.
+    let fast = |hwids: &[Hwid], id: &str| {
+        admit_counted(
+            &lic,
+            &settings,
+            hwids,
+            std::slice::from_ref(&known_ip),
+            Some(&hw(id)),
+            ip(1),
+            now(),
+        )
+    };
+    assert_eq!(
+        fast(&full, "device-a-0000"),
+        run(&full, "device-a-0000").ok()
+    );
+    assert_eq!(
+        fast(&room, "device-c-0000"),
+        None,
+        "a stale record takes a slot again"
+    );
+    assert_eq!(
+        fast(&room, "device-d-0000"),
+        None,
+        "a forgotten record takes a slot again"
+    );
+    assert_eq!(fast(&room, "device-new-000"), None);
     // Only new or un-forgotten records (not plain refreshes) must be written before answering.
     assert!(run(&room, "device-d-0000").unwrap().creates_state());
     assert!(run(&room, "device-new-000").unwrap().creates_state());
@@ -845,7 +872,13 @@ proptest! {
                     clock = clock.plus_minutes(u32::from(minutes));
                     let h = hw(&format!("device-{device:04}-xyz"));
                     let address = ip(addr);
-                    if let Ok(adm) = admit(&lic, &settings, &hwids, &ips, Some(&h), address, clock) {
+                    let full = admit(&lic, &settings, &hwids, &ips, Some(&h), address, clock);
+                    // The lock-free path never admits what the atomic step would not, nor differently.
+                    if let Some(fast) = admit_counted(&lic, &settings, &hwids, &ips, Some(&h), address, clock) {
+                        prop_assert_eq!(full.as_ref().ok(), Some(&fast));
+                        prop_assert!(!fast.creates_state());
+                    }
+                    if let Ok(adm) = full {
                         apply(&lic, &mut hwids, &mut ips, &adm, Some(&h), address, clock);
                     }
                 }

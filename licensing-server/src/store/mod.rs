@@ -6,8 +6,9 @@
 //! - **Durability**: a write returns once a flush (fsync) that covers it has completed. Flushes
 //!   run on one flusher thread, under the same writer lock, and group-commit: every write applied
 //!   before a flush starts is covered by it. The only writes that do not wait are the plain
-//!   `lastSeenAt`/`lastActiveAt` refreshes of known devices, which the flusher makes durable
-//!   within 500 ms.
+//!   `lastSeenAt`/`lastActiveAt` refreshes of devices that already count, which wait in memory
+//!   (`refresh.rs`), are applied by the next writer, and are made durable by the flusher within
+//!   500 ms.
 //! - **Why flushes take the writer lock**: in sled 0.34, `apply_batch` takes a global exclusive
 //!   lock, and a flush holds the shared side of it while it waits for sled's I/O threads, which
 //!   need the shared side too. A batch applied while a flush runs therefore deadlocks the store
@@ -20,6 +21,7 @@
 //!   and sorted in memory with core's comparators.
 
 mod keys;
+mod refresh;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -43,6 +45,7 @@ use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, MessageId,
     ProductId, ReleaseId, TeamId, Timestamp,
 };
+use refresh::Refreshes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -79,6 +82,8 @@ struct Inner {
     flusher_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The flush progress: batches covered by the last completed flush, or the failure.
     flushed: watch::Receiver<FlushState>,
+    /// Refreshes waiting to be written.
+    refreshes: Arc<Refreshes>,
 }
 
 /// What the last flush achieved.
@@ -148,20 +153,41 @@ impl Drop for Inner {
     }
 }
 
-/// The flusher thread: flushes under the writer lock when asked, or every 500 ms when there are
-/// unflushed batches, and publishes how far each flush reached.
+/// Applies the waiting refreshes as one batch; the caller holds the writer lock.
+fn apply_refreshes(
+    tree: &sled::Tree,
+    refreshes: &Refreshes,
+    applied: &AtomicU64,
+) -> StoreResult<()> {
+    let mut tx = Tx {
+        tree,
+        pending: BTreeMap::new(),
+    };
+    if refreshes.stage(&mut tx)? {
+        tx.commit()?;
+        applied.fetch_add(1, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// The flusher thread: applies waiting refreshes and flushes, under the writer lock, when asked,
+/// or every 500 ms when there is something to write, and publishes how far each flush reached.
 fn run_flusher(
     tree: sled::Tree,
     write: Arc<tokio::sync::Mutex<()>>,
     applied: Arc<AtomicU64>,
+    refreshes: Arc<Refreshes>,
     flusher: Arc<Flusher>,
     progress: watch::Sender<FlushState>,
 ) {
     loop {
         let keep_going = flusher.wait();
         let covered = progress.borrow().covered;
-        if applied.load(Ordering::Acquire) > covered {
+        if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
             let guard = write.blocking_lock();
+            if let Err(e) = apply_refreshes(&tree, &refreshes, &applied) {
+                tracing::error!(error = %e, "writing device refreshes failed");
+            }
             let target = applied.load(Ordering::Acquire);
             let result = tree.flush();
             drop(guard);
@@ -427,17 +453,19 @@ impl SledStore {
         let write = Arc::new(tokio::sync::Mutex::new(()));
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
+        let refreshes = Arc::new(Refreshes::default());
         let (progress, flushed) = watch::channel(FlushState::default());
         let flusher_thread = {
-            let (tree, write, applied, flusher) = (
+            let (tree, write, applied, refreshes, flusher) = (
                 tree.clone(),
                 write.clone(),
                 applied.clone(),
+                refreshes.clone(),
                 flusher.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
-                .spawn(move || run_flusher(tree, write, applied, flusher, progress))
+                .spawn(move || run_flusher(tree, write, applied, refreshes, flusher, progress))
                 .map_err(backend)?
         };
         Ok(Self {
@@ -449,6 +477,7 @@ impl SledStore {
                 flusher,
                 flusher_thread: Mutex::new(Some(flusher_thread)),
                 flushed,
+                refreshes,
             }),
         })
     }
@@ -497,12 +526,14 @@ impl SledStore {
     }
 
     /// Runs one atomic write: `f` stages changes, which are applied together. Returns the result
-    /// and the batch number to wait for to make it durable.
+    /// and the batch number to wait for to make it durable. Waiting refreshes are applied first,
+    /// so every writer reads exact `lastSeenAt`/`lastActiveAt` values.
     async fn write<T>(
         &self,
         f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
     ) -> StoreResult<(T, u64)> {
         let _guard = self.inner.write.lock().await;
+        apply_refreshes(&self.inner.tree, &self.inner.refreshes, &self.inner.applied)?;
         let mut tx = Tx {
             tree: &self.inner.tree,
             pending: BTreeMap::new(),
@@ -511,6 +542,15 @@ impl SledStore {
         tx.commit()?;
         let batch = self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1;
         Ok((out, batch))
+    }
+
+    /// Applies waiting refreshes, so that a read of many records sees them (lists, statistics).
+    async fn settle(&self) -> StoreResult<()> {
+        if self.inner.refreshes.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.inner.write.lock().await;
+        apply_refreshes(&self.inner.tree, &self.inner.refreshes, &self.inner.applied)
     }
 
     /// A write that is flushed before it returns.
@@ -931,7 +971,9 @@ impl LicenseStore for SledStore {
     }
 
     async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
-        self.get_json(&license_key(team, id))
+        Ok(self
+            .get_json(&license_key(team, id))?
+            .map(|l| self.inner.refreshes.overlay(l)))
     }
 
     async fn get_license_by_key(
@@ -946,7 +988,9 @@ impl LicenseStore for SledStore {
             .map_err(backend)?
         {
             None => Ok(None),
-            Some(id) => self.get_json(&key(&[&[tag::LICENSE], team.as_bytes(), &id])),
+            Some(id) => Ok(self
+                .get_json(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?
+                .map(|l| self.inner.refreshes.overlay(l))),
         }
     }
 
@@ -992,6 +1036,7 @@ impl LicenseStore for SledStore {
         team: TeamId,
         query: &LicenseListQuery,
     ) -> StoreResult<Page<License>> {
+        self.settle().await?;
         let f = &query.filter;
         let load =
             |id: [u8; 16]| self.get_json::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]));
@@ -1289,6 +1334,7 @@ impl DeviceStore for SledStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<Hwid>> {
+        self.settle().await?;
         self.require_license(team, license)?;
         Ok(list_usage(self.usage(tag::HWID, team, license)?, query))
     }
@@ -1320,6 +1366,7 @@ impl DeviceStore for SledStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<IpRecord>> {
+        self.settle().await?;
         self.require_license(team, license)?;
         Ok(list_usage(self.usage(tag::IP, team, license)?, query))
     }
@@ -1355,6 +1402,39 @@ impl ActivityStore for SledStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
+        // The hot path: a device and address that already count need no atomic step; their
+        // refreshes wait in memory (see `refresh.rs`). Reads here take no lock; a stale read can
+        // only send the request to the atomic step below.
+        let current = self.require_license(team, license)?;
+        let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
+        let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
+        if let Some(admission) = verify::admit_counted(
+            &current,
+            settings,
+            &hwids,
+            &ips,
+            activity.hardware_id.as_ref(),
+            activity.ip,
+            now,
+        ) {
+            let hwid = match admission.hwid {
+                Some(RecordChange::Refresh { id, .. }) => Some(id),
+                _ => None,
+            };
+            if let RecordChange::Refresh { id: ip, .. } = admission.ip {
+                let waiting =
+                    self.inner
+                        .refreshes
+                        .add(team, license, hwid, ip, activity.country, now);
+                if waiting >= refresh::EARLY_ROUND {
+                    self.inner.flusher.request();
+                }
+                return Ok(Ok(Recorded {
+                    license: license_after(&current, &admission, now),
+                    admission,
+                }));
+            }
+        }
         let (outcome, batch) = self
             .write(|tx| {
                 let current: License = tx
@@ -1540,6 +1620,7 @@ impl StatsStore for SledStore {
     }
 
     async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
+        self.settle().await?;
         let active_prefix = index_prefix(tag::LICENSE, ix::ACTIVE, team);
         let since = key(&[&active_prefix, &keys::time(active_since)]);
         let active = self
@@ -1688,6 +1769,130 @@ mod tests {
                 store.list_licenses(team.id, &q).await.expect("list").total,
                 64 * 30
             );
+        });
+    }
+
+    /// The hot path: a device that already counts is admitted without a write; its refresh
+    /// waits in memory, yet readers, limit checks and a reopened store all see it, and it never
+    /// brings back a deleted record.
+    #[test]
+    fn refreshes_of_counted_devices_wait_in_memory_but_are_never_lost_or_stale() {
+        use licensing_core::api::ResultCode;
+        use licensing_core::api::requests::DeviceListQuery;
+        use licensing_core::model::{Hwid, TeamSettings};
+        use licensing_core::store::{
+            Activity, ActivityStore, DeviceStore, LicenseStore, Recorded, testing,
+        };
+        use licensing_core::validate::HardwareId;
+        use licensing_core::verify::RecordChange;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t0 = licensing_core::Timestamp::from_millis(1_800_000_000_000);
+        let at = |seconds: i64| {
+            licensing_core::Timestamp::from_millis(1_800_000_000_000 + seconds * 1000)
+        };
+        let settings = TeamSettings {
+            hwid_timeout: Some(60),
+            ..TeamSettings::default()
+        };
+        let activity = |device: &str| Activity {
+            hardware_id: Some(HardwareId::parse(device).expect("hwid")),
+            ip: std::net::IpAddr::from([198, 51, 100, 7]),
+            country: None,
+        };
+        let stored_hwids = |store: &super::SledStore, team, license| -> Vec<Hwid> {
+            store.usage(super::tag::HWID, team, license).expect("scan")
+        };
+        let (team, license) = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let mut license = testing::license(team.id, t0);
+            license.hwid_limit = Some(1);
+            store.create_license(&license).await.expect("create");
+            let record = |device: &'static str, now| {
+                let (store, settings) = (store.clone(), settings.clone());
+                async move {
+                    store
+                        .record_activity(team.id, license.id, &settings, &activity(device), now)
+                        .await
+                        .expect("store")
+                }
+            };
+            let first: Recorded = record("device-a-0000", t0).await.expect("first device");
+            assert_eq!(first.admission.hwid, Some(RecordChange::Create));
+
+            // 59 minutes later the device still counts: admitted, nothing written yet.
+            let seen = at(59 * 60);
+            let again = record("device-a-0000", seen).await.expect("known device");
+            assert_eq!(again.license.last_active_at, Some(seen));
+            assert_eq!(
+                stored_hwids(&store, team.id, license.id)[0].last_seen_at,
+                t0
+            );
+            // Readers see it all the same.
+            let fetched = store.get_license(team.id, license.id).await.expect("get");
+            assert_eq!(fetched.expect("license").last_active_at, Some(seen));
+            let listed = store
+                .list_hwids(
+                    team.id,
+                    license.id,
+                    &DeviceListQuery::parse("").expect("query"),
+                )
+                .await
+                .expect("list");
+            assert_eq!(listed.items[0].last_seen_at, seen);
+
+            // A later refresh waits again; a new device two minutes on is counted against it,
+            // exactly: the first device was seen 60 minutes before, not 62.
+            let last = at(60 * 60);
+            record("device-a-0000", last).await.expect("known device");
+            assert_eq!(
+                stored_hwids(&store, team.id, license.id)[0].last_seen_at,
+                seen
+            );
+            let refused = record("device-b-0000", at(62 * 60))
+                .await
+                .expect_err("limit");
+            assert_eq!(refused.code, ResultCode::HwidLimitReached);
+            assert_eq!(
+                stored_hwids(&store, team.id, license.id)[0].last_seen_at,
+                last
+            );
+
+            // One more refresh is left waiting when the store is dropped.
+            record("device-a-0000", at(61 * 60))
+                .await
+                .expect("known device");
+            (team, license)
+        });
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("reopen");
+            let hwids = stored_hwids(&store, team.id, license.id);
+            assert_eq!(hwids.len(), 1);
+            assert_eq!(hwids[0].last_seen_at, at(61 * 60), "flushed when dropped");
+            // A refresh that raced the license's deletion (admitted from a read before it,
+            // added after it) does not bring anything back.
+            let ips: Vec<licensing_core::model::IpRecord> = store
+                .usage(super::tag::IP, team.id, license.id)
+                .expect("scan");
+            store
+                .delete_license(team.id, license.id)
+                .await
+                .expect("delete");
+            store.inner.refreshes.add(
+                team.id,
+                license.id,
+                Some(hwids[0].id),
+                ips[0].id,
+                None,
+                at(62 * 60),
+            );
+            store.flush().await.expect("flush");
+            assert_eq!(
+                store.get_license(team.id, license.id).await.expect("get"),
+                None
+            );
+            assert!(stored_hwids(&store, team.id, license.id).is_empty());
         });
     }
 
