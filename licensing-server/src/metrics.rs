@@ -46,27 +46,42 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/admin/teams/{teamId}/features",
 ];
 
-/// The template a request path belongs to, or `unmatched`.
+/// The template a request path belongs to, or `unmatched`. Runs for every request, so it
+/// allocates nothing: segments are compared in place, templates with another segment count are
+/// skipped first.
 pub fn route_of(path: &str) -> &'static str {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let path = path.trim_end_matches('/');
+    let count = path.split('/').count();
     ROUTES
         .iter()
         .find(|template| {
-            let parts: Vec<&str> = template.split('/').collect();
-            parts.len() == segments.len()
-                && parts
-                    .iter()
-                    .zip(&segments)
+            template.split('/').count() == count
+                && template
+                    .split('/')
+                    .zip(path.split('/'))
                     .all(|(t, s)| t.starts_with('{') || t == s)
         })
         .copied()
         .unwrap_or("unmatched")
 }
 
+/// The method as a label: the standard ones by name, anything else as `OTHER`, so that neither
+/// a hostile method can grow the label set nor a request allocate for its label.
+fn method_label(method: &str) -> &'static str {
+    const METHODS: &[&str] = &[
+        "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("OTHER")
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: &'static str,
-    method: String,
+    method: &'static str,
     status: u16,
 }
 
@@ -149,7 +164,7 @@ impl Metrics {
         self.requests
             .get_or_create(&RequestLabels {
                 route,
-                method: method.to_owned(),
+                method: method_label(method),
                 status,
             })
             .inc();
@@ -211,7 +226,14 @@ mod tests {
         let m = Metrics::default();
         m.observe("/healthz", "GET", 200, Duration::from_millis(2));
         m.observe("/x/y", "GET", 404, Duration::from_millis(1));
+        m.observe("/healthz", "BREW", 405, Duration::from_millis(1));
         let text = m.render();
+        assert!(
+            text.contains(
+                r#"licensing_http_requests_total{route="/healthz",method="OTHER",status="405"} 1"#
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(
                 r#"licensing_http_requests_total{route="/healthz",method="GET",status="200"} 1"#
