@@ -132,20 +132,36 @@ fn serve_child(data: &Path, addr_file: &Path) {
 }
 
 /// A seeded device.
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct Known {
     license_key: String,
     device: String,
     ip: String,
 }
 
-/// What the load generator needs to know about the seeded data.
+/// What the load generator needs to know about the seeded data (kept beside a data set seeded
+/// with `--data DIR`, so that later runs reuse it).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Seeded {
     team: TeamId,
     api_key: String,
-    keys: TeamPublicKeys,
-    /// Known devices: (license key, a device it has, that device's address).
+    public_key: String,
+    signing_key: String,
+    /// Known devices of the first team.
     known: Vec<Known>,
+}
+
+/// Seeds `data`, or with `--data DIR` reuses what an earlier run seeded there (for profiling a
+/// full-size data set without seeding it each time).
+async fn seeded(data: &Path, plan: Plan) -> Seeded {
+    let manifest = data.join("seeded.json");
+    if let Ok(text) = std::fs::read_to_string(&manifest) {
+        println!("reusing the data set in {}", data.display());
+        return serde_json::from_str(&text).unwrap();
+    }
+    let seeded = seed(&data.join("store"), plan).await;
+    std::fs::write(&manifest, serde_json::to_vec(&seeded).unwrap()).unwrap();
+    seeded
 }
 
 async fn seed(data: &Path, plan: Plan) -> Seeded {
@@ -206,11 +222,11 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
             known.extend(task.await.unwrap());
         }
         if first.is_none() {
-            let keys = TeamPublicKeys::parse(&created.public_key, &created.signing_key).unwrap();
             first = Some(Seeded {
                 team: created.team_id,
                 api_key: created.api_key,
-                keys,
+                public_key: created.public_key,
+                signing_key: created.signing_key,
                 known,
             });
         }
@@ -233,6 +249,8 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
 #[allow(clippy::zombie_processes)]
 async fn start_child(data: &Path) -> (Child, String, Duration) {
     let addr_file = data.join("addr");
+    // A reused data set still has the last run's address file.
+    std::fs::remove_file(&addr_file).ok();
     let started = Instant::now();
     let child = Command::new(std::env::current_exe().unwrap())
         .arg("--serve-child")
@@ -442,8 +460,14 @@ async fn upload(
 async fn run(plan: Plan) {
     println!("plan: {plan:?}");
     let dir = tempfile::tempdir().unwrap();
-    let data: PathBuf = dir.path().to_path_buf();
-    let seeded = seed(&data, plan).await;
+    let kept = std::env::args()
+        .position(|a| a == "--data")
+        .and_then(|i| std::env::args().nth(i + 1));
+    let root: PathBuf = kept.map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
+    std::fs::create_dir_all(&root).unwrap();
+    let seeded = seeded(&root, plan).await;
+    let data = root.join("store");
+    let keys = TeamPublicKeys::parse(&seeded.public_key, &seeded.signing_key).unwrap();
     let (mut child, base, startup) = start_child(&data).await;
     let pid = child.id();
     let http = reqwest::Client::new();
@@ -454,7 +478,7 @@ async fn run(plan: Plan) {
     let product: serde_json::Value = http
         .post(format!("{dev}/products"))
         .bearer_auth(&seeded.api_key)
-        .json(&json!({"name": "Bench App"}))
+        .json(&json!({"name": format!("Bench App {}", Timestamp::now().as_millis())}))
         .send()
         .await
         .unwrap()
@@ -578,7 +602,7 @@ async fn run(plan: Plan) {
         }
         let (url, keys, license, product) = (
             format!("{client}/classloader"),
-            seeded.keys.clone(),
+            keys.clone(),
             download_key.clone(),
             product.clone(),
         );

@@ -68,9 +68,47 @@ impl Timestamp {
 
     /// Parses an RFC 3339 date-time.
     pub fn parse(text: &str) -> Result<Self, TimestampError> {
+        if let Some(at) = Self::parse_canonical(text) {
+            return Ok(at);
+        }
         DateTime::parse_from_rfc3339(text)
             .map(|at| Self::from_datetime(at.with_timezone(&Utc)))
             .map_err(|_| TimestampError)
+    }
+}
+
+impl Timestamp {
+    /// The form this type writes, `YYYY-MM-DDTHH:MM:SS.mmmZ`, read without the general RFC 3339
+    /// parser: every stored record holds several, so this is on the hot path. `None` for anything
+    /// else (which the general parser then reads, or refuses).
+    fn parse_canonical(text: &str) -> Option<Self> {
+        let b = text.as_bytes();
+        if b.len() != 24
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b'T'
+            || b[13] != b':'
+            || b[16] != b':'
+            || b[19] != b'.'
+            || b[23] != b'Z'
+        {
+            return None;
+        }
+        let number = |from: usize, to: usize| {
+            b[from..to].iter().try_fold(0u32, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+            })
+        };
+        let year = i32::try_from(number(0, 4)?).ok()?;
+        let date = chrono::NaiveDate::from_ymd_opt(year, number(5, 7)?, number(8, 10)?)?;
+        // A leap second (`:60`) takes the general parser.
+        let time = chrono::NaiveTime::from_hms_milli_opt(
+            number(11, 13)?,
+            number(14, 16)?,
+            number(17, 19).filter(|&s| s < 60)?,
+            number(20, 23)?,
+        )?;
+        Some(Self(date.and_time(time).and_utc()))
     }
 }
 
@@ -80,8 +118,25 @@ impl Timestamp {
 pub struct TimestampError;
 
 impl fmt::Display for Timestamp {
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, written directly for years 0 to 9999 (the general formatter,
+    /// which this matches, costs several times more, and every stored record holds several).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+        use chrono::{Datelike, Timelike};
+        let at = self.0;
+        if !(0..=9999).contains(&at.year()) {
+            return f.write_str(&at.to_rfc3339_opts(SecondsFormat::Millis, true));
+        }
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            at.year(),
+            at.month(),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+            at.timestamp_subsec_millis().min(999)
+        )
     }
 }
 
@@ -123,7 +178,57 @@ impl<'de> Deserialize<'de> for Timestamp {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// The direct writer and reader agree with chrono's RFC 3339 ones, over years -300,000
+        /// to 300,000 and over the years this type writes directly.
+        #[test]
+        fn canonical_form_matches_the_general_one(
+            millis in prop_oneof![
+                -9_500_000_000_000_000i64..9_500_000_000_000_000,
+                -62_167_219_200_000i64..253_402_300_799_999,
+            ],
+        ) {
+            let at = Timestamp::from_millis(millis);
+            let text = at.to_string();
+            prop_assert_eq!(&text, &at.0.to_rfc3339_opts(SecondsFormat::Millis, true));
+            // chrono reads back only four-digit years; within them both readers give `at`.
+            let general = DateTime::parse_from_rfc3339(&text)
+                .map(|d| Timestamp::from_datetime(d.with_timezone(&Utc)))
+                .ok();
+            prop_assert_eq!(Timestamp::parse(&text).ok(), general);
+            if (0..=9999).contains(&chrono::Datelike::year(&at.0)) {
+                prop_assert_eq!(Timestamp::parse(&text), Ok(at));
+            }
+        }
+
+        /// Any 24-byte text: the fast reader accepts exactly what chrono accepts, with the same value.
+        #[test]
+        fn canonical_reader_refuses_what_chrono_refuses(
+            text in "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z",
+        ) {
+            let general = DateTime::parse_from_rfc3339(&text)
+                .map(|d| Timestamp::from_datetime(d.with_timezone(&Utc)))
+                .ok();
+            prop_assert_eq!(Timestamp::parse(&text).ok(), general);
+        }
+    }
+
+    #[test]
+    fn leap_seconds_and_other_forms_take_the_general_parser() {
+        assert_eq!(
+            Timestamp::parse("2016-12-31T23:59:60.000Z").map(|t| t.as_millis()),
+            DateTime::parse_from_rfc3339("2016-12-31T23:59:60.000Z")
+                .map(|d| d.timestamp_millis())
+                .map_err(|_| TimestampError)
+        );
+        assert!(Timestamp::parse("2026-02-30T00:00:00.000Z").is_err());
+        assert!(Timestamp::parse("2026-11-22T10:00:00.000+00:00").is_ok());
+        assert!(Timestamp::parse("2026-11-22T10:00:00.000").is_err());
+    }
 
     #[test]
     fn serializes_as_utc_with_milliseconds() {

@@ -153,17 +153,26 @@ impl Drop for Inner {
     }
 }
 
-/// Applies the waiting refreshes as one batch; the caller holds the writer lock.
+/// Licenses whose refreshes go into one batch. Refreshes need no atomicity among themselves, and
+/// sled's `apply_batch` holds a lock that every read waits for, so a large backlog is written in
+/// short batches that reads can slip between.
+const REFRESH_BATCH: usize = 128;
+
+/// Applies the waiting refreshes; the caller holds the writer lock.
 fn apply_refreshes(
     tree: &sled::Tree,
     refreshes: &Refreshes,
     applied: &AtomicU64,
 ) -> StoreResult<()> {
-    let mut tx = Tx {
-        tree,
-        pending: BTreeMap::new(),
-    };
-    if refreshes.stage(&mut tx)? {
+    let mut taken = refreshes.take().into_iter().peekable();
+    while taken.peek().is_some() {
+        let mut tx = Tx {
+            tree,
+            pending: BTreeMap::new(),
+        };
+        for (license, refresh) in taken.by_ref().take(REFRESH_BATCH) {
+            refresh::stage(&mut tx, license, refresh)?;
+        }
         tx.commit()?;
         applied.fetch_add(1, Ordering::AcqRel);
     }

@@ -97,51 +97,57 @@ impl Refreshes {
         license
     }
 
-    /// Stages every waiting refresh in `tx` (the caller holds the writer lock) and forgets them.
-    /// Records deleted meanwhile are skipped; times only move forward; `forgotten` is left as
-    /// it is (a refresh that raced a forget happened before it). Returns whether anything was
-    /// staged.
-    pub(super) fn stage(&self, tx: &mut Tx<'_>) -> StoreResult<bool> {
-        let taken = match self.pending.lock() {
-            Ok(mut pending) if !pending.is_empty() => std::mem::take(&mut *pending),
-            _ => return Ok(false),
-        };
-        for ((team, license), refresh) in taken {
-            let Some(current) = tx.get_json::<License>(&license_key(team, license))? else {
-                continue;
-            };
-            if current
-                .last_active_at
-                .is_none_or(|at| at < refresh.active_at)
-            {
-                let mut next = current.clone();
-                next.last_active_at = Some(refresh.active_at);
-                put_license(tx, &next, Some(&current))?;
+    /// Takes every waiting refresh, to be written by the caller (who holds the writer lock).
+    pub(super) fn take(&self) -> Vec<((TeamId, LicenseId), Refresh)> {
+        match self.pending.lock() {
+            Ok(mut pending) if !pending.is_empty() => {
+                std::mem::take(&mut *pending).into_iter().collect()
             }
-            for (id, seen) in refresh.hwids {
-                let k = hwid_key(team, license, id);
-                if let Some(mut h) = tx.get_json::<Hwid>(&k)?
-                    && h.last_seen_at < seen
-                {
-                    h.last_seen_at = seen;
-                    tx.put_json(k, &h)?;
-                }
-            }
-            for (id, seen, country) in refresh.ips {
-                let k = ip_key(team, license, id);
-                if let Some(mut r) = tx.get_json::<IpRecord>(&k)?
-                    && r.last_seen_at < seen
-                {
-                    r.last_seen_at = seen;
-                    if let Some(c) = country {
-                        r.country = Some(c.name.to_owned());
-                        r.alpha2 = Some(c.alpha2.to_owned());
-                        r.alpha3 = Some(c.alpha3.to_owned());
-                    }
-                    tx.put_json(k, &r)?;
-                }
-            }
+            _ => Vec::new(),
         }
-        Ok(true)
     }
+}
+
+/// Stages one license's refreshes in `tx`. Records deleted meanwhile are skipped; times only
+/// move forward; `forgotten` is left as it is (a refresh that raced a forget happened before it).
+pub(super) fn stage(
+    tx: &mut Tx<'_>,
+    (team, license): (TeamId, LicenseId),
+    refresh: Refresh,
+) -> StoreResult<()> {
+    let Some(current) = tx.get_json::<License>(&license_key(team, license))? else {
+        return Ok(());
+    };
+    if current
+        .last_active_at
+        .is_none_or(|at| at < refresh.active_at)
+    {
+        let mut next = current.clone();
+        next.last_active_at = Some(refresh.active_at);
+        put_license(tx, &next, Some(&current))?;
+    }
+    for (id, seen) in refresh.hwids {
+        let k = hwid_key(team, license, id);
+        if let Some(mut h) = tx.get_json::<Hwid>(&k)?
+            && h.last_seen_at < seen
+        {
+            h.last_seen_at = seen;
+            tx.put_json(k, &h)?;
+        }
+    }
+    for (id, seen, country) in refresh.ips {
+        let k = ip_key(team, license, id);
+        if let Some(mut r) = tx.get_json::<IpRecord>(&k)?
+            && r.last_seen_at < seen
+        {
+            r.last_seen_at = seen;
+            if let Some(c) = country {
+                r.country = Some(c.name.to_owned());
+                r.alpha2 = Some(c.alpha2.to_owned());
+                r.alpha3 = Some(c.alpha3.to_owned());
+            }
+            tx.put_json(k, &r)?;
+        }
+    }
+    Ok(())
 }
