@@ -36,4 +36,4 @@ mod state;
 pub mod store;
 
 pub use config::{Config, LogFormat};
-pub use server::{Server, ServerError, open_store};
+pub use server::{Server, ServerError, open_store, open_store_with_cache};

@@ -48,14 +48,23 @@ pub enum ServerError {
     Flush(String),
 }
 
-/// Opens the store of a data directory (creating the directory).
+/// Opens the store of a data directory (creating the directory), with the default cache.
 pub fn open_store(data_dir: &std::path::Path) -> Result<SledStore, ServerError> {
+    open_store_with_cache(data_dir, crate::store::DEFAULT_CACHE_MB)
+}
+
+/// Opens the store of a data directory (creating the directory) with `cache_mb` MiB of cache.
+pub fn open_store_with_cache(
+    data_dir: &std::path::Path,
+    cache_mb: u64,
+) -> Result<SledStore, ServerError> {
     let fail = |cause: String| ServerError::Store {
         dir: data_dir.to_path_buf(),
         cause,
     };
     std::fs::create_dir_all(data_dir).map_err(|e| fail(e.to_string()))?;
-    SledStore::open(&data_dir.join("db")).map_err(|e| fail(e.to_string()))
+    SledStore::open_with_cache(&data_dir.join("db"), cache_mb.saturating_mul(1024 * 1024))
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// A bound, not yet running server.
@@ -69,7 +78,7 @@ pub struct Server {
 impl Server {
     /// Opens the store and binds the listener.
     pub async fn bind(config: Config) -> Result<Self, ServerError> {
-        let store = open_store(&config.data_dir)?;
+        let store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
         Self::bind_with_store(config, store).await
     }
 

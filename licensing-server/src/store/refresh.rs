@@ -17,7 +17,7 @@ use licensing_core::model::{Hwid, IpRecord, License};
 use licensing_core::validate::Country;
 use licensing_core::{HwidId, IpId, LicenseId, TeamId, Timestamp};
 
-use super::{Tx, hwid_key, ip_key, license_key, put_license};
+use super::{Tx, encode, hwid_key, ip_key, license_key, put_license};
 use crate::store::StoreResult;
 
 /// Licenses with waiting refreshes at which the flusher is woken before its interval.
@@ -108,10 +108,15 @@ impl Refreshes {
     }
 }
 
-/// Stages one license's refreshes in `tx`. Records deleted meanwhile are skipped; times only
-/// move forward; `forgotten` is left as it is (a refresh that raced a forget happened before it).
+/// Stages one license's refreshes: the license and its activity index in `tx` (they change
+/// together), the device and address records in `singles`, which are written one key at a time
+/// (each is one record; sled's single-key writes do not stop reads as a batch does). Records
+/// deleted meanwhile are skipped; times only move forward; `forgotten` is left as it is (a
+/// refresh that raced a forget happened before it). The caller holds the writer lock, so no
+/// other write interleaves.
 pub(super) fn stage(
     tx: &mut Tx<'_>,
+    singles: &mut Vec<(Vec<u8>, Vec<u8>)>,
     (team, license): (TeamId, LicenseId),
     refresh: Refresh,
 ) -> StoreResult<()> {
@@ -132,7 +137,7 @@ pub(super) fn stage(
             && h.last_seen_at < seen
         {
             h.last_seen_at = seen;
-            tx.put_json(k, &h)?;
+            singles.push((k, encode(&h)?));
         }
     }
     for (id, seen, country) in refresh.ips {
@@ -146,7 +151,7 @@ pub(super) fn stage(
                 r.alpha2 = Some(c.alpha2.to_owned());
                 r.alpha3 = Some(c.alpha3.to_owned());
             }
-            tx.put_json(k, &r)?;
+            singles.push((k, encode(&r)?));
         }
     }
     Ok(())
