@@ -18,10 +18,6 @@ pub(crate) mod tag {
     pub(crate) const RELEASE: u8 = b'R';
     pub(crate) const HWID: u8 = b'H';
     pub(crate) const IP: u8 = b'I';
-    /// A license's hardware-id record by identifier (the hot path finds its own record).
-    pub(crate) const HWID_BY_IDENTIFIER: u8 = b'h';
-    /// A license's address record by address.
-    pub(crate) const IP_BY_ADDRESS: u8 = b'j';
     pub(crate) const BLACKLIST: u8 = b'X';
     pub(crate) const STATS: u8 = b'S';
     pub(crate) const OUTBOX: u8 = b'O';

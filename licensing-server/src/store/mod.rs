@@ -40,7 +40,6 @@ use licensing_core::model::{
     UsageRecord,
 };
 use licensing_core::store::*;
-use licensing_core::validate::HardwareId;
 use licensing_core::verify::{self, Denial, RecordChange};
 use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, MessageId,
@@ -358,28 +357,6 @@ fn ip_key(team: TeamId, license: LicenseId, id: IpId) -> Vec<u8> {
         team.as_bytes(),
         license.as_bytes(),
         id.as_bytes(),
-    ])
-}
-/// The id of a license's record of hardware id `identifier` (records are unique per identifier).
-fn hwid_by_identifier(team: TeamId, license: LicenseId, identifier: &HardwareId) -> Vec<u8> {
-    key(&[
-        &[tag::HWID_BY_IDENTIFIER],
-        team.as_bytes(),
-        license.as_bytes(),
-        identifier.as_str().as_bytes(),
-    ])
-}
-/// The id of a license's record of `address` (records are unique per canonical address).
-fn ip_by_address(team: TeamId, license: LicenseId, address: std::net::IpAddr) -> Vec<u8> {
-    let octets = match address.to_canonical() {
-        std::net::IpAddr::V4(a) => a.octets().to_vec(),
-        std::net::IpAddr::V6(a) => a.octets().to_vec(),
-    };
-    key(&[
-        &[tag::IP_BY_ADDRESS],
-        team.as_bytes(),
-        license.as_bytes(),
-        &octets,
     ])
 }
 fn blacklist_key(team: TeamId, id: BlacklistId) -> Vec<u8> {
@@ -857,19 +834,6 @@ impl SledStore {
         self.scan(&key(&[&[table], team.as_bytes(), license.as_bytes()]))
     }
 
-    /// The record a lookup key points to: the key holds the record's 16-byte id, `record` builds
-    /// the record's key from it. `None` when either is missing.
-    fn by_lookup<T: DeserializeOwned>(
-        &self,
-        lookup: &[u8],
-        record: impl FnOnce(&[u8]) -> Vec<u8>,
-    ) -> StoreResult<Option<T>> {
-        match self.inner.tree.get(lookup).map_err(backend)? {
-            Some(id) => self.get_json(&record(&id)),
-            None => Ok(None),
-        }
-    }
-
     fn require_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
         self.get_json(&license_key(team, id))?
             .ok_or(StoreError::NotFound(Entity::License))
@@ -1070,11 +1034,9 @@ impl LicenseStore for SledStore {
                 .get_json(&license_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
             for h in self.usage::<Hwid>(tag::HWID, team, id)? {
-                tx.del(hwid_by_identifier(team, id, &h.identifier));
                 tx.del(hwid_key(team, id, h.id));
             }
             for r in self.usage::<IpRecord>(tag::IP, team, id)? {
-                tx.del(ip_by_address(team, id, r.address));
                 tx.del(ip_key(team, id, r.id));
             }
             for mut r in self.team_releases(team)? {
@@ -1466,32 +1428,18 @@ impl ActivityStore for SledStore {
         // The hot path: a device and address that already count need no atomic step; their
         // refreshes wait in memory (see `refresh.rs`). Reads here take no lock; a stale read can
         // only send the request to the atomic step below.
-        // Only the request's own records matter there, found through their lookup keys, so the
-        // cost does not grow with the license's devices. A record without a lookup key (written
-        // before they existed) takes the atomic step, which adds it.
         let current = self.require_license(team, license)?;
-        let own_hwid: Option<Hwid> = match &activity.hardware_id {
-            Some(h) => self.by_lookup(&hwid_by_identifier(team, license, h), |id| {
-                key(&[&[tag::HWID], team.as_bytes(), license.as_bytes(), id])
-            })?,
-            None => None,
-        };
-        let own_ip: Option<IpRecord> = self
-            .by_lookup(&ip_by_address(team, license, activity.ip), |id| {
-                key(&[&[tag::IP], team.as_bytes(), license.as_bytes(), id])
-            })?;
-        let found = own_ip.is_some() && (activity.hardware_id.is_none() || own_hwid.is_some());
-        if found
-            && let Some(admission) = verify::admit_counted(
-                &current,
-                settings,
-                own_hwid.as_slice(),
-                own_ip.as_slice(),
-                activity.hardware_id.as_ref(),
-                activity.ip,
-                now,
-            )
-        {
+        let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
+        let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
+        if let Some(admission) = verify::admit_counted(
+            &current,
+            settings,
+            &hwids,
+            &ips,
+            activity.hardware_id.as_ref(),
+            activity.ip,
+            now,
+        ) {
             let hwid = match admission.hwid {
                 Some(RecordChange::Refresh { id, .. }) => Some(id),
                 _ => None,
@@ -1529,24 +1477,14 @@ impl ActivityStore for SledStore {
                     Ok(a) => a,
                     Err(denial) => return Ok(Err(denial)),
                 };
-                // Each record is written with its lookup key (added here too for records
-                // written before lookup keys existed).
                 match (admission.hwid, &activity.hardware_id) {
                     (Some(RecordChange::Create), Some(h)) => {
                         let record = new_hwid(&current, h, now);
-                        tx.put(
-                            hwid_by_identifier(team, license, h),
-                            record.id.as_bytes().to_vec(),
-                        );
                         tx.put_json(hwid_key(team, license, record.id), &record)?;
                     }
-                    (Some(RecordChange::Refresh { id, .. }), Some(identifier)) => {
+                    (Some(RecordChange::Refresh { id, .. }), _) => {
                         if let Some(mut h) = hwids.into_iter().find(|h| h.id == id) {
                             refresh_hwid(&mut h, now);
-                            tx.put(
-                                hwid_by_identifier(team, license, identifier),
-                                id.as_bytes().to_vec(),
-                            );
                             tx.put_json(hwid_key(team, license, id), &h)?;
                         }
                     }
@@ -1555,19 +1493,11 @@ impl ActivityStore for SledStore {
                 match admission.ip {
                     RecordChange::Create => {
                         let record = new_ip(&current, activity, now);
-                        tx.put(
-                            ip_by_address(team, license, activity.ip),
-                            record.id.as_bytes().to_vec(),
-                        );
                         tx.put_json(ip_key(team, license, record.id), &record)?;
                     }
                     RecordChange::Refresh { id, .. } => {
                         if let Some(mut r) = ips.into_iter().find(|r| r.id == id) {
                             refresh_ip(&mut r, activity, now);
-                            tx.put(
-                                ip_by_address(team, license, activity.ip),
-                                id.as_bytes().to_vec(),
-                            );
                             tx.put_json(ip_key(team, license, id), &r)?;
                         }
                     }
@@ -1876,6 +1806,7 @@ mod tests {
         use licensing_core::store::{
             Activity, ActivityStore, DeviceStore, LicenseStore, Recorded, testing,
         };
+        use licensing_core::validate::HardwareId;
         use licensing_core::verify::RecordChange;
 
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1888,7 +1819,7 @@ mod tests {
             ..TeamSettings::default()
         };
         let activity = |device: &str| Activity {
-            hardware_id: Some(super::HardwareId::parse(device).expect("hwid")),
+            hardware_id: Some(HardwareId::parse(device).expect("hwid")),
             ip: std::net::IpAddr::from([198, 51, 100, 7]),
             country: None,
         };
@@ -1985,92 +1916,6 @@ mod tests {
                 None
             );
             assert!(stored_hwids(&store, team.id, license.id).is_empty());
-        });
-    }
-
-    /// The hot path finds a device and an address through their lookup keys. Records written
-    /// before lookup keys existed still pass (through the atomic step, which adds the keys), and
-    /// deleting the license removes them.
-    #[test]
-    fn devices_are_found_by_lookup_keys_which_old_records_gain_and_deletion_removes() {
-        use licensing_core::model::TeamSettings;
-        use licensing_core::store::{Activity, ActivityStore, LicenseStore, testing};
-
-        Tokio.block_on(async {
-            let store = super::SledStore::temporary().expect("store");
-            let team = testing::team(&store, "A").await;
-            let license = testing::license(team.id, licensing_core::Timestamp::now());
-            store.create_license(&license).await.expect("create");
-            let settings = TeamSettings::default();
-            let device = super::HardwareId::parse("device-a-0000").expect("hwid");
-            let address = std::net::IpAddr::from([198, 51, 100, 7]);
-            let activity = Activity {
-                hardware_id: Some(device.clone()),
-                ip: address,
-                country: None,
-            };
-            let at = |s: i64| licensing_core::Timestamp::from_millis(1_800_000_000_000 + s * 1000);
-            let record = |now| {
-                let (store, settings, activity) =
-                    (store.clone(), settings.clone(), activity.clone());
-                async move {
-                    store
-                        .record_activity(team.id, license.id, &settings, &activity, now)
-                        .await
-                        .expect("store")
-                        .expect("admitted")
-                }
-            };
-            let lookups = |store: &super::SledStore| {
-                let h = store
-                    .inner
-                    .tree
-                    .get(super::hwid_by_identifier(team.id, license.id, &device))
-                    .expect("get");
-                let i = store
-                    .inner
-                    .tree
-                    .get(super::ip_by_address(team.id, license.id, address))
-                    .expect("get");
-                (h.is_some(), i.is_some())
-            };
-            let stored_seen = |store: &super::SledStore| {
-                let hwids: Vec<licensing_core::model::Hwid> = store
-                    .usage(super::tag::HWID, team.id, license.id)
-                    .expect("scan");
-                hwids[0].last_seen_at
-            };
-
-            record(at(0)).await;
-            assert_eq!(lookups(&store), (true, true));
-            // Found through the lookup keys: admitted without a write.
-            record(at(1)).await;
-            assert_eq!(stored_seen(&store), at(0));
-
-            // As a store from before lookup keys: the request takes the atomic step (which
-            // writes the record at once) and the keys come back.
-            store.flush().await.expect("flush");
-            store
-                .inner
-                .tree
-                .remove(super::hwid_by_identifier(team.id, license.id, &device))
-                .expect("remove");
-            store
-                .inner
-                .tree
-                .remove(super::ip_by_address(team.id, license.id, address))
-                .expect("remove");
-            record(at(2)).await;
-            assert_eq!(stored_seen(&store), at(2));
-            assert_eq!(lookups(&store), (true, true));
-            record(at(3)).await;
-            assert_eq!(stored_seen(&store), at(2), "found by its lookup keys again");
-
-            store
-                .delete_license(team.id, license.id)
-                .await
-                .expect("delete");
-            assert_eq!(lookups(&store), (false, false));
         });
     }
 
