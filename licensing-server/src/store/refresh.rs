@@ -4,11 +4,14 @@
 //!
 //! Such a request needs no atomic step: it passes whatever concurrent requests do. So instead of
 //! a batch under the writer lock per heartbeat, its refreshes are merged here per license and
-//! written in one batch by whoever takes the writer lock next (every write does, so a limit check
-//! always counts with exact `lastSeenAt`s), before the developer API lists devices, licenses or
+//! written by whoever takes the writer lock next (every write does, so a limit check always
+//! counts with exact `lastSeenAt`s), before the developer API lists devices, licenses or
 //! statistics, and on every flusher round, which makes them durable within the same 500 ms as
-//! before. Memory is bounded by the number of licenses with a refresh since the last round, and a
-//! large backlog wakes the flusher early.
+//! other unflushed writes. They are written 128 licenses per batch (a license and its activity
+//! index together), with device and address records as single-key writes, because sled's batches
+//! stop every read while they apply. Single license reads overlay the waiting `lastActiveAt`.
+//! Memory is bounded by the number of licenses with a refresh since the last round, and a large
+//! backlog wakes the flusher early.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
