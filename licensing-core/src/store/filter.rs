@@ -9,7 +9,7 @@ use crate::api::requests::{
     ReleaseSort, SortDirection,
 };
 use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord};
-use crate::validate::{HardwareId, SearchText};
+use crate::validate::{Country, HardwareId, SearchText};
 use crate::verify::Admission;
 use crate::{HwidId, IpId, Timestamp};
 
@@ -226,11 +226,16 @@ pub fn refresh_ip(r: &mut IpRecord, activity: &Activity, now: Timestamp) {
         r.updated_at = now;
     }
     if let Some(c) = activity.country {
-        r.country = Some(c.name.to_owned());
-        r.alpha2 = Some(c.alpha2.to_owned());
-        r.alpha3 = Some(c.alpha3.to_owned());
+        set_ip_country(r, c);
     }
     r.last_seen_at = now;
+}
+
+/// Sets an IP record's country (name and both codes).
+pub fn set_ip_country(r: &mut IpRecord, c: Country) {
+    r.country = Some(c.name.to_owned());
+    r.alpha2 = Some(c.alpha2.to_owned());
+    r.alpha3 = Some(c.alpha3.to_owned());
 }
 
 /// The license after an admitted request: clock started if it starts now, `lastActiveAt` set.

@@ -500,12 +500,9 @@ pub fn admit_counted(
         return None;
     }
     let ip = ip.to_canonical();
-    let counted = |forgotten: bool, last_seen: Timestamp, timeout: Option<u32>| {
-        !forgotten && seen_within(last_seen, timeout, now)
-    };
-    let ip_record = ips
-        .iter()
-        .find(|r| r.address == ip && counted(r.forgotten, r.last_seen_at, settings.ip_timeout))?;
+    let ip_record = ips.iter().find(|r| {
+        r.address == ip && counts(r.forgotten, r.last_seen_at, settings.ip_timeout, now)
+    })?;
     let hwid = match hardware_id {
         None if license.hwid_limit.is_some_and(|l| l > 0) => return None,
         None => None,
@@ -514,7 +511,7 @@ pub fn admit_counted(
                 .iter()
                 .find(|r| {
                     &r.identifier == h
-                        && counted(r.forgotten, r.last_seen_at, settings.hwid_timeout)
+                        && counts(r.forgotten, r.last_seen_at, settings.hwid_timeout, now)
                 })?
                 .id,
         ),
@@ -532,6 +529,11 @@ pub fn admit_counted(
     })
 }
 
+/// Whether a record counts against its limit: not forgotten and, with a timeout, seen within it.
+fn counts(forgotten: bool, last_seen_at: Timestamp, timeout: Option<u32>, now: Timestamp) -> bool {
+    !forgotten && seen_within(last_seen_at, timeout, now)
+}
+
 /// Plans one record kind: `None` when the limit refuses.
 fn plan<Id: Copy>(
     records: impl Iterator<Item = (Id, bool, bool, Timestamp)>,
@@ -542,7 +544,7 @@ fn plan<Id: Copy>(
     let mut counted: u64 = 0;
     let mut own = None;
     for (id, is_own, forgotten, last_seen) in records {
-        let counts = !forgotten && seen_within(last_seen, timeout, now);
+        let counts = counts(forgotten, last_seen, timeout, now);
         if is_own {
             if counts {
                 // Already counted: always passes.

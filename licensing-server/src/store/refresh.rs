@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use licensing_core::model::{Hwid, IpRecord, License};
+use licensing_core::store::set_ip_country;
 use licensing_core::validate::Country;
 use licensing_core::{HwidId, IpId, LicenseId, TeamId, Timestamp};
 
@@ -150,9 +151,7 @@ pub(super) fn stage(
         {
             r.last_seen_at = seen;
             if let Some(c) = country {
-                r.country = Some(c.name.to_owned());
-                r.alpha2 = Some(c.alpha2.to_owned());
-                r.alpha3 = Some(c.alpha3.to_owned());
+                set_ip_country(&mut r, c);
             }
             singles.push((k, encode(&r)?));
         }
