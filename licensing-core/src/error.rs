@@ -209,6 +209,14 @@ impl ApiError {
         }
     }
 
+    /// 408 `BAD_REQUEST`: the request body did not arrive in time.
+    pub fn request_timeout(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 408,
+            ..Self::bad_request(details)
+        }
+    }
+
     /// 404 `BAD_REQUEST`: no such route.
     pub fn route_not_found() -> Self {
         Self {

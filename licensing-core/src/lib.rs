@@ -17,7 +17,7 @@
 //!
 //! Features: `private-keys` (default) adds [`crypto::TeamKeys`] on aws-lc-rs for servers;
 //! clients turn default features off and keep the pure-Rust public-key side. `testing` exposes
-//! `store::testing` and the `store_test_suite!` macro.
+//! `store::testing`, the `store_test_suite!` macro and the fuzzing input generators (`fuzz`).
 //!
 //! # Example
 //!
@@ -72,6 +72,8 @@ pub mod api;
 pub mod crypto;
 pub mod error;
 pub mod expiry;
+#[cfg(feature = "testing")]
+pub mod fuzz;
 pub mod ids;
 pub mod key;
 pub mod model;

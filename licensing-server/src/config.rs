@@ -2,8 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use ipnet::IpNet;
+
+use crate::connections::ConnectionLimits;
 
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -75,10 +78,47 @@ pub struct Config {
     )]
     pub dev_rate_limit_per_minute: u32,
 
+    /// Release uploads (create or update, which may carry a 10 MiB file) allowed per minute per
+    /// team, on top of the developer limit. 0 turns this limit off.
+    #[arg(
+        long,
+        env = "LICENSING_UPLOAD_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 20
+    )]
+    pub upload_rate_limit_per_minute: u32,
+
     /// Memory for the store's cache of decoded pages, in MiB (the server's resident size is
     /// roughly this plus 60 MiB under load). More keeps more of a large data set hot.
     #[arg(long, env = "LICENSING_CACHE_MB", default_value_t = crate::store::DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
+
+    /// Connections open at once; past it new connections wait in the listen backlog until one
+    /// closes. Keep it under the process's open-file limit (`ulimit -n`).
+    #[arg(long, env = "LICENSING_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Seconds a client has to send a request line and headers; also how long an idle
+    /// keep-alive connection stays open.
+    #[arg(long, env = "LICENSING_HEADER_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
+
+    /// Seconds a client has to send a whole request body (a 10 MiB upload needs about 1.4
+    /// Mbit/s at the default); a body still incomplete then is answered 408.
+    #[arg(long, env = "LICENSING_BODY_TIMEOUT_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_timeout_secs: u64,
+
+    /// Seconds a write to a client may make no progress (a client that stopped reading an
+    /// answer) before the connection is closed.
+    #[arg(long, env = "LICENSING_SEND_TIMEOUT_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub send_timeout_secs: u64,
+
+    /// Seconds requests in flight (downloads included) get to finish after SIGTERM or SIGINT.
+    #[arg(long, env = "LICENSING_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
+    pub shutdown_timeout_secs: u64,
 
     /// Log format.
     #[arg(long, env = "LICENSING_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -101,7 +141,24 @@ impl Config {
             geoip_db: None,
             rate_limit_per_minute: 30,
             dev_rate_limit_per_minute: 300,
+            upload_rate_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
+            max_connections: 4096,
+            header_timeout_secs: 10,
+            body_timeout_secs: 60,
+            send_timeout_secs: 60,
+            shutdown_timeout_secs: 30,
+        }
+    }
+
+    /// The connection limits these settings describe.
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.max_connections as usize,
+            header_timeout: Duration::from_secs(self.header_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            send_timeout: Duration::from_secs(self.send_timeout_secs),
+            shutdown_timeout: Duration::from_secs(self.shutdown_timeout_secs),
         }
     }
 }

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod config;
+pub mod connections;
 pub mod files;
 mod http;
 mod jar;
@@ -36,4 +37,5 @@ mod state;
 pub mod store;
 
 pub use config::{Config, LogFormat};
+pub use connections::ConnectionLimits;
 pub use server::{Server, ServerError, open_store, open_store_with_cache};

@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API (the default).
-    Serve(Config),
+    Serve(Box<Config>),
     /// Manage teams (with the server stopped).
     #[command(subcommand)]
     Team(TeamCommand),
@@ -141,7 +141,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         None => serve(cli.serve).await,
-        Some(Command::Serve(config)) => serve(config).await,
+        Some(Command::Serve(config)) => serve(*config).await,
         Some(Command::Team(TeamCommand::Create { name, data_dir })) => {
             team_create(&name, &data_dir).await
         }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::connections::ConnectionLimits;
 use crate::files::FileStore;
 use crate::routes;
 use crate::services::chat::ChatDirectory;
@@ -73,6 +74,7 @@ pub struct Server {
     listener: TcpListener,
     addr: SocketAddr,
     state: AppState,
+    limits: ConnectionLimits,
 }
 
 impl Server {
@@ -128,6 +130,7 @@ impl Server {
         Ok(Self {
             listener,
             addr,
+            limits: config.connection_limits(),
             state: AppState {
                 store,
                 files,
@@ -142,6 +145,7 @@ impl Server {
                 limits: Arc::new(Limits::per_minute(
                     config.rate_limit_per_minute,
                     config.dev_rate_limit_per_minute,
+                    config.upload_rate_limit_per_minute,
                 )),
                 session_keys: Arc::new(SessionKeyLog::default()),
                 trusted_proxies: config.trusted_proxies.clone().into(),
@@ -175,11 +179,13 @@ impl Server {
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
-        warp::serve(routes::routes(self.state))
-            .incoming(self.listener)
-            .graceful(shutdown)
-            .run()
-            .await;
+        crate::connections::serve(
+            self.listener,
+            routes::routes(self.state),
+            self.limits,
+            shutdown,
+        )
+        .await;
         stop_worker.send(true).ok();
         if let Some(worker) = worker {
             worker.await.ok();

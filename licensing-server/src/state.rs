@@ -78,18 +78,21 @@ pub(crate) struct Limits {
     pub(crate) classloader_key: Option<RateLimiter<(TeamId, LicenseKey)>>,
     /// Developer and admin API, per API key or admin token.
     pub(crate) dev: Option<RateLimiter<Principal>>,
+    /// Release uploads, per team.
+    pub(crate) uploads: Option<RateLimiter<TeamId>>,
 }
 
 impl Limits {
-    /// Limiters for `client` requests a minute per IP or license key and `dev` requests a minute
-    /// per API key.
-    pub(crate) fn per_minute(client: u32, dev: u32) -> Self {
+    /// Limiters for `client` requests a minute per IP or license key, `dev` requests a minute
+    /// per API key and `uploads` a minute per team.
+    pub(crate) fn per_minute(client: u32, dev: u32, uploads: u32) -> Self {
         Self {
             verify: RateLimiter::per_minute(client),
             heartbeat: RateLimiter::per_minute(client),
             classloader_ip: RateLimiter::per_minute(client),
             classloader_key: RateLimiter::per_minute(client),
             dev: RateLimiter::per_minute(dev),
+            uploads: RateLimiter::per_minute(uploads),
         }
     }
 }

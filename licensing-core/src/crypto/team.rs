@@ -165,26 +165,35 @@ impl TeamKeys {
     }
 
     /// Decrypts a `sessionKey` (hex of an RSA-OAEP SHA-1 ciphertext) and derives the AES key.
-    /// Every failure is the same [`CryptoError::InvalidSessionKey`].
+    ///
+    /// Every failure is the same [`CryptoError::InvalidSessionKey`], and takes the same time:
+    /// text that is not hex of the right length still costs one RSA decryption (of a fixed
+    /// block, which OAEP refuses), so an observer cannot tell a malformed key from a
+    /// well-formed one that fails to decrypt. The decryption itself is aws-lc's, blinded and
+    /// constant-time in the padding check.
     pub fn decrypt_session_key(&self, hex_text: &str) -> Result<SessionKey, CryptoError> {
         let size = self.rsa.public_modulus_len();
         let mut ciphertext = [0u8; MAX_MODULUS];
         let ciphertext = &mut ciphertext[..size];
-        hex::decode_to_slice(hex_text, ciphertext).map_err(|_| CryptoError::InvalidSessionKey)?;
-        let mut plaintext = Zeroizing::new([0u8; MAX_MODULUS]);
-        let secret = self
-            .oaep
-            .decrypt(
-                &OAEP_SHA1_MGF1SHA1,
-                ciphertext,
-                &mut plaintext[..size],
-                None,
-            )
-            .map_err(|_| CryptoError::InvalidSessionKey)?;
-        if secret.len() < SessionSecret::MIN_LEN {
-            return Err(CryptoError::InvalidSessionKey);
+        let well_formed = hex::decode_to_slice(hex_text, ciphertext).is_ok();
+        if !well_formed {
+            // A stand-in below the modulus (its top byte is zero) that OAEP will refuse.
+            ciphertext.fill(0x5a);
+            ciphertext[0] = 0;
         }
-        Ok(SessionSecret::from_bytes(secret.to_vec()).derive_key())
+        let mut plaintext = Zeroizing::new([0u8; MAX_MODULUS]);
+        let decrypted = self.oaep.decrypt(
+            &OAEP_SHA1_MGF1SHA1,
+            ciphertext,
+            &mut plaintext[..size],
+            None,
+        );
+        match decrypted {
+            Ok(secret) if well_formed && secret.len() >= SessionSecret::MIN_LEN => {
+                Ok(SessionSecret::from_bytes(secret.to_vec()).derive_key())
+            }
+            _ => Err(CryptoError::InvalidSessionKey),
+        }
     }
 
     /// The `X-Signature` value for one answer: base64 Ed25519 over
@@ -221,6 +230,43 @@ mod tests {
     fn keys() -> &'static TeamKeys {
         static KEYS: OnceLock<TeamKeys> = OnceLock::new();
         KEYS.get_or_init(|| TeamKeys::generate().unwrap())
+    }
+
+    /// Malformed text, well-formed text that fails OAEP and a ciphertext of a too-short secret
+    /// take the same time: each costs one RSA decryption. The bound is loose (medians within
+    /// 3x), since what it guards against is a 1,000x gap: failing before the RSA operation.
+    #[test]
+    fn session_key_failures_take_the_same_time() {
+        use std::time::{Duration, Instant};
+        let keys = keys();
+        let public = crate::crypto::RsaPublicKey::from_pem(keys.public_key_pem()).unwrap();
+        let short = public
+            .encrypt_session_secret(&SessionSecret::from_bytes(vec![1u8; 4]))
+            .unwrap();
+        let cases = [
+            ("not hex", "zz".repeat(256)),
+            ("too short", "ab".repeat(10)),
+            ("empty", String::new()),
+            ("random ciphertext", "ab".repeat(256)),
+            ("secret too short", short),
+        ];
+        let median = |text: &str| {
+            let mut times: Vec<Duration> = (0..41)
+                .map(|_| {
+                    let started = Instant::now();
+                    let outcome = keys.decrypt_session_key(text);
+                    let elapsed = started.elapsed();
+                    assert!(matches!(outcome, Err(CryptoError::InvalidSessionKey)));
+                    elapsed
+                })
+                .collect();
+            times.sort();
+            times[times.len() / 2]
+        };
+        let medians: Vec<(&str, Duration)> = cases.iter().map(|(n, t)| (*n, median(t))).collect();
+        let fastest = medians.iter().map(|m| m.1).min().unwrap();
+        let slowest = medians.iter().map(|m| m.1).max().unwrap();
+        assert!(slowest < fastest * 3, "{medians:?}");
     }
 
     #[test]

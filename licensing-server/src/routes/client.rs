@@ -38,7 +38,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "verify")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(warp::addr::remote())
+            .and(crate::connections::peer_addr())
             .and(warp::header::headers_cloned())
             .and(warp::body::stream())
             .then(
@@ -50,7 +50,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "heartbeat")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(warp::addr::remote())
+            .and(crate::connections::peer_addr())
             .and(warp::header::headers_cloned())
             .and(warp::body::stream())
             .then(
@@ -63,7 +63,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     )
     .and(warp::get())
     .and(with_state(state))
-    .and(warp::addr::remote())
+    .and(crate::connections::peer_addr())
     .and(warp::header::headers_cloned())
     .and(raw_query())
     .then(

@@ -17,7 +17,7 @@ use crate::releases::jar;
 const DEVICE: &str = "device-0000000001";
 
 /// A fresh session: the secret, and the `sessionKey` text the server receives.
-fn session(keys: &TeamPublicKeys) -> (Vec<u8>, String) {
+pub(crate) fn session(keys: &TeamPublicKeys) -> (Vec<u8>, String) {
     let mut secret = vec![0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut secret);
     let text = keys
@@ -56,13 +56,13 @@ fn decode(body: &[u8], key: &[u8; 32]) -> (Vec<u8>, Vec<usize>) {
     (plain, sizes)
 }
 
-fn query(license: &str, product: &str, session: &str, extra: &str) -> String {
+pub(crate) fn query(license: &str, product: &str, session: &str, extra: &str) -> String {
     format!(
         "licenseKey={license}&productId={product}&sessionKey={session}&hardwareIdentifier={DEVICE}{extra}"
     )
 }
 
-async fn setup(s: &TestServer, extra: Value) -> (String, Value) {
+pub(crate) async fn setup(s: &TestServer, extra: Value) -> (String, Value) {
     let p = s.post(&s.dev("products"), r#"{"name":"Café App"}"#).await;
     let p = p.ok()["id"].as_str().unwrap().to_owned();
     let mut body = json!({"expirationType": "NEVER", "productIds": [p]});

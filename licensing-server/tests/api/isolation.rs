@@ -252,3 +252,259 @@ async fn no_route_shows_or_changes_another_teams_data() {
     }
     assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
 }
+
+/// The two multipart routes, which `routes` (JSON bodies) leaves out.
+const MULTIPART_ROUTES: [(&str, &str); 2] = [("POST", "releases"), ("PUT", "releases/{releaseId}")];
+
+/// The route list above, plus the multipart routes, is every developer operation documented.
+#[tokio::test]
+async fn the_isolation_route_list_covers_every_developer_operation() {
+    let s = TestServer::start().await;
+    let document = s
+        .client
+        .get(format!("{}/api/openapi.json", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let prefix = "/api/v1/dev/teams/{teamId}/";
+    let mut documented: Vec<String> = Vec::new();
+    for (path, methods) in document["paths"].as_object().unwrap() {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            for method in methods.as_object().unwrap().keys() {
+                documented.push(format!("{} {rest}", method.to_uppercase()));
+            }
+        }
+    }
+    let templates = json!({
+        "license": "{licenseId}", "key": "{licenseKey}", "customer": "{customerId}",
+        "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
+        "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
+    });
+    let mut covered: Vec<String> = routes(&templates)
+        .into_iter()
+        .map(|(method, path, _)| format!("{method} {path}"))
+        .chain(MULTIPART_ROUTES.iter().map(|(m, p)| format!("{m} {p}")))
+        .collect();
+    documented.sort();
+    covered.sort();
+    assert_eq!(covered, documented);
+}
+
+fn release_form(data: Value) -> reqwest::multipart::Form {
+    reqwest::multipart::Form::new()
+        .text("data", data.to_string())
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(b"bytes".to_vec()).file_name("app.jar"),
+        )
+}
+
+/// Another team's ids inside bodies and queries (licenses, releases, the client API), the
+/// multipart routes, and ids of deleted records: refused, and nothing of team A changes.
+#[tokio::test]
+async fn ids_of_other_teams_in_bodies_and_of_deleted_records_reach_nothing() {
+    let s = TestServer::start().await;
+    let b = s.other_team().await;
+    let b_dev = |path: &str| format!("{}/api/v1/dev/teams/{}/{path}", s.base, b.team_id);
+    let b_client = |endpoint: &str| {
+        format!(
+            "{}/api/v1/client/teams/{}/verification/{endpoint}",
+            s.base, b.team_id
+        )
+    };
+    // Team A: a product, a customer, a license for both, a release.
+    let product = s.product("A's app").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let customer = s
+        .post(&s.dev("customers"), r#"{"email":"a@example.com"}"#)
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let license = s
+        .license(
+            &json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer]})
+                .to_string(),
+        )
+        .await;
+    let (license_id, license_key) = (
+        license["id"].as_str().unwrap().to_owned(),
+        license["licenseKey"].as_str().unwrap().to_owned(),
+    );
+    let release = crate::client::release(
+        &s,
+        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}),
+        Some(("app.jar", b"A's bytes".to_vec())),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = snapshot(&s).await;
+
+    // B's key on A's multipart routes: 403; A's release under B's path: 404.
+    for (method, path) in [
+        (Method::POST, s.dev("releases")),
+        (Method::PUT, s.dev(&format!("releases/{release}"))),
+        (Method::PUT, b_dev(&format!("releases/{release}"))),
+    ] {
+        let data = json!({
+            "version": "9.9.9", "productId": product, "status": "PUBLISHED",
+            "setAsLatest": false, "branchId": null, "metadata": [], "licenseIds": [],
+            "keepExistingFile": false,
+        });
+        let response = s
+            .client
+            .request(method.clone(), &path)
+            .bearer_auth(&b.api_key)
+            .multipart(release_form(data))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        assert!(
+            matches!(status, 403 | 404),
+            "{method} {path}: {status} {}",
+            response.text().await.unwrap()
+        );
+    }
+
+    // A's ids in B's bodies, under B's own path with B's key: never accepted.
+    let refused = |answer: &crate::helpers::Answer, what: &str| {
+        assert!(
+            (400..500).contains(&answer.status),
+            "{what}: {} {}",
+            answer.status,
+            answer.body
+        );
+    };
+    let answer = s
+        .send(
+            Method::POST,
+            &b_dev("licenses"),
+            Some(&b.api_key),
+            Some(&json!({"expirationType": "NEVER", "customerIds": [customer]}).to_string()),
+        )
+        .await;
+    refused(&answer, "license with A's customer");
+    let answer = s
+        .send(
+            Method::POST,
+            &b_dev("licenses"),
+            Some(&b.api_key),
+            Some(&json!({"expirationType": "NEVER", "productIds": [product]}).to_string()),
+        )
+        .await;
+    refused(&answer, "license with A's product");
+    let b_license = s
+        .send(
+            Method::POST,
+            &b_dev("licenses"),
+            Some(&b.api_key),
+            Some(r#"{"expirationType":"NEVER"}"#),
+        )
+        .await;
+    let b_license = b_license.ok()["id"].as_str().unwrap().to_owned();
+    let answer = s
+        .send(
+            Method::PUT,
+            &b_dev(&format!("licenses/id/{b_license}")),
+            Some(&b.api_key),
+            Some(&json!({"customerIds": [customer], "productIds": [product]}).to_string()),
+        )
+        .await;
+    refused(&answer, "license update with A's ids");
+    for data in [
+        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}),
+        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED", "licenseIds": [license_id]}),
+    ] {
+        let response = s
+            .client
+            .post(b_dev("releases"))
+            .bearer_auth(&b.api_key)
+            .multipart(release_form(data.clone()))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        assert!((400..500).contains(&status), "release {data}: {status}");
+    }
+
+    // A's license key through B's client API: not found, and no device recorded on it.
+    for endpoint in ["verify", "heartbeat"] {
+        let answer = s
+            .client_raw(
+                &b_client(endpoint),
+                &json!({"licenseKey": license_key, "hardwareIdentifier": "device-bbbb-0001"})
+                    .to_string(),
+                None,
+            )
+            .await;
+        answer.err(404, "LICENSE_NOT_FOUND");
+    }
+    let classloader = format!(
+        "{}?licenseKey={license_key}&productId={product}&sessionKey={}&hardwareIdentifier=device-bbbb-0001",
+        b_client("classloader"),
+        "ab".repeat(256)
+    );
+    let status = s.client.get(&classloader).send().await.unwrap().status();
+    assert!(status.is_client_error(), "classloader: {status}");
+    assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{license_id}/hwid")))
+            .await
+            .ok()["totalResults"],
+        0
+    );
+
+    // Deleted records stay gone: every route on their ids is 404, and a deleted license key
+    // verifies nothing.
+    s.delete(&s.dev(&format!("licenses/id/{license_id}")))
+        .await
+        .ok();
+    s.delete(&s.dev(&format!("customers/{customer}")))
+        .await
+        .ok();
+    s.delete(&s.dev(&format!("releases/{release}"))).await.ok();
+    for (method, path, body) in [
+        (Method::GET, format!("licenses/id/{license_id}"), None),
+        (Method::GET, format!("licenses/{license_key}"), None),
+        (
+            Method::PUT,
+            format!("licenses/id/{license_id}"),
+            Some(r#"{"suspended":false}"#),
+        ),
+        (Method::DELETE, format!("licenses/id/{license_id}"), None),
+        (Method::GET, format!("licenses/id/{license_id}/hwid"), None),
+        (Method::GET, format!("customers/{customer}"), None),
+        (
+            Method::PUT,
+            format!("customers/{customer}"),
+            Some(r#"{"fullName":"Back"}"#),
+        ),
+        (Method::DELETE, format!("customers/{customer}"), None),
+        (Method::GET, format!("releases/{release}"), None),
+        (Method::DELETE, format!("releases/{release}"), None),
+    ] {
+        let answer = s
+            .send(method.clone(), &s.dev(&path), Some(s.key()), body)
+            .await;
+        assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+    }
+    s.client_raw(
+        &s.client_url("verify"),
+        &json!({"licenseKey": license_key, "hardwareIdentifier": "device-aaaa-0002"}).to_string(),
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    assert_eq!(s.get(&s.dev("licenses")).await.ok()["totalResults"], 0);
+    assert_eq!(s.get(&s.dev("customers")).await.ok()["totalResults"], 0);
+    assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
+}

@@ -7,6 +7,7 @@
     unreachable_pub
 )]
 
+mod abuse;
 mod admin;
 mod chat;
 mod classloader;
@@ -15,6 +16,7 @@ mod customers;
 mod devices;
 mod errors;
 mod ext;
+mod fuzz;
 mod helpers;
 mod isolation;
 mod licenses;

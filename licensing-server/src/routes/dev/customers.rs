@@ -156,6 +156,12 @@ async fn find(
     headers: &HeaderMap,
 ) -> Result<(DevRequest, Customer), ApiError> {
     let dev = state.dev(team, headers).await?;
+    let customer = lookup(state, &dev, id).await?;
+    Ok((dev, customer))
+}
+
+/// The customer `id` of the request's team (404 when there is none).
+async fn lookup(state: &AppState, dev: &DevRequest, id: &str) -> Result<Customer, ApiError> {
     let id: CustomerId = path_param("customerId", id)?;
     let customer = state
         .store
@@ -163,7 +169,7 @@ async fn find(
         .await
         .map_err(store_error)?
         .ok_or(StoreError::NotFound(Entity::Customer))?;
-    Ok((dev, customer))
+    Ok(customer)
 }
 
 async fn get(
@@ -189,8 +195,10 @@ where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
-    let (dev, existing) = find(&state, &team, &id, &headers).await?;
+    // The body is read and checked (400, 413) before the customer is looked up (404).
+    let dev = state.dev(&team, &headers).await?;
     let input = parse_body(body).await?;
+    let existing = lookup(&state, &dev, &id).await?;
     let mut updated = input.apply_to(&existing, dev.now)?;
     check_chat(&state, &input, &mut updated).await?;
     state

@@ -196,8 +196,8 @@ where
     B: Buf,
 {
     let dev = state.dev(&team, &headers).await?;
-    let existing = find(&state.store, &dev, &id).await?;
     let input = ProductBody::parse(&read_body(body, MAX_JSON_BODY).await?, false)?;
+    let existing = find(&state.store, &dev, &id).await?;
     let updated = input.apply_to(&existing, dev.now);
     state
         .store
@@ -238,8 +238,8 @@ where
     B: Buf,
 {
     let dev = state.dev(&team, &headers).await?;
-    let product = find(&state.store, &dev, &id).await?;
     let name = BranchBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
+    let product = find(&state.store, &dev, &id).await?;
     let branch = Branch {
         id: BranchId::new(),
         name,

@@ -92,6 +92,39 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .boxed()
 }
 
+/// The 429 of a team over its upload limit (with the limiter's headers), before any of the
+/// upload is stored. Up to [`DRAIN_BUDGET`] bytes of the body are read and thrown away, so that
+/// a client still sending sees the 429 rather than a reset connection.
+async fn upload_refused(
+    state: &AppState,
+    dev: &DevRequest,
+    form: &mut FormData,
+) -> Option<Response> {
+    let status = state.limits.uploads.as_ref()?.check(&dev.team);
+    if status.allowed() {
+        return None;
+    }
+    let mut drained = 0;
+    'parts: while let Some(Ok(mut part)) = form.next().await {
+        while let Some(Ok(chunk)) = part.data().await {
+            drained += chunk.remaining();
+            if drained >= DRAIN_BUDGET {
+                break 'parts;
+            }
+        }
+    }
+    let mut response = crate::http::error(&ApiError::new(
+        licensing_core::api::ResultCode::RateLimit,
+        format!(
+            "Too many release uploads: at most {} a minute per team; retry in {} s",
+            status.limit,
+            status.retry_after_secs.unwrap_or(1)
+        ),
+    ));
+    status.apply(response.headers_mut());
+    Some(response)
+}
+
 /// The parts of a release upload.
 struct Upload {
     data: Option<Bytes>,
@@ -107,6 +140,9 @@ impl Upload {
 }
 
 fn malformed(e: warp::Error) -> ApiError {
+    if crate::connections::is_body_timeout(&e) {
+        return crate::http::body_error(&e);
+    }
     ApiError::bad_request(format!("Malformed multipart body: {e}"))
 }
 
@@ -290,8 +326,11 @@ async fn parse_input(
     }
 }
 
-async fn create(state: AppState, team: String, headers: HeaderMap, form: FormData) -> Handled {
+async fn create(state: AppState, team: String, headers: HeaderMap, mut form: FormData) -> Handled {
     let dev = state.dev(&team, &headers).await?;
+    if let Some(refused) = upload_refused(&state, &dev, &mut form).await {
+        return Ok(refused);
+    }
     let upload = read_upload(&state, &dev, form).await?;
     let (input, file) = parse_input(upload, ReleaseMode::Create).await?;
     let file = match file {
@@ -342,12 +381,24 @@ async fn update(
     team: String,
     id: String,
     headers: HeaderMap,
-    form: FormData,
+    mut form: FormData,
 ) -> Handled {
     let dev = state.dev(&team, &headers).await?;
-    let existing = find(&state, &dev, &id).await?;
+    if let Some(refused) = upload_refused(&state, &dev, &mut form).await {
+        return Ok(refused);
+    }
+    // The body is read and checked (400, 413) before the release is looked up (404).
     let upload = read_upload(&state, &dev, form).await?;
     let (input, file) = parse_input(upload, ReleaseMode::Update).await?;
+    let existing = match find(&state, &dev, &id).await {
+        Ok(existing) => existing,
+        Err(e) => {
+            if let Some((pending, _)) = file {
+                pending.discard().await;
+            }
+            return Err(e);
+        }
+    };
     // The three file rules: a new file replaces, else keep or remove.
     let new_file = match file {
         Some((pending, name)) => Some(store_file(&state, &dev, pending, name).await?),

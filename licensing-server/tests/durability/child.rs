@@ -1,0 +1,176 @@
+//! The real `licensing-server` binary as a child process: started on `127.0.0.1:0`, stopped with
+//! SIGTERM or killed with SIGKILL, restarted on the same data directory.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_licensing-server");
+
+/// A team made with `licensing-server team create` while no server runs.
+#[derive(Debug, Clone)]
+pub struct Team {
+    pub id: String,
+    pub api_key: String,
+    pub public_key: String,
+    pub signing_key: String,
+}
+
+/// Creates a team in `data_dir` through the CLI.
+pub fn create_team(data_dir: &Path) -> Team {
+    let out = Command::new(BINARY)
+        .args(["team", "create", "--name", "Durability", "--data-dir"])
+        .arg(data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "team create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let team: Value = serde_json::from_slice(&out.stdout).unwrap();
+    Team {
+        id: team["teamId"].as_str().unwrap().to_owned(),
+        api_key: team["apiKey"].as_str().unwrap().to_owned(),
+        public_key: team["publicKey"].as_str().unwrap().to_owned(),
+        signing_key: team["signingKey"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A running server process.
+pub struct ChildServer {
+    child: Child,
+    pub base: String,
+    data_dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl ChildServer {
+    /// Starts the server on `data_dir` with rate limits off, plus `env`; waits until it listens.
+    pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        let env: Vec<(String, String)> = [
+            ("LICENSING_RATE_LIMIT_PER_MINUTE", "0"),
+            ("LICENSING_DEV_RATE_LIMIT_PER_MINUTE", "0"),
+            ("LICENSING_CACHE_MB", "32"),
+            ("RUST_LOG", "warn"),
+        ]
+        .iter()
+        .chain(env)
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let mut child = Command::new(BINARY)
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Keep reading (and dropping) the output so the child never blocks on a full pipe.
+            let mut sent = false;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if !sent && let Some(rest) = line.strip_prefix("Listening on ") {
+                    let base = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    tx.send(base).ok();
+                    sent = true;
+                }
+            }
+        });
+        let started = Instant::now();
+        let base = loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(base) => break base,
+                Err(_) => {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        panic!("the server exited before listening: {status}");
+                    }
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "the server did not start within 60 s"
+                    );
+                }
+            }
+        };
+        Self {
+            child,
+            base,
+            data_dir: data_dir.to_path_buf(),
+            env,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Sends SIGTERM without waiting.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits (bounded) for the process to exit; its exit status.
+    pub fn wait(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if started.elapsed() > limit {
+                self.child.kill().ok();
+                panic!("the server did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts a new server on the same data directory, with the same settings.
+    pub fn start_again(&self) -> Self {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        Self::start(&self.data_dir, &env)
+    }
+
+    /// The resident set size of the process, in KiB (Linux).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.child.kill().ok();
+            self.child.wait().ok();
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Durability and robustness tests against the real `licensing-server` binary in a child
+//! process: crash safety under SIGKILL, graceful shutdown under load, and resource bounds.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod child;
+mod crash;
+mod downloads;
+mod shutdown;
