@@ -93,7 +93,7 @@ where
     let mut stream = std::pin::pin!(stream);
     let mut body = BytesMut::new();
     while let Some(chunk) = stream.next().await {
-        let mut chunk = chunk.map_err(|e| body_error(&e))?;
+        let mut chunk = chunk.map_err(|e| body_error(&e, "Could not read the request body"))?;
         if body.len() + chunk.remaining() > limit {
             return Err(ApiError::payload_too_large(format!(
                 "Request body is larger than {} KiB",
@@ -110,15 +110,16 @@ where
     Ok(body.freeze())
 }
 
-/// The answer to a request body that could not be read: 408 when it came too slowly.
-pub(crate) fn body_error(error: &warp::Error) -> ApiError {
+/// The answer to a request body that could not be read: 408 when it came too slowly, else 400
+/// with `problem` and the cause.
+pub(crate) fn body_error(error: &warp::Error, problem: &str) -> ApiError {
     if crate::connections::is_body_timeout(error) {
         ApiError::request_timeout(
             "The request body did not arrive in time: send it faster, or ask the operator to \
              raise LICENSING_BODY_TIMEOUT_SECS",
         )
     } else {
-        ApiError::bad_request(format!("Could not read the request body: {error}"))
+        ApiError::bad_request(format!("{problem}: {error}"))
     }
 }
 

@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::classloader::{query, session, setup};
-use crate::client::release;
+use crate::client::{release, release_form, upload};
 use crate::helpers::TestServer;
 
 fn host(s: &TestServer) -> &str {
@@ -201,20 +201,8 @@ async fn uploads_are_limited_per_team() {
         .await;
     }
     let data = json!({"version": "1.0.3", "productId": p, "status": "PUBLISHED"});
-    let form = reqwest::multipart::Form::new()
-        .text("data", data.to_string())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(vec![7u8; 1024 * 1024]).file_name("app.bin"),
-        );
-    let response = s
-        .client
-        .post(s.dev("releases"))
-        .bearer_auth(s.key())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let form = release_form(&data, Some(("app.bin", vec![7u8; 1024 * 1024])));
+    let response = upload(&s, reqwest::Method::POST, &s.dev("releases"), s.key(), form).await;
     assert_eq!(response.status(), 429);
     assert!(response.headers().contains_key("retry-after"));
     assert_eq!(response.headers()["x-ratelimit-limit"], "2");
@@ -236,15 +224,7 @@ async fn uploads_are_limited_per_team() {
 async fn every_operation_with_a_body_refuses_an_oversize_one() {
     const TOKEN: &str = "admin-token-for-the-oversize-test-0123456789";
     let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
-    let document: Value = s
-        .client
-        .get(format!("{}/api/openapi.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document = s.openapi().await;
     let json_body = format!(r#"{{"padding":"{}"}}"#, "x".repeat(1024 * 1024));
     let (mut checked, mut wrong) = (0, Vec::new());
     for (path, operations) in document["paths"].as_object().unwrap() {

@@ -15,20 +15,36 @@ fn device(n: usize) -> String {
     format!("device-{n:010}")
 }
 
-/// Creates a release through the developer API (multipart), with an optional file.
-pub async fn release(s: &TestServer, data: Value, file: Option<(&str, Vec<u8>)>) -> Value {
-    let mut form = Form::new().text("data", data.to_string());
-    if let Some((name, bytes)) = file {
-        form = form.part("file", Part::bytes(bytes).file_name(name.to_owned()));
+/// A release upload's form: the `data` part and an optional file.
+pub fn release_form(data: &Value, file: Option<(&str, Vec<u8>)>) -> Form {
+    let form = Form::new().text("data", data.to_string());
+    match file {
+        Some((name, bytes)) => form.part("file", Part::bytes(bytes).file_name(name.to_owned())),
+        None => form,
     }
-    let response = s
-        .client
-        .post(s.dev("releases"))
-        .bearer_auth(s.key())
+}
+
+/// Sends a release upload to `url` (create or update) with `key`; the raw answer.
+pub async fn upload(
+    s: &TestServer,
+    method: reqwest::Method,
+    url: &str,
+    key: &str,
+    form: Form,
+) -> reqwest::Response {
+    s.client
+        .request(method, url)
+        .bearer_auth(key)
         .multipart(form)
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// Creates a release through the developer API (multipart), with an optional file.
+pub async fn release(s: &TestServer, data: Value, file: Option<(&str, Vec<u8>)>) -> Value {
+    let form = release_form(&data, file);
+    let response = upload(s, reqwest::Method::POST, &s.dev("releases"), s.key(), form).await;
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();
     assert_eq!(status, 201, "{body}");

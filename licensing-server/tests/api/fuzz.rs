@@ -221,15 +221,7 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         ("hwidId".to_owned(), id(&hwids.ok()["hwids"][0])),
         ("ipId".to_owned(), id(&ips.ok()["ipAddresses"][0])),
     ];
-    let document: Value = s
-        .client
-        .get(format!("{}/api/openapi.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document = s.openapi().await;
     let mut operations = Vec::new();
     for (path, methods) in document["paths"].as_object().unwrap() {
         for (method, operation) in methods.as_object().unwrap() {

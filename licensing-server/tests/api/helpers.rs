@@ -402,6 +402,18 @@ impl TestServer {
         .unwrap()
     }
 
+    /// The OpenAPI document the server serves.
+    pub async fn openapi(&self) -> Value {
+        self.client
+            .get(format!("{}/api/openapi.json", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// The value of a Prometheus counter line starting with `prefix` (0 when absent).
     pub async fn metric(&self, prefix: &str) -> f64 {
         let text = self

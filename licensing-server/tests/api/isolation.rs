@@ -4,6 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::client::{release, release_form, upload};
 use crate::helpers::TestServer;
 
 /// Every developer route with a body that would be valid, over team A's records.
@@ -178,21 +179,12 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .await
         .ok()["ipAddresses"][0]["id"]
         .clone();
-    let form = reqwest::multipart::Form::new().text(
-        "data",
-        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}).to_string(),
-    );
-    let release: Value = s
-        .client
-        .post(s.dev("releases"))
-        .bearer_auth(s.key())
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let release = release(
+        &s,
+        json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}),
+        None,
+    )
+    .await;
     let entry = s
         .post(&s.dev("blacklist"), r#"{"type":"COUNTRY","value":"FI"}"#)
         .await
@@ -200,7 +192,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .clone();
     let api_key = s.post(&s.dev("api-keys"), r#"{"name":"spare"}"#).await.ok()["id"].clone();
     let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
-                     "release": release["data"]["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key});
+                     "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key});
     let before = snapshot(&s).await;
 
     for (method, path, body) in routes(&ids) {
@@ -260,15 +252,7 @@ const MULTIPART_ROUTES: [(&str, &str); 2] = [("POST", "releases"), ("PUT", "rele
 #[tokio::test]
 async fn the_isolation_route_list_covers_every_developer_operation() {
     let s = TestServer::start().await;
-    let document = s
-        .client
-        .get(format!("{}/api/openapi.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let document = s.openapi().await;
     let prefix = "/api/v1/dev/teams/{teamId}/";
     let mut documented: Vec<String> = Vec::new();
     for (path, methods) in document["paths"].as_object().unwrap() {
@@ -291,15 +275,6 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
     documented.sort();
     covered.sort();
     assert_eq!(covered, documented);
-}
-
-fn release_form(data: Value) -> reqwest::multipart::Form {
-    reqwest::multipart::Form::new()
-        .text("data", data.to_string())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"bytes".to_vec()).file_name("app.jar"),
-        )
 }
 
 /// Another team's ids inside bodies and queries (licenses, releases, the client API), the
@@ -337,7 +312,7 @@ async fn ids_of_other_teams_in_bodies_and_of_deleted_records_reach_nothing() {
         license["id"].as_str().unwrap().to_owned(),
         license["licenseKey"].as_str().unwrap().to_owned(),
     );
-    let release = crate::client::release(
+    let release = release(
         &s,
         json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}),
         Some(("app.jar", b"A's bytes".to_vec())),
@@ -359,14 +334,8 @@ async fn ids_of_other_teams_in_bodies_and_of_deleted_records_reach_nothing() {
             "setAsLatest": false, "branchId": null, "metadata": [], "licenseIds": [],
             "keepExistingFile": false,
         });
-        let response = s
-            .client
-            .request(method.clone(), &path)
-            .bearer_auth(&b.api_key)
-            .multipart(release_form(data))
-            .send()
-            .await
-            .unwrap();
+        let form = release_form(&data, Some(("app.jar", b"bytes".to_vec())));
+        let response = upload(&s, method.clone(), &path, &b.api_key, form).await;
         let status = response.status().as_u16();
         assert!(
             matches!(status, 403 | 404),
@@ -424,14 +393,8 @@ async fn ids_of_other_teams_in_bodies_and_of_deleted_records_reach_nothing() {
         json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED"}),
         json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED", "licenseIds": [license_id]}),
     ] {
-        let response = s
-            .client
-            .post(b_dev("releases"))
-            .bearer_auth(&b.api_key)
-            .multipart(release_form(data.clone()))
-            .send()
-            .await
-            .unwrap();
+        let form = release_form(&data, Some(("app.jar", b"bytes".to_vec())));
+        let response = upload(&s, Method::POST, &b_dev("releases"), &b.api_key, form).await;
         let status = response.status().as_u16();
         assert!((400..500).contains(&status), "release {data}: {status}");
     }

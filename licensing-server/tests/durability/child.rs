@@ -174,3 +174,91 @@ impl Drop for ChildServer {
         }
     }
 }
+
+/// A release upload's form: the `data` part and a file.
+pub fn release_form(data: &Value, bytes: Vec<u8>) -> reqwest::multipart::Form {
+    reqwest::multipart::Form::new()
+        .text("data", data.to_string())
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name("app.bin"),
+        )
+}
+
+/// One team's developer and client API on a child server.
+pub struct Api {
+    pub client: reqwest::Client,
+    pub base: String,
+    pub team: Team,
+}
+
+impl Api {
+    pub fn new(server: &ChildServer, team: &Team) -> Self {
+        Self {
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .unwrap(),
+            base: server.base.clone(),
+            team: team.clone(),
+        }
+    }
+
+    /// `{base}/api/v1/dev/teams/{team}/{path}`.
+    pub fn dev(&self, path: &str) -> String {
+        format!("{}/api/v1/dev/teams/{}/{path}", self.base, self.team.id)
+    }
+
+    /// POSTs JSON to a developer path; asserts a 2xx and returns `data`.
+    pub async fn post(&self, path: &str, body: Value) -> Value {
+        let response = self
+            .client
+            .post(self.dev(path))
+            .bearer_auth(&self.team.api_key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let mut answer: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "POST {path}: {status} {answer}");
+        answer["data"].take()
+    }
+
+    /// A product with a published latest release of `file`, and a license for it: the product id
+    /// and the license key.
+    pub async fn product_with_release(&self, file: Vec<u8>) -> (String, String) {
+        let product = self
+            .post("products", serde_json::json!({"name": "App"}))
+            .await;
+        let product = product["id"].as_str().unwrap().to_owned();
+        let data = serde_json::json!({
+            "version": "1.0.0", "productId": product, "status": "PUBLISHED", "setAsLatest": true
+        });
+        let uploaded = self
+            .client
+            .post(self.dev("releases"))
+            .bearer_auth(&self.team.api_key)
+            .multipart(release_form(&data, file))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(uploaded.status(), 201);
+        let license = self
+            .post(
+                "licenses",
+                serde_json::json!({"expirationType": "NEVER", "productIds": [product]}),
+            )
+            .await;
+        (product, license["licenseKey"].as_str().unwrap().to_owned())
+    }
+
+    /// The classloader URL for a download with `session_key`.
+    pub fn classloader(&self, license_key: &str, product: &str, session_key: &str) -> String {
+        format!(
+            "{}/api/v1/client/teams/{}/verification/classloader?licenseKey={license_key}\
+             &productId={product}&sessionKey={session_key}&hardwareIdentifier=download-device-1",
+            self.base, self.team.id
+        )
+    }
+}

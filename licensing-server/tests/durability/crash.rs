@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::child::{ChildServer, Team, create_team};
+use crate::child::{Api, ChildServer, Team, create_team, release_form};
 
 const ROUNDS: usize = 6;
 
@@ -192,12 +192,7 @@ impl Target {
             let mut bytes = vec![0u8; rng.gen_range(1..=512 * 1024)];
             rng.fill(&mut bytes[..]);
             let data = json!({"version": version, "productId": product, "status": "PUBLISHED"});
-            let form = reqwest::multipart::Form::new()
-                .text("data", data.to_string())
-                .part(
-                    "file",
-                    reqwest::multipart::Part::bytes(bytes.clone()).file_name("app.bin"),
-                );
+            let form = release_form(&data, bytes.clone());
             let request = self
                 .dev_request(reqwest::Method::POST, "releases")
                 .multipart(form);
@@ -295,22 +290,12 @@ async fn every_acknowledged_write_survives_sigkill() {
         .build()
         .unwrap();
     let mut server = ChildServer::start(dir.path(), &[]);
-    let product = {
-        let response: Value = client
-            .post(format!(
-                "{}/api/v1/dev/teams/{}/products",
-                server.base, team.id
-            ))
-            .bearer_auth(&team.api_key)
-            .json(&json!({"name": "Crash"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        response["data"]["id"].as_str().unwrap().to_owned()
-    };
+    let product = Api::new(&server, &team)
+        .post("products", json!({"name": "Crash"}))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for round in 0..ROUNDS {
         let target = Target {
             client: client.clone(),

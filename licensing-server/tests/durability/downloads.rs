@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use licensing_core::crypto::{SessionSecret, TeamPublicKeys};
 use rand::RngCore;
-use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::child::{ChildServer, create_team};
+use crate::child::{Api, ChildServer, create_team};
 
 const DOWNLOADS: usize = 1_000;
 const FILE_MIB: usize = 4;
@@ -24,53 +23,10 @@ async fn a_thousand_stalled_downloads_use_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let team = create_team(dir.path());
     let server = ChildServer::start(dir.path(), &[]);
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
-    let dev = |path: &str| format!("{}/api/v1/dev/teams/{}/{path}", server.base, team.id);
-    let post = |path: &str, body: Value| {
-        client
-            .post(dev(path))
-            .bearer_auth(&team.api_key)
-            .json(&body)
-            .send()
-    };
-    let product: Value = post("products", json!({"name": "Downloads"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let product = product["data"]["id"].as_str().unwrap().to_owned();
+    let api = Api::new(&server, &team);
     let mut file = vec![0u8; FILE_MIB * 1024 * 1024];
     rand::rngs::OsRng.fill_bytes(&mut file);
-    let data = json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED", "setAsLatest": true});
-    let form = reqwest::multipart::Form::new()
-        .text("data", data.to_string())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(file).file_name("app.bin"),
-        );
-    let uploaded = client
-        .post(dev("releases"))
-        .bearer_auth(&team.api_key)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), 201);
-    let license: Value = post(
-        "licenses",
-        json!({"expirationType": "NEVER", "productIds": [product]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let license_key = license["data"]["licenseKey"].as_str().unwrap().to_owned();
+    let (product, license_key) = api.product_with_release(file).await;
 
     // One session key per download (they are single-use), made on the blocking pool.
     let keys = TeamPublicKeys::parse(&team.public_key, &team.signing_key).unwrap();
@@ -85,16 +41,10 @@ async fn a_thousand_stalled_downloads_use_bounded_memory() {
     })
     .await
     .unwrap();
-    let url = |session_key: &str| {
-        format!(
-            "{}/api/v1/client/teams/{}/verification/classloader?licenseKey={license_key}\
-             &productId={product}&sessionKey={session_key}&hardwareIdentifier=download-device-1",
-            server.base, team.id
-        )
-    };
+    let url = |session_key: &str| api.classloader(&license_key, &product, session_key);
 
     // Warm up with one whole download, then take the baseline.
-    let whole = client.get(url(&session_keys[0])).send().await.unwrap();
+    let whole = api.client.get(url(&session_keys[0])).send().await.unwrap();
     assert_eq!(whole.status(), 200);
     assert!(whole.bytes().await.unwrap().len() > FILE_MIB * 1024 * 1024);
     let baseline = server.rss_kib();
@@ -167,7 +117,8 @@ async fn a_thousand_stalled_downloads_use_bounded_memory() {
         "RSS grew by {growth} KiB for {DOWNLOADS} downloads"
     );
     // The server still answers, and the files are whole for a new reader.
-    let status = client
+    let status = api
+        .client
         .get(format!("{}/healthz", server.base))
         .send()
         .await

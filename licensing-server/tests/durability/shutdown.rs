@@ -12,36 +12,7 @@ use rand::RngCore;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::child::{ChildServer, Team, create_team};
-
-struct Api {
-    client: reqwest::Client,
-    base: String,
-    team: Team,
-}
-
-impl Api {
-    fn dev(&self, path: &str) -> String {
-        format!("{}/api/v1/dev/teams/{}/{path}", self.base, self.team.id)
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        let response = self
-            .client
-            .post(self.dev(path))
-            .bearer_auth(&self.team.api_key)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            response.status().is_success(),
-            "{path}: {}",
-            response.status()
-        );
-        response.json::<Value>().await.unwrap()["data"].take()
-    }
-}
+use crate::child::{Api, ChildServer, create_team};
 
 /// Creates licenses until the server stops answering; the ids it answered 2xx for.
 async fn create_until_refused(api: Arc<Api>, acknowledged: Arc<Mutex<Vec<String>>>) {
@@ -76,40 +47,12 @@ async fn sigterm_finishes_downloads_and_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let team = create_team(dir.path());
     let mut server = ChildServer::start(dir.path(), &[("LICENSING_SHUTDOWN_TIMEOUT_SECS", "60")]);
-    let api = Arc::new(Api {
-        client: reqwest::Client::new(),
-        base: server.base.clone(),
-        team: team.clone(),
-    });
+    let api = Arc::new(Api::new(&server, &team));
 
     // A product with an 8 MiB release, and a license for it.
-    let product = api.post("products", json!({"name": "Shutdown"})).await;
-    let product = product["id"].as_str().unwrap().to_owned();
     let mut file = vec![0u8; 8 * 1024 * 1024];
     rand::rngs::OsRng.fill_bytes(&mut file);
-    let data = json!({"version": "1.0.0", "productId": product, "status": "PUBLISHED", "setAsLatest": true});
-    let form = reqwest::multipart::Form::new()
-        .text("data", data.to_string())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(file.clone()).file_name("app.bin"),
-        );
-    let uploaded = api
-        .client
-        .post(api.dev("releases"))
-        .bearer_auth(&team.api_key)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), 201);
-    let license = api
-        .post(
-            "licenses",
-            json!({"expirationType": "NEVER", "productIds": [product]}),
-        )
-        .await;
-    let license_key = license["licenseKey"].as_str().unwrap().to_owned();
+    let (product, license_key) = api.product_with_release(file.clone()).await;
 
     // Writers, running until the server refuses them.
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
@@ -121,11 +64,7 @@ async fn sigterm_finishes_downloads_and_loses_no_acknowledged_write() {
     let keys = TeamPublicKeys::parse(&team.public_key, &team.signing_key).unwrap();
     let secret = SessionSecret::generate();
     let session_key = keys.rsa.encrypt_session_secret(&secret).unwrap();
-    let url = format!(
-        "{}/api/v1/client/teams/{}/verification/classloader?licenseKey={license_key}\
-         &productId={product}&sessionKey={session_key}&hardwareIdentifier=shutdown-device-01",
-        server.base, team.id
-    );
+    let url = api.classloader(&license_key, &product, &session_key);
     let response = api.client.get(url).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let mut body = response.bytes_stream();
@@ -177,11 +116,7 @@ async fn sigterm_finishes_downloads_and_loses_no_acknowledged_write() {
 
     // Every acknowledged write is there after a restart.
     let server = server.start_again();
-    let api = Api {
-        client: reqwest::Client::new(),
-        base: server.base.clone(),
-        team,
-    };
+    let api = Api::new(&server, &team);
     for id in &acknowledged {
         let response = api
             .client

@@ -140,10 +140,7 @@ impl Upload {
 }
 
 fn malformed(e: warp::Error) -> ApiError {
-    if crate::connections::is_body_timeout(&e) {
-        return crate::http::body_error(&e);
-    }
-    ApiError::bad_request(format!("Malformed multipart body: {e}"))
+    crate::http::body_error(&e, "Malformed multipart body")
 }
 
 /// The file name without any directory part, which must have an extension.
