@@ -128,6 +128,34 @@ pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible
     warp::query::raw().or(warp::any().map(String::new)).unify()
 }
 
+/// The 429 of a refused rate-limit check: "Too many {what}: at most N a minute{per}; retry in
+/// S s".
+pub(crate) fn rate_limit_error(
+    status: &crate::services::ratelimit::RateStatus,
+    what: &str,
+    per: &str,
+) -> ApiError {
+    ApiError::new(
+        licensing_core::api::ResultCode::RateLimit,
+        format!(
+            "Too many {what}: at most {} a minute{per}; retry in {} s",
+            status.limit,
+            status.retry_after_secs.unwrap_or(1)
+        ),
+    )
+}
+
+/// [`rate_limit_error`] as an answer, with the limiter's `X-RateLimit-*` and `Retry-After`.
+pub(crate) fn rate_limited(
+    status: &crate::services::ratelimit::RateStatus,
+    what: &str,
+    per: &str,
+) -> Response {
+    let mut response = error(&rate_limit_error(status, what, per));
+    status.apply(response.headers_mut());
+    response
+}
+
 /// A developer or admin request refused by the rate limit before its route ran.
 #[derive(Debug)]
 pub(crate) struct RateLimited(pub(crate) crate::services::ratelimit::RateStatus);
@@ -139,16 +167,7 @@ pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infa
     // `find` searches every rejection of every route tried, so the order here is warp's own
     // precedence: anything specific first, then "wrong method", then "no route".
     if let Some(RateLimited(status)) = rejection.find::<RateLimited>() {
-        let mut response = error(&ApiError::new(
-            licensing_core::api::ResultCode::RateLimit,
-            format!(
-                "Too many requests: at most {} a minute per API key; retry in {} s",
-                status.limit,
-                status.retry_after_secs.unwrap_or(1)
-            ),
-        ));
-        status.apply(response.headers_mut());
-        return Ok(response);
+        return Ok(rate_limited(status, "requests", " per API key"));
     }
     let err = if rejection.find::<PayloadTooLarge>().is_some() {
         ApiError::payload_too_large("Request body is too large")

@@ -226,14 +226,7 @@ fn limiter(
 
 /// The 429 of a refused rate-limit check.
 pub(crate) fn rate_limited(status: &RateStatus) -> ApiError {
-    ApiError::new(
-        ResultCode::RateLimit,
-        format!(
-            "Too many requests: at most {} a minute; retry in {} s",
-            status.limit,
-            status.retry_after_secs.unwrap_or(1)
-        ),
-    )
+    crate::http::rate_limit_error(status, "requests", "")
 }
 
 /// Steps 1 to 8 for verify and heartbeat, and the success answer.

@@ -113,16 +113,11 @@ async fn upload_refused(
             }
         }
     }
-    let mut response = crate::http::error(&ApiError::new(
-        licensing_core::api::ResultCode::RateLimit,
-        format!(
-            "Too many release uploads: at most {} a minute per team; retry in {} s",
-            status.limit,
-            status.retry_after_secs.unwrap_or(1)
-        ),
-    ));
-    status.apply(response.headers_mut());
-    Some(response)
+    Some(crate::http::rate_limited(
+        &status,
+        "release uploads",
+        " per team",
+    ))
 }
 
 /// The parts of a release upload.
