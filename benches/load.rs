@@ -117,6 +117,7 @@ fn serve_child(data: &Path, addr_file: &Path) {
         config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
+        config.upload_rate_limit_per_minute = 0;
         let server = Server::bind(config).await.unwrap();
         std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
         let stop = async {

@@ -49,11 +49,13 @@ pub struct ChildServer {
 }
 
 impl ChildServer {
-    /// Starts the server on `data_dir` with rate limits off, plus `env`; waits until it listens.
+    /// Starts the server on `data_dir` with every rate limit off, plus `env`; waits until it
+    /// listens.
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Self {
         let env: Vec<(String, String)> = [
             ("LICENSING_RATE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_DEV_RATE_LIMIT_PER_MINUTE", "0"),
+            ("LICENSING_UPLOAD_RATE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_CACHE_MB", "32"),
             ("RUST_LOG", "warn"),
         ]
