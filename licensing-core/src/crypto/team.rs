@@ -250,20 +250,24 @@ mod tests {
             ("random ciphertext", "ab".repeat(256)),
             ("secret too short", short),
         ];
-        let median = |text: &str| {
-            let mut times: Vec<Duration> = (0..41)
-                .map(|_| {
-                    let started = Instant::now();
-                    let outcome = keys.decrypt_session_key(text);
-                    let elapsed = started.elapsed();
-                    assert!(matches!(outcome, Err(CryptoError::InvalidSessionKey)));
-                    elapsed
-                })
-                .collect();
-            times.sort();
-            times[times.len() / 2]
-        };
-        let medians: Vec<(&str, Duration)> = cases.iter().map(|(n, t)| (*n, median(t))).collect();
+        // Round-robin, so that whatever else the machine is doing slows every case alike.
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); cases.len()];
+        for _ in 0..41 {
+            for (i, (_, text)) in cases.iter().enumerate() {
+                let started = Instant::now();
+                let outcome = keys.decrypt_session_key(text);
+                times[i].push(started.elapsed());
+                assert!(matches!(outcome, Err(CryptoError::InvalidSessionKey)));
+            }
+        }
+        let medians: Vec<(&str, Duration)> = cases
+            .iter()
+            .zip(&mut times)
+            .map(|((name, _), t)| {
+                t.sort();
+                (*name, t[t.len() / 2])
+            })
+            .collect();
         let fastest = medians.iter().map(|m| m.1).min().unwrap();
         let slowest = medians.iter().map(|m| m.1).max().unwrap();
         assert!(slowest < fastest * 3, "{medians:?}");
