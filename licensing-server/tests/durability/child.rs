@@ -117,6 +117,11 @@ impl ChildServer {
         self.child.id()
     }
 
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     /// SIGKILL: no chance to flush anything.
     pub fn kill(&mut self) {
         self.child.kill().unwrap();

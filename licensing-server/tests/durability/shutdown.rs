@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use licensing_core::crypto::frames::FrameDecoder;
 use licensing_core::crypto::{CryptoError, SessionSecret, TeamPublicKeys, md5_hex};
 use rand::RngCore;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use crate::child::{Api, ChildServer, create_team};
@@ -65,39 +65,67 @@ async fn sigterm_finishes_downloads_and_loses_no_acknowledged_write() {
     let secret = SessionSecret::generate();
     let session_key = keys.rsa.encrypt_session_secret(&secret).unwrap();
     let url = api.classloader(&license_key, &product, &session_key);
-    let response = api.client.get(url).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
+    // A small receive buffer, so that the server cannot hand the whole answer to the kernel and
+    // must still be sending when SIGTERM arrives.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let address: std::net::SocketAddr = api.base.trim_start_matches("http://").parse().unwrap();
+    let mut stream = socket.connect(address).await.unwrap();
+    let path = url.trim_start_matches(&api.base);
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.unwrap());
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap();
     let mut decoder = FrameDecoder::new(&secret.derive_key());
     let mut plain = Vec::with_capacity(file.len());
-    let mut received = 0usize;
-    let mut terminated_at = None;
+    let (mut received, mut buf) = (0usize, vec![0u8; 16 * 1024]);
+    let mut up_after_sigterm = None;
     let started = Instant::now();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.expect("the download is cut off");
-        received += chunk.len();
+    while received < length {
+        let want = (length - received).min(buf.len());
+        let n = stream.read(&mut buf[..want]).await.unwrap();
+        assert!(
+            n > 0,
+            "the download was cut off at {received} of {length} bytes"
+        );
+        received += n;
         decoder
-            .update::<CryptoError>(&chunk, &mut |p| {
+            .update::<CryptoError>(&buf[..n], &mut |p| {
                 plain.extend_from_slice(p);
                 Ok(())
             })
             .unwrap();
-        if terminated_at.is_none() && received > 1024 * 1024 {
-            // A megabyte in, and with writes streaming in: stop the server.
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        if up_after_sigterm.is_none() && received > 1024 * 1024 {
+            // A megabyte in, with writes streaming in: stop the server, give it a moment,
+            // and see that the unfinished download keeps it running.
             server.terminate();
-            terminated_at = Some(received);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            up_after_sigterm = Some(server.is_running());
         }
-        if terminated_at.is_some() {
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        if up_after_sigterm.is_some() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert!(started.elapsed() < Duration::from_secs(120));
     }
     decoder.finish().unwrap();
-    let terminated_at = terminated_at.expect("SIGTERM was sent");
-    assert!(
-        terminated_at < file.len(),
-        "SIGTERM came after the download"
+    assert_eq!(
+        up_after_sigterm,
+        Some(true),
+        "the server was still running, sending the download, after SIGTERM"
     );
     assert_eq!(plain.len(), file.len());
     assert_eq!(
