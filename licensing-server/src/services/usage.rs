@@ -197,6 +197,32 @@ mod tests {
 
     use super::*;
 
+    /// A flood of requests from many addresses, countries and licenses keeps one bucket per
+    /// team and hour, and a flush empties it.
+    #[tokio::test]
+    async fn a_flood_keeps_one_bucket_per_team_and_hour() {
+        let store = MemoryStore::default();
+        let team = TeamId::new();
+        let recorder = UsageRecorder::default();
+        let at = Timestamp::parse("2026-11-22T10:15:00Z").unwrap();
+        let countries = ["FI", "SE", "DE", "US", "JP"];
+        for n in 0..20_000 {
+            recorder.count(&Counted {
+                team,
+                kind: RequestType::Verify,
+                success: n % 3 != 0,
+                country: Some(countries[n % countries.len()]),
+                product: None,
+                at: Timestamp::from_millis(at.as_millis() + (n as i64 % 1000)),
+            });
+        }
+        assert_eq!(recorder.lock().hours.len(), 1);
+        recorder.flush(&store).await.unwrap();
+        assert!(recorder.lock().hours.is_empty());
+        let buckets = store.hourly_since(team, 0).await.unwrap();
+        assert_eq!(buckets[0].successful + buckets[0].failed, 20_000);
+    }
+
     #[tokio::test]
     async fn counts_reach_the_store_merged_per_hour() {
         let store = MemoryStore::default();
