@@ -63,6 +63,14 @@ impl RsaPublicKey {
             .to_public_key_pem(LineEnding::LF)
             .map_err(|_| CryptoError::Backend)
     }
+    /// The modulus, big-endian, as long as the key (leading zero bytes kept).
+    pub(crate) fn modulus_be(&self) -> Vec<u8> {
+        let size = self.0.size();
+        let n = self.0.n().to_bytes_be();
+        let mut out = vec![0u8; size.saturating_sub(n.len())];
+        out.extend_from_slice(&n);
+        out
+    }
 
     /// The modulus size in bytes (256 for RSA-2048).
     pub fn size(&self) -> usize {

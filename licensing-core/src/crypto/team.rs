@@ -28,6 +28,9 @@ pub struct TeamKeys {
     ed25519_seed: Zeroizing<[u8; 32]>,
     public: TeamPublicKeys,
     public_pem: String,
+    /// The RSA modulus, big-endian: session keys at or above it are swapped for a stand-in, so
+    /// that they too cost an RSA operation.
+    modulus: Vec<u8>,
 }
 
 impl TeamKeys {
@@ -107,6 +110,7 @@ impl TeamKeys {
             rsa: RsaPublicKey::from_der(spki.as_ref())?,
             signing: SigningPublicKey::from_key(verifying),
         };
+        let modulus = public.rsa.modulus_be();
         Ok(Self {
             rsa,
             oaep,
@@ -114,6 +118,7 @@ impl TeamKeys {
             ed25519_seed,
             public,
             public_pem,
+            modulus,
         })
     }
 
@@ -167,7 +172,8 @@ impl TeamKeys {
     /// Decrypts a `sessionKey` (hex of an RSA-OAEP SHA-1 ciphertext) and derives the AES key.
     ///
     /// Every failure is the same [`CryptoError::InvalidSessionKey`], and takes the same time:
-    /// text that is not hex of the right length still costs one RSA decryption (of a fixed
+    /// text that is not hex of the right length, or a number at or above the modulus, still
+    /// costs one RSA decryption (of a fixed
     /// block, which OAEP refuses), so an observer cannot tell a malformed key from a
     /// well-formed one that fails to decrypt. The decryption itself is aws-lc's, blinded and
     /// constant-time in the padding check.
@@ -175,7 +181,10 @@ impl TeamKeys {
         let size = self.rsa.public_modulus_len();
         let mut ciphertext = [0u8; MAX_MODULUS];
         let ciphertext = &mut ciphertext[..size];
-        let well_formed = hex::decode_to_slice(hex_text, ciphertext).is_ok();
+        // aws-lc refuses a ciphertext at or above the modulus before any RSA operation; such
+        // input is treated like malformed text, so that it costs the same.
+        let well_formed =
+            hex::decode_to_slice(hex_text, ciphertext).is_ok() && ciphertext[..] < self.modulus[..];
         if !well_formed {
             // A stand-in below the modulus (its top byte is zero) that OAEP will refuse.
             ciphertext.fill(0x5a);
@@ -248,6 +257,8 @@ mod tests {
             ("too short", "ab".repeat(10)),
             ("empty", String::new()),
             ("random ciphertext", "ab".repeat(256)),
+            ("below the modulus", "00".to_owned() + &"5b".repeat(255)),
+            ("above the modulus", "ff".repeat(256)),
             ("secret too short", short),
         ];
         // Round-robin, so that whatever else the machine is doing slows every case alike.
