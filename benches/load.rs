@@ -114,7 +114,7 @@ fn serve_child(data: &Path, addr_file: &Path) {
         let mut config = Config::for_data_dir(data);
         // The load comes from 127.0.0.1 as if through a proxy, so that each device keeps the
         // address it was seeded with.
-        config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        config.trusted_proxies = "127.0.0.1/32".parse().unwrap();
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
         config.upload_rate_limit_per_minute = 0;

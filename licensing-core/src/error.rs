@@ -217,6 +217,22 @@ impl ApiError {
         }
     }
 
+    /// 414 `BAD_REQUEST`: the request line is longer than the server reads.
+    pub fn uri_too_long(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 414,
+            ..Self::bad_request(details)
+        }
+    }
+
+    /// 431 `BAD_REQUEST`: the request headers are larger than the server reads.
+    pub fn headers_too_large(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 431,
+            ..Self::bad_request(details)
+        }
+    }
+
     /// 404 `BAD_REQUEST`: no such route.
     pub fn route_not_found() -> Self {
         Self {
@@ -335,6 +351,9 @@ mod tests {
         assert_eq!(ApiError::payload_too_large("too big").status(), 413);
         assert_eq!(ApiError::route_not_found().status(), 404);
         assert_eq!(ApiError::method_not_allowed().status(), 405);
+        assert_eq!(ApiError::uri_too_long("x").status(), 414);
+        assert_eq!(ApiError::headers_too_large("x").status(), 431);
+        assert_eq!(ApiError::request_timeout("x").status(), 408);
         for e in [
             ApiError::payload_too_large("x"),
             ApiError::route_not_found(),

@@ -2,10 +2,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use ipnet::IpNet;
 
+use crate::client_addr::TrustedProxies;
 use crate::connections::ConnectionLimits;
 
 /// How log lines are written.
@@ -55,8 +57,10 @@ pub struct Config {
     /// Proxies whose `X-Forwarded-For` is believed, as a comma-separated list of addresses or
     /// CIDR ranges (such as `127.0.0.1,10.0.0.0/8`). From any other peer the header is ignored
     /// and the client IP is the socket's peer address.
-    #[arg(long, env = "LICENSING_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_net)]
-    pub trusted_proxies: Vec<IpNet>,
+    /// Behind them the client is found by reading `X-Forwarded-For` from right to left, skipping
+    /// every trusted proxy. Empty: none.
+    #[arg(long, env = "LICENSING_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: List<Net>,
 
     /// A MaxMind-format country database (`.mmdb`: GeoLite2-Country, or a free one such as
     /// ip-location-db's geo-whois-asn-country). Without it, countries come from the registry
@@ -98,6 +102,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 
+    /// Connections open at once from one client address (an IPv6 client: its /64); a connection
+    /// past it is answered 429 and closed. Trusted proxies are exempt.
+    #[arg(long, env = "LICENSING_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: u32,
+
     /// Seconds a client has to send a request line and headers; also how long an idle
     /// keep-alive connection stays open.
     #[arg(long, env = "LICENSING_HEADER_TIMEOUT_SECS", default_value_t = 10,
@@ -137,13 +147,14 @@ impl Config {
             chat_api_url: None,
             chat_bot_token: None,
             log_format: LogFormat::Text,
-            trusted_proxies: Vec::new(),
+            trusted_proxies: List::default(),
             geoip_db: None,
             rate_limit_per_minute: 30,
             dev_rate_limit_per_minute: 300,
             upload_rate_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_connections: 4096,
+            max_connections_per_address: 128,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
             send_timeout_secs: 60,
@@ -155,15 +166,68 @@ impl Config {
     pub fn connection_limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             max_connections: self.max_connections as usize,
+            max_connections_per_address: self.max_connections_per_address as usize,
             header_timeout: Duration::from_secs(self.header_timeout_secs),
             body_timeout: Duration::from_secs(self.body_timeout_secs),
             send_timeout: Duration::from_secs(self.send_timeout_secs),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_secs),
         }
     }
+
+    /// The trusted proxies these settings name.
+    pub fn proxies(&self) -> TrustedProxies {
+        TrustedProxies::new(
+            self.trusted_proxies
+                .iter()
+                .map(|Net(net)| *net)
+                .collect::<Vec<_>>(),
+        )
+    }
 }
 
-/// Parses one trusted proxy: an address or a CIDR range.
-fn parse_net(text: &str) -> Result<IpNet, String> {
-    licensing_core::verify::parse_ip_or_net(text.trim())
+/// A comma-separated list setting. Entries are trimmed; empty entries are skipped, so an empty
+/// value (`LICENSING_TRUSTED_PROXIES=`, as a service manager's environment file may hold) is an
+/// empty list, not an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<T> std::ops::Deref for List<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> FromIterator<T> for List<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl<T: FromStr<Err = String>> FromStr for List<T> {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| T::from_str(entry).map_err(|e| format!("{entry:?}: {e}")))
+            .collect()
+    }
+}
+
+/// An address or a CIDR range, such as `10.0.0.0/8` or `2001:db8::1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Net(pub IpNet);
+
+impl FromStr for Net {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        licensing_core::verify::parse_ip_or_net(text.trim()).map(Net)
+    }
 }

@@ -14,15 +14,26 @@
 //!   incomplete then fails the request with 408.
 //! - **Answers**: a write that makes no progress for `send_timeout` (a client that stopped
 //!   reading) closes the connection.
+//! - **At most `max_connections_per_address` open from one client address** (IPv6: one /64), so
+//!   that one address cannot take every connection; a connection past it is answered 429 and
+//!   closed. Trusted proxies are exempt: their connections carry many clients, and the proxy is
+//!   where those are limited.
 //! - **Stop**: when `shutdown` completes, the listener closes, idle connections close, and
 //!   requests in flight (downloads included) finish, for at most `shutdown_timeout`.
+//! - **Errors of the HTTP layer itself** carry the JSON envelope like every other answer: hyper's
+//!   own 400 (malformed head), 414 (URI too long) and 431 (head too large) are rewritten on their
+//!   way out, and a request head cut off by the header timeout is answered 408 (an idle
+//!   keep-alive connection that times out is closed silently).
+//! - **The client address** is decided here, once per request ([`crate::client_addr`]), and
+//!   travels with the request as an extension; the access log records it.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -31,14 +42,18 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use licensing_core::ApiError;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
+
+use crate::client_addr::TrustedProxies;
+use crate::services::ratelimit::ip_key;
 
 /// Bytes of an answer hyper queues ahead of a slow client (hyper's default is about 400 KiB):
 /// two 64 KiB download frames. Measured on the load benchmark's 10 MiB downloads: 64 KiB gives
@@ -51,6 +66,9 @@ const MAX_BUFFERED: usize = 128 * 1024;
 pub struct ConnectionLimits {
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: usize,
+    /// Connections open at once from one client address (IPv6: one /64); more are refused.
+    /// Trusted proxies are exempt.
+    pub max_connections_per_address: usize,
     /// Time for a request line and headers (and the idle time of a keep-alive connection).
     pub header_timeout: Duration,
     /// Time for a whole request body, from the end of its head.
@@ -61,14 +79,58 @@ pub struct ConnectionLimits {
     pub shutdown_timeout: Duration,
 }
 
-/// The peer address of a request's connection, as a request extension.
+/// The client address of a request, as a request extension.
 #[derive(Debug, Clone, Copy)]
-struct PeerAddr(SocketAddr);
+struct ClientAddr(IpAddr);
 
-/// The address of the connection's peer (the proxy, when there is one).
-pub(crate) fn peer_addr() -> impl Filter<Extract = (Option<SocketAddr>,), Error = Infallible> + Clone
-{
-    warp::ext::optional::<PeerAddr>().map(|peer: Option<PeerAddr>| peer.map(|PeerAddr(a)| a))
+/// The client's address ([`crate::client_addr`]). A request that did not come through
+/// [`serve`] (none does in production) counts as `0.0.0.0`.
+pub(crate) fn client_addr() -> impl Filter<Extract = (IpAddr,), Error = Infallible> + Clone {
+    warp::ext::optional::<ClientAddr>().map(|client: Option<ClientAddr>| {
+        client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ClientAddr(a)| a)
+    })
+}
+
+/// Open connections per client address.
+struct PerAddress {
+    cap: usize,
+    open: Mutex<HashMap<u128, usize>>,
+}
+
+/// One open connection of an address; closing it frees the slot.
+struct AddressSlot {
+    owner: Arc<PerAddress>,
+    key: u128,
+}
+
+impl PerAddress {
+    /// A slot for one more connection from `ip`, or `None` when it has its maximum open.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<AddressSlot> {
+        let key = ip_key(ip);
+        let mut open = self.open.lock().ok()?;
+        let count = open.entry(key).or_insert(0);
+        if *count >= self.cap {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            owner: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.owner.open.lock()
+            && let Some(count) = open.get_mut(&self.key)
+        {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// Whether an error (from reading a request body) is the body timeout.
@@ -89,9 +151,14 @@ pub(crate) async fn serve(
     listener: TcpListener,
     filter: BoxedFilter<(Response,)>,
     limits: ConnectionLimits,
+    proxies: TrustedProxies,
     shutdown: impl Future<Output = ()>,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let per_address = Arc::new(PerAddress {
+        cap: limits.max_connections_per_address.max(1),
+        open: Mutex::new(HashMap::new()),
+    });
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -115,16 +182,39 @@ pub(crate) async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let slot = if proxies.trusts(peer.ip()) {
+            None
+        } else {
+            match per_address.admit(peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    refuse_busy_address(&stream, limits.max_connections_per_address);
+                    tracing::debug!(%peer, "refused: too many connections from this address");
+                    continue;
+                }
+            }
+        };
         let service = warp::service(filter.clone());
         let body_timeout = limits.body_timeout;
+        let proxies = proxies.clone();
         let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let mut service = service.clone();
             let deadline = Instant::now() + body_timeout;
             let mut request = request.map(|body| DeadlineBody::new(body, deadline));
-            request.extensions_mut().insert(PeerAddr(peer));
-            service.call(request)
+            let client = proxies.client_ip(peer.ip(), request.headers());
+            request.extensions_mut().insert(ClientAddr(client));
+            let access = AccessLog::start(&request, client);
+            let answer = service.call(request);
+            async move {
+                let response = answer.await;
+                if let (Some(access), Ok(response)) = (access, &response) {
+                    access.finish(response.status().as_u16());
+                }
+                response
+            }
         });
-        let io = TokioIo::new(SendTimeout::new(stream, limits.send_timeout));
+        let (give_back, returned) = oneshot::channel();
+        let io = TokioIo::new(SendTimeout::new(stream, limits.send_timeout, give_back));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
@@ -133,8 +223,23 @@ pub(crate) async fn serve(
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
+                if e.is_timeout()
+                    && let Ok(Returned {
+                        stream,
+                        head_pending: true,
+                    }) = returned.await
+                {
+                    // A head begun but not finished in time: say so before closing.
+                    write_raw_error(
+                        &stream,
+                        &ApiError::request_timeout(
+                            "The request line and headers did not arrive in time",
+                        ),
+                    );
+                }
                 tracing::debug!(error = %e, %peer, "connection closed with an error");
             }
+            drop(slot);
             drop(permit);
         });
     }
@@ -148,6 +253,80 @@ pub(crate) async fn serve(
             );
         }
     }
+}
+
+/// Answers a connection over its address's maximum with a 429 in the envelope (best effort:
+/// the socket's buffer is empty, so the short answer fits), then it is closed.
+fn refuse_busy_address(stream: &TcpStream, cap: usize) {
+    let error = ApiError::new(
+        licensing_core::api::ResultCode::RateLimit,
+        format!("Too many connections from your address: at most {cap} may be open at once"),
+    );
+    let bytes = crate::http::raw_response(&error, &[("retry-after", "1"), ("connection", "close")]);
+    stream.try_write(&bytes).ok();
+}
+
+/// Writes an error answer on a connection hyper has let go of (best effort, see above).
+fn write_raw_error(stream: &TcpStream, error: &ApiError) {
+    stream
+        .try_write(&crate::http::raw_response(
+            error,
+            &[("connection", "close")],
+        ))
+        .ok();
+}
+
+/// One line of the access log (target `access`, level DEBUG), prepared only when that level is
+/// on. License keys in paths are masked: a key is a credential of the customer's.
+struct AccessLog {
+    started: Instant,
+    method: hyper::Method,
+    path: String,
+    client: IpAddr,
+}
+
+impl AccessLog {
+    fn start<B>(request: &hyper::Request<B>, client: IpAddr) -> Option<Self> {
+        tracing::enabled!(target: "access", tracing::Level::DEBUG).then(|| Self {
+            started: Instant::now(),
+            method: request.method().clone(),
+            path: mask_license_keys(request.uri().path()),
+            client,
+        })
+    }
+
+    fn finish(self, status: u16) {
+        tracing::debug!(
+            target: "access",
+            method = %self.method,
+            path = self.path,
+            status,
+            client = %self.client,
+            micros = self.started.elapsed().as_micros() as u64,
+        );
+    }
+}
+
+/// `path` with every segment shaped like a license key (five groups of five letters or digits,
+/// in any case) replaced by `{licenseKey}`.
+pub(crate) fn mask_license_keys(path: &str) -> String {
+    let looks_like_key = |segment: &str| {
+        segment.len() == 29
+            && segment.split('-').count() == 5
+            && segment
+                .split('-')
+                .all(|g| g.len() == 5 && g.bytes().all(|b| b.is_ascii_alphanumeric()))
+    };
+    path.split('/')
+        .map(|segment| {
+            if looks_like_key(segment) {
+                "{licenseKey}"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The request body did not arrive within the body timeout.
@@ -206,22 +385,50 @@ impl Body for DeadlineBody {
     }
 }
 
-/// A TCP stream whose writes fail with `TimedOut` after `limit` without progress.
-struct SendTimeout {
+/// What a connection's stream gives back when hyper drops it: the socket, and whether part of a
+/// request head had arrived since the last answer was written.
+struct Returned {
     stream: TcpStream,
+    head_pending: bool,
+}
+
+/// A connection's TCP stream as hyper sees it:
+/// - writes fail with `TimedOut` after `limit` without progress;
+/// - hyper's automatic error answers (a bare head with `content-length: 0`) are rewritten into the
+///   JSON envelope;
+/// - when hyper drops it, the socket goes back to the connection task, which may still answer a
+///   header timeout.
+struct SendTimeout {
+    /// Always `Some` until dropped.
+    stream: Option<TcpStream>,
     limit: Duration,
     /// Started when a write is first pending; boxed so the stream stays `Unpin` (and only a
     /// stalled write allocates).
     stalled: Option<Pin<Box<Sleep>>>,
+    /// Bytes were read since the last write: a request head may be half way.
+    head_pending: bool,
+    /// A rewritten answer being written, and how much of it is written.
+    rewritten: Option<(Vec<u8>, usize)>,
+    give_back: Option<oneshot::Sender<Returned>>,
 }
 
 impl SendTimeout {
-    fn new(stream: TcpStream, limit: Duration) -> Self {
+    fn new(stream: TcpStream, limit: Duration, give_back: oneshot::Sender<Returned>) -> Self {
         Self {
-            stream,
+            stream: Some(stream),
             limit,
             stalled: None,
+            head_pending: false,
+            rewritten: None,
+            give_back: Some(give_back),
         }
+    }
+
+    fn stream(&mut self) -> io::Result<Pin<&mut TcpStream>> {
+        self.stream
+            .as_mut()
+            .map(Pin::new)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
     }
 
     /// Runs a write-side poll, timing how long it stays pending.
@@ -230,7 +437,11 @@ impl SendTimeout {
         cx: &mut Context<'_>,
         poll: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<io::Result<T>>,
     ) -> Poll<io::Result<T>> {
-        match poll(Pin::new(&mut self.stream), cx) {
+        let stream = match self.stream() {
+            Ok(stream) => stream,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        match poll(stream, cx) {
             Poll::Ready(result) => {
                 self.stalled = None;
                 Poll::Ready(result)
@@ -250,6 +461,98 @@ impl SendTimeout {
             }
         }
     }
+
+    /// Writes `buf`, or its rewrite when it is one of hyper's automatic error answers.
+    fn write(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.rewritten.is_none()
+            && self.head_pending
+            && let Some(answer) = rewrite_automatic_error(buf)
+        {
+            self.rewritten = Some((answer, 0));
+        }
+        let Some((answer, written)) = self.rewritten.take() else {
+            let result = ready!(self.timed(cx, |stream, cx| stream.poll_write(cx, buf)));
+            self.head_pending = false;
+            return Poll::Ready(result);
+        };
+        let mut written = written;
+        while written < answer.len() {
+            let rest = &answer[written..];
+            match self.timed(cx, |stream, cx| stream.poll_write(cx, rest)) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    self.rewritten = Some((answer, written));
+                    return Poll::Pending;
+                }
+            }
+        }
+        self.head_pending = false;
+        // hyper's buffer counts as written: the rewrite took its place.
+        Poll::Ready(Ok(buf.len()))
+    }
+}
+
+impl Drop for SendTimeout {
+    fn drop(&mut self) {
+        if let (Some(stream), Some(give_back)) = (self.stream.take(), self.give_back.take()) {
+            give_back
+                .send(Returned {
+                    stream,
+                    head_pending: self.head_pending,
+                })
+                .ok();
+        }
+    }
+}
+
+/// hyper answers a request head it cannot parse itself, with a bare head (`HTTP/1.1 400`, `414`
+/// or `431`, `content-length: 0`). This returns the same answer with the JSON envelope as its
+/// body, or `None` for anything else.
+fn rewrite_automatic_error(buf: &[u8]) -> Option<Vec<u8>> {
+    let head = std::str::from_utf8(buf).ok()?;
+    let head = head.strip_suffix("\r\n\r\n")?;
+    let (status_line, headers) = head.split_once("\r\n")?;
+    let status = status_line
+        .strip_prefix("HTTP/1.1 ")
+        .or_else(|| status_line.strip_prefix("HTTP/1.0 "))?
+        .get(..3)?;
+    let error = match status {
+        "400" => ApiError::bad_request(
+            "The request line or headers are malformed: send an HTTP/1.1 request",
+        ),
+        "414" => {
+            ApiError::uri_too_long("The request URI is too long: send a shorter path and query")
+        }
+        "431" => ApiError::headers_too_large(
+            "The request line and headers are too large: send fewer or shorter headers",
+        ),
+        _ => return None,
+    };
+    let lines: Vec<&str> = headers.split("\r\n").collect();
+    if !lines
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case("content-length: 0"))
+    {
+        return None;
+    }
+    let body = crate::http::error_body(&error);
+    let mut out = format!("{status_line}\r\n");
+    for line in lines
+        .iter()
+        .filter(|l| !l.to_ascii_lowercase().starts_with("content-length:"))
+    {
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str(&format!(
+        "content-type: application/json\r\nx-content-type-options: nosniff\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    ));
+    let mut out = out.into_bytes();
+    out.extend_from_slice(&body);
+    Some(out)
 }
 
 impl AsyncRead for SendTimeout {
@@ -258,7 +561,17 @@ impl AsyncRead for SendTimeout {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let stream = match this.stream() {
+            Ok(stream) => stream,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let result = ready!(stream.poll_read(cx, buf));
+        if buf.filled().len() > before {
+            this.head_pending = true;
+        }
+        Poll::Ready(result)
     }
 }
 
@@ -268,8 +581,7 @@ impl AsyncWrite for SendTimeout {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.get_mut()
-            .timed(cx, |stream, cx| stream.poll_write(cx, buf))
+        self.get_mut().write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -277,12 +589,22 @@ impl AsyncWrite for SendTimeout {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.get_mut()
-            .timed(cx, |stream, cx| stream.poll_write_vectored(cx, bufs))
+        let this = self.get_mut();
+        if this.head_pending || this.rewritten.is_some() {
+            // Possibly an automatic error answer: write buffer by buffer so it can be seen.
+            let first = bufs
+                .iter()
+                .find(|b| !b.is_empty())
+                .map_or(&[][..], |b| &b[..]);
+            return this.write(cx, first);
+        }
+        this.timed(cx, |stream, cx| stream.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
+        self.stream
+            .as_ref()
+            .is_some_and(TcpStream::is_write_vectored)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -20,6 +20,20 @@ pub(crate) fn main_class(path: &Path) -> Option<String> {
     read_entry(&mut archive, "plugin.yml").and_then(|text| plugin_main(&text))
 }
 
+/// Longest main class name accepted, in characters.
+pub(crate) const MAX_MAIN_CLASS: usize = 255;
+
+/// Whether `name` is a Java binary class name as a manifest may hold it: 1 to 255 letters,
+/// digits, `_`, `$` and `.` (no spaces, no control characters). Anything else is refused at
+/// upload and never sent back in `X-Main-Class`.
+pub(crate) fn is_valid_main_class(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_MAIN_CLASS
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '$' | '.'))
+}
+
 fn read_entry<R: std::io::Read + std::io::Seek>(
     archive: &mut zip::ZipArchive<R>,
     name: &str,
@@ -84,6 +98,32 @@ mod tests {
             Some("com.example.very.long.package.name.App")
         );
         assert_eq!(manifest_main_class("Manifest-Version: 1.0\n"), None);
+    }
+
+    #[test]
+    fn main_class_names_are_java_names_of_at_most_255_characters() {
+        for good in [
+            "com.example.Main",
+            "a",
+            "Ünïcode.Kläss",
+            "Outer$Inner",
+            "_x.y9",
+        ] {
+            assert!(is_valid_main_class(good), "{good}");
+        }
+        let long = "a".repeat(256);
+        for bad in [
+            "",
+            "com.example.Main\u{7}",
+            "a b",
+            "x\ty",
+            "evil\r\nX-Other: 1",
+            "a/b",
+            &long,
+        ] {
+            assert!(!is_valid_main_class(bad), "{bad:?}");
+        }
+        assert!(is_valid_main_class(&"a".repeat(255)));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`server`] | [`Server`]: bind (port 0 allowed), report the address, run until shutdown |
 //! | [`config`] | [`Config`]: every setting, as flag and `LICENSING_*` variable |
+//! | [`client_addr`] | the client address behind trusted proxies (`X-Forwarded-For`, right to left) |
 //! | [`store`] | [`store::SledStore`], implementing `licensing-core`'s storage traits |
 //! | `routes` | the route tree; thin handlers over core and the store |
 //! | `http` | the envelope on the wire, body limits, authentication, rejection handling |
@@ -23,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod client_addr;
 pub mod config;
 pub mod connections;
 pub mod files;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::client_addr::TrustedProxies;
 use crate::config::Config;
 use crate::connections::ConnectionLimits;
 use crate::files::FileStore;
@@ -75,6 +76,7 @@ pub struct Server {
     addr: SocketAddr,
     state: AppState,
     limits: ConnectionLimits,
+    proxies: TrustedProxies,
 }
 
 impl Server {
@@ -131,6 +133,7 @@ impl Server {
             listener,
             addr,
             limits: config.connection_limits(),
+            proxies: config.proxies(),
             state: AppState {
                 store,
                 files,
@@ -148,7 +151,6 @@ impl Server {
                     config.upload_rate_limit_per_minute,
                 )),
                 session_keys: Arc::new(SessionKeyLog::default()),
-                trusted_proxies: config.trusted_proxies.clone().into(),
                 alive: Arc::new(()),
             },
         })
@@ -183,6 +185,7 @@ impl Server {
             self.listener,
             routes::routes(self.state),
             self.limits,
+            self.proxies,
             shutdown,
         )
         .await;

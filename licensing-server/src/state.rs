@@ -6,7 +6,6 @@ use warp::http::HeaderMap;
 
 use std::sync::Arc;
 
-use ipnet::IpNet;
 use licensing_core::{ApiKeyId, LicenseKey};
 
 use crate::files::FileStore;
@@ -49,8 +48,6 @@ pub(crate) struct AppState {
     pub(crate) limits: Arc<Limits>,
     /// Classloader session keys used in the last 15 minutes.
     pub(crate) session_keys: Arc<SessionKeyLog>,
-    /// Peers whose `X-Forwarded-For` is believed.
-    pub(crate) trusted_proxies: Arc<[IpNet]>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,

@@ -56,6 +56,32 @@ pub(crate) fn error(err: &ApiError) -> Response {
     )
 }
 
+/// The JSON body of an error answer.
+pub(crate) fn error_body(err: &ApiError) -> Vec<u8> {
+    serde_json::to_vec(&Envelope::<Option<ErrorData>>::error(err, Timestamp::now()))
+        .unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// A whole HTTP/1.1 error answer as bytes, for the connection layer, which answers outside any
+/// route (a connection refused, a head that timed out).
+pub(crate) fn raw_response(err: &ApiError, headers: &[(&str, &str)]) -> Vec<u8> {
+    let body = error_body(err);
+    let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\nx-content-type-options: nosniff\r\ncontent-length: {}\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len()
+    );
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
 /// Turns a handler's outcome into the response.
 pub(crate) fn respond(outcome: Handled) -> Response {
     outcome.unwrap_or_else(|e| error(&e))

@@ -4,7 +4,7 @@
 //! Each handler walks the protocol's order of checks; the first failure answers. From the moment
 //! the team is known, every answer is signed (`X-Signature`) and counted in the statistics.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
@@ -19,7 +19,7 @@ use licensing_core::{ApiError, ProductId, TeamId, Timestamp};
 use serde::Serialize;
 use warp::Filter;
 use warp::filters::BoxedFilter;
-use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
+use warp::http::{HeaderValue, StatusCode, header};
 
 use crate::http::{Response, path_param, raw_query, read_body, store_error};
 use crate::routes::with_state;
@@ -38,58 +38,32 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "verify")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(crate::connections::peer_addr())
-            .and(warp::header::headers_cloned())
+            .and(crate::connections::client_addr())
             .and(warp::body::stream())
-            .then(
-                |team: String, state: AppState, peer, headers: HeaderMap, body| async move {
-                    json_endpoint(state, RequestKind::Verify, team, peer, headers, body).await
-                },
-            );
+            .then(|team: String, state: AppState, ip, body| async move {
+                json_endpoint(state, RequestKind::Verify, team, ip, body).await
+            });
     let heartbeat =
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "heartbeat")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(crate::connections::peer_addr())
-            .and(warp::header::headers_cloned())
+            .and(crate::connections::client_addr())
             .and(warp::body::stream())
+            .then(|team: String, state: AppState, ip, body| async move {
+                json_endpoint(state, RequestKind::Heartbeat, team, ip, body).await
+            });
+    let classloader =
+        warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
+            .and(warp::get())
+            .and(with_state(state))
+            .and(crate::connections::client_addr())
+            .and(raw_query())
             .then(
-                |team: String, state: AppState, peer, headers: HeaderMap, body| async move {
-                    json_endpoint(state, RequestKind::Heartbeat, team, peer, headers, body).await
+                |team: String, state: AppState, ip, query: String| async move {
+                    download::classloader(state, team, ip, query).await
                 },
             );
-    let classloader = warp::path!(
-        "api" / "v1" / "client" / "teams" / String / "verification" / "classloader"
-    )
-    .and(warp::get())
-    .and(with_state(state))
-    .and(crate::connections::peer_addr())
-    .and(warp::header::headers_cloned())
-    .and(raw_query())
-    .then(
-        |team: String, state: AppState, peer, headers: HeaderMap, query: String| async move {
-            download::classloader(state, team, peer, headers, query).await
-        },
-    );
     verify.or(heartbeat).unify().or(classloader).unify().boxed()
-}
-
-/// The client's address: the socket's peer, or the first `X-Forwarded-For` entry when the peer
-/// is a trusted proxy (and the entry is an address).
-pub(crate) fn client_ip(state: &AppState, peer: Option<SocketAddr>, headers: &HeaderMap) -> IpAddr {
-    let peer = peer
-        .map(|p| p.ip().to_canonical())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    if !state.trusted_proxies.iter().any(|net| net.contains(&peer)) {
-        return peer;
-    }
-    headers
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .and_then(|first| first.trim().parse::<IpAddr>().ok())
-        .map(|ip| ip.to_canonical())
-        .unwrap_or(peer)
 }
 
 /// What an answer needs besides its outcome: the team once known (to sign and count), the rate
@@ -184,8 +158,7 @@ async fn json_endpoint<S, B>(
     state: AppState,
     kind: RequestKind,
     team: String,
-    peer: Option<SocketAddr>,
-    headers: HeaderMap,
+    ip: IpAddr,
     body: S,
 ) -> Response
 where
@@ -193,7 +166,6 @@ where
     B: Buf,
 {
     let mut exchange = Exchange::new(kind);
-    let ip = client_ip(&state, peer, &headers);
     let mut request = Bytes::new();
     let outcome =
         check_and_answer(&state, kind, &team, ip, body, &mut request, &mut exchange).await;

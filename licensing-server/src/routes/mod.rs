@@ -49,15 +49,9 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .recover(http::recover)
         .unify()
         .with(warp::log::custom(move |info| {
+            // The access log is written by the connection layer, which knows the client address.
             let status = info.status().as_u16();
             metrics.observe(info.path(), info.method().as_str(), status, info.elapsed());
-            tracing::debug!(
-                target: "access",
-                method = %info.method(),
-                path = info.path(),
-                status,
-                micros = info.elapsed().as_micros() as u64,
-            );
         }))
         .map(warp::Reply::into_response)
         .boxed()

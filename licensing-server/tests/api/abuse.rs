@@ -276,3 +276,67 @@ async fn every_operation_with_a_body_refuses_an_oversize_one() {
     assert!(wrong.is_empty(), "{wrong:#?}");
     assert!(checked >= 15, "only {checked} operations take a body?");
 }
+
+/// Connects to the server from `local` (a loopback address such as 127.0.0.2).
+async fn connect_from(s: &TestServer, local: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{local}:0").parse().unwrap()).unwrap();
+    socket.connect(host(s).parse().unwrap()).await.unwrap()
+}
+
+/// BUG-6: about 4,200 slow-body connections from one address filled the connection cap, and
+/// `/healthz` stopped answering for everyone. Now one address holds at most its own share: the
+/// connection past it is answered 429 and closed, and another address is served at once.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let s = TestServer::start_with(|c| {
+        // Nobody is a trusted proxy here: 127.0.0.1 is a client like any other.
+        c.trusted_proxies = Default::default();
+        c.max_connections = 24;
+        c.max_connections_per_address = 8;
+    })
+    .await;
+    let verify = format!(
+        "POST /api/v1/client/teams/{}/verification/verify HTTP/1.1\r\nHost: x\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"licenseKey\":",
+        s.team.team_id
+    );
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut stream = connect_from(&s, "127.0.0.1").await;
+        // A request whose body never comes whole.
+        stream.write_all(verify.as_bytes()).await.unwrap();
+        held.push(stream);
+    }
+    // Past its share: refused with the envelope, at once.
+    for _ in 0..24 {
+        let mut extra = connect_from(&s, "127.0.0.1").await;
+        let (answer, _) =
+            read_until_closed(&mut extra, Instant::now(), Duration::from_secs(5)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 429"), "{text}");
+        assert!(text.contains("\"RATE_LIMIT\""), "{text}");
+    }
+    // Another address is served within 100 ms while the first holds its maximum.
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut other = connect_from(&s, "127.0.0.2").await;
+        other
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let (answer, after) = read_until_closed(&mut other, started, Duration::from_secs(5)).await;
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        assert!(after < Duration::from_millis(100), "healthz took {after:?}");
+    }
+    // Closing one frees a slot for the first address again.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from(&s, "127.0.0.1").await;
+    again
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, _) = read_until_closed(&mut again, Instant::now(), Duration::from_secs(5)).await;
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+}

@@ -915,7 +915,7 @@ async fn forgotten_and_timed_out_records_do_not_count() {
 
 #[tokio::test]
 async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
-    let s = TestServer::start_with(|c| c.trusted_proxies.clear()).await;
+    let s = TestServer::start_with(|c| c.trusted_proxies = Default::default()).await;
     s.post(
         &s.dev("blacklist"),
         r#"{"type":"IP","value":"198.51.100.7"}"#,
@@ -936,8 +936,12 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
     assert_eq!(ip["address"], "127.0.0.1");
     assert_eq!(ip["country"], Value::Null, "loopback has no country");
 
-    // Through a trusted proxy, the first X-Forwarded-For entry is the client.
-    let t = TestServer::start().await;
+    // Through a trusted proxy, the entries are read from the right: the first untrusted one is
+    // the client. The leftmost entry is the client's own word and cannot hide it.
+    let t = TestServer::start_with(|c| {
+        c.trusted_proxies = "127.0.0.1/32,10.0.0.0/8".parse().unwrap();
+    })
+    .await;
     t.post(
         &t.dev("blacklist"),
         r#"{"type":"IP","value":"198.51.100.7"}"#,
@@ -945,13 +949,62 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
     .await
     .ok();
     let l = t.license(r#"{"expirationType":"NEVER"}"#).await;
-    t.client(
-        "verify",
-        &json!({"licenseKey": key_of(&l)}),
-        Some("198.51.100.7, 10.0.0.1"),
-    )
-    .await
-    .err(403, "IP_BLACKLISTED");
+    let body = json!({"licenseKey": key_of(&l)});
+    for (forwarded, code) in [
+        // BUG-1: the leftmost entry was believed, so this passed as 1.2.3.4.
+        ("1.2.3.4, 198.51.100.7", "IP_BLACKLISTED"),
+        // Through a chain of trusted proxies.
+        (
+            "1.2.3.4, 198.51.100.7, 10.0.0.9, 10.1.2.3",
+            "IP_BLACKLISTED",
+        ),
+        // With a port, and as IPv4-mapped IPv6 in brackets.
+        ("198.51.100.7:4711", "IP_BLACKLISTED"),
+        ("[::ffff:198.51.100.7]:80", "IP_BLACKLISTED"),
+        // The blacklisted address to the left of the real client is only words.
+        ("198.51.100.7, 203.0.113.9", "VALID"),
+        // Garbage at the right stops the walk at the peer (127.0.0.1), whatever is left of it.
+        ("198.51.100.7, not-an-address", "VALID"),
+    ] {
+        let answer = t.client("verify", &body, Some(forwarded)).await;
+        assert_eq!(answer.code(), code, "X-Forwarded-For: {forwarded}");
+    }
+    let id = l["id"].as_str().unwrap();
+    let ips = t.get(&t.dev(&format!("licenses/id/{id}/ip-address"))).await;
+    let mut addresses: Vec<&str> = ips.ok()["ipAddresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap())
+        .collect();
+    addresses.sort_unstable();
+    assert_eq!(addresses, ["127.0.0.1", "203.0.113.9"]);
+}
+
+/// BUG-1: rotating the leftmost `X-Forwarded-For` entry made every request a new client, so the
+/// per-address rate limit never filled (60 requests, 60 x 200).
+#[tokio::test]
+async fn rotating_the_leftmost_forwarded_entry_does_not_escape_the_rate_limit() {
+    let s = TestServer::start_with(|c| c.rate_limit_per_minute = 30).await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let body = json!({"licenseKey": key_of(&l)});
+    let mut valid = 0;
+    let mut limited = 0;
+    for i in 0..60 {
+        let forwarded = format!(
+            "10.{}.{}.{}, 198.51.100.77",
+            i / 65536,
+            (i / 256) % 256,
+            i % 256
+        );
+        let answer = s.client("verify", &body, Some(&forwarded)).await;
+        match answer.code() {
+            "VALID" => valid += 1,
+            "RATE_LIMIT" => limited += 1,
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!((valid, limited), (30, 30));
 }
 
 #[tokio::test]

@@ -82,7 +82,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     config.rate_limit_per_minute = 0;
     config.dev_rate_limit_per_minute = 0;
     config.upload_rate_limit_per_minute = 0;
-    config.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+    config.trusted_proxies = "127.0.0.1/32".parse().unwrap();
     config
 }
 

@@ -25,4 +25,5 @@ mod openapi;
 mod ratelimit;
 mod releases;
 mod restart;
+mod strict;
 mod team;

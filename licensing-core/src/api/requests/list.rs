@@ -15,6 +15,12 @@ impl<'a> Query<'a> {
     /// Parses `raw`, recording unknown and repeated parameters in `v`.
     pub(crate) fn parse(raw: &'a str, known: &[&str], v: &mut Validator) -> Self {
         let mut pairs: Vec<(Cow<'a, str>, Cow<'a, str>)> = Vec::new();
+        if let Err(problem) = check_encoding(raw) {
+            // Lenient decoding would turn `%ff` into U+FFFD and `%` into itself, so a filter
+            // would silently search for something else than was sent.
+            v.push("query", problem);
+            return Self { pairs };
+        }
         for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
             if !known.contains(&name.as_ref()) {
                 v.push(
@@ -542,9 +548,44 @@ impl SortColumn for ProductSort {
     const DEFAULT: Self = Self::CreatedAt;
 }
 
+/// Checks that a raw query string is well-formed percent-encoding of UTF-8 text: every `%` is
+/// followed by two hex digits, and the decoded bytes are UTF-8.
+pub(crate) fn check_encoding(raw: &str) -> Result<(), String> {
+    let bytes = raw.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let digit = |k: usize| bytes.get(k).and_then(|&b| char::from(b).to_digit(16));
+                let (Some(high), Some(low)) = (digit(i + 1), digit(i + 2)) else {
+                    return Err(format!(
+                        "has invalid percent-encoding at character {}: every % must be followed by two hex digits (write a literal % as %25)",
+                        i + 1
+                    ));
+                };
+                let byte = (high * 16 + low) as u8;
+                decoded.push(byte);
+                i += 3;
+            }
+            b => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::str::from_utf8(&decoded).map(|_| ()).map_err(|_| {
+        "does not decode to UTF-8 text: percent-encode the UTF-8 bytes of each character".into()
+    })
+}
+
 /// For endpoints that take no query parameters: any parameter is an error naming it.
 pub fn parse_no_query(raw: &str) -> Result<(), ApiError> {
     let mut v = Validator::new();
+    if let Err(problem) = check_encoding(raw) {
+        v.push("query", problem);
+        return finish(v);
+    }
     for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
         v.push(
             name.as_ref(),
@@ -737,6 +778,35 @@ mod tests {
         );
         assert!(parse_no_query("").is_ok());
         assert_eq!(problems(&parse_no_query("x=1").unwrap_err())[0].0, "x");
+    }
+
+    /// Lenient decoding turned `%ff` into U+FFFD and a lone `%` into itself, answering 200 for a
+    /// search that was never sent.
+    #[test]
+    fn malformed_percent_encoding_is_refused_on_every_query() {
+        let bad = [
+            "search=%ff%fe",
+            "search=%",
+            "search=%%%%",
+            "search=ab%2",
+            "search=%zz",
+            "search=%+1",
+            "%ff=1",
+        ];
+        for query in bad {
+            for parsed in [
+                LicenseListQuery::parse(query).map(|_| ()),
+                CustomerListQuery::parse(query).map(|_| ()),
+                ReleaseListQuery::parse(query).map(|_| ()),
+                parse_no_query(query),
+            ] {
+                let e = parsed.expect_err(query);
+                assert_eq!(problems(&e)[0].0, "query", "{query}");
+            }
+        }
+        // Well-formed encodings of UTF-8 still pass.
+        let c = CustomerListQuery::parse("search=j%C3%A4ni%20%25+x").unwrap();
+        assert_eq!(c.filter.unwrap().as_str(), "jäni % x");
     }
 
     #[test]

@@ -57,8 +57,9 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         ));
     }
     check_object(body)?;
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(de).map_err(json_error)?;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
+    end_of_body(&mut de)?;
     Ok(value)
 }
 
@@ -70,8 +71,23 @@ pub fn parse_json_borrowed<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, 
         ));
     }
     check_object(body)?;
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(json_error)
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
+    end_of_body(&mut de)?;
+    Ok(value)
+}
+
+/// Only whitespace may follow the JSON value: `{…} garbage` and `{}{}` are refused, so that
+/// what a proxy or a log sees as the body is exactly what was judged.
+fn end_of_body(
+    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+) -> Result<(), ApiError> {
+    de.end().map_err(|e| {
+        ApiError::bad_field(
+            "body",
+            &format!("must hold one JSON value and nothing after it ({e})"),
+        )
+    })
 }
 
 fn check_object(body: &[u8]) -> Result<(), ApiError> {

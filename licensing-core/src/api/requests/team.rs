@@ -260,6 +260,31 @@ mod tests {
         assert_eq!(problems(&e)[0].0, "forgotten");
     }
 
+    /// serde_json's reader stops after the value; without `end()` anything after it passed.
+    #[test]
+    fn anything_after_the_json_value_is_refused() {
+        for body in [
+            &br#"{"name":"Team"} garbage"#[..],
+            br#"{"name":"Team"}{}"#,
+            br#"{"name":"Team"}}"#,
+            br#"{"name":"Team"},"#,
+        ] {
+            let e = AdminTeamBody::parse(body).unwrap_err();
+            assert_eq!(
+                problems(&e)[0].0,
+                "body",
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+            assert!(SettingsBody::apply(body, &TeamSettings::default()).is_err());
+        }
+        // Trailing whitespace is no value.
+        assert_eq!(
+            AdminTeamBody::parse(b"{\"name\":\"Team\"} \r\n\t").unwrap(),
+            "Team"
+        );
+    }
+
     #[test]
     fn settings() {
         let s = SettingsBody::apply(

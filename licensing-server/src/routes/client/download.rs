@@ -3,7 +3,7 @@
 //! one sealed frame in memory, whatever the file's size.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
@@ -19,9 +19,9 @@ use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, TeamId, Timestamp};
 use tokio::io::{AsyncRead, ReadBuf};
 use warp::Reply;
-use warp::http::{HeaderMap, HeaderName, HeaderValue, header};
+use warp::http::{HeaderName, HeaderValue, header};
 
-use super::{Exchange, client_ip, rate_limited, session_key, team_context};
+use super::{Exchange, rate_limited, session_key, team_context};
 use crate::http::{Response, path_param, store_error};
 use crate::services::ratelimit::ip_key;
 use crate::services::verification::{self, Request};
@@ -31,12 +31,10 @@ use crate::state::AppState;
 pub(super) async fn classloader(
     state: AppState,
     team: String,
-    peer: Option<SocketAddr>,
-    headers: HeaderMap,
+    ip: IpAddr,
     query: String,
 ) -> Response {
     let mut exchange = Exchange::new(RequestKind::Classloader);
-    let ip = client_ip(&state, peer, &headers);
     match serve(&state, &team, ip, &query, &mut exchange).await {
         Ok(response) => {
             exchange.count(&state, ResultCode::Valid);
@@ -172,7 +170,12 @@ async fn serve(
         "x-file-created-at",
         text_header(&file.created_at.to_string()),
     );
-    if let Some(main_class) = &file.main_class_name {
+    // Records stored before the upload check could hold any text: such a name is left out.
+    if let Some(main_class) = file
+        .main_class_name
+        .as_deref()
+        .filter(|c| crate::jar::is_valid_main_class(c))
+    {
         put("x-main-class", text_header(main_class));
     }
     put(

@@ -286,6 +286,18 @@ async fn store_file(
     } else {
         None
     };
+    if let Some(class) = &main_class_name
+        && !crate::jar::is_valid_main_class(class)
+    {
+        state.files.remove(&stored.key).await;
+        return Err(ApiError::bad_field(
+            "file",
+            &format!(
+                "names a main class (Main-Class of the manifest, or main: of plugin.yml) that is not a Java class name: at most {} letters, digits, _, $ and . without spaces or control characters",
+                crate::jar::MAX_MAIN_CLASS
+            ),
+        ));
+    }
     Ok(ReleaseFile {
         id,
         key: stored.key,
