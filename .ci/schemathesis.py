@@ -28,7 +28,7 @@ def main() -> int:
         subprocess.check_output([SERVER, "team", "create", "--name", "Fuzz", "--data-dir", data])
     )
     env = dict(os.environ, LICENSING_RATE_LIMIT_PER_MINUTE="0", LICENSING_DEV_RATE_LIMIT_PER_MINUTE="0",
-               LICENSING_UPLOAD_RATE_LIMIT_PER_MINUTE="0")
+               LICENSING_UPLOAD_RATE_LIMIT_PER_MINUTE="0", LICENSING_AUTH_FAILURE_LIMIT_PER_MINUTE="0")
     out = open(os.path.join(data, "server.out"), "w+")
     server = subprocess.Popen(
         [SERVER, "--listen", "127.0.0.1:0", "--data-dir", data],

@@ -118,6 +118,7 @@ fn serve_child(data: &Path, addr_file: &Path) {
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
         config.upload_rate_limit_per_minute = 0;
+        config.auth_failure_limit_per_minute = 0;
         let server = Server::bind(config).await.unwrap();
         std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
         let stop = async {

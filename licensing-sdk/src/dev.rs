@@ -561,7 +561,28 @@ impl DevClient {
         self.delete(&format!("blacklist/{id}")).await
     }
 
-    /// (ext) `POST {dev}/api-keys`: the key is in the answer, this once.
+    /// (ext) `POST {dev}/api-keys`: the key is in the answer, this once. Build the body with
+    /// [`ApiKeyBody::named`] and, for a scoped key, [`ApiKeyBody::with_scopes`] and
+    /// [`ApiKeyBody::for_products`]; a key can only grant what it has itself (else
+    /// [`ResultCode::Forbidden`](licensing_core::api::ResultCode::Forbidden)).
+    ///
+    /// ```no_run
+    /// # async fn demo(dev: &licensing_sdk::DevClient, product: licensing_sdk::core::ProductId)
+    /// # -> Result<(), licensing_sdk::Error> {
+    /// use licensing_sdk::core::api::requests::ApiKeyBody;
+    /// use licensing_sdk::core::model::{Resource, Scope};
+    ///
+    /// // A key for the support tool: reads licenses of one product, frees seats.
+    /// let support = dev
+    ///     .create_api_key(
+    ///         &ApiKeyBody::named("support tool")
+    ///             .with_scopes([Scope::write(Resource::Licenses)])
+    ///             .for_products([product]),
+    ///     )
+    ///     .await?;
+    /// println!("give the support tool {}", support.key);
+    /// # Ok(()) }
+    /// ```
     pub async fn create_api_key(&self, body: &ApiKeyBody) -> Result<ApiKeyCreated, Error> {
         self.call(Method::POST, "api-keys", None, Some(body)).await
     }

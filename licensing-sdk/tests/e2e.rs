@@ -492,6 +492,7 @@ async fn the_developer_client_covers_every_endpoint() {
         LicenseListQuery, LicenseUpdate, Patch, ProductBody, ProductListQuery, RawMetadata,
         ReleaseData, ReleaseListQuery, SettingsBody,
     };
+    use licensing_sdk::core::model::{Resource, Scope};
 
     let server = Running::start().await;
     let dev = dev_client(&server);
@@ -764,13 +765,23 @@ async fn the_developer_client_covers_every_endpoint() {
         .unwrap();
     assert_eq!(dev.list_blacklist().await.unwrap(), [entry.clone()]);
     dev.delete_blacklist_entry(entry.id).await.unwrap();
-    let created = dev
-        .create_api_key(&ApiKeyBody {
-            name: Some("ci".into()),
-            expires_at: None,
-        })
+    // A scoped key: reads settings, nothing else.
+    let reader = dev
+        .create_api_key(
+            &ApiKeyBody::named("settings reader").with_scopes([Scope::read(Resource::Settings)]),
+        )
         .await
         .unwrap();
+    assert_eq!(reader.scopes.names(), ["settings:read"]);
+    let reading =
+        licensing_sdk::DevClient::new(&server.base, server.team.team_id, &reader.key).unwrap();
+    assert_eq!(reading.settings().await.unwrap(), settings);
+    assert_eq!(
+        reading.statistics().await.unwrap_err().code(),
+        Some(ResultCode::Forbidden)
+    );
+    dev.revoke_api_key(reader.id).await.unwrap();
+    let created = dev.create_api_key(&ApiKeyBody::named("ci")).await.unwrap();
     assert!(created.key.starts_with("lsk_"));
     let second_key =
         licensing_sdk::DevClient::new(&server.base, server.team.team_id, &created.key).unwrap();

@@ -10,6 +10,9 @@ use ipnet::IpNet;
 use crate::client_addr::TrustedProxies;
 use crate::connections::ConnectionLimits;
 
+/// Shortest admin token accepted.
+pub const MIN_ADMIN_TOKEN: usize = 32;
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -31,8 +34,8 @@ pub struct Config {
     #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
     pub data_dir: PathBuf,
 
-    /// Token of the admin API under /api/v1/admin (`Authorization: Bearer <token>`); the admin
-    /// API is off when unset.
+    /// Token of the admin API under /api/v1/admin (`Authorization: Bearer <token>`), at least 32
+    /// characters (`openssl rand -hex 32` makes one); the admin API is off when unset.
     #[arg(long, env = "LICENSING_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
@@ -81,6 +84,17 @@ pub struct Config {
         default_value_t = 300
     )]
     pub dev_rate_limit_per_minute: u32,
+
+    /// Failed authentications (wrong, mistyped or expired API keys, wrong admin tokens) allowed
+    /// per minute per client address; past it the address is answered 429 whatever it sends.
+    /// API-key failures against one team are limited to ten times this, after which further
+    /// failures (never correct keys) are answered 429. 0 turns these limits off.
+    #[arg(
+        long,
+        env = "LICENSING_AUTH_FAILURE_LIMIT_PER_MINUTE",
+        default_value_t = 20
+    )]
+    pub auth_failure_limit_per_minute: u32,
 
     /// Release uploads (create or update, which may carry a 10 MiB file) allowed per minute per
     /// team, on top of the developer limit. 0 turns this limit off.
@@ -152,6 +166,7 @@ impl Config {
             rate_limit_per_minute: 30,
             dev_rate_limit_per_minute: 300,
             upload_rate_limit_per_minute: 20,
+            auth_failure_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_connections: 4096,
             max_connections_per_address: 128,
@@ -172,6 +187,20 @@ impl Config {
             send_timeout: Duration::from_secs(self.send_timeout_secs),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_secs),
         }
+    }
+
+    /// Refuses settings that would run an unsafe server.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(token) = &self.admin_token
+            && token.chars().count() < MIN_ADMIN_TOKEN
+        {
+            return Err(format!(
+                "LICENSING_ADMIN_TOKEN is {} characters long; it must have at least {MIN_ADMIN_TOKEN} \
+                 (a short token can be guessed): make one with `openssl rand -hex 32`",
+                token.chars().count()
+            ));
+        }
+        Ok(())
     }
 
     /// The trusted proxies these settings name.

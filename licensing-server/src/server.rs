@@ -16,6 +16,7 @@ use crate::routes;
 use crate::services::chat::ChatDirectory;
 use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
+use crate::services::key_uses::KeyUses;
 use crate::services::mail::{self, Mailer};
 use crate::services::replay::SessionKeyLog;
 use crate::services::stats::StatsCache;
@@ -88,6 +89,7 @@ impl Server {
 
     /// Binds the listener for an already open store.
     pub async fn bind_with_store(config: Config, store: SledStore) -> Result<Self, ServerError> {
+        config.check().map_err(ServerError::Config)?;
         let files = FileStore::new(&config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
@@ -149,7 +151,9 @@ impl Server {
                     config.rate_limit_per_minute,
                     config.dev_rate_limit_per_minute,
                     config.upload_rate_limit_per_minute,
+                    config.auth_failure_limit_per_minute,
                 )),
+                key_uses: KeyUses::default(),
                 session_keys: Arc::new(SessionKeyLog::default()),
                 alive: Arc::new(()),
             },
@@ -179,7 +183,8 @@ impl Server {
             .mailer
             .clone()
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
-        let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop));
+        let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
+        let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         crate::connections::serve(
             self.listener,
@@ -193,8 +198,9 @@ impl Server {
         if let Some(worker) = worker {
             worker.await.ok();
         }
-        // The usage task writes what was counted up to the last request before it ends.
+        // The usage tasks write what was counted up to the last request before they end.
         usage.await.ok();
+        key_uses.await.ok();
         // Connection tasks drop their copies of the state (and so of the store) a moment after
         // the server stops. Wait for them (bounded), so that when `run` returns the store is
         // closed as soon as the caller drops its own handles, and can be opened again.

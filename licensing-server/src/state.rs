@@ -1,19 +1,15 @@
 //! What every handler can reach.
 
-use licensing_core::model::ApiKeyRecord;
-use licensing_core::{ApiError, TeamId, Timestamp};
-use warp::http::HeaderMap;
-
 use std::sync::Arc;
 
-use licensing_core::{ApiKeyId, LicenseKey};
+use licensing_core::{ApiKeyId, LicenseKey, TeamId};
 
 use crate::files::FileStore;
-use crate::http::{auth, path_param};
 use crate::metrics::Metrics;
 use crate::services::chat::ChatDirectory;
 use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
+use crate::services::key_uses::KeyUses;
 use crate::services::mail::Mailer;
 use crate::services::ratelimit::RateLimiter;
 use crate::services::replay::SessionKeyLog;
@@ -46,6 +42,8 @@ pub(crate) struct AppState {
     pub(crate) geo: Arc<Geo>,
     /// The rate limiters.
     pub(crate) limits: Arc<Limits>,
+    /// API key uses waiting to be written (`lastUsedAt`).
+    pub(crate) key_uses: KeyUses,
     /// Classloader session keys used in the last 15 minutes.
     pub(crate) session_keys: Arc<SessionKeyLog>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
@@ -77,12 +75,17 @@ pub(crate) struct Limits {
     pub(crate) dev: Option<RateLimiter<Principal>>,
     /// Release uploads, per team.
     pub(crate) uploads: Option<RateLimiter<TeamId>>,
+    /// Failed authentications, per client address.
+    pub(crate) auth_failures: Option<RateLimiter<u128>>,
+    /// Failed API-key authentications, per team of the path.
+    pub(crate) auth_failures_team: Option<RateLimiter<TeamId>>,
 }
 
 impl Limits {
     /// Limiters for `client` requests a minute per IP or license key, `dev` requests a minute
-    /// per API key and `uploads` a minute per team.
-    pub(crate) fn per_minute(client: u32, dev: u32, uploads: u32) -> Self {
+    /// per API key, `uploads` a minute per team, and `auth_failures` failed authentications a
+    /// minute per address (ten times that per team).
+    pub(crate) fn per_minute(client: u32, dev: u32, uploads: u32, auth_failures: u32) -> Self {
         Self {
             verify: RateLimiter::per_minute(client),
             heartbeat: RateLimiter::per_minute(client),
@@ -90,33 +93,8 @@ impl Limits {
             classloader_key: RateLimiter::per_minute(client),
             dev: RateLimiter::per_minute(dev),
             uploads: RateLimiter::per_minute(uploads),
+            auth_failures: RateLimiter::per_minute(auth_failures),
+            auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
         }
-    }
-}
-
-/// An authenticated developer request: its team, the key that made it, and the time it is
-/// handled at.
-#[derive(Debug)]
-pub(crate) struct DevRequest {
-    /// The team of the path.
-    pub(crate) team: TeamId,
-    /// The API key.
-    pub(crate) key: ApiKeyRecord,
-    /// Now.
-    pub(crate) now: Timestamp,
-}
-
-impl AppState {
-    /// Checks, in the protocol's order, the team id of the path (400) and the credentials (401,
-    /// or 403 for a key of another team).
-    pub(crate) async fn dev(
-        &self,
-        team: &str,
-        headers: &HeaderMap,
-    ) -> Result<DevRequest, ApiError> {
-        let team = path_param::<TeamId>("teamId", team)?;
-        let now = Timestamp::now();
-        let key = auth::api_key(&self.store, headers, team, now).await?;
-        Ok(DevRequest { team, key, now })
     }
 }

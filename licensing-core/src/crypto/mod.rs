@@ -16,7 +16,7 @@ mod signature;
 #[cfg(feature = "private-keys")]
 mod team;
 
-pub use api_key::{ApiKeyHash, ApiKeySecret};
+pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
 pub use digest::{Md5Hasher, md5_hex, sha256_hex};
 pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
 pub use session::{SessionKey, SessionSecret};

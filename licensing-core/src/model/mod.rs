@@ -8,6 +8,7 @@ mod metadata;
 mod outbox;
 mod product;
 mod release;
+mod scope;
 mod stats;
 mod team;
 
@@ -19,6 +20,9 @@ pub use outbox::OutboxMessage;
 pub use product::{Product, ProductRef};
 pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
+};
+pub use scope::{
+    Access, ProductRestriction, Resource, Scope, Scopes, covers_products, sees_products,
 };
 pub use stats::{
     HourlyStats, Overview, RecentActivity, RequestCounts, RequestType, RequestsByType, Statistics,

@@ -1,7 +1,8 @@
 use serde::{Deserialize, Serialize};
 
+use super::scope::{ProductRestriction, Scope, Scopes};
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
-use crate::{ApiKeyId, BlacklistId, TeamId, Timestamp, UserId};
+use crate::{ApiKeyId, BlacklistId, ProductId, TeamId, Timestamp, UserId};
 
 /// A team: the tenant every other record belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,12 +161,50 @@ pub struct ApiKeyRecord {
     pub expires_at: Option<Timestamp>,
     /// Creation time.
     pub created_at: Timestamp,
+    /// What it may do (keys stored before scopes existed: everything).
+    #[serde(default)]
+    pub scopes: Scopes,
+    /// The products it is restricted to; `None`: every product.
+    #[serde(default)]
+    pub product_ids: ProductRestriction,
+    /// The key (or the admin principal) that created it; unknown for keys made before this was
+    /// recorded.
+    #[serde(default)]
+    pub created_by_user_id: Option<UserId>,
+    /// When it last authenticated a request (written behind: within a minute or so).
+    #[serde(default)]
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl ApiKeyRecord {
     /// Whether the key still works at `now`.
     pub fn is_usable(&self, now: Timestamp) -> bool {
         self.expires_at.is_none_or(|at| now < at)
+    }
+
+    /// Whether the key grants `scope`.
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes.allows(scope)
+    }
+
+    /// Why this key may not create a key with `scopes` and `products`, if it may not: a key
+    /// hands on no more than it has.
+    pub fn cannot_grant(&self, scopes: &Scopes, products: &ProductRestriction) -> Option<String> {
+        if let Some(missing) = self.scopes.missing_from(scopes) {
+            return Some(format!(
+                "this API key lacks the scope {missing}, so it cannot give it to a new key"
+            ));
+        }
+        match (&self.product_ids, products) {
+            (None, _) => None,
+            (Some(_), None) => Some(
+                "this API key is restricted to some products, so a new key must name productIds among them"
+                    .into(),
+            ),
+            (Some(own), Some(wanted)) => wanted.iter().find(|p| !own.contains(p)).map(|p| {
+                format!("this API key is not allowed product {p}, so it cannot give it to a new key")
+            }),
+        }
     }
 }
 
@@ -182,6 +221,14 @@ pub struct ApiKeyView {
     pub expires_at: Option<Timestamp>,
     /// Creation time.
     pub created_at: Timestamp,
+    /// Scopes (`["*"]`: every scope).
+    pub scopes: Scopes,
+    /// The products the key is restricted to; `null`: every product.
+    pub product_ids: Option<Vec<ProductId>>,
+    /// The key (or admin) that created it; `null` for keys made before this was recorded.
+    pub created_by_user_id: Option<UserId>,
+    /// When it last authenticated a request (updated about once a minute).
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl From<&ApiKeyRecord> for ApiKeyView {
@@ -191,6 +238,10 @@ impl From<&ApiKeyRecord> for ApiKeyView {
             name: r.name.clone(),
             expires_at: r.expires_at,
             created_at: r.created_at,
+            scopes: r.scopes.clone(),
+            product_ids: r.product_ids.clone(),
+            created_by_user_id: r.created_by_user_id,
+            last_used_at: r.last_used_at,
         }
     }
 }
@@ -210,4 +261,10 @@ pub struct ApiKeyCreated {
     pub expires_at: Option<Timestamp>,
     /// Creation time.
     pub created_at: Timestamp,
+    /// Scopes (`["*"]`: every scope).
+    pub scopes: Scopes,
+    /// The products the key is restricted to; `null`: every product.
+    pub product_ids: Option<Vec<ProductId>>,
+    /// The key (or admin) that created it.
+    pub created_by_user_id: Option<UserId>,
 }

@@ -5,8 +5,8 @@ use std::cmp::Ordering;
 
 use super::{Activity, Page};
 use crate::api::requests::{
-    CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductSort, ReleaseFilter,
-    ReleaseSort, SortDirection,
+    CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductFilter, ProductSort,
+    ReleaseFilter, ReleaseSort, SortDirection,
 };
 use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord};
 use crate::validate::{Country, HardwareId, SearchText};
@@ -51,6 +51,9 @@ pub fn customer_matches(c: &Customer, search: Option<&SearchText>) -> bool {
 /// Whether a release passes the list filters.
 pub fn release_matches(r: &Release, f: &ReleaseFilter) -> bool {
     f.product_id.is_none_or(|p| r.product_id == p)
+        && f.within_products
+            .as_ref()
+            .is_none_or(|within| within.contains(&r.product_id))
         && f.status.is_none_or(|s| r.status == s)
         && f.search.as_ref().is_none_or(|s| {
             r.version
@@ -58,6 +61,13 @@ pub fn release_matches(r: &Release, f: &ReleaseFilter) -> bool {
                 .to_lowercase()
                 .contains(&s.as_str().to_lowercase())
         })
+}
+
+/// Whether a product is in the list's restriction.
+pub fn product_matches(p: &Product, f: &ProductFilter) -> bool {
+    f.within
+        .as_ref()
+        .is_none_or(|within| within.contains(&p.id))
 }
 
 fn directed(ordering: Ordering, direction: SortDirection) -> Ordering {

@@ -237,6 +237,19 @@ impl ApiKeyStore for MemoryStore {
             Ok(())
         })
     }
+
+    async fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()> {
+        self.with(|s| {
+            for (team, id, at) in uses {
+                if let Some(key) = s.api_keys.get_mut(id).filter(|k| k.team_id == *team)
+                    && key.last_used_at.is_none_or(|last| last < *at)
+                {
+                    key.last_used_at = Some(*at);
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 impl LicenseStore for MemoryStore {
@@ -453,7 +466,7 @@ impl ProductStore for MemoryStore {
             let items = s
                 .products
                 .values()
-                .filter(|p| p.team_id == team)
+                .filter(|p| p.team_id == team && product_matches(p, &query.filter))
                 .cloned()
                 .collect();
             Ok(page_of(items, &query.paging, |a, b| {

@@ -174,6 +174,12 @@ pub trait ApiKeyStore: Send + Sync {
         team: TeamId,
         id: ApiKeyId,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Records when keys were last used (batched by the caller): each key's `lastUsedAt` moves
+    /// forward to the time given, never back. Keys that no longer exist are skipped.
+    fn record_api_key_use(
+        &self,
+        uses: &[(TeamId, ApiKeyId, Timestamp)],
+    ) -> impl Future<Output = StoreResult<()>> + Send;
 }
 
 /// Licenses.

@@ -146,6 +146,10 @@ fn api_key(team: TeamId, name: &str) -> ApiKeyRecord {
         hash: ApiKeySecret::generate().hash(),
         expires_at: None,
         created_at: t0(),
+        scopes: crate::model::Scopes::All,
+        product_ids: None,
+        created_by_user_id: Some(crate::UserId::ADMIN),
+        last_used_at: None,
     }
 }
 
@@ -315,11 +319,28 @@ pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(
     let mut key = api_key(a.id, "ci");
     key.hash = secret.hash();
     key.created_at = at(1);
+    // A scoped key restricted to a product keeps its scopes and products.
+    key.scopes =
+        crate::model::Scopes::parse(&["licenses:read".into(), "releases:*".into()]).unwrap();
+    key.product_ids = Some(vec![crate::ProductId::new()]);
+    key.created_by_user_id = Some(crate::UserId::from(ApiKeyId::new()));
     store.create_api_key(&key).await.unwrap();
     assert_eq!(
         store.find_api_key(&secret.hash()).await.unwrap(),
         Some(key.clone())
     );
+    // Uses move `lastUsedAt` forward only, and only within the key's team.
+    store
+        .record_api_key_use(&[(a.id, key.id, at(5)), (b.id, key.id, at(9))])
+        .await
+        .unwrap();
+    store
+        .record_api_key_use(&[(a.id, key.id, at(3)), (a.id, ApiKeyId::new(), at(4))])
+        .await
+        .unwrap();
+    let used = store.find_api_key(&secret.hash()).await.unwrap().unwrap();
+    assert_eq!(used.last_used_at, Some(at(5)));
+    key.last_used_at = Some(at(5));
     assert_eq!(
         store
             .find_api_key(&ApiKeySecret::generate().hash())

@@ -138,7 +138,7 @@ where
 
 /// The answer to a request body that could not be read: 408 when it came too slowly, else 400
 /// with `problem` and the cause.
-pub(crate) fn body_error(error: &warp::Error, problem: &str) -> ApiError {
+pub(crate) fn body_error(error: &(dyn std::error::Error + 'static), problem: &str) -> ApiError {
     if crate::connections::is_body_timeout(error) {
         ApiError::request_timeout(
             "The request body did not arrive in time: send it faster, or ask the operator to \
@@ -182,19 +182,10 @@ pub(crate) fn rate_limited(
     response
 }
 
-/// A developer or admin request refused by the rate limit before its route ran.
-#[derive(Debug)]
-pub(crate) struct RateLimited(pub(crate) crate::services::ratelimit::RateStatus);
-
-impl warp::reject::Reject for RateLimited {}
-
 /// Maps warp's own rejections (no route, wrong method, oversize body) onto the envelope.
 pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infallible> {
     // `find` searches every rejection of every route tried, so the order here is warp's own
     // precedence: anything specific first, then "wrong method", then "no route".
-    if let Some(RateLimited(status)) = rejection.find::<RateLimited>() {
-        return Ok(rate_limited(status, "requests", " per API key"));
-    }
     let err = if rejection.find::<PayloadTooLarge>().is_some() {
         ApiError::payload_too_large("Request body is too large")
     } else if rejection.find::<LengthRequired>().is_some() {

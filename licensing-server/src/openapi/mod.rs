@@ -4,8 +4,11 @@
 
 mod paths;
 
+use licensing_core::model::Scope;
 use utoipa::OpenApi;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use warp::http::Method;
 
 /// The document.
 #[derive(OpenApi)]
@@ -39,13 +42,21 @@ struct Security;
 
 impl utoipa::Modify for Security {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        scopes_of_operations(doc);
         let components = doc.components.get_or_insert_with(Default::default);
+        let scopes: Vec<String> = Scope::all().map(|s| format!("`{s}`")).collect();
         components.add_security_scheme(
             "apiKey",
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("A team API key: `Authorization: Bearer lsk_…`"))
+                    .description(Some(format!(
+                        "A team API key: `Authorization: Bearer lsk_…`. Each operation lists the scope it needs \
+                         (one of {}; a write scope includes the read scope of its resource); a key without it \
+                         is answered 403 `FORBIDDEN` with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`. \
+                         A key restricted to products sees only the licenses, products and releases of those products.",
+                        scopes.join(", ")
+                    )))
                     .build(),
             ),
         );
@@ -58,6 +69,53 @@ impl utoipa::Modify for Security {
                     .build(),
             ),
         );
+    }
+}
+
+/// Writes the scope of every developer operation, from the gate's own table, into its security
+/// requirement and its description, so that the document and the server cannot disagree.
+fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
+    for operation in crate::routes::dev_operations() {
+        let Some(item) = doc.paths.paths.get_mut(&operation.template()) else {
+            continue;
+        };
+        let declared = match operation.method {
+            Method::GET => item.get.as_mut(),
+            Method::POST => item.post.as_mut(),
+            Method::PUT => item.put.as_mut(),
+            Method::PATCH => item.patch.as_mut(),
+            Method::DELETE => item.delete.as_mut(),
+            _ => None,
+        };
+        let Some(declared) = declared else { continue };
+        let names: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
+        declared.security = Some(vec![SecurityRequirement::new("apiKey", names)]);
+        let note = match operation.scope {
+            Some(scope) => format!("Scope: `{scope}`."),
+            None => "Any API key of the team.".to_owned(),
+        };
+        declared.description = Some(match declared.description.take() {
+            Some(text) if !text.is_empty() => format!("{text}\n\n{note}"),
+            _ => note,
+        });
+        let responses = &mut declared.responses.responses;
+        if let (Some(scope), Some(RefOr::T(forbidden))) =
+            (operation.scope, responses.get_mut("403"))
+        {
+            forbidden.description.push_str(&format!(
+                "; or a key without the scope `{scope}` (named in `WWW-Authenticate`)"
+            ));
+        }
+        if let Some(RefOr::T(unauthorized)) = responses.get_mut("401") {
+            unauthorized
+                .description
+                .push_str(" (a key whose checksum does not match is told apart as mistyped)");
+        }
+        if let Some(RefOr::T(limited)) = responses.get_mut("429") {
+            limited
+                .description
+                .push_str("; or too many failed authentications from this address (`Retry-After`)");
+        }
     }
 }
 
@@ -85,6 +143,38 @@ mod tests {
             checked_in == generated,
             "openapi.json differs from the generated document: regenerate it with\n  UPDATE_OPENAPI=1 cargo test -p licensing-server --lib openapi\nand commit the result"
         );
+    }
+
+    /// Every developer operation of the gate's table is documented, with its scope as the
+    /// security requirement, and every documented developer operation is in the table.
+    #[test]
+    fn every_developer_operation_documents_its_scope() {
+        let doc: serde_json::Value = serde_json::from_str(&super::json()).unwrap();
+        let table = crate::routes::dev_operations();
+        for operation in &table {
+            let method = operation.method.as_str().to_ascii_lowercase();
+            let declared = &doc["paths"][operation.template()][&method];
+            assert!(
+                declared.is_object(),
+                "{method} {} is not documented",
+                operation.template()
+            );
+            let expected: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
+            assert_eq!(
+                declared["security"],
+                serde_json::json!([{ "apiKey": expected }]),
+                "{method} {}",
+                operation.template()
+            );
+        }
+        let documented = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(path, _)| path.starts_with("/api/v1/dev/"))
+            .map(|(_, item)| item.as_object().unwrap().len())
+            .sum::<usize>();
+        assert_eq!(documented, table.len());
     }
 
     #[test]

@@ -2,14 +2,16 @@
 //! classloader feature. It exists only when `LICENSING_ADMIN_TOKEN` is set; otherwise its paths
 //! are unknown routes (404).
 
+use std::future::Future;
+use std::net::IpAddr;
+
 use bytes::Buf;
 use futures_util::Stream;
 use licensing_core::api::TeamList;
 use licensing_core::api::requests::{AdminTeamBody, FeaturesBody, MAX_JSON_BODY, parse_no_query};
 use licensing_core::model::TeamView;
 use licensing_core::store::TeamStore;
-use licensing_core::{ApiError, TeamId, Timestamp};
-use subtle::ConstantTimeEq;
+use licensing_core::{TeamId, Timestamp};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::HeaderMap;
@@ -19,64 +21,79 @@ use crate::http::{
 };
 use crate::routes::with_state;
 use crate::services;
-use crate::state::AppState;
+use crate::state::{AppState, Principal};
 
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let s = move || with_state(state.clone());
     let headers = warp::header::headers_cloned;
+    let client = crate::connections::client_addr;
     let create = warp::path!("api" / "v1" / "admin" / "teams")
         .and(warp::post())
         .and(s())
+        .and(client())
         .and(headers())
         .and(warp::body::stream())
-        .then(|state: AppState, headers: HeaderMap, body| async move {
-            respond(create(state, headers, body).await)
-        });
+        .then(
+            |state: AppState, client, headers: HeaderMap, body| async move {
+                gate(state, client, headers, |state| create(state, body)).await
+            },
+        );
     let list = warp::path!("api" / "v1" / "admin" / "teams")
         .and(warp::get())
         .and(s())
+        .and(client())
         .and(headers())
         .and(raw_query())
         .then(
-            |state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list(state, headers, query).await)
+            |state: AppState, client, headers: HeaderMap, query: String| async move {
+                gate(state, client, headers, |state| list(state, query)).await
             },
         );
     let features = warp::path!("api" / "v1" / "admin" / "teams" / String / "features")
         .and(warp::put())
         .and(s())
+        .and(client())
         .and(headers())
         .and(warp::body::stream())
         .then(
-            |team: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(features(state, team, headers, body).await)
+            |team: String, state: AppState, client, headers: HeaderMap, body| async move {
+                gate(state, client, headers, |state| features(state, team, body)).await
             },
         );
     create.or(list).unify().or(features).unify().boxed()
 }
 
-/// Checks the admin token in constant time. The SHA-256 digests are compared, not the texts,
-/// so that not even the token's length shows in the time taken.
-pub(crate) fn admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let expected = state
-        .admin_token
-        .as_deref()
-        .ok_or_else(ApiError::route_not_found)?;
-    let token = auth::bearer(headers)?;
-    let digest = |text: &str| <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
-    if bool::from(digest(token).ct_eq(&digest(expected))) {
-        Ok(())
-    } else {
-        Err(ApiError::unauthorized("Invalid admin token"))
+/// The admin API's way in: the token (404 when the admin API is off, 401, 429 past the failure
+/// limit), then the rate limit of the admin principal, then the handler; the answer carries the
+/// `X-RateLimit-*` headers.
+async fn gate<F, Fut>(state: AppState, client: IpAddr, headers: HeaderMap, handler: F) -> Response
+where
+    F: FnOnce(AppState) -> Fut,
+    Fut: Future<Output = Handled>,
+{
+    if let Err(refused) = auth::admin(&state, client, &headers) {
+        return refused.into_response();
     }
+    let rate = state
+        .limits
+        .dev
+        .as_ref()
+        .map(|limiter| limiter.check(&Principal::Admin));
+    if let Some(status) = rate.filter(|s| !s.allowed()) {
+        return crate::http::rate_limited(&status, "requests", " per admin token");
+    }
+    let mut response = respond(handler(state).await);
+    if let Some(status) = rate {
+        status.apply(response.headers_mut());
+    }
+    response
 }
 
-async fn create<S, B>(state: AppState, headers: HeaderMap, body: S) -> Handled
+async fn create<S, B>(state: AppState, body: S) -> Handled
 where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
-    admin(&state, &headers)?;
     let name = AdminTeamBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
     let team = services::teams::create_team(&state.store, &name, Timestamp::now())
         .await
@@ -88,8 +105,7 @@ where
     ))
 }
 
-async fn list(state: AppState, headers: HeaderMap, query: String) -> Handled {
-    admin(&state, &headers)?;
+async fn list(state: AppState, query: String) -> Handled {
     parse_no_query(&query)?;
     let teams = state.store.list_teams().await.map_err(store_error)?;
     Ok(success(
@@ -101,12 +117,11 @@ async fn list(state: AppState, headers: HeaderMap, query: String) -> Handled {
     ))
 }
 
-async fn features<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
+async fn features<S, B>(state: AppState, team: String, body: S) -> Handled
 where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
-    admin(&state, &headers)?;
     let team: TeamId = path_param("teamId", &team)?;
     let features = FeaturesBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
     let updated = state

@@ -6,20 +6,17 @@ mod client;
 mod dev;
 mod docs;
 
+pub(crate) use dev::operations as dev_operations;
+
 use std::convert::Infallible;
 
-use licensing_core::Timestamp;
 use licensing_core::api::requests::parse_no_query;
-use licensing_core::crypto::ApiKeySecret;
-use licensing_core::store::ApiKeyStore;
 use serde_json::json;
 use warp::Filter;
 use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
 
 use crate::http::{self, Response, raw_query};
-use crate::services::ratelimit::RateStatus;
-use crate::state::{AppState, Principal};
+use crate::state::AppState;
 
 /// Passes the state to handlers.
 pub(crate) fn with_state(
@@ -38,13 +35,9 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .unify()
         .or(client::routes(state.clone()))
         .unify()
-        .or(rate_limited(
-            state.clone(),
-            dev::routes(state.clone())
-                .or(admin::routes(state.clone()))
-                .unify()
-                .boxed(),
-        ))
+        .or(dev::routes(state.clone()))
+        .unify()
+        .or(admin::routes(state.clone()))
         .unify()
         .recover(http::recover)
         .unify()
@@ -55,55 +48,6 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         }))
         .map(warp::Reply::into_response)
         .boxed()
-}
-
-/// The developer and admin rate limit (protocol.md section 3): requests a minute per API key or
-/// admin token. Requests without valid credentials are not counted (they are answered 401 by the
-/// routes); a request over the limit is refused before its route runs, and every answer to a
-/// counted request carries the `X-RateLimit-*` headers.
-fn rate_limited(state: AppState, routes: BoxedFilter<(Response,)>) -> BoxedFilter<(Response,)> {
-    warp::path::full()
-        .and(warp::header::headers_cloned())
-        .and(with_state(state))
-        .and_then(
-            |path: warp::path::FullPath, headers: HeaderMap, state: AppState| async move {
-                let Some(limiter) = state.limits.dev.as_ref() else {
-                    return Ok::<_, warp::Rejection>(None);
-                };
-                let Some(principal) = principal(&state, path.as_str(), &headers).await else {
-                    return Ok(None);
-                };
-                let status = limiter.check(&principal);
-                if status.allowed() {
-                    Ok(Some(status))
-                } else {
-                    Err(warp::reject::custom(http::RateLimited(status)))
-                }
-            },
-        )
-        .and(routes)
-        .map(|status: Option<RateStatus>, mut response: Response| {
-            if let Some(status) = status {
-                status.apply(response.headers_mut());
-            }
-            response
-        })
-        .boxed()
-}
-
-/// Whom a developer or admin request counts against: its valid API key, or the admin token.
-async fn principal(state: &AppState, path: &str, headers: &HeaderMap) -> Option<Principal> {
-    if path.starts_with("/api/v1/dev/") {
-        let secret = ApiKeySecret::parse(http::auth::bearer(headers).ok()?)?;
-        let record = state.store.find_api_key(&secret.hash()).await.ok()??;
-        record
-            .is_usable(Timestamp::now())
-            .then_some(Principal::ApiKey(record.id))
-    } else if path.starts_with("/api/v1/admin/") {
-        admin::admin(state, headers).ok().map(|()| Principal::Admin)
-    } else {
-        None
-    }
 }
 
 fn metrics_route(state: AppState) -> BoxedFilter<(Response,)> {

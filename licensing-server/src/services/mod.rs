@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod contexts;
 pub mod geo;
+pub mod key_uses;
 pub mod mail;
 pub mod ratelimit;
 pub mod replay;

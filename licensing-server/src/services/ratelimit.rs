@@ -149,6 +149,22 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
         }
     }
 
+    /// The refusal `key` would get now, without counting anything: `Some` while its window is
+    /// full. A key the limiter does not know is not blocked.
+    pub fn blocked(&self, key: &K) -> Option<RateStatus> {
+        let now = self.now_ms();
+        let Ok(mut shard) = self.shard(key).lock() else {
+            return Some(self.refusal(now + 1000, now));
+        };
+        let log = shard.logs.get_mut(key)?;
+        self.expire(log, now);
+        if log.len() < self.limit as usize {
+            return None;
+        }
+        let oldest = log.front().copied().unwrap_or(now);
+        Some(self.status(log, now, Some(oldest + self.window_ms)))
+    }
+
     fn check_at(&self, key: &K, now: u64) -> RateStatus {
         // A poisoned lock (a panic while holding it) refuses: never fail open.
         let Ok(mut guard) = self.shard(key).lock() else {
@@ -277,6 +293,19 @@ mod tests {
         let peeked = limiter.peek(&7u8);
         assert_eq!(peeked.remaining, 0);
         assert!(peeked.allowed());
+    }
+
+    #[test]
+    fn blocked_reports_a_full_window_without_counting() {
+        let limiter = RateLimiter::new(2, WINDOW, 1000);
+        assert_eq!(limiter.blocked(&7u8), None);
+        assert!(limiter.check(&7u8).allowed());
+        assert_eq!(limiter.blocked(&7u8), None);
+        assert!(limiter.check(&7u8).allowed());
+        let blocked = limiter.blocked(&7u8).expect("full");
+        assert!(!blocked.allowed());
+        assert!(blocked.retry_after_secs.unwrap() >= 59);
+        assert_eq!(limiter.blocked(&8u8), None, "another key is not blocked");
     }
 
     #[test]

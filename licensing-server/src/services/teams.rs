@@ -1,9 +1,9 @@
 //! Creating teams: key pairs, the first API key, the record.
 
 use licensing_core::crypto::{ApiKeySecret, TeamKeys};
-use licensing_core::model::{ApiKeyRecord, Team, TeamCreated, TeamFeatures, TeamSettings};
+use licensing_core::model::{ApiKeyRecord, Scopes, Team, TeamCreated, TeamFeatures, TeamSettings};
 use licensing_core::store::{StoreError, TeamStore};
-use licensing_core::{ApiKeyId, TeamId, Timestamp};
+use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
 
 /// Creates a team with fresh RSA-2048 and Ed25519 key pairs and a first API key (named
 /// "initial"), and returns what its owner needs, the API key shown this once.
@@ -36,6 +36,10 @@ pub async fn create_team<S: TeamStore>(
         hash: secret.hash(),
         expires_at: None,
         created_at: now,
+        scopes: Scopes::All,
+        product_ids: None,
+        created_by_user_id: Some(UserId::ADMIN),
+        last_used_at: None,
     };
     store.create_team(&team, &api_key).await?;
     Ok(TeamCreated {

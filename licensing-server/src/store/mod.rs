@@ -956,6 +956,28 @@ impl ApiKeyStore for SledStore {
         })
         .await
     }
+
+    async fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()> {
+        // Written behind, so not waited on for a flush: a use lost in a crash only leaves
+        // `lastUsedAt` a little older.
+        self.write(|tx| {
+            for (team, id, at) in uses {
+                let Some(hash) = tx.get(&team_api_key_key(*team, *id))? else {
+                    continue;
+                };
+                let k = key(&[&[tag::API_KEY], &hash]);
+                if let Some(mut record) = tx.get_json::<ApiKeyRecord>(&k)?
+                    && record.last_used_at.is_none_or(|last| last < *at)
+                {
+                    record.last_used_at = Some(*at);
+                    tx.put_json(k, &record)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map(|((), _)| ())
+    }
 }
 
 impl LicenseStore for SledStore {
@@ -1232,7 +1254,11 @@ impl ProductStore for SledStore {
         team: TeamId,
         query: &ProductListQuery,
     ) -> StoreResult<Page<Product>> {
-        let items = self.scan(&key(&[&[tag::PRODUCT], team.as_bytes()]))?;
+        let items = self
+            .scan::<Product>(&key(&[&[tag::PRODUCT], team.as_bytes()]))?
+            .into_iter()
+            .filter(|p| product_matches(p, &query.filter))
+            .collect();
         Ok(page_of(items, &query.paging, |a, b| {
             compare_products(a, b, query.sort, query.paging.direction)
         }))

@@ -1,7 +1,7 @@
 //! The (ext) resources: products, branches, API keys, blacklist.
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::TestServer;
 
@@ -126,7 +126,10 @@ async fn api_keys_are_shown_once_expire_and_revoke() {
     assert_eq!(created.status, 201);
     let ci = created.ok().clone();
     let key = ci["key"].as_str().unwrap();
-    assert!(key.starts_with("lsk_") && key.len() == 68);
+    // A recognisable prefix, 32 random characters and a 6-character checksum.
+    assert!(key.starts_with("lsk_") && key.len() == 42, "{key}");
+    assert_eq!(ci["scopes"], json!(["*"]));
+    assert_eq!(ci["productIds"], Value::Null);
     let list = s.get(&s.dev("api-keys")).await;
     let listed = list.ok()["apiKeys"].as_array().unwrap().clone();
     assert_eq!(listed.len(), 2);
@@ -134,10 +137,24 @@ async fn api_keys_are_shown_once_expire_and_revoke() {
         listed.iter().all(|k| k.get("key").is_none()),
         "never shown again"
     );
+    // The creating key is named; the first key was made by the operator (the nil id).
+    let first_id = listed[0]["id"].as_str().unwrap();
+    assert_eq!(
+        listed[0]["createdByUserId"],
+        "00000000-0000-0000-0000-000000000000"
+    );
+    assert_eq!(listed[1]["createdByUserId"], first_id);
+    assert_eq!(listed[1]["lastUsedAt"], Value::Null, "not used yet");
+    assert!(
+        listed[0]["lastUsedAt"].is_string(),
+        "used by this very list"
+    );
     // The new key works, then is revoked and stops working.
     s.send(Method::GET, &s.dev("licenses"), Some(key), None)
         .await
         .ok();
+    let used = s.get(&s.dev("api-keys")).await;
+    assert!(used.ok()["apiKeys"][1]["lastUsedAt"].is_string());
     let id = ci["id"].as_str().unwrap();
     s.delete(&s.dev(&format!("api-keys/{id}"))).await.ok();
     s.send(Method::GET, &s.dev("licenses"), Some(key), None)

@@ -74,7 +74,8 @@ impl Answer {
     }
 }
 
-/// The settings tests start from: rate limits off (tests that check them turn them on), and the
+/// The settings tests start from: rate limits and the failed-authentication limit off (tests
+/// that check them turn them on), and the
 /// loopback peer trusted as a proxy, so a test can speak for any client IP with
 /// `X-Forwarded-For`.
 pub fn test_config(dir: &std::path::Path) -> Config {
@@ -82,6 +83,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     config.rate_limit_per_minute = 0;
     config.dev_rate_limit_per_minute = 0;
     config.upload_rate_limit_per_minute = 0;
+    config.auth_failure_limit_per_minute = 0;
     config.trusted_proxies = "127.0.0.1/32".parse().unwrap();
     config
 }

@@ -17,6 +17,7 @@ mod devices;
 mod errors;
 mod ext;
 mod fuzz;
+mod gate;
 mod helpers;
 mod isolation;
 mod licenses;

@@ -56,6 +56,7 @@ impl ChildServer {
             ("LICENSING_RATE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_DEV_RATE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_UPLOAD_RATE_LIMIT_PER_MINUTE", "0"),
+            ("LICENSING_AUTH_FAILURE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_CACHE_MB", "32"),
             ("RUST_LOG", "warn"),
         ]

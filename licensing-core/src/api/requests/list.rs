@@ -293,6 +293,9 @@ pub struct ReleaseFilter {
     pub search: Option<SearchText>,
     /// Releases with this status.
     pub status: Option<ReleaseStatus>,
+    /// Only releases of these products (not a query parameter: the products of a restricted API
+    /// key); `None`: every product.
+    pub within_products: Option<Vec<ProductId>>,
 }
 
 /// `GET {dev}/releases`.
@@ -322,6 +325,7 @@ impl ReleaseListQuery {
                 product_id,
                 search,
                 status,
+                within_products: None,
             },
         })
     }
@@ -371,8 +375,16 @@ pub enum ProductSort {
     UpdatedAt,
 }
 
+/// What the product list is narrowed to: not a query parameter, but the products of the API key
+/// that asks, when it is restricted to some.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProductFilter {
+    /// Only these products; `None`: all of the team's.
+    pub within: Option<Vec<ProductId>>,
+}
+
 /// `GET {dev}/products` (ext).
-pub type ProductListQuery = ListQuery<ProductSort, ()>;
+pub type ProductListQuery = ListQuery<ProductSort, ProductFilter>;
 
 impl ProductListQuery {
     /// Parses the query string.
@@ -385,7 +397,7 @@ impl ProductListQuery {
         Ok(Self {
             paging,
             sort,
-            filter: (),
+            filter: ProductFilter::default(),
         })
     }
 }
@@ -413,6 +425,11 @@ pub trait QueryFilter {
 }
 
 impl QueryFilter for () {
+    fn append_to(&self, _: &mut form_urlencoded::Serializer<'_, String>) {}
+}
+
+impl QueryFilter for ProductFilter {
+    /// Nothing: the restriction is the server's, not the client's.
     fn append_to(&self, _: &mut form_urlencoded::Serializer<'_, String>) {}
 }
 

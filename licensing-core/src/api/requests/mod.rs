@@ -17,8 +17,8 @@ pub use customer::{CustomerBody, CustomerInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, LicenseFilter, LicenseListQuery,
-    LicenseSort, ListQuery, Paging, ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery,
-    ReleaseSort, SortDirection, parse_no_query,
+    LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
+    ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};

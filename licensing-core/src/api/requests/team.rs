@@ -1,11 +1,11 @@
 use serde::{Deserialize, Serialize};
 
-use super::{Patch, finish, future_date, not_null, parse_json, present};
-use crate::Timestamp;
+use super::{MAX_IDS, Patch, finish, future_date, id_list, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
-use crate::model::{BlacklistType, TeamFeatures, TeamSettings};
+use crate::model::{BlacklistType, ProductRestriction, Scope, Scopes, TeamFeatures, TeamSettings};
 use crate::validate::{Country, HardwareId, text};
 use crate::verify::parse_ip_or_net;
+use crate::{ProductId, Timestamp};
 
 /// Longest team timeout, in minutes (ten years).
 pub(crate) const MAX_TIMEOUT_MINUTES: i64 = 5_256_000;
@@ -162,7 +162,7 @@ fn normalize(kind: BlacklistType, text: &str) -> Result<String, String> {
 /// (ext) `POST {dev}/api-keys`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(example = json!({"name": "backend", "expiresAt": "2027-11-22T00:00:00.000Z"})))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "shop backend", "expiresAt": "2027-11-22T00:00:00.000Z", "scopes": ["licenses:write", "customers:read"], "productIds": ["6f9619ff-8b86-4011-b42d-00c04fc964ff"]})))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiKeyBody {
     /// `name`.
@@ -171,6 +171,13 @@ pub struct ApiKeyBody {
     /// `expiresAt`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expires_at: Option<String>,
+    /// `scopes`: `resource:read`, `resource:write` (includes read), `resource:*`, or `*`; left
+    /// out: every scope (of the creating key, which must have them).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub scopes: Option<Vec<String>>,
+    /// `productIds`: restrict the key to these products; left out or `null`: every product.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub product_ids: Option<Vec<String>>,
 }
 
 /// A validated API key request.
@@ -180,9 +187,39 @@ pub struct ApiKeyInput {
     pub name: String,
     /// When it stops working.
     pub expires_at: Option<Timestamp>,
+    /// What it may do.
+    pub scopes: Scopes,
+    /// The products it is restricted to.
+    pub product_ids: ProductRestriction,
 }
 
 impl ApiKeyBody {
+    /// A body for a key named `name`, with every scope of the key that creates it.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Grants only these scopes.
+    pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = Scope>) -> Self {
+        self.scopes = Some(scopes.into_iter().map(|s| s.name()).collect());
+        self
+    }
+
+    /// Restricts the key to these products.
+    pub fn for_products(mut self, products: impl IntoIterator<Item = ProductId>) -> Self {
+        self.product_ids = Some(products.into_iter().map(|p| p.to_string()).collect());
+        self
+    }
+
+    /// Makes the key stop working at `at`.
+    pub fn expiring_at(mut self, at: Timestamp) -> Self {
+        self.expires_at = Some(at.to_string());
+        self
+    }
+
     /// Parses and validates; `now` decides what "future" means.
     pub fn parse(body: &[u8], now: Timestamp) -> Result<ApiKeyInput, ApiError> {
         let raw: Self = parse_json(body)?;
@@ -191,10 +228,27 @@ impl ApiKeyBody {
         let expires_at = v
             .optional("expiresAt", raw.expires_at, |t| future_date(t, now))
             .flatten();
+        let scopes = match &raw.scopes {
+            None => Some(Scopes::All),
+            Some(list) => v.check("scopes", Scopes::parse(list)),
+        };
+        let product_ids = match &raw.product_ids {
+            None => None,
+            Some(list) if list.is_empty() => {
+                v.push(
+                    "productIds",
+                    "must name at least one product (leave it out for every product)",
+                );
+                None
+            }
+            Some(list) => Some(id_list(&mut v, "productIds", list, MAX_IDS)),
+        };
         finish(v)?;
         Ok(ApiKeyInput {
             name: present(name)?,
             expires_at,
+            scopes: present(scopes)?,
+            product_ids,
         })
     }
 }

@@ -1,105 +1,31 @@
 //! (ext) API keys and the blacklist.
 
-use bytes::Buf;
-use futures_util::Stream;
-use licensing_core::api::requests::{ApiKeyBody, BlacklistBody, MAX_JSON_BODY, parse_no_query};
+use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
 use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
 use licensing_core::crypto::ApiKeySecret;
 use licensing_core::model::{ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry};
-use licensing_core::store::{ApiKeyStore, BlacklistStore};
+use licensing_core::store::{ApiKeyStore, BlacklistStore, Entity, ProductStore, StoreError};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
-use warp::Filter;
-use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
 
-use crate::http::{
-    Handled, Response, path_param, raw_query, read_body, respond, store_error, success,
-};
-use crate::routes::with_state;
-use crate::state::AppState;
+use super::{Dev, Input};
+use crate::http::{Handled, store_error, success};
 
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let s = move || with_state(state.clone());
-    let headers = warp::header::headers_cloned;
-    let create_key = warp::path!("api" / "v1" / "dev" / "teams" / String / "api-keys")
-        .and(warp::post())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(create_key(state, team, headers, body).await)
-            },
-        );
-    let list_keys = warp::path!("api" / "v1" / "dev" / "teams" / String / "api-keys")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list_keys(state, team, headers, query).await)
-            },
-        );
-    let revoke_key = warp::path!("api" / "v1" / "dev" / "teams" / String / "api-keys" / String)
-        .and(warp::delete())
-        .and(s())
-        .and(headers())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap| async move {
-                respond(revoke_key(state, team, id, headers).await)
-            },
-        );
-    let create_entry = warp::path!("api" / "v1" / "dev" / "teams" / String / "blacklist")
-        .and(warp::post())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(create_entry(state, team, headers, body).await)
-            },
-        );
-    let list_entries = warp::path!("api" / "v1" / "dev" / "teams" / String / "blacklist")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list_entries(state, team, headers, query).await)
-            },
-        );
-    let delete_entry = warp::path!("api" / "v1" / "dev" / "teams" / String / "blacklist" / String)
-        .and(warp::delete())
-        .and(s())
-        .and(headers())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap| async move {
-                respond(delete_entry(state, team, id, headers).await)
-            },
-        );
-    create_key
-        .or(list_keys)
-        .unify()
-        .or(revoke_key)
-        .unify()
-        .or(create_entry)
-        .unify()
-        .or(list_entries)
-        .unify()
-        .or(delete_entry)
-        .unify()
-        .boxed()
-}
-
-async fn create_key<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    let dev = state.dev(&team, &headers).await?;
-    let input = ApiKeyBody::parse(&read_body(body, MAX_JSON_BODY).await?, dev.now)?;
+pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
+    let input = ApiKeyBody::parse(&input.json().await?, dev.now)?;
+    if let Some(why) = dev.key.cannot_grant(&input.scopes, &input.product_ids) {
+        return Err(ApiError::forbidden(why));
+    }
+    if let Some(products) = &input.product_ids {
+        let found = dev
+            .state
+            .store
+            .get_products(dev.team, products)
+            .await
+            .map_err(store_error)?;
+        if found.len() != products.len() {
+            return Err(StoreError::NotFound(Entity::Product).into());
+        }
+    }
     let secret = ApiKeySecret::generate();
     let record = ApiKeyRecord {
         id: ApiKeyId::new(),
@@ -108,8 +34,12 @@ where
         hash: secret.hash(),
         expires_at: input.expires_at,
         created_at: dev.now,
+        scopes: input.scopes,
+        product_ids: input.product_ids,
+        created_by_user_id: Some(dev.user()),
+        last_used_at: None,
     };
-    state
+    dev.state
         .store
         .create_api_key(&record)
         .await
@@ -122,19 +52,22 @@ where
             key: secret.expose().to_owned(),
             expires_at: record.expires_at,
             created_at: record.created_at,
+            scopes: record.scopes,
+            product_ids: record.product_ids,
+            created_by_user_id: record.created_by_user_id,
         },
         "API key created; it is shown only in this answer",
     ))
 }
 
-async fn list_keys(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    parse_no_query(&query)?;
-    let keys = state
+pub(super) async fn list_keys(dev: Dev, (): (), _: Input) -> Handled {
+    let mut keys = dev
+        .state
         .store
         .list_api_keys(dev.team)
         .await
         .map_err(store_error)?;
+    dev.state.key_uses.overlay(&mut keys);
     Ok(success(
         200,
         ApiKeyList {
@@ -144,10 +77,9 @@ async fn list_keys(state: AppState, team: String, headers: HeaderMap, query: Str
     ))
 }
 
-async fn revoke_key(state: AppState, team: String, id: String, headers: HeaderMap) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let id: ApiKeyId = path_param("apiKeyId", &id)?;
-    let keys = state
+pub(super) async fn revoke_key(dev: Dev, (id,): (ApiKeyId,), _: Input) -> Handled {
+    let keys = dev
+        .state
         .store
         .list_api_keys(dev.team)
         .await
@@ -162,7 +94,16 @@ async fn revoke_key(state: AppState, team: String, id: String, headers: HeaderMa
             "is the team's last usable API key: create another one before revoking it",
         ));
     }
-    state
+    if let Some(target) = keys.iter().find(|k| k.id == id)
+        && let Some(why) = dev.key.cannot_grant(&target.scopes, &target.product_ids)
+    {
+        // A key may revoke only keys with no more access than its own.
+        return Err(ApiError::forbidden(why.replace(
+            "cannot give it to a new key",
+            "cannot revoke a key that has it",
+        )));
+    }
+    dev.state
         .store
         .delete_api_key(dev.team, id)
         .await
@@ -177,34 +118,28 @@ async fn revoke_key(state: AppState, team: String, id: String, headers: HeaderMa
     ))
 }
 
-async fn create_entry<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    let dev = state.dev(&team, &headers).await?;
-    let input = BlacklistBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
+pub(super) async fn create_entry(dev: Dev, (): (), input: Input) -> Handled {
+    let input = BlacklistBody::parse(&input.json().await?)?;
     let entry = BlacklistEntry {
         id: BlacklistId::new(),
         team_id: dev.team,
         kind: input.kind,
         value: input.value,
         hits: 0,
-        created_by_user_id: dev.key.id.into(),
+        created_by_user_id: dev.user(),
         created_at: dev.now,
     };
-    state
+    dev.state
         .store
         .create_blacklist_entry(&entry)
         .await
         .map_err(store_error)?;
-    state.contexts.invalidate(dev.team);
+    dev.state.contexts.invalidate(dev.team);
     Ok(success(201, entry, "Blacklist entry created"))
 }
 
-async fn list_entries(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    parse_no_query(&query)?;
+pub(super) async fn list_entries(dev: Dev, (): (), _: Input) -> Handled {
+    let state = &dev.state;
     // Hits counted by the client API but not yet written are written first.
     state
         .usage
@@ -223,15 +158,13 @@ async fn list_entries(state: AppState, team: String, headers: HeaderMap, query: 
     ))
 }
 
-async fn delete_entry(state: AppState, team: String, id: String, headers: HeaderMap) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let id: BlacklistId = path_param("blacklistId", &id)?;
-    state
+pub(super) async fn delete_entry(dev: Dev, (id,): (BlacklistId,), _: Input) -> Handled {
+    dev.state
         .store
         .delete_blacklist_entry(dev.team, id)
         .await
         .map_err(store_error)?;
-    state.contexts.invalidate(dev.team);
+    dev.state.contexts.invalidate(dev.team);
     Ok(success(
         200,
         Deleted {

@@ -1,92 +1,17 @@
 //! Customers: create (ext), list with search, read, update, delete.
 
-use bytes::Buf;
-use futures_util::Stream;
-use licensing_core::api::requests::{
-    CustomerBody, CustomerInput, CustomerListQuery, MAX_JSON_BODY, Patch, parse_no_query,
-};
+use licensing_core::api::requests::{CustomerBody, CustomerInput, CustomerListQuery, Patch};
 use licensing_core::api::{CustomerDeleted, CustomerPage};
 use licensing_core::model::Customer;
 use licensing_core::store::{CustomerStore, Entity, StoreError};
 use licensing_core::{ApiError, CustomerId};
-use warp::Filter;
-use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
 
-use crate::http::{
-    Handled, Response, path_param, raw_query, read_body, respond, store_error, success,
-};
-use crate::routes::with_state;
-use crate::state::{AppState, DevRequest};
+use super::{Dev, Input};
+use crate::http::{Handled, store_error, success};
+use crate::state::AppState;
 
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let s = move || with_state(state.clone());
-    let headers = warp::header::headers_cloned;
-    let create = warp::path!("api" / "v1" / "dev" / "teams" / String / "customers")
-        .and(warp::post())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(create(state, team, headers, body).await)
-            },
-        );
-    let list = warp::path!("api" / "v1" / "dev" / "teams" / String / "customers")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list(state, team, headers, query).await)
-            },
-        );
-    let get = warp::path!("api" / "v1" / "dev" / "teams" / String / "customers" / String)
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(|team: String, id: String, state: AppState, headers: HeaderMap, query: String| async move {
-            respond(get(state, team, id, headers, query).await)
-        });
-    let update = warp::path!("api" / "v1" / "dev" / "teams" / String / "customers" / String)
-        .and(warp::put())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(update(state, team, id, headers, body).await)
-            },
-        );
-    let delete = warp::path!("api" / "v1" / "dev" / "teams" / String / "customers" / String)
-        .and(warp::delete())
-        .and(s())
-        .and(headers())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap| async move {
-                respond(delete(state, team, id, headers).await)
-            },
-        );
-    create
-        .or(list)
-        .unify()
-        .or(get)
-        .unify()
-        .or(update)
-        .unify()
-        .or(delete)
-        .unify()
-        .boxed()
-}
-
-async fn parse_body<S, B>(body: S) -> Result<CustomerInput, ApiError>
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    CustomerBody::parse(&read_body(body, MAX_JSON_BODY).await?)
+async fn parse_body(input: Input) -> Result<CustomerInput, ApiError> {
+    CustomerBody::parse(&input.json().await?)
 }
 
 /// Checks a newly given chat id against the directory and fills the account's names.
@@ -113,16 +38,11 @@ async fn check_chat(
     Ok(())
 }
 
-async fn create<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    let dev = state.dev(&team, &headers).await?;
-    let input = parse_body(body).await?;
-    let mut customer = input.into_new(dev.team, dev.key.id.into(), dev.now)?;
-    check_chat(&state, &input, &mut customer).await?;
-    state
+pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
+    let input = parse_body(input).await?;
+    let mut customer = input.into_new(dev.team, dev.user(), dev.now)?;
+    check_chat(&dev.state, &input, &mut customer).await?;
+    dev.state
         .store
         .create_customer(&customer)
         .await
@@ -130,10 +50,10 @@ where
     Ok(success(201, customer, "Customer created"))
 }
 
-async fn list(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let query = CustomerListQuery::parse(&query)?;
-    let page = state
+pub(super) async fn list(dev: Dev, (): (), input: Input) -> Handled {
+    let query = CustomerListQuery::parse(&input.query)?;
+    let page = dev
+        .state
         .store
         .list_customers(dev.team, &query)
         .await
@@ -149,21 +69,10 @@ async fn list(state: AppState, team: String, headers: HeaderMap, query: String) 
     ))
 }
 
-async fn find(
-    state: &AppState,
-    team: &str,
-    id: &str,
-    headers: &HeaderMap,
-) -> Result<(DevRequest, Customer), ApiError> {
-    let dev = state.dev(team, headers).await?;
-    let customer = lookup(state, &dev, id).await?;
-    Ok((dev, customer))
-}
-
 /// The customer `id` of the request's team (404 when there is none).
-async fn lookup(state: &AppState, dev: &DevRequest, id: &str) -> Result<Customer, ApiError> {
-    let id: CustomerId = path_param("customerId", id)?;
-    let customer = state
+async fn lookup(dev: &Dev, id: CustomerId) -> Result<Customer, ApiError> {
+    let customer = dev
+        .state
         .store
         .get_customer(dev.team, id)
         .await
@@ -172,36 +81,18 @@ async fn lookup(state: &AppState, dev: &DevRequest, id: &str) -> Result<Customer
     Ok(customer)
 }
 
-async fn get(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    query: String,
-) -> Handled {
-    let (_, customer) = find(&state, &team, &id, &headers).await?;
-    parse_no_query(&query)?;
+pub(super) async fn get(dev: Dev, (id,): (CustomerId,), _: Input) -> Handled {
+    let customer = lookup(&dev, id).await?;
     Ok(success(200, customer, "Customer retrieved"))
 }
 
-async fn update<S, B>(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    body: S,
-) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
+pub(super) async fn update(dev: Dev, (id,): (CustomerId,), input: Input) -> Handled {
     // The body is read and checked (400, 413) before the customer is looked up (404).
-    let dev = state.dev(&team, &headers).await?;
-    let input = parse_body(body).await?;
-    let existing = lookup(&state, &dev, &id).await?;
+    let input = parse_body(input).await?;
+    let existing = lookup(&dev, id).await?;
     let mut updated = input.apply_to(&existing, dev.now)?;
-    check_chat(&state, &input, &mut updated).await?;
-    state
+    check_chat(&dev.state, &input, &mut updated).await?;
+    dev.state
         .store
         .update_customer(&updated)
         .await
@@ -209,9 +100,9 @@ where
     Ok(success(200, updated, "Customer updated"))
 }
 
-async fn delete(state: AppState, team: String, id: String, headers: HeaderMap) -> Handled {
-    let (dev, customer) = find(&state, &team, &id, &headers).await?;
-    state
+pub(super) async fn delete(dev: Dev, (id,): (CustomerId,), _: Input) -> Handled {
+    let customer = lookup(&dev, id).await?;
+    dev.state
         .store
         .delete_customer(dev.team, customer.id)
         .await

@@ -1,103 +1,89 @@
 //! A license's hardware identifiers and IP addresses: list, forget, remember.
 
-use bytes::Buf;
-use futures_util::Stream;
-use licensing_core::api::requests::{DeviceListQuery, ForgottenBody, MAX_JSON_BODY};
+use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
 use licensing_core::api::{HwidForgotten, HwidPage, IpForgotten, IpPage};
 use licensing_core::model::{HwidView, IpRecordView, RecordStatus, TeamSettings};
-use licensing_core::store::{DeviceStore, Entity, StoreError, TeamStore};
-use licensing_core::{ApiError, HwidId, IpId, LicenseId, Timestamp};
-use warp::Filter;
-use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
+use licensing_core::store::{DeviceStore, Entity, LicenseStore, StoreError, TeamStore};
+use licensing_core::{ApiError, HwidId, IpId, LicenseId};
 
-use crate::http::{
-    Handled, Response, path_param, raw_query, read_body, respond, store_error, success,
-};
-use crate::routes::with_state;
+use super::{Dev, Input};
+use crate::http::{Handled, store_error, success};
 use crate::state::AppState;
 
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let s = move || with_state(state.clone());
-    let headers = warp::header::headers_cloned;
-    let list_hwids =
-        warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String / "hwid")
-            .and(warp::get())
-            .and(s())
-            .and(headers())
-            .and(raw_query())
-            .then(
-                |team: String,
-                 license: String,
-                 state: AppState,
-                 headers: HeaderMap,
-                 query: String| async move {
-                    respond(list(state, team, license, headers, query, Kind::Hwid).await)
-                },
-            );
-    let list_ips = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String / "ip-address")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(|team: String, license: String, state: AppState, headers: HeaderMap, query: String| async move {
-            respond(list(state, team, license, headers, query, Kind::Ip).await)
-        });
-    let patch_hwid =
-        warp::path!(
-            "api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String / "hwid" / String
-        )
-        .and(warp::patch())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String,
-             license: String,
-             id: String,
-             state: AppState,
-             headers: HeaderMap,
-             body| async move {
-                respond(forget(state, team, license, id, headers, body, Kind::Hwid).await)
-            },
-        );
-    let patch_ip =
-        warp::path!(
-            "api"
-                / "v1"
-                / "dev"
-                / "teams"
-                / String
-                / "licenses"
-                / "id"
-                / String
-                / "ip-address"
-                / String
-        )
-        .and(warp::patch())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String,
-             license: String,
-             id: String,
-             state: AppState,
-             headers: HeaderMap,
-             body| async move {
-                respond(forget(state, team, license, id, headers, body, Kind::Ip).await)
-            },
-        );
-    list_hwids
-        .or(list_ips)
-        .unify()
-        .or(patch_hwid)
-        .unify()
-        .or(patch_ip)
-        .unify()
-        .boxed()
+/// `GET …/hwid`.
+pub(super) async fn list_hwids(dev: Dev, (license,): (LicenseId,), input: Input) -> Handled {
+    list(dev, license, input, Kind::Hwid).await
 }
 
+/// `GET …/ip-address`.
+pub(super) async fn list_ips(dev: Dev, (license,): (LicenseId,), input: Input) -> Handled {
+    list(dev, license, input, Kind::Ip).await
+}
+
+/// `PATCH …/hwid/{hwidId}`.
+pub(super) async fn forget_hwid(
+    dev: Dev,
+    (license, id): (LicenseId, HwidId),
+    input: Input,
+) -> Handled {
+    let forgotten = ForgottenBody::parse(&input.json().await?)?;
+    license_for(&dev, license, true).await?;
+    let h = dev
+        .state
+        .store
+        .set_hwid_forgotten(dev.team, license, id, forgotten, dev.now)
+        .await
+        .map_err(store_error)?;
+    Ok(success(
+        200,
+        HwidForgotten {
+            hwid_id: h.id,
+            forgotten: h.forgotten,
+        },
+        "Hardware identifier updated",
+    ))
+}
+
+/// `PATCH …/ip-address/{ipId}`.
+pub(super) async fn forget_ip(dev: Dev, (license, id): (LicenseId, IpId), input: Input) -> Handled {
+    let forgotten = ForgottenBody::parse(&input.json().await?)?;
+    license_for(&dev, license, true).await?;
+    let r = dev
+        .state
+        .store
+        .set_ip_forgotten(dev.team, license, id, forgotten, dev.now)
+        .await
+        .map_err(store_error)?;
+    Ok(success(
+        200,
+        IpForgotten {
+            ip_id: r.id,
+            forgotten: r.forgotten,
+        },
+        "IP address updated",
+    ))
+}
+
+/// For a key restricted to products: 404 unless it may see the license, 403 unless it may
+/// change it when `change`. Unrestricted keys need no read here (the store checks the license
+/// exists).
+async fn license_for(dev: &Dev, license: LicenseId, change: bool) -> Result<(), ApiError> {
+    if dev.products().is_none() {
+        return Ok(());
+    }
+    let found = dev
+        .state
+        .store
+        .get_license(dev.team, license)
+        .await
+        .map_err(store_error)?
+        .filter(|l| dev.sees(&l.product_ids))
+        .ok_or(StoreError::NotFound(Entity::License))?;
+    if change {
+        dev.must_cover(&found.product_ids)?;
+    }
+    Ok(())
+}
 #[derive(Clone, Copy)]
 enum Kind {
     Hwid,
@@ -117,19 +103,12 @@ async fn settings(
         .settings)
 }
 
-async fn list(
-    state: AppState,
-    team: String,
-    license: String,
-    headers: HeaderMap,
-    query: String,
-    kind: Kind,
-) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let license: LicenseId = path_param("licenseId", &license)?;
-    let query = DeviceListQuery::parse(&query)?;
-    let settings = settings(&state, dev.team).await?;
-    let now = Timestamp::now();
+async fn list(dev: Dev, license: LicenseId, input: Input, kind: Kind) -> Handled {
+    let query = DeviceListQuery::parse(&input.query)?;
+    license_for(&dev, license, false).await?;
+    let state = &dev.state;
+    let settings = settings(state, dev.team).await?;
+    let now = dev.now;
     match kind {
         Kind::Hwid => {
             let page = state
@@ -187,59 +166,6 @@ async fn list(
                     has_next_page: page.has_next_page,
                 },
                 "IP addresses retrieved",
-            ))
-        }
-    }
-}
-
-async fn forget<S, B>(
-    state: AppState,
-    team: String,
-    license: String,
-    id: String,
-    headers: HeaderMap,
-    body: S,
-    kind: Kind,
-) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    let dev = state.dev(&team, &headers).await?;
-    let license: LicenseId = path_param("licenseId", &license)?;
-    let body = read_body(body, MAX_JSON_BODY).await?;
-    let forgotten = ForgottenBody::parse(&body)?;
-    match kind {
-        Kind::Hwid => {
-            let id: HwidId = path_param("hwidId", &id)?;
-            let h = state
-                .store
-                .set_hwid_forgotten(dev.team, license, id, forgotten, dev.now)
-                .await
-                .map_err(store_error)?;
-            Ok(success(
-                200,
-                HwidForgotten {
-                    hwid_id: h.id,
-                    forgotten: h.forgotten,
-                },
-                "Hardware identifier updated",
-            ))
-        }
-        Kind::Ip => {
-            let id: IpId = path_param("ipId", &id)?;
-            let r = state
-                .store
-                .set_ip_forgotten(dev.team, license, id, forgotten, dev.now)
-                .await
-                .map_err(store_error)?;
-            Ok(success(
-                200,
-                IpForgotten {
-                    ip_id: r.id,
-                    forgotten: r.forgotten,
-                },
-                "IP address updated",
             ))
         }
     }

@@ -1,118 +1,19 @@
 //! Licenses: create, list, read, update and delete, by key and by id.
 
-use bytes::Buf;
-use futures_util::Stream;
-use licensing_core::api::requests::{
-    LicenseCreate, LicenseListQuery, LicenseUpdate, MAX_JSON_BODY, parse_no_query,
-};
+use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
 use licensing_core::model::{License, LicenseDetail, OutboxMessage};
-use licensing_core::store::{CustomerStore, LicenseStore, ProductStore, StoreError};
+use licensing_core::store::{CustomerStore, Entity, LicenseStore, Page, ProductStore, StoreError};
 use licensing_core::{ApiError, LicenseId, LicenseKey};
-use warp::Filter;
-use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
 
-use crate::http::{
-    Handled, Response, path_param, raw_query, read_body, respond, store_error, success,
-};
-use crate::routes::with_state;
+use super::{Dev, Input};
+use crate::http::{Handled, Response, store_error, success};
 use crate::services::mail;
 use crate::state::AppState;
 use crate::store::SledStore;
 
 /// Attempts at drawing a free license key before giving up (a collision needs 36^25 luck).
 const KEY_ATTEMPTS: usize = 5;
-
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let s = move || with_state(state.clone());
-    let headers = warp::header::headers_cloned;
-
-    let create = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses")
-        .and(warp::post())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(create(state, team, headers, body).await)
-            },
-        );
-    let list = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list(state, team, headers, query).await)
-            },
-        );
-    let get_by_key = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / String)
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(|team: String, key: String, state: AppState, headers: HeaderMap, query: String| async move {
-            respond(get_by_key(state, team, key, headers, query).await)
-        });
-    let delete_by_key = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / String)
-        .and(warp::delete())
-        .and(s())
-        .and(headers())
-        .then(
-            |team: String, key: String, state: AppState, headers: HeaderMap| async move {
-                respond(delete_by_key(state, team, key, headers).await)
-            },
-        );
-    let get_by_id = warp::path!(
-        "api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String
-    )
-    .and(warp::get())
-    .and(s())
-    .and(headers())
-    .and(raw_query())
-    .then(
-        |team: String, id: String, state: AppState, headers: HeaderMap, query: String| async move {
-            respond(get_by_id(state, team, id, headers, query).await)
-        },
-    );
-    let update = warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String)
-        .and(warp::put())
-        .and(s())
-        .and(headers())
-        .and(warp::body::stream())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap, body| async move {
-                respond(update(state, team, id, headers, body).await)
-            },
-        );
-    let delete_by_id =
-        warp::path!("api" / "v1" / "dev" / "teams" / String / "licenses" / "id" / String)
-            .and(warp::delete())
-            .and(s())
-            .and(headers())
-            .then(
-                |team: String, id: String, state: AppState, headers: HeaderMap| async move {
-                    respond(delete_by_id(state, team, id, headers).await)
-                },
-            );
-
-    create
-        .or(list)
-        .unify()
-        .or(get_by_key)
-        .unify()
-        .or(delete_by_key)
-        .unify()
-        .or(get_by_id)
-        .unify()
-        .or(update)
-        .unify()
-        .or(delete_by_id)
-        .unify()
-        .boxed()
-}
 
 /// A license with its customers and products.
 pub(crate) async fn detail(store: &SledStore, license: License) -> Result<LicenseDetail, ApiError> {
@@ -131,14 +32,11 @@ pub(crate) async fn detail(store: &SledStore, license: License) -> Result<Licens
     })
 }
 
-async fn create<S, B>(state: AppState, team: String, headers: HeaderMap, body: S) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
-    let dev = state.dev(&team, &headers).await?;
-    let body = read_body(body, MAX_JSON_BODY).await?;
+pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
+    let body = input.json().await?;
     let new = LicenseCreate::parse(&body, dev.now)?;
+    dev.must_cover(&new.product_ids)?;
+    let state = &dev.state;
     let mail = new.send_email_delivery;
     if mail && state.mailer.is_none() {
         return Err(ApiError::bad_field(
@@ -149,9 +47,9 @@ where
     for _ in 0..KEY_ATTEMPTS {
         let license =
             new.clone()
-                .into_license(LicenseKey::generate(), dev.team, dev.key.id.into(), dev.now);
+                .into_license(LicenseKey::generate(), dev.team, dev.user(), dev.now);
         let stored = if mail {
-            let messages = messages_for(&state, &license).await?;
+            let messages = messages_for(state, &license).await?;
             state
                 .store
                 .create_license_with_mail(&license, &messages, mail::DAILY_LIMIT, dev.now)
@@ -221,96 +119,107 @@ fn daily_limit_reached(message: String, now: licensing_core::Timestamp) -> Respo
     response
 }
 
-async fn list(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let query = LicenseListQuery::parse(&query)?;
-    let page = state
+pub(super) async fn list(dev: Dev, (): (), input: Input) -> Handled {
+    let mut query = LicenseListQuery::parse(&input.query)?;
+    // A key restricted to products sees the licenses of its products only.
+    if let Some(allowed) = dev.products() {
+        let wanted = &mut query.filter.product_ids;
+        if wanted.is_empty() {
+            wanted.clone_from(allowed);
+        } else {
+            wanted.retain(|p| allowed.contains(p));
+            if wanted.is_empty() {
+                return Ok(page(Page {
+                    items: Vec::new(),
+                    total: 0,
+                    has_next_page: false,
+                }));
+            }
+        }
+    }
+    let found = dev
+        .state
         .store
         .list_licenses(dev.team, &query)
         .await
         .map_err(store_error)?;
-    Ok(success(
+    Ok(page(found))
+}
+
+fn page(found: Page<License>) -> Response {
+    success(
         200,
         LicensePage {
-            licenses: page.items,
-            total_results: page.total,
-            has_next_page: page.has_next_page,
+            licenses: found.items,
+            total_results: found.total,
+            has_next_page: found.has_next_page,
         },
         "Licenses retrieved",
-    ))
+    )
 }
 
-async fn find_by_key(
-    state: &AppState,
-    team: &str,
-    key: &str,
-    headers: &HeaderMap,
-) -> Result<License, ApiError> {
-    let key: LicenseKey = path_param("licenseKey", key)?;
-    let dev = state.dev(team, headers).await?;
-    state
+fn not_found() -> ApiError {
+    StoreError::NotFound(Entity::License).into()
+}
+
+/// The license, when it exists in the team and the key may see it (else 404).
+fn visible(dev: &Dev, license: Option<License>) -> Result<License, ApiError> {
+    license
+        .filter(|l| dev.sees(&l.product_ids))
+        .ok_or_else(not_found)
+}
+
+async fn by_key(dev: &Dev, key: &LicenseKey) -> Result<License, ApiError> {
+    let found = dev
+        .state
         .store
-        .get_license_by_key(dev.team, &key)
+        .get_license_by_key(dev.team, key)
         .await
-        .map_err(store_error)?
-        .ok_or(StoreError::NotFound(licensing_core::store::Entity::License).into())
+        .map_err(store_error)?;
+    visible(dev, found)
 }
 
-async fn find_by_id(
-    state: &AppState,
-    team: &str,
-    id: &str,
-    headers: &HeaderMap,
-) -> Result<License, ApiError> {
-    let id: LicenseId = path_param("licenseId", id)?;
-    let dev = state.dev(team, headers).await?;
-    state
+async fn by_id(dev: &Dev, id: LicenseId) -> Result<License, ApiError> {
+    let found = dev
+        .state
         .store
         .get_license(dev.team, id)
         .await
-        .map_err(store_error)?
-        .ok_or(StoreError::NotFound(licensing_core::store::Entity::License).into())
+        .map_err(store_error)?;
+    visible(dev, found)
 }
 
-async fn get_by_key(
-    state: AppState,
-    team: String,
-    key: String,
-    headers: HeaderMap,
-    query: String,
-) -> Handled {
-    let license = find_by_key(&state, &team, &key, &headers).await?;
-    parse_no_query(&query)?;
+pub(super) async fn get_by_key(dev: Dev, (key,): (LicenseKey,), _: Input) -> Handled {
+    let license = by_key(&dev, &key).await?;
     Ok(success(
         200,
-        detail(&state.store, license).await?,
+        detail(&dev.state.store, license).await?,
         "License retrieved",
     ))
 }
 
-async fn get_by_id(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    query: String,
-) -> Handled {
-    let license = find_by_id(&state, &team, &id, &headers).await?;
-    parse_no_query(&query)?;
+pub(super) async fn get_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    let license = by_id(&dev, id).await?;
     Ok(success(
         200,
-        detail(&state.store, license).await?,
+        detail(&dev.state.store, license).await?,
         "License retrieved",
     ))
 }
 
-async fn delete_by_key(state: AppState, team: String, key: String, headers: HeaderMap) -> Handled {
-    let license = find_by_key(&state, &team, &key, &headers).await?;
-    state
+async fn delete(dev: &Dev, license: &License) -> Result<(), ApiError> {
+    dev.must_cover(&license.product_ids)?;
+    dev.state
         .store
         .delete_license(license.team_id, license.id)
         .await
         .map_err(store_error)?;
+    Ok(())
+}
+
+pub(super) async fn delete_by_key(dev: Dev, (key,): (LicenseKey,), _: Input) -> Handled {
+    let license = by_key(&dev, &key).await?;
+    delete(&dev, &license).await?;
     Ok(success(
         200,
         LicenseKeyDeleted {
@@ -321,13 +230,9 @@ async fn delete_by_key(state: AppState, team: String, key: String, headers: Head
     ))
 }
 
-async fn delete_by_id(state: AppState, team: String, id: String, headers: HeaderMap) -> Handled {
-    let license = find_by_id(&state, &team, &id, &headers).await?;
-    state
-        .store
-        .delete_license(license.team_id, license.id)
-        .await
-        .map_err(store_error)?;
+pub(super) async fn delete_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    let license = by_id(&dev, id).await?;
+    delete(&dev, &license).await?;
     Ok(success(
         200,
         LicenseDeleted {
@@ -338,32 +243,15 @@ async fn delete_by_id(state: AppState, team: String, id: String, headers: Header
     ))
 }
 
-async fn update<S, B>(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    body: S,
-) -> Handled
-where
-    S: Stream<Item = Result<B, warp::Error>>,
-    B: Buf,
-{
+pub(super) async fn update(dev: Dev, (id,): (LicenseId,), input: Input) -> Handled {
     // The protocol's order: ids and credentials, then the body (400), then the record (404).
-    let license_id: LicenseId = path_param("licenseId", &id)?;
-    let dev = state.dev(&team, &headers).await?;
-    let body = read_body(body, MAX_JSON_BODY).await?;
+    let body = input.json().await?;
     LicenseUpdate::check_syntax(&body)?;
-    let existing = state
-        .store
-        .get_license(dev.team, license_id)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            ApiError::from(StoreError::NotFound(licensing_core::store::Entity::License))
-        })?;
-    let updated = LicenseUpdate::apply(&body, &existing, licensing_core::Timestamp::now())?;
-    state
+    let existing = by_id(&dev, id).await?;
+    dev.must_cover(&existing.product_ids)?;
+    let updated = LicenseUpdate::apply(&body, &existing, dev.now)?;
+    dev.must_cover(&updated.product_ids)?;
+    dev.state
         .store
         .update_license(&updated)
         .await
@@ -379,7 +267,7 @@ where
         })?;
     Ok(success(
         200,
-        detail(&state.store, updated).await?,
+        detail(&dev.state.store, updated).await?,
         "License updated",
     ))
 }

@@ -1,4 +1,17 @@
 //! The developer API: `/api/v1/dev/teams/{teamId}/…`, bearer API keys.
+//!
+//! One gate is the only way in. [`OPERATIONS`](operations) lists every operation (method, path,
+//! scope, handler); for each request the gate, in protocol.md's order (section 4):
+//! 1. finds the operation (404 for an unknown path, 405 for a known path with another method);
+//! 2. parses the team id and every id of the path (400 naming the parameter);
+//! 3. authenticates the API key once (401, 403 for another team's key, 429 past the failure
+//!    limits), and checks the operation's scope (403, with
+//!    `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`);
+//! 4. counts the key's rate limit on the record it already holds (429);
+//! 5. refuses a query string on operations that take none (400);
+//!
+//! and hands the handler a [`Dev`] context with typed ids. Handlers then read the body (400)
+//! before they look records up (404).
 
 mod access;
 mod customers;
@@ -9,28 +22,622 @@ mod releases;
 mod stats;
 mod team;
 
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use futures_util::{Stream, StreamExt};
+use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
+use licensing_core::model::{
+    ApiKeyRecord, ProductRestriction, Resource, Scope, covers_products, sees_products,
+};
+use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
 use warp::Filter;
 use warp::filters::BoxedFilter;
+use warp::http::{HeaderMap, HeaderValue, Method};
 
-use crate::http::Response;
-use crate::state::AppState;
+use crate::http::{Handled, Response, auth, path_param, raw_query, read_body, respond};
+use crate::routes::with_state;
+use crate::state::{AppState, Principal};
 
-/// All developer routes.
+/// A request body as the gate hands it on.
+pub(crate) type Body = Pin<Box<dyn Stream<Item = Result<Bytes, warp::Error>> + Send>>;
+
+/// What a handler gets besides its ids: the query string, the headers and the body.
+pub(crate) struct Input {
+    /// The raw query string (empty without one).
+    pub(crate) query: String,
+    /// The request headers.
+    pub(crate) headers: HeaderMap,
+    /// The body, not yet read.
+    pub(crate) body: Body,
+}
+
+impl Input {
+    /// The whole JSON body (at most 1 MiB, else 413).
+    pub(crate) async fn json(self) -> Result<Bytes, ApiError> {
+        read_body(self.body, MAX_JSON_BODY).await
+    }
+}
+
+/// An authenticated developer request.
+pub(crate) struct Dev {
+    /// The server.
+    pub(crate) state: AppState,
+    /// The team of the path.
+    pub(crate) team: TeamId,
+    /// The API key that made it.
+    pub(crate) key: ApiKeyRecord,
+    /// When it is handled.
+    pub(crate) now: Timestamp,
+}
+
+impl Dev {
+    /// The `createdByUserId` of what this request creates.
+    pub(crate) fn user(&self) -> UserId {
+        self.key.id.into()
+    }
+
+    /// The products the key is restricted to.
+    pub(crate) fn products(&self) -> &ProductRestriction {
+        &self.key.product_ids
+    }
+
+    /// Whether the key may see a record tied to `products`.
+    pub(crate) fn sees(&self, products: &[ProductId]) -> bool {
+        sees_products(&self.key.product_ids, products)
+    }
+
+    /// 403 unless the key may change a record tied to `products` (all of them among its own).
+    pub(crate) fn must_cover(&self, products: &[ProductId]) -> Result<(), ApiError> {
+        if covers_products(&self.key.product_ids, products) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "This API key is restricted to some products: it can only change records whose products are all among them",
+            ))
+        }
+    }
+}
+
+/// The ids of a path, parsed in order; each names itself in its 400.
+pub(crate) trait PathIds: Sized + Send + 'static {
+    /// Parses `(name, text)` pairs, in path order.
+    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError>;
+}
+
+impl PathIds for () {
+    fn parse(_: &[(&'static str, &str)]) -> Result<Self, ApiError> {
+        Ok(())
+    }
+}
+
+fn nth<T: FromStr>(values: &[(&'static str, &str)], i: usize) -> Result<T, ApiError>
+where
+    T::Err: std::fmt::Display,
+{
+    let (name, text) = values.get(i).ok_or_else(ApiError::internal)?;
+    path_param(name, text)
+}
+
+impl<A> PathIds for (A,)
+where
+    A: FromStr + Send + 'static,
+    A::Err: std::fmt::Display,
+{
+    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
+        Ok((nth(values, 0)?,))
+    }
+}
+
+impl<A, B> PathIds for (A, B)
+where
+    A: FromStr + Send + 'static,
+    A::Err: std::fmt::Display,
+    B: FromStr + Send + 'static,
+    B::Err: std::fmt::Display,
+{
+    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
+        Ok((nth(values, 0)?, nth(values, 1)?))
+    }
+}
+
+type Reply = Pin<Box<dyn Future<Output = Handled> + Send>>;
+/// A handler with its ids parsed, waiting for its context.
+type Bound = Box<dyn FnOnce(Dev, Input) -> Reply + Send>;
+/// Parses a path's ids and binds them to the handler.
+type Binder = Box<dyn Fn(&[(&'static str, &str)]) -> Result<Bound, ApiError> + Send + Sync>;
+
+/// Whether an operation reads a query string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    /// None: the gate refuses any parameter.
+    None,
+    /// The handler parses it.
+    Parsed,
+}
+
+/// One operation of the developer API.
+pub(crate) struct Operation {
+    /// The method.
+    pub(crate) method: Method,
+    /// The path under `/api/v1/dev/teams/{teamId}/`, with `{name}` for ids.
+    pub(crate) path: &'static str,
+    /// The scope it needs; `None`: any key of the team.
+    pub(crate) scope: Option<Scope>,
+    query: Query,
+    bind: Binder,
+}
+
+impl Operation {
+    /// The operation's full path template.
+    pub(crate) fn template(&self) -> String {
+        format!("/api/v1/dev/teams/{{teamId}}/{}", self.path)
+    }
+
+    /// Matches `segments` (after the team id); the ids in order on success.
+    fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
+        let mut ids = Vec::new();
+        let mut template = self.path.split('/');
+        for segment in segments {
+            let part = template.next()?;
+            match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(name) => ids.push((name, *segment)),
+                None if part == *segment => {}
+                None => return None,
+            }
+        }
+        template.next().is_none().then_some(ids)
+    }
+}
+
+fn op<P, F, Fut>(
+    method: Method,
+    path: &'static str,
+    scope: Option<Scope>,
+    query: Query,
+    handler: F,
+) -> Operation
+where
+    P: PathIds,
+    F: Fn(Dev, P, Input) -> Fut + Send + Sync + Copy + 'static,
+    Fut: Future<Output = Handled> + Send + 'static,
+{
+    Operation {
+        method,
+        path,
+        scope,
+        query,
+        bind: Box::new(move |values| {
+            let ids = P::parse(values)?;
+            Ok(
+                Box::new(move |dev: Dev, input: Input| Box::pin(handler(dev, ids, input)) as Reply)
+                    as Bound,
+            )
+        }),
+    }
+}
+
+/// Every developer operation: method, path, scope, query, handler.
+pub(crate) fn operations() -> Vec<Operation> {
+    use Query::{None as NoQuery, Parsed};
+    use Resource::*;
+    let read = |r| Some(Scope::read(r));
+    let write = |r| Some(Scope::write(r));
+    let (get, post, put, patch, delete) = (
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+    );
+    vec![
+        op(
+            post.clone(),
+            "licenses",
+            write(Licenses),
+            NoQuery,
+            licenses::create,
+        ),
+        op(
+            get.clone(),
+            "licenses",
+            read(Licenses),
+            Parsed,
+            licenses::list,
+        ),
+        op(
+            get.clone(),
+            "licenses/{licenseKey}",
+            read(Licenses),
+            NoQuery,
+            licenses::get_by_key,
+        ),
+        op(
+            delete.clone(),
+            "licenses/{licenseKey}",
+            write(Licenses),
+            NoQuery,
+            licenses::delete_by_key,
+        ),
+        op(
+            get.clone(),
+            "licenses/id/{licenseId}",
+            read(Licenses),
+            NoQuery,
+            licenses::get_by_id,
+        ),
+        op(
+            put.clone(),
+            "licenses/id/{licenseId}",
+            write(Licenses),
+            NoQuery,
+            licenses::update,
+        ),
+        op(
+            delete.clone(),
+            "licenses/id/{licenseId}",
+            write(Licenses),
+            NoQuery,
+            licenses::delete_by_id,
+        ),
+        op(
+            get.clone(),
+            "licenses/id/{licenseId}/hwid",
+            read(Licenses),
+            Parsed,
+            devices::list_hwids,
+        ),
+        op(
+            patch.clone(),
+            "licenses/id/{licenseId}/hwid/{hwidId}",
+            write(Licenses),
+            NoQuery,
+            devices::forget_hwid,
+        ),
+        op(
+            get.clone(),
+            "licenses/id/{licenseId}/ip-address",
+            read(Licenses),
+            Parsed,
+            devices::list_ips,
+        ),
+        op(
+            patch,
+            "licenses/id/{licenseId}/ip-address/{ipId}",
+            write(Licenses),
+            NoQuery,
+            devices::forget_ip,
+        ),
+        op(
+            post.clone(),
+            "customers",
+            write(Customers),
+            NoQuery,
+            customers::create,
+        ),
+        op(
+            get.clone(),
+            "customers",
+            read(Customers),
+            Parsed,
+            customers::list,
+        ),
+        op(
+            get.clone(),
+            "customers/{customerId}",
+            read(Customers),
+            NoQuery,
+            customers::get,
+        ),
+        op(
+            put.clone(),
+            "customers/{customerId}",
+            write(Customers),
+            NoQuery,
+            customers::update,
+        ),
+        op(
+            delete.clone(),
+            "customers/{customerId}",
+            write(Customers),
+            NoQuery,
+            customers::delete,
+        ),
+        op(
+            post.clone(),
+            "products",
+            write(Products),
+            NoQuery,
+            products::create,
+        ),
+        op(
+            get.clone(),
+            "products",
+            read(Products),
+            Parsed,
+            products::list,
+        ),
+        op(
+            get.clone(),
+            "products/{productId}",
+            read(Products),
+            NoQuery,
+            products::get,
+        ),
+        op(
+            put.clone(),
+            "products/{productId}",
+            write(Products),
+            NoQuery,
+            products::update,
+        ),
+        op(
+            delete.clone(),
+            "products/{productId}",
+            write(Products),
+            NoQuery,
+            products::delete,
+        ),
+        op(
+            post.clone(),
+            "products/{productId}/branches",
+            write(Products),
+            NoQuery,
+            products::create_branch,
+        ),
+        op(
+            get.clone(),
+            "products/{productId}/branches",
+            read(Products),
+            NoQuery,
+            products::list_branches,
+        ),
+        op(
+            delete.clone(),
+            "products/{productId}/branches/{branchId}",
+            write(Products),
+            NoQuery,
+            products::delete_branch,
+        ),
+        op(
+            post.clone(),
+            "releases",
+            write(Releases),
+            NoQuery,
+            releases::create,
+        ),
+        op(
+            get.clone(),
+            "releases",
+            read(Releases),
+            Parsed,
+            releases::list,
+        ),
+        op(
+            get.clone(),
+            "releases/{releaseId}",
+            read(Releases),
+            NoQuery,
+            releases::get,
+        ),
+        op(
+            put.clone(),
+            "releases/{releaseId}",
+            write(Releases),
+            NoQuery,
+            releases::update,
+        ),
+        op(
+            delete.clone(),
+            "releases/{releaseId}",
+            write(Releases),
+            NoQuery,
+            releases::delete,
+        ),
+        op(
+            get.clone(),
+            "statistics",
+            read(Statistics),
+            NoQuery,
+            stats::statistics,
+        ),
+        op(
+            get.clone(),
+            "settings",
+            read(Settings),
+            NoQuery,
+            team::get_settings,
+        ),
+        op(
+            put,
+            "settings",
+            write(Settings),
+            NoQuery,
+            team::put_settings,
+        ),
+        op(get.clone(), "public-key", None, NoQuery, team::public_key),
+        op(
+            post.clone(),
+            "blacklist",
+            write(Blacklist),
+            NoQuery,
+            access::create_entry,
+        ),
+        op(
+            get.clone(),
+            "blacklist",
+            read(Blacklist),
+            NoQuery,
+            access::list_entries,
+        ),
+        op(
+            delete.clone(),
+            "blacklist/{blacklistId}",
+            write(Blacklist),
+            NoQuery,
+            access::delete_entry,
+        ),
+        op(
+            post,
+            "api-keys",
+            write(ApiKeys),
+            NoQuery,
+            access::create_key,
+        ),
+        op(get, "api-keys", read(ApiKeys), NoQuery, access::list_keys),
+        op(
+            delete,
+            "api-keys/{apiKeyId}",
+            write(ApiKeys),
+            NoQuery,
+            access::revoke_key,
+        ),
+    ]
+}
+
+/// Every developer route, behind the gate.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    licenses::routes(state.clone())
-        .or(access::routes(state.clone()))
-        .unify()
-        .or(devices::routes(state.clone()))
-        .unify()
-        .or(customers::routes(state.clone()))
-        .unify()
-        .or(products::routes(state.clone()))
-        .unify()
-        .or(releases::routes(state.clone()))
-        .unify()
-        .or(stats::routes(state.clone()))
-        .unify()
-        .or(team::routes(state))
-        .unify()
+    let table: Arc<[Operation]> = operations().into();
+    warp::path!("api" / "v1" / "dev" / "teams" / ..)
+        .and(warp::path::tail())
+        .and(warp::method())
+        .and(with_state(state))
+        .and(crate::connections::client_addr())
+        .and(warp::header::headers_cloned())
+        .and(raw_query())
+        .and(boxed_body())
+        .then(
+            move |tail: warp::path::Tail,
+                  method: Method,
+                  state: AppState,
+                  client: IpAddr,
+                  headers: HeaderMap,
+                  query: String,
+                  body: Body| {
+                let table = table.clone();
+                async move {
+                    let input = Input {
+                        query,
+                        headers,
+                        body,
+                    };
+                    gate(&table, state, tail.as_str(), &method, client, input).await
+                }
+            },
+        )
         .boxed()
+}
+
+/// The request body as a boxed stream of `Bytes`.
+fn boxed_body() -> impl Filter<Extract = (Body,), Error = warp::Rejection> + Clone {
+    fn boxed<S, B>(body: S) -> Body
+    where
+        S: Stream<Item = Result<B, warp::Error>> + Send + 'static,
+        B: Buf,
+    {
+        Box::pin(body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining()))))
+    }
+    warp::body::stream().map(boxed)
+}
+
+/// The gate: steps 1 to 5 of the module documentation, then the handler.
+async fn gate(
+    table: &[Operation],
+    state: AppState,
+    path: &str,
+    method: &Method,
+    client: IpAddr,
+    input: Input,
+) -> Response {
+    let mut segments = path.split('/');
+    let team = segments.next().unwrap_or_default();
+    let segments: Vec<&str> = segments.collect();
+    // 1. The operation.
+    let mut known_path = false;
+    let mut found = None;
+    for operation in table {
+        if let Some(ids) = operation.matches(&segments) {
+            known_path = true;
+            if operation.method == *method {
+                found = Some((operation, ids));
+                break;
+            }
+        }
+    }
+    let Some((operation, ids)) = found else {
+        return crate::http::error(&if known_path {
+            ApiError::method_not_allowed()
+        } else {
+            ApiError::route_not_found()
+        });
+    };
+    // 2. The ids.
+    let team = match path_param::<TeamId>("teamId", team) {
+        Ok(team) => team,
+        Err(e) => return crate::http::error(&e),
+    };
+    let bound = match (operation.bind)(&ids) {
+        Ok(bound) => bound,
+        Err(e) => return crate::http::error(&e),
+    };
+    // 3. Credentials and scope.
+    let now = Timestamp::now();
+    let key = match auth::api_key(&state, client, &input.headers, team, now).await {
+        Ok(key) => key,
+        Err(refused) => return refused.into_response(),
+    };
+    if let Some(scope) = operation.scope
+        && !key.allows(scope)
+    {
+        return missing_scope(&key, scope);
+    }
+    // 4. The rate limit.
+    let rate = state
+        .limits
+        .dev
+        .as_ref()
+        .map(|limiter| limiter.check(&Principal::ApiKey(key.id)));
+    if let Some(status) = rate.filter(|s| !s.allowed()) {
+        return crate::http::rate_limited(&status, "requests", " per API key");
+    }
+    state.key_uses.record(team, key.id, now);
+    // 5. The query of operations that take none.
+    let mut response = if operation.query == Query::None
+        && let Err(e) = parse_no_query(&input.query)
+    {
+        crate::http::error(&e)
+    } else {
+        let dev = Dev {
+            state,
+            team,
+            key,
+            now,
+        };
+        respond(bound(dev, input).await)
+    };
+    if let Some(status) = rate {
+        status.apply(response.headers_mut());
+    }
+    response
+}
+
+/// 403 for a key without the operation's scope, naming it in the details and, as RFC 6750
+/// describes, in `WWW-Authenticate`.
+fn missing_scope(key: &ApiKeyRecord, scope: Scope) -> Response {
+    let mut response = crate::http::error(&ApiError::forbidden(format!(
+        "This API key lacks the scope {scope} (it has: {})",
+        key.scopes.names().join(", ")
+    )));
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{scope}\""
+    )) {
+        response
+            .headers_mut()
+            .insert(warp::http::header::WWW_AUTHENTICATE, value);
+    }
+    response
 }

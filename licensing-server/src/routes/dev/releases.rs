@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use licensing_core::api::requests::{
-    MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseListQuery, ReleaseMode, parse_no_query,
+    MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseListQuery, ReleaseMode,
 };
 use licensing_core::api::{Deleted, ReleasePage};
 use licensing_core::model::{BranchRef, LicenseRef, ProductRef, Release, ReleaseFile, ReleaseView};
@@ -15,109 +15,62 @@ use licensing_core::store::{
     Entity, LicenseStore, ProductStore, ReleaseStore, StoreError, TeamStore,
 };
 use licensing_core::{ApiError, FileId, ReleaseId};
-use warp::Filter;
-use warp::filters::BoxedFilter;
-use warp::http::HeaderMap;
-use warp::multipart::{FormData, Part};
+use multer::{Field, Multipart};
 
+use super::{Body, Dev, Input};
 use crate::files::{FileError, PendingFile};
-use crate::http::{
-    Handled, Response, internal, path_param, raw_query, respond, store_error, success,
-};
-use crate::routes::with_state;
-use crate::state::{AppState, DevRequest};
+use crate::http::{Handled, Response, internal, store_error, success};
+use crate::state::AppState;
 
 /// Bytes of an oversize file part still read (and thrown away) so the client sees the 413
 /// instead of a reset connection.
 const DRAIN_BUDGET: usize = 4 * 1024 * 1024;
 
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let s = move || with_state(state.clone());
-    let headers = warp::header::headers_cloned;
-    let form = || warp::multipart::form().max_length(None);
-    let create = warp::path!("api" / "v1" / "dev" / "teams" / String / "releases")
-        .and(warp::post())
-        .and(s())
-        .and(headers())
-        .and(form())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, form: FormData| async move {
-                respond(create(state, team, headers, form).await)
-            },
-        );
-    let list = warp::path!("api" / "v1" / "dev" / "teams" / String / "releases")
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(
-            |team: String, state: AppState, headers: HeaderMap, query: String| async move {
-                respond(list(state, team, headers, query).await)
-            },
-        );
-    let update = warp::path!("api" / "v1" / "dev" / "teams" / String / "releases" / String)
-        .and(warp::put())
-        .and(s())
-        .and(headers())
-        .and(form())
-        .then(|team: String, id: String, state: AppState, headers: HeaderMap, form: FormData| async move {
-            respond(update(state, team, id, headers, form).await)
-        });
-    let get = warp::path!("api" / "v1" / "dev" / "teams" / String / "releases" / String)
-        .and(warp::get())
-        .and(s())
-        .and(headers())
-        .and(raw_query())
-        .then(|team: String, id: String, state: AppState, headers: HeaderMap, query: String| async move {
-            respond(get(state, team, id, headers, query).await)
-        });
-    let delete = warp::path!("api" / "v1" / "dev" / "teams" / String / "releases" / String)
-        .and(warp::delete())
-        .and(s())
-        .and(headers())
-        .then(
-            |team: String, id: String, state: AppState, headers: HeaderMap| async move {
-                respond(delete(state, team, id, headers).await)
-            },
-        );
-    create
-        .or(list)
-        .unify()
-        .or(update)
-        .unify()
-        .or(get)
-        .unify()
-        .or(delete)
-        .unify()
-        .boxed()
+/// Reads and throws away up to [`DRAIN_BUDGET`] bytes of a body, so that a client still sending
+/// sees the answer rather than a reset connection.
+async fn drain(body: &mut Body) {
+    let mut drained = 0;
+    while let Some(Ok(chunk)) = body.next().await {
+        drained += chunk.len();
+        if drained >= DRAIN_BUDGET {
+            break;
+        }
+    }
 }
 
 /// The 429 of a team over its upload limit (with the limiter's headers), before any of the
-/// upload is stored. Up to [`DRAIN_BUDGET`] bytes of the body are read and thrown away, so that
-/// a client still sending sees the 429 rather than a reset connection.
-async fn upload_refused(
-    state: &AppState,
-    dev: &DevRequest,
-    form: &mut FormData,
-) -> Option<Response> {
-    let status = state.limits.uploads.as_ref()?.check(&dev.team);
+/// upload is stored.
+async fn upload_refused(dev: &Dev, body: &mut Body) -> Option<Response> {
+    let status = dev.state.limits.uploads.as_ref()?.check(&dev.team);
     if status.allowed() {
         return None;
     }
-    let mut drained = 0;
-    'parts: while let Some(Ok(mut part)) = form.next().await {
-        while let Some(Ok(chunk)) = part.data().await {
-            drained += chunk.remaining();
-            if drained >= DRAIN_BUDGET {
-                break 'parts;
-            }
-        }
-    }
+    drain(body).await;
     Some(crate::http::rate_limited(
         &status,
         "release uploads",
         " per team",
     ))
+}
+
+/// The multipart reader of an upload's body: 400 without a multipart `Content-Type` and its
+/// boundary.
+fn multipart(input: Input) -> Result<Multipart<'static>, ApiError> {
+    let content_type = input
+        .headers
+        .get(warp::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "Missing header content-type: a release is sent as multipart/form-data",
+            )
+        })?;
+    let boundary = multer::parse_boundary(content_type).map_err(|_| {
+        ApiError::bad_request(
+            "Invalid header content-type: a release is sent as multipart/form-data with a boundary",
+        )
+    })?;
+    Ok(Multipart::new(input.body, boundary))
 }
 
 /// The parts of a release upload.
@@ -134,13 +87,13 @@ impl Upload {
     }
 }
 
-fn malformed(e: warp::Error) -> ApiError {
+fn malformed(e: multer::Error) -> ApiError {
     crate::http::body_error(&e, "Malformed multipart body")
 }
 
 /// The file name without any directory part, which must have an extension.
-fn file_name(part: &Part) -> Result<String, ApiError> {
-    let raw = part.filename().ok_or_else(|| {
+fn file_name(part: &Field<'_>) -> Result<String, ApiError> {
+    let raw = part.file_name().ok_or_else(|| {
         ApiError::bad_field("file", "needs a file name (Content-Disposition filename)")
     })?;
     let name = raw.rsplit(['/', '\\']).next().unwrap_or_default().trim();
@@ -162,42 +115,42 @@ fn file_name(part: &Part) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-async fn read_data(part: &mut Part) -> Result<Bytes, ApiError> {
+async fn read_data(part: &mut Field<'_>) -> Result<Bytes, ApiError> {
     let mut data = BytesMut::new();
-    while let Some(chunk) = part.data().await {
-        let chunk = chunk.map_err(malformed)?;
-        if data.len() + chunk.remaining() > MAX_JSON_BODY {
+    while let Some(chunk) = part.chunk().await.map_err(malformed)? {
+        if data.len() + chunk.len() > MAX_JSON_BODY {
             return Err(ApiError::payload_too_large(
                 "The data part is larger than 1 MiB",
             ));
         }
-        data.extend_from_slice(chunk.chunk());
+        data.extend_from_slice(&chunk);
     }
     Ok(data.freeze())
 }
 
-async fn read_file(state: &AppState, part: &mut Part) -> Result<PendingFile, ApiError> {
+async fn read_file(state: &AppState, part: &mut Field<'_>) -> Result<PendingFile, ApiError> {
     let mut pending = state
         .files
         .begin()
         .await
         .map_err(|e| internal("upload start", e))?;
-    while let Some(chunk) = part.data().await {
-        let chunk = match chunk {
-            Ok(c) => c,
+    loop {
+        let chunk = match part.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
             Err(e) => {
                 pending.discard().await;
                 return Err(malformed(e));
             }
         };
-        match pending.write(chunk.chunk()).await {
+        match pending.write(&chunk).await {
             Ok(()) => {}
             Err(FileError::TooLarge) => {
                 pending.discard().await;
                 let mut drained = 0;
                 while drained < DRAIN_BUDGET {
-                    match part.data().await {
-                        Some(Ok(c)) => drained += c.remaining(),
+                    match part.chunk().await {
+                        Ok(Some(c)) => drained += c.len(),
                         _ => break,
                     }
                 }
@@ -215,19 +168,16 @@ async fn read_file(state: &AppState, part: &mut Part) -> Result<PendingFile, Api
 }
 
 /// Reads the parts: `data` (required, JSON) and `file` (optional, needs the classloader feature).
-async fn read_upload(
-    state: &AppState,
-    dev: &DevRequest,
-    mut form: FormData,
-) -> Result<Upload, ApiError> {
+async fn read_upload(dev: &Dev, mut form: Multipart<'static>) -> Result<Upload, ApiError> {
+    let state = &dev.state;
     let mut upload = Upload {
         data: None,
         file: None,
     };
     let outcome: Result<(), ApiError> = async {
-        while let Some(part) = form.next().await {
-            let mut part = part.map_err(malformed)?;
-            match part.name() {
+        while let Some(mut part) = form.next_field().await.map_err(malformed)? {
+            let name = part.name().unwrap_or_default().to_owned();
+            match name.as_str() {
                 "data" if upload.data.is_some() => return Err(ApiError::bad_field("data", "is given more than once")),
                 "data" => upload.data = Some(read_data(&mut part).await?),
                 "file" if upload.file.is_some() => return Err(ApiError::bad_field("file", "is given more than once")),
@@ -247,7 +197,7 @@ async fn read_upload(
                     upload.file = Some((read_file(state, &mut part).await?, name));
                 }
                 other => {
-                    return Err(ApiError::bad_field(other, "is not a known part: send `data` (JSON) and optionally `file`"));
+                    return Err(ApiError::bad_field(if other.is_empty() { "part" } else { other }, "is not a known part: send `data` (JSON) and optionally `file`"));
                 }
             }
         }
@@ -265,11 +215,11 @@ async fn read_upload(
 
 /// Commits an uploaded file and describes it.
 async fn store_file(
-    state: &AppState,
-    dev: &DevRequest,
+    dev: &Dev,
     pending: PendingFile,
     name: String,
 ) -> Result<ReleaseFile, ApiError> {
+    let state = &dev.state;
     let id = FileId::new();
     let stored = state
         .files
@@ -330,15 +280,18 @@ async fn parse_input(
     }
 }
 
-async fn create(state: AppState, team: String, headers: HeaderMap, mut form: FormData) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    if let Some(refused) = upload_refused(&state, &dev, &mut form).await {
+pub(super) async fn create(dev: Dev, (): (), mut input: Input) -> Handled {
+    if let Some(refused) = upload_refused(&dev, &mut input.body).await {
         return Ok(refused);
     }
-    let upload = read_upload(&state, &dev, form).await?;
+    let upload = read_upload(&dev, multipart(input)?).await?;
     let (input, file) = parse_input(upload, ReleaseMode::Create).await?;
+    if let Err(e) = dev.must_cover(&[input.product_id]) {
+        discard(file).await;
+        return Err(e);
+    }
     let file = match file {
-        Some((pending, name)) => Some(store_file(&state, &dev, pending, name).await?),
+        Some((pending, name)) => Some(store_file(&dev, pending, name).await?),
         None => None,
     };
     let release = Release {
@@ -349,13 +302,14 @@ async fn create(state: AppState, team: String, headers: HeaderMap, mut form: For
         product_id: input.product_id,
         branch_id: input.branch_id,
         team_id: dev.team,
-        created_by_user_id: dev.key.id.into(),
+        created_by_user_id: dev.user(),
         created_at: dev.now,
         updated_at: dev.now,
         metadata: input.metadata,
         file,
         allowed_license_ids: input.license_ids,
     };
+    let state = &dev.state;
     if let Err(e) = state.store.create_release(&release).await {
         state
             .files
@@ -363,49 +317,48 @@ async fn create(state: AppState, team: String, headers: HeaderMap, mut form: For
             .await;
         return Err(store_error(e));
     }
-    Ok(success(
-        201,
-        view(&state, release).await?,
-        "Release created",
-    ))
+    Ok(success(201, view(state, release).await?, "Release created"))
 }
 
-async fn find(state: &AppState, dev: &DevRequest, id: &str) -> Result<Release, ApiError> {
-    let id: ReleaseId = path_param("releaseId", id)?;
-    Ok(state
+async fn discard(file: Option<(PendingFile, String)>) {
+    if let Some((pending, _)) = file {
+        pending.discard().await;
+    }
+}
+
+/// The release of the path, when it exists in the team and the key may see its product.
+async fn find(dev: &Dev, id: ReleaseId) -> Result<Release, ApiError> {
+    Ok(dev
+        .state
         .store
         .get_release(dev.team, id)
         .await
         .map_err(store_error)?
+        .filter(|r| dev.sees(&[r.product_id]))
         .ok_or(StoreError::NotFound(Entity::Release))?)
 }
 
-async fn update(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    mut form: FormData,
-) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    if let Some(refused) = upload_refused(&state, &dev, &mut form).await {
+pub(super) async fn update(dev: Dev, (id,): (ReleaseId,), mut input: Input) -> Handled {
+    if let Some(refused) = upload_refused(&dev, &mut input.body).await {
         return Ok(refused);
     }
     // The body is read and checked (400, 413) before the release is looked up (404).
-    let upload = read_upload(&state, &dev, form).await?;
+    let upload = read_upload(&dev, multipart(input)?).await?;
     let (input, file) = parse_input(upload, ReleaseMode::Update).await?;
-    let existing = match find(&state, &dev, &id).await {
+    let existing = match find(&dev, id).await {
         Ok(existing) => existing,
         Err(e) => {
-            if let Some((pending, _)) = file {
-                pending.discard().await;
-            }
+            discard(file).await;
             return Err(e);
         }
     };
+    if let Err(e) = dev.must_cover(&[existing.product_id, input.product_id]) {
+        discard(file).await;
+        return Err(e);
+    }
     // The three file rules: a new file replaces, else keep or remove.
     let new_file = match file {
-        Some((pending, name)) => Some(store_file(&state, &dev, pending, name).await?),
+        Some((pending, name)) => Some(store_file(&dev, pending, name).await?),
         None => None,
     };
     let replaced = new_file.is_some() || !input.keep_existing_file;
@@ -426,6 +379,7 @@ async fn update(
         allowed_license_ids: input.license_ids,
         ..existing.clone()
     };
+    let state = &dev.state;
     if let Err(e) = state.store.update_release(&release).await {
         if replaced && release.file != existing.file {
             state
@@ -441,39 +395,28 @@ async fn update(
             .remove_release_files(std::slice::from_ref(&existing))
             .await;
     }
-    Ok(success(
-        200,
-        view(&state, release).await?,
-        "Release updated",
-    ))
+    Ok(success(200, view(state, release).await?, "Release updated"))
 }
 
-async fn get(
-    state: AppState,
-    team: String,
-    id: String,
-    headers: HeaderMap,
-    query: String,
-) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let release = find(&state, &dev, &id).await?;
-    parse_no_query(&query)?;
+pub(super) async fn get(dev: Dev, (id,): (ReleaseId,), _: Input) -> Handled {
+    let release = find(&dev, id).await?;
     Ok(success(
         200,
-        view(&state, release).await?,
+        view(&dev.state, release).await?,
         "Release retrieved",
     ))
 }
 
-async fn delete(state: AppState, team: String, id: String, headers: HeaderMap) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let release = find(&state, &dev, &id).await?;
-    let deleted = state
+pub(super) async fn delete(dev: Dev, (id,): (ReleaseId,), _: Input) -> Handled {
+    let release = find(&dev, id).await?;
+    dev.must_cover(&[release.product_id])?;
+    let deleted = dev
+        .state
         .store
         .delete_release(dev.team, release.id)
         .await
         .map_err(store_error)?;
-    state
+    dev.state
         .files
         .remove_release_files(std::slice::from_ref(&deleted))
         .await;
@@ -487,9 +430,10 @@ async fn delete(state: AppState, team: String, id: String, headers: HeaderMap) -
     ))
 }
 
-async fn list(state: AppState, team: String, headers: HeaderMap, query: String) -> Handled {
-    let dev = state.dev(&team, &headers).await?;
-    let query = ReleaseListQuery::parse(&query)?;
+pub(super) async fn list(dev: Dev, (): (), input: Input) -> Handled {
+    let mut query = ReleaseListQuery::parse(&input.query)?;
+    query.filter.within_products.clone_from(dev.products());
+    let state = &dev.state;
     let page = state
         .store
         .list_releases(dev.team, &query)
@@ -498,7 +442,7 @@ async fn list(state: AppState, team: String, headers: HeaderMap, query: String) 
     let mut views = Viewer::default();
     let mut releases = Vec::with_capacity(page.items.len());
     for r in page.items {
-        releases.push(views.view(&state, r).await?);
+        releases.push(views.view(state, r).await?);
     }
     Ok(success(
         200,

@@ -1,0 +1,352 @@
+//! What an API key may do: scopes per resource (read or write), and optionally the products it
+//! is restricted to. Written as `resource:read`, `resource:write`, `resource:*` (both), or `*`
+//! (everything). Write includes read.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::ProductId;
+
+/// A kind of record the developer API manages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    /// Licenses and their hardware identifiers and addresses.
+    Licenses,
+    /// Customers.
+    Customers,
+    /// Products and their branches.
+    Products,
+    /// Releases and their files.
+    Releases,
+    /// The blacklist.
+    Blacklist,
+    /// The team's settings.
+    Settings,
+    /// Statistics (read only).
+    Statistics,
+    /// API keys.
+    ApiKeys,
+}
+
+impl Resource {
+    /// Every resource.
+    pub const ALL: [Resource; 8] = [
+        Resource::Licenses,
+        Resource::Customers,
+        Resource::Products,
+        Resource::Releases,
+        Resource::Blacklist,
+        Resource::Settings,
+        Resource::Statistics,
+        Resource::ApiKeys,
+    ];
+
+    /// The name in scope strings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::Licenses => "licenses",
+            Resource::Customers => "customers",
+            Resource::Products => "products",
+            Resource::Releases => "releases",
+            Resource::Blacklist => "blacklist",
+            Resource::Settings => "settings",
+            Resource::Statistics => "statistics",
+            Resource::ApiKeys => "api-keys",
+        }
+    }
+
+    /// Whether the resource has a write scope (statistics are only read).
+    pub fn writable(self) -> bool {
+        self != Resource::Statistics
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+}
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// Read.
+    Read,
+    /// Create, change and delete (includes read).
+    Write,
+}
+
+/// One scope, such as `licenses:read`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scope {
+    /// The resource.
+    pub resource: Resource,
+    /// The access.
+    pub access: Access,
+}
+
+impl Scope {
+    /// `resource:read`.
+    pub const fn read(resource: Resource) -> Self {
+        Self {
+            resource,
+            access: Access::Read,
+        }
+    }
+
+    /// `resource:write`.
+    pub const fn write(resource: Resource) -> Self {
+        Self {
+            resource,
+            access: Access::Write,
+        }
+    }
+
+    /// Every scope there is, in order.
+    pub fn all() -> impl Iterator<Item = Scope> {
+        Resource::ALL.into_iter().flat_map(|r| {
+            let write = r.writable().then_some(Scope::write(r));
+            std::iter::once(Scope::read(r)).chain(write)
+        })
+    }
+
+    /// The scope as text, such as `licenses:read`.
+    pub fn name(self) -> String {
+        let access = match self.access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        format!("{}:{access}", self.resource.as_str())
+    }
+
+    /// Parses one scope entry: `resource:read`, `resource:write`, `resource:*` or `*`; the
+    /// scopes it stands for.
+    pub fn parse_entry(text: &str) -> Result<Vec<Scope>, String> {
+        if text == "*" {
+            return Ok(Scope::all().collect());
+        }
+        let unknown = || {
+            format!(
+                "is not a scope: use resource:read, resource:write, resource:* or *, with a resource among {}",
+                Resource::ALL.map(Resource::as_str).join(", ")
+            )
+        };
+        let (resource, access) = text.split_once(':').ok_or_else(unknown)?;
+        let resource = Resource::parse(resource).ok_or_else(unknown)?;
+        match access {
+            "read" => Ok(vec![Scope::read(resource)]),
+            "write" if resource.writable() => Ok(vec![Scope::write(resource)]),
+            "*" if resource.writable() => Ok(vec![Scope::read(resource), Scope::write(resource)]),
+            "*" => Ok(vec![Scope::read(resource)]),
+            "write" => Err(format!("{} can only be read", resource.as_str())),
+            _ => Err(unknown()),
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// The scopes of a key: everything (keys made before scopes existed, and a team's first key), or
+/// a set. On the wire, a list of scope names; everything is `["*"]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Scopes {
+    /// Every scope, including those that later resources add.
+    #[default]
+    All,
+    /// These scopes.
+    Only(BTreeSet<Scope>),
+}
+
+impl Scopes {
+    /// Whether `scope` is granted (a write scope grants the read scope of its resource).
+    pub fn allows(&self, scope: Scope) -> bool {
+        match self {
+            Scopes::All => true,
+            Scopes::Only(set) => {
+                set.contains(&scope)
+                    || (scope.access == Access::Read && set.contains(&Scope::write(scope.resource)))
+            }
+        }
+    }
+
+    /// Whether these scopes grant everything `other` grants; the first one missing otherwise.
+    pub fn missing_from(&self, other: &Scopes) -> Option<String> {
+        match (self, other) {
+            (Scopes::All, _) => None,
+            (Scopes::Only(_), Scopes::All) => Some("*".into()),
+            (Scopes::Only(_), Scopes::Only(wanted)) => {
+                wanted.iter().find(|s| !self.allows(**s)).map(|s| s.name())
+            }
+        }
+    }
+
+    /// Parses a list of scope entries; an empty list is refused (a key that can do nothing).
+    pub fn parse(entries: &[String]) -> Result<Scopes, String> {
+        if entries.is_empty() {
+            return Err("must name at least one scope (or \"*\" for every scope)".into());
+        }
+        if entries.iter().any(|e| e == "*") {
+            return Ok(Scopes::All);
+        }
+        let mut set = BTreeSet::new();
+        for entry in entries {
+            set.extend(Scope::parse_entry(entry).map_err(|e| format!("{entry:?} {e}"))?);
+        }
+        Ok(Scopes::Only(set))
+    }
+
+    /// The scope names, `["*"]` for everything.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Scopes::All => vec!["*".into()],
+            Scopes::Only(set) => set.iter().map(|s| s.name()).collect(),
+        }
+    }
+}
+
+impl Serialize for Scopes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.names().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scopes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let names = Vec::<String>::deserialize(deserializer)?;
+        Scopes::parse(&names).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Scopes {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+        let mut names: Vec<String> = Scope::all().map(|s| s.name()).collect();
+        names.push("*".into());
+        ArrayBuilder::new()
+            .items(
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::Type(Type::String))
+                    .enum_values(Some(names)),
+            )
+            .description(Some(
+                "Scopes: resource:read, resource:write (includes read), or \"*\" for every scope",
+            ))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Scopes {}
+
+/// A key's product restriction: `None` is every product. It covers the records tied to products
+/// (licenses and their devices, products and branches, releases); the other resources are
+/// governed by scopes alone.
+pub type ProductRestriction = Option<Vec<ProductId>>;
+
+/// Whether a restriction lets a key see a record tied to `products` (at least one of them is
+/// among the key's products; a record tied to none is seen only by unrestricted keys).
+pub fn sees_products(restriction: &ProductRestriction, products: &[ProductId]) -> bool {
+    match restriction {
+        None => true,
+        Some(allowed) => products.iter().any(|p| allowed.contains(p)),
+    }
+}
+
+/// Whether a restriction lets a key change a record tied to `products` (tied to at least one,
+/// and all of them among the key's products).
+pub fn covers_products(restriction: &ProductRestriction, products: &[ProductId]) -> bool {
+    match restriction {
+        None => true,
+        Some(allowed) => !products.is_empty() && products.iter().all(|p| allowed.contains(p)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_entries_parse_and_print() {
+        assert_eq!(
+            Scope::parse_entry("licenses:read").unwrap(),
+            [Scope::read(Resource::Licenses)]
+        );
+        assert_eq!(
+            Scope::parse_entry("customers:*").unwrap(),
+            [
+                Scope::read(Resource::Customers),
+                Scope::write(Resource::Customers)
+            ]
+        );
+        assert_eq!(
+            Scope::parse_entry("statistics:*").unwrap(),
+            [Scope::read(Resource::Statistics)]
+        );
+        assert!(Scope::parse_entry("statistics:write").is_err());
+        for bad in [
+            "",
+            "licenses",
+            "licenses:delete",
+            "license:read",
+            "LICENSES:read",
+        ] {
+            assert!(Scope::parse_entry(bad).is_err(), "{bad}");
+        }
+        for scope in Scope::all() {
+            assert_eq!(Scope::parse_entry(&scope.name()).unwrap(), [scope]);
+        }
+        assert_eq!(Scope::all().count(), 15);
+    }
+
+    #[test]
+    fn write_grants_read_and_all_grants_everything() {
+        let scopes = Scopes::parse(&["licenses:write".into(), "statistics:read".into()]).unwrap();
+        assert!(scopes.allows(Scope::read(Resource::Licenses)));
+        assert!(scopes.allows(Scope::write(Resource::Licenses)));
+        assert!(scopes.allows(Scope::read(Resource::Statistics)));
+        assert!(!scopes.allows(Scope::read(Resource::Customers)));
+        assert!(Scope::all().all(|s| Scopes::All.allows(s)));
+        assert!(Scopes::parse(&[]).is_err());
+        assert_eq!(Scopes::parse(&["*".into()]).unwrap(), Scopes::All);
+    }
+
+    #[test]
+    fn a_key_can_only_hand_on_what_it_has() {
+        let reader = Scopes::parse(&["licenses:read".into()]).unwrap();
+        let writer = Scopes::parse(&["licenses:*".into()]).unwrap();
+        assert_eq!(writer.missing_from(&reader), None);
+        assert_eq!(
+            reader.missing_from(&writer).as_deref(),
+            Some("licenses:write")
+        );
+        assert_eq!(reader.missing_from(&Scopes::All).as_deref(), Some("*"));
+        assert_eq!(Scopes::All.missing_from(&writer), None);
+    }
+
+    #[test]
+    fn scopes_serialize_as_names() {
+        let scopes = Scopes::parse(&["licenses:*".into()]).unwrap();
+        let json = serde_json::to_string(&scopes).unwrap();
+        assert_eq!(json, r#"["licenses:read","licenses:write"]"#);
+        assert_eq!(serde_json::from_str::<Scopes>(&json).unwrap(), scopes);
+        assert_eq!(serde_json::to_string(&Scopes::All).unwrap(), r#"["*"]"#);
+    }
+
+    #[test]
+    fn product_restrictions() {
+        let (a, b, c) = (ProductId::new(), ProductId::new(), ProductId::new());
+        let only_a: ProductRestriction = Some(vec![a]);
+        assert!(sees_products(&None, &[]));
+        assert!(covers_products(&None, &[]));
+        assert!(sees_products(&only_a, &[a, b]));
+        assert!(!sees_products(&only_a, &[b, c]));
+        assert!(!sees_products(&only_a, &[]));
+        assert!(covers_products(&only_a, &[a]));
+        assert!(!covers_products(&only_a, &[a, b]));
+        assert!(!covers_products(&only_a, &[]));
+    }
+}
