@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use licensing_core::crypto::frames::FrameSealer;
 use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
-use licensing_core::store::{Activity, ActivityStore, LicenseStore, TeamStore, testing};
+use licensing_core::store::{
+    Activity, ActivityRules, ActivityStore, LicenseStore, TeamStore, testing,
+};
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
 use licensing_server::{Config, Server, open_store, services};
@@ -199,7 +201,7 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
                             .record_activity(
                                 team.id,
                                 license.id,
-                                &team.settings,
+                                &ActivityRules::new(&team.settings),
                                 &activity,
                                 Timestamp::now(),
                             )

@@ -105,6 +105,15 @@ pub struct Config {
     )]
     pub upload_rate_limit_per_minute: u32,
 
+    /// Hardware identifiers (and, separately, IP addresses) the server keeps per license. A new one
+    /// past it first drops the least recently seen records that count against nothing (forgotten,
+    /// past the team's timeout, or any when the license has no limit of that kind); when none may
+    /// be dropped, the request is refused with the limit's code.
+    #[arg(long, env = "LICENSING_MAX_RECORDS_PER_LICENSE",
+          default_value_t = licensing_core::store::DEFAULT_MAX_RECORDS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_records_per_license: u32,
+
     /// Memory for the store's cache of decoded pages, in MiB (the server's resident size is
     /// roughly this plus 60 MiB under load). More keeps more of a large data set hot.
     #[arg(long, env = "LICENSING_CACHE_MB", default_value_t = crate::store::DEFAULT_CACHE_MB)]
@@ -168,6 +177,7 @@ impl Config {
             upload_rate_limit_per_minute: 20,
             auth_failure_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
+            max_records_per_license: licensing_core::store::DEFAULT_MAX_RECORDS,
             max_connections: 4096,
             max_connections_per_address: 128,
             header_timeout_secs: 10,

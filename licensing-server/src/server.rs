@@ -18,7 +18,6 @@ use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
 use crate::services::key_uses::KeyUses;
 use crate::services::mail::{self, Mailer};
-use crate::services::replay::SessionKeyLog;
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
 use crate::state::{AppState, Limits};
@@ -153,8 +152,8 @@ impl Server {
                     config.upload_rate_limit_per_minute,
                     config.auth_failure_limit_per_minute,
                 )),
+                max_records: config.max_records_per_license,
                 key_uses: KeyUses::default(),
-                session_keys: Arc::new(SessionKeyLog::default()),
                 alive: Arc::new(()),
             },
         })

@@ -12,7 +12,6 @@ use crate::services::geo::Geo;
 use crate::services::key_uses::KeyUses;
 use crate::services::mail::Mailer;
 use crate::services::ratelimit::RateLimiter;
-use crate::services::replay::SessionKeyLog;
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
 use crate::store::SledStore;
@@ -42,10 +41,10 @@ pub(crate) struct AppState {
     pub(crate) geo: Arc<Geo>,
     /// The rate limiters.
     pub(crate) limits: Arc<Limits>,
+    /// Usage records kept per license and kind.
+    pub(crate) max_records: u32,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
-    /// Classloader session keys used in the last 15 minutes.
-    pub(crate) session_keys: Arc<SessionKeyLog>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,

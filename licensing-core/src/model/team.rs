@@ -25,7 +25,7 @@ pub struct Team {
 }
 
 /// A team's verification settings (`GET`/`PUT {dev}/settings`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TeamSettings {
@@ -35,10 +35,33 @@ pub struct TeamSettings {
     pub strict_products: bool,
     /// A product with releases requires `version`.
     pub strict_releases: bool,
+    /// A verify of a license with an `hwidLimit` requires `hardwareIdentifier` (the secure
+    /// default). `false`, for clients that send none: such a verify passes the hardware limit,
+    /// records no device, and its answer says `hardwareIdentifierChecked: false`. Heartbeats
+    /// always require one.
+    #[serde(default = "yes")]
+    pub require_hardware_identifier: bool,
     /// Minutes after which an unseen hardware identifier stops counting; `null`: never.
     pub hwid_timeout: Option<u32>,
     /// Minutes after which an unseen IP address stops counting; `null`: never.
     pub ip_timeout: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for TeamSettings {
+    fn default() -> Self {
+        Self {
+            strict_customers: false,
+            strict_products: false,
+            strict_releases: false,
+            require_hardware_identifier: true,
+            hwid_timeout: None,
+            ip_timeout: None,
+        }
+    }
 }
 
 /// Features the operator switches per team.

@@ -189,6 +189,54 @@ pub fn page_of<T>(
     }
 }
 
+/// How many records to drop at once when a license reaches the cap on stored records: a tenth
+/// of it, so that a license at the cap looks its records over once per that many new ones.
+pub fn prune_batch(max_records: u32) -> usize {
+    (max_records as usize / 10).max(1)
+}
+
+/// The records to drop to make room under the cap, least recently seen first, at most `want`:
+/// those that count against nothing (forgotten, past the team's `timeout`, or any when there is
+/// no `limit`). Empty when none may be dropped.
+pub fn prune_victims<R: UsageRecord>(
+    records: &[R],
+    limit: Option<u32>,
+    timeout: Option<u32>,
+    now: Timestamp,
+    want: usize,
+) -> Vec<&R> {
+    let limited = limit.is_some_and(|l| l > 0);
+    let mut victims: Vec<&R> = records
+        .iter()
+        .filter(|r| {
+            !limited || !crate::verify::counts(r.forgotten(), r.last_seen_at(), timeout, now)
+        })
+        .collect();
+    victims.sort_by(|a, b| {
+        a.last_seen_at()
+            .cmp(&b.last_seen_at())
+            .then_with(|| a.record_id().cmp(&b.record_id()))
+    });
+    victims.truncate(want);
+    victims
+}
+
+/// The refusal of a request whose new record would pass the cap when no record may be dropped.
+pub fn cap_reached(kind: crate::verify::RecordKind, max_records: u32) -> crate::verify::Denial {
+    use crate::api::ResultCode;
+    let (code, what) = match kind {
+        crate::verify::RecordKind::Hwid => (ResultCode::HwidLimitReached, "hardware identifiers"),
+        crate::verify::RecordKind::Ip => (ResultCode::IpLimitReached, "IP addresses"),
+    };
+    crate::verify::Denial {
+        code,
+        details: std::borrow::Cow::Owned(format!(
+            "This license holds the most {what} the server keeps per license ({max_records}) and none of them may be dropped: forget some"
+        )),
+        blacklist_hit: None,
+    }
+}
+
 /// A new hardware-identifier record for a license.
 pub fn new_hwid(license: &License, identifier: &HardwareId, now: Timestamp) -> Hwid {
     Hwid {

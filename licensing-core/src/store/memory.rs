@@ -23,6 +23,7 @@ struct State {
     stats: HashMap<(TeamId, i64), HourlyStats>,
     outbox: HashMap<crate::MessageId, OutboxMessage>,
     mail_per_day: HashMap<(TeamId, i64), u64>,
+    session_keys: HashMap<(TeamId, [u8; 16]), Timestamp>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -697,10 +698,11 @@ impl ActivityStore for MemoryStore {
         &self,
         team: TeamId,
         license: LicenseId,
-        settings: &TeamSettings,
+        rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
+        let settings = rules.settings;
         self.with(|s| {
             let current = s.license(team, license)?.clone();
             let hwids: Vec<Hwid> = s
@@ -727,6 +729,42 @@ impl ActivityStore for MemoryStore {
                 Ok(a) => a,
                 Err(denial) => return Ok(Err(denial)),
             };
+            // Room under the cap, decided before anything changes.
+            let want = prune_batch(rules.max_records);
+            let mut drop_hwids = Vec::new();
+            if matches!(admission.hwid, Some(verify::RecordChange::Create))
+                && hwids.len() >= rules.max_records as usize
+            {
+                drop_hwids =
+                    prune_victims(&hwids, current.hwid_limit, settings.hwid_timeout, now, want)
+                        .into_iter()
+                        .map(|r| r.id)
+                        .collect();
+                if drop_hwids.is_empty() {
+                    return Ok(Err(cap_reached(
+                        verify::RecordKind::Hwid,
+                        rules.max_records,
+                    )));
+                }
+            }
+            let mut drop_ips = Vec::new();
+            if admission.ip == verify::RecordChange::Create
+                && ips.len() >= rules.max_records as usize
+            {
+                drop_ips = prune_victims(&ips, current.ip_limit, settings.ip_timeout, now, want)
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect();
+                if drop_ips.is_empty() {
+                    return Ok(Err(cap_reached(verify::RecordKind::Ip, rules.max_records)));
+                }
+            }
+            for id in drop_hwids {
+                s.hwids.remove(&id);
+            }
+            for id in drop_ips {
+                s.ips.remove(&id);
+            }
             match (admission.hwid, &activity.hardware_id) {
                 (Some(verify::RecordChange::Create), Some(h)) => {
                     let record = new_hwid(&current, h, now);
@@ -756,6 +794,31 @@ impl ActivityStore for MemoryStore {
                 license: next,
                 admission,
             }))
+        })
+    }
+}
+
+impl SessionKeyStore for MemoryStore {
+    async fn use_session_key(
+        &self,
+        team: TeamId,
+        fingerprint: [u8; 16],
+        now: Timestamp,
+        window_ms: i64,
+        per_team: u32,
+    ) -> StoreResult<Result<(), SessionKeyRefused>> {
+        self.with(|s| {
+            let since = now.as_millis() - window_ms;
+            s.session_keys.retain(|_, used| used.as_millis() > since);
+            if s.session_keys.contains_key(&(team, fingerprint)) {
+                return Ok(Err(SessionKeyRefused::Reused));
+            }
+            let held = s.session_keys.keys().filter(|(t, _)| *t == team).count();
+            if held >= per_team as usize {
+                return Ok(Err(SessionKeyRefused::Full));
+            }
+            s.session_keys.insert((team, fingerprint), now);
+            Ok(Ok(()))
         })
     }
 }

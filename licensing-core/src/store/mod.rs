@@ -389,6 +389,32 @@ pub struct Activity {
     pub country: Option<Country>,
 }
 
+/// Usage records a license keeps of each kind unless the operator says otherwise.
+pub const DEFAULT_MAX_RECORDS: u32 = 10_000;
+
+/// What decides steps 7 and 8 besides the request: the team's settings, and the most usage
+/// records of one kind (hardware identifiers, IP addresses) the server keeps per license.
+#[derive(Clone, Copy, Debug)]
+pub struct ActivityRules<'a> {
+    /// The team's settings (limits' timeouts, `requireHardwareIdentifier`).
+    pub settings: &'a TeamSettings,
+    /// The cap on stored records of one kind per license. A new record past it first drops the
+    /// least recently seen records that count against nothing (forgotten ones, ones past the
+    /// team's timeout, and any when the license has no limit of that kind), a tenth of the cap
+    /// at a time; when none can be dropped, the request is refused with the limit's code.
+    pub max_records: u32,
+}
+
+impl<'a> ActivityRules<'a> {
+    /// The rules with the default cap.
+    pub fn new(settings: &'a TeamSettings) -> Self {
+        Self {
+            settings,
+            max_records: DEFAULT_MAX_RECORDS,
+        }
+    }
+}
+
 /// What [`ActivityStore::record_activity`] recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recorded {
@@ -400,18 +426,47 @@ pub struct Recorded {
 
 /// The atomic unit of the client API.
 pub trait ActivityStore: Send + Sync {
-    /// In one atomic step per license: read the license and its records, run
-    /// [`verify::admit`](crate::verify::admit) with the team `settings`, and on admission create
-    /// or refresh the hardware-identifier and IP records, start an `ACTIVATION` clock and set
-    /// `lastActiveAt`. New records are durable when this returns. A refusal is the inner `Err`.
+    /// In one atomic step per license: read the license and the request's own records, run
+    /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, and on
+    /// admission create or refresh the hardware-identifier and IP records (dropping records past
+    /// the cap of `rules`), start an `ACTIVATION` clock and set `lastActiveAt`. New records are
+    /// durable when this returns. A refusal is the inner `Err`. The cost must not grow with the
+    /// number of records the license holds, except to count them for a limit that is at stake
+    /// or to drop some at the cap; the atomic step excludes other requests of the same license
+    /// only.
     fn record_activity(
         &self,
         team: TeamId,
         license: LicenseId,
-        settings: &TeamSettings,
+        rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
+}
+
+/// Why a classloader session key was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKeyRefused {
+    /// The team used it within the window.
+    Reused,
+    /// The team used as many session keys within the window as it may keep.
+    Full,
+}
+
+/// The record of used classloader session keys (protocol.md section 2: a session key is
+/// accepted once), kept per team and across restarts.
+pub trait SessionKeyStore: Send + Sync {
+    /// Takes a session key (its `fingerprint`) for `team` at `now`, durably: refused when the
+    /// team used it within `window_ms`, or when the team already holds `per_team` keys used within
+    /// the window. Keys older than the window are forgotten.
+    fn use_session_key(
+        &self,
+        team: TeamId,
+        fingerprint: [u8; 16],
+        now: Timestamp,
+        window_ms: i64,
+        per_team: u32,
+    ) -> impl Future<Output = StoreResult<Result<(), SessionKeyRefused>>> + Send;
 }
 
 /// The e-mail outbox, drained by a delivery worker.
@@ -497,6 +552,7 @@ pub trait Store:
     + ReleaseStore
     + DeviceStore
     + ActivityStore
+    + SessionKeyStore
     + BlacklistStore
     + StatsStore
     + OutboxStore
@@ -514,6 +570,7 @@ impl<T> Store for T where
         + ReleaseStore
         + DeviceStore
         + ActivityStore
+        + SessionKeyStore
         + BlacklistStore
         + StatsStore
         + OutboxStore

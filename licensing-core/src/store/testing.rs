@@ -84,6 +84,12 @@ macro_rules! store_test_suite {
             device_lists_hide_forgotten_records_unless_asked,
             activity_records_devices_and_ips_within_limits,
             activity_starts_the_activation_clock_once,
+            activity_drops_the_least_recently_seen_records_at_the_cap,
+            activity_never_drops_counted_records_and_refuses_at_the_cap,
+            activity_without_a_required_hardware_identifier_records_no_device,
+            forgetting_by_id_finds_the_record_among_many,
+            session_keys_are_taken_once_per_team_within_the_window,
+            product_and_release_lists_keep_to_a_product_restriction,
             blacklist_entries_are_unique_and_count_hits,
             statistics_buckets_merge_and_overview_counts,
             license_mail_is_queued_with_the_license_and_limited_per_day,
@@ -485,7 +491,13 @@ pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
     for i in 0..3u8 {
         let dev = format!("device-{i:03}-abcdef");
         store
-            .record_activity(t.id, l.id, &t.settings, &activity(Some(&dev), i), at(1))
+            .record_activity(
+                t.id,
+                l.id,
+                &ActivityRules::new(&t.settings),
+                &activity(Some(&dev), i),
+                at(1),
+            )
             .await
             .unwrap()
             .unwrap();
@@ -1022,7 +1034,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
             .record_activity(
                 t.id,
                 l.id,
-                &t.settings,
+                &ActivityRules::new(&t.settings),
                 &activity(Some(&dev), i),
                 at(u32::from(i)),
             )
@@ -1113,7 +1125,7 @@ pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S)
                 .record_activity(
                     t.id,
                     l.id,
-                    &t.settings,
+                    &ActivityRules::new(&t.settings),
                     &activity(Some(dev), ip),
                     at(minute),
                 )
@@ -1176,7 +1188,7 @@ pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S)
             .record_activity(
                 t.id,
                 LicenseId::new(),
-                &t.settings,
+                &ActivityRules::new(&t.settings),
                 &activity(None, 1),
                 at(8)
             )
@@ -1193,13 +1205,25 @@ pub async fn activity_starts_the_activation_clock_once<S: Store>(store: &S) {
     l.expiration_days = Some(7);
     store.create_license(&l).await.unwrap();
     let first = store
-        .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(10))
+        .record_activity(
+            t.id,
+            l.id,
+            &ActivityRules::new(&t.settings),
+            &activity(None, 1),
+            at(10),
+        )
         .await
         .unwrap()
         .unwrap();
     assert_eq!(first.license.expiration_date, Some(at(10).plus_days(7)));
     let second = store
-        .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(20))
+        .record_activity(
+            t.id,
+            l.id,
+            &ActivityRules::new(&t.settings),
+            &activity(None, 1),
+            at(20),
+        )
         .await
         .unwrap()
         .unwrap();
@@ -1213,6 +1237,280 @@ pub async fn activity_starts_the_activation_clock_once<S: Store>(store: &S) {
             .expiration_date,
         Some(at(10).plus_days(7))
     );
+}
+
+fn capped(settings: &TeamSettings, max_records: u32) -> ActivityRules<'_> {
+    ActivityRules {
+        settings,
+        max_records,
+    }
+}
+
+pub async fn activity_drops_the_least_recently_seen_records_at_the_cap<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let l = license(t.id, t0());
+    store.create_license(&l).await.unwrap();
+    let rules = capped(&t.settings, 10);
+    // A license without limits: ten addresses, the first seen again last.
+    for i in 0..10u8 {
+        store
+            .record_activity(t.id, l.id, &rules, &activity(None, i), at(u32::from(i)))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    store
+        .record_activity(t.id, l.id, &rules, &activity(None, 0), at(20))
+        .await
+        .unwrap()
+        .unwrap();
+    // The eleventh drops one (a tenth of the cap): the least recently seen, address 1.
+    store
+        .record_activity(t.id, l.id, &rules, &activity(None, 10), at(21))
+        .await
+        .unwrap()
+        .unwrap();
+    let q = DeviceListQuery::parse("pageSize=100").unwrap();
+    let ips = store.list_ips(t.id, l.id, &q).await.unwrap();
+    assert_eq!(ips.total, 10);
+    let octets: Vec<u8> = ips
+        .items
+        .iter()
+        .map(|r| match r.address {
+            IpAddr::V4(v4) => v4.octets()[3],
+            IpAddr::V6(_) => 0,
+        })
+        .collect();
+    assert!(!octets.contains(&1), "{octets:?}");
+    assert!(octets.contains(&0) && octets.contains(&10), "{octets:?}");
+    // Forgotten records go first, whenever they were seen.
+    let recent = ips
+        .items
+        .iter()
+        .find(|r| r.address == activity(None, 9).ip)
+        .unwrap();
+    store
+        .set_ip_forgotten(t.id, l.id, recent.id, true, at(22))
+        .await
+        .unwrap();
+    let mut limited = l.clone();
+    limited.ip_limit = Some(20);
+    store.update_license(&limited).await.unwrap();
+    store
+        .record_activity(t.id, l.id, &rules, &activity(None, 11), at(23))
+        .await
+        .unwrap()
+        .unwrap();
+    let q = DeviceListQuery::parse("pageSize=100&showForgotten=true").unwrap();
+    let ips = store.list_ips(t.id, l.id, &q).await.unwrap();
+    assert_eq!(ips.total, 10);
+    assert!(ips.items.iter().all(|r| r.address != activity(None, 9).ip));
+}
+
+pub async fn activity_never_drops_counted_records_and_refuses_at_the_cap<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let mut l = license(t.id, t0());
+    // A limit above the cap: every record counts, so none may be dropped.
+    l.hwid_limit = Some(50);
+    store.create_license(&l).await.unwrap();
+    let rules = capped(&t.settings, 3);
+    for d in 0..3u8 {
+        let device = format!("device-{d:04}-cap");
+        store
+            .record_activity(t.id, l.id, &rules, &activity(Some(&device), 1), at(1))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let refused = store
+        .record_activity(
+            t.id,
+            l.id,
+            &rules,
+            &activity(Some("device-9999-cap"), 1),
+            at(2),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.code, crate::api::ResultCode::HwidLimitReached);
+    assert!(
+        refused.details.contains("keeps per license (3)"),
+        "{}",
+        refused.details
+    );
+    let hwids = store
+        .list_hwids(t.id, l.id, &DeviceListQuery::parse("").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(hwids.total, 3, "refusals record nothing");
+    // A known device still passes.
+    store
+        .record_activity(
+            t.id,
+            l.id,
+            &rules,
+            &activity(Some("device-0000-cap"), 1),
+            at(3),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+pub async fn activity_without_a_required_hardware_identifier_records_no_device<S: Store>(
+    store: &S,
+) {
+    let t = team(store, "A").await;
+    let mut l = license(t.id, t0());
+    l.hwid_limit = Some(1);
+    store.create_license(&l).await.unwrap();
+    let strict = t.settings.clone();
+    let refused = store
+        .record_activity(
+            t.id,
+            l.id,
+            &ActivityRules::new(&strict),
+            &activity(None, 1),
+            at(1),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.code, crate::api::ResultCode::BadRequest);
+    let lax = TeamSettings {
+        require_hardware_identifier: false,
+        ..t.settings.clone()
+    };
+    let passed = store
+        .record_activity(
+            t.id,
+            l.id,
+            &ActivityRules::new(&lax),
+            &activity(None, 1),
+            at(2),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(passed.admission.hwid, None);
+    let hwids = store
+        .list_hwids(t.id, l.id, &DeviceListQuery::parse("").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(hwids.total, 0);
+    // The limit still holds for requests that name a device.
+    for (device, ok) in [("device-a-00000", true), ("device-b-00000", false)] {
+        let outcome = store
+            .record_activity(
+                t.id,
+                l.id,
+                &ActivityRules::new(&lax),
+                &activity(Some(device), 1),
+                at(3),
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome.is_ok(), ok, "{device}");
+    }
+}
+
+pub async fn forgetting_by_id_finds_the_record_among_many<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let l = license(t.id, t0());
+    store.create_license(&l).await.unwrap();
+    for i in 0..40u8 {
+        let device = format!("device-{i:04}-many");
+        store
+            .record_activity(
+                t.id,
+                l.id,
+                &ActivityRules::new(&t.settings),
+                &activity(Some(&device), i),
+                at(1),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let q = DeviceListQuery::parse("pageSize=100").unwrap();
+    let hwids = store.list_hwids(t.id, l.id, &q).await.unwrap();
+    let target = hwids
+        .items
+        .iter()
+        .find(|h| h.identifier.as_str() == "device-0017-many")
+        .unwrap();
+    let forgotten = store
+        .set_hwid_forgotten(t.id, l.id, target.id, true, at(2))
+        .await
+        .unwrap();
+    assert!(forgotten.forgotten);
+    assert_eq!(store.list_hwids(t.id, l.id, &q).await.unwrap().total, 39);
+    let ips = store.list_ips(t.id, l.id, &q).await.unwrap();
+    let ip = ips.items[5].clone();
+    store
+        .set_ip_forgotten(t.id, l.id, ip.id, true, at(2))
+        .await
+        .unwrap();
+    assert_eq!(store.list_ips(t.id, l.id, &q).await.unwrap().total, 39);
+    // Another license's id is not found.
+    assert!(is_not_found(
+        store
+            .set_hwid_forgotten(t.id, l.id, HwidId::new(), true, at(3))
+            .await,
+        Entity::Hwid
+    ));
+}
+
+pub async fn session_keys_are_taken_once_per_team_within_the_window<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let window = 15 * 60_000;
+    let take = |team: TeamId, print: u8, minute: u32, per_team: u32| async move {
+        store
+            .use_session_key(team, [print; 16], at(minute), window, per_team)
+            .await
+            .unwrap()
+    };
+    assert_eq!(take(a.id, 1, 0, 3).await, Ok(()));
+    assert_eq!(take(a.id, 1, 14, 3).await, Err(SessionKeyRefused::Reused));
+    // Per team: the same key is another team's own.
+    assert_eq!(take(b.id, 1, 14, 3).await, Ok(()));
+    assert_eq!(take(a.id, 2, 2, 3).await, Ok(()));
+    assert_eq!(take(a.id, 3, 2, 3).await, Ok(()));
+    // A team that holds its maximum refuses new keys, without touching other teams.
+    assert_eq!(take(a.id, 4, 2, 3).await, Err(SessionKeyRefused::Full));
+    assert_eq!(take(b.id, 4, 2, 3).await, Ok(()));
+    // Past the window (15 minutes, not counting its last millisecond) the first key is
+    // forgotten, and so makes room.
+    assert_eq!(take(a.id, 1, 16, 3).await, Ok(()));
+    assert_eq!(take(a.id, 4, 16, 3).await, Err(SessionKeyRefused::Full));
+    assert_eq!(take(a.id, 4, 17, 3).await, Ok(()));
+}
+
+pub async fn product_and_release_lists_keep_to_a_product_restriction<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let p1 = product(t.id, "One");
+    let p2 = product(t.id, "Two");
+    store.create_product(&p1).await.unwrap();
+    store.create_product(&p2).await.unwrap();
+    for (p, v) in [(&p1, "1.0.0"), (&p2, "1.0.0"), (&p2, "2.0.0")] {
+        store
+            .create_release(&release(t.id, p.id, None, v, at(1)))
+            .await
+            .unwrap();
+    }
+    let mut products = ProductListQuery::parse("").unwrap();
+    products.filter.within = Some(vec![p2.id]);
+    let page = store.list_products(t.id, &products).await.unwrap();
+    assert_eq!((page.total, page.items[0].id), (1, p2.id));
+    let mut releases = ReleaseListQuery::parse("").unwrap();
+    releases.filter.within_products = Some(vec![p1.id]);
+    let page = store.list_releases(t.id, &releases).await.unwrap();
+    assert_eq!(page.total, 1);
+    assert!(page.items.iter().all(|r| r.product_id == p1.id));
+    releases.filter.within_products = Some(Vec::new());
+    assert_eq!(store.list_releases(t.id, &releases).await.unwrap().total, 0);
 }
 
 pub async fn blacklist_entries_are_unique_and_count_hits<S: Store>(store: &S) {
@@ -1289,7 +1587,13 @@ pub async fn statistics_buckets_merge_and_overview_counts<S: Store>(store: &S) {
         store.create_license(&l).await.unwrap();
         if i == 0 {
             store
-                .record_activity(t.id, l.id, &t.settings, &activity(None, 1), at(50))
+                .record_activity(
+                    t.id,
+                    l.id,
+                    &ActivityRules::new(&t.settings),
+                    &activity(None, 1),
+                    at(50),
+                )
                 .await
                 .unwrap()
                 .unwrap();
@@ -1341,7 +1645,7 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
         .record_activity(
             a.id,
             l.id,
-            &a.settings,
+            &ActivityRules::new(&a.settings),
             &activity(Some("device-a-00000"), 1),
             at(1),
         )
@@ -1471,7 +1775,13 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
     ));
     assert!(is_not_found(
         store
-            .record_activity(b.id, l.id, &b.settings, &activity(None, 1), at(2))
+            .record_activity(
+                b.id,
+                l.id,
+                &ActivityRules::new(&b.settings),
+                &activity(None, 1),
+                at(2)
+            )
             .await,
         Entity::License
     ));
@@ -1631,7 +1941,7 @@ pub fn concurrent_new_devices_never_exceed_the_limit<S: Store, R: BlockOn>(store
                     .block_on(store.record_activity(
                         t.id,
                         l.id,
-                        &t.settings,
+                        &ActivityRules::new(&t.settings),
                         &activity(Some(&dev), 1),
                         at(1),
                     ))

@@ -421,11 +421,23 @@ impl Admission {
     }
 }
 
+/// The two kinds of usage records a license keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecordKind {
+    /// Hardware identifiers.
+    Hwid,
+    /// IP addresses.
+    Ip,
+}
+
 /// Step 7, inside the store's atomic unit: checks the IP limit, then the hardware-identifier
 /// limit, against the license's current records, and plans step 8.
 ///
 /// Counted records are those not forgotten and, when the team sets a timeout, seen within it. A
 /// limit of `null` or 0 is unlimited. A request from a record already counted passes.
+///
+/// This form takes every record of the license; stores use [`admit_own`], which needs only the
+/// request's own records and, when a limit is at stake, a count.
 pub fn admit(
     license: &License,
     settings: &TeamSettings,
@@ -436,46 +448,97 @@ pub fn admit(
     now: Timestamp,
 ) -> Result<Admission, Denial> {
     let ip = ip.to_canonical();
+    let own_hwid = hardware_id.and_then(|h| hwids.iter().find(|r| &r.identifier == h));
+    let own_ip = ips.iter().find(|r| r.address == ip);
+    let counted = |kind: RecordKind| -> Result<u64, std::convert::Infallible> {
+        Ok(match kind {
+            RecordKind::Hwid => hwids
+                .iter()
+                .filter(|r| counts(r.forgotten, r.last_seen_at, settings.hwid_timeout, now))
+                .count(),
+            RecordKind::Ip => ips
+                .iter()
+                .filter(|r| counts(r.forgotten, r.last_seen_at, settings.ip_timeout, now))
+                .count(),
+        } as u64)
+    };
+    match admit_own(
+        license,
+        settings,
+        own_hwid,
+        own_ip,
+        hardware_id,
+        ip,
+        now,
+        counted,
+    ) {
+        Ok(decided) => decided,
+        Err(never) => match never {},
+    }
+}
+
+/// Step 7 from what a store can look up directly: the request's own records, when they exist
+/// (`own_hwid`: the license's record of `hardware_id`; `own_ip`: its record of `ip`), and, only
+/// when a limit is at stake (the own record does not count and the license has a limit of that
+/// kind), `counted(kind)`: how many records of that kind count now. The cost of a request
+/// therefore does not grow with the records a license holds, unless a limit must be counted.
+#[allow(clippy::too_many_arguments)]
+pub fn admit_own<E>(
+    license: &License,
+    settings: &TeamSettings,
+    own_hwid: Option<&Hwid>,
+    own_ip: Option<&IpRecord>,
+    hardware_id: Option<&HardwareId>,
+    ip: IpAddr,
+    now: Timestamp,
+    mut counted: impl FnMut(RecordKind) -> Result<u64, E>,
+) -> Result<Result<Admission, Denial>, E> {
     let hwid_limit = license.hwid_limit.filter(|&l| l > 0);
-    if hardware_id.is_none() && hwid_limit.is_some() {
-        return Err(Denial::new(
+    if hardware_id.is_none() && hwid_limit.is_some() && settings.require_hardware_identifier {
+        return Ok(Err(Denial::new(
             ResultCode::BadRequest,
             "is required: this license limits hardware identifiers",
-        ));
+        )));
     }
-    let ip_change = plan(
-        ips.iter()
-            .map(|r| (r.id, r.address == ip, r.forgotten, r.last_seen_at)),
+    let own = |r: Option<&IpRecord>| r.map(|r| (r.id, r.forgotten, r.last_seen_at));
+    let Some(ip_change) = plan(
+        own(own_ip.filter(|r| r.address == ip.to_canonical())),
         license.ip_limit.filter(|&l| l > 0),
         settings.ip_timeout,
         now,
-    )
-    .ok_or(Denial::new(
-        ResultCode::IpLimitReached,
-        "IP address limit reached",
-    ))?;
+        || counted(RecordKind::Ip),
+    )?
+    else {
+        return Ok(Err(Denial::new(
+            ResultCode::IpLimitReached,
+            "IP address limit reached",
+        )));
+    };
     let hwid_change = match hardware_id {
         None => None,
-        Some(h) => Some(
-            plan(
-                hwids
-                    .iter()
-                    .map(|r| (r.id, &r.identifier == h, r.forgotten, r.last_seen_at)),
-                hwid_limit,
-                settings.hwid_timeout,
-                now,
-            )
-            .ok_or(Denial::new(
-                ResultCode::HwidLimitReached,
-                "Hardware identifier limit reached",
-            ))?,
-        ),
+        Some(h) => {
+            let own = own_hwid
+                .filter(|r| &r.identifier == h)
+                .map(|r| (r.id, r.forgotten, r.last_seen_at));
+            let planned = plan(own, hwid_limit, settings.hwid_timeout, now, || {
+                counted(RecordKind::Hwid)
+            })?;
+            match planned {
+                Some(change) => Some(change),
+                None => {
+                    return Ok(Err(Denial::new(
+                        ResultCode::HwidLimitReached,
+                        "Hardware identifier limit reached",
+                    )));
+                }
+            }
+        }
     };
-    Ok(Admission {
+    Ok(Ok(Admission {
         hwid: hwid_change,
         ip: ip_change,
         activate: Expiration::of(license).activation_date(now),
-    })
+    }))
 }
 
 /// Steps 7 and 8 when nothing is at stake: the request's device (when it names one) and its
@@ -496,20 +559,39 @@ pub fn admit_counted(
     ip: IpAddr,
     now: Timestamp,
 ) -> Option<Admission> {
+    let ip = ip.to_canonical();
+    let own_hwid = hardware_id.and_then(|h| hwids.iter().find(|r| &r.identifier == h));
+    let own_ip = ips.iter().find(|r| r.address == ip);
+    admit_counted_own(license, settings, own_hwid, own_ip, hardware_id, ip, now)
+}
+
+/// [`admit_counted`] from the request's own records only (see [`admit_own`]).
+pub fn admit_counted_own(
+    license: &License,
+    settings: &TeamSettings,
+    own_hwid: Option<&Hwid>,
+    own_ip: Option<&IpRecord>,
+    hardware_id: Option<&HardwareId>,
+    ip: IpAddr,
+    now: Timestamp,
+) -> Option<Admission> {
     if Expiration::of(license).activation_date(now).is_some() {
         return None;
     }
     let ip = ip.to_canonical();
-    let ip_record = ips.iter().find(|r| {
+    let ip_record = own_ip.filter(|r| {
         r.address == ip && counts(r.forgotten, r.last_seen_at, settings.ip_timeout, now)
     })?;
     let hwid = match hardware_id {
-        None if license.hwid_limit.is_some_and(|l| l > 0) => return None,
+        None if license.hwid_limit.is_some_and(|l| l > 0)
+            && settings.require_hardware_identifier =>
+        {
+            return None;
+        }
         None => None,
         Some(h) => Some(
-            hwids
-                .iter()
-                .find(|r| {
+            own_hwid
+                .filter(|r| {
                     &r.identifier == h
                         && counts(r.forgotten, r.last_seen_at, settings.hwid_timeout, now)
                 })?
@@ -530,40 +612,50 @@ pub fn admit_counted(
 }
 
 /// Whether a record counts against its limit: not forgotten and, with a timeout, seen within it.
-fn counts(forgotten: bool, last_seen_at: Timestamp, timeout: Option<u32>, now: Timestamp) -> bool {
+pub fn counts(
+    forgotten: bool,
+    last_seen_at: Timestamp,
+    timeout: Option<u32>,
+    now: Timestamp,
+) -> bool {
     !forgotten && seen_within(last_seen_at, timeout, now)
 }
 
-/// Plans one record kind: `None` when the limit refuses.
-fn plan<Id: Copy>(
-    records: impl Iterator<Item = (Id, bool, bool, Timestamp)>,
+/// Whether a verify was admitted without checking a hardware identifier: the team does not
+/// require one, the request sent none, and the license limits them (`hardwareIdentifierChecked:
+/// false` in the answer).
+pub fn hardware_unchecked(license: &License, hardware_id: Option<&HardwareId>) -> bool {
+    hardware_id.is_none() && license.hwid_limit.is_some_and(|l| l > 0)
+}
+
+/// Plans one record kind from its own record (id, forgotten, last seen): `None` when the limit
+/// refuses. `counted` is asked only when the own record does not count and a limit exists.
+fn plan<Id: Copy, E>(
+    own: Option<(Id, bool, Timestamp)>,
     limit: Option<u32>,
     timeout: Option<u32>,
     now: Timestamp,
-) -> Option<RecordChange<Id>> {
-    let mut counted: u64 = 0;
-    let mut own = None;
-    for (id, is_own, forgotten, last_seen) in records {
-        let counts = counts(forgotten, last_seen, timeout, now);
-        if is_own {
-            if counts {
-                // Already counted: always passes.
-                return Some(RecordChange::Refresh {
-                    id,
-                    was_forgotten: false,
-                });
-            }
-            own = Some(RecordChange::Refresh {
-                id,
-                was_forgotten: forgotten,
-            });
-        } else if counts {
-            counted += 1;
-        }
+    counted: impl FnOnce() -> Result<u64, E>,
+) -> Result<Option<RecordChange<Id>>, E> {
+    if let Some((id, forgotten, last_seen)) = own
+        && counts(forgotten, last_seen, timeout, now)
+    {
+        // Already counted: always passes.
+        return Ok(Some(RecordChange::Refresh {
+            id,
+            was_forgotten: false,
+        }));
     }
+    let change = match own {
+        Some((id, forgotten, _)) => RecordChange::Refresh {
+            id,
+            was_forgotten: forgotten,
+        },
+        None => RecordChange::Create,
+    };
     match limit {
-        Some(limit) if counted >= u64::from(limit) => None,
-        _ => Some(own.unwrap_or(RecordChange::Create)),
+        Some(limit) if counted()? >= u64::from(limit) => Ok(None),
+        _ => Ok(Some(change)),
     }
 }
 

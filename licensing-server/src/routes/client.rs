@@ -13,6 +13,7 @@ use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY};
 use licensing_core::api::{Envelope, ErrorData, HeartbeatData, ResultCode};
 use licensing_core::crypto::{SIGNATURE_HEADER, SessionKey};
 use licensing_core::model::RequestType;
+use licensing_core::store::{SessionKeyRefused, SessionKeyStore};
 use licensing_core::validate::Country;
 use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ProductId, TeamId, Timestamp};
@@ -25,7 +26,6 @@ use crate::http::{Response, path_param, raw_query, read_body, store_error};
 use crate::routes::with_state;
 use crate::services::contexts::TeamContext;
 use crate::services::ratelimit::{RateStatus, ip_key};
-use crate::services::replay::Refused;
 use crate::services::usage::Counted;
 use crate::services::verification::{self, Request};
 use crate::state::AppState;
@@ -249,8 +249,15 @@ where
         verification::check(&state.store, &state.usage, &context, &request, now).await;
     exchange.product = product;
     let checked = checked?;
-    let license =
-        verification::record(&state.store, &context, &checked.license, &request, now).await?;
+    let license = verification::record(
+        &state.store,
+        &context,
+        state.max_records,
+        &checked.license,
+        &request,
+        now,
+    )
+    .await?;
 
     // The answer.
     let challenge_response = match &input.challenge {
@@ -313,28 +320,65 @@ pub(crate) async fn team_context(
         .ok_or_else(|| ApiError::new(ResultCode::TeamNotFound, "Team not found"))
 }
 
-/// A session key decrypted and marked used, or the 400 (or, when too many are remembered, 429).
+/// A session key decrypted (step 1), or the 400. It is marked used only once the license and
+/// product pass ([`take_session_key`]).
 pub(crate) fn session_key(
     state: &AppState,
     context: &TeamContext,
     text: &str,
 ) -> Result<SessionKey, ApiError> {
     state.metrics.rsa_operation("decrypt_session_key");
-    let key = context.keys.decrypt_session_key(text).map_err(|_| {
+    context.keys.decrypt_session_key(text).map_err(|_| {
         ApiError::new(
             ResultCode::InvalidSessionKey,
             "Invalid session key: send the hex of an RSA-OAEP (SHA-1) encryption of at least 16 random bytes under the team's public key",
         )
-    })?;
-    match state.session_keys.use_once(&key) {
-        Ok(()) => Ok(key),
-        Err(Refused::Reused) => Err(ApiError::new(
+    })
+}
+
+/// How long a session key stays used (protocol.md section 2).
+const SESSION_KEY_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// Session keys a team may have used within the window; past it, downloads are refused with
+/// 429 until older keys leave the window (about 110 downloads a second, sustained).
+const SESSION_KEYS_PER_TEAM: u32 = 100_000;
+
+/// Marks a session key used by `team`, durably: 400 when the team used it within 15 minutes,
+/// 429 when the team used too many lately. Keys are remembered by a fingerprint of the derived
+/// AES key, not of the ciphertext: RSA-OAEP is randomized, so one secret encrypted twice gives
+/// two ciphertexts, and hex may be sent in either case.
+pub(crate) async fn take_session_key(
+    state: &AppState,
+    team: TeamId,
+    key: &SessionKey,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::new()
+        .chain_update(b"licensing session key\n")
+        .chain_update(key.as_bytes())
+        .finalize();
+    let mut fingerprint = [0u8; 16];
+    fingerprint.copy_from_slice(&digest[..16]);
+    let taken = state
+        .store
+        .use_session_key(
+            team,
+            fingerprint,
+            now,
+            SESSION_KEY_WINDOW_MS,
+            SESSION_KEYS_PER_TEAM,
+        )
+        .await
+        .map_err(store_error)?;
+    match taken {
+        Ok(()) => Ok(()),
+        Err(SessionKeyRefused::Reused) => Err(ApiError::new(
             ResultCode::InvalidSessionKey,
             "Invalid session key: session key already used; draw a new one for every download",
         )),
-        Err(Refused::Full) => Err(ApiError::new(
+        Err(SessionKeyRefused::Full) => Err(ApiError::new(
             ResultCode::RateLimit,
-            "Too many downloads in the last 15 minutes: retry later",
+            "Too many downloads for this team in the last 15 minutes: retry later",
         )),
     }
 }

@@ -6,7 +6,6 @@ pub mod geo;
 pub mod key_uses;
 pub mod mail;
 pub mod ratelimit;
-pub mod replay;
 pub mod stats;
 pub mod teams;
 pub mod usage;

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use licensing_core::model::{Branch, License, Product, Release};
-use licensing_core::store::{Activity, Store};
+use licensing_core::store::{Activity, ActivityRules, Store};
 use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
 use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
@@ -121,6 +121,7 @@ pub async fn check<S: Store>(
 pub async fn record<S: Store>(
     store: &S,
     team: &TeamContext,
+    max_records: u32,
     license: &License,
     request: &Request<'_>,
     now: Timestamp,
@@ -134,7 +135,10 @@ pub async fn record<S: Store>(
         .record_activity(
             team.team.id,
             license.id,
-            &team.team.settings,
+            &ActivityRules {
+                settings: &team.team.settings,
+                max_records,
+            },
             &activity,
             now,
         )

@@ -24,6 +24,8 @@ pub(crate) mod tag {
     pub(crate) const MAIL_DAY: u8 = b'M';
     pub(crate) const INDEX: u8 = b'i';
     pub(crate) const COUNT: u8 = b'#';
+    pub(crate) const META: u8 = b'm';
+    pub(crate) const SESSION_KEY: u8 = b's';
 }
 
 /// Builds a key from parts.

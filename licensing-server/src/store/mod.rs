@@ -1,29 +1,40 @@
 //! The embedded store: sled, implementing every storage trait of `licensing-core`.
 //!
-//! - **Atomicity**: every write runs under one writer lock, reads what it needs, stages all its
-//!   changes (records, indexes, counters) and applies them with one `apply_batch`, which sled
-//!   applies atomically. Reads take no lock.
+//! - **Atomicity**: every write reads what it needs, stages all its changes (records, indexes,
+//!   counters) and applies them with one `apply_batch`, which sled applies atomically. Writes
+//!   exclude each other where they must and no further (`locks.rs`): a license's atomic step
+//!   (the client API's limits) holds that license's lock stripe only; developer writes hold a
+//!   mutex among themselves and the stripes of the licenses they change. Reads take no lock.
 //! - **Durability**: a write returns once a flush (fsync) that covers it has completed. Flushes
-//!   run on one flusher thread, under the same writer lock, and group-commit: every write applied
-//!   before a flush starts is covered by it. The only writes that do not wait are the plain
-//!   `lastSeenAt`/`lastActiveAt` refreshes of devices that already count, which wait in memory
-//!   (`refresh.rs`), are applied by the next writer, and are made durable by the flusher within
-//!   500 ms.
-//! - **Why flushes take the writer lock**: in sled 0.34, `apply_batch` takes a global exclusive
+//!   run on one flusher thread and group-commit: every batch applied before a flush starts is
+//!   covered by it. The only writes that do not wait are the plain `lastSeenAt`/`lastActiveAt`
+//!   refreshes of devices that already count, which wait in memory (`refresh.rs`), are applied
+//!   by the next writer of the license, and are made durable by the flusher within 500 ms.
+//! - **Flushes never overlap batches**: in sled 0.34, `apply_batch` takes a global exclusive
 //!   lock, and a flush holds the shared side of it while it waits for sled's I/O threads, which
-//!   need the shared side too. A batch applied while a flush runs therefore deadlocks the store
-//!   (seen under concurrent writes; the `lists` bench reproduced it). So sled's own background
-//!   flusher is off, and no flush ever overlaps a batch.
+//!   need the shared side too; a batch applied while a flush runs deadlocks the store (seen under
+//!   concurrent writes; the `lists` bench reproduced it). So sled's own background flusher is
+//!   off, batches take the store's gate shared and the flusher takes it exclusive.
+//! - **Devices and addresses** (`activity.rs`) are keyed by value under their license, with
+//!   per-license counts, so that a client request reads its own records only; a cap bounds what
+//!   one license may hold.
 //! - **Indexes**: licenses and customers, the lists that grow large, have order-preserving sort
 //!   indexes and per-team counters, so an unfiltered page reads only that page's records; licenses
 //!   also have reverse indexes by customer and by product (filters, cascades, statistics). Smaller
 //!   collections (products, releases, branches, a license's devices) are read per team or license
 //!   and sorted in memory with core's comparators.
+//! - **Format**: the store records its format version (`format.rs`); an older store is migrated
+//!   at start-up, a newer one refused.
 
+mod activity;
+mod format;
 mod keys;
+mod locks;
 mod refresh;
+mod replay;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -40,14 +51,17 @@ use licensing_core::model::{
     UsageRecord,
 };
 use licensing_core::store::*;
-use licensing_core::verify::{self, Denial, RecordChange};
+use licensing_core::validate::HardwareId;
+use licensing_core::verify::Denial;
 use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, MessageId,
     ProductId, ReleaseId, TeamId, Timestamp,
 };
+use locks::Locks;
 use refresh::Refreshes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sha2::Digest as _;
 use tokio::sync::watch;
 
 use keys::{key, tag};
@@ -73,8 +87,8 @@ pub struct SledStore {
 struct Inner {
     db: sled::Db,
     tree: sled::Tree,
-    /// Held while a batch is staged and applied, and while the flusher flushes.
-    write: Arc<tokio::sync::Mutex<()>>,
+    /// The write locks (`locks.rs`).
+    locks: Arc<Locks>,
     /// Batches applied so far.
     applied: Arc<AtomicU64>,
     flusher: Arc<Flusher>,
@@ -158,41 +172,43 @@ impl Drop for Inner {
     }
 }
 
-/// Licenses whose refreshes go into one batch. Refreshes need no atomicity among themselves, and
-/// sled's `apply_batch` holds a lock that every read waits for, so a large backlog is written in
-/// short batches that reads can slip between.
-const REFRESH_BATCH: usize = 128;
+/// Single-key writes: (key, value).
+type Singles = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Applies the waiting refreshes; the caller holds the writer lock.
-fn apply_refreshes(
+/// Stages waiting refreshes (of licenses whose stripes the caller holds): the licenses and
+/// their indexes in one batch, the device and address records as single-key writes.
+fn stage_refreshes(
     tree: &sled::Tree,
-    refreshes: &Refreshes,
-    applied: &AtomicU64,
-) -> StoreResult<()> {
-    let mut taken = refreshes.take().into_iter().peekable();
+    taken: Vec<(LicenseId, refresh::Refresh)>,
+) -> StoreResult<(Tx<'_>, Singles)> {
+    let mut tx = Tx {
+        tree,
+        pending: BTreeMap::new(),
+    };
     let mut singles = Vec::new();
-    while taken.peek().is_some() {
-        let mut tx = Tx {
-            tree,
-            pending: BTreeMap::new(),
-        };
-        for (license, refresh) in taken.by_ref().take(REFRESH_BATCH) {
-            refresh::stage(&mut tx, &mut singles, license, refresh)?;
-        }
-        tx.commit()?;
-        for (k, v) in singles.drain(..) {
-            tree.insert(k, v).map_err(backend)?;
-        }
-        applied.fetch_add(1, Ordering::AcqRel);
+    for entry in taken {
+        refresh::stage(&mut tx, &mut singles, entry)?;
     }
+    Ok((tx, singles))
+}
+
+/// Writes staged refreshes; the caller holds the gate (shared).
+fn write_refreshes(tx: Tx<'_>, singles: Singles, applied: &AtomicU64) -> StoreResult<()> {
+    let tree = tx.tree;
+    tx.commit()?;
+    for (k, v) in singles {
+        tree.insert(k, v).map_err(backend)?;
+    }
+    applied.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
 
-/// The flusher thread: applies waiting refreshes and flushes, under the writer lock, when asked,
-/// or every 500 ms when there is something to write, and publishes how far each flush reached.
+/// The flusher thread: applies waiting refreshes (stripe by stripe, under each stripe's lock)
+/// and flushes (under the gate, exclusively), when asked, or every 500 ms when there is
+/// something to write, and publishes how far each flush reached.
 fn run_flusher(
     tree: sled::Tree,
-    write: Arc<tokio::sync::Mutex<()>>,
+    locks: Arc<Locks>,
     applied: Arc<AtomicU64>,
     refreshes: Arc<Refreshes>,
     flusher: Arc<Flusher>,
@@ -202,13 +218,25 @@ fn run_flusher(
         let keep_going = flusher.wait();
         let covered = progress.borrow().covered;
         if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
-            let guard = write.blocking_lock();
-            if let Err(e) = apply_refreshes(&tree, &refreshes, &applied) {
-                tracing::error!(error = %e, "writing device refreshes failed");
+            for i in 0..locks::STRIPES {
+                let stripe = locks.blocking_stripe(i);
+                let taken = refreshes.take_stripe(i);
+                if taken.is_empty() {
+                    continue;
+                }
+                let written = stage_refreshes(&tree, taken).and_then(|(tx, singles)| {
+                    let _gate = locks.gate.blocking_read();
+                    write_refreshes(tx, singles, &applied)
+                });
+                if let Err(e) = written {
+                    tracing::error!(error = %e, "writing device refreshes failed");
+                }
+                drop(stripe);
             }
+            let gate = locks.gate.blocking_write();
             let target = applied.load(Ordering::Acquire);
             let result = tree.flush();
-            drop(guard);
+            drop(gate);
             let state = match result {
                 Ok(_) => FlushState {
                     covered: target,
@@ -253,6 +281,18 @@ fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
         .get(bytes.len().saturating_sub(16)..)
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| backend("index key too short"))
+}
+
+/// The licenses a developer write changes (records, not just references to them): their lock
+/// stripes are held while it stages and applies.
+#[derive(Clone, Copy, Debug)]
+enum Touch {
+    /// None.
+    Nothing,
+    /// This one.
+    License(LicenseId),
+    /// Any number (every stripe is held).
+    Licenses,
 }
 
 /// Staged changes of one write, readable before they are applied.
@@ -343,22 +383,102 @@ fn branch_key(team: TeamId, product: ProductId, id: BranchId) -> Vec<u8> {
 fn release_key(team: TeamId, id: ReleaseId) -> Vec<u8> {
     key(&[&[tag::RELEASE], team.as_bytes(), id.as_bytes()])
 }
-fn hwid_key(team: TeamId, license: LicenseId, id: HwidId) -> Vec<u8> {
-    key(&[
-        &[tag::HWID],
-        team.as_bytes(),
-        license.as_bytes(),
-        id.as_bytes(),
-    ])
+/// The key of a license's record of a device, by a digest of its identifier.
+fn hwid_key(team: TeamId, license: LicenseId, identifier: &HardwareId) -> Vec<u8> {
+    hwid_key_of(team, license, &hwid_digest(identifier))
 }
-fn ip_key(team: TeamId, license: LicenseId, id: IpId) -> Vec<u8> {
-    key(&[
-        &[tag::IP],
-        team.as_bytes(),
-        license.as_bytes(),
-        id.as_bytes(),
-    ])
+fn hwid_key_of(team: TeamId, license: LicenseId, digest: &[u8; 16]) -> Vec<u8> {
+    key(&[&[tag::HWID], team.as_bytes(), license.as_bytes(), digest])
 }
+/// The first 16 bytes of SHA-256 of an identifier.
+fn hwid_digest(identifier: &HardwareId) -> [u8; 16] {
+    let digest = sha2::Sha256::digest(identifier.as_str().as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
+}
+/// The key of a license's record of an address.
+fn ip_key(team: TeamId, license: LicenseId, ip: IpAddr) -> Vec<u8> {
+    ip_key_of(team, license, &addr16(ip))
+}
+fn ip_key_of(team: TeamId, license: LicenseId, addr: &[u8; 16]) -> Vec<u8> {
+    key(&[&[tag::IP], team.as_bytes(), license.as_bytes(), addr])
+}
+/// An address as 16 bytes (IPv4 as IPv4-mapped IPv6).
+fn addr16(ip: IpAddr) -> [u8; 16] {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+/// A license's count of its records of one kind (`table`: HWID or IP).
+fn tally_key(table: u8, team: TeamId, license: LicenseId) -> Vec<u8> {
+    key(&[&[tag::COUNT, table], team.as_bytes(), license.as_bytes()])
+}
+
+/// How many records of one kind a license holds, and how many of them are forgotten.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    total: u64,
+    forgotten: u64,
+}
+
+impl Tally {
+    fn of(forgotten: impl Iterator<Item = bool>) -> Self {
+        let mut tally = Self::default();
+        for f in forgotten {
+            tally.total += 1;
+            if f {
+                tally.forgotten += 1;
+            }
+        }
+        tally
+    }
+
+    fn read(tx: &Tx<'_>, k: &[u8]) -> StoreResult<Self> {
+        Ok(tx.get(k)?.map_or_else(Self::default, |v| Self::decode(&v)))
+    }
+
+    fn decode(v: &[u8]) -> Self {
+        let half = |range: std::ops::Range<usize>| {
+            v.get(range)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_be_bytes)
+        };
+        Self {
+            total: half(0..8),
+            forgotten: half(8..16),
+        }
+    }
+
+    fn encode(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.total.to_be_bytes());
+        out[8..].copy_from_slice(&self.forgotten.to_be_bytes());
+        out
+    }
+
+    /// Records that count when the team sets no timeout.
+    fn counting(&self) -> u64 {
+        self.total.saturating_sub(self.forgotten)
+    }
+
+    fn forget(&mut self) {
+        self.forgotten = (self.forgotten + 1).min(self.total);
+    }
+
+    fn unforget(&mut self) {
+        self.forgotten = self.forgotten.saturating_sub(1);
+    }
+
+    fn remove(&mut self, forgotten: bool) {
+        self.total = self.total.saturating_sub(1);
+        if forgotten {
+            self.unforget();
+        }
+    }
+}
+
 fn blacklist_key(team: TeamId, id: BlacklistId) -> Vec<u8> {
     key(&[&[tag::BLACKLIST], team.as_bytes(), id.as_bytes()])
 }
@@ -473,29 +593,30 @@ impl SledStore {
         // sled's own periodic flusher stays off: see the module documentation.
         let db = config.flush_every_ms(None).open().map_err(backend)?;
         let tree = db.open_tree("data").map_err(backend)?;
-        let write = Arc::new(tokio::sync::Mutex::new(()));
+        format::upgrade(&tree)?;
+        let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
         let refreshes = Arc::new(Refreshes::default());
         let (progress, flushed) = watch::channel(FlushState::default());
         let flusher_thread = {
-            let (tree, write, applied, refreshes, flusher) = (
+            let (tree, locks, applied, refreshes, flusher) = (
                 tree.clone(),
-                write.clone(),
+                locks.clone(),
                 applied.clone(),
                 refreshes.clone(),
                 flusher.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
-                .spawn(move || run_flusher(tree, write, applied, refreshes, flusher, progress))
+                .spawn(move || run_flusher(tree, locks, applied, refreshes, flusher, progress))
                 .map_err(backend)?
         };
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
                 tree,
-                write,
+                locks,
                 applied,
                 flusher,
                 flusher_thread: Mutex::new(Some(flusher_thread)),
@@ -548,22 +669,66 @@ impl SledStore {
         self.inner.db.size_on_disk().map_err(backend)
     }
 
-    /// Runs one atomic write: `f` stages changes, which are applied together. Returns the result
-    /// and the batch number to wait for to make it durable. Waiting refreshes are applied first,
-    /// so every writer reads exact `lastSeenAt`/`lastActiveAt` values.
+    /// Applies a staged write under the gate; the batch number to wait for to make it durable.
+    async fn commit(&self, tx: Tx<'_>) -> StoreResult<u64> {
+        let _gate = self.inner.locks.gate.read().await;
+        tx.commit()?;
+        Ok(self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
+    /// Writes the waiting refreshes of one license; the caller holds its stripe.
+    async fn apply_license_refresh(&self, license: LicenseId) -> StoreResult<()> {
+        let Some(taken) = self.inner.refreshes.take_license(license) else {
+            return Ok(());
+        };
+        let (tx, singles) = stage_refreshes(&self.inner.tree, vec![taken])?;
+        let _gate = self.inner.locks.gate.read().await;
+        write_refreshes(tx, singles, &self.inner.applied)
+    }
+
+    /// Writes the waiting refreshes of stripe `i`; the caller holds the stripe.
+    async fn apply_stripe_refresh(&self, i: usize) -> StoreResult<()> {
+        let taken = self.inner.refreshes.take_stripe(i);
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let (tx, singles) = stage_refreshes(&self.inner.tree, taken)?;
+        let _gate = self.inner.locks.gate.read().await;
+        write_refreshes(tx, singles, &self.inner.applied)
+    }
+
+    /// Runs one developer write: `f` stages changes, which are applied together, holding the
+    /// developer mutex and the stripes `touch` names (whose licenses' waiting refreshes are
+    /// written first, so the write reads exact times). Returns the result and the batch number
+    /// to wait for to make it durable.
     async fn write<T>(
         &self,
+        touch: Touch,
         f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
     ) -> StoreResult<(T, u64)> {
-        let _guard = self.inner.write.lock().await;
-        apply_refreshes(&self.inner.tree, &self.inner.refreshes, &self.inner.applied)?;
+        let locks = &self.inner.locks;
+        let _dev = locks.dev.lock().await;
+        let _stripes = match touch {
+            Touch::Nothing => Vec::new(),
+            Touch::License(license) => {
+                let stripe = locks.license(license).await;
+                self.apply_license_refresh(license).await?;
+                vec![stripe]
+            }
+            Touch::Licenses => {
+                let stripes = locks.all().await;
+                for i in 0..locks::STRIPES {
+                    self.apply_stripe_refresh(i).await?;
+                }
+                stripes
+            }
+        };
         let mut tx = Tx {
             tree: &self.inner.tree,
             pending: BTreeMap::new(),
         };
         let out = f(&mut tx)?;
-        tx.commit()?;
-        let batch = self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1;
+        let batch = self.commit(tx).await?;
         Ok((out, batch))
     }
 
@@ -572,13 +737,25 @@ impl SledStore {
         if self.inner.refreshes.is_empty() {
             return Ok(());
         }
-        let _guard = self.inner.write.lock().await;
-        apply_refreshes(&self.inner.tree, &self.inner.refreshes, &self.inner.applied)
+        for i in 0..locks::STRIPES {
+            let _stripe = self.inner.locks.stripe(i).await;
+            self.apply_stripe_refresh(i).await?;
+        }
+        Ok(())
     }
 
-    /// A write that is flushed before it returns.
+    /// A developer write that changes no license, flushed before it returns.
     async fn durable<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
-        let (out, batch) = self.write(f).await?;
+        self.durable_touching(Touch::Nothing, f).await
+    }
+
+    /// A developer write that changes the licenses `touch` names, flushed before it returns.
+    async fn durable_touching<T>(
+        &self,
+        touch: Touch,
+        f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let (out, batch) = self.write(touch, f).await?;
         self.flushed_up_to(batch).await?;
         Ok(out)
     }
@@ -960,7 +1137,7 @@ impl ApiKeyStore for SledStore {
     async fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()> {
         // Written behind, so not waited on for a flush: a use lost in a crash only leaves
         // `lastUsedAt` a little older.
-        self.write(|tx| {
+        self.write(Touch::Nothing, |tx| {
             for (team, id, at) in uses {
                 let Some(hash) = tx.get(&team_api_key_key(*team, *id))? else {
                     continue;
@@ -1040,7 +1217,7 @@ impl LicenseStore for SledStore {
     }
 
     async fn update_license(&self, l: &License) -> StoreResult<()> {
-        self.durable(|tx| {
+        self.durable_touching(Touch::License(l.id), |tx| {
             let old: License = tx
                 .get_json(&license_key(l.team_id, l.id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
@@ -1051,15 +1228,16 @@ impl LicenseStore for SledStore {
     }
 
     async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
-        self.durable(|tx| {
+        self.durable_touching(Touch::License(id), |tx| {
             let old: License = tx
                 .get_json(&license_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
-            for h in self.usage::<Hwid>(tag::HWID, team, id)? {
-                tx.del(hwid_key(team, id, h.id));
-            }
-            for r in self.usage::<IpRecord>(tag::IP, team, id)? {
-                tx.del(ip_key(team, id, r.id));
+            for table in [tag::HWID, tag::IP] {
+                let prefix = key(&[&[table], team.as_bytes(), id.as_bytes()]);
+                for k in self.inner.tree.scan_prefix(prefix).keys() {
+                    tx.del(k.map_err(backend)?.to_vec());
+                }
+                tx.del(tally_key(table, team, id));
             }
             for mut r in self.team_releases(team)? {
                 if r.allowed_license_ids.contains(&id) {
@@ -1158,7 +1336,7 @@ impl CustomerStore for SledStore {
     }
 
     async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
-        self.durable(|tx| {
+        self.durable_touching(Touch::Licenses, |tx| {
             let old: Customer = tx
                 .get_json(&customer_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
@@ -1233,7 +1411,7 @@ impl ProductStore for SledStore {
     }
 
     async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
-        self.durable(|tx| {
+        self.durable_touching(Touch::Licenses, |tx| {
             tx.get(&product_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             for b in self.scan::<Branch>(&key(&[&[tag::BRANCH], team.as_bytes(), id.as_bytes()]))? {
@@ -1396,17 +1574,8 @@ impl DeviceStore for SledStore {
         forgotten: bool,
         now: Timestamp,
     ) -> StoreResult<Hwid> {
-        self.durable(|tx| {
-            tx.get(&license_key(team, license))?
-                .ok_or(StoreError::NotFound(Entity::License))?;
-            let mut h: Hwid = tx
-                .get_json(&hwid_key(team, license, id))?
-                .ok_or(StoreError::NotFound(Entity::Hwid))?;
-            h.set_forgotten(forgotten, now);
-            tx.put_json(hwid_key(team, license, id), &h)?;
-            Ok(h)
-        })
-        .await
+        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+            .await
     }
 
     async fn list_ips(
@@ -1428,17 +1597,8 @@ impl DeviceStore for SledStore {
         forgotten: bool,
         now: Timestamp,
     ) -> StoreResult<IpRecord> {
-        self.durable(|tx| {
-            tx.get(&license_key(team, license))?
-                .ok_or(StoreError::NotFound(Entity::License))?;
-            let mut r: IpRecord = tx
-                .get_json(&ip_key(team, license, id))?
-                .ok_or(StoreError::NotFound(Entity::Ip))?;
-            r.set_forgotten(forgotten, now);
-            tx.put_json(ip_key(team, license, id), &r)?;
-            Ok(r)
-        })
-        .await
+        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+            .await
     }
 }
 
@@ -1447,101 +1607,11 @@ impl ActivityStore for SledStore {
         &self,
         team: TeamId,
         license: LicenseId,
-        settings: &TeamSettings,
+        rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
-        // The hot path: a device and address that already count need no atomic step; their
-        // refreshes wait in memory (see `refresh.rs`). Reads here take no lock; a stale read can
-        // only send the request to the atomic step below.
-        let current = self.require_license(team, license)?;
-        let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
-        let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
-        if let Some(admission) = verify::admit_counted(
-            &current,
-            settings,
-            &hwids,
-            &ips,
-            activity.hardware_id.as_ref(),
-            activity.ip,
-            now,
-        ) {
-            let hwid = match admission.hwid {
-                Some(RecordChange::Refresh { id, .. }) => Some(id),
-                _ => None,
-            };
-            if let RecordChange::Refresh { id: ip, .. } = admission.ip {
-                let waiting =
-                    self.inner
-                        .refreshes
-                        .add(team, license, hwid, ip, activity.country, now);
-                if waiting >= refresh::EARLY_ROUND {
-                    self.inner.flusher.request();
-                }
-                return Ok(Ok(Recorded {
-                    license: license_after(&current, &admission, now),
-                    admission,
-                }));
-            }
-        }
-        let (outcome, batch) = self
-            .write(|tx| {
-                let current: License = tx
-                    .get_json(&license_key(team, license))?
-                    .ok_or(StoreError::NotFound(Entity::License))?;
-                let hwids: Vec<Hwid> = self.usage(tag::HWID, team, license)?;
-                let ips: Vec<IpRecord> = self.usage(tag::IP, team, license)?;
-                let admission = match verify::admit(
-                    &current,
-                    settings,
-                    &hwids,
-                    &ips,
-                    activity.hardware_id.as_ref(),
-                    activity.ip,
-                    now,
-                ) {
-                    Ok(a) => a,
-                    Err(denial) => return Ok(Err(denial)),
-                };
-                match (admission.hwid, &activity.hardware_id) {
-                    (Some(RecordChange::Create), Some(h)) => {
-                        let record = new_hwid(&current, h, now);
-                        tx.put_json(hwid_key(team, license, record.id), &record)?;
-                    }
-                    (Some(RecordChange::Refresh { id, .. }), _) => {
-                        if let Some(mut h) = hwids.into_iter().find(|h| h.id == id) {
-                            refresh_hwid(&mut h, now);
-                            tx.put_json(hwid_key(team, license, id), &h)?;
-                        }
-                    }
-                    _ => {}
-                }
-                match admission.ip {
-                    RecordChange::Create => {
-                        let record = new_ip(&current, activity, now);
-                        tx.put_json(ip_key(team, license, record.id), &record)?;
-                    }
-                    RecordChange::Refresh { id, .. } => {
-                        if let Some(mut r) = ips.into_iter().find(|r| r.id == id) {
-                            refresh_ip(&mut r, activity, now);
-                            tx.put_json(ip_key(team, license, id), &r)?;
-                        }
-                    }
-                }
-                let next = license_after(&current, &admission, now);
-                put_license(tx, &next, Some(&current))?;
-                Ok(Ok(Recorded {
-                    license: next,
-                    admission,
-                }))
-            })
-            .await?;
-        if let Ok(recorded) = &outcome
-            && recorded.admission.creates_state()
-        {
-            self.flushed_up_to(batch).await?;
-        }
-        Ok(outcome)
+        self.record(team, license, rules, activity, now).await
     }
 }
 
@@ -1862,7 +1932,13 @@ mod tests {
                 let (store, settings) = (store.clone(), settings.clone());
                 async move {
                     store
-                        .record_activity(team.id, license.id, &settings, &activity(device), now)
+                        .record_activity(
+                            team.id,
+                            license.id,
+                            &licensing_core::store::ActivityRules::new(&settings),
+                            &activity(device),
+                            now,
+                        )
                         .await
                         .expect("store")
                 }
@@ -1931,8 +2007,8 @@ mod tests {
             store.inner.refreshes.add(
                 team.id,
                 license.id,
-                Some(hwids[0].id),
-                ips[0].id,
+                Some(super::hwid_digest(&hwids[0].identifier)),
+                super::addr16(ips[0].address),
                 None,
                 at(62 * 60),
             );
@@ -1943,6 +2019,158 @@ mod tests {
             );
             assert!(stored_hwids(&store, team.id, license.id).is_empty());
         });
+    }
+
+    /// A store of format 1 (devices and addresses keyed by record id, no counts, no version) is
+    /// migrated when opened: records keep their ids, a request finds its own records, the counts
+    /// hold, and a device stored twice keeps its latest record.
+    #[test]
+    fn a_format_1_store_is_migrated_when_opened() {
+        use licensing_core::api::requests::DeviceListQuery;
+        use licensing_core::model::{Hwid, IpRecord};
+        use licensing_core::store::{ActivityRules, ActivityStore, DeviceStore, testing};
+        use licensing_core::validate::HardwareId;
+        use licensing_core::verify::RecordChange;
+        use licensing_core::{HwidId, IpId, Timestamp};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t0 = Timestamp::from_millis(1_800_000_000_000);
+        let (team, license) = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let mut license = testing::license(team.id, t0);
+            license.hwid_limit = Some(2);
+            use licensing_core::store::LicenseStore;
+            store.create_license(&license).await.expect("create");
+            (team, license)
+        });
+        // Rewrite the store as format 1 would have left it.
+        let hwid = |id: HwidId, device: &str, seen: i64| Hwid {
+            id,
+            identifier: HardwareId::parse(device).expect("hwid"),
+            forgotten: false,
+            license_id: license.id,
+            team_id: team.id,
+            last_seen_at: Timestamp::from_millis(1_800_000_000_000 + seen),
+            created_at: t0,
+            updated_at: t0,
+        };
+        let kept = HwidId::new();
+        let records = [
+            hwid(kept, "device-a-0000", 2_000),
+            hwid(HwidId::new(), "device-a-0000", 1_000),
+        ];
+        let ip = IpRecord {
+            id: IpId::new(),
+            address: "198.51.100.7".parse().expect("ip"),
+            forgotten: true,
+            country: None,
+            alpha2: None,
+            alpha3: None,
+            license_id: license.id,
+            team_id: team.id,
+            last_seen_at: t0,
+            created_at: t0,
+            updated_at: t0,
+        };
+        {
+            let db = sled::open(dir.path()).expect("raw open");
+            let tree = db.open_tree("data").expect("tree");
+            tree.remove(super::key(&[&[super::tag::META], b"format"]))
+                .expect("unversion");
+            for table in [super::tag::HWID, super::tag::IP] {
+                tree.remove(super::tally_key(table, team.id, license.id))
+                    .expect("uncount");
+            }
+            for h in &records {
+                let k = super::key(&[
+                    &[super::tag::HWID],
+                    team.id.as_bytes(),
+                    license.id.as_bytes(),
+                    h.id.as_bytes(),
+                ]);
+                tree.insert(k, serde_json::to_vec(h).expect("json"))
+                    .expect("put");
+            }
+            let k = super::key(&[
+                &[super::tag::IP],
+                team.id.as_bytes(),
+                license.id.as_bytes(),
+                ip.id.as_bytes(),
+            ]);
+            tree.insert(k, serde_json::to_vec(&ip).expect("json"))
+                .expect("put");
+            db.flush().expect("flush");
+        }
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("migrating open");
+            assert_eq!(
+                super::format::version(&store.inner.tree).expect("version"),
+                super::format::FORMAT
+            );
+            let q = DeviceListQuery::parse("showForgotten=true").expect("query");
+            let hwids = store
+                .list_hwids(team.id, license.id, &q)
+                .await
+                .expect("list");
+            assert_eq!(hwids.total, 1, "the duplicate is merged");
+            assert_eq!(
+                hwids.items[0].id, kept,
+                "the latest record is kept, with its id"
+            );
+            let ips = store.list_ips(team.id, license.id, &q).await.expect("list");
+            assert_eq!((ips.total, ips.items[0].id), (1, ip.id));
+            // The migrated device is found as the request's own; the counts are right: one
+            // more device fits under the limit of two, a third does not.
+            let settings = licensing_core::model::TeamSettings::default();
+            let rules = ActivityRules::new(&settings);
+            let record = |device: &'static str| {
+                let (store, rules) = (store.clone(), rules);
+                async move {
+                    let activity = licensing_core::store::Activity {
+                        hardware_id: Some(HardwareId::parse(device).expect("hwid")),
+                        ip: "198.51.100.7".parse().expect("ip"),
+                        country: None,
+                    };
+                    store
+                        .record_activity(team.id, license.id, &rules, &activity, Timestamp::now())
+                        .await
+                        .expect("store")
+                }
+            };
+            let own = record("device-a-0000").await.expect("known device");
+            assert_eq!(
+                own.admission.hwid,
+                Some(RecordChange::Refresh {
+                    id: kept,
+                    was_forgotten: false
+                })
+            );
+            record("device-b-0000").await.expect("second device");
+            assert!(record("device-c-0000").await.is_err(), "the limit holds");
+        });
+    }
+
+    #[test]
+    fn a_store_of_a_newer_format_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(super::SledStore::open(dir.path()).expect("open"));
+        {
+            let db = sled::open(dir.path()).expect("raw open");
+            let tree = db.open_tree("data").expect("tree");
+            tree.insert(
+                super::key(&[&[super::tag::META], b"format"]),
+                &99u32.to_be_bytes(),
+            )
+            .expect("put");
+            db.flush().expect("flush");
+        }
+        let error = super::SledStore::open(dir.path()).expect_err("refused");
+        let text = error.to_string();
+        assert!(
+            text.contains("newer licensing-server (format 99)"),
+            "{text}"
+        );
     }
 
     licensing_core::store_test_suite!(

@@ -308,7 +308,11 @@ async fn classloader_checks_in_order_and_session_keys_are_single_use() {
         .await
         .err(404, "LICENSE_NOT_FOUND")
         .signed_by(&keys);
-    // That key was used (by a refused request): it is spent.
+    // A key is taken only once the license and product pass: the refused request above did not
+    // spend it (so nobody without a license can fill the team's record of used keys) ...
+    let a = s.classloader(&query(&key, &p, &text, ""), None).await;
+    assert_eq!(a.status, 200);
+    // ... and the download did.
     let a = s.classloader(&query(&key, &p, &text, ""), None).await;
     a.err(400, "INVALID_SESSION_KEY");
     assert!(

@@ -261,7 +261,13 @@ impl TestServer {
             country: None,
         };
         self.store
-            .record_activity(team.id, license, &team.settings, &activity, at)
+            .record_activity(
+                team.id,
+                license,
+                &licensing_core::store::ActivityRules::new(&team.settings),
+                &activity,
+                at,
+            )
             .await
             .unwrap()
             .unwrap();

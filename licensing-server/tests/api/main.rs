@@ -24,6 +24,7 @@ mod licenses;
 mod mail;
 mod openapi;
 mod ratelimit;
+mod records;
 mod releases;
 mod restart;
 mod strict;

@@ -21,7 +21,7 @@ async fn public_key_forms_match_the_team() {
 #[tokio::test]
 async fn settings_read_and_partial_update() {
     let s = TestServer::start().await;
-    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "hwidTimeout": null, "ipTimeout": null});
+    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null});
     assert_eq!(s.get(&s.dev("settings")).await.ok(), &defaults);
     let updated = s
         .put(

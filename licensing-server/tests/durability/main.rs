@@ -9,6 +9,7 @@
     unreachable_pub
 )]
 
+mod busy_license;
 mod child;
 mod crash;
 mod downloads;

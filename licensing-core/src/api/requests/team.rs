@@ -48,6 +48,10 @@ pub struct SettingsBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub strict_releases: Patch<bool>,
+    /// `requireHardwareIdentifier`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub require_hardware_identifier: Patch<bool>,
     /// `hwidTimeout`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
@@ -72,6 +76,13 @@ impl SettingsBody {
         }
         if let Some(b) = not_null(&mut v, "strictReleases", raw.strict_releases) {
             next.strict_releases = b;
+        }
+        if let Some(b) = not_null(
+            &mut v,
+            "requireHardwareIdentifier",
+            raw.require_hardware_identifier,
+        ) {
+            next.require_hardware_identifier = b;
         }
         for (field, patch, slot) in [
             ("hwidTimeout", raw.hwid_timeout, &mut next.hwid_timeout),

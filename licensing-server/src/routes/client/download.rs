@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use warp::Reply;
 use warp::http::{HeaderName, HeaderValue, header};
 
-use super::{Exchange, rate_limited, session_key, team_context};
+use super::{Exchange, rate_limited, session_key, take_session_key, team_context};
 use crate::http::{Response, path_param, store_error};
 use crate::services::ratelimit::ip_key;
 use crate::services::verification::{self, Request};
@@ -131,8 +131,20 @@ async fn serve(
         .map_err(|e| crate::http::internal("reading a release file's size failed", e))?
         .len();
 
+    // The session key is taken only now, when the license and the product passed: nobody can
+    // fill a team's record of used keys without a license of it.
+    take_session_key(state, team_id, &key, now).await?;
+
     // 7 and 8.
-    verification::record(&state.store, &context, &checked.license, &request, now).await?;
+    verification::record(
+        &state.store,
+        &context,
+        state.max_records,
+        &checked.license,
+        &request,
+        now,
+    )
+    .await?;
 
     // The answer.
     let product_name = state

@@ -1,0 +1,370 @@
+//! The client API's atomic unit on sled (steps 7 and 8), and the developer API's changes to a
+//! license's device and address records.
+//!
+//! A device record is keyed by a digest of its identifier and an address record by its 16 bytes,
+//! under its license, so that a request reads its own records directly, whatever else the
+//! license holds. Each license keeps a count of its records of each kind (and how many are
+//! forgotten): the cap on stored records is checked without reading them, and so is a limit when
+//! the team sets no timeout. Only a limit with a timeout reads the records, to count those seen
+//! within it, and only when the request's own record does not count already; the cap keeps that
+//! bounded.
+
+use licensing_core::model::{Hwid, IpRecord, License, UsageRecord};
+use licensing_core::store::{
+    Activity, ActivityRules, Entity, Recorded, StoreError, StoreResult, cap_reached, license_after,
+    new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
+};
+use licensing_core::validate::HardwareId;
+use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
+use licensing_core::{LicenseId, TeamId, Timestamp};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::keys::{key, tag};
+use super::{
+    SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key, license_key,
+    put_license, refresh, tally_key,
+};
+
+impl SledStore {
+    /// The request's own device record, when the license has one.
+    fn own_hwid(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        h: &HardwareId,
+    ) -> StoreResult<Option<Hwid>> {
+        Ok(self
+            .get_json::<Hwid>(&hwid_key(team, license, h))?
+            .filter(|r| &r.identifier == h))
+    }
+
+    /// The request's own address record, when the license has one.
+    fn own_ip(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        ip: std::net::IpAddr,
+    ) -> StoreResult<Option<IpRecord>> {
+        Ok(self
+            .get_json::<IpRecord>(&ip_key(team, license, ip))?
+            .filter(|r| r.address == ip.to_canonical()))
+    }
+
+    /// Steps 7 and 8 (see [`licensing_core::store::ActivityStore::record_activity`]).
+    pub(super) async fn record(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let settings = rules.settings;
+        let hardware_id = activity.hardware_id.as_ref();
+        // The hot path: a device and address that already count need no atomic step; their
+        // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
+        // can only send the request to the atomic step below.
+        let current = self.require_license(team, license)?;
+        let own_hwid = match hardware_id {
+            Some(h) => self.own_hwid(team, license, h)?,
+            None => None,
+        };
+        let own_ip = self.own_ip(team, license, activity.ip)?;
+        if let Some(admission) = verify::admit_counted_own(
+            &current,
+            settings,
+            own_hwid.as_ref(),
+            own_ip.as_ref(),
+            hardware_id,
+            activity.ip,
+            now,
+        ) {
+            let waiting = self.inner.refreshes.add(
+                team,
+                license,
+                hardware_id.map(hwid_digest),
+                addr16(activity.ip),
+                activity.country,
+                now,
+            );
+            if waiting >= refresh::EARLY_ROUND / super::locks::STRIPES {
+                self.inner.flusher.request();
+            }
+            return Ok(Ok(Recorded {
+                license: license_after(&current, &admission, now),
+                admission,
+            }));
+        }
+        // The atomic step, under the license's stripe only.
+        let stripe = self.inner.locks.license(license).await;
+        self.apply_license_refresh(license).await?;
+        let mut tx = Tx {
+            tree: &self.inner.tree,
+            pending: Default::default(),
+        };
+        let outcome = self.stage_activity(&mut tx, team, license, rules, activity, now)?;
+        let Ok(recorded) = outcome else {
+            return Ok(outcome);
+        };
+        let batch = self.commit(tx).await?;
+        drop(stripe);
+        if recorded.admission.creates_state() {
+            self.flushed_up_to(batch).await?;
+        }
+        Ok(Ok(recorded))
+    }
+
+    /// Decides and stages steps 7 and 8 for a license whose stripe the caller holds.
+    fn stage_activity(
+        &self,
+        tx: &mut Tx<'_>,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let settings = rules.settings;
+        let hardware_id = activity.hardware_id.as_ref();
+        let current: License = tx
+            .get_json(&license_key(team, license))?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let own_hwid = match hardware_id {
+            Some(h) => tx
+                .get_json::<Hwid>(&hwid_key(team, license, h))?
+                .filter(|r| &r.identifier == h),
+            None => None,
+        };
+        let own_ip = tx
+            .get_json::<IpRecord>(&ip_key(team, license, activity.ip))?
+            .filter(|r| r.address == activity.ip.to_canonical());
+        let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
+        let mut ip_tally = Tally::read(tx, &tally_key(tag::IP, team, license))?;
+        let counted = |kind: RecordKind| -> StoreResult<u64> {
+            match kind {
+                RecordKind::Hwid => match settings.hwid_timeout {
+                    None => Ok(hwid_tally.counting()),
+                    Some(timeout) => {
+                        self.count_seen::<Hwid>(tag::HWID, team, license, timeout, now)
+                    }
+                },
+                RecordKind::Ip => match settings.ip_timeout {
+                    None => Ok(ip_tally.counting()),
+                    Some(timeout) => {
+                        self.count_seen::<IpRecord>(tag::IP, team, license, timeout, now)
+                    }
+                },
+            }
+        };
+        let admission = match verify::admit_own(
+            &current,
+            settings,
+            own_hwid.as_ref(),
+            own_ip.as_ref(),
+            hardware_id,
+            activity.ip,
+            now,
+            counted,
+        )? {
+            Ok(admission) => admission,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        // Room under the cap, decided before anything is staged.
+        let want = prune_batch(rules.max_records);
+        let mut drop_hwids = Vec::new();
+        if matches!(admission.hwid, Some(RecordChange::Create))
+            && hwid_tally.total >= u64::from(rules.max_records)
+        {
+            drop_hwids = self.victims::<Hwid>(
+                tag::HWID,
+                team,
+                license,
+                current.hwid_limit,
+                settings.hwid_timeout,
+                now,
+                want,
+            )?;
+            if drop_hwids.is_empty() {
+                return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records)));
+            }
+        }
+        let mut drop_ips = Vec::new();
+        if admission.ip == RecordChange::Create && ip_tally.total >= u64::from(rules.max_records) {
+            drop_ips = self.victims::<IpRecord>(
+                tag::IP,
+                team,
+                license,
+                current.ip_limit,
+                settings.ip_timeout,
+                now,
+                want,
+            )?;
+            if drop_ips.is_empty() {
+                return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records)));
+            }
+        }
+        for (k, forgotten) in drop_hwids {
+            tx.del(k);
+            hwid_tally.remove(forgotten);
+        }
+        for (k, forgotten) in drop_ips {
+            tx.del(k);
+            ip_tally.remove(forgotten);
+        }
+        match (admission.hwid, hardware_id) {
+            (Some(RecordChange::Create), Some(h)) => {
+                tx.put_json(hwid_key(team, license, h), &new_hwid(&current, h, now))?;
+                hwid_tally.total += 1;
+            }
+            (Some(RecordChange::Refresh { was_forgotten, .. }), Some(h)) => {
+                if let Some(mut record) = own_hwid {
+                    refresh_hwid(&mut record, now);
+                    tx.put_json(hwid_key(team, license, h), &record)?;
+                    if was_forgotten {
+                        hwid_tally.unforget();
+                    }
+                }
+            }
+            _ => {}
+        }
+        match admission.ip {
+            RecordChange::Create => {
+                tx.put_json(
+                    ip_key(team, license, activity.ip),
+                    &new_ip(&current, activity, now),
+                )?;
+                ip_tally.total += 1;
+            }
+            RecordChange::Refresh { was_forgotten, .. } => {
+                if let Some(mut record) = own_ip {
+                    refresh_ip(&mut record, activity, now);
+                    tx.put_json(ip_key(team, license, activity.ip), &record)?;
+                    if was_forgotten {
+                        ip_tally.unforget();
+                    }
+                }
+            }
+        }
+        tx.put(
+            tally_key(tag::HWID, team, license),
+            hwid_tally.encode().to_vec(),
+        );
+        tx.put(
+            tally_key(tag::IP, team, license),
+            ip_tally.encode().to_vec(),
+        );
+        let next = license_after(&current, &admission, now);
+        put_license(tx, &next, Some(&current))?;
+        Ok(Ok(Recorded {
+            license: next,
+            admission,
+        }))
+    }
+
+    /// The license's records of one kind that count now, with the team's timeout.
+    fn count_seen<R: UsageRecord + DeserializeOwned>(
+        &self,
+        table: u8,
+        team: TeamId,
+        license: LicenseId,
+        timeout: u32,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let records: Vec<R> = self.usage(table, team, license)?;
+        Ok(records
+            .iter()
+            .filter(|r| verify::counts(r.forgotten(), r.last_seen_at(), Some(timeout), now))
+            .count() as u64)
+    }
+
+    /// The keys (and `forgotten`) of the records to drop to make room under the cap.
+    #[allow(clippy::too_many_arguments)]
+    fn victims<R: UsageRecord + DeserializeOwned + Keyed>(
+        &self,
+        table: u8,
+        team: TeamId,
+        license: LicenseId,
+        limit: Option<u32>,
+        timeout: Option<u32>,
+        now: Timestamp,
+        want: usize,
+    ) -> StoreResult<Vec<(Vec<u8>, bool)>> {
+        let records: Vec<R> = self.usage(table, team, license)?;
+        Ok(prune_victims(&records, limit, timeout, now, want)
+            .into_iter()
+            .map(|r| (r.storage_key(), r.forgotten()))
+            .collect())
+    }
+
+    /// Marks one of a license's records (found by id among them) forgotten or remembered.
+    pub(super) async fn set_forgotten<R>(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: uuid::Uuid,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<R>
+    where
+        R: UsageRecord + DeserializeOwned + Serialize + Keyed,
+    {
+        let table = R::TABLE;
+        self.durable_touching(super::Touch::License(license), |tx| {
+            tx.get(&license_key(team, license))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            let prefix = key(&[&[table], team.as_bytes(), license.as_bytes()]);
+            let mut found = None;
+            for kv in self.inner.tree.scan_prefix(&prefix) {
+                let (k, v) = kv.map_err(backend)?;
+                let record: R = decode(&v)?;
+                if record.record_id() == id {
+                    found = Some((k.to_vec(), record));
+                    break;
+                }
+            }
+            let (k, mut record) = found.ok_or(StoreError::NotFound(R::MISSING))?;
+            let was = record.forgotten();
+            record.set_forgotten(forgotten, now);
+            if was != forgotten {
+                let tally_k = tally_key(table, team, license);
+                let mut tally = Tally::read(tx, &tally_k)?;
+                if forgotten {
+                    tally.forget();
+                } else {
+                    tally.unforget();
+                }
+                tx.put(tally_k, tally.encode().to_vec());
+            }
+            tx.put_json(k, &record)?;
+            Ok(record)
+        })
+        .await
+    }
+}
+
+/// A usage record's place in the store: its table, and its key derived from its value.
+pub(super) trait Keyed {
+    /// The table tag.
+    const TABLE: u8;
+    /// What is not found when it is missing.
+    const MISSING: Entity;
+    /// The key.
+    fn storage_key(&self) -> Vec<u8>;
+}
+
+impl Keyed for Hwid {
+    const TABLE: u8 = tag::HWID;
+    const MISSING: Entity = Entity::Hwid;
+    fn storage_key(&self) -> Vec<u8> {
+        hwid_key(self.team_id, self.license_id, &self.identifier)
+    }
+}
+
+impl Keyed for IpRecord {
+    const TABLE: u8 = tag::IP;
+    const MISSING: Entity = Entity::Ip;
+    fn storage_key(&self) -> Vec<u8> {
+        ip_key(self.team_id, self.license_id, self.address)
+    }
+}

@@ -1,0 +1,199 @@
+//! BUG-5: one license holding 16,900 address records made each of its verifies read and decode
+//! them all, under a writer lock shared by the whole server; four clients verifying it pushed an
+//! unrelated team's verify from 1.9 ms to 226 ms. Now a request reads only its own records and
+//! a license's atomic step locks that license only.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use licensing_core::Timestamp;
+use licensing_core::store::{
+    Activity, ActivityRules, ActivityStore, LicenseStore, TeamStore, testing,
+};
+use licensing_server::{open_store, services};
+use serde_json::{Value, json};
+
+use crate::child::ChildServer;
+
+/// Address records on the busy license.
+const RECORDS: usize = 20_000;
+
+fn address(n: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, (n >> 16) as u8, (n >> 8) as u8, n as u8))
+}
+
+/// The median of `samples` verifies of `body` on `url`, one after another; panics when they
+/// take more than 30 s in all (the test stays bounded in time even when it fails).
+async fn median_latency(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    samples: usize,
+) -> Duration {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        assert!(
+            started < deadline,
+            "{samples} verifies of another team took more than 30 s ({} done)",
+            times.len()
+        );
+        let response = client
+            .post(url)
+            .header("x-forwarded-for", "203.0.113.50")
+            .json(body)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.bytes().await.unwrap();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times[samples / 2]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_license_with_20000_addresses_does_not_slow_another_team() {
+    let dir = tempfile::tempdir().unwrap();
+    // Seed through the store: team A's license without limits holds 20,000 addresses.
+    let (busy_team, busy_key, quiet_team, quiet_key) = {
+        let store = open_store(dir.path()).unwrap();
+        let a = services::teams::create_team(&store, "Busy", Timestamp::now())
+            .await
+            .unwrap();
+        let b = services::teams::create_team(&store, "Quiet", Timestamp::now())
+            .await
+            .unwrap();
+        let busy = testing::license(a.team_id, Timestamp::now());
+        store.create_license(&busy).await.unwrap();
+        let quiet = testing::license(b.team_id, Timestamp::now());
+        store.create_license(&quiet).await.unwrap();
+        let settings = store.get_team(a.team_id).await.unwrap().unwrap().settings;
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let (store, settings, next) = (store.clone(), settings.clone(), next.clone());
+            let (team, license) = (a.team_id, busy.id);
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= RECORDS {
+                        return;
+                    }
+                    let activity = Activity {
+                        hardware_id: None,
+                        ip: address(n),
+                        country: None,
+                    };
+                    let rules = ActivityRules {
+                        settings: &settings,
+                        max_records: 50_000,
+                    };
+                    store
+                        .record_activity(team, license, &rules, &activity, Timestamp::now())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        store.flush().await.unwrap();
+        (
+            a.team_id,
+            busy.license_key.as_str().to_owned(),
+            b.team_id,
+            quiet.license_key.as_str().to_owned(),
+        )
+    };
+    let server = ChildServer::start(
+        dir.path(),
+        &[
+            ("LICENSING_TRUSTED_PROXIES", "127.0.0.1"),
+            ("LICENSING_MAX_RECORDS_PER_LICENSE", "50000"),
+        ],
+    );
+    let verify = |team| {
+        format!(
+            "{}/api/v1/client/teams/{team}/verification/verify",
+            server.base
+        )
+    };
+    let client = reqwest::Client::new();
+    let quiet_url = verify(quiet_team);
+    let quiet_body = json!({"licenseKey": quiet_key});
+    // Warm up (the first verify records the quiet client's address), then the baseline.
+    median_latency(&client, &quiet_url, &quiet_body, 20).await;
+    let baseline = median_latency(&client, &quiet_url, &quiet_body, 200).await;
+
+    // Four clients verify the busy license, at a steady pace (the test measures what one
+    // license's records and locks cost others, not a saturated CPU: that is the load
+    // benchmark's business). Most come from known addresses, some from new ones.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let served = Arc::new(AtomicUsize::new(0));
+    let busy_url = verify(busy_team);
+    let load: Vec<_> = (0..4)
+        .map(|worker| {
+            let (client, url, key) = (client.clone(), busy_url.clone(), busy_key.clone());
+            let (stop, served) = (stop.clone(), served.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(10));
+                let mut i = worker;
+                while !stop.load(Ordering::Relaxed) {
+                    tick.tick().await;
+                    i += 4;
+                    let ip = if i % 10 == 0 {
+                        address(RECORDS + i)
+                    } else {
+                        address((i * 7919) % RECORDS)
+                    };
+                    let sent = client
+                        .post(&url)
+                        .header("x-forwarded-for", ip.to_string())
+                        .json(&json!({"licenseKey": key}))
+                        .timeout(Duration::from_secs(10))
+                        .send()
+                        .await;
+                    // A request cut off by its timeout is the measurement's business, not this
+                    // loop's: it only keeps the pace.
+                    if let Ok(response) = sent {
+                        assert_eq!(response.status(), 200);
+                        if response.bytes().await.is_ok() {
+                            served.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let measured = tokio::spawn({
+        let (client, url, body) = (client.clone(), quiet_url.clone(), quiet_body.clone());
+        async move { median_latency(&client, &url, &body, 200).await }
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let under_load = match measured {
+        Ok(median) => median,
+        Err(panic) => std::panic::resume_unwind(panic.into_panic()),
+    };
+    for task in load {
+        task.await.unwrap();
+    }
+    let served = served.load(Ordering::Relaxed);
+    println!(
+        "quiet team's verify: median {baseline:?} alone, {under_load:?} while the busy license served {served} verifies"
+    );
+    assert!(served >= 100, "the load ran ({served} verifies)");
+    assert!(
+        under_load <= baseline * 2,
+        "another team's verify went from {baseline:?} to {under_load:?}"
+    );
+}
