@@ -80,6 +80,15 @@ pub struct VerifyData {
     pub customers: Vec<VerifyCustomer>,
     /// Its products.
     pub products: Vec<VerifyProduct>,
+    /// (ext) `false` when the license limits hardware identifiers, the request sent none, and
+    /// the team does not require one (`requireHardwareIdentifier: false`): the device limit was
+    /// not checked. Left out otherwise.
+    #[serde(
+        rename = "hardwareIdentifierChecked",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub hardware_identifier_checked: Option<bool>,
 }
 
 fn client_metadata(items: &[crate::model::MetadataItem]) -> Vec<ClientMetadata> {
@@ -125,6 +134,7 @@ impl VerifyData {
                     metadata: client_metadata(&p.metadata),
                 })
                 .collect(),
+            hardware_identifier_checked: None,
         }
     }
 }

@@ -317,15 +317,25 @@ fn resolve_release<'a>(
             .iter()
             .filter(move |r| r.branch_id == branch_id)
     };
+    // Without a branch, releases without one come first; then those of every branch, the most
+    // recently created first (clients written for Lukittu send a version but no branch).
+    let any_branch = |matches: &dyn Fn(&Release) -> bool| -> Option<&'a Release> {
+        in_branch().find(|r| matches(r)).or_else(|| {
+            if branch_id.is_some() {
+                return None;
+            }
+            catalog
+                .releases
+                .iter()
+                .filter(|r| matches(r))
+                .max_by_key(|r| (r.created_at, r.id))
+        })
+    };
     let release = match req.version {
-        Some(version) => Some(
-            in_branch()
-                .find(|r| &r.version == version)
-                .ok_or(Denial::new(
-                    ResultCode::ReleaseNotFound,
-                    "Release not found for this version",
-                ))?,
-        ),
+        Some(version) => Some(any_branch(&|r| &r.version == version).ok_or(Denial::new(
+            ResultCode::ReleaseNotFound,
+            "Release not found for this version",
+        ))?),
         None if settings.strict_releases && !catalog.releases.is_empty() => {
             return Err(Denial::new(
                 ResultCode::ReleaseNotFound,
@@ -333,7 +343,7 @@ fn resolve_release<'a>(
             ));
         }
         None if req.kind == RequestKind::Classloader => {
-            Some(in_branch().find(|r| r.latest).ok_or(Denial::new(
+            Some(any_branch(&|r| r.latest).ok_or(Denial::new(
                 ResultCode::ReleaseNotFound,
                 "No latest release for this product and branch",
             ))?)

@@ -490,13 +490,14 @@ fn release_rules() {
             ResultCode::Valid,
             Some("1.1.0-beta"),
         ),
+        // Without a branch, a version only on a branch is still found (protocol.md section 3).
         (
             RequestKind::Verify,
             &lax,
             Some(&vbeta),
             None,
-            ResultCode::ReleaseNotFound,
-            None,
+            ResultCode::Valid,
+            Some("1.1.0-beta"),
         ),
         (
             RequestKind::Verify,
@@ -549,6 +550,76 @@ fn release_rules() {
             );
         }
     }
+}
+
+/// Clients written for Lukittu send a version but no branch: it is looked up among releases
+/// without a branch first, then among every branch (several: the most recently created). The
+/// classloader's "latest" without a branch likewise.
+#[test]
+fn a_version_without_a_branch_is_found_on_any_branch() {
+    let p = ProductId::new();
+    let (stable, beta) = (BranchId::new(), BranchId::new());
+    let mut lic = license();
+    lic.product_ids = vec![p];
+    let later = |mut r: Release, minutes: u32| {
+        r.created_at = now().plus_minutes(minutes);
+        r
+    };
+    let releases = vec![
+        later(
+            release(p, Some(stable), "2.0.0", ReleaseStatus::Published, true),
+            1,
+        ),
+        later(
+            release(p, Some(beta), "2.0.0", ReleaseStatus::Published, false),
+            5,
+        ),
+        later(
+            release(p, Some(beta), "3.0.0-beta", ReleaseStatus::Published, true),
+            6,
+        ),
+    ];
+    let bl = Blacklist::default();
+    let settings = TeamSettings::default();
+    let find = |releases: &[Release], kind, version: Option<&str>| -> Option<String> {
+        let version = version.map(|v| Version::parse(v).unwrap());
+        let ctx = Context {
+            settings: &settings,
+            blacklist: &bl,
+            license: Some(&lic),
+            catalog: Some(Catalog {
+                branches: &[],
+                releases,
+            }),
+        };
+        let mut req = request(kind);
+        req.product_id = Some(p);
+        req.version = version.as_ref();
+        precheck(&ctx, &req, now())
+            .ok()
+            .and_then(|(_, r)| r.map(|r| format!("{} {:?}", r.version.as_str(), r.branch_id)))
+    };
+    // Only on branches: the most recently created match.
+    assert_eq!(
+        find(&releases, RequestKind::Verify, Some("2.0.0")),
+        Some(format!("2.0.0 {:?}", Some(beta)))
+    );
+    assert_eq!(
+        find(&releases, RequestKind::Classloader, None),
+        Some(format!("3.0.0-beta {:?}", Some(beta)))
+    );
+    // Unbranched releases win.
+    let mut with_main = releases.clone();
+    with_main.push(release(p, None, "2.0.0", ReleaseStatus::Published, true));
+    assert_eq!(
+        find(&with_main, RequestKind::Verify, Some("2.0.0")),
+        Some("2.0.0 None".into())
+    );
+    assert_eq!(
+        find(&with_main, RequestKind::Classloader, None),
+        Some("2.0.0 None".into())
+    );
+    assert_eq!(find(&releases, RequestKind::Verify, Some("9.0.0")), None);
 }
 
 #[test]
@@ -780,6 +851,43 @@ fn verify_without_hardware_identifier_cannot_bypass_a_limit() {
     assert_eq!(ok.hwid, None);
 }
 
+/// `requireHardwareIdentifier: false`: a verify without one passes the hardware limit (nothing
+/// to count), records no device, and is told apart; one with an identifier is limited as ever.
+#[test]
+fn a_team_that_does_not_require_a_hardware_identifier_passes_verifies_without_one() {
+    let mut lic = license();
+    lic.hwid_limit = Some(1);
+    let lax = TeamSettings {
+        require_hardware_identifier: false,
+        ..TeamSettings::default()
+    };
+    let ok = admit(&lic, &lax, &[], &[], None, ip(1), now()).unwrap();
+    assert_eq!(ok.hwid, None);
+    assert!(hardware_unchecked(&lic, None));
+    assert!(!hardware_unchecked(&lic, Some(&hw("device-0001-abc"))));
+    let taken = [hwid_record(&lic, "device-a-0000", false, now())];
+    assert_eq!(
+        admit(
+            &lic,
+            &lax,
+            &taken,
+            &[],
+            Some(&hw("device-b-0000")),
+            ip(1),
+            now()
+        )
+        .unwrap_err()
+        .code,
+        ResultCode::HwidLimitReached
+    );
+    // The fast path agrees.
+    let known = [ip_record(&lic, ip(1), false, now())];
+    assert_eq!(
+        admit_counted(&lic, &lax, &[], &known, None, ip(1), now()),
+        admit(&lic, &lax, &[], &known, None, ip(1), now()).ok()
+    );
+}
+
 #[test]
 fn activation_starts_the_clock_once() {
     let mut lic = license();
@@ -858,28 +966,39 @@ proptest! {
         hwid_limit in 1u32..5,
         ip_limit in 0u32..5,
         timeout in prop::option::of(1u32..120),
+        require in any::<bool>(),
         ops in prop::collection::vec(op_strategy(), 1..80),
     ) {
         let mut lic = license();
         lic.hwid_limit = Some(hwid_limit);
         lic.ip_limit = Some(ip_limit);
-        let settings = TeamSettings { hwid_timeout: timeout, ip_timeout: timeout, ..TeamSettings::default() };
+        let settings = TeamSettings {
+            hwid_timeout: timeout,
+            ip_timeout: timeout,
+            require_hardware_identifier: require,
+            ..TeamSettings::default()
+        };
         let (mut hwids, mut ips) = (Vec::new(), Vec::new());
         let mut clock = now();
         for op in ops {
             match op {
                 Op::Request { device, addr, minutes } => {
                     clock = clock.plus_minutes(u32::from(minutes));
-                    let h = hw(&format!("device-{device:04}-xyz"));
+                    // Device 11 stands for a request that names none.
+                    let h = (device != 11).then(|| hw(&format!("device-{device:04}-xyz")));
                     let address = ip(addr);
-                    let full = admit(&lic, &settings, &hwids, &ips, Some(&h), address, clock);
+                    let full = admit(&lic, &settings, &hwids, &ips, h.as_ref(), address, clock);
                     // The lock-free path never admits what the atomic step would not, nor differently.
-                    if let Some(fast) = admit_counted(&lic, &settings, &hwids, &ips, Some(&h), address, clock) {
+                    if let Some(fast) = admit_counted(&lic, &settings, &hwids, &ips, h.as_ref(), address, clock) {
                         prop_assert_eq!(full.as_ref().ok(), Some(&fast));
                         prop_assert!(!fast.creates_state());
                     }
+                    // Without an identifier, only a team that does not require one passes.
+                    if h.is_none() && require {
+                        prop_assert!(full.is_err());
+                    }
                     if let Ok(adm) = full {
-                        apply(&lic, &mut hwids, &mut ips, &adm, Some(&h), address, clock);
+                        apply(&lic, &mut hwids, &mut ips, &adm, h.as_ref(), address, clock);
                     }
                 }
                 Op::ForgetHwid(i) => if let Some(r) = hwids.get_mut(usize::from(i)) { r.forgotten = true },

@@ -284,7 +284,7 @@ where
             raw,
         ),
         _ => {
-            let data = verification::verify_data(
+            let mut data = verification::verify_data(
                 &state.store,
                 &license,
                 checked.catalog.as_ref(),
@@ -292,6 +292,9 @@ where
                 input.branch.as_ref(),
             )
             .await?;
+            if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
+                data.hardware_identifier_checked = Some(false);
+            }
             exchange.json_answer(
                 200,
                 &Envelope::valid(

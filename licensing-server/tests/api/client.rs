@@ -1092,3 +1092,90 @@ async fn statistics_count_client_requests_by_type_outcome_and_country() {
         1.0
     );
 }
+
+/// Existing clients send no hardware identifier: 400 on a license with an `hwidLimit` by
+/// default; with `requireHardwareIdentifier: false` such a verify passes the hardware limit,
+/// records no device, and says so. A heartbeat still needs one.
+#[tokio::test]
+async fn a_team_may_accept_verifies_without_a_hardware_identifier() {
+    let s = TestServer::start().await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":1}"#)
+        .await;
+    let bare = json!({"licenseKey": key_of(&l)});
+    let answer = s.client("verify", &bare, None).await;
+    answer.err(400, "BAD_REQUEST");
+    assert_eq!(
+        answer.body["data"]["errors"][0]["field"],
+        "hardwareIdentifier"
+    );
+    s.put(&s.dev("settings"), r#"{"requireHardwareIdentifier":false}"#)
+        .await
+        .ok();
+    let passed = s.client("verify", &bare, None).await;
+    passed.valid();
+    assert_eq!(passed.body["data"]["hardwareIdentifierChecked"], false);
+    let id = l["id"].as_str().unwrap();
+    let hwids = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+    assert_eq!(hwids.ok()["totalResults"], 0, "no device recorded");
+    // With an identifier the limit holds as ever, and the answer says nothing more.
+    let first = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1)});
+    let named = s.client("verify", &first, None).await;
+    named.valid();
+    assert!(
+        named.body["data"]
+            .get("hardwareIdentifierChecked")
+            .is_none()
+    );
+    let second = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(2)});
+    s.client("verify", &second, None)
+        .await
+        .err(403, "HWID_LIMIT_REACHED");
+    s.client("heartbeat", &bare, None)
+        .await
+        .err(400, "BAD_REQUEST");
+}
+
+/// Clients that send a version but no branch got 404 when the product's releases are all on
+/// branches. The version is now looked up among releases without a branch first, then among
+/// every branch; the classloader's latest likewise.
+#[tokio::test]
+async fn a_version_without_a_branch_is_found_on_a_branch() {
+    let s = TestServer::start().await;
+    let p = s.post(&s.dev("products"), r#"{"name":"App"}"#).await;
+    let pid = p.ok()["id"].as_str().unwrap().to_owned();
+    s.post(
+        &s.dev(&format!("products/{pid}/branches")),
+        r#"{"name":"stable"}"#,
+    )
+    .await
+    .ok();
+    let b = s.get(&s.dev(&format!("products/{pid}/branches"))).await;
+    let branch = b.ok()["branches"][0]["id"].as_str().unwrap().to_owned();
+    release(
+        &s,
+        json!({"version": "1.4.0", "productId": pid, "branchId": branch, "status": "PUBLISHED", "setAsLatest": true}),
+        Some(("app.jar", crate::releases::jar("com.example.Main"))),
+    )
+    .await;
+    let l = s
+        .license(&json!({"expirationType": "NEVER", "productIds": [pid]}).to_string())
+        .await;
+    let body = json!({"licenseKey": key_of(&l), "productId": pid, "version": "1.4.0"});
+    s.client("verify", &body, None).await.valid();
+    let unknown = json!({"licenseKey": key_of(&l), "productId": pid, "version": "9.9.9"});
+    s.client("verify", &unknown, None)
+        .await
+        .err(404, "RELEASE_NOT_FOUND");
+    // The classloader without a branch serves the branch's latest release.
+    let keys = s.public_keys().await;
+    let (_, text) = crate::classloader::session(&keys);
+    let download = s
+        .classloader(
+            &crate::classloader::query(&key_of(&l), &pid, &text, ""),
+            None,
+        )
+        .await;
+    assert_eq!(download.status, 200, "{}", download.body);
+    assert_eq!(download.header("x-version"), Some("1.4.0"));
+}
