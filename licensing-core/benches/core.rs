@@ -16,7 +16,7 @@ use rsa::pkcs8::DecodePrivateKey;
 use rsa::signature::{SignatureEncoding, Signer};
 
 fn rsa_crate_key(keys: &TeamKeys) -> rsa::RsaPrivateKey {
-    let pem = keys.to_stored().unwrap().rsa_private_pem;
+    let pem = keys.to_plain().unwrap().rsa_private_pem;
     rsa::RsaPrivateKey::from_pkcs8_pem(&pem).unwrap()
 }
 

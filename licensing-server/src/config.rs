@@ -30,9 +30,16 @@ pub struct Config {
     #[arg(long, env = "LICENSING_LISTEN", default_value = "127.0.0.1:3000")]
     pub listen: SocketAddr,
 
-    /// Directory of the embedded store and the release files.
+    /// Directory of the embedded store and the release files (created readable by this user
+    /// only; looser permissions found at start-up are tightened).
     #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
     pub data_dir: PathBuf,
+
+    /// A file holding the master key (32 random bytes; `licensing-server master-key generate`
+    /// writes one) that seals every team's private keys at rest with AES-256-GCM. Keys found in
+    /// the clear are sealed at start-up; a store with sealed keys does not start without it.
+    #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
 
     /// Token of the admin API under /api/v1/admin (`Authorization: Bearer <token>`), at least 32
     /// characters (`openssl rand -hex 32` makes one); the admin API is off when unset.
@@ -153,6 +160,16 @@ pub struct Config {
     #[arg(long, env = "LICENSING_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
     pub shutdown_timeout_secs: u64,
 
+    /// Serve `/metrics` on this separate address (for an internal network or a scraper on the
+    /// host) instead of on the main listener.
+    #[arg(long, env = "LICENSING_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// Require `Authorization: Bearer <token>` for `/metrics`. Without this and without
+    /// `--metrics-listen`, `/metrics` answers clients on loopback addresses only.
+    #[arg(long, env = "LICENSING_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// Log format.
     #[arg(long, env = "LICENSING_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -164,11 +181,14 @@ impl Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
+            master_key_file: None,
             admin_token: None,
             smtp_url: None,
             smtp_from: None,
             chat_api_url: None,
             chat_bot_token: None,
+            metrics_listen: None,
+            metrics_token: None,
             log_format: LogFormat::Text,
             trusted_proxies: List::default(),
             geoip_db: None,

@@ -67,7 +67,7 @@ impl FileStore {
     /// The file store under `data_dir`.
     pub fn new(data_dir: &Path) -> std::io::Result<Self> {
         let root = data_dir.join("files");
-        std::fs::create_dir_all(root.join("tmp"))?;
+        crate::datadir::create_private_dir(&root.join("tmp"))?;
         Ok(Self { root })
     }
 
@@ -82,7 +82,12 @@ impl FileStore {
             .root
             .join("tmp")
             .join(format!("{}.part", FileId::new()));
-        let file = tokio::fs::File::create(&tmp).await?;
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .await?;
         Ok(PendingFile {
             tmp,
             file,
@@ -102,7 +107,11 @@ impl FileStore {
         pending.file.sync_all().await?;
         drop(pending.file);
         let dir = self.root.join(team.to_string());
-        tokio::fs::create_dir_all(&dir).await?;
+        tokio::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .await?;
         let key = format!("{team}/{id}");
         tokio::fs::rename(&pending.tmp, self.path(&key)).await?;
         sync_dir(&dir).await?;

@@ -27,6 +27,7 @@
 pub mod client_addr;
 pub mod config;
 pub mod connections;
+pub mod datadir;
 pub mod files;
 mod http;
 mod jar;
@@ -40,4 +41,4 @@ pub mod store;
 
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
-pub use server::{Server, ServerError, open_store, open_store_with_cache};
+pub use server::{Server, ServerError, compact_store, open_store, open_store_with_cache};

@@ -1,16 +1,21 @@
 //! `licensing-server`: serve the licensing API, or manage teams while it is stopped.
 //!
 //! `licensing-server` (or `licensing-server serve`) starts the server; on a first start with an
-//! empty store it creates a team and prints its id, API key and public keys.
-//! `licensing-server team create --name NAME --data-dir DIR` prints a new team as JSON.
+//! empty store it creates a team and prints its id, API key and public keys (to a file readable by
+//! this user only when the output is not a terminal, as under a service manager).
+//! `licensing-server team create --name NAME --data-dir DIR` prints a new team as JSON;
+//! `licensing-server master-key generate|rotate` makes and changes the key that seals private
+//! keys at rest.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use licensing_core::Timestamp;
+use licensing_core::crypto::MasterKey;
 use licensing_core::model::TeamCreated;
-use licensing_server::{Config, LogFormat, Server, open_store, services};
+use licensing_server::services::keyring::Keyring;
+use licensing_server::{Config, LogFormat, Server, compact_store, open_store, services};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,6 +38,33 @@ enum Command {
     /// Manage teams (with the server stopped).
     #[command(subcommand)]
     Team(TeamCommand),
+    /// Make or change the master key that seals teams' private keys at rest.
+    #[command(subcommand)]
+    MasterKey(MasterKeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum MasterKeyCommand {
+    /// Write a new master key (32 random bytes, base64) to a new file readable by this user only;
+    /// print its id. Start the server with LICENSING_MASTER_KEY_FILE naming it.
+    Generate {
+        /// The file to create (never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Re-seal every team's private keys from the old master key under the new one (server
+    /// stopped), and rewrite the store so that nothing sealed under the old key is left on disk.
+    Rotate {
+        /// The file of the key the store is sealed with now.
+        #[arg(long)]
+        old: PathBuf,
+        /// The file of the new key (`master-key generate` makes one).
+        #[arg(long)]
+        new: PathBuf,
+        /// Data directory of the (stopped) server.
+        #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -45,6 +77,9 @@ enum TeamCommand {
         /// Data directory of the (stopped) server.
         #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
         data_dir: PathBuf,
+        /// The master key file, when the store's private keys are sealed.
+        #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
     },
 }
 
@@ -91,8 +126,10 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: finishing requests in flight");
 }
 
-fn print_first_team(team: &TeamCreated, base: &str) {
-    println!(
+/// What a first start tells its operator: the new team's id, API key and public keys, with
+/// commands to try.
+fn first_team_text(team: &TeamCreated, base: &str) -> String {
+    format!(
         "\nFirst start: created a team.\n\
          \n  team id:     {id}\n  API key:     {key}   (shown only now: store it safely)\n  signing key: {signing}\n\
          \n  public key (give it to your applications):\n{pem}\
@@ -107,7 +144,34 @@ fn print_first_team(team: &TeamCreated, base: &str) {
             .lines()
             .map(|l| format!("    {l}\n"))
             .collect::<String>(),
+    )
+}
+
+/// The file a first start writes its credentials to when its output is not a terminal.
+const CREDENTIALS_FILE: &str = "first-start-credentials.txt";
+
+/// Tells the operator about the first team: on a terminal, printed; otherwise (a service
+/// manager's journal, a log collector) written to a file in the data directory readable by this
+/// user only, and only its path is printed, so that the API key does not end up in logs.
+fn announce_first_team(
+    team: &TeamCreated,
+    base: &str,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let text = first_team_text(team, base);
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        println!("{text}");
+        return Ok(());
+    }
+    let path = data_dir.join(CREDENTIALS_FILE);
+    licensing_server::datadir::write_private_file(&path, text.as_bytes())
+        .with_context(|| format!("writing the first team's credentials to {}", path.display()))?;
+    println!(
+        "First start: created a team; its id, API key and public keys are in {} (readable by this user only). Store the key safely and delete the file.",
+        path.display()
     );
+    tracing::info!(path = %path.display(), "first start: the new team's credentials are in this file");
+    Ok(())
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
@@ -117,10 +181,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = server.local_addr();
     let base = format!("http://{addr}");
     if server.store().is_empty()? {
-        let team = services::teams::create_team(server.store(), "Default team", Timestamp::now())
-            .await
-            .context("creating the first team")?;
-        print_first_team(&team, &base);
+        let team = services::teams::create_team_with(
+            server.store(),
+            server.keyring(),
+            "Default team",
+            Timestamp::now(),
+        )
+        .await
+        .context("creating the first team")?;
+        announce_first_team(&team, &base, &data_dir)?;
     }
     tracing::info!(%addr, data_dir = %data_dir.display(), "licensing-server listening");
     println!("Listening on {base} (data in {})", data_dir.display());
@@ -129,21 +198,68 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn team_create(name: &str, data_dir: &std::path::Path) -> anyhow::Result<()> {
+async fn team_create(
+    name: &str,
+    data_dir: &std::path::Path,
+    master_key_file: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let keyring = Keyring::load(master_key_file).map_err(anyhow::Error::msg)?;
     let store = open_store(data_dir).context("is the server running? stop it first")?;
-    let team = services::teams::create_team(&store, name, Timestamp::now()).await?;
+    keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;
+    let team = services::teams::create_team_with(&store, &keyring, name, Timestamp::now()).await?;
     println!("{}", serde_json::to_string(&team)?);
+    Ok(())
+}
+
+fn master_key_generate(out: &std::path::Path) -> anyhow::Result<()> {
+    let key = MasterKey::generate();
+    licensing_server::datadir::write_private_file(out, key.to_file().as_bytes())
+        .with_context(|| format!("writing {} (it must not exist yet)", out.display()))?;
+    println!(
+        "Wrote master key {} to {} (readable by this user only). Keep a copy apart from the data directory: without it, sealed keys cannot be opened.",
+        key.id(),
+        out.display()
+    );
+    Ok(())
+}
+
+async fn master_key_rotate(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let old = Keyring::load(Some(old)).map_err(anyhow::Error::msg)?;
+    let new = Keyring::load(Some(new)).map_err(anyhow::Error::msg)?;
+    let store = open_store(data_dir).context("is the server running? stop it first")?;
+    let teams = old.rotate(&store, &new).await.map_err(anyhow::Error::msg)?;
+    store.flush().await?;
+    drop(store);
+    compact_store(data_dir)?;
+    println!(
+        "Re-sealed the private keys of {teams} team(s) from master key {} under {}; nothing sealed under the old key is left in the store. Start the server with the new key.",
+        old.master_id().unwrap_or("-"),
+        new.master_id().unwrap_or("-")
+    );
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Everything this process creates (the store's files, release files, key files) is for its
+    // user only.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = Cli::parse();
     match cli.command {
         None => serve(cli.serve).await,
         Some(Command::Serve(config)) => serve(*config).await,
-        Some(Command::Team(TeamCommand::Create { name, data_dir })) => {
-            team_create(&name, &data_dir).await
+        Some(Command::Team(TeamCommand::Create {
+            name,
+            data_dir,
+            master_key_file,
+        })) => team_create(&name, &data_dir, master_key_file.as_deref()).await,
+        Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
+        Some(Command::MasterKey(MasterKeyCommand::Rotate { old, new, data_dir })) => {
+            master_key_rotate(&old, &new, &data_dir).await
         }
     }
 }

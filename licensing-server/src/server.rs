@@ -17,10 +17,11 @@ use crate::services::chat::ChatDirectory;
 use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
 use crate::services::key_uses::KeyUses;
+use crate::services::keyring::Keyring;
 use crate::services::mail::{self, Mailer};
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
-use crate::state::{AppState, Limits};
+use crate::state::{AppState, Limits, MetricsAccess};
 use crate::store::SledStore;
 
 /// Why the server could not start or stop cleanly.
@@ -55,7 +56,8 @@ pub fn open_store(data_dir: &std::path::Path) -> Result<SledStore, ServerError> 
     open_store_with_cache(data_dir, crate::store::DEFAULT_CACHE_MB)
 }
 
-/// Opens the store of a data directory (creating the directory) with `cache_mb` MiB of cache.
+/// Opens the store of a data directory (creating the directory, readable by this user only)
+/// with `cache_mb` MiB of cache. Permissions looser than that are tightened, with a warning.
 pub fn open_store_with_cache(
     data_dir: &std::path::Path,
     cache_mb: u64,
@@ -64,9 +66,23 @@ pub fn open_store_with_cache(
         dir: data_dir.to_path_buf(),
         cause,
     };
-    std::fs::create_dir_all(data_dir).map_err(|e| fail(e.to_string()))?;
-    SledStore::open_with_cache(&data_dir.join("db"), cache_mb.saturating_mul(1024 * 1024))
-        .map_err(|e| fail(e.to_string()))
+    crate::datadir::create_private_dir(data_dir).map_err(|e| fail(e.to_string()))?;
+    crate::store::finish_compaction(data_dir).map_err(|e| fail(e.to_string()))?;
+    let store =
+        SledStore::open_with_cache(&data_dir.join("db"), cache_mb.saturating_mul(1024 * 1024))
+            .map_err(|e| fail(e.to_string()))?;
+    crate::datadir::tighten_and_warn(data_dir).map_err(|e| fail(e.to_string()))?;
+    Ok(store)
+}
+
+/// Rewrites the (closed) store of a data directory into fresh files, so that no earlier version
+/// of any record is left in them: after keys are sealed under a master key, or re-sealed under a
+/// new one, the old forms are gone from the disk.
+pub fn compact_store(data_dir: &std::path::Path) -> Result<(), ServerError> {
+    crate::store::compact(data_dir).map_err(|e| ServerError::Store {
+        dir: data_dir.to_path_buf(),
+        cause: e.to_string(),
+    })
 }
 
 /// A bound, not yet running server.
@@ -74,22 +90,50 @@ pub fn open_store_with_cache(
 pub struct Server {
     listener: TcpListener,
     addr: SocketAddr,
+    /// The separate metrics listener, when configured, and who may read it.
+    metrics: Option<(TcpListener, SocketAddr, MetricsAccess)>,
     state: AppState,
     limits: ConnectionLimits,
     proxies: TrustedProxies,
 }
 
 impl Server {
-    /// Opens the store and binds the listener.
+    /// Opens the store and binds the listener. With a master key, private keys found in the
+    /// clear are sealed and the store is rewritten so that no copy in the clear stays on disk.
     pub async fn bind(config: Config) -> Result<Self, ServerError> {
-        let store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
+        config.check().map_err(ServerError::Config)?;
+        let keyring =
+            Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
+        let mut store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
+        let sealed = keyring.prepare(&store).await.map_err(ServerError::Config)?;
+        if sealed > 0 {
+            store
+                .flush()
+                .await
+                .map_err(|e| ServerError::Flush(e.to_string()))?;
+            drop(store);
+            compact_store(&config.data_dir)?;
+            tracing::info!(
+                teams = sealed,
+                "sealed the teams' private keys under the master key; no copy in the clear is left in the store"
+            );
+            store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
+        }
         Self::bind_with_store(config, store).await
     }
 
-    /// Binds the listener for an already open store.
+    /// Binds the listener for an already open store (whose keys in the clear are sealed in place
+    /// when a master key is set; [`Server::bind`] also rewrites the store's files).
     pub async fn bind_with_store(config: Config, store: SledStore) -> Result<Self, ServerError> {
         config.check().map_err(ServerError::Config)?;
+        let keyring =
+            Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
+        keyring.prepare(&store).await.map_err(ServerError::Config)?;
         let files = FileStore::new(&config.data_dir).map_err(|e| ServerError::Store {
+            dir: config.data_dir.clone(),
+            cause: e.to_string(),
+        })?;
+        crate::datadir::tighten_and_warn(&config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;
@@ -130,9 +174,28 @@ impl Server {
             addr: config.listen,
             source,
         })?;
+        let metrics = match config.metrics_listen {
+            None => None,
+            Some(at) => {
+                let bind = |source| ServerError::Bind { addr: at, source };
+                let listener = TcpListener::bind(at).await.map_err(bind)?;
+                let local = listener.local_addr().map_err(bind)?;
+                let access = match &config.metrics_token {
+                    Some(token) => MetricsAccess::Token(Arc::from(token.as_str())),
+                    None => MetricsAccess::Open,
+                };
+                Some((listener, local, access))
+            }
+        };
+        let metrics_access = match (&config.metrics_listen, &config.metrics_token) {
+            (Some(_), _) => MetricsAccess::Elsewhere,
+            (None, Some(token)) => MetricsAccess::Token(Arc::from(token.as_str())),
+            (None, None) => MetricsAccess::Loopback,
+        };
         Ok(Self {
             listener,
             addr,
+            metrics,
             limits: config.connection_limits(),
             proxies: config.proxies(),
             state: AppState {
@@ -143,7 +206,9 @@ impl Server {
                 chat,
                 mailer,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
-                contexts: TeamContexts::default(),
+                metrics_access,
+                contexts: TeamContexts::new(keyring.clone()),
+                keyring,
                 usage: UsageRecorder::default(),
                 geo: Arc::new(geo),
                 limits: Arc::new(Limits::per_minute(
@@ -162,6 +227,16 @@ impl Server {
     /// The address it listens on (the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address of the separate metrics listener, when there is one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(_, addr, _)| *addr)
+    }
+
+    /// How teams' private keys are stored (for creating a team before the server runs).
+    pub fn keyring(&self) -> &Keyring {
+        &self.state.keyring
     }
 
     /// The store.
@@ -185,14 +260,36 @@ impl Server {
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
+        // One shutdown for every listener.
+        let (stop_listeners, stopping) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            stop_listeners.send(true).ok();
+        });
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            rx.wait_for(|stop| *stop).await.ok();
+        };
+        let metrics = self.metrics.map(|(listener, _, access)| {
+            let filter = routes::metrics_only(self.state.clone(), access);
+            tokio::spawn(crate::connections::serve(
+                listener,
+                filter,
+                self.limits,
+                self.proxies.clone(),
+                stopped(stopping.clone()),
+            ))
+        });
         crate::connections::serve(
             self.listener,
             routes::routes(self.state),
             self.limits,
             self.proxies,
-            shutdown,
+            stopped(stopping),
         )
         .await;
+        if let Some(metrics) = metrics {
+            metrics.await.ok();
+        }
         stop_worker.send(true).ok();
         if let Some(worker) = worker {
             worker.await.ok();

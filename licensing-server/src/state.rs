@@ -10,6 +10,7 @@ use crate::services::chat::ChatDirectory;
 use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
 use crate::services::key_uses::KeyUses;
+use crate::services::keyring::Keyring;
 use crate::services::mail::Mailer;
 use crate::services::ratelimit::RateLimiter;
 use crate::services::stats::StatsCache;
@@ -31,8 +32,12 @@ pub(crate) struct AppState {
     pub(crate) mailer: Option<Mailer>,
     /// The chat directory, when configured.
     pub(crate) chat: Option<ChatDirectory>,
+    /// Who may read `/metrics` on the main listener.
+    pub(crate) metrics_access: MetricsAccess,
     /// The admin API's token; the admin API is off without one.
     pub(crate) admin_token: Option<std::sync::Arc<str>>,
+    /// Opens (and seals) teams' private keys.
+    pub(crate) keyring: Keyring,
     /// Teams as the client API reads them.
     pub(crate) contexts: TeamContexts,
     /// Client request counts and blacklist hits on their way to the store.
@@ -48,6 +53,19 @@ pub(crate) struct AppState {
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,
+}
+
+/// Who may read `/metrics`.
+#[derive(Clone, Debug)]
+pub(crate) enum MetricsAccess {
+    /// Nobody here: metrics have their own listener.
+    Elsewhere,
+    /// Clients on loopback addresses only (the default).
+    Loopback,
+    /// Requests with this bearer token.
+    Token(Arc<str>),
+    /// Anybody who reaches the listener (the separate metrics listener without a token).
+    Open,
 }
 
 /// Who a developer or admin request is counted against.

@@ -11,6 +11,7 @@ mod api_key;
 mod digest;
 pub mod frames;
 mod public;
+mod sealed;
 mod session;
 mod signature;
 #[cfg(feature = "private-keys")]
@@ -19,12 +20,11 @@ mod team;
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
 pub use digest::{Md5Hasher, md5_hex, sha256_hex};
 pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
+pub use sealed::{MasterKey, PlainTeamKeys, SealedTeamKeys, StoredTeamKeys};
 pub use session::{SessionKey, SessionSecret};
 pub use signature::{SIGNATURE_HEADER, response_signature_message};
 #[cfg(feature = "private-keys")]
 pub use team::TeamKeys;
-
-use serde::{Deserialize, Serialize};
 
 /// A cryptographic operation failed. Deliberately without detail: callers map it to one answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -44,23 +44,6 @@ pub enum CryptoError {
     /// The random number generator or the crypto backend failed.
     #[error("cryptographic backend failure")]
     Backend,
-}
-
-/// A team's private key material as stored: the RSA key as PKCS#8 PEM and the Ed25519 seed in
-/// base64. `Debug` never prints it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredTeamKeys {
-    /// RSA-2048 private key, PKCS#8 PEM.
-    pub rsa_private_pem: String,
-    /// Ed25519 private key seed (32 bytes), base64.
-    pub ed25519_seed: String,
-}
-
-impl std::fmt::Debug for StoredTeamKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StoredTeamKeys(<redacted>)")
-    }
 }
 
 /// Lower-case hex of `bytes`.

@@ -10,7 +10,7 @@ use pem_rfc7468::LineEnding;
 use zeroize::Zeroizing;
 
 use super::{
-    CryptoError, RsaPublicKey, SessionKey, SessionSecret, SigningPublicKey, StoredTeamKeys,
+    CryptoError, PlainTeamKeys, RsaPublicKey, SessionKey, SessionSecret, SigningPublicKey,
     TeamPublicKeys, response_signature_message,
 };
 
@@ -41,8 +41,9 @@ impl TeamKeys {
         Self::assemble(rsa, &pkcs8, random_seed()?)
     }
 
-    /// Loads stored keys.
-    pub fn from_stored(stored: &StoredTeamKeys) -> Result<Self, CryptoError> {
+    /// Loads keys from their stored form, in the clear (a sealed form is opened first with
+    /// [`MasterKey::open`](super::MasterKey::open)).
+    pub fn from_plain(stored: &PlainTeamKeys) -> Result<Self, CryptoError> {
         let (label, der) = pem_rfc7468::decode_vec(stored.rsa_private_pem.as_bytes())
             .map_err(|_| CryptoError::InvalidKey("RSA private key is not PEM"))?;
         let der = Zeroizing::new(der);
@@ -66,7 +67,7 @@ impl TeamKeys {
     /// Loads an RSA private key from PKCS#8 PEM with a fresh Ed25519 key (for importing a key
     /// made elsewhere, and for tests against fixtures).
     pub fn from_rsa_pem(pem: &str) -> Result<Self, CryptoError> {
-        Self::from_stored(&StoredTeamKeys {
+        Self::from_plain(&PlainTeamKeys {
             rsa_private_pem: pem.to_owned(),
             ed25519_seed: BASE64.encode(*random_seed()?),
         })
@@ -122,12 +123,12 @@ impl TeamKeys {
         })
     }
 
-    /// The form to store.
-    pub fn to_stored(&self) -> Result<StoredTeamKeys, CryptoError> {
+    /// The form to store (in the clear; seal it with [`MasterKey::seal`](super::MasterKey::seal)).
+    pub fn to_plain(&self) -> Result<PlainTeamKeys, CryptoError> {
         let der = Self::pkcs8_der(&self.rsa)?;
         let pem = pem_rfc7468::encode_string("PRIVATE KEY", LineEnding::LF, &der)
             .map_err(|_| CryptoError::Backend)?;
-        Ok(StoredTeamKeys {
+        Ok(PlainTeamKeys {
             rsa_private_pem: pem,
             ed25519_seed: BASE64.encode(*self.ed25519_seed),
         })
@@ -286,11 +287,11 @@ mod tests {
 
     #[test]
     fn stored_keys_roundtrip() {
-        let stored = keys().to_stored().unwrap();
-        let again = TeamKeys::from_stored(&stored).unwrap();
+        let stored = keys().to_plain().unwrap();
+        let again = TeamKeys::from_plain(&stored).unwrap();
         assert_eq!(again.public_key_pem(), keys().public_key_pem());
         assert_eq!(again.signing_key_base64(), keys().signing_key_base64());
-        assert_eq!(format!("{stored:?}"), "StoredTeamKeys(<redacted>)");
+        assert_eq!(format!("{stored:?}"), "PlainTeamKeys(<redacted>)");
     }
 
     #[test]
@@ -401,7 +402,7 @@ mod tests {
     fn response_signatures_are_rfc8032_ed25519() {
         use ed25519_dalek::Signer as _;
 
-        let stored = keys().to_stored().unwrap();
+        let stored = keys().to_plain().unwrap();
         let seed: [u8; 32] = BASE64
             .decode(&stored.ed25519_seed)
             .unwrap()
@@ -421,7 +422,7 @@ mod tests {
         let rfc_seed =
             hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
                 .unwrap();
-        let loaded = TeamKeys::from_stored(&StoredTeamKeys {
+        let loaded = TeamKeys::from_plain(&PlainTeamKeys {
             ed25519_seed: BASE64.encode(&rfc_seed),
             ..stored
         })

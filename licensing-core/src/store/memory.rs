@@ -200,6 +200,23 @@ impl TeamStore for MemoryStore {
             Ok(team.clone())
         })
     }
+
+    async fn update_team_keys(
+        &self,
+        id: TeamId,
+        keys: &crate::crypto::StoredTeamKeys,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.with(|s| {
+            let team = s
+                .teams
+                .get_mut(&id)
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.keys = keys.clone();
+            team.updated_at = now;
+            Ok(team.clone())
+        })
+    }
 }
 
 impl ApiKeyStore for MemoryStore {

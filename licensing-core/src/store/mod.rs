@@ -27,7 +27,7 @@ use crate::api::ResultCode;
 use crate::api::requests::{
     CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
 };
-use crate::crypto::ApiKeyHash;
+use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
     OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
@@ -150,6 +150,14 @@ pub trait TeamStore: Send + Sync {
         &self,
         id: TeamId,
         features: TeamFeatures,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Team>> + Send;
+    /// Replaces a team's stored private keys (sealing them under a master key, or re-sealing
+    /// them under a new one).
+    fn update_team_keys(
+        &self,
+        id: TeamId,
+        keys: &StoredTeamKeys,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Team>> + Send;
 }

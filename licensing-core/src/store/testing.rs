@@ -22,7 +22,7 @@ use super::*;
 use crate::api::requests::{
     CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
 };
-use crate::crypto::{ApiKeySecret, StoredTeamKeys};
+use crate::crypto::{ApiKeySecret, PlainTeamKeys, StoredTeamKeys};
 use crate::model::{
     Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, OutboxMessage,
     ReleaseFile, ReleaseStatus, RequestType,
@@ -132,10 +132,10 @@ pub async fn team<S: Store>(store: &S, name: &str) -> Team {
         name: name.into(),
         settings: TeamSettings::default(),
         features: TeamFeatures::default(),
-        keys: StoredTeamKeys {
+        keys: StoredTeamKeys::Plain(PlainTeamKeys {
             rsa_private_pem: "placeholder".into(),
             ed25519_seed: "placeholder".into(),
-        },
+        }),
         created_at: t0(),
         updated_at: t0(),
     };
@@ -297,6 +297,18 @@ pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
         store.get_team(a.id).await.unwrap().unwrap().settings,
         settings
     );
+    let sealed = StoredTeamKeys::Sealed(crate::crypto::SealedTeamKeys {
+        key_id: "0011223344556677".into(),
+        nonce: "bm9uY2U=".into(),
+        sealed: "c2VhbGVk".into(),
+    });
+    let updated = store.update_team_keys(a.id, &sealed, at(1)).await.unwrap();
+    assert_eq!(updated.keys, sealed);
+    assert_eq!(store.get_team(a.id).await.unwrap().unwrap().keys, sealed);
+    assert!(is_not_found(
+        store.update_team_keys(TeamId::new(), &sealed, at(1)).await,
+        Entity::Team
+    ));
     let updated = store
         .update_features(a.id, TeamFeatures { classloader: false }, at(2))
         .await

@@ -95,9 +95,10 @@ where
     B: Buf,
 {
     let name = AdminTeamBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
-    let team = services::teams::create_team(&state.store, &name, Timestamp::now())
-        .await
-        .map_err(store_error)?;
+    let team =
+        services::teams::create_team_with(&state.store, &state.keyring, &name, Timestamp::now())
+            .await
+            .map_err(store_error)?;
     Ok(success(
         201,
         team,

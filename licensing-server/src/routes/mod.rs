@@ -15,8 +15,10 @@ use serde_json::json;
 use warp::Filter;
 use warp::filters::BoxedFilter;
 
+use licensing_core::ApiError;
+
 use crate::http::{self, Response, raw_query};
-use crate::state::AppState;
+use crate::state::{AppState, MetricsAccess};
 
 /// Passes the state to handlers.
 pub(crate) fn with_state(
@@ -25,11 +27,12 @@ pub(crate) fn with_state(
     warp::any().map(move || state.clone())
 }
 
-/// Every route, with the rejection handler.
+/// Every route, with the rejection handler and the headers every answer carries.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let metrics = state.metrics.clone();
-    health()
-        .or(metrics_route(state.clone()))
+    let access = state.metrics_access.clone();
+    let all = health()
+        .or(metrics_route(state.clone(), access))
         .unify()
         .or(docs::routes())
         .unify()
@@ -40,7 +43,13 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .or(admin::routes(state.clone()))
         .unify()
         .recover(http::recover)
-        .unify()
+        .unify();
+    warp::path::full()
+        .and(all)
+        .map(|path: warp::path::FullPath, mut response: Response| {
+            protective_headers(path.as_str(), response.headers_mut());
+            response
+        })
         .with(warp::log::custom(move |info| {
             // The access log is written by the connection layer, which knows the client address.
             let status = info.status().as_u16();
@@ -50,18 +59,79 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .boxed()
 }
 
-fn metrics_route(state: AppState) -> BoxedFilter<(Response,)> {
-    warp::path!("metrics")
-        .and(warp::get())
-        .and(with_state(state))
-        .map(|state: AppState| {
-            let mut response = Response::new(state.metrics.render().into());
-            response.headers_mut().insert(
-                warp::http::header::CONTENT_TYPE,
-                warp::http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-            );
+/// `X-Content-Type-Options: nosniff` on every answer, and `Cache-Control: no-store` on every
+/// answer but the public documents (the OpenAPI document, the Swagger UI): the API's answers
+/// carry secrets (new API keys, new teams' keys) and private data (licenses, customers), which no
+/// cache between the client and the server may keep.
+fn protective_headers(path: &str, headers: &mut warp::http::HeaderMap) {
+    use warp::http::{HeaderValue, header};
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    let public = path == "/api/openapi.json" || path == "/docs" || path.starts_with("/docs/");
+    if !public {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+}
+
+/// The separate metrics listener's routes: `GET /metrics` (with `access`), else 404.
+pub(crate) fn metrics_only(state: AppState, access: MetricsAccess) -> BoxedFilter<(Response,)> {
+    metrics_route(state, access)
+        .recover(http::recover)
+        .unify()
+        .map(|mut response: Response| {
+            protective_headers("/metrics", response.headers_mut());
             response
         })
+        .boxed()
+}
+
+fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Response,)> {
+    warp::path!("metrics")
+        .and(warp::get())
+        .and(crate::connections::client_addr())
+        .and(warp::header::headers_cloned())
+        .and(with_state(state))
+        .and_then(
+            move |client: std::net::IpAddr, headers: warp::http::HeaderMap, state: AppState| {
+                let access = access.clone();
+                async move {
+                    if let MetricsAccess::Elsewhere = access {
+                        // Not a route here.
+                        return Err(warp::reject::not_found());
+                    }
+                    let refused = match &access {
+                        MetricsAccess::Loopback if !client.is_loopback() => Some(ApiError::forbidden(
+                            "Metrics are served to clients on this host only: set LICENSING_METRICS_TOKEN, or LICENSING_METRICS_LISTEN for a listener of their own",
+                        )),
+                        MetricsAccess::Token(token) => {
+                            let digest = |t: &str| <sha2::Sha256 as sha2::Digest>::digest(t.as_bytes());
+                            match http::auth::bearer(&headers) {
+                                Ok(given) if bool::from(subtle::ConstantTimeEq::ct_eq(
+                                    digest(given).as_slice(),
+                                    digest(token).as_slice(),
+                                )) => None,
+                                Ok(_) => Some(ApiError::unauthorized("Invalid metrics token")),
+                                Err(e) => Some(e),
+                            }
+                        }
+                        _ => None,
+                    };
+                    if let Some(error) = refused {
+                        return Ok(http::error(&error));
+                    }
+                    let mut response = Response::new(state.metrics.render().into());
+                    response.headers_mut().insert(
+                        warp::http::header::CONTENT_TYPE,
+                        warp::http::HeaderValue::from_static(
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        ),
+                    );
+                    Ok(response)
+                }
+            },
+        )
         .boxed()
 }
 

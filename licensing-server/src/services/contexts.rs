@@ -11,6 +11,8 @@ use std::sync::{Arc, RwLock};
 
 use licensing_core::TeamId;
 use licensing_core::crypto::TeamKeys;
+
+use crate::services::keyring::Keyring;
 use licensing_core::model::Team;
 use licensing_core::store::{BlacklistStore, StoreError, StoreResult, TeamStore};
 use licensing_core::verify::Blacklist;
@@ -36,9 +38,18 @@ struct Inner {
 #[derive(Clone, Debug, Default)]
 pub struct TeamContexts {
     inner: Arc<RwLock<Inner>>,
+    keyring: Keyring,
 }
 
 impl TeamContexts {
+    /// An empty cache that opens teams' keys with `keyring`.
+    pub fn new(keyring: Keyring) -> Self {
+        Self {
+            inner: Arc::default(),
+            keyring,
+        }
+    }
+
     /// The team's context, loading it on a miss; `None` when the team does not exist.
     pub async fn get<S: TeamStore + BlacklistStore>(
         &self,
@@ -56,9 +67,7 @@ impl TeamContexts {
             return Ok(None);
         };
         let entries = store.list_blacklist(team).await?;
-        let keys = TeamKeys::from_stored(&record.keys).map_err(|e| {
-            StoreError::Backend(format!("the team's stored keys are unusable: {e}"))
-        })?;
+        let keys = self.keyring.open(&record).map_err(StoreError::Backend)?;
         let context = Arc::new(TeamContext {
             team: record,
             keys,

@@ -135,7 +135,7 @@ async fn deliver_due<S: OutboxStore>(store: &S, mailer: &Mailer) {
     for mut m in due {
         match mailer.send(&m).await {
             Ok(()) => {
-                tracing::info!(to = %m.to, attempts = m.attempts + 1, "license e-mail delivered");
+                tracing::info!(message = %m.id, to = %mask_email(&m.to), attempts = m.attempts + 1, "license e-mail delivered");
                 if let Err(e) = store.message_sent(&m).await {
                     tracing::error!(error = %e, "could not remove a delivered message");
                 }
@@ -144,12 +144,73 @@ async fn deliver_due<S: OutboxStore>(store: &S, mailer: &Mailer) {
                 m.attempts += 1;
                 let delay = OutboxMessage::backoff_seconds(m.attempts);
                 m.next_attempt_at = Timestamp::now().plus_seconds(delay);
-                tracing::warn!(to = %m.to, attempts = m.attempts, retry_in_s = delay, error = %e, "license e-mail failed");
+                // Customers' addresses stay out of the logs: masked, here and in the SMTP
+                // server's words.
+                tracing::warn!(
+                    message = %m.id,
+                    to = %mask_email(&m.to),
+                    attempts = m.attempts,
+                    retry_in_s = delay,
+                    error = %mask_emails_in(&e),
+                    "license e-mail failed"
+                );
                 m.last_error = Some(e);
                 if let Err(e) = store.message_failed(&m).await {
                     tracing::error!(error = %e, "could not reschedule a message");
                 }
             }
         }
+    }
+}
+
+/// An e-mail address for the logs: its first character and its domain (`j***@example.com`).
+pub fn mask_email(address: &str) -> String {
+    match address.rsplit_once('@') {
+        Some((local, domain)) => {
+            let first: String = local.chars().take(1).collect();
+            format!("{first}***@{domain}")
+        }
+        None => "***".into(),
+    }
+}
+
+/// `text` with every e-mail address in it masked (see [`mask_email`]).
+pub fn mask_emails_in(text: &str) -> String {
+    let is_part = |c: char| c.is_alphanumeric() || "._%+-@".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.contains('@') {
+            out.push_str(&mask_email(word));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if is_part(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_masked_wherever_they_appear() {
+        assert_eq!(mask_email("jane.doe@example.com"), "j***@example.com");
+        assert_eq!(mask_email("nobody"), "***");
+        assert_eq!(
+            mask_emails_in("550 5.1.1 <jane.doe@example.com>: user unknown; cc x@y.org"),
+            "550 5.1.1 <j***@example.com>: user unknown; cc x***@y.org"
+        );
+        assert_eq!(mask_emails_in("no address here"), "no address here");
     }
 }

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod contexts;
 pub mod geo;
 pub mod key_uses;
+pub mod keyring;
 pub mod mail;
 pub mod ratelimit;
 pub mod stats;

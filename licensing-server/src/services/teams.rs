@@ -3,12 +3,25 @@
 use licensing_core::crypto::{ApiKeySecret, TeamKeys};
 use licensing_core::model::{ApiKeyRecord, Scopes, Team, TeamCreated, TeamFeatures, TeamSettings};
 use licensing_core::store::{StoreError, TeamStore};
+
+use crate::services::keyring::Keyring;
 use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
 
-/// Creates a team with fresh RSA-2048 and Ed25519 key pairs and a first API key (named
-/// "initial"), and returns what its owner needs, the API key shown this once.
+/// Creates a team with fresh RSA-2048 and Ed25519 key pairs (stored in the clear) and a first
+/// API key (named "initial"), and returns what its owner needs, the API key shown this once.
 pub async fn create_team<S: TeamStore>(
     store: &S,
+    name: &str,
+    now: Timestamp,
+) -> Result<TeamCreated, StoreError> {
+    create_team_with(store, &Keyring::plain(), name, now).await
+}
+
+/// [`create_team`], with the private keys stored as `keyring` says (sealed under its master key,
+/// when it has one).
+pub async fn create_team_with<S: TeamStore>(
+    store: &S,
+    keyring: &Keyring,
     name: &str,
     now: Timestamp,
 ) -> Result<TeamCreated, StoreError> {
@@ -16,11 +29,10 @@ pub async fn create_team<S: TeamStore>(
         .await
         .map_err(|e| StoreError::Backend(format!("key generation task failed: {e}")))?
         .map_err(|e| StoreError::Backend(format!("key generation failed: {e}")))?;
-    let stored = keys
-        .to_stored()
-        .map_err(|e| StoreError::Backend(format!("key export failed: {e}")))?;
+    let id = TeamId::new();
+    let stored = keyring.store_form(id, &keys).map_err(StoreError::Backend)?;
     let team = Team {
-        id: TeamId::new(),
+        id,
         name: name.to_owned(),
         settings: TeamSettings::default(),
         features: TeamFeatures::default(),

@@ -27,6 +27,7 @@
 //!   at start-up, a newer one refused.
 
 mod activity;
+mod compact;
 mod format;
 mod keys;
 mod locks;
@@ -40,6 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
     CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,
     ProductListQuery, ReleaseListQuery, SortDirection,
@@ -1080,6 +1082,24 @@ impl TeamStore for SledStore {
                 .get_json(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             team.features = features;
+            team.updated_at = now;
+            tx.put_json(team_key(id), &team)?;
+            Ok(team)
+        })
+        .await
+    }
+
+    async fn update_team_keys(
+        &self,
+        id: TeamId,
+        keys: &licensing_core::crypto::StoredTeamKeys,
+        now: Timestamp,
+    ) -> StoreResult<Team> {
+        self.durable(|tx| {
+            let mut team: Team = tx
+                .get_json(&team_key(id))?
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.keys = keys.clone();
             team.updated_at = now;
             tx.put_json(team_key(id), &team)?;
             Ok(team)

@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 /// A running server with one team.
 pub struct TestServer {
     pub base: String,
+    /// The separate metrics listener's address, when configured.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     pub team: TeamCreated,
     pub store: SledStore,
     pub client: reqwest::Client,
@@ -115,12 +117,14 @@ impl TestServer {
             .await
             .unwrap();
         let base = format!("http://{}", server.local_addr());
+        let metrics_addr = server.metrics_addr();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
             stopped.await.ok();
         }));
         Self {
             base,
+            metrics_addr,
             team,
             store,
             client: reqwest::Client::new(),

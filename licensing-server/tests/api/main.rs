@@ -18,6 +18,7 @@ mod errors;
 mod ext;
 mod fuzz;
 mod gate;
+mod headers;
 mod helpers;
 mod isolation;
 mod licenses;

@@ -24,14 +24,14 @@ fn address(n: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, (n >> 16) as u8, (n >> 8) as u8, n as u8))
 }
 
-/// The median of `samples` verifies of `body` on `url`, one after another; panics when they
+/// The times of `samples` verifies of `body` on `url`, one after another; panics when they
 /// take more than 30 s in all (the test stays bounded in time even when it fails).
-async fn median_latency(
+async fn latencies(
     client: &reqwest::Client,
     url: &str,
     body: &Value,
     samples: usize,
-) -> Duration {
+) -> Vec<Duration> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut times = Vec::with_capacity(samples);
     for _ in 0..samples {
@@ -53,8 +53,12 @@ async fn median_latency(
         response.bytes().await.unwrap();
         times.push(started.elapsed());
     }
+    times
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
-    times[samples / 2]
+    times[times.len() / 2]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -129,25 +133,30 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
     let client = reqwest::Client::new();
     let quiet_url = verify(quiet_team);
     let quiet_body = json!({"licenseKey": quiet_key});
-    // Warm up (the first verify records the quiet client's address), then the baseline.
-    median_latency(&client, &quiet_url, &quiet_body, 20).await;
-    let baseline = median_latency(&client, &quiet_url, &quiet_body, 200).await;
+    // Warm up (the first verify records the quiet client's address).
+    latencies(&client, &quiet_url, &quiet_body, 20).await;
 
     // Four clients verify the busy license, at a steady pace (the test measures what one
     // license's records and locks cost others, not a saturated CPU: that is the load
-    // benchmark's business). Most come from known addresses, some from new ones.
+    // benchmark's business). Most come from known addresses, some from new ones. The load is
+    // switched on and off in turns, and the quiet team's verifies are timed in both, so that
+    // whatever else the machine does weighs on both sides alike.
+    let loaded = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let served = Arc::new(AtomicUsize::new(0));
     let busy_url = verify(busy_team);
     let load: Vec<_> = (0..4)
         .map(|worker| {
             let (client, url, key) = (client.clone(), busy_url.clone(), busy_key.clone());
-            let (stop, served) = (stop.clone(), served.clone());
+            let (loaded, stop, served) = (loaded.clone(), stop.clone(), served.clone());
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_millis(10));
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
                 let mut i = worker;
                 while !stop.load(Ordering::Relaxed) {
                     tick.tick().await;
+                    if !loaded.load(Ordering::Relaxed) {
+                        continue;
+                    }
                     i += 4;
                     let ip = if i % 10 == 0 {
                         address(RECORDS + i)
@@ -173,15 +182,30 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let measured = tokio::spawn({
-        let (client, url, body) = (client.clone(), quiet_url.clone(), quiet_body.clone());
-        async move { median_latency(&client, &url, &body, 200).await }
+        let (client, url, body, loaded) = (
+            client.clone(),
+            quiet_url.clone(),
+            quiet_body.clone(),
+            loaded.clone(),
+        );
+        async move {
+            let (mut alone, mut busy) = (Vec::new(), Vec::new());
+            for _ in 0..8 {
+                loaded.store(false, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                alone.extend(latencies(&client, &url, &body, 25).await);
+                loaded.store(true, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                busy.extend(latencies(&client, &url, &body, 25).await);
+            }
+            (median(alone), median(busy))
+        }
     })
     .await;
     stop.store(true, Ordering::Relaxed);
-    let under_load = match measured {
-        Ok(median) => median,
+    let (baseline, under_load) = match measured {
+        Ok(medians) => medians,
         Err(panic) => std::panic::resume_unwind(panic.into_panic()),
     };
     for task in load {
@@ -191,7 +215,8 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
     println!(
         "quiet team's verify: median {baseline:?} alone, {under_load:?} while the busy license served {served} verifies"
     );
-    assert!(served >= 100, "the load ran ({served} verifies)");
+    assert!(served >= 50, "the load ran ({served} verifies)");
+    assert!(served >= 50, "the load ran ({served} verifies)");
     assert!(
         under_load <= baseline * 2,
         "another team's verify went from {baseline:?} to {under_load:?}"

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_licensing-server");
+pub const BINARY: &str = env!("CARGO_BIN_EXE_licensing-server");
 
 /// A team made with `licensing-server team create` while no server runs.
 #[derive(Debug, Clone)]
@@ -52,6 +52,15 @@ impl ChildServer {
     /// Starts the server on `data_dir` with every rate limit off, plus `env`; waits until it
     /// listens.
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_logging(data_dir, env, None)
+    }
+
+    /// [`start`](Self::start), with the server's log (stderr) appended to `log`.
+    pub fn start_logging(
+        data_dir: &Path,
+        env: &[(&str, &str)],
+        log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    ) -> Self {
         let env: Vec<(String, String)> = [
             ("LICENSING_RATE_LIMIT_PER_MINUTE", "0"),
             ("LICENSING_DEV_RATE_LIMIT_PER_MINUTE", "0"),
@@ -69,9 +78,25 @@ impl ChildServer {
             .arg(data_dir)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .unwrap();
+        let stdout_log = log.clone();
+        if let (Some(log), Some(stderr)) = (log, child.stderr.take()) {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Ok(mut log) = log.lock() {
+                        log.push_str(&line);
+                        log.push('\n');
+                    }
+                }
+            });
+        }
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -79,6 +104,12 @@ impl ChildServer {
             let mut sent = false;
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                if let Some(log) = &stdout_log
+                    && let Ok(mut log) = log.lock()
+                {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
                 if !sent && let Some(rest) = line.strip_prefix("Listening on ") {
                     let base = rest
                         .split_whitespace()
@@ -162,7 +193,29 @@ impl ChildServer {
             .collect();
         Self::start(&self.data_dir, &env)
     }
+}
 
+/// Runs the binary with `args` and `env` to its end (bounded: 60 s); its output.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut child = Command::new(BINARY)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().ok();
+            panic!("licensing-server {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+impl ChildServer {
     /// The resident set size of the process, in KiB (Linux).
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();

@@ -14,3 +14,4 @@ mod child;
 mod crash;
 mod downloads;
 mod shutdown;
+mod startup;

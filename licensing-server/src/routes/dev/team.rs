@@ -2,7 +2,6 @@
 
 use licensing_core::ApiError;
 use licensing_core::api::requests::SettingsBody;
-use licensing_core::crypto::TeamKeys;
 use licensing_core::model::{PublicKeys, Team};
 use licensing_core::store::{Entity, StoreError, TeamStore};
 
@@ -21,8 +20,11 @@ async fn team(dev: &Dev) -> Result<Team, ApiError> {
 
 pub(super) async fn public_key(dev: Dev, (): (), _: Input) -> Handled {
     let team = team(&dev).await?;
-    let keys =
-        TeamKeys::from_stored(&team.keys).map_err(|e| internal("team keys unreadable", e))?;
+    let keys = dev
+        .state
+        .keyring
+        .open(&team)
+        .map_err(|e| internal("team keys unreadable", e))?;
     Ok(success(
         200,
         PublicKeys {

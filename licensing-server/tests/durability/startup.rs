@@ -1,0 +1,347 @@
+//! Secrets at rest and at start-up, against the real binary: the data directory's permissions
+//! (BUG-3), the master key that seals private keys, the first start's credentials under a
+//! service manager, settings that must refuse to start, and customers' addresses kept out of
+//! the log.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::child::{Api, ChildServer, Team, create_team, run};
+
+/// Every path under `dir` that the group or other users may read or enter.
+fn loose(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.permissions().mode() & 0o077 != 0 {
+            out.push(path.clone());
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+        }
+    }
+    out
+}
+
+/// Whether any file under `dir` contains `needle`.
+fn any_file_contains(dir: &Path, needle: &[u8]) -> bool {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+        } else if std::fs::read(&path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// A verify with a challenge, checked against the team's public key: the private key works.
+async fn signs_challenges(server: &ChildServer, team: &Team) {
+    let api = Api::new(server, team);
+    let license = api
+        .post("licenses", json!({"expirationType": "NEVER"}))
+        .await;
+    let url = format!(
+        "{}/api/v1/client/teams/{}/verification/verify",
+        server.base, team.id
+    );
+    let answer: Value = api
+        .client
+        .post(url)
+        .json(&json!({"licenseKey": license["licenseKey"], "challenge": "challenge-0123456"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["result"]["code"], "VALID", "{answer}");
+    let keys =
+        licensing_core::crypto::TeamPublicKeys::parse(&team.public_key, &team.signing_key).unwrap();
+    keys.rsa
+        .verify_challenge(
+            "challenge-0123456",
+            answer["result"]["challengeResponse"].as_str().unwrap(),
+        )
+        .unwrap();
+}
+
+/// BUG-3: each team's RSA private key and Ed25519 seed sat in a 0644 file in 0755 directories.
+#[tokio::test]
+async fn the_data_directory_is_for_its_user_only() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let team = create_team(&dir);
+    let mut server = ChildServer::start(&dir, &[]);
+    let api = Api::new(&server, &team);
+    let (_, _) = api.product_with_release(vec![7u8; 4096]).await;
+    server.terminate();
+    assert!(server.wait(Duration::from_secs(30)).success());
+    assert_eq!(loose(&dir), Vec::<PathBuf>::new());
+
+    // A directory made loose by hand (or restored so) is tightened at start-up, and the log
+    // says so.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for entry in std::fs::read_dir(dir.join("db")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(&dir, &[("RUST_LOG", "warn")], Some(log.clone()));
+    assert_eq!(loose(&dir), Vec::<PathBuf>::new());
+    // The log is read by another thread: give it a moment.
+    let started = Instant::now();
+    while !log.lock().unwrap().contains("readable by other users") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no warning: {}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+}
+
+/// With a master key, private keys are sealed: none is found in the data directory, the server
+/// signs with them, a server without the key refuses to start saying why, and a rotation moves
+/// them to a new key.
+#[tokio::test]
+async fn a_master_key_seals_private_keys_at_rest() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let key = parent.path().join("master.key");
+    let out = run(
+        &["master-key", "generate", "--out", key.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // Generating over an existing file is refused.
+    let again = run(
+        &["master-key", "generate", "--out", key.to_str().unwrap()],
+        &[],
+    );
+    assert!(!again.status.success());
+
+    // A team made before the key existed has its keys in the clear...
+    let team = create_team(&dir);
+    assert!(any_file_contains(&dir, b"PRIVATE KEY"));
+    // ... until a server starts with the master key: sealed, and no copy in the clear is left.
+    let with_key = [("LICENSING_MASTER_KEY_FILE", key.to_str().unwrap())];
+    let mut server = ChildServer::start(&dir, &with_key);
+    signs_challenges(&server, &team).await;
+    server.terminate();
+    assert!(server.wait(Duration::from_secs(30)).success());
+    assert!(!any_file_contains(&dir, b"PRIVATE KEY"));
+    assert!(!any_file_contains(&dir, b"rsaPrivatePem"));
+
+    // Teams made with the key are sealed from the start.
+    let made = run(
+        &[
+            "team",
+            "create",
+            "--name",
+            "Sealed",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        &with_key,
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(!any_file_contains(&dir, b"PRIVATE KEY"));
+
+    // Without the key: refused, saying what it needs.
+    let refused = run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("sealed with master key") && said.contains("LICENSING_MASTER_KEY_FILE"),
+        "{said}"
+    );
+
+    // Rotation: the new key works, the old one is refused.
+    let new_key = parent.path().join("new.key");
+    assert!(
+        run(
+            &["master-key", "generate", "--out", new_key.to_str().unwrap()],
+            &[]
+        )
+        .status
+        .success()
+    );
+    let rotated = run(
+        &[
+            "master-key",
+            "rotate",
+            "--old",
+            key.to_str().unwrap(),
+            "--new",
+            new_key.to_str().unwrap(),
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        rotated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rotated.stderr)
+    );
+    let old = run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        &with_key,
+    );
+    assert!(!old.status.success());
+    assert!(String::from_utf8_lossy(&old.stderr).contains("holds key"));
+    let server = ChildServer::start(
+        &dir,
+        &[("LICENSING_MASTER_KEY_FILE", new_key.to_str().unwrap())],
+    );
+    signs_challenges(&server, &team).await;
+    assert!(!any_file_contains(&dir, b"PRIVATE KEY"));
+}
+
+/// Under a service manager (stdout is no terminal) the first start's API key goes to a file
+/// for this user only; the output names the file, never the key.
+#[tokio::test]
+async fn a_first_start_without_a_terminal_writes_its_credentials_to_a_private_file() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(&dir, &[("RUST_LOG", "info")], Some(log.clone()));
+    let file = dir.join("first-start-credentials.txt");
+    let started = Instant::now();
+    while !file.exists() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let key = text
+        .split_whitespace()
+        .find(|w| w.starts_with("lsk_"))
+        .unwrap()
+        .to_owned();
+    let team = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("team id:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    // The key works.
+    let answer = reqwest::Client::new()
+        .get(format!("{}/api/v1/dev/teams/{team}/licenses", server.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let output = log.lock().unwrap().clone();
+    assert!(output.contains("first-start-credentials.txt"), "{output}");
+    assert!(!output.contains(&key), "the key is not in the output");
+}
+
+#[test]
+fn settings_that_would_run_an_unsafe_server_refuse_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let short = run(
+        &["--listen", "127.0.0.1:0", "--data-dir", data],
+        &[("LICENSING_ADMIN_TOKEN", "abcd")],
+    );
+    assert!(!short.status.success());
+    let said = String::from_utf8_lossy(&short.stderr);
+    assert!(
+        said.contains("LICENSING_ADMIN_TOKEN") && said.contains("at least 32"),
+        "{said}"
+    );
+}
+
+/// An empty list setting, as a service manager's environment file may hold, means "none".
+#[test]
+fn an_empty_list_setting_means_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ChildServer::start(dir.path(), &[("LICENSING_TRUSTED_PROXIES", "")]);
+    drop(server);
+}
+
+/// Customers' addresses stay out of the log: a failing delivery logs a masked address.
+#[tokio::test]
+async fn a_failed_license_email_logs_no_customer_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = create_team(dir.path());
+    // Nothing listens on port 1: every delivery fails.
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(
+        dir.path(),
+        &[
+            ("LICENSING_SMTP_URL", "smtp://127.0.0.1:1"),
+            ("LICENSING_SMTP_FROM", "Licensing <noreply@example.com>"),
+            ("RUST_LOG", "info"),
+        ],
+        Some(log.clone()),
+    );
+    let api = Api::new(&server, &team);
+    let customer = api
+        .post("customers", json!({"email": "jane.customer@example.org"}))
+        .await;
+    api.post(
+        "licenses",
+        json!({"expirationType": "NEVER", "customerIds": [customer["id"]], "sendEmailDelivery": true}),
+    )
+    .await;
+    let started = Instant::now();
+    while !log.lock().unwrap().contains("license e-mail failed") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no delivery attempt: {}",
+            log.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = log.lock().unwrap().clone();
+    assert!(!output.contains("jane.customer@example.org"), "{output}");
+    assert!(output.contains("j***@example.org"), "{output}");
+}
