@@ -618,3 +618,54 @@ impl AsyncWrite for SendTimeout {
         self.get_mut().timed(cx, AsyncWrite::poll_shutdown)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn license_keys_are_masked_in_logged_paths() {
+        let team = "6f9619ff-8b86-4011-b42d-00c04fc964ff";
+        assert_eq!(
+            mask_license_keys(&format!(
+                "/api/v1/dev/teams/{team}/licenses/ABCDE-12345-FGHIJ-67890-KLMNO"
+            )),
+            format!("/api/v1/dev/teams/{team}/licenses/{{licenseKey}}")
+        );
+        // In any case, as a mistyped key would be.
+        assert_eq!(
+            mask_license_keys("/x/abcde-12345-fghij-67890-klmno"),
+            "/x/{licenseKey}"
+        );
+        assert_eq!(mask_license_keys("/healthz"), "/healthz");
+        assert_eq!(
+            mask_license_keys(&format!("/api/v1/dev/teams/{team}/licenses")),
+            format!("/api/v1/dev/teams/{team}/licenses")
+        );
+    }
+
+    #[test]
+    fn only_hypers_bare_error_heads_are_rewritten() {
+        let head = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: Mon, 23 Nov 2026 10:00:00 GMT\r\n\r\n";
+        let rewritten = String::from_utf8(rewrite_automatic_error(head).unwrap()).unwrap();
+        assert!(rewritten.starts_with("HTTP/1.1 431 "));
+        assert!(rewritten.contains("\r\ndate: Mon, 23 Nov 2026 10:00:00 GMT\r\n"));
+        assert!(rewritten.contains("content-type: application/json"));
+        let body = rewritten.split("\r\n\r\n").nth(1).unwrap();
+        let length: usize = rewritten
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+        assert!(body.contains("\"BAD_REQUEST\""));
+        // Our own answers (with a body) and other statuses pass untouched.
+        assert!(
+            rewrite_automatic_error(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 52\r\n\r\n")
+                .is_none()
+        );
+        assert!(rewrite_automatic_error(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_none());
+        assert!(rewrite_automatic_error(b"{\"data\":null}").is_none());
+    }
+}
