@@ -4,7 +4,7 @@
 
 mod paths;
 
-use licensing_core::model::Scope;
+use licensing_core::model::{Access, Resource, Scope};
 use utoipa::OpenApi;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
@@ -105,6 +105,20 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
             forbidden.description.push_str(&format!(
                 "; or a key without the scope `{scope}` (named in `WWW-Authenticate`)"
             ));
+            let product_bound = matches!(
+                scope.resource,
+                Resource::Licenses | Resource::Products | Resource::Releases
+            );
+            if product_bound && scope.access == Access::Write {
+                forbidden.description.push_str(
+                    "; or a key restricted to products whose products do not cover the record",
+                );
+            }
+            if scope == Scope::write(Resource::ApiKeys) {
+                forbidden.description.push_str(
+                    "; or a key that would hand on (or revoke) scopes or products it does not have",
+                );
+            }
         }
         if let Some(RefOr::T(unauthorized)) = responses.get_mut("401") {
             unauthorized

@@ -14,7 +14,6 @@ use licensing_core::store::{
     Activity, ActivityRules, Entity, Recorded, StoreError, StoreResult, cap_reached, license_after,
     new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
 };
-use licensing_core::validate::HardwareId;
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 use serde::Serialize;
@@ -26,31 +25,27 @@ use super::{
     put_license, refresh, tally_key,
 };
 
-impl SledStore {
-    /// The request's own device record, when the license has one.
-    fn own_hwid(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        h: &HardwareId,
-    ) -> StoreResult<Option<Hwid>> {
-        Ok(self
+/// The request's own device and address records, when the license has them (read through `tx`,
+/// so staged changes count).
+fn own_records(
+    tx: &Tx<'_>,
+    team: TeamId,
+    license: LicenseId,
+    activity: &Activity,
+) -> StoreResult<(Option<Hwid>, Option<IpRecord>)> {
+    let hwid = match &activity.hardware_id {
+        Some(h) => tx
             .get_json::<Hwid>(&hwid_key(team, license, h))?
-            .filter(|r| &r.identifier == h))
-    }
+            .filter(|r| &r.identifier == h),
+        None => None,
+    };
+    let ip = tx
+        .get_json::<IpRecord>(&ip_key(team, license, activity.ip))?
+        .filter(|r| r.address == activity.ip.to_canonical());
+    Ok((hwid, ip))
+}
 
-    /// The request's own address record, when the license has one.
-    fn own_ip(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        ip: std::net::IpAddr,
-    ) -> StoreResult<Option<IpRecord>> {
-        Ok(self
-            .get_json::<IpRecord>(&ip_key(team, license, ip))?
-            .filter(|r| r.address == ip.to_canonical()))
-    }
-
+impl SledStore {
     /// Steps 7 and 8 (see [`licensing_core::store::ActivityStore::record_activity`]).
     pub(super) async fn record(
         &self,
@@ -66,11 +61,11 @@ impl SledStore {
         // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
         // can only send the request to the atomic step below.
         let current = self.require_license(team, license)?;
-        let own_hwid = match hardware_id {
-            Some(h) => self.own_hwid(team, license, h)?,
-            None => None,
+        let reads = Tx {
+            tree: &self.inner.tree,
+            pending: Default::default(),
         };
-        let own_ip = self.own_ip(team, license, activity.ip)?;
+        let (own_hwid, own_ip) = own_records(&reads, team, license, activity)?;
         if let Some(admission) = verify::admit_counted_own(
             &current,
             settings,
@@ -130,15 +125,7 @@ impl SledStore {
         let current: License = tx
             .get_json(&license_key(team, license))?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        let own_hwid = match hardware_id {
-            Some(h) => tx
-                .get_json::<Hwid>(&hwid_key(team, license, h))?
-                .filter(|r| &r.identifier == h),
-            None => None,
-        };
-        let own_ip = tx
-            .get_json::<IpRecord>(&ip_key(team, license, activity.ip))?
-            .filter(|r| r.address == activity.ip.to_canonical());
+        let (own_hwid, own_ip) = own_records(tx, team, license, activity)?;
         let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
         let mut ip_tally = Tally::read(tx, &tally_key(tag::IP, team, license))?;
         let counted = |kind: RecordKind| -> StoreResult<u64> {
