@@ -38,6 +38,8 @@ pub mod server;
 pub mod services;
 mod state;
 pub mod store;
+#[doc(hidden)]
+pub mod testing;
 
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;

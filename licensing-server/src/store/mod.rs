@@ -31,6 +31,7 @@ mod compact;
 mod format;
 mod keys;
 mod locks;
+pub mod postgres;
 mod refresh;
 mod replay;
 

@@ -1,0 +1,488 @@
+//! The client API's atomic unit on PostgreSQL (steps 7 and 8).
+//!
+//! A request whose device and address already count (the usual heartbeat) is decided from one
+//! read of the license with its own two records, and refreshed by one statement: nothing is at
+//! stake, so it needs no lock. Any other request runs in a transaction that locks the license
+//! row (`FOR UPDATE OF l`): concurrent requests of that license, through any instance, take
+//! turns, so a limit is never exceeded, and other licenses do not wait. A limit is counted only
+//! when it is at stake, and records are counted only up to the cap a license may hold.
+
+use licensing_core::model::{Hwid, IpRecord, License};
+use licensing_core::store::{
+    ActivityRules, ActivityStore, Entity, Recorded, StoreError, StoreResult, cap_reached,
+    license_after, prune_batch,
+};
+use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
+use licensing_core::{LicenseId, TeamId, Timestamp};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row as _};
+
+use super::licenses::license;
+use super::{PgStore, backend, in_tx, ms, opt_ms};
+use crate::store::{addr16, hwid_digest};
+use licensing_core::store::Activity;
+
+/// The license with the request's own device and address records, in one read.
+const READ: &str = "SELECT l.doc, l.last_active_at,
+       h.id AS h_id, h.identifier AS h_identifier, h.forgotten AS h_forgotten,
+       h.last_seen_at AS h_last_seen_at, h.created_at AS h_created_at,
+       h.updated_at AS h_updated_at,
+       i.id AS i_id, i.address AS i_address, i.forgotten AS i_forgotten, i.country AS i_country,
+       i.alpha2 AS i_alpha2, i.alpha3 AS i_alpha3, i.last_seen_at AS i_last_seen_at,
+       i.created_at AS i_created_at, i.updated_at AS i_updated_at
+     FROM licenses l
+     LEFT JOIN hwids h ON h.license_id = l.id AND h.digest = $3
+     LEFT JOIN ips i ON i.license_id = l.id AND i.address = $4
+     WHERE l.team_id = $1 AND l.id = $2";
+
+/// What the read found.
+struct Own {
+    license: License,
+    hwid: Option<Hwid>,
+    ip: Option<IpRecord>,
+}
+
+/// Reads the `h_`/`i_` prefixed columns of a joined row as records.
+fn own(row: &PgRow, team: TeamId, license_id: LicenseId, activity: &Activity) -> StoreResult<Own> {
+    let l = license(row)?;
+    let hwid = match row
+        .try_get::<Option<uuid::Uuid>, _>("h_id")
+        .map_err(backend)?
+    {
+        None => None,
+        Some(_) => Some(Prefixed { row, prefix: "h_" }.hwid(team, license_id)?),
+    }
+    .filter(|h| activity.hardware_id.as_ref() == Some(&h.identifier));
+    let ip = match row
+        .try_get::<Option<uuid::Uuid>, _>("i_id")
+        .map_err(backend)?
+    {
+        None => None,
+        Some(_) => Some(Prefixed { row, prefix: "i_" }.ip(team, license_id)?),
+    }
+    .filter(|r| r.address == activity.ip.to_canonical());
+    Ok(Own {
+        license: l,
+        hwid,
+        ip,
+    })
+}
+
+/// A row whose record columns carry a prefix.
+struct Prefixed<'a> {
+    row: &'a PgRow,
+    prefix: &'static str,
+}
+
+impl Prefixed<'_> {
+    fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+        &'r self,
+        name: &str,
+    ) -> StoreResult<T> {
+        self.row
+            .try_get(format!("{}{name}", self.prefix).as_str())
+            .map_err(backend)
+    }
+
+    fn time(&self, name: &str) -> StoreResult<Timestamp> {
+        self.get::<i64>(name).map(Timestamp::from_millis)
+    }
+
+    fn hwid(&self, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
+        let identifier: String = self.get("identifier")?;
+        Ok(Hwid {
+            id: licensing_core::HwidId::from_uuid(self.get("id")?),
+            identifier: licensing_core::validate::HardwareId::parse(&identifier)
+                .map_err(|e| StoreError::Backend(format!("a stored hardware identifier: {e}")))?,
+            forgotten: self.get("forgotten")?,
+            license_id: license,
+            team_id: team,
+            last_seen_at: self.time("last_seen_at")?,
+            created_at: self.time("created_at")?,
+            updated_at: self.time("updated_at")?,
+        })
+    }
+
+    fn ip(&self, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
+        let address: Vec<u8> = self.get("address")?;
+        let octets: [u8; 16] = address
+            .as_slice()
+            .try_into()
+            .map_err(|_| StoreError::Backend("a stored address is not 16 bytes".into()))?;
+        Ok(IpRecord {
+            id: licensing_core::IpId::from_uuid(self.get("id")?),
+            address: std::net::IpAddr::from(octets).to_canonical(),
+            forgotten: self.get("forgotten")?,
+            country: self.get("country")?,
+            alpha2: self.get("alpha2")?,
+            alpha3: self.get("alpha3")?,
+            license_id: license,
+            team_id: team,
+            last_seen_at: self.time("last_seen_at")?,
+            created_at: self.time("created_at")?,
+            updated_at: self.time("updated_at")?,
+        })
+    }
+}
+
+/// The earliest `lastSeenAt` that is within `timeout` minutes of `now` (none without one).
+fn cutoff(timeout: Option<u32>, now: Timestamp) -> Option<i64> {
+    timeout.map(|minutes| ms(now) - i64::from(minutes) * 60_000)
+}
+
+/// How many records of `kind` count against the license's limit now.
+async fn counted(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    kind: RecordKind,
+    timeout: Option<u32>,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let sql: &'static str = match kind {
+        RecordKind::Hwid => {
+            "SELECT count(*) FROM hwids WHERE license_id = $1 AND NOT forgotten
+               AND ($2::bigint IS NULL OR last_seen_at >= $2)"
+        }
+        RecordKind::Ip => {
+            "SELECT count(*) FROM ips WHERE license_id = $1 AND NOT forgotten
+               AND ($2::bigint IS NULL OR last_seen_at >= $2)"
+        }
+    };
+    let n: i64 = sqlx::query_scalar(sql)
+        .bind(license.as_uuid())
+        .bind(cutoff(timeout, now))
+        .fetch_one(conn)
+        .await
+        .map_err(backend)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Room under the cap for one new record of `kind`: the keys of the records to drop first
+/// (empty when there is room), or `None` when none may be dropped.
+async fn room(
+    conn: &mut PgConnection,
+    license: &License,
+    kind: RecordKind,
+    rules: &ActivityRules<'_>,
+    now: Timestamp,
+) -> StoreResult<Option<Vec<Vec<u8>>>> {
+    let (count_sql, victims_sql, limit, timeout): (&'static str, &'static str, _, _) = match kind {
+        RecordKind::Hwid => (
+            "SELECT count(*) FROM hwids WHERE license_id = $1",
+            "SELECT digest FROM hwids WHERE license_id = $1
+               AND (NOT $2 OR forgotten OR ($3::bigint IS NOT NULL AND last_seen_at < $3))
+             ORDER BY last_seen_at, id LIMIT $4",
+            license.hwid_limit,
+            rules.settings.hwid_timeout,
+        ),
+        RecordKind::Ip => (
+            "SELECT count(*) FROM ips WHERE license_id = $1",
+            "SELECT address FROM ips WHERE license_id = $1
+               AND (NOT $2 OR forgotten OR ($3::bigint IS NOT NULL AND last_seen_at < $3))
+             ORDER BY last_seen_at, id LIMIT $4",
+            license.ip_limit,
+            rules.settings.ip_timeout,
+        ),
+    };
+    let held: i64 = sqlx::query_scalar(count_sql)
+        .bind(license.id.as_uuid())
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+    if held < i64::from(rules.max_records) {
+        return Ok(Some(Vec::new()));
+    }
+    let victims: Vec<Vec<u8>> = sqlx::query_scalar(victims_sql)
+        .bind(license.id.as_uuid())
+        .bind(limit.is_some_and(|l| l > 0))
+        .bind(cutoff(timeout, now))
+        .bind(prune_batch(rules.max_records) as i64)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(backend)?;
+    Ok((!victims.is_empty()).then_some(victims))
+}
+
+/// Decides step 7 with the license row locked, counting a limit only when it is at stake.
+async fn decide(
+    conn: &mut PgConnection,
+    own: &Own,
+    rules: &ActivityRules<'_>,
+    activity: &Activity,
+    now: Timestamp,
+) -> StoreResult<Result<Admission, Denial>> {
+    let settings = rules.settings;
+    let mut known: [Option<u64>; 2] = [None, None];
+    let slot = |kind: RecordKind| match kind {
+        RecordKind::Hwid => 0,
+        RecordKind::Ip => 1,
+    };
+    loop {
+        let decided = verify::admit_own(
+            &own.license,
+            settings,
+            own.hwid.as_ref(),
+            own.ip.as_ref(),
+            activity.hardware_id.as_ref(),
+            activity.ip,
+            now,
+            |kind| known[slot(kind)].ok_or(kind),
+        );
+        match decided {
+            Ok(decided) => return Ok(decided),
+            Err(kind) => {
+                let timeout = match kind {
+                    RecordKind::Hwid => settings.hwid_timeout,
+                    RecordKind::Ip => settings.ip_timeout,
+                };
+                known[slot(kind)] = Some(counted(conn, own.license.id, kind, timeout, now).await?);
+            }
+        }
+    }
+}
+
+/// Writes step 8 of an admission whose license row the transaction holds.
+async fn apply(
+    conn: &mut PgConnection,
+    own: &Own,
+    admission: &Admission,
+    activity: &Activity,
+    now: Timestamp,
+) -> StoreResult<License> {
+    let l = &own.license;
+    let at = ms(now);
+    match (admission.hwid, &activity.hardware_id) {
+        (Some(RecordChange::Create), Some(h)) => {
+            let record = licensing_core::store::new_hwid(l, h, now);
+            sqlx::query(
+                "INSERT INTO hwids (license_id, digest, id, identifier, forgotten, last_seen_at,
+                   created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, false, $5, $5, $5)",
+            )
+            .bind(l.id.as_uuid())
+            .bind(hwid_digest(h).as_slice())
+            .bind(record.id.as_uuid())
+            .bind(h.as_str())
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        }
+        (Some(RecordChange::Refresh { .. }), Some(h)) => {
+            sqlx::query(
+                "UPDATE hwids SET last_seen_at = $3,
+                   updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
+                   forgotten = false
+                 WHERE license_id = $1 AND digest = $2",
+            )
+            .bind(l.id.as_uuid())
+            .bind(hwid_digest(h).as_slice())
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        }
+        _ => {}
+    }
+    let country = activity.country;
+    match admission.ip {
+        RecordChange::Create => {
+            sqlx::query(
+                "INSERT INTO ips (license_id, address, id, forgotten, country, alpha2, alpha3,
+                   last_seen_at, created_at, updated_at)
+                 VALUES ($1, $2, $3, false, $4, $5, $6, $7, $7, $7)",
+            )
+            .bind(l.id.as_uuid())
+            .bind(addr16(activity.ip).as_slice())
+            .bind(uuid::Uuid::new_v4())
+            .bind(country.map(|c| c.name))
+            .bind(country.map(|c| c.alpha2))
+            .bind(country.map(|c| c.alpha3))
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        }
+        RecordChange::Refresh { .. } => refresh_ip(conn, l.id, activity, at).await?,
+    }
+    let next = license_after(l, admission, now);
+    if admission.activate.is_some() {
+        super::licenses::write(conn, &next).await?;
+    } else {
+        sqlx::query("UPDATE licenses SET last_active_at = $2 WHERE id = $1")
+            .bind(l.id.as_uuid())
+            .bind(opt_ms(next.last_active_at))
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+    }
+    Ok(next)
+}
+
+async fn refresh_ip(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    activity: &Activity,
+    at: i64,
+) -> StoreResult<()> {
+    let country = activity.country;
+    sqlx::query(
+        "UPDATE ips SET last_seen_at = $3,
+           updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
+           forgotten = false,
+           country = coalesce($4, country), alpha2 = coalesce($5, alpha2),
+           alpha3 = coalesce($6, alpha3)
+         WHERE license_id = $1 AND address = $2",
+    )
+    .bind(license.as_uuid())
+    .bind(addr16(activity.ip).as_slice())
+    .bind(at)
+    .bind(country.map(|c| c.name))
+    .bind(country.map(|c| c.alpha2))
+    .bind(country.map(|c| c.alpha3))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+impl ActivityStore for PgStore {
+    async fn record_activity(
+        &self,
+        team: TeamId,
+        license_id: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let digest = activity.hardware_id.as_ref().map(hwid_digest);
+        let digest = digest.as_ref().map(|d| d.as_slice()).unwrap_or_default();
+        let address = addr16(activity.ip);
+        // The hot path: records that already count need no lock (see the module docs).
+        let row = sqlx::query(READ)
+            .bind(team.as_uuid())
+            .bind(license_id.as_uuid())
+            .bind(digest)
+            .bind(address.as_slice())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let found = own(&row, team, license_id, activity)?;
+        if let Some(admission) = verify::admit_counted_own(
+            &found.license,
+            rules.settings,
+            found.hwid.as_ref(),
+            found.ip.as_ref(),
+            activity.hardware_id.as_ref(),
+            activity.ip,
+            now,
+        ) {
+            self.refresh(license_id, activity, now).await?;
+            return Ok(Ok(Recorded {
+                license: license_after(&found.license, &admission, now),
+                admission,
+            }));
+        }
+        in_tx!(self.pool, |tx| {
+            // Lock first, then read in a statement of its own: under READ COMMITTED a
+            // statement sees what committed before it started, so the read sees every record
+            // the previous holder of the lock wrote (a join locked in one statement would not).
+            let locked: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(license_id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if locked.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+            let row = sqlx::query(READ)
+                .bind(team.as_uuid())
+                .bind(license_id.as_uuid())
+                .bind(digest)
+                .bind(address.as_slice())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            let found = own(&row, team, license_id, activity)?;
+            let admission = match decide(&mut tx, &found, rules, activity, now).await? {
+                Ok(admission) => admission,
+                Err(denial) => return Ok(Err(denial)),
+            };
+            // Room under the cap, decided before anything changes.
+            let mut drop_hwids = Vec::new();
+            if matches!(admission.hwid, Some(RecordChange::Create)) {
+                match room(&mut tx, &found.license, RecordKind::Hwid, rules, now).await? {
+                    Some(victims) => drop_hwids = victims,
+                    None => return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records))),
+                }
+            }
+            let mut drop_ips = Vec::new();
+            if admission.ip == RecordChange::Create {
+                match room(&mut tx, &found.license, RecordKind::Ip, rules, now).await? {
+                    Some(victims) => drop_ips = victims,
+                    None => return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records))),
+                }
+            }
+            if !drop_hwids.is_empty() {
+                sqlx::query("DELETE FROM hwids WHERE license_id = $1 AND digest = ANY($2)")
+                    .bind(license_id.as_uuid())
+                    .bind(&drop_hwids)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+            if !drop_ips.is_empty() {
+                sqlx::query("DELETE FROM ips WHERE license_id = $1 AND address = ANY($2)")
+                    .bind(license_id.as_uuid())
+                    .bind(&drop_ips)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+            let license = apply(&mut tx, &found, &admission, activity, now).await?;
+            Ok::<_, StoreError>(Ok(Recorded { license, admission }))
+        })
+    }
+}
+
+impl PgStore {
+    /// Refreshes records that already count (`lastSeenAt`, the address's country) and the
+    /// license's `lastActiveAt`, in one statement.
+    async fn refresh(
+        &self,
+        license: LicenseId,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let digest = activity.hardware_id.as_ref().map(hwid_digest);
+        let country = activity.country;
+        sqlx::query(
+            "WITH h AS (
+               UPDATE hwids SET last_seen_at = greatest(last_seen_at, $4)
+               WHERE license_id = $1 AND digest = $2
+             ), i AS (
+               UPDATE ips SET last_seen_at = greatest(last_seen_at, $4),
+                 country = coalesce($5, country), alpha2 = coalesce($6, alpha2),
+                 alpha3 = coalesce($7, alpha3)
+               WHERE license_id = $1 AND address = $3
+             )
+             UPDATE licenses SET last_active_at = greatest(last_active_at, $4) WHERE id = $1",
+        )
+        .bind(license.as_uuid())
+        .bind(digest.as_ref().map(|d| d.as_slice()))
+        .bind(addr16(activity.ip).as_slice())
+        .bind(ms(now))
+        .bind(country.map(|c| c.name))
+        .bind(country.map(|c| c.alpha2))
+        .bind(country.map(|c| c.alpha3))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+}

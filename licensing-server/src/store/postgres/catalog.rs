@@ -1,0 +1,503 @@
+//! Products, their branches, and releases.
+
+use licensing_core::api::requests::{ProductListQuery, ProductSort, ReleaseListQuery, ReleaseSort};
+use licensing_core::model::{Branch, Product, Release};
+use licensing_core::store::{Entity, Page, ProductStore, ReleaseStore, StoreError, StoreResult};
+use licensing_core::{BranchId, ProductId, ReleaseId, TeamId};
+use sqlx::{PgConnection, Row as _};
+use uuid::Uuid;
+
+use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, page_bounds, team_missing};
+
+fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
+    match d {
+        licensing_core::api::requests::SortDirection::Asc => "ASC",
+        licensing_core::api::requests::SortDirection::Desc => "DESC",
+    }
+}
+
+fn version_taken() -> StoreError {
+    StoreError::conflict("version", "already exists for this product and branch")
+}
+
+fn branch_name_taken() -> StoreError {
+    StoreError::conflict(
+        "name",
+        "a branch of this name already exists for this product",
+    )
+}
+
+/// Locks a product of the team; `false` when the team has no such product.
+async fn lock_product(conn: &mut PgConnection, team: TeamId, id: ProductId) -> StoreResult<bool> {
+    let found: Option<i32> =
+        sqlx::query_scalar("SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR SHARE")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(conn)
+            .await
+            .map_err(backend)?;
+    Ok(found.is_some())
+}
+
+async fn delete_releases_returning(
+    conn: &mut PgConnection,
+    sql: &'static str,
+    team: TeamId,
+    owner: &Uuid,
+) -> StoreResult<Vec<Release>> {
+    sqlx::query(sql)
+        .bind(team.as_uuid())
+        .bind(owner)
+        .fetch_all(conn)
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(doc)
+        .collect()
+}
+
+impl ProductStore for PgStore {
+    async fn create_product(&self, p: &Product) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO products (id, team_id, name_key, created_at, updated_at, doc)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(p.id.as_uuid())
+        .bind(p.team_id.as_uuid())
+        .bind(p.name.to_lowercase())
+        .bind(ms(p.created_at))
+        .bind(ms(p.updated_at))
+        .bind(json(p))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| constraint(e, &[("products_team_id_fkey", team_missing)]))?;
+        Ok(())
+    }
+
+    async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
+        sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = $2")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .map(|row| doc(&row))
+            .transpose()
+    }
+
+    async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
+        let wanted: Vec<Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
+        let found: Vec<Product> =
+            sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = ANY($2)")
+                .bind(team.as_uuid())
+                .bind(&wanted)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?
+                .iter()
+                .map(doc)
+                .collect::<StoreResult<_>>()?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.iter().find(|p| p.id == *id).cloned())
+            .collect())
+    }
+
+    async fn update_product(&self, p: &Product) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE products SET name_key = $3, updated_at = $4, doc = $5
+             WHERE team_id = $1 AND id = $2",
+        )
+        .bind(p.team_id.as_uuid())
+        .bind(p.id.as_uuid())
+        .bind(p.name.to_lowercase())
+        .bind(ms(p.updated_at))
+        .bind(json(p))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Product));
+        }
+        Ok(())
+    }
+
+    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
+        in_tx!(self.pool, |tx| {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(Entity::Product));
+            }
+            let gone = delete_releases_returning(
+                &mut tx,
+                "DELETE FROM releases WHERE team_id = $1 AND product_id = $2 RETURNING doc",
+                team,
+                id.as_uuid(),
+            )
+            .await?;
+            sqlx::query("DELETE FROM products WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            super::licenses::detach(&mut tx, team, "product_ids", "productIds", id.as_uuid())
+                .await?;
+            Ok(gone)
+        })
+    }
+
+    async fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> StoreResult<Page<Product>> {
+        let column = match query.sort {
+            ProductSort::Name => "name_key",
+            ProductSort::CreatedAt => "created_at",
+            ProductSort::UpdatedAt => "updated_at",
+        };
+        let dir = direction(query.paging.direction);
+        // Only fixed fragments are formatted in; every value is bound.
+        let sql = format!(
+            "SELECT doc, count(*) OVER () AS total FROM products
+             WHERE team_id = $1 AND ($2::uuid[] IS NULL OR id = ANY($2))
+             ORDER BY {column} {dir}, id {dir} LIMIT $3 OFFSET $4"
+        );
+        let within: Option<Vec<Uuid>> = query
+            .filter
+            .within
+            .as_ref()
+            .map(|ids| ids.iter().map(|id| *id.as_uuid()).collect());
+        let (limit, offset) = page_bounds(&query.paging);
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(team.as_uuid())
+            .bind(&within)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let total = match rows.first() {
+            Some(row) => row.try_get("total").map_err(backend)?,
+            None => sqlx::query_scalar(
+                "SELECT count(*) FROM products
+                 WHERE team_id = $1 AND ($2::uuid[] IS NULL OR id = ANY($2))",
+            )
+            .bind(team.as_uuid())
+            .bind(&within)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)?,
+        };
+        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+
+    async fn create_branch(&self, b: &Branch) -> StoreResult<()> {
+        let done = sqlx::query(
+            "INSERT INTO branches (id, team_id, product_id, name, doc)
+             SELECT $1, $2, $3, $4, $5
+             WHERE EXISTS (SELECT 1 FROM products WHERE team_id = $2 AND id = $3 FOR SHARE)",
+        )
+        .bind(b.id.as_uuid())
+        .bind(b.team_id.as_uuid())
+        .bind(b.product_id.as_uuid())
+        .bind(b.name.as_str())
+        .bind(json(b))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            constraint(
+                e,
+                &[
+                    ("branches_name_unique", branch_name_taken),
+                    ("branches_product_id_fkey", || {
+                        StoreError::NotFound(Entity::Product)
+                    }),
+                ],
+            )
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Product));
+        }
+        Ok(())
+    }
+
+    async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
+        let mut conn = self.pool.acquire().await.map_err(backend)?;
+        if !lock_product(&mut conn, team, product).await? {
+            return Err(StoreError::NotFound(Entity::Product));
+        }
+        sqlx::query("SELECT doc FROM branches WHERE team_id = $1 AND product_id = $2 ORDER BY name")
+            .bind(team.as_uuid())
+            .bind(product.as_uuid())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(doc)
+            .collect()
+    }
+
+    async fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+    ) -> StoreResult<Vec<Release>> {
+        in_tx!(self.pool, |tx| {
+            if !lock_product(&mut tx, team, product).await? {
+                return Err(StoreError::NotFound(Entity::Product));
+            }
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM branches WHERE team_id = $1 AND product_id = $2 AND id = $3
+                 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(product.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(Entity::Branch));
+            }
+            let gone = delete_releases_returning(
+                &mut tx,
+                "DELETE FROM releases WHERE team_id = $1 AND branch_id = $2 RETURNING doc",
+                team,
+                id.as_uuid(),
+            )
+            .await?;
+            sqlx::query("DELETE FROM branches WHERE id = $1")
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            Ok(gone)
+        })
+    }
+}
+
+/// The checks of create and update (references in the team, the version free), then the row
+/// written, with the latest rule: a latest release makes the others of its product and branch
+/// not latest.
+async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> StoreResult<()> {
+    if !lock_product(conn, r.team_id, r.product_id).await? {
+        return Err(StoreError::NotFound(Entity::Product));
+    }
+    if let Some(b) = r.branch_id {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM branches WHERE team_id = $1 AND product_id = $2 AND id = $3 FOR SHARE",
+        )
+        .bind(r.team_id.as_uuid())
+        .bind(r.product_id.as_uuid())
+        .bind(b.as_uuid())
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(backend)?;
+        if found.is_none() {
+            return Err(StoreError::NotFound(Entity::Branch));
+        }
+    }
+    let allowed: Vec<Uuid> = r.allowed_license_ids.iter().map(|l| *l.as_uuid()).collect();
+    if !super::licenses::present(conn, "licenses", r.team_id, &allowed).await? {
+        return Err(StoreError::NotFound(Entity::License));
+    }
+    let taken: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM releases WHERE product_id = $1 AND branch_id IS NOT DISTINCT FROM $2
+           AND version = $3 AND id <> $4",
+    )
+    .bind(r.product_id.as_uuid())
+    .bind(r.branch_id.map(|b| *b.as_uuid()))
+    .bind(r.version.as_str())
+    .bind(r.id.as_uuid())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(backend)?;
+    if taken.is_some() {
+        return Err(version_taken());
+    }
+    if r.latest {
+        sqlx::query(
+            "UPDATE releases SET latest = false, doc = jsonb_set(doc, '{latest}', 'false')
+             WHERE team_id = $1 AND product_id = $2 AND branch_id IS NOT DISTINCT FROM $3
+               AND id <> $4 AND latest",
+        )
+        .bind(r.team_id.as_uuid())
+        .bind(r.product_id.as_uuid())
+        .bind(r.branch_id.map(|b| *b.as_uuid()))
+        .bind(r.id.as_uuid())
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    }
+    let sql = if insert {
+        "INSERT INTO releases (id, team_id, product_id, branch_id, version, version_key, status,
+           latest, created_at, updated_at, allowed_license_ids, doc)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    } else {
+        "UPDATE releases SET product_id = $3, branch_id = $4, version = $5, version_key = $6,
+           status = $7, latest = $8, created_at = $9, updated_at = $10,
+           allowed_license_ids = $11, doc = $12
+         WHERE id = $1 AND team_id = $2"
+    };
+    sqlx::query(sql)
+        .bind(r.id.as_uuid())
+        .bind(r.team_id.as_uuid())
+        .bind(r.product_id.as_uuid())
+        .bind(r.branch_id.map(|b| *b.as_uuid()))
+        .bind(r.version.as_str())
+        .bind(r.version.as_str().to_lowercase())
+        .bind(r.status.as_str())
+        .bind(r.latest)
+        .bind(ms(r.created_at))
+        .bind(ms(r.updated_at))
+        .bind(&allowed)
+        .bind(json(r))
+        .execute(conn)
+        .await
+        .map_err(|e| constraint(e, &[("releases_version_unique", version_taken)]))?;
+    Ok(())
+}
+
+impl ReleaseStore for PgStore {
+    async fn create_release(&self, r: &Release) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| put_release(&mut tx, r, true).await)
+    }
+
+    async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
+        sqlx::query("SELECT doc FROM releases WHERE team_id = $1 AND id = $2")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .map(|row| doc(&row))
+            .transpose()
+    }
+
+    async fn update_release(&self, r: &Release) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM releases WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(r.team_id.as_uuid())
+            .bind(r.id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(Entity::Release));
+            }
+            put_release(&mut tx, r, false).await
+        })
+    }
+
+    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
+        let row = sqlx::query("DELETE FROM releases WHERE team_id = $1 AND id = $2 RETURNING doc")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound(Entity::Release))?;
+        doc(&row)
+    }
+
+    async fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> StoreResult<Page<Release>> {
+        let f = &query.filter;
+        let dir = direction(query.paging.direction);
+        let by = match query.sort {
+            ReleaseSort::Version => format!("version {dir}"),
+            ReleaseSort::CreatedAt => format!("created_at {dir}"),
+            ReleaseSort::UpdatedAt => format!("updated_at {dir}"),
+            ReleaseSort::Latest => format!("latest {dir}, created_at {dir}"),
+        };
+        const FILTER: &str = "team_id = $1
+               AND ($2::uuid IS NULL OR product_id = $2)
+               AND ($3::uuid[] IS NULL OR product_id = ANY($3))
+               AND ($4::text IS NULL OR status = $4)
+               AND ($5::text IS NULL OR strpos(version_key, $5) > 0)";
+        // Only fixed fragments are formatted in; every value is bound.
+        let sql = format!(
+            "SELECT doc, count(*) OVER () AS total FROM releases WHERE {FILTER}
+             ORDER BY {by}, id {dir} LIMIT $6 OFFSET $7"
+        );
+        let within: Option<Vec<Uuid>> = f
+            .within_products
+            .as_ref()
+            .map(|ids| ids.iter().map(|id| *id.as_uuid()).collect());
+        let needle = f.search.as_ref().map(|s| s.as_str().to_lowercase());
+        let status = f.status.map(|s| s.as_str());
+        let product = f.product_id.map(|p| *p.as_uuid());
+        let (limit, offset) = page_bounds(&query.paging);
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(team.as_uuid())
+            .bind(product)
+            .bind(&within)
+            .bind(status)
+            .bind(needle.as_deref())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let total = match rows.first() {
+            Some(row) => row.try_get("total").map_err(backend)?,
+            None => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM releases WHERE {FILTER}"
+            )))
+            .bind(team.as_uuid())
+            .bind(product)
+            .bind(&within)
+            .bind(status)
+            .bind(needle.as_deref())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)?,
+        };
+        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+
+    async fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> StoreResult<(Vec<Branch>, Vec<Release>)> {
+        // One round trip: the branches, then the releases, tagged.
+        let rows = sqlx::query(
+            "SELECT true AS branch, doc FROM branches WHERE team_id = $1 AND product_id = $2
+             UNION ALL
+             SELECT false AS branch, doc FROM releases WHERE team_id = $1 AND product_id = $2",
+        )
+        .bind(team.as_uuid())
+        .bind(product.as_uuid())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        let mut branches = Vec::new();
+        let mut releases = Vec::new();
+        for row in &rows {
+            if row.try_get::<bool, _>("branch").map_err(backend)? {
+                branches.push(doc(row)?);
+            } else {
+                releases.push(doc(row)?);
+            }
+        }
+        Ok((branches, releases))
+    }
+}

@@ -1,0 +1,174 @@
+//! Customers.
+
+use licensing_core::api::requests::{CustomerListQuery, CustomerSort};
+use licensing_core::model::Customer;
+use licensing_core::store::{CustomerStore, Entity, Page, StoreError, StoreResult};
+use licensing_core::{CustomerId, TeamId};
+use sqlx::Row as _;
+
+use super::{
+    PgStore, backend, constraint, doc, in_tx, json, ms, order, page, page_bounds, team_missing,
+};
+
+/// The lower-cased text a customer is sorted and searched by.
+fn key(text: Option<&str>) -> Option<String> {
+    text.map(str::to_lowercase)
+}
+
+impl CustomerStore for PgStore {
+    async fn create_customer(&self, c: &Customer) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            sqlx::query(
+                "INSERT INTO customers
+               (id, team_id, created_at, updated_at, full_name_key, email_key, username_key, doc)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(c.id.as_uuid())
+            .bind(c.team_id.as_uuid())
+            .bind(ms(c.created_at))
+            .bind(ms(c.updated_at))
+            .bind(key(c.full_name.as_deref()))
+            .bind(key(c.email.as_ref().map(|e| e.as_str())))
+            .bind(key(c.username.as_deref()))
+            .bind(json(c))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, &[("customers_team_id_fkey", team_missing)]))?;
+            super::licenses::add_count(&mut tx, c.team_id, "customers", 1).await
+        })
+    }
+
+    async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
+        sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = $2")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .map(|row| doc(&row))
+            .transpose()
+    }
+
+    async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
+        let wanted: Vec<uuid::Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
+        let found: Vec<Customer> =
+            sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = ANY($2)")
+                .bind(team.as_uuid())
+                .bind(&wanted)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?
+                .iter()
+                .map(doc)
+                .collect::<StoreResult<_>>()?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.iter().find(|c| c.id == *id).cloned())
+            .collect())
+    }
+
+    async fn update_customer(&self, c: &Customer) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE customers SET updated_at = $3, full_name_key = $4, email_key = $5,
+               username_key = $6, doc = $7
+             WHERE team_id = $1 AND id = $2",
+        )
+        .bind(c.team_id.as_uuid())
+        .bind(c.id.as_uuid())
+        .bind(ms(c.updated_at))
+        .bind(key(c.full_name.as_deref()))
+        .bind(key(c.email.as_ref().map(|e| e.as_str())))
+        .bind(key(c.username.as_deref()))
+        .bind(json(c))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(Entity::Customer));
+        }
+        Ok(())
+    }
+
+    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            let done = sqlx::query("DELETE FROM customers WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Customer));
+            }
+            super::licenses::add_count(&mut tx, team, "customers", -1).await?;
+            super::licenses::detach(&mut tx, team, "customer_ids", "customerIds", id.as_uuid())
+                .await
+        })
+    }
+
+    async fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> StoreResult<Page<Customer>> {
+        let column = match query.sort {
+            CustomerSort::FullName => "full_name_key",
+            CustomerSort::Email => "email_key",
+            CustomerSort::Username => "username_key",
+            CustomerSort::CreatedAt => "created_at",
+            CustomerSort::UpdatedAt => "updated_at",
+        };
+        let dir = order(query.paging.direction);
+        let id_dir = match query.paging.direction {
+            licensing_core::api::requests::SortDirection::Asc => "ASC",
+            licensing_core::api::requests::SortDirection::Desc => "DESC",
+        };
+        // Only fixed fragments are formatted in; every value is bound.
+        let sql = format!(
+            "SELECT doc, count(*) OVER () AS total FROM customers
+             WHERE team_id = $1 AND ($2::text IS NULL
+                OR strpos(full_name_key, $2) > 0 OR strpos(email_key, $2) > 0
+                OR strpos(username_key, $2) > 0)
+             ORDER BY {column} {dir}, id {id_dir}
+             LIMIT $3 OFFSET $4"
+        );
+        let (limit, offset) = page_bounds(&query.paging);
+        let needle = query.filter.as_ref().map(|s| s.as_str().to_lowercase());
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(team.as_uuid())
+            .bind(needle)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let total = match rows.first() {
+            Some(row) => row.try_get("total").map_err(backend)?,
+            None if query.filter.is_none() => {
+                super::licenses::count(&self.pool, team, "customers").await?
+            }
+            None => self.count_customers(team, query).await?,
+        };
+        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+}
+
+impl PgStore {
+    /// Customers matching a list's filter (for a page past the end, which has no rows to carry
+    /// the total).
+    async fn count_customers(&self, team: TeamId, query: &CustomerListQuery) -> StoreResult<i64> {
+        let needle = query.filter.as_ref().map(|s| s.as_str().to_lowercase());
+        sqlx::query_scalar(
+            "SELECT count(*) FROM customers
+             WHERE team_id = $1 AND ($2::text IS NULL
+                OR strpos(full_name_key, $2) > 0 OR strpos(email_key, $2) > 0
+                OR strpos(username_key, $2) > 0)",
+        )
+        .bind(team.as_uuid())
+        .bind(needle)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)
+    }
+}

@@ -1,0 +1,640 @@
+//! Licenses, and the developer API's view of their devices and addresses.
+
+use std::net::IpAddr;
+
+use licensing_core::api::requests::{DeviceListQuery, DeviceSort, LicenseListQuery, LicenseSort};
+use licensing_core::model::{Hwid, IpRecord, License, OutboxMessage};
+use licensing_core::store::{DeviceStore, Entity, LicenseStore, Page, StoreError, StoreResult};
+use licensing_core::validate::HardwareId;
+use licensing_core::{HwidId, IpId, LicenseId, LicenseKey, TeamId, Timestamp};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row as _};
+use uuid::Uuid;
+
+use super::{
+    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, page_bounds,
+    team_missing,
+};
+
+/// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
+pub(super) fn license(row: &PgRow) -> StoreResult<License> {
+    let mut l: License = doc(row)?;
+    let active: Option<i64> = row.try_get("last_active_at").map_err(backend)?;
+    l.last_active_at = active.map(Timestamp::from_millis);
+    Ok(l)
+}
+
+fn uuids<T>(ids: &[T], uuid: impl Fn(&T) -> Uuid) -> Vec<Uuid> {
+    ids.iter().map(uuid).collect()
+}
+
+fn key_taken() -> StoreError {
+    StoreError::conflict(
+        "licenseKey",
+        "is already used by another license of this team",
+    )
+}
+
+/// Adds `delta` to a team's count of licenses or customers (`what`).
+pub(super) async fn add_count(
+    conn: &mut PgConnection,
+    team: TeamId,
+    what: &'static str,
+    delta: i64,
+) -> StoreResult<()> {
+    let sql: &'static str = match what {
+        "licenses" => {
+            "INSERT INTO team_counts (team_id, licenses, customers) VALUES ($1, $2, 0)
+             ON CONFLICT (team_id) DO UPDATE SET licenses = team_counts.licenses + $2"
+        }
+        _ => {
+            "INSERT INTO team_counts (team_id, licenses, customers) VALUES ($1, 0, $2)
+             ON CONFLICT (team_id) DO UPDATE SET customers = team_counts.customers + $2"
+        }
+    };
+    sqlx::query(sql)
+        .bind(team.as_uuid())
+        .bind(delta)
+        .execute(conn)
+        .await
+        .map_err(|e| constraint(e, &[("team_counts_team_id_fkey", team_missing)]))?;
+    Ok(())
+}
+
+/// A team's count of licenses or customers.
+pub(super) async fn count(pool: &sqlx::PgPool, team: TeamId, what: &str) -> StoreResult<i64> {
+    let sql: &'static str = match what {
+        "licenses" => "SELECT licenses FROM team_counts WHERE team_id = $1",
+        _ => "SELECT customers FROM team_counts WHERE team_id = $1",
+    };
+    let n: Option<i64> = sqlx::query_scalar(sql)
+        .bind(team.as_uuid())
+        .fetch_optional(pool)
+        .await
+        .map_err(backend)?;
+    Ok(n.unwrap_or(0))
+}
+
+/// The checks of create and update: the key free in the team, the customers and products
+/// present in it (read `FOR SHARE`, so that deleting one waits for this transaction).
+async fn check_refs(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
+    let owner: Option<Uuid> =
+        sqlx::query_scalar("SELECT id FROM licenses WHERE team_id = $1 AND license_key = $2")
+            .bind(l.team_id.as_uuid())
+            .bind(l.license_key.as_str())
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(backend)?;
+    if owner.is_some_and(|o| o != *l.id.as_uuid()) {
+        return Err(key_taken());
+    }
+    let customers = uuids(&l.customer_ids, |c| *c.as_uuid());
+    if !present(conn, "customers", l.team_id, &customers).await? {
+        return Err(StoreError::NotFound(Entity::Customer));
+    }
+    let products = uuids(&l.product_ids, |p| *p.as_uuid());
+    if !present(conn, "products", l.team_id, &products).await? {
+        return Err(StoreError::NotFound(Entity::Product));
+    }
+    Ok(())
+}
+
+/// Whether every id is a record of `table` in the team; the records found are locked
+/// `FOR SHARE`.
+pub(super) async fn present(
+    conn: &mut PgConnection,
+    table: &'static str,
+    team: TeamId,
+    ids: &[Uuid],
+) -> StoreResult<bool> {
+    if ids.is_empty() {
+        return Ok(true);
+    }
+    let sql: &'static str = match table {
+        "customers" => {
+            "SELECT count(*) FROM (SELECT id FROM customers WHERE team_id = $1 AND id = ANY($2)
+             FOR SHARE) found"
+        }
+        "products" => {
+            "SELECT count(*) FROM (SELECT id FROM products WHERE team_id = $1 AND id = ANY($2)
+             FOR SHARE) found"
+        }
+        _ => {
+            "SELECT count(*) FROM (SELECT id FROM licenses WHERE team_id = $1 AND id = ANY($2)
+             FOR SHARE) found"
+        }
+    };
+    let found: i64 = sqlx::query_scalar(sql)
+        .bind(team.as_uuid())
+        .bind(ids)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+    let mut distinct = ids.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(found == distinct.len() as i64)
+}
+
+async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO licenses (id, team_id, license_key, created_at, updated_at, last_active_at,
+           customer_ids, product_ids, doc)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(l.id.as_uuid())
+    .bind(l.team_id.as_uuid())
+    .bind(l.license_key.as_str())
+    .bind(ms(l.created_at))
+    .bind(ms(l.updated_at))
+    .bind(opt_ms(l.last_active_at))
+    .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
+    .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
+    .bind(json(l))
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| {
+        constraint(
+            e,
+            &[
+                ("licenses_key_unique", key_taken),
+                ("licenses_team_id_fkey", team_missing),
+            ],
+        )
+    })?;
+    add_count(conn, l.team_id, "licenses", 1).await
+}
+
+/// Replaces a license's row.
+pub(super) async fn write(conn: &mut PgConnection, l: &License) -> StoreResult<u64> {
+    let done = sqlx::query(
+        "UPDATE licenses SET license_key = $3, updated_at = $4, last_active_at = $5,
+           customer_ids = $6, product_ids = $7, doc = $8
+         WHERE team_id = $1 AND id = $2",
+    )
+    .bind(l.team_id.as_uuid())
+    .bind(l.id.as_uuid())
+    .bind(l.license_key.as_str())
+    .bind(ms(l.updated_at))
+    .bind(opt_ms(l.last_active_at))
+    .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
+    .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
+    .bind(json(l))
+    .execute(conn)
+    .await
+    .map_err(|e| constraint(e, &[("licenses_key_unique", key_taken)]))?;
+    Ok(done.rows_affected())
+}
+
+/// Removes `id` from the array `column` (and its `field` in the record) of every license of
+/// the team that lists it.
+pub(super) async fn detach(
+    conn: &mut PgConnection,
+    team: TeamId,
+    column: &'static str,
+    field: &'static str,
+    id: &Uuid,
+) -> StoreResult<()> {
+    let sql: &'static str = match (column, field) {
+        ("customer_ids", "customerIds") => {
+            "UPDATE licenses SET customer_ids = array_remove(customer_ids, $2),
+               doc = jsonb_set(doc, '{customerIds}', to_jsonb(array_remove(customer_ids, $2)))
+             WHERE team_id = $1 AND customer_ids @> ARRAY[$2]"
+        }
+        _ => {
+            "UPDATE licenses SET product_ids = array_remove(product_ids, $2),
+               doc = jsonb_set(doc, '{productIds}', to_jsonb(array_remove(product_ids, $2)))
+             WHERE team_id = $1 AND product_ids @> ARRAY[$2]"
+        }
+    };
+    sqlx::query(sql)
+        .bind(team.as_uuid())
+        .bind(id)
+        .execute(conn)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
+impl LicenseStore for PgStore {
+    async fn create_license(&self, l: &License) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            check_refs(&mut tx, l).await?;
+            insert(&mut tx, l).await
+        })
+    }
+
+    async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
+        sqlx::query("SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND id = $2")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .map(|row| license(&row))
+            .transpose()
+    }
+
+    async fn get_license_by_key(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+    ) -> StoreResult<Option<License>> {
+        sqlx::query(
+            "SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND license_key = $2",
+        )
+        .bind(team.as_uuid())
+        .bind(key.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?
+        .map(|row| license(&row))
+        .transpose()
+    }
+
+    async fn update_license(&self, l: &License) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            let exists: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(l.team_id.as_uuid())
+            .bind(l.id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if exists.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+            check_refs(&mut tx, l).await?;
+            write(&mut tx, l).await.map(|_| ())
+        })
+    }
+
+    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
+        in_tx!(self.pool, |tx| {
+            let row = sqlx::query(
+                "DELETE FROM licenses WHERE team_id = $1 AND id = $2
+                 RETURNING doc, last_active_at",
+            )
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+            sqlx::query(
+                "UPDATE releases SET allowed_license_ids = array_remove(allowed_license_ids, $2),
+                   doc = jsonb_set(doc, '{allowedLicenseIds}',
+                                   to_jsonb(array_remove(allowed_license_ids, $2)))
+                 WHERE team_id = $1 AND allowed_license_ids @> ARRAY[$2]",
+            )
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            add_count(&mut tx, team, "licenses", -1).await?;
+            license(&row)
+        })
+    }
+
+    async fn create_license_with_mail(
+        &self,
+        l: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            check_refs(&mut tx, l).await?;
+            let day = OutboxMessage::day_of(now);
+            let queued: i64 = sqlx::query_scalar(
+                "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
+                 ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
+                 RETURNING queued",
+            )
+            .bind(l.team_id.as_uuid())
+            .bind(day)
+            .bind(mail.len() as i64)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, &[("mail_days_team_id_fkey", team_missing)]))?;
+            if queued > i64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
+                )));
+            }
+            insert(&mut tx, l).await?;
+            for m in mail {
+                super::misc::insert_message(&mut tx, m).await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> StoreResult<Page<License>> {
+        let f = &query.filter;
+        let column = match query.sort {
+            LicenseSort::CreatedAt => "created_at",
+            LicenseSort::UpdatedAt => "updated_at",
+        };
+        let dir = match query.paging.direction {
+            licensing_core::api::requests::SortDirection::Asc => "ASC",
+            licensing_core::api::requests::SortDirection::Desc => "DESC",
+        };
+        let filtered = !f.product_ids.is_empty()
+            || !f.customer_ids.is_empty()
+            || f.search.is_some()
+            || f.metadata_key.is_some();
+        // Only fixed fragments are formatted in; every value is bound.
+        let sql = format!(
+            "SELECT doc, last_active_at{total} FROM licenses
+             WHERE team_id = $1
+               AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
+               AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
+               AND ($4::text IS NULL OR license_key LIKE $4)
+               AND ($5::text IS NULL OR EXISTS (
+                     SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
+                     WHERE m ->> 'key' = $5 AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))
+             ORDER BY {column} {dir}, id {dir}
+             LIMIT $7 OFFSET $8",
+            total = if filtered {
+                ", count(*) OVER () AS total"
+            } else {
+                ""
+            },
+        );
+        let (limit, offset) = page_bounds(&query.paging);
+        let search = f
+            .search
+            .as_ref()
+            .map(|s| like_contains(&s.as_str().to_ascii_uppercase()));
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(team.as_uuid())
+            .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
+            .bind(uuids(&f.customer_ids, |c| *c.as_uuid()))
+            .bind(search.clone())
+            .bind(f.metadata_key.as_deref())
+            .bind(f.metadata_value.as_deref())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let total = if !filtered {
+            count(&self.pool, team, "licenses").await?
+        } else if let Some(row) = rows.first() {
+            row.try_get("total").map_err(backend)?
+        } else {
+            sqlx::query_scalar(
+                "SELECT count(*) FROM licenses
+                 WHERE team_id = $1
+                   AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
+                   AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
+                   AND ($4::text IS NULL OR license_key LIKE $4)
+                   AND ($5::text IS NULL OR EXISTS (
+                         SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
+                         WHERE m ->> 'key' = $5
+                           AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))",
+            )
+            .bind(team.as_uuid())
+            .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
+            .bind(uuids(&f.customer_ids, |c| *c.as_uuid()))
+            .bind(search)
+            .bind(f.metadata_key.as_deref())
+            .bind(f.metadata_value.as_deref())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)?
+        };
+        let items = rows.iter().map(license).collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+}
+
+// ---- devices and addresses ----
+
+pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
+    let get_ms = |name: &str| -> StoreResult<Timestamp> {
+        row.try_get::<i64, _>(name)
+            .map(Timestamp::from_millis)
+            .map_err(backend)
+    };
+    let identifier: String = row.try_get("identifier").map_err(backend)?;
+    Ok(Hwid {
+        id: HwidId::from_uuid(row.try_get("id").map_err(backend)?),
+        identifier: HardwareId::parse(&identifier)
+            .map_err(|e| StoreError::Backend(format!("a stored hardware identifier: {e}")))?,
+        forgotten: row.try_get("forgotten").map_err(backend)?,
+        license_id: license,
+        team_id: team,
+        last_seen_at: get_ms("last_seen_at")?,
+        created_at: get_ms("created_at")?,
+        updated_at: get_ms("updated_at")?,
+    })
+}
+
+pub(super) fn ip(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
+    let get_ms = |name: &str| -> StoreResult<Timestamp> {
+        row.try_get::<i64, _>(name)
+            .map(Timestamp::from_millis)
+            .map_err(backend)
+    };
+    let address: Vec<u8> = row.try_get("address").map_err(backend)?;
+    let octets: [u8; 16] = address
+        .as_slice()
+        .try_into()
+        .map_err(|_| StoreError::Backend("a stored address is not 16 bytes".into()))?;
+    Ok(IpRecord {
+        id: IpId::from_uuid(row.try_get("id").map_err(backend)?),
+        address: IpAddr::from(octets).to_canonical(),
+        forgotten: row.try_get("forgotten").map_err(backend)?,
+        country: row.try_get("country").map_err(backend)?,
+        alpha2: row.try_get("alpha2").map_err(backend)?,
+        alpha3: row.try_get("alpha3").map_err(backend)?,
+        license_id: license,
+        team_id: team,
+        last_seen_at: get_ms("last_seen_at")?,
+        created_at: get_ms("created_at")?,
+        updated_at: get_ms("updated_at")?,
+    })
+}
+
+pub(super) const HWID_COLUMNS: &str =
+    "id, identifier, forgotten, last_seen_at, created_at, updated_at";
+pub(super) const IP_COLUMNS: &str =
+    "id, address, forgotten, country, alpha2, alpha3, last_seen_at, created_at, updated_at";
+
+impl PgStore {
+    async fn require_license(&self, team: TeamId, license: LicenseId) -> StoreResult<()> {
+        let found: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(license.as_uuid())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
+        found
+            .map(|_| ())
+            .ok_or(StoreError::NotFound(Entity::License))
+    }
+
+    /// One page of a license's records of `table` (`hwids` or `ips`).
+    async fn usage_page(
+        &self,
+        table: &'static str,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<(Vec<PgRow>, i64)> {
+        let column = match query.sort {
+            DeviceSort::LastSeenAt => "last_seen_at",
+            DeviceSort::CreatedAt => "created_at",
+        };
+        let dir = match query.paging.direction {
+            licensing_core::api::requests::SortDirection::Asc => "ASC",
+            licensing_core::api::requests::SortDirection::Desc => "DESC",
+        };
+        let columns = if table == "hwids" {
+            HWID_COLUMNS
+        } else {
+            IP_COLUMNS
+        };
+        // Only fixed fragments are formatted in; every value is bound.
+        let sql = format!(
+            "SELECT {columns}, count(*) OVER () AS total FROM {table}
+             WHERE license_id = $1 AND ($2 OR NOT forgotten)
+             ORDER BY {column} {dir}, id {dir} LIMIT $3 OFFSET $4"
+        );
+        let (limit, offset) = page_bounds(&query.paging);
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(license.as_uuid())
+            .bind(query.filter)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let total = match rows.first() {
+            Some(row) => row.try_get("total").map_err(backend)?,
+            None => {
+                let sql = format!(
+                    "SELECT count(*) FROM {table} WHERE license_id = $1 AND ($2 OR NOT forgotten)"
+                );
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .bind(license.as_uuid())
+                    .bind(query.filter)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(backend)?
+            }
+        };
+        Ok((rows, total))
+    }
+
+    /// Marks a record of `table` forgotten or remembered, under the license's row lock (the
+    /// client API's atomic step counts them).
+    async fn set_forgotten(
+        &self,
+        table: &'static str,
+        (team, license, id): (TeamId, LicenseId, Uuid),
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<Option<PgRow>> {
+        in_tx!(self.pool, |tx| {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(license.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+            let columns = if table == "hwids" {
+                HWID_COLUMNS
+            } else {
+                IP_COLUMNS
+            };
+            let sql = format!(
+                "UPDATE {table} SET forgotten = $3, updated_at = $4
+                 WHERE license_id = $1 AND id = $2 RETURNING {columns}"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(license.as_uuid())
+                .bind(id)
+                .bind(forgotten)
+                .bind(ms(now))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)
+        })
+    }
+}
+
+impl DeviceStore for PgStore {
+    async fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<Hwid>> {
+        self.require_license(team, license).await?;
+        let (rows, total) = self.usage_page("hwids", license, query).await?;
+        let items = rows
+            .iter()
+            .map(|row| hwid(row, team, license))
+            .collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+
+    async fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<Hwid> {
+        let row = self
+            .set_forgotten("hwids", (team, license, *id.as_uuid()), forgotten, now)
+            .await?
+            .ok_or(StoreError::NotFound(Entity::Hwid))?;
+        hwid(&row, team, license)
+    }
+
+    async fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<IpRecord>> {
+        self.require_license(team, license).await?;
+        let (rows, total) = self.usage_page("ips", license, query).await?;
+        let items = rows
+            .iter()
+            .map(|row| ip(row, team, license))
+            .collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+
+    async fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<IpRecord> {
+        let row = self
+            .set_forgotten("ips", (team, license, *id.as_uuid()), forgotten, now)
+            .await?
+            .ok_or(StoreError::NotFound(Entity::Ip))?;
+        ip(&row, team, license)
+    }
+}

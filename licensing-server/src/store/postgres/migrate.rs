@@ -1,0 +1,93 @@
+//! Versioned schema migrations, applied at start-up.
+//!
+//! Each migration is a file under `migrations/`, numbered; `schema_migrations` records those
+//! applied. Instances starting together take an advisory lock, so each migration runs once, in a
+//! transaction with its record. A database that records a migration this server does not know
+//! was written by a newer server, and is refused.
+
+use licensing_core::store::{StoreError, StoreResult};
+use sqlx::PgPool;
+
+use super::backend;
+
+/// A migration: its number, name and SQL.
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "initial",
+    sql: include_str!("migrations/0001_initial.sql"),
+}];
+
+/// The newest schema this server knows.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
+const LOCK: i64 = 0x6c69_6365_6e73_696e;
+
+/// Applies the migrations the database lacks; refuses a newer schema.
+pub(super) async fn apply(pool: &PgPool) -> StoreResult<()> {
+    let mut conn = pool.acquire().await.map_err(backend)?;
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    let result = apply_locked(&mut conn).await;
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend);
+    result.and(unlocked.map(|_| ()))
+}
+
+async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version bigint PRIMARY KEY,
+            name text NOT NULL,
+            applied_at timestamptz NOT NULL DEFAULT now()
+        )",
+    )
+    .execute(&mut *conn)
+    .await
+    .map_err(backend)?;
+    let newest: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM schema_migrations")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+    let newest = newest.unwrap_or(0);
+    if newest > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "the database's schema is version {newest}, newer than this server knows \
+             ({SCHEMA_VERSION}); run a server of that version or newer"
+        )));
+    }
+    for m in MIGRATIONS.iter().filter(|m| m.version > newest) {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(backend)?;
+        sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "schema migration {} ({}) failed: {e}",
+                m.version, m.name
+            ))
+        })?;
+        sqlx::query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)")
+            .bind(m.version)
+            .bind(m.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        tracing::info!(
+            version = m.version,
+            name = m.name,
+            "applied a schema migration"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! The PostgreSQL store, for several server instances on one database.
+//!
+//! - **Atomicity**: every atomic unit of core's traits is one transaction. The client API's unit
+//!   (`record_activity`) locks its license row (`SELECT … FOR UPDATE`), so concurrent requests of
+//!   one license, through any instance, take turns, and requests of other licenses do not wait.
+//!   Developer writes lock what they change; references that SQL cannot check (a license's
+//!   customers and products are arrays) are read `FOR SHARE`, so that a concurrent delete waits.
+//! - **Durability**: a write returns after its transaction commits.
+//! - **Records**: each aggregate keeps its whole record in a `doc` column (the model's JSON) and,
+//!   as columns, what SQL filters, sorts or changes on its own (`migrations/`). Devices and
+//!   addresses are plain rows keyed by license and identifier, so that a request reads its own
+//!   records by key.
+//! - **Schema**: versioned migrations (`migrate.rs`), applied at start-up under an advisory lock,
+//!   so that instances starting together apply them once; a database of a newer schema is
+//!   refused.
+
+mod activity;
+mod catalog;
+mod customers;
+mod licenses;
+mod migrate;
+mod misc;
+mod teams;
+
+use std::time::Duration;
+
+use licensing_core::Timestamp;
+use licensing_core::store::{Entity, StoreError, StoreResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::types::Json;
+
+pub use migrate::SCHEMA_VERSION;
+
+/// Connections a server keeps to the database unless told otherwise.
+pub const DEFAULT_POOL_SIZE: u32 = 16;
+
+/// The PostgreSQL store. Clones share the connection pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://…` or `postgresql://…`) with up to `pool_size`
+    /// connections and applies the schema's migrations. Fails on a schema newer than this
+    /// server knows.
+    pub async fn connect(url: &str, pool_size: u32) -> StoreResult<Self> {
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|e| StoreError::Backend(format!("the database URL is not valid: {e}")))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(pool_size.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options.application_name("licensing-server"))
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot connect to PostgreSQL: {e}")))?;
+        migrate::apply(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// The connection pool (release files and shared limits use it too).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Whether the database holds no team yet.
+    pub async fn is_empty(&self) -> StoreResult<bool> {
+        let any: Option<i32> = sqlx::query_scalar("SELECT 1 FROM teams LIMIT 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(any.is_none())
+    }
+
+    /// Bytes the database occupies (tables and indexes).
+    pub async fn size_on_disk(&self) -> StoreResult<u64> {
+        let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(u64::try_from(bytes).unwrap_or(0))
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A database failure, with its cause.
+pub(crate) fn backend(e: sqlx::Error) -> StoreError {
+    StoreError::Backend(format!("PostgreSQL: {e}"))
+}
+
+/// A constraint's name and the store error its violation means.
+pub(crate) type Violation<'a> = (&'a str, fn() -> StoreError);
+
+/// Maps the violation of a named constraint to a store error; anything else is a backend
+/// failure.
+pub(crate) fn constraint(e: sqlx::Error, map: &[Violation<'_>]) -> StoreError {
+    if let sqlx::Error::Database(db) = &e
+        && let Some(name) = db.constraint()
+        && let Some((_, to)) = map.iter().find(|(n, _)| *n == name)
+    {
+        return to();
+    }
+    backend(e)
+}
+
+/// The error a missing team gives (a foreign key on `team_id`).
+pub(crate) fn team_missing() -> StoreError {
+    StoreError::NotFound(Entity::Team)
+}
+
+pub(crate) fn ms(t: Timestamp) -> i64 {
+    t.as_millis()
+}
+
+pub(crate) fn opt_ms(t: Option<Timestamp>) -> Option<i64> {
+    t.map(Timestamp::as_millis)
+}
+
+pub(crate) fn json<T: Serialize>(value: &T) -> Json<&T> {
+    Json(value)
+}
+
+/// Reads the `doc` column.
+pub(crate) fn doc<T: DeserializeOwned>(row: &PgRow) -> StoreResult<T> {
+    use sqlx::Row as _;
+    let Json(value): Json<T> = row.try_get("doc").map_err(backend)?;
+    Ok(value)
+}
+
+/// Escapes `LIKE` wildcards, for a substring search.
+pub(crate) fn like_contains(needle: &str) -> String {
+    let mut out = String::with_capacity(needle.len() + 2);
+    out.push('%');
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// `ASC` or `DESC`, with `NULLS FIRST` ascending (as `Option` orders: `None` first).
+pub(crate) fn order(direction: licensing_core::api::requests::SortDirection) -> &'static str {
+    match direction {
+        licensing_core::api::requests::SortDirection::Asc => "ASC NULLS FIRST",
+        licensing_core::api::requests::SortDirection::Desc => "DESC NULLS LAST",
+    }
+}
+
+/// Page bounds: (limit, offset) as SQL wants them.
+pub(crate) fn page_bounds(paging: &licensing_core::api::requests::Paging) -> (i64, i64) {
+    (
+        i64::from(paging.page_size),
+        i64::try_from(paging.offset()).unwrap_or(i64::MAX),
+    )
+}
+
+/// Builds a page from a query's rows and the total.
+pub(crate) fn page<T>(
+    items: Vec<T>,
+    total: i64,
+    paging: &licensing_core::api::requests::Paging,
+) -> licensing_core::store::Page<T> {
+    let total = u64::try_from(total).unwrap_or(0);
+    let has_next_page = paging.offset() + (items.len() as u64) < total;
+    licensing_core::store::Page {
+        items,
+        total,
+        has_next_page,
+    }
+}
+
+/// Runs `body` in a transaction and commits it when it returns `Ok`.
+macro_rules! in_tx {
+    ($pool:expr, |$tx:ident| $body:expr) => {{
+        let mut $tx = $pool
+            .begin()
+            .await
+            .map_err($crate::store::postgres::backend)?;
+        let out = $body;
+        match out {
+            Ok(value) => {
+                $tx.commit()
+                    .await
+                    .map_err($crate::store::postgres::backend)?;
+                Ok(value)
+            }
+            Err(e) => Err(e),
+        }
+    }};
+}
+pub(crate) use in_tx;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_contains("AB_C%\\"), "%AB\\_C\\%\\\\%");
+    }
+
+    /// Runs each case on a runtime of its own (the store's pool lives on it).
+    struct TokioRunner(tokio::runtime::Runtime);
+
+    impl licensing_core::store::testing::BlockOn for TokioRunner {
+        fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+            self.0.block_on(f)
+        }
+    }
+
+    fn runner() -> TokioRunner {
+        TokioRunner(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime"),
+        )
+    }
+
+    async fn store() -> PgStore {
+        let url = crate::testing::postgres::database()
+            .await
+            .expect("checked by `available`");
+        PgStore::connect(&url, 8).await.expect("connect")
+    }
+
+    licensing_core::store_test_suite!(
+        runner: runner(),
+        store: store(),
+        available: crate::testing::postgres::available(),
+    );
+}
