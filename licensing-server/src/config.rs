@@ -35,6 +35,18 @@ pub struct Config {
     #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
     pub data_dir: PathBuf,
 
+    /// PostgreSQL to store everything in, instead of the embedded store in `--data-dir`
+    /// (`postgres://user:password@host:5432/database`, with `?sslmode=require` for TLS). Several
+    /// servers on one database share every record and limit: the way to run more than one.
+    #[arg(long, env = "LICENSING_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Connections each server keeps to PostgreSQL at most.
+    #[arg(long, env = "LICENSING_DATABASE_POOL_SIZE",
+          default_value_t = crate::store::postgres::DEFAULT_POOL_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub database_pool_size: u32,
+
     /// A file holding the master key (32 random bytes; `licensing-server master-key generate`
     /// writes one) that seals every team's private keys at rest with AES-256-GCM. Keys found in
     /// the clear are sealed at start-up; a store with sealed keys does not start without it.
@@ -181,6 +193,8 @@ impl Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
+            database_url: None,
+            database_pool_size: crate::store::postgres::DEFAULT_POOL_SIZE,
             master_key_file: None,
             admin_token: None,
             smtp_url: None,
@@ -230,6 +244,9 @@ impl Config {
                 token.chars().count()
             ));
         }
+        if let Some(url) = &self.database_url {
+            check_database_url(url)?;
+        }
         Ok(())
     }
 
@@ -241,6 +258,22 @@ impl Config {
                 .map(|Net(net)| *net)
                 .collect::<Vec<_>>(),
         )
+    }
+}
+
+/// Refuses a database URL of a scheme other than PostgreSQL's, without echoing the URL (it may
+/// hold a password).
+pub fn check_database_url(url: &str) -> Result<(), String> {
+    match url.split_once("://") {
+        Some(("postgres" | "postgresql", _)) => Ok(()),
+        Some((scheme, _)) => Err(format!(
+            "LICENSING_DATABASE_URL names the scheme `{scheme}`; only PostgreSQL is supported: \
+             postgres://user:password@host:5432/database"
+        )),
+        None => Err(
+            "LICENSING_DATABASE_URL is not a URL; use postgres://user:password@host:5432/database"
+                .into(),
+        ),
     }
 }
 

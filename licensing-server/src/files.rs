@@ -1,9 +1,14 @@
-//! Release files on disk, under `<data dir>/files/<team>/<file id>`.
+//! Release files: on disk under `<data dir>/files/<team>/<file id>` beside the embedded store,
+//! or in PostgreSQL (table `release_files`, in chunks) beside the PostgreSQL store, so that every
+//! instance serves every file.
 //!
-//! A file is written to `files/tmp/`, fsynced, renamed into place and its directory fsynced, so
-//! it is never visible half-written and survives a crash once stored. The record that points at
-//! it is written after the file, and the file of a replaced or deleted release is removed after
-//! its record, so a crash can leave an unreferenced file but never a record without its file.
+//! An upload is written to a temporary file first (hashed and capped as it arrives), then
+//! stored: on disk it is fsynced, renamed into place and its directory fsynced; in PostgreSQL its
+//! chunks are inserted in one transaction. Either way it is never visible half-written and
+//! survives a crash once stored. The record that points at a file is written after it, and the
+//! file of a replaced or deleted release is removed after its record, so a crash can leave an
+//! unreferenced file but never a record without its file. A download reads a file a chunk at a
+//! time, never whole.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +23,30 @@ pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 /// Where release files live.
 #[derive(Clone, Debug)]
 pub struct FileStore {
-    root: PathBuf,
+    /// Where uploads wait until they are stored.
+    tmp: PathBuf,
+    place: Place,
 }
+
+#[derive(Clone)]
+enum Place {
+    /// Under this directory.
+    Dir(PathBuf),
+    /// In this database.
+    Db(sqlx::PgPool),
+}
+
+impl std::fmt::Debug for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Dir(root) => f.debug_tuple("Dir").field(root).finish(),
+            Self::Db(_) => f.write_str("Db"),
+        }
+    }
+}
+
+/// Bytes per stored chunk in PostgreSQL, and the most a download holds of a file at once.
+const DB_CHUNK: usize = 256 * 1024;
 
 /// Why a file could not be stored.
 #[derive(Debug, thiserror::Error)]
@@ -68,20 +95,25 @@ impl FileStore {
     pub fn new(data_dir: &Path) -> std::io::Result<Self> {
         let root = data_dir.join("files");
         crate::datadir::create_private_dir(&root.join("tmp"))?;
-        Ok(Self { root })
+        Ok(Self {
+            tmp: root.join("tmp"),
+            place: Place::Dir(root),
+        })
     }
 
-    /// The path of a stored file.
-    pub fn path(&self, key: &str) -> PathBuf {
-        self.root.join(key)
+    /// The file store in PostgreSQL; uploads wait in `tmp` (created readable by this user only;
+    /// the server uses `<data dir>/files/tmp`, as on disk).
+    pub fn postgres(pool: sqlx::PgPool, tmp: &Path) -> std::io::Result<Self> {
+        crate::datadir::create_private_dir(tmp)?;
+        Ok(Self {
+            tmp: tmp.to_path_buf(),
+            place: Place::Db(pool),
+        })
     }
 
     /// Starts writing a new file.
     pub async fn begin(&self) -> std::io::Result<PendingFile> {
-        let tmp = self
-            .root
-            .join("tmp")
-            .join(format!("{}.part", FileId::new()));
+        let tmp = self.tmp.join(format!("{}.part", FileId::new()));
         let file = tokio::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -96,25 +128,37 @@ impl FileStore {
         })
     }
 
-    /// Fsyncs the pending file, moves it into place as `<team>/<id>` and fsyncs the directory.
+    /// Stores the pending file as `<team>/<id>`: on disk, fsynced, moved into place and its
+    /// directory fsynced; in PostgreSQL, its chunks in one transaction.
     pub async fn commit(
         &self,
         mut pending: PendingFile,
         team: TeamId,
         id: FileId,
     ) -> Result<StoredFile, FileError> {
-        pending.file.flush().await?;
-        pending.file.sync_all().await?;
-        drop(pending.file);
-        let dir = self.root.join(team.to_string());
-        tokio::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .await?;
+        pending.finish().await?;
         let key = format!("{team}/{id}");
-        tokio::fs::rename(&pending.tmp, self.path(&key)).await?;
-        sync_dir(&dir).await?;
+        match &self.place {
+            Place::Dir(root) => {
+                drop(pending.file);
+                let dir = root.join(team.to_string());
+                tokio::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir)
+                    .await?;
+                tokio::fs::rename(&pending.tmp, root.join(&key)).await?;
+                sync_dir(&dir).await?;
+            }
+            Place::Db(pool) => {
+                let stored = store_chunks(pool, &key, &pending.tmp).await;
+                drop(pending.file);
+                if let Err(e) = tokio::fs::remove_file(&pending.tmp).await {
+                    tracing::warn!(error = %e, "could not remove a temporary upload");
+                }
+                stored?;
+            }
+        }
         Ok(StoredFile {
             key,
             size: pending.size,
@@ -122,12 +166,94 @@ impl FileStore {
         })
     }
 
+    /// Opens a stored file for reading, with its size; `None` when it is missing.
+    pub async fn open(&self, key: &str) -> std::io::Result<Option<(FileReader, u64)>> {
+        match &self.place {
+            Place::Dir(root) => match tokio::fs::File::open(root.join(key)).await {
+                Ok(file) => {
+                    let len = file.metadata().await?.len();
+                    Ok(Some((FileReader::Disk(file), len)))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            },
+            Place::Db(pool) => {
+                let (chunks, len): (i64, Option<i64>) = sqlx::query_as(
+                    "SELECT count(*), sum(length(data))::bigint FROM release_files WHERE key = $1",
+                )
+                .bind(key)
+                .fetch_one(pool)
+                .await
+                .map_err(std::io::Error::other)?;
+                if chunks == 0 {
+                    return Ok(None);
+                }
+                let reader = FileReader::Db(std::sync::Mutex::new(Box::pin(
+                    tokio_util::io::StreamReader::new(db_chunks(
+                        pool.clone(),
+                        key.to_owned(),
+                        chunks,
+                    )),
+                )));
+                Ok(Some((reader, u64::try_from(len.unwrap_or(0)).unwrap_or(0))))
+            }
+        }
+    }
+
+    /// Reads a whole stored file (at most [`MAX_FILE_SIZE`]); `None` when it is missing.
+    pub async fn read(&self, key: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let Some((mut reader, len)) = self.open(key).await? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(usize::try_from(len.min(MAX_FILE_SIZE)).unwrap_or(0));
+        tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut out).await?;
+        Ok(Some(out))
+    }
+
+    /// The keys of every stored file, sorted.
+    pub async fn stored_keys(&self) -> std::io::Result<Vec<String>> {
+        let mut keys = match &self.place {
+            Place::Dir(root) => {
+                let mut keys = Vec::new();
+                let mut teams = tokio::fs::read_dir(root).await?;
+                while let Some(team) = teams.next_entry().await? {
+                    let name = team.file_name().to_string_lossy().into_owned();
+                    if name == "tmp" || !team.file_type().await?.is_dir() {
+                        continue;
+                    }
+                    let mut files = tokio::fs::read_dir(team.path()).await?;
+                    while let Some(file) = files.next_entry().await? {
+                        keys.push(format!("{name}/{}", file.file_name().to_string_lossy()));
+                    }
+                }
+                keys
+            }
+            Place::Db(pool) => sqlx::query_scalar("SELECT DISTINCT key FROM release_files")
+                .fetch_all(pool)
+                .await
+                .map_err(std::io::Error::other)?,
+        };
+        keys.sort();
+        Ok(keys)
+    }
+
     /// Removes a stored file; a missing file is fine.
     pub async fn remove(&self, key: &str) {
-        match tokio::fs::remove_file(self.path(key)).await {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(error = %e, key, "could not remove a release file"),
+        match &self.place {
+            Place::Dir(root) => match tokio::fs::remove_file(root.join(key)).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(error = %e, key, "could not remove a release file"),
+            },
+            Place::Db(pool) => {
+                if let Err(e) = sqlx::query("DELETE FROM release_files WHERE key = $1")
+                    .bind(key)
+                    .execute(pool)
+                    .await
+                {
+                    tracing::warn!(error = %e, key, "could not remove a release file");
+                }
+            }
         }
     }
 
@@ -156,6 +282,17 @@ impl PendingFile {
         self.size
     }
 
+    /// Flushes and fsyncs what was written, so that [`path`](Self::path) can be read whole.
+    pub async fn finish(&mut self) -> std::io::Result<()> {
+        self.file.flush().await?;
+        self.file.sync_all().await
+    }
+
+    /// The temporary file (complete after [`finish`](Self::finish)).
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Throws the file away.
     pub async fn discard(self) {
         drop(self.file);
@@ -163,6 +300,106 @@ impl PendingFile {
             tracing::warn!(error = %e, path = %self.tmp.display(), "could not remove a temporary upload");
         }
     }
+}
+
+/// A stored file being read.
+pub enum FileReader {
+    /// From disk.
+    Disk(tokio::fs::File),
+    /// From PostgreSQL, a chunk at a time. (The mutex only makes the reader `Sync`, as a
+    /// response body must be; it is reached through `&mut`, never locked.)
+    Db(std::sync::Mutex<std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>>),
+}
+
+impl std::fmt::Debug for FileReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Disk(_) => "FileReader::Disk",
+            Self::Db(_) => "FileReader::Db",
+        })
+    }
+}
+
+impl tokio::io::AsyncRead for FileReader {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Disk(file) => std::pin::Pin::new(file).poll_read(cx, buf),
+            Self::Db(reader) => match reader.get_mut() {
+                Ok(reader) => reader.as_mut().poll_read(cx, buf),
+                Err(_) => std::task::Poll::Ready(Err(std::io::Error::other("a reader panicked"))),
+            },
+        }
+    }
+}
+
+/// Inserts a file's chunks in one transaction.
+async fn store_chunks(pool: &sqlx::PgPool, key: &str, path: &Path) -> Result<(), FileError> {
+    use tokio::io::AsyncReadExt as _;
+    let db = |e: sqlx::Error| FileError::Io(std::io::Error::other(e));
+    let mut file = tokio::fs::File::open(path).await?;
+    let mut tx = pool.begin().await.map_err(db)?;
+    let mut buf = vec![0u8; DB_CHUNK];
+    let mut chunk: i32 = 0;
+    loop {
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = file.read(&mut buf[filled..]).await?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        if filled == 0 && chunk > 0 {
+            break;
+        }
+        sqlx::query("INSERT INTO release_files (key, chunk, data) VALUES ($1, $2, $3)")
+            .bind(key)
+            .bind(chunk)
+            .bind(&buf[..filled])
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        chunk += 1;
+        if filled < buf.len() {
+            break;
+        }
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(())
+}
+
+/// A stored file's chunks, read one query at a time.
+fn db_chunks(
+    pool: sqlx::PgPool,
+    key: String,
+    chunks: i64,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send {
+    futures_util::stream::try_unfold(0i64, move |next| {
+        let (pool, key) = (pool.clone(), key.clone());
+        async move {
+            if next >= chunks {
+                return Ok(None);
+            }
+            let data: Option<Vec<u8>> =
+                sqlx::query_scalar("SELECT data FROM release_files WHERE key = $1 AND chunk = $2")
+                    .bind(&key)
+                    .bind(i32::try_from(next).unwrap_or(i32::MAX))
+                    .fetch_optional(&pool)
+                    .await
+                    .map_err(std::io::Error::other)?;
+            match data {
+                Some(data) => Ok(Some((bytes::Bytes::from(data), next + 1))),
+                None => Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "a release file lost a chunk while it was read",
+                )),
+            }
+        }
+    })
 }
 
 async fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -190,7 +427,7 @@ mod tests {
         let stored = store.commit(pending, team, FileId::new()).await.unwrap();
         assert_eq!(stored.size, 3);
         assert_eq!(stored.md5, "900150983cd24fb0d6963f7d28e17f72");
-        assert_eq!(std::fs::read(store.path(&stored.key)).unwrap(), b"abc");
+        assert_eq!(store.read(&stored.key).await.unwrap().unwrap(), b"abc");
         assert!(
             std::fs::read_dir(dir.path().join("files/tmp"))
                 .unwrap()
@@ -204,6 +441,6 @@ mod tests {
         assert!(matches!(big.write(b"x").await, Err(FileError::TooLarge)));
         big.discard().await;
         store.remove(&stored.key).await;
-        assert!(!store.path(&stored.key).exists());
+        assert!(store.read(&stored.key).await.unwrap().is_none());
     }
 }

@@ -43,4 +43,6 @@ pub mod testing;
 
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
-pub use server::{Server, ServerError, compact_store, open_store, open_store_with_cache};
+pub use server::{
+    Server, ServerError, compact_store, open_configured_store, open_store, open_store_with_cache,
+};

@@ -15,7 +15,10 @@ use licensing_core::Timestamp;
 use licensing_core::crypto::MasterKey;
 use licensing_core::model::TeamCreated;
 use licensing_server::services::keyring::Keyring;
-use licensing_server::{Config, LogFormat, Server, compact_store, open_store, services};
+use licensing_server::store::AnyStore;
+use licensing_server::{
+    Config, LogFormat, Server, compact_store, open_configured_store, open_store, services,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,6 +67,9 @@ enum MasterKeyCommand {
         /// Data directory of the (stopped) server.
         #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
         data_dir: PathBuf,
+        /// PostgreSQL instead of the data directory.
+        #[arg(long, env = "LICENSING_DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
     },
 }
 
@@ -77,6 +83,9 @@ enum TeamCommand {
         /// Data directory of the (stopped) server.
         #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
         data_dir: PathBuf,
+        /// PostgreSQL instead of the data directory (the servers may keep running).
+        #[arg(long, env = "LICENSING_DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
         /// The master key file, when the store's private keys are sealed.
         #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
@@ -164,6 +173,9 @@ fn announce_first_team(
         return Ok(());
     }
     let path = data_dir.join(CREDENTIALS_FILE);
+    // On PostgreSQL the data directory holds nothing else and may not exist yet.
+    licensing_server::datadir::create_private_dir(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     licensing_server::datadir::write_private_file(&path, text.as_bytes())
         .with_context(|| format!("writing the first team's credentials to {}", path.display()))?;
     println!(
@@ -180,7 +192,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
     let base = format!("http://{addr}");
-    if server.store().is_empty()? {
+    if server.store().is_empty().await? {
         let team = services::teams::create_team_with(
             server.store(),
             server.keyring(),
@@ -191,20 +203,45 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .context("creating the first team")?;
         announce_first_team(&team, &base, &data_dir)?;
     }
-    tracing::info!(%addr, data_dir = %data_dir.display(), "licensing-server listening");
-    println!("Listening on {base} (data in {})", data_dir.display());
+    let data = match server.store() {
+        AnyStore::Sled(_) => format!("data in {}", data_dir.display()),
+        AnyStore::Postgres(_) => "data in PostgreSQL".to_owned(),
+    };
+    tracing::info!(%addr, store = server.store().backend_name(), "licensing-server listening");
+    println!("Listening on {base} ({data})");
     server.run(shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }
 
+/// Opens the store a subcommand names: PostgreSQL with a database URL, otherwise the data
+/// directory's (which the server must not hold open).
+async fn open_for_command(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+) -> anyhow::Result<AnyStore> {
+    match database_url {
+        Some(url) => Ok(open_configured_store(
+            data_dir,
+            Some(url),
+            0,
+            licensing_server::store::postgres::DEFAULT_POOL_SIZE.min(4),
+        )
+        .await?),
+        None => Ok(AnyStore::Sled(
+            open_store(data_dir).context("is the server running? stop it first")?,
+        )),
+    }
+}
+
 async fn team_create(
     name: &str,
     data_dir: &std::path::Path,
+    database_url: Option<&str>,
     master_key_file: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let keyring = Keyring::load(master_key_file).map_err(anyhow::Error::msg)?;
-    let store = open_store(data_dir).context("is the server running? stop it first")?;
+    let store = open_for_command(data_dir, database_url).await?;
     keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;
     let team = services::teams::create_team_with(&store, &keyring, name, Timestamp::now()).await?;
     println!("{}", serde_json::to_string(&team)?);
@@ -227,14 +264,17 @@ async fn master_key_rotate(
     old: &std::path::Path,
     new: &std::path::Path,
     data_dir: &std::path::Path,
+    database_url: Option<&str>,
 ) -> anyhow::Result<()> {
     let old = Keyring::load(Some(old)).map_err(anyhow::Error::msg)?;
     let new = Keyring::load(Some(new)).map_err(anyhow::Error::msg)?;
-    let store = open_store(data_dir).context("is the server running? stop it first")?;
+    let store = open_for_command(data_dir, database_url).await?;
     let teams = old.rotate(&store, &new).await.map_err(anyhow::Error::msg)?;
     store.flush().await?;
-    drop(store);
-    compact_store(data_dir)?;
+    if let AnyStore::Sled(_) = store {
+        drop(store);
+        compact_store(data_dir)?;
+    }
     println!(
         "Re-sealed the private keys of {teams} team(s) from master key {} under {}; nothing sealed under the old key is left in the store. Start the server with the new key.",
         old.master_id().unwrap_or("-"),
@@ -255,11 +295,23 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Team(TeamCommand::Create {
             name,
             data_dir,
+            database_url,
             master_key_file,
-        })) => team_create(&name, &data_dir, master_key_file.as_deref()).await,
-        Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
-        Some(Command::MasterKey(MasterKeyCommand::Rotate { old, new, data_dir })) => {
-            master_key_rotate(&old, &new, &data_dir).await
+        })) => {
+            team_create(
+                &name,
+                &data_dir,
+                database_url.as_deref(),
+                master_key_file.as_deref(),
+            )
+            .await
         }
+        Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
+        Some(Command::MasterKey(MasterKeyCommand::Rotate {
+            old,
+            new,
+            data_dir,
+            database_url,
+        })) => master_key_rotate(&old, &new, &data_dir, database_url.as_deref()).await,
     }
 }

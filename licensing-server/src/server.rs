@@ -22,7 +22,8 @@ use crate::services::mail::{self, Mailer};
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
 use crate::state::{AppState, Limits, MetricsAccess};
-use crate::store::SledStore;
+use crate::store::postgres::PgStore;
+use crate::store::{AnyStore, SledStore};
 
 /// Why the server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,9 @@ pub enum ServerError {
     /// A setting is wrong.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// PostgreSQL could not be used.
+    #[error("database: {0}")]
+    Database(String),
     /// The final flush failed.
     #[error("flushing the store failed: {0}")]
     Flush(String),
@@ -73,6 +77,26 @@ pub fn open_store_with_cache(
             .map_err(|e| fail(e.to_string()))?;
     crate::datadir::tighten_and_warn(data_dir).map_err(|e| fail(e.to_string()))?;
     Ok(store)
+}
+
+/// Opens the store the settings name: PostgreSQL with a database URL (applying its schema
+/// migrations), otherwise the embedded store of the data directory.
+pub async fn open_configured_store(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+    cache_mb: u64,
+    pool_size: u32,
+) -> Result<AnyStore, ServerError> {
+    match database_url {
+        Some(url) => {
+            crate::config::check_database_url(url).map_err(ServerError::Config)?;
+            let store = PgStore::connect(url, pool_size)
+                .await
+                .map_err(|e| ServerError::Database(e.to_string()))?;
+            Ok(AnyStore::Postgres(store))
+        }
+        None => Ok(AnyStore::Sled(open_store_with_cache(data_dir, cache_mb)?)),
+    }
 }
 
 /// Rewrites the (closed) store of a data directory into fresh files, so that no earlier version
@@ -104,6 +128,16 @@ impl Server {
         config.check().map_err(ServerError::Config)?;
         let keyring =
             Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
+        if config.database_url.is_some() {
+            let store = open_configured_store(
+                &config.data_dir,
+                config.database_url.as_deref(),
+                config.cache_mb,
+                config.database_pool_size,
+            )
+            .await?;
+            return Self::bind_with_store(config, store).await;
+        }
         let mut store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
         let sealed = keyring.prepare(&store).await.map_err(ServerError::Config)?;
         if sealed > 0 {
@@ -124,12 +158,23 @@ impl Server {
 
     /// Binds the listener for an already open store (whose keys in the clear are sealed in place
     /// when a master key is set; [`Server::bind`] also rewrites the store's files).
-    pub async fn bind_with_store(config: Config, store: SledStore) -> Result<Self, ServerError> {
+    pub async fn bind_with_store(
+        config: Config,
+        store: impl Into<AnyStore>,
+    ) -> Result<Self, ServerError> {
+        let store = store.into();
         config.check().map_err(ServerError::Config)?;
         let keyring =
             Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
         keyring.prepare(&store).await.map_err(ServerError::Config)?;
-        let files = FileStore::new(&config.data_dir).map_err(|e| ServerError::Store {
+        let files = match &store {
+            AnyStore::Sled(_) => FileStore::new(&config.data_dir),
+            AnyStore::Postgres(pg) => FileStore::postgres(
+                pg.pool().clone(),
+                &config.data_dir.join("files").join("tmp"),
+            ),
+        }
+        .map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;
@@ -239,8 +284,13 @@ impl Server {
         &self.state.keyring
     }
 
+    /// The release files.
+    pub fn files(&self) -> &FileStore {
+        &self.state.files
+    }
+
     /// The store.
-    pub fn store(&self) -> &SledStore {
+    pub fn store(&self) -> &AnyStore {
         &self.state.store
     }
 

@@ -15,13 +15,13 @@ use crate::services::mail::Mailer;
 use crate::services::ratelimit::RateLimiter;
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
-use crate::store::SledStore;
+use crate::store::AnyStore;
 
 /// Shared state of the running server.
 #[derive(Clone, Debug)]
 pub(crate) struct AppState {
     /// The store.
-    pub(crate) store: SledStore,
+    pub(crate) store: AnyStore,
     /// Release files.
     pub(crate) files: FileStore,
     /// Statistics answers, 15 minutes per team.

@@ -27,6 +27,7 @@
 //!   at start-up, a newer one refused.
 
 mod activity;
+mod any;
 mod compact;
 mod format;
 mod keys;
@@ -42,6 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+pub use any::AnyStore;
 pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
     CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,

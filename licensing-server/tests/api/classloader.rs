@@ -28,13 +28,13 @@ pub(crate) fn session(keys: &TeamPublicKeys) -> (Vec<u8>, String) {
 }
 
 /// The AES key: SHA-256 of the ASCII of the secret's lower-case hex (protocol.md section 2).
-fn aes_key(secret: &[u8]) -> [u8; 32] {
+pub(crate) fn aes_key(secret: &[u8]) -> [u8; 32] {
     Sha256::digest(hex::encode(secret).as_bytes()).into()
 }
 
 /// Reads the frame stream: `u32` big-endian length, 12-byte nonce, 16-byte tag, ciphertext.
 /// Written from the protocol text, apart from the server's decoder.
-fn decode(body: &[u8], key: &[u8; 32]) -> (Vec<u8>, Vec<usize>) {
+pub(crate) fn decode(body: &[u8], key: &[u8; 32]) -> (Vec<u8>, Vec<usize>) {
     let cipher = Aes256Gcm::new_from_slice(key).unwrap();
     let (mut plain, mut sizes) = (Vec::new(), Vec::new());
     let mut rest = body;

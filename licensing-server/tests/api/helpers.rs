@@ -5,8 +5,9 @@ use licensing_core::model::TeamCreated;
 use licensing_core::store::{Activity, ActivityStore, TeamStore};
 use licensing_core::validate::HardwareId;
 use licensing_core::{LicenseId, TeamId, Timestamp};
-use licensing_server::store::SledStore;
-use licensing_server::{Config, Server, open_store, services};
+use licensing_server::files::FileStore;
+use licensing_server::store::AnyStore;
+use licensing_server::{Config, Server, open_configured_store, services};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -17,7 +18,11 @@ pub struct TestServer {
     /// The separate metrics listener's address, when configured.
     pub metrics_addr: Option<std::net::SocketAddr>,
     pub team: TeamCreated,
-    pub store: SledStore,
+    pub store: AnyStore,
+    /// The release files.
+    pub files: FileStore,
+    /// The PostgreSQL database, when this suite runs on PostgreSQL.
+    pub database_url: Option<String>,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), licensing_server::ServerError>>>,
@@ -90,6 +95,26 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     config
 }
 
+/// Whether this suite runs on PostgreSQL: the same tests are built twice, as `api` (sled) and
+/// `api_postgres`. Without PostgreSQL (outside CI) the second build says so and runs on sled.
+pub fn on_postgres() -> bool {
+    env!("CARGO_CRATE_NAME").ends_with("postgres")
+        && licensing_server::testing::postgres::available()
+}
+
+/// Opens the store the suite runs on: a fresh PostgreSQL database, or the data directory's.
+pub async fn open_test_store(dir: &std::path::Path) -> (AnyStore, Option<String>) {
+    let url = if on_postgres() {
+        licensing_server::testing::postgres::database().await
+    } else {
+        None
+    };
+    let store = open_configured_store(dir, url.as_deref(), 64, 8)
+        .await
+        .unwrap();
+    (store, url)
+}
+
 impl TestServer {
     pub async fn start() -> Self {
         Self::start_with(|_| {}).await
@@ -98,26 +123,29 @@ impl TestServer {
     /// Starts with adjusted settings.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = open_store(dir.path()).unwrap();
+        let (store, database_url) = open_test_store(dir.path()).await;
         let team = services::teams::create_team(&store, "Team A", Timestamp::now())
             .await
             .unwrap();
         let mut config = test_config(dir.path());
+        config.database_url = database_url;
         adjust(&mut config);
         Self::run(dir, store, team, config).await
     }
 
     async fn run(
         dir: tempfile::TempDir,
-        store: SledStore,
+        store: AnyStore,
         team: TeamCreated,
         config: Config,
     ) -> Self {
+        let database_url = config.database_url.clone();
         let server = Server::bind_with_store(config, store.clone())
             .await
             .unwrap();
         let base = format!("http://{}", server.local_addr());
         let metrics_addr = server.metrics_addr();
+        let files = server.files().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
             stopped.await.ok();
@@ -127,6 +155,8 @@ impl TestServer {
             metrics_addr,
             team,
             store,
+            files,
+            database_url,
             client: reqwest::Client::new(),
             stop: Some(stop),
             task: Some(task),
@@ -139,9 +169,13 @@ impl TestServer {
         self.shutdown().await;
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         let team = self.team.clone();
+        let database_url = self.database_url.clone();
         drop(self);
-        let store = open_store(dir.path()).unwrap();
-        let config = test_config(dir.path());
+        let store = open_configured_store(dir.path(), database_url.as_deref(), 64, 8)
+            .await
+            .unwrap();
+        let mut config = test_config(dir.path());
+        config.database_url = database_url;
         Self::run(dir, store, team, config).await
     }
 
@@ -152,6 +186,27 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             task.await.unwrap().unwrap();
         }
+    }
+
+    /// A second server on the same PostgreSQL database (its own data directory, pool and
+    /// in-process caches), serving the same team: another instance behind a load balancer.
+    pub async fn second_instance(&self) -> TestServer {
+        let url = self
+            .database_url
+            .clone()
+            .expect("a second instance needs PostgreSQL");
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_configured_store(dir.path(), Some(&url), 64, 8)
+            .await
+            .unwrap();
+        let mut config = test_config(dir.path());
+        config.database_url = Some(url);
+        Self::run(dir, store, self.team.clone(), config).await
+    }
+
+    /// A stored release file's bytes (`None` when it is not stored).
+    pub async fn stored_file(&self, key: &str) -> Option<Vec<u8>> {
+        self.files.read(key).await.unwrap()
     }
 
     pub fn key(&self) -> &str {

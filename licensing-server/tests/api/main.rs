@@ -20,6 +20,7 @@ mod fuzz;
 mod gate;
 mod headers;
 mod helpers;
+mod instances;
 mod isolation;
 mod licenses;
 mod mail;

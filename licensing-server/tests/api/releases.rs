@@ -93,12 +93,12 @@ async fn create_with_a_jar_then_the_three_file_rules() {
     assert_eq!(file["size"], bytes.len());
     assert_eq!(file["checksum"], licensing_core::crypto::md5_hex(&bytes));
     assert_eq!(file["mainClassName"], "com.example.Main");
-    let path = s
-        .dir
-        .path()
-        .join("files")
-        .join(file["key"].as_str().unwrap());
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "stored on disk");
+    let stored_key = file["key"].as_str().unwrap().to_owned();
+    assert_eq!(
+        s.stored_file(&stored_key).await.unwrap(),
+        bytes,
+        "stored in the file store"
+    );
 
     let rid = r["id"].as_str().unwrap();
     let url = s.dev(&format!("releases/{rid}"));
@@ -125,16 +125,17 @@ async fn create_with_a_jar_then_the_three_file_rules() {
         ),
         (Some("notes.txt"), Some(5), &Value::Null)
     );
-    assert!(!path.exists(), "the replaced file is removed");
+    assert!(
+        s.stored_file(&stored_key).await.is_none(),
+        "the replaced file is removed"
+    );
     // Remove: no file part, keepExistingFile false.
     let removed = send(&s, reqwest::Method::PUT, &url, &update(false), None).await;
     assert_eq!(removed.ok()["file"], Value::Null);
     assert!(
-        !s.dir
-            .path()
-            .join("files")
-            .join(new_file["key"].as_str().unwrap())
-            .exists()
+        s.stored_file(new_file["key"].as_str().unwrap())
+            .await
+            .is_none()
     );
 
     assert_eq!(s.get(&url).await.ok()["status"], "DEPRECATED");

@@ -40,13 +40,8 @@ async fn restarting_on_the_same_data_dir_keeps_everything() {
     let r = s.get(&s.dev(&format!("releases/{release_id}"))).await;
     let file = &r.ok()["file"];
     assert_eq!(file["size"], 13);
-    let path = s
-        .dir
-        .path()
-        .join("files")
-        .join(file["key"].as_str().unwrap());
     assert_eq!(
-        std::fs::read(path).unwrap(),
+        s.stored_file(file["key"].as_str().unwrap()).await.unwrap(),
         b"release bytes",
         "the file survives too"
     );

@@ -136,10 +136,11 @@ async fn a_jar_whose_main_class_is_not_a_class_name_is_refused() {
         assert_eq!(body["data"]["errors"][0]["field"], "file", "{body}");
     }
     assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
-    let files = std::fs::read_dir(s.dir.path().join("files"))
-        .map(|d| d.flatten().filter(|e| e.path().is_file()).count())
-        .unwrap_or(0);
-    assert_eq!(files, 0, "refused uploads leave no file behind");
+    assert_eq!(
+        s.files.stored_keys().await.unwrap(),
+        Vec::<String>::new(),
+        "refused uploads leave no file behind"
+    );
     // A proper class name is kept.
     let data = json!({"version": "2.0.0", "productId": pid, "status": "PUBLISHED"});
     let form = release_form(&data, Some(("app.jar", jar("com.example.Main$Inner"))));

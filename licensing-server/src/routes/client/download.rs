@@ -117,19 +117,14 @@ async fn serve(
     let file = release.file.as_ref().ok_or_else(release_not_found)?;
     // The file is opened before anything is recorded, so a missing file records no device. An
     // open file stays readable even if the release is deleted meanwhile.
-    let handle = match tokio::fs::File::open(state.files.path(&file.key)).await {
-        Ok(handle) => handle,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+    let (handle, stored_len) = match state.files.open(&file.key).await {
+        Ok(Some(opened)) => opened,
+        Ok(None) => {
             tracing::warn!(key = %file.key, "a release's file is missing from the file store");
             return Err(release_not_found());
         }
         Err(e) => return Err(crate::http::internal("opening a release file failed", e)),
     };
-    let stored_len = handle
-        .metadata()
-        .await
-        .map_err(|e| crate::http::internal("reading a release file's size failed", e))?
-        .len();
 
     // The session key is taken only now, when the license and the product passed: nobody can
     // fill a team's record of used keys without a license of it.
@@ -250,7 +245,7 @@ pub(crate) fn encrypted_len(plaintext: u64) -> u64 {
 
 /// The encrypted body: reads [`FRAME_PLAINTEXT`] bytes at a time and seals each into a frame.
 struct FrameStream {
-    file: tokio::fs::File,
+    file: crate::files::FileReader,
     sealer: FrameSealer,
     plaintext: Box<[u8]>,
     filled: usize,
@@ -258,7 +253,7 @@ struct FrameStream {
 }
 
 impl FrameStream {
-    fn new(file: tokio::fs::File, key: &SessionKey) -> Self {
+    fn new(file: crate::files::FileReader, key: &SessionKey) -> Self {
         Self {
             file,
             sealer: FrameSealer::new(key),

@@ -10,13 +10,13 @@ use super::{Dev, Input};
 use crate::http::{Handled, Response, store_error, success};
 use crate::services::mail;
 use crate::state::AppState;
-use crate::store::SledStore;
+use crate::store::AnyStore;
 
 /// Attempts at drawing a free license key before giving up (a collision needs 36^25 luck).
 const KEY_ATTEMPTS: usize = 5;
 
 /// A license with its customers and products.
-pub(crate) async fn detail(store: &SledStore, license: License) -> Result<LicenseDetail, ApiError> {
+pub(crate) async fn detail(store: &AnyStore, license: License) -> Result<LicenseDetail, ApiError> {
     let customers = store
         .get_customers(license.team_id, &license.customer_ids)
         .await

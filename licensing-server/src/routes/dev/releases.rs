@@ -220,16 +220,14 @@ async fn store_file(
     name: String,
 ) -> Result<ReleaseFile, ApiError> {
     let state = &dev.state;
-    let id = FileId::new();
-    let stored = state
-        .files
-        .commit(pending, dev.team, id)
-        .await
-        .map_err(|e| internal("upload commit", e))?;
-    // Read back after the commit: a tokio file's last write may still be in flight until it is
-    // flushed, so reading the temporary file beside it could miss the zip's central directory.
+    let mut pending = pending;
+    // The manifest is read from the complete temporary file, before it is stored.
+    if let Err(e) = pending.finish().await {
+        pending.discard().await;
+        return Err(internal("upload flush", e));
+    }
     let main_class_name = if name.to_ascii_lowercase().ends_with(".jar") {
-        let path = state.files.path(&stored.key);
+        let path = pending.path().to_path_buf();
         tokio::task::spawn_blocking(move || crate::jar::main_class(&path))
             .await
             .map_err(|e| internal("manifest task", e))?
@@ -239,7 +237,7 @@ async fn store_file(
     if let Some(class) = &main_class_name
         && !crate::jar::is_valid_main_class(class)
     {
-        state.files.remove(&stored.key).await;
+        pending.discard().await;
         return Err(ApiError::bad_field(
             "file",
             &format!(
@@ -248,6 +246,12 @@ async fn store_file(
             ),
         ));
     }
+    let id = FileId::new();
+    let stored = state
+        .files
+        .commit(pending, dev.team, id)
+        .await
+        .map_err(|e| internal("upload commit", e))?;
     Ok(ReleaseFile {
         id,
         key: stored.key,

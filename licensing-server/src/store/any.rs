@@ -1,0 +1,198 @@
+//! The store a server runs on, chosen at start-up: sled or PostgreSQL.
+//!
+//! Why an enum: core's traits return `impl Future` (no boxing on the hot path), which rules out
+//! `dyn Store`; a generic `AppState<S>` would compile the whole route tree once per backend and
+//! thread a type parameter through every handler. An enum that implements the traits by
+//! delegation keeps handlers unchanged, dispatches statically (one `match` per call, which the
+//! measured hot path does not notice next to a store read), and keeps backend-specific
+//! operations (flushing sled, the database pool) in one place.
+
+use licensing_core::api::requests::{
+    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+};
+use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
+use licensing_core::model::{
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
+    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+};
+use licensing_core::store::*;
+use licensing_core::verify::Denial;
+use licensing_core::{
+    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
+    ReleaseId, TeamId, Timestamp,
+};
+
+use super::SledStore;
+use super::postgres::PgStore;
+
+/// The server's store. Clones share it.
+#[derive(Clone, Debug)]
+pub enum AnyStore {
+    /// The embedded default.
+    Sled(SledStore),
+    /// PostgreSQL, for several instances on one database.
+    Postgres(PgStore),
+}
+
+impl From<SledStore> for AnyStore {
+    fn from(store: SledStore) -> Self {
+        Self::Sled(store)
+    }
+}
+
+impl From<PgStore> for AnyStore {
+    fn from(store: PgStore) -> Self {
+        Self::Postgres(store)
+    }
+}
+
+impl AnyStore {
+    /// Which backend, for logs: `sled` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Self::Sled(_) => "sled",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Makes everything written so far durable (sled batches its refreshes; PostgreSQL has
+    /// committed every write already).
+    pub async fn flush(&self) -> StoreResult<()> {
+        match self {
+            Self::Sled(s) => s.flush().await,
+            Self::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Whether the store holds no team yet.
+    pub async fn is_empty(&self) -> StoreResult<bool> {
+        match self {
+            Self::Sled(s) => s.is_empty(),
+            Self::Postgres(s) => s.is_empty().await,
+        }
+    }
+
+    /// Bytes the store occupies on disk.
+    pub async fn size_on_disk(&self) -> StoreResult<u64> {
+        match self {
+            Self::Sled(s) => s.size_on_disk(),
+            Self::Postgres(s) => s.size_on_disk().await,
+        }
+    }
+
+    /// The PostgreSQL store, when this is one.
+    pub fn postgres(&self) -> Option<&PgStore> {
+        match self {
+            Self::Sled(_) => None,
+            Self::Postgres(s) => Some(s),
+        }
+    }
+}
+
+/// Implements a trait for [`AnyStore`] by handing each call to the backend.
+macro_rules! delegate {
+    ($trait:ident { $(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)* }) => {
+        impl $trait for AnyStore {
+            $(
+                async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match self {
+                        AnyStore::Sled(s) => s.$name($($arg),*).await,
+                        AnyStore::Postgres(s) => s.$name($($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+delegate!(TeamStore {
+    fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()>;
+    fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>>;
+    fn list_teams(&self) -> StoreResult<Vec<Team>>;
+    fn update_settings(&self, id: TeamId, settings: &TeamSettings, now: Timestamp) -> StoreResult<Team>;
+    fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp) -> StoreResult<Team>;
+    fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, now: Timestamp) -> StoreResult<Team>;
+});
+
+delegate!(ApiKeyStore {
+    fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()>;
+    fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>>;
+    fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>>;
+    fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()>;
+    fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()>;
+});
+
+delegate!(LicenseStore {
+    fn create_license(&self, license: &License) -> StoreResult<()>;
+    fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>>;
+    fn get_license_by_key(&self, team: TeamId, key: &LicenseKey) -> StoreResult<Option<License>>;
+    fn update_license(&self, license: &License) -> StoreResult<()>;
+    fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License>;
+    fn create_license_with_mail(&self, license: &License, mail: &[OutboxMessage], daily_limit: u32, now: Timestamp) -> StoreResult<()>;
+    fn list_licenses(&self, team: TeamId, query: &LicenseListQuery) -> StoreResult<Page<License>>;
+});
+
+delegate!(CustomerStore {
+    fn create_customer(&self, customer: &Customer) -> StoreResult<()>;
+    fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>>;
+    fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>>;
+    fn update_customer(&self, customer: &Customer) -> StoreResult<()>;
+    fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()>;
+    fn list_customers(&self, team: TeamId, query: &CustomerListQuery) -> StoreResult<Page<Customer>>;
+});
+
+delegate!(ProductStore {
+    fn create_product(&self, product: &Product) -> StoreResult<()>;
+    fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>>;
+    fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>>;
+    fn update_product(&self, product: &Product) -> StoreResult<()>;
+    fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>>;
+    fn list_products(&self, team: TeamId, query: &ProductListQuery) -> StoreResult<Page<Product>>;
+    fn create_branch(&self, branch: &Branch) -> StoreResult<()>;
+    fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>>;
+    fn delete_branch(&self, team: TeamId, product: ProductId, id: BranchId) -> StoreResult<Vec<Release>>;
+});
+
+delegate!(ReleaseStore {
+    fn create_release(&self, release: &Release) -> StoreResult<()>;
+    fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>>;
+    fn update_release(&self, release: &Release) -> StoreResult<()>;
+    fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release>;
+    fn list_releases(&self, team: TeamId, query: &ReleaseListQuery) -> StoreResult<Page<Release>>;
+    fn catalog(&self, team: TeamId, product: ProductId) -> StoreResult<(Vec<Branch>, Vec<Release>)>;
+});
+
+delegate!(DeviceStore {
+    fn list_hwids(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<Hwid>>;
+    fn set_hwid_forgotten(&self, team: TeamId, license: LicenseId, id: HwidId, forgotten: bool, now: Timestamp) -> StoreResult<Hwid>;
+    fn list_ips(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<IpRecord>>;
+    fn set_ip_forgotten(&self, team: TeamId, license: LicenseId, id: IpId, forgotten: bool, now: Timestamp) -> StoreResult<IpRecord>;
+});
+
+delegate!(ActivityStore {
+    fn record_activity(&self, team: TeamId, license: LicenseId, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
+});
+
+delegate!(SessionKeyStore {
+    fn use_session_key(&self, team: TeamId, fingerprint: [u8; 16], now: Timestamp, window_ms: i64, per_team: u32) -> StoreResult<Result<(), SessionKeyRefused>>;
+});
+
+delegate!(BlacklistStore {
+    fn create_blacklist_entry(&self, entry: &BlacklistEntry) -> StoreResult<()>;
+    fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>>;
+    fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()>;
+    fn add_blacklist_hits(&self, team: TeamId, hits: &[(BlacklistId, u64)]) -> StoreResult<()>;
+});
+
+delegate!(StatsStore {
+    fn add_hourly(&self, team: TeamId, counts: &HourlyStats) -> StoreResult<()>;
+    fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>>;
+    fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview>;
+    fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>>;
+});
+
+delegate!(OutboxStore {
+    fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>>;
+    fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()>;
+    fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()>;
+});

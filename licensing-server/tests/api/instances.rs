@@ -1,0 +1,96 @@
+//! Two server instances on one PostgreSQL database, as behind a load balancer: limits hold
+//! across them, a session key is spent on both, and a file uploaded through one is served by the
+//! other. (On sled, a data directory belongs to one process: these tests say so and return.)
+
+use serde_json::json;
+
+use crate::classloader::{aes_key, decode, query, session, setup};
+use crate::client::release;
+use crate::helpers::{TestServer, on_postgres};
+
+fn postgres_only(test: &str) -> bool {
+    if !on_postgres() {
+        eprintln!("{test}: runs on PostgreSQL only (the api_postgres suite)");
+        return false;
+    }
+    true
+}
+
+/// New devices verifying at once, half through each instance, never push a license past its
+/// `hwidLimit`: the license's row lock is in the database, not in a process.
+#[tokio::test]
+async fn concurrent_new_devices_through_two_instances_never_exceed_the_limit() {
+    if !postgres_only("concurrent_new_devices_through_two_instances") {
+        return;
+    }
+    const DEVICES: usize = 24;
+    const LIMIT: u64 = 5;
+    let a = TestServer::start().await;
+    let b = a.second_instance().await;
+    let l = a
+        .license(&json!({"expirationType": "NEVER", "hwidLimit": LIMIT}).to_string())
+        .await;
+    let key = l["licenseKey"].as_str().unwrap().to_owned();
+    let mut tasks = Vec::new();
+    for i in 0..DEVICES {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let (client, url) = (server.client.clone(), server.client_url("verify"));
+        let body =
+            json!({"licenseKey": key, "hardwareIdentifier": format!("device-{i:04}-instances")});
+        tasks.push(tokio::spawn(async move {
+            let response = client.post(url).json(&body).send().await.unwrap();
+            let answer: serde_json::Value = response.json().await.unwrap();
+            answer["result"]["code"].as_str().unwrap_or("").to_owned()
+        }));
+    }
+    let mut valid = 0;
+    for task in tasks {
+        match task.await.unwrap().as_str() {
+            "VALID" => valid += 1,
+            "HWID_LIMIT_REACHED" => {}
+            other => panic!("unexpected answer {other}"),
+        }
+    }
+    assert_eq!(
+        valid, LIMIT,
+        "exactly the limit admitted across both instances"
+    );
+    let id = l["id"].as_str().unwrap();
+    let listed = b.get(&b.dev(&format!("licenses/id/{id}/hwid"))).await;
+    assert_eq!(listed.ok()["totalResults"], LIMIT);
+}
+
+/// A release uploaded through one instance downloads, decrypted and byte-identical, through the
+/// other; its session key is then spent on both.
+#[tokio::test]
+async fn a_file_and_a_spent_session_key_are_shared_by_both_instances() {
+    if !postgres_only("a_file_and_a_spent_session_key_are_shared") {
+        return;
+    }
+    let a = TestServer::start().await;
+    let b = a.second_instance().await;
+    let keys = a.public_keys().await;
+    let (p, l) = setup(&a, json!({})).await;
+    let mut data = vec![0u8; 3 * 1024 * 1024 + 17];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut data);
+    release(
+        &a,
+        json!({"version": "1.0.0", "productId": p, "status": "PUBLISHED", "setAsLatest": true}),
+        Some(("payload.bin", data.clone())),
+    )
+    .await;
+    let key = l["licenseKey"].as_str().unwrap();
+    let (secret, text) = session(&keys);
+    let got = b.classloader(&query(key, &p, &text, ""), None).await;
+    assert_eq!(
+        got.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&got.bytes[..got.bytes.len().min(300)])
+    );
+    let (plain, _) = decode(&got.bytes, &aes_key(&secret));
+    assert!(plain == data, "instance B serves A's upload byte for byte");
+    a.classloader(&query(key, &p, &text, ""), None)
+        .await
+        .err(400, "INVALID_SESSION_KEY");
+}
