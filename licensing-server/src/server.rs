@@ -167,6 +167,22 @@ impl Server {
         let keyring =
             Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
         keyring.prepare(&store).await.map_err(ServerError::Config)?;
+        let limits = Limits::per_minute(
+            config.rate_limit_per_minute,
+            config.dev_rate_limit_per_minute,
+            config.upload_rate_limit_per_minute,
+            config.auth_failure_limit_per_minute,
+        );
+        let limits = match &store {
+            AnyStore::Sled(_) => limits,
+            AnyStore::Postgres(pg) => limits.shared(pg.pool()),
+        };
+        let contexts = match &store {
+            AnyStore::Sled(_) => TeamContexts::new(keyring.clone()),
+            AnyStore::Postgres(_) => {
+                TeamContexts::expiring(keyring.clone(), crate::services::contexts::SHARED_MAX_AGE)
+            }
+        };
         let files = match &store {
             AnyStore::Sled(_) => FileStore::new(&config.data_dir),
             AnyStore::Postgres(pg) => FileStore::postgres(
@@ -252,16 +268,11 @@ impl Server {
                 mailer,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
                 metrics_access,
-                contexts: TeamContexts::new(keyring.clone()),
+                contexts,
                 keyring,
                 usage: UsageRecorder::default(),
                 geo: Arc::new(geo),
-                limits: Arc::new(Limits::per_minute(
-                    config.rate_limit_per_minute,
-                    config.dev_rate_limit_per_minute,
-                    config.upload_rate_limit_per_minute,
-                    config.auth_failure_limit_per_minute,
-                )),
+                limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
                 key_uses: KeyUses::default(),
                 alive: Arc::new(()),
@@ -308,6 +319,13 @@ impl Server {
             .clone()
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
+        let changes = store.postgres().map(|pg| {
+            tokio::spawn(crate::services::changes::run(
+                pg.pool().clone(),
+                self.state.contexts.clone(),
+                stop.clone(),
+            ))
+        });
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
@@ -347,6 +365,9 @@ impl Server {
         // The usage tasks write what was counted up to the last request before they end.
         usage.await.ok();
         key_uses.await.ok();
+        if let Some(changes) = changes {
+            changes.await.ok();
+        }
         // Connection tasks drop their copies of the state (and so of the store) a moment after
         // the server stops. Wait for them (bounded), so that when `run` returns the store is
         // closed as soon as the caller drops its own handles, and can be opened again.

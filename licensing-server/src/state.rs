@@ -77,6 +77,15 @@ pub(crate) enum Principal {
     Admin,
 }
 
+impl crate::services::ratelimit::LimitKey for Principal {
+    fn limit_key(&self) -> Vec<u8> {
+        match self {
+            Self::ApiKey(id) => id.as_bytes().to_vec(),
+            Self::Admin => b"admin".to_vec(),
+        }
+    }
+}
+
 /// The rate limiters (protocol.md section 3); `None` where the limit is 0 (off).
 #[derive(Debug)]
 pub(crate) struct Limits {
@@ -112,6 +121,30 @@ impl Limits {
             uploads: RateLimiter::per_minute(uploads),
             auth_failures: RateLimiter::per_minute(auth_failures),
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
+        }
+    }
+
+    /// The same limits with their counters in PostgreSQL, shared by every instance on it.
+    pub(crate) fn shared(self, pool: &sqlx::PgPool) -> Self {
+        fn share<K>(
+            limiter: Option<RateLimiter<K>>,
+            pool: &sqlx::PgPool,
+            name: &'static str,
+        ) -> Option<RateLimiter<K>>
+        where
+            K: std::hash::Hash + Eq + Clone + crate::services::ratelimit::LimitKey,
+        {
+            limiter.map(|l| l.shared(pool.clone(), name))
+        }
+        Self {
+            verify: share(self.verify, pool, "verify"),
+            heartbeat: share(self.heartbeat, pool, "heartbeat"),
+            classloader_ip: share(self.classloader_ip, pool, "classloader-ip"),
+            classloader_key: share(self.classloader_key, pool, "classloader-key"),
+            dev: share(self.dev, pool, "dev"),
+            uploads: share(self.uploads, pool, "uploads"),
+            auth_failures: share(self.auth_failures, pool, "auth-failures"),
+            auth_failures_team: share(self.auth_failures_team, pool, "auth-failures-team"),
         }
     }
 }

@@ -485,6 +485,19 @@ pub trait OutboxStore: Send + Sync {
         now: Timestamp,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Vec<OutboxMessage>>> + Send;
+    /// Claims up to `limit` messages due at `now` for delivery by this worker until
+    /// `now + lease_ms`: another worker's claim does not return them meanwhile, so that workers
+    /// of several instances never send one message at once (a crashed worker's claims lapse).
+    /// The default, for a store that one process uses, is [`due_messages`](Self::due_messages).
+    fn claim_messages(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<OutboxMessage>>> + Send {
+        let _ = lease_ms;
+        self.due_messages(now, limit)
+    }
     /// Removes a delivered message.
     fn message_sent(&self, message: &OutboxMessage)
     -> impl Future<Output = StoreResult<()>> + Send;

@@ -72,11 +72,11 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
 }
 
 /// 429 when `client` has failed too often lately; checked before any credential.
-fn check_address(state: &AppState, client: IpAddr) -> Result<(), Refused> {
+async fn check_address(state: &AppState, client: IpAddr) -> Result<(), Refused> {
     let Some(limiter) = &state.limits.auth_failures else {
         return Ok(());
     };
-    match limiter.blocked(&ip_key(client)) {
+    match limiter.blocked(&ip_key(client)).await {
         None => Ok(()),
         Some(status) => Err(too_many(status, "from your address")),
     }
@@ -99,15 +99,20 @@ fn too_many(status: RateStatus, whose: &str) -> Refused {
 
 /// Counts a failed authentication of `client` (and of `team`, for API keys); the answer is
 /// `error`, or a 429 once a limit is passed.
-fn failed(state: &AppState, client: IpAddr, team: Option<TeamId>, error: ApiError) -> Refused {
+async fn failed(
+    state: &AppState,
+    client: IpAddr,
+    team: Option<TeamId>,
+    error: ApiError,
+) -> Refused {
     if let Some(limiter) = &state.limits.auth_failures {
-        let status = limiter.check(&ip_key(client));
+        let status = limiter.check(&ip_key(client)).await;
         if !status.allowed() {
             return too_many(status, "from your address");
         }
     }
     if let (Some(limiter), Some(team)) = (&state.limits.auth_failures_team, team) {
-        let status = limiter.check(&team);
+        let status = limiter.check(&team).await;
         if !status.allowed() {
             tracing::warn!(%team, "many failed authentications against this team");
             return too_many(status, "against this team");
@@ -126,37 +131,42 @@ pub(crate) async fn api_key(
     team: TeamId,
     now: Timestamp,
 ) -> Result<ApiKeyRecord, Refused> {
-    check_address(state, client)?;
+    check_address(state, client).await?;
     let token = bearer(headers)?;
-    let secret = ApiKeySecret::parse(token).map_err(|e| {
-        let details = match e {
-            ApiKeyFormatError::Malformed => "Invalid API key",
-            ApiKeyFormatError::Mistyped => {
-                "Mistyped API key: its checksum does not match; copy the whole key again"
-            }
-        };
-        failed(state, client, Some(team), ApiError::unauthorized(details))
-    })?;
-    let record = state
+    let secret = match ApiKeySecret::parse(token) {
+        Ok(secret) => secret,
+        Err(e) => {
+            let details = match e {
+                ApiKeyFormatError::Malformed => "Invalid API key",
+                ApiKeyFormatError::Mistyped => {
+                    "Mistyped API key: its checksum does not match; copy the whole key again"
+                }
+            };
+            return Err(failed(state, client, Some(team), ApiError::unauthorized(details)).await);
+        }
+    };
+    let found = state
         .store
         .find_api_key(&secret.hash())
         .await
-        .map_err(|e| Refused::from(super::store_error(e)))?
-        .ok_or_else(|| {
-            failed(
-                state,
-                client,
-                Some(team),
-                ApiError::unauthorized("Invalid API key"),
-            )
-        })?;
+        .map_err(|e| Refused::from(super::store_error(e)))?;
+    let Some(record) = found else {
+        return Err(failed(
+            state,
+            client,
+            Some(team),
+            ApiError::unauthorized("Invalid API key"),
+        )
+        .await);
+    };
     if !record.is_usable(now) {
         return Err(failed(
             state,
             client,
             Some(team),
             ApiError::unauthorized("API key has expired"),
-        ));
+        )
+        .await);
     }
     if record.team_id != team {
         return Err(ApiError::forbidden("This API key belongs to another team").into());
@@ -167,12 +177,16 @@ pub(crate) async fn api_key(
 /// Checks the admin token of a request from `client`. The SHA-256 digests are compared in
 /// constant time, not the texts, so that not even the token's length shows in the time taken.
 /// 404 when the admin API is off.
-pub(crate) fn admin(state: &AppState, client: IpAddr, headers: &HeaderMap) -> Result<(), Refused> {
+pub(crate) async fn admin(
+    state: &AppState,
+    client: IpAddr,
+    headers: &HeaderMap,
+) -> Result<(), Refused> {
     let expected = state
         .admin_token
         .as_deref()
         .ok_or_else(ApiError::route_not_found)?;
-    check_address(state, client)?;
+    check_address(state, client).await?;
     let token = bearer(headers)?;
     let digest = |text: &str| <sha2::Sha256 as sha2::Digest>::digest(text.as_bytes());
     if bool::from(digest(token).ct_eq(&digest(expected))) {
@@ -183,6 +197,7 @@ pub(crate) fn admin(state: &AppState, client: IpAddr, headers: &HeaderMap) -> Re
             client,
             None,
             ApiError::unauthorized("Invalid admin token"),
-        ))
+        )
+        .await)
     }
 }

@@ -71,14 +71,13 @@ where
     F: FnOnce(AppState) -> Fut,
     Fut: Future<Output = Handled>,
 {
-    if let Err(refused) = auth::admin(&state, client, &headers) {
+    if let Err(refused) = auth::admin(&state, client, &headers).await {
         return refused.into_response();
     }
-    let rate = state
-        .limits
-        .dev
-        .as_ref()
-        .map(|limiter| limiter.check(&Principal::Admin));
+    let rate = match &state.limits.dev {
+        Some(limiter) => Some(limiter.check(&Principal::Admin).await),
+        None => None,
+    };
     if let Some(status) = rate.filter(|s| !s.allowed()) {
         return crate::http::rate_limited(&status, "requests", " per admin token");
     }

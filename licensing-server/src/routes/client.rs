@@ -177,7 +177,10 @@ where
         Err(error) => {
             if exchange.rate.is_none() {
                 // Answered before the limit was checked: report the client's standing anyway.
-                exchange.rate = limiter(&state, kind).map(|l| l.peek(&ip_key(ip)));
+                exchange.rate = match limiter(&state, kind) {
+                    Some(l) => Some(l.peek(&ip_key(ip)).await),
+                    None => None,
+                };
             }
             exchange.count(&state, error.code());
             exchange.error_answer(&error, &request)
@@ -221,7 +224,7 @@ where
     *raw = read_body(body, MAX_JSON_BODY).await?;
     let input = ClientBody::parse(kind, raw)?;
     if let Some(limiter) = limiter(state, kind) {
-        let status = limiter.check(&ip_key(ip));
+        let status = limiter.check(&ip_key(ip)).await;
         exchange.rate = Some(status);
         if !status.allowed() {
             return Err(rate_limited(&status));

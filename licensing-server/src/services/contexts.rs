@@ -5,9 +5,15 @@
 //! Every write that changes what an entry holds (settings, features, blacklist entries) calls
 //! [`TeamContexts::invalidate`]; a generation counter keeps a load that raced with such a write
 //! from storing what it read before the write.
+//!
+//! On PostgreSQL other instances change teams too: the database announces every change on
+//! commit (`LISTEN licensing_team_changed`, see `changes.rs`), which drops the entry here within
+//! milliseconds; as a bound should a notification be lost, entries also expire after
+//! [`SHARED_MAX_AGE`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use licensing_core::TeamId;
 use licensing_core::crypto::TeamKeys;
@@ -30,15 +36,21 @@ pub struct TeamContext {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<TeamId, Arc<TeamContext>>,
+    entries: HashMap<TeamId, (Arc<TeamContext>, Instant)>,
     generation: u64,
 }
+
+/// How long an entry may serve when other instances share the store: the longest a change
+/// made through another instance can go unseen if its notification is lost.
+pub const SHARED_MAX_AGE: Duration = Duration::from_secs(30);
 
 /// The cache.
 #[derive(Clone, Debug, Default)]
 pub struct TeamContexts {
     inner: Arc<RwLock<Inner>>,
     keyring: Keyring,
+    /// Entries older than this are reloaded (none: kept until invalidated).
+    max_age: Option<Duration>,
 }
 
 impl TeamContexts {
@@ -47,7 +59,30 @@ impl TeamContexts {
         Self {
             inner: Arc::default(),
             keyring,
+            max_age: None,
         }
+    }
+
+    /// An empty cache whose entries expire after `max_age` (a store shared with other
+    /// instances).
+    pub fn expiring(keyring: Keyring, max_age: Duration) -> Self {
+        Self {
+            max_age: Some(max_age),
+            ..Self::new(keyring)
+        }
+    }
+
+    /// Drops every entry (the notifications of changes were interrupted).
+    pub fn clear(&self) {
+        let mut inner = match self.inner.write() {
+            Ok(inner) => inner,
+            Err(poisoned) => {
+                self.inner.clear_poison();
+                poisoned.into_inner()
+            }
+        };
+        inner.generation += 1;
+        inner.entries.clear();
     }
 
     /// The team's context, loading it on a miss; `None` when the team does not exist.
@@ -58,7 +93,9 @@ impl TeamContexts {
     ) -> StoreResult<Option<Arc<TeamContext>>> {
         let generation = {
             let inner = self.read()?;
-            if let Some(hit) = inner.entries.get(&team) {
+            if let Some((hit, loaded)) = inner.entries.get(&team)
+                && self.max_age.is_none_or(|max| loaded.elapsed() < max)
+            {
                 return Ok(Some(hit.clone()));
             }
             inner.generation
@@ -76,7 +113,9 @@ impl TeamContexts {
         if let Ok(mut inner) = self.inner.write()
             && inner.generation == generation
         {
-            inner.entries.insert(team, context.clone());
+            inner
+                .entries
+                .insert(team, (context.clone(), Instant::now()));
         }
         Ok(Some(context))
     }

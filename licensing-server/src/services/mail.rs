@@ -125,7 +125,12 @@ pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, mut stop: watc
 }
 
 async fn deliver_due<S: OutboxStore>(store: &S, mailer: &Mailer) {
-    let due = match store.due_messages(Timestamp::now(), BATCH).await {
+    // Claimed for ten minutes: the most a batch's deliveries take, so that the worker of another
+    // instance on the same database sends none of them meanwhile.
+    let due = match store
+        .claim_messages(Timestamp::now(), 10 * 60 * 1000, BATCH)
+        .await
+    {
         Ok(due) => due,
         Err(e) => {
             tracing::error!(error = %e, "reading the outbox failed");

@@ -67,6 +67,8 @@ struct Shard<K> {
 
 /// A sliding-window limiter over keys of type `K`.
 pub struct RateLimiter<K> {
+    /// Counters in PostgreSQL, shared by every instance on it; `None`: this process's own.
+    shared: Option<Shared>,
     limit: u32,
     window_ms: u64,
     cap_per_shard: usize,
@@ -105,6 +107,7 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
             })
             .collect();
         Self {
+            shared: None,
             limit: limit.max(1),
             window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
             cap_per_shard: max_keys.div_ceil(SHARDS).max(1),
@@ -123,14 +126,14 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
         &self.shards[index]
     }
 
-    /// Checks a request of `key` and, when allowed, counts it.
-    pub fn check(&self, key: &K) -> RateStatus {
+    /// Checks a request of `key` and, when allowed, counts it (in this process).
+    pub fn check_local(&self, key: &K) -> RateStatus {
         let now = self.now_ms();
         self.check_at(key, now)
     }
 
-    /// The status of `key` without counting a request.
-    pub fn peek(&self, key: &K) -> RateStatus {
+    /// The status of `key` without counting a request (in this process).
+    pub fn peek_local(&self, key: &K) -> RateStatus {
         let now = self.now_ms();
         let Ok(mut shard) = self.shard(key).lock() else {
             return self.refusal(now + 1000, now);
@@ -151,7 +154,7 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
 
     /// The refusal `key` would get now, without counting anything: `Some` while its window is
     /// full. A key the limiter does not know is not blocked.
-    pub fn blocked(&self, key: &K) -> Option<RateStatus> {
+    pub fn blocked_local(&self, key: &K) -> Option<RateStatus> {
         let now = self.now_ms();
         let Ok(mut shard) = self.shard(key).lock() else {
             return Some(self.refusal(now + 1000, now));
@@ -243,6 +246,202 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 }
 
+/// What a limiter's key is stored as in a shared counter.
+pub trait LimitKey {
+    /// The key's bytes.
+    fn limit_key(&self) -> Vec<u8>;
+}
+
+impl LimitKey for u128 {
+    fn limit_key(&self) -> Vec<u8> {
+        self.to_be_bytes().to_vec()
+    }
+}
+
+impl LimitKey for licensing_core::TeamId {
+    fn limit_key(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+}
+
+impl LimitKey for (licensing_core::TeamId, licensing_core::LicenseKey) {
+    fn limit_key(&self) -> Vec<u8> {
+        let mut out = self.0.as_bytes().to_vec();
+        out.extend_from_slice(self.1.as_str().as_bytes());
+        out
+    }
+}
+
+/// A limit's counters in PostgreSQL (table `rate_limits`).
+///
+/// Instances share one count per key, so a limit means the same whether one or several
+/// instances serve. The window slides as an estimate from two fixed windows: the current one's
+/// count plus the previous one's weighted by how much of it still lies in the sliding window,
+/// rounded up, so a burst across a window boundary is never admitted past the limit. The check
+/// and the count are one statement that admits only while the estimate stays within the limit,
+/// under the counter row's lock, so concurrent requests through several instances are exact.
+#[derive(Clone)]
+struct Shared {
+    pool: sqlx::PgPool,
+    name: &'static str,
+    /// The window whose older counters were last removed.
+    swept: std::sync::Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl Shared {
+    /// The current window's start, and how much of the previous window is still inside the
+    /// sliding one (0 to 1).
+    fn windows(window_ms: u64) -> (i64, i64, f64) {
+        let window = i64::try_from(window_ms).unwrap_or(i64::MAX).max(1);
+        let now = licensing_core::Timestamp::now().as_millis();
+        let start = now - now.rem_euclid(window);
+        let weight = 1.0 - (now - start) as f64 / window as f64;
+        (start, window, weight)
+    }
+
+    fn status(limit: u32, used: f64, start: i64, window: i64, refused: bool) -> RateStatus {
+        let now = licensing_core::Timestamp::now().as_millis();
+        let reset_ms = u64::try_from((start + window - now).max(0)).unwrap_or(0);
+        let used = used.ceil() as u64;
+        RateStatus {
+            limit,
+            remaining: u32::try_from(u64::from(limit).saturating_sub(used)).unwrap_or(0),
+            reset_secs: ceil_secs(reset_ms),
+            retry_after_secs: refused.then(|| ceil_secs(reset_ms).max(1)),
+        }
+    }
+
+    /// Removes counters of windows before the previous one, once per window per instance.
+    fn sweep(&self, start: i64, window: i64) {
+        use std::sync::atomic::Ordering;
+        if self.swept.swap(start, Ordering::Relaxed) == start {
+            return;
+        }
+        let (pool, name) = (self.pool.clone(), self.name);
+        tokio::spawn(async move {
+            let done = sqlx::query("DELETE FROM rate_limits WHERE name = $1 AND window_start < $2")
+                .bind(name)
+                .bind(start - window)
+                .execute(&pool)
+                .await;
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "removing old rate-limit counters failed");
+            }
+        });
+    }
+
+    async fn check(&self, limit: u32, window_ms: u64, key: &[u8]) -> RateStatus {
+        let (start, window, weight) = Self::windows(window_ms);
+        self.sweep(start, window);
+        let counted: Result<Option<(i32, f64)>, sqlx::Error> = sqlx::query_as(
+            "WITH prev AS (
+               SELECT ceil(coalesce(max(count), 0) * $5::float8) AS weighted FROM rate_limits
+               WHERE name = $1 AND key = $2 AND window_start = $3 - $4)
+             INSERT INTO rate_limits AS r (name, key, window_start, count)
+             SELECT $1, $2, $3, 1 FROM prev WHERE prev.weighted + 1 <= $6
+             ON CONFLICT (name, key, window_start) DO UPDATE SET count = r.count + 1
+               WHERE r.count + 1 + (SELECT weighted FROM prev) <= $6
+             RETURNING r.count, (SELECT weighted FROM prev)",
+        )
+        .bind(self.name)
+        .bind(key)
+        .bind(start)
+        .bind(window)
+        .bind(weight)
+        .bind(f64::from(limit))
+        .fetch_optional(&self.pool)
+        .await;
+        match counted {
+            Ok(Some((count, weighted))) => {
+                Self::status(limit, f64::from(count) + weighted, start, window, false)
+            }
+            Ok(None) => Self::status(limit, f64::from(limit), start, window, true),
+            Err(e) => {
+                // Never fail open.
+                tracing::error!(error = %e, limit = self.name, "a shared rate-limit check failed");
+                Self::status(limit, f64::from(limit), start, window, true)
+            }
+        }
+    }
+
+    /// The estimate for `key` now, without counting.
+    async fn used(&self, window_ms: u64, key: &[u8]) -> Result<(f64, i64, i64), sqlx::Error> {
+        let (start, window, weight) = Self::windows(window_ms);
+        let (current, previous): (Option<i32>, Option<i32>) = sqlx::query_as(
+            "SELECT
+               (SELECT count FROM rate_limits WHERE name = $1 AND key = $2 AND window_start = $3),
+               (SELECT count FROM rate_limits WHERE name = $1 AND key = $2
+                  AND window_start = $3 - $4)",
+        )
+        .bind(self.name)
+        .bind(key)
+        .bind(start)
+        .bind(window)
+        .fetch_one(&self.pool)
+        .await?;
+        let used =
+            f64::from(current.unwrap_or(0)) + (f64::from(previous.unwrap_or(0)) * weight).ceil();
+        Ok((used, start, window))
+    }
+}
+
+impl<K: Hash + Eq + Clone + LimitKey> RateLimiter<K> {
+    /// Keeps this limit's counters in PostgreSQL, under `name`, shared with every instance.
+    pub fn shared(mut self, pool: sqlx::PgPool, name: &'static str) -> Self {
+        self.shared = Some(Shared {
+            pool,
+            name,
+            swept: std::sync::Arc::default(),
+        });
+        self
+    }
+
+    /// Checks a request of `key` and, when allowed, counts it.
+    pub async fn check(&self, key: &K) -> RateStatus {
+        match &self.shared {
+            None => self.check_local(key),
+            Some(shared) => {
+                shared
+                    .check(self.limit, self.window_ms, &key.limit_key())
+                    .await
+            }
+        }
+    }
+
+    /// The status of `key` without counting a request.
+    pub async fn peek(&self, key: &K) -> RateStatus {
+        match &self.shared {
+            None => self.peek_local(key),
+            Some(shared) => match shared.used(self.window_ms, &key.limit_key()).await {
+                Ok((used, start, window)) => Shared::status(self.limit, used, start, window, false),
+                Err(_) => Shared::status(self.limit, f64::from(self.limit), 0, 0, false),
+            },
+        }
+    }
+
+    /// The refusal `key` would get now, without counting anything: `Some` while its window is
+    /// full.
+    pub async fn blocked(&self, key: &K) -> Option<RateStatus> {
+        match &self.shared {
+            None => self.blocked_local(key),
+            Some(shared) => match shared.used(self.window_ms, &key.limit_key()).await {
+                Ok((used, start, window)) => (used >= f64::from(self.limit))
+                    .then(|| Shared::status(self.limit, used, start, window, true)),
+                Err(e) => {
+                    tracing::error!(error = %e, "a shared rate-limit check failed");
+                    Some(Shared::status(
+                        self.limit,
+                        f64::from(self.limit),
+                        0,
+                        1000,
+                        true,
+                    ))
+                }
+            },
+        }
+    }
+}
+
 /// The limiter key of a client address: IPv4 addresses (also IPv4-mapped IPv6) as themselves,
 /// IPv6 addresses by their /64.
 pub fn ip_key(ip: IpAddr) -> u128 {
@@ -284,13 +483,13 @@ mod tests {
     #[test]
     fn peek_does_not_count() {
         let limiter = RateLimiter::new(2, WINDOW, 1000);
-        assert_eq!(limiter.peek(&7u8).remaining, 2);
-        assert!(limiter.check(&7u8).allowed());
-        assert_eq!(limiter.peek(&7u8).remaining, 1);
-        assert_eq!(limiter.peek(&7u8).remaining, 1);
-        assert!(limiter.check(&7u8).allowed());
-        assert!(!limiter.check(&7u8).allowed());
-        let peeked = limiter.peek(&7u8);
+        assert_eq!(limiter.peek_local(&7u8).remaining, 2);
+        assert!(limiter.check_local(&7u8).allowed());
+        assert_eq!(limiter.peek_local(&7u8).remaining, 1);
+        assert_eq!(limiter.peek_local(&7u8).remaining, 1);
+        assert!(limiter.check_local(&7u8).allowed());
+        assert!(!limiter.check_local(&7u8).allowed());
+        let peeked = limiter.peek_local(&7u8);
         assert_eq!(peeked.remaining, 0);
         assert!(peeked.allowed());
     }
@@ -298,14 +497,18 @@ mod tests {
     #[test]
     fn blocked_reports_a_full_window_without_counting() {
         let limiter = RateLimiter::new(2, WINDOW, 1000);
-        assert_eq!(limiter.blocked(&7u8), None);
-        assert!(limiter.check(&7u8).allowed());
-        assert_eq!(limiter.blocked(&7u8), None);
-        assert!(limiter.check(&7u8).allowed());
-        let blocked = limiter.blocked(&7u8).expect("full");
+        assert_eq!(limiter.blocked_local(&7u8), None);
+        assert!(limiter.check_local(&7u8).allowed());
+        assert_eq!(limiter.blocked_local(&7u8), None);
+        assert!(limiter.check_local(&7u8).allowed());
+        let blocked = limiter.blocked_local(&7u8).expect("full");
         assert!(!blocked.allowed());
         assert!(blocked.retry_after_secs.unwrap() >= 59);
-        assert_eq!(limiter.blocked(&8u8), None, "another key is not blocked");
+        assert_eq!(
+            limiter.blocked_local(&8u8),
+            None,
+            "another key is not blocked"
+        );
     }
 
     #[test]
@@ -316,7 +519,7 @@ mod tests {
                 let limiter = limiter.clone();
                 std::thread::spawn(move || {
                     (0..20)
-                        .filter(|_| limiter.check(&"one-ip").allowed())
+                        .filter(|_| limiter.check_local(&"one-ip").allowed())
                         .count()
                 })
             })

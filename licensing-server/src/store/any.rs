@@ -193,6 +193,7 @@ delegate!(StatsStore {
 
 delegate!(OutboxStore {
     fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>>;
+    fn claim_messages(&self, now: Timestamp, lease_ms: i64, limit: usize) -> StoreResult<Vec<OutboxMessage>>;
     fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()>;
     fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()>;
 });

@@ -191,6 +191,11 @@ impl TestServer {
     /// A second server on the same PostgreSQL database (its own data directory, pool and
     /// in-process caches), serving the same team: another instance behind a load balancer.
     pub async fn second_instance(&self) -> TestServer {
+        self.second_instance_with(|_| {}).await
+    }
+
+    /// [`second_instance`](Self::second_instance) with adjusted settings.
+    pub async fn second_instance_with(&self, adjust: impl FnOnce(&mut Config)) -> TestServer {
         let url = self
             .database_url
             .clone()
@@ -201,6 +206,7 @@ impl TestServer {
             .unwrap();
         let mut config = test_config(dir.path());
         config.database_url = Some(url);
+        adjust(&mut config);
         Self::run(dir, store, self.team.clone(), config).await
     }
 

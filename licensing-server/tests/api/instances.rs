@@ -94,3 +94,91 @@ async fn a_file_and_a_spent_session_key_are_shared_by_both_instances() {
         .await
         .err(400, "INVALID_SESSION_KEY");
 }
+
+/// What decides an answer and is cached per instance (a team's blacklist) follows a change
+/// made through the other instance within the bound the README states (a notification on commit;
+/// the test allows 5 s); a revoked API key is refused by the other instance at once (keys are
+/// read from the database on every request).
+#[tokio::test]
+async fn changes_through_one_instance_take_effect_on_the_other() {
+    if !postgres_only("changes_through_one_instance_take_effect_on_the_other") {
+        return;
+    }
+    let a = TestServer::start().await;
+    let b = a.second_instance().await;
+    let l = a
+        .license(&json!({"expirationType": "NEVER"}).to_string())
+        .await;
+    let body = json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "device-0000000001"});
+    // B caches the team (and its empty blacklist) on this request.
+    b.client("verify", &body, Some("198.51.100.7"))
+        .await
+        .valid();
+    a.post(
+        &a.dev("blacklist"),
+        &json!({"type": "IP", "value": "198.51.100.0/24"}).to_string(),
+    )
+    .await
+    .ok();
+    let started = std::time::Instant::now();
+    loop {
+        let answer = b.client("verify", &body, Some("198.51.100.7")).await;
+        if answer.code() == "IP_BLACKLISTED" {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "instance B still admits a blacklisted address after 5 s: {}",
+            answer.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    let created = a
+        .post(&a.dev("api-keys"), r#"{"name":"ci"}"#)
+        .await
+        .ok()
+        .clone();
+    let (id, key) = (
+        created["id"].as_str().unwrap().to_owned(),
+        created["key"].as_str().unwrap().to_owned(),
+    );
+    let list = b.dev("licenses");
+    assert_eq!(
+        b.send(reqwest::Method::GET, &list, Some(&key), None)
+            .await
+            .status,
+        200
+    );
+    a.delete(&a.dev(&format!("api-keys/{id}"))).await.ok();
+    b.send(reqwest::Method::GET, &list, Some(&key), None)
+        .await
+        .err(401, "UNAUTHORIZED");
+}
+
+/// A rate limit counts the requests sent to either instance: 10 a minute means 10 in all.
+#[tokio::test]
+async fn a_rate_limit_counts_requests_to_both_instances() {
+    if !postgres_only("a_rate_limit_counts_requests_to_both_instances") {
+        return;
+    }
+    let a = TestServer::start_with(|c| c.rate_limit_per_minute = 10).await;
+    let b = a
+        .second_instance_with(|c| c.rate_limit_per_minute = 10)
+        .await;
+    let l = a
+        .license(&json!({"expirationType": "NEVER"}).to_string())
+        .await;
+    let body = json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "device-0000000001"});
+    let mut admitted = 0;
+    for i in 0..30 {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let answer = server.client("verify", &body, Some("192.0.2.44")).await;
+        match answer.status {
+            200 => admitted += 1,
+            429 => assert_eq!(answer.code(), "RATE_LIMIT"),
+            other => panic!("unexpected {other}: {}", answer.body),
+        }
+    }
+    assert_eq!(admitted, 10, "one limit across both instances");
+}

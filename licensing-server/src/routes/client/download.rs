@@ -42,11 +42,10 @@ pub(super) async fn classloader(
         }
         Err(error) => {
             if exchange.rate.is_none() {
-                exchange.rate = state
-                    .limits
-                    .classloader_ip
-                    .as_ref()
-                    .map(|l| l.peek(&ip_key(ip)));
+                exchange.rate = match &state.limits.classloader_ip {
+                    Some(l) => Some(l.peek(&ip_key(ip)).await),
+                    None => None,
+                };
             }
             exchange.count(&state, error.code());
             // A GET has no body: the signature covers the query string, which carries the request.
@@ -66,14 +65,14 @@ async fn serve(
     let team_id = path_param::<TeamId>("teamId", team)?;
     let input = ClassloaderQuery::parse(query)?;
     if let Some(limiter) = &state.limits.classloader_ip {
-        let status = limiter.check(&ip_key(ip));
+        let status = limiter.check(&ip_key(ip)).await;
         exchange.rate = Some(status);
         if !status.allowed() {
             return Err(rate_limited(&status));
         }
     }
     if let Some(limiter) = &state.limits.classloader_key {
-        let status = limiter.check(&(team_id, input.license_key));
+        let status = limiter.check(&(team_id, input.license_key)).await;
         if exchange
             .rate
             .is_none_or(|r| status.remaining <= r.remaining)

@@ -596,11 +596,10 @@ async fn gate(
         return missing_scope(&key, scope);
     }
     // 4. The rate limit.
-    let rate = state
-        .limits
-        .dev
-        .as_ref()
-        .map(|limiter| limiter.check(&Principal::ApiKey(key.id)));
+    let rate = match &state.limits.dev {
+        Some(limiter) => Some(limiter.check(&Principal::ApiKey(key.id)).await),
+        None => None,
+    };
     if let Some(status) = rate.filter(|s| !s.allowed()) {
         return crate::http::rate_limited(&status, "requests", " per API key");
     }

@@ -41,7 +41,7 @@ async fn drain(body: &mut Body) {
 /// The 429 of a team over its upload limit (with the limiter's headers), before any of the
 /// upload is stored.
 async fn upload_refused(dev: &Dev, body: &mut Body) -> Option<Response> {
-    let status = dev.state.limits.uploads.as_ref()?.check(&dev.team);
+    let status = dev.state.limits.uploads.as_ref()?.check(&dev.team).await;
     if status.allowed() {
         return None;
     }

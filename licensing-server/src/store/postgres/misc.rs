@@ -240,6 +240,35 @@ impl OutboxStore for PgStore {
         .collect()
     }
 
+    async fn claim_messages(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxMessage>> {
+        sqlx::query(
+            "UPDATE outbox SET claimed_until = $2 WHERE id IN (
+               SELECT id FROM outbox
+               WHERE next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
+               ORDER BY next_attempt_at, id LIMIT $3
+               FOR UPDATE SKIP LOCKED)
+             RETURNING doc",
+        )
+        .bind(ms(now))
+        .bind(ms(now) + lease_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(doc)
+        .collect::<StoreResult<Vec<OutboxMessage>>>()
+        .map(|mut claimed| {
+            claimed.sort_by_key(|m| (m.next_attempt_at, m.id));
+            claimed
+        })
+    }
+
     async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
         sqlx::query("DELETE FROM outbox WHERE id = $1")
             .bind(message.id.as_uuid())
@@ -250,13 +279,15 @@ impl OutboxStore for PgStore {
     }
 
     async fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()> {
-        sqlx::query("UPDATE outbox SET next_attempt_at = $2, doc = $3 WHERE id = $1")
-            .bind(message.id.as_uuid())
-            .bind(ms(message.next_attempt_at))
-            .bind(json(message))
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
+        sqlx::query(
+            "UPDATE outbox SET next_attempt_at = $2, doc = $3, claimed_until = NULL WHERE id = $1",
+        )
+        .bind(message.id.as_uuid())
+        .bind(ms(message.next_attempt_at))
+        .bind(json(message))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
         Ok(())
     }
 }

@@ -240,6 +240,74 @@ mod tests {
         PgStore::connect(&url, 8).await.expect("connect")
     }
 
+    /// Two workers (instances) claiming due messages never get the same one; a claim lapses
+    /// after its lease, and a failed attempt releases it for its next time.
+    #[test]
+    fn outbox_claims_exclude_other_workers() {
+        use licensing_core::model::OutboxMessage;
+        use licensing_core::store::{LicenseStore, OutboxStore};
+        if !crate::testing::postgres::available() {
+            return;
+        }
+        let rt = runner();
+        rt.0.block_on(async {
+            let url = crate::testing::postgres::database().await.unwrap();
+            let store = PgStore::connect(&url, 4).await.unwrap();
+            let other = PgStore::connect(&url, 4).await.unwrap();
+            let team = licensing_core::store::testing::team(&store, "A").await;
+            let t0 = Timestamp::from_millis(1_800_000_000_000);
+            let messages: Vec<OutboxMessage> = (0..6)
+                .map(|i| OutboxMessage {
+                    id: licensing_core::MessageId::new(),
+                    team_id: team.id,
+                    to: format!("c{i}@example.com"),
+                    subject: "Your license".into(),
+                    body: "KEY".into(),
+                    attempts: 0,
+                    next_attempt_at: t0,
+                    last_error: None,
+                    created_at: t0,
+                })
+                .collect();
+            store
+                .create_license_with_mail(
+                    &licensing_core::store::testing::license(team.id, t0),
+                    &messages,
+                    50,
+                    t0,
+                )
+                .await
+                .unwrap();
+            let a = store.claim_messages(t0, 60_000, 4).await.unwrap();
+            let b = other.claim_messages(t0, 60_000, 4).await.unwrap();
+            assert_eq!((a.len(), b.len()), (4, 2));
+            assert!(a.iter().all(|m| b.iter().all(|n| n.id != m.id)));
+            assert!(
+                store
+                    .claim_messages(t0, 60_000, 10)
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+            // A failed attempt is due again at its next time, claimed or not.
+            let mut failed = a[0].clone();
+            failed.attempts = 1;
+            failed.next_attempt_at = t0.plus_minutes(1);
+            store.message_failed(&failed).await.unwrap();
+            let again = other
+                .claim_messages(t0.plus_minutes(1), 60_000, 10)
+                .await
+                .unwrap();
+            assert!(again.iter().any(|m| m.id == failed.id));
+            // Claims lapse after their lease.
+            let lapsed = other
+                .claim_messages(t0.plus_minutes(2), 60_000, 10)
+                .await
+                .unwrap();
+            assert_eq!(lapsed.len(), 6);
+        });
+    }
+
     licensing_core::store_test_suite!(
         runner: runner(),
         store: store(),
