@@ -48,7 +48,7 @@ impl MemoryStore {
         let mut state = self
             .state
             .lock()
-            .map_err(|_| StoreError::Backend("memory store lock poisoned".into()))?;
+            .map_err(|_| StoreError::backend("memory store lock poisoned"))?;
         f(&mut state)
     }
 }

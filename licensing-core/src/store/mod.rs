@@ -75,7 +75,68 @@ pub enum StoreError {
     Limit(String),
     /// The backend failed (I/O, corruption, a lost connection). Logged, answered as 500.
     #[error("storage backend failure: {0}")]
-    Backend(String),
+    Backend(#[source] BackendError),
+}
+
+/// What failed in a backend, with the error that caused it when there is one (kept as the
+/// error's `source`, so that a log shows the whole chain).
+#[derive(Debug)]
+pub struct BackendError {
+    context: std::borrow::Cow<'static, str>,
+    cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl BackendError {
+    /// `context` failed because of `cause`.
+    pub fn new(
+        context: impl Into<std::borrow::Cow<'static, str>>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            context: context.into(),
+            cause: Some(Box::new(cause)),
+        }
+    }
+
+    /// A failure described by `message` alone.
+    pub fn message(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
+        Self {
+            context: message.into(),
+            cause: None,
+        }
+    }
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) => write!(f, "{}: {cause}", self.context),
+            None => f.write_str(&self.context),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl StoreError {
+    /// A backend failure described by `message`.
+    pub fn backend(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
+        Self::Backend(BackendError::message(message))
+    }
+
+    /// A backend failure: `context` failed because of `cause`.
+    pub fn backend_from(
+        context: impl Into<std::borrow::Cow<'static, str>>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Backend(BackendError::new(context, cause))
+    }
 }
 
 impl StoreError {

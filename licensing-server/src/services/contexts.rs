@@ -104,7 +104,7 @@ impl TeamContexts {
             return Ok(None);
         };
         let entries = store.list_blacklist(team).await?;
-        let keys = self.keyring.open(&record).map_err(StoreError::Backend)?;
+        let keys = self.keyring.open(&record).map_err(StoreError::backend)?;
         let context = Arc::new(TeamContext {
             team: record,
             keys,
@@ -140,6 +140,6 @@ impl TeamContexts {
     fn read(&self) -> StoreResult<std::sync::RwLockReadGuard<'_, Inner>> {
         self.inner
             .read()
-            .map_err(|_| StoreError::Backend("team cache lock poisoned".into()))
+            .map_err(|_| StoreError::backend("team cache lock poisoned"))
     }
 }

@@ -27,10 +27,10 @@ pub async fn create_team_with<S: TeamStore>(
 ) -> Result<TeamCreated, StoreError> {
     let keys = tokio::task::spawn_blocking(TeamKeys::generate)
         .await
-        .map_err(|e| StoreError::Backend(format!("key generation task failed: {e}")))?
-        .map_err(|e| StoreError::Backend(format!("key generation failed: {e}")))?;
+        .map_err(|e| StoreError::backend(format!("key generation task failed: {e}")))?
+        .map_err(|e| StoreError::backend(format!("key generation failed: {e}")))?;
     let id = TeamId::new();
-    let stored = keyring.store_form(id, &keys).map_err(StoreError::Backend)?;
+    let stored = keyring.store_form(id, &keys).map_err(StoreError::backend)?;
     let team = Team {
         id,
         name: name.to_owned(),

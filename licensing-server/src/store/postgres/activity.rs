@@ -93,7 +93,7 @@ impl Prefixed<'_> {
         Ok(Hwid {
             id: licensing_core::HwidId::from_uuid(self.get("id")?),
             identifier: licensing_core::validate::HardwareId::parse(&identifier)
-                .map_err(|e| StoreError::Backend(format!("a stored hardware identifier: {e}")))?,
+                .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
             forgotten: self.get("forgotten")?,
             license_id: license,
             team_id: team,
@@ -108,7 +108,7 @@ impl Prefixed<'_> {
         let octets: [u8; 16] = address
             .as_slice()
             .try_into()
-            .map_err(|_| StoreError::Backend("a stored address is not 16 bytes".into()))?;
+            .map_err(|_| StoreError::backend("a stored address is not 16 bytes"))?;
         Ok(IpRecord {
             id: licensing_core::IpId::from_uuid(self.get("id")?),
             address: std::net::IpAddr::from(octets).to_canonical(),

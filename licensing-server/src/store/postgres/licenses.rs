@@ -428,7 +428,7 @@ pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult
     Ok(Hwid {
         id: HwidId::from_uuid(row.try_get("id").map_err(backend)?),
         identifier: HardwareId::parse(&identifier)
-            .map_err(|e| StoreError::Backend(format!("a stored hardware identifier: {e}")))?,
+            .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
         forgotten: row.try_get("forgotten").map_err(backend)?,
         license_id: license,
         team_id: team,
@@ -448,7 +448,7 @@ pub(super) fn ip(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<I
     let octets: [u8; 16] = address
         .as_slice()
         .try_into()
-        .map_err(|_| StoreError::Backend("a stored address is not 16 bytes".into()))?;
+        .map_err(|_| StoreError::backend("a stored address is not 16 bytes"))?;
     Ok(IpRecord {
         id: IpId::from_uuid(row.try_get("id").map_err(backend)?),
         address: IpAddr::from(octets).to_canonical(),

@@ -70,7 +70,7 @@ async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
         .map_err(backend)?;
     let newest = newest.unwrap_or(0);
     if newest > SCHEMA_VERSION {
-        return Err(StoreError::Backend(format!(
+        return Err(StoreError::backend(format!(
             "the database's schema is version {newest}, newer than this server knows \
              ({SCHEMA_VERSION}); run a server of that version or newer"
         )));
@@ -78,7 +78,7 @@ async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
     for m in MIGRATIONS.iter().filter(|m| m.version > newest) {
         let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(backend)?;
         sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
-            StoreError::Backend(format!(
+            StoreError::backend(format!(
                 "schema migration {} ({}) failed: {e}",
                 m.version, m.name
             ))

@@ -32,9 +32,7 @@ fn blacklist_entry(row: &sqlx::postgres::PgRow) -> StoreResult<BlacklistEntry> {
 fn kind_text(entry: &BlacklistEntry) -> StoreResult<String> {
     match serde_json::to_value(entry.kind) {
         Ok(serde_json::Value::String(s)) => Ok(s),
-        _ => Err(StoreError::Backend(
-            "a blacklist type is not a string".into(),
-        )),
+        _ => Err(StoreError::backend("a blacklist type is not a string")),
     }
 }
 

@@ -55,13 +55,13 @@ impl PgStore {
     pub async fn connect(url: &str, pool_size: u32) -> StoreResult<Self> {
         let options: PgConnectOptions = url
             .parse()
-            .map_err(|e| StoreError::Backend(format!("the database URL is not valid: {e}")))?;
+            .map_err(|e| StoreError::backend(format!("the database URL is not valid: {e}")))?;
         let pool = PgPoolOptions::new()
             .max_connections(pool_size.max(1))
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options.application_name("licensing-server"))
             .await
-            .map_err(|e| StoreError::Backend(format!("cannot connect to PostgreSQL: {e}")))?;
+            .map_err(|e| StoreError::backend_from("cannot connect to PostgreSQL", e))?;
         migrate::apply(&pool).await?;
         Ok(Self { pool })
     }
@@ -97,7 +97,7 @@ impl PgStore {
 
 /// A database failure, with its cause.
 pub(crate) fn backend(e: sqlx::Error) -> StoreError {
-    StoreError::Backend(format!("PostgreSQL: {e}"))
+    StoreError::backend_from("PostgreSQL", e)
 }
 
 /// A constraint's name and the store error its violation means.

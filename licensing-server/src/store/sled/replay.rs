@@ -57,7 +57,9 @@ impl SessionKeyStore for SledStore {
             let print: [u8; 16] = k
                 .get(k.len() - 16..)
                 .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| backend("bad session key index"))?;
+                .ok_or_else(|| {
+                    licensing_core::store::StoreError::backend("bad session key index")
+                })?;
             tx.del(k.to_vec());
             tx.del(used_key(team, &print));
             count = count.saturating_sub(1);

@@ -23,7 +23,7 @@ use licensing_core::{LicenseId, TeamId, Timestamp};
 
 use super::locks::{STRIPES, stripe_of};
 use super::{Tx, encode, hwid_key_of, ip_key_of, license_key, put_license};
-use crate::store::StoreResult;
+use licensing_core::store::StoreResult;
 
 /// Licenses with waiting refreshes at which the flusher is woken before its interval.
 pub(super) const EARLY_ROUND: usize = 20_000;

@@ -30,7 +30,7 @@ pub(crate) fn version(tree: &sled::Tree) -> StoreResult<u32> {
             .as_ref()
             .try_into()
             .map(u32::from_be_bytes)
-            .map_err(|_| backend("the store's format version is unreadable")),
+            .map_err(|_| StoreError::backend("the store's format version is unreadable")),
     }
 }
 
@@ -38,7 +38,7 @@ pub(crate) fn version(tree: &sled::Tree) -> StoreResult<u32> {
 pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
     let found = version(tree)?;
     if found > FORMAT {
-        return Err(StoreError::Backend(format!(
+        return Err(StoreError::backend(format!(
             "this store was written by a newer licensing-server (format {found}); this server reads formats up to {FORMAT}: run the newer version, or restore a backup made for this one"
         )));
     }

@@ -1,0 +1,181 @@
+//! Products, their branches, and releases.
+
+use super::*;
+
+impl ProductStore for SledStore {
+    async fn create_product(&self, p: &Product) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(p.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            tx.put_json(product_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
+        self.get_json(&product_key(team, id))
+    }
+
+    async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(p) = self.get_json(&product_key(team, *id))? {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn update_product(&self, p: &Product) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&product_key(p.team_id, p.id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            tx.put_json(product_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
+        self.durable_touching(Touch::Licenses, |tx| {
+            tx.get(&product_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            for b in self.scan::<Branch>(&key(&[&[tag::BRANCH], team.as_bytes(), id.as_bytes()]))? {
+                tx.del(branch_key(team, id, b.id));
+            }
+            self.update_licenses_of(tx, ix::BY_PRODUCT, team, id.as_bytes(), |l| {
+                l.product_ids.retain(|p| *p != id)
+            })?;
+            let gone = self.delete_releases_where(tx, team, |r| r.product_id == id)?;
+            tx.del(product_key(team, id));
+            Ok(gone)
+        })
+        .await
+    }
+
+    async fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> StoreResult<Page<Product>> {
+        let items = self
+            .scan::<Product>(&key(&[&[tag::PRODUCT], team.as_bytes()]))?
+            .into_iter()
+            .filter(|p| product_matches(p, &query.filter))
+            .collect();
+        Ok(page_of(items, &query.paging, |a, b| {
+            compare_products(a, b, query.sort, query.paging.direction)
+        }))
+    }
+
+    async fn create_branch(&self, b: &Branch) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&product_key(b.team_id, b.product_id))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            let existing: Vec<Branch> = self.scan(&key(&[
+                &[tag::BRANCH],
+                b.team_id.as_bytes(),
+                b.product_id.as_bytes(),
+            ]))?;
+            if existing.iter().any(|o| o.name == b.name) {
+                return Err(StoreError::conflict(
+                    "name",
+                    "a branch of this name already exists for this product",
+                ));
+            }
+            tx.put_json(branch_key(b.team_id, b.product_id, b.id), b)
+        })
+        .await
+    }
+
+    async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
+        self.get_json::<Product>(&product_key(team, product))?
+            .ok_or(StoreError::NotFound(Entity::Product))?;
+        let mut branches: Vec<Branch> =
+            self.scan(&key(&[&[tag::BRANCH], team.as_bytes(), product.as_bytes()]))?;
+        branches.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(branches)
+    }
+
+    async fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+    ) -> StoreResult<Vec<Release>> {
+        self.durable(|tx| {
+            tx.get(&product_key(team, product))?
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            tx.get(&branch_key(team, product, id))?
+                .ok_or(StoreError::NotFound(Entity::Branch))?;
+            let gone = self.delete_releases_where(tx, team, |r| r.branch_id == Some(id))?;
+            tx.del(branch_key(team, product, id));
+            Ok(gone)
+        })
+        .await
+    }
+}
+
+impl ReleaseStore for SledStore {
+    async fn create_release(&self, r: &Release) -> StoreResult<()> {
+        self.durable(|tx| {
+            self.check_release_refs(tx, r)?;
+            self.put_release(tx, r)
+        })
+        .await
+    }
+
+    async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
+        self.get_json(&release_key(team, id))
+    }
+
+    async fn update_release(&self, r: &Release) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&release_key(r.team_id, r.id))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            self.check_release_refs(tx, r)?;
+            self.put_release(tx, r)
+        })
+        .await
+    }
+
+    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
+        self.durable(|tx| {
+            let r: Release = tx
+                .get_json(&release_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            tx.del(release_key(team, id));
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> StoreResult<Page<Release>> {
+        let items = self
+            .team_releases(team)?
+            .into_iter()
+            .filter(|r| release_matches(r, &query.filter))
+            .collect();
+        Ok(page_of(items, &query.paging, |a, b| {
+            compare_releases(a, b, query.sort, query.paging.direction)
+        }))
+    }
+
+    async fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> StoreResult<(Vec<Branch>, Vec<Release>)> {
+        let branches = self.scan(&key(&[&[tag::BRANCH], team.as_bytes(), product.as_bytes()]))?;
+        let releases = self
+            .team_releases(team)?
+            .into_iter()
+            .filter(|r| r.product_id == product)
+            .collect();
+        Ok((branches, releases))
+    }
+}

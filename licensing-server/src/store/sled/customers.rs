@@ -1,0 +1,79 @@
+//! Customers.
+
+use super::*;
+
+impl CustomerStore for SledStore {
+    async fn create_customer(&self, c: &Customer) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(c.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            put_customer(tx, c, None)
+        })
+        .await
+    }
+
+    async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
+        self.get_json(&customer_key(team, id))
+    }
+
+    async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(c) = self.get_json(&customer_key(team, *id))? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn update_customer(&self, c: &Customer) -> StoreResult<()> {
+        self.durable(|tx| {
+            let old: Customer = tx
+                .get_json(&customer_key(c.team_id, c.id))?
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            put_customer(tx, c, Some(&old))
+        })
+        .await
+    }
+
+    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
+        self.durable_touching(Touch::Licenses, |tx| {
+            let old: Customer = tx
+                .get_json(&customer_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            self.update_licenses_of(tx, ix::BY_CUSTOMER, team, id.as_bytes(), |l| {
+                l.customer_ids.retain(|c| *c != id)
+            })?;
+            reindex(tx, customer_indexes(&old), Vec::new());
+            tx.del(customer_key(team, id));
+            tx.add_count(count_key(tag::CUSTOMER, team), -1)
+        })
+        .await
+    }
+
+    async fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> StoreResult<Page<Customer>> {
+        let index = match query.sort {
+            CustomerSort::CreatedAt => ix::CREATED,
+            CustomerSort::UpdatedAt => ix::UPDATED,
+            CustomerSort::FullName => ix::NAME,
+            CustomerSort::Email => ix::EMAIL,
+            CustomerSort::Username => ix::USERNAME,
+        };
+        let search = query.filter.as_ref();
+        let accept = |c: &Customer| customer_matches(c, search);
+        self.walk_index(
+            &index_prefix(tag::CUSTOMER, index, team),
+            &query.paging,
+            |id| self.get_json(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id])),
+            search
+                .is_some()
+                .then_some(&accept as &dyn Fn(&Customer) -> bool),
+            self.count(tag::CUSTOMER, team)?,
+        )
+    }
+}

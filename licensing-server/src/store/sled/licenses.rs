@@ -1,0 +1,207 @@
+//! Licenses, and the developer API's view of their devices and addresses; the client API's atomic unit is in `activity.rs`.
+
+use super::*;
+
+impl LicenseStore for SledStore {
+    async fn create_license(&self, l: &License) -> StoreResult<()> {
+        self.durable(|tx| {
+            check_license_refs(tx, l)?;
+            put_license(tx, l, None)
+        })
+        .await
+    }
+
+    async fn create_license_with_mail(
+        &self,
+        l: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.durable(|tx| {
+            check_license_refs(tx, l)?;
+            let day = mail_day_key(l.team_id, OutboxMessage::day_of(now));
+            let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
+                )));
+            }
+            put_license(tx, l, None)?;
+            for m in mail {
+                tx.put_json(outbox_key(m.id), m)?;
+                tx.put(outbox_due_key(m), Vec::new());
+            }
+            tx.add_count(day, mail.len() as i64)
+        })
+        .await
+    }
+
+    async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
+        Ok(self
+            .get_json(&license_key(team, id))?
+            .map(|l| self.inner.refreshes.overlay(l)))
+    }
+
+    async fn get_license_by_key(
+        &self,
+        team: TeamId,
+        k: &LicenseKey,
+    ) -> StoreResult<Option<License>> {
+        match self
+            .inner
+            .tree
+            .get(license_by_key(team, k))
+            .map_err(backend)?
+        {
+            None => Ok(None),
+            Some(id) => Ok(self
+                .get_json(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?
+                .map(|l| self.inner.refreshes.overlay(l))),
+        }
+    }
+
+    async fn update_license(&self, l: &License) -> StoreResult<()> {
+        self.durable_touching(Touch::License(l.id), |tx| {
+            let old: License = tx
+                .get_json(&license_key(l.team_id, l.id))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            check_license_refs(tx, l)?;
+            put_license(tx, l, Some(&old))
+        })
+        .await
+    }
+
+    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
+        self.durable_touching(Touch::License(id), |tx| {
+            let old: License = tx
+                .get_json(&license_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            for table in [tag::HWID, tag::IP] {
+                let prefix = key(&[&[table], team.as_bytes(), id.as_bytes()]);
+                for k in self.inner.tree.scan_prefix(prefix).keys() {
+                    tx.del(k.map_err(backend)?.to_vec());
+                }
+                tx.del(tally_key(table, team, id));
+            }
+            for mut r in self.team_releases(team)? {
+                if r.allowed_license_ids.contains(&id) {
+                    r.allowed_license_ids.retain(|l| *l != id);
+                    tx.put_json(release_key(team, r.id), &r)?;
+                }
+            }
+            reindex(tx, license_indexes(&old), Vec::new());
+            tx.del(license_by_key(team, &old.license_key));
+            tx.del(license_key(team, id));
+            tx.add_count(count_key(tag::LICENSE, team), -1)?;
+            Ok(old)
+        })
+        .await
+    }
+
+    async fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> StoreResult<Page<License>> {
+        self.settle().await?;
+        let f = &query.filter;
+        let load =
+            |id: [u8; 16]| self.get_json::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]));
+        // Product or customer filters: candidates from the reverse indexes, sorted in memory.
+        if !f.product_ids.is_empty() || !f.customer_ids.is_empty() {
+            let mut ids: HashSet<LicenseId> = HashSet::new();
+            for p in &f.product_ids {
+                ids.extend(self.license_ids_by(ix::BY_PRODUCT, team, p.as_bytes())?);
+            }
+            for c in &f.customer_ids {
+                ids.extend(self.license_ids_by(ix::BY_CUSTOMER, team, c.as_bytes())?);
+            }
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(l) = load(*id.as_bytes())?
+                    && license_matches(&l, f)
+                {
+                    items.push(l);
+                }
+            }
+            return Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }));
+        }
+        let index = match query.sort {
+            LicenseSort::CreatedAt => ix::CREATED,
+            LicenseSort::UpdatedAt => ix::UPDATED,
+        };
+        let filtered = f.search.is_some() || f.metadata_key.is_some();
+        let accept = |l: &License| license_matches(l, f);
+        self.walk_index(
+            &index_prefix(tag::LICENSE, index, team),
+            &query.paging,
+            load,
+            filtered.then_some(&accept as &dyn Fn(&License) -> bool),
+            self.count(tag::LICENSE, team)?,
+        )
+    }
+}
+
+impl DeviceStore for SledStore {
+    async fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<Hwid>> {
+        self.settle().await?;
+        self.require_license(team, license)?;
+        Ok(list_usage(self.usage(tag::HWID, team, license)?, query))
+    }
+
+    async fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<Hwid> {
+        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+            .await
+    }
+
+    async fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<IpRecord>> {
+        self.settle().await?;
+        self.require_license(team, license)?;
+        Ok(list_usage(self.usage(tag::IP, team, license)?, query))
+    }
+
+    async fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<IpRecord> {
+        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+            .await
+    }
+}
+
+impl ActivityStore for SledStore {
+    async fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        self.record(team, license, rules, activity, now).await
+    }
+}

@@ -1,0 +1,172 @@
+//! The blacklist, the e-mail outbox and statistics.
+
+use super::*;
+
+impl BlacklistStore for SledStore {
+    async fn create_blacklist_entry(&self, e: &BlacklistEntry) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(e.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let existing: Vec<BlacklistEntry> =
+                self.scan(&key(&[&[tag::BLACKLIST], e.team_id.as_bytes()]))?;
+            if existing
+                .iter()
+                .any(|o| o.kind == e.kind && o.value == e.value)
+            {
+                return Err(StoreError::conflict("value", "is already on the blacklist"));
+            }
+            tx.put_json(blacklist_key(e.team_id, e.id), e)
+        })
+        .await
+    }
+
+    async fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>> {
+        let mut entries: Vec<BlacklistEntry> =
+            self.scan(&key(&[&[tag::BLACKLIST], team.as_bytes()]))?;
+        entries.sort_by_key(|e| (e.created_at, e.id));
+        Ok(entries)
+    }
+
+    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
+        self.durable(|tx| {
+            tx.get(&blacklist_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Blacklist))?;
+            tx.del(blacklist_key(team, id));
+            Ok(())
+        })
+        .await
+    }
+
+    async fn add_blacklist_hits(
+        &self,
+        team: TeamId,
+        hits: &[(BlacklistId, u64)],
+    ) -> StoreResult<()> {
+        self.durable(|tx| {
+            for (id, n) in hits {
+                if let Some(mut e) = tx.get_json::<BlacklistEntry>(&blacklist_key(team, *id))? {
+                    e.hits += n;
+                    tx.put_json(blacklist_key(team, *id), &e)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl OutboxStore for SledStore {
+    async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
+        let prefix = [tag::INDEX, tag::OUTBOX];
+        let end = key(&[&prefix, &keys::time(now), &[0xff; 17]]);
+        let mut out = Vec::new();
+        for k in self
+            .inner
+            .tree
+            .range(prefix.to_vec()..end)
+            .keys()
+            .take(limit)
+        {
+            let k = k.map_err(backend)?;
+            let id = MessageId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
+            if let Some(m) = self.get_json(&outbox_key(id))? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.durable(|tx| {
+            if let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? {
+                tx.del(outbox_due_key(&old));
+            }
+            tx.del(outbox_key(message.id));
+            Ok(())
+        })
+        .await
+    }
+
+    async fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()> {
+        self.durable(|tx| {
+            let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? else {
+                return Ok(());
+            };
+            tx.del(outbox_due_key(&old));
+            tx.put(outbox_due_key(message), Vec::new());
+            tx.put_json(outbox_key(message.id), message)
+        })
+        .await
+    }
+}
+
+impl StatsStore for SledStore {
+    async fn add_hourly(&self, team: TeamId, counts: &HourlyStats) -> StoreResult<()> {
+        self.durable(|tx| {
+            let k = stats_key(team, counts.hour);
+            let mut bucket = tx.get_json::<HourlyStats>(&k)?.unwrap_or(HourlyStats {
+                hour: counts.hour,
+                ..HourlyStats::default()
+            });
+            bucket.merge(counts);
+            tx.put_json(k, &bucket)
+        })
+        .await
+    }
+
+    async fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>> {
+        let start = stats_key(team, since);
+        let end = keys::prefix_end(&key(&[&[tag::STATS], team.as_bytes()]));
+        self.inner
+            .tree
+            .range(start..end)
+            .map(|kv| kv.map_err(backend).and_then(|(_, v)| decode(&v)))
+            .collect()
+    }
+
+    async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
+        self.settle().await?;
+        let active_prefix = index_prefix(tag::LICENSE, ix::ACTIVE, team);
+        let since = key(&[&active_prefix, &keys::time(active_since)]);
+        let active = self
+            .inner
+            .tree
+            .range(since..keys::prefix_end(&active_prefix))
+            .count() as u64;
+        Ok(Overview {
+            total_licenses: self.count(tag::LICENSE, team)?,
+            total_customers: self.count(tag::CUSTOMER, team)?,
+            total_products: self
+                .inner
+                .tree
+                .scan_prefix(key(&[&[tag::PRODUCT], team.as_bytes()]))
+                .count() as u64,
+            active_licenses: active,
+            total_requests: 0,
+        })
+    }
+
+    async fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>> {
+        let prefix = index_prefix(tag::LICENSE, ix::BY_PRODUCT, team);
+        let mut counts: HashMap<[u8; 16], u64> = HashMap::new();
+        for k in self.inner.tree.scan_prefix(&prefix).keys() {
+            let k = k.map_err(backend)?;
+            let product: [u8; 16] = k
+                .get(prefix.len()..prefix.len() + 16)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| StoreError::backend("bad product index key"))?;
+            *counts.entry(product).or_default() += 1;
+        }
+        let products: Vec<Product> = self.scan(&key(&[&[tag::PRODUCT], team.as_bytes()]))?;
+        let top: Vec<TopProduct> = products
+            .into_iter()
+            .map(|p| TopProduct {
+                licenses: counts.get(p.id.as_bytes()).copied().unwrap_or(0),
+                id: p.id,
+                name: p.name,
+            })
+            .collect();
+        Ok(rank_top_products(top, limit))
+    }
+}
