@@ -1,11 +1,13 @@
-//! The reference licensing server: warp over the embedded sled store.
+//! The reference licensing server: warp over the embedded sled store, or PostgreSQL for several
+//! instances on one database.
 //!
 //! | module | what it holds |
 //! |---|---|
 //! | [`server`] | [`Server`]: bind (port 0 allowed), report the address, run until shutdown |
 //! | [`config`] | [`Config`]: every setting, as flag and `LICENSING_*` variable |
 //! | [`client_addr`] | the client address behind trusted proxies (`X-Forwarded-For`, right to left) |
-//! | [`store`] | [`store::SledStore`], implementing `licensing-core`'s storage traits |
+//! | [`store`] | [`store::SledStore`] and [`store::postgres::PgStore`], implementing `licensing-core`'s storage traits, and [`store::AnyStore`], the one a server runs on |
+//! | [`files`] | release files, on disk or in PostgreSQL |
 //! | `routes` | the route tree; thin handlers over core and the store |
 //! | `http` | the envelope on the wire, body limits, authentication, rejection handling |
 //! | [`services`] | operations spanning several stores (team creation) |

@@ -13,5 +13,6 @@ mod busy_license;
 mod child;
 mod crash;
 mod downloads;
+mod postgres;
 mod shutdown;
 mod startup;

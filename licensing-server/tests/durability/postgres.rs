@@ -1,0 +1,204 @@
+//! The binary on PostgreSQL (`LICENSING_DATABASE_URL`): the CLI and the server on one database,
+//! a newer schema and foreign schemes refused, and one of two instances killed under load while
+//! the other keeps answering and nothing acknowledged is lost.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::child::{Api, ChildServer, Team, run};
+
+/// A fresh database, or `None` (with a notice) where PostgreSQL cannot be had.
+async fn database(test: &str) -> Option<String> {
+    let url = licensing_server::testing::postgres::database().await;
+    if url.is_none() {
+        eprintln!("{test}: skipped, no PostgreSQL");
+    }
+    url
+}
+
+fn team_create(url: &str) -> Team {
+    let out = run(
+        &["team", "create", "--name", "On PostgreSQL"],
+        &[("LICENSING_DATABASE_URL", url)],
+    );
+    assert!(
+        out.status.success(),
+        "team create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let team: Value = serde_json::from_slice(&out.stdout).unwrap();
+    Team {
+        id: team["teamId"].as_str().unwrap().to_owned(),
+        api_key: team["apiKey"].as_str().unwrap().to_owned(),
+        public_key: team["publicKey"].as_str().unwrap().to_owned(),
+        signing_key: team["signingKey"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// `team create` and `serve` with the database URL use PostgreSQL (migrated), not the data
+/// directory: a team made by the CLI is served, and no embedded store is created.
+#[tokio::test]
+async fn the_cli_and_the_server_run_on_postgres() {
+    let Some(url) = database("the_cli_and_the_server_run_on_postgres").await else {
+        return;
+    };
+    let team = team_create(&url);
+    let dir = tempfile::tempdir().unwrap();
+    let server = ChildServer::start(dir.path(), &[("LICENSING_DATABASE_URL", url.as_str())]);
+    let api = Api::new(&server, &team);
+    let license = api
+        .post("licenses", json!({"expirationType": "NEVER"}))
+        .await;
+    let verified: Value = api
+        .client
+        .post(format!(
+            "{}/api/v1/client/teams/{}/verification/verify",
+            server.base, team.id
+        ))
+        .json(&json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "device-0000000001"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(verified["result"]["code"], "VALID", "{verified}");
+    assert!(
+        !dir.path().join("db").exists(),
+        "no embedded store next to PostgreSQL"
+    );
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(version, licensing_server::store::postgres::SCHEMA_VERSION);
+}
+
+/// A database written by a newer server, and a URL of another scheme, refuse to start, saying
+/// why (and without echoing the URL, which may hold a password).
+#[tokio::test]
+async fn a_newer_schema_and_other_schemes_are_refused() {
+    let Some(url) = database("a_newer_schema_and_other_schemes_are_refused").await else {
+        return;
+    };
+    team_create(&url);
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = run(
+        &["--listen", "127.0.0.1:0", "--data-dir", data],
+        &[("LICENSING_DATABASE_URL", url.as_str())],
+    );
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("newer than this server knows"), "{said}");
+
+    let out = run(
+        &["--listen", "127.0.0.1:0", "--data-dir", data],
+        &[(
+            "LICENSING_DATABASE_URL",
+            "mysql://root:hunter2@db/licensing",
+        )],
+    );
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("only PostgreSQL"), "{said}");
+    assert!(
+        !said.contains("hunter2"),
+        "the URL's password is not echoed: {said}"
+    );
+}
+
+/// Two instances on one database under a stream of license creates; one is killed with
+/// SIGKILL half-way. The other keeps answering, and every create either instance acknowledged
+/// is there afterwards.
+#[tokio::test]
+async fn one_instance_killed_under_load_loses_nothing_and_the_other_answers() {
+    let Some(url) = database("one_instance_killed_under_load").await else {
+        return;
+    };
+    let team = team_create(&url);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let env = [("LICENSING_DATABASE_URL", url.as_str())];
+    let mut a = ChildServer::start(dir_a.path(), &env);
+    let b = ChildServer::start(dir_b.path(), &env);
+    let (api_a, api_b) = (Api::new(&a, &team), Api::new(&b, &team));
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let stop_at = Instant::now() + Duration::from_secs(4);
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let api = if w % 2 == 0 { &api_a } else { &api_b };
+        let (client, url, key) = (
+            api.client.clone(),
+            api.dev("licenses"),
+            team.api_key.clone(),
+        );
+        let acknowledged = acknowledged.clone();
+        writers.push(tokio::spawn(async move {
+            let mut b_failures = 0;
+            while Instant::now() < stop_at {
+                let sent = client
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .json(&json!({"expirationType": "NEVER"}))
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(response) if response.status().is_success() => {
+                        let body: Value = response.json().await.unwrap();
+                        let id = body["data"]["id"].as_str().unwrap().to_owned();
+                        acknowledged.lock().unwrap().push(id);
+                    }
+                    _ if w % 2 == 0 => {
+                        // Instance A is gone: nothing acknowledged, back off a little.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    other => {
+                        b_failures += 1;
+                        eprintln!("instance B failed a write: {other:?}");
+                    }
+                }
+            }
+            b_failures
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    a.kill();
+    let mut b_failures = 0;
+    for writer in writers {
+        b_failures += writer.await.unwrap();
+    }
+    assert_eq!(b_failures, 0, "instance B kept answering");
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() > 20,
+        "the load ran: {}",
+        acknowledged.len()
+    );
+    for id in &acknowledged {
+        let response = api_b
+            .client
+            .get(api_b.dev(&format!("licenses/id/{id}")))
+            .bearer_auth(&team.api_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            200,
+            "acknowledged license {id} is present"
+        );
+    }
+    drop(b);
+}
