@@ -1,7 +1,11 @@
 //! Load benchmark: `cargo bench -p licensing-server --bench load` (add `-- --smoke` for the few-
 //! seconds run CI uses to prove it works).
 //!
-//! Seeds a data set through the real sled store (full run: 10 teams, 100,000 licenses, 1,000,000
+//! `-- --postgres` runs the same on PostgreSQL (a throw-away cluster started from the installed
+//! binaries, with fsync on), `-- --database-url postgres://…` on a server of yours (an empty
+//! database).
+//!
+//! Seeds a data set through the real store, sled by default (full run: 10 teams, 100,000 licenses, 1,000,000
 //! device records), starts the real server in a child process (this program re-executed with
 //! `--serve-child`), and drives it over loopback with a fixed number of connections for a fixed
 //! time per scenario. It prints requests/s and p50/p99/p99.9 latency per scenario, the limits to
@@ -24,7 +28,7 @@ use licensing_core::store::{
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
-use licensing_server::{Config, Server, open_store, services};
+use licensing_server::{Config, Server, open_configured_store, services};
 use serde_json::json;
 
 /// The sizes and durations of one run.
@@ -100,7 +104,11 @@ fn device_ip(n: usize) -> std::net::IpAddr {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--serve-child") {
-        serve_child(Path::new(&args[i + 1]), Path::new(&args[i + 2]));
+        serve_child(
+            Path::new(&args[i + 1]),
+            Path::new(&args[i + 2]),
+            args.get(i + 3).cloned(),
+        );
         return;
     }
     let plan = Plan::from_args();
@@ -110,10 +118,11 @@ fn main() {
 
 /// The child: the real server on 127.0.0.1:0 with rate limits off, its address written to
 /// `addr_file`, until its stdin closes.
-fn serve_child(data: &Path, addr_file: &Path) {
+fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let mut config = Config::for_data_dir(data);
+        config.database_url = database_url;
         // The load comes from 127.0.0.1 as if through a proxy, so that each device keeps the
         // address it was seeded with.
         config.trusted_proxies = "127.0.0.1/32".parse().unwrap();
@@ -157,19 +166,19 @@ struct Seeded {
 
 /// Seeds `data`, or with `--data DIR` reuses what an earlier run seeded there (for profiling a
 /// full-size data set without seeding it each time).
-async fn seeded(data: &Path, plan: Plan) -> Seeded {
+async fn seeded(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
     let manifest = data.join("seeded.json");
     if let Ok(text) = std::fs::read_to_string(&manifest) {
         println!("reusing the data set in {}", data.display());
         return serde_json::from_str(&text).unwrap();
     }
-    let seeded = seed(&data.join("store"), plan).await;
+    let seeded = seed(&data.join("store"), plan, url).await;
     std::fs::write(&manifest, serde_json::to_vec(&seeded).unwrap()).unwrap();
     seeded
 }
 
-async fn seed(data: &Path, plan: Plan) -> Seeded {
-    let store = open_store(data).unwrap();
+async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
+    let store = open_configured_store(data, url, 256, 32).await.unwrap();
     let started = Instant::now();
     let mut first = None;
     let per_team = plan.licenses / plan.teams;
@@ -251,7 +260,7 @@ async fn seed(data: &Path, plan: Plan) -> Seeded {
 /// took to answer.
 // The caller waits for the child; if the server never answers, the benchmark panics and exits.
 #[allow(clippy::zombie_processes)]
-async fn start_child(data: &Path) -> (Child, String, Duration) {
+async fn start_child(data: &Path, url: Option<&str>) -> (Child, String, Duration) {
     let addr_file = data.join("addr");
     // A reused data set still has the last run's address file.
     std::fs::remove_file(&addr_file).ok();
@@ -260,6 +269,7 @@ async fn start_child(data: &Path) -> (Child, String, Duration) {
         .arg("--serve-child")
         .arg(data)
         .arg(&addr_file)
+        .args(url)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -469,10 +479,32 @@ async fn run(plan: Plan) {
         .and_then(|i| std::env::args().nth(i + 1));
     let root: PathBuf = kept.map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
     std::fs::create_dir_all(&root).unwrap();
-    let seeded = seeded(&root, plan).await;
+    // `--database-url URL` runs on that PostgreSQL; `--postgres` on a throw-away cluster started
+    // here (from Debian's `postgresql` package), flushing to disk like a production one.
+    let url = match std::env::args().position(|a| a == "--database-url") {
+        Some(i) => Some(
+            std::env::args()
+                .nth(i + 1)
+                .expect("--database-url takes a URL"),
+        ),
+        None if std::env::args().any(|a| a == "--postgres") => {
+            licensing_server::testing::postgres::durable();
+            Some(
+                licensing_server::testing::postgres::database()
+                    .await
+                    .expect("--postgres needs PostgreSQL's binaries"),
+            )
+        }
+        None => None,
+    };
+    println!(
+        "store: {}",
+        if url.is_some() { "PostgreSQL" } else { "sled" }
+    );
+    let seeded = seeded(&root, plan, url.as_deref()).await;
     let data = root.join("store");
     let keys = TeamPublicKeys::parse(&seeded.public_key, &seeded.signing_key).unwrap();
-    let (mut child, base, startup) = start_child(&data).await;
+    let (mut child, base, startup) = start_child(&data, url.as_deref()).await;
     let pid = child.id();
     let http = reqwest::Client::new();
     let dev = format!("{base}/api/v1/dev/teams/{}", seeded.team);
@@ -650,7 +682,15 @@ async fn run(plan: Plan) {
     let rss = peak_rss_kib(pid);
     drop(child.stdin.take());
     child.wait().ok();
-    let disk = dir_size(&data);
+    let disk = match &url {
+        None => dir_size(&data),
+        Some(url) => open_configured_store(&data, Some(url), 0, 1)
+            .await
+            .unwrap()
+            .size_on_disk()
+            .await
+            .unwrap(),
+    };
 
     let limit_seconds = plan.seconds.max(0.5);
     let rsa = rsa_signatures_per_second(limit_seconds);

@@ -28,6 +28,13 @@ pub mod postgres {
     }
 
     static SERVER: OnceLock<Option<Server>> = OnceLock::new();
+    static DURABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// Makes the cluster this process starts (if it has not started yet) flush to disk like a
+    /// production server (benchmarks); tests run it without fsync.
+    pub fn durable() {
+        DURABLE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 
     /// Whether a PostgreSQL server can be had; prints a notice once when not (and panics under
     /// `CI=true`).
@@ -151,8 +158,12 @@ pub mod postgres {
             .args(["-c", "listen_addresses=127.0.0.1"])
             .args(["-c", "unix_socket_directories="])
             .args(["-c", "max_connections=300"])
-            // Throw-away data: no need to survive a power cut.
-            .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
+            .args(if DURABLE.load(std::sync::atomic::Ordering::Relaxed) {
+                ["-c", "shared_buffers=256MB", "-c", "max_wal_size=4GB"]
+            } else {
+                // Throw-away data: no need to survive a power cut.
+                ["-c", "fsync=off", "-c", "full_page_writes=off"]
+            })
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::File::create(dir.join("log")).map_err(|e| e.to_string())?,
