@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod archive;
 pub mod client_addr;
 pub mod config;
 pub mod connections;
@@ -46,5 +47,6 @@ pub mod testing;
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
 pub use server::{
-    Server, ServerError, compact_store, open_configured_store, open_store, open_store_with_cache,
+    Server, ServerError, compact_store, file_store_for, open_configured_store, open_store,
+    open_store_with_cache,
 };

@@ -44,6 +44,34 @@ enum Command {
     /// Make or change the master key that seals teams' private keys at rest.
     #[command(subcommand)]
     MasterKey(MasterKeyCommand),
+    /// Write every team's records and release files to an archive (JSON lines), with the
+    /// server stopped (sled) or writes paused (PostgreSQL).
+    Export {
+        /// The archive to create (never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Load an archive into an empty store (the way from sled to PostgreSQL).
+    Import {
+        /// The archive to read.
+        #[arg(long = "in")]
+        input: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Where a subcommand finds the store.
+#[derive(Debug, clap::Args)]
+struct StoreArgs {
+    /// Data directory of the (stopped) server.
+    #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
+    data_dir: PathBuf,
+    /// PostgreSQL instead of the data directory.
+    #[arg(long, env = "LICENSING_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -248,6 +276,32 @@ async fn team_create(
     Ok(())
 }
 
+async fn export(out: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .with_context(|| format!("creating {} (it must not exist yet)", out.display()))?;
+    let counts =
+        licensing_server::archive::export(&opened, &files, std::io::BufWriter::new(file)).await?;
+    println!("{}", serde_json::to_string(&counts)?);
+    Ok(())
+}
+
+async fn import(input: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
+    let file =
+        std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    let counts =
+        licensing_server::archive::import(&opened, &files, std::io::BufReader::new(file)).await?;
+    opened.flush().await?;
+    println!("{}", serde_json::to_string(&counts)?);
+    Ok(())
+}
+
 fn master_key_generate(out: &std::path::Path) -> anyhow::Result<()> {
     let key = MasterKey::generate();
     licensing_server::datadir::write_private_file(out, key.to_file().as_bytes())
@@ -307,6 +361,8 @@ async fn main() -> anyhow::Result<()> {
             .await
         }
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
+        Some(Command::Export { out, store }) => export(&out, &store).await,
+        Some(Command::Import { input, store }) => import(&input, &store).await,
         Some(Command::MasterKey(MasterKeyCommand::Rotate {
             old,
             new,

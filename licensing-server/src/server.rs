@@ -99,6 +99,17 @@ pub async fn open_configured_store(
     }
 }
 
+/// The release files beside a store: on disk in the data directory beside sled, in the database
+/// beside PostgreSQL (uploads in progress wait in `<data dir>/files/tmp` either way).
+pub fn file_store_for(store: &AnyStore, data_dir: &std::path::Path) -> std::io::Result<FileStore> {
+    match store {
+        AnyStore::Sled(_) => FileStore::new(data_dir),
+        AnyStore::Postgres(pg) => {
+            FileStore::postgres(pg.pool().clone(), &data_dir.join("files").join("tmp"))
+        }
+    }
+}
+
 /// Rewrites the (closed) store of a data directory into fresh files, so that no earlier version
 /// of any record is left in them: after keys are sealed under a master key, or re-sealed under a
 /// new one, the old forms are gone from the disk.
@@ -183,14 +194,7 @@ impl Server {
                 TeamContexts::expiring(keyring.clone(), crate::services::contexts::SHARED_MAX_AGE)
             }
         };
-        let files = match &store {
-            AnyStore::Sled(_) => FileStore::new(&config.data_dir),
-            AnyStore::Postgres(pg) => FileStore::postgres(
-                pg.pool().clone(),
-                &config.data_dir.join("files").join("tmp"),
-            ),
-        }
-        .map_err(|e| ServerError::Store {
+        let files = file_store_for(&store, &config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;

@@ -651,6 +651,41 @@ fn set_forgotten<K: std::hash::Hash + Eq, R: UsageRecord + Clone>(
 }
 
 impl DeviceStore for MemoryStore {
+    async fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> StoreResult<()> {
+        self.with(|s| {
+            s.license(team, license)?;
+            if hwids
+                .iter()
+                .any(|h| h.license_id != license || h.team_id != team)
+                || ips
+                    .iter()
+                    .any(|r| r.license_id != license || r.team_id != team)
+            {
+                return Err(StoreError::conflict(
+                    "licenseId",
+                    "records must name their license",
+                ));
+            }
+            for h in hwids {
+                s.hwids
+                    .retain(|_, o| !(o.license_id == license && o.identifier == h.identifier));
+                s.hwids.insert(h.id, h.clone());
+            }
+            for r in ips {
+                s.ips
+                    .retain(|_, o| !(o.license_id == license && o.address == r.address));
+                s.ips.insert(r.id, r.clone());
+            }
+            Ok(())
+        })
+    }
+
     async fn list_hwids(
         &self,
         team: TeamId,

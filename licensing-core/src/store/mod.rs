@@ -436,6 +436,16 @@ pub trait DeviceStore: Send + Sync {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> impl Future<Output = StoreResult<Page<IpRecord>>> + Send;
+    /// Stores a license's device and address records exactly as given (restoring an archive):
+    /// a record of the same identifier, or address, on the license is replaced. The license
+    /// must exist in the team; the records must name it.
+    fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Marks an IP record of the license forgotten or remembered.
     fn set_ip_forgotten(
         &self,

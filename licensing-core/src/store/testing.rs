@@ -93,6 +93,7 @@ macro_rules! store_test_suite {
             activity_never_drops_counted_records_and_refuses_at_the_cap,
             activity_without_a_required_hardware_identifier_records_no_device,
             forgetting_by_id_finds_the_record_among_many,
+            usage_records_are_restored_as_they_are,
             session_keys_are_taken_once_per_team_within_the_window,
             product_and_release_lists_keep_to_a_product_restriction,
             blacklist_entries_are_unique_and_count_hits,
@@ -1436,6 +1437,84 @@ pub async fn activity_without_a_required_hardware_identifier_records_no_device<S
             .unwrap();
         assert_eq!(outcome.is_ok(), ok, "{device}");
     }
+}
+
+/// Restored records keep their ids and times, replace a record of the same identifier or
+/// address, and count against the limits as recorded ones do.
+pub async fn usage_records_are_restored_as_they_are<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let other = team(store, "B").await;
+    let mut l = license(t.id, t0());
+    l.hwid_limit = Some(2);
+    store.create_license(&l).await.unwrap();
+    let hwid = |name: &str, forgotten: bool, seen: u32| Hwid {
+        id: HwidId::new(),
+        identifier: HardwareId::parse(name).unwrap(),
+        forgotten,
+        license_id: l.id,
+        team_id: t.id,
+        last_seen_at: at(seen),
+        created_at: at(0),
+        updated_at: at(seen),
+    };
+    let ip = IpRecord {
+        id: IpId::new(),
+        address: "198.51.100.9".parse().unwrap(),
+        forgotten: false,
+        country: Some("Finland".into()),
+        alpha2: Some("FI".into()),
+        alpha3: Some("FIN".into()),
+        license_id: l.id,
+        team_id: t.id,
+        last_seen_at: at(3),
+        created_at: at(1),
+        updated_at: at(3),
+    };
+    let first = hwid("restored-device-1", false, 2);
+    let replaced = hwid("restored-device-2", false, 1);
+    store
+        .restore_usage(
+            t.id,
+            l.id,
+            &[first.clone(), replaced],
+            std::slice::from_ref(&ip),
+        )
+        .await
+        .unwrap();
+    // The same identifier again replaces the record (now forgotten: it counts no more).
+    let second = hwid("restored-device-2", true, 4);
+    store
+        .restore_usage(t.id, l.id, std::slice::from_ref(&second), &[])
+        .await
+        .unwrap();
+    let q = DeviceListQuery::parse("showForgotten=true&sortColumn=createdAt&sortDirection=asc")
+        .unwrap();
+    let mut listed = store.list_hwids(t.id, l.id, &q).await.unwrap().items;
+    listed.sort_by_key(|h| h.identifier.as_str().to_owned());
+    assert_eq!(listed, [first, second]);
+    assert_eq!(store.list_ips(t.id, l.id, &q).await.unwrap().items, [ip]);
+    // One counted device of two allowed: one more new device fits, the next does not.
+    let rules = ActivityRules::new(&t.settings);
+    let new = |d: &str| activity(Some(d), 9);
+    assert!(
+        store
+            .record_activity(t.id, l.id, &rules, &new("restored-device-3"), at(5))
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert!(
+        store
+            .record_activity(t.id, l.id, &rules, &new("restored-device-4"), at(5))
+            .await
+            .unwrap()
+            .is_err()
+    );
+    // Not into another team's license.
+    assert!(is_not_found(
+        store.restore_usage(other.id, l.id, &[], &[]).await,
+        Entity::License
+    ));
 }
 
 pub async fn forgetting_by_id_finds_the_record_among_many<S: Store>(store: &S) {

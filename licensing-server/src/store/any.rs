@@ -167,6 +167,7 @@ delegate!(DeviceStore {
     fn set_hwid_forgotten(&self, team: TeamId, license: LicenseId, id: HwidId, forgotten: bool, now: Timestamp) -> StoreResult<Hwid>;
     fn list_ips(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<IpRecord>>;
     fn set_ip_forgotten(&self, team: TeamId, license: LicenseId, id: IpId, forgotten: bool, now: Timestamp) -> StoreResult<IpRecord>;
+    fn restore_usage(&self, team: TeamId, license: LicenseId, hwids: &[Hwid], ips: &[IpRecord]) -> StoreResult<()>;
 });
 
 delegate!(ActivityStore {

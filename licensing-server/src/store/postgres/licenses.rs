@@ -578,6 +578,84 @@ impl PgStore {
 }
 
 impl DeviceStore for PgStore {
+    async fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> StoreResult<()> {
+        if hwids
+            .iter()
+            .any(|h| h.license_id != license || h.team_id != team)
+            || ips
+                .iter()
+                .any(|r| r.license_id != license || r.team_id != team)
+        {
+            return Err(StoreError::conflict(
+                "licenseId",
+                "records must name their license",
+            ));
+        }
+        in_tx!(self.pool, |tx| {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(license.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+            for h in hwids {
+                sqlx::query(
+                    "INSERT INTO hwids (license_id, digest, id, identifier, forgotten,
+                       last_seen_at, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     ON CONFLICT (license_id, digest) DO UPDATE SET id = $3, identifier = $4,
+                       forgotten = $5, last_seen_at = $6, created_at = $7, updated_at = $8",
+                )
+                .bind(license.as_uuid())
+                .bind(crate::store::hwid_digest(&h.identifier).as_slice())
+                .bind(h.id.as_uuid())
+                .bind(h.identifier.as_str())
+                .bind(h.forgotten)
+                .bind(ms(h.last_seen_at))
+                .bind(ms(h.created_at))
+                .bind(ms(h.updated_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            }
+            for r in ips {
+                sqlx::query(
+                    "INSERT INTO ips (license_id, address, id, forgotten, country, alpha2, alpha3,
+                       last_seen_at, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     ON CONFLICT (license_id, address) DO UPDATE SET id = $3, forgotten = $4,
+                       country = $5, alpha2 = $6, alpha3 = $7, last_seen_at = $8,
+                       created_at = $9, updated_at = $10",
+                )
+                .bind(license.as_uuid())
+                .bind(crate::store::addr16(r.address).as_slice())
+                .bind(r.id.as_uuid())
+                .bind(r.forgotten)
+                .bind(r.country.as_deref())
+                .bind(r.alpha2.as_deref())
+                .bind(r.alpha3.as_deref())
+                .bind(ms(r.last_seen_at))
+                .bind(ms(r.created_at))
+                .bind(ms(r.updated_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
+
     async fn list_hwids(
         &self,
         team: TeamId,

@@ -146,6 +146,62 @@ impl LicenseStore for SledStore {
 }
 
 impl DeviceStore for SledStore {
+    async fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> StoreResult<()> {
+        if hwids
+            .iter()
+            .any(|h| h.license_id != license || h.team_id != team)
+            || ips
+                .iter()
+                .any(|r| r.license_id != license || r.team_id != team)
+        {
+            return Err(StoreError::conflict(
+                "licenseId",
+                "records must name their license",
+            ));
+        }
+        self.durable_touching(Touch::License(license), |tx| {
+            if tx.get(&license_key(team, license))?.is_none() {
+                return Err(StoreError::NotFound(Entity::License));
+            }
+            let hwid_count = tally_key(tag::HWID, team, license);
+            let mut hwid_tally = Tally::read(tx, &hwid_count)?;
+            for h in hwids {
+                let k = hwid_key(team, license, &h.identifier);
+                if let Some(old) = tx.get_json::<Hwid>(&k)? {
+                    hwid_tally.remove(old.forgotten);
+                }
+                hwid_tally.total += 1;
+                if h.forgotten {
+                    hwid_tally.forget();
+                }
+                tx.put_json(k, h)?;
+            }
+            tx.put(hwid_count, hwid_tally.encode().to_vec());
+            let ip_count = tally_key(tag::IP, team, license);
+            let mut ip_tally = Tally::read(tx, &ip_count)?;
+            for r in ips {
+                let k = ip_key(team, license, r.address);
+                if let Some(old) = tx.get_json::<IpRecord>(&k)? {
+                    ip_tally.remove(old.forgotten);
+                }
+                ip_tally.total += 1;
+                if r.forgotten {
+                    ip_tally.forget();
+                }
+                tx.put_json(k, r)?;
+            }
+            tx.put(ip_count, ip_tally.encode().to_vec());
+            Ok(())
+        })
+        .await
+    }
+
     async fn list_hwids(
         &self,
         team: TeamId,

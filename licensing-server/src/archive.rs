@@ -1,0 +1,440 @@
+//! The archive: every team's records and release files in one portable, versioned, line-oriented
+//! file, written by `licensing-server export` and read by `licensing-server import` on either
+//! store. It is the way between stores (sled → PostgreSQL) and between versions.
+//!
+//! Format: JSON lines. The first line is the header (`{"kind":"header","format":
+//! "licensing-archive","version":1,…}`), the last one the trailer with the number of lines
+//! before it, so that a cut file is refused. In between, per team and in an order that import
+//! can follow: the team with its API keys (hashes only), customers, products, branches,
+//! licenses, each license's devices and addresses, releases, the chunks of each release file
+//! (base64, 1 MiB each, consecutive), the blacklist and the hourly statistics. Records are the
+//! model's own JSON, so ids, times, keys (sealed or not) and counters come back unchanged.
+//!
+//! Not carried: e-mails waiting in the outbox, used session keys and rate-limit counters (all
+//! short-lived).
+
+use std::io::{BufRead, Write};
+
+use base64::Engine as _;
+use licensing_core::api::requests::{
+    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+};
+use licensing_core::model::{
+    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Product,
+    Release, Team,
+};
+use licensing_core::store::{Page, Store};
+use licensing_core::{FileId, LicenseId, TeamId, Timestamp};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt as _;
+
+use crate::files::{FileStore, PendingFile};
+
+/// The format's name in the header.
+pub const FORMAT: &str = "licensing-archive";
+/// The version this server writes and reads.
+pub const VERSION: u32 = 1;
+/// Bytes of a release file per line.
+const FILE_CHUNK: usize = 1024 * 1024;
+
+/// One line.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum Line {
+    #[serde(rename_all = "camelCase")]
+    Header {
+        format: String,
+        version: u32,
+        created_at: Timestamp,
+    },
+    #[serde(rename_all = "camelCase")]
+    Team {
+        team: Team,
+        api_keys: Vec<ApiKeyRecord>,
+    },
+    Customer {
+        customer: Customer,
+    },
+    Product {
+        product: Product,
+    },
+    Branch {
+        branch: Branch,
+    },
+    License {
+        license: License,
+    },
+    #[serde(rename_all = "camelCase")]
+    Usage {
+        team_id: TeamId,
+        license_id: LicenseId,
+        hwids: Vec<Hwid>,
+        ips: Vec<IpRecord>,
+    },
+    Release {
+        release: Release,
+    },
+    #[serde(rename_all = "camelCase")]
+    FileChunk {
+        key: String,
+        data: String,
+    },
+    Blacklist {
+        entry: BlacklistEntry,
+    },
+    #[serde(rename_all = "camelCase")]
+    Stats {
+        team_id: TeamId,
+        bucket: HourlyStats,
+    },
+    Trailer {
+        lines: u64,
+    },
+}
+
+/// What an export or import handled.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Teams.
+    pub teams: u64,
+    /// Licenses.
+    pub licenses: u64,
+    /// Device and address records.
+    pub usage_records: u64,
+    /// Release files.
+    pub files: u64,
+    /// Lines of the archive.
+    pub lines: u64,
+}
+
+/// Why an export or import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// Reading or writing the archive or a file failed.
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] licensing_core::store::StoreError),
+    /// The archive is not one this server reads.
+    #[error("line {line}: {message}")]
+    Format {
+        /// Line number (1-based).
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The query of page `page` of a list, oldest first, 100 at a time.
+fn all_pages(page: u32) -> String {
+    format!("page={page}&pageSize=100&sortColumn=createdAt&sortDirection=asc")
+}
+
+struct Writer<W: Write> {
+    out: W,
+    lines: u64,
+}
+
+impl<W: Write> Writer<W> {
+    fn line(&mut self, line: &Line) -> Result<(), ArchiveError> {
+        serde_json::to_writer(&mut self.out, line).map_err(std::io::Error::other)?;
+        self.out.write_all(b"\n")?;
+        self.lines += 1;
+        Ok(())
+    }
+}
+
+/// Reads every page of a list.
+async fn every<T, F, Fut>(mut page: F) -> Result<Vec<T>, ArchiveError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Page<T>, ArchiveError>>,
+{
+    let mut all = Vec::new();
+    for n in 1.. {
+        let got = page(n).await?;
+        let more = got.has_next_page;
+        all.extend(got.items);
+        if !more {
+            break;
+        }
+    }
+    Ok(all)
+}
+
+fn bad_query(e: licensing_core::ApiError) -> ArchiveError {
+    ArchiveError::Format {
+        line: 0,
+        message: format!("internal list query: {e:?}"),
+    }
+}
+
+/// Writes every team of `store` (and its release files from `files`) to `out`.
+pub async fn export<S: Store, W: Write>(
+    store: &S,
+    files: &FileStore,
+    out: W,
+) -> Result<Counts, ArchiveError> {
+    let mut w = Writer { out, lines: 0 };
+    let mut counts = Counts::default();
+    w.line(&Line::Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        created_at: Timestamp::now(),
+    })?;
+    for team in store.list_teams().await? {
+        let id = team.id;
+        let api_keys = store.list_api_keys(id).await?;
+        w.line(&Line::Team { team, api_keys })?;
+        counts.teams += 1;
+        let customers = every(|n| async move {
+            let q = CustomerListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+            Ok(store.list_customers(id, &q).await?)
+        })
+        .await?;
+        for customer in customers {
+            w.line(&Line::Customer { customer })?;
+        }
+        let products = every(|n| async move {
+            let q = ProductListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+            Ok(store.list_products(id, &q).await?)
+        })
+        .await?;
+        for product in &products {
+            w.line(&Line::Product {
+                product: product.clone(),
+            })?;
+            for branch in store.list_branches(id, product.id).await? {
+                w.line(&Line::Branch { branch })?;
+            }
+        }
+        let licenses = every(|n| async move {
+            let q = LicenseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+            Ok(store.list_licenses(id, &q).await?)
+        })
+        .await?;
+        for license in licenses {
+            let license_id = license.id;
+            w.line(&Line::License { license })?;
+            counts.licenses += 1;
+            let usage = |n: u32| {
+                DeviceListQuery::parse(&format!("{}&showForgotten=true", all_pages(n)))
+                    .map_err(bad_query)
+            };
+            let hwids =
+                every(|n| async move { Ok(store.list_hwids(id, license_id, &usage(n)?).await?) })
+                    .await?;
+            let ips =
+                every(|n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) })
+                    .await?;
+            if !hwids.is_empty() || !ips.is_empty() {
+                counts.usage_records += (hwids.len() + ips.len()) as u64;
+                w.line(&Line::Usage {
+                    team_id: id,
+                    license_id,
+                    hwids,
+                    ips,
+                })?;
+            }
+        }
+        let releases = every(|n| async move {
+            let q = ReleaseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+            Ok(store.list_releases(id, &q).await?)
+        })
+        .await?;
+        for release in releases {
+            let file = release.file.clone();
+            w.line(&Line::Release { release })?;
+            if let Some(file) = file {
+                let Some((mut reader, _)) = files.open(&file.key).await? else {
+                    return Err(ArchiveError::Io(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("release file {} is missing from the file store", file.key),
+                    )));
+                };
+                let mut buf = vec![0u8; FILE_CHUNK];
+                loop {
+                    let mut filled = 0;
+                    while filled < buf.len() {
+                        let n = reader.read(&mut buf[filled..]).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        filled += n;
+                    }
+                    if filled == 0 {
+                        break;
+                    }
+                    w.line(&Line::FileChunk {
+                        key: file.key.clone(),
+                        data: base64::engine::general_purpose::STANDARD.encode(&buf[..filled]),
+                    })?;
+                    if filled < buf.len() {
+                        break;
+                    }
+                }
+                counts.files += 1;
+            }
+        }
+        for entry in store.list_blacklist(id).await? {
+            w.line(&Line::Blacklist { entry })?;
+        }
+        for bucket in store.hourly_since(id, i64::MIN).await? {
+            w.line(&Line::Stats {
+                team_id: id,
+                bucket,
+            })?;
+        }
+    }
+    let lines = w.lines;
+    w.line(&Line::Trailer { lines })?;
+    w.out.flush()?;
+    counts.lines = w.lines;
+    Ok(counts)
+}
+
+/// A release file being read back: its key and where its bytes go.
+struct OpenFile {
+    key: String,
+    team: TeamId,
+    id: FileId,
+    pending: PendingFile,
+}
+
+async fn finish_file(files: &FileStore, open: Option<OpenFile>) -> Result<u64, ArchiveError> {
+    let Some(open) = open else { return Ok(0) };
+    let stored = files
+        .commit(open.pending, open.team, open.id)
+        .await
+        .map_err(|e| ArchiveError::Io(std::io::Error::other(e)))?;
+    if stored.key != open.key {
+        return Err(ArchiveError::Format {
+            line: 0,
+            message: format!("file key {} is not <team>/<file id>", open.key),
+        });
+    }
+    Ok(1)
+}
+
+/// Reads an archive into `store` (which must hold no team) and `files`.
+pub async fn import<S: Store, R: BufRead>(
+    store: &S,
+    files: &FileStore,
+    input: R,
+) -> Result<Counts, ArchiveError> {
+    if !store.list_teams().await?.is_empty() {
+        return Err(ArchiveError::Format {
+            line: 0,
+            message: "the store already holds teams: import into an empty one".into(),
+        });
+    }
+    let mut counts = Counts::default();
+    let mut open: Option<OpenFile> = None;
+    let mut trailer = false;
+    let mut n: u64 = 0;
+    for text in input.lines() {
+        let text = text?;
+        n += 1;
+        let bad = |message: String| ArchiveError::Format { line: n, message };
+        if trailer {
+            return Err(bad("lines after the trailer".into()));
+        }
+        let line: Line = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if n == 1 {
+            match &line {
+                Line::Header {
+                    format, version, ..
+                } if format == FORMAT && *version == VERSION => continue,
+                Line::Header {
+                    format, version, ..
+                } if format == FORMAT => {
+                    return Err(bad(format!(
+                        "archive version {version}; this server reads version {VERSION}"
+                    )));
+                }
+                _ => return Err(bad(format!("not a {FORMAT} file (no header)"))),
+            }
+        }
+        // Consecutive chunks of one file; any other line ends it.
+        if let Line::FileChunk { key, data } = &line {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|e| bad(format!("file chunk: {e}")))?;
+            if open.as_ref().is_none_or(|f| &f.key != key) {
+                counts.files += finish_file(files, open.take()).await?;
+                let (team, id) = key
+                    .split_once('/')
+                    .and_then(|(t, f)| Some((TeamId::parse(t).ok()?, FileId::parse(f).ok()?)))
+                    .ok_or_else(|| bad(format!("file key {key} is not <team>/<file id>")))?;
+                open = Some(OpenFile {
+                    key: key.clone(),
+                    team,
+                    id,
+                    pending: files.begin().await?,
+                });
+            }
+            if let Some(f) = open.as_mut() {
+                f.pending
+                    .write(&bytes)
+                    .await
+                    .map_err(|e| ArchiveError::Io(std::io::Error::other(e)))?;
+            }
+            continue;
+        }
+        counts.files += finish_file(files, open.take()).await?;
+        match line {
+            Line::Header { .. } => return Err(bad("a second header".into())),
+            Line::Team { team, api_keys } => {
+                let Some((first, rest)) = api_keys.split_first() else {
+                    return Err(bad(format!("team {} has no API key", team.id)));
+                };
+                store.create_team(&team, first).await?;
+                for key in rest {
+                    store.create_api_key(key).await?;
+                }
+                counts.teams += 1;
+            }
+            Line::Customer { customer } => store.create_customer(&customer).await?,
+            Line::Product { product } => store.create_product(&product).await?,
+            Line::Branch { branch } => store.create_branch(&branch).await?,
+            Line::License { license } => {
+                store.create_license(&license).await?;
+                counts.licenses += 1;
+            }
+            Line::Usage {
+                team_id,
+                license_id,
+                hwids,
+                ips,
+            } => {
+                counts.usage_records += (hwids.len() + ips.len()) as u64;
+                store
+                    .restore_usage(team_id, license_id, &hwids, &ips)
+                    .await?;
+            }
+            Line::Release { release } => store.create_release(&release).await?,
+            Line::FileChunk { .. } => unreachable!("handled above"),
+            Line::Blacklist { entry } => store.create_blacklist_entry(&entry).await?,
+            Line::Stats { team_id, bucket } => store.add_hourly(team_id, &bucket).await?,
+            Line::Trailer { lines } => {
+                if lines != n - 1 {
+                    return Err(bad(format!(
+                        "the trailer counts {lines} lines before it, the file has {}",
+                        n - 1
+                    )));
+                }
+                trailer = true;
+            }
+        }
+    }
+    if !trailer {
+        return Err(ArchiveError::Format {
+            line: n,
+            message: "no trailer: the archive is cut short".into(),
+        });
+    }
+    counts.lines = n;
+    Ok(counts)
+}
