@@ -221,6 +221,29 @@ pub fn prune_victims<R: UsageRecord>(
     victims
 }
 
+/// The check every store's `restore_usage` makes first: each record names the license (and
+/// team) it is restored into.
+pub fn check_usage_owner(
+    team: crate::TeamId,
+    license: crate::LicenseId,
+    hwids: &[Hwid],
+    ips: &[IpRecord],
+) -> super::StoreResult<()> {
+    let foreign = hwids
+        .iter()
+        .any(|h| h.license_id != license || h.team_id != team)
+        || ips
+            .iter()
+            .any(|r| r.license_id != license || r.team_id != team);
+    if foreign {
+        return Err(super::StoreError::conflict(
+            "licenseId",
+            "records must name their license",
+        ));
+    }
+    Ok(())
+}
+
 /// The refusal of a request whose new record would pass the cap when no record may be dropped.
 pub fn cap_reached(kind: crate::verify::RecordKind, max_records: u32) -> crate::verify::Denial {
     use crate::api::ResultCode;

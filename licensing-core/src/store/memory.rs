@@ -660,18 +660,7 @@ impl DeviceStore for MemoryStore {
     ) -> StoreResult<()> {
         self.with(|s| {
             s.license(team, license)?;
-            if hwids
-                .iter()
-                .any(|h| h.license_id != license || h.team_id != team)
-                || ips
-                    .iter()
-                    .any(|r| r.license_id != license || r.team_id != team)
-            {
-                return Err(StoreError::conflict(
-                    "licenseId",
-                    "records must name their license",
-                ));
-            }
+            check_usage_owner(team, license, hwids, ips)?;
             for h in hwids {
                 s.hwids
                     .retain(|_, o| !(o.license_id == license && o.identifier == h.identifier));

@@ -17,7 +17,7 @@ use licensing_core::{LicenseId, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
-use super::licenses::license;
+use super::licenses::{Prefixed, license};
 use super::{PgStore, backend, in_tx, ms, opt_ms};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
@@ -66,63 +66,6 @@ fn own(row: &PgRow, team: TeamId, license_id: LicenseId, activity: &Activity) ->
         hwid,
         ip,
     })
-}
-
-/// A row whose record columns carry a prefix.
-struct Prefixed<'a> {
-    row: &'a PgRow,
-    prefix: &'static str,
-}
-
-impl Prefixed<'_> {
-    fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
-        &'r self,
-        name: &str,
-    ) -> StoreResult<T> {
-        self.row
-            .try_get(format!("{}{name}", self.prefix).as_str())
-            .map_err(backend)
-    }
-
-    fn time(&self, name: &str) -> StoreResult<Timestamp> {
-        self.get::<i64>(name).map(Timestamp::from_millis)
-    }
-
-    fn hwid(&self, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
-        let identifier: String = self.get("identifier")?;
-        Ok(Hwid {
-            id: licensing_core::HwidId::from_uuid(self.get("id")?),
-            identifier: licensing_core::validate::HardwareId::parse(&identifier)
-                .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
-            forgotten: self.get("forgotten")?,
-            license_id: license,
-            team_id: team,
-            last_seen_at: self.time("last_seen_at")?,
-            created_at: self.time("created_at")?,
-            updated_at: self.time("updated_at")?,
-        })
-    }
-
-    fn ip(&self, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
-        let address: Vec<u8> = self.get("address")?;
-        let octets: [u8; 16] = address
-            .as_slice()
-            .try_into()
-            .map_err(|_| StoreError::backend("a stored address is not 16 bytes"))?;
-        Ok(IpRecord {
-            id: licensing_core::IpId::from_uuid(self.get("id")?),
-            address: std::net::IpAddr::from(octets).to_canonical(),
-            forgotten: self.get("forgotten")?,
-            country: self.get("country")?,
-            alpha2: self.get("alpha2")?,
-            alpha3: self.get("alpha3")?,
-            license_id: license,
-            team_id: team,
-            last_seen_at: self.time("last_seen_at")?,
-            created_at: self.time("created_at")?,
-            updated_at: self.time("updated_at")?,
-        })
-    }
 }
 
 /// The earliest `lastSeenAt` that is within `timeout` minutes of `now` (none without one).

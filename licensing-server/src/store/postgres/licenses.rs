@@ -4,7 +4,9 @@ use std::net::IpAddr;
 
 use licensing_core::api::requests::{DeviceListQuery, DeviceSort, LicenseListQuery, LicenseSort};
 use licensing_core::model::{Hwid, IpRecord, License, OutboxMessage};
-use licensing_core::store::{DeviceStore, Entity, LicenseStore, Page, StoreError, StoreResult};
+use licensing_core::store::{
+    DeviceStore, Entity, LicenseStore, Page, StoreError, StoreResult, check_usage_owner,
+};
 use licensing_core::validate::HardwareId;
 use licensing_core::{HwidId, IpId, LicenseId, LicenseKey, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
@@ -418,50 +420,71 @@ impl LicenseStore for PgStore {
 
 // ---- devices and addresses ----
 
+/// A device record from a row of [`HWID_COLUMNS`].
 pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
-    let get_ms = |name: &str| -> StoreResult<Timestamp> {
-        row.try_get::<i64, _>(name)
-            .map(Timestamp::from_millis)
-            .map_err(backend)
-    };
-    let identifier: String = row.try_get("identifier").map_err(backend)?;
-    Ok(Hwid {
-        id: HwidId::from_uuid(row.try_get("id").map_err(backend)?),
-        identifier: HardwareId::parse(&identifier)
-            .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
-        forgotten: row.try_get("forgotten").map_err(backend)?,
-        license_id: license,
-        team_id: team,
-        last_seen_at: get_ms("last_seen_at")?,
-        created_at: get_ms("created_at")?,
-        updated_at: get_ms("updated_at")?,
-    })
+    Prefixed { row, prefix: "" }.hwid(team, license)
 }
 
+/// An address record from a row of [`IP_COLUMNS`].
 pub(super) fn ip(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
-    let get_ms = |name: &str| -> StoreResult<Timestamp> {
-        row.try_get::<i64, _>(name)
-            .map(Timestamp::from_millis)
+    Prefixed { row, prefix: "" }.ip(team, license)
+}
+
+/// A row whose record columns may carry a prefix (`h_`, `i_` where a read joins both kinds).
+pub(super) struct Prefixed<'a> {
+    pub(super) row: &'a PgRow,
+    pub(super) prefix: &'static str,
+}
+
+impl Prefixed<'_> {
+    fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+        &'r self,
+        name: &str,
+    ) -> StoreResult<T> {
+        self.row
+            .try_get(format!("{}{name}", self.prefix).as_str())
             .map_err(backend)
-    };
-    let address: Vec<u8> = row.try_get("address").map_err(backend)?;
-    let octets: [u8; 16] = address
-        .as_slice()
-        .try_into()
-        .map_err(|_| StoreError::backend("a stored address is not 16 bytes"))?;
-    Ok(IpRecord {
-        id: IpId::from_uuid(row.try_get("id").map_err(backend)?),
-        address: IpAddr::from(octets).to_canonical(),
-        forgotten: row.try_get("forgotten").map_err(backend)?,
-        country: row.try_get("country").map_err(backend)?,
-        alpha2: row.try_get("alpha2").map_err(backend)?,
-        alpha3: row.try_get("alpha3").map_err(backend)?,
-        license_id: license,
-        team_id: team,
-        last_seen_at: get_ms("last_seen_at")?,
-        created_at: get_ms("created_at")?,
-        updated_at: get_ms("updated_at")?,
-    })
+    }
+
+    fn time(&self, name: &str) -> StoreResult<Timestamp> {
+        self.get::<i64>(name).map(Timestamp::from_millis)
+    }
+
+    pub(super) fn hwid(&self, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
+        let identifier: String = self.get("identifier")?;
+        Ok(Hwid {
+            id: HwidId::from_uuid(self.get("id")?),
+            identifier: HardwareId::parse(&identifier)
+                .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
+            forgotten: self.get("forgotten")?,
+            license_id: license,
+            team_id: team,
+            last_seen_at: self.time("last_seen_at")?,
+            created_at: self.time("created_at")?,
+            updated_at: self.time("updated_at")?,
+        })
+    }
+
+    pub(super) fn ip(&self, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
+        let address: Vec<u8> = self.get("address")?;
+        let octets: [u8; 16] = address
+            .as_slice()
+            .try_into()
+            .map_err(|_| StoreError::backend("a stored address is not 16 bytes"))?;
+        Ok(IpRecord {
+            id: IpId::from_uuid(self.get("id")?),
+            address: IpAddr::from(octets).to_canonical(),
+            forgotten: self.get("forgotten")?,
+            country: self.get("country")?,
+            alpha2: self.get("alpha2")?,
+            alpha3: self.get("alpha3")?,
+            license_id: license,
+            team_id: team,
+            last_seen_at: self.time("last_seen_at")?,
+            created_at: self.time("created_at")?,
+            updated_at: self.time("updated_at")?,
+        })
+    }
 }
 
 pub(super) const HWID_COLUMNS: &str =
@@ -585,18 +608,7 @@ impl DeviceStore for PgStore {
         hwids: &[Hwid],
         ips: &[IpRecord],
     ) -> StoreResult<()> {
-        if hwids
-            .iter()
-            .any(|h| h.license_id != license || h.team_id != team)
-            || ips
-                .iter()
-                .any(|r| r.license_id != license || r.team_id != team)
-        {
-            return Err(StoreError::conflict(
-                "licenseId",
-                "records must name their license",
-            ));
-        }
+        check_usage_owner(team, license, hwids, ips)?;
         in_tx!(self.pool, |tx| {
             let found: Option<i32> = sqlx::query_scalar(
                 "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",

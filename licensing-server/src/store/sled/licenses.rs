@@ -153,18 +153,7 @@ impl DeviceStore for SledStore {
         hwids: &[Hwid],
         ips: &[IpRecord],
     ) -> StoreResult<()> {
-        if hwids
-            .iter()
-            .any(|h| h.license_id != license || h.team_id != team)
-            || ips
-                .iter()
-                .any(|r| r.license_id != license || r.team_id != team)
-        {
-            return Err(StoreError::conflict(
-                "licenseId",
-                "records must name their license",
-            ));
-        }
+        check_usage_owner(team, license, hwids, ips)?;
         self.durable_touching(Touch::License(license), |tx| {
             if tx.get(&license_key(team, license))?.is_none() {
                 return Err(StoreError::NotFound(Entity::License));
