@@ -55,12 +55,12 @@ impl AnyStore {
         }
     }
 
-    /// Makes everything written so far durable (sled batches its refreshes; PostgreSQL has
-    /// committed every write already).
+    /// Makes everything written so far durable, the heartbeat refreshes waiting in memory
+    /// included (both stores write those behind).
     pub async fn flush(&self) -> StoreResult<()> {
         match self {
             Self::Sled(s) => s.flush().await,
-            Self::Postgres(_) => Ok(()),
+            Self::Postgres(s) => s.flush().await,
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod any;
 pub mod postgres;
+mod refresh;
 pub mod sled;
 
 use std::net::IpAddr;

@@ -21,11 +21,18 @@ pub struct Team {
 
 /// Creates a team in `data_dir` through the CLI.
 pub fn create_team(data_dir: &Path) -> Team {
-    let out = Command::new(BINARY)
-        .args(["team", "create", "--name", "Durability", "--data-dir"])
-        .arg(data_dir)
-        .output()
-        .unwrap();
+    create_team_on(data_dir, None)
+}
+
+/// Creates a team through the CLI in `data_dir`, or in the database at `url`.
+pub fn create_team_on(data_dir: &Path, url: Option<&str>) -> Team {
+    let mut command = Command::new(BINARY);
+    command.args(["team", "create", "--name", "Durability", "--data-dir"]);
+    command.arg(data_dir);
+    if let Some(url) = url {
+        command.env("LICENSING_DATABASE_URL", url);
+    }
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "team create failed: {}",

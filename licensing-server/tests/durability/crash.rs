@@ -3,6 +3,9 @@
 //! check that every write answered 2xx is there and intact. Several rounds on one data
 //! directory, so each restart re-checks everything acknowledged before it.
 //!
+//! The same on PostgreSQL (`LICENSING_DATABASE_URL`), where the release files live in the
+//! database too.
+//!
 //! The seed of the random moments is printed; `CRASH_SEED=N` replays a run.
 
 use std::collections::{BTreeSet, HashMap};
@@ -15,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::child::{Api, ChildServer, Team, create_team, release_form};
+use crate::child::{Api, ChildServer, Team, create_team_on, release_form};
 
 const ROUNDS: usize = 6;
 
@@ -219,7 +222,12 @@ impl Target {
     }
 
     /// Checks every acknowledged write; settles in-flight updates to what the store holds.
-    async fn check(&self, data_dir: &std::path::Path) -> usize {
+    /// Release files are read where the store keeps them (`files` for PostgreSQL).
+    async fn check(
+        &self,
+        data_dir: &std::path::Path,
+        files: Option<&licensing_server::files::FileStore>,
+    ) -> usize {
         let mut ledger = self.ledger.lock().await;
         let mut checked = 0;
         for license in &ledger.licenses {
@@ -265,9 +273,12 @@ impl Target {
             let file = &stored["file"];
             assert_eq!(file["size"], release.size, "{stored}");
             assert_eq!(file["checksum"], release.md5.as_str(), "{stored}");
-            let on_disk =
-                std::fs::read(data_dir.join("files").join(file["key"].as_str().unwrap())).unwrap();
-            assert_eq!(licensing_core::crypto::md5_hex(&on_disk), release.md5);
+            let key = file["key"].as_str().unwrap();
+            let stored = match files {
+                None => std::fs::read(data_dir.join("files").join(key)).unwrap(),
+                Some(files) => files.read(key).await.unwrap().expect("the release's file"),
+            };
+            assert_eq!(licensing_core::crypto::md5_hex(&stored), release.md5);
             checked += 1;
         }
         checked
@@ -276,6 +287,21 @@ impl Target {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_acknowledged_write_survives_sigkill() {
+    crash_rounds(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_acknowledged_write_survives_sigkill_on_postgres() {
+    let Some(url) = licensing_server::testing::postgres::database().await else {
+        eprintln!("every_acknowledged_write_survives_sigkill_on_postgres: skipped, no PostgreSQL");
+        return;
+    };
+    crash_rounds(Some(url)).await;
+}
+
+/// [`ROUNDS`] rounds of writes and SIGKILL on one store: the data directory's, or the
+/// database at `url`.
+async fn crash_rounds(url: Option<String>) {
     let seed = std::env::var("CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -283,13 +309,28 @@ async fn every_acknowledged_write_survives_sigkill() {
     println!("CRASH_SEED={seed}");
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
-    let team = create_team(dir.path());
+    let team = create_team_on(dir.path(), url.as_deref());
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
-    let mut server = ChildServer::start(dir.path(), &[]);
+    let env: Vec<(&str, &str)> = url
+        .iter()
+        .map(|url| ("LICENSING_DATABASE_URL", url.as_str()))
+        .collect();
+    let mut server = ChildServer::start(dir.path(), &env);
+    // The test's own view of the database's files (none on sled: they are in the directory).
+    let files = match &url {
+        None => None,
+        Some(url) => {
+            let store =
+                licensing_server::server::open_configured_store(dir.path(), Some(url), 0, 2)
+                    .await
+                    .unwrap();
+            Some(licensing_server::server::file_store_for(&store, dir.path()).unwrap())
+        }
+    };
     let product = Api::new(&server, &team)
         .post("products", json!({"name": "Crash"}))
         .await["id"]
@@ -327,7 +368,7 @@ async fn every_acknowledged_write_survives_sigkill() {
             ..target
         };
         target.killing.store(false, Ordering::SeqCst);
-        let checked = target.check(dir.path()).await;
+        let checked = target.check(dir.path(), files.as_ref()).await;
         let ledger = ledger.lock().await;
         println!(
             "round {round}: {checked} acknowledged writes intact \

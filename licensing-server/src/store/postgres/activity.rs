@@ -1,8 +1,8 @@
 //! The client API's atomic unit on PostgreSQL (steps 7 and 8).
 //!
 //! A request whose device and address already count (the usual heartbeat) is decided from one
-//! read of the license with its own two records, and refreshed by one statement: nothing is at
-//! stake, so it needs no lock. Any other request runs in a transaction that locks the license
+//! read of the license with its own two records, and its refresh is written behind
+//! (`refresh.rs`): nothing is at stake, so it needs no lock and no commit of its own. Any other request runs in a transaction that locks the license
 //! row (`FOR UPDATE OF l`): concurrent requests of that license, through any instance, take
 //! turns, so a limit is never exceeded, and other licenses do not wait. A limit is counted only
 //! when it is at stake, and records are counted only up to the cap a license may hold.
@@ -19,6 +19,7 @@ use sqlx::{PgConnection, Row as _};
 
 use super::licenses::{Prefixed, license};
 use super::{PgStore, backend, in_tx, ms, opt_ms};
+use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
 
@@ -321,7 +322,33 @@ impl ActivityStore for PgStore {
             activity.ip,
             now,
         ) {
-            self.refresh(license_id, activity, now).await?;
+            // Written behind while the records as stored keep counting for the margin (see
+            // `refresh.rs`); at once otherwise.
+            let lasting = verify::admit_counted_own(
+                &found.license,
+                rules.settings,
+                found.hwid.as_ref(),
+                found.ip.as_ref(),
+                activity.hardware_id.as_ref(),
+                activity.ip,
+                now.plus_seconds(super::refresh::MARGIN_SECONDS),
+            )
+            .is_some();
+            if lasting {
+                let waiting = self.refreshes.add(
+                    team,
+                    license_id,
+                    activity.hardware_id.as_ref().map(hwid_digest),
+                    address,
+                    activity.country,
+                    now,
+                );
+                if waiting >= EARLY_ROUND / STRIPES {
+                    self.wake.notify_one();
+                }
+            } else {
+                self.refresh(license_id, activity, now).await?;
+            }
             return Ok(Ok(Recorded {
                 license: license_after(&found.license, &admission, now),
                 admission,
@@ -341,6 +368,11 @@ impl ActivityStore for PgStore {
             .map_err(backend)?;
             if locked.is_none() {
                 return Err(StoreError::NotFound(Entity::License));
+            }
+            // This instance's waiting refreshes of the license first, so that its records are
+            // counted and pruned by their latest times.
+            if let Some(waiting) = self.refreshes.take_license(license_id) {
+                super::refresh::write(&mut tx, &[&waiting]).await?;
             }
             let row = sqlx::query(READ)
                 .bind(team.as_uuid())

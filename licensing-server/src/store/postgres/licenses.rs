@@ -233,7 +233,7 @@ impl LicenseStore for PgStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(backend)?
-            .map(|row| license(&row))
+            .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
             .transpose()
     }
 
@@ -250,7 +250,7 @@ impl LicenseStore for PgStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(backend)?
-        .map(|row| license(&row))
+        .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
         .transpose()
     }
 
@@ -339,6 +339,7 @@ impl LicenseStore for PgStore {
         team: TeamId,
         query: &LicenseListQuery,
     ) -> StoreResult<Page<License>> {
+        self.settle().await?;
         let f = &query.filter;
         let column = match query.sort {
             LicenseSort::CreatedAt => "created_at",
@@ -674,6 +675,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<Hwid>> {
+        self.settle().await?;
         self.require_license(team, license).await?;
         let (rows, total) = self.usage_page("hwids", license, query).await?;
         let items = rows
@@ -704,6 +706,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<IpRecord>> {
+        self.settle().await?;
         self.require_license(team, license).await?;
         let (rows, total) = self.usage_page("ips", license, query).await?;
         let items = rows

@@ -169,6 +169,7 @@ impl StatsStore for PgStore {
     }
 
     async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
+        self.settle().await?;
         let row = sqlx::query(
             "SELECT
                coalesce((SELECT licenses FROM team_counts WHERE team_id = $1), 0) AS licenses,

@@ -20,8 +20,10 @@ mod customers;
 mod licenses;
 mod migrate;
 mod misc;
+mod refresh;
 mod teams;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use licensing_core::Timestamp;
@@ -36,10 +38,14 @@ pub use migrate::SCHEMA_VERSION;
 /// Connections a server keeps to the database unless told otherwise.
 pub const DEFAULT_POOL_SIZE: u32 = 16;
 
-/// The PostgreSQL store. Clones share the connection pool.
+/// The PostgreSQL store. Clones share the connection pool and the write-behind refreshes.
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Heartbeat refreshes waiting to be written (`refresh.rs`).
+    refreshes: Arc<crate::store::refresh::Refreshes>,
+    /// Wakes the flusher before its round when many wait.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -63,7 +69,40 @@ impl PgStore {
             .await
             .map_err(|e| StoreError::backend_from("cannot connect to PostgreSQL", e))?;
         migrate::apply(&pool).await?;
-        Ok(Self { pool })
+        let refreshes = Arc::new(crate::store::refresh::Refreshes::default());
+        let wake = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn(refresh::run(
+            Arc::downgrade(&refreshes),
+            pool.clone(),
+            wake.clone(),
+        ));
+        Ok(Self {
+            pool,
+            refreshes,
+            wake,
+        })
+    }
+
+    /// Writes the heartbeat refreshes waiting in memory (the server calls it when it stops).
+    /// Those of licenses that another transaction holds are retried for a moment.
+    pub async fn flush(&self) -> StoreResult<()> {
+        for _ in 0..40 {
+            refresh::flush(&self.pool, &self.refreshes).await?;
+            if self.refreshes.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Ok(())
+    }
+
+    /// Writes waiting refreshes before a read of many records (lists, statistics), so that
+    /// this instance's own heartbeats show in them.
+    pub(crate) async fn settle(&self) -> StoreResult<()> {
+        if self.refreshes.is_empty() {
+            return Ok(());
+        }
+        refresh::flush(&self.pool, &self.refreshes).await
     }
 
     /// The connection pool (release files and shared limits use it too).
@@ -305,6 +344,106 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(lapsed.len(), 6);
+        });
+    }
+
+    /// A heartbeat's refresh waits in the instance's memory only while the record as stored
+    /// keeps counting for the margin, so another instance counts it exactly; its own lists see
+    /// it; a flush writes it; a deleted license's refresh is dropped, not retried forever.
+    #[test]
+    fn refreshes_wait_only_while_another_instance_would_count_the_same() {
+        use licensing_core::model::TeamSettings;
+        use licensing_core::store::{
+            Activity, ActivityRules, ActivityStore, DeviceStore, LicenseStore, TeamStore,
+        };
+        use licensing_core::validate::HardwareId;
+        if !crate::testing::postgres::available() {
+            return;
+        }
+        let rt = runner();
+        rt.0.block_on(async {
+            let url = crate::testing::postgres::database().await.unwrap();
+            let a = PgStore::connect(&url, 4).await.unwrap();
+            let b = PgStore::connect(&url, 4).await.unwrap();
+            let t0 = Timestamp::from_millis(1_800_000_000_000);
+            let team = licensing_core::store::testing::team(&a, "A").await;
+            let settings = TeamSettings {
+                hwid_timeout: Some(60),
+                ..TeamSettings::default()
+            };
+            let team = a.update_settings(team.id, &settings, t0).await.unwrap();
+            let at = |s: i64| Timestamp::from_millis(1_800_000_000_000 + s * 1000);
+            let mut license = licensing_core::store::testing::license(team.id, t0);
+            license.hwid_limit = Some(1);
+            a.create_license(&license).await.unwrap();
+            let rules = ActivityRules::new(&team.settings);
+            let device = |name: &str| Activity {
+                hardware_id: Some(HardwareId::parse(name).unwrap()),
+                ip: std::net::IpAddr::from([198, 51, 100, 7]),
+                country: None,
+            };
+            let stored = || async {
+                sqlx::query_scalar::<_, i64>("SELECT last_seen_at FROM hwids")
+                    .fetch_one(&b.pool)
+                    .await
+                    .unwrap()
+            };
+            let x = device("device-x-0000");
+            a.record_activity(team.id, license.id, &rules, &x, t0)
+                .await
+                .unwrap()
+                .unwrap();
+
+            // Half-way through the timeout: it waits in A's memory; A's own reads see it.
+            let seen = at(30 * 60);
+            a.record_activity(team.id, license.id, &rules, &x, seen)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(stored().await, ms(t0));
+            let got = a.get_license(team.id, license.id).await.unwrap().unwrap();
+            assert_eq!(got.last_active_at, Some(seen));
+            let query = licensing_core::api::requests::DeviceListQuery::default();
+            let listed = a.list_hwids(team.id, license.id, &query).await.unwrap();
+            assert_eq!(listed.items[0].last_seen_at, seen);
+            assert_eq!(stored().await, ms(seen));
+
+            // Within the margin of the timeout: written at once, so that B, counting a minute
+            // later, still counts the device and refuses a second one.
+            let late = at(30 * 60 + 59 * 60 + 30);
+            a.record_activity(team.id, license.id, &rules, &x, late)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(stored().await, ms(late));
+            let refused = b
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &rules,
+                    &device("device-y-0000"),
+                    at(30 * 60 + 60 * 60 + 30),
+                )
+                .await
+                .unwrap();
+            assert!(refused.is_err(), "a second device while the first counts");
+
+            // A waiting refresh is written by the flush; one of a deleted license is dropped.
+            let later = at(31 * 60 + 60 * 60);
+            a.record_activity(team.id, license.id, &rules, &x, later)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(stored().await, ms(late));
+            a.flush().await.unwrap();
+            assert_eq!(stored().await, ms(later));
+            a.record_activity(team.id, license.id, &rules, &x, at(32 * 60 + 60 * 60))
+                .await
+                .unwrap()
+                .unwrap();
+            b.delete_license(team.id, license.id).await.unwrap();
+            a.flush().await.unwrap();
+            assert!(a.refreshes.is_empty());
         });
     }
 

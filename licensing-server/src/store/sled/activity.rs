@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use super::keys::{key, tag};
 use super::{
     SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key, license_key,
-    put_license, refresh, tally_key,
+    put_license, tally_key,
 };
 
 /// The request's own device and address records, when the license has them (read through `tx`,
@@ -83,7 +83,7 @@ impl SledStore {
                 activity.country,
                 now,
             );
-            if waiting >= refresh::EARLY_ROUND / super::locks::STRIPES {
+            if waiting >= crate::store::refresh::EARLY_ROUND / crate::store::refresh::STRIPES {
                 self.inner.flusher.request();
             }
             return Ok(Ok(Recorded {

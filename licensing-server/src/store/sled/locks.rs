@@ -19,13 +19,7 @@
 use licensing_core::LicenseId;
 use tokio::sync::{Mutex, MutexGuard, RwLock};
 
-/// Stripes of per-license locks.
-pub(super) const STRIPES: usize = 256;
-
-/// The stripe of a license (its id is random, so its first byte spreads them evenly).
-pub(super) fn stripe_of(license: LicenseId) -> usize {
-    usize::from(license.as_bytes()[0]) % STRIPES
-}
+use crate::store::refresh::{STRIPES, stripe_of};
 
 /// The store's locks.
 #[derive(Debug)]

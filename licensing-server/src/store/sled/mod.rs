@@ -48,6 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
     CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,
@@ -67,7 +68,6 @@ use licensing_core::{
     ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
-use refresh::Refreshes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -189,7 +189,7 @@ type Singles = Vec<(Vec<u8>, Vec<u8>)>;
 /// their indexes in one batch, the device and address records as single-key writes.
 fn stage_refreshes(
     tree: &sled::Tree,
-    taken: Vec<(LicenseId, refresh::Refresh)>,
+    taken: Vec<(LicenseId, shared_refresh::Refresh)>,
 ) -> StoreResult<(Tx<'_>, Singles)> {
     let mut tx = Tx {
         tree,
@@ -228,7 +228,7 @@ fn run_flusher(
         let keep_going = flusher.wait();
         let covered = progress.borrow().covered;
         if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
-            for i in 0..locks::STRIPES {
+            for i in 0..shared_refresh::STRIPES {
                 let stripe = locks.blocking_stripe(i);
                 let taken = refreshes.take_stripe(i);
                 if taken.is_empty() {
@@ -713,7 +713,7 @@ impl SledStore {
             }
             Touch::Licenses => {
                 let stripes = locks.all().await;
-                for i in 0..locks::STRIPES {
+                for i in 0..shared_refresh::STRIPES {
                     self.apply_stripe_refresh(i).await?;
                 }
                 stripes
@@ -733,7 +733,7 @@ impl SledStore {
         if self.inner.refreshes.is_empty() {
             return Ok(());
         }
-        for i in 0..locks::STRIPES {
+        for i in 0..shared_refresh::STRIPES {
             let _stripe = self.inner.locks.stripe(i).await;
             self.apply_stripe_refresh(i).await?;
         }
