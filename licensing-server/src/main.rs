@@ -220,15 +220,22 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
     let base = format!("http://{addr}");
-    if server.store().is_empty().await? {
-        let team = services::teams::create_team_with(
-            server.store(),
-            server.keyring(),
-            "Default team",
-            Timestamp::now(),
-        )
-        .await
-        .context("creating the first team")?;
+    // Instances starting together on an empty database create one team, not one each.
+    let keyring = server.keyring();
+    let created = server
+        .store()
+        .first_start(async |store| -> anyhow::Result<_> {
+            if !store.is_empty().await? {
+                return Ok(None);
+            }
+            let team =
+                services::teams::create_team_with(store, keyring, "Default team", Timestamp::now())
+                    .await
+                    .context("creating the first team")?;
+            Ok(Some(team))
+        })
+        .await?;
+    if let Some(team) = created {
         announce_first_team(&team, &base, &data_dir)?;
     }
     let data = match server.store() {

@@ -64,6 +64,26 @@ impl AnyStore {
         }
     }
 
+    /// Runs `first` with the store to itself among instances starting together (on PostgreSQL,
+    /// under an advisory lock; a sled store belongs to one process anyway): checking whether
+    /// the store is empty and creating the first team happen once, not once per instance.
+    pub async fn first_start<T, E: From<StoreError>>(
+        &self,
+        first: impl AsyncFnOnce(&Self) -> Result<T, E>,
+    ) -> Result<T, E> {
+        match self {
+            Self::Sled(_) => first(self).await,
+            Self::Postgres(pg) => {
+                let lock = pg.first_start_lock().await?;
+                let out = first(self).await;
+                lock.commit()
+                    .await
+                    .map_err(crate::store::postgres::backend)?;
+                out
+            }
+        }
+    }
+
     /// Whether the store holds no team yet.
     pub async fn is_empty(&self) -> StoreResult<bool> {
         match self {

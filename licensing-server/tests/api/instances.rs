@@ -1,6 +1,6 @@
 //! Two server instances on one PostgreSQL database, as behind a load balancer: limits hold
 //! across them, a session key is spent on both, and a file uploaded through one is served by the
-//! other. (On sled, a data directory belongs to one process: these tests say so and return.)
+//! other, and an e-mail queued once is delivered once. (On sled, a data directory belongs to one process: these tests say so and return.)
 
 use serde_json::json;
 
@@ -181,4 +181,62 @@ async fn a_rate_limit_counts_requests_to_both_instances() {
         }
     }
     assert_eq!(admitted, 10, "one limit across both instances");
+}
+
+/// Two instances sending from one outbox (each with its mail worker, to one SMTP server):
+/// every license e-mail queued through either is delivered exactly once.
+#[tokio::test]
+async fn an_email_queued_once_is_delivered_once_with_two_instances() {
+    use std::collections::HashMap;
+    use std::time::Duration;
+    if !postgres_only("an_email_queued_once_is_delivered_once_with_two_instances") {
+        return;
+    }
+    const LICENSES: usize = 20;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = format!("smtp://{}", listener.local_addr().unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(listener, tx));
+    let with_smtp = |c: &mut licensing_server::config::Config| {
+        c.smtp_url = Some(smtp.clone());
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+    };
+    let a = TestServer::start_with(with_smtp).await;
+    let b = a.second_instance_with(with_smtp).await;
+    let customer = a
+        .post(&a.dev("customers"), r#"{"email":"jane@example.com"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let mut keys = Vec::new();
+    for i in 0..LICENSES {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let body = json!({"expirationType": "NEVER", "sendEmailDelivery": true, "customerIds": [customer]});
+        let l = server.license(&body.to_string()).await;
+        keys.push(l["licenseKey"].as_str().unwrap().to_owned());
+    }
+    let mut delivered: HashMap<String, usize> = HashMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    // Every key arrives, then nothing more for a while (both workers poll meanwhile).
+    loop {
+        let quiet = if delivered.len() == LICENSES {
+            Duration::from_secs(3)
+        } else {
+            deadline.saturating_duration_since(tokio::time::Instant::now())
+        };
+        match tokio::time::timeout(quiet, rx.recv()).await {
+            Ok(Some(message)) => {
+                let key = keys
+                    .iter()
+                    .find(|k| message.contains(k.as_str()))
+                    .unwrap_or_else(|| panic!("an e-mail with no queued key: {message}"));
+                *delivered.entry(key.clone()).or_default() += 1;
+            }
+            Ok(None) => panic!("the SMTP server stopped"),
+            Err(_) => break,
+        }
+    }
+    assert_eq!(delivered.len(), LICENSES, "every e-mail delivered");
+    let twice: Vec<_> = delivered.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
 }

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use crate::helpers::TestServer;
 
 /// Accepts SMTP sessions and hands each received message (its DATA) to the channel.
-async fn smtp_server(listener: TcpListener, received: mpsc::UnboundedSender<String>) {
+pub(crate) async fn smtp_server(listener: TcpListener, received: mpsc::UnboundedSender<String>) {
     loop {
         let Ok((socket, _)) = listener.accept().await else {
             return;

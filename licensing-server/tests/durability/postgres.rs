@@ -377,3 +377,47 @@ async fn an_export_from_sled_imports_into_postgres_unchanged() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
 }
+
+/// Two instances started at once on an empty database: the first start's team is created once,
+/// by one of them, and both serve it.
+#[tokio::test]
+async fn instances_starting_together_on_an_empty_database_create_one_team() {
+    let Some(url) =
+        database("instances_starting_together_on_an_empty_database_create_one_team").await
+    else {
+        return;
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let env = [("LICENSING_DATABASE_URL", url.as_str())];
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| ChildServer::start(dir_a.path(), &env));
+        let b = s.spawn(|| ChildServer::start(dir_b.path(), &env));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let teams: i64 = sqlx::query_scalar("SELECT count(*) FROM teams")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(teams, 1, "one first team for two instances");
+    let credentials = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains("credentials"))
+            .count()
+    };
+    assert_eq!(
+        credentials(dir_a.path()) + credentials(dir_b.path()),
+        1,
+        "one instance announced it"
+    );
+    for server in [&a, &b] {
+        let health = reqwest::get(format!("{}/healthz", server.base))
+            .await
+            .unwrap();
+        assert_eq!(health.status(), 200);
+    }
+}

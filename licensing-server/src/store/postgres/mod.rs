@@ -96,6 +96,23 @@ impl PgStore {
         Ok(())
     }
 
+    /// Holds the first-start lock until the returned transaction ends: instances starting
+    /// together on an empty database take turns to check for a team and create the first one,
+    /// so that only one is created.
+    pub async fn first_start_lock(
+        &self,
+    ) -> StoreResult<sqlx::Transaction<'static, sqlx::Postgres>> {
+        /// "first start" in ASCII, as an integer (migrations hold another key).
+        const FIRST_START: i64 = 0x6669_7273_7473_7461;
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(FIRST_START)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        Ok(tx)
+    }
+
     /// Writes waiting refreshes before a read of many records (lists, statistics), so that
     /// this instance's own heartbeats show in them.
     pub(crate) async fn settle(&self) -> StoreResult<()> {
