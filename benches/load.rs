@@ -41,11 +41,14 @@ struct Plan {
     seconds: f64,
     /// Only the scenarios whose name contains this (for profiling one of them).
     only: Option<&'static str>,
+    /// Server processes on the one database (PostgreSQL only); requests alternate between them.
+    instances: usize,
 }
 
 impl Plan {
-    /// The full plan, or `--smoke`; `--seconds N`, `--connections N`, `--licenses N` and
-    /// `--only TEXT` change one part (for profiling).
+    /// The full plan, or `--smoke`; `--seconds N`, `--connections N`, `--licenses N`,
+    /// `--teams N`, `--devices N` (per license), `--instances N` (PostgreSQL) and `--only TEXT`
+    /// change one part.
     fn from_args() -> Self {
         let args: Vec<String> = std::env::args().collect();
         let value = |name: &str| {
@@ -63,6 +66,7 @@ impl Plan {
                 connections: 8,
                 seconds: 0.5,
                 only: None,
+                instances: 1,
             }
         } else {
             Self {
@@ -72,6 +76,7 @@ impl Plan {
                 connections: 64,
                 seconds: 10.0,
                 only: None,
+                instances: 1,
             }
         };
         if let Some(v) = value("--seconds") {
@@ -82,6 +87,15 @@ impl Plan {
         }
         if let Some(v) = value("--licenses") {
             plan.licenses = v.parse().expect("--licenses takes a number");
+        }
+        if let Some(v) = value("--teams") {
+            plan.teams = v.parse().expect("--teams takes a number");
+        }
+        if let Some(v) = value("--devices") {
+            plan.devices_per_license = v.parse().expect("--devices takes a number");
+        }
+        if let Some(v) = value("--instances") {
+            plan.instances = v.parse().expect("--instances takes a number");
         }
         plan.only = value("--only").map(|v| &*v.leak());
         plan
@@ -162,6 +176,9 @@ struct Seeded {
     signing_key: String,
     /// Known devices of the first team.
     known: Vec<Known>,
+    /// License keys of the first team (searched for by the key search scenario).
+    #[serde(default)]
+    keys: Vec<String>,
 }
 
 /// Seeds `data`, or with `--data DIR` reuses what an earlier run seeded there (for profiling a
@@ -193,11 +210,14 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
         for w in 0..workers {
             let (store, team, devices) = (store.clone(), team.clone(), devices.clone());
             tasks.push(tokio::spawn(async move {
-                let mut known = Vec::new();
+                let (mut known, mut keys) = (Vec::new(), Vec::new());
                 for i in (w..per_team).step_by(workers) {
                     let mut license = testing::license(team.id, Timestamp::now());
                     license.hwid_limit = Some(HWID_LIMIT);
                     store.create_license(&license).await.unwrap();
+                    if keys.len() < 100 {
+                        keys.push(license.license_key.as_str().to_owned());
+                    }
                     for d in 0..plan.devices_per_license {
                         let device = format!("seed-device-{i:07}-{d:03}");
                         let ip = device_ip(i * plan.devices_per_license + d);
@@ -227,12 +247,14 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                         }
                     }
                 }
-                known
+                (known, keys)
             }));
         }
-        let mut known = Vec::new();
+        let (mut known, mut keys) = (Vec::new(), Vec::new());
         for task in tasks {
-            known.extend(task.await.unwrap());
+            let (k, l) = task.await.unwrap();
+            known.extend(k);
+            keys.extend(l);
         }
         if first.is_none() {
             first = Some(Seeded {
@@ -241,6 +263,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                 public_key: created.public_key,
                 signing_key: created.signing_key,
                 known,
+                keys,
             });
         }
     }
@@ -420,6 +443,16 @@ fn aes_mib_per_second(seconds: f64) -> f64 {
     bytes as f64 / started.elapsed().as_secs_f64() / (1024.0 * 1024.0)
 }
 
+/// `path` on every instance.
+fn each(bases: &[String], path: &str) -> Vec<String> {
+    bases.iter().map(|b| format!("{b}{path}")).collect()
+}
+
+/// The URL of request `n`: the instances take turns.
+fn pick(urls: &[String], n: u64) -> &str {
+    &urls[n as usize % urls.len()]
+}
+
 fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .map(|entries| {
@@ -506,9 +539,24 @@ async fn run(plan: Plan) {
     let keys = TeamPublicKeys::parse(&seeded.public_key, &seeded.signing_key).unwrap();
     let (mut child, base, startup) = start_child(&data, url.as_deref()).await;
     let pid = child.id();
+    // More instances on the same database (each with a directory for its temporary files).
+    let mut others = Vec::new();
+    if plan.instances > 1 {
+        assert!(url.is_some(), "--instances needs PostgreSQL");
+        for i in 1..plan.instances {
+            let own = root.join(format!("instance-{i}"));
+            std::fs::create_dir_all(&own).unwrap();
+            others.push(start_child(&own, url.as_deref()).await);
+        }
+    }
+    let bases: Vec<String> = std::iter::once(base.clone())
+        .chain(others.iter().map(|(_, b, _)| b.clone()))
+        .collect();
+    println!("instances: {}", bases.len());
     let http = reqwest::Client::new();
-    let dev = format!("{base}/api/v1/dev/teams/{}", seeded.team);
-    let client = format!("{base}/api/v1/client/teams/{}/verification", seeded.team);
+    let dev_path = format!("/api/v1/dev/teams/{}", seeded.team);
+    let client_path = format!("/api/v1/client/teams/{}/verification", seeded.team);
+    let dev = format!("{base}{dev_path}");
 
     // A product with a 1 MiB and a 10 MiB release, and a license for it.
     let product: serde_json::Value = http
@@ -550,8 +598,8 @@ async fn run(plan: Plan) {
 
     let name = "healthz (trivial route)";
     if plan.runs(name) {
-        let url = format!("{base}/healthz");
-        results.push(drive(name, plan, c, Arc::new(move |h, _| h.get(&url))).await);
+        let urls = each(&bases, "/healthz");
+        results.push(drive(name, plan, c, Arc::new(move |h, n| h.get(pick(&urls, n)))).await);
     }
 
     let name = "heartbeat, known device";
@@ -566,7 +614,7 @@ async fn run(plan: Plan) {
                 })
                 .collect(),
         );
-        let url = format!("{client}/heartbeat");
+        let urls = each(&bases, &format!("{client_path}/heartbeat"));
         results.push(
             drive(
                 name,
@@ -574,7 +622,7 @@ async fn run(plan: Plan) {
                 c,
                 Arc::new(move |h, n| {
                     let (body, ip) = &bodies[n as usize % bodies.len()];
-                    h.post(&url)
+                    h.post(pick(&urls, n))
                         .header("content-type", "application/json")
                         .header("x-forwarded-for", ip)
                         .body(body.clone())
@@ -586,7 +634,10 @@ async fn run(plan: Plan) {
 
     let name = "verify with a challenge";
     if plan.runs(name) {
-        let (url, k) = (format!("{client}/verify"), known.clone());
+        let (urls, k) = (
+            each(&bases, &format!("{client_path}/verify")),
+            known.clone(),
+        );
         results.push(
             drive(
                 name,
@@ -594,11 +645,13 @@ async fn run(plan: Plan) {
                 c,
                 Arc::new(move |h, n| {
                     let k = &k[n as usize % k.len()];
-                    h.post(&url).header("x-forwarded-for", &k.ip).json(&json!({
-                        "licenseKey": k.license_key,
-                        "hardwareIdentifier": k.device,
-                        "challenge": format!("challenge-{n:012}"),
-                    }))
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &k.ip)
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": k.device,
+                            "challenge": format!("challenge-{n:012}"),
+                        }))
                 }),
             )
             .await,
@@ -607,7 +660,10 @@ async fn run(plan: Plan) {
 
     let name = "verify, new device (recorded)";
     if plan.runs(name) {
-        let (url, k) = (format!("{client}/verify"), known.clone());
+        let (urls, k) = (
+            each(&bases, &format!("{client_path}/verify")),
+            known.clone(),
+        );
         results.push(
             drive(
                 name,
@@ -617,7 +673,7 @@ async fn run(plan: Plan) {
                     let k = &k[n as usize % k.len()];
                     // A new device from a new address: both records are created.
                     let ip = std::net::Ipv4Addr::from(0xac10_0000 + n as u32);
-                    h.post(&url)
+                    h.post(pick(&urls, n))
                         .header("x-forwarded-for", ip.to_string())
                         .json(&json!({
                             "licenseKey": k.license_key,
@@ -637,7 +693,7 @@ async fn run(plan: Plan) {
             continue;
         }
         let (url, keys, license, product) = (
-            format!("{client}/classloader"),
+            format!("{base}{client_path}/classloader"),
             keys.clone(),
             download_key.clone(),
             product.clone(),
@@ -664,8 +720,8 @@ async fn run(plan: Plan) {
 
     let name = "developer API: license list page";
     if plan.runs(name) {
-        let (url, key) = (
-            format!("{dev}/licenses?page=2&pageSize=25"),
+        let (urls, key) = (
+            each(&bases, &format!("{dev_path}/licenses?page=2&pageSize=25")),
             seeded.api_key.clone(),
         );
         results.push(
@@ -673,13 +729,41 @@ async fn run(plan: Plan) {
                 name,
                 plan,
                 c,
-                Arc::new(move |h, _| h.get(&url).bearer_auth(&key)),
+                Arc::new(move |h, n| h.get(pick(&urls, n)).bearer_auth(&key)),
+            )
+            .await,
+        );
+    }
+
+    let name = "developer API: key search";
+    if plan.runs(name) && !seeded.keys.is_empty() {
+        // Two groups of a key, as a support person pastes them: one license matches.
+        let (urls, key, keys) = (
+            each(&bases, &format!("{dev_path}/licenses?pageSize=25&search=")),
+            seeded.api_key.clone(),
+            Arc::new(seeded.keys.clone()),
+        );
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &keys[n as usize % keys.len()];
+                    h.get(format!("{}{}", pick(&urls, n), &k[6..17]))
+                        .bearer_auth(&key)
+                }),
             )
             .await,
         );
     }
 
     let rss = peak_rss_kib(pid);
+    let other_rss: Vec<Option<u64>> = others.iter().map(|(c, ..)| peak_rss_kib(c.id())).collect();
+    for (mut other, ..) in others {
+        drop(other.stdin.take());
+        other.wait().ok();
+    }
     drop(child.stdin.take());
     child.wait().ok();
     let disk = match &url {
@@ -733,9 +817,13 @@ async fn run(plan: Plan) {
     println!(
         "limits: RSA-2048 signatures/s on all cores {rsa:.0}; AES-256-GCM {aes:.0} MiB/s on one core; healthz {healthz:.0} req/s"
     );
+    let mib = |k: Option<u64>| k.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0));
+    for (i, rss) in other_rss.into_iter().enumerate() {
+        println!("instance {}: peak RSS {} MiB", i + 2, mib(rss));
+    }
     println!(
         "server: peak RSS {} MiB; data set on disk {:.1} MiB; start-up on the seeded store {} ms",
-        rss.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0)),
+        mib(rss),
         disk as f64 / (1024.0 * 1024.0),
         startup.as_millis()
     );

@@ -503,8 +503,58 @@ pub struct Recorded {
     pub admission: Admission,
 }
 
+/// The license a client request names, as the client API reads it first, with the request's
+/// own device and address records when the store read them in the same query (a store where
+/// that costs a round trip more leaves `own` empty).
+#[derive(Clone, Debug)]
+pub struct LicenseRead {
+    /// The license.
+    pub license: License,
+    /// The request's own records as read with the license: `Some` when the store read them
+    /// (each `None` when absent), for [`ActivityStore::record_activity_after`].
+    pub own: Option<(Option<Hwid>, Option<IpRecord>)>,
+}
+
 /// The atomic unit of the client API.
 pub trait ActivityStore: Send + Sync {
+    /// The license with `key`, for a request of `activity`: what the decision reads first.
+    /// Stores on a network read the request's own records in the same query, so that a request
+    /// whose records already count costs one read ([`record_activity_after`]); the default
+    /// reads the license alone.
+    ///
+    /// [`record_activity_after`]: ActivityStore::record_activity_after
+    fn read_license_for_activity(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+        activity: &Activity,
+    ) -> impl Future<Output = StoreResult<Option<LicenseRead>>> + Send
+    where
+        Self: LicenseStore,
+    {
+        let _ = activity;
+        async move {
+            Ok(self
+                .get_license_by_key(team, key)
+                .await?
+                .map(|license| LicenseRead { license, own: None }))
+        }
+    }
+
+    /// [`record_activity`](ActivityStore::record_activity) after
+    /// [`read_license_for_activity`](ActivityStore::read_license_for_activity): a store may
+    /// admit a request whose records already count from what `read` holds, without reading
+    /// again; the atomic step is the same.
+    fn record_activity_after(
+        &self,
+        read: &LicenseRead,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send {
+        self.record_activity(read.license.team_id, read.license.id, rules, activity, now)
+    }
+
     /// In one atomic step per license: read the license and the request's own records, run
     /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, and on
     /// admission create or refresh the hardware-identifier and IP records (dropping records past

@@ -88,6 +88,7 @@ macro_rules! store_test_suite {
             release_lists_filter_sort_and_page,
             device_lists_hide_forgotten_records_unless_asked,
             activity_records_devices_and_ips_within_limits,
+            activity_after_the_first_read_is_the_same_atomic_step,
             activity_starts_the_activation_clock_once,
             activity_drops_the_least_recently_seen_records_at_the_cap,
             activity_never_drops_counted_records_and_refuses_at_the_cap,
@@ -1219,6 +1220,71 @@ pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S)
             .await,
         Entity::License
     ));
+}
+
+/// The client API's first read ([`ActivityStore::read_license_for_activity`]) finds the
+/// license by key within its team only, and recording after it
+/// ([`ActivityStore::record_activity_after`]) decides and records as `record_activity` does.
+pub async fn activity_after_the_first_read_is_the_same_atomic_step<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let other = team(store, "B").await;
+    let mut l = license(t.id, t0());
+    l.hwid_limit = Some(1);
+    store.create_license(&l).await.unwrap();
+    let rules = ActivityRules::new(&t.settings);
+    let step = |dev: &'static str, minute: u32| {
+        let (t, l, rules) = (&t, &l, &rules);
+        async move {
+            let a = activity(Some(dev), 1);
+            let read = store
+                .read_license_for_activity(t.id, &l.license_key, &a)
+                .await
+                .unwrap()
+                .expect("the license by its key");
+            assert_eq!(read.license.id, l.id);
+            if let Some((hwid, _)) = &read.own {
+                assert!(hwid.as_ref().is_none_or(|h| h.identifier.as_str() == dev));
+            }
+            store
+                .record_activity_after(&read, rules, &a, at(minute))
+                .await
+                .unwrap()
+        }
+    };
+    let first = step("device-a-00000", 1).await.unwrap();
+    assert_eq!(first.admission.hwid, Some(RecordChange::Create));
+    let again = step("device-a-00000", 2).await.unwrap();
+    assert!(matches!(
+        again.admission.hwid,
+        Some(RecordChange::Refresh { .. })
+    ));
+    assert_eq!(again.license.last_active_at, Some(at(2)));
+    assert_eq!(
+        step("device-b-00000", 3).await.unwrap_err().code,
+        crate::api::ResultCode::HwidLimitReached
+    );
+    let hwids = store
+        .list_hwids(t.id, l.id, &DeviceListQuery::parse("").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(hwids.total, 1);
+    assert_eq!(hwids.items[0].last_seen_at, at(2));
+    let a = activity(Some("device-a-00000"), 1);
+    assert!(
+        store
+            .read_license_for_activity(other.id, &l.license_key, &a)
+            .await
+            .unwrap()
+            .is_none(),
+        "another team's key is not found"
+    );
+    assert!(
+        store
+            .read_license_for_activity(t.id, &LicenseKey::generate(), &a)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 pub async fn activity_starts_the_activation_clock_once<S: Store>(store: &S) {

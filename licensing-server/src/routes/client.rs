@@ -252,15 +252,8 @@ where
         verification::check(&state.store, &state.usage, &context, &request, now).await;
     exchange.product = product;
     let checked = checked?;
-    let license = verification::record(
-        &state.store,
-        &context,
-        state.max_records,
-        &checked.license,
-        &request,
-        now,
-    )
-    .await?;
+    let license =
+        verification::record(&state.store, &context, state.max_records, &checked, now).await?;
 
     // The answer.
     let challenge_response = match &input.challenge {

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use licensing_core::model::{Branch, License, Product, Release};
-use licensing_core::store::{Activity, ActivityRules, Store};
+use licensing_core::store::{Activity, ActivityRules, LicenseRead, Store};
 use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
 use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
@@ -38,9 +38,24 @@ pub struct Request<'a> {
     pub country: Option<Country>,
 }
 
+impl Request<'_> {
+    /// What the store records of the request.
+    fn activity(&self) -> Activity {
+        Activity {
+            hardware_id: self.hardware_id.cloned(),
+            ip: self.ip,
+            country: self.country,
+        }
+    }
+}
+
 /// A request that passed steps 2 to 6.
 #[derive(Debug)]
 pub struct Checked {
+    /// The license as read (with the request's own records where the store read them).
+    pub read: LicenseRead,
+    /// What the store records of the request.
+    pub activity: Activity,
     /// The license as read.
     pub license: License,
     /// The release the request resolved to (the classloader serves it).
@@ -66,14 +81,16 @@ pub async fn check<S: Store>(
     request: &Request<'_>,
     now: Timestamp,
 ) -> (Option<ProductId>, Result<Checked, ApiError>) {
-    let license = match store
-        .get_license_by_key(team.team.id, request.license_key)
+    let activity = request.activity();
+    let read = match store
+        .read_license_for_activity(team.team.id, request.license_key, &activity)
         .await
     {
-        Ok(license) => license,
+        Ok(read) => read,
         Err(e) => return (None, Err(store_error(e))),
     };
-    let product = named_product(license.as_ref(), request.product_id);
+    let license = read.as_ref().map(|r| &r.license);
+    let product = named_product(license, request.product_id);
     let catalog = match product {
         Some(product) => match store.catalog(team.team.id, product).await {
             Ok(catalog) => Some(catalog),
@@ -84,7 +101,7 @@ pub async fn check<S: Store>(
     let ctx = Context {
         settings: &team.team.settings,
         blacklist: &team.blacklist,
-        license: license.as_ref(),
+        license,
         catalog: catalog
             .as_ref()
             .map(|(branches, releases)| Catalog { branches, releases }),
@@ -108,10 +125,18 @@ pub async fn check<S: Store>(
             Err(ApiError::from(denial))
         }
     };
-    let checked = outcome.map(|(license, release)| Checked {
-        license,
-        release,
-        catalog,
+    let checked = outcome.and_then(|(license, release)| {
+        Ok(Checked {
+            read: read.ok_or_else(|| {
+                store_error(licensing_core::store::StoreError::NotFound(
+                    licensing_core::store::Entity::License,
+                ))
+            })?,
+            activity,
+            license,
+            release,
+            catalog,
+        })
     });
     (product, checked)
 }
@@ -122,24 +147,17 @@ pub async fn record<S: Store>(
     store: &S,
     team: &TeamContext,
     max_records: u32,
-    license: &License,
-    request: &Request<'_>,
+    checked: &Checked,
     now: Timestamp,
 ) -> Result<License, ApiError> {
-    let activity = Activity {
-        hardware_id: request.hardware_id.cloned(),
-        ip: request.ip,
-        country: request.country,
-    };
     let recorded = store
-        .record_activity(
-            team.team.id,
-            license.id,
+        .record_activity_after(
+            &checked.read,
             &ActivityRules {
                 settings: &team.team.settings,
                 max_records,
             },
-            &activity,
+            &checked.activity,
             now,
         )
         .await

@@ -191,6 +191,8 @@ delegate!(DeviceStore {
 });
 
 delegate!(ActivityStore {
+    fn read_license_for_activity(&self, team: TeamId, key: &LicenseKey, activity: &Activity) -> StoreResult<Option<LicenseRead>>;
+    fn record_activity_after(&self, read: &LicenseRead, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
     fn record_activity(&self, team: TeamId, license: LicenseId, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
 });
 

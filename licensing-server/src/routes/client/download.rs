@@ -130,15 +130,7 @@ async fn serve(
     take_session_key(state, team_id, &key, now).await?;
 
     // 7 and 8.
-    verification::record(
-        &state.store,
-        &context,
-        state.max_records,
-        &checked.license,
-        &request,
-        now,
-    )
-    .await?;
+    verification::record(&state.store, &context, state.max_records, &checked, now).await?;
 
     // The answer.
     let product_name = state

@@ -9,11 +9,11 @@
 
 use licensing_core::model::{Hwid, IpRecord, License};
 use licensing_core::store::{
-    ActivityRules, ActivityStore, Entity, Recorded, StoreError, StoreResult, cap_reached,
-    license_after, prune_batch,
+    ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, StoreError, StoreResult,
+    cap_reached, license_after, prune_batch,
 };
 use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
-use licensing_core::{LicenseId, TeamId, Timestamp};
+use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
@@ -23,8 +23,11 @@ use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
 
-/// The license with the request's own device and address records, in one read.
-const READ: &str = "SELECT l.doc, l.last_active_at,
+/// The license with the request's own device and address records, in one read, by `$where`.
+macro_rules! own_read {
+    ($where:literal) => {
+        concat!(
+            "SELECT l.doc, l.last_active_at,
        h.id AS h_id, h.identifier AS h_identifier, h.forgotten AS h_forgotten,
        h.last_seen_at AS h_last_seen_at, h.created_at AS h_created_at,
        h.updated_at AS h_updated_at,
@@ -34,7 +37,17 @@ const READ: &str = "SELECT l.doc, l.last_active_at,
      FROM licenses l
      LEFT JOIN hwids h ON h.license_id = l.id AND h.digest = $3
      LEFT JOIN ips i ON i.license_id = l.id AND i.address = $4
-     WHERE l.team_id = $1 AND l.id = $2";
+     ",
+            $where
+        )
+    };
+}
+
+/// [`own_read!`] by the license's id: the atomic step's read.
+const READ: &str = own_read!("WHERE l.team_id = $1 AND l.id = $2");
+
+/// [`own_read!`] by the license's key: the client API's first read.
+const READ_BY_KEY: &str = own_read!("WHERE l.team_id = $1 AND l.license_key = $2");
 
 /// What the read found.
 struct Own {
@@ -44,8 +57,9 @@ struct Own {
 }
 
 /// Reads the `h_`/`i_` prefixed columns of a joined row as records.
-fn own(row: &PgRow, team: TeamId, license_id: LicenseId, activity: &Activity) -> StoreResult<Own> {
+fn own(row: &PgRow, team: TeamId, activity: &Activity) -> StoreResult<Own> {
     let l = license(row)?;
+    let license_id = l.id;
     let hwid = match row
         .try_get::<Option<uuid::Uuid>, _>("h_id")
         .map_err(backend)?
@@ -291,6 +305,56 @@ async fn refresh_ip(
 }
 
 impl ActivityStore for PgStore {
+    async fn read_license_for_activity(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+        activity: &Activity,
+    ) -> StoreResult<Option<LicenseRead>> {
+        let digest = activity.hardware_id.as_ref().map(hwid_digest);
+        let row = sqlx::query(READ_BY_KEY)
+            .bind(team.as_uuid())
+            .bind(key.as_str())
+            .bind(digest.as_ref().map(|d| d.as_slice()).unwrap_or_default())
+            .bind(addr16(activity.ip).as_slice())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let found = own(&row, team, activity)?;
+        Ok(Some(LicenseRead {
+            license: self.refreshes.overlay(found.license),
+            own: Some((found.hwid, found.ip)),
+        }))
+    }
+
+    async fn record_activity_after(
+        &self,
+        read: &LicenseRead,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let Some((hwid, ip)) = &read.own else {
+            let license = &read.license;
+            return self
+                .record_activity(license.team_id, license.id, rules, activity, now)
+                .await;
+        };
+        let found = Own {
+            license: read.license.clone(),
+            hwid: hwid.clone(),
+            ip: ip.clone(),
+        };
+        if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(Ok(recorded));
+        }
+        self.locked_step(read.license.team_id, read.license.id, rules, activity, now)
+            .await
+    }
+
     async fn record_activity(
         &self,
         team: TeamId,
@@ -312,116 +376,164 @@ impl ActivityStore for PgStore {
             .await
             .map_err(backend)?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        let found = own(&row, team, license_id, activity)?;
-        if let Some(admission) = verify::admit_counted_own(
-            &found.license,
-            rules.settings,
-            found.hwid.as_ref(),
-            found.ip.as_ref(),
-            activity.hardware_id.as_ref(),
-            activity.ip,
-            now,
-        ) {
-            // Written behind while the records as stored keep counting for the margin (see
-            // `refresh.rs`); at once otherwise.
-            let lasting = verify::admit_counted_own(
+        let found = own(&row, team, activity)?;
+        if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(Ok(recorded));
+        }
+        self.locked_step(team, license_id, rules, activity, now)
+            .await
+    }
+}
+
+impl PgStore {
+    /// Admits a request whose records already count, from what was read: its refresh is
+    /// written behind while the records as stored keep counting for the margin (see
+    /// `refresh.rs`), at once otherwise. `None` when the request needs the atomic step.
+    async fn admit_counted(
+        &self,
+        found: &Own,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Option<Recorded>> {
+        let admit = |at: Timestamp| {
+            verify::admit_counted_own(
                 &found.license,
                 rules.settings,
                 found.hwid.as_ref(),
                 found.ip.as_ref(),
                 activity.hardware_id.as_ref(),
                 activity.ip,
-                now.plus_seconds(super::refresh::MARGIN_SECONDS),
+                at,
             )
-            .is_some();
-            if lasting {
-                let waiting = self.refreshes.add(
-                    team,
-                    license_id,
-                    activity.hardware_id.as_ref().map(hwid_digest),
-                    address,
-                    activity.country,
-                    now,
-                );
-                if waiting >= EARLY_ROUND / STRIPES {
-                    self.wake.notify_one();
-                }
-            } else {
-                self.refresh(license_id, activity, now).await?;
+        };
+        let Some(admission) = admit(now) else {
+            return Ok(None);
+        };
+        let license = &found.license;
+        if admit(now.plus_seconds(super::refresh::MARGIN_SECONDS)).is_some() {
+            let waiting = self.refreshes.add(
+                license.team_id,
+                license.id,
+                activity.hardware_id.as_ref().map(hwid_digest),
+                addr16(activity.ip),
+                activity.country,
+                now,
+            );
+            if waiting >= EARLY_ROUND / STRIPES {
+                self.wake.notify_one();
             }
-            return Ok(Ok(Recorded {
-                license: license_after(&found.license, &admission, now),
-                admission,
-            }));
+        } else {
+            self.refresh(license.id, activity, now).await?;
         }
+        Ok(Some(Recorded {
+            license: license_after(license, &admission, now),
+            admission,
+        }))
+    }
+
+    /// The atomic step, in a transaction that holds the license row. It commits whatever the
+    /// step decides (a refusal writes nothing of the request, but the waiting refreshes it
+    /// wrote stay).
+    async fn locked_step(
+        &self,
+        team: TeamId,
+        license_id: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let digest = activity.hardware_id.as_ref().map(hwid_digest);
+        let digest = digest.as_ref().map(|d| d.as_slice()).unwrap_or_default();
+        let address = addr16(activity.ip);
         in_tx!(self.pool, |tx| {
-            // Lock first, then read in a statement of its own: under READ COMMITTED a
-            // statement sees what committed before it started, so the read sees every record
-            // the previous holder of the lock wrote (a join locked in one statement would not).
-            let locked: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            self.step_in(
+                &mut tx,
+                (team, license_id),
+                rules,
+                activity,
+                (digest, &address),
+                now,
             )
-            .bind(team.as_uuid())
-            .bind(license_id.as_uuid())
-            .fetch_optional(&mut *tx)
             .await
-            .map_err(backend)?;
-            if locked.is_none() {
-                return Err(StoreError::NotFound(Entity::License));
-            }
-            // This instance's waiting refreshes of the license first, so that its records are
-            // counted and pruned by their latest times.
-            if let Some(waiting) = self.refreshes.take_license(license_id) {
-                super::refresh::write(&mut tx, &[&waiting]).await?;
-            }
-            let row = sqlx::query(READ)
+        })
+    }
+
+    /// The atomic step's body, on the transaction of [`locked_step`](Self::locked_step).
+    async fn step_in(
+        &self,
+        tx: &mut PgConnection,
+        (team, license_id): (TeamId, LicenseId),
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        (digest, address): (&[u8], &[u8; 16]),
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        // Lock first, then read in a statement of its own: under READ COMMITTED a
+        // statement sees what committed before it started, so the read sees every record
+        // the previous holder of the lock wrote (a join locked in one statement would not).
+        let locked: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE")
                 .bind(team.as_uuid())
                 .bind(license_id.as_uuid())
-                .bind(digest)
-                .bind(address.as_slice())
                 .fetch_optional(&mut *tx)
                 .await
-                .map_err(backend)?
-                .ok_or(StoreError::NotFound(Entity::License))?;
-            let found = own(&row, team, license_id, activity)?;
-            let admission = match decide(&mut tx, &found, rules, activity, now).await? {
-                Ok(admission) => admission,
-                Err(denial) => return Ok(Err(denial)),
-            };
-            // Room under the cap, decided before anything changes.
-            let mut drop_hwids = Vec::new();
-            if matches!(admission.hwid, Some(RecordChange::Create)) {
-                match room(&mut tx, &found.license, RecordKind::Hwid, rules, now).await? {
-                    Some(victims) => drop_hwids = victims,
-                    None => return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records))),
-                }
+                .map_err(backend)?;
+        if locked.is_none() {
+            return Err(StoreError::NotFound(Entity::License));
+        }
+        // This instance's waiting refreshes of the license first, so that its records are
+        // counted and pruned by their latest times.
+        if let Some(waiting) = self.refreshes.take_license(license_id) {
+            super::refresh::write(&mut *tx, &[&waiting]).await?;
+        }
+        let row = sqlx::query(READ)
+            .bind(team.as_uuid())
+            .bind(license_id.as_uuid())
+            .bind(digest)
+            .bind(address.as_slice())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let found = own(&row, team, activity)?;
+        let admission = match decide(&mut *tx, &found, rules, activity, now).await? {
+            Ok(admission) => admission,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        // Room under the cap, decided before anything changes.
+        let mut drop_hwids = Vec::new();
+        if matches!(admission.hwid, Some(RecordChange::Create)) {
+            match room(&mut *tx, &found.license, RecordKind::Hwid, rules, now).await? {
+                Some(victims) => drop_hwids = victims,
+                None => return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records))),
             }
-            let mut drop_ips = Vec::new();
-            if admission.ip == RecordChange::Create {
-                match room(&mut tx, &found.license, RecordKind::Ip, rules, now).await? {
-                    Some(victims) => drop_ips = victims,
-                    None => return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records))),
-                }
+        }
+        let mut drop_ips = Vec::new();
+        if admission.ip == RecordChange::Create {
+            match room(&mut *tx, &found.license, RecordKind::Ip, rules, now).await? {
+                Some(victims) => drop_ips = victims,
+                None => return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records))),
             }
-            if !drop_hwids.is_empty() {
-                sqlx::query("DELETE FROM hwids WHERE license_id = $1 AND digest = ANY($2)")
-                    .bind(license_id.as_uuid())
-                    .bind(&drop_hwids)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
-            }
-            if !drop_ips.is_empty() {
-                sqlx::query("DELETE FROM ips WHERE license_id = $1 AND address = ANY($2)")
-                    .bind(license_id.as_uuid())
-                    .bind(&drop_ips)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
-            }
-            let license = apply(&mut tx, &found, &admission, activity, now).await?;
-            Ok::<_, StoreError>(Ok(Recorded { license, admission }))
-        })
+        }
+        if !drop_hwids.is_empty() {
+            sqlx::query("DELETE FROM hwids WHERE license_id = $1 AND digest = ANY($2)")
+                .bind(license_id.as_uuid())
+                .bind(&drop_hwids)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        if !drop_ips.is_empty() {
+            sqlx::query("DELETE FROM ips WHERE license_id = $1 AND address = ANY($2)")
+                .bind(license_id.as_uuid())
+                .bind(&drop_ips)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        let license = apply(&mut *tx, &found, &admission, activity, now).await?;
+        Ok(Ok(Recorded { license, admission }))
     }
 }
 

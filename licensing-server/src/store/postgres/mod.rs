@@ -240,7 +240,9 @@ pub(crate) fn page<T>(
     }
 }
 
-/// Runs `body` in a transaction and commits it when it returns `Ok`.
+/// Runs `body` in a transaction and commits it when it evaluates to `Ok`. The body is not a
+/// closure: a `return` in it leaves the enclosing function without committing (the
+/// transaction rolls back). A body that must commit on every outcome calls a function.
 macro_rules! in_tx {
     ($pool:expr, |$tx:ident| $body:expr) => {{
         let mut $tx = $pool
