@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use licensing_core::crypto::frames::FrameSealer;
 use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
 use licensing_core::store::{
-    Activity, ActivityRules, ActivityStore, LicenseStore, TeamStore, testing,
+    Activity, ActivityRules, ActivityStore, DeviceStore, LicenseStore, TeamStore, testing,
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
@@ -200,6 +200,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
     let mut first = None;
     let per_team = plan.licenses / plan.teams;
     let devices = Arc::new(AtomicU64::new(0));
+    let bulk = url.is_some();
     for t in 0..plan.teams {
         let created = services::teams::create_team(&store, &format!("Team {t}"), Timestamp::now())
             .await
@@ -218,6 +219,10 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                     if keys.len() < 100 {
                         keys.push(license.license_key.as_str().to_owned());
                     }
+                    // On PostgreSQL the records are stored as an import stores them, one
+                    // statement per license (through the atomic step, a million devices would
+                    // take most of an hour there); on sled through the atomic step, as before.
+                    let (mut hwids, mut ips) = (Vec::new(), Vec::new());
                     for d in 0..plan.devices_per_license {
                         let device = format!("seed-device-{i:07}-{d:03}");
                         let ip = device_ip(i * plan.devices_per_license + d);
@@ -226,17 +231,24 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                             ip,
                             country: None,
                         };
-                        store
-                            .record_activity(
-                                team.id,
-                                license.id,
-                                &ActivityRules::new(&team.settings),
-                                &activity,
-                                Timestamp::now(),
-                            )
-                            .await
-                            .unwrap()
-                            .unwrap();
+                        if bulk {
+                            let now = Timestamp::now();
+                            let hardware_id = activity.hardware_id.as_ref().unwrap();
+                            hwids.push(licensing_core::store::new_hwid(&license, hardware_id, now));
+                            ips.push(licensing_core::store::new_ip(&license, &activity, now));
+                        } else {
+                            store
+                                .record_activity(
+                                    team.id,
+                                    license.id,
+                                    &ActivityRules::new(&team.settings),
+                                    &activity,
+                                    Timestamp::now(),
+                                )
+                                .await
+                                .unwrap()
+                                .unwrap();
+                        }
                         devices.fetch_add(1, Ordering::Relaxed);
                         if d == 0 && known.len() < 1000 {
                             known.push(Known {
@@ -245,6 +257,12 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                                 ip: ip.to_string(),
                             });
                         }
+                    }
+                    if bulk && !hwids.is_empty() {
+                        store
+                            .restore_usage(team.id, license.id, &hwids, &ips)
+                            .await
+                            .unwrap();
                     }
                 }
                 (known, keys)

@@ -622,45 +622,79 @@ impl DeviceStore for PgStore {
             if found.is_none() {
                 return Err(StoreError::NotFound(Entity::License));
             }
-            for h in hwids {
+            // One statement per kind, whatever the number of records; a record given twice
+            // counts once (the last), as a replacement would.
+            let mut seen = std::collections::HashSet::new();
+            let hwids: Vec<&Hwid> = hwids
+                .iter()
+                .rev()
+                .filter(|h| seen.insert(crate::store::hwid_digest(&h.identifier)))
+                .collect();
+            if !hwids.is_empty() {
                 sqlx::query(
                     "INSERT INTO hwids (license_id, digest, id, identifier, forgotten,
                        last_seen_at, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                     ON CONFLICT (license_id, digest) DO UPDATE SET id = $3, identifier = $4,
-                       forgotten = $5, last_seen_at = $6, created_at = $7, updated_at = $8",
+                     SELECT $1, * FROM unnest($2::bytea[], $3::uuid[], $4::text[], $5::bool[],
+                       $6::int8[], $7::int8[], $8::int8[])
+                     ON CONFLICT (license_id, digest) DO UPDATE SET id = excluded.id,
+                       identifier = excluded.identifier, forgotten = excluded.forgotten,
+                       last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
+                       updated_at = excluded.updated_at",
                 )
                 .bind(license.as_uuid())
-                .bind(crate::store::hwid_digest(&h.identifier).as_slice())
-                .bind(h.id.as_uuid())
-                .bind(h.identifier.as_str())
-                .bind(h.forgotten)
-                .bind(ms(h.last_seen_at))
-                .bind(ms(h.created_at))
-                .bind(ms(h.updated_at))
+                .bind(
+                    hwids
+                        .iter()
+                        .map(|h| crate::store::hwid_digest(&h.identifier).to_vec())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(uuids(&hwids, |h| *h.id.as_uuid()))
+                .bind(
+                    hwids
+                        .iter()
+                        .map(|h| h.identifier.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(hwids.iter().map(|h| h.forgotten).collect::<Vec<_>>())
+                .bind(hwids.iter().map(|h| ms(h.last_seen_at)).collect::<Vec<_>>())
+                .bind(hwids.iter().map(|h| ms(h.created_at)).collect::<Vec<_>>())
+                .bind(hwids.iter().map(|h| ms(h.updated_at)).collect::<Vec<_>>())
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
             }
-            for r in ips {
+            let mut seen = std::collections::HashSet::new();
+            let ips: Vec<&IpRecord> = ips
+                .iter()
+                .rev()
+                .filter(|r| seen.insert(crate::store::addr16(r.address)))
+                .collect();
+            if !ips.is_empty() {
                 sqlx::query(
                     "INSERT INTO ips (license_id, address, id, forgotten, country, alpha2, alpha3,
                        last_seen_at, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                     ON CONFLICT (license_id, address) DO UPDATE SET id = $3, forgotten = $4,
-                       country = $5, alpha2 = $6, alpha3 = $7, last_seen_at = $8,
-                       created_at = $9, updated_at = $10",
+                     SELECT $1, * FROM unnest($2::bytea[], $3::uuid[], $4::bool[], $5::text[],
+                       $6::text[], $7::text[], $8::int8[], $9::int8[], $10::int8[])
+                     ON CONFLICT (license_id, address) DO UPDATE SET id = excluded.id,
+                       forgotten = excluded.forgotten, country = excluded.country,
+                       alpha2 = excluded.alpha2, alpha3 = excluded.alpha3,
+                       last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
+                       updated_at = excluded.updated_at",
                 )
                 .bind(license.as_uuid())
-                .bind(crate::store::addr16(r.address).as_slice())
-                .bind(r.id.as_uuid())
-                .bind(r.forgotten)
-                .bind(r.country.as_deref())
-                .bind(r.alpha2.as_deref())
-                .bind(r.alpha3.as_deref())
-                .bind(ms(r.last_seen_at))
-                .bind(ms(r.created_at))
-                .bind(ms(r.updated_at))
+                .bind(
+                    ips.iter()
+                        .map(|r| crate::store::addr16(r.address).to_vec())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(uuids(&ips, |r| *r.id.as_uuid()))
+                .bind(ips.iter().map(|r| r.forgotten).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| r.country.as_deref()).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| r.alpha2.as_deref()).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| r.alpha3.as_deref()).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| ms(r.last_seen_at)).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| ms(r.created_at)).collect::<Vec<_>>())
+                .bind(ips.iter().map(|r| ms(r.updated_at)).collect::<Vec<_>>())
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
