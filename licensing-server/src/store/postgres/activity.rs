@@ -18,7 +18,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
 use super::licenses::{Prefixed, license};
-use super::{PgStore, backend, in_tx, ms, opt_ms};
+use super::{PgStore, backend, in_tx, lock_row, ms, opt_ms};
 use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
@@ -472,16 +472,7 @@ impl PgStore {
         // Lock first, then read in a statement of its own: under READ COMMITTED a
         // statement sees what committed before it started, so the read sees every record
         // the previous holder of the lock wrote (a join locked in one statement would not).
-        let locked: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE")
-                .bind(team.as_uuid())
-                .bind(license_id.as_uuid())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
-        if locked.is_none() {
-            return Err(StoreError::NotFound(Entity::License));
-        }
+        lock_row(tx, Entity::License, team.as_uuid(), license_id.as_uuid()).await?;
         // This instance's waiting refreshes of the license first, so that its records are
         // counted and pruned by their latest times.
         if let Some(waiting) = self.refreshes.take_license(license_id) {

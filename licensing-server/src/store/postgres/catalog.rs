@@ -7,7 +7,9 @@ use licensing_core::{BranchId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
-use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, page_bounds, team_missing};
+use super::{
+    PgStore, backend, constraint, doc, in_tx, json, lock_row, ms, page, page_bounds, team_missing,
+};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -124,17 +126,7 @@ impl ProductStore for PgStore {
 
     async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
         in_tx!(self.pool, |tx| {
-            let found: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR UPDATE",
-            )
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
-            if found.is_none() {
-                return Err(StoreError::NotFound(Entity::Product));
-            }
+            lock_row(&mut tx, Entity::Product, team.as_uuid(), id.as_uuid()).await?;
             let gone = delete_releases_returning(
                 &mut tx,
                 "DELETE FROM releases WHERE team_id = $1 AND product_id = $2 RETURNING doc",
@@ -387,17 +379,13 @@ impl ReleaseStore for PgStore {
 
     async fn update_release(&self, r: &Release) -> StoreResult<()> {
         in_tx!(self.pool, |tx| {
-            let found: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM releases WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            lock_row(
+                &mut tx,
+                Entity::Release,
+                r.team_id.as_uuid(),
+                r.id.as_uuid(),
             )
-            .bind(r.team_id.as_uuid())
-            .bind(r.id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
-            if found.is_none() {
-                return Err(StoreError::NotFound(Entity::Release));
-            }
+            .await?;
             put_release(&mut tx, r, false).await
         })
     }

@@ -14,8 +14,8 @@ use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
 use super::{
-    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, page_bounds,
-    team_missing,
+    PgStore, backend, constraint, doc, in_tx, json, like_contains, lock_row, ms, opt_ms, page,
+    page_bounds, team_missing,
 };
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
@@ -256,17 +256,13 @@ impl LicenseStore for PgStore {
 
     async fn update_license(&self, l: &License) -> StoreResult<()> {
         in_tx!(self.pool, |tx| {
-            let exists: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            lock_row(
+                &mut tx,
+                Entity::License,
+                l.team_id.as_uuid(),
+                l.id.as_uuid(),
             )
-            .bind(l.team_id.as_uuid())
-            .bind(l.id.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
-            if exists.is_none() {
-                return Err(StoreError::NotFound(Entity::License));
-            }
+            .await?;
             check_refs(&mut tx, l).await?;
             write(&mut tx, l).await.map(|_| ())
         })
@@ -569,17 +565,7 @@ impl PgStore {
         now: Timestamp,
     ) -> StoreResult<Option<PgRow>> {
         in_tx!(self.pool, |tx| {
-            let found: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
-            )
-            .bind(team.as_uuid())
-            .bind(license.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
-            if found.is_none() {
-                return Err(StoreError::NotFound(Entity::License));
-            }
+            lock_row(&mut tx, Entity::License, team.as_uuid(), license.as_uuid()).await?;
             let columns = if table == "hwids" {
                 HWID_COLUMNS
             } else {
@@ -611,17 +597,7 @@ impl DeviceStore for PgStore {
     ) -> StoreResult<()> {
         check_usage_owner(team, license, hwids, ips)?;
         in_tx!(self.pool, |tx| {
-            let found: Option<i32> = sqlx::query_scalar(
-                "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
-            )
-            .bind(team.as_uuid())
-            .bind(license.as_uuid())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
-            if found.is_none() {
-                return Err(StoreError::NotFound(Entity::License));
-            }
+            lock_row(&mut tx, Entity::License, team.as_uuid(), license.as_uuid()).await?;
             // One statement per kind, whatever the number of records; a record given twice
             // counts once (the last), as a replacement would.
             let mut seen = std::collections::HashSet::new();

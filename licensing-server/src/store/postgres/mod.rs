@@ -151,6 +151,30 @@ impl PgStore {
     }
 }
 
+/// Locks a team's row of `entity` (licenses, products or releases) `FOR UPDATE` for the rest of
+/// the transaction; `NotFound(entity)` when the team has none with that id. Writers of a
+/// license's device and address rows take its row first (see `refresh.rs`).
+pub(crate) async fn lock_row(
+    conn: &mut sqlx::PgConnection,
+    entity: Entity,
+    team: &uuid::Uuid,
+    id: &uuid::Uuid,
+) -> StoreResult<()> {
+    let sql: &'static str = match entity {
+        Entity::License => "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
+        Entity::Product => "SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR UPDATE",
+        Entity::Release => "SELECT 1 FROM releases WHERE team_id = $1 AND id = $2 FOR UPDATE",
+        other => return Err(StoreError::backend(format!("no row lock for {other:?}"))),
+    };
+    let found: Option<i32> = sqlx::query_scalar(sql)
+        .bind(team)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    found.map(|_| ()).ok_or(StoreError::NotFound(entity))
+}
+
 /// A database failure, with its cause.
 pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("PostgreSQL", e)
