@@ -215,7 +215,10 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                 for i in (w..per_team).step_by(workers) {
                     let mut license = testing::license(team.id, Timestamp::now());
                     license.hwid_limit = Some(HWID_LIMIT);
-                    store.create_license(&license).await.unwrap();
+                    store
+                        .create_license(&license, &licensing_core::store::Journal::NONE)
+                        .await
+                        .unwrap();
                     if keys.len() < 100 {
                         keys.push(license.license_key.as_str().to_owned());
                     }

@@ -167,6 +167,18 @@ typed_id!(
     MessageId
 );
 typed_id!(
+    /// Id of an entry of the audit log.
+    AuditId
+);
+
+impl AuditId {
+    /// A fresh time-ordered (version 7) id: ids made by one process sort in the order they were
+    /// made, so that entries of the same millisecond keep their order.
+    pub fn ordered() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+typed_id!(
     /// Id of an API key. It is also the `createdByUserId` of what the key creates.
     ApiKeyId
 );

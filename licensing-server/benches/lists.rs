@@ -28,7 +28,10 @@ async fn seed(store: &SledStore, team: TeamId, n: usize) {
         tasks.push(tokio::spawn(async move {
             for i in (w..n).step_by(workers) {
                 let license = testing::license(team, start.plus_seconds(i as u32));
-                store.create_license(&license).await.unwrap();
+                store
+                    .create_license(&license, &licensing_core::store::Journal::NONE)
+                    .await
+                    .unwrap();
             }
         }));
     }

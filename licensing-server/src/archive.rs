@@ -23,7 +23,7 @@ use licensing_core::model::{
     ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Product,
     Release, Team,
 };
-use licensing_core::store::{Page, Store};
+use licensing_core::store::{Journal, Page, Store};
 use licensing_core::{FileId, LicenseId, TeamId, Timestamp};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt as _;
@@ -390,17 +390,17 @@ pub async fn import<S: Store, R: BufRead>(
                 let Some((first, rest)) = api_keys.split_first() else {
                     return Err(bad(format!("team {} has no API key", team.id)));
                 };
-                store.create_team(&team, first).await?;
+                store.create_team(&team, first, &Journal::NONE).await?;
                 for key in rest {
-                    store.create_api_key(key).await?;
+                    store.create_api_key(key, &Journal::NONE).await?;
                 }
                 counts.teams += 1;
             }
-            Line::Customer { customer } => store.create_customer(&customer).await?,
-            Line::Product { product } => store.create_product(&product).await?,
-            Line::Branch { branch } => store.create_branch(&branch).await?,
+            Line::Customer { customer } => store.create_customer(&customer, &Journal::NONE).await?,
+            Line::Product { product } => store.create_product(&product, &Journal::NONE).await?,
+            Line::Branch { branch } => store.create_branch(&branch, &Journal::NONE).await?,
             Line::License { license } => {
-                store.create_license(&license).await?;
+                store.create_license(&license, &Journal::NONE).await?;
                 counts.licenses += 1;
             }
             Line::Usage {
@@ -414,9 +414,11 @@ pub async fn import<S: Store, R: BufRead>(
                     .restore_usage(team_id, license_id, &hwids, &ips)
                     .await?;
             }
-            Line::Release { release } => store.create_release(&release).await?,
+            Line::Release { release } => store.create_release(&release, &Journal::NONE).await?,
             Line::FileChunk { .. } => unreachable!("handled above"),
-            Line::Blacklist { entry } => store.create_blacklist_entry(&entry).await?,
+            Line::Blacklist { entry } => {
+                store.create_blacklist_entry(&entry, &Journal::NONE).await?
+            }
             Line::Stats { team_id, bucket } => store.add_hourly(team_id, &bucket).await?,
             Line::Trailer { lines } => {
                 if lines != n - 1 {

@@ -133,6 +133,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_records_per_license: u32,
 
+    /// Days the audit log keeps an entry; older entries are deleted in the background (hourly).
+    /// 0 keeps every entry.
+    #[arg(long, env = "LICENSING_AUDIT_RETENTION_DAYS",
+          default_value_t = crate::services::audit::DEFAULT_RETENTION_DAYS)]
+    pub audit_retention_days: u32,
+
     /// Memory for the store's cache of decoded pages, in MiB (the server's resident size is
     /// roughly this plus 60 MiB under load). More keeps more of a large data set hot.
     #[arg(long, env = "LICENSING_CACHE_MB", default_value_t = crate::store::DEFAULT_CACHE_MB)]
@@ -212,6 +218,7 @@ impl Config {
             auth_failure_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_records_per_license: licensing_core::store::DEFAULT_MAX_RECORDS,
+            audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
             max_connections: 4096,
             max_connections_per_address: 128,
             header_timeout_secs: 10,

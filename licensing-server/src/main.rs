@@ -228,10 +228,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             if !store.is_empty().await? {
                 return Ok(None);
             }
-            let team =
-                services::teams::create_team_with(store, keyring, "Default team", Timestamp::now())
-                    .await
-                    .context("creating the first team")?;
+            let team = services::teams::create_team_with(
+                store,
+                keyring,
+                "Default team",
+                Timestamp::now(),
+                &services::audit::Acting::command_line(),
+            )
+            .await
+            .context("creating the first team")?;
             Ok(Some(team))
         })
         .await?;
@@ -278,7 +283,14 @@ async fn team_create(
     let keyring = Keyring::load(master_key_file).map_err(anyhow::Error::msg)?;
     let store = open_for_command(data_dir, database_url).await?;
     keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;
-    let team = services::teams::create_team_with(&store, &keyring, name, Timestamp::now()).await?;
+    let team = services::teams::create_team_with(
+        &store,
+        &keyring,
+        name,
+        Timestamp::now(),
+        &services::audit::Acting::command_line(),
+    )
+    .await?;
     println!("{}", serde_json::to_string(&team)?);
     Ok(())
 }

@@ -38,6 +38,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/blacklist/{blacklistId}",
     "/api/v1/dev/teams/{teamId}/api-keys",
     "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
+    "/api/v1/dev/teams/{teamId}/audit-log",
     "/api/v1/dev/teams/{teamId}/public-key",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",

@@ -278,6 +278,7 @@ impl Server {
                 geo: Arc::new(geo),
                 limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
+                audit_retention_days: config.audit_retention_days,
                 key_uses: KeyUses::default(),
                 alive: Arc::new(()),
             },
@@ -330,6 +331,13 @@ impl Server {
                 stop.clone(),
             ))
         });
+        let pruner = (self.state.audit_retention_days > 0).then(|| {
+            tokio::spawn(crate::services::audit::run_pruner(
+                store.clone(),
+                self.state.audit_retention_days,
+                stop.clone(),
+            ))
+        });
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
@@ -371,6 +379,9 @@ impl Server {
         key_uses.await.ok();
         if let Some(changes) = changes {
             changes.await.ok();
+        }
+        if let Some(pruner) = pruner {
+            pruner.await.ok();
         }
         // Connection tasks drop their copies of the state (and so of the store) a moment after
         // the server stops. Wait for them (bounded), so that when `run` returns the store is

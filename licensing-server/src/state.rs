@@ -48,6 +48,8 @@ pub(crate) struct AppState {
     pub(crate) limits: Arc<Limits>,
     /// Usage records kept per license and kind.
     pub(crate) max_records: u32,
+    /// Days the audit log keeps an entry (0: forever).
+    pub(crate) audit_retention_days: u32,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that

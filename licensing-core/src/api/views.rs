@@ -226,6 +226,10 @@ page_type!(
     /// (ext) `GET {dev}/products`.
     ProductPage, products: Product, "products"
 );
+page_type!(
+    /// (ext) `GET {dev}/audit-log`.
+    AuditPage, entries: crate::model::AuditEntry, "entries"
+);
 
 /// `GET /api/v1/admin/teams`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

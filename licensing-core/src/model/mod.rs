@@ -1,6 +1,7 @@
 //! Domain records as stored and as the developer API shows them. Member names and enum spellings
 //! are the wire's: camelCase members, upper-case enum values.
 
+mod audit;
 mod customer;
 mod device;
 mod license;
@@ -12,6 +13,7 @@ mod scope;
 mod stats;
 mod team;
 
+pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};

@@ -27,11 +27,13 @@ pub enum Resource {
     Statistics,
     /// API keys.
     ApiKeys,
+    /// The audit log (read only).
+    AuditLog,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 8] = [
+    pub const ALL: [Resource; 9] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -40,6 +42,7 @@ impl Resource {
         Resource::Settings,
         Resource::Statistics,
         Resource::ApiKeys,
+        Resource::AuditLog,
     ];
 
     /// The name in scope strings.
@@ -53,12 +56,13 @@ impl Resource {
             Resource::Settings => "settings",
             Resource::Statistics => "statistics",
             Resource::ApiKeys => "api-keys",
+            Resource::AuditLog => "audit-log",
         }
     }
 
-    /// Whether the resource has a write scope (statistics are only read).
+    /// Whether the resource has a write scope (statistics and the audit log are only read).
     pub fn writable(self) -> bool {
-        self != Resource::Statistics
+        !matches!(self, Resource::Statistics | Resource::AuditLog)
     }
 
     fn parse(text: &str) -> Option<Self> {

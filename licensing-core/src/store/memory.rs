@@ -24,6 +24,7 @@ struct State {
     outbox: HashMap<crate::MessageId, OutboxMessage>,
     mail_per_day: HashMap<(TeamId, i64), u64>,
     session_keys: HashMap<(TeamId, [u8; 16]), Timestamp>,
+    audit: Vec<AuditEntry>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -50,6 +51,22 @@ impl MemoryStore {
             .lock()
             .map_err(|_| StoreError::backend("memory store lock poisoned"))?;
         f(&mut state)
+    }
+
+    /// A write: `f` changes the state, and when it succeeds the journal is recorded with it,
+    /// under the same lock.
+    fn write<T>(
+        &self,
+        journal: &Journal,
+        f: impl FnOnce(&mut State) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.with(|s| {
+            let out = f(s)?;
+            if let Some(entry) = &journal.audit {
+                s.audit.push(entry.clone());
+            }
+            Ok(out)
+        })
     }
 }
 
@@ -147,8 +164,13 @@ impl State {
 }
 
 impl TeamStore for MemoryStore {
-    async fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_team(
+        &self,
+        team: &Team,
+        first_key: &ApiKeyRecord,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             s.teams.insert(team.id, team.clone());
             s.api_keys.insert(first_key.id, first_key.clone());
             Ok(())
@@ -172,8 +194,9 @@ impl TeamStore for MemoryStore {
         id: TeamId,
         settings: &TeamSettings,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.with(|s| {
+        self.write(journal, |s| {
             let team = s
                 .teams
                 .get_mut(&id)
@@ -189,8 +212,9 @@ impl TeamStore for MemoryStore {
         id: TeamId,
         features: TeamFeatures,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.with(|s| {
+        self.write(journal, |s| {
             let team = s
                 .teams
                 .get_mut(&id)
@@ -220,8 +244,8 @@ impl TeamStore for MemoryStore {
 }
 
 impl ApiKeyStore for MemoryStore {
-    async fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_api_key(&self, key: &ApiKeyRecord, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             if !s.teams.contains_key(&key.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -247,8 +271,13 @@ impl ApiKeyStore for MemoryStore {
         })
     }
 
-    async fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()> {
-        self.with(|s| {
+    async fn delete_api_key(
+        &self,
+        team: TeamId,
+        id: ApiKeyId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.api_keys, &id, team, |k| k.team_id)
                 .ok_or(StoreError::NotFound(Entity::ApiKey))?;
             s.api_keys.remove(&id);
@@ -271,8 +300,8 @@ impl ApiKeyStore for MemoryStore {
 }
 
 impl LicenseStore for MemoryStore {
-    async fn create_license(&self, license: &License) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_license(&self, license: &License, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             s.check_license_refs(license)?;
             s.licenses.insert(license.id, license.clone());
             Ok(())
@@ -285,8 +314,9 @@ impl LicenseStore for MemoryStore {
         mail: &[OutboxMessage],
         daily_limit: u32,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<()> {
-        self.with(|s| {
+        self.write(journal, |s| {
             s.check_license_refs(license)?;
             let day = (license.team_id, OutboxMessage::day_of(now));
             let queued = s.mail_per_day.get(&day).copied().unwrap_or(0);
@@ -321,8 +351,8 @@ impl LicenseStore for MemoryStore {
         })
     }
 
-    async fn update_license(&self, license: &License) -> StoreResult<()> {
-        self.with(|s| {
+    async fn update_license(&self, license: &License, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             s.license(license.team_id, license.id)?;
             s.check_license_refs(license)?;
             s.licenses.insert(license.id, license.clone());
@@ -330,8 +360,13 @@ impl LicenseStore for MemoryStore {
         })
     }
 
-    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
-        self.with(|s| {
+    async fn delete_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+        journal: &Journal,
+    ) -> StoreResult<License> {
+        self.write(journal, |s| {
             s.license(team, id)?;
             let license = s
                 .licenses
@@ -366,8 +401,8 @@ impl LicenseStore for MemoryStore {
 }
 
 impl CustomerStore for MemoryStore {
-    async fn create_customer(&self, customer: &Customer) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             if !s.teams.contains_key(&customer.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -389,8 +424,8 @@ impl CustomerStore for MemoryStore {
         })
     }
 
-    async fn update_customer(&self, customer: &Customer) -> StoreResult<()> {
-        self.with(|s| {
+    async fn update_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.customers, &customer.id, customer.team_id, |c| c.team_id)
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
             s.customers.insert(customer.id, customer.clone());
@@ -398,8 +433,13 @@ impl CustomerStore for MemoryStore {
         })
     }
 
-    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
-        self.with(|s| {
+    async fn delete_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.customers, &id, team, |c| c.team_id)
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
             s.customers.remove(&id);
@@ -430,8 +470,8 @@ impl CustomerStore for MemoryStore {
 }
 
 impl ProductStore for MemoryStore {
-    async fn create_product(&self, product: &Product) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_product(&self, product: &Product, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             if !s.teams.contains_key(&product.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -453,8 +493,8 @@ impl ProductStore for MemoryStore {
         })
     }
 
-    async fn update_product(&self, product: &Product) -> StoreResult<()> {
-        self.with(|s| {
+    async fn update_product(&self, product: &Product, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.products, &product.id, product.team_id, |p| p.team_id)
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             s.products.insert(product.id, product.clone());
@@ -462,8 +502,13 @@ impl ProductStore for MemoryStore {
         })
     }
 
-    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
-        self.with(|s| {
+    async fn delete_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+        journal: &Journal,
+    ) -> StoreResult<Vec<Release>> {
+        self.write(journal, |s| {
             owned(&s.products, &id, team, |p| p.team_id)
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             s.products.remove(&id);
@@ -493,8 +538,8 @@ impl ProductStore for MemoryStore {
         })
     }
 
-    async fn create_branch(&self, branch: &Branch) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_branch(&self, branch: &Branch, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.products, &branch.product_id, branch.team_id, |p| {
                 p.team_id
             })
@@ -533,8 +578,9 @@ impl ProductStore for MemoryStore {
         team: TeamId,
         product: ProductId,
         id: BranchId,
+        journal: &Journal,
     ) -> StoreResult<Vec<Release>> {
-        self.with(|s| {
+        self.write(journal, |s| {
             owned(&s.products, &product, team, |p| p.team_id)
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             owned(&s.branches, &id, team, |b| b.team_id)
@@ -547,8 +593,8 @@ impl ProductStore for MemoryStore {
 }
 
 impl ReleaseStore for MemoryStore {
-    async fn create_release(&self, release: &Release) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_release(&self, release: &Release, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             s.check_release_refs(release)?;
             s.put_release(release);
             Ok(())
@@ -559,8 +605,8 @@ impl ReleaseStore for MemoryStore {
         self.with(|s| Ok(owned(&s.releases, &id, team, |r| r.team_id).cloned()))
     }
 
-    async fn update_release(&self, release: &Release) -> StoreResult<()> {
-        self.with(|s| {
+    async fn update_release(&self, release: &Release, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.releases, &release.id, release.team_id, |r| r.team_id)
                 .ok_or(StoreError::NotFound(Entity::Release))?;
             s.check_release_refs(release)?;
@@ -569,8 +615,13 @@ impl ReleaseStore for MemoryStore {
         })
     }
 
-    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
-        self.with(|s| {
+    async fn delete_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        self.write(journal, |s| {
             owned(&s.releases, &id, team, |r| r.team_id)
                 .ok_or(StoreError::NotFound(Entity::Release))?;
             s.releases
@@ -694,8 +745,9 @@ impl DeviceStore for MemoryStore {
         id: HwidId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Hwid> {
-        self.with(|s| {
+        self.write(journal, |s| {
             s.license(team, license)?;
             set_forgotten(
                 &mut s.hwids,
@@ -726,8 +778,9 @@ impl DeviceStore for MemoryStore {
         id: IpId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<IpRecord> {
-        self.with(|s| {
+        self.write(journal, |s| {
             s.license(team, license)?;
             set_forgotten(&mut s.ips, (team, license, id), forgotten, now, Entity::Ip)
         })
@@ -865,8 +918,12 @@ impl SessionKeyStore for MemoryStore {
 }
 
 impl BlacklistStore for MemoryStore {
-    async fn create_blacklist_entry(&self, entry: &BlacklistEntry) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_blacklist_entry(
+        &self,
+        entry: &BlacklistEntry,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             if !s.teams.contains_key(&entry.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -894,8 +951,13 @@ impl BlacklistStore for MemoryStore {
         })
     }
 
-    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
-        self.with(|s| {
+    async fn delete_blacklist_entry(
+        &self,
+        team: TeamId,
+        id: BlacklistId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             owned(&s.blacklist, &id, team, |e| e.team_id)
                 .ok_or(StoreError::NotFound(Entity::Blacklist))?;
             s.blacklist.remove(&id);
@@ -1022,4 +1084,44 @@ mod tests {
         runner: crate::store::testing::ThreadRunner,
         store: async { crate::store::MemoryStore::new() },
     );
+}
+
+impl AuditStore for MemoryStore {
+    async fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>> {
+        self.with(|s| {
+            let mut found: Vec<&AuditEntry> = s
+                .audit
+                .iter()
+                .filter(|e| e.team_id == team && query.matches(e))
+                .collect();
+            found.sort_by_key(|e| (e.at, e.id));
+            if query.newest_first() {
+                found.reverse();
+            }
+            let total = found.len() as u64;
+            let (items, has_next_page) = query.paging.slice(found.into_iter().cloned());
+            Ok(Page {
+                items,
+                total,
+                has_next_page,
+            })
+        })
+    }
+
+    async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
+        self.with(|s| {
+            let mut old: Vec<(Timestamp, crate::AuditId)> = s
+                .audit
+                .iter()
+                .filter(|e| e.at < before)
+                .map(|e| (e.at, e.id))
+                .collect();
+            old.sort();
+            old.truncate(limit);
+            let gone: std::collections::HashSet<crate::AuditId> =
+                old.iter().map(|(_, id)| *id).collect();
+            s.audit.retain(|e| !gone.contains(&e.id));
+            Ok(gone.len() as u64)
+        })
+    }
 }

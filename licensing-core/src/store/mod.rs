@@ -25,13 +25,14 @@ pub use memory::MemoryStore;
 
 use crate::api::ResultCode;
 use crate::api::requests::{
-    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    ReleaseListQuery,
 };
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
-    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
-    UsageRecord,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
+    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    TopProduct, UsageRecord,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
@@ -187,6 +188,25 @@ pub struct Page<T> {
     pub has_next_page: bool,
 }
 
+/// What a write records besides its change, in the same atomic step: the entry of the audit
+/// log that describes it. A store writes the journal of a write only when the write succeeds,
+/// and a write that returned `Ok` is never without its journal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Journal {
+    /// The audit entry, when the write is audited (writes restoring an archive are not).
+    pub audit: Option<AuditEntry>,
+}
+
+impl Journal {
+    /// Nothing to record: restoring an archive, tests.
+    pub const NONE: Journal = Journal { audit: None };
+
+    /// A journal of one audit entry.
+    pub fn audit(entry: AuditEntry) -> Self {
+        Self { audit: Some(entry) }
+    }
+}
+
 /// Teams.
 pub trait TeamStore: Send + Sync {
     /// Stores a new team together with its first API key, atomically.
@@ -194,6 +214,7 @@ pub trait TeamStore: Send + Sync {
         &self,
         team: &Team,
         first_key: &ApiKeyRecord,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A team by id.
     fn get_team(&self, id: TeamId) -> impl Future<Output = StoreResult<Option<Team>>> + Send;
@@ -205,6 +226,7 @@ pub trait TeamStore: Send + Sync {
         id: TeamId,
         settings: &TeamSettings,
         now: Timestamp,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Team>> + Send;
     /// Replaces a team's features.
     fn update_features(
@@ -212,6 +234,7 @@ pub trait TeamStore: Send + Sync {
         id: TeamId,
         features: TeamFeatures,
         now: Timestamp,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Team>> + Send;
     /// Replaces a team's stored private keys (sealing them under a master key, or re-sealing
     /// them under a new one).
@@ -226,7 +249,11 @@ pub trait TeamStore: Send + Sync {
 /// API keys (only their hashes).
 pub trait ApiKeyStore: Send + Sync {
     /// Stores a key.
-    fn create_api_key(&self, key: &ApiKeyRecord) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_api_key(
+        &self,
+        key: &ApiKeyRecord,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// The key with this hash, any team.
     fn find_api_key(
         &self,
@@ -242,6 +269,7 @@ pub trait ApiKeyStore: Send + Sync {
         &self,
         team: TeamId,
         id: ApiKeyId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Records when keys were last used (batched by the caller): each key's `lastUsedAt` moves
     /// forward to the time given, never back. Keys that no longer exist are skipped.
@@ -255,7 +283,11 @@ pub trait ApiKeyStore: Send + Sync {
 pub trait LicenseStore: Send + Sync {
     /// Stores a new license. Fails with a conflict on `licenseKey` when the key is taken in the
     /// team, and with `NotFound` when a customer or product does not exist in the team.
-    fn create_license(&self, license: &License) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_license(
+        &self,
+        license: &License,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A license by id.
     fn get_license(
         &self,
@@ -269,13 +301,18 @@ pub trait LicenseStore: Send + Sync {
         key: &LicenseKey,
     ) -> impl Future<Output = StoreResult<Option<License>>> + Send;
     /// Replaces a license, with the checks of create.
-    fn update_license(&self, license: &License) -> impl Future<Output = StoreResult<()>> + Send;
+    fn update_license(
+        &self,
+        license: &License,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes a license with its hardware identifiers and IP records, and removes it from the
     /// releases that list it, atomically. Returns the deleted license.
     fn delete_license(
         &self,
         team: TeamId,
         id: LicenseId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<License>> + Send;
     /// Stores a new license together with the e-mails to send about it, in one atomic step, with
     /// the checks of [`create_license`](Self::create_license). Fails with
@@ -287,6 +324,7 @@ pub trait LicenseStore: Send + Sync {
         mail: &[OutboxMessage],
         daily_limit: u32,
         now: Timestamp,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// One page of licenses.
     fn list_licenses(
@@ -299,7 +337,11 @@ pub trait LicenseStore: Send + Sync {
 /// Customers.
 pub trait CustomerStore: Send + Sync {
     /// Stores a new customer.
-    fn create_customer(&self, customer: &Customer) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_customer(
+        &self,
+        customer: &Customer,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A customer by id.
     fn get_customer(
         &self,
@@ -313,12 +355,17 @@ pub trait CustomerStore: Send + Sync {
         ids: &[CustomerId],
     ) -> impl Future<Output = StoreResult<Vec<Customer>>> + Send;
     /// Replaces a customer.
-    fn update_customer(&self, customer: &Customer) -> impl Future<Output = StoreResult<()>> + Send;
+    fn update_customer(
+        &self,
+        customer: &Customer,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes a customer and detaches it from its licenses, atomically.
     fn delete_customer(
         &self,
         team: TeamId,
         id: CustomerId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// One page of customers.
     fn list_customers(
@@ -331,7 +378,11 @@ pub trait CustomerStore: Send + Sync {
 /// Products and their branches.
 pub trait ProductStore: Send + Sync {
     /// Stores a new product.
-    fn create_product(&self, product: &Product) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_product(
+        &self,
+        product: &Product,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A product by id.
     fn get_product(
         &self,
@@ -345,13 +396,18 @@ pub trait ProductStore: Send + Sync {
         ids: &[ProductId],
     ) -> impl Future<Output = StoreResult<Vec<Product>>> + Send;
     /// Replaces a product.
-    fn update_product(&self, product: &Product) -> impl Future<Output = StoreResult<()>> + Send;
+    fn update_product(
+        &self,
+        product: &Product,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes a product with its releases and branches and detaches it from licenses,
     /// atomically. Returns the deleted releases (their files are the caller's to remove).
     fn delete_product(
         &self,
         team: TeamId,
         id: ProductId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Vec<Release>>> + Send;
     /// One page of products.
     fn list_products(
@@ -360,7 +416,11 @@ pub trait ProductStore: Send + Sync {
         query: &ProductListQuery,
     ) -> impl Future<Output = StoreResult<Page<Product>>> + Send;
     /// Stores a new branch: the product must exist, the name must be free in it.
-    fn create_branch(&self, branch: &Branch) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_branch(
+        &self,
+        branch: &Branch,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A product's branches, by name.
     fn list_branches(
         &self,
@@ -373,6 +433,7 @@ pub trait ProductStore: Send + Sync {
         team: TeamId,
         product: ProductId,
         id: BranchId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Vec<Release>>> + Send;
 }
 
@@ -382,7 +443,11 @@ pub trait ReleaseStore: Send + Sync {
     /// do not exist in the team, or the version is taken in the product and branch. A release
     /// stored with `latest` makes every other release of its product and branch not latest, in
     /// the same atomic step.
-    fn create_release(&self, release: &Release) -> impl Future<Output = StoreResult<()>> + Send;
+    fn create_release(
+        &self,
+        release: &Release,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A release by id.
     fn get_release(
         &self,
@@ -390,12 +455,17 @@ pub trait ReleaseStore: Send + Sync {
         id: ReleaseId,
     ) -> impl Future<Output = StoreResult<Option<Release>>> + Send;
     /// Replaces a release, with the checks and the latest rule of create.
-    fn update_release(&self, release: &Release) -> impl Future<Output = StoreResult<()>> + Send;
+    fn update_release(
+        &self,
+        release: &Release,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes a release; returns it.
     fn delete_release(
         &self,
         team: TeamId,
         id: ReleaseId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Release>> + Send;
     /// One page of releases.
     fn list_releases(
@@ -428,6 +498,7 @@ pub trait DeviceStore: Send + Sync {
         id: HwidId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<Hwid>> + Send;
     /// One page of a license's IP records (the license must exist).
     fn list_ips(
@@ -454,6 +525,7 @@ pub trait DeviceStore: Send + Sync {
         id: IpId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<IpRecord>> + Send;
 }
 
@@ -629,12 +701,30 @@ pub trait OutboxStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<()>> + Send;
 }
 
+/// The audit log, written through [`Journal`]s.
+pub trait AuditStore: Send + Sync {
+    /// One page of the team's entries matching the query, newest first unless the query says
+    /// otherwise (entries of the same millisecond by id).
+    fn list_audit(
+        &self,
+        team: TeamId,
+        query: &AuditQuery,
+    ) -> impl Future<Output = StoreResult<Page<AuditEntry>>> + Send;
+    /// Deletes up to `limit` entries (any team) older than `before`, oldest first; how many.
+    fn prune_audit(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
 /// Blacklist entries.
 pub trait BlacklistStore: Send + Sync {
     /// Stores an entry; an entry of the same type and value is a conflict.
     fn create_blacklist_entry(
         &self,
         entry: &BlacklistEntry,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// A team's entries, oldest first.
     fn list_blacklist(
@@ -646,6 +736,7 @@ pub trait BlacklistStore: Send + Sync {
         &self,
         team: TeamId,
         id: BlacklistId,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Adds to hit counters (batched by the caller); unknown ids are ignored.
     fn add_blacklist_hits(
@@ -698,6 +789,7 @@ pub trait Store:
     + BlacklistStore
     + StatsStore
     + OutboxStore
+    + AuditStore
     + Clone
     + 'static
 {
@@ -716,6 +808,7 @@ impl<T> Store for T where
         + BlacklistStore
         + StatsStore
         + OutboxStore
+        + AuditStore
         + Clone
         + 'static
 {

@@ -22,7 +22,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use super::*;
 use crate::api::requests::{
-    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    ReleaseListQuery,
 };
 use crate::crypto::{ApiKeySecret, PlainTeamKeys, StoredTeamKeys};
 use crate::model::{
@@ -101,6 +102,8 @@ macro_rules! store_test_suite {
             statistics_buckets_merge_and_overview_counts,
             license_mail_is_queued_with_the_license_and_limited_per_day,
             outbox_messages_are_rescheduled_and_removed,
+            audit_entries_are_written_with_their_change_only,
+            audit_lists_filter_order_page_and_prune,
             nothing_crosses_team_boundaries,
         );
         #[test]
@@ -153,7 +156,10 @@ pub async fn team<S: Store>(store: &S, name: &str) -> Team {
         updated_at: t0(),
     };
     let key = api_key(team.id, "first");
-    store.create_team(&team, &key).await.unwrap();
+    store
+        .create_team(&team, &key, &Journal::NONE)
+        .await
+        .unwrap();
     team
 }
 
@@ -304,7 +310,10 @@ pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
         hwid_timeout: Some(30),
         ..TeamSettings::default()
     };
-    let updated = store.update_settings(a.id, &settings, at(1)).await.unwrap();
+    let updated = store
+        .update_settings(a.id, &settings, at(1), &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(updated.settings, settings);
     assert_eq!(
         store.get_team(a.id).await.unwrap().unwrap().settings,
@@ -323,7 +332,12 @@ pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
         Entity::Team
     ));
     let updated = store
-        .update_features(a.id, TeamFeatures { classloader: false }, at(2))
+        .update_features(
+            a.id,
+            TeamFeatures { classloader: false },
+            at(2),
+            &Journal::NONE,
+        )
         .await
         .unwrap();
     assert!(!updated.features.classloader);
@@ -338,7 +352,9 @@ pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
         "other team untouched"
     );
     assert!(is_not_found(
-        store.update_settings(TeamId::new(), &settings, at(3)).await,
+        store
+            .update_settings(TeamId::new(), &settings, at(3), &Journal::NONE)
+            .await,
         Entity::Team
     ));
 }
@@ -355,7 +371,7 @@ pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(
         crate::model::Scopes::parse(&["licenses:read".into(), "releases:*".into()]).unwrap();
     key.product_ids = Some(vec![crate::ProductId::new()]);
     key.created_by_user_id = Some(crate::UserId::from(ApiKeyId::new()));
-    store.create_api_key(&key).await.unwrap();
+    store.create_api_key(&key, &Journal::NONE).await.unwrap();
     assert_eq!(
         store.find_api_key(&secret.hash()).await.unwrap(),
         Some(key.clone())
@@ -388,13 +404,16 @@ pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(
         .collect();
     assert_eq!(names, ["first", "ci"]);
     assert!(is_not_found(
-        store.delete_api_key(b.id, key.id).await,
+        store.delete_api_key(b.id, key.id, &Journal::NONE).await,
         Entity::ApiKey
     ));
-    store.delete_api_key(a.id, key.id).await.unwrap();
+    store
+        .delete_api_key(a.id, key.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.find_api_key(&secret.hash()).await.unwrap(), None);
     assert!(is_not_found(
-        store.delete_api_key(a.id, key.id).await,
+        store.delete_api_key(a.id, key.id, &Journal::NONE).await,
         Entity::ApiKey
     ));
 }
@@ -407,7 +426,7 @@ pub async fn licenses_are_created_and_read_by_id_and_key<S: Store>(store: &S) {
         value: "gold".into(),
         locked: true,
     }];
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     assert_eq!(
         store.get_license(t.id, l.id).await.unwrap(),
         Some(l.clone())
@@ -436,28 +455,31 @@ pub async fn license_keys_are_unique_within_a_team_only<S: Store>(store: &S) {
     let a = team(store, "A").await;
     let b = team(store, "B").await;
     let first = license(a.id, t0());
-    store.create_license(&first).await.unwrap();
+    store.create_license(&first, &Journal::NONE).await.unwrap();
     let mut same_key = license(a.id, t0());
     same_key.license_key = first.license_key;
     assert!(is_conflict(
-        store.create_license(&same_key).await,
+        store.create_license(&same_key, &Journal::NONE).await,
         "licenseKey"
     ));
     let mut other_team = license(b.id, t0());
     other_team.license_key = first.license_key;
-    store.create_license(&other_team).await.unwrap();
+    store
+        .create_license(&other_team, &Journal::NONE)
+        .await
+        .unwrap();
     // Changing a key to one that is taken is a conflict too; to a free one it is fine.
     let second = license(a.id, t0());
-    store.create_license(&second).await.unwrap();
+    store.create_license(&second, &Journal::NONE).await.unwrap();
     let mut clash = second.clone();
     clash.license_key = first.license_key;
     assert!(is_conflict(
-        store.update_license(&clash).await,
+        store.update_license(&clash, &Journal::NONE).await,
         "licenseKey"
     ));
     let mut fresh = second.clone();
     fresh.license_key = LicenseKey::generate();
-    store.update_license(&fresh).await.unwrap();
+    store.update_license(&fresh, &Journal::NONE).await.unwrap();
     assert_eq!(
         store
             .get_license_by_key(a.id, &fresh.license_key)
@@ -480,19 +502,25 @@ pub async fn license_references_must_exist_in_the_same_team<S: Store>(store: &S)
     let a = team(store, "A").await;
     let b = team(store, "B").await;
     let foreign_customer = customer(b.id, "x@example.com", "X", t0());
-    store.create_customer(&foreign_customer).await.unwrap();
+    store
+        .create_customer(&foreign_customer, &Journal::NONE)
+        .await
+        .unwrap();
     let foreign_product = product(b.id, "P");
-    store.create_product(&foreign_product).await.unwrap();
+    store
+        .create_product(&foreign_product, &Journal::NONE)
+        .await
+        .unwrap();
     let mut l = license(a.id, t0());
     l.customer_ids = vec![foreign_customer.id];
     assert!(is_not_found(
-        store.create_license(&l).await,
+        store.create_license(&l, &Journal::NONE).await,
         Entity::Customer
     ));
     l.customer_ids.clear();
     l.product_ids = vec![foreign_product.id];
     assert!(is_not_found(
-        store.create_license(&l).await,
+        store.create_license(&l, &Journal::NONE).await,
         Entity::Product
     ));
     assert_eq!(
@@ -505,14 +533,14 @@ pub async fn license_references_must_exist_in_the_same_team<S: Store>(store: &S)
 pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
     let t = team(store, "A").await;
     let p = product(t.id, "App");
-    store.create_product(&p).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
     let mut l = license(t.id, t0());
     l.product_ids = vec![p.id];
     l.hwid_limit = Some(5);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let mut r = release(t.id, p.id, None, "1.0.0", t0());
     r.allowed_license_ids = vec![l.id];
-    store.create_release(&r).await.unwrap();
+    store.create_release(&r, &Journal::NONE).await.unwrap();
     for i in 0..3u8 {
         let dev = format!("device-{i:03}-abcdef");
         store
@@ -530,7 +558,10 @@ pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
     let mut changed = store.get_license(t.id, l.id).await.unwrap().unwrap();
     changed.suspended = true;
     changed.updated_at = at(2);
-    store.update_license(&changed).await.unwrap();
+    store
+        .update_license(&changed, &Journal::NONE)
+        .await
+        .unwrap();
     assert!(
         store
             .get_license(t.id, l.id)
@@ -542,11 +573,14 @@ pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
 
     let missing = license(t.id, t0());
     assert!(is_not_found(
-        store.update_license(&missing).await,
+        store.update_license(&missing, &Journal::NONE).await,
         Entity::License
     ));
 
-    let deleted = store.delete_license(t.id, l.id).await.unwrap();
+    let deleted = store
+        .delete_license(t.id, l.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(deleted.id, l.id);
     assert_eq!(store.get_license(t.id, l.id).await.unwrap(), None);
     assert!(is_not_found(
@@ -561,13 +595,13 @@ pub async fn license_updates_replace_and_deletes_cascade<S: Store>(store: &S) {
         "removed from the release"
     );
     assert!(is_not_found(
-        store.delete_license(t.id, l.id).await,
+        store.delete_license(t.id, l.id, &Journal::NONE).await,
         Entity::License
     ));
     // A new license with the freed key works, and sees none of the old records.
     let mut again = license(t.id, t0());
     again.license_key = l.license_key;
-    store.create_license(&again).await.unwrap();
+    store.create_license(&again, &Journal::NONE).await.unwrap();
     let page = store
         .list_hwids(
             t.id,
@@ -584,10 +618,10 @@ pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
     let other = team(store, "B").await;
     let p1 = product(t.id, "One");
     let p2 = product(t.id, "Two");
-    store.create_product(&p1).await.unwrap();
-    store.create_product(&p2).await.unwrap();
+    store.create_product(&p1, &Journal::NONE).await.unwrap();
+    store.create_product(&p2, &Journal::NONE).await.unwrap();
     let c1 = customer(t.id, "c1@example.com", "C1", t0());
-    store.create_customer(&c1).await.unwrap();
+    store.create_customer(&c1, &Journal::NONE).await.unwrap();
     let mut all = Vec::new();
     for i in 0..30u32 {
         let mut l = license(t.id, at(i));
@@ -606,11 +640,11 @@ pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
                 locked: false,
             });
         }
-        store.create_license(&l).await.unwrap();
+        store.create_license(&l, &Journal::NONE).await.unwrap();
         all.push(l);
     }
     store
-        .create_license(&license(other.id, t0()))
+        .create_license(&license(other.id, t0()), &Journal::NONE)
         .await
         .unwrap();
 
@@ -694,7 +728,7 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
     john.username = Some("jroe".into());
     let ann = customer(t.id, "ann@example.com", "ann smith", at(3));
     for c in [&jane, &john, &ann] {
-        store.create_customer(c).await.unwrap();
+        store.create_customer(c, &Journal::NONE).await.unwrap();
     }
     let q = |s: &str| CustomerListQuery::parse(s).unwrap();
     let found = store
@@ -742,7 +776,10 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
 
     let mut renamed = jane.clone();
     renamed.full_name = Some("Jane Q. Doe".into());
-    store.update_customer(&renamed).await.unwrap();
+    store
+        .update_customer(&renamed, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(
         store.get_customer(t.id, jane.id).await.unwrap(),
         Some(renamed)
@@ -750,8 +787,11 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
 
     let mut l = license(t.id, t0());
     l.customer_ids = vec![jane.id, john.id];
-    store.create_license(&l).await.unwrap();
-    store.delete_customer(t.id, jane.id).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
+    store
+        .delete_customer(t.id, jane.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.get_customer(t.id, jane.id).await.unwrap(), None);
     assert_eq!(
         store
@@ -763,7 +803,7 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
         [john.id]
     );
     assert!(is_not_found(
-        store.delete_customer(t.id, jane.id).await,
+        store.delete_customer(t.id, jane.id, &Journal::NONE).await,
         Entity::Customer
     ));
 }
@@ -772,30 +812,33 @@ pub async fn products_delete_with_their_releases_and_branches<S: Store>(store: &
     let t = team(store, "A").await;
     let p = product(t.id, "App");
     let keep = product(t.id, "Other");
-    store.create_product(&p).await.unwrap();
-    store.create_product(&keep).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    store.create_product(&keep, &Journal::NONE).await.unwrap();
     let b = branch(t.id, p.id, "beta");
-    store.create_branch(&b).await.unwrap();
+    store.create_branch(&b, &Journal::NONE).await.unwrap();
     let r1 = release(t.id, p.id, None, "1.0.0", t0());
     let r2 = release(t.id, p.id, Some(b.id), "1.1.0", t0());
     let r3 = release(t.id, keep.id, None, "1.0.0", t0());
     for r in [&r1, &r2, &r3] {
-        store.create_release(r).await.unwrap();
+        store.create_release(r, &Journal::NONE).await.unwrap();
     }
     let mut l = license(t.id, t0());
     l.product_ids = vec![p.id, keep.id];
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
 
     let mut renamed = p.clone();
     renamed.name = "App 2".into();
-    store.update_product(&renamed).await.unwrap();
+    store
+        .update_product(&renamed, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(
         store.get_products(t.id, &[p.id]).await.unwrap()[0].name,
         "App 2"
     );
 
     let mut removed: Vec<ReleaseId> = store
-        .delete_product(t.id, p.id)
+        .delete_product(t.id, p.id, &Journal::NONE)
         .await
         .unwrap()
         .iter()
@@ -835,25 +878,27 @@ pub async fn branches_have_unique_names_and_delete_their_releases<S: Store>(stor
     let t = team(store, "A").await;
     let p = product(t.id, "App");
     let q = product(t.id, "Other");
-    store.create_product(&p).await.unwrap();
-    store.create_product(&q).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    store.create_product(&q, &Journal::NONE).await.unwrap();
     let beta = branch(t.id, p.id, "beta");
-    store.create_branch(&beta).await.unwrap();
+    store.create_branch(&beta, &Journal::NONE).await.unwrap();
     store
-        .create_branch(&branch(t.id, p.id, "alpha"))
+        .create_branch(&branch(t.id, p.id, "alpha"), &Journal::NONE)
         .await
         .unwrap();
     assert!(is_conflict(
-        store.create_branch(&branch(t.id, p.id, "beta")).await,
+        store
+            .create_branch(&branch(t.id, p.id, "beta"), &Journal::NONE)
+            .await,
         "name"
     ));
     store
-        .create_branch(&branch(t.id, q.id, "beta"))
+        .create_branch(&branch(t.id, q.id, "beta"), &Journal::NONE)
         .await
         .unwrap();
     assert!(is_not_found(
         store
-            .create_branch(&branch(t.id, ProductId::new(), "x1"))
+            .create_branch(&branch(t.id, ProductId::new(), "x1"), &Journal::NONE)
             .await,
         Entity::Product
     ));
@@ -868,16 +913,24 @@ pub async fn branches_have_unique_names_and_delete_their_releases<S: Store>(stor
 
     let on_beta = release(t.id, p.id, Some(beta.id), "2.0.0", t0());
     let main = release(t.id, p.id, None, "2.0.0", t0());
-    store.create_release(&on_beta).await.unwrap();
-    store.create_release(&main).await.unwrap();
+    store
+        .create_release(&on_beta, &Journal::NONE)
+        .await
+        .unwrap();
+    store.create_release(&main, &Journal::NONE).await.unwrap();
     assert!(
         is_not_found(
-            store.delete_branch(t.id, q.id, beta.id).await,
+            store
+                .delete_branch(t.id, q.id, beta.id, &Journal::NONE)
+                .await,
             Entity::Branch
         ),
         "wrong product"
     );
-    let removed = store.delete_branch(t.id, p.id, beta.id).await.unwrap();
+    let removed = store
+        .delete_branch(t.id, p.id, beta.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(
         removed.iter().map(|r| r.id).collect::<Vec<_>>(),
         [on_beta.id]
@@ -890,22 +943,25 @@ pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(st
     let t = team(store, "A").await;
     let p = product(t.id, "App");
     let q = product(t.id, "Other");
-    store.create_product(&p).await.unwrap();
-    store.create_product(&q).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    store.create_product(&q, &Journal::NONE).await.unwrap();
     let beta = branch(t.id, p.id, "beta");
     let q_branch = branch(t.id, q.id, "beta");
-    store.create_branch(&beta).await.unwrap();
-    store.create_branch(&q_branch).await.unwrap();
+    store.create_branch(&beta, &Journal::NONE).await.unwrap();
+    store
+        .create_branch(&q_branch, &Journal::NONE)
+        .await
+        .unwrap();
 
     let mut r1 = release(t.id, p.id, None, "1.0.0", at(1));
     r1.latest = true;
-    store.create_release(&r1).await.unwrap();
+    store.create_release(&r1, &Journal::NONE).await.unwrap();
     let mut r2 = release(t.id, p.id, None, "1.1.0", at(2));
     r2.latest = true;
     let mut rb = release(t.id, p.id, Some(beta.id), "1.0.0", at(3));
     rb.latest = true;
-    store.create_release(&rb).await.unwrap();
-    store.create_release(&r2).await.unwrap();
+    store.create_release(&rb, &Journal::NONE).await.unwrap();
+    store.create_release(&r2, &Journal::NONE).await.unwrap();
     assert!(
         !store
             .get_release(t.id, r1.id)
@@ -935,20 +991,26 @@ pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(st
 
     assert!(is_conflict(
         store
-            .create_release(&release(t.id, p.id, None, "1.0.0", at(4)))
+            .create_release(&release(t.id, p.id, None, "1.0.0", at(4)), &Journal::NONE)
             .await,
         "version"
     ));
     assert!(is_not_found(
         store
-            .create_release(&release(t.id, ProductId::new(), None, "9.0.0", at(4)))
+            .create_release(
+                &release(t.id, ProductId::new(), None, "9.0.0", at(4)),
+                &Journal::NONE
+            )
             .await,
         Entity::Product
     ));
     assert!(
         is_not_found(
             store
-                .create_release(&release(t.id, p.id, Some(q_branch.id), "9.0.0", at(4)))
+                .create_release(
+                    &release(t.id, p.id, Some(q_branch.id), "9.0.0", at(4)),
+                    &Journal::NONE
+                )
                 .await,
             Entity::Branch
         ),
@@ -957,7 +1019,7 @@ pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(st
     let mut restricted = release(t.id, p.id, None, "9.0.0", at(4));
     restricted.allowed_license_ids = vec![LicenseId::new()];
     assert!(is_not_found(
-        store.create_release(&restricted).await,
+        store.create_release(&restricted, &Journal::NONE).await,
         Entity::License
     ));
 
@@ -966,7 +1028,7 @@ pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(st
     r1u.latest = true;
     r1u.status = ReleaseStatus::Deprecated;
     r1u.file = None;
-    store.update_release(&r1u).await.unwrap();
+    store.update_release(&r1u, &Journal::NONE).await.unwrap();
     assert!(
         !store
             .get_release(t.id, r2.id)
@@ -981,15 +1043,21 @@ pub async fn releases_check_references_versions_and_the_latest_rule<S: Store>(st
     );
     let mut clash = r1u.clone();
     clash.version = Version::parse("1.1.0").unwrap();
-    assert!(is_conflict(store.update_release(&clash).await, "version"));
+    assert!(is_conflict(
+        store.update_release(&clash, &Journal::NONE).await,
+        "version"
+    ));
 
     let (branches, releases) = store.catalog(t.id, p.id).await.unwrap();
     assert_eq!(branches.len(), 1);
     assert_eq!(releases.len(), 3);
-    let deleted = store.delete_release(t.id, r2.id).await.unwrap();
+    let deleted = store
+        .delete_release(t.id, r2.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(deleted.id, r2.id);
     assert!(is_not_found(
-        store.delete_release(t.id, r2.id).await,
+        store.delete_release(t.id, r2.id, &Journal::NONE).await,
         Entity::Release
     ));
 }
@@ -998,8 +1066,8 @@ pub async fn release_lists_filter_sort_and_page<S: Store>(store: &S) {
     let t = team(store, "A").await;
     let p = product(t.id, "App");
     let q = product(t.id, "Other");
-    store.create_product(&p).await.unwrap();
-    store.create_product(&q).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    store.create_product(&q, &Journal::NONE).await.unwrap();
     for i in 0..12u32 {
         let mut r = release(t.id, p.id, None, &format!("1.{i}.0"), at(i));
         r.status = if i % 4 == 0 {
@@ -1008,10 +1076,13 @@ pub async fn release_lists_filter_sort_and_page<S: Store>(store: &S) {
             ReleaseStatus::Published
         };
         r.latest = i == 5;
-        store.create_release(&r).await.unwrap();
+        store.create_release(&r, &Journal::NONE).await.unwrap();
     }
     store
-        .create_release(&release(t.id, q.id, None, "1.0.0-other", at(50)))
+        .create_release(
+            &release(t.id, q.id, None, "1.0.0-other", at(50)),
+            &Journal::NONE,
+        )
         .await
         .unwrap();
     let list = |s: String| async move {
@@ -1051,8 +1122,8 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
     let t = team(store, "A").await;
     let l = license(t.id, t0());
     let other = license(t.id, t0());
-    store.create_license(&l).await.unwrap();
-    store.create_license(&other).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
+    store.create_license(&other, &Journal::NONE).await.unwrap();
     for i in 0..3u8 {
         let dev = format!("device-{i:03}-abcdef");
         store
@@ -1087,7 +1158,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
 
     let target = hwids.items[1].id;
     let h = store
-        .set_hwid_forgotten(t.id, l.id, target, true, at(9))
+        .set_hwid_forgotten(t.id, l.id, target, true, at(9), &Journal::NONE)
         .await
         .unwrap();
     assert!(h.forgotten);
@@ -1102,7 +1173,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
     );
     assert!(
         !store
-            .set_hwid_forgotten(t.id, l.id, target, false, at(10))
+            .set_hwid_forgotten(t.id, l.id, target, false, at(10), &Journal::NONE)
             .await
             .unwrap()
             .forgotten
@@ -1110,7 +1181,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
     assert!(
         is_not_found(
             store
-                .set_hwid_forgotten(t.id, other.id, target, true, at(9))
+                .set_hwid_forgotten(t.id, other.id, target, true, at(9), &Journal::NONE)
                 .await,
             Entity::Hwid
         ),
@@ -1119,7 +1190,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
     let ip = ips.items[0].id;
     assert!(
         store
-            .set_ip_forgotten(t.id, l.id, ip, true, at(9))
+            .set_ip_forgotten(t.id, l.id, ip, true, at(9), &Journal::NONE)
             .await
             .unwrap()
             .forgotten
@@ -1127,7 +1198,7 @@ pub async fn device_lists_hide_forgotten_records_unless_asked<S: Store>(store: &
     assert_eq!(store.list_ips(t.id, l.id, &q("")).await.unwrap().total, 2);
     assert!(is_not_found(
         store
-            .set_ip_forgotten(t.id, l.id, IpId::new(), true, at(9))
+            .set_ip_forgotten(t.id, l.id, IpId::new(), true, at(9), &Journal::NONE)
             .await,
         Entity::Ip
     ));
@@ -1142,7 +1213,7 @@ pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S)
     let mut l = license(t.id, t0());
     l.hwid_limit = Some(2);
     l.ip_limit = Some(2);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let rec = |dev: &'static str, ip: u8, minute: u32| {
         let t = &t;
         async move {
@@ -1200,7 +1271,7 @@ pub async fn activity_records_devices_and_ips_within_limits<S: Store>(store: &S)
         .unwrap()
         .id;
     store
-        .set_hwid_forgotten(t.id, l.id, b, true, at(5))
+        .set_hwid_forgotten(t.id, l.id, b, true, at(5), &Journal::NONE)
         .await
         .unwrap();
     rec("device-c-00000", 2, 6).await.unwrap();
@@ -1230,7 +1301,7 @@ pub async fn activity_after_the_first_read_is_the_same_atomic_step<S: Store>(sto
     let other = team(store, "B").await;
     let mut l = license(t.id, t0());
     l.hwid_limit = Some(1);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let rules = ActivityRules::new(&t.settings);
     let step = |dev: &'static str, minute: u32| {
         let (t, l, rules) = (&t, &l, &rules);
@@ -1293,7 +1364,7 @@ pub async fn activity_starts_the_activation_clock_once<S: Store>(store: &S) {
     l.expiration_type = ExpirationType::Duration;
     l.expiration_start = ExpirationStart::Activation;
     l.expiration_days = Some(7);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let first = store
         .record_activity(
             t.id,
@@ -1339,7 +1410,7 @@ fn capped(settings: &TeamSettings, max_records: u32) -> ActivityRules<'_> {
 pub async fn activity_drops_the_least_recently_seen_records_at_the_cap<S: Store>(store: &S) {
     let t = team(store, "A").await;
     let l = license(t.id, t0());
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let rules = capped(&t.settings, 10);
     // A license without limits: ten addresses, the first seen again last.
     for i in 0..10u8 {
@@ -1380,12 +1451,15 @@ pub async fn activity_drops_the_least_recently_seen_records_at_the_cap<S: Store>
         .find(|r| r.address == activity(None, 9).ip)
         .unwrap();
     store
-        .set_ip_forgotten(t.id, l.id, recent.id, true, at(22))
+        .set_ip_forgotten(t.id, l.id, recent.id, true, at(22), &Journal::NONE)
         .await
         .unwrap();
     let mut limited = l.clone();
     limited.ip_limit = Some(20);
-    store.update_license(&limited).await.unwrap();
+    store
+        .update_license(&limited, &Journal::NONE)
+        .await
+        .unwrap();
     store
         .record_activity(t.id, l.id, &rules, &activity(None, 11), at(23))
         .await
@@ -1402,7 +1476,7 @@ pub async fn activity_never_drops_counted_records_and_refuses_at_the_cap<S: Stor
     let mut l = license(t.id, t0());
     // A limit above the cap: every record counts, so none may be dropped.
     l.hwid_limit = Some(50);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let rules = capped(&t.settings, 3);
     for d in 0..3u8 {
         let device = format!("device-{d:04}-cap");
@@ -1454,7 +1528,7 @@ pub async fn activity_without_a_required_hardware_identifier_records_no_device<S
     let t = team(store, "A").await;
     let mut l = license(t.id, t0());
     l.hwid_limit = Some(1);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let strict = t.settings.clone();
     let refused = store
         .record_activity(
@@ -1512,7 +1586,7 @@ pub async fn usage_records_are_restored_as_they_are<S: Store>(store: &S) {
     let other = team(store, "B").await;
     let mut l = license(t.id, t0());
     l.hwid_limit = Some(2);
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let hwid = |name: &str, forgotten: bool, seen: u32| Hwid {
         id: HwidId::new(),
         identifier: HardwareId::parse(name).unwrap(),
@@ -1586,7 +1660,7 @@ pub async fn usage_records_are_restored_as_they_are<S: Store>(store: &S) {
 pub async fn forgetting_by_id_finds_the_record_among_many<S: Store>(store: &S) {
     let t = team(store, "A").await;
     let l = license(t.id, t0());
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     for i in 0..40u8 {
         let device = format!("device-{i:04}-many");
         store
@@ -1609,7 +1683,7 @@ pub async fn forgetting_by_id_finds_the_record_among_many<S: Store>(store: &S) {
         .find(|h| h.identifier.as_str() == "device-0017-many")
         .unwrap();
     let forgotten = store
-        .set_hwid_forgotten(t.id, l.id, target.id, true, at(2))
+        .set_hwid_forgotten(t.id, l.id, target.id, true, at(2), &Journal::NONE)
         .await
         .unwrap();
     assert!(forgotten.forgotten);
@@ -1617,14 +1691,14 @@ pub async fn forgetting_by_id_finds_the_record_among_many<S: Store>(store: &S) {
     let ips = store.list_ips(t.id, l.id, &q).await.unwrap();
     let ip = ips.items[5].clone();
     store
-        .set_ip_forgotten(t.id, l.id, ip.id, true, at(2))
+        .set_ip_forgotten(t.id, l.id, ip.id, true, at(2), &Journal::NONE)
         .await
         .unwrap();
     assert_eq!(store.list_ips(t.id, l.id, &q).await.unwrap().total, 39);
     // Another license's id is not found.
     assert!(is_not_found(
         store
-            .set_hwid_forgotten(t.id, l.id, HwidId::new(), true, at(3))
+            .set_hwid_forgotten(t.id, l.id, HwidId::new(), true, at(3), &Journal::NONE)
             .await,
         Entity::Hwid
     ));
@@ -1660,11 +1734,11 @@ pub async fn product_and_release_lists_keep_to_a_product_restriction<S: Store>(s
     let t = team(store, "A").await;
     let p1 = product(t.id, "One");
     let p2 = product(t.id, "Two");
-    store.create_product(&p1).await.unwrap();
-    store.create_product(&p2).await.unwrap();
+    store.create_product(&p1, &Journal::NONE).await.unwrap();
+    store.create_product(&p2, &Journal::NONE).await.unwrap();
     for (p, v) in [(&p1, "1.0.0"), (&p2, "1.0.0"), (&p2, "2.0.0")] {
         store
-            .create_release(&release(t.id, p.id, None, v, at(1)))
+            .create_release(&release(t.id, p.id, None, v, at(1)), &Journal::NONE)
             .await
             .unwrap();
     }
@@ -1694,19 +1768,28 @@ pub async fn blacklist_entries_are_unique_and_count_hits<S: Store>(store: &S) {
         created_at: t0(),
     };
     let ip = entry(t.id, BlacklistType::Ip, "203.0.113.0/24");
-    store.create_blacklist_entry(&ip).await.unwrap();
     store
-        .create_blacklist_entry(&entry(t.id, BlacklistType::Country, "FI"))
+        .create_blacklist_entry(&ip, &Journal::NONE)
+        .await
+        .unwrap();
+    store
+        .create_blacklist_entry(&entry(t.id, BlacklistType::Country, "FI"), &Journal::NONE)
         .await
         .unwrap();
     assert!(is_conflict(
         store
-            .create_blacklist_entry(&entry(t.id, BlacklistType::Ip, "203.0.113.0/24"))
+            .create_blacklist_entry(
+                &entry(t.id, BlacklistType::Ip, "203.0.113.0/24"),
+                &Journal::NONE
+            )
             .await,
         "value"
     ));
     store
-        .create_blacklist_entry(&entry(other.id, BlacklistType::Ip, "203.0.113.0/24"))
+        .create_blacklist_entry(
+            &entry(other.id, BlacklistType::Ip, "203.0.113.0/24"),
+            &Journal::NONE,
+        )
         .await
         .unwrap();
     store
@@ -1721,10 +1804,15 @@ pub async fn blacklist_entries_are_unique_and_count_hits<S: Store>(store: &S) {
     assert_eq!(list.len(), 2);
     assert_eq!(list.iter().find(|e| e.id == ip.id).unwrap().hits, 5);
     assert!(is_not_found(
-        store.delete_blacklist_entry(other.id, ip.id).await,
+        store
+            .delete_blacklist_entry(other.id, ip.id, &Journal::NONE)
+            .await,
         Entity::Blacklist
     ));
-    store.delete_blacklist_entry(t.id, ip.id).await.unwrap();
+    store
+        .delete_blacklist_entry(t.id, ip.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.list_blacklist(t.id).await.unwrap().len(), 1);
 }
 
@@ -1747,12 +1835,12 @@ pub async fn statistics_buckets_merge_and_overview_counts<S: Store>(store: &S) {
 
     let p = product(t.id, "App");
     let q = product(t.id, "Bpp");
-    store.create_product(&p).await.unwrap();
-    store.create_product(&q).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    store.create_product(&q, &Journal::NONE).await.unwrap();
     for i in 0..3u32 {
         let mut l = license(t.id, t0());
         l.product_ids = if i == 0 { vec![p.id, q.id] } else { vec![q.id] };
-        store.create_license(&l).await.unwrap();
+        store.create_license(&l, &Journal::NONE).await.unwrap();
         if i == 0 {
             store
                 .record_activity(
@@ -1768,7 +1856,7 @@ pub async fn statistics_buckets_merge_and_overview_counts<S: Store>(store: &S) {
         }
     }
     store
-        .create_customer(&customer(t.id, "a@example.com", "A", t0()))
+        .create_customer(&customer(t.id, "a@example.com", "A", t0()), &Journal::NONE)
         .await
         .unwrap();
     let o = store.overview(t.id, at(0)).await.unwrap();
@@ -1798,17 +1886,17 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
     let a = team(store, "A").await;
     let b = team(store, "B").await;
     let p = product(a.id, "App");
-    store.create_product(&p).await.unwrap();
+    store.create_product(&p, &Journal::NONE).await.unwrap();
     let c = customer(a.id, "a@example.com", "A", t0());
-    store.create_customer(&c).await.unwrap();
+    store.create_customer(&c, &Journal::NONE).await.unwrap();
     let br = branch(a.id, p.id, "beta");
-    store.create_branch(&br).await.unwrap();
+    store.create_branch(&br, &Journal::NONE).await.unwrap();
     let r = release(a.id, p.id, None, "1.0.0", t0());
-    store.create_release(&r).await.unwrap();
+    store.create_release(&r, &Journal::NONE).await.unwrap();
     let mut l = license(a.id, t0());
     l.product_ids = vec![p.id];
     l.customer_ids = vec![c.id];
-    store.create_license(&l).await.unwrap();
+    store.create_license(&l, &Journal::NONE).await.unwrap();
     let rec = store
         .record_activity(
             a.id,
@@ -1894,50 +1982,50 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
     stolen.customer_ids.clear();
     stolen.product_ids.clear();
     assert!(is_not_found(
-        store.update_license(&stolen).await,
+        store.update_license(&stolen, &Journal::NONE).await,
         Entity::License
     ));
     let mut c2 = c.clone();
     c2.team_id = b.id;
     assert!(is_not_found(
-        store.update_customer(&c2).await,
+        store.update_customer(&c2, &Journal::NONE).await,
         Entity::Customer
     ));
     let mut p2 = p.clone();
     p2.team_id = b.id;
     assert!(is_not_found(
-        store.update_product(&p2).await,
+        store.update_product(&p2, &Journal::NONE).await,
         Entity::Product
     ));
     let mut r2 = r.clone();
     r2.team_id = b.id;
     assert!(is_not_found(
-        store.update_release(&r2).await,
+        store.update_release(&r2, &Journal::NONE).await,
         Entity::Release
     ));
     assert!(is_not_found(
-        store.delete_license(b.id, l.id).await,
+        store.delete_license(b.id, l.id, &Journal::NONE).await,
         Entity::License
     ));
     assert!(is_not_found(
-        store.delete_customer(b.id, c.id).await,
+        store.delete_customer(b.id, c.id, &Journal::NONE).await,
         Entity::Customer
     ));
     assert!(is_not_found(
-        store.delete_product(b.id, p.id).await,
+        store.delete_product(b.id, p.id, &Journal::NONE).await,
         Entity::Product
     ));
     assert!(is_not_found(
-        store.delete_release(b.id, r.id).await,
+        store.delete_release(b.id, r.id, &Journal::NONE).await,
         Entity::Release
     ));
     assert!(is_not_found(
-        store.delete_branch(b.id, p.id, br.id).await,
+        store.delete_branch(b.id, p.id, br.id, &Journal::NONE).await,
         Entity::Product
     ));
     assert!(is_not_found(
         store
-            .set_hwid_forgotten(b.id, l.id, hwid, true, at(2))
+            .set_hwid_forgotten(b.id, l.id, hwid, true, at(2), &Journal::NONE)
             .await,
         Entity::License
     ));
@@ -1956,13 +2044,13 @@ pub async fn nothing_crosses_team_boundaries<S: Store>(store: &S) {
     let mut foreign_branch = branch(b.id, p.id, "gamma");
     foreign_branch.team_id = b.id;
     assert!(is_not_found(
-        store.create_branch(&foreign_branch).await,
+        store.create_branch(&foreign_branch, &Journal::NONE).await,
         Entity::Product
     ));
     let mut foreign_release = release(b.id, p.id, None, "2.0.0", t0());
     foreign_release.team_id = b.id;
     assert!(is_not_found(
-        store.create_release(&foreign_release).await,
+        store.create_release(&foreign_release, &Journal::NONE).await,
         Entity::Product
     ));
 
@@ -2012,7 +2100,7 @@ pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Stor
         message(t.id, "b@example.com", t0()),
     ];
     store
-        .create_license_with_mail(&first, &mail, 3, t0())
+        .create_license_with_mail(&first, &mail, 3, t0(), &Journal::NONE)
         .await
         .unwrap();
     assert!(store.get_license(t.id, first.id).await.unwrap().is_some());
@@ -2027,7 +2115,7 @@ pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Stor
     ];
     assert!(matches!(
         store
-            .create_license_with_mail(&second, &more, 3, at(5))
+            .create_license_with_mail(&second, &more, 3, at(5), &Journal::NONE)
             .await,
         Err(StoreError::Limit(_))
     ));
@@ -2040,11 +2128,12 @@ pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Stor
             &[message(other.id, "x@example.com", t0())],
             3,
             t0(),
+            &Journal::NONE,
         )
         .await
         .unwrap();
     store
-        .create_license_with_mail(&second, &more, 3, t0().plus_days(1))
+        .create_license_with_mail(&second, &more, 3, t0().plus_days(1), &Journal::NONE)
         .await
         .unwrap();
     // The usual checks apply.
@@ -2052,7 +2141,7 @@ pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Stor
     dup.license_key = first.license_key;
     assert!(is_conflict(
         store
-            .create_license_with_mail(&dup, &[], 3, t0().plus_days(2))
+            .create_license_with_mail(&dup, &[], 3, t0().plus_days(2), &Journal::NONE)
             .await,
         "licenseKey"
     ));
@@ -2063,7 +2152,13 @@ pub async fn outbox_messages_are_rescheduled_and_removed<S: Store>(store: &S) {
     let m = message(t.id, "a@example.com", at(0));
     let later = message(t.id, "b@example.com", at(30));
     store
-        .create_license_with_mail(&license(t.id, t0()), &[later.clone(), m.clone()], 50, t0())
+        .create_license_with_mail(
+            &license(t.id, t0()),
+            &[later.clone(), m.clone()],
+            50,
+            t0(),
+            &Journal::NONE,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -2098,7 +2193,9 @@ pub fn concurrent_new_devices_never_exceed_the_limit<S: Store, R: BlockOn>(store
     let t = runner.block_on(team(store, "A"));
     let mut l = license(t.id, t0());
     l.hwid_limit = Some(LIMIT);
-    runner.block_on(store.create_license(&l)).unwrap();
+    runner
+        .block_on(store.create_license(&l, &Journal::NONE))
+        .unwrap();
     let admitted = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for i in 0..DEVICES {
@@ -2129,4 +2226,431 @@ pub fn concurrent_new_devices_never_exceed_the_limit<S: Store, R: BlockOn>(store
         ))
         .unwrap();
     assert_eq!(stored.total, u64::from(LIMIT));
+}
+
+// ---- audit log ----
+
+/// A journal of one entry about `resource_id`, by `actor`, at `when`.
+pub fn audited(
+    team: TeamId,
+    action: crate::model::Action,
+    resource_id: &str,
+    actor: crate::model::Actor,
+    when: Timestamp,
+) -> Journal {
+    Journal::audit(AuditEntry {
+        id: crate::AuditId::new(),
+        team_id: team,
+        at: when,
+        actor,
+        address: Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7))),
+        action,
+        resource_type: action.resource().to_owned(),
+        resource_id: resource_id.to_owned(),
+        changes: vec![crate::model::FieldChange {
+            field: "name".into(),
+            old: None,
+            new: Some("x".into()),
+            secret: false,
+        }],
+    })
+}
+
+async fn audit_of<S: Store>(store: &S, team: TeamId) -> Vec<AuditEntry> {
+    let query = AuditQuery::parse("pageSize=100").unwrap();
+    store.list_audit(team, &query).await.unwrap().items
+}
+
+pub async fn audit_entries_are_written_with_their_change_only<S: Store>(store: &S) {
+    use crate::model::{Action, Actor};
+    let team = team(store, "audited").await;
+    let other = self::team(store, "other").await;
+    let key = Actor::api_key(ApiKeyId::new(), "back end");
+    let c = customer(team.id, "a@example.com", "Ann", t0());
+    let journal = audited(
+        team.id,
+        Action::CustomerCreated,
+        &c.id.to_string(),
+        key.clone(),
+        t0(),
+    );
+    store.create_customer(&c, &journal).await.unwrap();
+    let entries = audit_of(store, team.id).await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(Some(&entries[0]), journal.audit.as_ref(), "stored as given");
+    assert!(
+        audit_of(store, other.id).await.is_empty(),
+        "another team's log is its own"
+    );
+
+    // Failed writes leave no entry.
+    let mut bad = license(team.id, t0());
+    bad.customer_ids = vec![CustomerId::new()];
+    let failed = audited(
+        team.id,
+        Action::LicenseCreated,
+        &bad.id.to_string(),
+        key.clone(),
+        t0(),
+    );
+    assert!(store.create_license(&bad, &failed).await.is_err());
+    let missing = customer(team.id, "b@example.com", "Bo", t0());
+    let failed = audited(
+        team.id,
+        Action::CustomerUpdated,
+        &missing.id.to_string(),
+        key.clone(),
+        t0(),
+    );
+    assert!(store.update_customer(&missing, &failed).await.is_err());
+    assert!(
+        store
+            .delete_customer(team.id, missing.id, &failed)
+            .await
+            .is_err()
+    );
+    let failed = audited(team.id, Action::LicenseDeleted, "x", key.clone(), t0());
+    assert!(
+        store
+            .delete_license(other.id, LicenseId::new(), &failed)
+            .await
+            .is_err()
+    );
+    let l = license(team.id, t0());
+    let mail: Vec<OutboxMessage> = (0..3)
+        .map(|i| OutboxMessage {
+            id: MessageId::new(),
+            team_id: team.id,
+            to: format!("c{i}@example.com"),
+            subject: "s".into(),
+            body: "b".into(),
+            attempts: 0,
+            next_attempt_at: t0(),
+            last_error: None,
+            created_at: t0(),
+        })
+        .collect();
+    let failed = audited(
+        team.id,
+        Action::LicenseCreated,
+        &l.id.to_string(),
+        key.clone(),
+        t0(),
+    );
+    assert!(matches!(
+        store
+            .create_license_with_mail(&l, &mail, 2, t0(), &failed)
+            .await,
+        Err(StoreError::Limit(_))
+    ));
+    assert_eq!(
+        audit_of(store, team.id).await.len(),
+        1,
+        "no entry of a failed write"
+    );
+
+    // Every kind of audited write records its journal.
+    let j = |action, id: &str| audited(team.id, action, id, key.clone(), t0());
+    let p = product(team.id, "P");
+    store
+        .create_product(&p, &j(Action::ProductCreated, "p"))
+        .await
+        .unwrap();
+    let mut l = license(team.id, t0());
+    l.product_ids = vec![p.id];
+    store
+        .create_license_with_mail(&l, &mail[..1], 10, t0(), &j(Action::LicenseCreated, "l"))
+        .await
+        .unwrap();
+    l.suspended = true;
+    store
+        .update_license(&l, &j(Action::LicenseSuspended, "l"))
+        .await
+        .unwrap();
+    let b = branch(team.id, p.id, "beta");
+    store
+        .create_branch(&b, &j(Action::BranchCreated, "b"))
+        .await
+        .unwrap();
+    store
+        .delete_branch(team.id, p.id, b.id, &j(Action::BranchDeleted, "b"))
+        .await
+        .unwrap();
+    let r = release(team.id, p.id, None, "1.0.0", t0());
+    store
+        .create_release(&r, &j(Action::ReleaseCreated, "r"))
+        .await
+        .unwrap();
+    store
+        .update_release(&r, &j(Action::ReleaseUpdated, "r"))
+        .await
+        .unwrap();
+    store
+        .delete_release(team.id, r.id, &j(Action::ReleaseDeleted, "r"))
+        .await
+        .unwrap();
+    let entry = BlacklistEntry {
+        id: BlacklistId::new(),
+        team_id: team.id,
+        kind: BlacklistType::Ip,
+        value: "192.0.2.1".into(),
+        hits: 0,
+        created_by_user_id: UserId::ADMIN,
+        created_at: t0(),
+    };
+    store
+        .create_blacklist_entry(&entry, &j(Action::BlacklistCreated, "e"))
+        .await
+        .unwrap();
+    store
+        .delete_blacklist_entry(team.id, entry.id, &j(Action::BlacklistDeleted, "e"))
+        .await
+        .unwrap();
+    let k = api_key(team.id, "second");
+    store
+        .create_api_key(&k, &j(Action::ApiKeyCreated, "k"))
+        .await
+        .unwrap();
+    store
+        .delete_api_key(team.id, k.id, &j(Action::ApiKeyRevoked, "k"))
+        .await
+        .unwrap();
+    let settings = TeamSettings {
+        strict_customers: true,
+        ..TeamSettings::default()
+    };
+    store
+        .update_settings(team.id, &settings, t0(), &j(Action::SettingsUpdated, "t"))
+        .await
+        .unwrap();
+    store
+        .update_features(
+            team.id,
+            TeamFeatures { classloader: false },
+            t0(),
+            &j(Action::FeaturesUpdated, "t"),
+        )
+        .await
+        .unwrap();
+    let c2 = Customer {
+        full_name: Some("Ann B".into()),
+        ..c.clone()
+    };
+    store
+        .update_customer(&c2, &j(Action::CustomerUpdated, "c"))
+        .await
+        .unwrap();
+    store
+        .delete_customer(team.id, c.id, &j(Action::CustomerDeleted, "c"))
+        .await
+        .unwrap();
+    store
+        .update_product(&p, &j(Action::ProductUpdated, "p"))
+        .await
+        .unwrap();
+    store
+        .delete_license(team.id, l.id, &j(Action::LicenseDeleted, "l"))
+        .await
+        .unwrap();
+    store
+        .delete_product(team.id, p.id, &j(Action::ProductDeleted, "p"))
+        .await
+        .unwrap();
+    let actions: Vec<Action> = audit_of(store, team.id)
+        .await
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions.len(), 20, "{actions:?}");
+    for action in [
+        Action::ProductCreated,
+        Action::LicenseCreated,
+        Action::LicenseSuspended,
+        Action::BranchCreated,
+        Action::BranchDeleted,
+        Action::ReleaseCreated,
+        Action::ReleaseUpdated,
+        Action::ReleaseDeleted,
+        Action::BlacklistCreated,
+        Action::BlacklistDeleted,
+        Action::ApiKeyCreated,
+        Action::ApiKeyRevoked,
+        Action::SettingsUpdated,
+        Action::FeaturesUpdated,
+        Action::CustomerUpdated,
+        Action::CustomerDeleted,
+        Action::ProductUpdated,
+        Action::LicenseDeleted,
+        Action::ProductDeleted,
+    ] {
+        assert!(
+            actions.contains(&action),
+            "{action} missing from {actions:?}"
+        );
+    }
+
+    // Forgetting devices and addresses, and a new team, are audited too.
+    let l = license(other.id, t0());
+    store.create_license(&l, &Journal::NONE).await.unwrap();
+    let rules = ActivityRules::new(&other.settings);
+    let activity = activity(Some("device-0000001"), 1);
+    store
+        .record_activity(other.id, l.id, &rules, &activity, t0())
+        .await
+        .unwrap()
+        .unwrap();
+    let hwid = store
+        .list_hwids(other.id, l.id, &DeviceListQuery::default())
+        .await
+        .unwrap()
+        .items[0]
+        .clone();
+    let ip = store
+        .list_ips(other.id, l.id, &DeviceListQuery::default())
+        .await
+        .unwrap()
+        .items[0]
+        .clone();
+    let j = |action, id: &str| audited(other.id, action, id, Actor::admin(), t0());
+    store
+        .set_hwid_forgotten(
+            other.id,
+            l.id,
+            hwid.id,
+            true,
+            t0(),
+            &j(Action::DeviceForgotten, "h"),
+        )
+        .await
+        .unwrap();
+    store
+        .set_ip_forgotten(
+            other.id,
+            l.id,
+            ip.id,
+            true,
+            t0(),
+            &j(Action::IpForgotten, "i"),
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .set_ip_forgotten(
+                other.id,
+                l.id,
+                IpId::new(),
+                true,
+                t0(),
+                &j(Action::IpForgotten, "?")
+            )
+            .await
+            .is_err()
+    );
+    let third = Team {
+        id: TeamId::new(),
+        ..other.clone()
+    };
+    let first = api_key(third.id, "first");
+    let created = audited(
+        third.id,
+        Action::TeamCreated,
+        &third.id.to_string(),
+        Actor::admin(),
+        t0(),
+    );
+    store.create_team(&third, &first, &created).await.unwrap();
+    let actions: Vec<Action> = audit_of(store, other.id)
+        .await
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions.len(), 2);
+    assert!(actions.contains(&Action::IpForgotten) && actions.contains(&Action::DeviceForgotten));
+    assert_eq!(audit_of(store, third.id).await.len(), 1);
+}
+
+pub async fn audit_lists_filter_order_page_and_prune<S: Store>(store: &S) {
+    use crate::api::requests::ActorFilter;
+    use crate::model::{Action, Actor, ActorKind};
+    let team = team(store, "audited").await;
+    let one = ApiKeyId::new();
+    let mut written = Vec::new();
+    for i in 0..30u32 {
+        let actor = if i % 3 == 0 {
+            Actor::admin()
+        } else {
+            Actor::api_key(one, "one")
+        };
+        let (action, resource) = if i % 2 == 0 {
+            (Action::CustomerCreated, format!("c{i}"))
+        } else {
+            (Action::ProductCreated, format!("p{i}"))
+        };
+        let journal = audited(team.id, action, &resource, actor, at(i));
+        let e = journal.audit.clone().unwrap();
+        if i % 2 == 0 {
+            store
+                .create_customer(
+                    &customer(team.id, &format!("c{i}@example.com"), "C", t0()),
+                    &journal,
+                )
+                .await
+                .unwrap();
+        } else {
+            store
+                .create_product(&product(team.id, &format!("P{i}")), &journal)
+                .await
+                .unwrap();
+        }
+        written.push(e);
+    }
+    let list = |raw: &str| {
+        let query = AuditQuery::parse(raw).unwrap();
+        async move { store.list_audit(team.id, &query).await.unwrap() }
+    };
+    let page = list("pageSize=10").await;
+    assert_eq!(page.total, 30);
+    assert!(page.has_next_page);
+    let times: Vec<Timestamp> = page.items.iter().map(|e| e.at).collect();
+    assert_eq!(times[0], at(29), "newest first");
+    assert!(times.windows(2).all(|w| w[0] > w[1]));
+    let last = list("pageSize=10&page=3").await;
+    assert_eq!(last.items.last().unwrap().at, at(0));
+    assert!(!last.has_next_page);
+    let oldest = list("pageSize=10&sortDirection=asc").await;
+    assert_eq!(oldest.items[0].at, at(0));
+
+    assert_eq!(list("resourceType=customer&pageSize=100").await.total, 15);
+    assert_eq!(list("action=product.created&pageSize=100").await.total, 15);
+    let by_id = list("resourceId=c4").await;
+    assert_eq!(by_id.items.len(), 1);
+    assert_eq!(by_id.items[0], written[4]);
+    assert_eq!(list("actor=ADMIN&pageSize=100").await.total, 10);
+    let query = AuditQuery {
+        actor: Some(ActorFilter::Id(*one.as_uuid())),
+        ..AuditQuery::default()
+    };
+    assert_eq!(store.list_audit(team.id, &query).await.unwrap().total, 20);
+    let query = AuditQuery {
+        actor: Some(ActorFilter::Kind(ActorKind::User)),
+        ..AuditQuery::default()
+    };
+    assert_eq!(store.list_audit(team.id, &query).await.unwrap().total, 0);
+    let query = AuditQuery {
+        from: Some(at(10)),
+        to: Some(at(20)),
+        ..AuditQuery::default()
+    };
+    let window = store.list_audit(team.id, &query).await.unwrap();
+    assert_eq!(window.total, 10, "from inclusive, to exclusive");
+    assert!(window.items.iter().all(|e| e.at >= at(10) && e.at < at(20)));
+
+    // Pruning removes the oldest first, at most `limit` at a time.
+    assert_eq!(store.prune_audit(at(5), 3).await.unwrap(), 3);
+    assert_eq!(store.prune_audit(at(5), 100).await.unwrap(), 2);
+    assert_eq!(store.prune_audit(at(5), 100).await.unwrap(), 0);
+    let left = list("pageSize=100&sortDirection=asc").await;
+    assert_eq!(left.total, 25);
+    assert_eq!(left.items[0].at, at(5));
 }

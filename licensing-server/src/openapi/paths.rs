@@ -10,9 +10,9 @@ use licensing_core::api::requests::{
     ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody, SettingsBody,
 };
 use licensing_core::api::{
-    ApiKeyList, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted, Envelope,
-    ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted,
-    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList, VerifyData,
+    ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
+    Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage,
+    LicenseDeleted, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList, VerifyData,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,
@@ -1017,6 +1017,37 @@ pub(super) fn list_api_keys() {}
     security(("apiKey" = []))
 )]
 pub(super) fn revoke_api_key() {}
+
+/// (ext) The audit log: every change made through the developer and admin APIs, with who made
+/// it (API key, operator, command line), from which address, and each changed field's old and
+/// new values (a secret appears as `secret: true`, without values). Newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/audit-log",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("page" = Option<u32>, Query, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "`desc` (newest first, the default) or `asc`"),
+        ("resourceType" = Option<String>, Query, description = "Entries about this type of record: team, license, device, ip, customer, product, branch, release, blacklist, api_key, settings"),
+        ("resourceId" = Option<String>, Query, description = "Entries about the record with this id"),
+        ("actor" = Option<String>, Query, description = "Entries of one API key (its id) or of a kind of principal: API_KEY, ADMIN, USER, SYSTEM"),
+        ("action" = Option<String>, Query, description = "Entries of one action, such as `license.suspended`"),
+        ("from" = Option<String>, Query, format = "date-time", description = "Entries at or after this time (RFC 3339)"),
+        ("to" = Option<String>, Query, format = "date-time", description = "Entries before this time (RFC 3339)"),
+    ),
+    responses(
+        (status = 200, description = "One page of entries", body = Envelope<AuditPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(super) fn audit_log() {}
 
 /// (ext) The team's public keys: RSA (PEM and base64 of the PEM) and Ed25519 (`signingKey`).
 #[utoipa::path(

@@ -9,7 +9,7 @@ use bytes::Buf;
 use futures_util::Stream;
 use licensing_core::api::TeamList;
 use licensing_core::api::requests::{AdminTeamBody, FeaturesBody, MAX_JSON_BODY, parse_no_query};
-use licensing_core::model::TeamView;
+use licensing_core::model::{Action, TeamView, changes};
 use licensing_core::store::TeamStore;
 use licensing_core::{TeamId, Timestamp};
 use warp::Filter;
@@ -21,6 +21,7 @@ use crate::http::{
 };
 use crate::routes::with_state;
 use crate::services;
+use crate::services::audit::Acting;
 use crate::state::{AppState, Principal};
 
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
@@ -35,7 +36,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .and(warp::body::stream())
         .then(
             |state: AppState, client, headers: HeaderMap, body| async move {
-                gate(state, client, headers, |state| create(state, body)).await
+                gate(state, client, headers, |state, by| create(state, by, body)).await
             },
         );
     let list = warp::path!("api" / "v1" / "admin" / "teams")
@@ -46,7 +47,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .and(raw_query())
         .then(
             |state: AppState, client, headers: HeaderMap, query: String| async move {
-                gate(state, client, headers, |state| list(state, query)).await
+                gate(state, client, headers, |state, _| list(state, query)).await
             },
         );
     let features = warp::path!("api" / "v1" / "admin" / "teams" / String / "features")
@@ -57,7 +58,10 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .and(warp::body::stream())
         .then(
             |team: String, state: AppState, client, headers: HeaderMap, body| async move {
-                gate(state, client, headers, |state| features(state, team, body)).await
+                gate(state, client, headers, |state, by| {
+                    features(state, by, team, body)
+                })
+                .await
             },
         );
     create.or(list).unify().or(features).unify().boxed()
@@ -68,7 +72,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
 /// `X-RateLimit-*` headers.
 async fn gate<F, Fut>(state: AppState, client: IpAddr, headers: HeaderMap, handler: F) -> Response
 where
-    F: FnOnce(AppState) -> Fut,
+    F: FnOnce(AppState, Acting) -> Fut,
     Fut: Future<Output = Handled>,
 {
     if let Err(refused) = auth::admin(&state, client, &headers).await {
@@ -81,23 +85,28 @@ where
     if let Some(status) = rate.filter(|s| !s.allowed()) {
         return crate::http::rate_limited(&status, "requests", " per admin token");
     }
-    let mut response = respond(handler(state).await);
+    let mut response = respond(handler(state, Acting::admin(client)).await);
     if let Some(status) = rate {
         status.apply(response.headers_mut());
     }
     response
 }
 
-async fn create<S, B>(state: AppState, body: S) -> Handled
+async fn create<S, B>(state: AppState, by: Acting, body: S) -> Handled
 where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
     let name = AdminTeamBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
-    let team =
-        services::teams::create_team_with(&state.store, &state.keyring, &name, Timestamp::now())
-            .await
-            .map_err(store_error)?;
+    let team = services::teams::create_team_with(
+        &state.store,
+        &state.keyring,
+        &name,
+        Timestamp::now(),
+        &by,
+    )
+    .await
+    .map_err(store_error)?;
     Ok(success(
         201,
         team,
@@ -117,16 +126,30 @@ async fn list(state: AppState, query: String) -> Handled {
     ))
 }
 
-async fn features<S, B>(state: AppState, team: String, body: S) -> Handled
+async fn features<S, B>(state: AppState, by: Acting, team: String, body: S) -> Handled
 where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
     let team: TeamId = path_param("teamId", &team)?;
     let features = FeaturesBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
+    let now = Timestamp::now();
+    let old = state
+        .store
+        .get_team(team)
+        .await
+        .map_err(store_error)?
+        .map(|t| t.features);
+    let journal = by.journal(
+        team,
+        now,
+        Action::FeaturesUpdated,
+        team,
+        changes(old.as_ref(), Some(&features), &[]),
+    );
     let updated = state
         .store
-        .update_features(team, features, Timestamp::now())
+        .update_features(team, features, now, &journal)
         .await
         .map_err(store_error)?;
     state.contexts.invalidate(team);

@@ -1,5 +1,6 @@
 //! Operations that span several stores or need more than one call into core.
 
+pub mod audit;
 pub mod changes;
 pub mod chat;
 pub mod contexts;

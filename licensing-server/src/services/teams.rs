@@ -1,9 +1,12 @@
 //! Creating teams: key pairs, the first API key, the record.
 
 use licensing_core::crypto::{ApiKeySecret, TeamKeys};
-use licensing_core::model::{ApiKeyRecord, Scopes, Team, TeamCreated, TeamFeatures, TeamSettings};
+use licensing_core::model::{
+    Action, ApiKeyRecord, Scopes, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView, changes,
+};
 use licensing_core::store::{StoreError, TeamStore};
 
+use crate::services::audit::Acting;
 use crate::services::keyring::Keyring;
 use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
 
@@ -14,7 +17,7 @@ pub async fn create_team<S: TeamStore>(
     name: &str,
     now: Timestamp,
 ) -> Result<TeamCreated, StoreError> {
-    create_team_with(store, &Keyring::plain(), name, now).await
+    create_team_with(store, &Keyring::plain(), name, now, &Acting::command_line()).await
 }
 
 /// [`create_team`], with the private keys stored as `keyring` says (sealed under its master key,
@@ -24,6 +27,7 @@ pub async fn create_team_with<S: TeamStore>(
     keyring: &Keyring,
     name: &str,
     now: Timestamp,
+    by: &Acting,
 ) -> Result<TeamCreated, StoreError> {
     let keys = tokio::task::spawn_blocking(TeamKeys::generate)
         .await
@@ -53,7 +57,14 @@ pub async fn create_team_with<S: TeamStore>(
         created_by_user_id: Some(UserId::ADMIN),
         last_used_at: None,
     };
-    store.create_team(&team, &api_key).await?;
+    let journal = by.journal(
+        team.id,
+        now,
+        Action::TeamCreated,
+        team.id,
+        changes(None, Some(&TeamView::from(&team)), &[]),
+    );
+    store.create_team(&team, &api_key, &journal).await?;
     Ok(TeamCreated {
         team_id: team.id,
         api_key: secret.expose().to_owned(),

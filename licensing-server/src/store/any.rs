@@ -8,12 +8,14 @@
 //! operations (flushing sled, the database pool) in one place.
 
 use licensing_core::api::requests::{
-    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    ReleaseListQuery,
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
-    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
+    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    TopProduct,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;
@@ -126,67 +128,67 @@ macro_rules! delegate {
 }
 
 delegate!(TeamStore {
-    fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()>;
+    fn create_team(&self, team: &Team, first_key: &ApiKeyRecord, journal: &Journal) -> StoreResult<()>;
     fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>>;
     fn list_teams(&self) -> StoreResult<Vec<Team>>;
-    fn update_settings(&self, id: TeamId, settings: &TeamSettings, now: Timestamp) -> StoreResult<Team>;
-    fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp) -> StoreResult<Team>;
+    fn update_settings(&self, id: TeamId, settings: &TeamSettings, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
+    fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, now: Timestamp) -> StoreResult<Team>;
 });
 
 delegate!(ApiKeyStore {
-    fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()>;
+    fn create_api_key(&self, key: &ApiKeyRecord, journal: &Journal) -> StoreResult<()>;
     fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>>;
     fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>>;
-    fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()>;
+    fn delete_api_key(&self, team: TeamId, id: ApiKeyId, journal: &Journal) -> StoreResult<()>;
     fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()>;
 });
 
 delegate!(LicenseStore {
-    fn create_license(&self, license: &License) -> StoreResult<()>;
+    fn create_license(&self, license: &License, journal: &Journal) -> StoreResult<()>;
     fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>>;
     fn get_license_by_key(&self, team: TeamId, key: &LicenseKey) -> StoreResult<Option<License>>;
-    fn update_license(&self, license: &License) -> StoreResult<()>;
-    fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License>;
-    fn create_license_with_mail(&self, license: &License, mail: &[OutboxMessage], daily_limit: u32, now: Timestamp) -> StoreResult<()>;
+    fn update_license(&self, license: &License, journal: &Journal) -> StoreResult<()>;
+    fn delete_license(&self, team: TeamId, id: LicenseId, journal: &Journal) -> StoreResult<License>;
+    fn create_license_with_mail(&self, license: &License, mail: &[OutboxMessage], daily_limit: u32, now: Timestamp, journal: &Journal) -> StoreResult<()>;
     fn list_licenses(&self, team: TeamId, query: &LicenseListQuery) -> StoreResult<Page<License>>;
 });
 
 delegate!(CustomerStore {
-    fn create_customer(&self, customer: &Customer) -> StoreResult<()>;
+    fn create_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()>;
     fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>>;
     fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>>;
-    fn update_customer(&self, customer: &Customer) -> StoreResult<()>;
-    fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()>;
+    fn update_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()>;
+    fn delete_customer(&self, team: TeamId, id: CustomerId, journal: &Journal) -> StoreResult<()>;
     fn list_customers(&self, team: TeamId, query: &CustomerListQuery) -> StoreResult<Page<Customer>>;
 });
 
 delegate!(ProductStore {
-    fn create_product(&self, product: &Product) -> StoreResult<()>;
+    fn create_product(&self, product: &Product, journal: &Journal) -> StoreResult<()>;
     fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>>;
     fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>>;
-    fn update_product(&self, product: &Product) -> StoreResult<()>;
-    fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>>;
+    fn update_product(&self, product: &Product, journal: &Journal) -> StoreResult<()>;
+    fn delete_product(&self, team: TeamId, id: ProductId, journal: &Journal) -> StoreResult<Vec<Release>>;
     fn list_products(&self, team: TeamId, query: &ProductListQuery) -> StoreResult<Page<Product>>;
-    fn create_branch(&self, branch: &Branch) -> StoreResult<()>;
+    fn create_branch(&self, branch: &Branch, journal: &Journal) -> StoreResult<()>;
     fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>>;
-    fn delete_branch(&self, team: TeamId, product: ProductId, id: BranchId) -> StoreResult<Vec<Release>>;
+    fn delete_branch(&self, team: TeamId, product: ProductId, id: BranchId, journal: &Journal) -> StoreResult<Vec<Release>>;
 });
 
 delegate!(ReleaseStore {
-    fn create_release(&self, release: &Release) -> StoreResult<()>;
+    fn create_release(&self, release: &Release, journal: &Journal) -> StoreResult<()>;
     fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>>;
-    fn update_release(&self, release: &Release) -> StoreResult<()>;
-    fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release>;
+    fn update_release(&self, release: &Release, journal: &Journal) -> StoreResult<()>;
+    fn delete_release(&self, team: TeamId, id: ReleaseId, journal: &Journal) -> StoreResult<Release>;
     fn list_releases(&self, team: TeamId, query: &ReleaseListQuery) -> StoreResult<Page<Release>>;
     fn catalog(&self, team: TeamId, product: ProductId) -> StoreResult<(Vec<Branch>, Vec<Release>)>;
 });
 
 delegate!(DeviceStore {
     fn list_hwids(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<Hwid>>;
-    fn set_hwid_forgotten(&self, team: TeamId, license: LicenseId, id: HwidId, forgotten: bool, now: Timestamp) -> StoreResult<Hwid>;
+    fn set_hwid_forgotten(&self, team: TeamId, license: LicenseId, id: HwidId, forgotten: bool, now: Timestamp, journal: &Journal) -> StoreResult<Hwid>;
     fn list_ips(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<IpRecord>>;
-    fn set_ip_forgotten(&self, team: TeamId, license: LicenseId, id: IpId, forgotten: bool, now: Timestamp) -> StoreResult<IpRecord>;
+    fn set_ip_forgotten(&self, team: TeamId, license: LicenseId, id: IpId, forgotten: bool, now: Timestamp, journal: &Journal) -> StoreResult<IpRecord>;
     fn restore_usage(&self, team: TeamId, license: LicenseId, hwids: &[Hwid], ips: &[IpRecord]) -> StoreResult<()>;
 });
 
@@ -201,9 +203,9 @@ delegate!(SessionKeyStore {
 });
 
 delegate!(BlacklistStore {
-    fn create_blacklist_entry(&self, entry: &BlacklistEntry) -> StoreResult<()>;
+    fn create_blacklist_entry(&self, entry: &BlacklistEntry, journal: &Journal) -> StoreResult<()>;
     fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>>;
-    fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()>;
+    fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId, journal: &Journal) -> StoreResult<()>;
     fn add_blacklist_hits(&self, team: TeamId, hits: &[(BlacklistId, u64)]) -> StoreResult<()>;
 });
 
@@ -212,6 +214,11 @@ delegate!(StatsStore {
     fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>>;
     fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview>;
     fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>>;
+});
+
+delegate!(AuditStore {
+    fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>>;
+    fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
 });
 
 delegate!(OutboxStore {

@@ -80,7 +80,10 @@ async fn expire(s: &TestServer, license: &Value) {
     l.expiration_date = Some(Timestamp::from_millis(
         Timestamp::now().as_millis() - 86_400_000,
     ));
-    s.store.update_license(&l).await.unwrap();
+    s.store
+        .update_license(&l, &licensing_core::store::Journal::NONE)
+        .await
+        .unwrap();
 }
 
 async fn hwid_count(s: &TestServer, license: &Value) -> u64 {

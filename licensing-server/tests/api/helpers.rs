@@ -306,7 +306,10 @@ impl TestServer {
             created_at: Timestamp::now(),
             updated_at: Timestamp::now(),
         };
-        self.store.create_product(&product).await.unwrap();
+        self.store
+            .create_product(&product, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
         serde_json::to_value(product).unwrap()
     }
 

@@ -109,6 +109,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::GET, "api-keys".into(), None),
         (Method::DELETE, format!("api-keys/{api_key}"), None),
         (Method::GET, "public-key".into(), None),
+        (Method::GET, "audit-log".into(), None),
     ]
 }
 
@@ -123,6 +124,7 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "settings",
         "blacklist",
         "api-keys",
+        "audit-log",
     ] {
         let mut answer = s.get(&s.dev(path)).await.ok().clone();
         if let Some(keys) = answer.get_mut("apiKeys") {

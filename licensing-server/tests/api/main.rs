@@ -9,6 +9,7 @@
 
 mod abuse;
 mod admin;
+mod audit;
 mod chat;
 mod classloader;
 mod client;

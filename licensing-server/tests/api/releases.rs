@@ -280,6 +280,7 @@ async fn bad_uploads_are_refused_with_their_reasons() {
             s.team_id(),
             TeamFeatures { classloader: false },
             licensing_core::Timestamp::now(),
+            &licensing_core::store::Journal::NONE,
         )
         .await
         .unwrap();

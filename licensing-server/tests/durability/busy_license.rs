@@ -74,9 +74,15 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
             .await
             .unwrap();
         let busy = testing::license(a.team_id, Timestamp::now());
-        store.create_license(&busy).await.unwrap();
+        store
+            .create_license(&busy, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
         let quiet = testing::license(b.team_id, Timestamp::now());
-        store.create_license(&quiet).await.unwrap();
+        store
+            .create_license(&quiet, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
         let settings = store.get_team(a.team_id).await.unwrap().unwrap().settings;
         let next = Arc::new(AtomicUsize::new(0));
         let mut tasks = Vec::new();

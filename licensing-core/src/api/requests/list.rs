@@ -95,7 +95,7 @@ impl Paging {
         (items, more)
     }
 
-    fn parse(q: &Query<'_>, v: &mut Validator) -> Self {
+    pub(crate) fn parse(q: &Query<'_>, v: &mut Validator) -> Self {
         let mut paging = Self::default();
         if let Some(text) = q.get("page") {
             match text.parse::<u32>() {

@@ -4,6 +4,7 @@
 //! signed integers) and strictly as to shape (unknown members are rejected, naming them), then
 //! validated field by field so that one answer lists every problem.
 
+mod audit;
 mod client;
 mod customer;
 mod license;
@@ -12,6 +13,7 @@ mod product;
 mod release;
 mod team;
 
+pub use audit::{ActorFilter, AuditQuery};
 pub use client::{ClassloaderQuery, ClientBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};

@@ -3,7 +3,9 @@
 use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
 use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
 use licensing_core::crypto::ApiKeySecret;
-use licensing_core::model::{ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry};
+use licensing_core::model::{
+    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, FieldChange, changes,
+};
 use licensing_core::store::{ApiKeyStore, BlacklistStore, Entity, ProductStore, StoreError};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
 
@@ -41,7 +43,11 @@ pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
     };
     dev.state
         .store
-        .create_api_key(&record)
+        .create_api_key(&record, &{
+            let mut fields = changes(None, Some(&ApiKeyView::from(&record)), &[]);
+            fields.push(FieldChange::secret("key"));
+            dev.journal(Action::ApiKeyCreated, record.id, fields)
+        })
         .await
         .map_err(store_error)?;
     Ok(success(
@@ -103,9 +109,14 @@ pub(super) async fn revoke_key(dev: Dev, (id,): (ApiKeyId,), _: Input) -> Handle
             "cannot revoke a key that has it",
         )));
     }
+    let old = keys.iter().find(|k| k.id == id).map(ApiKeyView::from);
     dev.state
         .store
-        .delete_api_key(dev.team, id)
+        .delete_api_key(
+            dev.team,
+            id,
+            &dev.journal(Action::ApiKeyRevoked, id, changes(old.as_ref(), None, &[])),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(
@@ -131,7 +142,14 @@ pub(super) async fn create_entry(dev: Dev, (): (), input: Input) -> Handled {
     };
     dev.state
         .store
-        .create_blacklist_entry(&entry)
+        .create_blacklist_entry(
+            &entry,
+            &dev.journal(
+                Action::BlacklistCreated,
+                entry.id,
+                changes(None, Some(&entry), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     dev.state.contexts.invalidate(dev.team);
@@ -159,9 +177,25 @@ pub(super) async fn list_entries(dev: Dev, (): (), _: Input) -> Handled {
 }
 
 pub(super) async fn delete_entry(dev: Dev, (id,): (BlacklistId,), _: Input) -> Handled {
+    let old = dev
+        .state
+        .store
+        .list_blacklist(dev.team)
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .find(|e| e.id == id);
     dev.state
         .store
-        .delete_blacklist_entry(dev.team, id)
+        .delete_blacklist_entry(
+            dev.team,
+            id,
+            &dev.journal(
+                Action::BlacklistDeleted,
+                id,
+                changes(old.as_ref(), None, &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     dev.state.contexts.invalidate(dev.team);

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{CustomerBody, CustomerInput, CustomerListQuery, Patch};
 use licensing_core::api::{CustomerDeleted, CustomerPage};
-use licensing_core::model::Customer;
+use licensing_core::model::{Action, Customer, changes};
 use licensing_core::store::{CustomerStore, Entity, StoreError};
 use licensing_core::{ApiError, CustomerId};
 
@@ -44,7 +44,14 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
     check_chat(&dev.state, &input, &mut customer).await?;
     dev.state
         .store
-        .create_customer(&customer)
+        .create_customer(
+            &customer,
+            &dev.journal(
+                Action::CustomerCreated,
+                customer.id,
+                changes(None, Some(&customer), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(201, customer, "Customer created"))
@@ -94,7 +101,14 @@ pub(super) async fn update(dev: Dev, (id,): (CustomerId,), input: Input) -> Hand
     check_chat(&dev.state, &input, &mut updated).await?;
     dev.state
         .store
-        .update_customer(&updated)
+        .update_customer(
+            &updated,
+            &dev.journal(
+                Action::CustomerUpdated,
+                updated.id,
+                changes(Some(&existing), Some(&updated), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(200, updated, "Customer updated"))
@@ -104,7 +118,15 @@ pub(super) async fn delete(dev: Dev, (id,): (CustomerId,), _: Input) -> Handled 
     let customer = lookup(&dev, id).await?;
     dev.state
         .store
-        .delete_customer(dev.team, customer.id)
+        .delete_customer(
+            dev.team,
+            customer.id,
+            &dev.journal(
+                Action::CustomerDeleted,
+                customer.id,
+                changes(Some(&customer), None, &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(

@@ -2,7 +2,9 @@
 
 use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
 use licensing_core::api::{HwidForgotten, HwidPage, IpForgotten, IpPage};
-use licensing_core::model::{HwidView, IpRecordView, RecordStatus, TeamSettings};
+use licensing_core::model::{
+    Action, FieldChange, HwidView, IpRecordView, RecordStatus, TeamSettings,
+};
 use licensing_core::store::{DeviceStore, Entity, LicenseStore, StoreError, TeamStore};
 use licensing_core::{ApiError, HwidId, IpId, LicenseId};
 
@@ -20,6 +22,16 @@ pub(super) async fn list_ips(dev: Dev, (license,): (LicenseId,), input: Input) -
     list(dev, license, input, Kind::Ip).await
 }
 
+/// The audit's change of a forget or remember: the flag's new value.
+fn forgotten_change(forgotten: bool) -> Vec<FieldChange> {
+    vec![FieldChange {
+        field: "forgotten".into(),
+        old: None,
+        new: Some(forgotten.into()),
+        secret: false,
+    }]
+}
+
 /// `PATCH …/hwid/{hwidId}`.
 pub(super) async fn forget_hwid(
     dev: Dev,
@@ -31,7 +43,22 @@ pub(super) async fn forget_hwid(
     let h = dev
         .state
         .store
-        .set_hwid_forgotten(dev.team, license, id, forgotten, dev.now)
+        .set_hwid_forgotten(
+            dev.team,
+            license,
+            id,
+            forgotten,
+            dev.now,
+            &dev.journal(
+                if forgotten {
+                    Action::DeviceForgotten
+                } else {
+                    Action::DeviceRemembered
+                },
+                id,
+                forgotten_change(forgotten),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(
@@ -51,7 +78,22 @@ pub(super) async fn forget_ip(dev: Dev, (license, id): (LicenseId, IpId), input:
     let r = dev
         .state
         .store
-        .set_ip_forgotten(dev.team, license, id, forgotten, dev.now)
+        .set_ip_forgotten(
+            dev.team,
+            license,
+            id,
+            forgotten,
+            dev.now,
+            &dev.journal(
+                if forgotten {
+                    Action::IpForgotten
+                } else {
+                    Action::IpRemembered
+                },
+                id,
+                forgotten_change(forgotten),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(

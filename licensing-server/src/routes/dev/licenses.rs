@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
-use licensing_core::model::{License, LicenseDetail, OutboxMessage};
+use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, changes};
 use licensing_core::store::{CustomerStore, Entity, LicenseStore, Page, ProductStore, StoreError};
 use licensing_core::{ApiError, LicenseId, LicenseKey};
 
@@ -48,14 +48,19 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         let license =
             new.clone()
                 .into_license(LicenseKey::generate(), dev.team, dev.user(), dev.now);
+        let journal = dev.journal(
+            Action::LicenseCreated,
+            license.id,
+            changes(None, Some(&license), &[]),
+        );
         let stored = if mail {
             let messages = messages_for(state, &license).await?;
             state
                 .store
-                .create_license_with_mail(&license, &messages, mail::DAILY_LIMIT, dev.now)
+                .create_license_with_mail(&license, &messages, mail::DAILY_LIMIT, dev.now, &journal)
                 .await
         } else {
-            state.store.create_license(&license).await
+            state.store.create_license(&license, &journal).await
         };
         match stored {
             Ok(()) => {
@@ -209,9 +214,14 @@ pub(super) async fn get_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Handle
 
 async fn delete(dev: &Dev, license: &License) -> Result<(), ApiError> {
     dev.must_cover(&license.product_ids)?;
+    let journal = dev.journal(
+        Action::LicenseDeleted,
+        license.id,
+        changes(Some(license), None, &[]),
+    );
     dev.state
         .store
-        .delete_license(license.team_id, license.id)
+        .delete_license(license.team_id, license.id, &journal)
         .await
         .map_err(store_error)?;
     Ok(())
@@ -251,9 +261,19 @@ pub(super) async fn update(dev: Dev, (id,): (LicenseId,), input: Input) -> Handl
     dev.must_cover(&existing.product_ids)?;
     let updated = LicenseUpdate::apply(&body, &existing, dev.now)?;
     dev.must_cover(&updated.product_ids)?;
+    let action = match (existing.suspended, updated.suspended) {
+        (false, true) => Action::LicenseSuspended,
+        (true, false) => Action::LicenseUnsuspended,
+        _ => Action::LicenseUpdated,
+    };
+    let journal = dev.journal(
+        action,
+        updated.id,
+        changes(Some(&existing), Some(&updated), &[]),
+    );
     dev.state
         .store
-        .update_license(&updated)
+        .update_license(&updated, &journal)
         .await
         .map_err(|e| match e {
             StoreError::Conflict {

@@ -14,6 +14,7 @@
 //! before they look records up (404).
 
 mod access;
+mod audit;
 mod customers;
 mod devices;
 mod licenses;
@@ -32,8 +33,10 @@ use bytes::{Buf, Bytes};
 use futures_util::{Stream, StreamExt};
 use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
 use licensing_core::model::{
-    ApiKeyRecord, ProductRestriction, Resource, Scope, covers_products, sees_products,
+    Action, Actor, ApiKeyRecord, FieldChange, ProductRestriction, Resource, Scope, covers_products,
+    sees_products,
 };
+use licensing_core::store::Journal;
 use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
 use warp::Filter;
 use warp::filters::BoxedFilter;
@@ -41,6 +44,7 @@ use warp::http::{HeaderMap, HeaderValue, Method};
 
 use crate::http::{Handled, Response, auth, path_param, raw_query, read_body, respond};
 use crate::routes::with_state;
+use crate::services::audit::Acting;
 use crate::state::{AppState, Principal};
 
 /// A request body as the gate hands it on.
@@ -73,9 +77,26 @@ pub(crate) struct Dev {
     pub(crate) key: ApiKeyRecord,
     /// When it is handled.
     pub(crate) now: Timestamp,
+    /// The client's address (protocol.md section 3's rule behind proxies).
+    pub(crate) client: IpAddr,
 }
 
 impl Dev {
+    /// The journal of a change this request makes: its audit entry, naming the API key and the
+    /// client's address.
+    pub(crate) fn journal(
+        &self,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        changes: Vec<FieldChange>,
+    ) -> Journal {
+        Acting {
+            actor: Actor::api_key(self.key.id, &self.key.name),
+            address: Some(self.client),
+        }
+        .journal(self.team, self.now, action, resource_id, changes)
+    }
+
     /// The `createdByUserId` of what this request creates.
     pub(crate) fn user(&self) -> UserId {
         self.key.id.into()
@@ -488,7 +509,14 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             access::create_key,
         ),
-        op(get, "api-keys", read(ApiKeys), NoQuery, access::list_keys),
+        op(
+            get.clone(),
+            "api-keys",
+            read(ApiKeys),
+            NoQuery,
+            access::list_keys,
+        ),
+        op(get, "audit-log", read(AuditLog), Parsed, audit::list),
         op(
             delete,
             "api-keys/{apiKeyId}",
@@ -615,6 +643,7 @@ async fn gate(
             team,
             key,
             now,
+            client,
         };
         respond(bound(dev, input).await)
     };

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{BranchBody, ProductBody, ProductListQuery};
 use licensing_core::api::{BranchList, Deleted, ProductPage};
-use licensing_core::model::{Branch, Product};
+use licensing_core::model::{Action, Branch, Product, changes};
 use licensing_core::store::{Entity, ProductStore, StoreError};
 use licensing_core::{ApiError, BranchId, ProductId};
 
@@ -19,7 +19,14 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
     let product = input.into_new(dev.team, dev.user(), dev.now);
     dev.state
         .store
-        .create_product(&product)
+        .create_product(
+            &product,
+            &dev.journal(
+                Action::ProductCreated,
+                product.id,
+                changes(None, Some(&product), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(201, product, "Product created"))
@@ -68,7 +75,14 @@ pub(super) async fn update(dev: Dev, (id,): (ProductId,), input: Input) -> Handl
     let updated = input.apply_to(&existing, dev.now);
     dev.state
         .store
-        .update_product(&updated)
+        .update_product(
+            &updated,
+            &dev.journal(
+                Action::ProductUpdated,
+                updated.id,
+                changes(Some(&existing), Some(&updated), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(200, updated, "Product updated"))
@@ -79,7 +93,15 @@ pub(super) async fn delete(dev: Dev, (id,): (ProductId,), _: Input) -> Handled {
     let releases = dev
         .state
         .store
-        .delete_product(dev.team, product.id)
+        .delete_product(
+            dev.team,
+            product.id,
+            &dev.journal(
+                Action::ProductDeleted,
+                product.id,
+                changes(Some(&product), None, &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     dev.state.files.remove_release_files(&releases).await;
@@ -106,7 +128,14 @@ pub(super) async fn create_branch(dev: Dev, (id,): (ProductId,), input: Input) -
     };
     dev.state
         .store
-        .create_branch(&branch)
+        .create_branch(
+            &branch,
+            &dev.journal(
+                Action::BranchCreated,
+                branch.id,
+                changes(None, Some(&branch), &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(201, branch, "Branch created"))
@@ -129,10 +158,24 @@ pub(super) async fn delete_branch(
     _: Input,
 ) -> Handled {
     let product = find(&dev, id).await?;
+    let old = dev
+        .state
+        .store
+        .list_branches(dev.team, product.id)
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .find(|b| b.id == branch)
+        .ok_or(StoreError::NotFound(Entity::Branch))?;
+    let journal = dev.journal(
+        Action::BranchDeleted,
+        branch,
+        changes(Some(&old), None, &[]),
+    );
     let releases = dev
         .state
         .store
-        .delete_branch(dev.team, product.id, branch)
+        .delete_branch(dev.team, product.id, branch, &journal)
         .await
         .map_err(store_error)?;
     dev.state.files.remove_release_files(&releases).await;

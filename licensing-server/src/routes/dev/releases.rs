@@ -10,7 +10,10 @@ use licensing_core::api::requests::{
     MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseListQuery, ReleaseMode,
 };
 use licensing_core::api::{Deleted, ReleasePage};
-use licensing_core::model::{BranchRef, LicenseRef, ProductRef, Release, ReleaseFile, ReleaseView};
+use licensing_core::model::{
+    Action, BranchRef, LicenseRef, ProductRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
+    changes,
+};
 use licensing_core::store::{
     Entity, LicenseStore, ProductStore, ReleaseStore, StoreError, TeamStore,
 };
@@ -314,7 +317,12 @@ pub(super) async fn create(dev: Dev, (): (), mut input: Input) -> Handled {
         allowed_license_ids: input.license_ids,
     };
     let state = &dev.state;
-    if let Err(e) = state.store.create_release(&release).await {
+    let journal = dev.journal(
+        Action::ReleaseCreated,
+        release.id,
+        changes(None, Some(&release), &[]),
+    );
+    if let Err(e) = state.store.create_release(&release, &journal).await {
         state
             .files
             .remove_release_files(std::slice::from_ref(&release))
@@ -384,7 +392,19 @@ pub(super) async fn update(dev: Dev, (id,): (ReleaseId,), mut input: Input) -> H
         ..existing.clone()
     };
     let state = &dev.state;
-    if let Err(e) = state.store.update_release(&release).await {
+    let action = if release.status == ReleaseStatus::Published
+        && existing.status != ReleaseStatus::Published
+    {
+        Action::ReleasePublished
+    } else {
+        Action::ReleaseUpdated
+    };
+    let journal = dev.journal(
+        action,
+        release.id,
+        changes(Some(&existing), Some(&release), &[]),
+    );
+    if let Err(e) = state.store.update_release(&release, &journal).await {
         if replaced && release.file != existing.file {
             state
                 .files
@@ -417,7 +437,15 @@ pub(super) async fn delete(dev: Dev, (id,): (ReleaseId,), _: Input) -> Handled {
     let deleted = dev
         .state
         .store
-        .delete_release(dev.team, release.id)
+        .delete_release(
+            dev.team,
+            release.id,
+            &dev.journal(
+                Action::ReleaseDeleted,
+                release.id,
+                changes(Some(&release), None, &[]),
+            ),
+        )
         .await
         .map_err(store_error)?;
     dev.state

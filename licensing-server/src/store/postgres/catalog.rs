@@ -2,7 +2,9 @@
 
 use licensing_core::api::requests::{ProductListQuery, ProductSort, ReleaseListQuery, ReleaseSort};
 use licensing_core::model::{Branch, Product, Release};
-use licensing_core::store::{Entity, Page, ProductStore, ReleaseStore, StoreError, StoreResult};
+use licensing_core::store::{
+    Entity, Journal, Page, ProductStore, ReleaseStore, StoreError, StoreResult,
+};
 use licensing_core::{BranchId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
@@ -59,21 +61,23 @@ async fn delete_releases_returning(
 }
 
 impl ProductStore for PgStore {
-    async fn create_product(&self, p: &Product) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO products (id, team_id, name_key, created_at, updated_at, doc)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(p.id.as_uuid())
-        .bind(p.team_id.as_uuid())
-        .bind(p.name.to_lowercase())
-        .bind(ms(p.created_at))
-        .bind(ms(p.updated_at))
-        .bind(json(p))
-        .execute(&self.pool)
-        .await
-        .map_err(|e| constraint(e, &[("products_team_id_fkey", team_missing)]))?;
-        Ok(())
+    async fn create_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            sqlx::query(
+                "INSERT INTO products (id, team_id, name_key, created_at, updated_at, doc)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(p.id.as_uuid())
+            .bind(p.team_id.as_uuid())
+            .bind(p.name.to_lowercase())
+            .bind(ms(p.created_at))
+            .bind(ms(p.updated_at))
+            .bind(json(p))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, &[("products_team_id_fkey", team_missing)]))?;
+            Ok(())
+        })
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
@@ -105,27 +109,34 @@ impl ProductStore for PgStore {
             .collect())
     }
 
-    async fn update_product(&self, p: &Product) -> StoreResult<()> {
-        let done = sqlx::query(
-            "UPDATE products SET name_key = $3, updated_at = $4, doc = $5
-             WHERE team_id = $1 AND id = $2",
-        )
-        .bind(p.team_id.as_uuid())
-        .bind(p.id.as_uuid())
-        .bind(p.name.to_lowercase())
-        .bind(ms(p.updated_at))
-        .bind(json(p))
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Product));
-        }
-        Ok(())
+    async fn update_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query(
+                "UPDATE products SET name_key = $3, updated_at = $4, doc = $5
+                 WHERE team_id = $1 AND id = $2",
+            )
+            .bind(p.team_id.as_uuid())
+            .bind(p.id.as_uuid())
+            .bind(p.name.to_lowercase())
+            .bind(ms(p.updated_at))
+            .bind(json(p))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Product));
+            }
+            Ok(())
+        })
     }
 
-    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
-        in_tx!(self.pool, |tx| {
+    async fn delete_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+        journal: &Journal,
+    ) -> StoreResult<Vec<Release>> {
+        in_tx!(self.pool, journal, |tx| {
             lock_row(&mut tx, Entity::Product, team.as_uuid(), id.as_uuid()).await?;
             let gone = delete_releases_returning(
                 &mut tx,
@@ -193,34 +204,36 @@ impl ProductStore for PgStore {
         Ok(page(items, total, &query.paging))
     }
 
-    async fn create_branch(&self, b: &Branch) -> StoreResult<()> {
-        let done = sqlx::query(
-            "INSERT INTO branches (id, team_id, product_id, name, doc)
-             SELECT $1, $2, $3, $4, $5
-             WHERE EXISTS (SELECT 1 FROM products WHERE team_id = $2 AND id = $3 FOR SHARE)",
-        )
-        .bind(b.id.as_uuid())
-        .bind(b.team_id.as_uuid())
-        .bind(b.product_id.as_uuid())
-        .bind(b.name.as_str())
-        .bind(json(b))
-        .execute(&self.pool)
-        .await
-        .map_err(|e| {
-            constraint(
-                e,
-                &[
-                    ("branches_name_unique", branch_name_taken),
-                    ("branches_product_id_fkey", || {
-                        StoreError::NotFound(Entity::Product)
-                    }),
-                ],
+    async fn create_branch(&self, b: &Branch, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query(
+                "INSERT INTO branches (id, team_id, product_id, name, doc)
+                 SELECT $1, $2, $3, $4, $5
+                 WHERE EXISTS (SELECT 1 FROM products WHERE team_id = $2 AND id = $3 FOR SHARE)",
             )
-        })?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Product));
-        }
-        Ok(())
+            .bind(b.id.as_uuid())
+            .bind(b.team_id.as_uuid())
+            .bind(b.product_id.as_uuid())
+            .bind(b.name.as_str())
+            .bind(json(b))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                constraint(
+                    e,
+                    &[
+                        ("branches_name_unique", branch_name_taken),
+                        ("branches_product_id_fkey", || {
+                            StoreError::NotFound(Entity::Product)
+                        }),
+                    ],
+                )
+            })?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Product));
+            }
+            Ok(())
+        })
     }
 
     async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
@@ -244,8 +257,9 @@ impl ProductStore for PgStore {
         team: TeamId,
         product: ProductId,
         id: BranchId,
+        journal: &Journal,
     ) -> StoreResult<Vec<Release>> {
-        in_tx!(self.pool, |tx| {
+        in_tx!(self.pool, journal, |tx| {
             if !lock_product(&mut tx, team, product).await? {
                 return Err(StoreError::NotFound(Entity::Product));
             }
@@ -362,8 +376,8 @@ async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> Stor
 }
 
 impl ReleaseStore for PgStore {
-    async fn create_release(&self, r: &Release) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| put_release(&mut tx, r, true).await)
+    async fn create_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| put_release(&mut tx, r, true).await)
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
@@ -377,8 +391,8 @@ impl ReleaseStore for PgStore {
             .transpose()
     }
 
-    async fn update_release(&self, r: &Release) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             lock_row(
                 &mut tx,
                 Entity::Release,
@@ -390,15 +404,23 @@ impl ReleaseStore for PgStore {
         })
     }
 
-    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
-        let row = sqlx::query("DELETE FROM releases WHERE team_id = $1 AND id = $2 RETURNING doc")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .ok_or(StoreError::NotFound(Entity::Release))?;
-        doc(&row)
+    async fn delete_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        in_tx!(self.pool, journal, |tx| {
+            let row =
+                sqlx::query("DELETE FROM releases WHERE team_id = $1 AND id = $2 RETURNING doc")
+                    .bind(team.as_uuid())
+                    .bind(id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(backend)?
+                    .ok_or(StoreError::NotFound(Entity::Release))?;
+            doc(&row)
+        })
     }
 
     async fn list_releases(

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{CustomerListQuery, CustomerSort};
 use licensing_core::model::Customer;
-use licensing_core::store::{CustomerStore, Entity, Page, StoreError, StoreResult};
+use licensing_core::store::{CustomerStore, Entity, Journal, Page, StoreError, StoreResult};
 use licensing_core::{CustomerId, TeamId};
 use sqlx::Row as _;
 
@@ -16,8 +16,8 @@ fn key(text: Option<&str>) -> Option<String> {
 }
 
 impl CustomerStore for PgStore {
-    async fn create_customer(&self, c: &Customer) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn create_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             sqlx::query(
                 "INSERT INTO customers
                (id, team_id, created_at, updated_at, full_name_key, email_key, username_key, doc)
@@ -67,30 +67,37 @@ impl CustomerStore for PgStore {
             .collect())
     }
 
-    async fn update_customer(&self, c: &Customer) -> StoreResult<()> {
-        let done = sqlx::query(
-            "UPDATE customers SET updated_at = $3, full_name_key = $4, email_key = $5,
-               username_key = $6, doc = $7
-             WHERE team_id = $1 AND id = $2",
-        )
-        .bind(c.team_id.as_uuid())
-        .bind(c.id.as_uuid())
-        .bind(ms(c.updated_at))
-        .bind(key(c.full_name.as_deref()))
-        .bind(key(c.email.as_ref().map(|e| e.as_str())))
-        .bind(key(c.username.as_deref()))
-        .bind(json(c))
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Customer));
-        }
-        Ok(())
+    async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query(
+                "UPDATE customers SET updated_at = $3, full_name_key = $4, email_key = $5,
+                   username_key = $6, doc = $7
+                 WHERE team_id = $1 AND id = $2",
+            )
+            .bind(c.team_id.as_uuid())
+            .bind(c.id.as_uuid())
+            .bind(ms(c.updated_at))
+            .bind(key(c.full_name.as_deref()))
+            .bind(key(c.email.as_ref().map(|e| e.as_str())))
+            .bind(key(c.username.as_deref()))
+            .bind(json(c))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Customer));
+            }
+            Ok(())
+        })
     }
 
-    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn delete_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             let done = sqlx::query("DELETE FROM customers WHERE team_id = $1 AND id = $2")
                 .bind(team.as_uuid())
                 .bind(id.as_uuid())

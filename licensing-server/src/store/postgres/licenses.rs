@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use licensing_core::api::requests::{DeviceListQuery, DeviceSort, LicenseListQuery, LicenseSort};
 use licensing_core::model::{Hwid, IpRecord, License, OutboxMessage};
 use licensing_core::store::{
-    DeviceStore, Entity, LicenseStore, Page, StoreError, StoreResult, check_usage_owner,
+    DeviceStore, Entity, Journal, LicenseStore, Page, StoreError, StoreResult, check_usage_owner,
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{HwidId, IpId, LicenseId, LicenseKey, TeamId, Timestamp};
@@ -219,8 +219,8 @@ pub(super) async fn detach(
 }
 
 impl LicenseStore for PgStore {
-    async fn create_license(&self, l: &License) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn create_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             check_refs(&mut tx, l).await?;
             insert(&mut tx, l).await
         })
@@ -254,8 +254,8 @@ impl LicenseStore for PgStore {
         .transpose()
     }
 
-    async fn update_license(&self, l: &License) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             lock_row(
                 &mut tx,
                 Entity::License,
@@ -268,8 +268,13 @@ impl LicenseStore for PgStore {
         })
     }
 
-    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
-        in_tx!(self.pool, |tx| {
+    async fn delete_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+        journal: &Journal,
+    ) -> StoreResult<License> {
+        in_tx!(self.pool, journal, |tx| {
             let row = sqlx::query(
                 "DELETE FROM licenses WHERE team_id = $1 AND id = $2
                  RETURNING doc, last_active_at",
@@ -302,8 +307,9 @@ impl LicenseStore for PgStore {
         mail: &[OutboxMessage],
         daily_limit: u32,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+        in_tx!(self.pool, journal, |tx| {
             check_refs(&mut tx, l).await?;
             let day = OutboxMessage::day_of(now);
             let queued: i64 = sqlx::query_scalar(
@@ -563,8 +569,14 @@ impl PgStore {
         (team, license, id): (TeamId, LicenseId, Uuid),
         forgotten: bool,
         now: Timestamp,
-    ) -> StoreResult<Option<PgRow>> {
-        in_tx!(self.pool, |tx| {
+        journal: &Journal,
+    ) -> StoreResult<PgRow> {
+        let missing = if table == "hwids" {
+            Entity::Hwid
+        } else {
+            Entity::Ip
+        };
+        in_tx!(self.pool, journal, |tx| {
             lock_row(&mut tx, Entity::License, team.as_uuid(), license.as_uuid()).await?;
             let columns = if table == "hwids" {
                 HWID_COLUMNS
@@ -582,7 +594,8 @@ impl PgStore {
                 .bind(ms(now))
                 .fetch_optional(&mut *tx)
                 .await
-                .map_err(backend)
+                .map_err(backend)?
+                .ok_or(StoreError::NotFound(missing))
         })
     }
 }
@@ -702,11 +715,17 @@ impl DeviceStore for PgStore {
         id: HwidId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Hwid> {
         let row = self
-            .set_forgotten("hwids", (team, license, *id.as_uuid()), forgotten, now)
-            .await?
-            .ok_or(StoreError::NotFound(Entity::Hwid))?;
+            .set_forgotten(
+                "hwids",
+                (team, license, *id.as_uuid()),
+                forgotten,
+                now,
+                journal,
+            )
+            .await?;
         hwid(&row, team, license)
     }
 
@@ -733,11 +752,17 @@ impl DeviceStore for PgStore {
         id: IpId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<IpRecord> {
         let row = self
-            .set_forgotten("ips", (team, license, *id.as_uuid()), forgotten, now)
-            .await?
-            .ok_or(StoreError::NotFound(Entity::Ip))?;
+            .set_forgotten(
+                "ips",
+                (team, license, *id.as_uuid()),
+                forgotten,
+                now,
+                journal,
+            )
+            .await?;
         ip(&row, team, license)
     }
 }

@@ -28,10 +28,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "shared state",
         sql: include_str!("migrations/0002_shared_state.sql"),
     },
+    Migration {
+        version: 3,
+        name: "audit log",
+        sql: include_str!("migrations/0003_audit_log.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

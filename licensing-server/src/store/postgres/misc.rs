@@ -2,7 +2,7 @@
 
 use licensing_core::model::{BlacklistEntry, HourlyStats, OutboxMessage, Overview, TopProduct};
 use licensing_core::store::{
-    BlacklistStore, Entity, OutboxStore, SessionKeyRefused, SessionKeyStore, StatsStore,
+    BlacklistStore, Entity, Journal, OutboxStore, SessionKeyRefused, SessionKeyStore, StatsStore,
     StoreError, StoreResult, rank_top_products,
 };
 use licensing_core::{BlacklistId, ProductId, TeamId, Timestamp};
@@ -37,32 +37,38 @@ fn kind_text(entry: &BlacklistEntry) -> StoreResult<String> {
 }
 
 impl BlacklistStore for PgStore {
-    async fn create_blacklist_entry(&self, e: &BlacklistEntry) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO blacklist (id, team_id, kind, value, created_at, hits, doc)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(e.id.as_uuid())
-        .bind(e.team_id.as_uuid())
-        .bind(kind_text(e)?)
-        .bind(&e.value)
-        .bind(ms(e.created_at))
-        .bind(i64::try_from(e.hits).unwrap_or(i64::MAX))
-        .bind(json(e))
-        .execute(&self.pool)
-        .await
-        .map_err(|err| {
-            constraint(
-                err,
-                &[
-                    ("blacklist_unique", || {
-                        StoreError::conflict("value", "is already on the blacklist")
-                    }),
-                    ("blacklist_team_id_fkey", team_missing),
-                ],
+    async fn create_blacklist_entry(
+        &self,
+        e: &BlacklistEntry,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            sqlx::query(
+                "INSERT INTO blacklist (id, team_id, kind, value, created_at, hits, doc)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
-        })?;
-        Ok(())
+            .bind(e.id.as_uuid())
+            .bind(e.team_id.as_uuid())
+            .bind(kind_text(e)?)
+            .bind(&e.value)
+            .bind(ms(e.created_at))
+            .bind(i64::try_from(e.hits).unwrap_or(i64::MAX))
+            .bind(json(e))
+            .execute(&mut *tx)
+            .await
+            .map_err(|err| {
+                constraint(
+                    err,
+                    &[
+                        ("blacklist_unique", || {
+                            StoreError::conflict("value", "is already on the blacklist")
+                        }),
+                        ("blacklist_team_id_fkey", team_missing),
+                    ],
+                )
+            })?;
+            Ok(())
+        })
     }
 
     async fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>> {
@@ -76,17 +82,24 @@ impl BlacklistStore for PgStore {
             .collect()
     }
 
-    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
-        let done = sqlx::query("DELETE FROM blacklist WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::Blacklist));
-        }
-        Ok(())
+    async fn delete_blacklist_entry(
+        &self,
+        team: TeamId,
+        id: BlacklistId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query("DELETE FROM blacklist WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Blacklist));
+            }
+            Ok(())
+        })
     }
 
     async fn add_blacklist_hits(

@@ -15,6 +15,7 @@
 //!   refused.
 
 mod activity;
+mod audit;
 mod catalog;
 mod customers;
 mod licenses;
@@ -176,6 +177,38 @@ pub(crate) async fn lock_row(
 }
 
 /// A database failure, with its cause.
+/// Inserts a write's journal in its transaction: the audit entry.
+pub(crate) async fn write_journal(
+    conn: &mut sqlx::PgConnection,
+    journal: &licensing_core::store::Journal,
+) -> StoreResult<()> {
+    let Some(e) = &journal.audit else {
+        return Ok(());
+    };
+    let kind = serde_json::to_value(e.actor.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO audit_log
+           (id, team_id, at, actor_kind, actor_id, action, resource_type, resource_id, doc)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(e.id.as_uuid())
+    .bind(e.team_id.as_uuid())
+    .bind(ms(e.at))
+    .bind(kind)
+    .bind(e.actor.id)
+    .bind(e.action.as_str())
+    .bind(&e.resource_type)
+    .bind(&e.resource_id)
+    .bind(json(e))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
 pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("PostgreSQL", e)
 }
@@ -268,7 +301,10 @@ pub(crate) fn page<T>(
 /// closure: a `return` in it leaves the enclosing function without committing (the
 /// transaction rolls back). A body that must commit on every outcome calls a function.
 macro_rules! in_tx {
-    ($pool:expr, |$tx:ident| $body:expr) => {{
+    ($pool:expr, |$tx:ident| $body:expr) => {
+        $crate::store::postgres::in_tx!($pool, &licensing_core::store::Journal::NONE, |$tx| $body)
+    };
+    ($pool:expr, $journal:expr, |$tx:ident| $body:expr) => {{
         let mut $tx = $pool
             .begin()
             .await
@@ -276,6 +312,7 @@ macro_rules! in_tx {
         let out = $body;
         match out {
             Ok(value) => {
+                $crate::store::postgres::write_journal(&mut $tx, $journal).await?;
                 $tx.commit()
                     .await
                     .map_err($crate::store::postgres::backend)?;
@@ -357,6 +394,7 @@ mod tests {
                     &messages,
                     50,
                     t0,
+                    &licensing_core::store::Journal::NONE,
                 )
                 .await
                 .unwrap();
@@ -414,11 +452,21 @@ mod tests {
                 hwid_timeout: Some(60),
                 ..TeamSettings::default()
             };
-            let team = a.update_settings(team.id, &settings, t0).await.unwrap();
+            let team = a
+                .update_settings(
+                    team.id,
+                    &settings,
+                    t0,
+                    &licensing_core::store::Journal::NONE,
+                )
+                .await
+                .unwrap();
             let at = |s: i64| Timestamp::from_millis(1_800_000_000_000 + s * 1000);
             let mut license = licensing_core::store::testing::license(team.id, t0);
             license.hwid_limit = Some(1);
-            a.create_license(&license).await.unwrap();
+            a.create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .unwrap();
             let rules = ActivityRules::new(&team.settings);
             let device = |name: &str| Activity {
                 hardware_id: Some(HardwareId::parse(name).unwrap()),
@@ -484,7 +532,9 @@ mod tests {
                 .await
                 .unwrap()
                 .unwrap();
-            b.delete_license(team.id, license.id).await.unwrap();
+            b.delete_license(team.id, license.id, &licensing_core::store::Journal::NONE)
+                .await
+                .unwrap();
             a.flush().await.unwrap();
             assert!(a.refreshes.is_empty());
         });

@@ -2,7 +2,7 @@
 
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{ApiKeyRecord, Team, TeamFeatures, TeamSettings};
-use licensing_core::store::{ApiKeyStore, Entity, StoreError, StoreResult, TeamStore};
+use licensing_core::store::{ApiKeyStore, Entity, Journal, StoreError, StoreResult, TeamStore};
 use licensing_core::{ApiKeyId, TeamId, Timestamp};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
@@ -18,8 +18,13 @@ fn api_key(row: &PgRow) -> StoreResult<ApiKeyRecord> {
 
 impl PgStore {
     /// Changes a team's record under a row lock: `change` edits it.
-    async fn change_team(&self, id: TeamId, change: impl FnOnce(&mut Team)) -> StoreResult<Team> {
-        in_tx!(self.pool, |tx| {
+    async fn change_team(
+        &self,
+        id: TeamId,
+        journal: &Journal,
+        change: impl FnOnce(&mut Team),
+    ) -> StoreResult<Team> {
+        in_tx!(self.pool, journal, |tx| {
             let row = sqlx::query("SELECT doc FROM teams WHERE id = $1 FOR UPDATE")
                 .bind(id.as_uuid())
                 .fetch_optional(&mut *tx)
@@ -40,8 +45,13 @@ impl PgStore {
 }
 
 impl TeamStore for PgStore {
-    async fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()> {
-        in_tx!(self.pool, |tx| {
+    async fn create_team(
+        &self,
+        team: &Team,
+        first_key: &ApiKeyRecord,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
             sqlx::query("INSERT INTO teams (id, created_at, doc) VALUES ($1, $2, $3)")
                 .bind(team.id.as_uuid())
                 .bind(ms(team.created_at))
@@ -78,8 +88,9 @@ impl TeamStore for PgStore {
         id: TeamId,
         settings: &TeamSettings,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.change_team(id, |team| {
+        self.change_team(id, journal, |team| {
             team.settings = settings.clone();
             team.updated_at = now;
         })
@@ -91,8 +102,9 @@ impl TeamStore for PgStore {
         id: TeamId,
         features: TeamFeatures,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.change_team(id, |team| {
+        self.change_team(id, journal, |team| {
             team.features = features;
             team.updated_at = now;
         })
@@ -105,7 +117,7 @@ impl TeamStore for PgStore {
         keys: &StoredTeamKeys,
         now: Timestamp,
     ) -> StoreResult<Team> {
-        self.change_team(id, |team| {
+        self.change_team(id, &Journal::NONE, |team| {
             team.keys = keys.clone();
             team.updated_at = now;
         })
@@ -131,9 +143,8 @@ async fn insert_api_key(conn: &mut sqlx::PgConnection, key: &ApiKeyRecord) -> St
 }
 
 impl ApiKeyStore for PgStore {
-    async fn create_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
-        let mut conn = self.pool.acquire().await.map_err(backend)?;
-        insert_api_key(&mut conn, key).await
+    async fn create_api_key(&self, key: &ApiKeyRecord, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| insert_api_key(&mut tx, key).await)
     }
 
     async fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>> {
@@ -161,17 +172,24 @@ impl ApiKeyStore for PgStore {
         .collect()
     }
 
-    async fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()> {
-        let done = sqlx::query("DELETE FROM api_keys WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(Entity::ApiKey));
-        }
-        Ok(())
+    async fn delete_api_key(
+        &self,
+        team: TeamId,
+        id: ApiKeyId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query("DELETE FROM api_keys WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::ApiKey));
+            }
+            Ok(())
+        })
     }
 
     async fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()> {

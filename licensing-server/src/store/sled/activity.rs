@@ -11,8 +11,8 @@
 
 use licensing_core::model::{Hwid, IpRecord, License, UsageRecord};
 use licensing_core::store::{
-    Activity, ActivityRules, Entity, Recorded, StoreError, StoreResult, cap_reached, license_after,
-    new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
+    Activity, ActivityRules, Entity, Journal, Recorded, StoreError, StoreResult, cap_reached,
+    license_after, new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
@@ -287,6 +287,7 @@ impl SledStore {
     /// Marks one of a license's records (found by id among them) forgotten or remembered.
     pub(super) async fn set_forgotten<R>(
         &self,
+        journal: &Journal,
         team: TeamId,
         license: LicenseId,
         id: uuid::Uuid,
@@ -297,7 +298,7 @@ impl SledStore {
         R: UsageRecord + DeserializeOwned + Serialize + Keyed,
     {
         let table = R::TABLE;
-        self.durable_touching(super::Touch::License(license), |tx| {
+        self.journaled_touching(journal, super::Touch::License(license), |tx| {
             tx.get(&license_key(team, license))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
             let prefix = key(&[&[table], team.as_bytes(), license.as_bytes()]);

@@ -3,8 +3,8 @@
 use super::*;
 
 impl ProductStore for SledStore {
-    async fn create_product(&self, p: &Product) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&team_key(p.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -27,8 +27,8 @@ impl ProductStore for SledStore {
         Ok(out)
     }
 
-    async fn update_product(&self, p: &Product) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn update_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             tx.get(&product_key(p.team_id, p.id))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             tx.put_json(product_key(p.team_id, p.id), p)
@@ -36,8 +36,13 @@ impl ProductStore for SledStore {
         .await
     }
 
-    async fn delete_product(&self, team: TeamId, id: ProductId) -> StoreResult<Vec<Release>> {
-        self.durable_touching(Touch::Licenses, |tx| {
+    async fn delete_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+        journal: &Journal,
+    ) -> StoreResult<Vec<Release>> {
+        self.journaled_touching(journal, Touch::Licenses, |tx| {
             tx.get(&product_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             for b in self.scan::<Branch>(&key(&[&[tag::BRANCH], team.as_bytes(), id.as_bytes()]))? {
@@ -68,8 +73,8 @@ impl ProductStore for SledStore {
         }))
     }
 
-    async fn create_branch(&self, b: &Branch) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_branch(&self, b: &Branch, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             tx.get(&product_key(b.team_id, b.product_id))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             let existing: Vec<Branch> = self.scan(&key(&[
@@ -102,8 +107,9 @@ impl ProductStore for SledStore {
         team: TeamId,
         product: ProductId,
         id: BranchId,
+        journal: &Journal,
     ) -> StoreResult<Vec<Release>> {
-        self.durable(|tx| {
+        self.journaled(journal, |tx| {
             tx.get(&product_key(team, product))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
             tx.get(&branch_key(team, product, id))?
@@ -117,8 +123,8 @@ impl ProductStore for SledStore {
 }
 
 impl ReleaseStore for SledStore {
-    async fn create_release(&self, r: &Release) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             self.check_release_refs(tx, r)?;
             self.put_release(tx, r)
         })
@@ -129,8 +135,8 @@ impl ReleaseStore for SledStore {
         self.get_json(&release_key(team, id))
     }
 
-    async fn update_release(&self, r: &Release) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             tx.get(&release_key(r.team_id, r.id))?
                 .ok_or(StoreError::NotFound(Entity::Release))?;
             self.check_release_refs(tx, r)?;
@@ -139,8 +145,13 @@ impl ReleaseStore for SledStore {
         .await
     }
 
-    async fn delete_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Release> {
-        self.durable(|tx| {
+    async fn delete_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        self.journaled(journal, |tx| {
             let r: Release = tx
                 .get_json(&release_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Release))?;

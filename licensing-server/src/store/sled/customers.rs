@@ -3,8 +3,8 @@
 use super::*;
 
 impl CustomerStore for SledStore {
-    async fn create_customer(&self, c: &Customer) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&team_key(c.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -27,8 +27,8 @@ impl CustomerStore for SledStore {
         Ok(out)
     }
 
-    async fn update_customer(&self, c: &Customer) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             let old: Customer = tx
                 .get_json(&customer_key(c.team_id, c.id))?
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
@@ -37,8 +37,13 @@ impl CustomerStore for SledStore {
         .await
     }
 
-    async fn delete_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<()> {
-        self.durable_touching(Touch::Licenses, |tx| {
+    async fn delete_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled_touching(journal, Touch::Licenses, |tx| {
             let old: Customer = tx
                 .get_json(&customer_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Customer))?;

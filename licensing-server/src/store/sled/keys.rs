@@ -26,6 +26,7 @@ pub(crate) mod tag {
     pub(crate) const COUNT: u8 = b'#';
     pub(crate) const META: u8 = b'm';
     pub(crate) const SESSION_KEY: u8 = b's';
+    pub(crate) const AUDIT: u8 = b'A';
 }
 
 /// Builds a key from parts.

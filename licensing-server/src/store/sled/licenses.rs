@@ -3,8 +3,8 @@
 use super::*;
 
 impl LicenseStore for SledStore {
-    async fn create_license(&self, l: &License) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             check_license_refs(tx, l)?;
             put_license(tx, l, None)
         })
@@ -17,8 +17,9 @@ impl LicenseStore for SledStore {
         mail: &[OutboxMessage],
         daily_limit: u32,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<()> {
-        self.durable(|tx| {
+        self.journaled(journal, |tx| {
             check_license_refs(tx, l)?;
             let day = mail_day_key(l.team_id, OutboxMessage::day_of(now));
             let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
@@ -61,8 +62,8 @@ impl LicenseStore for SledStore {
         }
     }
 
-    async fn update_license(&self, l: &License) -> StoreResult<()> {
-        self.durable_touching(Touch::License(l.id), |tx| {
+    async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
+        self.journaled_touching(journal, Touch::License(l.id), |tx| {
             let old: License = tx
                 .get_json(&license_key(l.team_id, l.id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
@@ -72,8 +73,13 @@ impl LicenseStore for SledStore {
         .await
     }
 
-    async fn delete_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
-        self.durable_touching(Touch::License(id), |tx| {
+    async fn delete_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+        journal: &Journal,
+    ) -> StoreResult<License> {
+        self.journaled_touching(journal, Touch::License(id), |tx| {
             let old: License = tx
                 .get_json(&license_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
@@ -209,8 +215,9 @@ impl DeviceStore for SledStore {
         id: HwidId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Hwid> {
-        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+        self.set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
             .await
     }
 
@@ -232,8 +239,9 @@ impl DeviceStore for SledStore {
         id: IpId,
         forgotten: bool,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<IpRecord> {
-        self.set_forgotten(team, license, *id.as_uuid(), forgotten, now)
+        self.set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
             .await
     }
 }

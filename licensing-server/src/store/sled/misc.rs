@@ -3,8 +3,12 @@
 use super::*;
 
 impl BlacklistStore for SledStore {
-    async fn create_blacklist_entry(&self, e: &BlacklistEntry) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_blacklist_entry(
+        &self,
+        e: &BlacklistEntry,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&team_key(e.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -28,8 +32,13 @@ impl BlacklistStore for SledStore {
         Ok(entries)
     }
 
-    async fn delete_blacklist_entry(&self, team: TeamId, id: BlacklistId) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn delete_blacklist_entry(
+        &self,
+        team: TeamId,
+        id: BlacklistId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             tx.get(&blacklist_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Blacklist))?;
             tx.del(blacklist_key(team, id));
@@ -168,5 +177,81 @@ impl StatsStore for SledStore {
             })
             .collect();
         Ok(rank_top_products(top, limit))
+    }
+}
+
+impl AuditStore for SledStore {
+    async fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>> {
+        let prefix = key(&[&[tag::AUDIT], team.as_bytes()]);
+        // The time range narrows the scan; the other filters are checked per entry.
+        let start = match query.from {
+            Some(from) => key(&[&prefix, &keys::time(from)]),
+            None => prefix.clone(),
+        };
+        let end = match query.to {
+            Some(to) => key(&[&prefix, &keys::time(to)]),
+            None => keys::prefix_end(&prefix),
+        };
+        let range = self.inner.tree.range(start..end).values();
+        let decoded = |v: sled::Result<sled::IVec>| -> StoreResult<AuditEntry> {
+            decode(&v.map_err(backend)?)
+        };
+        let mut matching = Vec::new();
+        if query.newest_first() {
+            for v in range.rev() {
+                let e = decoded(v)?;
+                if query.matches(&e) {
+                    matching.push(e);
+                }
+            }
+        } else {
+            for v in range {
+                let e = decoded(v)?;
+                if query.matches(&e) {
+                    matching.push(e);
+                }
+            }
+        }
+        let total = matching.len() as u64;
+        let (items, has_next_page) = query.paging.slice(matching);
+        Ok(Page {
+            items,
+            total,
+            has_next_page,
+        })
+    }
+
+    async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
+        let prefix = [tag::INDEX, tag::AUDIT];
+        let end = key(&[&prefix, &keys::time(before)]);
+        let mut doomed = Vec::new();
+        for k in self
+            .inner
+            .tree
+            .range(prefix.to_vec()..end)
+            .keys()
+            .take(limit)
+        {
+            doomed.push(k.map_err(backend)?.to_vec());
+        }
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        let count = doomed.len() as u64;
+        self.durable(|tx| {
+            for k in doomed {
+                // The index key: tags (2), time (8), team (16), id (16).
+                let (Some(time), Some(team), Some(id)) =
+                    (k.get(2..10), k.get(10..26), k.get(26..42))
+                else {
+                    return Err(StoreError::backend("audit index key of the wrong length"));
+                };
+                tx.del(key(&[&[tag::AUDIT], team, time, id]));
+                tx.del(k);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(count)
     }
 }

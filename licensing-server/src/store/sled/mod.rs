@@ -51,21 +51,21 @@ use std::time::Duration;
 use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
-    CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort, Paging,
-    ProductListQuery, ReleaseListQuery, SortDirection,
+    AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
+    Paging, ProductListQuery, ReleaseListQuery, SortDirection,
 };
 use licensing_core::crypto::ApiKeyHash;
 use licensing_core::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License,
-    OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings, TopProduct,
-    UsageRecord,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
+    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    TopProduct, UsageRecord,
 };
 use licensing_core::store::*;
 use licensing_core::validate::HardwareId;
 use licensing_core::verify::Denial;
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, MessageId,
-    ProductId, ReleaseId, TeamId, Timestamp,
+    ApiKeyId, AuditId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey,
+    MessageId, ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
 use serde::Serialize;
@@ -343,6 +343,17 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Stages a write's journal: its audit entry, by team and time, and by time alone for
+    /// pruning.
+    fn journal(&mut self, journal: &Journal) -> StoreResult<()> {
+        if let Some(entry) = &journal.audit {
+            let (by_team, by_time) = audit_keys(entry.team_id, entry.at, entry.id);
+            self.put_json(by_team, entry)?;
+            self.put(by_time, Vec::new());
+        }
+        Ok(())
+    }
+
     fn commit(self) -> StoreResult<()> {
         let mut batch = sled::Batch::default();
         for (k, v) in self.pending {
@@ -473,6 +484,25 @@ impl Tally {
             self.unforget();
         }
     }
+}
+
+/// An audit entry's keys: by team, then time and id (the record); by time, then team and id (an
+/// empty value, for pruning oldest first across teams).
+fn audit_keys(team: TeamId, at: Timestamp, id: AuditId) -> (Vec<u8>, Vec<u8>) {
+    (
+        key(&[
+            &[tag::AUDIT],
+            team.as_bytes(),
+            &keys::time(at),
+            id.as_bytes(),
+        ]),
+        key(&[
+            &[tag::INDEX, tag::AUDIT],
+            &keys::time(at),
+            team.as_bytes(),
+            id.as_bytes(),
+        ]),
+    )
 }
 
 fn blacklist_key(team: TeamId, id: BlacklistId) -> Vec<u8> {
@@ -700,6 +730,7 @@ impl SledStore {
     async fn write<T>(
         &self,
         touch: Touch,
+        journal: &Journal,
         f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
     ) -> StoreResult<(T, u64)> {
         let locks = &self.inner.locks;
@@ -724,6 +755,7 @@ impl SledStore {
             pending: BTreeMap::new(),
         };
         let out = f(&mut tx)?;
+        tx.journal(journal)?;
         let batch = self.commit(tx).await?;
         Ok((out, batch))
     }
@@ -740,18 +772,41 @@ impl SledStore {
         Ok(())
     }
 
-    /// A developer write that changes no license, flushed before it returns.
+    /// A write that changes no license and records no journal, flushed before it returns.
     async fn durable<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>) -> StoreResult<T> {
-        self.durable_touching(Touch::Nothing, f).await
+        self.journaled_touching(&Journal::NONE, Touch::Nothing, f)
+            .await
     }
 
-    /// A developer write that changes the licenses `touch` names, flushed before it returns.
+    /// A write that changes the licenses `touch` names and records no journal, flushed before
+    /// it returns.
     async fn durable_touching<T>(
         &self,
         touch: Touch,
         f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        let (out, batch) = self.write(touch, f).await?;
+        self.journaled_touching(&licensing_core::store::Journal::NONE, touch, f)
+            .await
+    }
+
+    /// A developer write that changes no license, with its journal, flushed before it returns.
+    async fn journaled<T>(
+        &self,
+        journal: &Journal,
+        f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.journaled_touching(journal, Touch::Nothing, f).await
+    }
+
+    /// A developer write that changes the licenses `touch` names, with its journal (staged in
+    /// the same batch when `f` succeeds), flushed before it returns.
+    async fn journaled_touching<T>(
+        &self,
+        journal: &Journal,
+        touch: Touch,
+        f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let (out, batch) = self.write(touch, journal, f).await?;
         self.flushed_up_to(batch).await?;
         Ok(out)
     }
@@ -1060,7 +1115,10 @@ mod tests {
             let store = super::SledStore::open(dir.path()).expect("open");
             let team = testing::team(&store, "A").await;
             let license = testing::license(team.id, licensing_core::Timestamp::now());
-            store.create_license(&license).await.expect("create");
+            store
+                .create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .expect("create");
             (team, license)
         });
         // The first handle is dropped; a new one sees everything.
@@ -1109,7 +1167,10 @@ mod tests {
                         for _ in 0..30 {
                             let license =
                                 testing::license(team.id, licensing_core::Timestamp::now());
-                            store.create_license(&license).await.expect("create");
+                            store
+                                .create_license(&license, &licensing_core::store::Journal::NONE)
+                                .await
+                                .expect("create");
                         }
                     })
                 })
@@ -1166,7 +1227,10 @@ mod tests {
             let team = testing::team(&store, "A").await;
             let mut license = testing::license(team.id, t0);
             license.hwid_limit = Some(1);
-            store.create_license(&license).await.expect("create");
+            store
+                .create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .expect("create");
             let record = |device: &'static str, now| {
                 let (store, settings) = (store.clone(), settings.clone());
                 async move {
@@ -1240,7 +1304,7 @@ mod tests {
                 .usage(super::tag::IP, team.id, license.id)
                 .expect("scan");
             store
-                .delete_license(team.id, license.id)
+                .delete_license(team.id, license.id, &licensing_core::store::Journal::NONE)
                 .await
                 .expect("delete");
             store.inner.refreshes.add(
@@ -1280,7 +1344,10 @@ mod tests {
             let mut license = testing::license(team.id, t0);
             license.hwid_limit = Some(2);
             use licensing_core::store::LicenseStore;
-            store.create_license(&license).await.expect("create");
+            store
+                .create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .expect("create");
             (team, license)
         });
         // Rewrite the store as format 1 would have left it.

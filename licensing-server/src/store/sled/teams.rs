@@ -3,8 +3,13 @@
 use super::*;
 
 impl TeamStore for SledStore {
-    async fn create_team(&self, team: &Team, first_key: &ApiKeyRecord) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_team(
+        &self,
+        team: &Team,
+        first_key: &ApiKeyRecord,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             tx.put_json(team_key(team.id), team)?;
             tx.put_json(api_key_key(&first_key.hash), first_key)?;
             tx.put(
@@ -31,8 +36,9 @@ impl TeamStore for SledStore {
         id: TeamId,
         settings: &TeamSettings,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.durable(|tx| {
+        self.journaled(journal, |tx| {
             let mut team: Team = tx
                 .get_json(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
@@ -49,8 +55,9 @@ impl TeamStore for SledStore {
         id: TeamId,
         features: TeamFeatures,
         now: Timestamp,
+        journal: &Journal,
     ) -> StoreResult<Team> {
-        self.durable(|tx| {
+        self.journaled(journal, |tx| {
             let mut team: Team = tx
                 .get_json(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
@@ -82,8 +89,8 @@ impl TeamStore for SledStore {
 }
 
 impl ApiKeyStore for SledStore {
-    async fn create_api_key(&self, k: &ApiKeyRecord) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_api_key(&self, k: &ApiKeyRecord, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&team_key(k.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
@@ -115,8 +122,13 @@ impl ApiKeyStore for SledStore {
         Ok(out)
     }
 
-    async fn delete_api_key(&self, team: TeamId, id: ApiKeyId) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn delete_api_key(
+        &self,
+        team: TeamId,
+        id: ApiKeyId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             let hash = tx
                 .get(&team_api_key_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::ApiKey))?;
@@ -130,7 +142,7 @@ impl ApiKeyStore for SledStore {
     async fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()> {
         // Written behind, so not waited on for a flush: a use lost in a crash only leaves
         // `lastUsedAt` a little older.
-        self.write(Touch::Nothing, |tx| {
+        self.write(Touch::Nothing, &Journal::NONE, |tx| {
             for (team, id, at) in uses {
                 let Some(hash) = tx.get(&team_api_key_key(*team, *id))? else {
                     continue;

@@ -1,0 +1,403 @@
+//! The audit log: who changed what, when, from where, with the fields' old and new values.
+//!
+//! An entry is written by the store in the same atomic step as the change it describes (see
+//! [`Journal`](crate::store::Journal)), so the log never shows a change that was rolled back and
+//! never misses one that was answered. Secrets (key material, signing secrets, passwords) never
+//! enter it: a secret field appears with `secret: true` and no values.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{AuditId, TeamId, Timestamp};
+
+/// Who made a change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Actor {
+    /// The kind of principal.
+    #[serde(rename = "type")]
+    pub kind: ActorKind,
+    /// Its id: the API key's or staff user's id; `null` for the operator and the system.
+    pub id: Option<uuid::Uuid>,
+    /// Its name when it has one (an API key's name, a user's e-mail address).
+    pub name: Option<String>,
+}
+
+/// The kinds of principals that change records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ActorKind {
+    /// A developer API key.
+    ApiKey,
+    /// The operator's admin token.
+    Admin,
+    /// A staff user of the team.
+    User,
+    /// The server itself or its command line.
+    System,
+}
+
+impl Actor {
+    /// An API key, by id and name.
+    pub fn api_key(id: crate::ApiKeyId, name: &str) -> Self {
+        Self {
+            kind: ActorKind::ApiKey,
+            id: Some(*id.as_uuid()),
+            name: Some(name.to_owned()),
+        }
+    }
+
+    /// The operator, through the admin API.
+    pub fn admin() -> Self {
+        Self {
+            kind: ActorKind::Admin,
+            id: None,
+            name: None,
+        }
+    }
+
+    /// The server or its command line, with what acted (`"command line"`, say).
+    pub fn system(what: &str) -> Self {
+        Self {
+            kind: ActorKind::System,
+            id: None,
+            name: Some(what.to_owned()),
+        }
+    }
+}
+
+macro_rules! actions {
+    ($($(#[$meta:meta])* $variant:ident = $text:literal, $resource:literal;)*) => {
+        /// What a change did, named `resource.verb` like the webhook event of the same change.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $($(#[$meta])* $variant,)*
+        }
+
+        impl Action {
+            /// Every action.
+            pub const ALL: &'static [Action] = &[$(Action::$variant,)*];
+
+            /// The name, such as `license.updated`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $text,)*
+                }
+            }
+
+            /// The type of the resource it changes, such as `license`.
+            pub fn resource(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $resource,)*
+                }
+            }
+        }
+    };
+}
+
+actions! {
+    /// A team was created (admin API or command line).
+    TeamCreated = "team.created", "team";
+    /// The operator changed a team's features.
+    FeaturesUpdated = "team.features_updated", "team";
+    /// A license was created.
+    LicenseCreated = "license.created", "license";
+    /// A license was changed.
+    LicenseUpdated = "license.updated", "license";
+    /// A license was suspended (possibly with other changes).
+    LicenseSuspended = "license.suspended", "license";
+    /// A license's suspension was lifted (possibly with other changes).
+    LicenseUnsuspended = "license.unsuspended", "license";
+    /// A license was deleted.
+    LicenseDeleted = "license.deleted", "license";
+    /// A license's hardware identifier was forgotten.
+    DeviceForgotten = "device.forgotten", "device";
+    /// A license's forgotten hardware identifier was remembered again.
+    DeviceRemembered = "device.remembered", "device";
+    /// A license's IP address was forgotten.
+    IpForgotten = "ip.forgotten", "ip";
+    /// A license's forgotten IP address was remembered again.
+    IpRemembered = "ip.remembered", "ip";
+    /// A customer was created.
+    CustomerCreated = "customer.created", "customer";
+    /// A customer was changed.
+    CustomerUpdated = "customer.updated", "customer";
+    /// A customer was deleted.
+    CustomerDeleted = "customer.deleted", "customer";
+    /// A product was created.
+    ProductCreated = "product.created", "product";
+    /// A product was changed.
+    ProductUpdated = "product.updated", "product";
+    /// A product was deleted, with its branches and releases.
+    ProductDeleted = "product.deleted", "product";
+    /// A branch was created.
+    BranchCreated = "branch.created", "branch";
+    /// A branch was deleted, with its releases.
+    BranchDeleted = "branch.deleted", "branch";
+    /// A release was created.
+    ReleaseCreated = "release.created", "release";
+    /// A release was changed.
+    ReleaseUpdated = "release.updated", "release";
+    /// A release's status became `PUBLISHED`.
+    ReleasePublished = "release.published", "release";
+    /// A release was deleted.
+    ReleaseDeleted = "release.deleted", "release";
+    /// A blacklist entry was created.
+    BlacklistCreated = "blacklist.created", "blacklist";
+    /// A blacklist entry was deleted.
+    BlacklistDeleted = "blacklist.deleted", "blacklist";
+    /// An API key was created.
+    ApiKeyCreated = "api_key.created", "api_key";
+    /// An API key was revoked.
+    ApiKeyRevoked = "api_key.revoked", "api_key";
+    /// The team's settings were changed.
+    SettingsUpdated = "settings.updated", "settings";
+}
+
+impl Action {
+    /// The action named `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|a| a.as_str() == text)
+    }
+
+    /// Every resource type, each once, in the order of [`ALL`](Self::ALL).
+    pub fn resources() -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for action in Self::ALL {
+            if !out.contains(&action.resource()) {
+                out.push(action.resource());
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Action {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown action {text:?}")))
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Action {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Self::ALL.iter().map(|a| a.as_str())))
+            .description(Some(
+                "What a change did, `resource.verb`, like the webhook event of the same change",
+            ))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Action {}
+
+/// One field a change touched.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FieldChange {
+    /// The member's name as the API writes it.
+    pub field: String,
+    /// The value before (`null` when it was null); absent for a new record and for secrets.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub old: Option<Value>,
+    /// The value after (`null` when it is null); absent for a deleted record and for secrets.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub new: Option<Value>,
+    /// A secret (key material, a signing secret, a password): it changed, its values are never
+    /// recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
+}
+
+/// A member that is present is `Some`, even when it is `null` (absent is `None`, by `default`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl FieldChange {
+    /// A secret field that changed.
+    pub fn secret(field: &str) -> Self {
+        Self {
+            field: field.to_owned(),
+            old: None,
+            new: None,
+            secret: true,
+        }
+    }
+}
+
+/// Members that change with every write and say nothing about it.
+const BOOKKEEPING: [&str; 1] = ["updatedAt"];
+
+/// The fields that differ between `old` and `new` (records as the API renders them, compared
+/// member by member at the top level), with `old` or `new` absent for a creation or a deletion.
+/// Members named in `secrets` appear as secret changes, without values.
+pub fn changes<T: Serialize>(
+    old: Option<&T>,
+    new: Option<&T>,
+    secrets: &[&str],
+) -> Vec<FieldChange> {
+    let object = |v: Option<&T>| match v.map(serde_json::to_value) {
+        Some(Ok(Value::Object(map))) => map,
+        _ => serde_json::Map::new(),
+    };
+    let (old, new) = (object(old), object(new));
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        if BOOKKEEPING.contains(&name.as_str()) {
+            continue;
+        }
+        let (before, after) = (old.get(name), new.get(name));
+        if before == after {
+            continue;
+        }
+        if secrets.contains(&name.as_str()) {
+            out.push(FieldChange::secret(name));
+            continue;
+        }
+        out.push(FieldChange {
+            field: name.clone(),
+            old: before.cloned(),
+            new: after.cloned(),
+            secret: false,
+        });
+    }
+    out
+}
+
+/// One entry of the audit log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    /// Id.
+    pub id: AuditId,
+    /// The team whose record changed.
+    pub team_id: TeamId,
+    /// When.
+    pub at: Timestamp,
+    /// Who.
+    pub actor: Actor,
+    /// The client's address (behind trusted proxies, the forwarded one); `null` for changes
+    /// made on the server's own command line.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub address: Option<IpAddr>,
+    /// What was done.
+    pub action: Action,
+    /// The type of the record changed (`license`, `customer`, …).
+    pub resource_type: String,
+    /// The id of the record changed (a license key's license id, an API key's id, the team's id
+    /// for settings).
+    pub resource_id: String,
+    /// The fields that changed.
+    pub changes: Vec<FieldChange>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Rec {
+        name: &'static str,
+        hash: &'static str,
+        updated_at: u32,
+        note: Option<&'static str>,
+    }
+
+    #[test]
+    fn changes_list_what_differs_with_secrets_hidden() {
+        let old = Rec {
+            name: "a",
+            hash: "x",
+            updated_at: 1,
+            note: None,
+        };
+        let new = Rec {
+            name: "b",
+            hash: "y",
+            updated_at: 2,
+            note: None,
+        };
+        let c = changes(Some(&old), Some(&new), &["hash"]);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0], FieldChange::secret("hash"));
+        assert_eq!(c[1].field, "name");
+        assert_eq!(c[1].old, Some(Value::from("a")));
+        assert_eq!(c[1].new, Some(Value::from("b")));
+        let json = serde_json::to_string(&c[0]).unwrap();
+        assert_eq!(json, r#"{"field":"hash","secret":true}"#);
+    }
+
+    #[test]
+    fn a_null_value_survives_a_round_trip_distinct_from_an_absent_one() {
+        let c = FieldChange {
+            field: "ipTimeout".into(),
+            old: Some(Value::Null),
+            new: Some(Value::from(60)),
+            secret: false,
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, r#"{"field":"ipTimeout","old":null,"new":60}"#);
+        assert_eq!(serde_json::from_str::<FieldChange>(&json).unwrap(), c);
+        let created: FieldChange = serde_json::from_str(r#"{"field":"x","new":1}"#).unwrap();
+        assert_eq!(created.old, None);
+    }
+
+    #[test]
+    fn a_creation_lists_every_field_as_new() {
+        let new = Rec {
+            name: "b",
+            hash: "y",
+            updated_at: 2,
+            note: Some("n"),
+        };
+        let c = changes(None, Some(&new), &["hash"]);
+        let fields: Vec<&str> = c.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(fields, ["hash", "name", "note"]);
+        assert!(c.iter().all(|f| f.old.is_none()));
+    }
+
+    #[test]
+    fn actions_round_trip_and_name_their_resource() {
+        for a in Action::ALL {
+            assert_eq!(Action::parse(a.as_str()), Some(*a));
+            assert!(a.as_str().starts_with(a.resource()), "{a}");
+        }
+        assert!(Action::resources().contains(&"license"));
+    }
+}

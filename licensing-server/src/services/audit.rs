@@ -1,0 +1,101 @@
+//! The audit log's server side: who acts (an API key, the operator, the command line) and from
+//! where, the journal of a change, and the background pruning of entries past the retention.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use licensing_core::model::{Action, Actor, AuditEntry, FieldChange};
+use licensing_core::store::{AuditStore, Journal};
+use licensing_core::{AuditId, TeamId, Timestamp};
+use tokio::sync::watch;
+
+/// Days an audit entry is kept unless the operator says otherwise.
+pub const DEFAULT_RETENTION_DAYS: u32 = 365;
+
+/// Entries deleted per round of pruning, so that a round is one short write.
+const PRUNE_BATCH: usize = 1_000;
+
+/// Who makes a change, and from which address.
+#[derive(Clone, Debug)]
+pub struct Acting {
+    /// The principal.
+    pub actor: Actor,
+    /// The client's address; `None` on the command line.
+    pub address: Option<IpAddr>,
+}
+
+impl Acting {
+    /// The operator through the admin API, from `address`.
+    pub fn admin(address: IpAddr) -> Self {
+        Self {
+            actor: Actor::admin(),
+            address: Some(address),
+        }
+    }
+
+    /// The server's command line (or its first start).
+    pub fn command_line() -> Self {
+        Self {
+            actor: Actor::system("command line"),
+            address: None,
+        }
+    }
+
+    /// The journal of a change to `team` at `now`: its audit entry.
+    pub fn journal(
+        &self,
+        team: TeamId,
+        now: Timestamp,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        changes: Vec<FieldChange>,
+    ) -> Journal {
+        Journal::audit(AuditEntry {
+            id: AuditId::ordered(),
+            team_id: team,
+            at: now,
+            actor: self.actor.clone(),
+            address: self.address,
+            action,
+            resource_type: action.resource().to_owned(),
+            resource_id: resource_id.to_string(),
+            changes,
+        })
+    }
+}
+
+/// Deletes entries older than `retention_days`, a batch at a time, at start and then hourly,
+/// until `stop`.
+pub async fn run_pruner<S: AuditStore>(
+    store: S,
+    retention_days: u32,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let before = Timestamp::from_millis(
+            Timestamp::now().as_millis() - i64::from(retention_days) * 86_400_000,
+        );
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            match store.prune_audit(before, PRUNE_BATCH).await {
+                Ok(n) if n as usize == PRUNE_BATCH => continue,
+                Ok(n) => {
+                    if n > 0 {
+                        tracing::info!(pruned = n, retention_days, "old audit entries deleted");
+                    }
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "pruning the audit log failed");
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.changed() => {},
+            () = tokio::time::sleep(Duration::from_secs(3600)) => {},
+        }
+    }
+}
