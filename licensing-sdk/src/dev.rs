@@ -5,14 +5,14 @@ use std::future::Future;
 use std::path::Path;
 
 use licensing_core::api::requests::{
-    ApiKeyBody, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, DeviceListQuery,
-    ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, ProductBody, ProductListQuery,
-    ReleaseData, ReleaseListQuery, SettingsBody,
+    ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
+    DeviceListQuery, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, ProductBody,
+    ProductListQuery, ReleaseData, ReleaseListQuery, SettingsBody,
 };
 use licensing_core::api::{
-    ApiKeyList, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted, HwidForgotten,
-    HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted, LicensePage, ProductPage,
-    ReleasePage, ResultMeta,
+    ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
+    HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted, LicensePage,
+    ProductPage, ReleasePage, ResultMeta,
 };
 use licensing_core::error::FieldError;
 use licensing_core::model::{
@@ -595,5 +595,13 @@ impl DevClient {
     /// (ext) `DELETE {dev}/api-keys/{id}`: revokes the key.
     pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<Deleted, Error> {
         self.delete(&format!("api-keys/{id}")).await
+    }
+
+    // The audit log.
+
+    /// (ext) `GET {dev}/audit-log`: one page of the team's audit log, newest first unless the
+    /// query says otherwise (the key needs `audit-log:read`).
+    pub async fn audit_log(&self, query: &AuditQuery) -> Result<AuditPage, Error> {
+        self.get("audit-log", Some(query.to_query_string())).await
     }
 }

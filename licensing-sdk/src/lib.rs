@@ -39,6 +39,7 @@ mod error;
 pub mod hwid;
 mod offline;
 mod watch;
+pub mod webhooks;
 
 pub mod blocking;
 

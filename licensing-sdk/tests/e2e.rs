@@ -815,4 +815,21 @@ async fn the_developer_client_covers_every_endpoint() {
         dev.get_customer(customer.id).await.unwrap_err().code(),
         Some(ResultCode::CustomerNotFound)
     );
+
+    // The audit log: the deletes just made, newest first, filtered by the SDK's query.
+    let query = licensing_core::api::requests::AuditQuery {
+        resource_type: Some("customer".into()),
+        ..Default::default()
+    };
+    let log = dev.audit_log(&query).await.unwrap();
+    assert_eq!(
+        log.entries[0].action,
+        licensing_core::model::Action::CustomerDeleted
+    );
+    assert_eq!(log.entries[0].resource_id, customer.id.to_string());
+    let query = licensing_core::api::requests::AuditQuery {
+        action: Some(licensing_core::model::Action::ApiKeyRevoked),
+        ..Default::default()
+    };
+    assert_eq!(dev.audit_log(&query).await.unwrap().total_results, 2);
 }

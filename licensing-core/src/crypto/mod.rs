@@ -16,6 +16,7 @@ mod session;
 mod signature;
 #[cfg(feature = "private-keys")]
 mod team;
+pub mod webhook;
 
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
 pub use digest::{Md5Hasher, md5_hex, sha256_hex};
@@ -25,6 +26,7 @@ pub use session::{SessionKey, SessionSecret};
 pub use signature::{SIGNATURE_HEADER, response_signature_message};
 #[cfg(feature = "private-keys")]
 pub use team::TeamKeys;
+pub use webhook::{WebhookError, WebhookSecret};
 
 /// A cryptographic operation failed. Deliberately without detail: callers map it to one answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
