@@ -98,15 +98,7 @@ impl CustomerStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            let done = sqlx::query("DELETE FROM customers WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid())
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Customer));
-            }
+            super::delete_row(&mut tx, Entity::Customer, team.as_uuid(), id.as_uuid()).await?;
             super::licenses::add_count(&mut tx, team, "customers", -1).await?;
             super::licenses::detach(&mut tx, team, "customer_ids", "customerIds", id.as_uuid())
                 .await

@@ -176,7 +176,32 @@ pub(crate) async fn lock_row(
     found.map(|_| ()).ok_or(StoreError::NotFound(entity))
 }
 
-/// A database failure, with its cause.
+/// Deletes a team's row of `entity` (customers, blacklist entries or API keys);
+/// `NotFound(entity)` when the team has none with that id.
+pub(crate) async fn delete_row(
+    conn: &mut sqlx::PgConnection,
+    entity: Entity,
+    team: &uuid::Uuid,
+    id: &uuid::Uuid,
+) -> StoreResult<()> {
+    let sql: &'static str = match entity {
+        Entity::Customer => "DELETE FROM customers WHERE team_id = $1 AND id = $2",
+        Entity::Blacklist => "DELETE FROM blacklist WHERE team_id = $1 AND id = $2",
+        Entity::ApiKey => "DELETE FROM api_keys WHERE team_id = $1 AND id = $2",
+        other => return Err(StoreError::backend(format!("no row delete for {other:?}"))),
+    };
+    let done = sqlx::query(sql)
+        .bind(team)
+        .bind(id)
+        .execute(conn)
+        .await
+        .map_err(backend)?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound(entity));
+    }
+    Ok(())
+}
+
 /// Inserts a write's journal in its transaction: the audit entry.
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
@@ -209,6 +234,7 @@ pub(crate) async fn write_journal(
     Ok(())
 }
 
+/// A database failure, with its cause.
 pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("PostgreSQL", e)
 }

@@ -179,16 +179,7 @@ impl ApiKeyStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            let done = sqlx::query("DELETE FROM api_keys WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid())
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::ApiKey));
-            }
-            Ok(())
+            super::delete_row(&mut tx, Entity::ApiKey, team.as_uuid(), id.as_uuid()).await
         })
     }
 
