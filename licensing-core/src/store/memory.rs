@@ -1078,14 +1078,6 @@ impl StatsStore for MemoryStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    crate::store_test_suite!(
-        runner: crate::store::testing::ThreadRunner,
-        store: async { crate::store::MemoryStore::new() },
-    );
-}
-
 impl AuditStore for MemoryStore {
     async fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>> {
         self.with(|s| {
@@ -1124,4 +1116,12 @@ impl AuditStore for MemoryStore {
             Ok(gone.len() as u64)
         })
     }
+}
+
+#[cfg(test)]
+mod tests {
+    crate::store_test_suite!(
+        runner: crate::store::testing::ThreadRunner,
+        store: async { crate::store::MemoryStore::new() },
+    );
 }
