@@ -179,6 +179,33 @@ impl AuditId {
     }
 }
 typed_id!(
+    /// Id of a webhook endpoint.
+    WebhookId
+);
+typed_id!(
+    /// Id of a webhook event: the `webhook-id` of its deliveries, the same on every attempt.
+    EventId
+);
+typed_id!(
+    /// Id of one delivery of an event to one endpoint.
+    DeliveryId
+);
+
+impl EventId {
+    /// A fresh time-ordered (version 7) id, so that events sort in the order they happened.
+    pub fn ordered() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+impl DeliveryId {
+    /// A fresh time-ordered (version 7) id.
+    pub fn ordered() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+typed_id!(
     /// Id of an API key. It is also the `createdByUserId` of what the key creates.
     ApiKeyId
 );

@@ -2,6 +2,7 @@
 //! are the wire's: camelCase members, upper-case enum values.
 
 mod audit;
+mod webhook;
 mod customer;
 mod device;
 mod license;
@@ -14,6 +15,11 @@ mod stats;
 mod team;
 
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes};
+pub use webhook::{
+    ATTEMPTS_KEPT, DeliveryAttempt, DeliveryStatus, DisabledReason, HealthChange, SERVER_EVENT_TYPES,
+    WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health, event_pattern_matches,
+    event_pattern_valid, event_types, fan_out, first_of_chains,
+};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};

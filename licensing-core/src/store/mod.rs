@@ -25,20 +25,20 @@ pub use memory::MemoryStore;
 
 use crate::api::ResultCode;
 use crate::api::requests::{
-    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
     ReleaseListQuery,
 };
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
-    TopProduct, UsageRecord,
+    HealthChange, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures,
+    TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
-    ApiError, ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey,
-    ProductId, ReleaseId, TeamId, Timestamp,
+    ApiError, ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId,
+    LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
 /// The kinds of records, for "not found" errors.
@@ -55,6 +55,8 @@ pub enum Entity {
     Ip,
     ApiKey,
     Blacklist,
+    Webhook,
+    Delivery,
 }
 
 /// A storage failure.
@@ -166,6 +168,8 @@ impl From<StoreError> for ApiError {
                 Entity::Ip => ApiError::record_not_found("IP address not found"),
                 Entity::ApiKey => ApiError::record_not_found("API key not found"),
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
+                Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
+                Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
             StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
@@ -189,21 +193,36 @@ pub struct Page<T> {
 }
 
 /// What a write records besides its change, in the same atomic step: the entry of the audit
-/// log that describes it. A store writes the journal of a write only when the write succeeds,
-/// and a write that returned `Ok` is never without its journal.
+/// log that describes it and the webhook events it raises. A store writes the journal of a
+/// write only when the write succeeds, and a write that returned `Ok` is never without its
+/// journal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Journal {
     /// The audit entry, when the write is audited (writes restoring an archive are not).
     pub audit: Option<AuditEntry>,
+    /// The webhook events, queued for [`WebhookStore::fan_out_events`].
+    pub events: Vec<WebhookEvent>,
 }
 
 impl Journal {
     /// Nothing to record: restoring an archive, tests.
-    pub const NONE: Journal = Journal { audit: None };
+    pub const NONE: Journal = Journal {
+        audit: None,
+        events: Vec::new(),
+    };
 
     /// A journal of one audit entry.
     pub fn audit(entry: AuditEntry) -> Self {
-        Self { audit: Some(entry) }
+        Self {
+            audit: Some(entry),
+            events: Vec::new(),
+        }
+    }
+
+    /// The same journal raising `event` too.
+    pub fn with_event(mut self, event: WebhookEvent) -> Self {
+        self.events.push(event);
+        self
     }
 }
 
@@ -718,6 +737,98 @@ pub trait AuditStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<u64>> + Send;
 }
 
+/// Webhook endpoints, and the events and deliveries a worker sends to them.
+pub trait WebhookStore: Send + Sync {
+    /// Stores a new endpoint.
+    fn create_webhook(
+        &self,
+        endpoint: &WebhookEndpoint,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// An endpoint by id.
+    fn get_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+    ) -> impl Future<Output = StoreResult<Option<WebhookEndpoint>>> + Send;
+    /// A team's endpoints, oldest first.
+    fn list_webhooks(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<WebhookEndpoint>>> + Send;
+    /// Replaces an endpoint (`NotFound` when it is gone).
+    fn update_webhook(
+        &self,
+        endpoint: &WebhookEndpoint,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes an endpoint with its deliveries.
+    fn delete_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Applies a delivery's outcome to its endpoint's health, atomically (see
+    /// [`apply_health`](crate::model::apply_health)); `None` when the endpoint is gone.
+    fn webhook_health(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        ok: bool,
+        now: Timestamp,
+        disable_after_ms: i64,
+    ) -> impl Future<Output = StoreResult<Option<HealthChange>>> + Send;
+    /// Turns up to `limit` queued events (any team, oldest first) into deliveries, one per
+    /// endpoint of the event's team that is enabled and wants its type (see
+    /// [`fan_out`](crate::model::fan_out)), and removes them from the queue, atomically per
+    /// event; how many events it took. Several workers never take one event twice.
+    fn fan_out_events(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<usize>> + Send;
+    /// Claims up to `limit` pending deliveries a worker may send at `now` (see
+    /// [`first_of_chains`](crate::model::first_of_chains)) until `now + lease_ms`: another
+    /// worker's claim does not return them meanwhile.
+    fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<WebhookDelivery>>> + Send;
+    /// Stores a new delivery (a redelivery, a test event); `NotFound` when its endpoint is gone.
+    fn insert_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Stores a delivery after an attempt (and lifts its claim); nothing when it is gone.
+    fn update_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A delivery of an endpoint, by id.
+    fn get_delivery(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        id: DeliveryId,
+    ) -> impl Future<Output = StoreResult<Option<WebhookDelivery>>> + Send;
+    /// One page of an endpoint's deliveries, newest first unless the paging says otherwise.
+    fn list_deliveries(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        paging: &Paging,
+    ) -> impl Future<Output = StoreResult<Page<WebhookDelivery>>> + Send;
+    /// Deletes up to `limit` finished deliveries (any team) created before `before`; how many.
+    fn prune_deliveries(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
 /// Blacklist entries.
 pub trait BlacklistStore: Send + Sync {
     /// Stores an entry; an entry of the same type and value is a conflict.
@@ -790,6 +901,7 @@ pub trait Store:
     + StatsStore
     + OutboxStore
     + AuditStore
+    + WebhookStore
     + Clone
     + 'static
 {
@@ -809,6 +921,7 @@ impl<T> Store for T where
         + StatsStore
         + OutboxStore
         + AuditStore
+        + WebhookStore
         + Clone
         + 'static
 {

@@ -8,20 +8,20 @@
 //! operations (flushing sled, the database pool) in one place.
 
 use licensing_core::api::requests::{
-    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
     ReleaseListQuery,
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
-    TopProduct,
+    HealthChange, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures,
+    TeamSettings, TopProduct, WebhookDelivery, WebhookEndpoint,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
-    ReleaseId, TeamId, Timestamp,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
+    ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
 use super::SledStore;
@@ -219,6 +219,22 @@ delegate!(StatsStore {
 delegate!(AuditStore {
     fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>>;
     fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
+});
+
+delegate!(WebhookStore {
+    fn create_webhook(&self, endpoint: &WebhookEndpoint, journal: &Journal) -> StoreResult<()>;
+    fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>>;
+    fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>>;
+    fn update_webhook(&self, endpoint: &WebhookEndpoint, journal: &Journal) -> StoreResult<()>;
+    fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()>;
+    fn webhook_health(&self, team: TeamId, id: WebhookId, ok: bool, now: Timestamp, disable_after_ms: i64) -> StoreResult<Option<HealthChange>>;
+    fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize>;
+    fn claim_deliveries(&self, now: Timestamp, lease_ms: i64, limit: usize) -> StoreResult<Vec<WebhookDelivery>>;
+    fn insert_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;
+    fn update_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;
+    fn get_delivery(&self, team: TeamId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<WebhookDelivery>>;
+    fn list_deliveries(&self, team: TeamId, endpoint: WebhookId, paging: &Paging) -> StoreResult<Page<WebhookDelivery>>;
+    fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
 });
 
 delegate!(OutboxStore {

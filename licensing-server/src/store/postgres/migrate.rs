@@ -33,10 +33,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "audit log",
         sql: include_str!("migrations/0003_audit_log.sql"),
     },
+    Migration {
+        version: 4,
+        name: "webhooks",
+        sql: include_str!("migrations/0004_webhooks.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -23,6 +23,7 @@ mod migrate;
 mod misc;
 mod refresh;
 mod teams;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,6 +189,7 @@ pub(crate) async fn delete_row(
         Entity::Customer => "DELETE FROM customers WHERE team_id = $1 AND id = $2",
         Entity::Blacklist => "DELETE FROM blacklist WHERE team_id = $1 AND id = $2",
         Entity::ApiKey => "DELETE FROM api_keys WHERE team_id = $1 AND id = $2",
+        Entity::Webhook => "DELETE FROM webhook_endpoints WHERE team_id = $1 AND id = $2",
         other => return Err(StoreError::backend(format!("no row delete for {other:?}"))),
     };
     let done = sqlx::query(sql)
@@ -202,11 +204,14 @@ pub(crate) async fn delete_row(
     Ok(())
 }
 
-/// Inserts a write's journal in its transaction: the audit entry.
+/// Inserts a write's journal in its transaction: the audit entry and the webhook events.
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
     journal: &licensing_core::store::Journal,
 ) -> StoreResult<()> {
+    for event in &journal.events {
+        webhooks::insert_event(&mut *conn, event).await?;
+    }
     let Some(e) = &journal.audit else {
         return Ok(());
     };

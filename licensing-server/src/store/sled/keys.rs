@@ -27,6 +27,9 @@ pub(crate) mod tag {
     pub(crate) const META: u8 = b'm';
     pub(crate) const SESSION_KEY: u8 = b's';
     pub(crate) const AUDIT: u8 = b'A';
+    pub(crate) const WEBHOOK: u8 = b'W';
+    pub(crate) const EVENT: u8 = b'E';
+    pub(crate) const DELIVERY: u8 = b'D';
 }
 
 /// Builds a key from parts.

@@ -40,6 +40,7 @@ mod misc;
 mod refresh;
 mod replay;
 mod teams;
+mod webhooks;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
@@ -344,12 +345,15 @@ impl Tx<'_> {
     }
 
     /// Stages a write's journal: its audit entry, by team and time, and by time alone for
-    /// pruning.
+    /// pruning; its webhook events, in the queue.
     fn journal(&mut self, journal: &Journal) -> StoreResult<()> {
         if let Some(entry) = &journal.audit {
             let (by_team, by_time) = audit_keys(entry.team_id, entry.at, entry.id);
             self.put_json(by_team, entry)?;
             self.put(by_time, Vec::new());
+        }
+        for event in &journal.events {
+            self.put_json(webhooks::event_key(event.id), event)?;
         }
         Ok(())
     }

@@ -1,0 +1,505 @@
+//! Webhooks: a team's endpoints, the events its changes raise, and their deliveries.
+//!
+//! An event is written by the store in the same atomic step as the change that raised it (see
+//! [`Journal`](crate::store::Journal)); a worker then fans it out into one delivery per endpoint
+//! of the team that wants its type ([`fan_out`]) and sends each, retrying on a schedule. The
+//! deliveries of one endpoint about one resource are sent in the order of their events
+//! ([`first_of_chains`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{DeliveryId, EventId, TeamId, Timestamp, WebhookId};
+
+use super::Action;
+
+/// Event types raised by the client API and by the server itself, besides the [`Action`]s of
+/// writes.
+pub const SERVER_EVENT_TYPES: &[&str] = &[
+    "license.expired",
+    "license.activated",
+    "device.activated",
+    "device.limit_reached",
+    "ip.limit_reached",
+    "verification.blacklisted",
+    "webhook.test",
+];
+
+/// Every event type an endpoint may ask for, in a stable order.
+pub fn event_types() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Action::ALL
+        .iter()
+        .filter(|a| a.resource() != "team")
+        .map(|a| a.as_str())
+        .collect();
+    out.extend_from_slice(SERVER_EVENT_TYPES);
+    out
+}
+
+/// Whether `pattern` is an event type, `resource.*` for a resource's every type, or `*`.
+pub fn event_pattern_valid(pattern: &str) -> bool {
+    let types = event_types();
+    if pattern == "*" || types.contains(&pattern) {
+        return true;
+    }
+    pattern.strip_suffix(".*").is_some_and(|resource| {
+        types
+            .iter()
+            .any(|t| t.split_once('.').is_some_and(|(r, _)| r == resource))
+    })
+}
+
+/// Whether `event_type` matches `pattern` (an event type, `resource.*` or `*`).
+pub fn event_pattern_matches(pattern: &str, event_type: &str) -> bool {
+    if pattern == "*" || pattern == event_type {
+        return true;
+    }
+    pattern.strip_suffix(".*").is_some_and(|resource| {
+        event_type
+            .split_once('.')
+            .is_some_and(|(r, _)| r == resource)
+    })
+}
+
+/// Why the server disabled an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DisabledReason {
+    /// Every delivery failed for the configured time (three days by default).
+    Failing,
+}
+
+/// A team's webhook endpoint, as stored (with its signing secrets).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookEndpoint {
+    /// Id.
+    pub id: WebhookId,
+    /// The owning team.
+    pub team_id: TeamId,
+    /// Where events are POSTed.
+    pub url: String,
+    /// A note for people.
+    pub description: Option<String>,
+    /// The event types it wants (types, `resource.*` or `*`); empty means every type.
+    pub event_types: Vec<String>,
+    /// Whether events are delivered to it.
+    pub enabled: bool,
+    /// Why the server disabled it, when it did.
+    pub disabled_reason: Option<DisabledReason>,
+    /// Since when every delivery failed (`None` after a success).
+    pub failing_since: Option<Timestamp>,
+    /// The signing secret (`whsec_…`).
+    pub secret: String,
+    /// The secret before the last rotation, which still signs until `previous_secret_until`.
+    pub previous_secret: Option<String>,
+    /// When the previous secret stops signing.
+    pub previous_secret_until: Option<Timestamp>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last changed.
+    pub updated_at: Timestamp,
+}
+
+impl std::fmt::Debug for WebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpoint")
+            .field("id", &self.id)
+            .field("team_id", &self.team_id)
+            .field("url", &self.url)
+            .field("event_types", &self.event_types)
+            .field("enabled", &self.enabled)
+            .field("disabled_reason", &self.disabled_reason)
+            .field("failing_since", &self.failing_since)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookEndpoint {
+    /// Whether it wants events of `event_type` (enabled or not).
+    pub fn wants(&self, event_type: &str) -> bool {
+        self.event_types.is_empty()
+            || self
+                .event_types
+                .iter()
+                .any(|p| event_pattern_matches(p, event_type))
+    }
+
+    /// The secrets that sign a delivery at `now`: the current one, and the previous one while
+    /// its rotation window lasts.
+    pub fn signing_secrets(&self, now: Timestamp) -> Vec<&str> {
+        let mut out = vec![self.secret.as_str()];
+        if let (Some(previous), Some(until)) = (&self.previous_secret, self.previous_secret_until)
+            && now < until
+        {
+            out.push(previous);
+        }
+        out
+    }
+}
+
+/// An event raised by a change, waiting to be fanned out to the team's endpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookEvent {
+    /// Id: the `webhook-id` of its deliveries.
+    pub id: EventId,
+    /// The team whose change raised it.
+    pub team_id: TeamId,
+    /// Its type, such as `license.updated`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The type of the resource it is about (`license`, …).
+    pub resource_type: String,
+    /// The resource's id.
+    pub resource_id: String,
+    /// When it happened.
+    pub created_at: Timestamp,
+    /// The resource as the API renders it.
+    pub data: Value,
+    /// For updates, the names of the fields that changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<String>>,
+}
+
+/// The body POSTed for an event.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload<'a> {
+    id: EventId,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    team_id: TeamId,
+    created_at: Timestamp,
+    data: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed_fields: Option<&'a [String]>,
+}
+
+impl WebhookEvent {
+    /// The JSON body its deliveries POST: `{id, type, teamId, createdAt, data}`, with
+    /// `changedFields` for updates.
+    pub fn body(&self) -> String {
+        serde_json::to_string(&Payload {
+            id: self.id,
+            event_type: &self.event_type,
+            team_id: self.team_id,
+            created_at: self.created_at,
+            data: &self.data,
+            changed_fields: self.changed_fields.as_deref(),
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// Where a delivery stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DeliveryStatus {
+    /// Waiting for its first or next attempt.
+    Pending,
+    /// The endpoint answered 2xx.
+    Succeeded,
+    /// Every attempt of the schedule failed, or the endpoint was disabled.
+    Failed,
+}
+
+/// One attempt to deliver.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryAttempt {
+    /// When it started.
+    pub at: Timestamp,
+    /// The HTTP status the endpoint answered, if it answered.
+    pub status_code: Option<u16>,
+    /// How long it took, in milliseconds.
+    pub duration_ms: u64,
+    /// Why it failed (refused destination, time-out, connection error, non-2xx status).
+    pub error: Option<String>,
+    /// The start of the response body (at most 1 KiB, as text).
+    pub response: Option<String>,
+}
+
+/// Attempts a delivery keeps (the latest).
+pub const ATTEMPTS_KEPT: usize = 20;
+
+/// One event's delivery to one endpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookDelivery {
+    /// Id.
+    #[cfg_attr(feature = "openapi", schema(value_type = uuid::Uuid))]
+    pub id: DeliveryId,
+    /// The owning team.
+    #[cfg_attr(feature = "openapi", schema(value_type = uuid::Uuid))]
+    pub team_id: TeamId,
+    /// The endpoint.
+    #[cfg_attr(feature = "openapi", schema(value_type = uuid::Uuid))]
+    pub endpoint_id: WebhookId,
+    /// The event (the `webhook-id` header).
+    #[cfg_attr(feature = "openapi", schema(value_type = uuid::Uuid))]
+    pub event_id: EventId,
+    /// The event's type.
+    pub event_type: String,
+    /// `type:id` of the resource: deliveries of one endpoint about one resource go in order.
+    pub resource: String,
+    /// The exact body, the same on every attempt.
+    pub payload: String,
+    /// Where it stands.
+    pub status: DeliveryStatus,
+    /// Attempts made so far.
+    pub attempt_count: u32,
+    /// The latest attempts, oldest first.
+    pub attempts: Vec<DeliveryAttempt>,
+    /// When the next attempt is due (pending deliveries).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub next_attempt_at: Option<Timestamp>,
+    /// When it was created.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+}
+
+impl WebhookDelivery {
+    /// A pending delivery of `event` to `endpoint`, due at `now`.
+    pub fn new(event: &WebhookEvent, endpoint: WebhookId, now: Timestamp) -> Self {
+        Self::of_payload(
+            event.team_id,
+            endpoint,
+            event.id,
+            &event.event_type,
+            format!("{}:{}", event.resource_type, event.resource_id),
+            event.body(),
+            now,
+        )
+    }
+
+    /// A pending delivery of a body made elsewhere (a redelivery, a test event).
+    pub fn of_payload(
+        team: TeamId,
+        endpoint: WebhookId,
+        event: EventId,
+        event_type: &str,
+        resource: String,
+        payload: String,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: DeliveryId::ordered(),
+            team_id: team,
+            endpoint_id: endpoint,
+            event_id: event,
+            event_type: event_type.to_owned(),
+            resource,
+            payload,
+            status: DeliveryStatus::Pending,
+            attempt_count: 0,
+            attempts: Vec::new(),
+            next_attempt_at: Some(now),
+            created_at: now,
+        }
+    }
+
+    /// Records an attempt, keeping the latest [`ATTEMPTS_KEPT`].
+    pub fn record(&mut self, attempt: DeliveryAttempt) {
+        self.attempt_count += 1;
+        self.attempts.push(attempt);
+        if self.attempts.len() > ATTEMPTS_KEPT {
+            self.attempts.remove(0);
+        }
+    }
+
+    /// The key of its ordering chain: deliveries of one endpoint about one resource.
+    pub fn chain(&self) -> (WebhookId, &str) {
+        (self.endpoint_id, &self.resource)
+    }
+
+    /// Its place in its chain: by event, then by id (a redelivery goes after the first try).
+    pub fn order(&self) -> (EventId, DeliveryId) {
+        (self.event_id, self.id)
+    }
+}
+
+/// The deliveries `event` fans out to among the team's `endpoints`: one per enabled endpoint
+/// that wants its type.
+pub fn fan_out(
+    event: &WebhookEvent,
+    endpoints: &[WebhookEndpoint],
+    now: Timestamp,
+) -> Vec<WebhookDelivery> {
+    let mut body = None;
+    endpoints
+        .iter()
+        .filter(|e| e.team_id == event.team_id && e.enabled && e.wants(&event.event_type))
+        .map(|e| {
+            let payload = body.get_or_insert_with(|| event.body()).clone();
+            WebhookDelivery::of_payload(
+                event.team_id,
+                e.id,
+                event.id,
+                &event.event_type,
+                format!("{}:{}", event.resource_type, event.resource_id),
+                payload,
+                now,
+            )
+        })
+        .collect()
+}
+
+/// Among `pending` deliveries (every pending delivery, of any team), those a worker may send at
+/// `now`: the first of their chain and due, soonest first, at most `limit`.
+pub fn first_of_chains(
+    pending: impl IntoIterator<Item = WebhookDelivery>,
+    now: Timestamp,
+    limit: usize,
+) -> Vec<WebhookDelivery> {
+    let mut first: std::collections::HashMap<(WebhookId, String), WebhookDelivery> =
+        std::collections::HashMap::new();
+    for d in pending {
+        if d.status != DeliveryStatus::Pending {
+            continue;
+        }
+        match first.entry((d.endpoint_id, d.resource.clone())) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if d.order() < o.get().order() {
+                    o.insert(d);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(d);
+            }
+        }
+    }
+    let mut due: Vec<WebhookDelivery> = first
+        .into_values()
+        .filter(|d| d.next_attempt_at.is_some_and(|at| at <= now))
+        .collect();
+    due.sort_by_key(|d| (d.next_attempt_at, d.order()));
+    due.truncate(limit);
+    due
+}
+
+/// What [`WebhookStore::webhook_health`](crate::store::WebhookStore::webhook_health) did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthChange {
+    /// The endpoint afterwards.
+    pub endpoint: WebhookEndpoint,
+    /// Whether this failure disabled it.
+    pub disabled_now: bool,
+}
+
+/// Applies a delivery outcome to an endpoint's health at `now`: a success clears
+/// `failingSince`; a failure sets it (if unset) and disables the endpoint once it has failed for
+/// `disable_after_ms`. Whether it disabled the endpoint now.
+pub fn apply_health(
+    endpoint: &mut WebhookEndpoint,
+    ok: bool,
+    now: Timestamp,
+    disable_after_ms: i64,
+) -> bool {
+    if ok {
+        endpoint.failing_since = None;
+        return false;
+    }
+    let since = *endpoint.failing_since.get_or_insert(now);
+    if endpoint.enabled && now.as_millis() - since.as_millis() >= disable_after_ms {
+        endpoint.enabled = false;
+        endpoint.disabled_reason = Some(DisabledReason::Failing);
+        endpoint.updated_at = now;
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(resource: &str) -> WebhookEvent {
+        WebhookEvent {
+            id: EventId::ordered(),
+            team_id: TeamId::from_uuid(uuid::Uuid::nil()),
+            event_type: "license.updated".into(),
+            resource_type: "license".into(),
+            resource_id: resource.into(),
+            created_at: Timestamp::from_millis(1_000),
+            data: serde_json::json!({"id": resource}),
+            changed_fields: Some(vec!["suspended".into()]),
+        }
+    }
+
+    #[test]
+    fn patterns_name_types_resources_or_everything() {
+        assert!(event_pattern_valid("license.updated"));
+        assert!(event_pattern_valid("customer.*"));
+        assert!(event_pattern_valid("*"));
+        assert!(!event_pattern_valid("license.exploded"));
+        assert!(!event_pattern_valid("team.created"));
+        assert!(!event_pattern_valid("nothing.*"));
+        assert!(event_pattern_matches("license.*", "license.suspended"));
+        assert!(!event_pattern_matches("license.*", "licenses.x"));
+        assert!(!event_pattern_matches("device.activated", "device.limit_reached"));
+    }
+
+    #[test]
+    fn the_body_has_the_documented_members() {
+        let e = event("a");
+        let body: Value = serde_json::from_str(&e.body()).unwrap();
+        assert_eq!(body["type"], "license.updated");
+        assert_eq!(body["id"], e.id.to_string());
+        assert_eq!(body["teamId"], e.team_id.to_string());
+        assert_eq!(body["createdAt"], "1970-01-01T00:00:01.000Z");
+        assert_eq!(body["data"]["id"], "a");
+        assert_eq!(body["changedFields"][0], "suspended");
+    }
+
+    #[test]
+    fn chains_send_their_first_delivery_only() {
+        let endpoint = WebhookId::new();
+        let now = Timestamp::from_millis(10_000);
+        let (a1, a2, b1) = (event("a"), event("a"), event("b"));
+        let d = |e: &WebhookEvent| WebhookDelivery::new(e, endpoint, now);
+        let (da1, da2, db1) = (d(&a1), d(&a2), d(&b1));
+        let mut later = d(&a1);
+        later.next_attempt_at = Some(Timestamp::from_millis(20_000));
+        // The chain of "a" waits for its first delivery even when a later one is due.
+        let picked = first_of_chains([later.clone(), da2.clone(), db1.clone()], now, 10);
+        assert_eq!(picked, vec![db1.clone()]);
+        let picked = first_of_chains([da2, da1.clone(), db1.clone()], now, 10);
+        assert_eq!(picked.len(), 2);
+        assert!(picked.contains(&da1) && picked.contains(&db1));
+        assert_eq!(first_of_chains([da1], now, 0), Vec::new());
+    }
+
+    #[test]
+    fn an_endpoint_failing_long_enough_is_disabled_once() {
+        let now = Timestamp::from_millis(0);
+        let mut e = WebhookEndpoint {
+            id: WebhookId::new(),
+            team_id: TeamId::new(),
+            url: "https://example.com/hook".into(),
+            description: None,
+            event_types: vec![],
+            enabled: true,
+            disabled_reason: None,
+            failing_since: None,
+            secret: "whsec_x".into(),
+            previous_secret: Some("whsec_y".into()),
+            previous_secret_until: Some(Timestamp::from_millis(5)),
+            created_at: now,
+            updated_at: now,
+        };
+        assert_eq!(e.signing_secrets(now), vec!["whsec_x", "whsec_y"]);
+        assert_eq!(e.signing_secrets(Timestamp::from_millis(5)), vec!["whsec_x"]);
+        assert!(!apply_health(&mut e, false, now, 100));
+        assert!(!apply_health(&mut e, false, Timestamp::from_millis(99), 100));
+        assert!(apply_health(&mut e, false, Timestamp::from_millis(100), 100));
+        assert!(!e.enabled);
+        assert!(!apply_health(&mut e, false, Timestamp::from_millis(200), 100));
+        assert!(!apply_health(&mut e, true, Timestamp::from_millis(300), 100));
+        assert_eq!(e.failing_since, None);
+    }
+}

@@ -1,0 +1,339 @@
+//! Webhook endpoints, the event queue (rows inserted by [`write_journal`](super::write_journal))
+//! and deliveries, claimed with `FOR UPDATE SKIP LOCKED` so that the workers of several
+//! instances never take one event or send one attempt twice.
+
+use licensing_core::api::requests::{Paging, SortDirection};
+use licensing_core::model::{
+    DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
+    fan_out,
+};
+use licensing_core::store::{
+    Entity, Journal, Page, StoreError, StoreResult, WebhookStore,
+};
+use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
+use sqlx::{PgConnection, Row as _};
+
+use super::{
+    PgStore, backend, constraint, delete_row, doc, in_tx, json, ms, opt_ms, page, page_bounds,
+    team_missing,
+};
+
+pub(super) async fn insert_event(conn: &mut PgConnection, e: &WebhookEvent) -> StoreResult<()> {
+    sqlx::query("INSERT INTO webhook_events (id, team_id, doc) VALUES ($1, $2, $3)")
+        .bind(e.id.as_uuid())
+        .bind(e.team_id.as_uuid())
+        .bind(json(e))
+        .execute(conn)
+        .await
+        .map_err(|err| constraint(err, &[("webhook_events_team_id_fkey", team_missing)]))?;
+    Ok(())
+}
+
+fn status_text(status: DeliveryStatus) -> &'static str {
+    match status {
+        DeliveryStatus::Pending => "PENDING",
+        DeliveryStatus::Succeeded => "SUCCEEDED",
+        DeliveryStatus::Failed => "FAILED",
+    }
+}
+
+async fn insert_delivery_row(conn: &mut PgConnection, d: &WebhookDelivery) -> StoreResult<u64> {
+    // The endpoint must be the delivery's team's.
+    let done = sqlx::query(
+        "INSERT INTO webhook_deliveries
+           (id, team_id, endpoint_id, event_id, resource, status, next_attempt_at, created_at, doc)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+         WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $3 AND team_id = $2)",
+    )
+    .bind(d.id.as_uuid())
+    .bind(d.team_id.as_uuid())
+    .bind(d.endpoint_id.as_uuid())
+    .bind(d.event_id.as_uuid())
+    .bind(&d.resource)
+    .bind(status_text(d.status))
+    .bind(opt_ms(d.next_attempt_at))
+    .bind(ms(d.created_at))
+    .bind(json(d))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(done.rows_affected())
+}
+
+impl WebhookStore for PgStore {
+    async fn create_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            sqlx::query(
+                "INSERT INTO webhook_endpoints (id, team_id, created_at, doc) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(e.id.as_uuid())
+            .bind(e.team_id.as_uuid())
+            .bind(ms(e.created_at))
+            .bind(json(e))
+            .execute(&mut *tx)
+            .await
+            .map_err(|err| constraint(err, &[("webhook_endpoints_team_id_fkey", team_missing)]))
+            .map(|_| ())
+        })
+    }
+
+    async fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
+        sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?
+            .as_ref()
+            .map(doc)
+            .transpose()
+    }
+
+    async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
+        sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 ORDER BY created_at, id")
+            .bind(team.as_uuid())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(doc)
+            .collect()
+    }
+
+    async fn update_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query("UPDATE webhook_endpoints SET doc = $3 WHERE team_id = $1 AND id = $2")
+                .bind(e.team_id.as_uuid())
+                .bind(e.id.as_uuid())
+                .bind(json(e))
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                Err(StoreError::NotFound(Entity::Webhook))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    async fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()> {
+        // Its deliveries go with it (ON DELETE CASCADE).
+        in_tx!(self.pool, journal, |tx| {
+            delete_row(&mut tx, Entity::Webhook, team.as_uuid(), id.as_uuid()).await
+        })
+    }
+
+    async fn webhook_health(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        ok: bool,
+        now: Timestamp,
+        disable_after_ms: i64,
+    ) -> StoreResult<Option<HealthChange>> {
+        in_tx!(self.pool, |tx| {
+            let row = sqlx::query(
+                "SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            match row {
+                None => Ok(None),
+                Some(row) => {
+                    let mut endpoint: WebhookEndpoint = doc(&row)?;
+                    let before = endpoint.clone();
+                    let disabled_now = apply_health(&mut endpoint, ok, now, disable_after_ms);
+                    if endpoint != before {
+                        sqlx::query("UPDATE webhook_endpoints SET doc = $2 WHERE id = $1")
+                            .bind(id.as_uuid())
+                            .bind(json(&endpoint))
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(backend)?;
+                    }
+                    Ok(Some(HealthChange {
+                        endpoint,
+                        disabled_now,
+                    }))
+                }
+            }
+        })
+    }
+
+    async fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize> {
+        in_tx!(self.pool, |tx| {
+            let events = sqlx::query(
+                "SELECT doc FROM webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+            )
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(doc)
+            .collect::<StoreResult<Vec<WebhookEvent>>>()?;
+            if !events.is_empty() {
+                let mut teams: Vec<uuid::Uuid> = events.iter().map(|e| *e.team_id.as_uuid()).collect();
+                teams.sort();
+                teams.dedup();
+                // FOR SHARE: an endpoint deleted meanwhile waits for this fan-out.
+                let endpoints = sqlx::query(
+                    "SELECT doc FROM webhook_endpoints WHERE team_id = ANY($1) FOR SHARE",
+                )
+                .bind(&teams)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(backend)?
+                .iter()
+                .map(doc)
+                .collect::<StoreResult<Vec<WebhookEndpoint>>>()?;
+                for event in &events {
+                    for d in fan_out(event, &endpoints, now) {
+                        insert_delivery_row(&mut tx, &d).await?;
+                    }
+                }
+                let ids: Vec<uuid::Uuid> = events.iter().map(|e| *e.id.as_uuid()).collect();
+                sqlx::query("DELETE FROM webhook_events WHERE id = ANY($1)")
+                    .bind(&ids)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+            Ok(events.len())
+        })
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        // The first pending delivery of each chain (endpoint and resource), due and unclaimed.
+        let rows = sqlx::query(
+            "UPDATE webhook_deliveries SET claimed_until = $2 WHERE id IN (
+               SELECT d.id FROM webhook_deliveries d
+               WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+                 AND (d.claimed_until IS NULL OR d.claimed_until <= $1)
+                 AND NOT EXISTS (
+                   SELECT 1 FROM webhook_deliveries e
+                   WHERE e.status = 'PENDING' AND e.endpoint_id = d.endpoint_id
+                     AND e.resource = d.resource AND (e.event_id, e.id) < (d.event_id, d.id))
+               ORDER BY d.next_attempt_at, d.id LIMIT $3
+               FOR UPDATE SKIP LOCKED)
+             RETURNING doc",
+        )
+        .bind(ms(now))
+        .bind(ms(now) + lease_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        let mut claimed = rows
+            .iter()
+            .map(doc)
+            .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
+        claimed.sort_by_key(|d| (d.next_attempt_at, d.order()));
+        Ok(claimed)
+    }
+
+    async fn insert_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        let mut conn = self.pool.acquire().await.map_err(backend)?;
+        if insert_delivery_row(&mut conn, d).await? == 0 {
+            return Err(StoreError::NotFound(Entity::Webhook));
+        }
+        Ok(())
+    }
+
+    async fn update_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE webhook_deliveries
+             SET status = $2, next_attempt_at = $3, claimed_until = NULL, doc = $4
+             WHERE id = $1",
+        )
+        .bind(d.id.as_uuid())
+        .bind(status_text(d.status))
+        .bind(opt_ms(d.next_attempt_at))
+        .bind(json(d))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn get_delivery(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        id: DeliveryId,
+    ) -> StoreResult<Option<WebhookDelivery>> {
+        sqlx::query(
+            "SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2 AND id = $3",
+        )
+        .bind(team.as_uuid())
+        .bind(endpoint.as_uuid())
+        .bind(id.as_uuid())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?
+        .as_ref()
+        .map(doc)
+        .transpose()
+    }
+
+    async fn list_deliveries(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        paging: &Paging,
+    ) -> StoreResult<Page<WebhookDelivery>> {
+        let sql = if paging.direction == SortDirection::Desc {
+            "SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2
+             ORDER BY id DESC LIMIT $3 OFFSET $4"
+        } else {
+            "SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2
+             ORDER BY id LIMIT $3 OFFSET $4"
+        };
+        let (limit, offset) = page_bounds(paging);
+        let items = sqlx::query(sql)
+            .bind(team.as_uuid())
+            .bind(endpoint.as_uuid())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(doc)
+            .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
+        let total: i64 = sqlx::query(
+            "SELECT count(*) AS total FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2",
+        )
+        .bind(team.as_uuid())
+        .bind(endpoint.as_uuid())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)?
+        .try_get("total")
+        .map_err(backend)?;
+        Ok(page(items, total, paging))
+    }
+
+    async fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM webhook_deliveries WHERE id IN
+               (SELECT id FROM webhook_deliveries
+                WHERE status <> 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2)",
+        )
+        .bind(ms(before))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,275 @@
+//! Webhook endpoints, queued events and deliveries.
+//!
+//! Keys: `W` | team | endpoint holds an endpoint; `E` | event (time-ordered) a queued event;
+//! `D` | team | endpoint | delivery (time-ordered) a delivery, and `[i, D]` | delivery its
+//! place among the pending ones (the value is team | endpoint), removed when it finishes.
+
+use licensing_core::model::{
+    DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
+    fan_out, first_of_chains,
+};
+use licensing_core::{DeliveryId, EventId, WebhookId};
+
+use super::*;
+
+/// Pending deliveries a claim looks at, at most (the oldest first).
+const PENDING_SCAN: usize = 10_000;
+
+fn endpoint_key(team: TeamId, id: WebhookId) -> Vec<u8> {
+    key(&[&[tag::WEBHOOK], team.as_bytes(), id.as_bytes()])
+}
+
+pub(super) fn event_key(id: EventId) -> Vec<u8> {
+    key(&[&[tag::EVENT], id.as_bytes()])
+}
+
+fn delivery_key(team: TeamId, endpoint: WebhookId, id: DeliveryId) -> Vec<u8> {
+    key(&[
+        &[tag::DELIVERY],
+        team.as_bytes(),
+        endpoint.as_bytes(),
+        id.as_bytes(),
+    ])
+}
+
+fn pending_key(id: DeliveryId) -> Vec<u8> {
+    key(&[&[tag::INDEX, tag::DELIVERY], id.as_bytes()])
+}
+
+fn put_delivery(tx: &mut Tx<'_>, d: &WebhookDelivery) -> StoreResult<()> {
+    let pending = pending_key(d.id);
+    if d.status == DeliveryStatus::Pending {
+        tx.put(pending, key(&[d.team_id.as_bytes(), d.endpoint_id.as_bytes()]));
+    } else {
+        tx.del(pending);
+    }
+    tx.put_json(delivery_key(d.team_id, d.endpoint_id, d.id), d)
+}
+
+impl SledStore {
+    fn endpoints_of(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
+        self.scan(&key(&[&[tag::WEBHOOK], team.as_bytes()]))
+    }
+
+    fn pending_deliveries(&self) -> StoreResult<Vec<WebhookDelivery>> {
+        let prefix = [tag::INDEX, tag::DELIVERY];
+        let mut out = Vec::new();
+        for kv in self.inner.tree.scan_prefix(prefix).take(PENDING_SCAN) {
+            let (k, v) = kv.map_err(backend)?;
+            let id = DeliveryId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
+            let owner: [u8; 32] = v
+                .as_ref()
+                .try_into()
+                .map_err(|_| StoreError::backend("a pending delivery index entry is damaged"))?;
+            let team = TeamId::from_uuid(uuid::Uuid::from_bytes(owner[..16].try_into().unwrap_or_default()));
+            let endpoint =
+                WebhookId::from_uuid(uuid::Uuid::from_bytes(owner[16..].try_into().unwrap_or_default()));
+            if let Some(d) = self.get_json(&delivery_key(team, endpoint, id))? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl WebhookStore for SledStore {
+    async fn create_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            if tx.get(&team_key(e.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            tx.put_json(endpoint_key(e.team_id, e.id), e)
+        })
+        .await
+    }
+
+    async fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
+        self.get_json(&endpoint_key(team, id))
+    }
+
+    async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
+        let mut out = self.endpoints_of(team)?;
+        out.sort_by_key(|e| (e.created_at, e.id));
+        Ok(out)
+    }
+
+    async fn update_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            let k = endpoint_key(e.team_id, e.id);
+            if tx.get(&k)?.is_none() {
+                return Err(StoreError::NotFound(Entity::Webhook));
+            }
+            tx.put_json(k, e)
+        })
+        .await
+    }
+
+    async fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            let k = endpoint_key(team, id);
+            if tx.get(&k)?.is_none() {
+                return Err(StoreError::NotFound(Entity::Webhook));
+            }
+            tx.del(k);
+            let prefix = key(&[&[tag::DELIVERY], team.as_bytes(), id.as_bytes()]);
+            for kv in self.inner.tree.scan_prefix(prefix) {
+                let (k, _) = kv.map_err(backend)?;
+                let delivery = DeliveryId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
+                tx.del(pending_key(delivery));
+                tx.del(k.to_vec());
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn webhook_health(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        ok: bool,
+        now: Timestamp,
+        disable_after_ms: i64,
+    ) -> StoreResult<Option<HealthChange>> {
+        self.durable(|tx| {
+            let k = endpoint_key(team, id);
+            let Some(mut endpoint) = tx.get_json::<WebhookEndpoint>(&k)? else {
+                return Ok(None);
+            };
+            let before = endpoint.clone();
+            let disabled_now = apply_health(&mut endpoint, ok, now, disable_after_ms);
+            if endpoint != before {
+                tx.put_json(k, &endpoint)?;
+            }
+            Ok(Some(HealthChange {
+                endpoint,
+                disabled_now,
+            }))
+        })
+        .await
+    }
+
+    async fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize> {
+        let mut events: Vec<WebhookEvent> = Vec::new();
+        for kv in self.inner.tree.scan_prefix([tag::EVENT]).take(limit) {
+            let (_, v) = kv.map_err(backend)?;
+            events.push(decode(&v)?);
+        }
+        if events.is_empty() {
+            return Ok(0);
+        }
+        self.durable(|tx| {
+            let mut endpoints: HashMap<TeamId, Vec<WebhookEndpoint>> = HashMap::new();
+            for event in &events {
+                let of_team = match endpoints.entry(event.team_id) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(self.endpoints_of(event.team_id)?)
+                    }
+                };
+                for d in fan_out(event, of_team, now) {
+                    put_delivery(tx, &d)?;
+                }
+                tx.del(event_key(event.id));
+            }
+            Ok(events.len())
+        })
+        .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        _lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        // One process owns a sled store, and its worker claims a batch only after the last one
+        // finished: no lease is needed.
+        Ok(first_of_chains(self.pending_deliveries()?, now, limit))
+    }
+
+    async fn insert_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&endpoint_key(d.team_id, d.endpoint_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Webhook));
+            }
+            put_delivery(tx, d)
+        })
+        .await
+    }
+
+    async fn update_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&delivery_key(d.team_id, d.endpoint_id, d.id))?.is_none() {
+                return Ok(());
+            }
+            put_delivery(tx, d)
+        })
+        .await
+    }
+
+    async fn get_delivery(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        id: DeliveryId,
+    ) -> StoreResult<Option<WebhookDelivery>> {
+        self.get_json(&delivery_key(team, endpoint, id))
+    }
+
+    async fn list_deliveries(
+        &self,
+        team: TeamId,
+        endpoint: WebhookId,
+        paging: &Paging,
+    ) -> StoreResult<Page<WebhookDelivery>> {
+        let prefix = key(&[&[tag::DELIVERY], team.as_bytes(), endpoint.as_bytes()]);
+        let total = self.inner.tree.scan_prefix(&prefix).count() as u64;
+        let newest_first = paging.direction == SortDirection::Desc;
+        let skip = usize::try_from(paging.offset()).unwrap_or(usize::MAX);
+        let take = paging.page_size as usize;
+        let iter = self.inner.tree.scan_prefix(&prefix);
+        let rows: Vec<_> = if newest_first {
+            iter.rev().skip(skip).take(take).collect()
+        } else {
+            iter.skip(skip).take(take).collect()
+        };
+        let items = rows
+            .into_iter()
+            .map(|kv| kv.map_err(backend).and_then(|(_, v)| decode(&v)))
+            .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
+        Ok(Page {
+            has_next_page: (skip + items.len()) < total as usize,
+            items,
+            total,
+        })
+    }
+
+    async fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
+        // Delivery ids are time-ordered, but their creation time is in the record: walk every
+        // team's deliveries oldest first and drop finished ones created before `before`.
+        let mut gone = Vec::new();
+        for kv in self.inner.tree.scan_prefix([tag::DELIVERY]) {
+            let (k, v) = kv.map_err(backend)?;
+            let d: WebhookDelivery = decode(&v)?;
+            if d.status != DeliveryStatus::Pending && d.created_at < before {
+                gone.push(k.to_vec());
+                if gone.len() == limit {
+                    break;
+                }
+            }
+        }
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let n = gone.len() as u64;
+        self.durable(|tx| {
+            for k in gone {
+                tx.del(k);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(n)
+    }
+}
