@@ -4,9 +4,11 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use licensing_core::model::{Action, Actor, AuditEntry, FieldChange};
+use licensing_core::model::{Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes};
 use licensing_core::store::{AuditStore, Journal};
-use licensing_core::{AuditId, TeamId, Timestamp};
+use licensing_core::{AuditId, EventId, TeamId, Timestamp};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::watch;
 
 /// Days an audit entry is kept unless the operator says otherwise.
@@ -41,7 +43,9 @@ impl Acting {
         }
     }
 
-    /// The journal of a change to `team` at `now`: its audit entry.
+    /// The journal of a change to `team` at `now`: its audit entry, and the webhook event of
+    /// the same name with `data` built from the changes (the id, then each field's new value, or
+    /// its old one for a deletion).
     pub fn journal(
         &self,
         team: TeamId,
@@ -50,7 +54,52 @@ impl Acting {
         resource_id: impl std::fmt::Display,
         changes: Vec<FieldChange>,
     ) -> Journal {
-        Journal::audit(AuditEntry {
+        let resource_id = resource_id.to_string();
+        let mut data = serde_json::Map::new();
+        data.insert("id".into(), Value::String(resource_id.clone()));
+        for c in changes.iter().filter(|c| !c.secret) {
+            if let Some(v) = c.new.clone().or_else(|| c.old.clone()) {
+                data.insert(c.field.clone(), v);
+            }
+        }
+        self.journal_with(team, now, action, resource_id, changes, Value::Object(data), None)
+    }
+
+    /// The journal of a change from `old` to `new` (either absent for a creation or a
+    /// deletion): its audit entry with each changed field, and the webhook event whose `data`
+    /// is the resource as the API renders it (the new one, or the deleted one), with the
+    /// changed fields' names for an update.
+    pub fn change<T: Serialize>(
+        &self,
+        team: TeamId,
+        now: Timestamp,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        old: Option<&T>,
+        new: Option<&T>,
+    ) -> Journal {
+        let fields = changes(old, new, &[]);
+        let changed = (old.is_some() && new.is_some())
+            .then(|| fields.iter().map(|c| c.field.clone()).collect());
+        let data = new
+            .or(old)
+            .and_then(|r| serde_json::to_value(r).ok())
+            .unwrap_or(Value::Null);
+        self.journal_with(team, now, action, resource_id.to_string(), fields, data, changed)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn journal_with(
+        &self,
+        team: TeamId,
+        now: Timestamp,
+        action: Action,
+        resource_id: String,
+        changes: Vec<FieldChange>,
+        data: Value,
+        changed_fields: Option<Vec<String>>,
+    ) -> Journal {
+        let journal = Journal::audit(AuditEntry {
             id: AuditId::ordered(),
             team_id: team,
             at: now,
@@ -58,8 +107,22 @@ impl Acting {
             address: self.address,
             action,
             resource_type: action.resource().to_owned(),
-            resource_id: resource_id.to_string(),
+            resource_id: resource_id.clone(),
             changes,
+        });
+        if action.resource() == "team" {
+            // Teams are the operator's business: no endpoint can ask for their events.
+            return journal;
+        }
+        journal.with_event(WebhookEvent {
+            id: EventId::ordered(),
+            team_id: team,
+            event_type: action.as_str().to_owned(),
+            resource_type: action.resource().to_owned(),
+            resource_id,
+            created_at: now,
+            data,
+            changed_fields,
         })
     }
 }

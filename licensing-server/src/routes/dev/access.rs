@@ -4,7 +4,7 @@ use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
 use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
 use licensing_core::crypto::ApiKeySecret;
 use licensing_core::model::{
-    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, FieldChange, changes,
+    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, FieldChange,
 };
 use licensing_core::store::{ApiKeyStore, BlacklistStore, Entity, ProductStore, StoreError};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
@@ -44,9 +44,16 @@ pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
     dev.state
         .store
         .create_api_key(&record, &{
-            let mut fields = changes(None, Some(&ApiKeyView::from(&record)), &[]);
-            fields.push(FieldChange::secret("key"));
-            dev.journal(Action::ApiKeyCreated, record.id, fields)
+            let mut journal = dev.change(
+                Action::ApiKeyCreated,
+                record.id,
+                None,
+                Some(&ApiKeyView::from(&record)),
+            );
+            if let Some(entry) = &mut journal.audit {
+                entry.changes.push(FieldChange::secret("key"));
+            }
+            journal
         })
         .await
         .map_err(store_error)?;
@@ -115,7 +122,7 @@ pub(super) async fn revoke_key(dev: Dev, (id,): (ApiKeyId,), _: Input) -> Handle
         .delete_api_key(
             dev.team,
             id,
-            &dev.journal(Action::ApiKeyRevoked, id, changes(old.as_ref(), None, &[])),
+            &dev.change(Action::ApiKeyRevoked, id, old.as_ref(), None),
         )
         .await
         .map_err(store_error)?;
@@ -144,11 +151,7 @@ pub(super) async fn create_entry(dev: Dev, (): (), input: Input) -> Handled {
         .store
         .create_blacklist_entry(
             &entry,
-            &dev.journal(
-                Action::BlacklistCreated,
-                entry.id,
-                changes(None, Some(&entry), &[]),
-            ),
+            &dev.change(Action::BlacklistCreated, entry.id, None, Some(&entry)),
         )
         .await
         .map_err(store_error)?;
@@ -190,11 +193,7 @@ pub(super) async fn delete_entry(dev: Dev, (id,): (BlacklistId,), _: Input) -> H
         .delete_blacklist_entry(
             dev.team,
             id,
-            &dev.journal(
-                Action::BlacklistDeleted,
-                id,
-                changes(old.as_ref(), None, &[]),
-            ),
+            &dev.change(Action::BlacklistDeleted, id, old.as_ref(), None),
         )
         .await
         .map_err(store_error)?;

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{CustomerBody, CustomerInput, CustomerListQuery, Patch};
 use licensing_core::api::{CustomerDeleted, CustomerPage};
-use licensing_core::model::{Action, Customer, changes};
+use licensing_core::model::{Action, Customer};
 use licensing_core::store::{CustomerStore, Entity, StoreError};
 use licensing_core::{ApiError, CustomerId};
 
@@ -46,11 +46,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         .store
         .create_customer(
             &customer,
-            &dev.journal(
-                Action::CustomerCreated,
-                customer.id,
-                changes(None, Some(&customer), &[]),
-            ),
+            &dev.change(Action::CustomerCreated, customer.id, None, Some(&customer)),
         )
         .await
         .map_err(store_error)?;
@@ -103,11 +99,7 @@ pub(super) async fn update(dev: Dev, (id,): (CustomerId,), input: Input) -> Hand
         .store
         .update_customer(
             &updated,
-            &dev.journal(
-                Action::CustomerUpdated,
-                updated.id,
-                changes(Some(&existing), Some(&updated), &[]),
-            ),
+            &dev.change(Action::CustomerUpdated, updated.id, Some(&existing), Some(&updated)),
         )
         .await
         .map_err(store_error)?;
@@ -121,11 +113,7 @@ pub(super) async fn delete(dev: Dev, (id,): (CustomerId,), _: Input) -> Handled 
         .delete_customer(
             dev.team,
             customer.id,
-            &dev.journal(
-                Action::CustomerDeleted,
-                customer.id,
-                changes(Some(&customer), None, &[]),
-            ),
+            &dev.change(Action::CustomerDeleted, customer.id, Some(&customer), None),
         )
         .await
         .map_err(store_error)?;

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
-use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, changes};
+use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage};
 use licensing_core::store::{CustomerStore, Entity, LicenseStore, Page, ProductStore, StoreError};
 use licensing_core::{ApiError, LicenseId, LicenseKey};
 
@@ -48,11 +48,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         let license =
             new.clone()
                 .into_license(LicenseKey::generate(), dev.team, dev.user(), dev.now);
-        let journal = dev.journal(
-            Action::LicenseCreated,
-            license.id,
-            changes(None, Some(&license), &[]),
-        );
+        let journal = dev.change(Action::LicenseCreated, license.id, None, Some(&license));
         let stored = if mail {
             let messages = messages_for(state, &license).await?;
             state
@@ -214,11 +210,7 @@ pub(super) async fn get_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Handle
 
 async fn delete(dev: &Dev, license: &License) -> Result<(), ApiError> {
     dev.must_cover(&license.product_ids)?;
-    let journal = dev.journal(
-        Action::LicenseDeleted,
-        license.id,
-        changes(Some(license), None, &[]),
-    );
+    let journal = dev.change(Action::LicenseDeleted, license.id, Some(license), None);
     dev.state
         .store
         .delete_license(license.team_id, license.id, &journal)
@@ -266,11 +258,7 @@ pub(super) async fn update(dev: Dev, (id,): (LicenseId,), input: Input) -> Handl
         (true, false) => Action::LicenseUnsuspended,
         _ => Action::LicenseUpdated,
     };
-    let journal = dev.journal(
-        action,
-        updated.id,
-        changes(Some(&existing), Some(&updated), &[]),
-    );
+    let journal = dev.change(action, updated.id, Some(&existing), Some(&updated));
     dev.state
         .store
         .update_license(&updated, &journal)

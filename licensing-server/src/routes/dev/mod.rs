@@ -90,11 +90,27 @@ impl Dev {
         resource_id: impl std::fmt::Display,
         changes: Vec<FieldChange>,
     ) -> Journal {
+        self.acting().journal(self.team, self.now, action, resource_id, changes)
+    }
+
+    /// The journal of a change from `old` to `new` this request makes: its audit entry and its
+    /// webhook event (see [`Acting::change`]).
+    pub(crate) fn change<T: serde::Serialize>(
+        &self,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        old: Option<&T>,
+        new: Option<&T>,
+    ) -> Journal {
+        self.acting()
+            .change(self.team, self.now, action, resource_id, old, new)
+    }
+
+    fn acting(&self) -> Acting {
         Acting {
             actor: Actor::api_key(self.key.id, &self.key.name),
             address: Some(self.client),
         }
-        .journal(self.team, self.now, action, resource_id, changes)
     }
 
     /// The `createdByUserId` of what this request creates.

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{BranchBody, ProductBody, ProductListQuery};
 use licensing_core::api::{BranchList, Deleted, ProductPage};
-use licensing_core::model::{Action, Branch, Product, changes};
+use licensing_core::model::{Action, Branch, Product};
 use licensing_core::store::{Entity, ProductStore, StoreError};
 use licensing_core::{ApiError, BranchId, ProductId};
 
@@ -21,11 +21,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         .store
         .create_product(
             &product,
-            &dev.journal(
-                Action::ProductCreated,
-                product.id,
-                changes(None, Some(&product), &[]),
-            ),
+            &dev.change(Action::ProductCreated, product.id, None, Some(&product)),
         )
         .await
         .map_err(store_error)?;
@@ -77,11 +73,7 @@ pub(super) async fn update(dev: Dev, (id,): (ProductId,), input: Input) -> Handl
         .store
         .update_product(
             &updated,
-            &dev.journal(
-                Action::ProductUpdated,
-                updated.id,
-                changes(Some(&existing), Some(&updated), &[]),
-            ),
+            &dev.change(Action::ProductUpdated, updated.id, Some(&existing), Some(&updated)),
         )
         .await
         .map_err(store_error)?;
@@ -96,11 +88,7 @@ pub(super) async fn delete(dev: Dev, (id,): (ProductId,), _: Input) -> Handled {
         .delete_product(
             dev.team,
             product.id,
-            &dev.journal(
-                Action::ProductDeleted,
-                product.id,
-                changes(Some(&product), None, &[]),
-            ),
+            &dev.change(Action::ProductDeleted, product.id, Some(&product), None),
         )
         .await
         .map_err(store_error)?;
@@ -130,11 +118,7 @@ pub(super) async fn create_branch(dev: Dev, (id,): (ProductId,), input: Input) -
         .store
         .create_branch(
             &branch,
-            &dev.journal(
-                Action::BranchCreated,
-                branch.id,
-                changes(None, Some(&branch), &[]),
-            ),
+            &dev.change(Action::BranchCreated, branch.id, None, Some(&branch)),
         )
         .await
         .map_err(store_error)?;
@@ -167,11 +151,7 @@ pub(super) async fn delete_branch(
         .into_iter()
         .find(|b| b.id == branch)
         .ok_or(StoreError::NotFound(Entity::Branch))?;
-    let journal = dev.journal(
-        Action::BranchDeleted,
-        branch,
-        changes(Some(&old), None, &[]),
-    );
+    let journal = dev.change(Action::BranchDeleted, branch, Some(&old), None);
     let releases = dev
         .state
         .store

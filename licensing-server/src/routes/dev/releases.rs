@@ -12,7 +12,6 @@ use licensing_core::api::requests::{
 use licensing_core::api::{Deleted, ReleasePage};
 use licensing_core::model::{
     Action, BranchRef, LicenseRef, ProductRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
-    changes,
 };
 use licensing_core::store::{
     Entity, LicenseStore, ProductStore, ReleaseStore, StoreError, TeamStore,
@@ -317,11 +316,7 @@ pub(super) async fn create(dev: Dev, (): (), mut input: Input) -> Handled {
         allowed_license_ids: input.license_ids,
     };
     let state = &dev.state;
-    let journal = dev.journal(
-        Action::ReleaseCreated,
-        release.id,
-        changes(None, Some(&release), &[]),
-    );
+    let journal = dev.change(Action::ReleaseCreated, release.id, None, Some(&release));
     if let Err(e) = state.store.create_release(&release, &journal).await {
         state
             .files
@@ -399,11 +394,7 @@ pub(super) async fn update(dev: Dev, (id,): (ReleaseId,), mut input: Input) -> H
     } else {
         Action::ReleaseUpdated
     };
-    let journal = dev.journal(
-        action,
-        release.id,
-        changes(Some(&existing), Some(&release), &[]),
-    );
+    let journal = dev.change(action, release.id, Some(&existing), Some(&release));
     if let Err(e) = state.store.update_release(&release, &journal).await {
         if replaced && release.file != existing.file {
             state
@@ -440,11 +431,7 @@ pub(super) async fn delete(dev: Dev, (id,): (ReleaseId,), _: Input) -> Handled {
         .delete_release(
             dev.team,
             release.id,
-            &dev.journal(
-                Action::ReleaseDeleted,
-                release.id,
-                changes(Some(&release), None, &[]),
-            ),
+            &dev.change(Action::ReleaseDeleted, release.id, Some(&release), None),
         )
         .await
         .map_err(store_error)?;

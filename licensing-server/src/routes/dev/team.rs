@@ -2,7 +2,7 @@
 
 use licensing_core::ApiError;
 use licensing_core::api::requests::SettingsBody;
-use licensing_core::model::{Action, PublicKeys, Team, changes};
+use licensing_core::model::{Action, PublicKeys, Team};
 use licensing_core::store::{Entity, StoreError, TeamStore};
 
 use super::{Dev, Input};
@@ -52,11 +52,7 @@ pub(super) async fn put_settings(dev: Dev, (): (), input: Input) -> Handled {
             team.id,
             &settings,
             dev.now,
-            &dev.journal(
-                Action::SettingsUpdated,
-                team.id,
-                changes(Some(&team.settings), Some(&settings), &[]),
-            ),
+            &dev.change(Action::SettingsUpdated, team.id, Some(&team.settings), Some(&settings)),
         )
         .await
         .map_err(store_error)?;
