@@ -139,6 +139,36 @@ pub struct Config {
           default_value_t = crate::services::audit::DEFAULT_RETENTION_DAYS)]
     pub audit_retention_days: u32,
 
+    /// Accept plain `http://` webhook endpoints (otherwise `https://` only).
+    #[arg(long, env = "LICENSING_WEBHOOK_ALLOW_HTTP", default_value_t = false,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub webhook_allow_http: bool,
+
+    /// Let webhooks reach loopback, private, link-local and other non-public addresses (for a
+    /// receiver on the same machine or network). Off, such destinations are refused after DNS
+    /// resolution, on every attempt.
+    #[arg(long, env = "LICENSING_WEBHOOK_ALLOW_PRIVATE", default_value_t = false,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub webhook_allow_private: bool,
+
+    /// Seconds to wait after each failed webhook attempt, comma-separated; a delivery fails
+    /// after the last (the default spans about three days). Each delay varies by up to 20%.
+    #[arg(long, env = "LICENSING_WEBHOOK_RETRY_DELAYS",
+          default_value = crate::services::webhooks::DEFAULT_RETRY_DELAYS,
+          value_parser = crate::services::webhooks::parse_delays_arg)]
+    pub webhook_retry_delays: Vec<u64>,
+
+    /// Seconds a webhook endpoint may fail every delivery before it is disabled (three days).
+    #[arg(long, env = "LICENSING_WEBHOOK_DISABLE_AFTER_SECS",
+          default_value_t = crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub webhook_disable_after_secs: u64,
+
+    /// Seconds one webhook attempt may take, connecting included.
+    #[arg(long, env = "LICENSING_WEBHOOK_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub webhook_timeout_secs: u64,
+
     /// Memory for the store's cache of decoded pages, in MiB (the server's resident size is
     /// roughly this plus 60 MiB under load). More keeps more of a large data set hot.
     #[arg(long, env = "LICENSING_CACHE_MB", default_value_t = crate::store::DEFAULT_CACHE_MB)]
@@ -219,12 +249,31 @@ impl Config {
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_records_per_license: licensing_core::store::DEFAULT_MAX_RECORDS,
             audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
+            webhook_allow_http: false,
+            webhook_allow_private: false,
+            webhook_retry_delays: crate::services::webhooks::parse_delays(
+                crate::services::webhooks::DEFAULT_RETRY_DELAYS,
+            )
+            .unwrap_or_default(),
+            webhook_disable_after_secs: crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
+            webhook_timeout_secs: 10,
             max_connections: 4096,
             max_connections_per_address: 128,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
             send_timeout_secs: 60,
             shutdown_timeout_secs: 30,
+        }
+    }
+
+    /// The webhook settings these settings describe.
+    pub fn webhook_settings(&self) -> crate::services::webhooks::WebhookSettings {
+        crate::services::webhooks::WebhookSettings {
+            allow_http: self.webhook_allow_http,
+            allow_private: self.webhook_allow_private,
+            retry_delays: self.webhook_retry_delays.clone().into(),
+            disable_after: Duration::from_secs(self.webhook_disable_after_secs),
+            timeout: Duration::from_secs(self.webhook_timeout_secs),
         }
     }
 

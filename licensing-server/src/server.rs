@@ -279,6 +279,8 @@ impl Server {
                 limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
                 audit_retention_days: config.audit_retention_days,
+                webhooks: crate::services::webhooks::Sender::new(config.webhook_settings())
+                    .map_err(|e| ServerError::Config(format!("webhook client: {e}")))?,
                 key_uses: KeyUses::default(),
                 alive: Arc::new(()),
             },
@@ -338,6 +340,11 @@ impl Server {
                 stop.clone(),
             ))
         });
+        let webhooks = tokio::spawn(crate::services::webhooks::run_worker(
+            store.clone(),
+            self.state.webhooks.clone(),
+            stop.clone(),
+        ));
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
@@ -383,6 +390,7 @@ impl Server {
         if let Some(pruner) = pruner {
             pruner.await.ok();
         }
+        webhooks.await.ok();
         // Connection tasks drop their copies of the state (and so of the store) a moment after
         // the server stops. Wait for them (bounded), so that when `run` returns the store is
         // closed as soon as the caller drops its own handles, and can be opened again.

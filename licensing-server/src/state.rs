@@ -50,6 +50,8 @@ pub(crate) struct AppState {
     pub(crate) max_records: u32,
     /// Days the audit log keeps an entry (0: forever).
     pub(crate) audit_retention_days: u32,
+    /// Sends webhook deliveries (and holds the operator's webhook settings).
+    pub(crate) webhooks: crate::services::webhooks::Sender,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that

@@ -231,6 +231,20 @@ page_type!(
     AuditPage, entries: crate::model::AuditEntry, "entries"
 );
 
+page_type!(
+    /// (ext) `GET {dev}/webhooks/{webhookId}/deliveries`.
+    DeliveryPage, deliveries: crate::model::WebhookDelivery, "deliveries"
+);
+
+/// (ext) `GET {dev}/webhooks`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookList {
+    /// The team's endpoints, oldest first.
+    pub webhooks: Vec<crate::model::WebhookView>,
+}
+
 /// `GET /api/v1/admin/teams`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

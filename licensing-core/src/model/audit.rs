@@ -156,6 +156,12 @@ actions! {
     ApiKeyRevoked = "api_key.revoked", "api_key";
     /// The team's settings were changed.
     SettingsUpdated = "settings.updated", "settings";
+    /// A webhook endpoint was created.
+    WebhookCreated = "webhook.created", "webhook";
+    /// A webhook endpoint was changed (its secret rotated, say).
+    WebhookUpdated = "webhook.updated", "webhook";
+    /// A webhook endpoint was deleted.
+    WebhookDeleted = "webhook.deleted", "webhook";
 }
 
 impl Action {

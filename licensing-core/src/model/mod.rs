@@ -17,7 +17,7 @@ mod team;
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes};
 pub use webhook::{
     ATTEMPTS_KEPT, DeliveryAttempt, DeliveryStatus, DisabledReason, HealthChange, SERVER_EVENT_TYPES,
-    WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health, event_pattern_matches,
+    WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView, WebhookWithSecret, apply_health, event_pattern_matches,
     event_pattern_valid, event_types, fan_out, first_of_chains,
 };
 pub use customer::{Address, ChatAccount, Customer};

@@ -29,11 +29,13 @@ pub enum Resource {
     ApiKeys,
     /// The audit log (read only).
     AuditLog,
+    /// Webhook endpoints and their delivery log.
+    Webhooks,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 9] = [
+    pub const ALL: [Resource; 10] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -43,6 +45,7 @@ impl Resource {
         Resource::Statistics,
         Resource::ApiKeys,
         Resource::AuditLog,
+        Resource::Webhooks,
     ];
 
     /// The name in scope strings.
@@ -57,6 +60,7 @@ impl Resource {
             Resource::Statistics => "statistics",
             Resource::ApiKeys => "api-keys",
             Resource::AuditLog => "audit-log",
+            Resource::Webhooks => "webhooks",
         }
     }
 

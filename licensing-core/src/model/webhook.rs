@@ -139,6 +139,68 @@ impl WebhookEndpoint {
     }
 }
 
+/// An endpoint as the API shows it: everything but its secrets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookView {
+    /// Id.
+    #[cfg_attr(feature = "openapi", schema(value_type = uuid::Uuid))]
+    pub id: WebhookId,
+    /// Where events are POSTed.
+    pub url: String,
+    /// A note for people.
+    pub description: Option<String>,
+    /// The event types it wants (types, `resource.*` or `*`); empty means every type.
+    pub event_types: Vec<String>,
+    /// Whether events are delivered to it.
+    pub enabled: bool,
+    /// `FAILING` when the server disabled it because every delivery failed for three days.
+    pub disabled_reason: Option<DisabledReason>,
+    /// Since when every delivery failed; `null` after a success.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub failing_since: Option<Timestamp>,
+    /// Until when the secret before the last rotation still signs (beside the new one).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub previous_secret_expires_at: Option<Timestamp>,
+    /// When it was created.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    /// When it was last changed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub updated_at: Timestamp,
+}
+
+impl WebhookView {
+    /// The view of `e` at `now` (a lapsed rotation window shows as none).
+    pub fn of(e: &WebhookEndpoint, now: Timestamp) -> Self {
+        Self {
+            id: e.id,
+            url: e.url.clone(),
+            description: e.description.clone(),
+            event_types: e.event_types.clone(),
+            enabled: e.enabled,
+            disabled_reason: e.disabled_reason,
+            failing_since: e.failing_since,
+            previous_secret_expires_at: e.previous_secret_until.filter(|until| now < *until),
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+        }
+    }
+}
+
+/// The answer to creating an endpoint or rotating its secret: the secret is shown here only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookWithSecret {
+    /// The endpoint.
+    #[serde(flatten)]
+    pub endpoint: WebhookView,
+    /// The signing secret (`whsec_…`), shown once: verify deliveries with it.
+    pub secret: String,
+}
+
 /// An event raised by a change, waiting to be fanned out to the team's endpoints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -13,3 +13,4 @@ pub mod stats;
 pub mod teams;
 pub mod usage;
 pub mod verification;
+pub mod webhooks;

@@ -122,7 +122,7 @@ impl Paging {
 
 const PAGING: [&str; 4] = ["page", "pageSize", "sortColumn", "sortDirection"];
 
-fn known(extra: &[&'static str]) -> Vec<&'static str> {
+pub(crate) fn known(extra: &[&'static str]) -> Vec<&'static str> {
     PAGING.iter().chain(extra).copied().collect()
 }
 

@@ -12,6 +12,7 @@ mod list;
 mod product;
 mod release;
 mod team;
+mod webhook;
 
 pub use audit::{ActorFilter, AuditQuery};
 pub use client::{ClassloaderQuery, ClientBody};
@@ -24,6 +25,7 @@ pub use list::{
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
+pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query};
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
     ForgottenBody, SettingsBody,

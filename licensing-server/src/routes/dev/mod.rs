@@ -22,6 +22,7 @@ mod products;
 mod releases;
 mod stats;
 mod team;
+mod webhooks;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -519,7 +520,7 @@ pub(crate) fn operations() -> Vec<Operation> {
             access::delete_entry,
         ),
         op(
-            post,
+            post.clone(),
             "api-keys",
             write(ApiKeys),
             NoQuery,
@@ -532,7 +533,65 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             access::list_keys,
         ),
-        op(get, "audit-log", read(AuditLog), Parsed, audit::list),
+        op(get.clone(), "audit-log", read(AuditLog), Parsed, audit::list),
+        op(post.clone(), "webhooks", write(Webhooks), NoQuery, webhooks::create),
+        op(get.clone(), "webhooks", read(Webhooks), NoQuery, webhooks::list),
+        op(
+            get.clone(),
+            "webhooks/{webhookId}",
+            read(Webhooks),
+            NoQuery,
+            webhooks::get,
+        ),
+        op(
+            Method::PATCH,
+            "webhooks/{webhookId}",
+            write(Webhooks),
+            NoQuery,
+            webhooks::update,
+        ),
+        op(
+            delete.clone(),
+            "webhooks/{webhookId}",
+            write(Webhooks),
+            NoQuery,
+            webhooks::delete,
+        ),
+        op(
+            post.clone(),
+            "webhooks/{webhookId}/rotate-secret",
+            write(Webhooks),
+            NoQuery,
+            webhooks::rotate_secret,
+        ),
+        op(
+            post.clone(),
+            "webhooks/{webhookId}/test",
+            write(Webhooks),
+            NoQuery,
+            webhooks::send_test,
+        ),
+        op(
+            get.clone(),
+            "webhooks/{webhookId}/deliveries",
+            read(Webhooks),
+            Parsed,
+            webhooks::list_deliveries,
+        ),
+        op(
+            get,
+            "webhooks/{webhookId}/deliveries/{deliveryId}",
+            read(Webhooks),
+            NoQuery,
+            webhooks::get_delivery,
+        ),
+        op(
+            post.clone(),
+            "webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
+            write(Webhooks),
+            NoQuery,
+            webhooks::redeliver,
+        ),
         op(
             delete,
             "api-keys/{apiKeyId}",
