@@ -29,7 +29,7 @@ pub const SERVER_EVENT_TYPES: &[&str] = &[
 pub fn event_types() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Action::ALL
         .iter()
-        .filter(|a| a.resource() != "team")
+        .filter(|a| !matches!(a.resource(), "team" | "webhook"))
         .map(|a| a.as_str())
         .collect();
     out.extend_from_slice(SERVER_EVENT_TYPES);
@@ -500,6 +500,8 @@ mod tests {
         assert!(event_pattern_valid("*"));
         assert!(!event_pattern_valid("license.exploded"));
         assert!(!event_pattern_valid("team.created"));
+        assert!(!event_pattern_valid("webhook.created"));
+        assert!(event_pattern_valid("webhook.test"));
         assert!(!event_pattern_valid("nothing.*"));
         assert!(event_pattern_matches("license.*", "license.suspended"));
         assert!(!event_pattern_matches("license.*", "licenses.x"));

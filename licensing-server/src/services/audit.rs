@@ -110,8 +110,9 @@ impl Acting {
             resource_id: resource_id.clone(),
             changes,
         });
-        if action.resource() == "team" {
-            // Teams are the operator's business: no endpoint can ask for their events.
+        if matches!(action.resource(), "team" | "webhook") {
+            // Teams are the operator's business, and an endpoint is not told about endpoints:
+            // these changes are audited only.
             return journal;
         }
         journal.with_event(WebhookEvent {

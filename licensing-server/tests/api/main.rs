@@ -32,3 +32,4 @@ mod releases;
 mod restart;
 mod strict;
 mod team;
+mod webhooks;

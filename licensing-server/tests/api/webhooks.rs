@@ -1,0 +1,500 @@
+//! Webhooks over real HTTP: a receiver on 127.0.0.1 checks every delivery's signature with a
+//! hand-written HMAC-SHA256 (independent of the server's code), events of one resource arrive in
+//! order, failures are retried and then disable the endpoint, redelivery sends the same event,
+//! and destinations inside the network are refused.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::helpers::TestServer;
+
+/// What the receiver answers to one request.
+#[derive(Clone, Debug)]
+enum Reply {
+    Status(u16),
+    /// Waits this long before answering 200 (a time-out for the sender).
+    Slow(Duration),
+    /// 302 to this URL.
+    Redirect(String),
+}
+
+/// A request the receiver got.
+#[derive(Clone, Debug)]
+struct Received {
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+#[derive(Clone, Default)]
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    otherwise: Arc<Mutex<Option<Reply>>>,
+}
+
+impl Receiver {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let r = Receiver {
+            url: format!("http://{}/hooks", listener.local_addr().unwrap()),
+            ..Receiver::default()
+        };
+        *r.otherwise.lock().unwrap() = Some(Reply::Status(200));
+        let me = r.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let Some(req) = read_request(&mut conn).await else {
+                        return;
+                    };
+                    me.got.lock().unwrap().push(req);
+                    let reply = me
+                        .script
+                        .lock()
+                        .unwrap()
+                        .pop_front()
+                        .or_else(|| me.otherwise.lock().unwrap().clone())
+                        .unwrap_or(Reply::Status(200));
+                    let head = match reply {
+                        Reply::Status(code) => format!("HTTP/1.1 {code} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"),
+                        Reply::Slow(wait) => {
+                            tokio::time::sleep(wait).await;
+                            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".into()
+                        }
+                        Reply::Redirect(to) => format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+                    };
+                    conn.write_all(head.as_bytes()).await.ok();
+                    conn.shutdown().await.ok();
+                });
+            }
+        });
+        r
+    }
+
+    fn got(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 30 s) until `n` requests arrived.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        for _ in 0..300 {
+            if self.got().len() >= n {
+                return self.got();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the receiver got {} requests, not {n}", self.got().len());
+    }
+}
+
+async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let headers: Vec<(String, String)> = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some(Received {
+        headers,
+        body: String::from_utf8_lossy(&buf[head_end..]).into_owned(),
+    })
+}
+
+/// HMAC-SHA256 written out from RFC 2104, to check the server's signatures independently.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// Whether `secret` (`whsec_…`) signed the request, by the Standard Webhooks rules.
+fn signed_with(r: &Received, secret: &str) -> bool {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let key = b64.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
+    let content = format!(
+        "{}.{}.{}",
+        r.header("webhook-id"),
+        r.header("webhook-timestamp"),
+        r.body
+    );
+    let expected = format!("v1,{}", b64.encode(hmac_sha256(&key, content.as_bytes())));
+    r.header("webhook-signature")
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+async fn hooked(adjust: impl FnOnce(&mut licensing_server::config::Config)) -> TestServer {
+    TestServer::start_with(|c| {
+        c.webhook_allow_http = true;
+        c.webhook_allow_private = true;
+        c.webhook_retry_delays = vec![1, 1, 1, 1];
+        adjust(c);
+    })
+    .await
+}
+
+async fn endpoint(s: &TestServer, url: &str, types: Value) -> (String, String) {
+    let created = s
+        .post(
+            &s.dev("webhooks"),
+            &json!({"url": url, "eventTypes": types}).to_string(),
+        )
+        .await;
+    let data = created.ok();
+    (
+        data["id"].as_str().unwrap().to_owned(),
+        data["secret"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Polls a delivery log until `done` holds (at most 30 s).
+async fn deliveries_until(
+    s: &TestServer,
+    endpoint: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let mut list = Vec::new();
+    for _ in 0..300 {
+        let page = s
+            .get(&s.dev(&format!("webhooks/{endpoint}/deliveries?pageSize=100")))
+            .await;
+        list = page.ok()["deliveries"].as_array().unwrap().clone();
+        if done(&list) {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the delivery log never reached the expected state: {list:#?}");
+}
+
+#[tokio::test]
+async fn events_arrive_signed_in_order_with_the_resource() {
+    let s = hooked(|_| {}).await;
+    let receiver = Receiver::start().await;
+    let (hook, secret) = endpoint(&s, &receiver.url, json!(["customer.*", "license.suspended"])).await;
+    let shown = s.get(&s.dev(&format!("webhooks/{hook}"))).await;
+    assert!(shown.ok().get("secret").is_none(), "the secret is shown once");
+
+    let customer = s
+        .post(&s.dev("customers"), r#"{"fullName":"Ann","email":"ann@example.com"}"#)
+        .await
+        .ok()
+        .clone();
+    let id = customer["id"].as_str().unwrap();
+    for name in ["Ann B", "Ann C", "Ann D"] {
+        s.put(
+            &s.dev(&format!("customers/{id}")),
+            &json!({"fullName": name}).to_string(),
+        )
+        .await
+        .ok();
+    }
+    // Not wanted by the endpoint: a product.
+    s.post(&s.dev("products"), r#"{"name":"Unwanted"}"#).await.ok();
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    s.put(
+        &s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap())),
+        r#"{"suspended":true}"#,
+    )
+    .await
+    .ok();
+    s.delete(&s.dev(&format!("customers/{id}"))).await.ok();
+
+    let got = receiver.wait_for(6).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got_all = receiver.got();
+    assert_eq!(got_all.len(), 6, "one delivery per wanted event: {got_all:?}");
+    for r in &got {
+        assert!(signed_with(r, &secret), "signature of {}", r.body);
+        let body = r.json();
+        assert_eq!(body["id"], r.header("webhook-id"));
+        assert_eq!(body["teamId"], s.team_id().to_string());
+        assert_eq!(r.header("content-type"), "application/json");
+        let ts: i64 = r.header("webhook-timestamp").parse().unwrap();
+        assert!((ts - licensing_core::Timestamp::now().as_millis() / 1000).abs() < 60);
+    }
+    let of_customer: Vec<(String, Value)> = got
+        .iter()
+        .map(Received::json)
+        .filter(|b| b["type"].as_str().unwrap().starts_with("customer."))
+        .map(|b| (b["type"].as_str().unwrap().to_owned(), b["data"]["fullName"].clone()))
+        .collect();
+    assert_eq!(
+        of_customer,
+        vec![
+            ("customer.created".into(), json!("Ann")),
+            ("customer.updated".into(), json!("Ann B")),
+            ("customer.updated".into(), json!("Ann C")),
+            ("customer.updated".into(), json!("Ann D")),
+            ("customer.deleted".into(), json!("Ann D")),
+        ],
+        "one resource's events in order, with the resource as the API renders it"
+    );
+    let updated = got.iter().map(Received::json).find(|b| b["type"] == "customer.updated").unwrap();
+    assert_eq!(updated["changedFields"], json!(["fullName"]));
+    let suspended = got.iter().map(Received::json).find(|b| b["type"] == "license.suspended").unwrap();
+    assert_eq!(suspended["data"]["suspended"], true);
+
+    // Rotation: both secrets sign for a while.
+    let rotated = s
+        .post(&s.dev(&format!("webhooks/{hook}/rotate-secret")), "")
+        .await;
+    let new_secret = rotated.ok()["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new_secret, secret);
+    assert!(rotated.ok()["previousSecretExpiresAt"].is_string());
+    s.post(&s.dev(&format!("webhooks/{hook}/test")), "").await.ok();
+    let got = receiver.wait_for(7).await;
+    let test = &got[6];
+    assert_eq!(test.json()["type"], "webhook.test");
+    assert!(signed_with(test, &secret) && signed_with(test, &new_secret));
+
+    // Every attempt is in the log.
+    let log = deliveries_until(&s, &hook, |d| {
+        d.len() == 7 && d.iter().all(|x| x["status"] == "SUCCEEDED")
+    })
+    .await;
+    let attempt = &log[0]["attempts"][0];
+    assert_eq!(attempt["statusCode"], 200);
+    assert_eq!(attempt["response"], "ok");
+    assert!(attempt["durationMs"].is_u64());
+
+    // The audit log has the endpoint, its secret as changed only.
+    let audit = s.get(&s.dev("audit-log?resourceType=webhook")).await;
+    let entries = audit.ok()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2);
+    assert!(!entries[0].to_string().contains(&new_secret));
+}
+
+#[tokio::test]
+async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_again() {
+    let s = hooked(|c| {
+        c.webhook_disable_after_secs = 2;
+        c.webhook_timeout_secs = 1;
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    receiver
+        .script
+        .lock()
+        .unwrap()
+        .extend([Reply::Slow(Duration::from_secs(3)), Reply::Status(503)]);
+    let (hook, _) = endpoint(&s, &receiver.url, json!([])).await;
+    s.post(&s.dev("products"), r#"{"name":"Retried"}"#).await.ok();
+    // A time-out, a 503, then a success.
+    let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "SUCCEEDED").await;
+    let attempts = log[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 3, "{attempts:?}");
+    assert!(attempts[0]["error"].as_str().unwrap().contains("timed out"), "{attempts:?}");
+    assert_eq!(attempts[1]["statusCode"], 503);
+    assert_eq!(attempts[2]["statusCode"], 200);
+    let got = receiver.got();
+    assert!(got.len() >= 3);
+    assert!(got.iter().all(|r| r.header("webhook-id") == got[0].header("webhook-id")));
+
+    // Failing for longer than the window disables the endpoint.
+    *receiver.otherwise.lock().unwrap() = Some(Reply::Status(500));
+    s.post(&s.dev("products"), r#"{"name":"Failing"}"#).await.ok();
+    let mut disabled = Value::Null;
+    for _ in 0..150 {
+        let shown = s.get(&s.dev(&format!("webhooks/{hook}"))).await;
+        if shown.ok()["enabled"] == false {
+            disabled = shown.ok().clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(disabled["disabledReason"], "FAILING", "{disabled}");
+    assert!(disabled["failingSince"].is_string());
+    let log = deliveries_until(&s, &hook, |d| d.len() == 2 && d[0]["status"] == "FAILED").await;
+    let failed = &log[0];
+    assert!(failed["attempts"].as_array().unwrap().len() >= 2);
+
+    // Enabled again by a person, the failed event is redelivered: same id, same body.
+    *receiver.otherwise.lock().unwrap() = Some(Reply::Status(204));
+    let enabled = s
+        .patch(&s.dev(&format!("webhooks/{hook}")), r#"{"enabled":true}"#)
+        .await;
+    assert_eq!(enabled.ok()["disabledReason"], Value::Null);
+    let before = receiver.got().len();
+    let again = s
+        .post(
+            &s.dev(&format!(
+                "webhooks/{hook}/deliveries/{}/redeliver",
+                failed["id"].as_str().unwrap()
+            )),
+            "",
+        )
+        .await;
+    assert_eq!(again.ok()["eventId"], failed["eventId"]);
+    let got = receiver.wait_for(before + 1).await;
+    let last = got.last().unwrap();
+    assert_eq!(last.header("webhook-id"), failed["eventId"].as_str().unwrap());
+    assert_eq!(last.body, failed["payload"].as_str().unwrap());
+    deliveries_until(&s, &hook, |d| d.len() == 3 && d[0]["status"] == "SUCCEEDED").await;
+}
+
+#[tokio::test]
+async fn destinations_inside_the_network_are_refused() {
+    let s = TestServer::start_with(|c| {
+        c.webhook_allow_http = true;
+        c.webhook_retry_delays = vec![1];
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    let port = receiver.url.split(':').nth(2).unwrap().split('/').next().unwrap().to_owned();
+    for url in [
+        format!("http://127.0.0.1:{port}/hooks"),
+        format!("http://[::1]:{port}/hooks"),
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        "http://10.0.0.1/hooks".to_owned(),
+        "http://[::ffff:127.0.0.1]/hooks".to_owned(),
+    ] {
+        let answer = s
+            .post(&s.dev("webhooks"), &json!({"url": url}).to_string())
+            .await;
+        answer.err(400, "BAD_REQUEST");
+        assert_eq!(answer.fields(), vec!["url"], "{url}");
+    }
+    // A name is checked after resolution, on every attempt.
+    let (hook, _) = endpoint(&s, &format!("http://localhost:{port}/hooks"), json!([])).await;
+    s.post(&s.dev("products"), r#"{"name":"Inside"}"#).await.ok();
+    let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "FAILED").await;
+    let error = log[0]["attempts"][0]["error"].as_str().unwrap();
+    assert!(error.contains("not a public address"), "{error}");
+    assert!(receiver.got().is_empty(), "nothing reached the inside address");
+    // Only https without the operator's permission.
+    let strict = TestServer::start().await;
+    let answer = strict
+        .post(&strict.dev("webhooks"), r#"{"url":"http://hooks.example.com/in"}"#)
+        .await;
+    answer.err(400, "BAD_REQUEST");
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed() {
+    let s = hooked(|c| c.webhook_retry_delays = vec![1]).await;
+    let inside = Receiver::start().await;
+    let front = Receiver::start().await;
+    *front.otherwise.lock().unwrap() = Some(Reply::Redirect(inside.url.clone()));
+    let (hook, _) = endpoint(&s, &front.url, json!([])).await;
+    s.post(&s.dev("products"), r#"{"name":"Redirected"}"#).await.ok();
+    let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "FAILED").await;
+    assert_eq!(log[0]["attempts"][0]["statusCode"], 302);
+    assert!(inside.got().is_empty(), "the redirect was not followed");
+}
+
+#[tokio::test]
+async fn endpoints_are_validated_scoped_and_the_teams_own() {
+    let s = hooked(|_| {}).await;
+    let answer = s
+        .post(&s.dev("webhooks"), r#"{"url":"https://x.example.com","eventTypes":["license.exploded"],"colour":1}"#)
+        .await;
+    answer.err(400, "BAD_REQUEST");
+    let answer = s
+        .post(&s.dev("webhooks"), r#"{"eventTypes":["license.exploded"]}"#)
+        .await;
+    answer.err(400, "BAD_REQUEST");
+    assert_eq!(answer.fields(), vec!["url", "eventTypes[0]"]);
+    let (hook, _) = endpoint(&s, "https://hooks.example.com/in", json!(["customer.*"])).await;
+    let changed = s
+        .patch(
+            &s.dev(&format!("webhooks/{hook}")),
+            r#"{"description":"shop","eventTypes":[]}"#,
+        )
+        .await;
+    assert_eq!(changed.ok()["description"], "shop");
+    assert_eq!(changed.ok()["eventTypes"], json!([]));
+    s.patch(&s.dev(&format!("webhooks/{hook}")), "{}")
+        .await
+        .err(400, "BAD_REQUEST");
+
+    // Another team sees none of it.
+    let other = s.other_team().await;
+    let other_url = |path: &str| format!("{}/api/v1/dev/teams/{}/{path}", s.base, other.team_id);
+    let theirs = s
+        .send(reqwest::Method::GET, &other_url(&format!("webhooks/{hook}")), Some(&other.api_key), None)
+        .await;
+    theirs.err(404, "BAD_REQUEST");
+    let listed = s
+        .send(reqwest::Method::GET, &other_url("webhooks"), Some(&other.api_key), None)
+        .await;
+    assert_eq!(listed.ok()["webhooks"], json!([]));
+
+    // The scope: a key without webhooks cannot see them.
+    let key = s
+        .post(&s.dev("api-keys"), r#"{"name":"ro","scopes":["licenses:read"]}"#)
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = s
+        .send(reqwest::Method::GET, &s.dev("webhooks"), Some(&key), None)
+        .await;
+    refused.err(403, "FORBIDDEN");
+    s.delete(&s.dev(&format!("webhooks/{hook}"))).await.ok();
+    s.get(&s.dev(&format!("webhooks/{hook}")))
+        .await
+        .err(404, "BAD_REQUEST");
+}
