@@ -6,22 +6,23 @@ use std::path::Path;
 
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
-    DeviceListQuery, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, ProductBody,
-    ProductListQuery, ReleaseData, ReleaseListQuery, SettingsBody,
+    DeviceListQuery, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging,
+    ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, SettingsBody, SortDirection,
+    WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted, LicensePage,
-    ProductPage, ReleasePage, ResultMeta,
+    DeliveryPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted,
+    LicensePage, ProductPage, ReleasePage, ResultMeta, WebhookList,
 };
 use licensing_core::error::FieldError;
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
-    ReleaseView, Statistics, TeamSettings,
+    ReleaseView, Statistics, TeamSettings, WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey, ProductId,
-    ReleaseId, TeamId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
+    ProductId, ReleaseId, TeamId, WebhookId,
 };
 use reqwest::Method;
 use serde::Deserialize;
@@ -603,5 +604,95 @@ impl DevClient {
     /// query says otherwise (the key needs `audit-log:read`).
     pub async fn audit_log(&self, query: &AuditQuery) -> Result<AuditPage, Error> {
         self.get("audit-log", Some(query.to_query_string())).await
+    }
+
+    // Webhooks.
+
+    /// (ext) `POST {dev}/webhooks`: a new endpoint, with its signing secret (shown only here).
+    pub async fn create_webhook(&self, body: &WebhookBody) -> Result<WebhookWithSecret, Error> {
+        self.call(Method::POST, "webhooks", None, Some(body)).await
+    }
+
+    /// (ext) `GET {dev}/webhooks`.
+    pub async fn list_webhooks(&self) -> Result<WebhookList, Error> {
+        self.get("webhooks", None).await
+    }
+
+    /// (ext) `GET {dev}/webhooks/{id}`.
+    pub async fn get_webhook(&self, id: WebhookId) -> Result<WebhookView, Error> {
+        self.get(&format!("webhooks/{id}"), None).await
+    }
+
+    /// (ext) `PATCH {dev}/webhooks/{id}`: the members given change.
+    pub async fn update_webhook(
+        &self,
+        id: WebhookId,
+        body: &WebhookBody,
+    ) -> Result<WebhookView, Error> {
+        self.call(Method::PATCH, &format!("webhooks/{id}"), None, Some(body))
+            .await
+    }
+
+    /// (ext) `DELETE {dev}/webhooks/{id}`, with its delivery log.
+    pub async fn delete_webhook(&self, id: WebhookId) -> Result<Deleted, Error> {
+        self.delete(&format!("webhooks/{id}")).await
+    }
+
+    /// (ext) `POST {dev}/webhooks/{id}/rotate-secret`: the new secret (the old one signs too
+    /// for 24 hours).
+    pub async fn rotate_webhook_secret(&self, id: WebhookId) -> Result<WebhookWithSecret, Error> {
+        self.call(
+            Method::POST,
+            &format!("webhooks/{id}/rotate-secret"),
+            None,
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// (ext) `POST {dev}/webhooks/{id}/test`: queues a `webhook.test` event.
+    pub async fn test_webhook(&self, id: WebhookId) -> Result<WebhookDelivery, Error> {
+        self.call(
+            Method::POST,
+            &format!("webhooks/{id}/test"),
+            None,
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// (ext) `GET {dev}/webhooks/{id}/deliveries`: one page of the delivery log.
+    pub async fn webhook_deliveries(
+        &self,
+        id: WebhookId,
+        paging: &Paging,
+    ) -> Result<DeliveryPage, Error> {
+        let query = format!(
+            "page={}&pageSize={}&sortDirection={}",
+            paging.page,
+            paging.page_size,
+            if paging.direction == SortDirection::Asc {
+                "asc"
+            } else {
+                "desc"
+            }
+        );
+        self.get(&format!("webhooks/{id}/deliveries"), Some(query))
+            .await
+    }
+
+    /// (ext) `POST {dev}/webhooks/{id}/deliveries/{delivery}/redeliver`: the same event again.
+    pub async fn redeliver_webhook(
+        &self,
+        id: WebhookId,
+        delivery: DeliveryId,
+    ) -> Result<WebhookDelivery, Error> {
+        self.call(
+            Method::POST,
+            &format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
+            None,
+            None::<&()>,
+        )
+        .await
     }
 }

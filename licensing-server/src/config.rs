@@ -156,7 +156,7 @@ pub struct Config {
     #[arg(long, env = "LICENSING_WEBHOOK_RETRY_DELAYS",
           default_value = crate::services::webhooks::DEFAULT_RETRY_DELAYS,
           value_parser = crate::services::webhooks::parse_delays_arg)]
-    pub webhook_retry_delays: Vec<u64>,
+    pub webhook_retry_delays: crate::services::webhooks::RetryDelays,
 
     /// Seconds a webhook endpoint may fail every delivery before it is disabled (three days).
     #[arg(long, env = "LICENSING_WEBHOOK_DISABLE_AFTER_SECS",
@@ -251,10 +251,12 @@ impl Config {
             audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
             webhook_allow_http: false,
             webhook_allow_private: false,
-            webhook_retry_delays: crate::services::webhooks::parse_delays(
-                crate::services::webhooks::DEFAULT_RETRY_DELAYS,
-            )
-            .unwrap_or_default(),
+            webhook_retry_delays: crate::services::webhooks::RetryDelays(
+                crate::services::webhooks::parse_delays(
+                    crate::services::webhooks::DEFAULT_RETRY_DELAYS,
+                )
+                .unwrap_or_default(),
+            ),
             webhook_disable_after_secs: crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
             webhook_timeout_secs: 10,
             max_connections: 4096,
@@ -271,7 +273,7 @@ impl Config {
         crate::services::webhooks::WebhookSettings {
             allow_http: self.webhook_allow_http,
             allow_private: self.webhook_allow_private,
-            retry_delays: self.webhook_retry_delays.clone().into(),
+            retry_delays: self.webhook_retry_delays.0.clone().into(),
             disable_after: Duration::from_secs(self.webhook_disable_after_secs),
             timeout: Duration::from_secs(self.webhook_timeout_secs),
         }

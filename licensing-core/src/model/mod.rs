@@ -2,7 +2,6 @@
 //! are the wire's: camelCase members, upper-case enum values.
 
 mod audit;
-mod webhook;
 mod customer;
 mod device;
 mod license;
@@ -13,13 +12,9 @@ mod release;
 mod scope;
 mod stats;
 mod team;
+mod webhook;
 
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes};
-pub use webhook::{
-    ATTEMPTS_KEPT, DeliveryAttempt, DeliveryStatus, DisabledReason, HealthChange, SERVER_EVENT_TYPES,
-    WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView, WebhookWithSecret, apply_health, event_pattern_matches,
-    event_pattern_valid, event_types, fan_out, first_of_chains,
-};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
@@ -39,4 +34,10 @@ pub use stats::{
 pub use team::{
     ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, PublicKeys, Team,
     TeamCreated, TeamFeatures, TeamSettings, TeamView,
+};
+pub use webhook::{
+    ATTEMPTS_KEPT, DeliveryAttempt, DeliveryStatus, DisabledReason, HealthChange,
+    SERVER_EVENT_TYPES, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView,
+    WebhookWithSecret, apply_health, event_pattern_matches, event_pattern_valid, event_types,
+    fan_out, first_of_chains,
 };

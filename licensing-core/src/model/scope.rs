@@ -307,7 +307,7 @@ mod tests {
         for scope in Scope::all() {
             assert_eq!(Scope::parse_entry(&scope.name()).unwrap(), [scope]);
         }
-        assert_eq!(Scope::all().count(), 16);
+        assert_eq!(Scope::all().count(), 18);
     }
 
     #[test]

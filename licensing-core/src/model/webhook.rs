@@ -505,7 +505,10 @@ mod tests {
         assert!(!event_pattern_valid("nothing.*"));
         assert!(event_pattern_matches("license.*", "license.suspended"));
         assert!(!event_pattern_matches("license.*", "licenses.x"));
-        assert!(!event_pattern_matches("device.activated", "device.limit_reached"));
+        assert!(!event_pattern_matches(
+            "device.activated",
+            "device.limit_reached"
+        ));
     }
 
     #[test]
@@ -557,13 +560,36 @@ mod tests {
             updated_at: now,
         };
         assert_eq!(e.signing_secrets(now), vec!["whsec_x", "whsec_y"]);
-        assert_eq!(e.signing_secrets(Timestamp::from_millis(5)), vec!["whsec_x"]);
+        assert_eq!(
+            e.signing_secrets(Timestamp::from_millis(5)),
+            vec!["whsec_x"]
+        );
         assert!(!apply_health(&mut e, false, now, 100));
-        assert!(!apply_health(&mut e, false, Timestamp::from_millis(99), 100));
-        assert!(apply_health(&mut e, false, Timestamp::from_millis(100), 100));
+        assert!(!apply_health(
+            &mut e,
+            false,
+            Timestamp::from_millis(99),
+            100
+        ));
+        assert!(apply_health(
+            &mut e,
+            false,
+            Timestamp::from_millis(100),
+            100
+        ));
         assert!(!e.enabled);
-        assert!(!apply_health(&mut e, false, Timestamp::from_millis(200), 100));
-        assert!(!apply_health(&mut e, true, Timestamp::from_millis(300), 100));
+        assert!(!apply_health(
+            &mut e,
+            false,
+            Timestamp::from_millis(200),
+            100
+        ));
+        assert!(!apply_health(
+            &mut e,
+            true,
+            Timestamp::from_millis(300),
+            100
+        ));
         assert_eq!(e.failing_since, None);
     }
 }

@@ -1125,7 +1125,11 @@ impl AuditStore for MemoryStore {
 }
 
 impl WebhookStore for MemoryStore {
-    async fn create_webhook(&self, endpoint: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+    async fn create_webhook(
+        &self,
+        endpoint: &WebhookEndpoint,
+        journal: &Journal,
+    ) -> StoreResult<()> {
         self.write(journal, |s| {
             if !s.teams.contains_key(&endpoint.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
@@ -1135,7 +1139,11 @@ impl WebhookStore for MemoryStore {
         })
     }
 
-    async fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
+    async fn get_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+    ) -> StoreResult<Option<WebhookEndpoint>> {
         self.with(|s| Ok(owned(&s.webhooks, &id, team, |e| e.team_id).cloned()))
     }
 
@@ -1152,7 +1160,11 @@ impl WebhookStore for MemoryStore {
         })
     }
 
-    async fn update_webhook(&self, endpoint: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
+    async fn update_webhook(
+        &self,
+        endpoint: &WebhookEndpoint,
+        journal: &Journal,
+    ) -> StoreResult<()> {
         self.write(journal, |s| {
             if owned(&s.webhooks, &endpoint.id, endpoint.team_id, |e| e.team_id).is_none() {
                 return Err(StoreError::NotFound(Entity::Webhook));
@@ -1162,7 +1174,12 @@ impl WebhookStore for MemoryStore {
         })
     }
 
-    async fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()> {
+    async fn delete_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
         self.write(journal, |s| {
             if owned(&s.webhooks, &id, team, |e| e.team_id).is_none() {
                 return Err(StoreError::NotFound(Entity::Webhook));
@@ -1230,7 +1247,11 @@ impl WebhookStore for MemoryStore {
 
     async fn insert_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()> {
         self.with(|s| {
-            if owned(&s.webhooks, &delivery.endpoint_id, delivery.team_id, |e| e.team_id).is_none() {
+            if owned(&s.webhooks, &delivery.endpoint_id, delivery.team_id, |e| {
+                e.team_id
+            })
+            .is_none()
+            {
                 return Err(StoreError::NotFound(Entity::Webhook));
             }
             s.deliveries.insert(delivery.id, delivery.clone());
@@ -1254,8 +1275,7 @@ impl WebhookStore for MemoryStore {
         id: DeliveryId,
     ) -> StoreResult<Option<WebhookDelivery>> {
         self.with(|s| {
-            Ok(s
-                .deliveries
+            Ok(s.deliveries
                 .get(&id)
                 .filter(|d| d.team_id == team && d.endpoint_id == endpoint)
                 .cloned())
@@ -1293,7 +1313,9 @@ impl WebhookStore for MemoryStore {
             let mut old: Vec<DeliveryId> = s
                 .deliveries
                 .values()
-                .filter(|d| d.status != crate::model::DeliveryStatus::Pending && d.created_at < before)
+                .filter(|d| {
+                    d.status != crate::model::DeliveryStatus::Pending && d.created_at < before
+                })
                 .map(|d| d.id)
                 .collect();
             old.sort();

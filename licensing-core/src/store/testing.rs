@@ -2708,7 +2708,10 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     assert_eq!(store.get_webhook(other.id, all.id).await.unwrap(), None);
     let c = customer(team_a.id, "hooked@example.com", "H", t0());
     store
-        .create_customer(&c, &raising(team_a.id, "customer.created", "customer", "c1"))
+        .create_customer(
+            &c,
+            &raising(team_a.id, "customer.created", "customer", "c1"),
+        )
         .await
         .unwrap();
     // A failed write raises nothing.
@@ -2716,7 +2719,10 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     missing.id = CustomerId::new();
     assert!(
         store
-            .update_customer(&missing, &raising(team_a.id, "customer.updated", "customer", "lost"))
+            .update_customer(
+                &missing,
+                &raising(team_a.id, "customer.updated", "customer", "lost")
+            )
             .await
             .is_err()
     );
@@ -2728,7 +2734,10 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     let mut updated = c.clone();
     updated.full_name = Some("H2".into());
     store
-        .update_customer(&updated, &raising(team_a.id, "customer.updated", "customer", "c1"))
+        .update_customer(
+            &updated,
+            &raising(team_a.id, "customer.updated", "customer", "c1"),
+        )
         .await
         .unwrap();
     let mut fanned = 0;
@@ -2754,7 +2763,10 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
         types
     };
     // The update of c1 waits behind its creation on each endpoint.
-    assert_eq!(of(&claimed, all.id), vec!["customer.created", "product.created"]);
+    assert_eq!(
+        of(&claimed, all.id),
+        vec!["customer.created", "product.created"]
+    );
     assert_eq!(of(&claimed, customers.id), vec!["customer.created"]);
     assert!(of(&claimed, off.id).is_empty());
     let body: serde_json::Value = serde_json::from_str(&claimed[0].payload).unwrap();
@@ -2775,10 +2787,17 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     assert_eq!(page.items[0].event_type, "customer.updated", "newest first");
     let one = &page.items[0];
     assert_eq!(
-        store.get_delivery(team_a.id, all.id, one.id).await.unwrap().as_ref(),
+        store
+            .get_delivery(team_a.id, all.id, one.id)
+            .await
+            .unwrap()
+            .as_ref(),
         Some(one)
     );
-    assert_eq!(store.get_delivery(other.id, all.id, one.id).await.unwrap(), None);
+    assert_eq!(
+        store.get_delivery(other.id, all.id, one.id).await.unwrap(),
+        None
+    );
     // Health: failing for the whole window disables the endpoint once.
     let h = store
         .webhook_health(team_a.id, customers.id, false, at(4), 60_000)
@@ -2836,10 +2855,23 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
         .list_deliveries(team_a.id, all.id, &Default::default())
         .await
         .unwrap();
-    assert!(left.items.iter().all(|d| d.status == DeliveryStatus::Pending || d.created_at >= before));
-    store.delete_webhook(team_a.id, all.id, &Journal::NONE).await.unwrap();
+    assert!(
+        left.items
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Pending || d.created_at >= before)
+    );
+    store
+        .delete_webhook(team_a.id, all.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.get_webhook(team_a.id, all.id).await.unwrap(), None);
-    assert_eq!(store.get_delivery(team_a.id, all.id, again.id).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_delivery(team_a.id, all.id, again.id)
+            .await
+            .unwrap(),
+        None
+    );
     let mut gone = customers.clone();
     gone.id = crate::WebhookId::new();
     assert!(matches!(

@@ -10,9 +10,10 @@ use licensing_core::api::requests::{
     ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody, SettingsBody, WebhookBody,
 };
 use licensing_core::api::{
-    ApiKeyList, AuditPage, BlacklistList, DeliveryPage, WebhookList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage,
+    ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
+    DeliveryPage, Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage,
     LicenseDeleted, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList, VerifyData,
+    WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,

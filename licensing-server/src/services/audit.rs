@@ -62,7 +62,15 @@ impl Acting {
                 data.insert(c.field.clone(), v);
             }
         }
-        self.journal_with(team, now, action, resource_id, changes, Value::Object(data), None)
+        self.journal_with(
+            team,
+            now,
+            action,
+            resource_id,
+            changes,
+            Value::Object(data),
+            None,
+        )
     }
 
     /// The journal of a change from `old` to `new` (either absent for a creation or a
@@ -85,7 +93,15 @@ impl Acting {
             .or(old)
             .and_then(|r| serde_json::to_value(r).ok())
             .unwrap_or(Value::Null);
-        self.journal_with(team, now, action, resource_id.to_string(), fields, data, changed)
+        self.journal_with(
+            team,
+            now,
+            action,
+            resource_id.to_string(),
+            fields,
+            data,
+            changed,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use licensing_core::Timestamp;
 use licensing_core::crypto::webhook::{WebhookSecret, headers, signature_header};
 use licensing_core::model::{DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint};
 use licensing_core::store::WebhookStore;
-use licensing_core::Timestamp;
 use rand::Rng;
 use tokio::sync::watch;
 
@@ -66,7 +66,9 @@ impl Default for WebhookSettings {
         Self {
             allow_http: false,
             allow_private: false,
-            retry_delays: parse_delays(DEFAULT_RETRY_DELAYS).unwrap_or_default().into(),
+            retry_delays: parse_delays(DEFAULT_RETRY_DELAYS)
+                .unwrap_or_default()
+                .into(),
             disable_after: Duration::from_secs(DEFAULT_DISABLE_AFTER_SECS),
             timeout: Duration::from_secs(10),
         }
@@ -82,9 +84,7 @@ pub fn parse_delays(text: &str) -> Result<Vec<u64>, String> {
                 .parse::<u64>()
                 .ok()
                 .filter(|s| (1..=604_800).contains(s))
-                .ok_or_else(|| {
-                    format!("{part:?} is not a number of seconds from 1 to 604800")
-                })
+                .ok_or_else(|| format!("{part:?} is not a number of seconds from 1 to 604800"))
         })
         .collect::<Result<_, _>>()?;
     if delays.is_empty() {
@@ -93,9 +93,20 @@ pub fn parse_delays(text: &str) -> Result<Vec<u64>, String> {
     Ok(delays)
 }
 
+/// Retry delays in seconds, as one setting (a comma-separated list on the command line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryDelays(pub Vec<u64>);
+
+impl std::fmt::Display for RetryDelays {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u64::to_string).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
 /// [`parse_delays`] for the command line: the list is one argument.
-pub fn parse_delays_arg(text: &str) -> Result<Vec<u64>, String> {
-    parse_delays(text)
+pub fn parse_delays_arg(text: &str) -> Result<RetryDelays, String> {
+    parse_delays(text).map(RetryDelays)
 }
 
 /// Whether an address is one a webhook may not reach without `allow_private`: anything but a
@@ -187,16 +198,22 @@ impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| !is_forbidden(a.ip()))
                 .collect();
-            let allowed: Vec<SocketAddr> =
-                found.iter().copied().filter(|a| !is_forbidden(a.ip())).collect();
             if allowed.is_empty() {
                 let shown: Vec<String> = found.iter().map(|a| a.ip().to_string()).collect();
                 return Err(format!(
                     "refused: {host} resolves to {}, not a public address",
-                    if shown.is_empty() { "nothing".into() } else { shown.join(", ") }
+                    if shown.is_empty() {
+                        "nothing".into()
+                    } else {
+                        shown.join(", ")
+                    }
                 )
                 .into());
             }
@@ -222,7 +239,11 @@ impl Sender {
             .connect_timeout(settings.timeout)
             // A fresh connection, so a fresh (checked) resolution, for every attempt.
             .pool_max_idle_per_host(0)
-            .user_agent(concat!("licensing-server/", env!("CARGO_PKG_VERSION"), " (webhooks)"));
+            .user_agent(concat!(
+                "licensing-server/",
+                env!("CARGO_PKG_VERSION"),
+                " (webhooks)"
+            ));
         if !settings.allow_private {
             builder = builder.dns_resolver(Arc::new(GuardedResolver));
         }
@@ -238,7 +259,11 @@ impl Sender {
     }
 
     /// One attempt to deliver `d` to `endpoint` at `now`.
-    pub async fn attempt(&self, endpoint: &WebhookEndpoint, d: &WebhookDelivery) -> DeliveryAttempt {
+    pub async fn attempt(
+        &self,
+        endpoint: &WebhookEndpoint,
+        d: &WebhookDelivery,
+    ) -> DeliveryAttempt {
         let at = Timestamp::now();
         let started = Instant::now();
         let outcome = self.send(endpoint, d, at).await;
@@ -308,7 +333,9 @@ impl Sender {
     pub fn next_attempt(&self, attempts: u32, now: Timestamp) -> Option<Timestamp> {
         let delays = &self.settings.retry_delays;
         let delay = *delays.get(usize::try_from(attempts).ok()?.checked_sub(1)?)?;
-        let ms = i64::try_from(delay).unwrap_or(i64::MAX / 2).saturating_mul(1000);
+        let ms = i64::try_from(delay)
+            .unwrap_or(i64::MAX / 2)
+            .saturating_mul(1000);
         let jitter = rand::thread_rng().gen_range(-ms / 5..=ms / 5);
         Some(Timestamp::from_millis(now.as_millis() + ms + jitter))
     }
@@ -380,7 +407,8 @@ pub async fn deliver<S: WebhookStore>(store: &S, sender: &Sender, mut d: Webhook
     if let Err(e) = store.update_delivery(&d).await {
         tracing::error!(error = %e, "storing a webhook delivery failed");
     }
-    let disable_after = i64::try_from(sender.settings.disable_after.as_millis()).unwrap_or(i64::MAX);
+    let disable_after =
+        i64::try_from(sender.settings.disable_after.as_millis()).unwrap_or(i64::MAX);
     match store
         .webhook_health(d.team_id, d.endpoint_id, ok, now, disable_after)
         .await
@@ -428,14 +456,19 @@ pub async fn round<S: WebhookStore>(store: &S, sender: &Sender) -> bool {
 }
 
 /// Delivers webhooks until `stop` turns true; prunes the delivery log daily.
-pub async fn run_worker<S: WebhookStore>(store: S, sender: Sender, mut stop: watch::Receiver<bool>) {
+pub async fn run_worker<S: WebhookStore>(
+    store: S,
+    sender: Sender,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut pruned_at: Option<Instant> = None;
     loop {
         if *stop.borrow() {
             return;
         }
         if pruned_at.is_none_or(|at| at.elapsed() > Duration::from_secs(86_400)) {
-            let before = Timestamp::from_millis(Timestamp::now().as_millis() - DELIVERY_RETENTION_MS);
+            let before =
+                Timestamp::from_millis(Timestamp::now().as_millis() - DELIVERY_RETENTION_MS);
             while let Ok(n) = store.prune_deliveries(before, 1_000).await {
                 if n < 1_000 {
                     break;
@@ -466,13 +499,32 @@ mod tests {
     #[test]
     fn inside_addresses_are_forbidden() {
         for ip in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-            "100.64.0.1", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1",
-            "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "ff02::1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+            "ff02::1",
         ] {
             assert!(is_forbidden(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
+        for ip in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(!is_forbidden(ip.parse().unwrap()), "{ip}");
         }
     }
@@ -481,10 +533,18 @@ mod tests {
     fn urls_must_be_https_and_public_unless_allowed() {
         let strict = WebhookSettings::default();
         assert!(check_url("https://hooks.example.com/in", &strict).is_ok());
-        assert!(check_url("http://hooks.example.com/in", &strict).unwrap_err().contains("https"));
+        assert!(
+            check_url("http://hooks.example.com/in", &strict)
+                .unwrap_err()
+                .contains("https")
+        );
         assert!(check_url("ftp://x.example.com", &strict).is_err());
         assert!(check_url("https://u:p@x.example.com", &strict).is_err());
-        assert!(check_url("https://127.0.0.1/in", &strict).unwrap_err().contains("127.0.0.1"));
+        assert!(
+            check_url("https://127.0.0.1/in", &strict)
+                .unwrap_err()
+                .contains("127.0.0.1")
+        );
         assert!(check_url("https://[::1]/in", &strict).is_err());
         assert!(check_url("https://169.254.169.254/latest", &strict).is_err());
         let open = WebhookSettings {
@@ -506,6 +566,8 @@ mod tests {
         assert_eq!(sender.next_attempt(0, now), None);
         assert_eq!(sender.next_attempt(12, now), None);
         assert!(parse_delays("5, 60").is_ok());
-        assert!(parse_delays("").is_err() && parse_delays("0").is_err() && parse_delays("x").is_err());
+        assert!(
+            parse_delays("").is_err() && parse_delays("0").is_err() && parse_delays("x").is_err()
+        );
     }
 }

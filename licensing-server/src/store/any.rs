@@ -13,9 +13,9 @@ use licensing_core::api::requests::{
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    HealthChange, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures,
-    TeamSettings, TopProduct, WebhookDelivery, WebhookEndpoint,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HealthChange, HourlyStats, Hwid,
+    IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    TopProduct, WebhookDelivery, WebhookEndpoint,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;

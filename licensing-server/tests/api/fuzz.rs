@@ -205,8 +205,29 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
     let ips = s
         .get(&s.dev(&format!("licenses/id/{license_id}/ip-address")))
         .await;
+    let webhook = s
+        .post(
+            &s.dev("webhooks"),
+            r#"{"url":"https://hooks.example.com/fuzz","enabled":false}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    let delivery = s
+        .post(
+            &s.dev(&format!(
+                "webhooks/{}/test",
+                webhook["id"].as_str().unwrap()
+            )),
+            "",
+        )
+        .await
+        .ok()
+        .clone();
     let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
     let seeded = vec![
+        ("webhookId".to_owned(), id(&webhook)),
+        ("deliveryId".to_owned(), id(&delivery)),
         ("licenseId".to_owned(), id(&license)),
         (
             "licenseKey".to_owned(),

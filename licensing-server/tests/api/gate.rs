@@ -90,7 +90,7 @@ async fn key_with(s: &TestServer, scopes: &[String], products: Option<&[&str]>) 
     created.body["data"]["key"].as_str().unwrap().to_owned()
 }
 
-const ALL_SCOPES: [&str; 16] = [
+const ALL_SCOPES: [&str; 18] = [
     "licenses:read",
     "licenses:write",
     "customers:read",
@@ -107,6 +107,8 @@ const ALL_SCOPES: [&str; 16] = [
     "api-keys:read",
     "api-keys:write",
     "audit-log:read",
+    "webhooks:read",
+    "webhooks:write",
 ];
 
 /// Every scope that does not grant `scope` (a write scope grants its resource's read).
@@ -129,7 +131,7 @@ async fn every_developer_operation_checks_ids_then_credentials_then_scope() {
     let s = TestServer::start().await;
     let doc = s.openapi().await;
     let operations = developer_operations(&doc);
-    assert_eq!(operations.len(), 40, "every developer operation");
+    assert_eq!(operations.len(), 50, "every developer operation");
     let team = s.team_id().to_string();
     let scopes: BTreeSet<String> = operations
         .iter()

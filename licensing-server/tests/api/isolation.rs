@@ -10,6 +10,7 @@ use crate::helpers::TestServer;
 /// Every developer route with a body that would be valid, over team A's records.
 fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     let s = |v: &str| ids[v].as_str().unwrap().to_owned();
+    let (webhook, delivery) = (s("webhook"), s("delivery"));
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -110,6 +111,36 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::DELETE, format!("api-keys/{api_key}"), None),
         (Method::GET, "public-key".into(), None),
         (Method::GET, "audit-log".into(), None),
+        (
+            Method::POST,
+            "webhooks".into(),
+            body(json!({"url": "https://hooks.example.com/b"})),
+        ),
+        (Method::GET, "webhooks".into(), None),
+        (Method::GET, format!("webhooks/{webhook}"), None),
+        (
+            Method::PATCH,
+            format!("webhooks/{webhook}"),
+            body(json!({"description": "changed"})),
+        ),
+        (Method::DELETE, format!("webhooks/{webhook}"), None),
+        (
+            Method::POST,
+            format!("webhooks/{webhook}/rotate-secret"),
+            None,
+        ),
+        (Method::POST, format!("webhooks/{webhook}/test"), None),
+        (Method::GET, format!("webhooks/{webhook}/deliveries"), None),
+        (
+            Method::GET,
+            format!("webhooks/{webhook}/deliveries/{delivery}"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("webhooks/{webhook}/deliveries/{delivery}/redeliver"),
+            None,
+        ),
     ]
 }
 
@@ -125,6 +156,7 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "blacklist",
         "api-keys",
         "audit-log",
+        "webhooks",
     ] {
         let mut answer = s.get(&s.dev(path)).await.ok().clone();
         if let Some(keys) = answer.get_mut("apiKeys") {
@@ -193,8 +225,26 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .ok()["id"]
         .clone();
     let api_key = s.post(&s.dev("api-keys"), r#"{"name":"spare"}"#).await.ok()["id"].clone();
+    // Disabled, so that no delivery attempt changes it while the test runs.
+    let webhook = s
+        .post(
+            &s.dev("webhooks"),
+            r#"{"url":"https://hooks.example.com/a","enabled":false}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    let delivery = s
+        .post(
+            &s.dev(&format!("webhooks/{}/test", webhook.as_str().unwrap())),
+            "",
+        )
+        .await
+        .ok()["id"]
+        .clone();
     let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
-                     "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key});
+                     "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key,
+                     "webhook": webhook, "delivery": delivery});
     let before = snapshot(&s).await;
 
     for (method, path, body) in routes(&ids) {
@@ -216,7 +266,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
             .await;
         let mentions_a_id = [
             "license", "key", "customer", "product", "branch", "release", "hwid", "ip", "entry",
-            "apiKey",
+            "apiKey", "webhook", "delivery",
         ]
         .iter()
         .any(|k| path.contains(ids[*k].as_str().unwrap()));
@@ -226,7 +276,9 @@ async fn no_route_shows_or_changes_another_teams_data() {
             assert!(answer.status < 500, "{method} {path}: {}", answer.body);
             // Lists under B show none of A's records.
             let text = answer.body.to_string();
-            for k in ["license", "customer", "product", "release", "entry"] {
+            for k in [
+                "license", "customer", "product", "release", "entry", "webhook",
+            ] {
                 assert!(
                     !text.contains(ids[k].as_str().unwrap()),
                     "{method} {path} shows A's {k}"
@@ -268,6 +320,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "license": "{licenseId}", "key": "{licenseKey}", "customer": "{customerId}",
         "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
+        "webhook": "{webhookId}", "delivery": "{deliveryId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()

@@ -79,12 +79,17 @@ impl Receiver {
                         .or_else(|| me.otherwise.lock().unwrap().clone())
                         .unwrap_or(Reply::Status(200));
                     let head = match reply {
-                        Reply::Status(code) => format!("HTTP/1.1 {code} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"),
+                        Reply::Status(code) => format!(
+                            "HTTP/1.1 {code} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                        ),
                         Reply::Slow(wait) => {
                             tokio::time::sleep(wait).await;
-                            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".into()
+                            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                                .into()
                         }
-                        Reply::Redirect(to) => format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+                        Reply::Redirect(to) => format!(
+                            "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        ),
                     };
                     conn.write_all(head.as_bytes()).await.ok();
                     conn.shutdown().await.ok();
@@ -188,7 +193,8 @@ async fn hooked(adjust: impl FnOnce(&mut licensing_server::config::Config)) -> T
     TestServer::start_with(|c| {
         c.webhook_allow_http = true;
         c.webhook_allow_private = true;
-        c.webhook_retry_delays = vec![1, 1, 1, 1];
+        c.webhook_retry_delays =
+            licensing_server::services::webhooks::RetryDelays(vec![1, 1, 1, 1]);
         adjust(c);
     })
     .await
@@ -232,12 +238,23 @@ async fn deliveries_until(
 async fn events_arrive_signed_in_order_with_the_resource() {
     let s = hooked(|_| {}).await;
     let receiver = Receiver::start().await;
-    let (hook, secret) = endpoint(&s, &receiver.url, json!(["customer.*", "license.suspended"])).await;
+    let (hook, secret) = endpoint(
+        &s,
+        &receiver.url,
+        json!(["customer.*", "license.suspended"]),
+    )
+    .await;
     let shown = s.get(&s.dev(&format!("webhooks/{hook}"))).await;
-    assert!(shown.ok().get("secret").is_none(), "the secret is shown once");
+    assert!(
+        shown.ok().get("secret").is_none(),
+        "the secret is shown once"
+    );
 
     let customer = s
-        .post(&s.dev("customers"), r#"{"fullName":"Ann","email":"ann@example.com"}"#)
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Ann","email":"ann@example.com"}"#,
+        )
         .await
         .ok()
         .clone();
@@ -251,7 +268,9 @@ async fn events_arrive_signed_in_order_with_the_resource() {
         .ok();
     }
     // Not wanted by the endpoint: a product.
-    s.post(&s.dev("products"), r#"{"name":"Unwanted"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Unwanted"}"#)
+        .await
+        .ok();
     let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
     s.put(
         &s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap())),
@@ -264,7 +283,11 @@ async fn events_arrive_signed_in_order_with_the_resource() {
     let got = receiver.wait_for(6).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got_all = receiver.got();
-    assert_eq!(got_all.len(), 6, "one delivery per wanted event: {got_all:?}");
+    assert_eq!(
+        got_all.len(),
+        6,
+        "one delivery per wanted event: {got_all:?}"
+    );
     for r in &got {
         assert!(signed_with(r, &secret), "signature of {}", r.body);
         let body = r.json();
@@ -278,7 +301,12 @@ async fn events_arrive_signed_in_order_with_the_resource() {
         .iter()
         .map(Received::json)
         .filter(|b| b["type"].as_str().unwrap().starts_with("customer."))
-        .map(|b| (b["type"].as_str().unwrap().to_owned(), b["data"]["fullName"].clone()))
+        .map(|b| {
+            (
+                b["type"].as_str().unwrap().to_owned(),
+                b["data"]["fullName"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         of_customer,
@@ -291,9 +319,17 @@ async fn events_arrive_signed_in_order_with_the_resource() {
         ],
         "one resource's events in order, with the resource as the API renders it"
     );
-    let updated = got.iter().map(Received::json).find(|b| b["type"] == "customer.updated").unwrap();
+    let updated = got
+        .iter()
+        .map(Received::json)
+        .find(|b| b["type"] == "customer.updated")
+        .unwrap();
     assert_eq!(updated["changedFields"], json!(["fullName"]));
-    let suspended = got.iter().map(Received::json).find(|b| b["type"] == "license.suspended").unwrap();
+    let suspended = got
+        .iter()
+        .map(Received::json)
+        .find(|b| b["type"] == "license.suspended")
+        .unwrap();
     assert_eq!(suspended["data"]["suspended"], true);
 
     // Rotation: both secrets sign for a while.
@@ -303,7 +339,9 @@ async fn events_arrive_signed_in_order_with_the_resource() {
     let new_secret = rotated.ok()["secret"].as_str().unwrap().to_owned();
     assert_ne!(new_secret, secret);
     assert!(rotated.ok()["previousSecretExpiresAt"].is_string());
-    s.post(&s.dev(&format!("webhooks/{hook}/test")), "").await.ok();
+    s.post(&s.dev(&format!("webhooks/{hook}/test")), "")
+        .await
+        .ok();
     let got = receiver.wait_for(7).await;
     let test = &got[6];
     assert_eq!(test.json()["type"], "webhook.test");
@@ -340,21 +378,31 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
         .unwrap()
         .extend([Reply::Slow(Duration::from_secs(3)), Reply::Status(503)]);
     let (hook, _) = endpoint(&s, &receiver.url, json!([])).await;
-    s.post(&s.dev("products"), r#"{"name":"Retried"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Retried"}"#)
+        .await
+        .ok();
     // A time-out, a 503, then a success.
     let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "SUCCEEDED").await;
     let attempts = log[0]["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 3, "{attempts:?}");
-    assert!(attempts[0]["error"].as_str().unwrap().contains("timed out"), "{attempts:?}");
+    assert!(
+        attempts[0]["error"].as_str().unwrap().contains("timed out"),
+        "{attempts:?}"
+    );
     assert_eq!(attempts[1]["statusCode"], 503);
     assert_eq!(attempts[2]["statusCode"], 200);
     let got = receiver.got();
     assert!(got.len() >= 3);
-    assert!(got.iter().all(|r| r.header("webhook-id") == got[0].header("webhook-id")));
+    assert!(
+        got.iter()
+            .all(|r| r.header("webhook-id") == got[0].header("webhook-id"))
+    );
 
     // Failing for longer than the window disables the endpoint.
     *receiver.otherwise.lock().unwrap() = Some(Reply::Status(500));
-    s.post(&s.dev("products"), r#"{"name":"Failing"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Failing"}"#)
+        .await
+        .ok();
     let mut disabled = Value::Null;
     for _ in 0..150 {
         let shown = s.get(&s.dev(&format!("webhooks/{hook}"))).await;
@@ -389,7 +437,10 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
     assert_eq!(again.ok()["eventId"], failed["eventId"]);
     let got = receiver.wait_for(before + 1).await;
     let last = got.last().unwrap();
-    assert_eq!(last.header("webhook-id"), failed["eventId"].as_str().unwrap());
+    assert_eq!(
+        last.header("webhook-id"),
+        failed["eventId"].as_str().unwrap()
+    );
     assert_eq!(last.body, failed["payload"].as_str().unwrap());
     deliveries_until(&s, &hook, |d| d.len() == 3 && d[0]["status"] == "SUCCEEDED").await;
 }
@@ -398,11 +449,19 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
 async fn destinations_inside_the_network_are_refused() {
     let s = TestServer::start_with(|c| {
         c.webhook_allow_http = true;
-        c.webhook_retry_delays = vec![1];
+        c.webhook_retry_delays = licensing_server::services::webhooks::RetryDelays(vec![1]);
     })
     .await;
     let receiver = Receiver::start().await;
-    let port = receiver.url.split(':').nth(2).unwrap().split('/').next().unwrap().to_owned();
+    let port = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
     for url in [
         format!("http://127.0.0.1:{port}/hooks"),
         format!("http://[::1]:{port}/hooks"),
@@ -418,27 +477,40 @@ async fn destinations_inside_the_network_are_refused() {
     }
     // A name is checked after resolution, on every attempt.
     let (hook, _) = endpoint(&s, &format!("http://localhost:{port}/hooks"), json!([])).await;
-    s.post(&s.dev("products"), r#"{"name":"Inside"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Inside"}"#)
+        .await
+        .ok();
     let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "FAILED").await;
     let error = log[0]["attempts"][0]["error"].as_str().unwrap();
     assert!(error.contains("not a public address"), "{error}");
-    assert!(receiver.got().is_empty(), "nothing reached the inside address");
+    assert!(
+        receiver.got().is_empty(),
+        "nothing reached the inside address"
+    );
     // Only https without the operator's permission.
     let strict = TestServer::start().await;
     let answer = strict
-        .post(&strict.dev("webhooks"), r#"{"url":"http://hooks.example.com/in"}"#)
+        .post(
+            &strict.dev("webhooks"),
+            r#"{"url":"http://hooks.example.com/in"}"#,
+        )
         .await;
     answer.err(400, "BAD_REQUEST");
 }
 
 #[tokio::test]
 async fn redirects_are_not_followed() {
-    let s = hooked(|c| c.webhook_retry_delays = vec![1]).await;
+    let s = hooked(|c| {
+        c.webhook_retry_delays = licensing_server::services::webhooks::RetryDelays(vec![1])
+    })
+    .await;
     let inside = Receiver::start().await;
     let front = Receiver::start().await;
     *front.otherwise.lock().unwrap() = Some(Reply::Redirect(inside.url.clone()));
     let (hook, _) = endpoint(&s, &front.url, json!([])).await;
-    s.post(&s.dev("products"), r#"{"name":"Redirected"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Redirected"}"#)
+        .await
+        .ok();
     let log = deliveries_until(&s, &hook, |d| d.len() == 1 && d[0]["status"] == "FAILED").await;
     assert_eq!(log[0]["attempts"][0]["statusCode"], 302);
     assert!(inside.got().is_empty(), "the redirect was not followed");
@@ -448,7 +520,10 @@ async fn redirects_are_not_followed() {
 async fn endpoints_are_validated_scoped_and_the_teams_own() {
     let s = hooked(|_| {}).await;
     let answer = s
-        .post(&s.dev("webhooks"), r#"{"url":"https://x.example.com","eventTypes":["license.exploded"],"colour":1}"#)
+        .post(
+            &s.dev("webhooks"),
+            r#"{"url":"https://x.example.com","eventTypes":["license.exploded"],"colour":1}"#,
+        )
         .await;
     answer.err(400, "BAD_REQUEST");
     let answer = s
@@ -473,17 +548,30 @@ async fn endpoints_are_validated_scoped_and_the_teams_own() {
     let other = s.other_team().await;
     let other_url = |path: &str| format!("{}/api/v1/dev/teams/{}/{path}", s.base, other.team_id);
     let theirs = s
-        .send(reqwest::Method::GET, &other_url(&format!("webhooks/{hook}")), Some(&other.api_key), None)
+        .send(
+            reqwest::Method::GET,
+            &other_url(&format!("webhooks/{hook}")),
+            Some(&other.api_key),
+            None,
+        )
         .await;
     theirs.err(404, "BAD_REQUEST");
     let listed = s
-        .send(reqwest::Method::GET, &other_url("webhooks"), Some(&other.api_key), None)
+        .send(
+            reqwest::Method::GET,
+            &other_url("webhooks"),
+            Some(&other.api_key),
+            None,
+        )
         .await;
     assert_eq!(listed.ok()["webhooks"], json!([]));
 
     // The scope: a key without webhooks cannot see them.
     let key = s
-        .post(&s.dev("api-keys"), r#"{"name":"ro","scopes":["licenses:read"]}"#)
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"ro","scopes":["licenses:read"]}"#,
+        )
         .await
         .ok()["key"]
         .as_str()

@@ -25,11 +25,11 @@ pub use list::{
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
-pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query};
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
     ForgottenBody, SettingsBody,
 };
+pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query};
 
 use std::collections::HashSet;
 

@@ -99,7 +99,12 @@ pub(super) async fn update(dev: Dev, (id,): (CustomerId,), input: Input) -> Hand
         .store
         .update_customer(
             &updated,
-            &dev.change(Action::CustomerUpdated, updated.id, Some(&existing), Some(&updated)),
+            &dev.change(
+                Action::CustomerUpdated,
+                updated.id,
+                Some(&existing),
+                Some(&updated),
+            ),
         )
         .await
         .map_err(store_error)?;

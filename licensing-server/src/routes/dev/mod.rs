@@ -91,7 +91,8 @@ impl Dev {
         resource_id: impl std::fmt::Display,
         changes: Vec<FieldChange>,
     ) -> Journal {
-        self.acting().journal(self.team, self.now, action, resource_id, changes)
+        self.acting()
+            .journal(self.team, self.now, action, resource_id, changes)
     }
 
     /// The journal of a change from `old` to `new` this request makes: its audit entry and its
@@ -533,9 +534,27 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             access::list_keys,
         ),
-        op(get.clone(), "audit-log", read(AuditLog), Parsed, audit::list),
-        op(post.clone(), "webhooks", write(Webhooks), NoQuery, webhooks::create),
-        op(get.clone(), "webhooks", read(Webhooks), NoQuery, webhooks::list),
+        op(
+            get.clone(),
+            "audit-log",
+            read(AuditLog),
+            Parsed,
+            audit::list,
+        ),
+        op(
+            post.clone(),
+            "webhooks",
+            write(Webhooks),
+            NoQuery,
+            webhooks::create,
+        ),
+        op(
+            get.clone(),
+            "webhooks",
+            read(Webhooks),
+            NoQuery,
+            webhooks::list,
+        ),
         op(
             get.clone(),
             "webhooks/{webhookId}",

@@ -73,7 +73,12 @@ pub(super) async fn update(dev: Dev, (id,): (ProductId,), input: Input) -> Handl
         .store
         .update_product(
             &updated,
-            &dev.change(Action::ProductUpdated, updated.id, Some(&existing), Some(&updated)),
+            &dev.change(
+                Action::ProductUpdated,
+                updated.id,
+                Some(&existing),
+                Some(&updated),
+            ),
         )
         .await
         .map_err(store_error)?;

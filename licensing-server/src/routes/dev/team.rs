@@ -52,7 +52,12 @@ pub(super) async fn put_settings(dev: Dev, (): (), input: Input) -> Handled {
             team.id,
             &settings,
             dev.now,
-            &dev.change(Action::SettingsUpdated, team.id, Some(&team.settings), Some(&settings)),
+            &dev.change(
+                Action::SettingsUpdated,
+                team.id,
+                Some(&team.settings),
+                Some(&settings),
+            ),
         )
         .await
         .map_err(store_error)?;

@@ -75,7 +75,9 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
     if count >= MAX_ENDPOINTS {
         return Err(ApiError::bad_field(
             "url",
-            &format!("the team already has {MAX_ENDPOINTS} endpoints, the most it may have: delete one first"),
+            &format!(
+                "the team already has {MAX_ENDPOINTS} endpoints, the most it may have: delete one first"
+            ),
         ));
     }
     let secret = WebhookSecret::generate();
@@ -122,7 +124,11 @@ pub(super) async fn list(dev: Dev, (): (), _: Input) -> Handled {
         .iter()
         .map(|e| WebhookView::of(e, dev.now))
         .collect();
-    Ok(success(200, WebhookList { webhooks }, "Webhook endpoints retrieved"))
+    Ok(success(
+        200,
+        WebhookList { webhooks },
+        "Webhook endpoints retrieved",
+    ))
 }
 
 pub(super) async fn get(dev: Dev, (id,): (WebhookId,), _: Input) -> Handled {
@@ -266,7 +272,11 @@ pub(super) async fn list_deliveries(dev: Dev, (id,): (WebhookId,), input: Input)
     ))
 }
 
-async fn delivery(dev: &Dev, id: WebhookId, delivery: DeliveryId) -> Result<WebhookDelivery, ApiError> {
+async fn delivery(
+    dev: &Dev,
+    id: WebhookId,
+    delivery: DeliveryId,
+) -> Result<WebhookDelivery, ApiError> {
     dev.state
         .store
         .get_delivery(dev.team, id, delivery)

@@ -7,9 +7,7 @@ use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
     fan_out,
 };
-use licensing_core::store::{
-    Entity, Journal, Page, StoreError, StoreResult, WebhookStore,
-};
+use licensing_core::store::{Entity, Journal, Page, StoreError, StoreResult, WebhookStore};
 use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
 use sqlx::{PgConnection, Row as _};
 
@@ -77,7 +75,11 @@ impl WebhookStore for PgStore {
         })
     }
 
-    async fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
+    async fn get_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+    ) -> StoreResult<Option<WebhookEndpoint>> {
         sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
             .bind(team.as_uuid())
             .bind(id.as_uuid())
@@ -102,13 +104,14 @@ impl WebhookStore for PgStore {
 
     async fn update_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            let done = sqlx::query("UPDATE webhook_endpoints SET doc = $3 WHERE team_id = $1 AND id = $2")
-                .bind(e.team_id.as_uuid())
-                .bind(e.id.as_uuid())
-                .bind(json(e))
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+            let done =
+                sqlx::query("UPDATE webhook_endpoints SET doc = $3 WHERE team_id = $1 AND id = $2")
+                    .bind(e.team_id.as_uuid())
+                    .bind(e.id.as_uuid())
+                    .bind(json(e))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
             if done.rows_affected() == 0 {
                 Err(StoreError::NotFound(Entity::Webhook))
             } else {
@@ -117,7 +120,12 @@ impl WebhookStore for PgStore {
         })
     }
 
-    async fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()> {
+    async fn delete_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
         // Its deliveries go with it (ON DELETE CASCADE).
         in_tx!(self.pool, journal, |tx| {
             delete_row(&mut tx, Entity::Webhook, team.as_uuid(), id.as_uuid()).await
@@ -177,7 +185,8 @@ impl WebhookStore for PgStore {
             .map(doc)
             .collect::<StoreResult<Vec<WebhookEvent>>>()?;
             if !events.is_empty() {
-                let mut teams: Vec<uuid::Uuid> = events.iter().map(|e| *e.team_id.as_uuid()).collect();
+                let mut teams: Vec<uuid::Uuid> =
+                    events.iter().map(|e| *e.team_id.as_uuid()).collect();
                 teams.sort();
                 teams.dedup();
                 // FOR SHARE: an endpoint deleted meanwhile waits for this fan-out.

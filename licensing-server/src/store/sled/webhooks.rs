@@ -39,7 +39,10 @@ fn pending_key(id: DeliveryId) -> Vec<u8> {
 fn put_delivery(tx: &mut Tx<'_>, d: &WebhookDelivery) -> StoreResult<()> {
     let pending = pending_key(d.id);
     if d.status == DeliveryStatus::Pending {
-        tx.put(pending, key(&[d.team_id.as_bytes(), d.endpoint_id.as_bytes()]));
+        tx.put(
+            pending,
+            key(&[d.team_id.as_bytes(), d.endpoint_id.as_bytes()]),
+        );
     } else {
         tx.del(pending);
     }
@@ -61,9 +64,12 @@ impl SledStore {
                 .as_ref()
                 .try_into()
                 .map_err(|_| StoreError::backend("a pending delivery index entry is damaged"))?;
-            let team = TeamId::from_uuid(uuid::Uuid::from_bytes(owner[..16].try_into().unwrap_or_default()));
-            let endpoint =
-                WebhookId::from_uuid(uuid::Uuid::from_bytes(owner[16..].try_into().unwrap_or_default()));
+            let team = TeamId::from_uuid(uuid::Uuid::from_bytes(
+                owner[..16].try_into().unwrap_or_default(),
+            ));
+            let endpoint = WebhookId::from_uuid(uuid::Uuid::from_bytes(
+                owner[16..].try_into().unwrap_or_default(),
+            ));
             if let Some(d) = self.get_json(&delivery_key(team, endpoint, id))? {
                 out.push(d);
             }
@@ -83,7 +89,11 @@ impl WebhookStore for SledStore {
         .await
     }
 
-    async fn get_webhook(&self, team: TeamId, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
+    async fn get_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+    ) -> StoreResult<Option<WebhookEndpoint>> {
         self.get_json(&endpoint_key(team, id))
     }
 
@@ -104,7 +114,12 @@ impl WebhookStore for SledStore {
         .await
     }
 
-    async fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()> {
+    async fn delete_webhook(
+        &self,
+        team: TeamId,
+        id: WebhookId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
         self.journaled(journal, |tx| {
             let k = endpoint_key(team, id);
             if tx.get(&k)?.is_none() {
@@ -200,7 +215,10 @@ impl WebhookStore for SledStore {
 
     async fn update_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
         self.durable(|tx| {
-            if tx.get(&delivery_key(d.team_id, d.endpoint_id, d.id))?.is_none() {
+            if tx
+                .get(&delivery_key(d.team_id, d.endpoint_id, d.id))?
+                .is_none()
+            {
                 return Ok(());
             }
             put_delivery(tx, d)
