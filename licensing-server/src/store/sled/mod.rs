@@ -1466,7 +1466,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(super::SledStore::open(dir.path()).expect("open"));
         {
-            let db = sled::open(dir.path()).expect("raw open");
+            // The store's background threads let go of the directory's lock a moment after the
+            // drop; under a loaded machine that moment can be long.
+            let mut tries = 0;
+            let db = loop {
+                match sled::open(dir.path()) {
+                    Ok(db) => break db,
+                    Err(e) if tries < 100 => {
+                        tries += 1;
+                        let _ = e;
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Err(e) => panic!("raw open: {e}"),
+                }
+            };
             let tree = db.open_tree("data").expect("tree");
             tree.insert(
                 super::key(&[&[super::tag::META], b"format"]),
