@@ -1472,9 +1472,8 @@ mod tests {
             let db = loop {
                 match sled::open(dir.path()) {
                     Ok(db) => break db,
-                    Err(e) if tries < 100 => {
+                    Err(_) if tries < 100 => {
                         tries += 1;
-                        let _ = e;
                         std::thread::sleep(std::time::Duration::from_millis(50));
                     }
                     Err(e) => panic!("raw open: {e}"),
