@@ -10,7 +10,7 @@ use crate::model::{event_pattern_valid, event_types};
 /// The body creating or changing a webhook endpoint.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(example = json!({"url": "https://shop.example.com/hooks/licensing", "eventTypes": ["license.*", "device.activated"], "description": "shop provisioning"})))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"url": "https://shop.example.com/hooks/licensing", "eventTypes": ["license.*", "customer.created"], "description": "shop provisioning"})))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookBody {
     /// Where events are POSTed: an `https://` URL (`http://` when the operator allows it).
@@ -137,13 +137,13 @@ mod tests {
     #[test]
     fn bodies_are_checked_member_by_member() {
         let ok = WebhookBody::parse_create(
-            br#"{"url":" https://x.example.com/h ","eventTypes":["license.*","license.*","device.activated"]}"#,
+            br#"{"url":" https://x.example.com/h ","eventTypes":["license.*","license.*","device.forgotten"]}"#,
         )
         .unwrap();
         assert_eq!(ok.url.as_deref(), Some("https://x.example.com/h"));
         assert_eq!(
             ok.event_types.unwrap(),
-            vec!["license.*", "device.activated"]
+            vec!["license.*", "device.forgotten"]
         );
         let e = WebhookBody::parse_create(br#"{"eventTypes":["license.exploded"]}"#).unwrap_err();
         let text = format!("{e:?}");
