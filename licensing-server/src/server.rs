@@ -275,6 +275,7 @@ impl Server {
                 contexts,
                 keyring,
                 usage: UsageRecorder::default(),
+                client_events: Default::default(),
                 geo: Arc::new(geo),
                 limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
@@ -326,6 +327,12 @@ impl Server {
             .clone()
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
+        let client_events = tokio::spawn(
+            self.state
+                .client_events
+                .clone()
+                .run(store.clone(), stop.clone()),
+        );
         let changes = store.postgres().map(|pg| {
             tokio::spawn(crate::services::changes::run(
                 pg.pool().clone(),
@@ -383,6 +390,7 @@ impl Server {
         }
         // The usage tasks write what was counted up to the last request before they end.
         usage.await.ok();
+        client_events.await.ok();
         key_uses.await.ok();
         if let Some(changes) = changes {
             changes.await.ok();

@@ -42,6 +42,8 @@ pub(crate) struct AppState {
     pub(crate) contexts: TeamContexts,
     /// Client request counts and blacklist hits on their way to the store.
     pub(crate) usage: UsageRecorder,
+    /// The client API's refusal events on their way to the store.
+    pub(crate) client_events: crate::services::client_events::ClientEventQueue,
     /// Countries of client addresses.
     pub(crate) geo: Arc<Geo>,
     /// The rate limiters.
@@ -57,6 +59,16 @@ pub(crate) struct AppState {
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,
+}
+
+impl AppState {
+    /// What the client API records besides its answers.
+    pub(crate) fn recorders(&self) -> crate::services::verification::Recorders<'_> {
+        crate::services::verification::Recorders {
+            usage: &self.usage,
+            events: &self.client_events,
+        }
+    }
 }
 
 /// Who may read `/metrics`.

@@ -11,11 +11,142 @@ use serde_json::Value;
 
 use crate::{DeliveryId, EventId, TeamId, Timestamp, WebhookId};
 
-use super::Action;
+use super::{Action, Hwid, License};
 
-/// Event types raised by the server itself, besides the [`Action`]s of writes: the test event
-/// of `POST …/webhooks/{id}/test`. (An endpoint may ask only for types that are raised.)
+/// Event types raised by the server itself, besides the [`Action`]s of writes and the
+/// [`ClientEvent`]s of the client API: the test event of `POST …/webhooks/{id}/test`. (An
+/// endpoint may ask only for types that are raised.)
 pub const SERVER_EVENT_TYPES: &[&str] = &["webhook.test"];
+
+/// An event the client API raises (no write of the developer API causes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientEvent {
+    /// An `ACTIVATION` license's clock started: the first successful request.
+    LicenseActivated,
+    /// A request found the license past its expiration date, for the first time for that date.
+    LicenseExpired,
+    /// A request recorded a new hardware identifier.
+    DeviceActivated,
+    /// A request was refused for the hardware-identifier limit.
+    DeviceLimitReached,
+    /// A request was refused for the IP-address limit.
+    IpLimitReached,
+    /// A request was refused by a blacklist entry.
+    VerificationBlacklisted,
+}
+
+impl ClientEvent {
+    /// Every client event.
+    pub const ALL: [ClientEvent; 6] = [
+        Self::LicenseActivated,
+        Self::LicenseExpired,
+        Self::DeviceActivated,
+        Self::DeviceLimitReached,
+        Self::IpLimitReached,
+        Self::VerificationBlacklisted,
+    ];
+
+    /// The event type, such as `device.activated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LicenseActivated => "license.activated",
+            Self::LicenseExpired => "license.expired",
+            Self::DeviceActivated => "device.activated",
+            Self::DeviceLimitReached => "device.limit_reached",
+            Self::IpLimitReached => "ip.limit_reached",
+            Self::VerificationBlacklisted => "verification.blacklisted",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    /// The event of this type about `resource_type:resource_id` of `team` at `now`.
+    pub fn event(
+        self,
+        team: TeamId,
+        resource_type: &str,
+        resource_id: impl std::fmt::Display,
+        data: Value,
+        now: Timestamp,
+    ) -> WebhookEvent {
+        WebhookEvent {
+            id: EventId::ordered(),
+            team_id: team,
+            event_type: self.as_str().to_owned(),
+            resource_type: resource_type.to_owned(),
+            resource_id: resource_id.to_string(),
+            created_at: now,
+            data,
+            changed_fields: None,
+        }
+    }
+}
+
+/// The client events some enabled endpoint of a team wants, read with the team: the client
+/// API raises only these, so that a team without endpoints pays nothing on its hot path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientEvents(u8);
+
+impl ClientEvents {
+    /// None wanted.
+    pub const NONE: ClientEvents = ClientEvents(0);
+
+    /// Every client event (tests).
+    pub const ALL: ClientEvents = ClientEvents(0b11_1111);
+
+    /// What the enabled ones among `endpoints` want.
+    pub fn of(endpoints: &[WebhookEndpoint]) -> Self {
+        let mut bits = 0;
+        for endpoint in endpoints.iter().filter(|e| e.enabled) {
+            for event in ClientEvent::ALL {
+                if endpoint.wants(event.as_str()) {
+                    bits |= event.bit();
+                }
+            }
+        }
+        Self(bits)
+    }
+
+    /// Whether `event` is wanted.
+    pub fn wants(self, event: ClientEvent) -> bool {
+        self.0 & event.bit() != 0
+    }
+}
+
+/// The events of an admitted client request that `wants` asks for: `device.activated` with
+/// the new hardware-identifier record, and `license.activated` with the license after the
+/// request when its clock started. A store writes them in the atomic step that records the
+/// request, so that the event of an answered request is never lost.
+pub fn admission_events(
+    wants: ClientEvents,
+    new_device: Option<&Hwid>,
+    license: &License,
+    activated: bool,
+    now: Timestamp,
+) -> Vec<WebhookEvent> {
+    let mut out = Vec::new();
+    if let Some(device) = new_device.filter(|_| wants.wants(ClientEvent::DeviceActivated)) {
+        out.push(ClientEvent::DeviceActivated.event(
+            license.team_id,
+            "device",
+            device.id,
+            serde_json::to_value(device).unwrap_or(Value::Null),
+            now,
+        ));
+    }
+    if activated && wants.wants(ClientEvent::LicenseActivated) {
+        out.push(ClientEvent::LicenseActivated.event(
+            license.team_id,
+            "license",
+            license.id,
+            serde_json::to_value(license).unwrap_or(Value::Null),
+            now,
+        ));
+    }
+    out
+}
 
 /// Every event type an endpoint may ask for, in a stable order.
 pub fn event_types() -> Vec<&'static str> {
@@ -24,6 +155,7 @@ pub fn event_types() -> Vec<&'static str> {
         .filter(|a| !matches!(a.resource(), "team" | "webhook"))
         .map(|a| a.as_str())
         .collect();
+    out.extend(ClientEvent::ALL.iter().map(|e| e.as_str()));
     out.extend_from_slice(SERVER_EVENT_TYPES);
     out
 }

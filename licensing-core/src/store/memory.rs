@@ -28,6 +28,7 @@ struct State {
     webhooks: HashMap<WebhookId, WebhookEndpoint>,
     events: std::collections::BTreeMap<crate::EventId, WebhookEvent>,
     deliveries: HashMap<DeliveryId, WebhookDelivery>,
+    event_marks: HashMap<LicenseId, i64>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -380,6 +381,7 @@ impl LicenseStore for MemoryStore {
                 .ok_or(StoreError::NotFound(Entity::License))?;
             s.hwids.retain(|_, h| h.license_id != id);
             s.ips.retain(|_, r| r.license_id != id);
+            s.event_marks.remove(&id);
             for r in s.releases.values_mut() {
                 r.allowed_license_ids.retain(|l| *l != id);
             }
@@ -865,9 +867,11 @@ impl ActivityStore for MemoryStore {
             for id in drop_ips {
                 s.ips.remove(&id);
             }
+            let mut new_device = None;
             match (admission.hwid, &activity.hardware_id) {
                 (Some(verify::RecordChange::Create), Some(h)) => {
                     let record = new_hwid(&current, h, now);
+                    new_device = Some(record.clone());
                     s.hwids.insert(record.id, record);
                 }
                 (Some(verify::RecordChange::Refresh { id, .. }), _) => {
@@ -890,6 +894,15 @@ impl ActivityStore for MemoryStore {
             }
             let next = license_after(&current, &admission, now);
             s.licenses.insert(next.id, next.clone());
+            for event in crate::model::admission_events(
+                rules.events,
+                new_device.as_ref(),
+                &next,
+                admission.activate.is_some(),
+                now,
+            ) {
+                s.events.insert(event.id, event);
+            }
             Ok(Ok(Recorded {
                 license: next,
                 admission,
@@ -1305,6 +1318,25 @@ impl WebhookStore for MemoryStore {
                 total,
                 has_next_page,
             })
+        })
+    }
+
+    async fn raise_events(&self, events: &[RaisedEvent]) -> StoreResult<usize> {
+        self.with(|s| {
+            let mut queued = 0;
+            for raised in events {
+                if let Some((license, mark)) = raised.once {
+                    if !s.licenses.contains_key(&license)
+                        || s.event_marks.get(&license) == Some(&mark)
+                    {
+                        continue;
+                    }
+                    s.event_marks.insert(license, mark);
+                }
+                s.events.insert(raised.event.id, raised.event.clone());
+                queued += 1;
+            }
+            Ok(queued)
         })
     }
 

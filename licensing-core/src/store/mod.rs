@@ -30,7 +30,8 @@ use crate::api::requests::{
 };
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HealthChange, HourlyStats, Hwid,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
+    HourlyStats, Hwid,
     IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
     TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
@@ -224,6 +225,15 @@ impl Journal {
         self.events.push(event);
         self
     }
+}
+
+/// An event the client API raises outside a write, for [`WebhookStore::raise_events`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaisedEvent {
+    /// The event.
+    pub event: WebhookEvent,
+    /// Raise it only if the license's mark is not this value yet (then store it).
+    pub once: Option<(LicenseId, i64)>,
 }
 
 /// Teams.
@@ -573,6 +583,9 @@ pub struct ActivityRules<'a> {
     /// team's timeout, and any when the license has no limit of that kind), a tenth of the cap
     /// at a time; when none can be dropped, the request is refused with the limit's code.
     pub max_records: u32,
+    /// The client events the team's endpoints want: the atomic step writes those of an
+    /// admission (see [`admission_events`](crate::model::admission_events)) with the records.
+    pub events: ClientEvents,
 }
 
 impl<'a> ActivityRules<'a> {
@@ -581,6 +594,7 @@ impl<'a> ActivityRules<'a> {
         Self {
             settings,
             max_records: DEFAULT_MAX_RECORDS,
+            events: ClientEvents::NONE,
         }
     }
 }
@@ -821,6 +835,15 @@ pub trait WebhookStore: Send + Sync {
         endpoint: WebhookId,
         paging: &Paging,
     ) -> impl Future<Output = StoreResult<Page<WebhookDelivery>>> + Send;
+    /// Queues events the client API raised outside a write (its refusals, written behind in
+    /// batches), durably when this returns. An event with a [`RaisedEvent::once`] mark is
+    /// queued only when its license's stored mark differs, and the mark is stored, so that
+    /// `license.expired` is raised once per expiration date; a mark goes with its license.
+    /// How many events were queued.
+    fn raise_events(
+        &self,
+        events: &[RaisedEvent],
+    ) -> impl Future<Output = StoreResult<usize>> + Send;
     /// Deletes up to `limit` finished deliveries (any team) created before `before`; how many.
     fn prune_deliveries(
         &self,

@@ -105,6 +105,7 @@ macro_rules! store_test_suite {
             audit_entries_are_written_with_their_change_only,
             audit_lists_filter_order_page_and_prune,
             webhook_events_fan_out_into_ordered_deliveries,
+            client_events_are_written_with_their_records_and_raised_once,
             nothing_crosses_team_boundaries,
         );
         #[test]
@@ -1405,6 +1406,7 @@ fn capped(settings: &TeamSettings, max_records: u32) -> ActivityRules<'_> {
     ActivityRules {
         settings,
         max_records,
+        events: crate::model::ClientEvents::NONE,
     }
 }
 
@@ -2878,4 +2880,117 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
         store.update_webhook(&gone, &Journal::NONE).await,
         Err(StoreError::NotFound(Entity::Webhook))
     ));
+}
+
+/// Fans out every queued event and sends (marks delivered) every delivery of `team`: the
+/// types and bodies, in the order of their events.
+async fn delivered<S: Store>(
+    store: &S,
+    team: TeamId,
+    when: Timestamp,
+) -> Vec<(String, serde_json::Value)> {
+    use crate::model::WebhookDelivery;
+    while store.fan_out_events(when, 100).await.unwrap() > 0 {}
+    // One delivery per resource at a time: claim until none is left.
+    let mut all: Vec<WebhookDelivery> = Vec::new();
+    loop {
+        let mut claimed: Vec<WebhookDelivery> = store
+            .claim_deliveries(when, 1_000, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.team_id == team)
+            .collect();
+        if claimed.is_empty() {
+            break;
+        }
+        for d in &mut claimed {
+            d.status = crate::model::DeliveryStatus::Succeeded;
+            d.next_attempt_at = None;
+            store.update_delivery(d).await.unwrap();
+        }
+        all.extend(claimed);
+    }
+    all.sort_by_key(|d| d.order());
+    all.into_iter()
+        .map(|d| {
+            let body: serde_json::Value = serde_json::from_str(&d.payload).unwrap();
+            (d.event_type, body)
+        })
+        .collect()
+}
+
+/// The events of an admitted client request are written in its atomic step (only those the
+/// team wants), and a raised event with a mark is queued once per license and mark.
+pub async fn client_events_are_written_with_their_records_and_raised_once<S: Store>(store: &S) {
+    use crate::model::{ClientEvent, ClientEvents};
+    use crate::store::RaisedEvent;
+    let t = team(store, "client events").await;
+    let all = endpoint(t.id, &[], true);
+    store.create_webhook(&all, &Journal::NONE).await.unwrap();
+    let mut l = license(t.id, t0());
+    l.expiration_type = ExpirationType::Duration;
+    l.expiration_start = ExpirationStart::Activation;
+    l.expiration_days = Some(7);
+    store.create_license(&l, &Journal::NONE).await.unwrap();
+    let mut rules = ActivityRules::new(&t.settings);
+    rules.events = ClientEvents::ALL;
+    store
+        .record_activity(t.id, l.id, &rules, &activity(Some("device-one"), 1), at(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let events = delivered(store, t.id, at(1)).await;
+    let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(types, vec!["device.activated", "license.activated"]);
+    assert_eq!(events[0].1["data"]["identifier"], "device-one");
+    assert_eq!(events[0].1["data"]["licenseId"], l.id.to_string());
+    assert_eq!(events[1].1["data"]["id"], l.id.to_string());
+    assert!(events[1].1["data"]["expirationDate"].is_string());
+    // Known records raise nothing; a new device of a team that wants nothing raises nothing.
+    store
+        .record_activity(t.id, l.id, &rules, &activity(Some("device-one"), 1), at(2))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .record_activity(
+            t.id,
+            l.id,
+            &ActivityRules::new(&t.settings),
+            &activity(Some("device-two"), 2),
+            at(3),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(delivered(store, t.id, at(3)).await.is_empty());
+    // Marks: once per license and value; none for a license that is gone.
+    let expired = |mark: i64| RaisedEvent {
+        event: ClientEvent::LicenseExpired.event(
+            t.id,
+            "license",
+            l.id,
+            serde_json::json!({ "id": l.id }),
+            at(4),
+        ),
+        once: Some((l.id, mark)),
+    };
+    assert_eq!(store.raise_events(&[expired(5)]).await.unwrap(), 1);
+    assert_eq!(store.raise_events(&[expired(5), expired(5)]).await.unwrap(), 0);
+    assert_eq!(store.raise_events(&[expired(6)]).await.unwrap(), 1);
+    let plain = RaisedEvent {
+        once: None,
+        ..expired(0)
+    };
+    assert_eq!(store.raise_events(&[plain]).await.unwrap(), 1);
+    let types: Vec<String> = delivered(store, t.id, at(5))
+        .await
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(types.len(), 3);
+    assert!(types.iter().all(|t| t == "license.expired"));
+    store.delete_license(t.id, l.id, &Journal::NONE).await.unwrap();
+    assert_eq!(store.raise_events(&[expired(7)]).await.unwrap(), 0);
 }

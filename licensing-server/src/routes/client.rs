@@ -249,11 +249,19 @@ where
     // 2 to 6, then 7 and 8 atomically in the store.
     let now = Timestamp::now();
     let (product, checked) =
-        verification::check(&state.store, &state.usage, &context, &request, now).await;
+        verification::check(&state.store, state.recorders(), &context, &request, now).await;
     exchange.product = product;
     let checked = checked?;
     let license =
-        verification::record(&state.store, &context, state.max_records, &checked, now).await?;
+        verification::record(
+        &state.store,
+        &state.client_events,
+        &context,
+        state.max_records,
+        (&request, &checked),
+        now,
+    )
+    .await?;
 
     // The answer.
     let challenge_response = match &input.challenge {

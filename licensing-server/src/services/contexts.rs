@@ -1,8 +1,10 @@
 //! What the client API reads about a team on every request, kept in memory: the team record
-//! (settings, features), its parsed key pairs and its compiled blacklist.
+//! (settings, features), its parsed key pairs, its compiled blacklist and the client events its
+//! webhook endpoints want.
 //!
 //! Entries exist only for teams that exist, so the cache never grows past the number of teams.
-//! Every write that changes what an entry holds (settings, features, blacklist entries) calls
+//! Every write that changes what an entry holds (settings, features, blacklist entries, webhook
+//! endpoints) calls
 //! [`TeamContexts::invalidate`]; a generation counter keeps a load that raced with such a write
 //! from storing what it read before the write.
 //!
@@ -19,8 +21,8 @@ use licensing_core::TeamId;
 use licensing_core::crypto::TeamKeys;
 
 use crate::services::keyring::Keyring;
-use licensing_core::model::Team;
-use licensing_core::store::{BlacklistStore, StoreError, StoreResult, TeamStore};
+use licensing_core::model::{ClientEvents, Team};
+use licensing_core::store::{BlacklistStore, StoreError, StoreResult, TeamStore, WebhookStore};
 use licensing_core::verify::Blacklist;
 
 /// One team, ready for the client API.
@@ -32,6 +34,8 @@ pub struct TeamContext {
     pub keys: TeamKeys,
     /// Its blacklist.
     pub blacklist: Blacklist,
+    /// The client events its enabled webhook endpoints want.
+    pub client_events: ClientEvents,
 }
 
 #[derive(Debug, Default)]
@@ -86,7 +90,7 @@ impl TeamContexts {
     }
 
     /// The team's context, loading it on a miss; `None` when the team does not exist.
-    pub async fn get<S: TeamStore + BlacklistStore>(
+    pub async fn get<S: TeamStore + BlacklistStore + WebhookStore>(
         &self,
         store: &S,
         team: TeamId,
@@ -104,11 +108,13 @@ impl TeamContexts {
             return Ok(None);
         };
         let entries = store.list_blacklist(team).await?;
+        let endpoints = store.list_webhooks(team).await?;
         let keys = self.keyring.open(&record).map_err(StoreError::backend)?;
         let context = Arc::new(TeamContext {
             team: record,
             keys,
             blacklist: Blacklist::compile(&entries),
+            client_events: ClientEvents::of(&endpoints),
         });
         if let Ok(mut inner) = self.inner.write()
             && inner.generation == generation
@@ -120,7 +126,8 @@ impl TeamContexts {
         Ok(Some(context))
     }
 
-    /// Drops the team's entry after a change to its settings, features or blacklist.
+    /// Drops the team's entry after a change to its settings, features, blacklist or webhook
+    /// endpoints.
     pub fn invalidate(&self, team: TeamId) {
         match self.inner.write() {
             Ok(mut inner) => {

@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod changes;
 pub mod chat;
+pub mod client_events;
 pub mod contexts;
 pub mod geo;
 pub mod key_uses;

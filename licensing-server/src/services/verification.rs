@@ -12,6 +12,7 @@ use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind}
 use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
 
 use crate::http::store_error;
+use crate::services::client_events::{ClientEventQueue, Refused};
 use crate::services::contexts::TeamContext;
 use crate::services::usage::UsageRecorder;
 
@@ -47,6 +48,27 @@ impl Request<'_> {
             country: self.country,
         }
     }
+
+    /// The request as a refusal's event shows it.
+    fn refused<'a>(&'a self, team: &TeamContext, license: Option<&'a License>) -> Refused<'a> {
+        Refused {
+            team: team.team.id,
+            license,
+            hardware_id: self.hardware_id,
+            ip: self.ip,
+            country: self.country,
+        }
+    }
+}
+
+/// What steps 2 to 8 record besides the answer: request counts, blacklist hits and the
+/// refusals' webhook events, each written behind.
+#[derive(Clone, Copy, Debug)]
+pub struct Recorders<'a> {
+    /// Request counts and blacklist hits.
+    pub usage: &'a UsageRecorder,
+    /// The refusals' events.
+    pub events: &'a ClientEventQueue,
 }
 
 /// A request that passed steps 2 to 6.
@@ -76,7 +98,7 @@ pub fn named_product(license: Option<&License>, product: Option<ProductId>) -> O
 /// Steps 2 to 6. Also returns the product to count the request under, whatever the outcome.
 pub async fn check<S: Store>(
     store: &S,
-    usage: &UsageRecorder,
+    recorders: Recorders<'_>,
     team: &TeamContext,
     request: &Request<'_>,
     now: Timestamp,
@@ -120,8 +142,14 @@ pub async fn check<S: Store>(
         Ok((license, release)) => Ok((license.clone(), release.cloned())),
         Err(denial) => {
             if let Some(hit) = denial.blacklist_hit {
-                usage.hit(team.team.id, hit);
+                recorders.usage.hit(team.team.id, hit);
             }
+            recorders.events.refused(
+                team.client_events,
+                &request.refused(team, license),
+                &denial,
+                now,
+            );
             Err(ApiError::from(denial))
         }
     };
@@ -145,9 +173,10 @@ pub async fn check<S: Store>(
 /// the activation clock and `lastActiveAt`. Returns the license after it.
 pub async fn record<S: Store>(
     store: &S,
+    events: &ClientEventQueue,
     team: &TeamContext,
     max_records: u32,
-    checked: &Checked,
+    (request, checked): (&Request<'_>, &Checked),
     now: Timestamp,
 ) -> Result<License, ApiError> {
     let recorded = store
@@ -156,14 +185,25 @@ pub async fn record<S: Store>(
             &ActivityRules {
                 settings: &team.team.settings,
                 max_records,
+                events: team.client_events,
             },
             &checked.activity,
             now,
         )
         .await
-        .map_err(store_error)?
-        .map_err(ApiError::from)?;
-    Ok(recorded.license)
+        .map_err(store_error)?;
+    match recorded {
+        Ok(recorded) => Ok(recorded.license),
+        Err(denial) => {
+            events.refused(
+                team.client_events,
+                &request.refused(team, Some(&checked.license)),
+                &denial,
+                now,
+            );
+            Err(ApiError::from(denial))
+        }
+    }
 }
 
 /// `data` of a successful verify: the license, its customers, and its products each with the

@@ -234,6 +234,7 @@ delegate!(WebhookStore {
     fn update_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;
     fn get_delivery(&self, team: TeamId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<WebhookDelivery>>;
     fn list_deliveries(&self, team: TeamId, endpoint: WebhookId, paging: &Paging) -> StoreResult<Page<WebhookDelivery>>;
+    fn raise_events(&self, events: &[RaisedEvent]) -> StoreResult<usize>;
     fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
 });
 

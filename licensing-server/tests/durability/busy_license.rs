@@ -101,8 +101,8 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
                         country: None,
                     };
                     let rules = ActivityRules {
-                        settings: &settings,
                         max_records: 50_000,
+                        ..ActivityRules::new(&settings)
                     };
                     store
                         .record_activity(team, license, &rules, &activity, Timestamp::now())

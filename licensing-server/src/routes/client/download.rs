@@ -108,7 +108,7 @@ async fn serve(
     // 2 to 6.
     let now = Timestamp::now();
     let (product, checked) =
-        verification::check(&state.store, &state.usage, &context, &request, now).await;
+        verification::check(&state.store, state.recorders(), &context, &request, now).await;
     exchange.product = product;
     let checked = checked?;
     let release = checked.release.as_ref();
@@ -130,7 +130,15 @@ async fn serve(
     take_session_key(state, team_id, &key, now).await?;
 
     // 7 and 8.
-    verification::record(&state.store, &context, state.max_records, &checked, now).await?;
+    verification::record(
+        &state.store,
+        &state.client_events,
+        &context,
+        state.max_records,
+        (&request, &checked),
+        now,
+    )
+    .await?;
 
     // The answer.
     let product_name = state

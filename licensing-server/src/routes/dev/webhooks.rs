@@ -104,6 +104,8 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         )
         .await
         .map_err(store_error)?;
+    // The client events the team's endpoints want are read with the team.
+    dev.state.contexts.invalidate(dev.team);
     Ok(success(
         201,
         WebhookWithSecret {
@@ -170,6 +172,8 @@ pub(super) async fn update(dev: Dev, (id,): (WebhookId,), input: Input) -> Handl
         )
         .await
         .map_err(store_error)?;
+    // The client events the team's endpoints want are read with the team.
+    dev.state.contexts.invalidate(dev.team);
     Ok(success(
         200,
         WebhookView::of(&new, dev.now),
@@ -188,6 +192,8 @@ pub(super) async fn delete(dev: Dev, (id,): (WebhookId,), _: Input) -> Handled {
         )
         .await
         .map_err(store_error)?;
+    // The client events the team's endpoints want are read with the team.
+    dev.state.contexts.invalidate(dev.team);
     Ok(success(
         200,
         Deleted {

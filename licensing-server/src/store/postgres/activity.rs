@@ -7,7 +7,7 @@
 //! turns, so a limit is never exceeded, and other licenses do not wait. A limit is counted only
 //! when it is at stake, and records are counted only up to the cap a license may hold.
 
-use licensing_core::model::{Hwid, IpRecord, License};
+use licensing_core::model::{Hwid, IpRecord, License, admission_events};
 use licensing_core::store::{
     ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, StoreError, StoreResult,
     cap_reached, license_after, prune_batch,
@@ -199,16 +199,19 @@ async fn decide(
     }
 }
 
-/// Writes step 8 of an admission whose license row the transaction holds.
+/// Writes step 8 of an admission whose license row the transaction holds, with the events the
+/// team wants of it. Returns the license after it.
 async fn apply(
     conn: &mut PgConnection,
     own: &Own,
     admission: &Admission,
+    rules: &ActivityRules<'_>,
     activity: &Activity,
     now: Timestamp,
 ) -> StoreResult<License> {
     let l = &own.license;
     let at = ms(now);
+    let mut new_device = None;
     match (admission.hwid, &activity.hardware_id) {
         (Some(RecordChange::Create), Some(h)) => {
             let record = licensing_core::store::new_hwid(l, h, now);
@@ -225,6 +228,7 @@ async fn apply(
             .execute(&mut *conn)
             .await
             .map_err(backend)?;
+            new_device = Some(record);
         }
         (Some(RecordChange::Refresh { .. }), Some(h)) => {
             sqlx::query(
@@ -273,6 +277,15 @@ async fn apply(
             .execute(&mut *conn)
             .await
             .map_err(backend)?;
+    }
+    for event in admission_events(
+        rules.events,
+        new_device.as_ref(),
+        &next,
+        admission.activate.is_some(),
+        now,
+    ) {
+        super::webhooks::insert_event(&mut *conn, &event).await?;
     }
     Ok(next)
 }
@@ -523,7 +536,7 @@ impl PgStore {
                 .await
                 .map_err(backend)?;
         }
-        let license = apply(&mut *tx, &found, &admission, activity, now).await?;
+        let license = apply(&mut *tx, &found, &admission, rules, activity, now).await?;
         Ok(Ok(Recorded { license, admission }))
     }
 }

@@ -38,10 +38,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "webhooks",
         sql: include_str!("migrations/0004_webhooks.sql"),
     },
+    Migration {
+        version: 5,
+        name: "client events",
+        sql: include_str!("migrations/0005_client_events.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -7,7 +7,9 @@ use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
     fan_out,
 };
-use licensing_core::store::{Entity, Journal, Page, StoreError, StoreResult, WebhookStore};
+use licensing_core::store::{
+    Entity, Journal, Page, RaisedEvent, StoreError, StoreResult, WebhookStore,
+};
 use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
 use sqlx::{PgConnection, Row as _};
 
@@ -330,6 +332,40 @@ impl WebhookStore for PgStore {
         .try_get("total")
         .map_err(backend)?;
         Ok(page(items, total, paging))
+    }
+
+    async fn raise_events(&self, events: &[RaisedEvent]) -> StoreResult<usize> {
+        if events.is_empty() {
+            return Ok(0);
+        }
+        in_tx!(self.pool, |tx| {
+            let mut queued = 0;
+            for raised in events {
+                if let Some((license, mark)) = raised.once {
+                    // Stored only for a license of the event's team that exists, and only when
+                    // the mark changes: no row back means the event was raised already.
+                    let changed = sqlx::query(
+                        "INSERT INTO license_event_marks (license_id, mark)
+                         SELECT id, $3 FROM licenses WHERE id = $1 AND team_id = $2
+                         ON CONFLICT (license_id) DO UPDATE SET mark = EXCLUDED.mark
+                           WHERE license_event_marks.mark <> EXCLUDED.mark
+                         RETURNING 1",
+                    )
+                    .bind(license.as_uuid())
+                    .bind(raised.event.team_id.as_uuid())
+                    .bind(mark)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+                    if changed.is_none() {
+                        continue;
+                    }
+                }
+                insert_event(&mut tx, &raised.event).await?;
+                queued += 1;
+            }
+            Ok(queued)
+        })
     }
 
     async fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {

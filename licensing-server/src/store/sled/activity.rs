@@ -9,7 +9,7 @@
 //! within it, and only when the request's own record does not count already; the cap keeps that
 //! bounded.
 
-use licensing_core::model::{Hwid, IpRecord, License, UsageRecord};
+use licensing_core::model::{Hwid, IpRecord, License, UsageRecord, admission_events};
 use licensing_core::store::{
     Activity, ActivityRules, Entity, Journal, Recorded, StoreError, StoreResult, cap_reached,
     license_after, new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
@@ -199,10 +199,13 @@ impl SledStore {
             tx.del(k);
             ip_tally.remove(forgotten);
         }
+        let mut new_device = None;
         match (admission.hwid, hardware_id) {
             (Some(RecordChange::Create), Some(h)) => {
-                tx.put_json(hwid_key(team, license, h), &new_hwid(&current, h, now))?;
+                let record = new_hwid(&current, h, now);
+                tx.put_json(hwid_key(team, license, h), &record)?;
                 hwid_tally.total += 1;
+                new_device = Some(record);
             }
             (Some(RecordChange::Refresh { was_forgotten, .. }), Some(h)) => {
                 if let Some(mut record) = own_hwid {
@@ -243,6 +246,19 @@ impl SledStore {
         );
         let next = license_after(&current, &admission, now);
         put_license(tx, &next, Some(&current))?;
+        let events = admission_events(
+            rules.events,
+            new_device.as_ref(),
+            &next,
+            admission.activate.is_some(),
+            now,
+        );
+        if !events.is_empty() {
+            tx.journal(&Journal {
+                audit: None,
+                events,
+            })?;
+        }
         Ok(Ok(Recorded {
             license: next,
             admission,

@@ -30,6 +30,8 @@ pub(crate) mod tag {
     pub(crate) const WEBHOOK: u8 = b'W';
     pub(crate) const EVENT: u8 = b'E';
     pub(crate) const DELIVERY: u8 = b'D';
+    /// A license's mark of a raised client event (`license.expired`: its expiration date).
+    pub(crate) const EVENT_MARK: u8 = b'e';
 }
 
 /// Builds a key from parts.

@@ -98,6 +98,7 @@ impl LicenseStore for SledStore {
             }
             reindex(tx, license_indexes(&old), Vec::new());
             tx.del(license_by_key(team, &old.license_key));
+            tx.del(super::webhooks::event_mark_key(team, id));
             tx.del(license_key(team, id));
             tx.add_count(count_key(tag::LICENSE, team), -1)?;
             Ok(old)

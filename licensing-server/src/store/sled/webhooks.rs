@@ -2,7 +2,8 @@
 //!
 //! Keys: `W` | team | endpoint holds an endpoint; `E` | event (time-ordered) a queued event;
 //! `D` | team | endpoint | delivery (time-ordered) a delivery, and `[i, D]` | delivery its
-//! place among the pending ones (the value is team | endpoint), removed when it finishes.
+//! place among the pending ones (the value is team | endpoint), removed when it finishes;
+//! `e` | team | license the license's mark of a raised client event (its value, big-endian).
 
 use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
@@ -30,6 +31,10 @@ fn delivery_key(team: TeamId, endpoint: WebhookId, id: DeliveryId) -> Vec<u8> {
         endpoint.as_bytes(),
         id.as_bytes(),
     ])
+}
+
+pub(super) fn event_mark_key(team: TeamId, license: LicenseId) -> Vec<u8> {
+    key(&[&[tag::EVENT_MARK], team.as_bytes(), license.as_bytes()])
 }
 
 fn pending_key(id: DeliveryId) -> Vec<u8> {
@@ -188,6 +193,33 @@ impl WebhookStore for SledStore {
                 tx.del(event_key(event.id));
             }
             Ok(events.len())
+        })
+        .await
+    }
+
+    async fn raise_events(&self, events: &[RaisedEvent]) -> StoreResult<usize> {
+        if events.is_empty() {
+            return Ok(0);
+        }
+        self.durable(|tx| {
+            let mut queued = 0;
+            for raised in events {
+                if let Some((license, mark)) = raised.once {
+                    let team = raised.event.team_id;
+                    if tx.get(&license_key(team, license))?.is_none() {
+                        continue;
+                    }
+                    let k = event_mark_key(team, license);
+                    let value = mark.to_be_bytes();
+                    if tx.get(&k)?.as_deref() == Some(value.as_slice()) {
+                        continue;
+                    }
+                    tx.put(k, value.to_vec());
+                }
+                tx.put_json(event_key(raised.event.id), &raised.event)?;
+                queued += 1;
+            }
+            Ok(queued)
         })
         .await
     }
