@@ -586,3 +586,107 @@ async fn endpoints_are_validated_scoped_and_the_teams_own() {
         .await
         .err(404, "BAD_REQUEST");
 }
+
+/// The client API's events: a new device and an activation arrive with the request's records;
+/// a limit, a blacklist hit and an expiry arrive once however often the client retries.
+#[tokio::test]
+async fn client_api_events_arrive_once_per_subject() {
+    use licensing_core::model::License;
+    use licensing_core::store::LicenseStore as _;
+    let s = hooked(|_| {}).await;
+    let receiver = Receiver::start().await;
+    let (_, secret) = endpoint(
+        &s,
+        &receiver.url,
+        json!(["license.activated", "license.expired", "device.*", "verification.*", "ip.*"]),
+    )
+    .await;
+    let activated = s
+        .license(
+            r#"{"expirationType":"DURATION","expirationStart":"ACTIVATION","expirationDays":30,
+                "hwidLimit":1}"#,
+        )
+        .await;
+    let key = activated["licenseKey"].as_str().unwrap();
+    let verify = |device: &str| json!({"licenseKey": key, "hardwareIdentifier": device});
+    s.client("verify", &verify("first-device-01"), Some("198.51.100.1"))
+        .await
+        .valid();
+    // Known records raise nothing more.
+    s.client("heartbeat", &verify("first-device-01"), Some("198.51.100.1"))
+        .await
+        .valid();
+    for _ in 0..3 {
+        s.client("verify", &verify("second-device-02"), Some("198.51.100.1"))
+            .await
+            .err(403, "HWID_LIMIT_REACHED");
+    }
+    s.post(
+        &s.dev("blacklist"),
+        r#"{"type":"IP","value":"203.0.113.9"}"#,
+    )
+    .await
+    .ok();
+    for _ in 0..3 {
+        s.client("verify", &verify("first-device-01"), Some("203.0.113.9"))
+            .await
+            .err(403, "IP_BLACKLISTED");
+    }
+    let expired = s
+        .license(r#"{"expirationType":"DURATION","expirationDays":5}"#)
+        .await;
+    let id = expired["id"].as_str().unwrap().parse().unwrap();
+    let mut l: License = s.store.get_license(s.team_id(), id).await.unwrap().unwrap();
+    l.expiration_date = Some(licensing_core::Timestamp::from_millis(
+        licensing_core::Timestamp::now().as_millis() - 86_400_000,
+    ));
+    s.store
+        .update_license(&l, &licensing_core::store::Journal::NONE)
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        s.client(
+            "verify",
+            &json!({"licenseKey": expired["licenseKey"]}),
+            Some("198.51.100.2"),
+        )
+        .await
+        .err(403, "LICENSE_EXPIRED");
+    }
+
+    receiver.wait_for(5).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let got = receiver.got();
+    for r in &got {
+        assert!(signed_with(r, &secret), "signature of {}", r.body);
+    }
+    let mut bodies: Vec<Value> = got.iter().map(Received::json).collect();
+    bodies.sort_by_key(|b| b["type"].as_str().unwrap().to_owned());
+    let types: Vec<&str> = bodies.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "device.activated",
+            "device.limit_reached",
+            "license.activated",
+            "license.expired",
+            "verification.blacklisted",
+        ],
+        "one event per subject: {bodies:#?}"
+    );
+    let [device, limit, activation, expiry, blacklisted] = &bodies[..] else {
+        unreachable!()
+    };
+    assert_eq!(device["data"]["identifier"], "first-device-01");
+    assert_eq!(device["data"]["licenseId"], activated["id"]);
+    assert_eq!(limit["data"]["licenseId"], activated["id"]);
+    assert_eq!(limit["data"]["hardwareIdentifier"], "second-device-02");
+    assert_eq!(limit["data"]["limit"], 1);
+    assert_eq!(limit["data"]["code"], "HWID_LIMIT_REACHED");
+    assert_eq!(activation["data"]["id"], activated["id"]);
+    assert!(activation["data"]["expirationDate"].is_string());
+    assert_eq!(expiry["data"]["id"], expired["id"]);
+    assert_eq!(blacklisted["data"]["ipAddress"], "203.0.113.9");
+    assert_eq!(blacklisted["data"]["code"], "IP_BLACKLISTED");
+    assert!(blacklisted["data"]["blacklistEntryId"].is_string());
+}
