@@ -36,8 +36,8 @@ pub use team::{
     TeamCreated, TeamFeatures, TeamSettings, TeamView,
 };
 pub use webhook::{
-    ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason, HealthChange,
-    SERVER_EVENT_TYPES, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView,
-    WebhookWithSecret, admission_events, apply_health, event_pattern_matches, event_pattern_valid, event_types,
-    fan_out, first_of_chains,
+    ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,
+    HealthChange, SERVER_EVENT_TYPES, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView,
+    WebhookWithSecret, admission_events, apply_health, event_pattern_matches, event_pattern_valid,
+    event_types, fan_out, first_of_chains,
 };

@@ -31,9 +31,9 @@ use crate::api::requests::{
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
-    HourlyStats, Hwid,
-    IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
-    TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release, Team,
+    TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint,
+    WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};

@@ -2977,7 +2977,10 @@ pub async fn client_events_are_written_with_their_records_and_raised_once<S: Sto
         once: Some((l.id, mark)),
     };
     assert_eq!(store.raise_events(&[expired(5)]).await.unwrap(), 1);
-    assert_eq!(store.raise_events(&[expired(5), expired(5)]).await.unwrap(), 0);
+    assert_eq!(
+        store.raise_events(&[expired(5), expired(5)]).await.unwrap(),
+        0
+    );
     assert_eq!(store.raise_events(&[expired(6)]).await.unwrap(), 1);
     let plain = RaisedEvent {
         once: None,
@@ -2991,6 +2994,9 @@ pub async fn client_events_are_written_with_their_records_and_raised_once<S: Sto
         .collect();
     assert_eq!(types.len(), 3);
     assert!(types.iter().all(|t| t == "license.expired"));
-    store.delete_license(t.id, l.id, &Journal::NONE).await.unwrap();
+    store
+        .delete_license(t.id, l.id, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.raise_events(&[expired(7)]).await.unwrap(), 0);
 }

@@ -252,8 +252,7 @@ where
         verification::check(&state.store, state.recorders(), &context, &request, now).await;
     exchange.product = product;
     let checked = checked?;
-    let license =
-        verification::record(
+    let license = verification::record(
         &state.store,
         &state.client_events,
         &context,

@@ -229,7 +229,11 @@ impl ClientEventQueue {
     }
 
     /// Flushes every [`FLUSH_EVERY`] until `stop` turns true, then once more.
-    pub async fn run<S: WebhookStore>(self, store: S, mut stop: tokio::sync::watch::Receiver<bool>) {
+    pub async fn run<S: WebhookStore>(
+        self,
+        store: S,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(FLUSH_EVERY) => {}

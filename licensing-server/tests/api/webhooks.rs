@@ -189,6 +189,56 @@ fn signed_with(r: &Received, secret: &str) -> bool {
         .any(|s| s == expected)
 }
 
+/// The verification of the Python `standardwebhooks` package (the scheme's own library, from
+/// `LICENSING_PYTHON`): whether it accepts the request with `secret`; `None` when the package is
+/// not installed (a notice; a failure under `CI`).
+fn python_accepts(r: &Received, secret: &str) -> Option<bool> {
+    use std::io::Write as _;
+    const SCRIPT: &str = r#"
+import json, sys
+try:
+    from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+except ImportError:
+    sys.exit(3)
+given = json.load(sys.stdin)
+try:
+    Webhook(given["secret"]).verify(given["body"], given["headers"])
+except WebhookVerificationError:
+    sys.exit(1)
+"#;
+    let python = std::env::var("LICENSING_PYTHON").unwrap_or_else(|_| "python3".into());
+    let headers: serde_json::Map<String, Value> =
+        ["webhook-id", "webhook-timestamp", "webhook-signature"]
+            .iter()
+            .map(|h| ((*h).to_owned(), json!(r.header(h))))
+            .collect();
+    let input = json!({"secret": secret, "body": r.body, "headers": headers}).to_string();
+    let child = std::process::Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    let status = child.ok().and_then(|mut child| {
+        child.stdin.take()?.write_all(input.as_bytes()).ok()?;
+        child.wait().ok()
+    });
+    match status.and_then(|s| s.code()) {
+        Some(0) => Some(true),
+        Some(1) => Some(false),
+        _ => {
+            let notice = format!(
+                "{python} lacks the standardwebhooks package: the cross-check with the scheme's library is skipped"
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{notice} (required when CI is set)"
+            );
+            eprintln!("{notice}");
+            None
+        }
+    }
+}
+
 async fn hooked(adjust: impl FnOnce(&mut licensing_server::config::Config)) -> TestServer {
     TestServer::start_with(|c| {
         c.webhook_allow_http = true;
@@ -288,6 +338,13 @@ async fn events_arrive_signed_in_order_with_the_resource() {
         6,
         "one delivery per wanted event: {got_all:?}"
     );
+    // The scheme's own library accepts the deliveries, and refuses a changed body.
+    if let Some(accepted) = python_accepts(&got[0], &secret) {
+        assert!(accepted, "standardwebhooks refused {}", got[0].body);
+        let mut changed = got[0].clone();
+        changed.body = changed.body.replacen('{', "{ ", 1);
+        assert_eq!(python_accepts(&changed, &secret), Some(false));
+    }
     for r in &got {
         assert!(signed_with(r, &secret), "signature of {}", r.body);
         let body = r.json();
@@ -598,7 +655,13 @@ async fn client_api_events_arrive_once_per_subject() {
     let (_, secret) = endpoint(
         &s,
         &receiver.url,
-        json!(["license.activated", "license.expired", "device.*", "verification.*", "ip.*"]),
+        json!([
+            "license.activated",
+            "license.expired",
+            "device.*",
+            "verification.*",
+            "ip.*"
+        ]),
     )
     .await;
     let activated = s
@@ -613,9 +676,13 @@ async fn client_api_events_arrive_once_per_subject() {
         .await
         .valid();
     // Known records raise nothing more.
-    s.client("heartbeat", &verify("first-device-01"), Some("198.51.100.1"))
-        .await
-        .valid();
+    s.client(
+        "heartbeat",
+        &verify("first-device-01"),
+        Some("198.51.100.1"),
+    )
+    .await
+    .valid();
     for _ in 0..3 {
         s.client("verify", &verify("second-device-02"), Some("198.51.100.1"))
             .await
