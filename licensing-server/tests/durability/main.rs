@@ -13,6 +13,7 @@ mod busy_license;
 mod child;
 mod crash;
 mod downloads;
+mod events;
 mod postgres;
 mod shutdown;
 mod startup;
