@@ -276,6 +276,7 @@ impl Config {
             retry_delays: self.webhook_retry_delays.0.clone().into(),
             disable_after: Duration::from_secs(self.webhook_disable_after_secs),
             timeout: Duration::from_secs(self.webhook_timeout_secs),
+            alerts: self.smtp_url.is_some() && self.smtp_from.is_some(),
         }
     }
 

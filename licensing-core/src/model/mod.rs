@@ -38,6 +38,6 @@ pub use team::{
 pub use webhook::{
     ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,
     HealthChange, SERVER_EVENT_TYPES, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookView,
-    WebhookWithSecret, admission_events, apply_health, event_pattern_matches, event_pattern_valid,
-    event_types, fan_out, first_of_chains,
+    WebhookWithSecret, admission_events, apply_health, disabled_alert, event_pattern_matches,
+    event_pattern_valid, event_types, fan_out, first_of_chains,
 };

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::{DeliveryId, EventId, TeamId, Timestamp, WebhookId};
 
-use super::{Action, Hwid, License};
+use super::{Action, Hwid, License, OutboxMessage};
 
 /// Event types raised by the server itself, besides the [`Action`]s of writes and the
 /// [`ClientEvent`]s of the client API: the test event of `POST …/webhooks/{id}/test`. (An
@@ -214,6 +214,9 @@ pub struct WebhookEndpoint {
     pub disabled_reason: Option<DisabledReason>,
     /// Since when every delivery failed (`None` after a success).
     pub failing_since: Option<Timestamp>,
+    /// Who is told by e-mail when the server disables it (when SMTP is configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_email: Option<String>,
     /// The signing secret (`whsec_…`).
     pub secret: String,
     /// The secret before the last rotation, which still signs until `previous_secret_until`.
@@ -284,6 +287,8 @@ pub struct WebhookView {
     /// Since when every delivery failed; `null` after a success.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub failing_since: Option<Timestamp>,
+    /// Who is told by e-mail when the server disables it (when the server sends e-mail).
+    pub alert_email: Option<String>,
     /// Until when the secret before the last rotation still signs (beside the new one).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub previous_secret_expires_at: Option<Timestamp>,
@@ -306,6 +311,7 @@ impl WebhookView {
             enabled: e.enabled,
             disabled_reason: e.disabled_reason,
             failing_since: e.failing_since,
+            alert_email: e.alert_email.clone(),
             previous_secret_expires_at: e.previous_secret_until.filter(|until| now < *until),
             created_at: e.created_at,
             updated_at: e.updated_at,
@@ -568,6 +574,29 @@ pub fn first_of_chains(
     due
 }
 
+/// The e-mail telling `to` that the server disabled `endpoint` at `now`.
+pub fn disabled_alert(endpoint: &WebhookEndpoint, to: &str, now: Timestamp) -> OutboxMessage {
+    OutboxMessage {
+        id: crate::MessageId::new(),
+        team_id: endpoint.team_id,
+        to: to.to_owned(),
+        subject: "Webhook endpoint disabled".to_owned(),
+        body: format!(
+            "Every delivery to the webhook endpoint {url} (id {id}) failed since {since}, so the \
+             server disabled it at {now}. Events are no longer sent to it.\n\nWhen the \
+             endpoint works again, enable it (PATCH .../webhooks/{id} with {{\"enabled\": true}}) \
+             and redeliver the failed deliveries from its delivery log.\n",
+            url = endpoint.url,
+            id = endpoint.id,
+            since = endpoint.failing_since.unwrap_or(now),
+        ),
+        attempts: 0,
+        next_attempt_at: now,
+        last_error: None,
+        created_at: now,
+    }
+}
+
 /// What [`WebhookStore::webhook_health`](crate::store::WebhookStore::webhook_health) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthChange {
@@ -677,6 +706,7 @@ mod tests {
             enabled: true,
             disabled_reason: None,
             failing_since: None,
+            alert_email: None,
             secret: "whsec_x".into(),
             previous_secret: Some("whsec_y".into()),
             previous_secret_until: Some(Timestamp::from_millis(5)),

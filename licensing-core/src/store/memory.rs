@@ -1210,14 +1210,24 @@ impl WebhookStore for MemoryStore {
         ok: bool,
         now: Timestamp,
         disable_after_ms: i64,
+        alert: bool,
     ) -> StoreResult<Option<HealthChange>> {
         self.with(|s| {
             let Some(endpoint) = s.webhooks.get_mut(&id).filter(|e| e.team_id == team) else {
                 return Ok(None);
             };
             let disabled_now = crate::model::apply_health(endpoint, ok, now, disable_after_ms);
+            let endpoint = endpoint.clone();
+            if let Some(to) = endpoint
+                .alert_email
+                .as_deref()
+                .filter(|_| disabled_now && alert)
+            {
+                let m = crate::model::disabled_alert(&endpoint, to, now);
+                s.outbox.insert(m.id, m);
+            }
             Ok(Some(HealthChange {
-                endpoint: endpoint.clone(),
+                endpoint,
                 disabled_now,
             }))
         })

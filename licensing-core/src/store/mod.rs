@@ -784,7 +784,9 @@ pub trait WebhookStore: Send + Sync {
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Applies a delivery's outcome to its endpoint's health, atomically (see
-    /// [`apply_health`](crate::model::apply_health)); `None` when the endpoint is gone.
+    /// [`apply_health`](crate::model::apply_health)); `None` when the endpoint is gone. When
+    /// this disables the endpoint, `alert` is set and the endpoint has an alert address, the
+    /// [`disabled_alert`](crate::model::disabled_alert) e-mail is queued in the same step.
     fn webhook_health(
         &self,
         team: TeamId,
@@ -792,6 +794,7 @@ pub trait WebhookStore: Send + Sync {
         ok: bool,
         now: Timestamp,
         disable_after_ms: i64,
+        alert: bool,
     ) -> impl Future<Output = StoreResult<Option<HealthChange>>> + Send;
     /// Turns up to `limit` queued events (any team, oldest first) into deliveries, one per
     /// endpoint of the event's team that is enabled and wants its type (see

@@ -2668,6 +2668,7 @@ fn endpoint(team: TeamId, types: &[&str], enabled: bool) -> crate::model::Webhoo
         enabled,
         disabled_reason: None,
         failing_since: None,
+        alert_email: None,
         secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
         previous_secret: None,
         previous_secret_until: None,
@@ -2696,7 +2697,8 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     let team_a = team(store, "hooked").await;
     let other = team(store, "other hooked").await;
     let all = endpoint(team_a.id, &[], true);
-    let customers = endpoint(team_a.id, &["customer.*"], true);
+    let mut customers = endpoint(team_a.id, &["customer.*"], true);
+    customers.alert_email = Some("ops@example.com".into());
     let off = endpoint(team_a.id, &[], false);
     let foreign = endpoint(other.id, &[], true);
     for e in [&all, &customers, &off, &foreign] {
@@ -2802,17 +2804,28 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     );
     // Health: failing for the whole window disables the endpoint once.
     let h = store
-        .webhook_health(team_a.id, customers.id, false, at(4), 60_000)
+        .webhook_health(team_a.id, customers.id, false, at(4), 60_000, true)
         .await
         .unwrap()
         .unwrap();
     assert!(!h.disabled_now && h.endpoint.failing_since == Some(at(4)));
     let h = store
-        .webhook_health(team_a.id, customers.id, false, at(5), 60_000)
+        .webhook_health(team_a.id, customers.id, false, at(5), 60_000, true)
         .await
         .unwrap()
         .unwrap();
     assert!(h.disabled_now && !h.endpoint.enabled);
+    // Its alert address is told, once, in the same step.
+    let alerts: Vec<OutboxMessage> = store
+        .due_messages(at(6), 1_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.team_id == team_a.id)
+        .collect();
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].to, "ops@example.com");
+    assert!(alerts[0].body.contains(&customers.url));
     assert!(
         !store
             .get_webhook(team_a.id, customers.id)
@@ -2823,7 +2836,7 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
     );
     assert_eq!(
         store
-            .webhook_health(other.id, customers.id, true, at(5), 60_000)
+            .webhook_health(other.id, customers.id, true, at(5), 60_000, true)
             .await
             .unwrap(),
         None

@@ -59,6 +59,8 @@ pub struct WebhookSettings {
     pub disable_after: Duration,
     /// The time-out of one attempt.
     pub timeout: Duration,
+    /// The server sends e-mail: an endpoint's alert address is told when it is disabled.
+    pub alerts: bool,
 }
 
 impl Default for WebhookSettings {
@@ -71,6 +73,7 @@ impl Default for WebhookSettings {
                 .into(),
             disable_after: Duration::from_secs(DEFAULT_DISABLE_AFTER_SECS),
             timeout: Duration::from_secs(10),
+            alerts: false,
         }
     }
 }
@@ -410,7 +413,14 @@ pub async fn deliver<S: WebhookStore>(store: &S, sender: &Sender, mut d: Webhook
     let disable_after =
         i64::try_from(sender.settings.disable_after.as_millis()).unwrap_or(i64::MAX);
     match store
-        .webhook_health(d.team_id, d.endpoint_id, ok, now, disable_after)
+        .webhook_health(
+            d.team_id,
+            d.endpoint_id,
+            ok,
+            now,
+            disable_after,
+            sender.settings.alerts,
+        )
         .await
     {
         Ok(Some(change)) if change.disabled_now => {

@@ -227,7 +227,7 @@ delegate!(WebhookStore {
     fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>>;
     fn update_webhook(&self, endpoint: &WebhookEndpoint, journal: &Journal) -> StoreResult<()>;
     fn delete_webhook(&self, team: TeamId, id: WebhookId, journal: &Journal) -> StoreResult<()>;
-    fn webhook_health(&self, team: TeamId, id: WebhookId, ok: bool, now: Timestamp, disable_after_ms: i64) -> StoreResult<Option<HealthChange>>;
+    fn webhook_health(&self, team: TeamId, id: WebhookId, ok: bool, now: Timestamp, disable_after_ms: i64, alert: bool) -> StoreResult<Option<HealthChange>>;
     fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize>;
     fn claim_deliveries(&self, now: Timestamp, lease_ms: i64, limit: usize) -> StoreResult<Vec<WebhookDelivery>>;
     fn insert_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;

@@ -423,9 +423,15 @@ async fn events_arrive_signed_in_order_with_the_resource() {
 
 #[tokio::test]
 async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_again() {
+    let smtp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp_port = smtp.local_addr().unwrap().port();
+    let (mail_tx, mut mail) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(smtp, mail_tx));
     let s = hooked(|c| {
         c.webhook_disable_after_secs = 2;
         c.webhook_timeout_secs = 1;
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{smtp_port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
     })
     .await;
     let receiver = Receiver::start().await;
@@ -455,7 +461,20 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
             .all(|r| r.header("webhook-id") == got[0].header("webhook-id"))
     );
 
-    // Failing for longer than the window disables the endpoint.
+    // Failing for longer than the window disables the endpoint, and its alert address is told.
+    let alerted = s
+        .patch(
+            &s.dev(&format!("webhooks/{hook}")),
+            r#"{"alertEmail":"ops@example.com"}"#,
+        )
+        .await;
+    assert_eq!(alerted.ok()["alertEmail"], "ops@example.com");
+    s.patch(
+        &s.dev(&format!("webhooks/{hook}")),
+        r#"{"alertEmail":"not an address"}"#,
+    )
+    .await
+    .err(400, "BAD_REQUEST");
     *receiver.otherwise.lock().unwrap() = Some(Reply::Status(500));
     s.post(&s.dev("products"), r#"{"name":"Failing"}"#)
         .await
@@ -471,6 +490,16 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
     }
     assert_eq!(disabled["disabledReason"], "FAILING", "{disabled}");
     assert!(disabled["failingSince"].is_string());
+    let message = tokio::time::timeout(Duration::from_secs(30), mail.recv())
+        .await
+        .expect("no alert e-mail arrived in time")
+        .unwrap()
+        // Quoted-printable soft line breaks.
+        .replace("=\r\n", "")
+        .replace("=\n", "");
+    assert!(message.contains("ops@example.com"), "{message}");
+    assert!(message.contains("Webhook endpoint disabled"), "{message}");
+    assert!(message.contains(&hook), "{message}");
     let log = deliveries_until(&s, &hook, |d| d.len() == 2 && d[0]["status"] == "FAILED").await;
     let failed = &log[0];
     assert!(failed["attempts"].as_array().unwrap().len() >= 2);

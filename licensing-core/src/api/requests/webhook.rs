@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::list::{Paging, Query, known};
-use super::{finish, parse_json};
+use super::{Patch, finish, parse_json};
 use crate::error::{ApiError, Validator};
 use crate::model::{event_pattern_valid, event_types};
+use crate::validate::Email;
 
 /// The body creating or changing a webhook endpoint.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +27,10 @@ pub struct WebhookBody {
     /// Whether events are delivered to it (re-enabling clears a server-side disable).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub enabled: Option<bool>,
+    /// Who is told by e-mail when the server disables the endpoint; `null` clears it.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub alert_email: Patch<String>,
 }
 
 /// A validated webhook body: each member present when given.
@@ -39,6 +44,8 @@ pub struct WebhookInput {
     pub event_types: Option<Vec<String>>,
     /// Enabled or not.
     pub enabled: Option<bool>,
+    /// The alert address; `Some(None)` clears it.
+    pub alert_email: Option<Option<String>>,
 }
 
 impl WebhookBody {
@@ -58,7 +65,7 @@ impl WebhookBody {
         if !create && raw == Self::default() {
             v.push(
                 "url",
-                "give at least one of url, description, eventTypes, enabled",
+                "give at least one of url, description, eventTypes, enabled, alertEmail",
             );
         }
         let url = match raw.url {
@@ -110,12 +117,20 @@ impl WebhookBody {
                 Some(out)
             }
         };
+        let alert_email = match raw.alert_email {
+            Patch::Missing => None,
+            Patch::Null => Some(None),
+            Patch::Value(e) => v
+                .check("alertEmail", Email::parse(&e))
+                .map(|e| Some(e.as_str().to_owned())),
+        };
         finish(v)?;
         Ok(WebhookInput {
             url,
             description,
             event_types,
             enabled: raw.enabled,
+            alert_email,
         })
     }
 }

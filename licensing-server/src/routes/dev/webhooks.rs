@@ -63,6 +63,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         description,
         event_types,
         enabled,
+        alert_email,
     } = WebhookBody::parse_create(&input.json().await?)?;
     let url = checked_url(&dev, url.as_deref().unwrap_or_default())?;
     let count = dev
@@ -90,6 +91,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         enabled: enabled.unwrap_or(true),
         disabled_reason: None,
         failing_since: None,
+        alert_email: alert_email.flatten(),
         secret: secret.expose().to_string(),
         previous_secret: None,
         previous_secret_until: None,
@@ -154,6 +156,9 @@ pub(super) async fn update(dev: Dev, (id,): (WebhookId,), input: Input) -> Handl
     }
     if let Some(types) = change.event_types {
         new.event_types = types;
+    }
+    if let Some(alert_email) = change.alert_email {
+        new.alert_email = alert_email;
     }
     if let Some(enabled) = change.enabled {
         new.enabled = enabled;

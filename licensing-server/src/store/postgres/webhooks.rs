@@ -5,7 +5,7 @@
 use licensing_core::api::requests::{Paging, SortDirection};
 use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
-    fan_out,
+    disabled_alert, fan_out,
 };
 use licensing_core::store::{
     Entity, Journal, Page, RaisedEvent, StoreError, StoreResult, WebhookStore,
@@ -141,6 +141,7 @@ impl WebhookStore for PgStore {
         ok: bool,
         now: Timestamp,
         disable_after_ms: i64,
+        alert: bool,
     ) -> StoreResult<Option<HealthChange>> {
         in_tx!(self.pool, |tx| {
             let row = sqlx::query(
@@ -164,6 +165,14 @@ impl WebhookStore for PgStore {
                             .execute(&mut *tx)
                             .await
                             .map_err(backend)?;
+                    }
+                    if let Some(to) = endpoint
+                        .alert_email
+                        .as_deref()
+                        .filter(|_| disabled_now && alert)
+                    {
+                        let m = disabled_alert(&endpoint, to, now);
+                        super::misc::insert_message(&mut tx, &m).await?;
                     }
                     Ok(Some(HealthChange {
                         endpoint,

@@ -7,7 +7,7 @@
 
 use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
-    fan_out, first_of_chains,
+    disabled_alert, fan_out, first_of_chains,
 };
 use licensing_core::{DeliveryId, EventId, WebhookId};
 
@@ -150,6 +150,7 @@ impl WebhookStore for SledStore {
         ok: bool,
         now: Timestamp,
         disable_after_ms: i64,
+        alert: bool,
     ) -> StoreResult<Option<HealthChange>> {
         self.durable(|tx| {
             let k = endpoint_key(team, id);
@@ -160,6 +161,15 @@ impl WebhookStore for SledStore {
             let disabled_now = apply_health(&mut endpoint, ok, now, disable_after_ms);
             if endpoint != before {
                 tx.put_json(k, &endpoint)?;
+            }
+            if let Some(to) = endpoint
+                .alert_email
+                .as_deref()
+                .filter(|_| disabled_now && alert)
+            {
+                let m = disabled_alert(&endpoint, to, now);
+                tx.put_json(outbox_key(m.id), &m)?;
+                tx.put(outbox_due_key(&m), Vec::new());
             }
             Ok(Some(HealthChange {
                 endpoint,
