@@ -1,6 +1,11 @@
 //! Load benchmark: `cargo bench -p licensing-server --bench load` (add `-- --smoke` for the few-
 //! seconds run CI uses to prove it works).
 //!
+//! `-- --webhook` runs each hot-path scenario twice in a row, without and then with a webhook
+//! endpoint subscribed to every event type (a loopback receiver in this process), prints each
+//! figure beside the one without, and checks that every new device of the second run was
+//! delivered as a `device.activated` event.
+//!
 //! `-- --postgres` runs the same on PostgreSQL (a throw-away cluster started from the installed
 //! binaries, with fsync on), `-- --database-url postgres://…` on a server of yours (an empty
 //! database).
@@ -106,9 +111,9 @@ impl Plan {
     }
 }
 
-/// Every seeded license has at most this many devices (a realistic limit, so that the limit
-/// check has records to count).
-const HWID_LIMIT: u32 = 100;
+/// Every seeded license has at most this many devices (a limit, so that the limit check has
+/// records to count; high enough for two passes of the new-device scenario at 10,000 req/s).
+const HWID_LIMIT: u32 = 1000;
 
 /// The address of seeded device number `n`: distinct for each device of a team.
 fn device_ip(n: usize) -> std::net::IpAddr {
@@ -144,6 +149,9 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         config.dev_rate_limit_per_minute = 0;
         config.upload_rate_limit_per_minute = 0;
         config.auth_failure_limit_per_minute = 0;
+        // `--webhook`'s receiver listens on loopback over plain HTTP.
+        config.webhook_allow_http = true;
+        config.webhook_allow_private = true;
         let server = Server::bind(config).await.unwrap();
         std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
         let stop = async {
@@ -337,6 +345,168 @@ async fn start_child(data: &Path, url: Option<&str>) -> (Child, String, Duration
             "the server did not start"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The suffix of the hot-path scenarios run with a webhook endpoint.
+const WITH_WEBHOOK: &str = " + webhook";
+
+/// The scenarios of the hot path, in order.
+const HOT_PATH: [&str; 3] = [
+    "heartbeat, known device",
+    "verify with a challenge",
+    NEW_DEVICE,
+];
+
+const NEW_DEVICE: &str = "verify, new device (recorded)";
+
+/// The hot-path scenarios: heartbeat of a known device, verify with a challenge, verify of a new
+/// device; `tag` is appended to their names (and keeps a second pass's new devices new).
+async fn hot_path(
+    plan: Plan,
+    bases: &[String],
+    client_path: &str,
+    known: &Arc<Vec<Known>>,
+    tag: &'static str,
+) -> Vec<Figures> {
+    let named = |name: &str| -> &'static str { format!("{name}{tag}").leak() };
+    let c = plan.connections;
+    let mut results = Vec::new();
+
+    let name = named("heartbeat, known device");
+    if plan.runs(name) {
+        // Bodies are serialized once: the generator's cost should stay that of healthz's.
+        let bodies: Arc<Vec<(String, String)>> = Arc::new(
+            known
+                .iter()
+                .map(|k| {
+                    let body = json!({"licenseKey": k.license_key, "hardwareIdentifier": k.device});
+                    (body.to_string(), k.ip.clone())
+                })
+                .collect(),
+        );
+        let urls = each(bases, &format!("{client_path}/heartbeat"));
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let (body, ip) = &bodies[n as usize % bodies.len()];
+                    h.post(pick(&urls, n))
+                        .header("content-type", "application/json")
+                        .header("x-forwarded-for", ip)
+                        .body(body.clone())
+                }),
+            )
+            .await,
+        );
+    }
+
+    let name = named("verify with a challenge");
+    if plan.runs(name) {
+        let (urls, k) = (each(bases, &format!("{client_path}/verify")), known.clone());
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &k.ip)
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": k.device,
+                            "challenge": format!("challenge-{n:012}"),
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+
+    let name = named(NEW_DEVICE);
+    if plan.runs(name) {
+        let (urls, k) = (each(bases, &format!("{client_path}/verify")), known.clone());
+        // Each pass has its own devices and addresses.
+        let (pass, first_ip) = if tag.is_empty() {
+            ('a', 0xac10_0000u32)
+        } else {
+            ('w', 0xad10_0000u32)
+        };
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    // A new device from a new address: both records are created.
+                    let ip = std::net::Ipv4Addr::from(first_ip.wrapping_add(n as u32));
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", ip.to_string())
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": format!("new-device-{pass}-{n:012}"),
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+    results
+}
+
+/// A webhook receiver on loopback that accepts every delivery and counts the events it got.
+struct WebhookReceiver {
+    url: String,
+    events: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+}
+
+impl WebhookReceiver {
+    async fn start() -> Self {
+        use hyper::service::service_fn;
+        use hyper_util::rt::TokioIo;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let events: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>> = Arc::default();
+        let counted = events.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let service =
+                        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                            let counted = counted.clone();
+                            async move {
+                                use http_body_util::BodyExt;
+                                let body = request.into_body().collect().await?.to_bytes();
+                                let event: serde_json::Value =
+                                    serde_json::from_slice(&body).unwrap_or_default();
+                                let kind = event["type"].as_str().unwrap_or("?").to_owned();
+                                *counted.lock().unwrap().entry(kind).or_default() += 1;
+                                Ok::<_, hyper::Error>(
+                                    hyper::Response::builder()
+                                        .status(204)
+                                        .body(http_body_util::Empty::<bytes::Bytes>::new())
+                                        .unwrap(),
+                                )
+                            }
+                        });
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                        .ok();
+                });
+            }
+        });
+        Self { url, events }
+    }
+
+    /// How many events of `kind` arrived.
+    fn count(&self, kind: &str) -> u64 {
+        self.events.lock().unwrap().get(kind).copied().unwrap_or(0)
     }
 }
 
@@ -623,88 +793,86 @@ async fn run(plan: Plan) {
         results.push(drive(name, plan, c, Arc::new(move |h, n| h.get(pick(&urls, n)))).await);
     }
 
-    let name = "heartbeat, known device";
-    if plan.runs(name) {
-        // Bodies are serialized once: the generator's cost should stay that of healthz's.
-        let bodies: Arc<Vec<(String, String)>> = Arc::new(
-            known
-                .iter()
-                .map(|k| {
-                    let body = json!({"licenseKey": k.license_key, "hardwareIdentifier": k.device});
-                    (body.to_string(), k.ip.clone())
-                })
-                .collect(),
+    // `--webhook`: each hot-path scenario runs twice in a row, without and then with an endpoint
+    // subscribed to every event type (a loopback receiver that accepts each delivery; disabled
+    // for the first run, which then raises no event), so that the two figures are measured side
+    // by side on the same store.
+    let webhook = if std::env::args().any(|a| a == "--webhook") {
+        let receiver = WebhookReceiver::start().await;
+        let created = http
+            .post(format!("{dev}/webhooks"))
+            .bearer_auth(&seeded.api_key)
+            .json(&json!({"url": receiver.url}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            created.status(),
+            201,
+            "the webhook endpoint was not created"
         );
-        let urls = each(&bases, &format!("{client_path}/heartbeat"));
-        results.push(
-            drive(
-                name,
-                plan,
-                c,
-                Arc::new(move |h, n| {
-                    let (body, ip) = &bodies[n as usize % bodies.len()];
-                    h.post(pick(&urls, n))
-                        .header("content-type", "application/json")
-                        .header("x-forwarded-for", ip)
-                        .body(body.clone())
-                }),
-            )
-            .await,
-        );
+        let created: serde_json::Value = created.json().await.unwrap();
+        let endpoint = format!("{dev}/webhooks/{}", created["data"]["id"].as_str().unwrap());
+        Some((receiver, endpoint))
+    } else {
+        None
+    };
+    let enable = |on: bool| {
+        let (http, key) = (http.clone(), seeded.api_key.clone());
+        let endpoint = webhook.as_ref().map(|(_, e)| e.clone());
+        let instances = bases.len();
+        async move {
+            let Some(endpoint) = endpoint else { return };
+            let answer = http
+                .patch(endpoint)
+                .bearer_auth(key)
+                .json(&json!({"enabled": on}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 200, "the webhook endpoint was not changed");
+            if instances > 1 {
+                // The other instances see the change when their cached team expires.
+                tokio::time::sleep(services::contexts::SHARED_MAX_AGE).await;
+            }
+        }
+    };
+    // Every new device of the run with the endpoint is delivered as a `device.activated` event
+    // (waited for, up to a minute, while the server keeps running).
+    let mut delivered = None;
+    for scenario in HOT_PATH {
+        if !plan.runs(scenario) {
+            continue;
+        }
+        let one = Plan {
+            only: Some(scenario),
+            ..plan
+        };
+        enable(false).await;
+        results.extend(hot_path(one, &bases, &client_path, &known, "").await);
+        let Some((receiver, _)) = &webhook else {
+            continue;
+        };
+        enable(true).await;
+        let before = receiver.count("device.activated");
+        let with = hot_path(one, &bases, &client_path, &known, WITH_WEBHOOK).await;
+        if scenario == NEW_DEVICE {
+            let expected = before + with.iter().map(|f| f.requests - f.errors).sum::<u64>();
+            let waited = Instant::now();
+            while receiver.count("device.activated") < expected
+                && waited.elapsed() < Duration::from_secs(60)
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            delivered = Some((
+                receiver.count("device.activated") - before,
+                expected - before,
+                waited.elapsed(),
+            ));
+        }
+        results.extend(with);
     }
-
-    let name = "verify with a challenge";
-    if plan.runs(name) {
-        let (urls, k) = (
-            each(&bases, &format!("{client_path}/verify")),
-            known.clone(),
-        );
-        results.push(
-            drive(
-                name,
-                plan,
-                c,
-                Arc::new(move |h, n| {
-                    let k = &k[n as usize % k.len()];
-                    h.post(pick(&urls, n))
-                        .header("x-forwarded-for", &k.ip)
-                        .json(&json!({
-                            "licenseKey": k.license_key,
-                            "hardwareIdentifier": k.device,
-                            "challenge": format!("challenge-{n:012}"),
-                        }))
-                }),
-            )
-            .await,
-        );
-    }
-
-    let name = "verify, new device (recorded)";
-    if plan.runs(name) {
-        let (urls, k) = (
-            each(&bases, &format!("{client_path}/verify")),
-            known.clone(),
-        );
-        results.push(
-            drive(
-                name,
-                plan,
-                c,
-                Arc::new(move |h, n| {
-                    let k = &k[n as usize % k.len()];
-                    // A new device from a new address: both records are created.
-                    let ip = std::net::Ipv4Addr::from(0xac10_0000 + n as u32);
-                    h.post(pick(&urls, n))
-                        .header("x-forwarded-for", ip.to_string())
-                        .json(&json!({
-                            "licenseKey": k.license_key,
-                            "hardwareIdentifier": format!("new-device-{n:012}"),
-                        }))
-                }),
-            )
-            .await,
-        );
-    }
+    enable(false).await;
 
     for (name, version) in [
         ("classloader, 1 MiB", "1.0.0"),
@@ -807,11 +975,23 @@ async fn run(plan: Plan) {
 
     println!();
     println!(
-        "{:<36} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8}  ratio to its limit",
+        "{:<40} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8}  ratio to its limit",
         "scenario", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "MiB/s", "errors"
     );
     for f in &results {
         let ratio = match f.name {
+            n if n.ends_with(WITH_WEBHOOK) => {
+                let without = n.trim_end_matches(WITH_WEBHOOK);
+                results
+                    .iter()
+                    .find(|w| w.name == without)
+                    .map_or(String::new(), |w| {
+                        format!(
+                            "{:.0}% of the same without an endpoint",
+                            100.0 * f.rps() / w.rps()
+                        )
+                    })
+            }
             n if n.starts_with("heartbeat") => {
                 format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
             }
@@ -824,7 +1004,7 @@ async fn run(plan: Plan) {
             _ => String::new(),
         };
         println!(
-            "{:<36} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8}  {ratio}",
+            "{:<40} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8}  {ratio}",
             f.name,
             f.rps(),
             f.p50.as_secs_f64() * 1e3,
@@ -848,6 +1028,13 @@ async fn run(plan: Plan) {
         disk as f64 / (1024.0 * 1024.0),
         startup.as_millis()
     );
+    if let Some((got, expected, waited)) = delivered {
+        println!(
+            "webhook: {got} of {expected} device.activated events delivered {:.1} s after the last request",
+            waited.as_secs_f64()
+        );
+        assert!(got >= expected, "webhook events were not delivered");
+    }
     let failed: u64 = results.iter().map(|f| f.errors).sum();
     assert!(failed == 0, "{failed} requests failed");
 }

@@ -799,7 +799,8 @@ pub trait WebhookStore: Send + Sync {
     /// Turns up to `limit` queued events (any team, oldest first) into deliveries, one per
     /// endpoint of the event's team that is enabled and wants its type (see
     /// [`fan_out`](crate::model::fan_out)), and removes them from the queue, atomically per
-    /// event; how many events it took. Several workers never take one event twice.
+    /// event; how many events it took. Several workers never take one event twice. Need not be
+    /// durable when it returns: lost with the process, the events are taken again.
     fn fan_out_events(
         &self,
         now: Timestamp,
@@ -819,7 +820,9 @@ pub trait WebhookStore: Send + Sync {
         &self,
         delivery: &WebhookDelivery,
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Stores a delivery after an attempt (and lifts its claim); nothing when it is gone.
+    /// Stores a delivery after an attempt (and lifts its claim); nothing when it is gone. Need
+    /// not be durable when it returns: an outcome lost with the process leaves the delivery
+    /// pending, to be sent again.
     fn update_delivery(
         &self,
         delivery: &WebhookDelivery,

@@ -2658,7 +2658,8 @@ pub async fn audit_lists_filter_order_page_and_prune<S: Store>(store: &S) {
     assert_eq!(left.items[0].at, at(5));
 }
 
-fn endpoint(team: TeamId, types: &[&str], enabled: bool) -> crate::model::WebhookEndpoint {
+/// A webhook endpoint of `team` wanting `types` (everything when empty).
+pub fn endpoint(team: TeamId, types: &[&str], enabled: bool) -> crate::model::WebhookEndpoint {
     crate::model::WebhookEndpoint {
         id: crate::WebhookId::new(),
         team_id: team,

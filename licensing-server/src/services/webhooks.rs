@@ -37,11 +37,20 @@ const BATCH: usize = 32;
 /// Events fanned out per store call.
 const FAN_OUT_BATCH: usize = 100;
 
-/// How long a claimed batch stays this worker's: longer than a batch's sends can take.
-const LEASE_MS: i64 = 5 * 60 * 1000;
+/// How long a claimed batch stays this worker's beyond twice the send timeout: longer than a
+/// batch's sends (at once, each bounded by the timeout) and their store writes can take, and
+/// short, because a batch claimed by an instance that died is sent again only after it.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// How long an idle connection to an endpoint is kept for the next delivery.
+const POOL_IDLE: Duration = Duration::from_secs(30);
 
 /// Time between rounds when nothing was due.
 const POLL: Duration = Duration::from_millis(500);
+
+/// Time between rounds that found less than a full batch: events arriving one by one (a new
+/// device per verify, under load) are fanned out and sent in batches, not one store write each.
+const GATHER: Duration = Duration::from_millis(100);
 
 /// Finished deliveries are kept this long in the log.
 const DELIVERY_RETENTION_MS: i64 = 30 * 86_400_000;
@@ -240,8 +249,11 @@ impl Sender {
             .no_proxy()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            // A fresh connection, so a fresh (checked) resolution, for every attempt.
-            .pool_max_idle_per_host(0)
+            // Connections are kept for a while and reused: every new one resolves its host
+            // afresh through the guard, and a kept one stays with the address checked when it
+            // was opened, so rebinding the name reaches nothing new.
+            .pool_idle_timeout(POOL_IDLE)
+            .pool_max_idle_per_host(BATCH)
             .user_agent(concat!(
                 "licensing-server/",
                 env!("CARGO_PKG_VERSION"),
@@ -432,18 +444,30 @@ pub async fn deliver<S: WebhookStore>(store: &S, sender: &Sender, mut d: Webhook
     }
 }
 
-/// One round: fan queued events out, then send what is due. Whether anything was done.
-pub async fn round<S: WebhookStore>(store: &S, sender: &Sender) -> bool {
+/// How much work a round found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Work {
+    /// Nothing was queued or due.
+    None,
+    /// Less than a full batch.
+    Some,
+    /// A full batch: more may be waiting.
+    Full,
+}
+
+/// One round: fan queued events out, then send what is due.
+pub async fn round<S: WebhookStore>(store: &S, sender: &Sender) -> Work {
     let now = Timestamp::now();
-    let mut busy = false;
+    let mut busy = Work::None;
     loop {
         match store.fan_out_events(now, FAN_OUT_BATCH).await {
             Ok(0) => break,
             Ok(n) => {
-                busy = true;
                 if n < FAN_OUT_BATCH {
+                    busy = busy.max(Work::Some);
                     break;
                 }
+                busy = Work::Full;
             }
             Err(e) => {
                 tracing::error!(error = %e, "fanning out webhook events failed");
@@ -451,7 +475,9 @@ pub async fn round<S: WebhookStore>(store: &S, sender: &Sender) -> bool {
             }
         }
     }
-    let due = match store.claim_deliveries(now, LEASE_MS, BATCH).await {
+    let lease = sender.settings.timeout.saturating_mul(2) + LEASE_MARGIN;
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let due = match store.claim_deliveries(now, lease_ms, BATCH).await {
         Ok(due) => due,
         Err(e) => {
             tracing::error!(error = %e, "claiming webhook deliveries failed");
@@ -459,7 +485,11 @@ pub async fn round<S: WebhookStore>(store: &S, sender: &Sender) -> bool {
         }
     };
     if !due.is_empty() {
-        busy = true;
+        busy = busy.max(if due.len() >= BATCH {
+            Work::Full
+        } else {
+            Work::Some
+        });
         futures_util::future::join_all(due.into_iter().map(|d| deliver(store, sender, d))).await;
     }
     busy
@@ -488,16 +518,17 @@ pub async fn run_worker<S: WebhookStore>(
         }
         // A round cut short by the stop leaves its deliveries pending: they are sent again
         // after the restart (at least once).
-        let busy = tokio::select! {
-            busy = round(&store, &sender) => busy,
+        let pause = tokio::select! {
+            work = round(&store, &sender) => match work {
+                Work::Full => continue,
+                Work::Some => GATHER,
+                Work::None => POLL,
+            },
             _ = stop.changed() => return,
         };
-        if busy {
-            continue;
-        }
         tokio::select! {
             _ = stop.changed() => {},
-            () = tokio::time::sleep(POLL) => {},
+            () = tokio::time::sleep(pause) => {},
         }
     }
 }

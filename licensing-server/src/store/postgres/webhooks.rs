@@ -143,6 +143,17 @@ impl WebhookStore for PgStore {
         disable_after_ms: i64,
         alert: bool,
     ) -> StoreResult<Option<HealthChange>> {
+        // A success on a healthy endpoint changes nothing: answered without a row lock, so that
+        // the deliveries of one endpoint do not queue on it.
+        if ok {
+            let endpoint = self.get_webhook(team, id).await?;
+            if endpoint.as_ref().is_none_or(|e| e.failing_since.is_none()) {
+                return Ok(endpoint.map(|endpoint| HealthChange {
+                    endpoint,
+                    disabled_now: false,
+                }));
+            }
+        }
         in_tx!(self.pool, |tx| {
             let row = sqlx::query(
                 "SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2 FOR UPDATE",

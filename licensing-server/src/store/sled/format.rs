@@ -4,19 +4,20 @@
 //! |---|---|
 //! | 1 | (no version key) the first layout: devices and addresses keyed by record id |
 //! | 2 | devices keyed by a digest of their identifier and addresses by their 16 bytes, so a request finds its own records without reading the others; per-license record counts; session keys |
+//! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Migrations are idempotent (a crash half way is finished at the next start) and the new
 //! version is written last.
 
-use licensing_core::model::{Hwid, IpRecord, License};
+use licensing_core::model::{Hwid, IpRecord, License, WebhookDelivery};
 use licensing_core::store::{StoreError, StoreResult};
 
 use super::keys::{key, tag};
 use super::{Tally, backend, decode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub(crate) const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 3;
 
 fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -46,6 +47,12 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
         let licenses = v1_to_v2(tree)?;
         if licenses > 0 {
             tracing::info!(licenses, "store migrated to format 2");
+        }
+    }
+    if found < 3 {
+        let pending = v2_to_v3(tree)?;
+        if pending > 0 {
+            tracing::info!(pending, "store migrated to format 3");
         }
     }
     if found < FORMAT {
@@ -102,6 +109,31 @@ fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
         }
         batch.insert(tally_key(tag::HWID, team, id), hwid_tally.encode().to_vec());
         batch.insert(tally_key(tag::IP, team, id), ip_tally.encode().to_vec());
+        tree.apply_batch(batch).map_err(backend)?;
+        migrated += 1;
+    }
+    Ok(migrated)
+}
+
+/// Format 2 to 3: each pending delivery's index entry (`[i, D]` | delivery, valued team |
+/// endpoint) rewritten in chain order (see `webhooks.rs`). Returns the entries rewritten.
+fn v2_to_v3(tree: &sled::Tree) -> StoreResult<usize> {
+    let mut migrated = 0;
+    for entry in tree.scan_prefix([tag::INDEX, tag::DELIVERY]) {
+        let (old, owner) = entry.map_err(backend)?;
+        // Entries of the new layout (a crash half way) are longer: team, endpoint and time.
+        if owner.len() != 32 || old.len() != 2 + 16 {
+            continue;
+        }
+        let mut batch = sled::Batch::default();
+        batch.remove(old.clone());
+        let record = key(&[&[tag::DELIVERY], &owner, &old[2..]]);
+        if let Some(value) = tree.get(record).map_err(backend)? {
+            let delivery: WebhookDelivery = decode(&value)?;
+            if let Some((k, v)) = super::webhooks::pending_entry(&delivery) {
+                batch.insert(k, v);
+            }
+        }
         tree.apply_batch(batch).map_err(backend)?;
         migrated += 1;
     }

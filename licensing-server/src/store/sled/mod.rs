@@ -701,6 +701,10 @@ impl SledStore {
 
     /// Applies a staged write under the gate; the batch number to wait for to make it durable.
     async fn commit(&self, tx: Tx<'_>) -> StoreResult<u64> {
+        if tx.pending.is_empty() {
+            // Nothing to write: durable once what it read is.
+            return Ok(self.inner.applied.load(Ordering::Acquire));
+        }
         let _gate = self.inner.locks.gate.read().await;
         tx.commit()?;
         Ok(self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1)
@@ -1458,6 +1462,82 @@ mod tests {
             );
             record("device-b-0000").await.expect("second device");
             assert!(record("device-c-0000").await.is_err(), "the limit holds");
+        });
+    }
+
+    /// A store of format 2 (pending deliveries indexed by delivery id) is migrated when opened:
+    /// its pending delivery is still claimed.
+    #[test]
+    fn a_format_2_store_keeps_its_pending_deliveries() {
+        use licensing_core::model::WebhookDelivery;
+        use licensing_core::store::{Journal, WebhookStore, testing};
+        use licensing_core::{EventId, Timestamp};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let delivery = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let endpoint = testing::endpoint(team.id, &[], true);
+            store
+                .create_webhook(&endpoint, &Journal::NONE)
+                .await
+                .expect("create");
+            let d = WebhookDelivery::of_payload(
+                team.id,
+                endpoint.id,
+                EventId::ordered(),
+                "license.created",
+                "license:1".into(),
+                "{}".into(),
+                now,
+            );
+            store.insert_delivery(&d).await.expect("insert");
+            d
+        });
+        {
+            let mut tries = 0;
+            let db = loop {
+                match sled::open(dir.path()) {
+                    Ok(db) => break db,
+                    Err(_) if tries < 100 => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Err(e) => panic!("raw open: {e}"),
+                }
+            };
+            let tree = db.open_tree("data").expect("tree");
+            tree.insert(
+                super::key(&[&[super::tag::META], b"format"]),
+                &2u32.to_be_bytes(),
+            )
+            .expect("version");
+            let prefix = [super::tag::INDEX, super::tag::DELIVERY];
+            for kv in tree.scan_prefix(prefix) {
+                tree.remove(kv.expect("scan").0).expect("remove");
+            }
+            tree.insert(
+                super::key(&[&prefix, delivery.id.as_bytes()]),
+                super::key(&[delivery.team_id.as_bytes(), delivery.endpoint_id.as_bytes()]),
+            )
+            .expect("old entry");
+            db.flush().expect("flush");
+        }
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("migrating open");
+            assert_eq!(
+                super::format::version(&store.inner.tree).expect("version"),
+                super::format::FORMAT
+            );
+            let claimed = store
+                .claim_deliveries(now, 60_000, 10)
+                .await
+                .expect("claim");
+            assert_eq!(
+                claimed.iter().map(|d| d.id).collect::<Vec<_>>(),
+                vec![delivery.id]
+            );
         });
     }
 

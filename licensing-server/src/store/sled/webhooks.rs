@@ -1,13 +1,14 @@
 //! Webhook endpoints, queued events and deliveries.
 //!
 //! Keys: `W` | team | endpoint holds an endpoint; `E` | event (time-ordered) a queued event;
-//! `D` | team | endpoint | delivery (time-ordered) a delivery, and `[i, D]` | delivery its
-//! place among the pending ones (the value is team | endpoint), removed when it finishes;
+//! `D` | team | endpoint | delivery (time-ordered) a delivery, and `[i, D]` | event | delivery
+//! its place among the pending ones, in chain order (the value is team | endpoint | next attempt
+//! | resource, so that a claim reads no record it does not send), removed when it finishes;
 //! `e` | team | license the license's mark of a raised client event (its value, big-endian).
 
 use licensing_core::model::{
     DeliveryStatus, HealthChange, WebhookDelivery, WebhookEndpoint, WebhookEvent, apply_health,
-    disabled_alert, fan_out, first_of_chains,
+    disabled_alert, fan_out,
 };
 use licensing_core::{DeliveryId, EventId, WebhookId};
 
@@ -37,19 +38,36 @@ pub(super) fn event_mark_key(team: TeamId, license: LicenseId) -> Vec<u8> {
     key(&[&[tag::EVENT_MARK], team.as_bytes(), license.as_bytes()])
 }
 
-fn pending_key(id: DeliveryId) -> Vec<u8> {
-    key(&[&[tag::INDEX, tag::DELIVERY], id.as_bytes()])
+fn pending_key(d: &WebhookDelivery) -> Vec<u8> {
+    key(&[
+        &[tag::INDEX, tag::DELIVERY],
+        d.event_id.as_bytes(),
+        d.id.as_bytes(),
+    ])
+}
+
+/// Where the team and endpoint end in a pending index value, and where the next attempt ends.
+const OWNER_END: usize = 32;
+const NEXT_END: usize = 40;
+
+/// The pending index entry of `d`, when it is pending.
+pub(super) fn pending_entry(d: &WebhookDelivery) -> Option<(Vec<u8>, Vec<u8>)> {
+    (d.status == DeliveryStatus::Pending).then(|| {
+        let next = d.next_attempt_at.map_or(i64::MAX, Timestamp::as_millis);
+        let value = key(&[
+            d.team_id.as_bytes(),
+            d.endpoint_id.as_bytes(),
+            &next.to_be_bytes(),
+            d.resource.as_bytes(),
+        ]);
+        (pending_key(d), value)
+    })
 }
 
 fn put_delivery(tx: &mut Tx<'_>, d: &WebhookDelivery) -> StoreResult<()> {
-    let pending = pending_key(d.id);
-    if d.status == DeliveryStatus::Pending {
-        tx.put(
-            pending,
-            key(&[d.team_id.as_bytes(), d.endpoint_id.as_bytes()]),
-        );
-    } else {
-        tx.del(pending);
+    match pending_entry(d) {
+        Some((k, v)) => tx.put(k, v),
+        None => tx.del(pending_key(d)),
     }
     tx.put_json(delivery_key(d.team_id, d.endpoint_id, d.id), d)
 }
@@ -59,23 +77,38 @@ impl SledStore {
         self.scan(&key(&[&[tag::WEBHOOK], team.as_bytes()]))
     }
 
-    fn pending_deliveries(&self) -> StoreResult<Vec<WebhookDelivery>> {
-        let prefix = [tag::INDEX, tag::DELIVERY];
+    /// The deliveries a worker may send at `now`: the first pending one of each chain (endpoint
+    /// and resource), if due, oldest event first, at most `limit`; see
+    /// [`first_of_chains`](licensing_core::model::first_of_chains). Walks the pending index in
+    /// chain order and stops at `limit`, reading only the records it returns.
+    fn due_deliveries(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<WebhookDelivery>> {
+        let damaged = || StoreError::backend("a pending delivery index entry is damaged");
+        let mut chains: HashSet<Vec<u8>> = HashSet::new();
         let mut out = Vec::new();
+        let prefix = [tag::INDEX, tag::DELIVERY];
         for kv in self.inner.tree.scan_prefix(prefix).take(PENDING_SCAN) {
+            if out.len() >= limit {
+                break;
+            }
             let (k, v) = kv.map_err(backend)?;
+            let next = v.get(OWNER_END..NEXT_END).ok_or_else(damaged)?;
+            let chain = [&v[16..OWNER_END], &v[NEXT_END..]].concat();
+            if !chains.insert(chain) {
+                continue;
+            }
+            let next = i64::from_be_bytes(next.try_into().map_err(|_| damaged())?);
+            if next > now.as_millis() {
+                continue;
+            }
+            let uuid = |b: &[u8]| uuid::Uuid::from_bytes(b.try_into().unwrap_or_default());
+            let (team, endpoint) = (
+                TeamId::from_uuid(uuid(&v[..16])),
+                WebhookId::from_uuid(uuid(&v[16..OWNER_END])),
+            );
             let id = DeliveryId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
-            let owner: [u8; 32] = v
-                .as_ref()
-                .try_into()
-                .map_err(|_| StoreError::backend("a pending delivery index entry is damaged"))?;
-            let team = TeamId::from_uuid(uuid::Uuid::from_bytes(
-                owner[..16].try_into().unwrap_or_default(),
-            ));
-            let endpoint = WebhookId::from_uuid(uuid::Uuid::from_bytes(
-                owner[16..].try_into().unwrap_or_default(),
-            ));
-            if let Some(d) = self.get_json(&delivery_key(team, endpoint, id))? {
+            if let Some(d) = self.get_json::<WebhookDelivery>(&delivery_key(team, endpoint, id))?
+                && d.status == DeliveryStatus::Pending
+            {
                 out.push(d);
             }
         }
@@ -133,9 +166,9 @@ impl WebhookStore for SledStore {
             tx.del(k);
             let prefix = key(&[&[tag::DELIVERY], team.as_bytes(), id.as_bytes()]);
             for kv in self.inner.tree.scan_prefix(prefix) {
-                let (k, _) = kv.map_err(backend)?;
-                let delivery = DeliveryId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
-                tx.del(pending_key(delivery));
+                let (k, v) = kv.map_err(backend)?;
+                let delivery: WebhookDelivery = decode(&v)?;
+                tx.del(pending_key(&delivery));
                 tx.del(k.to_vec());
             }
             Ok(())
@@ -152,6 +185,16 @@ impl WebhookStore for SledStore {
         disable_after_ms: i64,
         alert: bool,
     ) -> StoreResult<Option<HealthChange>> {
+        // A success on a healthy endpoint changes nothing: answered without the write lock.
+        if ok {
+            let endpoint: Option<WebhookEndpoint> = self.get_json(&endpoint_key(team, id))?;
+            if endpoint.as_ref().is_none_or(|e| e.failing_since.is_none()) {
+                return Ok(endpoint.map(|endpoint| HealthChange {
+                    endpoint,
+                    disabled_now: false,
+                }));
+            }
+        }
         self.durable(|tx| {
             let k = endpoint_key(team, id);
             let Some(mut endpoint) = tx.get_json::<WebhookEndpoint>(&k)? else {
@@ -188,7 +231,10 @@ impl WebhookStore for SledStore {
         if events.is_empty() {
             return Ok(0);
         }
-        self.durable(|tx| {
+        // Not flushed before it returns: lost with the process, the events are still queued
+        // (their queueing was durable) and are fanned out again, and their deliveries sent
+        // again (at least once, under the same `webhook-id`).
+        self.write(Touch::Nothing, &Journal::NONE, |tx| {
             let mut endpoints: HashMap<TeamId, Vec<WebhookEndpoint>> = HashMap::new();
             for event in &events {
                 let of_team = match endpoints.entry(event.team_id) {
@@ -205,6 +251,7 @@ impl WebhookStore for SledStore {
             Ok(events.len())
         })
         .await
+        .map(|(n, _batch)| n)
     }
 
     async fn raise_events(&self, events: &[RaisedEvent]) -> StoreResult<usize> {
@@ -242,7 +289,7 @@ impl WebhookStore for SledStore {
     ) -> StoreResult<Vec<WebhookDelivery>> {
         // One process owns a sled store, and its worker claims a batch only after the last one
         // finished: no lease is needed.
-        Ok(first_of_chains(self.pending_deliveries()?, now, limit))
+        self.due_deliveries(now, limit)
     }
 
     async fn insert_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
@@ -256,7 +303,9 @@ impl WebhookStore for SledStore {
     }
 
     async fn update_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
-        self.durable(|tx| {
+        // Not flushed before it returns: an outcome lost with the process leaves the delivery
+        // pending, and it is sent again (at least once); the next flush keeps it.
+        self.write(Touch::Nothing, &Journal::NONE, |tx| {
             if tx
                 .get(&delivery_key(d.team_id, d.endpoint_id, d.id))?
                 .is_none()
@@ -266,6 +315,7 @@ impl WebhookStore for SledStore {
             put_delivery(tx, d)
         })
         .await
+        .map(|((), _batch)| ())
     }
 
     async fn get_delivery(
