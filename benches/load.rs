@@ -1,5 +1,5 @@
 //! Load benchmark: `cargo bench -p licensing-server --bench load` (add `-- --smoke` for the few-
-//! seconds run CI uses to prove it works).
+//! seconds run CI uses to prove it works; `-- --help` lists the options).
 //!
 //! `-- --webhook` runs each hot-path scenario twice in a row, without and then with a webhook
 //! endpoint subscribed to every event type (a loopback receiver in this process), prints each
@@ -50,20 +50,65 @@ struct Plan {
     instances: usize,
 }
 
+/// The load benchmark of the licensing server: seeds a data set, starts the real server in a child
+/// process, drives it over loopback and prints requests/s, latency and the limits to compare
+/// with. Without options it runs the full plan (10 teams, 100,000 licenses, 1,000,000 devices;
+/// about four minutes).
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "load",
+    override_usage = "cargo bench -p licensing-server --bench load -- [OPTIONS]"
+)]
+struct Args {
+    /// The small data set (400 licenses with 2 devices each) and 0.5 s per scenario: a few
+    /// seconds in all (CI runs this; its figures say nothing about speed).
+    #[arg(long, env = "LOAD_SMOKE")]
+    smoke: bool,
+    /// Seconds per scenario.
+    #[arg(long, value_name = "N")]
+    seconds: Option<f64>,
+    /// Connections the generator keeps open (16 at most for downloads).
+    #[arg(long, value_name = "N")]
+    connections: Option<usize>,
+    /// Licenses per team.
+    #[arg(long, value_name = "N")]
+    licenses: Option<usize>,
+    /// Teams.
+    #[arg(long, value_name = "N")]
+    teams: Option<usize>,
+    /// Device records per license.
+    #[arg(long, value_name = "N")]
+    devices: Option<usize>,
+    /// Only the scenarios whose name contains TEXT (for profiling one of them).
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
+    /// Run on a throw-away PostgreSQL cluster started from the installed binaries (fsync on).
+    #[arg(long, conflicts_with = "database_url")]
+    postgres: bool,
+    /// Run on this PostgreSQL database (an empty one).
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// Server processes on the one PostgreSQL database; requests take turns.
+    #[arg(long, value_name = "N")]
+    instances: Option<usize>,
+    /// Run each hot-path scenario also with a webhook endpoint subscribed to every event.
+    #[arg(long)]
+    webhook: bool,
+    /// Seed the data set into DIR once and reuse it afterwards.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+    /// The server child: data directory, address file and an optional database URL.
+    #[arg(long, hide = true, num_args = 2..=3)]
+    serve_child: Option<Vec<PathBuf>>,
+}
+
 impl Plan {
-    /// The full plan, or `--smoke`; `--seconds N`, `--connections N`, `--licenses N`,
-    /// `--teams N`, `--devices N` (per license), `--instances N` (PostgreSQL) and `--only TEXT`
-    /// change one part.
-    fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().collect();
-        let value = |name: &str| {
-            args.iter()
-                .position(|a| a == name)
-                .and_then(|i| args.get(i + 1))
-                .cloned()
-        };
-        let smoke = args.iter().any(|a| a == "--smoke") || std::env::var_os("LOAD_SMOKE").is_some();
-        let mut plan = if smoke {
+    /// The full plan, or `--smoke`, with the options that change one part.
+    fn of(args: &Args) -> Self {
+        let mut plan = if args.smoke {
             Self {
                 teams: 2,
                 licenses: 400,
@@ -84,25 +129,13 @@ impl Plan {
                 instances: 1,
             }
         };
-        if let Some(v) = value("--seconds") {
-            plan.seconds = v.parse().expect("--seconds takes a number");
-        }
-        if let Some(v) = value("--connections") {
-            plan.connections = v.parse().expect("--connections takes a number");
-        }
-        if let Some(v) = value("--licenses") {
-            plan.licenses = v.parse().expect("--licenses takes a number");
-        }
-        if let Some(v) = value("--teams") {
-            plan.teams = v.parse().expect("--teams takes a number");
-        }
-        if let Some(v) = value("--devices") {
-            plan.devices_per_license = v.parse().expect("--devices takes a number");
-        }
-        if let Some(v) = value("--instances") {
-            plan.instances = v.parse().expect("--instances takes a number");
-        }
-        plan.only = value("--only").map(|v| &*v.leak());
+        plan.seconds = args.seconds.unwrap_or(plan.seconds);
+        plan.connections = args.connections.unwrap_or(plan.connections);
+        plan.licenses = args.licenses.unwrap_or(plan.licenses);
+        plan.teams = args.teams.unwrap_or(plan.teams);
+        plan.devices_per_license = args.devices.unwrap_or(plan.devices_per_license);
+        plan.instances = args.instances.unwrap_or(plan.instances);
+        plan.only = args.only.clone().map(|v| &*v.leak());
         plan
     }
 
@@ -121,18 +154,18 @@ fn device_ip(n: usize) -> std::net::IpAddr {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--serve-child") {
+    let args = <Args as clap::Parser>::parse();
+    if let Some(child) = &args.serve_child {
         serve_child(
-            Path::new(&args[i + 1]),
-            Path::new(&args[i + 2]),
-            args.get(i + 3).cloned(),
+            &child[0],
+            &child[1],
+            child.get(2).map(|u| u.to_string_lossy().into_owned()),
         );
         return;
     }
-    let plan = Plan::from_args();
+    let plan = Plan::of(&args);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(run(plan));
+    runtime.block_on(run(plan, &args));
 }
 
 /// The child: the real server on 127.0.0.1:0 with rate limits off, its address written to
@@ -695,23 +728,19 @@ async fn upload(
     assert_eq!(answer.status(), 201);
 }
 
-async fn run(plan: Plan) {
+async fn run(plan: Plan, args: &Args) {
     println!("plan: {plan:?}");
     let dir = tempfile::tempdir().unwrap();
-    let kept = std::env::args()
-        .position(|a| a == "--data")
-        .and_then(|i| std::env::args().nth(i + 1));
-    let root: PathBuf = kept.map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
+    let root: PathBuf = args
+        .data
+        .clone()
+        .unwrap_or_else(|| dir.path().to_path_buf());
     std::fs::create_dir_all(&root).unwrap();
     // `--database-url URL` runs on that PostgreSQL; `--postgres` on a throw-away cluster started
     // here (from Debian's `postgresql` package), flushing to disk like a production one.
-    let url = match std::env::args().position(|a| a == "--database-url") {
-        Some(i) => Some(
-            std::env::args()
-                .nth(i + 1)
-                .expect("--database-url takes a URL"),
-        ),
-        None if std::env::args().any(|a| a == "--postgres") => {
+    let url = match &args.database_url {
+        Some(url) => Some(url.clone()),
+        None if args.postgres => {
             licensing_server::testing::postgres::durable();
             Some(
                 licensing_server::testing::postgres::database()
@@ -797,7 +826,7 @@ async fn run(plan: Plan) {
     // subscribed to every event type (a loopback receiver that accepts each delivery; disabled
     // for the first run, which then raises no event), so that the two figures are measured side
     // by side on the same store.
-    let webhook = if std::env::args().any(|a| a == "--webhook") {
+    let webhook = if args.webhook {
         let receiver = WebhookReceiver::start().await;
         let created = http
             .post(format!("{dev}/webhooks"))

@@ -99,6 +99,11 @@ async fn metrics_answer_loopback_clients_by_default() {
         .unwrap();
     let local = s.client.get(&url).send().await.unwrap();
     assert_eq!(local.status(), 200);
+    // Prometheus's text exposition format, as the body is.
+    assert_eq!(
+        local.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
     assert!(local.text().await.unwrap().contains("licensing_"));
     // Through the trusted loopback proxy, for a client elsewhere.
     let outside = s
