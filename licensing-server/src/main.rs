@@ -169,18 +169,17 @@ fn first_team_text(team: &TeamCreated, base: &str) -> String {
     format!(
         "\nFirst start: created a team.\n\
          \n  team id:     {id}\n  API key:     {key}   (shown only now: store it safely)\n  signing key: {signing}\n\
-         \n  public key (give it to your applications):\n{pem}\
+         \n  Your applications need two public keys, the arguments of licensing_sdk::LicenseClient::new:\
+         \n  the signing key above, and this public key, pasted as it is from BEGIN to END\
+         \n  (GET {base}/api/v1/dev/teams/{id}/public-key gives both again):\n\
+         \n{pem}\
          \nTry it:\n\
          \n  curl -s -H 'Authorization: Bearer {key}' \\\n    {base}/api/v1/dev/teams/{id}/licenses\n\
          \n  curl -s -X POST -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n    -d '{{\"expirationType\":\"NEVER\"}}' {base}/api/v1/dev/teams/{id}/licenses\n",
         id = team.team_id,
         key = team.api_key,
         signing = team.signing_key,
-        pem = team
-            .public_key
-            .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>(),
+        pem = team.public_key,
     )
 }
 
@@ -388,5 +387,41 @@ async fn main() -> anyhow::Result<()> {
             data_dir,
             database_url,
         })) => master_key_rotate(&old, &new, &data_dir, database_url.as_deref()).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::TeamId;
+    use licensing_core::crypto::{TeamKeys, TeamPublicKeys};
+    use licensing_core::model::TeamCreated;
+
+    /// The keys as the first start prints them are taken by the SDK as they are pasted.
+    #[test]
+    fn the_first_start_prints_keys_that_paste() {
+        let keys = TeamKeys::generate().expect("keys");
+        let created = TeamCreated {
+            team_id: TeamId::new(),
+            api_key: "lk_test".into(),
+            public_key: keys.public_key_pem().to_owned(),
+            signing_key: keys.signing_key_base64(),
+        };
+        let text = super::first_team_text(&created, "http://127.0.0.1:8080");
+        let begin = text.find("-----BEGIN").expect("a PEM block");
+        let end = text.find("-----END PUBLIC KEY-----").expect("its end") + 24;
+        let pasted = &text[begin..end];
+        assert!(
+            pasted.lines().all(|l| !l.starts_with(' ')),
+            "not indented: {pasted}"
+        );
+        let signing = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("signing key:"))
+            .expect("the signing key")
+            .trim();
+        assert_eq!(
+            TeamPublicKeys::parse(pasted, signing).expect("parses"),
+            *keys.public_keys()
+        );
     }
 }

@@ -16,11 +16,17 @@ pub struct RsaPublicKey(rsa::RsaPublicKey);
 
 impl RsaPublicKey {
     /// Accepts the forms vendors copy: SPKI PEM (`BEGIN PUBLIC KEY`), PKCS#1 PEM
-    /// (`BEGIN RSA PUBLIC KEY`), base64 of either PEM text, or base64 of the SPKI DER.
+    /// (`BEGIN RSA PUBLIC KEY`), base64 of either PEM text, or base64 of the SPKI DER. PEM text
+    /// may be indented and have Windows line ends (as pasted from a terminal or a document).
     pub fn parse(text: &str) -> Result<Self, CryptoError> {
         let text = text.trim();
         if text.starts_with("-----BEGIN") {
-            return Self::from_pem(text);
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            return Self::from_pem(&lines.join("\n"));
         }
         let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         let decoded = BASE64

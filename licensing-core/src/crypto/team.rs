@@ -303,6 +303,9 @@ mod tests {
         assert_eq!(from_pem, from_b64);
         assert_eq!(from_pem.size(), 256);
         assert_eq!(from_pem.to_pem().unwrap(), pem);
+        // Pasted indented, with Windows line ends.
+        let pasted: String = pem.lines().map(|l| format!("    {l}\r\n")).collect();
+        assert_eq!(RsaPublicKey::parse(&pasted).unwrap(), from_pem);
     }
 
     #[test]
