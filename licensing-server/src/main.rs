@@ -396,6 +396,22 @@ mod tests {
     use licensing_core::crypto::{TeamKeys, TeamPublicKeys};
     use licensing_core::model::TeamCreated;
 
+    /// The changelog's newest release is the version `--version` prints.
+    #[test]
+    fn the_changelog_names_this_version() {
+        let changelog = include_str!("../../CHANGELOG.md");
+        let newest = changelog
+            .lines()
+            .find_map(|l| l.strip_prefix("## "))
+            .expect("a release heading");
+        assert!(
+            newest.starts_with(concat!(env!("CARGO_PKG_VERSION"), " "))
+                || newest == env!("CARGO_PKG_VERSION"),
+            "CHANGELOG.md's newest release is {newest:?}, Cargo.toml says {}",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+
     /// The keys as the first start prints them are taken by the SDK as they are pasted.
     #[test]
     fn the_first_start_prints_keys_that_paste() {
