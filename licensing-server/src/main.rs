@@ -11,9 +11,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use licensing_core::Timestamp;
 use licensing_core::crypto::MasterKey;
 use licensing_core::model::TeamCreated;
+use licensing_core::{TeamId, Timestamp};
 use licensing_server::services::keyring::Keyring;
 use licensing_server::store::AnyStore;
 use licensing_server::{
@@ -41,6 +41,9 @@ enum Command {
     /// Manage teams (with the server stopped).
     #[command(subcommand)]
     Team(TeamCommand),
+    /// Manage a team's API keys.
+    #[command(subcommand)]
+    ApiKey(ApiKeyCommand),
     /// Make or change the master key that seals teams' private keys at rest.
     #[command(subcommand)]
     MasterKey(MasterKeyCommand),
@@ -117,6 +120,23 @@ enum TeamCommand {
         /// The master key file, when the store's private keys are sealed.
         #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApiKeyCommand {
+    /// Create an API key with every scope for a team (the way back when its keys are lost) and
+    /// print {"id","name","key",…} as JSON; the key is shown only this once. The admin API's
+    /// `POST /api/v1/admin/teams/{teamId}/api-keys` does the same on a running server.
+    Create {
+        /// The team's id.
+        #[arg(long)]
+        team: TeamId,
+        /// A name to recognize the key by.
+        #[arg(long, default_value = "recovery")]
+        name: String,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -294,6 +314,26 @@ async fn team_create(
     Ok(())
 }
 
+async fn api_key_create(team: TeamId, name: &str, store: &StoreArgs) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let now = Timestamp::now();
+    let input = licensing_core::api::requests::ApiKeyBody::named(name);
+    let input = licensing_core::api::requests::ApiKeyBody::parse(&serde_json::to_vec(&input)?, now)
+        .map_err(|e| anyhow::anyhow!("{}", e.details()))?;
+    let created = services::teams::create_api_key(
+        &opened,
+        team,
+        input,
+        licensing_core::UserId::ADMIN,
+        &services::audit::Acting::command_line(),
+        now,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{}", e.details()))?;
+    println!("{}", serde_json::to_string(&created)?);
+    Ok(())
+}
+
 async fn export(out: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
@@ -377,6 +417,9 @@ async fn main() -> anyhow::Result<()> {
                 master_key_file.as_deref(),
             )
             .await
+        }
+        Some(Command::ApiKey(ApiKeyCommand::Create { team, name, store })) => {
+            api_key_create(team, &name, &store).await
         }
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
         Some(Command::Export { out, store }) => export(&out, &store).await,

@@ -52,6 +52,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/client/teams/{teamId}/verification/classloader",
     "/api/v1/admin/teams",
     "/api/v1/admin/teams/{teamId}/features",
+    "/api/v1/admin/teams/{teamId}/api-keys",
 ];
 
 /// The template a request path belongs to, or `unmatched`. Runs for every request, so it

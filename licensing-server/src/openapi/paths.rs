@@ -1348,6 +1348,26 @@ pub(super) fn list_teams() {}
 )]
 pub(super) fn set_features() {}
 
+/// (admin) Give a team a new API key, with any scopes (a team whose keys are all lost has no
+/// other way back); the key is shown only in this answer.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/teams/{teamId}/api-keys",
+    tag = "admin",
+    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    request_body = ApiKeyBody,
+    responses(
+        (status = 201, description = "Created: the key is in this answer only", body = Envelope<ApiKeyCreated>),
+        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "TEAM_NOT_FOUND, PRODUCT_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+    ),
+    security(("adminToken" = []))
+)]
+pub(super) fn admin_create_api_key() {}
+
 /// Whether the server is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Up", body = Health)))]
 pub(super) fn healthz() {}

@@ -1,5 +1,5 @@
 //! The admin API under `/api/v1/admin`, for the operator: create and list teams, switch a team's
-//! classloader feature. It exists only when `LICENSING_ADMIN_TOKEN` is set; otherwise its paths
+//! classloader feature, give a team a new API key. It exists only when `LICENSING_ADMIN_TOKEN` is set; otherwise its paths
 //! are unknown routes (404).
 
 use std::future::Future;
@@ -8,10 +8,12 @@ use std::net::IpAddr;
 use bytes::Buf;
 use futures_util::Stream;
 use licensing_core::api::TeamList;
-use licensing_core::api::requests::{AdminTeamBody, FeaturesBody, MAX_JSON_BODY, parse_no_query};
+use licensing_core::api::requests::{
+    AdminTeamBody, ApiKeyBody, FeaturesBody, MAX_JSON_BODY, parse_no_query,
+};
 use licensing_core::model::{Action, TeamView, changes};
 use licensing_core::store::TeamStore;
-use licensing_core::{TeamId, Timestamp};
+use licensing_core::{TeamId, Timestamp, UserId};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::HeaderMap;
@@ -64,7 +66,28 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                 .await
             },
         );
-    create.or(list).unify().or(features).unify().boxed()
+    let api_key = warp::path!("api" / "v1" / "admin" / "teams" / String / "api-keys")
+        .and(warp::post())
+        .and(s())
+        .and(client())
+        .and(headers())
+        .and(warp::body::stream())
+        .then(
+            |team: String, state: AppState, client, headers: HeaderMap, body| async move {
+                gate(state, client, headers, |state, by| {
+                    create_api_key(state, by, team, body)
+                })
+                .await
+            },
+        );
+    create
+        .or(list)
+        .unify()
+        .or(features)
+        .unify()
+        .or(api_key)
+        .unify()
+        .boxed()
 }
 
 /// The admin API's way in: the token (404 when the admin API is off, 401, 429 past the failure
@@ -111,6 +134,24 @@ where
         201,
         team,
         "Team created; its API key is shown only in this answer",
+    ))
+}
+
+/// A new API key for a team, with any scopes: the way back for a team whose keys are all lost.
+async fn create_api_key<S, B>(state: AppState, by: Acting, team: String, body: S) -> Handled
+where
+    S: Stream<Item = Result<B, warp::Error>>,
+    B: Buf,
+{
+    let team: TeamId = path_param("teamId", &team)?;
+    let now = Timestamp::now();
+    let input = ApiKeyBody::parse(&read_body(body, MAX_JSON_BODY).await?, now)?;
+    let created =
+        services::teams::create_api_key(&state.store, team, input, UserId::ADMIN, &by, now).await?;
+    Ok(success(
+        201,
+        created,
+        "API key created; it is shown only in this answer",
     ))
 }
 

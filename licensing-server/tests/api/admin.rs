@@ -106,3 +106,70 @@ async fn admin_creates_lists_and_switches_features() {
         ["name"]
     );
 }
+
+/// The operator gives a team a new API key (a team whose keys are all lost has no other way
+/// back): shown once, with the scopes asked for, working on that team only; an unknown team is
+/// a 404 and a bad body names its field.
+#[tokio::test]
+async fn admin_gives_a_team_a_new_api_key() {
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let url = format!("{}/api/v1/admin/teams/{}/api-keys", s.base, s.team_id());
+    s.send(Method::POST, &url, Some(s.key()), Some(r#"{"name":"x"}"#))
+        .await
+        .err(401, "UNAUTHORIZED");
+    let created = s
+        .send(
+            Method::POST,
+            &url,
+            Some(TOKEN),
+            Some(r#"{"name":"recovery","scopes":["licenses:read"]}"#),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let key = created.ok()["key"].as_str().unwrap().to_owned();
+    assert_eq!(created.ok()["name"], "recovery");
+    let licenses = format!("{}/api/v1/dev/teams/{}/licenses", s.base, s.team_id());
+    s.send(Method::GET, &licenses, Some(&key), None).await.ok();
+    // Its scopes hold.
+    s.send(
+        Method::POST,
+        &licenses,
+        Some(&key),
+        Some(r#"{"expirationType":"NEVER"}"#),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    // It is the team's: the key list shows it, and the audit log names the operator.
+    let keys = format!("{}/api/v1/dev/teams/{}/api-keys", s.base, s.team_id());
+    let listed = s.send(Method::GET, &keys, Some(s.key()), None).await;
+    assert!(
+        listed.ok()["apiKeys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["id"] == created.ok()["id"])
+    );
+    let audit = format!(
+        "{}/api/v1/dev/teams/{}/audit-log?action=api_key.created",
+        s.base,
+        s.team_id()
+    );
+    let entries = s.send(Method::GET, &audit, Some(s.key()), None).await;
+    assert_eq!(entries.ok()["entries"][0]["actor"]["type"], "ADMIN");
+
+    let missing = format!(
+        "{}/api/v1/admin/teams/{}/api-keys",
+        s.base,
+        uuid::Uuid::new_v4()
+    );
+    s.send(Method::POST, &missing, Some(TOKEN), Some(r#"{"name":"x"}"#))
+        .await
+        .err(404, "TEAM_NOT_FOUND");
+    assert_eq!(
+        s.send(Method::POST, &url, Some(TOKEN), Some(r#"{"name":""}"#))
+            .await
+            .err(400, "BAD_REQUEST")
+            .fields(),
+        ["name"]
+    );
+}

@@ -345,3 +345,82 @@ async fn a_failed_license_email_logs_no_customer_address() {
     assert!(!output.contains("jane.customer@example.org"), "{output}");
     assert!(output.contains("j***@example.org"), "{output}");
 }
+
+/// A team whose API keys are all lost gets a new one from the command line: printed once, with
+/// every scope, working on a restarted server, and recorded in the audit log as the command
+/// line's. An unknown team is refused, saying so.
+#[tokio::test]
+async fn the_command_line_gives_a_team_a_new_api_key() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let team = create_team(&dir);
+    let data_dir = dir.to_str().unwrap();
+    let out = run(
+        &[
+            "api-key",
+            "create",
+            "--team",
+            &team.id,
+            "--name",
+            "lost-and-found",
+            "--data-dir",
+            data_dir,
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "api-key create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(created["name"], "lost-and-found");
+    assert_eq!(created["scopes"], json!(["*"]));
+    let key = created["key"].as_str().unwrap().to_owned();
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let refused = run(
+        &[
+            "api-key",
+            "create",
+            "--team",
+            &unknown,
+            "--data-dir",
+            data_dir,
+        ],
+        &[],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Team not found"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    let server = ChildServer::start(&dir, &[]);
+    let api = Api::new(
+        &server,
+        &Team {
+            api_key: key,
+            ..team
+        },
+    );
+    let license = api
+        .post("licenses", json!({"expirationType": "NEVER"}))
+        .await;
+    assert!(license["licenseKey"].is_string());
+    let audit: Value = api
+        .client
+        .get(api.dev("audit-log?action=api_key.created"))
+        .bearer_auth(&api.team.api_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entry = &audit["data"]["entries"][0];
+    assert_eq!(entry["resourceId"], created["id"], "{audit}");
+    assert_eq!(entry["actor"]["type"], "SYSTEM", "{audit}");
+    drop(server);
+}

@@ -2,11 +2,8 @@
 
 use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
 use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
-use licensing_core::crypto::ApiKeySecret;
-use licensing_core::model::{
-    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, FieldChange,
-};
-use licensing_core::store::{ApiKeyStore, BlacklistStore, Entity, ProductStore, StoreError};
+use licensing_core::model::{Action, ApiKeyView, BlacklistEntry};
+use licensing_core::store::{ApiKeyStore, BlacklistStore};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
 
 use super::{Dev, Input};
@@ -17,58 +14,18 @@ pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
     if let Some(why) = dev.key.cannot_grant(&input.scopes, &input.product_ids) {
         return Err(ApiError::forbidden(why));
     }
-    if let Some(products) = &input.product_ids {
-        let found = dev
-            .state
-            .store
-            .get_products(dev.team, products)
-            .await
-            .map_err(store_error)?;
-        if found.len() != products.len() {
-            return Err(StoreError::NotFound(Entity::Product).into());
-        }
-    }
-    let secret = ApiKeySecret::generate();
-    let record = ApiKeyRecord {
-        id: ApiKeyId::new(),
-        team_id: dev.team,
-        name: input.name,
-        hash: secret.hash(),
-        expires_at: input.expires_at,
-        created_at: dev.now,
-        scopes: input.scopes,
-        product_ids: input.product_ids,
-        created_by_user_id: Some(dev.user()),
-        last_used_at: None,
-    };
-    dev.state
-        .store
-        .create_api_key(&record, &{
-            let mut journal = dev.change(
-                Action::ApiKeyCreated,
-                record.id,
-                None,
-                Some(&ApiKeyView::from(&record)),
-            );
-            if let Some(entry) = &mut journal.audit {
-                entry.changes.push(FieldChange::secret("key"));
-            }
-            journal
-        })
-        .await
-        .map_err(store_error)?;
+    let created = crate::services::teams::create_api_key(
+        &dev.state.store,
+        dev.team,
+        input,
+        dev.user(),
+        &dev.acting(),
+        dev.now,
+    )
+    .await?;
     Ok(success(
         201,
-        ApiKeyCreated {
-            id: record.id,
-            name: record.name,
-            key: secret.expose().to_owned(),
-            expires_at: record.expires_at,
-            created_at: record.created_at,
-            scopes: record.scopes,
-            product_ids: record.product_ids,
-            created_by_user_id: record.created_by_user_id,
-        },
+        created,
         "API key created; it is shown only in this answer",
     ))
 }

@@ -108,7 +108,8 @@ impl Dev {
             .change(self.team, self.now, action, resource_id, old, new)
     }
 
-    fn acting(&self) -> Acting {
+    /// Who this request acts as, for the audit log.
+    pub(crate) fn acting(&self) -> Acting {
         Acting {
             actor: Actor::api_key(self.key.id, &self.key.name),
             address: Some(self.client),
