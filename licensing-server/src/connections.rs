@@ -206,12 +206,16 @@ pub(crate) async fn serve(
             let mut request = request.map(|body| DeadlineBody::new(body, deadline));
             let client = proxies.client_ip(peer.ip(), request.headers());
             request.extensions_mut().insert(ClientAddr(client));
-            let access = AccessLog::start(&request, client);
+            let id = RequestId::of(request.headers());
+            let access = AccessLog::start(&request, client, &id);
             let answer = service.call(request);
             async move {
-                let response = answer.await;
-                if let (Some(access), Ok(response)) = (access, &response) {
-                    access.finish(response.status().as_u16());
+                let mut response = answer.await;
+                if let Ok(response) = &mut response {
+                    if let Some(access) = access {
+                        access.finish(response.status().as_u16());
+                    }
+                    response.headers_mut().insert(REQUEST_ID, id.0);
                 }
                 response
             }
@@ -279,22 +283,59 @@ fn write_raw_error(stream: &TcpStream, error: &ApiError) {
         .ok();
 }
 
+/// The header that names a request: taken from the client (or a proxy in front) when it is a
+/// plausible id, made here otherwise, and returned in the answer and the access log, so that a
+/// line of a log can be matched with a complaint.
+const REQUEST_ID: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("x-request-id");
+
+/// A request's id, as its header value.
+struct RequestId(hyper::header::HeaderValue);
+
+impl RequestId {
+    /// The client's `X-Request-Id` when it is 1 to 128 letters, digits or `-_.:/+=`; else a new
+    /// one: this process's random prefix and a counter (no system call per request).
+    fn of(headers: &hyper::HeaderMap) -> Self {
+        let given = headers.get(&REQUEST_ID).filter(|v| {
+            let b = v.as_bytes();
+            (1..=128).contains(&b.len())
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || b"-_.:/+=".contains(c))
+        });
+        if let Some(given) = given {
+            return Self(given.clone());
+        }
+        static PREFIX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let prefix = PREFIX.get_or_init(rand::random);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let text = format!("{prefix:08x}-{n:012x}");
+        Self(
+            hyper::header::HeaderValue::from_str(&text)
+                .unwrap_or_else(|_| hyper::header::HeaderValue::from_static("unknown")),
+        )
+    }
+}
+
 /// One line of the access log (target `access`, level DEBUG), prepared only when that level is
-/// on. License keys in paths are masked: a key is a credential of the customer's.
+/// on: method, route template, path, status, duration, client address, team and request id.
+/// License keys in paths are masked: a key is a credential of the customer's.
 struct AccessLog {
     started: Instant,
     method: hyper::Method,
     path: String,
     client: IpAddr,
+    request_id: String,
 }
 
 impl AccessLog {
-    fn start<B>(request: &hyper::Request<B>, client: IpAddr) -> Option<Self> {
+    fn start<B>(request: &hyper::Request<B>, client: IpAddr, id: &RequestId) -> Option<Self> {
         tracing::enabled!(target: "access", tracing::Level::DEBUG).then(|| Self {
             started: Instant::now(),
             method: request.method().clone(),
             path: mask_license_keys(request.uri().path()),
             client,
+            request_id: String::from_utf8_lossy(id.0.as_bytes()).into_owned(),
         })
     }
 
@@ -302,11 +343,29 @@ impl AccessLog {
         tracing::debug!(
             target: "access",
             method = %self.method,
+            route = crate::metrics::route_of(&self.path),
             path = self.path,
             status,
-            client = %self.client,
             micros = self.started.elapsed().as_micros() as u64,
+            client = %self.client,
+            team = team_of(&self.path).unwrap_or(""),
+            request_id = self.request_id,
         );
+    }
+}
+
+/// The team a developer or client API path names (`/api/v1/{dev|client}/teams/{teamId}/…`).
+fn team_of(path: &str) -> Option<&str> {
+    let mut segments = path.split('/').skip(1);
+    match (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    ) {
+        (Some("api"), Some("v1"), Some("dev" | "client"), Some("teams"), Some(team)) => Some(team),
+        _ => None,
     }
 }
 

@@ -167,3 +167,46 @@ async fn metrics_can_have_a_listener_of_their_own() {
         .unwrap();
     assert_eq!(other.status(), 404);
 }
+
+/// Every answer carries `X-Request-Id`: the client's when it is a plausible id, a new one
+/// (different for each request) otherwise.
+#[tokio::test]
+async fn answers_carry_a_request_id() {
+    let s = TestServer::start().await;
+    let url = format!("{}/healthz", s.base);
+    let id = |r: &reqwest::Response| r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let first = s.client.get(&url).send().await.unwrap();
+    let second = s.client.get(&url).send().await.unwrap();
+    assert!(!id(&first).is_empty());
+    assert_ne!(id(&first), id(&second));
+    let given = s
+        .client
+        .get(&url)
+        .header("x-request-id", "req-2026/11:25.abc_DEF+1=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(id(&given), "req-2026/11:25.abc_DEF+1=");
+    // Errors carry it too.
+    let missing = s
+        .client
+        .get(s.dev("licenses/id/not-an-id"))
+        .bearer_auth(s.key())
+        .header("x-request-id", "trace-404")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 400);
+    assert_eq!(id(&missing), "trace-404");
+    for odd in ["has space", "quote\"", &"x".repeat(129)] {
+        let replaced = s
+            .client
+            .get(&url)
+            .header("x-request-id", odd)
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(id(&replaced), odd);
+        assert!(!id(&replaced).is_empty());
+    }
+}

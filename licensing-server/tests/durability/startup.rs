@@ -424,3 +424,64 @@ async fn the_command_line_gives_a_team_a_new_api_key() {
     assert_eq!(entry["actor"]["type"], "SYSTEM", "{audit}");
     drop(server);
 }
+
+/// `--log-format json` with the access log on writes one JSON line per request, with its method,
+/// route, status, duration, client address, team and request id (the key in a path masked).
+#[tokio::test]
+async fn the_access_log_is_one_json_line_per_request() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let team = create_team(&dir);
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(
+        &dir,
+        &[
+            ("RUST_LOG", "warn,access=debug"),
+            ("LICENSING_LOG_FORMAT", "json"),
+        ],
+        Some(log.clone()),
+    );
+    let api = Api::new(&server, &team);
+    let answer = api
+        .client
+        .get(api.dev("licenses/ABCDE-12345-FGHIJ-67890-KLMNO"))
+        .bearer_auth(&team.api_key)
+        .header("x-request-id", "json-log-check-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    let started = Instant::now();
+    let line = loop {
+        let found = log
+            .lock()
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("json-log-check-1"))
+            .map(str::to_owned);
+        if let Some(line) = found {
+            break line;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no access line: {}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let entry: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let fields = &entry["fields"];
+    assert_eq!(entry["target"], "access", "{line}");
+    assert_eq!(fields["method"], "GET", "{line}");
+    assert_eq!(
+        fields["route"], "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
+        "{line}"
+    );
+    assert_eq!(fields["status"], 404, "{line}");
+    assert_eq!(fields["client"], "127.0.0.1", "{line}");
+    assert_eq!(fields["team"], team.id.as_str(), "{line}");
+    assert_eq!(fields["request_id"], "json-log-check-1", "{line}");
+    assert!(fields["micros"].is_u64(), "{line}");
+    assert!(!line.contains("ABCDE-12345"), "the key is masked: {line}");
+    drop(server);
+}
