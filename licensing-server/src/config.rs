@@ -67,6 +67,17 @@ pub struct Config {
     #[arg(long, env = "LICENSING_SMTP_FROM")]
     pub smtp_from: Option<String>,
 
+    /// License e-mails a team may queue per day (UTC); a license create past it is refused
+    /// with 429 and nothing is stored.
+    #[arg(long, env = "LICENSING_MAIL_DAILY_LIMIT", default_value_t = crate::services::mail::DEFAULT_DAILY_LIMIT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub mail_daily_limit: u32,
+
+    /// Largest release file in MiB (uploads past it are answered 413).
+    #[arg(long, env = "LICENSING_MAX_UPLOAD_MB", default_value_t = crate::files::DEFAULT_MAX_FILE_MB,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_upload_mb: u64,
+
     /// Base URL of the chat directory that checks customers' `chatId` (Discord-style
     /// `GET {url}/users/{id}`), such as `https://discord.com/api/v10`; chat ids are refused without it.
     #[arg(long, env = "LICENSING_CHAT_API_URL")]
@@ -115,7 +126,7 @@ pub struct Config {
     )]
     pub auth_failure_limit_per_minute: u32,
 
-    /// Release uploads (create or update, which may carry a 10 MiB file) allowed per minute per
+    /// Release uploads (create or update, which may carry a file) allowed per minute per
     /// team, on top of the developer limit. 0 turns this limit off.
     #[arg(
         long,
@@ -235,6 +246,8 @@ impl Config {
             admin_token: None,
             smtp_url: None,
             smtp_from: None,
+            mail_daily_limit: crate::services::mail::DEFAULT_DAILY_LIMIT,
+            max_upload_mb: crate::files::DEFAULT_MAX_FILE_MB,
             chat_api_url: None,
             chat_bot_token: None,
             metrics_listen: None,

@@ -17,8 +17,8 @@ use licensing_core::model::Release;
 use licensing_core::{FileId, TeamId};
 use tokio::io::AsyncWriteExt;
 
-/// Largest release file: 10 MiB.
-pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+/// Largest release file in MiB unless the operator says otherwise (the API's 10 MB).
+pub const DEFAULT_MAX_FILE_MB: u64 = 10;
 
 /// Where release files live.
 #[derive(Clone, Debug)]
@@ -26,6 +26,8 @@ pub struct FileStore {
     /// Where uploads wait until they are stored.
     tmp: PathBuf,
     place: Place,
+    /// The largest file stored, in bytes.
+    max_size: u64,
 }
 
 #[derive(Clone)]
@@ -51,8 +53,8 @@ const DB_CHUNK: usize = 256 * 1024;
 /// Why a file could not be stored.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    /// The file is larger than [`MAX_FILE_SIZE`].
-    #[error("file is larger than 10 MiB")]
+    /// The file is larger than the store's maximum ([`FileStore::max_size`]).
+    #[error("file is larger than the largest allowed")]
     TooLarge,
     /// Reading the upload failed.
     #[error("reading the upload failed: {0}")]
@@ -78,6 +80,7 @@ pub struct PendingFile {
     tmp: PathBuf,
     file: tokio::fs::File,
     size: u64,
+    max_size: u64,
     md5: Md5Hasher,
 }
 
@@ -98,6 +101,7 @@ impl FileStore {
         Ok(Self {
             tmp: root.join("tmp"),
             place: Place::Dir(root),
+            max_size: DEFAULT_MAX_FILE_MB * 1024 * 1024,
         })
     }
 
@@ -108,6 +112,7 @@ impl FileStore {
         Ok(Self {
             tmp: tmp.to_path_buf(),
             place: Place::Db(pool),
+            max_size: DEFAULT_MAX_FILE_MB * 1024 * 1024,
         })
     }
 
@@ -124,8 +129,21 @@ impl FileStore {
             tmp,
             file,
             size: 0,
+            max_size: self.max_size,
             md5: Md5Hasher::new(),
         })
+    }
+
+    /// The same store, taking files of at most `mib` MiB.
+    #[must_use]
+    pub fn with_max_mib(mut self, mib: u64) -> Self {
+        self.max_size = mib.saturating_mul(1024 * 1024);
+        self
+    }
+
+    /// The largest file stored, in bytes.
+    pub fn max_size(&self) -> u64 {
+        self.max_size
     }
 
     /// Stores the pending file as `<team>/<id>`: on disk, fsynced, moved into place and its
@@ -200,12 +218,12 @@ impl FileStore {
         }
     }
 
-    /// Reads a whole stored file (at most [`MAX_FILE_SIZE`]); `None` when it is missing.
+    /// Reads a whole stored file; `None` when it is missing.
     pub async fn read(&self, key: &str) -> std::io::Result<Option<Vec<u8>>> {
         let Some((mut reader, len)) = self.open(key).await? else {
             return Ok(None);
         };
-        let mut out = Vec::with_capacity(usize::try_from(len.min(MAX_FILE_SIZE)).unwrap_or(0));
+        let mut out = Vec::with_capacity(usize::try_from(len.min(self.max_size)).unwrap_or(0));
         tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut out).await?;
         Ok(Some(out))
     }
@@ -266,10 +284,10 @@ impl FileStore {
 }
 
 impl PendingFile {
-    /// Appends bytes, failing once the file would exceed [`MAX_FILE_SIZE`].
+    /// Appends bytes, failing once the file would exceed the store's maximum.
     pub async fn write(&mut self, data: &[u8]) -> Result<(), FileError> {
         self.size += data.len() as u64;
-        if self.size > MAX_FILE_SIZE {
+        if self.size > self.max_size {
             return Err(FileError::TooLarge);
         }
         self.md5.update(data);
@@ -437,9 +455,15 @@ mod tests {
         );
 
         let mut big = store.begin().await.unwrap();
-        big.write(&vec![0; MAX_FILE_SIZE as usize]).await.unwrap();
+        big.write(&vec![0; 10 * 1024 * 1024]).await.unwrap();
         assert!(matches!(big.write(b"x").await, Err(FileError::TooLarge)));
         big.discard().await;
+        // The operator's cap.
+        let small = FileStore::new(dir.path()).unwrap().with_max_mib(1);
+        let mut one = small.begin().await.unwrap();
+        one.write(&vec![0; 1024 * 1024]).await.unwrap();
+        assert!(matches!(one.write(b"x").await, Err(FileError::TooLarge)));
+        one.discard().await;
         store.remove(&stored.key).await;
         assert!(store.read(&stored.key).await.unwrap().is_none());
     }

@@ -194,16 +194,22 @@ impl Server {
                 TeamContexts::expiring(keyring.clone(), crate::services::contexts::SHARED_MAX_AGE)
             }
         };
-        let files = file_store_for(&store, &config.data_dir).map_err(|e| ServerError::Store {
-            dir: config.data_dir.clone(),
-            cause: e.to_string(),
-        })?;
+        let files = file_store_for(&store, &config.data_dir)
+            .map_err(|e| ServerError::Store {
+                dir: config.data_dir.clone(),
+                cause: e.to_string(),
+            })?
+            .with_max_mib(config.max_upload_mb);
         crate::datadir::tighten_and_warn(&config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),
         })?;
         let mailer = match (&config.smtp_url, &config.smtp_from) {
-            (Some(url), Some(from)) => Some(Mailer::new(url, from).map_err(ServerError::Config)?),
+            (Some(url), Some(from)) => {
+                let mut mailer = Mailer::new(url, from).map_err(ServerError::Config)?;
+                mailer.daily_limit = config.mail_daily_limit;
+                Some(mailer)
+            }
             (None, None) => None,
             _ => {
                 return Err(ServerError::Config(

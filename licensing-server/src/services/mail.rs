@@ -11,8 +11,8 @@ use licensing_core::store::OutboxStore;
 use licensing_core::{MessageId, Timestamp};
 use tokio::sync::watch;
 
-/// E-mails a team may queue per day.
-pub const DAILY_LIMIT: u32 = 50;
+/// E-mails a team may queue per day unless the operator says otherwise.
+pub const DEFAULT_DAILY_LIMIT: u32 = 50;
 /// How often the worker looks for due messages.
 const POLL: Duration = Duration::from_millis(500);
 /// Messages sent per round.
@@ -23,6 +23,8 @@ const BATCH: usize = 20;
 pub struct Mailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
+    /// E-mails a team may queue per day.
+    pub daily_limit: u32,
 }
 
 impl std::fmt::Debug for Mailer {
@@ -44,7 +46,11 @@ impl Mailer {
         let from = from
             .parse::<Mailbox>()
             .map_err(|e| format!("LICENSING_SMTP_FROM: {e}"))?;
-        Ok(Self { transport, from })
+        Ok(Self {
+            transport,
+            from,
+            daily_limit: DEFAULT_DAILY_LIMIT,
+        })
     }
 
     /// Sends one message.

@@ -179,3 +179,24 @@ async fn at_most_fifty_mails_a_day_per_team() {
     // Without e-mail the team can still create licenses.
     s.license(r#"{"expirationType":"NEVER"}"#).await;
 }
+
+/// The operator sets the daily limit (`LICENSING_MAIL_DAILY_LIMIT`).
+#[tokio::test]
+async fn the_daily_mail_limit_is_the_operators() {
+    let port = free_port().await;
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+        c.mail_daily_limit = 2;
+    })
+    .await;
+    let jane = customer(&s, r#"{"email":"jane@example.com"}"#).await;
+    let body =
+        format!(r#"{{"expirationType":"NEVER","sendEmailDelivery":true,"customerIds":[{jane}]}}"#);
+    for _ in 0..2 {
+        s.license(&body).await;
+    }
+    s.post(&s.dev("licenses"), &body)
+        .await
+        .err(429, "RATE_LIMIT");
+}

@@ -374,3 +374,38 @@ async fn release_lists_filter_and_sort() {
         );
     }
 }
+
+/// The operator sets the largest release file (`LICENSING_MAX_UPLOAD_MB`); the 413 says it.
+#[tokio::test]
+async fn the_upload_cap_is_the_operators() {
+    let s = TestServer::start_with(|c| c.max_upload_mb = 1).await;
+    let p = s
+        .post(&s.dev("products"), r#"{"name":"App"}"#)
+        .await
+        .ok()
+        .clone();
+    let data = |v: &str| json!({"version": v, "productId": p["id"], "status": "PUBLISHED"});
+    let one = vec![7u8; 1024 * 1024];
+    let ok = send(
+        &s,
+        reqwest::Method::POST,
+        &s.dev("releases"),
+        &data("1.0.0"),
+        Some(("one.bin", one.clone())),
+    )
+    .await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    let mut over = one;
+    over.push(0);
+    let too_big = send(
+        &s,
+        reqwest::Method::POST,
+        &s.dev("releases"),
+        &data("1.0.1"),
+        Some(("one.bin", over)),
+    )
+    .await;
+    too_big.err(413, "BAD_REQUEST");
+    let details = too_big.body["result"]["details"].as_str().unwrap();
+    assert!(details.contains("1 MiB"), "{details}");
+}

@@ -49,11 +49,17 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
             new.clone()
                 .into_license(LicenseKey::generate(), dev.team, dev.user(), dev.now);
         let journal = dev.change(Action::LicenseCreated, license.id, None, Some(&license));
-        let stored = if mail {
+        let stored = if let Some(mailer) = state.mailer.as_ref().filter(|_| mail) {
             let messages = messages_for(state, &license).await?;
             state
                 .store
-                .create_license_with_mail(&license, &messages, mail::DAILY_LIMIT, dev.now, &journal)
+                .create_license_with_mail(
+                    &license,
+                    &messages,
+                    mailer.daily_limit,
+                    dev.now,
+                    &journal,
+                )
                 .await
         } else {
             state.store.create_license(&license, &journal).await

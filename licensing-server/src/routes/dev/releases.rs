@@ -156,9 +156,10 @@ async fn read_file(state: &AppState, part: &mut Field<'_>) -> Result<PendingFile
                         _ => break,
                     }
                 }
-                return Err(ApiError::payload_too_large(
-                    "The file is larger than 10 MiB",
-                ));
+                return Err(ApiError::payload_too_large(format!(
+                    "The file is larger than {} MiB, the largest this server takes",
+                    state.files.max_size() / (1024 * 1024)
+                )));
             }
             Err(e) => {
                 pending.discard().await;
