@@ -1465,6 +1465,23 @@ mod tests {
         });
     }
 
+    /// The sled database of a store just dropped, opened as it is. The store's background
+    /// threads let go of the directory's lock a moment after the drop; under a loaded machine
+    /// that moment can be long.
+    fn raw_open(dir: &std::path::Path) -> sled::Db {
+        let mut tries = 0;
+        loop {
+            match sled::open(dir) {
+                Ok(db) => return db,
+                Err(_) if tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => panic!("raw open: {e}"),
+            }
+        }
+    }
+
     /// A store of format 2 (pending deliveries indexed by delivery id) is migrated when opened:
     /// its pending delivery is still claimed.
     #[test]
@@ -1496,17 +1513,7 @@ mod tests {
             d
         });
         {
-            let mut tries = 0;
-            let db = loop {
-                match sled::open(dir.path()) {
-                    Ok(db) => break db,
-                    Err(_) if tries < 100 => {
-                        tries += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                    }
-                    Err(e) => panic!("raw open: {e}"),
-                }
-            };
+            let db = raw_open(dir.path());
             let tree = db.open_tree("data").expect("tree");
             tree.insert(
                 super::key(&[&[super::tag::META], b"format"]),
@@ -1546,19 +1553,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(super::SledStore::open(dir.path()).expect("open"));
         {
-            // The store's background threads let go of the directory's lock a moment after the
-            // drop; under a loaded machine that moment can be long.
-            let mut tries = 0;
-            let db = loop {
-                match sled::open(dir.path()) {
-                    Ok(db) => break db,
-                    Err(_) if tries < 100 => {
-                        tries += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                    }
-                    Err(e) => panic!("raw open: {e}"),
-                }
-            };
+            let db = raw_open(dir.path());
             let tree = db.open_tree("data").expect("tree");
             tree.insert(
                 super::key(&[&[super::tag::META], b"format"]),
