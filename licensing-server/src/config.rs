@@ -26,6 +26,12 @@ pub enum LogFormat {
 /// Server settings.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
+    /// A TOML file of settings, one key per setting named as its flag without `--`
+    /// (`data-dir = "/var/lib/licensing-server"`); a flag or an environment variable wins over
+    /// the file, the file over the default, and an unknown key is an error.
+    #[arg(long, env = "LICENSING_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "LICENSING_LISTEN", default_value = "127.0.0.1:3000")]
     pub listen: SocketAddr,
@@ -157,7 +163,7 @@ pub struct Config {
 
     /// Let webhooks reach loopback, private, link-local and other non-public addresses (for a
     /// receiver on the same machine or network). Off, such destinations are refused after DNS
-    /// resolution, on every attempt.
+    /// resolution, for every new connection.
     #[arg(long, env = "LICENSING_WEBHOOK_ALLOW_PRIVATE", default_value_t = false,
           action = clap::ArgAction::Set, value_name = "BOOL")]
     pub webhook_allow_private: bool,
@@ -238,6 +244,7 @@ impl Config {
     /// Settings for a server on `127.0.0.1:0` with its data in `data_dir` (tests, embedding).
     pub fn for_data_dir(data_dir: impl Into<PathBuf>) -> Self {
         Self {
+            config: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             database_url: None,

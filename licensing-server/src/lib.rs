@@ -29,6 +29,7 @@
 pub mod archive;
 pub mod client_addr;
 pub mod config;
+pub mod config_file;
 pub mod connections;
 pub mod datadir;
 pub mod files;

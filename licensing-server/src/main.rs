@@ -24,7 +24,12 @@ use licensing_server::{
 #[command(
     name = "licensing-server",
     version,
-    about = "Self-hosted license management and verification server"
+    about = "Self-hosted license management and verification server",
+    after_help = "Settings: a flag wins over its environment variable (LICENSING_*), which wins over the \
+config file (--config FILE: TOML, keys named as the flags without --, an unknown key is an error), \
+which wins over the default.\n\
+Logs go to stderr: RUST_LOG sets the levels (RUST_LOG=info,access=debug adds one line per request), \
+--log-format json writes them for log shippers."
 )]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -395,12 +400,33 @@ async fn master_key_rotate(
     Ok(())
 }
 
+/// The command line, with the settings of the config file (`--config`, `LICENSING_CONFIG`) that
+/// neither a flag nor the environment gave.
+fn with_config_file(mut args: Vec<std::ffi::OsString>) -> anyhow::Result<Cli> {
+    let cli = Cli::parse_from(&args);
+    let path = match &cli.command {
+        None => cli.serve.config.clone(),
+        Some(Command::Serve(config)) => config.config.clone(),
+        Some(_) => None,
+    };
+    let Some(path) = path else {
+        return Ok(cli);
+    };
+    let matches = <Cli as clap::CommandFactory>::command().get_matches_from(&args);
+    let given = matches.subcommand_matches("serve").unwrap_or(&matches);
+    let settings = <Config as clap::Args>::augment_args(clap::Command::new("serve"));
+    let extra = licensing_server::config_file::file_args(&path, &settings, given)
+        .map_err(anyhow::Error::msg)?;
+    args.extend(extra.into_iter().map(Into::into));
+    Ok(Cli::parse_from(&args))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // Everything this process creates (the store's files, release files, key files) is for its
     // user only.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    let cli = Cli::parse();
+    let cli = with_config_file(std::env::args_os().collect())?;
     match cli.command {
         None => serve(cli.serve).await,
         Some(Command::Serve(config)) => serve(*config).await,

@@ -485,3 +485,63 @@ async fn the_access_log_is_one_json_line_per_request() {
     assert!(!line.contains("ABCDE-12345"), "the key is masked: {line}");
     drop(server);
 }
+
+/// The installed server reads its settings from a config file (`LICENSING_CONFIG`): the file's
+/// admin token turns the admin API on, an environment variable wins over the file, and a file
+/// with an unknown key stops the start naming it.
+#[tokio::test]
+async fn settings_come_from_the_config_file_below_the_environment() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    create_team(&dir);
+    let file_token = "from-the-config-file-0123456789abcdef";
+    let env_token = "from-the-environment-0123456789abcdef";
+    let config = parent.path().join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "# The operator's settings.\nadmin-token = \"{file_token}\"\nmail-daily-limit = 5\n"
+        ),
+    )
+    .unwrap();
+    let config_env = config.to_str().unwrap();
+    let teams = |server: &ChildServer| format!("{}/api/v1/admin/teams", server.base);
+    let client = reqwest::Client::new();
+    let status = |url: String, token: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+
+    let server = ChildServer::start(&dir, &[("LICENSING_CONFIG", config_env)]);
+    assert_eq!(status(teams(&server), file_token).await, 200);
+    drop(server);
+
+    let server = ChildServer::start(
+        &dir,
+        &[
+            ("LICENSING_CONFIG", config_env),
+            ("LICENSING_ADMIN_TOKEN", env_token),
+        ],
+    );
+    assert_eq!(status(teams(&server), env_token).await, 200);
+    assert_eq!(status(teams(&server), file_token).await, 401);
+    drop(server);
+
+    std::fs::write(&config, "admin-tokn = \"x\"\n").unwrap();
+    let refused = run(
+        &["--config", config_env, "--data-dir", dir.to_str().unwrap()],
+        &[],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("unknown key `admin-tokn`"), "{said}");
+}
