@@ -204,3 +204,23 @@ async fn metrics_count_requests_by_route_and_status() {
     assert!(text.contains(r#"route="unmatched",method="GET",status="404""#));
     assert!(text.contains("licensing_http_request_duration_seconds_count"));
 }
+
+/// `docs/error-codes.md` lists every result code with its HTTP status.
+#[test]
+fn the_error_code_reference_names_every_code() {
+    let doc = include_str!("../../../docs/error-codes.md");
+    for code in licensing_core::api::ResultCode::ALL {
+        let name = serde_json::to_value(code).unwrap();
+        let name = name.as_str().unwrap();
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("docs/error-codes.md lacks {name}"));
+        let status = row.split(" | ").nth(1).unwrap();
+        assert!(
+            status.starts_with(&code.http_status().to_string()),
+            "{name}: {status}, the server answers {}",
+            code.http_status()
+        );
+    }
+}
