@@ -61,7 +61,7 @@ impl ResultCode {
         Self::ReleaseDraft,
     ];
 
-    /// The HTTP status that answers this code (protocol.md section 1). `BAD_REQUEST` is also
+    /// The HTTP status that answers this code. `BAD_REQUEST` is also
     /// answered with 404, 405 and 413 in the cases [`ApiError`](crate::ApiError) names; this is
     /// its default.
     pub const fn http_status(self) -> u16 {

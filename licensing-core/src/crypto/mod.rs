@@ -1,4 +1,5 @@
-//! Cryptography of protocol.md section 2.
+//! The service's cryptography: license challenges, session keys, download frames, checksums and
+//! response signatures.
 //!
 //! - [`TeamKeys`] (feature `private-keys`): a team's private keys on the constant-time aws-lc-rs
 //!   backend: challenge signing, session-key decryption, response signatures.

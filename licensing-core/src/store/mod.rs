@@ -687,7 +687,7 @@ pub enum SessionKeyRefused {
     Full,
 }
 
-/// The record of used classloader session keys (protocol.md section 2: a session key is
+/// The record of used classloader session keys (a session key is
 /// accepted once), kept per team and across restarts.
 pub trait SessionKeyStore: Send + Sync {
     /// Takes a session key (its `fingerprint`) for `team` at `now`, durably: refused when the

@@ -1,4 +1,4 @@
-//! The verification decision (protocol.md section 3, steps 2 to 8), free of storage and clocks.
+//! The verification decision (the client API's checks, steps 2 to 8), free of storage and clocks.
 //!
 //! One logic serves verify, heartbeat and classloader. The server gathers the inputs, calls
 //! [`precheck`] (steps 2 to 6), and then, inside the store's atomic unit for the license,
