@@ -13,7 +13,8 @@
 //! Not carried: e-mails waiting in the outbox, used session keys and rate-limit counters (all
 //! short-lived).
 
-use std::io::{BufRead, Write};
+use std::collections::HashSet;
+use std::io::BufRead;
 
 use base64::Engine as _;
 use licensing_core::api::requests::{
@@ -24,9 +25,9 @@ use licensing_core::model::{
     Release, Team,
 };
 use licensing_core::store::{Journal, Page, Store};
-use licensing_core::{FileId, LicenseId, TeamId, Timestamp};
+use licensing_core::{BranchId, CustomerId, FileId, LicenseId, ProductId, TeamId, Timestamp};
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncReadExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
 use crate::files::{FileStore, PendingFile};
 
@@ -128,43 +129,76 @@ pub enum ArchiveError {
 }
 
 /// The query of page `page` of a list, oldest first, 100 at a time.
-fn all_pages(page: u32) -> String {
+pub(crate) fn all_pages(page: u32) -> String {
     format!("page={page}&pageSize=100&sortColumn=createdAt&sortDirection=asc")
 }
 
-struct Writer<W: Write> {
+/// Lines go out through a buffer, written in pieces of about 64 KiB.
+struct Writer<W: AsyncWrite + Unpin> {
     out: W,
+    buf: Vec<u8>,
     lines: u64,
 }
 
-impl<W: Write> Writer<W> {
-    fn line(&mut self, line: &Line) -> Result<(), ArchiveError> {
-        serde_json::to_writer(&mut self.out, line).map_err(std::io::Error::other)?;
-        self.out.write_all(b"\n")?;
+impl<W: AsyncWrite + Unpin> Writer<W> {
+    async fn line(&mut self, line: &Line) -> Result<(), ArchiveError> {
+        serde_json::to_writer(&mut self.buf, line).map_err(std::io::Error::other)?;
+        self.buf.push(b'\n');
         self.lines += 1;
+        if self.buf.len() >= 64 * 1024 {
+            self.out.write_all(&self.buf).await?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), ArchiveError> {
+        self.out.write_all(&self.buf).await?;
+        self.buf.clear();
+        self.out.flush().await?;
         Ok(())
     }
 }
 
-/// Reads every page of a list.
-async fn every<T, F, Fut>(mut page: F) -> Result<Vec<T>, ArchiveError>
+/// Reads every page of a list, each record once (by `id`). A server may be writing meanwhile:
+/// a record deleted between two pages moves the later ones forward, so a read whose total
+/// changed is repeated (three passes at most) and the passes merged.
+pub(crate) async fn every<T, K, F, Fut>(
+    id: fn(&T) -> K,
+    mut page: F,
+) -> Result<Vec<T>, ArchiveError>
 where
+    K: std::hash::Hash + Eq,
     F: FnMut(u32) -> Fut,
     Fut: std::future::Future<Output = Result<Page<T>, ArchiveError>>,
 {
     let mut all = Vec::new();
-    for n in 1.. {
-        let got = page(n).await?;
-        let more = got.has_next_page;
-        all.extend(got.items);
-        if !more {
+    let mut seen = std::collections::HashSet::new();
+    for _pass in 0..3 {
+        let mut totals = std::collections::HashSet::new();
+        let mut read = 0u64;
+        for n in 1.. {
+            let got = page(n).await?;
+            totals.insert(got.total);
+            read += got.items.len() as u64;
+            let more = got.has_next_page;
+            for item in got.items {
+                if seen.insert(id(&item)) {
+                    all.push(item);
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        if totals.len() == 1 && totals.contains(&read) {
             break;
         }
     }
     Ok(all)
 }
 
-fn bad_query(e: licensing_core::ApiError) -> ArchiveError {
+pub(crate) fn bad_query(e: licensing_core::ApiError) -> ArchiveError {
     ArchiveError::Format {
         line: 0,
         message: format!("internal list query: {e:?}"),
@@ -172,63 +206,116 @@ fn bad_query(e: licensing_core::ApiError) -> ArchiveError {
 }
 
 /// Writes every team of `store` (and its release files from `files`) to `out`.
-pub async fn export<S: Store, W: Write>(
+///
+/// A server may be serving from the store meanwhile (an online backup): each record is written
+/// as it was when read, and records that refer to others (licenses to customers and products,
+/// branches and releases to products, releases to licenses) are read before those they refer
+/// to, and keep only the references the archive can satisfy, so that the archive always
+/// imports; a record created or deleted while the export runs may be in it or not.
+pub async fn export<S: Store, W: AsyncWrite + Unpin>(
     store: &S,
     files: &FileStore,
     out: W,
 ) -> Result<Counts, ArchiveError> {
-    let mut w = Writer { out, lines: 0 };
+    let mut w = Writer {
+        out,
+        buf: Vec::with_capacity(128 * 1024),
+        lines: 0,
+    };
     let mut counts = Counts::default();
     w.line(&Line::Header {
         format: FORMAT.into(),
         version: VERSION,
         created_at: Timestamp::now(),
-    })?;
+    })
+    .await?;
     for team in store.list_teams().await? {
         let id = team.id;
         let api_keys = store.list_api_keys(id).await?;
-        w.line(&Line::Team { team, api_keys })?;
+        w.line(&Line::Team { team, api_keys }).await?;
         counts.teams += 1;
-        let customers = every(|n| async move {
-            let q = CustomerListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-            Ok(store.list_customers(id, &q).await?)
-        })
+        // Those that refer first, those they refer to after them.
+        let mut licenses = every(
+            |l: &License| l.id,
+            |n| async move {
+                let q = LicenseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+                Ok(store.list_licenses(id, &q).await?)
+            },
+        )
         .await?;
-        for customer in customers {
-            w.line(&Line::Customer { customer })?;
-        }
-        let products = every(|n| async move {
-            let q = ProductListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-            Ok(store.list_products(id, &q).await?)
-        })
+        let mut releases = every(
+            |r: &Release| r.id,
+            |n| async move {
+                let q = ReleaseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+                Ok(store.list_releases(id, &q).await?)
+            },
+        )
         .await?;
+        let products = every(
+            |p: &Product| p.id,
+            |n| async move {
+                let q = ProductListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+                Ok(store.list_products(id, &q).await?)
+            },
+        )
+        .await?;
+        let mut branches = Vec::new();
         for product in &products {
-            w.line(&Line::Product {
-                product: product.clone(),
-            })?;
-            for branch in store.list_branches(id, product.id).await? {
-                w.line(&Line::Branch { branch })?;
+            branches.extend(store.list_branches(id, product.id).await?);
+        }
+        let customers = every(
+            |c: &Customer| c.id,
+            |n| async move {
+                let q = CustomerListQuery::parse(&all_pages(n)).map_err(bad_query)?;
+                Ok(store.list_customers(id, &q).await?)
+            },
+        )
+        .await?;
+        let product_ids: HashSet<ProductId> = products.iter().map(|p| p.id).collect();
+        let customer_ids: HashSet<CustomerId> = customers.iter().map(|c| c.id).collect();
+        let branch_ids: HashSet<BranchId> = branches.iter().map(|b| b.id).collect();
+        let license_ids: HashSet<LicenseId> = licenses.iter().map(|l| l.id).collect();
+        for license in &mut licenses {
+            license.product_ids.retain(|p| product_ids.contains(p));
+            license.customer_ids.retain(|c| customer_ids.contains(c));
+        }
+        releases.retain(|r| product_ids.contains(&r.product_id));
+        for release in &mut releases {
+            release
+                .allowed_license_ids
+                .retain(|l| license_ids.contains(l));
+            if release.branch_id.is_some_and(|b| !branch_ids.contains(&b)) {
+                release.branch_id = None;
             }
         }
-        let licenses = every(|n| async move {
-            let q = LicenseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-            Ok(store.list_licenses(id, &q).await?)
-        })
-        .await?;
+
+        for customer in customers {
+            w.line(&Line::Customer { customer }).await?;
+        }
+        for product in products {
+            w.line(&Line::Product { product }).await?;
+        }
+        for branch in branches {
+            w.line(&Line::Branch { branch }).await?;
+        }
         for license in licenses {
             let license_id = license.id;
-            w.line(&Line::License { license })?;
+            w.line(&Line::License { license }).await?;
             counts.licenses += 1;
             let usage = |n: u32| {
                 DeviceListQuery::parse(&format!("{}&showForgotten=true", all_pages(n)))
                     .map_err(bad_query)
             };
-            let hwids =
-                every(|n| async move { Ok(store.list_hwids(id, license_id, &usage(n)?).await?) })
-                    .await?;
-            let ips =
-                every(|n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) })
-                    .await?;
+            let hwids = every(
+                |h: &Hwid| h.id,
+                |n| async move { Ok(store.list_hwids(id, license_id, &usage(n)?).await?) },
+            )
+            .await?;
+            let ips = every(
+                |r: &IpRecord| r.id,
+                |n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) },
+            )
+            .await?;
             if !hwids.is_empty() || !ips.is_empty() {
                 counts.usage_records += (hwids.len() + ips.len()) as u64;
                 w.line(&Line::Usage {
@@ -236,61 +323,65 @@ pub async fn export<S: Store, W: Write>(
                     license_id,
                     hwids,
                     ips,
-                })?;
+                })
+                .await?;
             }
         }
-        let releases = every(|n| async move {
-            let q = ReleaseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-            Ok(store.list_releases(id, &q).await?)
-        })
-        .await?;
         for release in releases {
             let file = release.file.clone();
-            w.line(&Line::Release { release })?;
-            if let Some(file) = file {
-                let Some((mut reader, _)) = files.open(&file.key).await? else {
-                    return Err(ArchiveError::Io(std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!("release file {} is missing from the file store", file.key),
-                    )));
-                };
-                let mut buf = vec![0u8; FILE_CHUNK];
-                loop {
-                    let mut filled = 0;
-                    while filled < buf.len() {
-                        let n = reader.read(&mut buf[filled..]).await?;
-                        if n == 0 {
-                            break;
-                        }
-                        filled += n;
-                    }
-                    if filled == 0 {
-                        break;
-                    }
-                    w.line(&Line::FileChunk {
-                        key: file.key.clone(),
-                        data: base64::engine::general_purpose::STANDARD.encode(&buf[..filled]),
-                    })?;
-                    if filled < buf.len() {
-                        break;
-                    }
+            let Some(file) = file else {
+                w.line(&Line::Release { release }).await?;
+                continue;
+            };
+            let Some((mut reader, _)) = files.open(&file.key).await? else {
+                // Deleted with its release since the list was read: leave both out.
+                if store.get_release(id, release.id).await?.is_none() {
+                    continue;
                 }
-                counts.files += 1;
+                return Err(ArchiveError::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("release file {} is missing from the file store", file.key),
+                )));
+            };
+            w.line(&Line::Release { release }).await?;
+            let mut buf = vec![0u8; FILE_CHUNK];
+            loop {
+                let mut filled = 0;
+                while filled < buf.len() {
+                    let n = reader.read(&mut buf[filled..]).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                }
+                if filled == 0 {
+                    break;
+                }
+                w.line(&Line::FileChunk {
+                    key: file.key.clone(),
+                    data: base64::engine::general_purpose::STANDARD.encode(&buf[..filled]),
+                })
+                .await?;
+                if filled < buf.len() {
+                    break;
+                }
             }
+            counts.files += 1;
         }
         for entry in store.list_blacklist(id).await? {
-            w.line(&Line::Blacklist { entry })?;
+            w.line(&Line::Blacklist { entry }).await?;
         }
         for bucket in store.hourly_since(id, i64::MIN).await? {
             w.line(&Line::Stats {
                 team_id: id,
                 bucket,
-            })?;
+            })
+            .await?;
         }
     }
     let lines = w.lines;
-    w.line(&Line::Trailer { lines })?;
-    w.out.flush()?;
+    w.line(&Line::Trailer { lines }).await?;
+    w.finish().await?;
     counts.lines = w.lines;
     Ok(counts)
 }

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod archive;
+pub mod check;
 pub mod client_addr;
 pub mod config;
 pub mod config_file;

@@ -7,6 +7,8 @@
 //! `licensing-server master-key generate|rotate` makes and changes the key that seals private
 //! keys at rest.
 
+mod backup;
+
 use std::path::PathBuf;
 
 use anyhow::Context as _;
@@ -61,7 +63,33 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Load an archive into an empty store (the way from sled to PostgreSQL).
+    /// Save an online backup of a running server, through its admin API: the archive `export`
+    /// writes, streamed while the server goes on serving. `import` (or `restore`) reads it back.
+    Backup {
+        #[command(flatten)]
+        target: BackupTarget,
+        /// With --to-dir: keep only this many backups there, removing the oldest.
+        #[arg(long, requires = "to_dir")]
+        keep: Option<usize>,
+        /// The running server (default: the config file's `listen`, else http://127.0.0.1:3000).
+        #[arg(long, env = "LICENSING_BACKUP_URL")]
+        url: Option<String>,
+        /// The server's admin token (default: the config file's `admin-token`).
+        #[arg(long, env = "LICENSING_ADMIN_TOKEN", hide_env_values = true)]
+        admin_token: Option<String>,
+        /// The server's config file, for its listen address and admin token.
+        #[arg(long, env = "LICENSING_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Check a store no server holds open (sled) or a PostgreSQL database: every record readable,
+    /// every index and counter consistent with its records (sled), every release file present
+    /// with its size and checksum. Exits with status 1 when something is damaged.
+    Check {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Load an archive into an empty store: restore a backup, or move from sled to PostgreSQL.
+    #[command(visible_alias = "restore")]
     Import {
         /// The archive to read.
         #[arg(long = "in")]
@@ -69,6 +97,18 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+/// Where `backup` saves the archive.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+struct BackupTarget {
+    /// The file to create (never overwritten).
+    #[arg(long)]
+    to: Option<PathBuf>,
+    /// A directory to create `licensing-backup-<UTC time>.jsonl` in (for scheduled backups).
+    #[arg(long)]
+    to_dir: Option<PathBuf>,
 }
 
 /// Where a subcommand finds the store.
@@ -342,13 +382,14 @@ async fn api_key_create(team: TeamId, name: &str, store: &StoreArgs) -> anyhow::
 async fn export(out: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
-    let file = std::fs::OpenOptions::new()
+    let mut file = tokio::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(out)
+        .await
         .with_context(|| format!("creating {} (it must not exist yet)", out.display()))?;
-    let counts =
-        licensing_server::archive::export(&opened, &files, std::io::BufWriter::new(file)).await?;
+    let counts = licensing_server::archive::export(&opened, &files, &mut file).await?;
+    file.sync_all().await?;
     println!("{}", serde_json::to_string(&counts)?);
     Ok(())
 }
@@ -363,6 +404,37 @@ async fn import(input: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()
     opened.flush().await?;
     println!("{}", serde_json::to_string(&counts)?);
     Ok(())
+}
+
+async fn check(store: &StoreArgs) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
+    let report = licensing_server::check::check(&opened, &files).await?;
+    let read: Vec<String> = report
+        .checked
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    println!(
+        "read: {}",
+        if read.is_empty() {
+            "nothing".to_owned()
+        } else {
+            read.join(", ")
+        }
+    );
+    for problem in &report.problems {
+        println!("problem: {problem}");
+    }
+    if report.problems.is_empty() {
+        println!("the store is sound");
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} problem(s) found; restore the latest backup (`licensing-server restore`) or export what is readable",
+            report.problems.len()
+        )
+    }
 }
 
 fn master_key_generate(out: &std::path::Path) -> anyhow::Result<()> {
@@ -450,6 +522,24 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
         Some(Command::Export { out, store }) => export(&out, &store).await,
         Some(Command::Import { input, store }) => import(&input, &store).await,
+        Some(Command::Check { store }) => check(&store).await,
+        Some(Command::Backup {
+            target,
+            keep,
+            url,
+            admin_token,
+            config,
+        }) => {
+            let (url, token) = backup::server_of(url, admin_token, config.as_deref())?;
+            backup::save(
+                &url,
+                &token,
+                target.to.as_deref(),
+                target.to_dir.as_deref(),
+                keep,
+            )
+            .await
+        }
         Some(Command::MasterKey(MasterKeyCommand::Rotate {
             old,
             new,

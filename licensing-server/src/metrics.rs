@@ -53,6 +53,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/admin/teams",
     "/api/v1/admin/teams/{teamId}/features",
     "/api/v1/admin/teams/{teamId}/api-keys",
+    "/api/v1/admin/backup",
 ];
 
 /// The template a request path belongs to, or `unmatched`. Runs for every request, so it

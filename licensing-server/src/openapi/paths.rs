@@ -1368,6 +1368,27 @@ pub(super) fn set_features() {}
 )]
 pub(super) fn admin_create_api_key() {}
 
+/// (admin) An online backup: every team's records and release files as the export archive
+/// (JSON lines: a header, the records, a trailer counting the lines), streamed while the server
+/// goes on serving. `licensing-server backup --to FILE` saves it; `licensing-server restore`
+/// loads it into an empty store. An archive that ends without its trailer is incomplete (the
+/// export failed half way) and is refused by `restore`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/backup",
+    tag = "admin",
+    responses(
+        (status = 200, description = "The archive, streamed", content_type = "application/jsonl", body = String),
+        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+    ),
+    security(("adminToken" = []))
+)]
+pub(super) fn admin_backup() {}
+
 /// Whether the server is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Up", body = Health)))]
 pub(super) fn healthz() {}

@@ -15,6 +15,7 @@ use licensing_core::model::{Action, TeamView, changes};
 use licensing_core::store::TeamStore;
 use licensing_core::{TeamId, Timestamp, UserId};
 use warp::Filter;
+use warp::Reply as _;
 use warp::filters::BoxedFilter;
 use warp::http::HeaderMap;
 
@@ -80,12 +81,25 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                 .await
             },
         );
+    let backup = warp::path!("api" / "v1" / "admin" / "backup")
+        .and(warp::get())
+        .and(s())
+        .and(client())
+        .and(headers())
+        .and(raw_query())
+        .then(
+            |state: AppState, client, headers: HeaderMap, query: String| async move {
+                gate(state, client, headers, |state, _| backup(state, query)).await
+            },
+        );
     create
         .or(list)
         .unify()
         .or(features)
         .unify()
         .or(api_key)
+        .unify()
+        .or(backup)
         .unify()
         .boxed()
 }
@@ -153,6 +167,44 @@ where
         created,
         "API key created; it is shown only in this answer",
     ))
+}
+
+/// The whole store as an export archive, streamed while the server goes on serving (an online
+/// backup; `licensing-server backup --to FILE` saves it). An archive whose export failed half way
+/// ends without its trailer, which `import` refuses.
+async fn backup(state: AppState, query: String) -> Handled {
+    parse_no_query(&query)?;
+    let (writer, reader) = tokio::io::duplex(256 * 1024);
+    let (store, files) = (state.store.clone(), state.files.clone());
+    tokio::spawn(async move {
+        match crate::archive::export(&store, &files, writer).await {
+            Ok(counts) => tracing::info!(
+                teams = counts.teams,
+                licenses = counts.licenses,
+                files = counts.files,
+                lines = counts.lines,
+                "backup streamed"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "backup failed; the archive sent ends without its trailer")
+            }
+        }
+    });
+    let mut response =
+        warp::reply::stream(tokio_util::io::ReaderStream::new(reader)).into_response();
+    let name = format!(
+        "attachment; filename=\"licensing-backup-{}.jsonl\"",
+        Timestamp::now().as_millis()
+    );
+    let headers = response.headers_mut();
+    headers.insert(
+        warp::http::header::CONTENT_TYPE,
+        warp::http::HeaderValue::from_static("application/jsonl"),
+    );
+    if let Ok(value) = warp::http::HeaderValue::from_str(&name) {
+        headers.insert(warp::http::header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
 }
 
 async fn list(state: AppState, query: String) -> Handled {

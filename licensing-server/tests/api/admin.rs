@@ -173,3 +173,39 @@ async fn admin_gives_a_team_a_new_api_key() {
         ["name"]
     );
 }
+
+/// The online backup: only with the admin token; the archive streams from its header to its
+/// trailer and holds the team and its license.
+#[tokio::test]
+async fn admin_backup_streams_the_whole_archive() {
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let url = format!("{}/api/v1/admin/backup", s.base);
+    s.send(Method::GET, &url, Some(s.key()), None)
+        .await
+        .err(401, "UNAUTHORIZED");
+    let answer = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["content-type"], "application/jsonl");
+    let text = answer.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["kind"], "header");
+    assert_eq!(lines[0]["format"], "licensing-archive");
+    let last = lines.last().unwrap();
+    assert_eq!(last["kind"], "trailer");
+    assert_eq!(last["lines"], lines.len() - 1);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "license" && l["license"]["licenseKey"] == license["licenseKey"]),
+        "{text}"
+    );
+}

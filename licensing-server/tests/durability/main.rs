@@ -9,11 +9,13 @@
     unreachable_pub
 )]
 
+mod backup;
 mod busy_license;
 mod child;
 mod crash;
 mod downloads;
 mod events;
+
 mod postgres;
 mod shutdown;
 mod startup;

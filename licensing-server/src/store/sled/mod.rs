@@ -30,6 +30,7 @@
 
 mod activity;
 mod catalog;
+mod check;
 mod compact;
 mod customers;
 mod format;
@@ -50,6 +51,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::store::refresh::{self as shared_refresh, Refreshes};
+pub use check::Findings;
 pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
