@@ -15,6 +15,7 @@ mod child;
 mod crash;
 mod downloads;
 mod events;
+mod fixture;
 
 mod postgres;
 mod shutdown;

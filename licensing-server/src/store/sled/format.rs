@@ -17,7 +17,7 @@ use super::keys::{key, tag};
 use super::{Tally, backend, decode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub(crate) const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 3;
 
 fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])

@@ -52,6 +52,7 @@ use std::time::Duration;
 
 use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub use check::Findings;
+pub use format::FORMAT;
 pub(crate) use compact::{compact, finish_compaction};
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
