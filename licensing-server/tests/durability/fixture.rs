@@ -100,7 +100,10 @@ async fn stores_of_every_known_format_open() {
         let api = Api::new(&server, &team);
         let key = facts["licenseKey"].as_str().unwrap();
         let verified = verify(&server, &team.id, key, facts["device"].as_str().unwrap()).await;
-        assert_eq!(verified["result"]["code"], "VALID", "format {format}: {verified}");
+        assert_eq!(
+            verified["result"]["code"], "VALID",
+            "format {format}: {verified}"
+        );
         let license: Value = api
             .client
             .get(api.dev(&format!("licenses/{key}")))
@@ -159,7 +162,10 @@ async fn write_format_fixture() {
     let file = b"fixture release file\n".repeat(100);
     let (product, _) = api.product_with_release(file.clone()).await;
     let customer = api
-        .post("customers", json!({"fullName": "Fixture Customer", "email": "fixture@example.com"}))
+        .post(
+            "customers",
+            json!({"fullName": "Fixture Customer", "email": "fixture@example.com"}),
+        )
         .await;
     let license = api
         .post(

@@ -52,8 +52,8 @@ use std::time::Duration;
 
 use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub use check::Findings;
-pub use format::FORMAT;
 pub(crate) use compact::{compact, finish_compaction};
+pub use format::FORMAT;
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
     Paging, ProductListQuery, ReleaseListQuery, SortDirection,
