@@ -3,7 +3,8 @@
 # systemd units (`systemd-analyze verify`, and `security` at most 2.0), install it with dpkg,
 # run the installed binary as the installed user against the installed config (/healthz, a
 # license created and verified, an online backup, `check`), then remove it (data kept) and
-# purge it (config and user gone, data still kept).
+# purge it (config and user gone, data still kept); then the same under systemd in a container
+# (.ci/deb-systemd.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -106,7 +107,10 @@ test -f /etc/licensing-server/server.toml
 echo "-- dpkg -P removes the config and the user, keeps the data"
 dpkg -P licensing-server
 test ! -e /etc/licensing-server/server.toml
-! getent passwd licensing >/dev/null
+if getent passwd licensing >/dev/null; then echo "the user outlived the purge" >&2; exit 1; fi
 test -f /var/lib/licensing-server/db/conf
 rm -rf /var/lib/licensing-server /var/lib/licensing-server-backups
+
+echo "-- the same package under systemd, in a container"
+bash .ci/deb-systemd.sh "$deb"
 echo "deb: ok (systemd-analyze security: $score)"

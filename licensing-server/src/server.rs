@@ -287,7 +287,11 @@ impl Server {
                 max_records: config.max_records_per_license,
                 audit_retention_days: config.audit_retention_days,
                 webhooks: crate::services::webhooks::Sender::new(config.webhook_settings())
-                    .map_err(|e| ServerError::Config(format!("webhook client: {e}")))?,
+                    .map_err(|e| {
+                        ServerError::Config(format!(
+                            "the webhook client cannot be made: {e:#} (webhooks and TLS need the system's CA certificates: on Debian, the package ca-certificates)"
+                        ))
+                    })?,
                 key_uses: KeyUses::default(),
                 alive: Arc::new(()),
             },
