@@ -7,10 +7,15 @@
 //! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
-//! read. Migrations are idempotent (a crash half way is finished at the next start) and the new
-//! version is written last.
+//! read. Before migrating a store that holds data, the server copies it, closed, to
+//! `<dir>.format-<N>-backup` beside it (`db.format-2-backup` in the data directory), so that the
+//! older version can be run again on the copy. Migrations are idempotent (a crash half way is
+//! finished at the next start, and the copy from before it is kept) and the new version is
+//! written last.
 
 use licensing_core::model::{Hwid, IpRecord, License, WebhookDelivery};
+use std::os::unix::fs::DirBuilderExt as _;
+
 use licensing_core::store::{StoreError, StoreResult};
 
 use super::keys::{key, tag};
@@ -33,6 +38,72 @@ pub(crate) fn version(tree: &sled::Tree) -> StoreResult<u32> {
             .map(u32::from_be_bytes)
             .map_err(|_| StoreError::backend("the store's format version is unreadable")),
     }
+}
+
+/// The older format of a store that holds data and will be migrated when opened; `None` for a
+/// store of this format, a newer one (refused later) or a new empty one.
+pub(crate) fn needs_migration(tree: &sled::Tree) -> StoreResult<Option<u32>> {
+    let found = version(tree)?;
+    Ok((found < FORMAT && !tree.is_empty()).then_some(found))
+}
+
+/// The copy of a store of format `found` made before it is migrated: `<dir>.format-<found>-backup`.
+pub(crate) fn backup_path(dir: &std::path::Path, found: u32) -> std::path::PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(format!(".format-{found}-backup"));
+    std::path::PathBuf::from(name)
+}
+
+/// Copies the closed store in `dir` before a migration, file by file, fsynced, into a directory
+/// made under a temporary name and renamed when complete. A copy left by an earlier, interrupted
+/// migration is the store as it was before any of it, so it is kept, never overwritten.
+pub(crate) fn copy_before_migrating(dir: &std::path::Path, found: u32) -> StoreResult<()> {
+    let target = backup_path(dir, found);
+    if target.exists() {
+        tracing::warn!(copy = %target.display(), "a copy of the store from before an earlier, unfinished migration exists; keeping it");
+        return Ok(());
+    }
+    let io = |e: std::io::Error| {
+        StoreError::backend(format!(
+            "copying the store to {} before migrating it from format {found}: {e}",
+            target.display()
+        ))
+    };
+    let mut partial = target.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial).map_err(io)?;
+    }
+    copy_tree(dir, &partial).map_err(io)?;
+    std::fs::rename(&partial, &target).map_err(io)?;
+    if let Some(parent) = target.parent() {
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    tracing::warn!(
+        from = found,
+        to = FORMAT,
+        copy = %target.display(),
+        "migrating the store to this version's format; the store as it was is copied here (delete it once the new version serves well)"
+    );
+    Ok(())
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new().mode(0o700).create(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+            std::fs::File::open(&target)?.sync_all()?;
+        }
+    }
+    std::fs::File::open(to)?.sync_all()
 }
 
 /// Brings the store to [`FORMAT`], or refuses a newer one.

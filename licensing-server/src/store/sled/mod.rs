@@ -613,19 +613,48 @@ impl SledStore {
     }
 
     /// Opens (or creates) the store in `dir`, with `cache_bytes` for sled's page cache.
+    ///
+    /// A store of an older format is copied first (to `<dir>.format-<N>-backup`, beside it), then
+    /// migrated in place; see `format.rs`.
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> StoreResult<Self> {
-        Self::with_config(sled::Config::new().path(dir).cache_capacity(cache_bytes))
+        Self::with_config(
+            sled::Config::new().path(dir).cache_capacity(cache_bytes),
+            Some(dir),
+        )
     }
 
     /// A store in a temporary directory that sled removes when the store is dropped (tests).
     pub fn temporary() -> StoreResult<Self> {
-        Self::with_config(sled::Config::new().temporary(true))
+        Self::with_config(sled::Config::new().temporary(true), None)
     }
 
-    fn with_config(config: sled::Config) -> StoreResult<Self> {
+    /// Opens the store `config` describes; one in `dir` that must be migrated is copied first.
+    fn with_config(config: sled::Config, dir: Option<&Path>) -> StoreResult<Self> {
         // sled's own periodic flusher stays off: see the module documentation.
-        let db = config.flush_every_ms(None).open().map_err(backend)?;
-        let tree = db.open_tree("data").map_err(backend)?;
+        let config = config.flush_every_ms(None);
+        let mut db = config.open().map_err(backend)?;
+        let mut tree = db.open_tree("data").map_err(backend)?;
+        if let Some(dir) = dir
+            && let Some(found) = format::needs_migration(&tree)?
+        {
+            drop(tree);
+            db.flush().map_err(backend)?;
+            drop(db);
+            format::copy_before_migrating(dir, found)?;
+            // sled lets go of the directory's lock a moment after the last handle is dropped.
+            let mut tries = 0;
+            db = loop {
+                match config.open() {
+                    Ok(db) => break db,
+                    Err(_) if tries < 100 => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Err(e) => return Err(backend(e)),
+                }
+            };
+            tree = db.open_tree("data").map_err(backend)?;
+        }
         format::upgrade(&tree)?;
         let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
@@ -1466,6 +1495,10 @@ mod tests {
             record("device-b-0000").await.expect("second device");
             assert!(record("device-c-0000").await.is_err(), "the limit holds");
         });
+        // The store as it was is copied beside it before the migration.
+        let copy = super::format::backup_path(dir.path(), 1);
+        assert!(copy.join("conf").exists(), "{}", copy.display());
+        std::fs::remove_dir_all(&copy).expect("remove the copy");
     }
 
     /// The sled database of a store just dropped, opened as it is. The store's background
@@ -1549,6 +1582,17 @@ mod tests {
                 vec![delivery.id]
             );
         });
+        // The store as it was before, copied beside it, still of format 2.
+        let copy = super::format::backup_path(dir.path(), 2);
+        {
+            let db = raw_open(&copy);
+            let tree = db.open_tree("data").expect("tree");
+            assert_eq!(super::format::version(&tree).expect("version"), 2);
+        }
+        std::fs::remove_dir_all(&copy).expect("remove the copy");
+        // A store of this format is not copied again.
+        drop(super::SledStore::open(dir.path()).expect("reopen"));
+        assert!(!copy.exists());
     }
 
     #[test]
