@@ -3,15 +3,16 @@
 //! store. It is the way between stores (sled → PostgreSQL) and between versions.
 //!
 //! Format: JSON lines. The first line is the header (`{"kind":"header","format":
-//! "licensing-archive","version":1,…}`), the last one the trailer with the number of lines
+//! "licensing-archive","version":2,…}`), the last one the trailer with the number of lines
 //! before it, so that a cut file is refused. In between, per team and in an order that import
 //! can follow: the team with its API keys (hashes only), customers, products, branches,
 //! licenses, each license's devices and addresses, releases, the chunks of each release file
-//! (base64, 1 MiB each, consecutive), the blacklist and the hourly statistics. Records are the
+//! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics and (since version 2)
+//! the webhook endpoints with their signing secrets. Records are the
 //! model's own JSON, so ids, times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys and rate-limit counters (all
-//! short-lived).
+//! short-lived), webhook events and deliveries waiting to be sent, and the audit log.
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -22,9 +23,9 @@ use licensing_core::api::requests::{
 };
 use licensing_core::model::{
     ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Product,
-    Release, Team,
+    Release, Team, WebhookEndpoint,
 };
-use licensing_core::store::{Journal, Page, Store};
+use licensing_core::store::{Entity, Journal, Page, Store, StoreError};
 use licensing_core::{BranchId, CustomerId, FileId, LicenseId, ProductId, TeamId, Timestamp};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
@@ -33,8 +34,8 @@ use crate::files::{FileStore, PendingFile};
 
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
-/// The version this server writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this server writes; it reads this one and every earlier one.
+pub const VERSION: u32 = 2;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -82,6 +83,10 @@ enum Line {
     },
     Blacklist {
         entry: BlacklistEntry,
+    },
+    /// A webhook endpoint (version 2).
+    Webhook {
+        endpoint: WebhookEndpoint,
     },
     #[serde(rename_all = "camelCase")]
     Stats {
@@ -261,7 +266,12 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         .await?;
         let mut branches = Vec::new();
         for product in &products {
-            branches.extend(store.list_branches(id, product.id).await?);
+            match store.list_branches(id, product.id).await {
+                Ok(found) => branches.extend(found),
+                // Deleted since the list was read: its branches went with it.
+                Err(StoreError::NotFound(Entity::Product)) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         let customers = every(
             |c: &Customer| c.id,
@@ -274,16 +284,12 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         let product_ids: HashSet<ProductId> = products.iter().map(|p| p.id).collect();
         let customer_ids: HashSet<CustomerId> = customers.iter().map(|c| c.id).collect();
         let branch_ids: HashSet<BranchId> = branches.iter().map(|b| b.id).collect();
-        let license_ids: HashSet<LicenseId> = licenses.iter().map(|l| l.id).collect();
         for license in &mut licenses {
             license.product_ids.retain(|p| product_ids.contains(p));
             license.customer_ids.retain(|c| customer_ids.contains(c));
         }
         releases.retain(|r| product_ids.contains(&r.product_id));
         for release in &mut releases {
-            release
-                .allowed_license_ids
-                .retain(|l| license_ids.contains(l));
             if release.branch_id.is_some_and(|b| !branch_ids.contains(&b)) {
                 release.branch_id = None;
             }
@@ -298,24 +304,35 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         for branch in branches {
             w.line(&Line::Branch { branch }).await?;
         }
+        let mut written = HashSet::new();
         for license in licenses {
             let license_id = license.id;
-            w.line(&Line::License { license }).await?;
-            counts.licenses += 1;
             let usage = |n: u32| {
                 DeviceListQuery::parse(&format!("{}&showForgotten=true", all_pages(n)))
                     .map_err(bad_query)
             };
-            let hwids = every(
-                |h: &Hwid| h.id,
-                |n| async move { Ok(store.list_hwids(id, license_id, &usage(n)?).await?) },
-            )
-            .await?;
-            let ips = every(
-                |r: &IpRecord| r.id,
-                |n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) },
-            )
-            .await?;
+            let records = async {
+                let hwids = every(
+                    |h: &Hwid| h.id,
+                    |n| async move { Ok(store.list_hwids(id, license_id, &usage(n)?).await?) },
+                )
+                .await?;
+                let ips = every(
+                    |r: &IpRecord| r.id,
+                    |n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) },
+                )
+                .await?;
+                Ok::<_, ArchiveError>((hwids, ips))
+            };
+            let (hwids, ips) = match records.await {
+                Ok(records) => records,
+                // Deleted since the list was read: left out, as its references below.
+                Err(ArchiveError::Store(StoreError::NotFound(Entity::License))) => continue,
+                Err(e) => return Err(e),
+            };
+            w.line(&Line::License { license }).await?;
+            written.insert(license_id);
+            counts.licenses += 1;
             if !hwids.is_empty() || !ips.is_empty() {
                 counts.usage_records += (hwids.len() + ips.len()) as u64;
                 w.line(&Line::Usage {
@@ -327,7 +344,8 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                 .await?;
             }
         }
-        for release in releases {
+        for mut release in releases {
+            release.allowed_license_ids.retain(|l| written.contains(l));
             let file = release.file.clone();
             let Some(file) = file else {
                 w.line(&Line::Release { release }).await?;
@@ -377,6 +395,9 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                 bucket,
             })
             .await?;
+        }
+        for endpoint in store.list_webhooks(id).await? {
+            w.line(&Line::Webhook { endpoint }).await?;
         }
     }
     let lines = w.lines;
@@ -437,12 +458,12 @@ pub async fn import<S: Store, R: BufRead>(
             match &line {
                 Line::Header {
                     format, version, ..
-                } if format == FORMAT && *version == VERSION => continue,
+                } if format == FORMAT && (1..=VERSION).contains(version) => continue,
                 Line::Header {
                     format, version, ..
                 } if format == FORMAT => {
                     return Err(bad(format!(
-                        "archive version {version}; this server reads version {VERSION}"
+                        "archive version {version}; this server reads versions 1 to {VERSION}"
                     )));
                 }
                 _ => return Err(bad(format!("not a {FORMAT} file (no header)"))),
@@ -511,6 +532,9 @@ pub async fn import<S: Store, R: BufRead>(
                 store.create_blacklist_entry(&entry, &Journal::NONE).await?
             }
             Line::Stats { team_id, bucket } => store.add_hourly(team_id, &bucket).await?,
+            Line::Webhook { endpoint } => {
+                store.create_webhook(&endpoint, &Journal::NONE).await?;
+            }
             Line::Trailer { lines } => {
                 if lines != n - 1 {
                     return Err(bad(format!(

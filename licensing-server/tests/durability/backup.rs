@@ -66,7 +66,8 @@ fn check(data_dir: &Path) -> std::process::Output {
 
 /// A backup taken through the admin API while licenses are created and deleted restores, into
 /// an empty data directory, every record that existed before it started (and no more than
-/// existed during it), the release file byte for byte, the API key and the public keys; `check`
+/// existed during it), the release file byte for byte, the webhook endpoint, the API key and
+/// the public keys; `check`
 /// finds both stores sound, then finds a damaged and a missing release file.
 #[tokio::test]
 async fn a_backup_taken_while_serving_restores_everything() {
@@ -110,6 +111,12 @@ async fn a_backup_taken_while_serving_restores_everything() {
         .await
         .unwrap();
     assert_eq!(verified["result"]["code"], "VALID", "{verified}");
+    let webhook = api
+        .post(
+            "webhooks",
+            json!({"url": "https://hooks.example.com/licensing", "eventTypes": ["release.*"]}),
+        )
+        .await;
     let before = all_licenses(&api).await;
     assert_eq!(before.len(), 151);
 
@@ -257,6 +264,13 @@ async fn a_backup_taken_while_serving_restores_everything() {
         checksum.as_str().unwrap(),
         licensing_core::crypto::md5_hex(&file),
         "{releases}"
+    );
+    // The webhook endpoint, with its signing secret: a test event signs with it.
+    let webhooks = get(&api, "webhooks").await;
+    assert_eq!(webhooks["webhooks"][0]["id"], webhook["id"], "{webhooks}");
+    assert_eq!(
+        webhooks["webhooks"][0]["url"],
+        "https://hooks.example.com/licensing"
     );
     let public: Value = get(&api, "public-key").await;
     assert_eq!(
