@@ -58,7 +58,15 @@ for _ in $(seq 1 150); do
 done
 state=""
 if [ -n "$init" ]; then
-  state=$(timeout 90 nsenter -t "$init" -a systemctl is-system-running --wait || true)
+  # Until systemd in the container has its bus, systemctl cannot ask it anything.
+  for _ in $(seq 1 300); do
+    state=$(nsenter -t "$init" -a systemctl is-system-running 2>/dev/null || true)
+    [ -n "$state" ] && break
+    sleep 0.2
+  done
+  if [ -n "$state" ]; then
+    state=$(timeout 90 nsenter -t "$init" -a systemctl is-system-running --wait || true)
+  fi
 fi
 if [ "$state" != running ] && [ "$state" != degraded ]; then
   echo "deb-systemd: notice: this machine could not boot systemd in a container (init '${init:-none}', state '${state:-none}'):"

@@ -8,25 +8,28 @@
 //! can follow: the team with its API keys (hashes only), customers, products, branches,
 //! licenses, each license's devices and addresses, releases, the chunks of each release file
 //! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics and (since version 2)
-//! the webhook endpoints with their signing secrets. Records are the
+//! the webhook endpoints with their signing secrets and the audit log. Records are the
 //! model's own JSON, so ids, times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys and rate-limit counters (all
-//! short-lived), webhook events and deliveries waiting to be sent, and the audit log.
+//! short-lived), and webhook events and deliveries waiting to be sent.
 
 use std::collections::HashSet;
 use std::io::BufRead;
 
 use base64::Engine as _;
 use licensing_core::api::requests::{
-    CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery, ReleaseListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, ProductListQuery,
+    ReleaseListQuery,
 };
 use licensing_core::model::{
-    ApiKeyRecord, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord, License, Product,
-    Release, Team, WebhookEndpoint,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
+    License, Product, Release, Team, WebhookEndpoint,
 };
 use licensing_core::store::{Entity, Journal, Page, Store, StoreError};
-use licensing_core::{BranchId, CustomerId, FileId, LicenseId, ProductId, TeamId, Timestamp};
+use licensing_core::{
+    AuditId, BranchId, CustomerId, FileId, LicenseId, ProductId, TeamId, Timestamp,
+};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
@@ -87,6 +90,10 @@ enum Line {
     /// A webhook endpoint (version 2).
     Webhook {
         endpoint: WebhookEndpoint,
+    },
+    /// Entries of the audit log, oldest first, up to 100 a line (version 2).
+    Audit {
+        entries: Vec<AuditEntry>,
     },
     #[serde(rename_all = "camelCase")]
     Stats {
@@ -399,12 +406,54 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         for endpoint in store.list_webhooks(id).await? {
             w.line(&Line::Webhook { endpoint }).await?;
         }
+        export_audit(store, id, &mut w).await?;
     }
     let lines = w.lines;
     w.line(&Line::Trailer { lines }).await?;
     w.finish().await?;
     counts.lines = w.lines;
     Ok(counts)
+}
+
+/// Writes a team's audit log, oldest first. It is read by time (`from` the last entry written),
+/// not by page number, so that entries pruned or added while it is read shift nothing: each
+/// entry is written once.
+async fn export_audit<S: Store, W: AsyncWrite + Unpin>(
+    store: &S,
+    team: TeamId,
+    w: &mut Writer<W>,
+) -> Result<(), ArchiveError> {
+    let mut from: Option<Timestamp> = None;
+    // The entries written at `from` exactly; the page to read from `from` on.
+    let mut at_from: HashSet<AuditId> = HashSet::new();
+    let mut page = 1u32;
+    loop {
+        let since = from.map(|f| format!("&from={f}")).unwrap_or_default();
+        let q = AuditQuery::parse(&format!(
+            "page={page}&pageSize=100&sortDirection=asc{since}"
+        ))
+        .map_err(bad_query)?;
+        let got = store.list_audit(team, &q).await?;
+        let before = from;
+        let mut entries = Vec::with_capacity(got.items.len());
+        for entry in got.items {
+            if Some(entry.at) != from {
+                from = Some(entry.at);
+                at_from.clear();
+            }
+            if at_from.insert(entry.id) {
+                entries.push(entry);
+            }
+        }
+        if !entries.is_empty() {
+            w.line(&Line::Audit { entries }).await?;
+        }
+        if !got.has_next_page {
+            return Ok(());
+        }
+        // Read on from the newest time written; within one millisecond, by page number.
+        page = if from == before { page + 1 } else { 1 };
+    }
 }
 
 /// A release file being read back: its key and where its bytes go.
@@ -535,6 +584,7 @@ pub async fn import<S: Store, R: BufRead>(
             Line::Webhook { endpoint } => {
                 store.create_webhook(&endpoint, &Journal::NONE).await?;
             }
+            Line::Audit { entries } => store.restore_audit(&entries).await?,
             Line::Trailer { lines } => {
                 if lines != n - 1 {
                     return Err(bad(format!(
@@ -554,4 +604,75 @@ pub async fn import<S: Store, R: BufRead>(
     }
     counts.lines = n;
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::model::{Action, Actor, AuditEntry};
+    use licensing_core::store::MemoryStore;
+    use licensing_core::store::{AuditStore, testing};
+    use licensing_core::{ApiKeyId, Timestamp};
+
+    fn entry(team: licensing_core::TeamId, at: Timestamp, n: usize) -> AuditEntry {
+        testing::audited(
+            team,
+            Action::LicenseCreated,
+            &format!("license-{n}"),
+            Actor::api_key(ApiKeyId::new(), "back end"),
+            at,
+        )
+        .audit
+        .expect("an entry")
+    }
+
+    /// The audit log goes through an archive whole, each entry once, in order, even with more
+    /// entries in one millisecond than a page holds.
+    #[tokio::test]
+    async fn the_audit_log_goes_through_an_archive_whole() {
+        let (dir_a, dir_b) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let store = MemoryStore::new();
+        let team = testing::team(&store, "A").await;
+        let same = Timestamp::from_millis(1_800_000_000_000);
+        let mut entries: Vec<AuditEntry> = (0..250).map(|n| entry(team.id, same, n)).collect();
+        entries.extend((0..120).map(|n| {
+            entry(
+                team.id,
+                Timestamp::from_millis(1_800_000_000_001 + (n as i64) / 7),
+                1000 + n,
+            )
+        }));
+        store.restore_audit(&entries).await.expect("restore");
+        let files = crate::files::FileStore::new(dir_a.path()).expect("files");
+        let mut archive = Vec::new();
+        super::export(&store, &files, &mut archive)
+            .await
+            .expect("export");
+
+        let copy = MemoryStore::new();
+        let files = crate::files::FileStore::new(dir_b.path()).expect("files");
+        super::import(&copy, &files, archive.as_slice())
+            .await
+            .expect("import");
+        let all = |s: MemoryStore| async move {
+            let mut got = Vec::new();
+            for page in 1.. {
+                let q = licensing_core::api::requests::AuditQuery::parse(&format!(
+                    "page={page}&pageSize=100&sortDirection=asc"
+                ))
+                .expect("query");
+                let p = s.list_audit(team.id, &q).await.expect("list");
+                got.extend(p.items);
+                if !p.has_next_page {
+                    return got;
+                }
+            }
+            got
+        };
+        let (original, restored) = (all(store).await, all(copy).await);
+        assert_eq!(restored.len(), 370);
+        assert_eq!(restored, original);
+    }
 }

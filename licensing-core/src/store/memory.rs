@@ -1,7 +1,7 @@
 //! An in-memory [`Store`](super::Store): everything under one mutex, never held across an await.
 //! For tests, examples and embedding; it keeps nothing across restarts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::filter::*;
@@ -1116,6 +1116,15 @@ impl AuditStore for MemoryStore {
                 total,
                 has_next_page,
             })
+        })
+    }
+
+    async fn restore_audit(&self, entries: &[AuditEntry]) -> StoreResult<()> {
+        self.with(|s| {
+            let ids: HashSet<crate::AuditId> = entries.iter().map(|e| e.id).collect();
+            s.audit.retain(|e| !ids.contains(&e.id));
+            s.audit.extend(entries.iter().cloned());
+            Ok(())
         })
     }
 

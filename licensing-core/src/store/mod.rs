@@ -743,6 +743,10 @@ pub trait AuditStore: Send + Sync {
         team: TeamId,
         query: &AuditQuery,
     ) -> impl Future<Output = StoreResult<Page<AuditEntry>>> + Send;
+    /// Stores entries as they are, ids and times included (a restore from an archive); an entry
+    /// already stored is replaced.
+    fn restore_audit(&self, entries: &[AuditEntry])
+    -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes up to `limit` entries (any team) older than `before`, oldest first; how many.
     fn prune_audit(
         &self,

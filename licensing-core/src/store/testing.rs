@@ -104,6 +104,7 @@ macro_rules! store_test_suite {
             outbox_messages_are_rescheduled_and_removed,
             audit_entries_are_written_with_their_change_only,
             audit_lists_filter_order_page_and_prune,
+            audit_entries_are_restored_as_they_are,
             webhook_events_fan_out_into_ordered_deliveries,
             client_events_are_written_with_their_records_and_raised_once,
             nothing_crosses_team_boundaries,
@@ -2262,6 +2263,37 @@ pub fn audited(
 async fn audit_of<S: Store>(store: &S, team: TeamId) -> Vec<AuditEntry> {
     let query = AuditQuery::parse("pageSize=100").unwrap();
     store.list_audit(team, &query).await.unwrap().items
+}
+
+/// Entries restored from an archive come back as they were, in their order, each once, in
+/// their own team's log.
+pub async fn audit_entries_are_restored_as_they_are<S: Store>(store: &S) {
+    use crate::model::{Action, Actor};
+    let team = team(store, "restored").await;
+    let other = self::team(store, "other").await;
+    let key = Actor::api_key(ApiKeyId::new(), "back end");
+    let entries: Vec<AuditEntry> = (0..3)
+        .filter_map(|i| {
+            audited(
+                team.id,
+                Action::LicenseCreated,
+                &format!("license-{i}"),
+                key.clone(),
+                at(i * 60),
+            )
+            .audit
+        })
+        .collect();
+    store.restore_audit(&entries).await.unwrap();
+    // Restoring again replaces, never doubles.
+    store.restore_audit(&entries[1..]).await.unwrap();
+    let mut listed = audit_of(store, team.id).await;
+    listed.reverse();
+    assert_eq!(
+        listed, entries,
+        "oldest first once reversed, each once, as given"
+    );
+    assert!(audit_of(store, other.id).await.is_empty());
 }
 
 pub async fn audit_entries_are_written_with_their_change_only<S: Store>(store: &S) {

@@ -218,6 +218,7 @@ delegate!(StatsStore {
 
 delegate!(AuditStore {
     fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>>;
+    fn restore_audit(&self, entries: &[AuditEntry]) -> StoreResult<()>;
     fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
 });
 

@@ -43,6 +43,19 @@ fn ids(list: &Value, field: &str) -> Vec<String> {
     ids
 }
 
+/// The ids of every entry of the audit log, page by page.
+async fn all_audit(api: &Api) -> Vec<String> {
+    let mut all = Vec::new();
+    for page in 1.. {
+        let list = get(api, &format!("audit-log?pageSize=100&page={page}")).await;
+        all.extend(ids(&list, "entries"));
+        if !list["hasNextPage"].as_bool().unwrap_or(false) {
+            break;
+        }
+    }
+    all
+}
+
 /// The ids of every license, page by page.
 async fn all_licenses(api: &Api) -> Vec<String> {
     let mut all = Vec::new();
@@ -66,8 +79,8 @@ fn check(data_dir: &Path) -> std::process::Output {
 
 /// A backup taken through the admin API while licenses are created and deleted restores, into
 /// an empty data directory, every record that existed before it started (and no more than
-/// existed during it), the release file byte for byte, the webhook endpoint, the API key and
-/// the public keys; `check`
+/// existed during it), the release file byte for byte, the webhook endpoint, the audit log, the
+/// API key and the public keys; `check`
 /// finds both stores sound, then finds a damaged and a missing release file.
 #[tokio::test]
 async fn a_backup_taken_while_serving_restores_everything() {
@@ -118,6 +131,8 @@ async fn a_backup_taken_while_serving_restores_everything() {
         )
         .await;
     let before = all_licenses(&api).await;
+    let audit_before = all_audit(&api).await;
+    assert!(audit_before.len() >= 153, "{}", audit_before.len());
     assert_eq!(before.len(), 151);
 
     // A writer creates licenses, and deletes every third, while the backup runs.
@@ -265,7 +280,17 @@ async fn a_backup_taken_while_serving_restores_everything() {
         licensing_core::crypto::md5_hex(&file),
         "{releases}"
     );
-    // The webhook endpoint, with its signing secret: a test event signs with it.
+    // The audit log: every entry of before the backup, each once.
+    let audit = all_audit(&api).await;
+    for id in &audit_before {
+        assert!(
+            audit.contains(id),
+            "audit entry {id} of before the backup is restored"
+        );
+    }
+    let unique: std::collections::HashSet<&String> = audit.iter().collect();
+    assert_eq!(unique.len(), audit.len(), "each entry once");
+    // The webhook endpoint.
     let webhooks = get(&api, "webhooks").await;
     assert_eq!(webhooks["webhooks"][0]["id"], webhook["id"], "{webhooks}");
     assert_eq!(

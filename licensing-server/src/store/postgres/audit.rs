@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{ActorFilter, AuditQuery};
 use licensing_core::model::AuditEntry;
-use licensing_core::store::{AuditStore, Page, StoreResult};
+use licensing_core::store::{AuditStore, Journal, Page, StoreResult};
 use licensing_core::{TeamId, Timestamp};
 use sqlx::Row as _;
 use sqlx::postgres::{PgArguments, Postgres};
@@ -76,6 +76,19 @@ impl AuditStore for PgStore {
         };
         let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
         Ok(page(items, total, &query.paging))
+    }
+
+    async fn restore_audit(&self, entries: &[AuditEntry]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        for entry in entries {
+            sqlx::query("DELETE FROM audit_log WHERE id = $1")
+                .bind(entry.id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            super::write_journal(&mut tx, &Journal::audit(entry.clone())).await?;
+        }
+        tx.commit().await.map_err(backend)
     }
 
     async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {

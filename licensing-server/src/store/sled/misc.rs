@@ -221,6 +221,16 @@ impl AuditStore for SledStore {
         })
     }
 
+    async fn restore_audit(&self, entries: &[AuditEntry]) -> StoreResult<()> {
+        self.durable(|tx| {
+            for entry in entries {
+                tx.journal(&Journal::audit(entry.clone()))?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
         let prefix = [tag::INDEX, tag::AUDIT];
         let end = key(&[&prefix, &keys::time(before)]);
