@@ -11,26 +11,6 @@ use crate::child::{Api, ChildServer, create_team, run};
 
 const ADMIN_TOKEN: &str = "backup-test-admin-token-0123456789abcdef";
 
-/// GETs a developer list with every page's items (`pageSize=100`) and returns its `data`.
-async fn get(api: &Api, path: &str) -> Value {
-    let answer: Value = api
-        .client
-        .get(api.dev(path))
-        .bearer_auth(&api.team.api_key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        answer["result"]["valid"], true,
-        "GET {path}: {}",
-        answer["result"]
-    );
-    answer["data"].clone()
-}
-
 /// The ids of a list's items.
 fn ids(list: &Value, field: &str) -> Vec<String> {
     let mut ids: Vec<String> = list[field]
@@ -47,7 +27,9 @@ fn ids(list: &Value, field: &str) -> Vec<String> {
 async fn all_audit(api: &Api) -> Vec<String> {
     let mut all = Vec::new();
     for page in 1.. {
-        let list = get(api, &format!("audit-log?pageSize=100&page={page}")).await;
+        let list = api
+            .get(&format!("audit-log?pageSize=100&page={page}"))
+            .await;
         all.extend(ids(&list, "entries"));
         if !list["hasNextPage"].as_bool().unwrap_or(false) {
             break;
@@ -60,11 +42,11 @@ async fn all_audit(api: &Api) -> Vec<String> {
 async fn all_licenses(api: &Api) -> Vec<String> {
     let mut all = Vec::new();
     for page in 1.. {
-        let list = get(
-            api,
-            &format!("licenses?pageSize=100&page={page}&sortColumn=createdAt&sortDirection=asc"),
-        )
-        .await;
+        let list = api
+            .get(&format!(
+                "licenses?pageSize=100&page={page}&sortColumn=createdAt&sortDirection=asc"
+            ))
+            .await;
         all.extend(ids(&list, "licenses"));
         if !list["hasNextPage"].as_bool().unwrap_or(false) {
             break;
@@ -268,12 +250,12 @@ async fn a_backup_taken_while_serving_restores_everything() {
         before.len(),
         created.iter().filter(|c| all.contains(c)).count()
     );
-    let customers = get(&api, "customers").await;
+    let customers = api.get("customers").await;
     assert_eq!(
         ids(&customers, "customers"),
         vec![customer["id"].as_str().unwrap().to_owned()]
     );
-    let releases = get(&api, "releases").await;
+    let releases = api.get("releases").await;
     let checksum = releases["releases"][0]["file"]["checksum"].clone();
     assert_eq!(
         checksum.as_str().unwrap(),
@@ -291,13 +273,13 @@ async fn a_backup_taken_while_serving_restores_everything() {
     let unique: std::collections::HashSet<&String> = audit.iter().collect();
     assert_eq!(unique.len(), audit.len(), "each entry once");
     // The webhook endpoint.
-    let webhooks = get(&api, "webhooks").await;
+    let webhooks = api.get("webhooks").await;
     assert_eq!(webhooks["webhooks"][0]["id"], webhook["id"], "{webhooks}");
     assert_eq!(
         webhooks["webhooks"][0]["url"],
         "https://hooks.example.com/licensing"
     );
-    let public: Value = get(&api, "public-key").await;
+    let public: Value = api.get("public-key").await;
     assert_eq!(
         public["signingKey"].as_str().unwrap(),
         team.signing_key,

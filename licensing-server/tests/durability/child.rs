@@ -277,6 +277,26 @@ impl Api {
         format!("{}/api/v1/dev/teams/{}/{path}", self.base, self.team.id)
     }
 
+    /// GETs a developer path; asserts a success and returns `data`.
+    pub async fn get(&self, path: &str) -> Value {
+        let answer: Value = self
+            .client
+            .get(self.dev(path))
+            .bearer_auth(&self.team.api_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            answer["result"]["valid"], true,
+            "GET {path}: {}",
+            answer["result"]
+        );
+        answer["data"].clone()
+    }
+
     /// POSTs JSON to a developer path; asserts a 2xx and returns `data`.
     pub async fn post(&self, path: &str, body: Value) -> Value {
         let response = self

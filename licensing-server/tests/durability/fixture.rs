@@ -104,50 +104,23 @@ async fn stores_of_every_known_format_open() {
             verified["result"]["code"], "VALID",
             "format {format}: {verified}"
         );
-        let license: Value = api
-            .client
-            .get(api.dev(&format!("licenses/{key}")))
-            .bearer_auth(&team.api_key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let license = api.get(&format!("licenses/{key}")).await;
         assert_eq!(
-            license["data"]["customerIds"][0], facts["customerId"],
+            license["customerIds"][0], facts["customerId"],
             "format {format}: {license}"
         );
-        assert_eq!(license["data"]["productIds"][0], facts["productId"]);
-        assert_eq!(license["data"]["hwidLimit"], 1, "{license}");
+        assert_eq!(license["productIds"][0], facts["productId"]);
+        assert_eq!(license["hwidLimit"], 1, "{license}");
         // The limit of one device holds: the stored device still counts.
         let other = verify(&server, &team.id, key, "fixture-device-2").await;
         assert_eq!(other["result"]["code"], "HWID_LIMIT_REACHED", "{other}");
-        let releases: Value = api
-            .client
-            .get(api.dev("releases"))
-            .bearer_auth(&team.api_key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let releases = api.get("releases").await;
         assert_eq!(
-            releases["data"]["releases"][0]["file"]["checksum"], facts["fileChecksum"],
+            releases["releases"][0]["file"]["checksum"], facts["fileChecksum"],
             "format {format}: {releases}"
         );
-        let public: Value = api
-            .client
-            .get(api.dev("public-key"))
-            .bearer_auth(&team.api_key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(public["data"]["signingKey"], facts["signingKey"]);
+        let public = api.get("public-key").await;
+        assert_eq!(public["signingKey"], facts["signingKey"]);
     }
 }
 
