@@ -94,9 +94,15 @@ macro_rules! typed_id {
             }
         }
 
+        /// In text formats (JSON) the hyphenated string; in binary ones (the sled store's
+        /// records) its 16 bytes.
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_str(&self.0.hyphenated())
+                if serializer.is_human_readable() {
+                    serializer.collect_str(&self.0.hyphenated())
+                } else {
+                    self.0.as_bytes().serialize(serializer)
+                }
             }
         }
 
@@ -112,7 +118,11 @@ macro_rules! typed_id {
                         $name::parse(v).map_err(E::custom)
                     }
                 }
-                deserializer.deserialize_str(Visitor)
+                if deserializer.is_human_readable() {
+                    deserializer.deserialize_str(Visitor)
+                } else {
+                    <[u8; 16]>::deserialize(deserializer).map(|b| $name(Uuid::from_bytes(b)))
+                }
             }
         }
     };

@@ -154,9 +154,15 @@ impl From<DateTime<Utc>> for Timestamp {
     }
 }
 
+/// In text formats (JSON) the canonical string; in binary ones (the sled store's records)
+/// milliseconds since the epoch, as an integer.
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_i64(self.as_millis())
+        }
     }
 }
 
@@ -172,7 +178,11 @@ impl<'de> Deserialize<'de> for Timestamp {
                 Timestamp::parse(v).map_err(E::custom)
             }
         }
-        deserializer.deserialize_str(Visitor)
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_str(Visitor)
+        } else {
+            i64::deserialize(deserializer).map(Timestamp::from_millis)
+        }
     }
 }
 

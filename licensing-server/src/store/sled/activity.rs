@@ -16,13 +16,11 @@ use licensing_core::store::{
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::keys::{key, tag};
 use super::{
-    SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key, license_key,
-    put_license, tally_key,
+    Record, SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key,
+    license_key, put_license, tally_key,
 };
 
 /// The request's own device and address records, when the license has them (read through `tx`,
@@ -35,12 +33,12 @@ fn own_records(
 ) -> StoreResult<(Option<Hwid>, Option<IpRecord>)> {
     let hwid = match &activity.hardware_id {
         Some(h) => tx
-            .get_json::<Hwid>(&hwid_key(team, license, h))?
+            .get_record::<Hwid>(&hwid_key(team, license, h))?
             .filter(|r| &r.identifier == h),
         None => None,
     };
     let ip = tx
-        .get_json::<IpRecord>(&ip_key(team, license, activity.ip))?
+        .get_record::<IpRecord>(&ip_key(team, license, activity.ip))?
         .filter(|r| r.address == activity.ip.to_canonical());
     Ok((hwid, ip))
 }
@@ -123,7 +121,7 @@ impl SledStore {
         let settings = rules.settings;
         let hardware_id = activity.hardware_id.as_ref();
         let current: License = tx
-            .get_json(&license_key(team, license))?
+            .get_record(&license_key(team, license))?
             .ok_or(StoreError::NotFound(Entity::License))?;
         let (own_hwid, own_ip) = own_records(tx, team, license, activity)?;
         let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
@@ -203,14 +201,14 @@ impl SledStore {
         match (admission.hwid, hardware_id) {
             (Some(RecordChange::Create), Some(h)) => {
                 let record = new_hwid(&current, h, now);
-                tx.put_json(hwid_key(team, license, h), &record)?;
+                tx.put_record(hwid_key(team, license, h), &record)?;
                 hwid_tally.total += 1;
                 new_device = Some(record);
             }
             (Some(RecordChange::Refresh { was_forgotten, .. }), Some(h)) => {
                 if let Some(mut record) = own_hwid {
                     refresh_hwid(&mut record, now);
-                    tx.put_json(hwid_key(team, license, h), &record)?;
+                    tx.put_record(hwid_key(team, license, h), &record)?;
                     if was_forgotten {
                         hwid_tally.unforget();
                     }
@@ -220,7 +218,7 @@ impl SledStore {
         }
         match admission.ip {
             RecordChange::Create => {
-                tx.put_json(
+                tx.put_record(
                     ip_key(team, license, activity.ip),
                     &new_ip(&current, activity, now),
                 )?;
@@ -229,7 +227,7 @@ impl SledStore {
             RecordChange::Refresh { was_forgotten, .. } => {
                 if let Some(mut record) = own_ip {
                     refresh_ip(&mut record, activity, now);
-                    tx.put_json(ip_key(team, license, activity.ip), &record)?;
+                    tx.put_record(ip_key(team, license, activity.ip), &record)?;
                     if was_forgotten {
                         ip_tally.unforget();
                     }
@@ -266,7 +264,7 @@ impl SledStore {
     }
 
     /// The license's records of one kind that count now, with the team's timeout.
-    fn count_seen<R: UsageRecord + DeserializeOwned>(
+    fn count_seen<R: UsageRecord + Record>(
         &self,
         table: u8,
         team: TeamId,
@@ -283,7 +281,7 @@ impl SledStore {
 
     /// The keys (and `forgotten`) of the records to drop to make room under the cap.
     #[allow(clippy::too_many_arguments)]
-    fn victims<R: UsageRecord + DeserializeOwned + Keyed>(
+    fn victims<R: UsageRecord + Record + Keyed>(
         &self,
         table: u8,
         team: TeamId,
@@ -311,7 +309,7 @@ impl SledStore {
         now: Timestamp,
     ) -> StoreResult<R>
     where
-        R: UsageRecord + DeserializeOwned + Serialize + Keyed,
+        R: UsageRecord + Record + Keyed,
     {
         let table = R::TABLE;
         self.journaled_touching(journal, super::Touch::License(license), |tx| {
@@ -340,7 +338,7 @@ impl SledStore {
                 }
                 tx.put(tally_k, tally.encode().to_vec());
             }
-            tx.put_json(k, &record)?;
+            tx.put_record(k, &record)?;
             Ok(record)
         })
         .await

@@ -8,19 +8,19 @@ impl ProductStore for SledStore {
             if tx.get(&team_key(p.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
-            tx.put_json(product_key(p.team_id, p.id), p)
+            tx.put_record(product_key(p.team_id, p.id), p)
         })
         .await
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
-        self.get_json(&product_key(team, id))
+        self.get_record(&product_key(team, id))
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(p) = self.get_json(&product_key(team, *id))? {
+            if let Some(p) = self.get_record(&product_key(team, *id))? {
                 out.push(p);
             }
         }
@@ -31,7 +31,7 @@ impl ProductStore for SledStore {
         self.journaled(journal, |tx| {
             tx.get(&product_key(p.team_id, p.id))?
                 .ok_or(StoreError::NotFound(Entity::Product))?;
-            tx.put_json(product_key(p.team_id, p.id), p)
+            tx.put_record(product_key(p.team_id, p.id), p)
         })
         .await
     }
@@ -88,13 +88,13 @@ impl ProductStore for SledStore {
                     "a branch of this name already exists for this product",
                 ));
             }
-            tx.put_json(branch_key(b.team_id, b.product_id, b.id), b)
+            tx.put_record(branch_key(b.team_id, b.product_id, b.id), b)
         })
         .await
     }
 
     async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
-        self.get_json::<Product>(&product_key(team, product))?
+        self.get_record::<Product>(&product_key(team, product))?
             .ok_or(StoreError::NotFound(Entity::Product))?;
         let mut branches: Vec<Branch> =
             self.scan(&key(&[&[tag::BRANCH], team.as_bytes(), product.as_bytes()]))?;
@@ -132,7 +132,7 @@ impl ReleaseStore for SledStore {
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
-        self.get_json(&release_key(team, id))
+        self.get_record(&release_key(team, id))
     }
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
@@ -153,7 +153,7 @@ impl ReleaseStore for SledStore {
     ) -> StoreResult<Release> {
         self.journaled(journal, |tx| {
             let r: Release = tx
-                .get_json(&release_key(team, id))?
+                .get_record(&release_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Release))?;
             tx.del(release_key(team, id));
             Ok(r)

@@ -14,13 +14,13 @@ impl CustomerStore for SledStore {
     }
 
     async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
-        self.get_json(&customer_key(team, id))
+        self.get_record(&customer_key(team, id))
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(c) = self.get_json(&customer_key(team, *id))? {
+            if let Some(c) = self.get_record(&customer_key(team, *id))? {
                 out.push(c);
             }
         }
@@ -30,7 +30,7 @@ impl CustomerStore for SledStore {
     async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
             let old: Customer = tx
-                .get_json(&customer_key(c.team_id, c.id))?
+                .get_record(&customer_key(c.team_id, c.id))?
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
             put_customer(tx, c, Some(&old))
         })
@@ -45,7 +45,7 @@ impl CustomerStore for SledStore {
     ) -> StoreResult<()> {
         self.journaled_touching(journal, Touch::Licenses, |tx| {
             let old: Customer = tx
-                .get_json(&customer_key(team, id))?
+                .get_record(&customer_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Customer))?;
             self.update_licenses_of(tx, ix::BY_CUSTOMER, team, id.as_bytes(), |l| {
                 l.customer_ids.retain(|c| *c != id)
@@ -74,7 +74,7 @@ impl CustomerStore for SledStore {
         self.walk_index(
             &index_prefix(tag::CUSTOMER, index, team),
             &query.paging,
-            |id| self.get_json(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id])),
+            |id| self.get_record(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id])),
             search
                 .is_some()
                 .then_some(&accept as &dyn Fn(&Customer) -> bool),

@@ -5,6 +5,7 @@
 //! | 1 | (no version key) the first layout: devices and addresses keyed by record id |
 //! | 2 | devices keyed by a digest of their identifier and addresses by their 16 bytes, so a request finds its own records without reading the others; per-license record counts; session keys |
 //! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
+//! | 4 | licenses, device and address records, customers, products, branches, releases and blacklist entries in the compact binary form of `codec.rs` instead of JSON |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -13,16 +14,19 @@
 //! finished at the next start, and the copy from before it is kept) and the new version is
 //! written last.
 
-use licensing_core::model::{Hwid, IpRecord, License, WebhookDelivery};
+use licensing_core::model::{
+    BlacklistEntry, Branch, Customer, Hwid, IpRecord, License, Product, Release, WebhookDelivery,
+};
 use std::os::unix::fs::DirBuilderExt as _;
 
 use licensing_core::store::{StoreError, StoreResult};
 
+use super::codec::{self, Record};
 use super::keys::{key, tag};
-use super::{Tally, backend, decode, hwid_key, ip_key, tally_key};
+use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -126,6 +130,12 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
             tracing::info!(pending, "store migrated to format 3");
         }
     }
+    if found < 4 {
+        let rewritten = v3_to_v4(tree)?;
+        if rewritten > 0 {
+            tracing::info!(records = rewritten, "store migrated to format 4");
+        }
+    }
     if found < FORMAT {
         tree.insert(version_key(), &FORMAT.to_be_bytes())
             .map_err(backend)?;
@@ -173,10 +183,10 @@ fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
         let hwid_tally = Tally::of(hwids.values().map(|h| h.forgotten));
         let ip_tally = Tally::of(ips.values().map(|r| r.forgotten));
         for (k, record) in hwids {
-            batch.insert(k, super::encode(&record)?);
+            batch.insert(k, encode(&record)?);
         }
         for (k, record) in ips {
-            batch.insert(k, super::encode(&record)?);
+            batch.insert(k, encode(&record)?);
         }
         batch.insert(tally_key(tag::HWID, team, id), hwid_tally.encode().to_vec());
         batch.insert(tally_key(tag::IP, team, id), ip_tally.encode().to_vec());
@@ -209,4 +219,43 @@ fn v2_to_v3(tree: &sled::Tree) -> StoreResult<usize> {
         migrated += 1;
     }
     Ok(migrated)
+}
+
+/// Format 3 to 4: the records of the kinds `codec.rs` writes in binary rewritten from JSON, a
+/// thousand per batch. Records already binary (a crash half way) are left as they are. Returns
+/// the records rewritten.
+fn v3_to_v4(tree: &sled::Tree) -> StoreResult<usize> {
+    Ok(rewrite::<License>(tree, tag::LICENSE)?
+        + rewrite::<Hwid>(tree, tag::HWID)?
+        + rewrite::<IpRecord>(tree, tag::IP)?
+        + rewrite::<Customer>(tree, tag::CUSTOMER)?
+        + rewrite::<Product>(tree, tag::PRODUCT)?
+        + rewrite::<Branch>(tree, tag::BRANCH)?
+        + rewrite::<Release>(tree, tag::RELEASE)?
+        + rewrite::<BlacklistEntry>(tree, tag::BLACKLIST)?)
+}
+
+/// Rewrites the records of one table in `T`'s current encoding.
+fn rewrite<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
+    const PER_BATCH: usize = 1000;
+    let mut rewritten = 0;
+    let mut batch = sled::Batch::default();
+    let mut staged = 0;
+    for entry in tree.scan_prefix([table]) {
+        let (k, v) = entry.map_err(backend)?;
+        if codec::is_current::<T>(&v) {
+            continue;
+        }
+        let record: T = decode(&v)?;
+        batch.insert(k, encode(&record)?);
+        staged += 1;
+        if staged == PER_BATCH {
+            tree.apply_batch(std::mem::take(&mut batch))
+                .map_err(backend)?;
+            rewritten += staged;
+            staged = 0;
+        }
+    }
+    tree.apply_batch(batch).map_err(backend)?;
+    Ok(rewritten + staged)
 }

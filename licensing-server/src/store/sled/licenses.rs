@@ -30,7 +30,7 @@ impl LicenseStore for SledStore {
             }
             put_license(tx, l, None)?;
             for m in mail {
-                tx.put_json(outbox_key(m.id), m)?;
+                tx.put_record(outbox_key(m.id), m)?;
                 tx.put(outbox_due_key(m), Vec::new());
             }
             tx.add_count(day, mail.len() as i64)
@@ -40,7 +40,7 @@ impl LicenseStore for SledStore {
 
     async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
         Ok(self
-            .get_json(&license_key(team, id))?
+            .get_record(&license_key(team, id))?
             .map(|l| self.inner.refreshes.overlay(l)))
     }
 
@@ -57,7 +57,7 @@ impl LicenseStore for SledStore {
         {
             None => Ok(None),
             Some(id) => Ok(self
-                .get_json(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?
+                .get_record(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?
                 .map(|l| self.inner.refreshes.overlay(l))),
         }
     }
@@ -65,7 +65,7 @@ impl LicenseStore for SledStore {
     async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
         self.journaled_touching(journal, Touch::License(l.id), |tx| {
             let old: License = tx
-                .get_json(&license_key(l.team_id, l.id))?
+                .get_record(&license_key(l.team_id, l.id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
             check_license_refs(tx, l)?;
             put_license(tx, l, Some(&old))
@@ -81,7 +81,7 @@ impl LicenseStore for SledStore {
     ) -> StoreResult<License> {
         self.journaled_touching(journal, Touch::License(id), |tx| {
             let old: License = tx
-                .get_json(&license_key(team, id))?
+                .get_record(&license_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
             for table in [tag::HWID, tag::IP] {
                 let prefix = key(&[&[table], team.as_bytes(), id.as_bytes()]);
@@ -93,7 +93,7 @@ impl LicenseStore for SledStore {
             for mut r in self.team_releases(team)? {
                 if r.allowed_license_ids.contains(&id) {
                     r.allowed_license_ids.retain(|l| *l != id);
-                    tx.put_json(release_key(team, r.id), &r)?;
+                    tx.put_record(release_key(team, r.id), &r)?;
                 }
             }
             reindex(tx, license_indexes(&old), Vec::new());
@@ -113,8 +113,9 @@ impl LicenseStore for SledStore {
     ) -> StoreResult<Page<License>> {
         self.settle().await?;
         let f = &query.filter;
-        let load =
-            |id: [u8; 16]| self.get_json::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]));
+        let load = |id: [u8; 16]| {
+            self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))
+        };
         // Product or customer filters: candidates from the reverse indexes, sorted in memory.
         if !f.product_ids.is_empty() || !f.customer_ids.is_empty() {
             let mut ids: HashSet<LicenseId> = HashSet::new();
@@ -169,28 +170,28 @@ impl DeviceStore for SledStore {
             let mut hwid_tally = Tally::read(tx, &hwid_count)?;
             for h in hwids {
                 let k = hwid_key(team, license, &h.identifier);
-                if let Some(old) = tx.get_json::<Hwid>(&k)? {
+                if let Some(old) = tx.get_record::<Hwid>(&k)? {
                     hwid_tally.remove(old.forgotten);
                 }
                 hwid_tally.total += 1;
                 if h.forgotten {
                     hwid_tally.forget();
                 }
-                tx.put_json(k, h)?;
+                tx.put_record(k, h)?;
             }
             tx.put(hwid_count, hwid_tally.encode().to_vec());
             let ip_count = tally_key(tag::IP, team, license);
             let mut ip_tally = Tally::read(tx, &ip_count)?;
             for r in ips {
                 let k = ip_key(team, license, r.address);
-                if let Some(old) = tx.get_json::<IpRecord>(&k)? {
+                if let Some(old) = tx.get_record::<IpRecord>(&k)? {
                     ip_tally.remove(old.forgotten);
                 }
                 ip_tally.total += 1;
                 if r.forgotten {
                     ip_tally.forget();
                 }
-                tx.put_json(k, r)?;
+                tx.put_record(k, r)?;
             }
             tx.put(ip_count, ip_tally.encode().to_vec());
             Ok(())

@@ -20,7 +20,7 @@ impl BlacklistStore for SledStore {
             {
                 return Err(StoreError::conflict("value", "is already on the blacklist"));
             }
-            tx.put_json(blacklist_key(e.team_id, e.id), e)
+            tx.put_record(blacklist_key(e.team_id, e.id), e)
         })
         .await
     }
@@ -54,9 +54,9 @@ impl BlacklistStore for SledStore {
     ) -> StoreResult<()> {
         self.durable(|tx| {
             for (id, n) in hits {
-                if let Some(mut e) = tx.get_json::<BlacklistEntry>(&blacklist_key(team, *id))? {
+                if let Some(mut e) = tx.get_record::<BlacklistEntry>(&blacklist_key(team, *id))? {
                     e.hits += n;
-                    tx.put_json(blacklist_key(team, *id), &e)?;
+                    tx.put_record(blacklist_key(team, *id), &e)?;
                 }
             }
             Ok(())
@@ -79,7 +79,7 @@ impl OutboxStore for SledStore {
         {
             let k = k.map_err(backend)?;
             let id = MessageId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
-            if let Some(m) = self.get_json(&outbox_key(id))? {
+            if let Some(m) = self.get_record(&outbox_key(id))? {
                 out.push(m);
             }
         }
@@ -88,7 +88,7 @@ impl OutboxStore for SledStore {
 
     async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
         self.durable(|tx| {
-            if let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? {
+            if let Some(old) = tx.get_record::<OutboxMessage>(&outbox_key(message.id))? {
                 tx.del(outbox_due_key(&old));
             }
             tx.del(outbox_key(message.id));
@@ -99,12 +99,12 @@ impl OutboxStore for SledStore {
 
     async fn message_failed(&self, message: &OutboxMessage) -> StoreResult<()> {
         self.durable(|tx| {
-            let Some(old) = tx.get_json::<OutboxMessage>(&outbox_key(message.id))? else {
+            let Some(old) = tx.get_record::<OutboxMessage>(&outbox_key(message.id))? else {
                 return Ok(());
             };
             tx.del(outbox_due_key(&old));
             tx.put(outbox_due_key(message), Vec::new());
-            tx.put_json(outbox_key(message.id), message)
+            tx.put_record(outbox_key(message.id), message)
         })
         .await
     }
@@ -114,12 +114,12 @@ impl StatsStore for SledStore {
     async fn add_hourly(&self, team: TeamId, counts: &HourlyStats) -> StoreResult<()> {
         self.durable(|tx| {
             let k = stats_key(team, counts.hour);
-            let mut bucket = tx.get_json::<HourlyStats>(&k)?.unwrap_or(HourlyStats {
+            let mut bucket = tx.get_record::<HourlyStats>(&k)?.unwrap_or(HourlyStats {
                 hour: counts.hour,
                 ..HourlyStats::default()
             });
             bucket.merge(counts);
-            tx.put_json(k, &bucket)
+            tx.put_record(k, &bucket)
         })
         .await
     }

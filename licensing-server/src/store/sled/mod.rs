@@ -31,6 +31,7 @@
 mod activity;
 mod catalog;
 mod check;
+mod codec;
 mod compact;
 mod customers;
 mod format;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub use check::Findings;
+use codec::{Record, decode, encode};
 pub(crate) use compact::{compact, finish_compaction};
 pub use format::FORMAT;
 use licensing_core::api::requests::{
@@ -72,8 +74,6 @@ use licensing_core::{
     MessageId, ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use keys::{key, tag};
@@ -282,14 +282,6 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::backend_from("sled", e)
 }
 
-fn encode<T: Serialize>(value: &T) -> StoreResult<Vec<u8>> {
-    serde_json::to_vec(value).map_err(backend)
-}
-
-fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
-    serde_json::from_slice(bytes).map_err(backend)
-}
-
 fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
     bytes
         .get(bytes.len().saturating_sub(16)..)
@@ -323,7 +315,7 @@ impl Tx<'_> {
         }
     }
 
-    fn get_json<T: DeserializeOwned>(&self, k: &[u8]) -> StoreResult<Option<T>> {
+    fn get_record<T: Record>(&self, k: &[u8]) -> StoreResult<Option<T>> {
         self.get(k)?.map(|v| decode(&v)).transpose()
     }
 
@@ -331,7 +323,7 @@ impl Tx<'_> {
         self.pending.insert(k, Some(v));
     }
 
-    fn put_json<T: Serialize>(&mut self, k: Vec<u8>, v: &T) -> StoreResult<()> {
+    fn put_record<T: Record>(&mut self, k: Vec<u8>, v: &T) -> StoreResult<()> {
         self.put(k, encode(v)?);
         Ok(())
     }
@@ -352,11 +344,11 @@ impl Tx<'_> {
     fn journal(&mut self, journal: &Journal) -> StoreResult<()> {
         if let Some(entry) = &journal.audit {
             let (by_team, by_time) = audit_keys(entry.team_id, entry.at, entry.id);
-            self.put_json(by_team, entry)?;
+            self.put_record(by_team, entry)?;
             self.put(by_time, Vec::new());
         }
         for event in &journal.events {
-            self.put_json(webhooks::event_key(event.id), event)?;
+            self.put_record(webhooks::event_key(event.id), event)?;
         }
         Ok(())
     }
@@ -851,7 +843,7 @@ impl SledStore {
         Ok(out)
     }
 
-    fn get_json<T: DeserializeOwned>(&self, k: &[u8]) -> StoreResult<Option<T>> {
+    fn get_record<T: Record>(&self, k: &[u8]) -> StoreResult<Option<T>> {
         self.inner
             .tree
             .get(k)
@@ -860,7 +852,7 @@ impl SledStore {
             .transpose()
     }
 
-    fn scan<T: DeserializeOwned>(&self, prefix: &[u8]) -> StoreResult<Vec<T>> {
+    fn scan<T: Record>(&self, prefix: &[u8]) -> StoreResult<Vec<T>> {
         self.inner
             .tree
             .scan_prefix(prefix)
@@ -993,7 +985,7 @@ fn put_license(tx: &mut Tx<'_>, l: &License, old: Option<&License>) -> StoreResu
         license_by_key(l.team_id, &l.license_key),
         l.id.as_bytes().to_vec(),
     );
-    tx.put_json(license_key(l.team_id, l.id), l)
+    tx.put_record(license_key(l.team_id, l.id), l)
 }
 
 fn put_customer(tx: &mut Tx<'_>, c: &Customer, old: Option<&Customer>) -> StoreResult<()> {
@@ -1004,7 +996,7 @@ fn put_customer(tx: &mut Tx<'_>, c: &Customer, old: Option<&Customer>) -> StoreR
             tx.add_count(count_key(tag::CUSTOMER, c.team_id), 1)?;
         }
     }
-    tx.put_json(customer_key(c.team_id, c.id), c)
+    tx.put_record(customer_key(c.team_id, c.id), c)
 }
 
 impl SledStore {
@@ -1050,11 +1042,11 @@ impl SledStore {
                     && o.latest
                 {
                     o.latest = false;
-                    tx.put_json(release_key(o.team_id, o.id), &o)?;
+                    tx.put_record(release_key(o.team_id, o.id), &o)?;
                 }
             }
         }
-        tx.put_json(release_key(r.team_id, r.id), r)
+        tx.put_record(release_key(r.team_id, r.id), r)
     }
 
     fn delete_releases_where(
@@ -1084,7 +1076,7 @@ impl SledStore {
         change: impl Fn(&mut License),
     ) -> StoreResult<()> {
         for id in self.license_ids_by(index, team, owner)? {
-            if let Some(old) = tx.get_json::<License>(&license_key(team, id))? {
+            if let Some(old) = tx.get_record::<License>(&license_key(team, id))? {
                 let mut next = old.clone();
                 change(&mut next);
                 put_license(tx, &next, Some(&old))?;
@@ -1093,17 +1085,12 @@ impl SledStore {
         Ok(())
     }
 
-    fn usage<R: DeserializeOwned>(
-        &self,
-        table: u8,
-        team: TeamId,
-        license: LicenseId,
-    ) -> StoreResult<Vec<R>> {
+    fn usage<R: Record>(&self, table: u8, team: TeamId, license: LicenseId) -> StoreResult<Vec<R>> {
         self.scan(&key(&[&[table], team.as_bytes(), license.as_bytes()]))
     }
 
     fn require_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
-        self.get_json(&license_key(team, id))?
+        self.get_record(&license_key(team, id))?
             .ok_or(StoreError::NotFound(Entity::License))
     }
 }
@@ -1593,6 +1580,123 @@ mod tests {
         // A store of this format is not copied again.
         drop(super::SledStore::open(dir.path()).expect("reopen"));
         assert!(!copy.exists());
+    }
+
+    /// A store of format 3 (every record JSON) is migrated when opened: the records of the
+    /// binary kinds are rewritten in it and read back the same; a migration cut short (some
+    /// records rewritten, the version not yet) reads the same too.
+    #[test]
+    fn a_format_3_store_is_rewritten_in_the_binary_form() {
+        use licensing_core::Timestamp;
+        use licensing_core::model::{Hwid, License};
+        use licensing_core::store::{
+            Activity, ActivityRules, ActivityStore, DeviceStore, LicenseStore, TeamStore, testing,
+        };
+        use licensing_core::validate::HardwareId;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let (team, license) = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let license = testing::license(team.id, now);
+            store
+                .create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .expect("create");
+            let settings = licensing_core::model::TeamSettings::default();
+            let activity = Activity {
+                hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
+                ip: "198.51.100.7".parse().expect("ip"),
+                country: None,
+            };
+            store
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &ActivityRules::new(&settings),
+                    &activity,
+                    now,
+                )
+                .await
+                .expect("store")
+                .expect("admitted");
+            let license = store
+                .get_license(team.id, license.id)
+                .await
+                .expect("read")
+                .expect("license");
+            (team, license)
+        });
+        let q = licensing_core::api::requests::DeviceListQuery::parse("").expect("query");
+        let hwids_before = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            store
+                .list_hwids(team.id, license.id, &q)
+                .await
+                .expect("list")
+        });
+        assert_eq!(hwids_before.total, 1);
+        // Rewrite it as format 3 held it: JSON; the address record is left binary, as a
+        // migration cut short leaves some records.
+        let tables = [super::tag::LICENSE, super::tag::HWID, super::tag::IP];
+        {
+            let db = raw_open(dir.path());
+            let tree = db.open_tree("data").expect("tree");
+            tree.insert(
+                super::key(&[&[super::tag::META], b"format"]),
+                &3u32.to_be_bytes(),
+            )
+            .expect("version");
+            let mut rewritten = 0;
+            for kv in tree.scan_prefix([super::tag::LICENSE]) {
+                let (k, v) = kv.expect("scan");
+                let l: License = super::decode(&v).expect("license");
+                tree.insert(k, serde_json::to_vec(&l).expect("json"))
+                    .expect("put");
+                rewritten += 1;
+            }
+            for kv in tree.scan_prefix([super::tag::HWID]) {
+                let (k, v) = kv.expect("scan");
+                let h: Hwid = super::decode(&v).expect("hwid");
+                tree.insert(k, serde_json::to_vec(&h).expect("json"))
+                    .expect("put");
+                rewritten += 1;
+            }
+            assert_eq!(rewritten, 2);
+            db.flush().expect("flush");
+        }
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("migrating open");
+            assert_eq!(
+                super::format::version(&store.inner.tree).expect("version"),
+                super::format::FORMAT
+            );
+            for table in tables {
+                for kv in store.inner.tree.scan_prefix([table]) {
+                    let (_, v) = kv.expect("scan");
+                    assert_eq!(v[0], super::codec::BINARY_V1, "table {}", table as char);
+                }
+            }
+            assert_eq!(
+                store.get_license(team.id, license.id).await.expect("read"),
+                Some(license.clone())
+            );
+            assert_eq!(
+                store
+                    .list_hwids(team.id, license.id, &q)
+                    .await
+                    .expect("list"),
+                hwids_before
+            );
+            assert_eq!(
+                store.get_team(team.id).await.expect("team"),
+                Some(team.clone())
+            );
+        });
+        let copy = super::format::backup_path(dir.path(), 3);
+        assert!(copy.join("conf").exists(), "{}", copy.display());
+        std::fs::remove_dir_all(&copy).expect("remove the copy");
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub(super) fn stage(
     (license, refresh): (LicenseId, Refresh),
 ) -> StoreResult<()> {
     let team = refresh.team;
-    let Some(current) = tx.get_json::<License>(&license_key(team, license))? else {
+    let Some(current) = tx.get_record::<License>(&license_key(team, license))? else {
         return Ok(());
     };
     if current
@@ -40,7 +40,7 @@ pub(super) fn stage(
     }
     for (digest, seen) in refresh.hwids {
         let k = hwid_key_of(team, license, &digest);
-        if let Some(mut h) = tx.get_json::<Hwid>(&k)?
+        if let Some(mut h) = tx.get_record::<Hwid>(&k)?
             && h.last_seen_at < seen
         {
             h.last_seen_at = seen;
@@ -49,7 +49,7 @@ pub(super) fn stage(
     }
     for (addr, seen, country) in refresh.ips {
         let k = ip_key_of(team, license, &addr);
-        if let Some(mut r) = tx.get_json::<IpRecord>(&k)?
+        if let Some(mut r) = tx.get_record::<IpRecord>(&k)?
             && r.last_seen_at < seen
         {
             r.last_seen_at = seen;

@@ -10,8 +10,8 @@ impl TeamStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            tx.put_json(team_key(team.id), team)?;
-            tx.put_json(api_key_key(&first_key.hash), first_key)?;
+            tx.put_record(team_key(team.id), team)?;
+            tx.put_record(api_key_key(&first_key.hash), first_key)?;
             tx.put(
                 team_api_key_key(team.id, first_key.id),
                 first_key.hash.as_bytes().to_vec(),
@@ -22,7 +22,7 @@ impl TeamStore for SledStore {
     }
 
     async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
-        self.get_json(&team_key(id))
+        self.get_record(&team_key(id))
     }
 
     async fn list_teams(&self) -> StoreResult<Vec<Team>> {
@@ -40,11 +40,11 @@ impl TeamStore for SledStore {
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
             let mut team: Team = tx
-                .get_json(&team_key(id))?
+                .get_record(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             team.settings = settings.clone();
             team.updated_at = now;
-            tx.put_json(team_key(id), &team)?;
+            tx.put_record(team_key(id), &team)?;
             Ok(team)
         })
         .await
@@ -59,11 +59,11 @@ impl TeamStore for SledStore {
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
             let mut team: Team = tx
-                .get_json(&team_key(id))?
+                .get_record(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             team.features = features;
             team.updated_at = now;
-            tx.put_json(team_key(id), &team)?;
+            tx.put_record(team_key(id), &team)?;
             Ok(team)
         })
         .await
@@ -77,11 +77,11 @@ impl TeamStore for SledStore {
     ) -> StoreResult<Team> {
         self.durable(|tx| {
             let mut team: Team = tx
-                .get_json(&team_key(id))?
+                .get_record(&team_key(id))?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             team.keys = keys.clone();
             team.updated_at = now;
-            tx.put_json(team_key(id), &team)?;
+            tx.put_record(team_key(id), &team)?;
             Ok(team)
         })
         .await
@@ -94,7 +94,7 @@ impl ApiKeyStore for SledStore {
             if tx.get(&team_key(k.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
-            tx.put_json(api_key_key(&k.hash), k)?;
+            tx.put_record(api_key_key(&k.hash), k)?;
             tx.put(
                 team_api_key_key(k.team_id, k.id),
                 k.hash.as_bytes().to_vec(),
@@ -106,7 +106,7 @@ impl ApiKeyStore for SledStore {
 
     async fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>> {
         // The key is the SHA-256 of a secret; looking it up by hash reveals nothing of the secret.
-        self.get_json(&api_key_key(hash))
+        self.get_record(&api_key_key(hash))
     }
 
     async fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>> {
@@ -114,7 +114,9 @@ impl ApiKeyStore for SledStore {
         let mut out = Vec::new();
         for kv in self.inner.tree.scan_prefix(prefix) {
             let (_, hash) = kv.map_err(backend)?;
-            if let Some(record) = self.get_json::<ApiKeyRecord>(&key(&[&[tag::API_KEY], &hash]))? {
+            if let Some(record) =
+                self.get_record::<ApiKeyRecord>(&key(&[&[tag::API_KEY], &hash]))?
+            {
                 out.push(record);
             }
         }
@@ -148,11 +150,11 @@ impl ApiKeyStore for SledStore {
                     continue;
                 };
                 let k = key(&[&[tag::API_KEY], &hash]);
-                if let Some(mut record) = tx.get_json::<ApiKeyRecord>(&k)?
+                if let Some(mut record) = tx.get_record::<ApiKeyRecord>(&k)?
                     && record.last_used_at.is_none_or(|last| last < *at)
                 {
                     record.last_used_at = Some(*at);
-                    tx.put_json(k, &record)?;
+                    tx.put_record(k, &record)?;
                 }
             }
             Ok(())

@@ -69,7 +69,7 @@ fn put_delivery(tx: &mut Tx<'_>, d: &WebhookDelivery) -> StoreResult<()> {
         Some((k, v)) => tx.put(k, v),
         None => tx.del(pending_key(d)),
     }
-    tx.put_json(delivery_key(d.team_id, d.endpoint_id, d.id), d)
+    tx.put_record(delivery_key(d.team_id, d.endpoint_id, d.id), d)
 }
 
 impl SledStore {
@@ -106,7 +106,8 @@ impl SledStore {
                 WebhookId::from_uuid(uuid(&v[16..OWNER_END])),
             );
             let id = DeliveryId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
-            if let Some(d) = self.get_json::<WebhookDelivery>(&delivery_key(team, endpoint, id))?
+            if let Some(d) =
+                self.get_record::<WebhookDelivery>(&delivery_key(team, endpoint, id))?
                 && d.status == DeliveryStatus::Pending
             {
                 out.push(d);
@@ -122,7 +123,7 @@ impl WebhookStore for SledStore {
             if tx.get(&team_key(e.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
-            tx.put_json(endpoint_key(e.team_id, e.id), e)
+            tx.put_record(endpoint_key(e.team_id, e.id), e)
         })
         .await
     }
@@ -132,7 +133,7 @@ impl WebhookStore for SledStore {
         team: TeamId,
         id: WebhookId,
     ) -> StoreResult<Option<WebhookEndpoint>> {
-        self.get_json(&endpoint_key(team, id))
+        self.get_record(&endpoint_key(team, id))
     }
 
     async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
@@ -147,7 +148,7 @@ impl WebhookStore for SledStore {
             if tx.get(&k)?.is_none() {
                 return Err(StoreError::NotFound(Entity::Webhook));
             }
-            tx.put_json(k, e)
+            tx.put_record(k, e)
         })
         .await
     }
@@ -187,7 +188,7 @@ impl WebhookStore for SledStore {
     ) -> StoreResult<Option<HealthChange>> {
         // A success on a healthy endpoint changes nothing: answered without the write lock.
         if ok {
-            let endpoint: Option<WebhookEndpoint> = self.get_json(&endpoint_key(team, id))?;
+            let endpoint: Option<WebhookEndpoint> = self.get_record(&endpoint_key(team, id))?;
             if endpoint.as_ref().is_none_or(|e| e.failing_since.is_none()) {
                 return Ok(endpoint.map(|endpoint| HealthChange {
                     endpoint,
@@ -197,13 +198,13 @@ impl WebhookStore for SledStore {
         }
         self.durable(|tx| {
             let k = endpoint_key(team, id);
-            let Some(mut endpoint) = tx.get_json::<WebhookEndpoint>(&k)? else {
+            let Some(mut endpoint) = tx.get_record::<WebhookEndpoint>(&k)? else {
                 return Ok(None);
             };
             let before = endpoint.clone();
             let disabled_now = apply_health(&mut endpoint, ok, now, disable_after_ms);
             if endpoint != before {
-                tx.put_json(k, &endpoint)?;
+                tx.put_record(k, &endpoint)?;
             }
             if let Some(to) = endpoint
                 .alert_email
@@ -211,7 +212,7 @@ impl WebhookStore for SledStore {
                 .filter(|_| disabled_now && alert)
             {
                 let m = disabled_alert(&endpoint, to, now);
-                tx.put_json(outbox_key(m.id), &m)?;
+                tx.put_record(outbox_key(m.id), &m)?;
                 tx.put(outbox_due_key(&m), Vec::new());
             }
             Ok(Some(HealthChange {
@@ -273,7 +274,7 @@ impl WebhookStore for SledStore {
                     }
                     tx.put(k, value.to_vec());
                 }
-                tx.put_json(event_key(raised.event.id), &raised.event)?;
+                tx.put_record(event_key(raised.event.id), &raised.event)?;
                 queued += 1;
             }
             Ok(queued)
@@ -324,7 +325,7 @@ impl WebhookStore for SledStore {
         endpoint: WebhookId,
         id: DeliveryId,
     ) -> StoreResult<Option<WebhookDelivery>> {
-        self.get_json(&delivery_key(team, endpoint, id))
+        self.get_record(&delivery_key(team, endpoint, id))
     }
 
     async fn list_deliveries(
