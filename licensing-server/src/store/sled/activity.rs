@@ -126,6 +126,7 @@ impl SledStore {
         let (own_hwid, own_ip) = own_records(tx, team, license, activity)?;
         let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
         let mut ip_tally = Tally::read(tx, &tally_key(tag::IP, team, license))?;
+        let (hwid_tally_before, ip_tally_before) = (hwid_tally, ip_tally);
         let counted = |kind: RecordKind| -> StoreResult<u64> {
             match kind {
                 RecordKind::Hwid => match settings.hwid_timeout {
@@ -234,14 +235,19 @@ impl SledStore {
                 }
             }
         }
-        tx.put(
-            tally_key(tag::HWID, team, license),
-            hwid_tally.encode().to_vec(),
-        );
-        tx.put(
-            tally_key(tag::IP, team, license),
-            ip_tally.encode().to_vec(),
-        );
+        // Counts are written only when they change.
+        if hwid_tally != hwid_tally_before {
+            tx.put(
+                tally_key(tag::HWID, team, license),
+                hwid_tally.encode().to_vec(),
+            );
+        }
+        if ip_tally != ip_tally_before {
+            tx.put(
+                tally_key(tag::IP, team, license),
+                ip_tally.encode().to_vec(),
+            );
+        }
         let next = license_after(&current, &admission, now);
         put_license(tx, &next, Some(&current))?;
         let events = admission_events(

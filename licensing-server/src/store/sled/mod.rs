@@ -587,14 +587,16 @@ fn customer_indexes(c: &Customer) -> Vec<Vec<u8>> {
     ]
 }
 
-/// Replaces `old` index keys with `new` ones.
+/// Replaces `old` index keys with `new` ones, writing only those that change (a heartbeat's
+/// refresh moves one of a license's index keys, not all of them).
 fn reindex(tx: &mut Tx<'_>, old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) {
     let keep: HashSet<&Vec<u8>> = new.iter().collect();
     for k in old.iter().filter(|k| !keep.contains(k)) {
         tx.del(k.clone());
     }
-    for k in new {
-        tx.put(k, Vec::new());
+    let had: HashSet<&Vec<u8>> = old.iter().collect();
+    for k in new.iter().filter(|k| !had.contains(k)) {
+        tx.put(k.clone(), Vec::new());
     }
 }
 
@@ -969,22 +971,27 @@ fn check_license_refs(tx: &Tx<'_>, l: &License) -> StoreResult<()> {
 }
 
 fn put_license(tx: &mut Tx<'_>, l: &License, old: Option<&License>) -> StoreResult<()> {
-    match old {
+    let key_changed = match old {
         Some(old) => {
-            if old.license_key != l.license_key {
+            let changed = old.license_key != l.license_key;
+            if changed {
                 tx.del(license_by_key(old.team_id, &old.license_key));
             }
             reindex(tx, license_indexes(old), license_indexes(l));
+            changed
         }
         None => {
             reindex(tx, Vec::new(), license_indexes(l));
             tx.add_count(count_key(tag::LICENSE, l.team_id), 1)?;
+            true
         }
+    };
+    if key_changed {
+        tx.put(
+            license_by_key(l.team_id, &l.license_key),
+            l.id.as_bytes().to_vec(),
+        );
     }
-    tx.put(
-        license_by_key(l.team_id, &l.license_key),
-        l.id.as_bytes().to_vec(),
-    );
     tx.put_record(license_key(l.team_id, l.id), l)
 }
 
