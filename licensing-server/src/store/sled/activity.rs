@@ -53,22 +53,55 @@ impl SledStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
-        let settings = rules.settings;
-        let hardware_id = activity.hardware_id.as_ref();
-        // The hot path: a device and address that already count need no atomic step; their
-        // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
-        // can only send the request to the atomic step below.
         let current = self.require_license(team, license)?;
+        let (own_hwid, own_ip) = self.own_records(&current, activity)?;
+        self.record_read(
+            &current,
+            own_hwid.as_ref(),
+            own_ip.as_ref(),
+            rules,
+            activity,
+            now,
+        )
+        .await
+    }
+
+    /// The request's own device and address records, read without a lock.
+    pub(super) fn own_records(
+        &self,
+        license: &License,
+        activity: &Activity,
+    ) -> StoreResult<(Option<Hwid>, Option<IpRecord>)> {
         let reads = Tx {
             tree: &self.inner.tree,
             pending: Default::default(),
         };
-        let (own_hwid, own_ip) = own_records(&reads, team, license, activity)?;
+        own_records(&reads, license.team_id, license.id, activity)
+    }
+
+    /// Steps 7 and 8 for a license and own records read without a lock (by [`Self::record`],
+    /// or with the license by key for the client API): a request they show counting already is
+    /// admitted from them; any other goes through the atomic step, which reads everything again.
+    pub(super) async fn record_read(
+        &self,
+        current: &License,
+        own_hwid: Option<&Hwid>,
+        own_ip: Option<&IpRecord>,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let settings = rules.settings;
+        let hardware_id = activity.hardware_id.as_ref();
+        let (team, license) = (current.team_id, current.id);
+        // The hot path: a device and address that already count need no atomic step; their
+        // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
+        // can only send the request to the atomic step below.
         if let Some(admission) = verify::admit_counted_own(
-            &current,
+            current,
             settings,
-            own_hwid.as_ref(),
-            own_ip.as_ref(),
+            own_hwid,
+            own_ip,
             hardware_id,
             activity.ip,
             now,
@@ -85,7 +118,7 @@ impl SledStore {
                 self.inner.flusher.request();
             }
             return Ok(Ok(Recorded {
-                license: license_after(&current, &admission, now),
+                license: license_after(current, &admission, now),
                 admission,
             }));
         }

@@ -259,4 +259,50 @@ impl ActivityStore for SledStore {
     ) -> StoreResult<Result<Recorded, Denial>> {
         self.record(team, license, rules, activity, now).await
     }
+
+    /// The license by key with the request's own device and address records: a request
+    /// whose records count already is then admitted from these reads, without reading the
+    /// license again.
+    async fn read_license_for_activity(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+        activity: &Activity,
+    ) -> StoreResult<Option<LicenseRead>> {
+        let Some(license) = self.get_license_by_key(team, key).await? else {
+            return Ok(None);
+        };
+        let own = self.own_records(&license, activity)?;
+        Ok(Some(LicenseRead {
+            license,
+            own: Some(own),
+        }))
+    }
+
+    async fn record_activity_after(
+        &self,
+        read: &LicenseRead,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        match &read.own {
+            Some((hwid, ip)) => {
+                self.record_read(
+                    &read.license,
+                    hwid.as_ref(),
+                    ip.as_ref(),
+                    rules,
+                    activity,
+                    now,
+                )
+                .await
+            }
+            None => {
+                let license = &read.license;
+                self.record(license.team_id, license.id, rules, activity, now)
+                    .await
+            }
+        }
+    }
 }
