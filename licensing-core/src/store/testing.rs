@@ -79,6 +79,7 @@ macro_rules! store_test_suite {
             api_keys_are_found_by_hash_and_revoked_within_their_team,
             licenses_are_created_and_read_by_id_and_key,
             license_keys_are_unique_within_a_team_only,
+            a_key_read_before_names_only_its_license_afterwards,
             license_references_must_exist_in_the_same_team,
             license_updates_replace_and_deletes_cascade,
             license_lists_filter_sort_and_page,
@@ -499,6 +500,44 @@ pub async fn license_keys_are_unique_within_a_team_only<S: Store>(store: &S) {
             .unwrap(),
         None
     );
+}
+
+/// A key looked up (a store may remember what it named) follows the license's changes: once
+/// the key moves to another license, it names that one; once its license is deleted, none.
+pub async fn a_key_read_before_names_only_its_license_afterwards<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let by_key = |k: LicenseKey| async move {
+        store
+            .get_license_by_key(t.id, &k)
+            .await
+            .unwrap()
+            .map(|l| l.id)
+    };
+    let first = license(t.id, t0());
+    store.create_license(&first, &Journal::NONE).await.unwrap();
+    let key = first.license_key;
+    assert_eq!(by_key(key).await, Some(first.id));
+    // The first license takes a new key; the old one names nothing, then the second license.
+    let mut renamed = first.clone();
+    renamed.license_key = LicenseKey::generate();
+    store
+        .update_license(&renamed, &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(by_key(key).await, None);
+    assert_eq!(by_key(renamed.license_key).await, Some(first.id));
+    let mut second = license(t.id, t0());
+    second.license_key = key;
+    store.create_license(&second, &Journal::NONE).await.unwrap();
+    assert_eq!(by_key(key).await, Some(second.id));
+    assert_eq!(by_key(key).await, Some(second.id));
+    // Deleted, it is found by neither.
+    store
+        .delete_license(t.id, second.id, &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(by_key(key).await, None);
+    assert_eq!(by_key(renamed.license_key).await, Some(first.id));
 }
 
 pub async fn license_references_must_exist_in_the_same_team<S: Store>(store: &S) {

@@ -49,16 +49,31 @@ impl LicenseStore for SledStore {
         team: TeamId,
         k: &LicenseKey,
     ) -> StoreResult<Option<License>> {
+        // A remembered id is used only if its license still has this key (see `key_ids.rs`).
+        if let Some(id) = self.inner.key_ids.get(team, k)
+            && let Some(l) = self.get_record::<License>(&license_key(team, id))?
+            && l.license_key == *k
+        {
+            return Ok(Some(self.inner.refreshes.overlay(l)));
+        }
         match self
             .inner
             .tree
             .get(license_by_key(team, k))
             .map_err(backend)?
         {
-            None => Ok(None),
-            Some(id) => Ok(self
-                .get_record(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?
-                .map(|l| self.inner.refreshes.overlay(l))),
+            None => {
+                self.inner.key_ids.forget(team, k);
+                Ok(None)
+            }
+            Some(id) => {
+                let found =
+                    self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))?;
+                if let Some(l) = &found {
+                    self.inner.key_ids.remember(team, *k, l.id);
+                }
+                Ok(found.map(|l| self.inner.refreshes.overlay(l)))
+            }
         }
     }
 

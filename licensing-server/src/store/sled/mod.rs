@@ -25,6 +25,11 @@
 //!   also have reverse indexes by customer and by product (filters, cascades, statistics). Smaller
 //!   collections (products, releases, branches, a license's devices) are read per team or license
 //!   and sorted in memory with core's comparators.
+//! - **Records** are encoded by `codec.rs`: the many and hot ones in a compact binary form, the
+//!   others JSON.
+//! - **A client request** reads three keys when its device and address already count: its
+//!   license (by an id remembered from its key, `key_ids.rs`, checked against the key read
+//!   back), its device record and its address record.
 //! - **Format**: the store records its format version (`format.rs`); an older store is migrated
 //!   at start-up, a newer one refused.
 
@@ -35,6 +40,7 @@ mod codec;
 mod compact;
 mod customers;
 mod format;
+mod key_ids;
 mod keys;
 mod licenses;
 mod locks;
@@ -112,6 +118,8 @@ struct Inner {
     flushed: watch::Receiver<FlushState>,
     /// Refreshes waiting to be written.
     refreshes: Arc<Refreshes>,
+    /// License ids by key, remembered (`key_ids.rs`).
+    key_ids: key_ids::KeyIds,
 }
 
 /// What the last flush achieved.
@@ -678,6 +686,7 @@ impl SledStore {
                 flusher_thread: Mutex::new(Some(flusher_thread)),
                 flushed,
                 refreshes,
+                key_ids: Default::default(),
             }),
         })
     }
