@@ -52,3 +52,10 @@ pub use server::{
     Server, ServerError, compact_store, file_store_for, open_configured_store, open_store,
     open_store_with_cache,
 };
+
+/// mimalloc instead of the C library's allocator, for every program built on this crate (the
+/// server, its tests and benchmarks): sled's reads build and drop a page's nodes on every
+/// lookup, and glibc's `free` (`malloc_consolidate`, `unlink_chunk`) was about a sixth of a
+/// heartbeat's time at full size; see benches/README.md.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
