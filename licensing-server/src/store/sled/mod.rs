@@ -1598,6 +1598,19 @@ mod tests {
         assert!(!copy.exists());
     }
 
+    /// Rewrites every record of `table` as JSON, as format 3 stored it; returns how many.
+    fn as_json<T: super::Record>(tree: &sled::Tree, table: u8) -> usize {
+        let mut rewritten = 0;
+        for kv in tree.scan_prefix([table]) {
+            let (k, v) = kv.expect("scan");
+            let record: T = super::decode(&v).expect("record");
+            tree.insert(k, serde_json::to_vec(&record).expect("json"))
+                .expect("put");
+            rewritten += 1;
+        }
+        rewritten
+    }
+
     /// A store of format 3 (every record JSON) is migrated when opened: the records of the
     /// binary kinds are rewritten in it and read back the same; a migration cut short (some
     /// records rewritten, the version not yet) reads the same too.
@@ -1664,21 +1677,8 @@ mod tests {
                 &3u32.to_be_bytes(),
             )
             .expect("version");
-            let mut rewritten = 0;
-            for kv in tree.scan_prefix([super::tag::LICENSE]) {
-                let (k, v) = kv.expect("scan");
-                let l: License = super::decode(&v).expect("license");
-                tree.insert(k, serde_json::to_vec(&l).expect("json"))
-                    .expect("put");
-                rewritten += 1;
-            }
-            for kv in tree.scan_prefix([super::tag::HWID]) {
-                let (k, v) = kv.expect("scan");
-                let h: Hwid = super::decode(&v).expect("hwid");
-                tree.insert(k, serde_json::to_vec(&h).expect("json"))
-                    .expect("put");
-                rewritten += 1;
-            }
+            let rewritten = as_json::<License>(&tree, super::tag::LICENSE)
+                + as_json::<Hwid>(&tree, super::tag::HWID);
             assert_eq!(rewritten, 2);
             db.flush().expect("flush");
         }
