@@ -28,7 +28,7 @@ use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
 /// The format this server writes.
 pub const FORMAT: u32 = 4;
 
-fn version_key() -> Vec<u8> {
+pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
 }
 

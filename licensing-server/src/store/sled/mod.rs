@@ -1425,7 +1425,7 @@ mod tests {
         {
             let db = sled::open(dir.path()).expect("raw open");
             let tree = db.open_tree("data").expect("tree");
-            tree.remove(super::key(&[&[super::tag::META], b"format"]))
+            tree.remove(super::format::version_key())
                 .expect("unversion");
             for table in [super::tag::HWID, super::tag::IP] {
                 tree.remove(super::tally_key(table, team.id, license.id))
@@ -1554,11 +1554,7 @@ mod tests {
         {
             let db = raw_open(dir.path());
             let tree = db.open_tree("data").expect("tree");
-            tree.insert(
-                super::key(&[&[super::tag::META], b"format"]),
-                &2u32.to_be_bytes(),
-            )
-            .expect("version");
+            set_format(&tree, 2);
             let prefix = [super::tag::INDEX, super::tag::DELIVERY];
             for kv in tree.scan_prefix(prefix) {
                 tree.remove(kv.expect("scan").0).expect("remove");
@@ -1596,6 +1592,12 @@ mod tests {
         // A store of this format is not copied again.
         drop(super::SledStore::open(dir.path()).expect("reopen"));
         assert!(!copy.exists());
+    }
+
+    /// Marks a closed store's tree as written in `format`.
+    fn set_format(tree: &sled::Tree, format: u32) {
+        tree.insert(super::format::version_key(), &format.to_be_bytes())
+            .expect("version");
     }
 
     /// Rewrites every record of `table` as JSON, as format 3 stored it; returns how many.
@@ -1672,11 +1674,7 @@ mod tests {
         {
             let db = raw_open(dir.path());
             let tree = db.open_tree("data").expect("tree");
-            tree.insert(
-                super::key(&[&[super::tag::META], b"format"]),
-                &3u32.to_be_bytes(),
-            )
-            .expect("version");
+            set_format(&tree, 3);
             let rewritten = as_json::<License>(&tree, super::tag::LICENSE)
                 + as_json::<Hwid>(&tree, super::tag::HWID);
             assert_eq!(rewritten, 2);
@@ -1722,11 +1720,7 @@ mod tests {
         {
             let db = raw_open(dir.path());
             let tree = db.open_tree("data").expect("tree");
-            tree.insert(
-                super::key(&[&[super::tag::META], b"format"]),
-                &99u32.to_be_bytes(),
-            )
-            .expect("put");
+            set_format(&tree, 99);
             db.flush().expect("flush");
         }
         let error = super::SledStore::open(dir.path()).expect_err("refused");
