@@ -281,6 +281,29 @@ impl DevClient {
             .await
     }
 
+    /// `POST {dev}/licenses/id/{licenseId}/suspend` (scope `licenses:suspend`); a license
+    /// already suspended is answered unchanged.
+    pub async fn suspend_license(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
+        self.call(
+            Method::POST,
+            &format!("licenses/id/{id}/suspend"),
+            None,
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `POST {dev}/licenses/id/{licenseId}/unsuspend` (scope `licenses:suspend`).
+    pub async fn unsuspend_license(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
+        self.call(
+            Method::POST,
+            &format!("licenses/id/{id}/unsuspend"),
+            None,
+            None::<&()>,
+        )
+        .await
+    }
+
     /// `DELETE {dev}/licenses/{licenseKey}`.
     pub async fn delete_license(&self, key: &LicenseKey) -> Result<LicenseKeyDeleted, Error> {
         self.delete(&format!("licenses/{key}")).await

@@ -658,6 +658,8 @@ async fn the_developer_client_covers_every_endpoint() {
     )
     .await
     .unwrap();
+    assert!(dev.suspend_license(id).await.unwrap().license.suspended);
+    assert!(!dev.unsuspend_license(id).await.unwrap().license.suspended);
     let client = server.client(&server.base);
     let mut body = ClientBody::new(key);
     body.hardware_id = Some(HardwareId::parse("sdk-device-0001").unwrap());

@@ -10,6 +10,7 @@ mod outbox;
 mod product;
 mod release;
 mod scope;
+mod staff;
 mod stats;
 mod team;
 mod webhook;
@@ -27,6 +28,7 @@ pub use release::{
 pub use scope::{
     Access, ProductRestriction, Resource, Scope, Scopes, covers_products, sees_products,
 };
+pub use staff::Role;
 pub use stats::{
     HourlyStats, Overview, RecentActivity, RequestCounts, RequestType, RequestsByType, Statistics,
     TopCountry, TopProduct,

@@ -1,6 +1,11 @@
-//! What an API key may do: scopes per resource (read or write), and optionally the products it
-//! is restricted to. Written as `resource:read`, `resource:write`, `resource:*` (both), or `*`
-//! (everything). Write includes read.
+//! What an API key (or a staff member's role) may do: scopes per resource (read or write), and
+//! optionally the products it is restricted to. Written as `resource:read`, `resource:write`,
+//! `resource:*` (every scope of the resource), or `*` (everything). Write includes read.
+//!
+//! Licenses have two narrower scopes besides: `licenses:devices` (forget and restore a license's
+//! hardware identifiers and addresses) and `licenses:suspend` (suspend and unsuspend), which a
+//! support desk needs without being able to create, change or delete licenses. Each includes
+//! `licenses:read`; `licenses:write` includes both.
 
 use std::collections::BTreeSet;
 
@@ -74,13 +79,29 @@ impl Resource {
     }
 }
 
-/// Read or write.
+/// Read, write, or one of the narrower changes licenses have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Access {
     /// Read.
     Read,
-    /// Create, change and delete (includes read).
+    /// Create, change and delete (includes read and the narrower changes).
     Write,
+    /// Licenses only: forget and restore hardware identifiers and addresses (includes read).
+    Devices,
+    /// Licenses only: suspend and unsuspend (includes read).
+    Suspend,
+}
+
+impl Access {
+    /// The name in scope strings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Devices => "devices",
+            Access::Suspend => "suspend",
+        }
+    }
 }
 
 /// One scope, such as `licenses:read`.
@@ -109,21 +130,46 @@ impl Scope {
         }
     }
 
+    /// `licenses:devices`: forget and restore a license's hardware identifiers and addresses.
+    pub const LICENSE_DEVICES: Scope = Scope {
+        resource: Resource::Licenses,
+        access: Access::Devices,
+    };
+
+    /// `licenses:suspend`: suspend and unsuspend a license.
+    pub const LICENSE_SUSPEND: Scope = Scope {
+        resource: Resource::Licenses,
+        access: Access::Suspend,
+    };
+
     /// Every scope there is, in order.
     pub fn all() -> impl Iterator<Item = Scope> {
-        Resource::ALL.into_iter().flat_map(|r| {
-            let write = r.writable().then_some(Scope::write(r));
-            std::iter::once(Scope::read(r)).chain(write)
-        })
+        Resource::ALL.into_iter().flat_map(Scope::of)
+    }
+
+    /// Every scope of `resource`: read, and write with the narrower changes where it has them.
+    fn of(resource: Resource) -> Vec<Scope> {
+        let mut scopes = vec![Scope::read(resource)];
+        if resource.writable() {
+            scopes.push(Scope::write(resource));
+        }
+        if resource == Resource::Licenses {
+            scopes.extend([Scope::LICENSE_DEVICES, Scope::LICENSE_SUSPEND]);
+        }
+        scopes
+    }
+
+    /// Whether holding this scope grants `other`: itself; write grants every scope of its
+    /// resource; every scope grants its resource's read.
+    pub fn grants(self, other: Scope) -> bool {
+        self == other
+            || (self.resource == other.resource
+                && (self.access == Access::Write || other.access == Access::Read))
     }
 
     /// The scope as text, such as `licenses:read`.
     pub fn name(self) -> String {
-        let access = match self.access {
-            Access::Read => "read",
-            Access::Write => "write",
-        };
-        format!("{}:{access}", self.resource.as_str())
+        format!("{}:{}", self.resource.as_str(), self.access.as_str())
     }
 
     /// Parses one scope entry: `resource:read`, `resource:write`, `resource:*` or `*`; the
@@ -141,12 +187,15 @@ impl Scope {
         let (resource, access) = text.split_once(':').ok_or_else(unknown)?;
         let resource = Resource::parse(resource).ok_or_else(unknown)?;
         match access {
-            "read" => Ok(vec![Scope::read(resource)]),
-            "write" if resource.writable() => Ok(vec![Scope::write(resource)]),
-            "*" if resource.writable() => Ok(vec![Scope::read(resource), Scope::write(resource)]),
-            "*" => Ok(vec![Scope::read(resource)]),
-            "write" => Err(format!("{} can only be read", resource.as_str())),
-            _ => Err(unknown()),
+            "*" => Ok(Scope::of(resource)),
+            "write" if !resource.writable() => {
+                Err(format!("{} can only be read", resource.as_str()))
+            }
+            _ => Scope::of(resource)
+                .into_iter()
+                .find(|s| s.access.as_str() == access)
+                .map(|s| vec![s])
+                .ok_or_else(unknown),
         }
     }
 }
@@ -169,14 +218,12 @@ pub enum Scopes {
 }
 
 impl Scopes {
-    /// Whether `scope` is granted (a write scope grants the read scope of its resource).
+    /// Whether `scope` is granted, by itself or by a scope that grants it (see
+    /// [`Scope::grants`]).
     pub fn allows(&self, scope: Scope) -> bool {
         match self {
             Scopes::All => true,
-            Scopes::Only(set) => {
-                set.contains(&scope)
-                    || (scope.access == Access::Read && set.contains(&Scope::write(scope.resource)))
-            }
+            Scopes::Only(set) => set.iter().any(|held| held.grants(scope)),
         }
     }
 
@@ -241,7 +288,9 @@ impl utoipa::PartialSchema for Scopes {
                     .enum_values(Some(names)),
             )
             .description(Some(
-                "Scopes: resource:read, resource:write (includes read), or \"*\" for every scope",
+                "Scopes: resource:read, resource:write (includes read), licenses:devices and \
+                 licenses:suspend (each includes licenses:read), resource:* for all of a \
+                 resource's, or \"*\" for every scope",
             ))
             .into()
     }
@@ -307,7 +356,38 @@ mod tests {
         for scope in Scope::all() {
             assert_eq!(Scope::parse_entry(&scope.name()).unwrap(), [scope]);
         }
-        assert_eq!(Scope::all().count(), 18);
+        assert!(Scope::parse_entry("customers:suspend").is_err());
+        assert!(Scope::parse_entry("statistics:devices").is_err());
+        assert_eq!(
+            Scope::parse_entry("licenses:*").unwrap(),
+            [
+                Scope::read(Resource::Licenses),
+                Scope::write(Resource::Licenses),
+                Scope::LICENSE_DEVICES,
+                Scope::LICENSE_SUSPEND
+            ]
+        );
+        assert_eq!(Scope::all().count(), 20);
+    }
+
+    #[test]
+    fn the_narrower_license_scopes_include_read_and_nothing_else() {
+        let support =
+            Scopes::parse(&["licenses:devices".into(), "licenses:suspend".into()]).unwrap();
+        assert!(support.allows(Scope::read(Resource::Licenses)));
+        assert!(support.allows(Scope::LICENSE_DEVICES));
+        assert!(support.allows(Scope::LICENSE_SUSPEND));
+        assert!(!support.allows(Scope::write(Resource::Licenses)));
+        assert!(!support.allows(Scope::read(Resource::Customers)));
+        let devices = Scopes::parse(&["licenses:devices".into()]).unwrap();
+        assert!(!devices.allows(Scope::LICENSE_SUSPEND));
+        let writer = Scopes::parse(&["licenses:write".into()]).unwrap();
+        assert!(writer.allows(Scope::LICENSE_DEVICES) && writer.allows(Scope::LICENSE_SUSPEND));
+        assert_eq!(writer.missing_from(&support), None);
+        assert_eq!(
+            support.missing_from(&writer).as_deref(),
+            Some("licenses:write")
+        );
     }
 
     #[test]
@@ -339,7 +419,10 @@ mod tests {
     fn scopes_serialize_as_names() {
         let scopes = Scopes::parse(&["licenses:*".into()]).unwrap();
         let json = serde_json::to_string(&scopes).unwrap();
-        assert_eq!(json, r#"["licenses:read","licenses:write"]"#);
+        assert_eq!(
+            json,
+            r#"["licenses:read","licenses:write","licenses:devices","licenses:suspend"]"#
+        );
         assert_eq!(serde_json::from_str::<Scopes>(&json).unwrap(), scopes);
         assert_eq!(serde_json::to_string(&Scopes::All).unwrap(), r#"["*"]"#);
     }

@@ -1,9 +1,13 @@
 //! Parse, don't validate: each type here can only hold a value that passed its rules, so code that
 //! receives one never checks again. Every rule's message says what to fix.
 
+mod password;
 mod text;
 
 pub use crate::error::{FieldError, ValidationErrors, Validator};
+pub use password::{
+    MAX_PASSWORD_BYTES, MIN_PASSWORD_CHARS, check_new_password, is_common_password,
+};
 pub use text::*;
 
 /// Checks a length in characters (not bytes) against an inclusive range.

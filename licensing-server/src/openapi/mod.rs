@@ -19,7 +19,7 @@ use warp::http::Method;
         description = "License management and verification: a developer API (bearer API keys) and a client API (no credentials) for applications."
     ),
     paths(
-        paths::verify, paths::heartbeat, paths::classloader, paths::create_license, paths::list_licenses, paths::get_license, paths::delete_license, paths::get_license_by_id, paths::update_license, paths::delete_license_by_id, paths::list_hwids, paths::set_hwid_forgotten, paths::list_ips, paths::set_ip_forgotten, paths::create_customer, paths::list_customers, paths::get_customer, paths::update_customer, paths::delete_customer, paths::create_product, paths::list_products, paths::get_product, paths::update_product, paths::delete_product, paths::create_branch, paths::list_branches, paths::delete_branch, paths::create_release, paths::list_releases, paths::get_release, paths::update_release, paths::delete_release, paths::statistics, paths::get_settings, paths::update_settings, paths::create_blacklist_entry, paths::list_blacklist, paths::delete_blacklist_entry, paths::create_api_key, paths::list_api_keys, paths::revoke_api_key, paths::audit_log, paths::create_webhook, paths::list_webhooks, paths::get_webhook, paths::update_webhook, paths::delete_webhook, paths::rotate_webhook_secret, paths::test_webhook, paths::list_webhook_deliveries, paths::get_webhook_delivery, paths::redeliver_webhook, paths::public_keys, paths::create_team, paths::list_teams, paths::set_features, paths::admin_create_api_key, paths::admin_backup, paths::healthz, paths::metrics, paths::openapi, paths::docs
+        paths::verify, paths::heartbeat, paths::classloader, paths::create_license, paths::list_licenses, paths::get_license, paths::delete_license, paths::get_license_by_id, paths::update_license, paths::suspend_license, paths::unsuspend_license, paths::delete_license_by_id, paths::list_hwids, paths::set_hwid_forgotten, paths::list_ips, paths::set_ip_forgotten, paths::create_customer, paths::list_customers, paths::get_customer, paths::update_customer, paths::delete_customer, paths::create_product, paths::list_products, paths::get_product, paths::update_product, paths::delete_product, paths::create_branch, paths::list_branches, paths::delete_branch, paths::create_release, paths::list_releases, paths::get_release, paths::update_release, paths::delete_release, paths::statistics, paths::get_settings, paths::update_settings, paths::create_blacklist_entry, paths::list_blacklist, paths::delete_blacklist_entry, paths::create_api_key, paths::list_api_keys, paths::revoke_api_key, paths::audit_log, paths::create_webhook, paths::list_webhooks, paths::get_webhook, paths::update_webhook, paths::delete_webhook, paths::rotate_webhook_secret, paths::test_webhook, paths::list_webhook_deliveries, paths::get_webhook_delivery, paths::redeliver_webhook, paths::public_keys, paths::create_team, paths::list_teams, paths::set_features, paths::admin_create_api_key, paths::admin_backup, paths::healthz, paths::metrics, paths::openapi, paths::docs
     ),
     components(schemas(licensing_core::api::requests::ReleaseData)),
     tags(
@@ -91,7 +91,13 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
         let names: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
         declared.security = Some(vec![SecurityRequirement::new("apiKey", names)]);
         let note = match operation.scope {
-            Some(scope) => format!("Scope: `{scope}`."),
+            Some(scope) if scope.access == Access::Write || scope.access == Access::Read => {
+                format!("Scope: `{scope}`.")
+            }
+            Some(scope) => format!(
+                "Scope: `{scope}` (or `{}`, which includes it).",
+                Scope::write(scope.resource)
+            ),
             None => "Any API key of the team.".to_owned(),
         };
         declared.description = Some(match declared.description.take() {
@@ -109,7 +115,7 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
                 scope.resource,
                 Resource::Licenses | Resource::Products | Resource::Releases
             );
-            if product_bound && scope.access == Access::Write {
+            if product_bound && scope.access != Access::Read {
                 forbidden.description.push_str(
                     "; or a key restricted to products whose products do not cover the record",
                 );

@@ -276,6 +276,52 @@ pub(super) fn get_license_by_id() {}
 )]
 pub(super) fn update_license() {}
 
+/// (ext) Suspend a license: the one change the scope `licenses:suspend` allows (so
+/// does `licenses:write`). A license already suspended is answered the same, unchanged.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/suspend",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The license, suspended", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(super) fn suspend_license() {}
+
+/// (ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so
+/// does `licenses:write`). A license already unsuspended is answered the same, unchanged.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/unsuspend",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The license, unsuspended", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(super) fn unsuspend_license() {}
+
 /// Delete a license by id.
 #[utoipa::path(
     delete,

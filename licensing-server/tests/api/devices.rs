@@ -155,3 +155,111 @@ async fn status_is_inactive_past_the_team_timeout() {
     assert_eq!(status(page.ok(), "device-old-00001"), "inactive");
     assert_eq!(status(page.ok(), "device-new-00002"), "active");
 }
+
+/// The support desk's scopes: `licenses:devices` forgets a device and `licenses:suspend`
+/// suspends, each with `licenses:read` and nothing more; a verify sees both at once; the audit
+/// log names the key.
+#[tokio::test]
+async fn a_support_key_frees_a_seat_and_suspends_but_changes_nothing_else() {
+    use reqwest::Method;
+    let s = TestServer::start().await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":1}"#)
+        .await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let support = s
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"desk","scopes":["licenses:devices","licenses:suspend"]}"#,
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let as_support = |method: Method, path: String, body: Option<&'static str>| {
+        let (s, support) = (&s, &support);
+        async move { s.send(method, &s.dev(&path), Some(support), body).await }
+    };
+    let verify = |device: &'static str| {
+        let s = &s;
+        async move {
+            s.client(
+                "verify",
+                &json!({"licenseKey": key, "hardwareIdentifier": device}),
+                None,
+            )
+            .await
+        }
+    };
+
+    verify("device-aaaa-0001").await.valid();
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "HWID_LIMIT_REACHED");
+    // It reads, and frees the seat.
+    let hwids = as_support(Method::GET, format!("licenses/id/{id}/hwid"), None).await;
+    let hwid_id = hwids.ok()["hwids"][0]["id"].as_str().unwrap().to_owned();
+    as_support(
+        Method::PATCH,
+        format!("licenses/id/{id}/hwid/{hwid_id}"),
+        Some(r#"{"forgotten":true}"#),
+    )
+    .await
+    .ok();
+    verify("device-bbbb-0002").await.valid();
+
+    // It suspends (twice: the second changes nothing), and a verify is refused; then unsuspends.
+    for _ in 0..2 {
+        let suspended = as_support(Method::POST, format!("licenses/id/{id}/suspend"), None).await;
+        assert_eq!(suspended.ok()["suspended"], true);
+    }
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "LICENSE_SUSPENDED");
+    let back = as_support(Method::POST, format!("licenses/id/{id}/unsuspend"), None).await;
+    assert_eq!(back.ok()["suspended"], false);
+    verify("device-bbbb-0002").await.valid();
+
+    // Nothing else: no other change to the license, no delete, no other resource.
+    for (method, path, body) in [
+        (
+            Method::PUT,
+            format!("licenses/id/{id}"),
+            Some(r#"{"hwidLimit":5}"#),
+        ),
+        (Method::DELETE, format!("licenses/id/{id}"), None),
+        (
+            Method::POST,
+            "licenses".to_owned(),
+            Some(r#"{"expirationType":"NEVER"}"#),
+        ),
+        (Method::GET, "customers".to_owned(), None),
+    ] {
+        let refused = as_support(method.clone(), path.clone(), body).await;
+        refused.err(403, "FORBIDDEN");
+    }
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok()["hwidLimit"],
+        1
+    );
+
+    // One entry per change, each naming the key; the repeated suspend wrote none.
+    let log = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&sortDirection=asc")))
+        .await;
+    let entries = log.ok()["entries"].as_array().unwrap().clone();
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "license.created",
+            "license.suspended",
+            "license.unsuspended"
+        ]
+    );
+    assert_eq!(entries[1]["actor"]["name"], "desk");
+}

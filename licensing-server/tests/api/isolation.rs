@@ -39,6 +39,12 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             format!("licenses/id/{license}"),
             body(json!({"suspended": true})),
         ),
+        (Method::POST, format!("licenses/id/{license}/suspend"), None),
+        (
+            Method::POST,
+            format!("licenses/id/{license}/unsuspend"),
+            None,
+        ),
         (Method::DELETE, format!("licenses/id/{license}"), None),
         (Method::GET, format!("licenses/id/{license}/hwid"), None),
         (

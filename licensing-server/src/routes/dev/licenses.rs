@@ -251,6 +251,49 @@ pub(super) async fn delete_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Han
     ))
 }
 
+pub(super) async fn suspend(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    set_suspended(dev, id, true).await
+}
+
+pub(super) async fn unsuspend(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    set_suspended(dev, id, false).await
+}
+
+/// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
+/// that state is answered unchanged (nothing written, nothing audited).
+async fn set_suspended(dev: Dev, id: LicenseId, suspended: bool) -> Handled {
+    let existing = by_id(&dev, id).await?;
+    dev.must_cover(&existing.product_ids)?;
+    let (action, message) = if suspended {
+        (Action::LicenseSuspended, "License suspended")
+    } else {
+        (Action::LicenseUnsuspended, "License unsuspended")
+    };
+    if existing.suspended == suspended {
+        return Ok(success(
+            200,
+            detail(&dev.state.store, existing).await?,
+            message,
+        ));
+    }
+    let updated = License {
+        suspended,
+        updated_at: dev.now,
+        ..existing.clone()
+    };
+    let journal = dev.change(action, updated.id, Some(&existing), Some(&updated));
+    dev.state
+        .store
+        .update_license(&updated, &journal)
+        .await
+        .map_err(store_error)?;
+    Ok(success(
+        200,
+        detail(&dev.state.store, updated).await?,
+        message,
+    ))
+}
+
 pub(super) async fn update(dev: Dev, (id,): (LicenseId,), input: Input) -> Handled {
     // The protocol's order: ids and credentials, then the body (400), then the record (404).
     let body = input.json().await?;

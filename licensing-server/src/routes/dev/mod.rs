@@ -325,6 +325,20 @@ pub(crate) fn operations() -> Vec<Operation> {
             licenses::delete_by_id,
         ),
         op(
+            post.clone(),
+            "licenses/id/{licenseId}/suspend",
+            Some(Scope::LICENSE_SUSPEND),
+            NoQuery,
+            licenses::suspend,
+        ),
+        op(
+            post.clone(),
+            "licenses/id/{licenseId}/unsuspend",
+            Some(Scope::LICENSE_SUSPEND),
+            NoQuery,
+            licenses::unsuspend,
+        ),
+        op(
             get.clone(),
             "licenses/id/{licenseId}/hwid",
             read(Licenses),
@@ -334,7 +348,7 @@ pub(crate) fn operations() -> Vec<Operation> {
         op(
             patch.clone(),
             "licenses/id/{licenseId}/hwid/{hwidId}",
-            write(Licenses),
+            Some(Scope::LICENSE_DEVICES),
             NoQuery,
             devices::forget_hwid,
         ),
@@ -348,7 +362,7 @@ pub(crate) fn operations() -> Vec<Operation> {
         op(
             patch,
             "licenses/id/{licenseId}/ip-address/{ipId}",
-            write(Licenses),
+            Some(Scope::LICENSE_DEVICES),
             NoQuery,
             devices::forget_ip,
         ),

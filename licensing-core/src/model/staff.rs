@@ -1,0 +1,162 @@
+//! Staff roles: what the people of a vendor's team may do in the dashboard. Each role is a fixed
+//! set of the API's scopes ([`Scopes`]), so the dashboard and the developer API enforce one set
+//! of rules: a support person can do in the browser exactly what a key with the same scopes can
+//! do over HTTP. Managing the team's staff accounts is the one thing beyond scopes: owners and
+//! admins may (admins not over owners).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::scope::{Resource, Scope, Scopes};
+
+/// A staff member's role in one team.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Everything, including other owners' accounts.
+    Owner,
+    /// Everything, including staff accounts other than owners'.
+    Admin,
+    /// Every resource but the team's settings: licenses, customers, products, releases, the
+    /// blacklist, API keys and webhooks; reads the settings, statistics and audit log.
+    Developer,
+    /// Reads everything; frees seats (forgets devices and addresses) and suspends licenses.
+    Support,
+    /// Reads everything, changes nothing.
+    Viewer,
+}
+
+impl Role {
+    /// Every role, most powerful first.
+    pub const ALL: [Role; 5] = [
+        Role::Owner,
+        Role::Admin,
+        Role::Developer,
+        Role::Support,
+        Role::Viewer,
+    ];
+
+    /// The role's name, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Developer => "developer",
+            Role::Support => "support",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    /// Parses a role name; the error lists the roles there are.
+    pub fn parse(text: &str) -> Result<Role, String> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "is not a role: use one of {}",
+                    Self::ALL.map(Role::as_str).join(", ")
+                )
+            })
+    }
+
+    /// The scopes the role grants.
+    pub fn scopes(self) -> Scopes {
+        let reads = Scope::all().filter(|s| s.access == super::Access::Read);
+        match self {
+            Role::Owner | Role::Admin => Scopes::All,
+            Role::Developer => Scopes::Only(
+                reads
+                    .chain(
+                        Resource::ALL
+                            .into_iter()
+                            .filter(|r| r.writable() && *r != Resource::Settings)
+                            .map(Scope::write),
+                    )
+                    .collect(),
+            ),
+            Role::Support => Scopes::Only(
+                reads
+                    .chain([Scope::LICENSE_DEVICES, Scope::LICENSE_SUSPEND])
+                    .collect(),
+            ),
+            Role::Viewer => Scopes::Only(reads.collect::<BTreeSet<_>>()),
+        }
+    }
+
+    /// Whether someone of this role may create, change or remove the account of someone of role
+    /// `other` (or give that role).
+    pub fn manages(self, other: Role) -> bool {
+        match self {
+            Role::Owner => true,
+            Role::Admin => other != Role::Owner,
+            Role::Developer | Role::Support | Role::Viewer => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Access;
+
+    #[test]
+    fn roles_parse_and_print() {
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Ok(role));
+            assert_eq!(serde_json::to_string(&role).unwrap(), format!("\"{role}\""));
+        }
+        assert_eq!(
+            Role::parse("Owner").unwrap_err(),
+            "is not a role: use one of owner, admin, developer, support, viewer"
+        );
+    }
+
+    #[test]
+    fn every_role_reads_everything_and_writes_by_rank() {
+        for role in Role::ALL {
+            let scopes = role.scopes();
+            assert!(
+                Scope::all()
+                    .filter(|s| s.access == Access::Read)
+                    .all(|s| scopes.allows(s)),
+                "{role} reads everything"
+            );
+        }
+        let writes = |role: Role| -> Vec<String> {
+            Scope::all()
+                .filter(|s| s.access != Access::Read && role.scopes().allows(*s))
+                .map(Scope::name)
+                .collect()
+        };
+        assert_eq!(writes(Role::Owner).len(), Scope::all().count() - 10);
+        assert_eq!(writes(Role::Admin), writes(Role::Owner));
+        let developer = writes(Role::Developer);
+        assert!(!developer.contains(&"settings:write".to_owned()));
+        assert!(developer.contains(&"api-keys:write".to_owned()));
+        assert!(developer.contains(&"licenses:suspend".to_owned()));
+        assert_eq!(developer.len(), writes(Role::Owner).len() - 1);
+        assert_eq!(
+            writes(Role::Support),
+            ["licenses:devices", "licenses:suspend"]
+        );
+        assert!(writes(Role::Viewer).is_empty());
+    }
+
+    #[test]
+    fn owners_and_admins_manage_staff_and_admins_not_owners() {
+        assert!(Role::ALL.iter().all(|r| Role::Owner.manages(*r)));
+        assert!(!Role::Admin.manages(Role::Owner));
+        assert!(Role::Admin.manages(Role::Admin) && Role::Admin.manages(Role::Viewer));
+        for role in [Role::Developer, Role::Support, Role::Viewer] {
+            assert!(Role::ALL.iter().all(|r| !role.manages(*r)), "{role}");
+        }
+    }
+}
