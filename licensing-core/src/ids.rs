@@ -220,6 +220,10 @@ typed_id!(
     ApiKeyId
 );
 typed_id!(
+    /// Id of a staff member's account (a person of a vendor's team who uses the dashboard).
+    StaffId
+);
+typed_id!(
     /// Id of the principal that created a record (`createdByUserId`): an API key's id, or the
     /// admin principal for records made by the operator.
     UserId

@@ -28,7 +28,7 @@ pub use release::{
 pub use scope::{
     Access, ProductRestriction, Resource, Scope, Scopes, covers_products, sees_products,
 };
-pub use staff::Role;
+pub use staff::{PasswordLink, Role, StaffSession, StaffUser};
 pub use stats::{
     HourlyStats, Overview, RecentActivity, RequestCounts, RequestType, RequestsByType, Statistics,
     TopCountry, TopProduct,

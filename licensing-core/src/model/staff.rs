@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::scope::{Resource, Scope, Scopes};
+use crate::validate::Email;
+use crate::{StaffId, TeamId, Timestamp};
 
 /// A staff member's role in one team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -94,6 +96,59 @@ impl Role {
             Role::Developer | Role::Support | Role::Viewer => false,
         }
     }
+}
+
+/// A staff member's account. The e-mail address is the login name, unique across the server
+/// (in any team) and kept lower-cased.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffUser {
+    /// The account's id.
+    pub id: StaffId,
+    /// The team it belongs to.
+    pub team_id: TeamId,
+    /// The login name and where invitations go.
+    pub email: Email,
+    /// What the account may do.
+    pub role: Role,
+    /// The password's Argon2id hash (PHC string form); none until the account's owner sets one
+    /// through a set-password link.
+    pub password_hash: Option<String>,
+    /// The one set-password link that is valid, if any.
+    pub password_link: Option<PasswordLink>,
+    /// When the account was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// A one-time set-password link: only the SHA-256 of its secret is stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordLink {
+    /// SHA-256 of the link's secret, in lower-case hex.
+    pub secret_sha256: String,
+    /// When the link stops working.
+    pub expires_at: Timestamp,
+}
+
+/// A signed-in browser: only the SHA-256 of the session cookie's value is stored, so that a copy
+/// of the store signs nobody in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaffSession {
+    /// SHA-256 of the cookie's value, in lower-case hex.
+    pub id_sha256: String,
+    /// The account signed in.
+    pub user_id: StaffId,
+    /// Its team.
+    pub team_id: TeamId,
+    /// The token every form of this session carries (CSRF).
+    pub csrf_token: String,
+    /// When the session began (the absolute time-out counts from here).
+    pub created_at: Timestamp,
+    /// When it was last used (the idle time-out counts from here).
+    pub last_seen_at: Timestamp,
 }
 
 impl std::fmt::Display for Role {

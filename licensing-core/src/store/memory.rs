@@ -29,6 +29,8 @@ struct State {
     events: std::collections::BTreeMap<crate::EventId, WebhookEvent>,
     deliveries: HashMap<DeliveryId, WebhookDelivery>,
     event_marks: HashMap<LicenseId, i64>,
+    staff: HashMap<StaffId, StaffUser>,
+    sessions: HashMap<String, StaffSession>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -246,6 +248,114 @@ impl TeamStore for MemoryStore {
             team.keys = keys.clone();
             team.updated_at = now;
             Ok(team.clone())
+        })
+    }
+}
+
+/// Whether another account than `id` has the e-mail address `email`.
+fn email_taken(s: &State, email: &str, id: StaffId) -> bool {
+    s.staff
+        .values()
+        .any(|u| u.id != id && u.email.as_str().to_lowercase() == email.to_lowercase())
+}
+
+impl StaffStore for MemoryStore {
+    async fn create_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            if !s.teams.contains_key(&user.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            if email_taken(s, user.email.as_str(), user.id) {
+                return Err(StoreError::conflict("email", STAFF_EMAIL_TAKEN));
+            }
+            s.staff.insert(user.id, user.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>> {
+        self.with(|s| Ok(s.staff.get(&id).cloned()))
+    }
+
+    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>> {
+        self.with(|s| {
+            Ok(s.staff
+                .values()
+                .find(|u| u.email.as_str().to_lowercase() == email.to_lowercase())
+                .cloned())
+        })
+    }
+
+    async fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>> {
+        self.with(|s| {
+            let mut users: Vec<StaffUser> = s
+                .staff
+                .values()
+                .filter(|u| u.team_id == team)
+                .cloned()
+                .collect();
+            users.sort_by_key(|u| (u.created_at, u.id));
+            Ok(users)
+        })
+    }
+
+    async fn update_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.staff, &user.id, user.team_id, |u| u.team_id)
+                .ok_or(StoreError::NotFound(Entity::Staff))?;
+            if email_taken(s, user.email.as_str(), user.id) {
+                return Err(StoreError::conflict("email", STAFF_EMAIL_TAKEN));
+            }
+            s.staff.insert(user.id, user.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_staff(&self, team: TeamId, id: StaffId, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.staff, &id, team, |u| u.team_id).ok_or(StoreError::NotFound(Entity::Staff))?;
+            s.staff.remove(&id);
+            s.sessions.retain(|_, session| session.user_id != id);
+            Ok(())
+        })
+    }
+
+    async fn create_session(&self, session: &StaffSession) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.staff.contains_key(&session.user_id) {
+                return Err(StoreError::NotFound(Entity::Staff));
+            }
+            s.sessions
+                .insert(session.id_sha256.clone(), session.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_session(&self, id_sha256: &str) -> StoreResult<Option<StaffSession>> {
+        self.with(|s| Ok(s.sessions.get(id_sha256).cloned()))
+    }
+
+    async fn touch_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()> {
+        self.with(|s| {
+            if let Some(session) = s.sessions.get_mut(id_sha256) {
+                session.last_seen_at = session.last_seen_at.max(now);
+            }
+            Ok(())
+        })
+    }
+
+    async fn delete_session(&self, id_sha256: &str) -> StoreResult<()> {
+        self.with(|s| {
+            s.sessions.remove(id_sha256);
+            Ok(())
+        })
+    }
+
+    async fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64> {
+        self.with(|s| {
+            let before = s.sessions.len();
+            s.sessions.retain(|_, session| session.user_id != user);
+            Ok((before - s.sessions.len()) as u64)
         })
     }
 }

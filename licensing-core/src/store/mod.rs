@@ -31,15 +31,15 @@ use crate::api::requests::{
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
-    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release, Team,
-    TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint,
-    WebhookEvent,
+    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release, StaffSession,
+    StaffUser, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery,
+    WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
     ApiError, ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId,
-    LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
+    LicenseKey, ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
 };
 
 /// The kinds of records, for "not found" errors.
@@ -58,6 +58,7 @@ pub enum Entity {
     Blacklist,
     Webhook,
     Delivery,
+    Staff,
 }
 
 /// A storage failure.
@@ -171,6 +172,7 @@ impl From<StoreError> for ApiError {
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
                 Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
+                Entity::Staff => ApiError::record_not_found("Staff account not found"),
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
             StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
@@ -862,6 +864,64 @@ pub trait WebhookStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<u64>> + Send;
 }
 
+/// What a conflict on a staff account's `email` says.
+pub const STAFF_EMAIL_TAKEN: &str = "already has an account";
+
+/// Staff accounts and their signed-in sessions.
+pub trait StaffStore: Send + Sync {
+    /// Stores an account; an e-mail address that has an account (in any team) is a conflict
+    /// on `email`.
+    fn create_staff(
+        &self,
+        user: &StaffUser,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The account with this id, any team (a session or a set-password link names it).
+    fn get_staff(&self, id: StaffId)
+    -> impl Future<Output = StoreResult<Option<StaffUser>>> + Send;
+    /// The account with this e-mail address (lower-cased), any team.
+    fn find_staff_by_email(
+        &self,
+        email: &str,
+    ) -> impl Future<Output = StoreResult<Option<StaffUser>>> + Send;
+    /// A team's accounts, oldest first.
+    fn list_staff(&self, team: TeamId) -> impl Future<Output = StoreResult<Vec<StaffUser>>> + Send;
+    /// Replaces an account of its team (not found otherwise); a new e-mail address that has an
+    /// account is a conflict on `email`.
+    fn update_staff(
+        &self,
+        user: &StaffUser,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes an account of `team` and every session of it.
+    fn delete_staff(
+        &self,
+        team: TeamId,
+        id: StaffId,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Stores a session of an existing account.
+    fn create_session(
+        &self,
+        session: &StaffSession,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The session whose cookie hashes to `id_sha256`.
+    fn get_session(
+        &self,
+        id_sha256: &str,
+    ) -> impl Future<Output = StoreResult<Option<StaffSession>>> + Send;
+    /// Moves a session's `lastSeenAt` forward to `now` (never back); a missing session is skipped.
+    fn touch_session(
+        &self,
+        id_sha256: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Ends one session (signing out); a missing session is skipped.
+    fn delete_session(&self, id_sha256: &str) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Ends every session of an account ("sign out everywhere", a new password); how many.
+    fn delete_sessions_of(&self, user: StaffId) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
 /// Blacklist entries.
 pub trait BlacklistStore: Send + Sync {
     /// Stores an entry; an entry of the same type and value is a conflict.
@@ -935,6 +995,7 @@ pub trait Store:
     + OutboxStore
     + AuditStore
     + WebhookStore
+    + StaffStore
     + Clone
     + 'static
 {
@@ -955,6 +1016,7 @@ impl<T> Store for T where
         + OutboxStore
         + AuditStore
         + WebhookStore
+        + StaffStore
         + Clone
         + 'static
 {

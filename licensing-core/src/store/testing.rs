@@ -109,6 +109,7 @@ macro_rules! store_test_suite {
             webhook_events_fan_out_into_ordered_deliveries,
             client_events_are_written_with_their_records_and_raised_once,
             nothing_crosses_team_boundaries,
+            staff_accounts_have_unique_addresses_and_sessions_end_with_them,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
@@ -420,6 +421,176 @@ pub async fn api_keys_are_found_by_hash_and_revoked_within_their_team<S: Store>(
         store.delete_api_key(a.id, key.id, &Journal::NONE).await,
         Entity::ApiKey
     ));
+}
+
+fn staff(team: TeamId, email: &str, minutes: u32) -> crate::model::StaffUser {
+    crate::model::StaffUser {
+        id: crate::StaffId::new(),
+        team_id: team,
+        email: Email::parse(email).unwrap(),
+        role: crate::model::Role::Support,
+        password_hash: None,
+        password_link: Some(crate::model::PasswordLink {
+            secret_sha256: "ab".repeat(32),
+            expires_at: at(minutes + 60),
+        }),
+        created_at: at(minutes),
+        updated_at: at(minutes),
+    }
+}
+
+fn session(user: &crate::model::StaffUser, id: &str) -> crate::model::StaffSession {
+    crate::model::StaffSession {
+        id_sha256: id.repeat(64 / id.len()),
+        user_id: user.id,
+        team_id: user.team_id,
+        csrf_token: format!("csrf-{id}"),
+        created_at: at(2),
+        last_seen_at: at(2),
+    }
+}
+
+pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: Store>(store: &S) {
+    let a = team(store, "A").await;
+    let b = team(store, "B").await;
+    let ann = staff(a.id, "ann@example.com", 1);
+    let bob = staff(a.id, "bob@example.com", 0);
+    store.create_staff(&ann, &Journal::NONE).await.unwrap();
+    store.create_staff(&bob, &Journal::NONE).await.unwrap();
+    // An address has one account on the whole server, whatever its case and team.
+    for taken in ["ann@example.com", "ANN@example.com"] {
+        let again = staff(b.id, taken, 3);
+        assert!(matches!(
+            store.create_staff(&again, &Journal::NONE).await,
+            Err(StoreError::Conflict { field: "email", .. })
+        ));
+    }
+    assert!(is_not_found(
+        store
+            .create_staff(
+                &staff(crate::TeamId::new(), "cy@example.com", 1),
+                &Journal::NONE
+            )
+            .await,
+        Entity::Team
+    ));
+    assert_eq!(store.get_staff(ann.id).await.unwrap(), Some(ann.clone()));
+    assert_eq!(
+        store.find_staff_by_email("ann@example.com").await.unwrap(),
+        Some(ann.clone())
+    );
+    assert_eq!(
+        store.find_staff_by_email("cy@example.com").await.unwrap(),
+        None
+    );
+    let listed: Vec<_> = store.list_staff(a.id).await.unwrap();
+    assert_eq!(listed, [bob.clone(), ann.clone()], "oldest first");
+    assert!(store.list_staff(b.id).await.unwrap().is_empty());
+
+    // A change of address frees the old one; taking another account's is a conflict; another
+    // team cannot change the account.
+    let mut changed = ann.clone();
+    changed.email = Email::parse("ann.smith@example.com").unwrap();
+    changed.role = crate::model::Role::Admin;
+    changed.password_hash = Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into());
+    changed.password_link = None;
+    changed.updated_at = at(9);
+    store.update_staff(&changed, &Journal::NONE).await.unwrap();
+    assert_eq!(
+        store.get_staff(ann.id).await.unwrap(),
+        Some(changed.clone())
+    );
+    assert_eq!(
+        store.find_staff_by_email("ann@example.com").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .find_staff_by_email("ann.smith@example.com")
+            .await
+            .unwrap()
+            .map(|u| u.id),
+        Some(ann.id)
+    );
+    let mut clash = bob.clone();
+    clash.email = changed.email.clone();
+    assert!(matches!(
+        store.update_staff(&clash, &Journal::NONE).await,
+        Err(StoreError::Conflict { field: "email", .. })
+    ));
+    let mut elsewhere = bob.clone();
+    elsewhere.team_id = b.id;
+    assert!(is_not_found(
+        store.update_staff(&elsewhere, &Journal::NONE).await,
+        Entity::Staff
+    ));
+    let cy = staff(a.id, "ann@example.com", 5);
+    store.create_staff(&cy, &Journal::NONE).await.unwrap();
+
+    // Sessions: found by their hash, touched forward only, ended one by one or all at once.
+    let (one, two, three) = (
+        session(&changed, "1"),
+        session(&changed, "2"),
+        session(&bob, "3"),
+    );
+    for s in [&one, &two, &three] {
+        store.create_session(s).await.unwrap();
+    }
+    assert!(is_not_found(
+        store
+            .create_session(&session(&staff(a.id, "x@example.com", 1), "4"))
+            .await,
+        Entity::Staff
+    ));
+    assert_eq!(
+        store.get_session(&one.id_sha256).await.unwrap(),
+        Some(one.clone())
+    );
+    store.touch_session(&one.id_sha256, at(30)).await.unwrap();
+    store.touch_session(&one.id_sha256, at(20)).await.unwrap();
+    store.touch_session(&"f".repeat(64), at(20)).await.unwrap();
+    assert_eq!(
+        store
+            .get_session(&one.id_sha256)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_seen_at,
+        at(30)
+    );
+    store.delete_session(&two.id_sha256).await.unwrap();
+    store.delete_session(&two.id_sha256).await.unwrap();
+    assert_eq!(store.get_session(&two.id_sha256).await.unwrap(), None);
+    store.create_session(&two).await.unwrap();
+    assert_eq!(store.delete_sessions_of(changed.id).await.unwrap(), 2);
+    assert_eq!(store.get_session(&one.id_sha256).await.unwrap(), None);
+    assert!(store.get_session(&three.id_sha256).await.unwrap().is_some());
+
+    // Deleting an account ends its sessions; only its own team can.
+    assert!(is_not_found(
+        store.delete_staff(b.id, bob.id, &Journal::NONE).await,
+        Entity::Staff
+    ));
+    store
+        .delete_staff(a.id, bob.id, &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(store.get_staff(bob.id).await.unwrap(), None);
+    assert_eq!(store.get_session(&three.id_sha256).await.unwrap(), None);
+    assert_eq!(
+        store.find_staff_by_email("bob@example.com").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .list_staff(a.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.id)
+            .collect::<Vec<_>>(),
+        [changed.id, cy.id]
+    );
 }
 
 pub async fn licenses_are_created_and_read_by_id_and_key<S: Store>(store: &S) {

@@ -24,6 +24,9 @@ use licensing_core::{
     ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
+use licensing_core::StaffId;
+use licensing_core::model::{StaffSession, StaffUser};
+
 use super::SledStore;
 use super::postgres::PgStore;
 
@@ -200,6 +203,20 @@ delegate!(ActivityStore {
 
 delegate!(SessionKeyStore {
     fn use_session_key(&self, team: TeamId, fingerprint: [u8; 16], now: Timestamp, window_ms: i64, per_team: u32) -> StoreResult<Result<(), SessionKeyRefused>>;
+});
+
+delegate!(StaffStore {
+    fn create_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()>;
+    fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>>;
+    fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>>;
+    fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>>;
+    fn update_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()>;
+    fn delete_staff(&self, team: TeamId, id: StaffId, journal: &Journal) -> StoreResult<()>;
+    fn create_session(&self, session: &StaffSession) -> StoreResult<()>;
+    fn get_session(&self, id_sha256: &str) -> StoreResult<Option<StaffSession>>;
+    fn touch_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()>;
+    fn delete_session(&self, id_sha256: &str) -> StoreResult<()>;
+    fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64>;
 });
 
 delegate!(BlacklistStore {

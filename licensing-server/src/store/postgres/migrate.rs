@@ -43,10 +43,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "client events",
         sql: include_str!("migrations/0005_client_events.sql"),
     },
+    Migration {
+        version: 6,
+        name: "staff accounts",
+        sql: include_str!("migrations/0006_staff.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -22,6 +22,7 @@ mod licenses;
 mod migrate;
 mod misc;
 mod refresh;
+mod staff;
 mod teams;
 mod webhooks;
 

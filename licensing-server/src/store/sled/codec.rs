@@ -9,7 +9,8 @@
 //! decodes without parsing text.
 //!
 //! The other records (teams, audit entries, webhook endpoints, events and deliveries, hourly
-//! statistics, API keys, mail) stay JSON: they hold free-form JSON values, fields left out when
+//! statistics, API keys, mail, staff accounts and their sessions) stay JSON: they hold free-form
+//! JSON values, fields left out when
 //! empty or types read by their shape, which a format without field names or types cannot
 //! express, and they are few or off the hot path.
 //!
@@ -19,7 +20,8 @@
 
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, OutboxMessage, Product, Release, Team, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    License, OutboxMessage, Product, Release, StaffSession, StaffUser, Team, WebhookDelivery,
+    WebhookEndpoint, WebhookEvent,
 };
 use licensing_core::store::{StoreError, StoreResult};
 use serde::Serialize;
@@ -52,7 +54,7 @@ macro_rules! records {
 }
 
 records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry);
-records!(Json: Team, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery);
+records!(Json: Team, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))

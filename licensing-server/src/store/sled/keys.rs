@@ -32,6 +32,16 @@ pub(crate) mod tag {
     pub(crate) const DELIVERY: u8 = b'D';
     /// A license's mark of a raised client event (`license.expired`: its expiration date).
     pub(crate) const EVENT_MARK: u8 = b'e';
+    /// A staff account, by id.
+    pub(crate) const STAFF: u8 = b'U';
+    /// A staff account's id, by its lower-cased e-mail address.
+    pub(crate) const STAFF_EMAIL: u8 = b'u';
+    /// A team's staff accounts (empty values).
+    pub(crate) const TEAM_STAFF: u8 = b'V';
+    /// A signed-in session, by the hash of its cookie.
+    pub(crate) const WEB_SESSION: u8 = b'G';
+    /// An account's sessions (empty values).
+    pub(crate) const STAFF_WEB_SESSION: u8 = b'g';
 }
 
 /// Builds a key from parts.

@@ -47,6 +47,7 @@ mod locks;
 mod misc;
 mod refresh;
 mod replay;
+mod staff;
 mod teams;
 mod webhooks;
 
