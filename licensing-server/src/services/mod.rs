@@ -10,6 +10,7 @@ pub mod key_uses;
 pub mod keyring;
 pub mod mail;
 pub mod ratelimit;
+pub mod staff;
 pub mod stats;
 pub mod teams;
 pub mod usage;

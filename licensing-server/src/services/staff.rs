@@ -1,0 +1,354 @@
+//! Staff accounts: creating one with a set-password link, setting the password through the link,
+//! and checking a password at sign-in.
+//!
+//! Passwords are hashed with Argon2id and OWASP's parameters for it (19 MiB of memory, two
+//! passes, one lane), on a blocking thread: a hash costs tens of milliseconds of CPU, which must
+//! not stall the runtime's workers. A set-password link carries a random secret of 256 bits of
+//! which only the SHA-256 is stored; it works once, for [`LINK_LIFETIME_HOURS`]. Setting a
+//! password ends every session of the account.
+
+use std::sync::LazyLock;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use licensing_core::model::{PasswordLink, Role, StaffUser};
+use licensing_core::store::{Journal, StaffStore, StoreError};
+use licensing_core::validate::{Email, check_new_password};
+use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
+use rand::RngCore as _;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq as _;
+
+/// How long a set-password link works.
+pub const LINK_LIFETIME_HOURS: i64 = 72;
+
+/// Argon2id with OWASP's recommended parameters (m = 19 MiB, t = 2, p = 1).
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(19 * 1024, 2, 1, None).expect("OWASP's Argon2id parameters are valid");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+/// Hashes `password` (on the calling thread; see [`hash_password`]).
+fn hash_now(password: &str) -> Result<String, StoreError> {
+    let salt = SaltString::generate(&mut rand::rngs::OsRng);
+    argon2()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| StoreError::backend(format!("password hashing failed: {e}")))
+}
+
+/// Whether `password` matches `hash` (a PHC string); a malformed hash matches nothing.
+fn verify_now(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        argon2()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+/// A hash no password is known to match: an unknown address is checked against it, so that a
+/// sign-in takes as long whether or not the account exists.
+static DECOY: LazyLock<String> = LazyLock::new(|| {
+    let mut secret = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut secret);
+    hash_now(&URL_SAFE_NO_PAD.encode(secret)).expect("hashing a random password")
+});
+
+/// Hashes a password on a blocking thread.
+pub async fn hash_password(password: &str) -> Result<String, StoreError> {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || hash_now(&password))
+        .await
+        .map_err(|e| StoreError::backend(format!("password hashing task failed: {e}")))?
+}
+
+/// Checks a password against a hash (or the decoy, for an account without one) on a blocking
+/// thread.
+async fn verify_password(hash: Option<String>, password: &str) -> Result<bool, StoreError> {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || match hash {
+        Some(hash) => verify_now(&hash, &password),
+        None => {
+            verify_now(&DECOY, &password);
+            false
+        }
+    })
+    .await
+    .map_err(|e| StoreError::backend(format!("password check task failed: {e}")))
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// A new set-password link: its secret (for the URL, shown once) and what is stored of it.
+pub fn new_link(now: Timestamp) -> (String, PasswordLink) {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let secret = URL_SAFE_NO_PAD.encode(bytes);
+    let link = PasswordLink {
+        secret_sha256: sha256_hex(&secret),
+        expires_at: now.plus_minutes((LINK_LIFETIME_HOURS * 60) as u32),
+    };
+    (secret, link)
+}
+
+/// Whether `secret` opens `link` at `now` (compared in constant time).
+fn opens(link: &PasswordLink, secret: &str, now: Timestamp) -> bool {
+    let given = sha256_hex(secret);
+    now < link.expires_at && bool::from(given.as_bytes().ct_eq(link.secret_sha256.as_bytes()))
+}
+
+/// An account just created, with the secret of its set-password link.
+#[derive(Debug)]
+pub struct CreatedStaff {
+    /// The account.
+    pub user: StaffUser,
+    /// The link's secret: `…/set-password/{user id}/{secret}`.
+    pub link_secret: String,
+}
+
+/// Creates an account of `team` for `email` (kept lower-cased) with `role`, without a password
+/// and with a set-password link. An address that has an account is 400 naming `email`.
+pub async fn create_staff<S: StaffStore>(
+    store: &S,
+    team: TeamId,
+    email: &str,
+    role: Role,
+    now: Timestamp,
+    journal: &Journal,
+) -> Result<CreatedStaff, ApiError> {
+    let email =
+        Email::parse(&email.trim().to_lowercase()).map_err(|e| ApiError::bad_field("email", &e))?;
+    let (link_secret, link) = new_link(now);
+    let user = StaffUser {
+        id: StaffId::new(),
+        team_id: team,
+        email,
+        role,
+        password_hash: None,
+        password_link: Some(link),
+        created_at: now,
+        updated_at: now,
+    };
+    store.create_staff(&user, journal).await?;
+    Ok(CreatedStaff { user, link_secret })
+}
+
+/// Why a set-password link was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkRefused {
+    /// No such account, no link, a wrong secret or an expired link (not told apart).
+    Invalid,
+    /// The new password breaks a rule: what to change.
+    Password(String),
+}
+
+/// Sets the password of account `id` through its link: the link is used up, and every session
+/// of the account ends.
+pub async fn set_password<S: StaffStore>(
+    store: &S,
+    id: StaffId,
+    secret: &str,
+    password: &str,
+    now: Timestamp,
+) -> Result<Result<StaffUser, LinkRefused>, StoreError> {
+    let Some(mut user) = store.get_staff(id).await? else {
+        return Ok(Err(LinkRefused::Invalid));
+    };
+    if !user
+        .password_link
+        .as_ref()
+        .is_some_and(|link| opens(link, secret, now))
+    {
+        return Ok(Err(LinkRefused::Invalid));
+    }
+    if let Err(rule) = check_new_password(password, user.email.as_str()) {
+        return Ok(Err(LinkRefused::Password(rule)));
+    }
+    user.password_hash = Some(hash_password(password).await?);
+    user.password_link = None;
+    user.updated_at = now;
+    store.update_staff(&user, &Journal::NONE).await?;
+    store.delete_sessions_of(user.id).await?;
+    Ok(Ok(user))
+}
+
+/// The account `email` names when `password` is its password; `None` otherwise (an unknown
+/// address, an account without a password yet and a wrong password are not told apart, and
+/// take the same time).
+pub async fn check_sign_in<S: StaffStore>(
+    store: &S,
+    email: &str,
+    password: &str,
+) -> Result<Option<StaffUser>, StoreError> {
+    let user = store
+        .find_staff_by_email(&email.trim().to_lowercase())
+        .await?;
+    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
+    let matches = verify_password(hash, password).await?;
+    Ok(user.filter(|_| matches))
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::store::{MemoryStore, TeamStore};
+
+    use super::*;
+
+    async fn team(store: &MemoryStore) -> TeamId {
+        crate::services::teams::create_team(store, "A", Timestamp::now())
+            .await
+            .unwrap()
+            .team_id
+    }
+
+    fn fields(e: &ApiError) -> Vec<&str> {
+        e.field_errors().iter().map(|f| f.field.as_str()).collect()
+    }
+
+    #[test]
+    fn hashes_are_argon2id_with_owasp_parameters_and_salted() {
+        let a = hash_now("correct horse battery staple").unwrap();
+        let b = hash_now("correct horse battery staple").unwrap();
+        assert!(a.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{a}");
+        assert_ne!(a, b, "a salt of its own each time");
+        assert!(verify_now(&a, "correct horse battery staple"));
+        assert!(!verify_now(&a, "correct horse battery stapler"));
+        assert!(!verify_now("not a hash", "correct horse battery staple"));
+    }
+
+    #[test]
+    fn links_open_with_their_secret_until_they_expire() {
+        let now = Timestamp::now();
+        let (secret, link) = new_link(now);
+        assert_eq!(secret.len(), 43, "256 bits in base64url");
+        assert!(!link.secret_sha256.contains(&secret));
+        assert!(opens(&link, &secret, now));
+        assert!(opens(&link, &secret, now.plus_minutes(72 * 60 - 1)));
+        assert!(!opens(&link, &secret, now.plus_minutes(72 * 60)));
+        assert!(!opens(&link, &new_link(now).0, now));
+    }
+
+    #[tokio::test]
+    async fn an_account_is_created_gets_its_password_through_the_link_and_signs_in() {
+        let store = MemoryStore::new();
+        let team = team(&store).await;
+        let now = Timestamp::now();
+        let created = create_staff(
+            &store,
+            team,
+            " Ann@Example.com ",
+            Role::Support,
+            now,
+            &Journal::NONE,
+        )
+        .await
+        .unwrap();
+        assert_eq!(created.user.email.as_str(), "ann@example.com");
+        assert_eq!(created.user.password_hash, None);
+        let again = create_staff(
+            &store,
+            team,
+            "ANN@example.com",
+            Role::Viewer,
+            now,
+            &Journal::NONE,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(fields(&again), ["email"]);
+        assert_eq!(
+            fields(
+                &create_staff(
+                    &store,
+                    team,
+                    "not an address",
+                    Role::Viewer,
+                    now,
+                    &Journal::NONE
+                )
+                .await
+                .unwrap_err()
+            ),
+            ["email"]
+        );
+
+        // No password yet: nobody signs in.
+        assert_eq!(
+            check_sign_in(&store, "ann@example.com", "").await.unwrap(),
+            None
+        );
+        let id = created.user.id;
+        let secret = &created.link_secret;
+        // A wrong secret, an expired link and a weak password are refused; nothing changes.
+        let set = |secret: String, password: &'static str, at: Timestamp| {
+            let store = store.clone();
+            async move {
+                set_password(&store, id, &secret, password, at)
+                    .await
+                    .unwrap()
+            }
+        };
+        let strong = "a quiet harbour at dawn";
+        assert_eq!(
+            set(new_link(now).0, strong, now).await,
+            Err(LinkRefused::Invalid)
+        );
+        assert_eq!(
+            set(secret.clone(), strong, now.plus_minutes(72 * 60)).await,
+            Err(LinkRefused::Invalid)
+        );
+        assert_eq!(
+            set(secret.clone(), "qwerty123456", now).await,
+            Err(LinkRefused::Password(
+                "is one of the most commonly used passwords; choose another".into()
+            ))
+        );
+        assert_eq!(
+            set_password(&store, StaffId::new(), secret, strong, now)
+                .await
+                .unwrap(),
+            Err(LinkRefused::Invalid)
+        );
+
+        // The link sets it once, and ends the account's sessions.
+        let session = licensing_core::model::StaffSession {
+            id_sha256: "0".repeat(64),
+            user_id: id,
+            team_id: team,
+            csrf_token: "csrf".into(),
+            created_at: now,
+            last_seen_at: now,
+        };
+        store.create_session(&session).await.unwrap();
+        let user = set(secret.clone(), strong, now).await.unwrap();
+        assert!(user.password_link.is_none());
+        assert_eq!(store.get_session(&session.id_sha256).await.unwrap(), None);
+        assert_eq!(
+            set(secret.clone(), "another quiet harbour", now).await,
+            Err(LinkRefused::Invalid),
+            "used up"
+        );
+
+        let signed_in = check_sign_in(&store, "ANN@example.com ", strong)
+            .await
+            .unwrap();
+        assert_eq!(signed_in.map(|u| u.id), Some(id));
+        assert_eq!(
+            check_sign_in(&store, "ann@example.com", "a quiet harbour")
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            check_sign_in(&store, "bob@example.com", strong)
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(store.get_team(team).await.unwrap().is_some());
+    }
+}
