@@ -3,16 +3,17 @@
 //! store. It is the way between stores (sled → PostgreSQL) and between versions.
 //!
 //! Format: JSON lines. The first line is the header (`{"kind":"header","format":
-//! "licensing-archive","version":2,…}`), the last one the trailer with the number of lines
+//! "licensing-archive","version":3,…}`), the last one the trailer with the number of lines
 //! before it, so that a cut file is refused. In between, per team and in an order that import
 //! can follow: the team with its API keys (hashes only), customers, products, branches,
 //! licenses, each license's devices and addresses, releases, the chunks of each release file
-//! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics and (since version 2)
-//! the webhook endpoints with their signing secrets and the audit log. Records are the
-//! model's own JSON, so ids, times, keys (sealed or not) and counters come back unchanged.
+//! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics, (since version 2)
+//! the webhook endpoints with their signing secrets and the audit log, and (since version 3)
+//! the staff accounts with their password hashes. Records are the model's own JSON, so ids,
+//! times, keys (sealed or not) and counters come back unchanged.
 //!
-//! Not carried: e-mails waiting in the outbox, used session keys and rate-limit counters (all
-//! short-lived), and webhook events and deliveries waiting to be sent.
+//! Not carried: e-mails waiting in the outbox, used session keys, signed-in sessions and
+//! rate-limit counters (all short-lived), and webhook events and deliveries waiting to be sent.
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -24,7 +25,7 @@ use licensing_core::api::requests::{
 };
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, Product, Release, Team, WebhookEndpoint,
+    License, Product, Release, StaffUser, Team, WebhookEndpoint,
 };
 use licensing_core::store::{Entity, Journal, Page, Store, StoreError};
 use licensing_core::{
@@ -38,7 +39,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -90,6 +91,10 @@ enum Line {
     /// A webhook endpoint (version 2).
     Webhook {
         endpoint: WebhookEndpoint,
+    },
+    /// A staff account (version 3).
+    Staff {
+        user: StaffUser,
     },
     /// Entries of the audit log, oldest first, up to 100 a line (version 2).
     Audit {
@@ -406,6 +411,9 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         for endpoint in store.list_webhooks(id).await? {
             w.line(&Line::Webhook { endpoint }).await?;
         }
+        for user in store.list_staff(id).await? {
+            w.line(&Line::Staff { user }).await?;
+        }
         export_audit(store, id, &mut w).await?;
     }
     let lines = w.lines;
@@ -584,6 +592,7 @@ pub async fn import<S: Store, R: BufRead>(
             Line::Webhook { endpoint } => {
                 store.create_webhook(&endpoint, &Journal::NONE).await?;
             }
+            Line::Staff { user } => store.create_staff(&user, &Journal::NONE).await?,
             Line::Audit { entries } => store.restore_audit(&entries).await?,
             Line::Trailer { lines } => {
                 if lines != n - 1 {
@@ -610,7 +619,7 @@ pub async fn import<S: Store, R: BufRead>(
 mod tests {
     use licensing_core::model::{Action, Actor, AuditEntry};
     use licensing_core::store::MemoryStore;
-    use licensing_core::store::{AuditStore, testing};
+    use licensing_core::store::{AuditStore, StaffStore, testing};
     use licensing_core::{ApiKeyId, Timestamp};
 
     fn entry(team: licensing_core::TeamId, at: Timestamp, n: usize) -> AuditEntry {
@@ -626,7 +635,7 @@ mod tests {
     }
 
     /// The audit log goes through an archive whole, each entry once, in order, even with more
-    /// entries in one millisecond than a page holds.
+    /// entries in one millisecond than a page holds; and so do staff accounts.
     #[tokio::test]
     async fn the_audit_log_goes_through_an_archive_whole() {
         let (dir_a, dir_b) = (
@@ -645,6 +654,16 @@ mod tests {
             )
         }));
         store.restore_audit(&entries).await.expect("restore");
+        let created = crate::services::staff::create_staff(
+            &store,
+            team.id,
+            "ann@example.com",
+            licensing_core::model::Role::Admin,
+            same,
+            &licensing_core::store::Journal::NONE,
+        )
+        .await
+        .expect("staff");
         let files = crate::files::FileStore::new(dir_a.path()).expect("files");
         let mut archive = Vec::new();
         super::export(&store, &files, &mut archive)
@@ -671,6 +690,11 @@ mod tests {
             }
             got
         };
+        // Staff accounts come back as they were, link and all.
+        assert_eq!(
+            copy.list_staff(team.id).await.expect("staff"),
+            [created.user]
+        );
         let (original, restored) = (all(store).await, all(copy).await);
         assert_eq!(restored.len(), 370);
         assert_eq!(restored, original);
