@@ -91,7 +91,7 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
         let names: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
         declared.security = Some(vec![SecurityRequirement::new("apiKey", names)]);
         let note = match operation.scope {
-            Some(scope) if scope.access == Access::Write || scope.access == Access::Read => {
+            Some(scope) if matches!(scope.access, Access::Read | Access::Write) => {
                 format!("Scope: `{scope}`.")
             }
             Some(scope) => format!(

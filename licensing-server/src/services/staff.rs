@@ -13,12 +13,12 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{PasswordLink, Role, StaffUser};
 use licensing_core::store::{Journal, StaffStore, StoreError};
 use licensing_core::validate::{Email, check_new_password};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 use rand::RngCore as _;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq as _;
 
 /// How long a set-password link works.
@@ -50,11 +50,15 @@ fn verify_now(hash: &str, password: &str) -> bool {
 
 /// A hash no password is known to match: an unknown address is checked against it, so that a
 /// sign-in takes as long whether or not the account exists.
-static DECOY: LazyLock<String> = LazyLock::new(|| {
-    let mut secret = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut secret);
-    hash_now(&URL_SAFE_NO_PAD.encode(secret)).expect("hashing a random password")
-});
+static DECOY: LazyLock<String> =
+    LazyLock::new(|| hash_now(&random_secret()).expect("hashing a random password"));
+
+/// 256 random bits in base64url (43 characters).
+fn random_secret() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
 
 /// Hashes a password on a blocking thread.
 pub async fn hash_password(password: &str) -> Result<String, StoreError> {
@@ -79,17 +83,11 @@ async fn verify_password(hash: Option<String>, password: &str) -> Result<bool, S
     .map_err(|e| StoreError::backend(format!("password check task failed: {e}")))
 }
 
-fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
 /// A new set-password link: its secret (for the URL, shown once) and what is stored of it.
 pub fn new_link(now: Timestamp) -> (String, PasswordLink) {
-    let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let secret = URL_SAFE_NO_PAD.encode(bytes);
+    let secret = random_secret();
     let link = PasswordLink {
-        secret_sha256: sha256_hex(&secret),
+        secret_sha256: sha256_hex(secret.as_bytes()),
         expires_at: now.plus_minutes((LINK_LIFETIME_HOURS * 60) as u32),
     };
     (secret, link)
@@ -97,7 +95,7 @@ pub fn new_link(now: Timestamp) -> (String, PasswordLink) {
 
 /// Whether `secret` opens `link` at `now` (compared in constant time).
 fn opens(link: &PasswordLink, secret: &str, now: Timestamp) -> bool {
-    let given = sha256_hex(secret);
+    let given = sha256_hex(secret.as_bytes());
     now < link.expires_at && bool::from(given.as_bytes().ct_eq(link.secret_sha256.as_bytes()))
 }
 
