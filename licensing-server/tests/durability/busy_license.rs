@@ -222,9 +222,13 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
         "quiet team's verify: median {baseline:?} alone, {under_load:?} while the busy license served {served} verifies"
     );
     assert!(served >= 50, "the load ran ({served} verifies)");
-    assert!(served >= 50, "the load ran ({served} verifies)");
+    // The bug this guards against multiplied the quiet team's latency by a hundred (1.9 to
+    // 226 ms). Twice the baseline was too tight a bound on two cores shared with the load and
+    // with other test binaries (a CI run saw 1.8 to 4.6 ms with nothing wrong), so the bound is
+    // five times the baseline, and never under 25 ms: far below the bug, well above the noise.
+    let bound = (baseline * 5).max(Duration::from_millis(25));
     assert!(
-        under_load <= baseline * 2,
-        "another team's verify went from {baseline:?} to {under_load:?}"
+        under_load <= bound,
+        "another team's verify went from {baseline:?} to {under_load:?} (bound {bound:?})"
     );
 }
