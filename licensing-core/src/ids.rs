@@ -224,13 +224,19 @@ typed_id!(
     StaffId
 );
 typed_id!(
-    /// Id of the principal that created a record (`createdByUserId`): an API key's id, or the
-    /// admin principal for records made by the operator.
+    /// Id of the principal that created a record (`createdByUserId`): an API key's id, a staff
+    /// account's id, or the admin principal for records made by the operator.
     UserId
 );
 
 impl From<ApiKeyId> for UserId {
     fn from(id: ApiKeyId) -> Self {
+        Self(id.0)
+    }
+}
+
+impl From<StaffId> for UserId {
+    fn from(id: StaffId) -> Self {
         Self(id.0)
     }
 }

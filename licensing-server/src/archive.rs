@@ -660,7 +660,7 @@ mod tests {
             "ann@example.com",
             licensing_core::model::Role::Admin,
             same,
-            &licensing_core::store::Journal::NONE,
+            None,
         )
         .await
         .expect("staff");

@@ -191,6 +191,29 @@ pub struct Config {
     #[arg(long, env = "LICENSING_CACHE_MB", default_value_t = crate::store::DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
 
+    /// Serve the staff dashboard under /dashboard (staff sign in with their e-mail address
+    /// and password; `licensing-server user create` makes accounts).
+    #[arg(long, env = "LICENSING_DASHBOARD", default_value_t = true,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub dashboard: bool,
+
+    /// The e-mail address of the owner account a first start creates (with the first team),
+    /// whose set-password link it prints beside the API key. Used on a first start only.
+    #[arg(long, env = "LICENSING_OWNER_EMAIL", default_value = "owner@localhost")]
+    pub owner_email: String,
+
+    /// Minutes without a request after which a dashboard session ends.
+    #[arg(long, env = "LICENSING_DASHBOARD_IDLE_MINUTES",
+          default_value_t = crate::dashboard::DEFAULT_IDLE_MINUTES,
+          value_parser = clap::value_parser!(u32).range(1..=10_080))]
+    pub dashboard_idle_minutes: u32,
+
+    /// Hours after signing in after which a dashboard session ends, however active.
+    #[arg(long, env = "LICENSING_DASHBOARD_SESSION_HOURS",
+          default_value_t = crate::dashboard::DEFAULT_SESSION_HOURS,
+          value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub dashboard_session_hours: u32,
+
     /// Connections open at once; past it new connections wait in the listen backlog until one
     /// closes. Keep it under the process's open-file limit (`ulimit -n`).
     #[arg(long, env = "LICENSING_MAX_CONNECTIONS", default_value_t = 4096,
@@ -279,6 +302,10 @@ impl Config {
             ),
             webhook_disable_after_secs: crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
             webhook_timeout_secs: 10,
+            dashboard: true,
+            owner_email: "owner@localhost".into(),
+            dashboard_idle_minutes: crate::dashboard::DEFAULT_IDLE_MINUTES,
+            dashboard_session_hours: crate::dashboard::DEFAULT_SESSION_HOURS,
             max_connections: 4096,
             max_connections_per_address: 128,
             header_timeout_secs: 10,

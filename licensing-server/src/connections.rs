@@ -370,8 +370,12 @@ fn team_of(path: &str) -> Option<&str> {
 }
 
 /// `path` with every segment shaped like a license key (five groups of five letters or digits,
-/// in any case) replaced by `{licenseKey}`.
+/// in any case) replaced by `{licenseKey}`, and the secret of a set-password link by `{secret}`.
 pub(crate) fn mask_license_keys(path: &str) -> String {
+    if let Some(rest) = path.strip_prefix("/dashboard/set-password/") {
+        let id = rest.split('/').next().unwrap_or_default();
+        return format!("/dashboard/set-password/{id}/{{secret}}");
+    }
     let looks_like_key = |segment: &str| {
         segment.len() == 29
             && segment.split('-').count() == 5
@@ -695,6 +699,11 @@ mod tests {
         assert_eq!(
             mask_license_keys("/x/abcde-12345-fghij-67890-klmno"),
             "/x/{licenseKey}"
+        );
+        // A set-password link's secret signs its holder in: never logged.
+        assert_eq!(
+            mask_license_keys(&format!("/dashboard/set-password/{team}/s3cr3t-value")),
+            format!("/dashboard/set-password/{team}/{{secret}}")
         );
         assert_eq!(mask_license_keys("/healthz"), "/healthz");
         assert_eq!(

@@ -32,6 +32,7 @@ pub mod client_addr;
 pub mod config;
 pub mod config_file;
 pub mod connections;
+pub mod dashboard;
 pub mod datadir;
 pub mod files;
 mod http;

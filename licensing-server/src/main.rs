@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use licensing_core::crypto::MasterKey;
-use licensing_core::model::TeamCreated;
+use licensing_core::model::{Role, TeamCreated};
 use licensing_core::{TeamId, Timestamp};
 use licensing_server::services::keyring::Keyring;
 use licensing_server::store::AnyStore;
@@ -51,6 +51,9 @@ enum Command {
     /// Manage a team's API keys.
     #[command(subcommand)]
     ApiKey(ApiKeyCommand),
+    /// Manage the staff accounts that sign in to the dashboard.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Make or change the master key that seals teams' private keys at rest.
     #[command(subcommand)]
     MasterKey(MasterKeyCommand),
@@ -169,6 +172,63 @@ enum TeamCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Create a staff account of a team and print its one-time set-password link (valid 72
+    /// hours), with which its owner sets a password and signs in to the dashboard.
+    Create {
+        /// The team's id.
+        #[arg(long)]
+        team: TeamId,
+        /// The e-mail address the account signs in with.
+        #[arg(long)]
+        email: String,
+        /// owner, admin, developer, support (every read, devices, suspend) or viewer (read
+        /// only).
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// The server's address as browsers reach it, for the link.
+        #[arg(
+            long,
+            env = "LICENSING_PUBLIC_URL",
+            default_value = "http://127.0.0.1:3000"
+        )]
+        url: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Print a new set-password link for an account (a forgotten password); the old password
+    /// keeps working until the link is used.
+    Link {
+        /// The account's e-mail address.
+        #[arg(long)]
+        email: String,
+        /// The server's address as browsers reach it, for the link.
+        #[arg(
+            long,
+            env = "LICENSING_PUBLIC_URL",
+            default_value = "http://127.0.0.1:3000"
+        )]
+        url: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    Role::parse(text)
+}
+
+/// The set-password link of an account.
+fn password_link(base: &str, created: &services::staff::CreatedStaff) -> String {
+    format!(
+        "{}/dashboard/set-password/{}/{}",
+        base.trim_end_matches('/'),
+        created.user.id,
+        created.link_secret
+    )
+}
+
+#[derive(Debug, Subcommand)]
 enum ApiKeyCommand {
     /// Create an API key with every scope for a team (the way back when its keys are lost) and
     /// print {"id","name","key",…} as JSON; the key is shown only this once. The admin API's
@@ -230,8 +290,15 @@ async fn shutdown_signal() {
 
 /// What a first start tells its operator: the new team's id, API key and public keys, with
 /// commands to try.
-fn first_team_text(team: &TeamCreated, base: &str) -> String {
-    format!(
+fn first_team_text(team: &TeamCreated, owner: Option<&(String, String)>, base: &str) -> String {
+    let dashboard = owner.map_or_else(String::new, |(email, link)| {
+        format!(
+            "\nThe dashboard is at {base}/dashboard/: open this link once (within {hours} hours) to set the\
+             \npassword of the owner account {email}, and sign in:\n\n  {link}\n",
+            hours = services::staff::LINK_LIFETIME_HOURS
+        )
+    });
+    let api = format!(
         "\nFirst start: created a team.\n\
          \n  team id:     {id}\n  API key:     {key}   (shown only now: store it safely)\n  signing key: {signing}\n\
          \n  Your applications need two public keys, the arguments of licensing_sdk::LicenseClient::new:\
@@ -245,7 +312,8 @@ fn first_team_text(team: &TeamCreated, base: &str) -> String {
         key = team.api_key,
         signing = team.signing_key,
         pem = team.public_key,
-    )
+    );
+    format!("{api}{dashboard}")
 }
 
 /// The file a first start writes its credentials to when its output is not a terminal.
@@ -256,10 +324,11 @@ const CREDENTIALS_FILE: &str = "first-start-credentials.txt";
 /// user only, and only its path is printed, so that the API key does not end up in logs.
 fn announce_first_team(
     team: &TeamCreated,
+    owner: Option<&(String, String)>,
     base: &str,
     data_dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let text = first_team_text(team, base);
+    let text = first_team_text(team, owner, base);
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         println!("{text}");
         return Ok(());
@@ -271,7 +340,7 @@ fn announce_first_team(
     licensing_server::datadir::write_private_file(&path, text.as_bytes())
         .with_context(|| format!("writing the first team's credentials to {}", path.display()))?;
     println!(
-        "First start: created a team; its id, API key and public keys are in {} (readable by this user only). Store the key safely and delete the file.",
+        "First start: created a team; its id, API key, public keys and the owner's set-password link are in {} (readable by this user only). Store the key safely and delete the file.",
         path.display()
     );
     tracing::info!(path = %path.display(), "first start: the new team's credentials are in this file");
@@ -281,6 +350,8 @@ fn announce_first_team(
 async fn serve(config: Config) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let data_dir = config.data_dir.clone();
+    let owner_email = config.owner_email.clone();
+    let dashboard = config.dashboard;
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
     let base = format!("http://{addr}");
@@ -292,20 +363,33 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             if !store.is_empty().await? {
                 return Ok(None);
             }
-            let team = services::teams::create_team_with(
+            let now = Timestamp::now();
+            let acting = services::audit::Acting::command_line();
+            let team =
+                services::teams::create_team_with(store, keyring, "Default team", now, &acting)
+                    .await
+                    .context("creating the first team")?;
+            let owner = services::staff::create_staff(
                 store,
-                keyring,
-                "Default team",
-                Timestamp::now(),
-                &services::audit::Acting::command_line(),
+                team.team_id,
+                &owner_email,
+                Role::Owner,
+                now,
+                Some(&acting),
             )
             .await
-            .context("creating the first team")?;
-            Ok(Some(team))
+            .map_err(|e| anyhow::anyhow!("creating the owner account: {}", describe(&e)))?;
+            Ok(Some((team, owner)))
         })
         .await?;
-    if let Some(team) = created {
-        announce_first_team(&team, &base, &data_dir)?;
+    if let Some((team, owner)) = created {
+        let owner = dashboard.then(|| {
+            (
+                owner.user.email.as_str().to_owned(),
+                password_link(&base, &owner),
+            )
+        });
+        announce_first_team(&team, owner.as_ref(), &base, &data_dir)?;
     }
     let data = match server.store() {
         AnyStore::Sled(_) => format!("data in {}", data_dir.display()),
@@ -357,6 +441,69 @@ async fn team_create(
     .await?;
     println!("{}", serde_json::to_string(&team)?);
     Ok(())
+}
+
+async fn user_create(
+    team: TeamId,
+    email: &str,
+    role: Role,
+    url: &str,
+    store: &StoreArgs,
+) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let now = Timestamp::now();
+    if licensing_core::store::TeamStore::get_team(&opened, team)
+        .await?
+        .is_none()
+    {
+        anyhow::bail!("there is no team {team}");
+    }
+    let created = services::staff::create_staff(
+        &opened,
+        team,
+        email,
+        role,
+        now,
+        Some(&services::audit::Acting::command_line()),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
+    println!(
+        "Created {} ({}). Its set-password link works once, for {} hours:\n{}",
+        created.user.email.as_str(),
+        created.user.role,
+        services::staff::LINK_LIFETIME_HOURS,
+        password_link(url, &created)
+    );
+    Ok(())
+}
+
+async fn user_link(email: &str, url: &str, store: &StoreArgs) -> anyhow::Result<()> {
+    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let issued = services::staff::issue_link(
+        &opened,
+        email,
+        Timestamp::now(),
+        &services::audit::Acting::command_line(),
+    )
+    .await?
+    .ok_or_else(|| anyhow::anyhow!("no account has the address {email}"))?;
+    println!(
+        "A new set-password link for {}, valid once for {} hours:\n{}",
+        issued.user.email.as_str(),
+        services::staff::LINK_LIFETIME_HOURS,
+        password_link(url, &issued)
+    );
+    Ok(())
+}
+
+/// An API error as one line: the details, then each field's problem.
+fn describe(e: &licensing_core::ApiError) -> String {
+    let mut text = e.details().to_owned();
+    for f in e.field_errors() {
+        text.push_str(&format!("; {}: {}", f.field, f.message));
+    }
+    text
 }
 
 async fn api_key_create(team: TeamId, name: &str, store: &StoreArgs) -> anyhow::Result<()> {
@@ -519,6 +666,16 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::ApiKey(ApiKeyCommand::Create { team, name, store })) => {
             api_key_create(team, &name, &store).await
         }
+        Some(Command::User(UserCommand::Create {
+            team,
+            email,
+            role,
+            url,
+            store,
+        })) => user_create(team, &email, role, &url, &store).await,
+        Some(Command::User(UserCommand::Link { email, url, store })) => {
+            user_link(&email, &url, &store).await
+        }
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
         Some(Command::Export { out, store }) => export(&out, &store).await,
         Some(Command::Import { input, store }) => import(&input, &store).await,
@@ -581,7 +738,13 @@ mod tests {
             public_key: keys.public_key_pem().to_owned(),
             signing_key: keys.signing_key_base64(),
         };
-        let text = super::first_team_text(&created, "http://127.0.0.1:8080");
+        let owner = (
+            "owner@localhost".to_owned(),
+            "http://127.0.0.1:8080/dashboard/set-password/x/y".to_owned(),
+        );
+        let text = super::first_team_text(&created, Some(&owner), "http://127.0.0.1:8080");
+        assert!(text.contains("\n  http://127.0.0.1:8080/dashboard/set-password/x/y\n"));
+        assert!(text.contains("owner account owner@localhost"));
         let begin = text.find("-----BEGIN").expect("a PEM block");
         let end = text.find("-----END PUBLIC KEY-----").expect("its end") + 24;
         let pasted = &text[begin..end];

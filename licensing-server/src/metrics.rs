@@ -56,6 +56,18 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/admin/teams/{teamId}/features",
     "/api/v1/admin/teams/{teamId}/api-keys",
     "/api/v1/admin/backup",
+    "/dashboard",
+    "/dashboard/static/{file}",
+    "/dashboard/sign-in",
+    "/dashboard/sign-out",
+    "/dashboard/sign-out-everywhere",
+    "/dashboard/set-password/{staffId}/{secret}",
+    "/dashboard/account",
+    "/dashboard/licenses",
+    "/dashboard/licenses/new",
+    "/dashboard/licenses/{licenseId}",
+    "/dashboard/licenses/{licenseId}/{action}",
+    "/dashboard/licenses/{licenseId}/{records}/{recordId}/{action}",
 ];
 
 /// The template a request path belongs to, or `unmatched`. Runs for every request, so it

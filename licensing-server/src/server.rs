@@ -293,6 +293,12 @@ impl Server {
                         ))
                     })?,
                 key_uses: KeyUses::default(),
+                dashboard: config
+                    .dashboard
+                    .then_some(crate::dashboard::DashboardSettings {
+                        idle_minutes: config.dashboard_idle_minutes,
+                        session_hours: config.dashboard_session_hours,
+                    }),
                 alive: Arc::new(()),
             },
         })

@@ -56,6 +56,8 @@ pub(crate) struct AppState {
     pub(crate) webhooks: crate::services::webhooks::Sender,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
+    /// The staff dashboard's settings; `None` when it is off.
+    pub(crate) dashboard: Option<crate::dashboard::DashboardSettings>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,
@@ -121,7 +123,19 @@ pub(crate) struct Limits {
     pub(crate) auth_failures: Option<RateLimiter<u128>>,
     /// Failed API-key authentications, per team of the path.
     pub(crate) auth_failures_team: Option<RateLimiter<TeamId>>,
+    /// Failed dashboard sign-ins per account name (the SHA-256 of the lower-cased address, so
+    /// that unknown addresses are limited alike), in tiers of growing windows: past a minute's
+    /// allowance the wait is up to a minute, past an hour's up to an hour, past a day's up to a
+    /// day. Empty when authentication limits are off.
+    pub(crate) sign_in_account: Vec<RateLimiter<[u8; 32]>>,
 }
+
+/// The tiers of [`Limits::sign_in_account`]: failures allowed per window.
+pub(crate) const SIGN_IN_TIERS: [(u32, std::time::Duration); 3] = [
+    (5, std::time::Duration::from_secs(60)),
+    (20, std::time::Duration::from_secs(3600)),
+    (100, std::time::Duration::from_secs(86_400)),
+];
 
 impl Limits {
     /// Limiters for `client` requests a minute per IP or license key, `dev` requests a minute
@@ -137,6 +151,16 @@ impl Limits {
             uploads: RateLimiter::per_minute(uploads),
             auth_failures: RateLimiter::per_minute(auth_failures),
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
+            sign_in_account: if auth_failures == 0 {
+                Vec::new()
+            } else {
+                SIGN_IN_TIERS
+                    .iter()
+                    .map(|(limit, window)| {
+                        RateLimiter::new(*limit, *window, crate::services::ratelimit::MAX_KEYS)
+                    })
+                    .collect()
+            },
         }
     }
 
@@ -161,6 +185,12 @@ impl Limits {
             uploads: share(self.uploads, pool, "uploads"),
             auth_failures: share(self.auth_failures, pool, "auth-failures"),
             auth_failures_team: share(self.auth_failures_team, pool, "auth-failures-team"),
+            sign_in_account: self
+                .sign_in_account
+                .into_iter()
+                .zip(["sign-in-minute", "sign-in-hour", "sign-in-day"])
+                .map(|(limiter, name)| limiter.shared(pool.clone(), name))
+                .collect(),
         }
     }
 }

@@ -51,6 +51,15 @@ impl Actor {
         }
     }
 
+    /// A staff member, through the dashboard, by account id and e-mail address.
+    pub fn user(id: crate::StaffId, email: &str) -> Self {
+        Self {
+            kind: ActorKind::User,
+            id: Some(*id.as_uuid()),
+            name: Some(email.to_owned()),
+        }
+    }
+
     /// The operator, through the admin API.
     pub fn admin() -> Self {
         Self {
@@ -162,6 +171,12 @@ actions! {
     WebhookUpdated = "webhook.updated", "webhook";
     /// A webhook endpoint was deleted.
     WebhookDeleted = "webhook.deleted", "webhook";
+    /// A staff account was created (with a set-password link).
+    StaffCreated = "staff.created", "staff";
+    /// A staff account got a new set-password link (its password forgotten, say).
+    StaffLinkIssued = "staff.link_issued", "staff";
+    /// A staff member set their password through a link.
+    StaffPasswordSet = "staff.password_set", "staff";
 }
 
 impl Action {

@@ -26,7 +26,8 @@ pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
 };
 pub use scope::{
-    Access, ProductRestriction, Resource, Scope, Scopes, covers_products, sees_products,
+    Access, ProductRestriction, Resource, Scope, Scopes, cannot_grant, covers_products,
+    sees_products,
 };
 pub use staff::{PasswordLink, Role, StaffSession, StaffUser};
 pub use stats::{

@@ -313,6 +313,32 @@ pub fn sees_products(restriction: &ProductRestriction, products: &[ProductId]) -
     }
 }
 
+/// Why a principal with `own_scopes` and `own_products` (named `who`, as in "this API key") may
+/// not create or revoke a key with `scopes` and `products`, if it may not: nobody hands on more
+/// access than they have.
+pub fn cannot_grant(
+    who: &str,
+    own_scopes: &Scopes,
+    own_products: &ProductRestriction,
+    scopes: &Scopes,
+    products: &ProductRestriction,
+) -> Option<String> {
+    if let Some(missing) = own_scopes.missing_from(scopes) {
+        return Some(format!(
+            "{who} lacks the scope {missing}, so it cannot give it to a new key"
+        ));
+    }
+    match (own_products, products) {
+        (None, _) => None,
+        (Some(_), None) => Some(format!(
+            "{who} is restricted to some products, so a new key must name productIds among them"
+        )),
+        (Some(own), Some(wanted)) => wanted.iter().find(|p| !own.contains(p)).map(|p| {
+            format!("{who} is not allowed product {p}, so it cannot give it to a new key")
+        }),
+    }
+}
+
 /// Whether a restriction lets a key change a record tied to `products` (tied to at least one,
 /// and all of them among the key's products).
 pub fn covers_products(restriction: &ProductRestriction, products: &[ProductId]) -> bool {

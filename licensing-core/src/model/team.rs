@@ -213,21 +213,13 @@ impl ApiKeyRecord {
     /// Why this key may not create a key with `scopes` and `products`, if it may not: a key
     /// hands on no more than it has.
     pub fn cannot_grant(&self, scopes: &Scopes, products: &ProductRestriction) -> Option<String> {
-        if let Some(missing) = self.scopes.missing_from(scopes) {
-            return Some(format!(
-                "this API key lacks the scope {missing}, so it cannot give it to a new key"
-            ));
-        }
-        match (&self.product_ids, products) {
-            (None, _) => None,
-            (Some(_), None) => Some(
-                "this API key is restricted to some products, so a new key must name productIds among them"
-                    .into(),
-            ),
-            (Some(own), Some(wanted)) => wanted.iter().find(|p| !own.contains(p)).map(|p| {
-                format!("this API key is not allowed product {p}, so it cannot give it to a new key")
-            }),
-        }
+        super::cannot_grant(
+            "this API key",
+            &self.scopes,
+            &self.product_ids,
+            scopes,
+            products,
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod admin;
 mod client;
-mod dev;
+pub(crate) mod dev;
 mod docs;
 
 pub(crate) use dev::operations as dev_operations;
@@ -42,6 +42,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .unify()
         .or(admin::routes(state.clone()))
         .unify()
+        .or(crate::dashboard::routes(state.clone()))
+        .unify()
         .recover(http::recover)
         .unify();
     warp::path::full()
@@ -60,7 +62,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
 }
 
 /// `X-Content-Type-Options: nosniff` on every answer, and `Cache-Control: no-store` on every
-/// answer but the public documents (the OpenAPI document, the Swagger UI): the API's answers
+/// answer but the public documents (the OpenAPI document, the Swagger UI, the dashboard's
+/// stylesheet and script): the API's answers
 /// carry secrets (new API keys, new teams' keys) and private data (licenses, customers), which no
 /// cache between the client and the server may keep.
 fn protective_headers(path: &str, headers: &mut warp::http::HeaderMap) {
@@ -70,6 +73,10 @@ fn protective_headers(path: &str, headers: &mut warp::http::HeaderMap) {
         HeaderValue::from_static("nosniff"),
     );
     let public = path == "/api/openapi.json" || path == "/docs" || path.starts_with("/docs/");
+    if path.starts_with("/dashboard/static/") && headers.contains_key(header::CACHE_CONTROL) {
+        // The dashboard's stylesheet and script say how long they may be kept.
+        return;
+    }
     if !public {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }

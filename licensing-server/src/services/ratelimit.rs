@@ -272,6 +272,12 @@ impl LimitKey for (licensing_core::TeamId, licensing_core::LicenseKey) {
     }
 }
 
+impl LimitKey for [u8; 32] {
+    fn limit_key(&self) -> Vec<u8> {
+        self.to_vec()
+    }
+}
+
 /// A limit's counters in PostgreSQL (table `rate_limits`).
 ///
 /// Instances share one count per key, so a limit means the same whether one or several

@@ -14,12 +14,14 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use licensing_core::crypto::sha256_hex;
-use licensing_core::model::{PasswordLink, Role, StaffUser};
+use licensing_core::model::{Action, Actor, FieldChange, PasswordLink, Role, StaffUser};
 use licensing_core::store::{Journal, StaffStore, StoreError};
 use licensing_core::validate::{Email, check_new_password};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 use rand::RngCore as _;
 use subtle::ConstantTimeEq as _;
+
+use crate::services::audit::Acting;
 
 /// How long a set-password link works.
 pub const LINK_LIFETIME_HOURS: i64 = 72;
@@ -54,7 +56,7 @@ static DECOY: LazyLock<String> =
     LazyLock::new(|| hash_now(&random_secret()).expect("hashing a random password"));
 
 /// 256 random bits in base64url (43 characters).
-fn random_secret() -> String {
+pub(crate) fn random_secret() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     URL_SAFE_NO_PAD.encode(bytes)
@@ -109,14 +111,15 @@ pub struct CreatedStaff {
 }
 
 /// Creates an account of `team` for `email` (kept lower-cased) with `role`, without a password
-/// and with a set-password link. An address that has an account is 400 naming `email`.
+/// and with a set-password link, audited as `acting`'s (none: not audited, as when an archive
+/// is loaded). An address that has an account is 400 naming `email`.
 pub async fn create_staff<S: StaffStore>(
     store: &S,
     team: TeamId,
     email: &str,
     role: Role,
     now: Timestamp,
-    journal: &Journal,
+    acting: Option<&Acting>,
 ) -> Result<CreatedStaff, ApiError> {
     let email =
         Email::parse(&email.trim().to_lowercase()).map_err(|e| ApiError::bad_field("email", &e))?;
@@ -131,8 +134,65 @@ pub async fn create_staff<S: StaffStore>(
         created_at: now,
         updated_at: now,
     };
-    store.create_staff(&user, journal).await?;
+    let journal = match acting {
+        Some(acting) => acting.journal(
+            team,
+            now,
+            Action::StaffCreated,
+            user.id,
+            created_changes(&user),
+        ),
+        None => Journal::NONE,
+    };
+    store.create_staff(&user, &journal).await?;
     Ok(CreatedStaff { user, link_secret })
+}
+
+/// The changes an audit entry of a new account shows.
+pub fn created_changes(user: &StaffUser) -> Vec<FieldChange> {
+    vec![
+        FieldChange {
+            field: "email".into(),
+            old: None,
+            new: Some(user.email.as_str().into()),
+            secret: false,
+        },
+        FieldChange {
+            field: "role".into(),
+            old: None,
+            new: Some(user.role.as_str().into()),
+            secret: false,
+        },
+    ]
+}
+
+/// Gives the account of `email` a new set-password link (replacing any earlier one), for a
+/// forgotten password; `None` when no account has that address. Its password keeps working
+/// until the link is used.
+pub async fn issue_link<S: StaffStore>(
+    store: &S,
+    email: &str,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<Option<CreatedStaff>, StoreError> {
+    let Some(mut user) = store
+        .find_staff_by_email(&email.trim().to_lowercase())
+        .await?
+    else {
+        return Ok(None);
+    };
+    let (link_secret, link) = new_link(now);
+    user.password_link = Some(link);
+    user.updated_at = now;
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffLinkIssued,
+        user.id,
+        Vec::new(),
+    );
+    store.update_staff(&user, &journal).await?;
+    Ok(Some(CreatedStaff { user, link_secret }))
 }
 
 /// Why a set-password link was refused.
@@ -144,6 +204,20 @@ pub enum LinkRefused {
     Password(String),
 }
 
+/// The account whose set-password link `secret` opens at `now`, without using the link up.
+pub async fn link_user<S: StaffStore>(
+    store: &S,
+    id: StaffId,
+    secret: &str,
+    now: Timestamp,
+) -> Result<Option<StaffUser>, StoreError> {
+    Ok(store.get_staff(id).await?.filter(|user| {
+        user.password_link
+            .as_ref()
+            .is_some_and(|link| opens(link, secret, now))
+    }))
+}
+
 /// Sets the password of account `id` through its link: the link is used up, and every session
 /// of the account ends.
 pub async fn set_password<S: StaffStore>(
@@ -152,6 +226,7 @@ pub async fn set_password<S: StaffStore>(
     secret: &str,
     password: &str,
     now: Timestamp,
+    address: Option<std::net::IpAddr>,
 ) -> Result<Result<StaffUser, LinkRefused>, StoreError> {
     let Some(mut user) = store.get_staff(id).await? else {
         return Ok(Err(LinkRefused::Invalid));
@@ -169,7 +244,18 @@ pub async fn set_password<S: StaffStore>(
     user.password_hash = Some(hash_password(password).await?);
     user.password_link = None;
     user.updated_at = now;
-    store.update_staff(&user, &Journal::NONE).await?;
+    let acting = Acting {
+        actor: Actor::user(user.id, user.email.as_str()),
+        address,
+    };
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffPasswordSet,
+        user.id,
+        vec![FieldChange::secret("password")],
+    );
+    store.update_staff(&user, &journal).await?;
     store.delete_sessions_of(user.id).await?;
     Ok(Ok(user))
 }
@@ -235,41 +321,20 @@ mod tests {
         let store = MemoryStore::new();
         let team = team(&store).await;
         let now = Timestamp::now();
-        let created = create_staff(
-            &store,
-            team,
-            " Ann@Example.com ",
-            Role::Support,
-            now,
-            &Journal::NONE,
-        )
-        .await
-        .unwrap();
+        let created = create_staff(&store, team, " Ann@Example.com ", Role::Support, now, None)
+            .await
+            .unwrap();
         assert_eq!(created.user.email.as_str(), "ann@example.com");
         assert_eq!(created.user.password_hash, None);
-        let again = create_staff(
-            &store,
-            team,
-            "ANN@example.com",
-            Role::Viewer,
-            now,
-            &Journal::NONE,
-        )
-        .await
-        .unwrap_err();
+        let again = create_staff(&store, team, "ANN@example.com", Role::Viewer, now, None)
+            .await
+            .unwrap_err();
         assert_eq!(fields(&again), ["email"]);
         assert_eq!(
             fields(
-                &create_staff(
-                    &store,
-                    team,
-                    "not an address",
-                    Role::Viewer,
-                    now,
-                    &Journal::NONE
-                )
-                .await
-                .unwrap_err()
+                &create_staff(&store, team, "not an address", Role::Viewer, now, None)
+                    .await
+                    .unwrap_err()
             ),
             ["email"]
         );
@@ -285,7 +350,7 @@ mod tests {
         let set = |secret: String, password: &'static str, at: Timestamp| {
             let store = store.clone();
             async move {
-                set_password(&store, id, &secret, password, at)
+                set_password(&store, id, &secret, password, at, None)
                     .await
                     .unwrap()
             }
@@ -306,7 +371,7 @@ mod tests {
             ))
         );
         assert_eq!(
-            set_password(&store, StaffId::new(), secret, strong, now)
+            set_password(&store, StaffId::new(), secret, strong, now, None)
                 .await
                 .unwrap(),
             Err(LinkRefused::Invalid)

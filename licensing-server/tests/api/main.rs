@@ -14,6 +14,7 @@ mod chat;
 mod classloader;
 mod client;
 mod customers;
+mod dashboard;
 mod devices;
 mod errors;
 mod ext;

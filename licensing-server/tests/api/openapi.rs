@@ -80,7 +80,8 @@ async fn every_documented_operation_is_routed_and_every_route_is_documented() {
             "{path} is not a known route template"
         );
     }
-    for template in &templates {
+    // The dashboard's pages are HTML for browsers, not operations of the API.
+    for template in templates.iter().filter(|t| !t.starts_with("/dashboard")) {
         for method in ["get", "post", "put", "patch", "delete"] {
             if routed(&s, method, template).await {
                 assert!(

@@ -11,7 +11,7 @@ use crate::http::{Handled, store_error, success};
 
 pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
     let input = ApiKeyBody::parse(&input.json().await?, dev.now)?;
-    if let Some(why) = dev.key.cannot_grant(&input.scopes, &input.product_ids) {
+    if let Some(why) = dev.cannot_grant(&input.scopes, &input.product_ids) {
         return Err(ApiError::forbidden(why));
     }
     let created = crate::services::teams::create_api_key(
@@ -65,7 +65,7 @@ pub(super) async fn revoke_key(dev: Dev, (id,): (ApiKeyId,), _: Input) -> Handle
         ));
     }
     if let Some(target) = keys.iter().find(|k| k.id == id)
-        && let Some(why) = dev.key.cannot_grant(&target.scopes, &target.product_ids)
+        && let Some(why) = dev.cannot_grant(&target.scopes, &target.product_ids)
     {
         // A key may revoke only keys with no more access than its own.
         return Err(ApiError::forbidden(why.replace(

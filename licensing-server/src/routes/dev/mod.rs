@@ -34,8 +34,8 @@ use bytes::{Buf, Bytes};
 use futures_util::{Stream, StreamExt};
 use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
 use licensing_core::model::{
-    Action, Actor, ApiKeyRecord, FieldChange, ProductRestriction, Resource, Scope, covers_products,
-    sees_products,
+    Action, Actor, ApiKeyRecord, FieldChange, ProductRestriction, Resource, Scope, Scopes,
+    StaffUser, cannot_grant, covers_products, sees_products,
 };
 use licensing_core::store::Journal;
 use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
@@ -74,8 +74,8 @@ pub(crate) struct Dev {
     pub(crate) state: AppState,
     /// The team of the path.
     pub(crate) team: TeamId,
-    /// The API key that made it.
-    pub(crate) key: ApiKeyRecord,
+    /// Who made it: an API key, or a staff member through the dashboard.
+    pub(crate) caller: Caller,
     /// When it is handled.
     pub(crate) now: Timestamp,
     /// The client's address (protocol.md section 3's rule behind proxies).
@@ -111,35 +111,96 @@ impl Dev {
     /// Who this request acts as, for the audit log.
     pub(crate) fn acting(&self) -> Acting {
         Acting {
-            actor: Actor::api_key(self.key.id, &self.key.name),
+            actor: self.caller.actor.clone(),
             address: Some(self.client),
         }
     }
 
     /// The `createdByUserId` of what this request creates.
     pub(crate) fn user(&self) -> UserId {
-        self.key.id.into()
+        self.caller.user
     }
 
-    /// The products the key is restricted to.
+    /// The products the caller is restricted to.
     pub(crate) fn products(&self) -> &ProductRestriction {
-        &self.key.product_ids
+        &self.caller.product_ids
     }
 
-    /// Whether the key may see a record tied to `products`.
+    /// Whether the caller may see a record tied to `products`.
     pub(crate) fn sees(&self, products: &[ProductId]) -> bool {
-        sees_products(&self.key.product_ids, products)
+        sees_products(&self.caller.product_ids, products)
     }
 
-    /// 403 unless the key may change a record tied to `products` (all of them among its own).
+    /// 403 unless the caller may change a record tied to `products` (all of them among its
+    /// own).
     pub(crate) fn must_cover(&self, products: &[ProductId]) -> Result<(), ApiError> {
-        if covers_products(&self.key.product_ids, products) {
+        if covers_products(&self.caller.product_ids, products) {
             Ok(())
         } else {
             Err(ApiError::forbidden(
                 "This API key is restricted to some products: it can only change records whose products are all among them",
             ))
         }
+    }
+
+    /// Why the caller may not create (or revoke) a key with `scopes` and `products`, if it may
+    /// not.
+    pub(crate) fn cannot_grant(
+        &self,
+        scopes: &Scopes,
+        products: &ProductRestriction,
+    ) -> Option<String> {
+        cannot_grant(
+            self.caller.name,
+            &self.caller.scopes,
+            &self.caller.product_ids,
+            scopes,
+            products,
+        )
+    }
+}
+
+/// Who makes a developer request: what it may do, and how the audit log and refusals name it.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    /// The audit log's actor.
+    pub(crate) actor: Actor,
+    /// The `createdByUserId` of what it creates.
+    pub(crate) user: UserId,
+    /// What it may do.
+    pub(crate) scopes: Scopes,
+    /// The products it is restricted to.
+    pub(crate) product_ids: ProductRestriction,
+    /// How a refusal names it ("this API key", "your role").
+    pub(crate) name: &'static str,
+}
+
+impl Caller {
+    /// An API key.
+    pub(crate) fn api_key(key: &ApiKeyRecord) -> Self {
+        Self {
+            actor: Actor::api_key(key.id, &key.name),
+            user: key.id.into(),
+            scopes: key.scopes.clone(),
+            product_ids: key.product_ids.clone(),
+            name: "this API key",
+        }
+    }
+
+    /// A staff member signed in to the dashboard: the scopes of their role, every product.
+    pub(crate) fn staff(user: &StaffUser) -> Self {
+        Self {
+            actor: Actor::user(user.id, user.email.as_str()),
+            user: user.id.into(),
+            scopes: user.role.scopes(),
+            product_ids: None,
+            name: "your role",
+        }
+    }
+
+    /// Whether it has `scope`.
+    pub(crate) fn allows(&self, scope: Scope) -> bool {
+        self.scopes.allows(scope)
     }
 }
 
@@ -670,7 +731,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
 }
 
 /// The request body as a boxed stream of `Bytes`.
-fn boxed_body() -> impl Filter<Extract = (Body,), Error = warp::Rejection> + Clone {
+pub(crate) fn boxed_body() -> impl Filter<Extract = (Body,), Error = warp::Rejection> + Clone {
     fn boxed<S, B>(body: S) -> Body
     where
         S: Stream<Item = Result<B, warp::Error>> + Send + 'static,
@@ -694,23 +755,9 @@ async fn gate(
     let team = segments.next().unwrap_or_default();
     let segments: Vec<&str> = segments.collect();
     // 1. The operation.
-    let mut known_path = false;
-    let mut found = None;
-    for operation in table {
-        if let Some(ids) = operation.matches(&segments) {
-            known_path = true;
-            if operation.method == *method {
-                found = Some((operation, ids));
-                break;
-            }
-        }
-    }
-    let Some((operation, ids)) = found else {
-        return crate::http::error(&if known_path {
-            ApiError::method_not_allowed()
-        } else {
-            ApiError::route_not_found()
-        });
+    let (operation, ids) = match find(table, &segments, method) {
+        Ok(found) => found,
+        Err(e) => return crate::http::error(&e),
     };
     // 2. The ids.
     let team = match path_param::<TeamId>("teamId", team) {
@@ -750,7 +797,7 @@ async fn gate(
         let dev = Dev {
             state,
             team,
-            key,
+            caller: Caller::api_key(&key),
             now,
             client,
         };
@@ -760,6 +807,62 @@ async fn gate(
         status.apply(response.headers_mut());
     }
     response
+}
+
+/// An operation with the ids of a path, by name, in path order.
+type Found<'t, 's> = (&'t Operation, Vec<(&'static str, &'s str)>);
+
+/// The operation for `segments` (the path after the team id) and `method`, with its ids: 404
+/// for an unknown path, 405 for a known path with another method.
+fn find<'t, 's>(
+    table: &'t [Operation],
+    segments: &[&'s str],
+    method: &Method,
+) -> Result<Found<'t, 's>, ApiError> {
+    let mut known_path = false;
+    for operation in table {
+        if let Some(ids) = operation.matches(segments) {
+            known_path = true;
+            if operation.method == *method {
+                return Ok((operation, ids));
+            }
+        }
+    }
+    Err(if known_path {
+        ApiError::method_not_allowed()
+    } else {
+        ApiError::route_not_found()
+    })
+}
+
+/// Runs the operation `method path` (the path after `teams/{teamId}/`) for `dev`, a caller
+/// authenticated elsewhere (the dashboard's signed-in staff), with the same checks as the gate
+/// past authentication: the ids, the caller's scope, and the query of operations that take none.
+/// The dashboard acts through this, so that every rule of the API holds there too.
+pub(crate) async fn call(
+    table: &[Operation],
+    dev: Dev,
+    method: &Method,
+    path: &str,
+    input: Input,
+) -> Response {
+    let segments: Vec<&str> = path.split('/').collect();
+    let outcome = async {
+        let (operation, ids) = find(table, &segments, method)?;
+        let bound = (operation.bind)(&ids)?;
+        if let Some(scope) = operation.scope
+            && !dev.caller.allows(scope)
+        {
+            return Err(ApiError::forbidden(format!(
+                "Your role lacks the permission {scope} this needs"
+            )));
+        }
+        if operation.query == Query::None {
+            parse_no_query(&input.query)?;
+        }
+        bound(dev, input).await
+    };
+    respond(outcome.await)
 }
 
 /// 403 for a key without the operation's scope, naming it in the details and, as RFC 6750

@@ -1,0 +1,189 @@
+//! The staff dashboard under `/dashboard`: server-rendered HTML for a vendor's staff, served by
+//! the server itself, with nothing else to build or run.
+//!
+//! - **One permission model.** A page never reaches the store for what the developer API does:
+//!   it runs the API's operation (method and path) in-process through [`dev::call`], as the
+//!   signed-in staff member, with the scopes of their role. Every check of the API (validation,
+//!   scopes, tenant isolation) therefore holds here too, and the audit log names the staff
+//!   member as the actor. The dashboard has no team in its paths: a session belongs to one
+//!   team, and every call is made for that team.
+//! - **Sessions** live in the store, so that every instance on one PostgreSQL database shares
+//!   them; the cookie carries a random 256-bit secret of which the store keeps the SHA-256
+//!   (see [`session`]).
+//! - **Forms** work without JavaScript. Every form that changes something carries the session's
+//!   CSRF token, and every answer carries a `Content-Security-Policy` that allows no inline
+//!   script or style and nothing from elsewhere (see [`page`]).
+
+mod account;
+mod api;
+mod assets;
+mod licenses;
+mod page;
+mod session;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use licensing_core::Timestamp;
+use warp::Filter;
+use warp::filters::BoxedFilter;
+use warp::http::{HeaderMap, Method};
+
+use crate::http::{Response, raw_query};
+use crate::routes::dev::{self, Body, Operation};
+use crate::routes::with_state;
+use crate::state::AppState;
+
+pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
+pub(crate) use session::{DashboardSettings, Staff};
+
+/// Everything a dashboard handler reads of its request.
+pub(crate) struct Ctx {
+    /// The server.
+    pub(crate) state: AppState,
+    /// The developer API's operations, which pages call.
+    pub(crate) ops: Arc<[Operation]>,
+    /// The client's address (behind trusted proxies, the one they name).
+    pub(crate) client: IpAddr,
+    /// The request headers.
+    pub(crate) headers: HeaderMap,
+    /// The raw query string.
+    pub(crate) query: String,
+    /// The path below `/dashboard/`, without the query.
+    pub(crate) path: String,
+    /// When the request is handled.
+    pub(crate) now: Timestamp,
+    /// Whether the browser reached us over HTTPS (or a proxy says so), which decides the
+    /// cookie's name and `Secure` attribute.
+    pub(crate) secure: bool,
+}
+
+impl Ctx {
+    /// The dashboard settings (the dashboard is only routed when they exist).
+    pub(crate) fn settings(&self) -> &DashboardSettings {
+        self.state
+            .dashboard
+            .as_ref()
+            .expect("the dashboard is routed only when it is on")
+    }
+
+    /// The value of query parameter `name`, if given.
+    pub(crate) fn param(&self, name: &str) -> Option<String> {
+        form_urlencoded::parse(self.query.as_bytes())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.into_owned())
+    }
+}
+
+/// The dashboard's routes, when it is on.
+pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
+    let ops: Arc<[Operation]> = dev::operations().into();
+    warp::path("dashboard")
+        .and(warp::path::tail())
+        .and(warp::method())
+        .and(with_state(state))
+        .and(crate::connections::client_addr())
+        .and(warp::header::headers_cloned())
+        .and(raw_query())
+        .and(dev::boxed_body())
+        .then(
+            move |tail: warp::path::Tail,
+                  method: Method,
+                  state: AppState,
+                  client: IpAddr,
+                  headers: HeaderMap,
+                  query: String,
+                  body: Body| {
+                let ops = ops.clone();
+                async move {
+                    if state.dashboard.is_none() {
+                        return crate::http::error(&licensing_core::ApiError::route_not_found());
+                    }
+                    let secure = session::is_secure(client, &headers);
+                    let ctx = Ctx {
+                        state,
+                        ops,
+                        client,
+                        headers,
+                        query,
+                        path: tail.as_str().to_owned(),
+                        now: Timestamp::now(),
+                        secure,
+                    };
+                    let mut response = route(ctx, method, body).await;
+                    page::protect(response.headers_mut());
+                    response
+                }
+            },
+        )
+        .boxed()
+}
+
+/// Finds the page for the request: the public ones (assets, sign-in, set-password), then,
+/// for a signed-in staff member, the others.
+async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
+    let path = ctx.path.clone();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = method == Method::GET || method == Method::HEAD;
+    let post = method == Method::POST;
+    match segments.as_slice() {
+        ["static", name] if get => return assets::serve(name),
+        ["sign-in"] if get => return account::sign_in_page(&ctx).await,
+        ["sign-in"] if post => return account::sign_in(&ctx, body).await,
+        ["set-password", id, secret] if get => {
+            return account::set_password_page(&ctx, id, secret).await;
+        }
+        ["set-password", id, secret] if post => {
+            return account::set_password(&ctx, id, secret, body).await;
+        }
+        ["static", _] | ["sign-in"] | ["set-password", _, _] => return page::method_not_allowed(),
+        _ => {}
+    }
+    let staff = match session::current(&ctx).await {
+        Ok(session::Current::SignedIn(staff)) => staff,
+        Ok(session::Current::Ended) => return session::to_sign_in(&ctx, get, true),
+        Ok(session::Current::None) => return session::to_sign_in(&ctx, get, false),
+        Err(e) => return page::failure(&ctx, None, &e.into()),
+    };
+    // Every change arrives as a form with the session's token; the form is read here, once.
+    let form = if post {
+        match page::Form::read(body).await {
+            Ok(form) if session::csrf_ok(&staff, &form) => form,
+            Ok(_) => return page::csrf_refused(&ctx, &staff),
+            Err(e) => return page::failure(&ctx, Some(&staff), &e.into()),
+        }
+    } else {
+        page::Form::default()
+    };
+    match (get, post, segments.as_slice()) {
+        (true, _, []) => page::redirect(&if ctx.query.is_empty() {
+            "/dashboard/licenses".to_owned()
+        } else {
+            format!("/dashboard/licenses?{}", ctx.query)
+        }),
+        (true, _, ["account"]) => account::account_page(&ctx, &staff),
+        (_, true, ["sign-out"]) => account::sign_out(&ctx, &staff, false).await,
+        (_, true, ["sign-out-everywhere"]) => account::sign_out(&ctx, &staff, true).await,
+        (true, _, ["licenses"]) => licenses::list(&ctx, &staff).await,
+        (_, true, ["licenses"]) => licenses::create(&ctx, &staff, &form).await,
+        (true, _, ["licenses", "new"]) => licenses::new_page(&ctx, &staff).await,
+        (true, _, ["licenses", id]) => licenses::show(&ctx, &staff, id).await,
+        (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(&ctx, &staff, id).await,
+        (_, true, ["licenses", id, "delete"]) => licenses::delete(&ctx, &staff, id).await,
+        (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {
+            licenses::suspend(&ctx, &staff, id, *action == "suspend").await
+        }
+        (
+            _,
+            true,
+            [
+                "licenses",
+                id,
+                kind @ ("devices" | "addresses"),
+                record,
+                action @ ("forget" | "remember"),
+            ],
+        ) => licenses::forget(&ctx, &staff, id, kind, record, *action == "forget").await,
+        _ => page::not_found(&ctx, &staff),
+    }
+}

@@ -1,0 +1,292 @@
+//! The page shell (head, navigation, account menu), forms, redirects, and the error pages, with
+//! the headers every dashboard answer carries.
+
+use bytes::Bytes;
+use licensing_core::model::{Resource, Scope};
+use licensing_core::{ApiError, Timestamp};
+use maud::{DOCTYPE, Markup, html};
+use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
+
+use super::api::Failure;
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+/// Largest form body (every form but a release upload).
+const MAX_FORM: usize = 64 * 1024;
+
+/// Nothing but this server's own stylesheet, script and images; no framing, no plugins, forms
+/// only to this server. No `unsafe-inline`: the pages have no inline script or style.
+const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Adds the headers of every dashboard answer.
+pub(crate) fn protect(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Set-password links carry their secret in the path: no page may leak it onwards.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+}
+
+/// An HTML answer.
+pub(crate) fn html_response(status: u16, markup: Markup) -> Response {
+    let mut response = Response::new(markup.into_string().into());
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response
+}
+
+/// `303 See Other` to `location` (after a form, the browser GETs the next page).
+pub(crate) fn redirect(location: &str) -> Response {
+    let mut response = Response::new(Vec::new().into());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// A form's fields, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Form(Vec<(String, String)>);
+
+impl Form {
+    /// Reads an `application/x-www-form-urlencoded` body.
+    pub(crate) async fn read(body: crate::routes::dev::Body) -> Result<Self, ApiError> {
+        let bytes: Bytes = crate::http::read_body(body, MAX_FORM).await?;
+        Ok(Self::parse(&bytes))
+    }
+
+    /// Parses an urlencoded form.
+    pub(crate) fn parse(bytes: &[u8]) -> Self {
+        Self(
+            form_urlencoded::parse(bytes)
+                .map(|(n, v)| (n.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// The first value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of `name`, trimmed; `None` when missing or blank.
+    pub(crate) fn text(&self, name: &str) -> Option<&str> {
+        self.get(name).map(str::trim).filter(|v| !v.is_empty())
+    }
+
+    /// Every value of `name`.
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// A section of the navigation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Nav {
+    Licenses,
+    Account,
+    None,
+}
+
+/// The navigation's entries: section, title, target, and the scope that shows it.
+const NAV: &[(Nav, &str, &str, Resource)] = &[(
+    Nav::Licenses,
+    "Licenses",
+    "/dashboard/licenses",
+    Resource::Licenses,
+)];
+
+/// A page of the dashboard for a signed-in staff member.
+pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: Markup) -> Markup {
+    let scopes = staff.user.role.scopes();
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    a.brand href="/dashboard/" { "Licensing" }
+                    nav.main aria-label="Sections" {
+                        ul {
+                            @for (section, name, href, resource) in NAV {
+                                @if scopes.allows(Scope::read(*resource)) {
+                                    li {
+                                        a href=(href) aria-current=[(nav == *section).then_some("page")] { (name) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    div.who {
+                        a href="/dashboard/account" aria-current=[(nav == Nav::Account).then_some("page")] {
+                            (staff.user.email.as_str())
+                        }
+                        span.role { (staff.user.role.as_str()) }
+                        form method="post" action="/dashboard/sign-out" {
+                            (csrf(staff))
+                            button.link type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main id="main" {
+                    @if let Some(notice) = notice_text(ctx.param("notice").as_deref()) {
+                        p.notice role="status" { (notice) }
+                    }
+                    (content)
+                }
+            }
+        }
+    }
+}
+
+/// A page without the navigation (sign-in, set-password, errors before signing in).
+pub(crate) fn bare(title: &str, content: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body.bare {
+                main id="main" {
+                    p.brand { "Licensing" }
+                    (content)
+                }
+            }
+        }
+    }
+}
+
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            meta name="referrer" content="no-referrer";
+            title { (title) " · Licensing" }
+            link rel="stylesheet" href=(super::assets::CSS_PATH);
+            script src=(super::assets::JS_PATH) defer {}
+        }
+    }
+}
+
+/// The hidden field that carries the session's CSRF token.
+pub(crate) fn csrf(staff: &Staff) -> Markup {
+    html! { input type="hidden" name="csrf" value=(staff.session.csrf_token); }
+}
+
+/// The sentence a `?notice=` names; unknown names show nothing.
+fn notice_text(name: Option<&str>) -> Option<&'static str> {
+    Some(match name? {
+        "signed-in" => "Signed in.",
+        "password-set" => "Your password is set, and you are signed in.",
+        "license-created" => "License created.",
+        "license-deleted" => "License deleted.",
+        "license-suspended" => {
+            "License suspended: its clients are refused until it is unsuspended."
+        }
+        "license-unsuspended" => "License unsuspended.",
+        "device-forgotten" => "Device forgotten: its seat is free.",
+        "device-remembered" => "Device remembered.",
+        "address-forgotten" => "Address forgotten.",
+        "address-remembered" => "Address remembered.",
+        _ => return None,
+    })
+}
+
+/// A date and time as UTC, to the minute.
+pub(crate) fn when(at: Timestamp) -> String {
+    at.as_datetime().format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// A date as UTC.
+pub(crate) fn day(at: Timestamp) -> String {
+    at.as_datetime().format("%Y-%m-%d").to_string()
+}
+
+/// A form's problems: the summary and each field's message.
+pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
+    html! {
+        @if let Some(f) = failure {
+            div.problems role="alert" {
+                p { strong { (f.summary()) } }
+                @if !f.fields.is_empty() {
+                    ul {
+                        @for e in &f.fields {
+                            li { code { (e.field) } " " (e.message) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A page that says what went wrong, in plain words, with the right status.
+pub(crate) fn failure(ctx: &Ctx, staff: Option<&Staff>, failure: &Failure) -> Response {
+    let content = html! {
+        h1 { (failure.title()) }
+        p { (failure.details) }
+        p { a href="/dashboard/" { "Back to the dashboard" } }
+    };
+    let markup = match staff {
+        Some(staff) => layout(ctx, staff, Nav::None, failure.title(), content),
+        None => bare(failure.title(), content),
+    };
+    html_response(failure.status, markup)
+}
+
+/// 404 for a page that does not exist.
+pub(crate) fn not_found(ctx: &Ctx, staff: &Staff) -> Response {
+    failure(
+        ctx,
+        Some(staff),
+        &Failure::new(
+            404,
+            "There is no such page in the dashboard. It may have been moved, or the link may be mistyped.",
+        ),
+    )
+}
+
+/// 405 for a page asked for with a method it does not answer.
+pub(crate) fn method_not_allowed() -> Response {
+    html_response(
+        405,
+        bare(
+            "Not allowed",
+            html! { h1 { "Not allowed" } p { "This page cannot be asked for that way." } },
+        ),
+    )
+}
+
+/// 403 for a form without the session's token.
+pub(crate) fn csrf_refused(ctx: &Ctx, staff: &Staff) -> Response {
+    failure(
+        ctx,
+        Some(staff),
+        &Failure::new(
+            403,
+            "This form did not come from a page of your current session, so nothing was changed. Go back, reload the page, and try again.",
+        ),
+    )
+}

@@ -1,0 +1,331 @@
+//! Signed-in sessions: the cookie, the time-outs, and the CSRF token of a session's forms.
+//!
+//! The cookie carries 256 random bits; the store keeps only their SHA-256, so that a copy of the
+//! store signs nobody in. Over HTTPS (or behind a trusted proxy that says the browser used it)
+//! the cookie is `__Host-session` with `Secure`; a browser talking plain HTTP to a server on its
+//! own machine (`http://127.0.0.1:3000`) gets `session` without `Secure`, as browsers refuse
+//! `__Host-` cookies without it. Both are `HttpOnly`, `SameSite=Strict` and `Path=/`.
+//!
+//! A session ends after [`DashboardSettings::idle_minutes`] without a request, and in any case
+//! [`DashboardSettings::session_hours`] after signing in. Its `lastSeenAt` is written at most
+//! once a minute, so that browsing costs no write per page.
+
+use std::net::IpAddr;
+
+use licensing_core::crypto::sha256_hex;
+use licensing_core::model::{StaffSession, StaffUser};
+use licensing_core::store::{StaffStore, StoreError};
+use subtle::ConstantTimeEq as _;
+use warp::http::{HeaderMap, HeaderValue, header};
+
+use super::Ctx;
+use super::page::{self, Form};
+use crate::http::Response;
+
+/// The cookie's name over HTTPS.
+pub(crate) const SECURE_COOKIE: &str = "__Host-session";
+/// The cookie's name over plain HTTP on the loopback interface.
+pub(crate) const PLAIN_COOKIE: &str = "session";
+/// The sign-in form's own cookie (its CSRF token, before there is a session), over HTTPS.
+const SECURE_SIGN_IN_COOKIE: &str = "__Host-sign-in";
+/// The same over plain HTTP on the loopback interface.
+const PLAIN_SIGN_IN_COOKIE: &str = "sign-in";
+
+/// Default minutes without a request after which a session ends.
+pub const DEFAULT_IDLE_MINUTES: u32 = 30;
+/// Default hours after signing in after which a session ends, however active.
+pub const DEFAULT_SESSION_HOURS: u32 = 12;
+
+/// The dashboard's settings; the server has none when the dashboard is off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DashboardSettings {
+    /// Minutes without a request after which a session ends.
+    pub(crate) idle_minutes: u32,
+    /// Hours after signing in after which a session ends.
+    pub(crate) session_hours: u32,
+}
+
+/// A signed-in staff member: the account and the session.
+#[derive(Clone, Debug)]
+pub(crate) struct Staff {
+    /// The account, as stored now.
+    pub(crate) user: StaffUser,
+    /// The session.
+    pub(crate) session: StaffSession,
+}
+
+/// Whether the browser reached us over HTTPS: anything but a plain-HTTP request from this
+/// machine to a loopback host name. A request relayed by a trusted proxy counts as HTTPS unless
+/// the proxy says `X-Forwarded-Proto: http`; the cookie is then `Secure`, so a browser on plain
+/// HTTP across a network never receives a session.
+pub(crate) fn is_secure(client: IpAddr, headers: &HeaderMap) -> bool {
+    if let Some(proto) = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+    {
+        return !proto.trim().eq_ignore_ascii_case("http") || !client.is_loopback();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let loopback_name = name.eq_ignore_ascii_case("localhost")
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    !(client.is_loopback() && loopback_name)
+}
+
+/// The value of cookie `name` in the request.
+pub(crate) fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value.trim())
+}
+
+/// A `Set-Cookie` value: `value` for `max_age` seconds (0 deletes it).
+fn set_cookie(secure: bool, name: &str, value: &str, max_age: u64) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn session_cookie_name(secure: bool) -> &'static str {
+    if secure { SECURE_COOKIE } else { PLAIN_COOKIE }
+}
+
+fn sign_in_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        SECURE_SIGN_IN_COOKIE
+    } else {
+        PLAIN_SIGN_IN_COOKIE
+    }
+}
+
+/// What the request's cookie says.
+pub(crate) enum Current {
+    /// A live session.
+    SignedIn(Box<Staff>),
+    /// A cookie of a session that has ended (timed out, signed out elsewhere, account deleted).
+    Ended,
+    /// No session cookie.
+    None,
+}
+
+/// The session of the request, ending it when it has timed out.
+pub(crate) async fn current(ctx: &Ctx) -> Result<Current, StoreError> {
+    let Some(secret) = cookie(&ctx.headers, session_cookie_name(ctx.secure)) else {
+        return Ok(Current::None);
+    };
+    let id = sha256_hex(secret.as_bytes());
+    let store = &ctx.state.store;
+    let Some(session) = store.get_session(&id).await? else {
+        return Ok(Current::Ended);
+    };
+    let settings = ctx.settings();
+    let idle_end = session.last_seen_at.plus_minutes(settings.idle_minutes);
+    let hard_end = session
+        .created_at
+        .plus_minutes(settings.session_hours.saturating_mul(60));
+    if ctx.now >= idle_end || ctx.now >= hard_end {
+        store.delete_session(&id).await?;
+        return Ok(Current::Ended);
+    }
+    let Some(user) = store.get_staff(session.user_id).await? else {
+        return Ok(Current::Ended);
+    };
+    if user.team_id != session.team_id {
+        return Ok(Current::Ended);
+    }
+    if ctx.now.as_millis() - session.last_seen_at.as_millis() >= 60_000 {
+        store.touch_session(&id, ctx.now).await?;
+    }
+    Ok(Current::SignedIn(Box::new(Staff { user, session })))
+}
+
+/// Starts a session for `user`: stored, and the cookie that carries it.
+pub(crate) async fn start(ctx: &Ctx, user: StaffUser) -> Result<(Staff, HeaderValue), StoreError> {
+    let secret = crate::services::staff::random_secret();
+    let session = StaffSession {
+        id_sha256: sha256_hex(secret.as_bytes()),
+        user_id: user.id,
+        team_id: user.team_id,
+        csrf_token: crate::services::staff::random_secret(),
+        created_at: ctx.now,
+        last_seen_at: ctx.now,
+    };
+    ctx.state.store.create_session(&session).await?;
+    let max_age = u64::from(ctx.settings().session_hours) * 3600;
+    let cookie = set_cookie(
+        ctx.secure,
+        session_cookie_name(ctx.secure),
+        &secret,
+        max_age,
+    );
+    Ok((Staff { user, session }, cookie))
+}
+
+/// The `Set-Cookie` that removes the session cookie.
+pub(crate) fn clear(ctx: &Ctx) -> HeaderValue {
+    set_cookie(ctx.secure, session_cookie_name(ctx.secure), "", 0)
+}
+
+/// Whether a form carries the session's CSRF token (compared in constant time).
+pub(crate) fn csrf_ok(staff: &Staff, form: &Form) -> bool {
+    form.get("csrf").is_some_and(|given| {
+        bool::from(given.as_bytes().ct_eq(staff.session.csrf_token.as_bytes()))
+    })
+}
+
+/// The sign-in form's token: the one its cookie already holds, or a new one with the
+/// `Set-Cookie` that stores it.
+pub(crate) fn sign_in_token(ctx: &Ctx) -> (String, Option<HeaderValue>) {
+    match cookie(&ctx.headers, sign_in_cookie_name(ctx.secure)) {
+        Some(token) if token.len() == 43 => (token.to_owned(), None),
+        _ => {
+            let token = crate::services::staff::random_secret();
+            let cookie = set_cookie(ctx.secure, sign_in_cookie_name(ctx.secure), &token, 3600);
+            (token, Some(cookie))
+        }
+    }
+}
+
+/// Whether a sign-in form carries the token of its cookie.
+pub(crate) fn sign_in_token_ok(ctx: &Ctx, form: &Form) -> bool {
+    match (
+        cookie(&ctx.headers, sign_in_cookie_name(ctx.secure)),
+        form.get("csrf"),
+    ) {
+        (Some(expected), Some(given)) if expected.len() == 43 => {
+            bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+        }
+        _ => false,
+    }
+}
+
+/// The answer to a request without a live session: a page is sent to the sign-in page (which
+/// then returns to it), a form post is told its session ended.
+pub(crate) fn to_sign_in(ctx: &Ctx, get: bool, ended: bool) -> Response {
+    let mut target = String::from("/dashboard/sign-in");
+    let mut params = form_urlencoded::Serializer::new(String::new());
+    if ended {
+        params.append_pair("notice", "session-ended");
+    }
+    if get {
+        let mut next = format!("/dashboard/{}", ctx.path);
+        if !ctx.query.is_empty() {
+            next.push('?');
+            next.push_str(&ctx.query);
+        }
+        params.append_pair("next", &next);
+    }
+    let params = params.finish();
+    if !params.is_empty() {
+        target.push('?');
+        target.push_str(&params);
+    }
+    let mut response = page::redirect(&target);
+    if ended {
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, clear(ctx));
+    }
+    response
+}
+
+/// Where a sign-in returns to: `next` when it is a dashboard page, else the start page.
+pub(crate) fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with("/dashboard/")
+                && !n.starts_with("/dashboard/sign-in")
+                && !n.contains("//")
+                && !n.contains('\\')
+                && n.bytes().all(|b| (0x21..0x7f).contains(&b)) =>
+        {
+            n.to_owned()
+        }
+        _ => "/dashboard/".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn only_plain_http_on_this_machine_goes_without_secure() {
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let remote: IpAddr = "203.0.113.7".parse().unwrap();
+        for host in [
+            "127.0.0.1:3000",
+            "localhost:3000",
+            "[::1]:3000",
+            "localhost",
+        ] {
+            assert!(!is_secure(local, &headers(&[("host", host)])), "{host}");
+        }
+        assert!(is_secure(
+            local,
+            &headers(&[("host", "licenses.example.com")])
+        ));
+        assert!(is_secure(remote, &headers(&[("host", "127.0.0.1:3000")])));
+        assert!(is_secure(
+            local,
+            &headers(&[("host", "127.0.0.1:3000"), ("x-forwarded-proto", "https")])
+        ));
+        assert!(is_secure(
+            remote,
+            &headers(&[("host", "x"), ("x-forwarded-proto", "http")])
+        ));
+    }
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let h = headers(&[("cookie", "a=1; session=abc ; b=2"), ("cookie", "c=3")]);
+        assert_eq!(cookie(&h, "session"), Some("abc"));
+        assert_eq!(cookie(&h, "c"), Some("3"));
+        assert_eq!(cookie(&h, "__Host-session"), None);
+    }
+
+    #[test]
+    fn sign_in_returns_only_to_dashboard_pages() {
+        assert_eq!(
+            safe_next(Some("/dashboard/licenses?page=2")),
+            "/dashboard/licenses?page=2"
+        );
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/dashboard/",
+            "/dashboard//evil",
+            "/dashboard/sign-in",
+            "/api/v1/admin/teams",
+            "/dashboard/a\\b",
+            "/dashboard/a b",
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/dashboard/", "{bad}");
+        }
+        assert_eq!(safe_next(None), "/dashboard/");
+    }
+}

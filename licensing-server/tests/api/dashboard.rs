@@ -1,0 +1,743 @@
+//! The staff dashboard over real HTTP, as a browser without JavaScript uses it: set-password
+//! links, signing in and out, sessions and their time-outs, CSRF, roles, throttling, and the
+//! license pages acting through the developer API's rules (and audit log).
+
+use std::collections::HashMap;
+
+use licensing_core::crypto::sha256_hex;
+use licensing_core::model::{Role, StaffSession};
+use licensing_core::store::StaffStore;
+use licensing_core::{TeamId, Timestamp};
+use licensing_server::services;
+use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
+use serde_json::json;
+
+use crate::helpers::TestServer;
+
+const PASSWORD: &str = "a quiet harbour at dawn";
+
+/// A browser: its own cookies, no automatic redirects (each 303 is looked at).
+struct Browser {
+    base: String,
+    http: reqwest::Client,
+    cookies: HashMap<String, String>,
+    /// Extra headers sent with every request.
+    headers: Vec<(&'static str, String)>,
+}
+
+/// One answer: status, headers, body text.
+struct Page {
+    status: u16,
+    headers: HeaderMap,
+    text: String,
+}
+
+impl Page {
+    fn location(&self) -> &str {
+        self.headers
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    /// The value of hidden field `csrf` on the page.
+    fn csrf(&self) -> String {
+        let at = self
+            .text
+            .find(r#"name="csrf" value=""#)
+            .unwrap_or_else(|| panic!("no CSRF field: {}", self.text));
+        let rest = &self.text[at + r#"name="csrf" value=""#.len()..];
+        rest[..rest.find('"').unwrap()].to_owned()
+    }
+
+    #[track_caller]
+    fn has(&self, needle: &str) -> &Self {
+        assert!(
+            self.text.contains(needle),
+            "{needle:?} missing ({}): {}",
+            self.status,
+            self.text
+        );
+        self
+    }
+
+    #[track_caller]
+    fn lacks(&self, needle: &str) -> &Self {
+        assert!(
+            !self.text.contains(needle),
+            "{needle:?} present: {}",
+            self.text
+        );
+        self
+    }
+}
+
+impl Browser {
+    fn new(s: &TestServer) -> Self {
+        Self {
+            base: s.base.clone(),
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookies: HashMap::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    async fn send(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        form: Option<&[(&str, &str)]>,
+    ) -> Page {
+        let url = if path.starts_with("http") {
+            path.to_owned()
+        } else {
+            format!("{}{path}", self.base)
+        };
+        let mut request = self.http.request(method, url);
+        if !self.cookies.is_empty() {
+            let cookie: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect();
+            request = request.header("cookie", cookie.join("; "));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        if let Some(form) = form {
+            let body = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(form)
+                .finish();
+            request = request
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        for value in headers.get_all(SET_COOKIE) {
+            let text = value.to_str().unwrap();
+            let (pair, _) = text.split_once(';').unwrap_or((text, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            if text.contains("Max-Age=0") {
+                self.cookies.remove(name);
+            } else {
+                self.cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        let text = response.text().await.unwrap();
+        Page {
+            status,
+            headers,
+            text,
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        self.send(reqwest::Method::POST, path, Some(form)).await
+    }
+
+    /// Posts a form carrying the CSRF token of `from` (a page of this session).
+    async fn submit(&mut self, from: &Page, path: &str, fields: &[(&str, &str)]) -> Page {
+        let token = from.csrf();
+        let mut form = vec![("csrf", token.as_str())];
+        form.extend_from_slice(fields);
+        self.post(path, &form).await
+    }
+
+    /// Signs in with `email` and `password`; the answer to the form.
+    async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+        let form = self.get("/dashboard/sign-in").await;
+        assert_eq!(form.status, 200, "{}", form.text);
+        self.submit(
+            &form,
+            "/dashboard/sign-in",
+            &[("email", email), ("password", password)],
+        )
+        .await
+    }
+}
+
+/// Creates an account of `team` with `role` and sets its password through its link, with the
+/// browser; the browser is then signed in.
+async fn staff(s: &TestServer, b: &mut Browser, team: TeamId, email: &str, role: Role) -> String {
+    let created =
+        services::staff::create_staff(&s.store, team, email, role, Timestamp::now(), None)
+            .await
+            .unwrap();
+    let link = format!(
+        "/dashboard/set-password/{}/{}",
+        created.user.id, created.link_secret
+    );
+    let form = b.get(&link).await;
+    assert_eq!(form.status, 200, "{}", form.text);
+    form.has(email);
+    let done = b
+        .post(&link, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(
+        (done.status, done.location()),
+        (303, "/dashboard/?notice=password-set")
+    );
+    created.user.id.to_string()
+}
+
+#[tokio::test]
+async fn an_owner_sets_a_password_through_the_link_and_creates_a_license_the_audit_log_names_them_for()
+ {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    let created = services::staff::create_staff(
+        &s.store,
+        s.team_id(),
+        "Ann@Example.com",
+        Role::Owner,
+        Timestamp::now(),
+        None,
+    )
+    .await
+    .unwrap();
+    let link = format!(
+        "/dashboard/set-password/{}/{}",
+        created.user.id, created.link_secret
+    );
+    // A wrong secret, then weak and mismatched passwords: refused, the link still works.
+    let wrong = format!(
+        "/dashboard/set-password/{}/{}",
+        created.user.id,
+        "x".repeat(43)
+    );
+    assert_eq!(b.get(&wrong).await.status, 404);
+    let page = b.get(&link).await;
+    page.has("ann@example.com")
+        .has("autocomplete=\"new-password\"");
+    let weak = b
+        .post(
+            &link,
+            &[("password", "password1234"), ("confirm", "password1234")],
+        )
+        .await;
+    assert_eq!(weak.status, 400);
+    weak.has("most commonly used passwords");
+    let differ = b
+        .post(
+            &link,
+            &[
+                ("password", PASSWORD),
+                ("confirm", "something else entirely"),
+            ],
+        )
+        .await;
+    assert_eq!(differ.status, 400);
+    differ.has("differ");
+    // The link sets the password once and signs the browser in.
+    let done = b
+        .post(&link, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+    assert!(b.cookies.contains_key("session"), "{:?}", b.cookies);
+    let cookie = done.headers.get(SET_COOKIE).unwrap().to_str().unwrap();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert_eq!(b.get(&link).await.status, 404, "used up");
+
+    let list = b.get("/dashboard/licenses").await;
+    assert_eq!(list.status, 200);
+    list.has("No licenses match.").has("ann@example.com");
+    let csp = list.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert_eq!(list.headers["x-frame-options"], "DENY");
+    assert_eq!(list.headers["cache-control"], "no-store");
+
+    // A form with a problem comes back with it named and the values kept.
+    let new = b.get("/dashboard/licenses/new").await;
+    let bad = b
+        .submit(
+            &new,
+            "/dashboard/licenses",
+            &[
+                ("expirationType", "DATE"),
+                ("expirationDate", "2001-01-01"),
+                ("hwidLimit", "two"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    bad.has("hwidLimit").has("must be a whole number");
+    let past = b
+        .submit(
+            &new,
+            "/dashboard/licenses",
+            &[("expirationType", "DATE"), ("expirationDate", "2001-01-01")],
+        )
+        .await;
+    assert_eq!(past.status, 400);
+    past.has("expirationDate").has("must be in the future");
+    assert_eq!(s.get(&s.dev("licenses")).await.ok()["totalResults"], 0);
+
+    let made = b
+        .submit(
+            &new,
+            "/dashboard/licenses",
+            &[
+                ("expirationType", "DURATION"),
+                ("expirationDays", "30"),
+                ("expirationStart", "CREATION"),
+                ("hwidLimit", "2"),
+                ("metadata", "plan=pro"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    assert!(made.location().ends_with("?notice=license-created"));
+    let listed = s.get(&s.dev("licenses")).await;
+    let license = listed.ok()["licenses"][0].clone();
+    assert_eq!(license["hwidLimit"], 2);
+    assert_eq!(license["createdByUserId"], created.user.id.to_string());
+    let key = license["licenseKey"].as_str().unwrap();
+    let page = b.get(made.location()).await;
+    page.has(key).has("License created.").has("plan");
+    b.get("/dashboard/licenses").await.has(key);
+
+    // The audit log names the staff member.
+    let audit = s.get(&s.dev("audit-log?action=license.created")).await;
+    let entry = &audit.ok()["entries"][0];
+    assert_eq!(entry["actor"]["type"], "USER");
+    assert_eq!(entry["actor"]["id"], created.user.id.to_string());
+    assert_eq!(entry["actor"]["name"], "ann@example.com");
+    let set = s.get(&s.dev("audit-log?action=staff.password_set")).await;
+    assert_eq!(set.ok()["entries"][0]["actor"]["type"], "USER");
+}
+
+#[tokio::test]
+async fn a_license_is_found_by_key_and_by_customer_and_support_frees_a_seat_and_suspends_it() {
+    let s = TestServer::start().await;
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Grace Hopper","email":"grace@navy.example"}"#,
+        )
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let l = s
+        .license(&format!(
+            r#"{{"expirationType":"NEVER","hwidLimit":1,"customerIds":["{customer}"]}}"#
+        ))
+        .await;
+    s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let verify = |device: &'static str| {
+        let s = &s;
+        async move {
+            s.client(
+                "verify",
+                &json!({"licenseKey": key, "hardwareIdentifier": device}),
+                None,
+            )
+            .await
+        }
+    };
+    verify("device-aaaa-0001").await.valid();
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "HWID_LIMIT_REACHED");
+
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "desk@vendor.example",
+        Role::Support,
+    )
+    .await;
+    // By part of the key, by e-mail, by name: only this license.
+    for search in [&key[6..17], "navy.example", "grace hop"] {
+        let found = b
+            .get(&format!(
+                "/dashboard/licenses?search={}",
+                form_urlencoded::byte_serialize(search.as_bytes()).collect::<String>()
+            ))
+            .await;
+        assert_eq!(found.status, 200);
+        found.has(key).has("1–1 of 1");
+    }
+    b.get("/dashboard/licenses?search=nobody-at-all")
+        .await
+        .has("No licenses match.");
+    // Support may not create licenses: no button, and the form is refused.
+    let list = b.get("/dashboard/licenses").await;
+    list.lacks("/dashboard/licenses/new");
+
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    page.has("Grace Hopper")
+        .has("device-aaaa-0001")
+        .has("Forget")
+        .has("Suspend")
+        .lacks("Delete…");
+    let hwids = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+    let hwid = hwids.ok()["hwids"][0]["id"].as_str().unwrap().to_owned();
+    let forgot = b
+        .submit(
+            &page,
+            &format!("/dashboard/licenses/{id}/devices/{hwid}/forget"),
+            &[],
+        )
+        .await;
+    assert_eq!(forgot.status, 303, "{}", forgot.text);
+    b.get(forgot.location())
+        .await
+        .has("Device forgotten")
+        .has("Remember");
+    verify("device-bbbb-0002").await.valid();
+    b.get(&format!("/dashboard/licenses/{id}"))
+        .await
+        .has("device-bbbb-0002");
+
+    let suspended = b
+        .submit(&page, &format!("/dashboard/licenses/{id}/suspend"), &[])
+        .await;
+    assert_eq!(suspended.status, 303);
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "LICENSE_SUSPENDED");
+    b.get(suspended.location())
+        .await
+        .has("Suspended")
+        .has("Unsuspend");
+    // Deleting is beyond the role: refused, and the license stays.
+    let refused = b
+        .submit(&page, &format!("/dashboard/licenses/{id}/delete"), &[])
+        .await;
+    assert_eq!(refused.status, 403);
+    refused.has("Your role lacks the permission licenses:write");
+    s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok();
+}
+
+#[tokio::test]
+async fn a_viewer_sees_no_buttons_and_every_change_it_posts_is_refused() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let id = l["id"].as_str().unwrap();
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "look@vendor.example", Role::Viewer).await;
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    assert_eq!(page.status, 200);
+    page.has(l["licenseKey"].as_str().unwrap())
+        .lacks(">Suspend<")
+        .lacks("Delete…")
+        .lacks("New license");
+    for path in [
+        format!("/dashboard/licenses/{id}/suspend"),
+        format!("/dashboard/licenses/{id}/delete"),
+    ] {
+        let refused = b.submit(&page, &path, &[]).await;
+        assert_eq!(refused.status, 403, "{path}: {}", refused.text);
+    }
+    let new = b
+        .submit(&page, "/dashboard/licenses", &[("expirationType", "NEVER")])
+        .await;
+    assert_eq!(new.status, 403);
+    let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(after.ok()["suspended"], false);
+    assert_eq!(s.get(&s.dev("licenses")).await.ok()["totalResults"], 1);
+}
+
+#[tokio::test]
+async fn a_form_without_the_sessions_token_changes_nothing() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let id = l["id"].as_str().unwrap();
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let path = format!("/dashboard/licenses/{id}/suspend");
+    for form in [vec![], vec![("csrf", "forged-token")]] {
+        let refused = b.post(&path, &form).await;
+        assert_eq!(refused.status, 403);
+        refused.has("did not come from a page of your current session");
+    }
+    // Another session's token does not do either.
+    let mut other = Browser::new(&s);
+    let other_page = {
+        other.sign_in("own@vendor.example", PASSWORD).await;
+        other.get("/dashboard/licenses").await
+    };
+    assert_eq!(b.submit(&other_page, &path, &[]).await.status, 403);
+    let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(after.ok()["suspended"], false);
+    // The sign-in form has its own token: without it, nobody is signed in.
+    let mut fresh = Browser::new(&s);
+    let refused = fresh
+        .post(
+            "/dashboard/sign-in",
+            &[("email", "own@vendor.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    assert!(!fresh.cookies.contains_key("session"));
+}
+
+#[tokio::test]
+async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_the_session() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let page = b.get("/dashboard/account").await;
+    page.has("Sign out everywhere");
+    let out = b.submit(&page, "/dashboard/sign-out", &[]).await;
+    assert_eq!(
+        (out.status, out.location()),
+        (303, "/dashboard/sign-in?notice=signed-out")
+    );
+    // Signed out: pages send the browser to sign in, and back afterwards.
+    let asked = b.get("/dashboard/licenses?page=1").await;
+    assert_eq!(asked.status, 303);
+    assert_eq!(
+        asked.location(),
+        "/dashboard/sign-in?next=%2Fdashboard%2Flicenses%3Fpage%3D1"
+    );
+    let form = b.get(asked.location()).await;
+    let wrong = b
+        .submit(
+            &form,
+            "/dashboard/sign-in",
+            &[
+                ("email", "own@vendor.example"),
+                ("password", "not the password"),
+                ("next", "/dashboard/licenses?page=1"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+    wrong.has("do not match an account");
+    let right = b
+        .submit(
+            &form,
+            "/dashboard/sign-in",
+            &[
+                ("email", "OWN@vendor.example "),
+                ("password", PASSWORD),
+                ("next", "/dashboard/licenses?page=1"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (right.status, right.location()),
+        (303, "/dashboard/licenses?page=1")
+    );
+    // Never to another site.
+    let away = b
+        .submit(
+            &form,
+            "/dashboard/sign-in",
+            &[
+                ("email", "own@vendor.example"),
+                ("password", PASSWORD),
+                ("next", "//evil.example/"),
+            ],
+        )
+        .await;
+    assert_eq!(away.location(), "/dashboard/");
+
+    // Two browsers; "sign out everywhere" in one ends both.
+    let mut other = Browser::new(&s);
+    assert_eq!(
+        other.sign_in("own@vendor.example", PASSWORD).await.status,
+        303
+    );
+    assert_eq!(other.get("/dashboard/licenses").await.status, 200);
+    let page = b.get("/dashboard/account").await;
+    let all = b.submit(&page, "/dashboard/sign-out-everywhere", &[]).await;
+    assert_eq!(all.status, 303);
+    let ended = other.get("/dashboard/licenses").await;
+    assert_eq!(ended.status, 303);
+    assert!(
+        ended.location().contains("notice=session-ended"),
+        "{}",
+        ended.location()
+    );
+    assert_eq!(b.get("/dashboard/licenses").await.status, 303);
+}
+
+#[tokio::test]
+async fn sessions_end_after_the_idle_time_out_and_the_absolute_one() {
+    let s = TestServer::start_with(|c| {
+        c.dashboard_idle_minutes = 30;
+        c.dashboard_session_hours = 12;
+    })
+    .await;
+    let mut b = Browser::new(&s);
+    let user = staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let user: licensing_core::StaffId = user.parse().unwrap();
+    let now = Timestamp::now();
+    // Sessions as if signed in earlier: the store holds them, the test holds their cookies.
+    let session = |secret: &str, created: i64, seen: i64| StaffSession {
+        id_sha256: sha256_hex(secret.as_bytes()),
+        user_id: user,
+        team_id: s.team_id(),
+        csrf_token: "t".repeat(43),
+        created_at: Timestamp::from_millis(now.as_millis() - created * 60_000),
+        last_seen_at: Timestamp::from_millis(now.as_millis() - seen * 60_000),
+    };
+    for (secret, created, seen, alive) in [
+        ("idle-29-minutes", 60, 29, true),
+        ("idle-31-minutes", 60, 31, false),
+        ("signed-in-13-hours-ago", 13 * 60, 1, false),
+    ] {
+        s.store
+            .create_session(&session(secret, created, seen))
+            .await
+            .unwrap();
+        let mut other = Browser::new(&s);
+        other.cookies.insert("session".into(), secret.into());
+        let page = other.get("/dashboard/licenses").await;
+        if alive {
+            assert_eq!(page.status, 200, "{secret}");
+        } else {
+            assert_eq!(page.status, 303, "{secret}");
+            assert!(page.location().contains("notice=session-ended"));
+            assert!(
+                s.store
+                    .get_session(&sha256_hex(secret.as_bytes()))
+                    .await
+                    .unwrap()
+                    .is_none(),
+                "{secret}: removed from the store"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_throttled_per_account_whatever_the_password_then() {
+    let s = TestServer::start_with(|c| c.auth_failure_limit_per_minute = 50).await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    staff(
+        &s,
+        &mut Browser::new(&s),
+        s.team_id(),
+        "two@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    let mut guesser = Browser::new(&s);
+    for _ in 0..5 {
+        let wrong = guesser
+            .sign_in("own@vendor.example", "guess guess guess")
+            .await;
+        assert_eq!(wrong.status, 401);
+    }
+    // The sixth attempt is refused before the password is looked at, even the right one.
+    let held = guesser.sign_in("own@vendor.example", PASSWORD).await;
+    assert_eq!(held.status, 429, "{}", held.text);
+    held.has("Too many failed sign-ins");
+    assert!(held.headers.contains_key("retry-after"));
+    // An account nobody has is held alike (nothing tells it apart).
+    for _ in 0..5 {
+        guesser
+            .sign_in("ghost@vendor.example", "guess guess guess")
+            .await;
+    }
+    assert_eq!(
+        guesser.sign_in("ghost@vendor.example", "x").await.status,
+        429
+    );
+    // Another account is not held.
+    assert_eq!(
+        guesser.sign_in("two@vendor.example", PASSWORD).await.status,
+        303
+    );
+}
+
+#[tokio::test]
+async fn staff_see_and_change_only_their_own_teams_licenses() {
+    let s = TestServer::start().await;
+    let other = s.other_team().await;
+    let theirs = s
+        .send(
+            reqwest::Method::POST,
+            &format!("{}/api/v1/dev/teams/{}/licenses", s.base, other.team_id),
+            Some(&other.api_key),
+            Some(r#"{"expirationType":"NEVER"}"#),
+        )
+        .await;
+    let theirs = theirs.ok().clone();
+    let (id, key) = (
+        theirs["id"].as_str().unwrap(),
+        theirs["licenseKey"].as_str().unwrap(),
+    );
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    assert_eq!(page.status, 404);
+    page.lacks(key);
+    b.get(&format!("/dashboard/licenses?search={}", &key[..11]))
+        .await
+        .lacks(key)
+        .has("No licenses match.");
+    let list = b.get("/dashboard/licenses").await;
+    for path in [
+        format!("/dashboard/licenses/{id}/suspend"),
+        format!("/dashboard/licenses/{id}/delete"),
+    ] {
+        assert_eq!(b.submit(&list, &path, &[]).await.status, 404, "{path}");
+    }
+    let after = s
+        .send(
+            reqwest::Method::GET,
+            &format!(
+                "{}/api/v1/dev/teams/{}/licenses/id/{id}",
+                s.base, other.team_id
+            ),
+            Some(&other.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(after.ok()["suspended"], false);
+}
+
+#[tokio::test]
+async fn over_https_the_cookie_is_secure_and_the_dashboard_can_be_turned_off() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    b.headers.push(("x-forwarded-proto", "https".into()));
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    assert!(b.cookies.contains_key("__Host-session"), "{:?}", b.cookies);
+    assert!(!b.cookies.contains_key("session"));
+    assert_eq!(b.get("/dashboard/licenses").await.status, 200);
+
+    let css = b.get("/dashboard/static/dashboard.css").await;
+    assert_eq!(css.status, 200);
+    assert!(
+        css.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/css")
+    );
+    assert!(
+        css.headers["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age")
+    );
+
+    let off = TestServer::start_with(|c| c.dashboard = false).await;
+    let mut b = Browser::new(&off);
+    assert_eq!(b.get("/dashboard/sign-in").await.status, 404);
+}
