@@ -179,8 +179,8 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         }
         form.filters method="get" action="/dashboard/licenses" role="search" {
             div {
-                label for="search" { "Search" span.hint { "Key, or a customer's name or e-mail" } }
-                input #search type="search" name="search" value=(search);
+                label for="search" { "Search" }
+                input #search type="search" name="search" value=(search) placeholder="Key, customer name or e-mail";
             }
             div {
                 label for="product" { "Product" }

@@ -10,6 +10,7 @@
 mod abuse;
 mod admin;
 mod audit;
+mod browser;
 mod chat;
 mod classloader;
 mod client;

@@ -1,0 +1,508 @@
+//! The staff dashboard in a real browser: Debian's Chromium, headless, driven over WebDriver by
+//! its ChromeDriver. Each journey starts from signing in, in a fresh browser profile.
+//!
+//! Without a `chromedriver` (`LICENSING_CHROMEDRIVER`, else `/usr/bin/chromedriver`, else the
+//! `PATH`) these tests print a notice and pass, except under `CI=true`, where they fail;
+//! `bash .ci/run` installs the `chromium` and `chromium-driver` packages. Screenshots of every
+//! page, at 1280×800 and 390×844, go to `target/screenshots/`, and also to `docs/screenshots/`
+//! when `LICENSING_SCREENSHOTS_TO_DOCS=1`.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use licensing_core::Timestamp;
+use licensing_core::model::Role;
+use licensing_server::services;
+use serde_json::json;
+
+use crate::helpers::TestServer;
+
+const PASSWORD: &str = "a quiet harbour at dawn";
+
+/// The ChromeDriver to use, if any.
+fn chromedriver() -> Option<PathBuf> {
+    if let Ok(path) = std::env::var("LICENSING_CHROMEDRIVER") {
+        return Some(PathBuf::from(path));
+    }
+    let default = Path::new("/usr/bin/chromedriver");
+    if default.exists() {
+        return Some(default.to_owned());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromedriver"))
+            .find(|p| p.exists())
+    })
+}
+
+/// A ChromeDriver on a free loopback port, stopped when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Driver {
+    /// Starts ChromeDriver, or says why not (`None`: not installed, and not under CI).
+    async fn start() -> Option<Self> {
+        let Some(path) = chromedriver() else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "no chromedriver: CI must run the browser tests (apt-get install chromium chromium-driver)"
+            );
+            eprintln!(
+                "note: browser tests skipped: no chromedriver (install Debian's chromium and chromium-driver)"
+            );
+            return None;
+        };
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&path)
+            .arg(format!("--port={port}"))
+            .arg("--allowed-ips=127.0.0.1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", path.display()));
+        let driver = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = http.get(format!("{}/status", driver.url)).send().await
+                && r.status().is_success()
+            {
+                return Some(driver);
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A new headless Chromium with an empty profile, its window `width`×`height`.
+    async fn browser(&self, profile: &Path, width: u32, height: u32) -> Client {
+        let mut options = json!({
+            "args": [
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-quic",
+                "--no-first-run",
+                "--hide-scrollbars",
+                format!("--window-size={width},{height}"),
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        });
+        // The viewport exactly `width`×`height` (a window has a minimum width of its own).
+        options["mobileEmulation"] = json!({
+            "deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0, "mobile": width < 600, "touch": width < 600}
+        });
+        if Path::new("/usr/bin/chromium").exists() {
+            options["binary"] = json!("/usr/bin/chromium");
+        }
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), options);
+        capabilities.insert("pageLoadStrategy".into(), json!("normal"));
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+/// A browser at a test server, signed in or not.
+struct Tab {
+    client: Client,
+    base: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Tab {
+    async fn open(driver: &Driver, s: &TestServer) -> Self {
+        Self::open_sized(driver, s, 1280, 800).await
+    }
+
+    async fn open_sized(driver: &Driver, s: &TestServer, width: u32, height: u32) -> Self {
+        let profile = tempfile::tempdir().unwrap();
+        let client = driver.browser(profile.path(), width, height).await;
+        Self {
+            client,
+            base: s.base.clone(),
+            _profile: profile,
+        }
+    }
+
+    async fn goto(&self, path: &str) {
+        self.client
+            .goto(&format!("{}{path}", self.base))
+            .await
+            .unwrap();
+    }
+
+    /// The page's path and query.
+    async fn path(&self) -> String {
+        let url = self.client.current_url().await.unwrap();
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        }
+    }
+
+    async fn html(&self) -> String {
+        self.client.source().await.unwrap()
+    }
+
+    async fn sees(&self, text: &str) {
+        let html = self.html().await;
+        assert!(
+            html.contains(text),
+            "{text:?} not on {}: {html}",
+            self.path().await
+        );
+    }
+
+    async fn fill(&self, css: &str, text: &str) {
+        let field = self.client.find(Locator::Css(css)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .click()
+            .await
+            .unwrap();
+    }
+
+    /// Whether an element matches `css`.
+    async fn has(&self, css: &str) -> bool {
+        !self
+            .client
+            .find_all(Locator::Css(css))
+            .await
+            .unwrap()
+            .is_empty()
+    }
+
+    async fn sign_in(&self, email: &str, password: &str) {
+        self.goto("/dashboard/sign-in").await;
+        self.fill("#email", email).await;
+        self.fill("#password", password).await;
+        self.click("main form button[type=submit]").await;
+    }
+
+    /// Saves a screenshot of the page as `name` (PNG) at the window's size.
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut dirs = vec![root.join("target/screenshots")];
+        if std::env::var("LICENSING_SCREENSHOTS_TO_DOCS").as_deref() == Ok("1") {
+            dirs.push(root.join("docs/screenshots"));
+        }
+        for dir in dirs {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+        }
+    }
+
+    async fn close(self) {
+        self.client.close().await.ok();
+    }
+}
+
+/// An account of the server's team with its password set; its e-mail address.
+async fn account(s: &TestServer, email: &str, role: Role) -> String {
+    let created =
+        services::staff::create_staff(&s.store, s.team_id(), email, role, Timestamp::now(), None)
+            .await
+            .unwrap();
+    services::staff::set_password(
+        &s.store,
+        created.user.id,
+        &created.link_secret,
+        PASSWORD,
+        Timestamp::now(),
+        None,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    email.to_owned()
+}
+
+/// Every journey, in one browser driver (a Chromium each, started fresh).
+#[tokio::test]
+async fn staff_journeys_in_a_real_browser() {
+    let Some(driver) = Driver::start().await else {
+        return;
+    };
+    let s = TestServer::start_with(|c| c.auth_failure_limit_per_minute = 50).await;
+    first_password_then_a_license_created_and_found_by_its_customer(&driver, &s).await;
+    support_frees_a_seat_and_suspends(&driver, &s).await;
+    a_viewer_changes_nothing(&driver, &s).await;
+    a_form_without_its_token_is_refused(&driver, &s).await;
+    sign_in_is_throttled(&driver, &s).await;
+    screenshots(&driver, &s).await;
+}
+
+async fn first_password_then_a_license_created_and_found_by_its_customer(
+    driver: &Driver,
+    s: &TestServer,
+) {
+    let created = services::staff::create_staff(
+        &s.store,
+        s.team_id(),
+        "owner@vendor.example",
+        Role::Owner,
+        Timestamp::now(),
+        None,
+    )
+    .await
+    .unwrap();
+    s.post(
+        &s.dev("customers"),
+        r#"{"fullName":"Ada Lovelace","email":"ada@engine.example"}"#,
+    )
+    .await
+    .ok();
+    let tab = Tab::open(driver, s).await;
+    tab.goto(&format!(
+        "/dashboard/set-password/{}/{}",
+        created.user.id, created.link_secret
+    ))
+    .await;
+    tab.sees("owner@vendor.example").await;
+    tab.fill("#password", PASSWORD).await;
+    tab.fill("#confirm", PASSWORD).await;
+    tab.click("main form button[type=submit]").await;
+    assert_eq!(tab.path().await, "/dashboard/licenses?notice=password-set");
+    tab.sees("Your password is set").await;
+
+    tab.click("a[href='/dashboard/licenses/new']").await;
+    // Pick the customer, choose a duration: the script previews the expiry date.
+    tab.client
+        .find(Locator::Css("#customerIds option"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    tab.click("input[name=expirationType][value=DURATION]")
+        .await;
+    tab.fill("#expirationDays", "30").await;
+    let preview = tab
+        .client
+        .find(Locator::Css("[data-expiry-preview]"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(preview.starts_with("Expires on "), "{preview}");
+    tab.fill("#hwidLimit", "1").await;
+    tab.click("main form button[type=submit]").await;
+    assert!(tab.path().await.ends_with("?notice=license-created"));
+    let key = tab
+        .client
+        .find(Locator::Css("h1 .key"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    tab.sees("Ada Lovelace").await;
+    // In the list, and found by the customer's e-mail.
+    tab.goto("/dashboard/licenses").await;
+    tab.sees(&key).await;
+    tab.fill("#search", "ada@engine").await;
+    tab.click("form.filters button[type=submit]").await;
+    tab.sees(&key).await;
+    tab.sees("1–1 of 1").await;
+    // The audit log names the staff member.
+    let audit = s.get(&s.dev("audit-log?action=license.created")).await;
+    let entry = &audit.ok()["entries"][0];
+    assert_eq!(entry["actor"]["name"], "owner@vendor.example");
+    assert_eq!(entry["actor"]["type"], "USER");
+    tab.close().await;
+}
+
+async fn support_frees_a_seat_and_suspends(driver: &Driver, s: &TestServer) {
+    let email = account(s, "desk@vendor.example", Role::Support).await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":1}"#)
+        .await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let verify = |device: &'static str| async move {
+        s.client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": device}),
+            None,
+        )
+        .await
+    };
+    verify("device-aaaa-0001").await.valid();
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "HWID_LIMIT_REACHED");
+
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto(&format!("/dashboard/licenses/{id}")).await;
+    tab.sees("device-aaaa-0001").await;
+    tab.click("button[aria-label='Forget device-aaaa-0001']")
+        .await;
+    tab.sees("Device forgotten").await;
+    verify("device-bbbb-0002").await.valid();
+
+    tab.click("form[action$='/suspend'] button").await;
+    tab.sees("License suspended").await;
+    verify("device-bbbb-0002")
+        .await
+        .err(403, "LICENSE_SUSPENDED");
+    assert!(
+        !tab.has("a[href$='/delete']").await,
+        "no delete for support"
+    );
+    tab.close().await;
+}
+
+async fn a_viewer_changes_nothing(driver: &Driver, s: &TestServer) {
+    let email = account(s, "look@vendor.example", Role::Viewer).await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let id = l["id"].as_str().unwrap();
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto(&format!("/dashboard/licenses/{id}")).await;
+    tab.sees(l["licenseKey"].as_str().unwrap()).await;
+    for css in [
+        "form[action$='/suspend']",
+        "a[href$='/delete']",
+        "a[href='/dashboard/licenses/new']",
+    ] {
+        assert!(!tab.has(css).await, "a viewer sees {css}");
+    }
+    // A suspend form made up in the page, with the session's own token, is still refused.
+    tab.client
+        .execute(
+            "const f = document.createElement('form'); f.method = 'post';\
+             f.action = arguments[0]; const t = document.querySelector('input[name=csrf]').cloneNode();\
+             f.appendChild(t); document.body.appendChild(f); f.submit();",
+            vec![json!(format!("/dashboard/licenses/{id}/suspend"))],
+        )
+        .await
+        .unwrap();
+    tab.client
+        .wait()
+        .for_element(Locator::Css("main h1"))
+        .await
+        .unwrap();
+    tab.sees("Your role lacks the permission licenses:suspend")
+        .await;
+    let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(after.ok()["suspended"], false);
+    tab.close().await;
+}
+
+async fn a_form_without_its_token_is_refused(driver: &Driver, s: &TestServer) {
+    let email = account(s, "dev@vendor.example", Role::Developer).await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let id = l["id"].as_str().unwrap();
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto(&format!("/dashboard/licenses/{id}")).await;
+    tab.client
+        .execute(
+            "const f = document.querySelector(\"form[action$='/suspend']\");\
+             f.querySelector('input[name=csrf]').remove(); f.submit();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    tab.client
+        .wait()
+        .for_element(Locator::Css("main h1"))
+        .await
+        .unwrap();
+    tab.sees("did not come from a page of your current session")
+        .await;
+    let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(after.ok()["suspended"], false);
+
+    // The session ends when it is signed out everywhere (from another browser, say).
+    let user = licensing_core::store::StaffStore::find_staff_by_email(&s.store, &email)
+        .await
+        .unwrap()
+        .unwrap();
+    licensing_core::store::StaffStore::delete_sessions_of(&s.store, user.id)
+        .await
+        .unwrap();
+    tab.goto("/dashboard/licenses").await;
+    assert!(
+        tab.path()
+            .await
+            .starts_with("/dashboard/sign-in?notice=session-ended")
+    );
+    tab.sees("Your session has ended").await;
+    tab.close().await;
+}
+
+async fn sign_in_is_throttled(driver: &Driver, s: &TestServer) {
+    let email = account(s, "slow@vendor.example", Role::Viewer).await;
+    let tab = Tab::open(driver, s).await;
+    for _ in 0..5 {
+        tab.sign_in(&email, "not the right password").await;
+        tab.sees("do not match an account").await;
+    }
+    tab.sign_in(&email, PASSWORD).await;
+    tab.sees("Too many failed sign-ins").await;
+    assert!(tab.path().await.starts_with("/dashboard/sign-in"));
+    tab.close().await;
+}
+
+/// Every page at a desktop's and a phone's size.
+async fn screenshots(driver: &Driver, s: &TestServer) {
+    let email = account(s, "shots@vendor.example", Role::Owner).await;
+    let listed = s.get(&s.dev("licenses?pageSize=10")).await;
+    let id = listed.ok()["licenses"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (size, width, height) in [("desktop", 1280, 800), ("phone", 390, 844)] {
+        let tab = Tab::open_sized(driver, s, width, height).await;
+        tab.goto("/dashboard/sign-in").await;
+        tab.screenshot(&format!("sign-in-{size}")).await;
+        tab.sign_in(&email, PASSWORD).await;
+        for (name, path) in [
+            ("licenses", "/dashboard/licenses".to_owned()),
+            ("license", format!("/dashboard/licenses/{id}")),
+            ("new-license", "/dashboard/licenses/new".to_owned()),
+            ("account", "/dashboard/account".to_owned()),
+        ] {
+            tab.goto(&path).await;
+            tab.screenshot(&format!("{name}-{size}")).await;
+        }
+        tab.close().await;
+    }
+}
