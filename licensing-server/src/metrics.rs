@@ -68,6 +68,14 @@ pub const ROUTES: &[&str] = &[
     "/dashboard/licenses/{licenseId}",
     "/dashboard/licenses/{licenseId}/{action}",
     "/dashboard/licenses/{licenseId}/{records}/{recordId}/{action}",
+    "/dashboard/releases",
+    "/dashboard/releases/{releaseId}",
+    "/dashboard/releases/{releaseId}/delete",
+    "/dashboard/api-keys",
+    "/dashboard/api-keys/{apiKeyId}/revoke",
+    "/dashboard/audit",
+    "/dashboard/users",
+    "/dashboard/users/{staffId}/{action}",
 ];
 
 /// The template a request path belongs to, or `unmatched`. Runs for every request, so it

@@ -177,6 +177,10 @@ actions! {
     StaffLinkIssued = "staff.link_issued", "staff";
     /// A staff member set their password through a link.
     StaffPasswordSet = "staff.password_set", "staff";
+    /// A staff account's role was changed.
+    StaffUpdated = "staff.updated", "staff";
+    /// A staff account was deleted, with its sessions.
+    StaffDeleted = "staff.deleted", "staff";
 }
 
 impl Action {

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use warp::http::{HeaderMap, HeaderValue, Method, header};
 
 use super::{Ctx, Staff};
-use crate::routes::dev::{self, Caller, Dev, Input};
+use crate::routes::dev::{self, Body, Caller, Dev, Input};
 
 /// Why an operation did not succeed, as the API answered it.
 #[derive(Clone, Debug)]
@@ -118,12 +118,26 @@ pub(crate) async fn call_raw<T: DeserializeOwned>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<T, Failure> {
+    let body: Body = Box::pin(futures_util::stream::once(async move {
+        Ok::<_, warp::Error>(body)
+    }));
+    call_stream(ctx, staff, method, path, query, headers, body).await
+}
+
+/// [`call_raw`] with a body that streams.
+pub(crate) async fn call_stream<T: DeserializeOwned>(
+    ctx: &Ctx,
+    staff: &Staff,
+    method: Method,
+    path: &str,
+    query: &str,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<T, Failure> {
     let input = Input {
         query: query.to_owned(),
         headers,
-        body: Box::pin(futures_util::stream::once(async move {
-            Ok::<_, warp::Error>(body)
-        })),
+        body,
     };
     let dev = Dev {
         state: ctx.state.clone(),

@@ -16,10 +16,14 @@
 
 mod account;
 mod api;
+mod api_keys;
 mod assets;
+mod audit;
 mod licenses;
 mod page;
+mod releases;
 mod session;
+mod users;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -145,7 +149,11 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         Ok(session::Current::None) => return session::to_sign_in(&ctx, get, false),
         Err(e) => return page::failure(&ctx, None, &e.into()),
     };
-    // Every change arrives as a form with the session's token; the form is read here, once.
+    // A release upload streams its file on; its token is checked among its fields.
+    if post && segments.as_slice() == ["releases"] {
+        return releases::upload(&ctx, &staff, body).await;
+    }
+    // Every other change arrives as a form with the session's token; the form is read here, once.
     let form = if post {
         match page::Form::read(body).await {
             Ok(form) if session::csrf_ok(&staff, &form) => form,
@@ -184,6 +192,22 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
                 action @ ("forget" | "remember"),
             ],
         ) => licenses::forget(&ctx, &staff, id, kind, record, *action == "forget").await,
+        (true, _, ["releases"]) => releases::list(&ctx, &staff, &form, None).await,
+        (true, _, ["releases", id]) => releases::show(&ctx, &staff, id, None).await,
+        (_, true, ["releases", id]) => releases::update(&ctx, &staff, id, &form).await,
+        (true, _, ["releases", id, "delete"]) => releases::confirm_delete(&ctx, &staff, id).await,
+        (_, true, ["releases", id, "delete"]) => releases::delete(&ctx, &staff, id).await,
+        (true, _, ["api-keys"]) => api_keys::list(&ctx, &staff, &form, None, None).await,
+        (_, true, ["api-keys"]) => api_keys::create(&ctx, &staff, &form).await,
+        (true, _, ["api-keys", id, "revoke"]) => api_keys::confirm_revoke(&ctx, &staff, id).await,
+        (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(&ctx, &staff, id).await,
+        (true, _, ["audit"]) => audit::list(&ctx, &staff).await,
+        (true, _, ["users"]) => users::list(&ctx, &staff, &form, None, None).await,
+        (_, true, ["users"]) => users::create(&ctx, &staff, &form).await,
+        (_, true, ["users", id, "role"]) => users::change_role(&ctx, &staff, id, &form).await,
+        (_, true, ["users", id, "link"]) => users::new_link(&ctx, &staff, id).await,
+        (true, _, ["users", id, "delete"]) => users::confirm_delete(&ctx, &staff, id).await,
+        (_, true, ["users", id, "delete"]) => users::delete(&ctx, &staff, id).await,
         _ => page::not_found(&ctx, &staff),
     }
 }

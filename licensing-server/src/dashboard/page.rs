@@ -2,7 +2,7 @@
 //! the headers every dashboard answer carries.
 
 use bytes::Bytes;
-use licensing_core::model::{Resource, Scope};
+use licensing_core::model::{Resource, Role, Scope};
 use licensing_core::{ApiError, Timestamp};
 use maud::{DOCTYPE, Markup, html};
 use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -69,6 +69,11 @@ impl Form {
         Ok(Self::parse(&bytes))
     }
 
+    /// A form of these fields.
+    pub(crate) fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        Self(pairs)
+    }
+
     /// Parses an urlencoded form.
     pub(crate) fn parse(bytes: &[u8]) -> Self {
         Self(
@@ -105,17 +110,43 @@ impl Form {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Nav {
     Licenses,
+    Releases,
+    ApiKeys,
+    Audit,
+    Users,
     Account,
     None,
 }
 
-/// The navigation's entries: section, title, target, and the scope that shows it.
-const NAV: &[(Nav, &str, &str, Resource)] = &[(
-    Nav::Licenses,
-    "Licenses",
-    "/dashboard/licenses",
-    Resource::Licenses,
-)];
+/// The navigation's entries: section, title, target, and the scope that shows it (`None`:
+/// owners and admins, who manage accounts).
+const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
+    (
+        Nav::Licenses,
+        "Licenses",
+        "/dashboard/licenses",
+        Some(Resource::Licenses),
+    ),
+    (
+        Nav::Releases,
+        "Releases",
+        "/dashboard/releases",
+        Some(Resource::Releases),
+    ),
+    (
+        Nav::ApiKeys,
+        "API keys",
+        "/dashboard/api-keys",
+        Some(Resource::ApiKeys),
+    ),
+    (
+        Nav::Audit,
+        "Audit log",
+        "/dashboard/audit",
+        Some(Resource::AuditLog),
+    ),
+    (Nav::Users, "Users", "/dashboard/users", None),
+];
 
 /// A page of the dashboard for a signed-in staff member.
 pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: Markup) -> Markup {
@@ -131,7 +162,7 @@ pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: M
                     nav.main aria-label="Sections" {
                         ul {
                             @for (section, name, href, resource) in NAV {
-                                @if scopes.allows(Scope::read(*resource)) {
+                                @if resource.map_or(staff.user.role.manages(Role::Viewer), |r| scopes.allows(Scope::read(r))) {
                                     li {
                                         a href=(href) aria-current=[(nav == *section).then_some("page")] { (name) }
                                     }
@@ -210,6 +241,12 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "device-remembered" => "Device remembered.",
         "address-forgotten" => "Address forgotten.",
         "address-remembered" => "Address remembered.",
+        "key-revoked" => "API key revoked.",
+        "release-created" => "Release uploaded.",
+        "release-updated" => "Release updated.",
+        "release-deleted" => "Release deleted.",
+        "user-deleted" => "Account deleted.",
+        "user-updated" => "Account updated.",
         _ => return None,
     })
 }
@@ -254,6 +291,11 @@ pub(crate) fn failure(ctx: &Ctx, staff: Option<&Staff>, failure: &Failure) -> Re
         None => bare(failure.title(), content),
     };
     html_response(failure.status, markup)
+}
+
+/// The page of an outcome: itself, or its failure.
+pub(crate) fn or_failure(ctx: &Ctx, staff: &Staff, outcome: Result<Response, Failure>) -> Response {
+    outcome.unwrap_or_else(|f| failure(ctx, Some(staff), &f))
 }
 
 /// 404 for a page that does not exist.

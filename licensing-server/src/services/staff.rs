@@ -195,6 +195,105 @@ pub async fn issue_link<S: StaffStore>(
     Ok(Some(CreatedStaff { user, link_secret }))
 }
 
+/// 403 unless `by` may manage the account `target` (and give it `role`): owners manage
+/// everyone, admins everyone but owners; nobody changes or removes their own account here.
+fn must_manage(by: &StaffUser, target: &StaffUser, role: Role) -> Result<(), ApiError> {
+    if by.id == target.id {
+        return Err(ApiError::forbidden(
+            "You cannot change or remove your own account; ask another owner or admin",
+        ));
+    }
+    if by.team_id != target.team_id || !by.role.manages(target.role) || !by.role.manages(role) {
+        return Err(ApiError::forbidden(format!(
+            "Your role ({}) cannot manage accounts of role {}",
+            by.role,
+            if by.role.manages(target.role) {
+                role
+            } else {
+                target.role
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// The account `id` of `team` (404 for another team's, as for none).
+async fn team_account<S: StaffStore>(
+    store: &S,
+    team: TeamId,
+    id: StaffId,
+) -> Result<StaffUser, ApiError> {
+    store
+        .get_staff(id)
+        .await?
+        .filter(|u| u.team_id == team)
+        .ok_or_else(|| ApiError::record_not_found("No such account in this team"))
+}
+
+/// Gives account `id` of `by`'s team the role `role`, if `by` may.
+pub async fn change_role<S: StaffStore>(
+    store: &S,
+    by: &StaffUser,
+    id: StaffId,
+    role: Role,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    let mut user = team_account(store, by.team_id, id).await?;
+    must_manage(by, &user, role)?;
+    let change = FieldChange {
+        field: "role".into(),
+        old: Some(user.role.as_str().into()),
+        new: Some(role.as_str().into()),
+        secret: false,
+    };
+    user.role = role;
+    user.updated_at = now;
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffUpdated,
+        user.id,
+        vec![change],
+    );
+    store.update_staff(&user, &journal).await?;
+    Ok(user)
+}
+
+/// Deletes account `id` of `by`'s team (and its sessions), if `by` may.
+pub async fn delete_account<S: StaffStore>(
+    store: &S,
+    by: &StaffUser,
+    id: StaffId,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    let user = team_account(store, by.team_id, id).await?;
+    must_manage(by, &user, user.role)?;
+    let mut changes = created_changes(&user);
+    for c in &mut changes {
+        c.old = c.new.take();
+    }
+    let journal = acting.journal(user.team_id, now, Action::StaffDeleted, user.id, changes);
+    store.delete_staff(user.team_id, user.id, &journal).await?;
+    Ok(user)
+}
+
+/// A new set-password link for account `id` of `by`'s team, if `by` may manage it.
+pub async fn new_link_for<S: StaffStore>(
+    store: &S,
+    by: &StaffUser,
+    id: StaffId,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<CreatedStaff, ApiError> {
+    let user = team_account(store, by.team_id, id).await?;
+    must_manage(by, &user, user.role)?;
+    issue_link(store, user.email.as_str(), now, acting)
+        .await?
+        .ok_or_else(|| ApiError::record_not_found("No such account in this team"))
+}
+
 /// Why a set-password link was refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum LinkRefused {

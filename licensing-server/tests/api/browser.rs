@@ -171,13 +171,22 @@ impl Tab {
         self.client.source().await.unwrap()
     }
 
+    /// Waits (up to 15 s: a click's navigation may still be under way on a busy machine) until
+    /// the page shows `text`.
     async fn sees(&self, text: &str) {
-        let html = self.html().await;
-        assert!(
-            html.contains(text),
-            "{text:?} not on {}: {html}",
-            self.path().await
-        );
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let html = self.html().await;
+            if html.contains(text) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} not on {}: {html}",
+                self.path().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     async fn fill(&self, css: &str, text: &str) {
@@ -211,6 +220,14 @@ impl Tab {
         self.fill("#email", email).await;
         self.fill("#password", password).await;
         self.click("main form button[type=submit]").await;
+        // Until the answer is in: a signed-in page, or the form with its problem.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !self.path().await.starts_with("/dashboard/licenses")
+            && !self.html().await.contains("class=\"problems\"")
+        {
+            assert!(Instant::now() < deadline, "no answer to signing in");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Saves a screenshot of the page as `name` (PNG) at the window's size.
@@ -264,6 +281,8 @@ async fn staff_journeys_in_a_real_browser() {
     a_viewer_changes_nothing(&driver, &s).await;
     a_form_without_its_token_is_refused(&driver, &s).await;
     sign_in_is_throttled(&driver, &s).await;
+    a_release_is_uploaded_and_shows_its_checksum(&driver, &s).await;
+    a_scoped_api_key_is_refused_beyond_its_scope(&driver, &s).await;
     screenshots(&driver, &s).await;
 }
 
@@ -297,8 +316,8 @@ async fn first_password_then_a_license_created_and_found_by_its_customer(
     tab.fill("#password", PASSWORD).await;
     tab.fill("#confirm", PASSWORD).await;
     tab.click("main form button[type=submit]").await;
-    assert_eq!(tab.path().await, "/dashboard/licenses?notice=password-set");
     tab.sees("Your password is set").await;
+    assert_eq!(tab.path().await, "/dashboard/licenses?notice=password-set");
 
     tab.click("a[href='/dashboard/licenses/new']").await;
     // Pick the customer, choose a duration: the script previews the expiry date.
@@ -323,6 +342,7 @@ async fn first_password_then_a_license_created_and_found_by_its_customer(
     assert!(preview.starts_with("Expires on "), "{preview}");
     tab.fill("#hwidLimit", "1").await;
     tab.click("main form button[type=submit]").await;
+    tab.sees("License created.").await;
     assert!(tab.path().await.ends_with("?notice=license-created"));
     let key = tab
         .client
@@ -481,9 +501,78 @@ async fn sign_in_is_throttled(driver: &Driver, s: &TestServer) {
     tab.close().await;
 }
 
+async fn a_release_is_uploaded_and_shows_its_checksum(driver: &Driver, s: &TestServer) {
+    let email = account(s, "builds@vendor.example", Role::Developer).await;
+    s.product("Desktop app").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app-2.1.0.jar");
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto("/dashboard/releases").await;
+    tab.fill("#version", "2.1.0").await;
+    tab.client
+        .find(Locator::Css("#file"))
+        .await
+        .unwrap()
+        .send_keys(&file.display().to_string())
+        .await
+        .unwrap();
+    tab.click("form[data-upload] button[type=submit]").await;
+    // The script uploads with a progress bar, then opens the new release's page.
+    tab.client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("code.checksum"))
+        .await
+        .unwrap();
+    tab.sees(&licensing_core::crypto::md5_hex(&bytes)).await;
+    tab.sees("Release uploaded").await;
+    tab.close().await;
+}
+
+async fn a_scoped_api_key_is_refused_beyond_its_scope(driver: &Driver, s: &TestServer) {
+    let email = account(s, "keys@vendor.example", Role::Admin).await;
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto("/dashboard/api-keys").await;
+    tab.fill("#name", "read-only reporting").await;
+    tab.click("input[name=scopes][value='licenses:read']").await;
+    tab.click("main form[action='/dashboard/api-keys'] button[type=submit]")
+        .await;
+    let key = tab
+        .client
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("#new-key"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    s.send(reqwest::Method::GET, &s.dev("licenses"), Some(&key), None)
+        .await
+        .ok();
+    s.send(
+        reqwest::Method::POST,
+        &s.dev("licenses"),
+        Some(&key),
+        Some(r#"{"expirationType":"NEVER"}"#),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    tab.close().await;
+}
+
 /// Every page at a desktop's and a phone's size.
 async fn screenshots(driver: &Driver, s: &TestServer) {
     let email = account(s, "shots@vendor.example", Role::Owner).await;
+    let releases = s.get(&s.dev("releases")).await;
+    let release = releases.ok()["releases"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let listed = s.get(&s.dev("licenses?pageSize=10")).await;
     let id = listed.ok()["licenses"][0]["id"]
         .as_str()
@@ -499,6 +588,11 @@ async fn screenshots(driver: &Driver, s: &TestServer) {
             ("license", format!("/dashboard/licenses/{id}")),
             ("new-license", "/dashboard/licenses/new".to_owned()),
             ("account", "/dashboard/account".to_owned()),
+            ("releases", "/dashboard/releases".to_owned()),
+            ("release", format!("/dashboard/releases/{release}")),
+            ("api-keys", "/dashboard/api-keys".to_owned()),
+            ("audit", "/dashboard/audit".to_owned()),
+            ("users", "/dashboard/users".to_owned()),
         ] {
             tab.goto(&path).await;
             tab.screenshot(&format!("{name}-{size}")).await;

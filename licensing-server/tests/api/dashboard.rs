@@ -741,3 +741,308 @@ async fn over_https_the_cookie_is_secure_and_the_dashboard_can_be_turned_off() {
     let mut b = Browser::new(&off);
     assert_eq!(b.get("/dashboard/sign-in").await.status, 404);
 }
+
+impl Browser {
+    /// Posts a multipart form (a release upload).
+    async fn post_multipart(&mut self, path: &str, form: reqwest::multipart::Form) -> Page {
+        let mut request = self.http.post(format!("{}{path}", self.base));
+        let cookie: Vec<String> = self
+            .cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        request = request.header("cookie", cookie.join("; "));
+        let response = request.multipart(form).send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        Page {
+            status,
+            headers,
+            text,
+        }
+    }
+}
+
+/// The text of the element whose opening tag ends with `marker` (such as `id="new-key">`).
+fn text_after(page: &Page, marker: &str) -> String {
+    let at = page
+        .text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} missing: {}", page.text));
+    let rest = &page.text[at + marker.len()..];
+    rest[..rest.find('<').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn a_release_is_uploaded_with_its_file_and_shows_its_checksum() {
+    use reqwest::multipart::{Form, Part};
+    let s = TestServer::start().await;
+    let product = s.product("Desktop app").await;
+    let product_id = product["id"].as_str().unwrap().to_owned();
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = b.get("/dashboard/releases").await;
+    page.has("Upload a release").has("Desktop app");
+    let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let form = |csrf: Option<String>, version: &str| {
+        let mut form = Form::new();
+        if let Some(csrf) = csrf {
+            form = form.text("csrf", csrf);
+        }
+        form.text("productId", product_id.clone())
+            .text("version", version.to_owned())
+            .text("status", "PUBLISHED")
+            .text("setAsLatest", "true")
+            .part(
+                "file",
+                Part::bytes(bytes.clone()).file_name("app-1.0.0.jar"),
+            )
+    };
+    // Without the token nothing is stored.
+    let refused = b
+        .post_multipart("/dashboard/releases", form(None, "1.0.0"))
+        .await;
+    assert_eq!(refused.status, 403);
+    assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
+    // A bad version comes back named, with nothing stored.
+    let bad = b
+        .post_multipart(
+            "/dashboard/releases",
+            form(Some(page.csrf()), "not a version"),
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("version");
+    assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
+
+    let made = b
+        .post_multipart("/dashboard/releases", form(Some(page.csrf()), "1.0.0"))
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let shown = b.get(made.location()).await;
+    let checksum = licensing_core::crypto::md5_hex(&bytes);
+    shown
+        .has(&checksum)
+        .has("app-1.0.0.jar")
+        .has("Release uploaded");
+    let stored = s.get(&s.dev("releases")).await;
+    let release = &stored.ok()["releases"][0];
+    assert_eq!(release["file"]["checksum"], checksum.as_str());
+    assert_eq!(release["latest"], true);
+    let id = release["id"].as_str().unwrap().to_owned();
+
+    // Its status changes, its file stays.
+    let changed = b
+        .submit(
+            &shown,
+            &format!("/dashboard/releases/{id}"),
+            &[("status", "ARCHIVED"), ("licenseKeys", "")],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let after = s.get(&s.dev(&format!("releases/{id}"))).await;
+    assert_eq!(after.ok()["status"], "ARCHIVED");
+    assert_eq!(after.ok()["file"]["checksum"], checksum.as_str());
+    // An unknown license key is named.
+    let unknown = b
+        .submit(
+            &shown,
+            &format!("/dashboard/releases/{id}"),
+            &[
+                ("status", "PUBLISHED"),
+                ("licenseKeys", "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA"),
+            ],
+        )
+        .await;
+    assert_eq!(unknown.status, 400);
+    unknown.has("no license has the key");
+
+    let deleted = b
+        .submit(&shown, &format!("/dashboard/releases/{id}/delete"), &[])
+        .await;
+    assert_eq!(deleted.status, 303);
+    assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
+}
+
+#[tokio::test]
+async fn an_api_key_made_in_the_dashboard_is_shown_once_and_held_to_its_scopes() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let page = b.get("/dashboard/api-keys").await;
+    page.has("licenses:read");
+    let none = b
+        .submit(&page, "/dashboard/api-keys", &[("name", "nothing")])
+        .await;
+    assert_eq!(none.status, 400);
+    none.has("scopes");
+    let made = b
+        .submit(
+            &page,
+            "/dashboard/api-keys",
+            &[("name", "reporting"), ("scopes", "licenses:read")],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let key = text_after(&made, r#"id="new-key">"#);
+    assert!(key.starts_with("lk_") || key.len() > 20, "{key}");
+    b.get("/dashboard/api-keys")
+        .await
+        .lacks(&key)
+        .has("reporting");
+    let read = s
+        .send(reqwest::Method::GET, &s.dev("licenses"), Some(&key), None)
+        .await;
+    read.ok();
+    s.send(
+        reqwest::Method::POST,
+        &s.dev("licenses"),
+        Some(&key),
+        Some(r#"{"expirationType":"NEVER"}"#),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+
+    let keys = s.get(&s.dev("api-keys")).await;
+    let id = keys.ok()["apiKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "reporting")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let confirm = b.get(&format!("/dashboard/api-keys/{id}/revoke")).await;
+    confirm.has("Revoke this API key?");
+    let revoked = b
+        .submit(&confirm, &format!("/dashboard/api-keys/{id}/revoke"), &[])
+        .await;
+    assert_eq!(revoked.status, 303);
+    s.send(reqwest::Method::GET, &s.dev("licenses"), Some(&key), None)
+        .await
+        .err(401, "UNAUTHORIZED");
+    // The audit log page shows who did it.
+    b.get("/dashboard/audit")
+        .await
+        .has("api_key.revoked")
+        .has("own@vendor.example (staff)");
+}
+
+#[tokio::test]
+async fn owners_and_admins_manage_accounts_and_nobody_else_does() {
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    let owner_id = staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/users").await;
+    page.has("own@vendor.example").has("(you)");
+    let made = owner
+        .submit(
+            &page,
+            "/dashboard/users",
+            &[("email", "Adm@Vendor.example"), ("role", "admin")],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let link = text_after(&made, r#"id="new-link">"#);
+    let path = &link[link.find("/dashboard/").unwrap()..];
+    let again = owner
+        .submit(
+            &page,
+            "/dashboard/users",
+            &[("email", "adm@vendor.example"), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(again.status, 400);
+    again.has("email");
+
+    let mut admin = Browser::new(&s);
+    admin.get(path).await.has("adm@vendor.example");
+    let set = admin
+        .post(path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(set.status, 303);
+    let users = admin.get("/dashboard/users").await;
+    // An admin does not manage owners, nor make them.
+    users.lacks(&format!("/dashboard/users/{owner_id}/delete"));
+    let refused = admin
+        .submit(
+            &users,
+            &format!("/dashboard/users/{owner_id}/role"),
+            &[("role", "viewer")],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    let no_owner = admin
+        .submit(
+            &users,
+            "/dashboard/users",
+            &[("email", "boss@vendor.example"), ("role", "owner")],
+        )
+        .await;
+    assert_eq!(no_owner.status, 403);
+    let viewer = admin
+        .submit(
+            &users,
+            "/dashboard/users",
+            &[("email", "look@vendor.example"), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(viewer.status, 201);
+    let link = text_after(&viewer, r#"id="new-link">"#);
+    let mut look = Browser::new(&s);
+    let path = &link[link.find("/dashboard/").unwrap()..];
+    look.post(path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(look.get("/dashboard/users").await.status, 403);
+    look.get("/dashboard/licenses")
+        .await
+        .lacks("/dashboard/users");
+
+    // The owner removes the admin: their session ends at once.
+    let admin_id = services_id(&s, "adm@vendor.example").await;
+    let page = owner
+        .get(&format!("/dashboard/users/{admin_id}/delete"))
+        .await;
+    page.has("Delete this account?");
+    let gone = owner
+        .submit(&page, &format!("/dashboard/users/{admin_id}/delete"), &[])
+        .await;
+    assert_eq!(gone.status, 303);
+    assert_eq!(admin.get("/dashboard/licenses").await.status, 303);
+    let audit = s.get(&s.dev("audit-log?resourceType=staff")).await;
+    let actions: Vec<&str> = audit.ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for action in ["staff.created", "staff.deleted", "staff.password_set"] {
+        assert!(actions.contains(&action), "{actions:?}");
+    }
+}
+
+async fn services_id(s: &TestServer, email: &str) -> String {
+    s.store
+        .find_staff_by_email(email)
+        .await
+        .unwrap()
+        .unwrap()
+        .id
+        .to_string()
+}

@@ -16,6 +16,35 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
+  // Release uploads: send the form with a progress bar, then show the page the server answers
+  // with (the new release, or the form with what to fix).
+  const upload = document.querySelector("form[data-upload]");
+  if (upload && window.XMLHttpRequest && window.FormData) {
+    const bar = upload.querySelector("[data-progress]");
+    upload.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const request = new XMLHttpRequest();
+      request.open("POST", upload.action);
+      request.upload.addEventListener("progress", (e) => {
+        if (!e.lengthComputable || !bar) return;
+        bar.hidden = false;
+        bar.value = Math.round((e.loaded / e.total) * 100);
+      });
+      request.addEventListener("load", () => {
+        if (request.status < 400 && request.responseURL) {
+          window.location.assign(request.responseURL);
+        } else {
+          document.open();
+          document.write(request.responseText);
+          document.close();
+        }
+      });
+      request.addEventListener("error", () => upload.submit());
+      for (const button of upload.querySelectorAll("button")) button.disabled = true;
+      request.send(new FormData(upload));
+    });
+  }
+
   // The new-license form: show only the expiration fields of the chosen type, and preview the
   // expiry date a duration gives.
   const form = document.querySelector("form[data-expiration]");

@@ -1,0 +1,198 @@
+//! API keys: the list, a new key with its scopes (shown once), and revoking one.
+
+use licensing_core::api::ApiKeyList;
+use licensing_core::model::{ApiKeyCreated, ApiKeyView, Resource, Scope, Scopes};
+use licensing_core::{ApiKeyId, Timestamp};
+use maud::{Markup, html};
+use serde_json::{Value, json};
+use warp::http::Method;
+
+use super::api::{self, Failure};
+use super::page::{self, Form, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+fn scopes_text(scopes: &Scopes) -> String {
+    match scopes {
+        Scopes::All => "every scope".to_owned(),
+        Scopes::Only(_) => scopes.names().join(", "),
+    }
+}
+
+/// `GET /dashboard/api-keys`, or the same page after a create (`created`: the new key, shown
+/// this once; `failure`: what to fix in the form).
+pub(crate) async fn list(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    created: Option<&ApiKeyCreated>,
+    failure: Option<&Failure>,
+) -> Response {
+    let keys: ApiKeyList = match api::call(ctx, staff, Method::GET, "api-keys", "", None).await {
+        Ok(keys) => keys,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let write = staff
+        .user
+        .role
+        .scopes()
+        .allows(Scope::write(Resource::ApiKeys));
+    let chosen = form.all("scopes");
+    let content = html! {
+        h1 { "API keys" }
+        p.hint { "Your back end uses these to call the developer API. A key is shown once, when it is made." }
+        @if let Some(created) = created {
+            div.card.created role="status" {
+                h2 { "New key “" (created.name) "”" }
+                p { "Copy it now: it is not shown again." }
+                p {
+                    code.key #new-key { (created.key) }
+                    button.secondary.small.copy type="button" data-copy=(created.key) hidden { "Copy" }
+                }
+                p.hint { "Scopes: " (scopes_text(&created.scopes)) }
+            }
+        }
+        (table(&keys.api_keys, write, ctx.now))
+        @if write {
+            h2 { "New API key" }
+            (page::problems(failure))
+            form method="post" action="/dashboard/api-keys" {
+                (page::csrf(staff))
+                label for="name" { "Name" span.hint { "To recognize it by, such as “billing back end”." } }
+                input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
+                fieldset {
+                    legend { "Scopes" }
+                    @if let Some(message) = failure.and_then(|f| f.field("scopes")) {
+                        span.field-error { (message) }
+                    }
+                    @for scope in Scope::all() {
+                        @let name = scope.name();
+                        label.choice {
+                            input type="checkbox" name="scopes" value=(name) checked[chosen.contains(&name.as_str())];
+                            code { (name) }
+                        }
+                    }
+                }
+                label for="expiresAt" { "Expires" span.hint { "Optional; at 00:00 UTC on this day." } }
+                input #expiresAt type="date" name="expiresAt" value=(form.get("expiresAt").unwrap_or(""));
+                p { button type="submit" { "Create key" } }
+            }
+        }
+    };
+    let status = failure.map_or(if created.is_some() { 201 } else { 200 }, |f| f.status);
+    page::html_response(
+        status,
+        page::layout(ctx, staff, Nav::ApiKeys, "API keys", content),
+    )
+}
+
+fn table(keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
+    html! {
+        div.table-wrap {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { "Name" }
+                        th scope="col" { "Scopes" }
+                        th scope="col" { "Expires" }
+                        th scope="col" { "Last used" }
+                        th scope="col" { "Created" }
+                        @if write { th scope="col" { span.hint { "Action" } } }
+                    }
+                }
+                tbody {
+                    @for k in keys {
+                        tr {
+                            td { (k.name) }
+                            td { (scopes_text(&k.scopes)) }
+                            td {
+                                @match k.expires_at {
+                                    Some(at) if at <= now => span.badge.bad { "Expired" },
+                                    Some(at) => (page::day(at)),
+                                    None => "Never",
+                                }
+                            }
+                            td { (k.last_used_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+                            td { (page::day(k.created_at)) }
+                            @if write {
+                                td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { "Revoke…" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `POST /dashboard/api-keys`.
+pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let mut body = json!({
+        "name": form.get("name").unwrap_or("").trim(),
+        "scopes": form.all("scopes"),
+    });
+    if let Some(date) = form.text("expiresAt") {
+        body["expiresAt"] = Value::String(format!("{date}T00:00:00Z"));
+    }
+    match api::call::<ApiKeyCreated>(ctx, staff, Method::POST, "api-keys", "", Some(&body)).await {
+        Ok(created) => list(ctx, staff, &Form::default(), Some(&created), None).await,
+        Err(f) if f.status == 400 || f.status == 403 => {
+            list(ctx, staff, form, None, Some(&f)).await
+        }
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+fn key_id(text: &str) -> Result<ApiKeyId, Failure> {
+    text.parse()
+        .map_err(|_| Failure::new(404, "There is no such API key."))
+}
+
+/// `GET /dashboard/api-keys/{id}/revoke`: the confirmation.
+pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = key_id(id)?;
+        let keys: ApiKeyList = api::call(ctx, staff, Method::GET, "api-keys", "", None).await?;
+        let key = keys
+            .api_keys
+            .iter()
+            .find(|k| k.id == id)
+            .ok_or_else(|| Failure::new(404, "There is no such API key."))?;
+        let content = html! {
+            h1 { "Revoke this API key?" }
+            div.card {
+                p { "“" (key.name) "” (" (scopes_text(&key.scopes)) ") stops working at once: whatever uses it is refused from then on. This cannot be undone." }
+                div.actions {
+                    form method="post" action={ "/dashboard/api-keys/" (id) "/revoke" } {
+                        (page::csrf(staff))
+                        button.danger type="submit" { "Revoke key" }
+                    }
+                    a.button.secondary href="/dashboard/api-keys" { "Keep it" }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::ApiKeys, "Revoke API key", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/api-keys/{id}/revoke`.
+pub(crate) async fn revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = key_id(id)?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("api-keys/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/api-keys?notice=key-revoked"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}

@@ -1,0 +1,142 @@
+//! The audit log, filterable by kind of record, actor and time.
+
+use licensing_core::api::AuditPage;
+use licensing_core::model::{Action, ActorKind, AuditEntry, FieldChange};
+use maud::{Markup, html};
+use warp::http::Method;
+
+use super::api::{self, Failure};
+use super::page::{self, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+/// `GET /dashboard/audit`.
+pub(crate) async fn list(ctx: &Ctx, staff: &Staff) -> Response {
+    let outcome = page_of(ctx, staff).await;
+    page::or_failure(ctx, staff, outcome)
+}
+
+fn value_text(value: Option<&serde_json::Value>) -> String {
+    match value {
+        None | Some(serde_json::Value::Null) => "—".to_owned(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn change(c: &FieldChange) -> Markup {
+    html! {
+        li {
+            code { (c.field) } ": "
+            @if c.secret { em { "secret, not recorded" } }
+            @else { (value_text(c.old.as_ref())) " → " (value_text(c.new.as_ref())) }
+        }
+    }
+}
+
+fn actor(entry: &AuditEntry) -> String {
+    let name = entry.actor.name.clone().unwrap_or_default();
+    match entry.actor.kind {
+        ActorKind::User => format!("{name} (staff)"),
+        ActorKind::ApiKey => format!("API key “{name}”"),
+        ActorKind::Admin => "the operator (admin API)".to_owned(),
+        ActorKind::System => format!("the server ({name})"),
+    }
+}
+
+async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
+    let resource = ctx.param("resourceType").unwrap_or_default();
+    let who = ctx.param("actor").unwrap_or_default();
+    let page_number: u32 = ctx
+        .param("page")
+        .and_then(|p| p.parse().ok())
+        .filter(|p| (1..=1_000_000).contains(p))
+        .unwrap_or(1);
+    let query = {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("pageSize", "50")
+            .append_pair("page", &page_number.to_string());
+        if !resource.is_empty() {
+            q.append_pair("resourceType", &resource);
+        }
+        if !who.is_empty() {
+            q.append_pair("actor", &who);
+        }
+        q.finish()
+    };
+    let entries: AuditPage = api::call(ctx, staff, Method::GET, "audit-log", &query, None).await?;
+    let link = |page: u32| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        if !resource.is_empty() {
+            q.append_pair("resourceType", &resource);
+        }
+        if !who.is_empty() {
+            q.append_pair("actor", &who);
+        }
+        q.append_pair("page", &page.to_string());
+        format!("/dashboard/audit?{}", q.finish())
+    };
+    let content = html! {
+        h1 { "Audit log" }
+        form.filters method="get" action="/dashboard/audit" {
+            div {
+                label for="resourceType" { "Records" }
+                select #resourceType name="resourceType" {
+                    option value="" { "All" }
+                    @for r in Action::resources() {
+                        option value=(r) selected[resource == r] { (r) }
+                    }
+                }
+            }
+            div {
+                label for="actor" { "Who" }
+                select #actor name="actor" {
+                    option value="" { "Anyone" }
+                    @for (value, text) in [("USER", "Staff"), ("API_KEY", "API keys"), ("ADMIN", "The operator"), ("SYSTEM", "The server")] {
+                        option value=(value) selected[who == value] { (text) }
+                    }
+                }
+            }
+            div { button type="submit" { "Show" } }
+        }
+        div.table-wrap {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { "When" }
+                        th scope="col" { "Who" }
+                        th scope="col" { "What" }
+                        th scope="col" { "Record" }
+                        th scope="col" { "Changes" }
+                    }
+                }
+                tbody {
+                    @if entries.entries.is_empty() {
+                        tr { td.empty colspan="5" { "Nothing recorded matches." } }
+                    }
+                    @for e in &entries.entries {
+                        tr {
+                            td.nowrap { (page::when(e.at)) }
+                            td {
+                                (actor(e))
+                                @if let Some(address) = e.address { br; span.hint { (address) } }
+                            }
+                            td { code.nowrap { (e.action.as_str()) } }
+                            td { code title=(e.resource_id) { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) } }
+                            td { ul.changes { @for c in &e.changes { (change(c)) } } }
+                        }
+                    }
+                }
+            }
+        }
+        nav.pager aria-label="Pages" {
+            @if entries.total_results > 0 { span { (entries.total_results) " entries" } }
+            @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Newer" } }
+            @if entries.has_next_page { a href=(link(page_number + 1)) rel="next" { "Older" } }
+        }
+    };
+    Ok(page::html_response(
+        200,
+        page::layout(ctx, staff, Nav::Audit, "Audit log", content),
+    ))
+}

@@ -1,0 +1,289 @@
+//! The team's staff accounts, for owners and admins: invite (a set-password link, shown once),
+//! change a role, issue a new link, delete.
+
+use licensing_core::StaffId;
+use licensing_core::model::{Role, StaffUser};
+use licensing_core::store::StaffStore;
+use maud::html;
+
+use super::api::Failure;
+use super::page::{self, Form, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+use crate::services::audit::Acting;
+use crate::services::staff::{self as service, CreatedStaff};
+
+/// Who acts: the staff member, from the client's address.
+fn acting(ctx: &Ctx, staff: &Staff) -> Acting {
+    Acting {
+        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
+        address: Some(ctx.client),
+    }
+}
+
+/// 403 unless the staff member manages accounts.
+fn must_manage(staff: &Staff) -> Result<(), Failure> {
+    if staff.user.role.manages(Role::Viewer) {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            403,
+            "Only owners and admins manage the team's accounts.",
+        ))
+    }
+}
+
+/// The absolute set-password link, from the address the browser used.
+fn link(ctx: &Ctx, created: &CreatedStaff) -> String {
+    let host = ctx
+        .headers
+        .get(warp::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let scheme = if ctx.secure { "https" } else { "http" };
+    format!(
+        "{scheme}://{host}/dashboard/set-password/{}/{}",
+        created.user.id, created.link_secret
+    )
+}
+
+/// `GET /dashboard/users`, or after a change: `made` is a new link to show once.
+pub(crate) async fn list(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    made: Option<&CreatedStaff>,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let users: Vec<StaffUser> = ctx.state.store.list_staff(staff.user.team_id).await?;
+        let role = form.get("role").unwrap_or("viewer");
+        let content = html! {
+            h1 { "Users" }
+            p.hint { "The people who sign in to this dashboard, and what each may do." }
+            @if let Some(made) = made {
+                div.card role="status" {
+                    h2 { "Set-password link for " (made.user.email.as_str()) }
+                    p { "Send it to them: it works once, within " (service::LINK_LIFETIME_HOURS) " hours, and is not shown again." }
+                    p {
+                        code #new-link { (link(ctx, made)) }
+                        button.secondary.small.copy type="button" data-copy=(link(ctx, made)) hidden { "Copy" }
+                    }
+                }
+            }
+            div.table-wrap {
+                table {
+                    thead {
+                        tr {
+                            th scope="col" { "E-mail address" }
+                            th scope="col" { "Role" }
+                            th scope="col" { "Password" }
+                            th scope="col" { "Since" }
+                            th scope="col" { span.hint { "Actions" } }
+                        }
+                    }
+                    tbody {
+                        @for u in &users {
+                            @let managed = u.id != staff.user.id && staff.user.role.manages(u.role);
+                            tr {
+                                td { (u.email.as_str()) @if u.id == staff.user.id { " " span.hint { "(you)" } } }
+                                td {
+                                    @if managed {
+                                        form.inline method="post" action={ "/dashboard/users/" (u.id) "/role" } {
+                                            (page::csrf(staff))
+                                            select name="role" aria-label={ "Role of " (u.email.as_str()) } {
+                                                @for r in Role::ALL {
+                                                    @if staff.user.role.manages(r) {
+                                                        option value=(r.as_str()) selected[u.role == r] { (r.as_str()) }
+                                                    }
+                                                }
+                                            }
+                                            " "
+                                            button.secondary.small type="submit" { "Change" }
+                                        }
+                                    } @else {
+                                        (u.role.as_str())
+                                    }
+                                }
+                                td { @if u.password_hash.is_some() { "Set" } @else { span.badge.warn { "Not yet" } } }
+                                td { (page::day(u.created_at)) }
+                                td {
+                                    @if managed {
+                                        div.actions {
+                                            form method="post" action={ "/dashboard/users/" (u.id) "/link" } {
+                                                (page::csrf(staff))
+                                                button.secondary.small type="submit" { "New link" }
+                                            }
+                                            a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { "Delete…" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            h2 { "Invite someone" }
+            (page::problems(failure))
+            form method="post" action="/dashboard/users" {
+                (page::csrf(staff))
+                label for="email" { "E-mail address" }
+                input #email type="email" name="email" required value=(form.get("email").unwrap_or(""));
+                label for="role" { "Role" }
+                select #role name="role" {
+                    @for r in Role::ALL {
+                        @if staff.user.role.manages(r) {
+                            option value=(r.as_str()) selected[role == r.as_str()] { (r.as_str()) }
+                        }
+                    }
+                }
+                p.hint { "owner and admin: everything, and accounts · developer: everything but settings · support: read everything, free seats, suspend · viewer: read only" }
+                p { button type="submit" { "Create account" } }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(if made.is_some() { 201 } else { 200 }, |f| f.status),
+            page::layout(ctx, staff, Nav::Users, "Users", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/users`.
+pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    if let Err(f) = must_manage(staff) {
+        return page::failure(ctx, Some(staff), &f);
+    }
+    let role = match Role::parse(form.get("role").unwrap_or("")) {
+        Ok(role) if staff.user.role.manages(role) => role,
+        Ok(role) => {
+            let f = Failure::new(403, format!("Your role cannot create {role} accounts."));
+            return list(ctx, staff, form, None, Some(&f)).await;
+        }
+        Err(e) => {
+            let mut f = Failure::new(400, "");
+            f.fields.push(licensing_core::FieldError::new("role", e));
+            return list(ctx, staff, form, None, Some(&f)).await;
+        }
+    };
+    match service::create_staff(
+        &ctx.state.store,
+        staff.user.team_id,
+        form.get("email").unwrap_or(""),
+        role,
+        ctx.now,
+        Some(&acting(ctx, staff)),
+    )
+    .await
+    {
+        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Err(e) => {
+            let f = Failure::from(e);
+            if f.status == 400 {
+                list(ctx, staff, form, None, Some(&f)).await
+            } else {
+                page::failure(ctx, Some(staff), &f)
+            }
+        }
+    }
+}
+
+fn user_id(text: &str) -> Result<StaffId, Failure> {
+    text.parse()
+        .map_err(|_| Failure::new(404, "There is no such account."))
+}
+
+/// `POST /dashboard/users/{id}/role`.
+pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let id = user_id(id)?;
+        let role = Role::parse(form.get("role").unwrap_or(""))
+            .map_err(|e| Failure::new(400, format!("The role {e}.")))?;
+        service::change_role(
+            &ctx.state.store,
+            &staff.user,
+            id,
+            role,
+            ctx.now,
+            &acting(ctx, staff),
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-updated"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/users/{id}/link`.
+pub(crate) async fn new_link(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let id = user_id(id)?;
+        Ok::<_, Failure>(
+            service::new_link_for(
+                &ctx.state.store,
+                &staff.user,
+                id,
+                ctx.now,
+                &acting(ctx, staff),
+            )
+            .await?,
+        )
+    };
+    match outcome.await {
+        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `GET /dashboard/users/{id}/delete`: the confirmation.
+pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let id = user_id(id)?;
+        let user = ctx
+            .state
+            .store
+            .get_staff(id)
+            .await?
+            .filter(|u| u.team_id == staff.user.team_id)
+            .ok_or_else(|| Failure::new(404, "There is no such account."))?;
+        let content = html! {
+            h1 { "Delete this account?" }
+            div.card {
+                p { (user.email.as_str()) " (" (user.role.as_str()) ") can no longer sign in; their sessions end now. What they did stays in the audit log." }
+                div.actions {
+                    form method="post" action={ "/dashboard/users/" (id) "/delete" } {
+                        (page::csrf(staff))
+                        button.danger type="submit" { "Delete account" }
+                    }
+                    a.button.secondary href="/dashboard/users" { "Keep it" }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::Users, "Delete account", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/users/{id}/delete`.
+pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let id = user_id(id)?;
+        service::delete_account(
+            &ctx.state.store,
+            &staff.user,
+            id,
+            ctx.now,
+            &acting(ctx, staff),
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-deleted"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
