@@ -31,8 +31,8 @@ pub use scope::{
 };
 pub use staff::{PasswordLink, Role, StaffSession, StaffUser};
 pub use stats::{
-    HourlyStats, Overview, RecentActivity, RequestCounts, RequestType, RequestsByType, Statistics,
-    TopCountry, TopProduct,
+    DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
+    RequestsByType, Statistics, TopCountry, TopProduct,
 };
 pub use team::{
     ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, PublicKeys, Team,

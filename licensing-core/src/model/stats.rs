@@ -33,6 +33,22 @@ pub struct Statistics {
     pub top_products: Vec<TopProduct>,
     /// Requests in the last 24 hours, 7 days, 30 days.
     pub recent_activity: RecentActivity,
+    /// (ext) Client requests per UTC day over the last 30 days (the same requests as
+    /// `requests`), oldest first, one entry per day including days without any.
+    #[serde(default)]
+    pub daily: Vec<DailyRequests>,
+}
+
+/// (ext) Client requests of one UTC day.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DailyRequests {
+    /// The day, `YYYY-MM-DD`.
+    pub date: String,
+    /// Requests answered `VALID`.
+    pub successful: u64,
+    /// Requests refused.
+    pub failed: u64,
 }
 
 /// Totals of the team.
@@ -215,6 +231,16 @@ impl Statistics {
         now: Timestamp,
     ) -> Self {
         let current = HourlyStats::hour_of(now);
+        let today = current.div_euclid(24);
+        let mut daily: Vec<DailyRequests> = (0..30)
+            .map(|i| DailyRequests {
+                date: Timestamp::from_millis((today - 29 + i) * 86_400_000)
+                    .as_datetime()
+                    .format("%Y-%m-%d")
+                    .to_string(),
+                ..DailyRequests::default()
+            })
+            .collect();
         let mut month = HourlyStats::default();
         let mut recent = RecentActivity::default();
         for bucket in buckets {
@@ -223,6 +249,13 @@ impl Statistics {
                 continue;
             }
             month.merge(bucket);
+            if let Some(day) = usize::try_from(bucket.hour.div_euclid(24) - (today - 29))
+                .ok()
+                .and_then(|i| daily.get_mut(i))
+            {
+                day.successful += bucket.successful;
+                day.failed += bucket.failed;
+            }
             if age < 24 {
                 recent.last_24h += bucket.total();
             }
@@ -266,6 +299,7 @@ impl Statistics {
             top_countries,
             top_products,
             recent_activity: recent,
+            daily,
         }
     }
 }
@@ -323,6 +357,14 @@ mod tests {
             .collect();
         assert_eq!(codes, ["FIN", "SWE"]);
         assert_eq!(stats.top_countries[0].country, "Finland");
+        // Thirty days, oldest first; the bucket of 51 days ago is in none of them.
+        assert_eq!(stats.daily.len(), 30);
+        assert_eq!(stats.daily[0].date, "2026-10-24");
+        assert_eq!(stats.daily[29].date, "2026-11-22");
+        assert_eq!((stats.daily[29].successful, stats.daily[29].failed), (2, 1));
+        assert_eq!((stats.daily[26].successful, stats.daily[26].failed), (1, 0));
+        let sum: u64 = stats.daily.iter().map(|d| d.successful + d.failed).sum();
+        assert_eq!(sum, stats.requests.total);
     }
 
     #[test]

@@ -19,7 +19,10 @@ mod api;
 mod api_keys;
 mod assets;
 mod audit;
+mod catalog;
+mod charts;
 mod licenses;
+mod overview;
 mod page;
 mod releases;
 mod session;
@@ -164,11 +167,7 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         page::Form::default()
     };
     match (get, post, segments.as_slice()) {
-        (true, _, []) => page::redirect(&if ctx.query.is_empty() {
-            "/dashboard/licenses".to_owned()
-        } else {
-            format!("/dashboard/licenses?{}", ctx.query)
-        }),
+        (true, _, []) => overview::show(&ctx, &staff).await,
         (true, _, ["account"]) => account::account_page(&ctx, &staff),
         (_, true, ["sign-out"]) => account::sign_out(&ctx, &staff, false).await,
         (_, true, ["sign-out-everywhere"]) => account::sign_out(&ctx, &staff, true).await,
@@ -192,6 +191,31 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
                 action @ ("forget" | "remember"),
             ],
         ) => licenses::forget(&ctx, &staff, id, kind, record, *action == "forget").await,
+        (true, _, ["customers"]) => catalog::customers(&ctx, &staff, &form, None).await,
+        (_, true, ["customers"]) => catalog::create_customer(&ctx, &staff, &form).await,
+        (true, _, ["customers", id]) => catalog::customer(&ctx, &staff, id).await,
+        (true, _, ["customers", id, "delete"]) => {
+            catalog::confirm_delete_customer(&ctx, &staff, id).await
+        }
+        (_, true, ["customers", id, "delete"]) => catalog::delete_customer(&ctx, &staff, id).await,
+        (true, _, ["products"]) => catalog::products(&ctx, &staff, &form, None).await,
+        (_, true, ["products"]) => catalog::create_product(&ctx, &staff, &form).await,
+        (true, _, ["products", id]) => catalog::product(&ctx, &staff, id, None).await,
+        (true, _, ["products", id, "delete"]) => {
+            catalog::confirm_delete_product(&ctx, &staff, id).await
+        }
+        (_, true, ["products", id, "delete"]) => catalog::delete_product(&ctx, &staff, id).await,
+        (_, true, ["products", id, "branches"]) => {
+            catalog::create_branch(&ctx, &staff, id, &form).await
+        }
+        (_, true, ["products", id, "branches", branch, "delete"]) => {
+            catalog::delete_branch(&ctx, &staff, id, branch).await
+        }
+        (true, _, ["blacklist"]) => catalog::blacklist(&ctx, &staff, &form, None).await,
+        (_, true, ["blacklist"]) => catalog::add_blacklist(&ctx, &staff, &form).await,
+        (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(&ctx, &staff, id).await,
+        (true, _, ["settings"]) => catalog::settings(&ctx, &staff, None).await,
+        (_, true, ["settings"]) => catalog::save_settings(&ctx, &staff, &form).await,
         (true, _, ["releases"]) => releases::list(&ctx, &staff, &form, None).await,
         (true, _, ["releases", id]) => releases::show(&ctx, &staff, id, None).await,
         (_, true, ["releases", id]) => releases::update(&ctx, &staff, id, &form).await,

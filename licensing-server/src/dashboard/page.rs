@@ -109,8 +109,13 @@ impl Form {
 /// A section of the navigation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Nav {
+    Overview,
     Licenses,
+    Customers,
+    Products,
     Releases,
+    Blacklist,
+    Settings,
     ApiKeys,
     Audit,
     Users,
@@ -122,16 +127,40 @@ pub(crate) enum Nav {
 /// owners and admins, who manage accounts).
 const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
     (
+        Nav::Overview,
+        "Overview",
+        "/dashboard/",
+        Some(Resource::Statistics),
+    ),
+    (
         Nav::Licenses,
         "Licenses",
         "/dashboard/licenses",
         Some(Resource::Licenses),
     ),
     (
+        Nav::Customers,
+        "Customers",
+        "/dashboard/customers",
+        Some(Resource::Customers),
+    ),
+    (
+        Nav::Products,
+        "Products",
+        "/dashboard/products",
+        Some(Resource::Products),
+    ),
+    (
         Nav::Releases,
         "Releases",
         "/dashboard/releases",
         Some(Resource::Releases),
+    ),
+    (
+        Nav::Blacklist,
+        "Blacklist",
+        "/dashboard/blacklist",
+        Some(Resource::Blacklist),
     ),
     (
         Nav::ApiKeys,
@@ -146,6 +175,12 @@ const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
         Some(Resource::AuditLog),
     ),
     (Nav::Users, "Users", "/dashboard/users", None),
+    (
+        Nav::Settings,
+        "Settings",
+        "/dashboard/settings",
+        Some(Resource::Settings),
+    ),
 ];
 
 /// A page of the dashboard for a signed-in staff member.
@@ -247,6 +282,15 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "release-deleted" => "Release deleted.",
         "user-deleted" => "Account deleted.",
         "user-updated" => "Account updated.",
+        "customer-created" => "Customer created.",
+        "customer-deleted" => "Customer deleted.",
+        "product-created" => "Product created.",
+        "product-deleted" => "Product deleted.",
+        "branch-created" => "Branch created.",
+        "branch-deleted" => "Branch deleted.",
+        "blacklist-added" => "Added to the blacklist.",
+        "blacklist-removed" => "Removed from the blacklist.",
+        "settings-saved" => "Settings saved.",
         _ => return None,
     })
 }

@@ -222,7 +222,7 @@ impl Tab {
         self.click("main form button[type=submit]").await;
         // Until the answer is in: a signed-in page, or the form with its problem.
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !self.path().await.starts_with("/dashboard/licenses")
+        while self.path().await.starts_with("/dashboard/sign-in")
             && !self.html().await.contains("class=\"problems\"")
         {
             assert!(Instant::now() < deadline, "no answer to signing in");
@@ -317,8 +317,10 @@ async fn first_password_then_a_license_created_and_found_by_its_customer(
     tab.fill("#confirm", PASSWORD).await;
     tab.click("main form button[type=submit]").await;
     tab.sees("Your password is set").await;
-    assert_eq!(tab.path().await, "/dashboard/licenses?notice=password-set");
+    assert_eq!(tab.path().await, "/dashboard/?notice=password-set");
+    tab.sees("Client requests per day").await;
 
+    tab.goto("/dashboard/licenses").await;
     tab.click("a[href='/dashboard/licenses/new']").await;
     // Pick the customer, choose a duration: the script previews the expiry date.
     tab.client
@@ -584,10 +586,15 @@ async fn screenshots(driver: &Driver, s: &TestServer) {
         tab.screenshot(&format!("sign-in-{size}")).await;
         tab.sign_in(&email, PASSWORD).await;
         for (name, path) in [
+            ("overview", "/dashboard/".to_owned()),
             ("licenses", "/dashboard/licenses".to_owned()),
             ("license", format!("/dashboard/licenses/{id}")),
             ("new-license", "/dashboard/licenses/new".to_owned()),
             ("account", "/dashboard/account".to_owned()),
+            ("customers", "/dashboard/customers".to_owned()),
+            ("products", "/dashboard/products".to_owned()),
+            ("blacklist", "/dashboard/blacklist".to_owned()),
+            ("settings", "/dashboard/settings".to_owned()),
             ("releases", "/dashboard/releases".to_owned()),
             ("release", format!("/dashboard/releases/{release}")),
             ("api-keys", "/dashboard/api-keys".to_owned()),

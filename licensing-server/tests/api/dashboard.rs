@@ -1046,3 +1046,180 @@ async fn services_id(s: &TestServer, email: &str) -> String {
         .id
         .to_string()
 }
+
+#[tokio::test]
+async fn customers_products_branches_blacklist_and_settings_are_managed_by_the_roles_that_may() {
+    let s = TestServer::start().await;
+    let mut dev = Browser::new(&s);
+    staff(
+        &s,
+        &mut dev,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    // A customer, with a problem first.
+    let page = dev.get("/dashboard/customers").await;
+    let bad = dev
+        .submit(
+            &page,
+            "/dashboard/customers",
+            &[("fullName", "Ada"), ("email", "not an address")],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("email");
+    let made = dev
+        .submit(
+            &page,
+            "/dashboard/customers",
+            &[
+                ("fullName", "Ada Lovelace"),
+                ("email", "ada@engine.example"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    dev.get(made.location())
+        .await
+        .has("Ada Lovelace")
+        .has("ada@engine.example");
+    dev.get("/dashboard/customers?search=engine")
+        .await
+        .has("Ada Lovelace");
+    dev.get("/dashboard/customers?search=nobody")
+        .await
+        .has("No customers match.");
+
+    // A product with a branch.
+    let page = dev.get("/dashboard/products").await;
+    let made = dev
+        .submit(
+            &page,
+            "/dashboard/products",
+            &[("name", "Desktop app"), ("url", "")],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let product_page = dev.get(made.location()).await;
+    product_page.has("Desktop app").has("No branches");
+    let product_path = made.location().split('?').next().unwrap().to_owned();
+    let branch = dev
+        .submit(
+            &product_page,
+            &format!("{product_path}/branches"),
+            &[("name", "beta")],
+        )
+        .await;
+    assert_eq!(branch.status, 303, "{}", branch.text);
+    dev.get(&product_path).await.has("beta");
+    let products = s.get(&s.dev("products")).await;
+    assert_eq!(products.ok()["products"][0]["name"], "Desktop app");
+
+    // The blacklist.
+    let page = dev.get("/dashboard/blacklist").await;
+    let bad = dev
+        .submit(
+            &page,
+            "/dashboard/blacklist",
+            &[("type", "IP"), ("value", "not an address")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    let added = dev
+        .submit(
+            &page,
+            "/dashboard/blacklist",
+            &[("type", "IP"), ("value", "203.0.113.0/24")],
+        )
+        .await;
+    assert_eq!(added.status, 303, "{}", added.text);
+    dev.get("/dashboard/blacklist").await.has("203.0.113.0/24");
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    s.client(
+        "verify",
+        &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "device-1234-5678"}),
+        Some("203.0.113.9"),
+    )
+    .await
+    .err(403, "IP_BLACKLISTED");
+
+    // Settings: a developer reads them, cannot change them.
+    let settings = dev.get("/dashboard/settings").await;
+    settings.has("Your role may read the settings");
+    let refused = dev
+        .submit(
+            &settings,
+            "/dashboard/settings",
+            &[("strictProducts", "true")],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let settings = owner.get("/dashboard/settings").await;
+    let bad = owner
+        .submit(&settings, "/dashboard/settings", &[("hwidTimeout", "soon")])
+        .await;
+    assert_eq!(bad.status, 400);
+    bad.has("must be a whole number of minutes");
+    let saved = owner
+        .submit(
+            &settings,
+            "/dashboard/settings",
+            &[("strictProducts", "true"), ("hwidTimeout", "90")],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let stored = s.get(&s.dev("settings")).await;
+    assert_eq!(stored.ok()["strictProducts"], true);
+    assert_eq!(stored.ok()["hwidTimeout"], 90);
+    assert_eq!(
+        stored.ok()["requireHardwareIdentifier"],
+        false,
+        "unchecked boxes are false"
+    );
+}
+
+#[tokio::test]
+async fn the_overview_draws_the_days_requests_as_svg_with_their_numbers() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    for device in ["device-1111-0001", "device-1111-0002"] {
+        s.client(
+            "verify",
+            &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device}),
+            None,
+        )
+        .await
+        .valid();
+    }
+    s.client(
+        "verify",
+        &json!({"licenseKey": "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA", "hardwareIdentifier": "device-1111-0003"}),
+        None,
+    )
+    .await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "look@vendor.example", Role::Viewer).await;
+    let page = b.get("/dashboard/").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    page.has("<svg class=\"chart\"")
+        .has("Client requests per day")
+        .has(": 2 successful")
+        .has(": 1 refused")
+        .lacks("style=");
+    let today = Timestamp::now()
+        .as_datetime()
+        .format("%Y-%m-%d")
+        .to_string();
+    page.has(&format!("<td>{today}</td><td>2</td><td>1</td>"));
+}

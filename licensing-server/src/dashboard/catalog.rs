@@ -1,0 +1,672 @@
+//! Customers, products with their branches, the blacklist, and the team's settings.
+
+use licensing_core::api::{BlacklistList, BranchList, CustomerPage, LicensePage, ProductPage};
+use licensing_core::model::{Customer, Product, Resource, Scope, TeamSettings};
+use maud::{Markup, html};
+use serde_json::{Value, json};
+use warp::http::Method;
+
+use super::api::{self, Failure};
+use super::page::{self, Form, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+fn may(staff: &Staff, scope: Scope) -> bool {
+    staff.user.role.scopes().allows(scope)
+}
+
+/// A confirmation page for deleting something: what goes, where the form posts, where "keep"
+/// leads.
+fn confirm(
+    ctx: &Ctx,
+    staff: &Staff,
+    nav: Nav,
+    title: &str,
+    what: Markup,
+    action: &str,
+    back: &str,
+) -> Response {
+    let content = html! {
+        h1 { (title) }
+        div.card {
+            p { (what) " This cannot be undone." }
+            div.actions {
+                form method="post" action=(action) {
+                    (page::csrf(staff))
+                    button.danger type="submit" { "Delete" }
+                }
+                a.button.secondary href=(back) { "Keep it" }
+            }
+        }
+    };
+    page::html_response(200, page::layout(ctx, staff, nav, title, content))
+}
+
+fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
+    html! {
+        @if let Some(message) = failure.and_then(|f| f.field(name)) {
+            span.field-error { (message) }
+        }
+    }
+}
+
+/// An optional text field for a JSON body: the trimmed text, or `null` when blank.
+fn optional(form: &Form, name: &str) -> Value {
+    form.text(name)
+        .map_or(Value::Null, |t| Value::String(t.to_owned()))
+}
+
+// Customers.
+
+/// `GET /dashboard/customers`, or the form again with what to fix.
+pub(crate) async fn customers(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let search = ctx.param("search").unwrap_or_default();
+        let page_number: u32 = ctx
+            .param("page")
+            .and_then(|p| p.parse().ok())
+            .filter(|p| (1..=1_000_000).contains(p))
+            .unwrap_or(1);
+        let mut query = format!("pageSize=50&page={page_number}");
+        if !search.trim().is_empty() {
+            query.push_str("&search=");
+            query.extend(form_urlencoded::byte_serialize(search.trim().as_bytes()));
+        }
+        let list: CustomerPage =
+            api::call(ctx, staff, Method::GET, "customers", &query, None).await?;
+        let link = |page: u32| {
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            if !search.is_empty() {
+                q.append_pair("search", &search);
+            }
+            q.append_pair("page", &page.to_string());
+            format!("/dashboard/customers?{}", q.finish())
+        };
+        let content = html! {
+            h1 { "Customers" }
+            form.filters method="get" action="/dashboard/customers" role="search" {
+                div {
+                    label for="search" { "Search" }
+                    input #search type="search" name="search" value=(search) placeholder="Name, user name or e-mail";
+                }
+                div { button type="submit" { "Show" } }
+            }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "E-mail address" } th scope="col" { "User name" } th scope="col" { "Since" } } }
+                    tbody {
+                        @if list.customers.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
+                        @for c in &list.customers {
+                            tr {
+                                td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or("(no name)")) } }
+                                td { (c.email.as_ref().map_or("", |e| e.as_str())) }
+                                td { (c.username.as_deref().unwrap_or("")) }
+                                td { (page::day(c.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+            nav.pager aria-label="Pages" {
+                @if list.total_results > 0 { span { (list.total_results) " customers" } }
+                @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
+                @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
+            }
+            @if may(staff, Scope::write(Resource::Customers)) {
+                h2 { "New customer" }
+                (page::problems(failure))
+                form method="post" action="/dashboard/customers" {
+                    (page::csrf(staff))
+                    label for="fullName" { "Name" (field_error(failure, "fullName")) }
+                    input #fullName type="text" name="fullName" value=(form.get("fullName").unwrap_or(""));
+                    label for="email" { "E-mail address" (field_error(failure, "email")) }
+                    input #email type="email" name="email" value=(form.get("email").unwrap_or(""));
+                    label for="username" { "User name" (field_error(failure, "username")) }
+                    input #username type="text" name="username" value=(form.get("username").unwrap_or(""));
+                    p { button type="submit" { "Create customer" } }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(200, |f| f.status),
+            page::layout(ctx, staff, Nav::Customers, "Customers", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/customers`.
+pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let body = json!({
+        "fullName": optional(form, "fullName"),
+        "email": optional(form, "email"),
+        "username": optional(form, "username"),
+    });
+    match api::call::<Customer>(ctx, staff, Method::POST, "customers", "", Some(&body)).await {
+        Ok(c) => page::redirect(&format!(
+            "/dashboard/customers/{}?notice=customer-created",
+            c.id
+        )),
+        Err(f) if f.status == 400 => customers(ctx, staff, form, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+fn uuid_of(text: &str, what: &str) -> Result<uuid::Uuid, Failure> {
+    text.parse()
+        .map_err(|_| Failure::new(404, format!("There is no such {what}.")))
+}
+
+/// `GET /dashboard/customers/{id}`.
+pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "customer")?;
+        let c: Customer = api::call(
+            ctx,
+            staff,
+            Method::GET,
+            &format!("customers/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        let licenses: Option<LicensePage> = if may(staff, Scope::read(Resource::Licenses)) {
+            Some(
+                api::call(
+                    ctx,
+                    staff,
+                    Method::GET,
+                    "licenses",
+                    &format!("customerIds={id}&pageSize=100"),
+                    None,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+        let content = html! {
+            div.heading {
+                h1 { (c.full_name.as_deref().unwrap_or("Customer")) }
+                @if may(staff, Scope::write(Resource::Customers)) {
+                    a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { "Delete…" }
+                }
+            }
+            div.card {
+                dl.facts {
+                    dt { "E-mail address" } dd { (c.email.as_ref().map_or("None", |e| e.as_str())) }
+                    dt { "User name" } dd { (c.username.as_deref().unwrap_or("None")) }
+                    dt { "Since" } dd { (page::when(c.created_at)) }
+                    @for m in &c.metadata { dt { code { (m.key) } } dd { (m.value) } }
+                }
+            }
+            @if let Some(licenses) = licenses {
+                h2 { "Licenses" }
+                div.table-wrap {
+                    table {
+                        thead { tr { th scope="col" { "Key" } th scope="col" { "Created" } } }
+                        tbody {
+                            @if licenses.licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
+                            @for l in &licenses.licenses {
+                                tr {
+                                    td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
+                                    td { (page::day(l.created_at)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::Customers, "Customer", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `GET /dashboard/customers/{id}/delete`.
+pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "customer")?;
+        let c: Customer = api::call(
+            ctx,
+            staff,
+            Method::GET,
+            &format!("customers/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        let name = c
+            .full_name
+            .clone()
+            .or_else(|| c.email.as_ref().map(|e| e.as_str().to_owned()))
+            .unwrap_or_else(|| id.to_string());
+        Ok::<_, Failure>(confirm(
+            ctx,
+            staff,
+            Nav::Customers,
+            "Delete this customer?",
+            html! { "Customer " strong { (name) } " will be deleted and removed from their licenses (which stay)." },
+            &format!("/dashboard/customers/{id}/delete"),
+            &format!("/dashboard/customers/{id}"),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/customers/{id}/delete`.
+pub(crate) async fn delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "customer")?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("customers/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect(
+            "/dashboard/customers?notice=customer-deleted",
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+// Products and branches.
+
+/// `GET /dashboard/products`, or the form again with what to fix.
+pub(crate) async fn products(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let list: ProductPage =
+            api::call(ctx, staff, Method::GET, "products", "pageSize=100", None).await?;
+        let content = html! {
+            h1 { "Products" }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "Address" } th scope="col" { "Since" } } }
+                    tbody {
+                        @if list.products.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
+                        @for p in &list.products {
+                            tr {
+                                td { a href={ "/dashboard/products/" (p.id) } { (p.name) } }
+                                td { (p.url.as_ref().map_or("", |u| u.as_str())) }
+                                td { (page::day(p.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if may(staff, Scope::write(Resource::Products)) {
+                h2 { "New product" }
+                (page::problems(failure))
+                form method="post" action="/dashboard/products" {
+                    (page::csrf(staff))
+                    label for="name" { "Name" (field_error(failure, "name")) }
+                    input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
+                    label for="url" { "Web address" span.hint { "Optional." } (field_error(failure, "url")) }
+                    input #url type="text" name="url" value=(form.get("url").unwrap_or(""));
+                    p { button type="submit" { "Create product" } }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(200, |f| f.status),
+            page::layout(ctx, staff, Nav::Products, "Products", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/products`.
+pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let body =
+        json!({ "name": form.get("name").unwrap_or("").trim(), "url": optional(form, "url") });
+    match api::call::<Product>(ctx, staff, Method::POST, "products", "", Some(&body)).await {
+        Ok(p) => page::redirect(&format!(
+            "/dashboard/products/{}?notice=product-created",
+            p.id
+        )),
+        Err(f) if f.status == 400 => products(ctx, staff, form, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `GET /dashboard/products/{id}`, with its branches.
+pub(crate) async fn product(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "product")?;
+        let p: Product =
+            api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
+        let branches: BranchList = api::call(
+            ctx,
+            staff,
+            Method::GET,
+            &format!("products/{id}/branches"),
+            "",
+            None,
+        )
+        .await?;
+        let write = may(staff, Scope::write(Resource::Products));
+        let content = html! {
+            div.heading {
+                h1 { (p.name) }
+                @if write { a.button.danger href={ "/dashboard/products/" (id) "/delete" } { "Delete…" } }
+            }
+            div.card {
+                dl.facts {
+                    dt { "Web address" } dd { (p.url.as_ref().map_or("None", |u| u.as_str())) }
+                    dt { "Since" } dd { (page::when(p.created_at)) }
+                    dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
+                }
+            }
+            h2 { "Branches" }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "Name" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
+                    tbody {
+                        @if branches.branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
+                        @for b in &branches.branches {
+                            tr {
+                                td { (b.name.as_str()) }
+                                td { (page::day(b.created_at)) }
+                                @if write {
+                                    td {
+                                        form method="post" action={ "/dashboard/products/" (id) "/branches/" (b.id) "/delete" } {
+                                            (page::csrf(staff))
+                                            button.secondary.small type="submit" aria-label={ "Delete branch " (b.name.as_str()) } { "Delete" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if write {
+                (page::problems(failure))
+                form.inline method="post" action={ "/dashboard/products/" (id) "/branches" } {
+                    (page::csrf(staff))
+                    label for="branch" { "New branch" }
+                    input #branch type="text" name="name" required placeholder="beta";
+                    button type="submit" { "Add" }
+                }
+                p.hint { "Deleting a branch deletes its releases." }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(200, |f| f.status),
+            page::layout(ctx, staff, Nav::Products, &p.name, content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/products/{id}/branches`.
+pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let Ok(pid) = uuid_of(id, "product") else {
+        return page::not_found(ctx, staff);
+    };
+    let body = json!({ "name": form.get("name").unwrap_or("").trim() });
+    match api::call::<Value>(
+        ctx,
+        staff,
+        Method::POST,
+        &format!("products/{pid}/branches"),
+        "",
+        Some(&body),
+    )
+    .await
+    {
+        Ok(_) => page::redirect(&format!("/dashboard/products/{pid}?notice=branch-created")),
+        Err(f) if f.status == 400 => product(ctx, staff, id, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `POST /dashboard/products/{id}/branches/{branchId}/delete`.
+pub(crate) async fn delete_branch(ctx: &Ctx, staff: &Staff, id: &str, branch: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "product")?;
+        let branch = uuid_of(branch, "branch")?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("products/{id}/branches/{branch}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect(&format!(
+            "/dashboard/products/{id}?notice=branch-deleted"
+        )))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `GET /dashboard/products/{id}/delete`.
+pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "product")?;
+        let p: Product =
+            api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
+        Ok::<_, Failure>(confirm(
+            ctx,
+            staff,
+            Nav::Products,
+            "Delete this product?",
+            html! { "Product " strong { (p.name) } " will be deleted with its branches and releases." },
+            &format!("/dashboard/products/{id}/delete"),
+            &format!("/dashboard/products/{id}"),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/products/{id}/delete`.
+pub(crate) async fn delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "product")?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("products/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/products?notice=product-deleted"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+// The blacklist.
+
+/// `GET /dashboard/blacklist`, or the form again with what to fix.
+pub(crate) async fn blacklist(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let list: BlacklistList = api::call(ctx, staff, Method::GET, "blacklist", "", None).await?;
+        let write = may(staff, Scope::write(Resource::Blacklist));
+        let kind = form.get("type").unwrap_or("IP");
+        let content = html! {
+            h1 { "Blacklist" }
+            p.hint { "Clients from a listed address, country or device are refused, whatever their license." }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "Type" } th scope="col" { "Value" } th scope="col" { "Refusals" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
+                    tbody {
+                        @if list.blacklist.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
+                        @for e in &list.blacklist {
+                            tr {
+                                td { (serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
+                                td.mono { (e.value) }
+                                td { (e.hits) }
+                                td { (page::day(e.created_at)) }
+                                @if write {
+                                    td {
+                                        form method="post" action={ "/dashboard/blacklist/" (e.id) "/delete" } {
+                                            (page::csrf(staff))
+                                            button.secondary.small type="submit" aria-label={ "Remove " (e.value) } { "Remove" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if write {
+                h2 { "Add" }
+                (page::problems(failure))
+                form method="post" action="/dashboard/blacklist" {
+                    (page::csrf(staff))
+                    label for="type" { "Type" (field_error(failure, "type")) }
+                    select #type name="type" {
+                        @for (value, text) in [("IP", "IP address or range"), ("COUNTRY", "Country"), ("HARDWARE_IDENTIFIER", "Hardware identifier")] {
+                            option value=(value) selected[kind == value] { (text) }
+                        }
+                    }
+                    label for="value" { "Value" span.hint { "Such as 203.0.113.0/24, FI, or a device's identifier." } (field_error(failure, "value")) }
+                    input #value type="text" name="value" required value=(form.get("value").unwrap_or(""));
+                    p { button type="submit" { "Add to the blacklist" } }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(200, |f| f.status),
+            page::layout(ctx, staff, Nav::Blacklist, "Blacklist", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/blacklist`.
+pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let body = json!({ "type": form.get("type").unwrap_or(""), "value": form.get("value").unwrap_or("").trim() });
+    match api::call::<Value>(ctx, staff, Method::POST, "blacklist", "", Some(&body)).await {
+        Ok(_) => page::redirect("/dashboard/blacklist?notice=blacklist-added"),
+        Err(f) if f.status == 400 || f.status == 409 => blacklist(ctx, staff, form, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `POST /dashboard/blacklist/{id}/delete`.
+pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = uuid_of(id, "blacklist entry")?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("blacklist/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect(
+            "/dashboard/blacklist?notice=blacklist-removed",
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+// Settings.
+
+/// `GET /dashboard/settings`, or the form again with what to fix.
+pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
+    let outcome = async {
+        let s: TeamSettings = api::call(ctx, staff, Method::GET, "settings", "", None).await?;
+        let write = may(staff, Scope::write(Resource::Settings));
+        let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
+        let content = html! {
+            h1 { "Settings" }
+            (page::problems(failure))
+            form method="post" action="/dashboard/settings" {
+                (page::csrf(staff))
+                fieldset disabled[!write] {
+                    legend { "What a client request must name" }
+                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier (without one, verify and heartbeat are refused)" }
+                    label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; "One of the license's customers" }
+                    label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; "One of the license's products" }
+                    label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }
+                }
+                fieldset disabled[!write] {
+                    legend { "When a device or address stops counting" }
+                    label for="hwidTimeout" { "Device seat freed after (minutes)" span.hint { "Empty: never; a device counts against the limit until forgotten." } (field_error(failure, "hwidTimeout")) }
+                    input #hwidTimeout type="number" min="1" name="hwidTimeout" value=(minutes(s.hwid_timeout));
+                    label for="ipTimeout" { "Address freed after (minutes)" span.hint { "Empty: never." } (field_error(failure, "ipTimeout")) }
+                    input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
+                }
+                @if write { p { button type="submit" { "Save settings" } } }
+                @else { p.hint { "Your role may read the settings, not change them." } }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(200, |f| f.status),
+            page::layout(ctx, staff, Nav::Settings, "Settings", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/settings`.
+pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let mut problems = Vec::new();
+    let mut minutes = |name: &str| match form.text(name) {
+        None => Value::Null,
+        Some(t) => t.parse::<i64>().map(Value::from).unwrap_or_else(|_| {
+            problems.push(licensing_core::FieldError::new(
+                name,
+                "must be a whole number of minutes",
+            ));
+            Value::Null
+        }),
+    };
+    let body = json!({
+        "requireHardwareIdentifier": form.get("requireHardwareIdentifier").is_some(),
+        "strictCustomers": form.get("strictCustomers").is_some(),
+        "strictProducts": form.get("strictProducts").is_some(),
+        "strictReleases": form.get("strictReleases").is_some(),
+        "hwidTimeout": minutes("hwidTimeout"),
+        "ipTimeout": minutes("ipTimeout"),
+    });
+    if !problems.is_empty() {
+        let f = Failure {
+            status: 400,
+            details: String::new(),
+            fields: problems,
+        };
+        return settings(ctx, staff, Some(&f)).await;
+    }
+    match api::call::<Value>(ctx, staff, Method::PUT, "settings", "", Some(&body)).await {
+        Ok(_) => page::redirect("/dashboard/settings?notice=settings-saved"),
+        Err(f) if f.status == 400 => settings(ctx, staff, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}

@@ -1,0 +1,103 @@
+//! The overview: the team's statistics as numbers and charts.
+
+use licensing_core::model::{Resource, Scope, Statistics};
+use maud::html;
+use warp::http::Method;
+
+use super::api::{self, Failure};
+use super::charts;
+use super::page::{self, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+/// `GET /dashboard/`: the overview, or the licenses for a role without statistics.
+pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
+    if !staff
+        .user
+        .role
+        .scopes()
+        .allows(Scope::read(Resource::Statistics))
+    {
+        return page::redirect("/dashboard/licenses");
+    }
+    let outcome = async {
+        let stats: Statistics = api::call(ctx, staff, Method::GET, "statistics", "", None).await?;
+        let days: Vec<(String, u64, u64)> = stats
+            .daily
+            .iter()
+            .map(|d| {
+                (
+                    d.date.get(5..).unwrap_or(&d.date).to_owned(),
+                    d.successful,
+                    d.failed,
+                )
+            })
+            .collect();
+        let countries: Vec<(String, u64)> = stats
+            .top_countries
+            .iter()
+            .map(|c| (c.country.clone(), c.requests))
+            .collect();
+        let products: Vec<(String, u64)> = stats
+            .top_products
+            .iter()
+            .map(|p| (p.name.clone(), p.licenses))
+            .collect();
+        let o = &stats.overview;
+        let content = html! {
+            h1 { "Overview" }
+            div.figures {
+                div.figure { span.number { (o.total_licenses) } span.label { "licenses" } }
+                div.figure { span.number { (o.active_licenses) } span.label { "active in the last hour" } }
+                div.figure { span.number { (o.total_customers) } span.label { "customers" } }
+                div.figure { span.number { (o.total_products) } span.label { "products" } }
+                div.figure { span.number { (stats.requests.total) } span.label { "client requests, 30 days" } }
+                div.figure {
+                    span.number {
+                        @if stats.requests.total == 0 { "—" } @else { (format!("{:.1} %", stats.requests.success_rate)) }
+                    }
+                    span.label { "answered valid" }
+                }
+            }
+            div.card {
+                h2 { "Client requests per day" }
+                p.legend { span.swatch.ok {} "valid " span.swatch.bad {} "refused" }
+                (charts::stacked_columns("Client requests per day over the last 30 days", &days))
+                details {
+                    summary { "The numbers" }
+                    div.table-wrap {
+                        table {
+                            thead { tr { th scope="col" { "Day (UTC)" } th scope="col" { "Valid" } th scope="col" { "Refused" } } }
+                            tbody {
+                                @for d in stats.daily.iter().rev() {
+                                    tr { td { (d.date) } td { (d.successful) } td { (d.failed) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            div.columns {
+                div.card {
+                    h2 { "Top countries" }
+                    (charts::bars("Client requests by country, last 30 days", &countries))
+                }
+                div.card {
+                    h2 { "Top products" }
+                    (charts::bars("Licenses by product", &products))
+                }
+            }
+            p.hint {
+                "Last 24 hours: " (stats.recent_activity.last_24h) " requests · 7 days: "
+                (stats.recent_activity.last_7d) " · verify " (stats.requests.by_type.verify)
+                ", heartbeat " (stats.requests.by_type.heartbeat) ", download "
+                (stats.requests.by_type.download) " in 30 days. Refreshed every 15 minutes."
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::Overview, "Overview", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
