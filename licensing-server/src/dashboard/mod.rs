@@ -27,6 +27,7 @@ mod page;
 mod releases;
 mod session;
 mod users;
+mod webhooks;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -225,6 +226,15 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (_, true, ["api-keys"]) => api_keys::create(&ctx, &staff, &form).await,
         (true, _, ["api-keys", id, "revoke"]) => api_keys::confirm_revoke(&ctx, &staff, id).await,
         (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(&ctx, &staff, id).await,
+        (true, _, ["webhooks"]) => webhooks::list(&ctx, &staff, &form, None, None).await,
+        (_, true, ["webhooks"]) => webhooks::create(&ctx, &staff, &form).await,
+        (true, _, ["webhooks", id]) => webhooks::show(&ctx, &staff, id).await,
+        (_, true, ["webhooks", id, "test"]) => webhooks::send_test(&ctx, &staff, id).await,
+        (true, _, ["webhooks", id, "delete"]) => webhooks::confirm_delete(&ctx, &staff, id).await,
+        (_, true, ["webhooks", id, "delete"]) => webhooks::delete(&ctx, &staff, id).await,
+        (_, true, ["webhooks", id, "deliveries", delivery, "redeliver"]) => {
+            webhooks::redeliver(&ctx, &staff, id, delivery).await
+        }
         (true, _, ["audit"]) => audit::list(&ctx, &staff).await,
         (true, _, ["users"]) => users::list(&ctx, &staff, &form, None, None).await,
         (_, true, ["users"]) => users::create(&ctx, &staff, &form).await,

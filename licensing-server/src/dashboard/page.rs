@@ -117,6 +117,7 @@ pub(crate) enum Nav {
     Blacklist,
     Settings,
     ApiKeys,
+    Webhooks,
     Audit,
     Users,
     Account,
@@ -167,6 +168,12 @@ const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
         "API keys",
         "/dashboard/api-keys",
         Some(Resource::ApiKeys),
+    ),
+    (
+        Nav::Webhooks,
+        "Webhooks",
+        "/dashboard/webhooks",
+        Some(Resource::Webhooks),
     ),
     (
         Nav::Audit,
@@ -291,6 +298,9 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "blacklist-added" => "Added to the blacklist.",
         "blacklist-removed" => "Removed from the blacklist.",
         "settings-saved" => "Settings saved.",
+        "webhook-test" => "Test event queued: it appears below once sent.",
+        "webhook-redelivered" => "Delivery queued again.",
+        "webhook-deleted" => "Webhook endpoint deleted.",
         _ => return None,
     })
 }

@@ -598,6 +598,7 @@ async fn screenshots(driver: &Driver, s: &TestServer) {
             ("releases", "/dashboard/releases".to_owned()),
             ("release", format!("/dashboard/releases/{release}")),
             ("api-keys", "/dashboard/api-keys".to_owned()),
+            ("webhooks", "/dashboard/webhooks".to_owned()),
             ("audit", "/dashboard/audit".to_owned()),
             ("users", "/dashboard/users".to_owned()),
         ] {

@@ -1223,3 +1223,70 @@ async fn the_overview_draws_the_days_requests_as_svg_with_their_numbers() {
         .to_string();
     page.has(&format!("<td>{today}</td><td>2</td><td>1</td>"));
 }
+
+#[tokio::test]
+async fn a_webhook_endpoint_is_made_with_its_secret_shown_once_tested_and_deleted() {
+    let s = TestServer::start_with(|c| {
+        c.webhook_allow_http = true;
+        c.webhook_allow_private = true;
+    })
+    .await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = b.get("/dashboard/webhooks").await;
+    page.has("No endpoints yet.");
+    let bad = b
+        .submit(
+            &page,
+            "/dashboard/webhooks",
+            &[("url", "ftp://nowhere"), ("eventTypes", "*")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    bad.has("url");
+    let made = b
+        .submit(
+            &page,
+            "/dashboard/webhooks",
+            &[
+                ("url", "http://127.0.0.1:9/hook"),
+                ("eventTypes", "license.*, webhook.test"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let secret = text_after(&made, r#"id="new-secret">"#);
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let listed = b.get("/dashboard/webhooks").await;
+    listed.has("http://127.0.0.1:9/hook").lacks(&secret);
+    let id = s.get(&s.dev("webhooks")).await.ok()["webhooks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let endpoint = b.get(&format!("/dashboard/webhooks/{id}")).await;
+    endpoint.has("Nothing sent yet.");
+    let tested = b
+        .submit(&endpoint, &format!("/dashboard/webhooks/{id}/test"), &[])
+        .await;
+    assert_eq!(tested.status, 303);
+    b.get(tested.location()).await.has("webhook.test");
+    let confirm = b.get(&format!("/dashboard/webhooks/{id}/delete")).await;
+    let gone = b
+        .submit(&confirm, &format!("/dashboard/webhooks/{id}/delete"), &[])
+        .await;
+    assert_eq!(gone.status, 303);
+    assert_eq!(
+        s.get(&s.dev("webhooks")).await.ok()["webhooks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}

@@ -1,0 +1,300 @@
+//! Webhook endpoints: the list, a new endpoint (its signing secret shown once), an endpoint's
+//! delivery log with redelivery, a test event, and deleting one.
+
+use licensing_core::WebhookId;
+use licensing_core::api::{DeliveryPage, WebhookList};
+use licensing_core::model::{Resource, Scope, WebhookView, WebhookWithSecret};
+use maud::html;
+use serde_json::{Value, json};
+use warp::http::Method;
+
+use super::api::{self, Failure};
+use super::page::{self, Form, Nav};
+use super::{Ctx, Staff};
+use crate::http::Response;
+
+fn may_write(staff: &Staff) -> bool {
+    staff
+        .user
+        .role
+        .scopes()
+        .allows(Scope::write(Resource::Webhooks))
+}
+
+/// A serialized enum's name (`"DELIVERED"`), for display.
+fn name_of<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn state(w: &WebhookView) -> (&'static str, String) {
+    if w.enabled {
+        ("ok", "Enabled".to_owned())
+    } else {
+        (
+            "bad",
+            match &w.disabled_reason {
+                Some(reason) => format!("Disabled ({})", name_of(reason).to_lowercase()),
+                None => "Disabled".to_owned(),
+            },
+        )
+    }
+}
+
+/// `GET /dashboard/webhooks`, or after a create (`made`: the secret, shown once).
+pub(crate) async fn list(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    made: Option<&WebhookWithSecret>,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let list: WebhookList = api::call(ctx, staff, Method::GET, "webhooks", "", None).await?;
+        let content = html! {
+            h1 { "Webhooks" }
+            p.hint { "Each change to your records, and each refused client request, can be sent to your own server as a signed event (the Standard Webhooks scheme)." }
+            @if let Some(made) = made {
+                div.card role="status" {
+                    h2 { "Signing secret of " (made.endpoint.url) }
+                    p { "Your receiver checks each event's signature with it. Copy it now: it is not shown again." }
+                    p {
+                        code #new-secret { (made.secret) }
+                        button.secondary.small.copy type="button" data-copy=(made.secret) hidden { "Copy" }
+                    }
+                }
+            }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "Address" } th scope="col" { "Events" } th scope="col" { "State" } th scope="col" { "Since" } } }
+                    tbody {
+                        @if list.webhooks.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
+                        @for w in &list.webhooks {
+                            @let (class, text) = state(w);
+                            tr {
+                                td { a href={ "/dashboard/webhooks/" (w.id) } { (w.url) } @if let Some(d) = &w.description { br; span.hint { (d) } } }
+                                td { (w.event_types.join(", ")) }
+                                td { span.badge.(class) { (text) } }
+                                td { (page::day(w.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if may_write(staff) {
+                h2 { "New endpoint" }
+                (page::problems(failure))
+                form method="post" action="/dashboard/webhooks" {
+                    (page::csrf(staff))
+                    label for="url" { "Address" span.hint { "An https:// URL of your server." } }
+                    input #url type="text" name="url" required value=(form.get("url").unwrap_or(""));
+                    label for="description" { "Description" span.hint { "Optional." } }
+                    input #description type="text" name="description" value=(form.get("description").unwrap_or(""));
+                    label for="eventTypes" { "Events" span.hint { "Comma-separated: license.created, license.*, or * for all." } }
+                    input #eventTypes type="text" name="eventTypes" value=(form.get("eventTypes").unwrap_or("*"));
+                    p { button type="submit" { "Create endpoint" } }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            failure.map_or(if made.is_some() { 201 } else { 200 }, |f| f.status),
+            page::layout(ctx, staff, Nav::Webhooks, "Webhooks", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/webhooks`.
+pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let events: Vec<&str> = form
+        .get("eventTypes")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    let mut body = json!({ "url": form.get("url").unwrap_or("").trim(), "eventTypes": events });
+    if let Some(d) = form.text("description") {
+        body["description"] = Value::String(d.to_owned());
+    }
+    match api::call::<WebhookWithSecret>(ctx, staff, Method::POST, "webhooks", "", Some(&body))
+        .await
+    {
+        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Err(f) if f.status == 400 => list(ctx, staff, form, None, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+fn webhook_id(text: &str) -> Result<WebhookId, Failure> {
+    text.parse()
+        .map_err(|_| Failure::new(404, "There is no such webhook endpoint."))
+}
+
+/// `GET /dashboard/webhooks/{id}`: the endpoint and its delivery log.
+pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let w: WebhookView =
+            api::call(ctx, staff, Method::GET, &format!("webhooks/{id}"), "", None).await?;
+        let deliveries: DeliveryPage = api::call(
+            ctx,
+            staff,
+            Method::GET,
+            &format!("webhooks/{id}/deliveries"),
+            "pageSize=50",
+            None,
+        )
+        .await?;
+        let write = may_write(staff);
+        let (class, text) = state(&w);
+        let content = html! {
+            div.heading {
+                h1 { (w.url) }
+                span.badge.(class) { (text) }
+            }
+            @if write {
+                div.actions {
+                    form method="post" action={ "/dashboard/webhooks/" (id) "/test" } {
+                        (page::csrf(staff))
+                        button.secondary type="submit" { "Send a test event" }
+                    }
+                    a.button.danger href={ "/dashboard/webhooks/" (id) "/delete" } { "Delete…" }
+                }
+            }
+            div.card {
+                dl.facts {
+                    dt { "Events" } dd { (w.event_types.join(", ")) }
+                    dt { "Description" } dd { (w.description.as_deref().unwrap_or("None")) }
+                    dt { "Failing since" } dd { (w.failing_since.map(page::when).unwrap_or_else(|| "Not failing".into())) }
+                    dt { "Since" } dd { (page::when(w.created_at)) }
+                }
+            }
+            h2 { "Deliveries" }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "When" } th scope="col" { "Event" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Last answer" } @if write { th scope="col" { span.hint { "Action" } } } } }
+                    tbody {
+                        @if deliveries.deliveries.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
+                        @for d in &deliveries.deliveries {
+                            tr {
+                                td.nowrap { (page::when(d.created_at)) }
+                                td { code { (d.event_type) } }
+                                td { (name_of(&d.status).to_lowercase()) }
+                                td { (d.attempt_count) }
+                                td {
+                                    @if let Some(a) = d.attempts.last() {
+                                        @if let Some(code) = a.status_code { "HTTP " (code) } @else { (a.error.as_deref().unwrap_or("no answer")) }
+                                    } @else { "—" }
+                                }
+                                @if write {
+                                    td {
+                                        form method="post" action={ "/dashboard/webhooks/" (id) "/deliveries/" (d.id) "/redeliver" } {
+                                            (page::csrf(staff))
+                                            button.secondary.small type="submit" { "Send again" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::Webhooks, "Webhook endpoint", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/webhooks/{id}/test`.
+pub(crate) async fn send_test(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::POST,
+            &format!("webhooks/{id}/test"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect(&format!(
+            "/dashboard/webhooks/{id}?notice=webhook-test"
+        )))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/webhooks/{id}/deliveries/{deliveryId}/redeliver`.
+pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let delivery: uuid::Uuid = delivery
+            .parse()
+            .map_err(|_| Failure::new(404, "There is no such delivery."))?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::POST,
+            &format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect(&format!(
+            "/dashboard/webhooks/{id}?notice=webhook-redelivered"
+        )))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `GET /dashboard/webhooks/{id}/delete`.
+pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let w: WebhookView =
+            api::call(ctx, staff, Method::GET, &format!("webhooks/{id}"), "", None).await?;
+        let content = html! {
+            h1 { "Delete this endpoint?" }
+            div.card {
+                p { "Events stop going to " strong { (w.url) } ", and its delivery log is deleted. This cannot be undone." }
+                div.actions {
+                    form method="post" action={ "/dashboard/webhooks/" (id) "/delete" } {
+                        (page::csrf(staff))
+                        button.danger type="submit" { "Delete endpoint" }
+                    }
+                    a.button.secondary href={ "/dashboard/webhooks/" (id) } { "Keep it" }
+                }
+            }
+        };
+        Ok::<_, Failure>(page::html_response(
+            200,
+            page::layout(ctx, staff, Nav::Webhooks, "Delete endpoint", content),
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/webhooks/{id}/delete`.
+pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let _: Value = api::call(
+            ctx,
+            staff,
+            Method::DELETE,
+            &format!("webhooks/{id}"),
+            "",
+            None,
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/webhooks?notice=webhook-deleted"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
