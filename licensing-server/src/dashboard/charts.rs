@@ -74,13 +74,15 @@ pub(crate) fn bars(title: &str, items: &[(String, u64)]) -> Markup {
     let max = items.iter().map(|(_, v)| *v).max().unwrap_or(0).max(1);
     let row = 28.0;
     let height = (items.len().max(1) as f64) * row;
-    let label_w = 180.0;
-    let plot_w = WIDTH - label_w - 60.0;
+    // Narrower than the columns: these sit two to a row, and their text must stay legible.
+    let width = 420.0;
+    let label_w = 150.0;
+    let plot_w = width - label_w - 50.0;
     html! {
         @if items.is_empty() {
             p.hint { "Nothing yet." }
         } @else {
-            svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img" aria-label=(title) {
+            svg.chart viewBox=(format!("0 0 {width} {height}")) role="img" aria-label=(title) {
                 title { (title) }
                 @for (i, (name, value)) in items.iter().enumerate() {
                     @let top = i as f64 * row;

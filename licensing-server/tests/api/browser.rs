@@ -283,7 +283,7 @@ async fn staff_journeys_in_a_real_browser() {
     sign_in_is_throttled(&driver, &s).await;
     a_release_is_uploaded_and_shows_its_checksum(&driver, &s).await;
     a_scoped_api_key_is_refused_beyond_its_scope(&driver, &s).await;
-    screenshots(&driver, &s).await;
+    screenshots(&driver).await;
 }
 
 async fn first_password_then_a_license_created_and_found_by_its_customer(
@@ -568,18 +568,100 @@ async fn a_scoped_api_key_is_refused_beyond_its_scope(driver: &Driver, s: &TestS
 }
 
 /// Every page at a desktop's and a phone's size.
-async fn screenshots(driver: &Driver, s: &TestServer) {
+async fn screenshots(driver: &Driver) {
+    // A team of its own, with a little of everything, so that no page is empty.
+    let server = TestServer::start_with(|c| {
+        c.webhook_allow_http = true;
+        c.webhook_allow_private = true;
+    })
+    .await;
+    let s = &server;
     let email = account(s, "shots@vendor.example", Role::Owner).await;
-    let releases = s.get(&s.dev("releases")).await;
-    let release = releases.ok()["releases"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let listed = s.get(&s.dev("licenses?pageSize=10")).await;
-    let id = listed.ok()["licenses"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    account(s, "desk@vendor.example", Role::Support).await;
+    let products: Vec<String> = ["Photo Studio", "Photo Studio Pro"]
+        .iter()
+        .map(|name| async move {
+            s.post(&s.dev("products"), &json!({ "name": name }).to_string())
+                .await
+                .ok()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect::<futures_util::future::JoinAll<_>>()
+        .await;
+    let mut customers = Vec::new();
+    for (name, mail) in [
+        ("Ada Lovelace", "ada@engine.example"),
+        ("Grace Hopper", "grace@navy.example"),
+        ("Alan Turing", "alan@bletchley.example"),
+    ] {
+        let c = s
+            .post(
+                &s.dev("customers"),
+                &json!({ "fullName": name, "email": mail }).to_string(),
+            )
+            .await;
+        customers.push(c.ok()["id"].as_str().unwrap().to_owned());
+    }
+    let mut keys = Vec::new();
+    for i in 0..12 {
+        let mut body = json!({
+            "expirationType": "NEVER",
+            "hwidLimit": 2,
+            "productIds": [products[i % 2]],
+            "customerIds": [customers[i % 3]],
+            "suspended": i == 4,
+        });
+        if i % 3 != 0 {
+            body["expirationType"] = json!("DURATION");
+            body["expirationDays"] = json!(365);
+        }
+        keys.push(s.license(&body.to_string()).await);
+    }
+    for (i, l) in keys.iter().enumerate().take(8) {
+        let device = format!("device-{i:04}-aaaa");
+        s.client(
+            "verify",
+            &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device}),
+            Some(&format!("203.0.113.{}", 10 + i)),
+        )
+        .await;
+    }
+    s.client(
+        "verify",
+        &json!({"licenseKey": "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA", "hardwareIdentifier": "device-0000-bbbb"}),
+        None,
+    )
+    .await;
+    let release = {
+        use reqwest::multipart::{Form, Part};
+        let data = json!({"version": "2.4.0", "productId": products[0], "status": "PUBLISHED", "setAsLatest": true});
+        let form = Form::new().text("data", data.to_string()).part(
+            "file",
+            Part::bytes(vec![7u8; 64 * 1024]).file_name("photo-studio-2.4.0.jar"),
+        );
+        let response = s
+            .client
+            .post(s.dev("releases"))
+            .bearer_auth(s.key())
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["data"]["id"].as_str().unwrap().to_owned()
+    };
+    s.post(&s.dev("blacklist"), r#"{"type":"COUNTRY","value":"AQ"}"#)
+        .await
+        .ok();
+    s.post(
+        &s.dev("webhooks"),
+        r#"{"url":"http://127.0.0.1:9/hooks/licensing","eventTypes":["license.*"]}"#,
+    )
+    .await
+    .ok();
+    let id = keys[0]["id"].as_str().unwrap().to_owned();
     for (size, width, height) in [("desktop", 1280, 800), ("phone", 390, 844)] {
         let tab = Tab::open_sized(driver, s, width, height).await;
         tab.goto("/dashboard/sign-in").await;
