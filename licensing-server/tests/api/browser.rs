@@ -281,6 +281,7 @@ async fn staff_journeys_in_a_real_browser() {
     a_viewer_changes_nothing(&driver, &s).await;
     a_form_without_its_token_is_refused(&driver, &s).await;
     sign_in_is_throttled(&driver, &s).await;
+    an_idle_session_ends(&driver, &s).await;
     a_release_is_uploaded_and_shows_its_checksum(&driver, &s).await;
     a_scoped_api_key_is_refused_beyond_its_scope(&driver, &s).await;
     screenshots(&driver).await;
@@ -499,6 +500,41 @@ async fn sign_in_is_throttled(driver: &Driver, s: &TestServer) {
     }
     tab.sign_in(&email, PASSWORD).await;
     tab.sees("Too many failed sign-ins").await;
+    assert!(tab.path().await.starts_with("/dashboard/sign-in"));
+    tab.close().await;
+}
+
+async fn an_idle_session_ends(driver: &Driver, s: &TestServer) {
+    use licensing_core::crypto::sha256_hex;
+    use licensing_core::model::StaffSession;
+    use licensing_core::store::StaffStore;
+    let email = account(s, "idle@vendor.example", Role::Viewer).await;
+    let user = s.store.find_staff_by_email(&email).await.unwrap().unwrap();
+    // A session last used 31 minutes ago (the idle time-out is 30), its cookie in the browser.
+    let now = Timestamp::now();
+    let secret = "an-idle-sessions-cookie-value-0123456789abc";
+    s.store
+        .create_session(&StaffSession {
+            id_sha256: sha256_hex(secret.as_bytes()),
+            user_id: user.id,
+            team_id: user.team_id,
+            csrf_token: "t".repeat(43),
+            created_at: Timestamp::from_millis(now.as_millis() - 40 * 60_000),
+            last_seen_at: Timestamp::from_millis(now.as_millis() - 31 * 60_000),
+        })
+        .await
+        .unwrap();
+    let tab = Tab::open(driver, s).await;
+    tab.goto("/dashboard/sign-in").await;
+    tab.client
+        .execute(
+            "document.cookie = 'session=' + arguments[0] + '; path=/; SameSite=Strict';",
+            vec![json!(secret)],
+        )
+        .await
+        .unwrap();
+    tab.goto("/dashboard/licenses").await;
+    tab.sees("Your session has ended").await;
     assert!(tab.path().await.starts_with("/dashboard/sign-in"));
     tab.close().await;
 }
