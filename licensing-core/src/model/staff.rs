@@ -14,6 +14,7 @@ use crate::{StaffId, TeamId, Timestamp};
 
 /// A staff member's role in one team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Everything, including other owners' accounts.
@@ -120,6 +121,27 @@ pub struct StaffUser {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+}
+
+/// (admin) A staff account just created, with its one-time set-password link: the answer of
+/// `POST /api/v1/admin/teams/{teamId}/users`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct StaffInvited {
+    /// The account's id.
+    pub id: StaffId,
+    /// Its team.
+    pub team_id: TeamId,
+    /// The address it signs in with, lower-cased.
+    pub email: String,
+    /// Its role.
+    pub role: Role,
+    /// The set-password link's path on this server (`/dashboard/set-password/{id}/{secret}`):
+    /// shown only in this answer, it works once.
+    pub set_password_path: String,
+    /// When the link stops working.
+    pub set_password_expires_at: Timestamp,
 }
 
 /// A one-time set-password link: only the SHA-256 of its secret is stored.

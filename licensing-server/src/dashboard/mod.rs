@@ -2,17 +2,17 @@
 //! the server itself, with nothing else to build or run.
 //!
 //! - **One permission model.** A page never reaches the store for what the developer API does:
-//!   it runs the API's operation (method and path) in-process through [`dev::call`], as the
+//!   it runs the API's operation (method and path) in-process through `routes::dev::call`, as the
 //!   signed-in staff member, with the scopes of their role. Every check of the API (validation,
 //!   scopes, tenant isolation) therefore holds here too, and the audit log names the staff
 //!   member as the actor. The dashboard has no team in its paths: a session belongs to one
 //!   team, and every call is made for that team.
 //! - **Sessions** live in the store, so that every instance on one PostgreSQL database shares
 //!   them; the cookie carries a random 256-bit secret of which the store keeps the SHA-256
-//!   (see [`session`]).
+//!   (see the `session` module).
 //! - **Forms** work without JavaScript. Every form that changes something carries the session's
 //!   CSRF token, and every answer carries a `Content-Security-Policy` that allows no inline
-//!   script or style and nothing from elsewhere (see [`page`]).
+//!   script or style and nothing from elsewhere (see the `page` module).
 
 mod account;
 mod api;

@@ -7,7 +7,7 @@
 
 use licensing_core::api::requests::{
     AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody, FeaturesBody,
-    ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody, SettingsBody, WebhookBody,
+    ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody, SettingsBody, StaffBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
@@ -17,8 +17,8 @@ use licensing_core::api::{
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,
-    ReleaseView, Statistics, TeamCreated, TeamSettings, TeamView, WebhookDelivery, WebhookView,
-    WebhookWithSecret,
+    ReleaseView, StaffInvited, Statistics, TeamCreated, TeamSettings, TeamView, WebhookDelivery,
+    WebhookView, WebhookWithSecret,
 };
 use utoipa::ToSchema;
 
@@ -1413,6 +1413,26 @@ pub(super) fn set_features() {}
     security(("adminToken" = []))
 )]
 pub(super) fn admin_create_api_key() {}
+
+/// (admin) Create a staff account of a team for the dashboard; the answer carries its one-time
+/// set-password link (valid 72 hours), which is shown only there.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/teams/{teamId}/users",
+    tag = "admin",
+    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    request_body = StaffBody,
+    responses(
+        (status = 201, description = "Created: the set-password link is in this answer only", body = Envelope<StaffInvited>),
+        (status = 400, description = "BAD_REQUEST: a bad address or role, or an address that has an account", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "TEAM_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+    ),
+    security(("adminToken" = []))
+)]
+pub(super) fn admin_create_user() {}
 
 /// (admin) An online backup: every team's records and release files as the export archive
 /// (JSON lines: a header, the records, a trailer counting the lines), streamed while the server

@@ -1,5 +1,5 @@
 //! The admin API under `/api/v1/admin`, for the operator: create and list teams, switch a team's
-//! classloader feature, give a team a new API key. It exists only when `LICENSING_ADMIN_TOKEN` is set; otherwise its paths
+//! classloader feature, give a team a new API key or a staff account for the dashboard. It exists only when `LICENSING_ADMIN_TOKEN` is set; otherwise its paths
 //! are unknown routes (404).
 
 use std::future::Future;
@@ -9,11 +9,11 @@ use bytes::Buf;
 use futures_util::Stream;
 use licensing_core::api::TeamList;
 use licensing_core::api::requests::{
-    AdminTeamBody, ApiKeyBody, FeaturesBody, MAX_JSON_BODY, parse_no_query,
+    AdminTeamBody, ApiKeyBody, FeaturesBody, MAX_JSON_BODY, StaffBody, parse_no_query,
 };
-use licensing_core::model::{Action, TeamView, changes};
-use licensing_core::store::TeamStore;
-use licensing_core::{TeamId, Timestamp, UserId};
+use licensing_core::model::{Action, StaffInvited, TeamView, changes};
+use licensing_core::store::{Entity, StoreError, TeamStore};
+use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 use warp::Filter;
 use warp::Reply as _;
 use warp::filters::BoxedFilter;
@@ -81,6 +81,20 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                 .await
             },
         );
+    let user = warp::path!("api" / "v1" / "admin" / "teams" / String / "users")
+        .and(warp::post())
+        .and(s())
+        .and(client())
+        .and(headers())
+        .and(warp::body::stream())
+        .then(
+            |team: String, state: AppState, client, headers: HeaderMap, body| async move {
+                gate(state, client, headers, |state, by| {
+                    create_user(state, by, team, body)
+                })
+                .await
+            },
+        );
     let backup = warp::path!("api" / "v1" / "admin" / "backup")
         .and(warp::get())
         .and(s())
@@ -98,6 +112,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .or(features)
         .unify()
         .or(api_key)
+        .unify()
+        .or(user)
         .unify()
         .or(backup)
         .unify()
@@ -166,6 +182,48 @@ where
         201,
         created,
         "API key created; it is shown only in this answer",
+    ))
+}
+
+/// A staff account of a team for the dashboard, with its one-time set-password link.
+async fn create_user<S, B>(state: AppState, by: Acting, team: String, body: S) -> Handled
+where
+    S: Stream<Item = Result<B, warp::Error>>,
+    B: Buf,
+{
+    let team: TeamId = path_param("teamId", &team)?;
+    let (email, role) = StaffBody::parse(&read_body(body, MAX_JSON_BODY).await?)?;
+    if state
+        .store
+        .get_team(team)
+        .await
+        .map_err(store_error)?
+        .is_none()
+    {
+        return Err(StoreError::NotFound(Entity::Team).into());
+    }
+    let now = Timestamp::now();
+    let created =
+        services::staff::create_staff(&state.store, team, &email, role, now, Some(&by)).await?;
+    let link = created
+        .user
+        .password_link
+        .as_ref()
+        .ok_or_else(ApiError::internal)?;
+    Ok(success(
+        201,
+        StaffInvited {
+            id: created.user.id,
+            team_id: team,
+            email: created.user.email.as_str().to_owned(),
+            role,
+            set_password_path: format!(
+                "/dashboard/set-password/{}/{}",
+                created.user.id, created.link_secret
+            ),
+            set_password_expires_at: link.expires_at,
+        },
+        "Account created; its set-password link is shown only in this answer",
     ))
 }
 

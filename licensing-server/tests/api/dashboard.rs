@@ -1290,3 +1290,72 @@ async fn a_webhook_endpoint_is_made_with_its_secret_shown_once_tested_and_delete
         0
     );
 }
+
+#[tokio::test]
+async fn the_admin_api_creates_an_account_whose_link_sets_its_password() {
+    const TOKEN: &str = "admin-token-for-tests-0123456789";
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let url = format!("{}/api/v1/admin/teams/{}/users", s.base, s.team_id());
+    let post = |url: String, body: &'static str, token: Option<&'static str>| {
+        let s = &s;
+        async move { s.send(reqwest::Method::POST, &url, token, Some(body)).await }
+    };
+    post(
+        url.clone(),
+        r#"{"email":"ann@example.com","role":"support"}"#,
+        None,
+    )
+    .await
+    .err(401, "UNAUTHORIZED");
+    let bad = post(
+        url.clone(),
+        r#"{"email":"ann@example.com","role":"boss"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    bad.err(400, "BAD_REQUEST");
+    assert_eq!(bad.fields(), ["role"]);
+    let unknown = format!(
+        "{}/api/v1/admin/teams/{}/users",
+        s.base,
+        uuid::Uuid::new_v4()
+    );
+    post(
+        unknown,
+        r#"{"email":"ann@example.com","role":"support"}"#,
+        Some(TOKEN),
+    )
+    .await
+    .err(404, "TEAM_NOT_FOUND");
+    let made = post(
+        url.clone(),
+        r#"{"email":"Ann@Example.com","role":"support"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let data = made.ok();
+    assert_eq!(data["email"], "ann@example.com");
+    assert_eq!(data["role"], "support");
+    let path = data["setPasswordPath"].as_str().unwrap().to_owned();
+    let again = post(
+        url,
+        r#"{"email":"ann@example.com","role":"viewer"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    again.err(400, "BAD_REQUEST");
+    assert_eq!(again.fields(), ["email"]);
+
+    let mut b = Browser::new(&s);
+    let done = b
+        .post(&path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+    b.get("/dashboard/licenses")
+        .await
+        .has("ann@example.com")
+        .has("support");
+    let audit = s.get(&s.dev("audit-log?action=staff.created")).await;
+    assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "ADMIN");
+}

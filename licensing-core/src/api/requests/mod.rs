@@ -27,7 +27,7 @@ pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
-    ForgottenBody, SettingsBody,
+    ForgottenBody, SettingsBody, StaffBody,
 };
 pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query};
 

@@ -286,6 +286,33 @@ impl AdminTeamBody {
     }
 }
 
+/// Admin `POST /api/v1/admin/teams/{teamId}/users`: `{email, role}`, a staff account of the
+/// dashboard.
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"email": "ann@example.com", "role": "support"})))]
+#[serde(deny_unknown_fields)]
+pub struct StaffBody {
+    /// `email`: the address the account signs in with.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub email: Option<String>,
+    /// `role`: `owner`, `admin`, `developer`, `support` or `viewer`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub role: Option<String>,
+}
+
+impl StaffBody {
+    /// The address (as given; the service lower-cases and checks it) and the role.
+    pub fn parse(body: &[u8]) -> Result<(String, crate::model::Role), ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let email = v.required("email", raw.email, |t| text(t, 3, 254));
+        let role = v.required("role", raw.role, crate::model::Role::parse);
+        finish(v)?;
+        Ok((present(email)?, present(role)?))
+    }
+}
+
 /// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
