@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Form, Nav};
+use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
@@ -144,8 +144,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 }
 
 fn key_id(text: &str) -> Result<ApiKeyId, Failure> {
-    text.parse()
-        .map_err(|_| Failure::new(404, "There is no such API key."))
+    page::id_of(text, "API key")
 }
 
 /// `GET /dashboard/api-keys/{id}/revoke`: the confirmation.
@@ -158,22 +157,17 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             .iter()
             .find(|k| k.id == id)
             .ok_or_else(|| Failure::new(404, "There is no such API key."))?;
-        let content = html! {
-            h1 { "Revoke this API key?" }
-            div.card {
-                p { "“" (key.name) "” (" (scopes_text(&key.scopes)) ") stops working at once: whatever uses it is refused from then on. This cannot be undone." }
-                div.actions {
-                    form method="post" action={ "/dashboard/api-keys/" (id) "/revoke" } {
-                        (page::csrf(staff))
-                        button.danger type="submit" { "Revoke key" }
-                    }
-                    a.button.secondary href="/dashboard/api-keys" { "Keep it" }
-                }
-            }
-        };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::ApiKeys, "Revoke API key", content),
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::ApiKeys,
+                title: "Revoke this API key?",
+                what: html! { "“" (key.name) "” (" (scopes_text(&key.scopes)) ") stops working at once: whatever uses it is refused from then on." },
+                action: format!("/dashboard/api-keys/{id}/revoke"),
+                button: "Revoke key",
+                back: "/dashboard/api-keys".to_owned(),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -181,18 +175,12 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/api-keys/{id}/revoke`.
 pub(crate) async fn revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = key_id(id)?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = key_id(id).map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("api-keys/{id}"),
-            "",
-            None,
+            format!("api-keys/{id}"),
+            "/dashboard/api-keys?notice=key-revoked",
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/api-keys?notice=key-revoked"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    });
+    page::act(ctx, staff, act).await
 }

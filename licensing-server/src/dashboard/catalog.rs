@@ -7,39 +7,12 @@ use serde_json::{Value, json};
 use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Form, Nav};
+use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
 fn may(staff: &Staff, scope: Scope) -> bool {
     staff.user.role.scopes().allows(scope)
-}
-
-/// A confirmation page for deleting something: what goes, where the form posts, where "keep"
-/// leads.
-fn confirm(
-    ctx: &Ctx,
-    staff: &Staff,
-    nav: Nav,
-    title: &str,
-    what: Markup,
-    action: &str,
-    back: &str,
-) -> Response {
-    let content = html! {
-        h1 { (title) }
-        div.card {
-            p { (what) " This cannot be undone." }
-            div.actions {
-                form method="post" action=(action) {
-                    (page::csrf(staff))
-                    button.danger type="submit" { "Delete" }
-                }
-                a.button.secondary href=(back) { "Keep it" }
-            }
-        }
-    };
-    page::html_response(200, page::layout(ctx, staff, nav, title, content))
 }
 
 fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
@@ -157,15 +130,10 @@ pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
     }
 }
 
-fn uuid_of(text: &str, what: &str) -> Result<uuid::Uuid, Failure> {
-    text.parse()
-        .map_err(|_| Failure::new(404, format!("There is no such {what}.")))
-}
-
 /// `GET /dashboard/customers/{id}`.
 pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = uuid_of(id, "customer")?;
+        let id = page::id_of::<uuid::Uuid>(id, "customer")?;
         let c: Customer = api::call(
             ctx,
             staff,
@@ -234,7 +202,7 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 /// `GET /dashboard/customers/{id}/delete`.
 pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = uuid_of(id, "customer")?;
+        let id = page::id_of::<uuid::Uuid>(id, "customer")?;
         let c: Customer = api::call(
             ctx,
             staff,
@@ -249,14 +217,17 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
             .clone()
             .or_else(|| c.email.as_ref().map(|e| e.as_str().to_owned()))
             .unwrap_or_else(|| id.to_string());
-        Ok::<_, Failure>(confirm(
+        Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
-            Nav::Customers,
-            "Delete this customer?",
-            html! { "Customer " strong { (name) } " will be deleted and removed from their licenses (which stay)." },
-            &format!("/dashboard/customers/{id}/delete"),
-            &format!("/dashboard/customers/{id}"),
+            Confirm {
+                nav: Nav::Customers,
+                title: "Delete this customer?",
+                what: html! { "Customer " strong { (name) } " will be deleted and removed from their licenses (which stay)." },
+                action: format!("/dashboard/customers/{id}/delete"),
+                button: "Delete customer",
+                back: format!("/dashboard/customers/{id}"),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -264,22 +235,14 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
 
 /// `POST /dashboard/customers/{id}/delete`.
 pub(crate) async fn delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = uuid_of(id, "customer")?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = page::id_of::<uuid::Uuid>(id, "customer").map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("customers/{id}"),
-            "",
-            None,
-        )
-        .await?;
-        Ok::<_, Failure>(page::redirect(
+            format!("customers/{id}"),
             "/dashboard/customers?notice=customer-deleted",
-        ))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+        )
+    });
+    page::act(ctx, staff, act).await
 }
 
 // Products and branches.
@@ -354,7 +317,7 @@ pub(crate) async fn product(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let id = uuid_of(id, "product")?;
+        let id = page::id_of::<uuid::Uuid>(id, "product")?;
         let p: Product =
             api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
         let branches: BranchList = api::call(
@@ -423,7 +386,7 @@ pub(crate) async fn product(
 
 /// `POST /dashboard/products/{id}/branches`.
 pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
-    let Ok(pid) = uuid_of(id, "product") else {
+    let Ok(pid) = page::id_of::<uuid::Uuid>(id, "product") else {
         return page::not_found(ctx, staff);
     };
     let body = json!({ "name": form.get("name").unwrap_or("").trim() });
@@ -445,39 +408,35 @@ pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &For
 
 /// `POST /dashboard/products/{id}/branches/{branchId}/delete`.
 pub(crate) async fn delete_branch(ctx: &Ctx, staff: &Staff, id: &str, branch: &str) -> Response {
-    let outcome = async {
-        let id = uuid_of(id, "product")?;
-        let branch = uuid_of(branch, "branch")?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = || -> Result<Act, Failure> {
+        let id = page::id_of::<uuid::Uuid>(id, "product")?;
+        let branch = page::id_of::<uuid::Uuid>(branch, "branch")?;
+        Ok(Act::new(
             Method::DELETE,
-            &format!("products/{id}/branches/{branch}"),
-            "",
-            None,
-        )
-        .await?;
-        Ok::<_, Failure>(page::redirect(&format!(
-            "/dashboard/products/{id}?notice=branch-deleted"
-        )))
+            format!("products/{id}/branches/{branch}"),
+            format!("/dashboard/products/{id}?notice=branch-deleted"),
+        ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::act(ctx, staff, act()).await
 }
 
 /// `GET /dashboard/products/{id}/delete`.
 pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = uuid_of(id, "product")?;
+        let id = page::id_of::<uuid::Uuid>(id, "product")?;
         let p: Product =
             api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
-        Ok::<_, Failure>(confirm(
+        Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
-            Nav::Products,
-            "Delete this product?",
-            html! { "Product " strong { (p.name) } " will be deleted with its branches and releases." },
-            &format!("/dashboard/products/{id}/delete"),
-            &format!("/dashboard/products/{id}"),
+            Confirm {
+                nav: Nav::Products,
+                title: "Delete this product?",
+                what: html! { "Product " strong { (p.name) } " will be deleted with its branches and releases." },
+                action: format!("/dashboard/products/{id}/delete"),
+                button: "Delete product",
+                back: format!("/dashboard/products/{id}"),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -485,20 +444,14 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
 
 /// `POST /dashboard/products/{id}/delete`.
 pub(crate) async fn delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = uuid_of(id, "product")?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = page::id_of::<uuid::Uuid>(id, "product").map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("products/{id}"),
-            "",
-            None,
+            format!("products/{id}"),
+            "/dashboard/products?notice=product-deleted",
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/products?notice=product-deleted"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    });
+    page::act(ctx, staff, act).await
 }
 
 // The blacklist.
@@ -578,22 +531,14 @@ pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 
 /// `POST /dashboard/blacklist/{id}/delete`.
 pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = uuid_of(id, "blacklist entry")?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = page::id_of::<uuid::Uuid>(id, "blacklist entry").map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("blacklist/{id}"),
-            "",
-            None,
-        )
-        .await?;
-        Ok::<_, Failure>(page::redirect(
+            format!("blacklist/{id}"),
             "/dashboard/blacklist?notice=blacklist-removed",
-        ))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+        )
+    });
+    page::act(ctx, staff, act).await
 }
 
 // Settings.

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Form, Nav};
+use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
@@ -268,12 +268,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
 
 /// Parses a license id of the path (404 page otherwise).
 fn license_id(text: &str) -> Result<LicenseId, Failure> {
-    text.parse().map_err(|_| {
-        Failure::new(
-            404,
-            "There is no such license: the address is not a license's.",
-        )
-    })
+    page::id_of(text, "license")
 }
 
 /// `GET /dashboard/licenses/{id}`.
@@ -468,26 +463,15 @@ fn records(
 
 /// `POST /dashboard/licenses/{id}/suspend` and `/unsuspend`.
 pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -> Response {
-    let outcome = async {
-        let id = license_id(id)?;
-        let verb = if suspend { "suspend" } else { "unsuspend" };
-        let _: License = api::call(
-            ctx,
-            staff,
+    let verb = if suspend { "suspend" } else { "unsuspend" };
+    let act = license_id(id).map(|id| {
+        Act::new(
             Method::POST,
-            &format!("licenses/id/{id}/{verb}"),
-            "",
-            None,
+            format!("licenses/id/{id}/{verb}"),
+            format!("/dashboard/licenses/{id}?notice=license-{verb}ed"),
         )
-        .await
-        .map(|d: LicenseDetail| d.license)?;
-        Ok::<_, Failure>(page::redirect(&format!(
-            "/dashboard/licenses/{id}?notice=license-{verb}ed"
-        )))
-    };
-    outcome
-        .await
-        .unwrap_or_else(|f| page::failure(ctx, Some(staff), &f))
+    });
+    page::act(ctx, staff, act).await
 }
 
 /// `POST /dashboard/licenses/{id}/{devices|addresses}/{recordId}/{forget|remember}`.
@@ -499,38 +483,23 @@ pub(crate) async fn forget(
     record: &str,
     forget: bool,
 ) -> Response {
-    let outcome = async {
-        let id = license_id(id)?;
-        let segment = if kind == "devices" {
-            "hwid"
-        } else {
-            "ip-address"
-        };
-        let record: uuid::Uuid = record
-            .parse()
-            .map_err(|_| Failure::new(404, "There is no such device or address."))?;
-        let _: Value = api::call(
-            ctx,
-            staff,
-            Method::PATCH,
-            &format!("licenses/id/{id}/{segment}/{record}"),
-            "",
-            Some(&json!({ "forgotten": forget })),
-        )
-        .await?;
-        let noun = if kind == "devices" {
-            "device"
-        } else {
-            "address"
-        };
-        let verb = if forget { "forgotten" } else { "remembered" };
-        Ok::<_, Failure>(page::redirect(&format!(
-            "/dashboard/licenses/{id}?notice={noun}-{verb}"
-        )))
+    let (segment, noun) = if kind == "devices" {
+        ("hwid", "device")
+    } else {
+        ("ip-address", "address")
     };
-    outcome
-        .await
-        .unwrap_or_else(|f| page::failure(ctx, Some(staff), &f))
+    let verb = if forget { "forgotten" } else { "remembered" };
+    let act = || -> Result<Act, Failure> {
+        let id = license_id(id)?;
+        let record = page::id_of::<uuid::Uuid>(record, "device or address")?;
+        Ok(Act::new(
+            Method::PATCH,
+            format!("licenses/id/{id}/{segment}/{record}"),
+            format!("/dashboard/licenses/{id}?notice={noun}-{verb}"),
+        )
+        .with_body(json!({ "forgotten": forget })))
+    };
+    page::act(ctx, staff, act()).await
 }
 
 /// `GET /dashboard/licenses/{id}/delete`: the confirmation.
@@ -546,48 +515,33 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             None,
         )
         .await?;
-        let key = detail.license.license_key.as_str().to_owned();
-        let content = html! {
-            h1 { "Delete this license?" }
-            div.card {
-                p { "License " span.key { (key) } " and its devices and addresses will be deleted. Its clients will be refused from then on. This cannot be undone." }
-                div.actions {
-                    form method="post" action={ "/dashboard/licenses/" (id) "/delete" } {
-                        (page::csrf(staff))
-                        button.danger type="submit" { "Delete license" }
-                    }
-                    a.button.secondary href={ "/dashboard/licenses/" (id) } { "Keep it" }
-                }
-            }
-        };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Licenses, "Delete license", content),
+        let key = detail.license.license_key.as_str();
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::Licenses,
+                title: "Delete this license?",
+                what: html! { "License " span.key { (key) } " and its devices and addresses will be deleted. Its clients will be refused from then on." },
+                action: format!("/dashboard/licenses/{id}/delete"),
+                button: "Delete license",
+                back: format!("/dashboard/licenses/{id}"),
+            },
         ))
     };
-    outcome
-        .await
-        .unwrap_or_else(|f| page::failure(ctx, Some(staff), &f))
+    page::or_failure(ctx, staff, outcome.await)
 }
 
 /// `POST /dashboard/licenses/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = license_id(id)?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = license_id(id).map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("licenses/id/{id}"),
-            "",
-            None,
+            format!("licenses/id/{id}"),
+            "/dashboard/licenses?notice=license-deleted",
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/licenses?notice=license-deleted"))
-    };
-    outcome
-        .await
-        .unwrap_or_else(|f| page::failure(ctx, Some(staff), &f))
+    });
+    page::act(ctx, staff, act).await
 }
 
 /// `GET /dashboard/licenses/new`.

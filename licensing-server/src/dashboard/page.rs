@@ -5,9 +5,10 @@ use bytes::Bytes;
 use licensing_core::model::{Resource, Role, Scope};
 use licensing_core::{ApiError, Timestamp};
 use maud::{DOCTYPE, Markup, html};
-use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::Value;
+use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
-use super::api::Failure;
+use super::api::{self, Failure};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
@@ -350,6 +351,84 @@ pub(crate) fn failure(ctx: &Ctx, staff: Option<&Staff>, failure: &Failure) -> Re
 /// The page of an outcome: itself, or its failure.
 pub(crate) fn or_failure(ctx: &Ctx, staff: &Staff, outcome: Result<Response, Failure>) -> Response {
     outcome.unwrap_or_else(|f| failure(ctx, Some(staff), &f))
+}
+
+/// The id in a dashboard path, or a 404 that names what was looked for.
+pub(crate) fn id_of<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, Failure> {
+    text.parse()
+        .map_err(|_| Failure::new(404, format!("There is no such {what}.")))
+}
+
+/// One change a form asks for: a call of the developer API, and where the browser goes after
+/// it succeeds.
+pub(crate) struct Act {
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    then: String,
+}
+
+impl Act {
+    /// `method` on the API's `path` (relative to the team), then a redirect to `then`.
+    pub(crate) fn new(method: Method, path: String, then: impl Into<String>) -> Self {
+        Self {
+            method,
+            path,
+            body: None,
+            then: then.into(),
+        }
+    }
+
+    /// The same with a JSON body.
+    pub(crate) fn with_body(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+}
+
+/// Does what a form asks (`act`, or why it cannot be asked, such as an id that is no id) and
+/// redirects, or shows what went wrong in plain words.
+pub(crate) async fn act(ctx: &Ctx, staff: &Staff, act: Result<Act, Failure>) -> Response {
+    let outcome = async {
+        let act = act?;
+        let _: Value = api::call(ctx, staff, act.method, &act.path, "", act.body.as_ref()).await?;
+        Ok(redirect(&act.then))
+    };
+    or_failure(ctx, staff, outcome.await)
+}
+
+/// What a confirmation page asks before something is deleted or revoked.
+pub(crate) struct Confirm<'a> {
+    /// The page's place in the navigation.
+    pub(crate) nav: Nav,
+    /// The question, as the heading.
+    pub(crate) title: &'a str,
+    /// What goes and what follows from it; the page adds that it cannot be undone.
+    pub(crate) what: Markup,
+    /// Where the form posts.
+    pub(crate) action: String,
+    /// The button's words.
+    pub(crate) button: &'a str,
+    /// Where "Keep it" leads.
+    pub(crate) back: String,
+}
+
+/// A confirmation page: the question, the consequences, the button, and the way back.
+pub(crate) fn confirm(ctx: &Ctx, staff: &Staff, c: Confirm<'_>) -> Response {
+    let content = html! {
+        h1 { (c.title) }
+        div.card {
+            p { (c.what) " This cannot be undone." }
+            div.actions {
+                form method="post" action=(c.action) {
+                    (csrf(staff))
+                    button.danger type="submit" { (c.button) }
+                }
+                a.button.secondary href=(c.back) { "Keep it" }
+            }
+        }
+    };
+    html_response(200, layout(ctx, staff, c.nav, c.title, content))
 }
 
 /// 404 for a page that does not exist.

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use warp::http::{HeaderMap, HeaderValue, Method, header};
 
 use super::api::{self, Failure};
-use super::page::{self, Form, Nav};
+use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 use crate::routes::dev::Body;
@@ -294,8 +294,7 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
 }
 
 fn release_id(text: &str) -> Result<ReleaseId, Failure> {
-    text.parse()
-        .map_err(|_| Failure::new(404, "There is no such release."))
+    page::id_of(text, "release")
 }
 
 /// `GET /dashboard/releases/{id}`.
@@ -458,22 +457,17 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
         let id = release_id(id)?;
         let r: ReleaseView =
             api::call(ctx, staff, Method::GET, &format!("releases/{id}"), "", None).await?;
-        let content = html! {
-            h1 { "Delete this release?" }
-            div.card {
-                p { (r.product.name) " " (r.release.version.as_str()) " and its file will be deleted; clients can no longer download it. This cannot be undone." }
-                div.actions {
-                    form method="post" action={ "/dashboard/releases/" (id) "/delete" } {
-                        (page::csrf(staff))
-                        button.danger type="submit" { "Delete release" }
-                    }
-                    a.button.secondary href={ "/dashboard/releases/" (id) } { "Keep it" }
-                }
-            }
-        };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Releases, "Delete release", content),
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::Releases,
+                title: "Delete this release?",
+                what: html! { (r.product.name) " " (r.release.version.as_str()) " and its file will be deleted; clients can no longer download it." },
+                action: format!("/dashboard/releases/{id}/delete"),
+                button: "Delete release",
+                back: format!("/dashboard/releases/{id}"),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -481,18 +475,12 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/releases/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = release_id(id)?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = release_id(id).map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("releases/{id}"),
-            "",
-            None,
+            format!("releases/{id}"),
+            "/dashboard/releases?notice=release-deleted",
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/releases?notice=release-deleted"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    });
+    page::act(ctx, staff, act).await
 }

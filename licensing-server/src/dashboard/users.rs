@@ -7,7 +7,7 @@ use licensing_core::store::StaffStore;
 use maud::html;
 
 use super::api::Failure;
-use super::page::{self, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 use crate::services::audit::Acting;
@@ -190,8 +190,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 }
 
 fn user_id(text: &str) -> Result<StaffId, Failure> {
-    text.parse()
-        .map_err(|_| Failure::new(404, "There is no such account."))
+    page::id_of(text, "account")
 }
 
 /// `POST /dashboard/users/{id}/role`.
@@ -249,22 +248,17 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             .await?
             .filter(|u| u.team_id == staff.user.team_id)
             .ok_or_else(|| Failure::new(404, "There is no such account."))?;
-        let content = html! {
-            h1 { "Delete this account?" }
-            div.card {
-                p { (user.email.as_str()) " (" (user.role.as_str()) ") can no longer sign in; their sessions end now. What they did stays in the audit log." }
-                div.actions {
-                    form method="post" action={ "/dashboard/users/" (id) "/delete" } {
-                        (page::csrf(staff))
-                        button.danger type="submit" { "Delete account" }
-                    }
-                    a.button.secondary href="/dashboard/users" { "Keep it" }
-                }
-            }
-        };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Users, "Delete account", content),
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::Users,
+                title: "Delete this account?",
+                what: html! { (user.email.as_str()) " (" (user.role.as_str()) ") can no longer sign in; their sessions end now. What they did stays in the audit log." },
+                action: format!("/dashboard/users/{id}/delete"),
+                button: "Delete account",
+                back: "/dashboard/users".to_owned(),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Form, Nav};
+use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
@@ -129,8 +129,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 }
 
 fn webhook_id(text: &str) -> Result<WebhookId, Failure> {
-    text.parse()
-        .map_err(|_| Failure::new(404, "There is no such webhook endpoint."))
+    page::id_of(text, "webhook endpoint")
 }
 
 /// `GET /dashboard/webhooks/{id}`: the endpoint and its delivery log.
@@ -213,45 +212,28 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 
 /// `POST /dashboard/webhooks/{id}/test`.
 pub(crate) async fn send_test(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = webhook_id(id)?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = webhook_id(id).map(|id| {
+        Act::new(
             Method::POST,
-            &format!("webhooks/{id}/test"),
-            "",
-            None,
+            format!("webhooks/{id}/test"),
+            format!("/dashboard/webhooks/{id}?notice=webhook-test"),
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect(&format!(
-            "/dashboard/webhooks/{id}?notice=webhook-test"
-        )))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    });
+    page::act(ctx, staff, act).await
 }
 
 /// `POST /dashboard/webhooks/{id}/deliveries/{deliveryId}/redeliver`.
 pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str) -> Response {
-    let outcome = async {
+    let act = || -> Result<Act, Failure> {
         let id = webhook_id(id)?;
-        let delivery: uuid::Uuid = delivery
-            .parse()
-            .map_err(|_| Failure::new(404, "There is no such delivery."))?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+        let delivery = page::id_of::<uuid::Uuid>(delivery, "delivery")?;
+        Ok(Act::new(
             Method::POST,
-            &format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
-            "",
-            None,
-        )
-        .await?;
-        Ok::<_, Failure>(page::redirect(&format!(
-            "/dashboard/webhooks/{id}?notice=webhook-redelivered"
-        )))
+            format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
+            format!("/dashboard/webhooks/{id}?notice=webhook-redelivered"),
+        ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::act(ctx, staff, act()).await
 }
 
 /// `GET /dashboard/webhooks/{id}/delete`.
@@ -260,22 +242,17 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
         let id = webhook_id(id)?;
         let w: WebhookView =
             api::call(ctx, staff, Method::GET, &format!("webhooks/{id}"), "", None).await?;
-        let content = html! {
-            h1 { "Delete this endpoint?" }
-            div.card {
-                p { "Events stop going to " strong { (w.url) } ", and its delivery log is deleted. This cannot be undone." }
-                div.actions {
-                    form method="post" action={ "/dashboard/webhooks/" (id) "/delete" } {
-                        (page::csrf(staff))
-                        button.danger type="submit" { "Delete endpoint" }
-                    }
-                    a.button.secondary href={ "/dashboard/webhooks/" (id) } { "Keep it" }
-                }
-            }
-        };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Webhooks, "Delete endpoint", content),
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::Webhooks,
+                title: "Delete this endpoint?",
+                what: html! { "Events stop going to " strong { (w.url) } ", and its delivery log is deleted." },
+                action: format!("/dashboard/webhooks/{id}/delete"),
+                button: "Delete endpoint",
+                back: format!("/dashboard/webhooks/{id}"),
+            },
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -283,18 +260,12 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = webhook_id(id)?;
-        let _: Value = api::call(
-            ctx,
-            staff,
+    let act = webhook_id(id).map(|id| {
+        Act::new(
             Method::DELETE,
-            &format!("webhooks/{id}"),
-            "",
-            None,
+            format!("webhooks/{id}"),
+            "/dashboard/webhooks?notice=webhook-deleted",
         )
-        .await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/webhooks?notice=webhook-deleted"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    });
+    page::act(ctx, staff, act).await
 }
