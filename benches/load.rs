@@ -185,6 +185,8 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         // `--webhook`'s receiver listens on loopback over plain HTTP.
         config.webhook_allow_http = true;
         config.webhook_allow_private = true;
+        // The dashboard scenarios make their staff account through the admin API.
+        config.admin_token = Some(ADMIN_TOKEN.to_owned());
         let server = Server::bind(config).await.unwrap();
         std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
         let stop = async {
@@ -197,6 +199,66 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         };
         server.run(stop).await.unwrap();
     });
+}
+
+/// The child server's admin token.
+const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef0123456789";
+
+/// A signed-in dashboard session of the first team (a viewer made for this run): the `Cookie`
+/// header to send.
+async fn dashboard_session(http: &reqwest::Client, base: &str, team: TeamId) -> String {
+    let email = format!("bench-{}@bench.example", Timestamp::now().as_millis());
+    let made: serde_json::Value = http
+        .post(format!("{base}/api/v1/admin/teams/{team}/users"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"email": email, "role": "viewer"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let path = made["data"]["setPasswordPath"]
+        .as_str()
+        .expect("a set-password path");
+    let password = "bench password that is long enough";
+    let set = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{base}{path}"))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("password", password)
+                .append_pair("confirm", password)
+                .finish(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 303, "the password was not set");
+    let cookie = set
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.contains("session="))
+        .expect("a session cookie");
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    // Signed in: a page answers itself, not a redirect to the sign-in form.
+    let page = http
+        .get(format!("{base}/dashboard/licenses"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.url().path(), "/dashboard/licenses", "not signed in");
+    assert_eq!(page.status(), 200);
+    cookie
 }
 
 /// A seeded device.
@@ -974,6 +1036,38 @@ async fn run(plan: Plan, args: &Args) {
             )
             .await,
         );
+    }
+
+    // The dashboard's pages as a signed-in staff member sees them (server-rendered HTML, each
+    // made from the developer API's own calls).
+    let dashboard = [
+        ("dashboard: license list page", "/dashboard/licenses?page=2"),
+        (
+            "dashboard: license list, filtered (suspended)",
+            "/dashboard/licenses?suspended=true",
+        ),
+        ("dashboard: overview", "/dashboard/"),
+    ];
+    if dashboard.iter().any(|(name, _)| plan.runs(name)) {
+        let cookie = dashboard_session(&http, &base, seeded.team).await;
+        for (name, path) in dashboard {
+            if !plan.runs(name) {
+                continue;
+            }
+            let (urls, cookie) = (each(&bases, path), cookie.clone());
+            results.push(
+                drive(
+                    name,
+                    plan,
+                    c,
+                    Arc::new(move |h, n| {
+                        h.get(pick(&urls, n))
+                            .header(reqwest::header::COOKIE, &cookie)
+                    }),
+                )
+                .await,
+            );
+        }
     }
 
     let rss = peak_rss_kib(pid);

@@ -363,6 +363,13 @@ impl Server {
                 stop.clone(),
             ))
         });
+        let sessions = self.state.dashboard.map(|settings| {
+            tokio::spawn(crate::dashboard::run_purger(
+                store.clone(),
+                settings,
+                stop.clone(),
+            ))
+        });
         let webhooks = tokio::spawn(crate::services::webhooks::run_worker(
             store.clone(),
             self.state.webhooks.clone(),
@@ -410,6 +417,9 @@ impl Server {
         key_uses.await.ok();
         if let Some(changes) = changes {
             changes.await.ok();
+        }
+        if let Some(sessions) = sessions {
+            sessions.await.ok();
         }
         if let Some(pruner) = pruner {
             pruner.await.ok();

@@ -16,6 +16,27 @@ pub enum ExpirationType {
     Duration,
 }
 
+impl ExpirationType {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "NEVER",
+            Self::Date => "DATE",
+            Self::Duration => "DURATION",
+        }
+    }
+
+    /// Parses the wire spelling.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "NEVER" => Ok(Self::Never),
+            "DATE" => Ok(Self::Date),
+            "DURATION" => Ok(Self::Duration),
+            _ => Err("must be one of NEVER, DATE, DURATION".into()),
+        }
+    }
+}
+
 /// When a `DURATION` license's clock starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -15,9 +15,13 @@ use crate::{HwidId, IpId, Timestamp};
 
 /// Whether a license passes the list filters: any of the products, any of the customers, the key
 /// containing the search text (case-insensitive), the metadata key present with a value
-/// containing the text.
+/// containing the text, expired or not at the filter's moment, the expiration type, suspended or
+/// not.
 pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
-    (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
+    f.expiry.is_none_or(|e| l.is_expired(e.at) == e.expired)
+        && f.expiration_type.is_none_or(|t| l.expiration_type == t)
+        && f.suspended.is_none_or(|s| l.suspended == s)
+        && (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
         && (f.customer_ids.is_empty() || l.customer_ids.iter().any(|c| f.customer_ids.contains(c)))
         && f.search.as_ref().is_none_or(|s| {
             l.license_key

@@ -358,6 +358,20 @@ impl StaffStore for MemoryStore {
             Ok((before - s.sessions.len()) as u64)
         })
     }
+
+    async fn delete_stale_sessions(
+        &self,
+        seen_before: Timestamp,
+        created_before: Timestamp,
+    ) -> StoreResult<u64> {
+        self.with(|s| {
+            let before = s.sessions.len();
+            s.sessions.retain(|_, session| {
+                session.last_seen_at >= seen_before && session.created_at >= created_before
+            });
+            Ok((before - s.sessions.len()) as u64)
+        })
+    }
 }
 
 impl ApiKeyStore for MemoryStore {

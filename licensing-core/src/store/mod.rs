@@ -920,6 +920,13 @@ pub trait StaffStore: Send + Sync {
     fn delete_session(&self, id_sha256: &str) -> impl Future<Output = StoreResult<()>> + Send;
     /// Ends every session of an account ("sign out everywhere", a new password); how many.
     fn delete_sessions_of(&self, user: StaffId) -> impl Future<Output = StoreResult<u64>> + Send;
+    /// Deletes the sessions that have timed out: last used before `seen_before` (idle), or
+    /// begun before `created_before` (absolute); how many.
+    fn delete_stale_sessions(
+        &self,
+        seen_before: Timestamp,
+        created_before: Timestamp,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
 }
 
 /// Blacklist entries.

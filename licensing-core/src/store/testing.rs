@@ -581,6 +581,37 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
         store.find_staff_by_email("bob@example.com").await.unwrap(),
         None
     );
+
+    // Timed-out sessions are purged: idle (last used too long ago) or too old; a session
+    // still in time stays.
+    let idle = crate::model::StaffSession {
+        last_seen_at: at(10),
+        created_at: at(9),
+        ..session(&changed, "7")
+    };
+    let old = crate::model::StaffSession {
+        last_seen_at: at(50),
+        created_at: at(3),
+        ..session(&changed, "8")
+    };
+    let fresh = crate::model::StaffSession {
+        last_seen_at: at(50),
+        created_at: at(40),
+        ..session(&changed, "9")
+    };
+    for s in [&idle, &old, &fresh] {
+        store.create_session(s).await.unwrap();
+    }
+    assert_eq!(store.delete_stale_sessions(at(20), at(5)).await.unwrap(), 2);
+    assert_eq!(store.get_session(&idle.id_sha256).await.unwrap(), None);
+    assert_eq!(store.get_session(&old.id_sha256).await.unwrap(), None);
+    assert_eq!(
+        store.get_session(&fresh.id_sha256).await.unwrap(),
+        Some(fresh.clone())
+    );
+    assert_eq!(store.delete_stale_sessions(at(20), at(5)).await.unwrap(), 0);
+    // The account's other index still works: signing out everywhere ends the fresh one only.
+    assert_eq!(store.delete_sessions_of(changed.id).await.unwrap(), 1);
     assert_eq!(
         store
             .list_staff(a.id)

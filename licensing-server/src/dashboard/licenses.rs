@@ -5,7 +5,8 @@ use licensing_core::api::{CustomerPage, HwidPage, IpPage, LicensePage, ProductPa
 use licensing_core::error::FieldError;
 use licensing_core::expiry::Expiration;
 use licensing_core::model::{
-    Customer, ExpirationType, License, LicenseDetail, Product, Resource, Scope, StaffUser,
+    Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Product, Resource, Scope,
+    StaffUser,
 };
 use licensing_core::{LicenseId, Timestamp};
 use maud::{Markup, html};
@@ -89,6 +90,14 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         Some(size @ ("10" | "50" | "100")) => size.to_owned(),
         _ => "25".to_owned(),
     };
+    // The list's own filters: a value the API does not know is dropped, as if not chosen.
+    let chosen = |name: &str, known: &[&'static str]| {
+        let value = ctx.param(name).unwrap_or_default();
+        known.iter().find(|k| **k == value).copied().unwrap_or("")
+    };
+    let state = chosen("status", &["ACTIVE", "EXPIRED"]);
+    let kind = chosen("expirationType", &["NEVER", "DATE", "DURATION"]);
+    let suspended = chosen("suspended", &["true", "false"]);
     let products = products(ctx, staff).await?;
     let base = {
         let mut query = form_urlencoded::Serializer::new(String::new());
@@ -99,6 +108,15 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             .append_pair("pageSize", &page_size);
         if !product.is_empty() {
             query.append_pair("productIds", &product);
+        }
+        for (name, value) in [
+            ("status", state),
+            ("expirationType", kind),
+            ("suspended", suspended),
+        ] {
+            if !value.is_empty() {
+                query.append_pair(name, value);
+            }
         }
         query.finish()
     };
@@ -156,6 +174,9 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         for (name, value) in [
             ("search", search.as_str()),
             ("product", product.as_str()),
+            ("status", state),
+            ("expirationType", kind),
+            ("suspended", suspended),
             ("sort", sort),
             ("direction", direction),
             ("pageSize", page_size.as_str()),
@@ -189,6 +210,31 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                     @for p in &products {
                         option value=(p.id) selected[product == p.id.to_string()] { (p.name) }
                     }
+                }
+            }
+            div {
+                label for="status" { "Status" }
+                select #status name="status" {
+                    option value="" { "Any" }
+                    option value="ACTIVE" selected[state == "ACTIVE"] { "Not expired" }
+                    option value="EXPIRED" selected[state == "EXPIRED"] { "Expired" }
+                }
+            }
+            div {
+                label for="expirationType" { "Expiration" }
+                select #expirationType name="expirationType" {
+                    option value="" { "Any" }
+                    option value="NEVER" selected[kind == "NEVER"] { "Never expires" }
+                    option value="DATE" selected[kind == "DATE"] { "On a date" }
+                    option value="DURATION" selected[kind == "DURATION"] { "After a duration" }
+                }
+            }
+            div {
+                label for="suspended" { "Suspended" }
+                select #suspended name="suspended" {
+                    option value="" { "Either" }
+                    option value="true" selected[suspended == "true"] { "Suspended" }
+                    option value="false" selected[suspended == "false"] { "Not suspended" }
                 }
             }
             div {
@@ -330,6 +376,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 }
             }
             @if write_allowed {
+                a.button.secondary href={ "/dashboard/licenses/" (l.id) "/edit" } { "Edit" }
                 a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { "Delete…" }
             }
         }
@@ -546,13 +593,28 @@ pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 
 /// `GET /dashboard/licenses/new`.
 pub(crate) async fn new_page(ctx: &Ctx, staff: &Staff) -> Response {
-    new_form(ctx, staff, &Form::default(), None).await
+    form_page(ctx, staff, &Form::default(), None, None).await
 }
 
-async fn new_form(ctx: &Ctx, staff: &Staff, form: &Form, failure: Option<&Failure>) -> Response {
+/// The license being edited: the form shows its customers even when they are not among the
+/// newest hundred, so that saving keeps them.
+struct Editing {
+    id: LicenseId,
+    key: String,
+    customers: Vec<Customer>,
+}
+
+/// The new-license form, or a license's edit form, with what to fix.
+async fn form_page(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+    editing: Option<&Editing>,
+) -> Response {
     let lists = async {
         let products = products(ctx, staff).await?;
-        let customers: CustomerPage = if may(&staff.user, Scope::read(Resource::Customers)) {
+        let mut customers: CustomerPage = if may(&staff.user, Scope::read(Resource::Customers)) {
             api::call(ctx, staff, Method::GET, "customers", "pageSize=100", None).await?
         } else {
             CustomerPage {
@@ -561,6 +623,11 @@ async fn new_form(ctx: &Ctx, staff: &Staff, form: &Form, failure: Option<&Failur
                 has_next_page: false,
             }
         };
+        for c in editing.map_or(&[][..], |e| &e.customers[..]) {
+            if !customers.customers.iter().any(|known| known.id == c.id) {
+                customers.customers.push(c.clone());
+            }
+        }
         Ok::<_, Failure>((products, customers))
     };
     let (products, customers) = match lists.await {
@@ -579,10 +646,17 @@ async fn new_form(ctx: &Ctx, staff: &Staff, form: &Form, failure: Option<&Failur
             }
         }
     };
+    let (title, action) = match editing {
+        Some(e) => ("Edit license", format!("/dashboard/licenses/{}/edit", e.id)),
+        None => ("New license", "/dashboard/licenses".to_owned()),
+    };
     let content = html! {
-        h1 { "New license" }
+        h1 {
+            (title)
+            @if let Some(e) = editing { " " span.key { (e.key) } }
+        }
         (page::problems(failure))
-        form method="post" action="/dashboard/licenses" data-expiration {
+        form method="post" action=(action) data-expiration {
             (page::csrf(staff))
             label for="productIds" { "Products" span.hint { "Hold Ctrl (or ⌘) to choose several." } (error("productIds")) }
             select #productIds name="productIds" multiple size=(products.len().clamp(2, 8)) {
@@ -626,18 +700,184 @@ async fn new_form(ctx: &Ctx, staff: &Staff, form: &Form, failure: Option<&Failur
             input #ipLimit type="number" min="0" name="ipLimit" value=(form.get("ipLimit").unwrap_or(""));
             label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
             textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
-            label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Create it suspended" }
-            @if ctx.state.mailer.is_some() {
-                label.choice { input type="checkbox" name="sendEmailDelivery" value="true" checked[form.get("sendEmailDelivery").is_some()]; "E-mail the key to its customers" }
+            @if let Some(e) = editing {
+                label for="licenseKey" { "License key" span.hint { "Change it only to replace a leaked key: clients with the old one are refused." } (error("licenseKey")) }
+                input #licenseKey type="text" name="licenseKey" value=(form.get("licenseKey").unwrap_or(&e.key));
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Suspended" }
+            } @else {
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Create it suspended" }
+                @if ctx.state.mailer.is_some() {
+                    label.choice { input type="checkbox" name="sendEmailDelivery" value="true" checked[form.get("sendEmailDelivery").is_some()]; "E-mail the key to its customers" }
+                }
             }
-            p { button type="submit" { "Create license" } }
+            div.actions {
+                button type="submit" { @if editing.is_some() { "Save changes" } @else { "Create license" } }
+                @if let Some(e) = editing {
+                    a.button.secondary href={ "/dashboard/licenses/" (e.id) } { "Cancel" }
+                }
+            }
         }
     };
     let status = failure.map_or(200, |f| f.status);
     page::html_response(
         status,
-        page::layout(ctx, staff, Nav::Licenses, "New license", content),
+        page::layout(ctx, staff, Nav::Licenses, title, content),
     )
+}
+
+/// The edit form's fields as they stand for `detail`.
+fn form_of(detail: &LicenseDetail) -> Form {
+    let l = &detail.license;
+    let mut pairs = vec![
+        ("licenseKey".to_owned(), l.license_key.as_str().to_owned()),
+        (
+            "expirationType".to_owned(),
+            l.expiration_type.as_str().to_owned(),
+        ),
+        (
+            "expirationStart".to_owned(),
+            match l.expiration_start {
+                ExpirationStart::Creation => "CREATION",
+                ExpirationStart::Activation => "ACTIVATION",
+            }
+            .to_owned(),
+        ),
+        (
+            "metadata".to_owned(),
+            l.metadata
+                .iter()
+                .map(|m| format!("{}={}", m.key, m.value))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    ];
+    let mut add = |name: &str, value: String| pairs.push((name.to_owned(), value));
+    if let (ExpirationType::Date, Some(date)) = (l.expiration_type, l.expiration_date) {
+        add("expirationDate", page::day(date));
+    }
+    if let Some(days) = l.expiration_days {
+        add("expirationDays", days.to_string());
+    }
+    if let Some(limit) = l.hwid_limit {
+        add("hwidLimit", limit.to_string());
+    }
+    if let Some(limit) = l.ip_limit {
+        add("ipLimit", limit.to_string());
+    }
+    if l.suspended {
+        add("suspended", "true".to_owned());
+    }
+    for p in &l.product_ids {
+        add("productIds", p.to_string());
+    }
+    for c in &l.customer_ids {
+        add("customerIds", c.to_string());
+    }
+    Form::from_pairs(pairs)
+}
+
+async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, LicenseDetail), Failure> {
+    let id = license_id(id)?;
+    // The form is of no use to a role that cannot save it (the API refuses the save anyway).
+    let write = Scope::write(Resource::Licenses);
+    if !may(&staff.user, write) {
+        return Err(Failure::new(
+            403,
+            format!("Your role lacks the permission {write} this needs."),
+        ));
+    }
+    let detail: LicenseDetail = api::call(
+        ctx,
+        staff,
+        Method::GET,
+        &format!("licenses/id/{id}"),
+        "",
+        None,
+    )
+    .await?;
+    let editing = Editing {
+        id,
+        key: detail.license.license_key.as_str().to_owned(),
+        customers: detail.customers.clone(),
+    };
+    Ok((editing, detail))
+}
+
+/// `GET /dashboard/licenses/{id}/edit`.
+pub(crate) async fn edit_page(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    match editing(ctx, staff, id).await {
+        Ok((editing, detail)) => {
+            form_page(ctx, staff, &form_of(&detail), None, Some(&editing)).await
+        }
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// The API's update body from the edit form. Every member is sent (a blank limit clears it),
+/// except the expiration members when they say what the license already has: a date is shown
+/// by its day, and sending the day back would move an expiry set to another hour.
+fn update_body(form: &Form, current: &License) -> Result<Value, Failure> {
+    let mut body = create_body(form)?;
+    let members = body.as_object_mut().expect("an object");
+    members.remove("sendEmailDelivery");
+    for name in ["hwidLimit", "ipLimit"] {
+        members.entry(name).or_insert(Value::Null);
+    }
+    members.insert(
+        "licenseKey".to_owned(),
+        Value::String(form.get("licenseKey").unwrap_or("").trim().to_owned()),
+    );
+    let unchanged = match (current.expiration_type, form.get("expirationType")) {
+        (ExpirationType::Never, Some("NEVER")) => true,
+        (ExpirationType::Date, Some("DATE")) => {
+            current.expiration_date.map(page::day).as_deref() == form.text("expirationDate")
+        }
+        (ExpirationType::Duration, Some("DURATION")) => {
+            current.expiration_days.map(|d| d.to_string()).as_deref() == form.text("expirationDays")
+                && Some(current.expiration_start)
+                    == match form.get("expirationStart") {
+                        Some("ACTIVATION") => Some(ExpirationStart::Activation),
+                        Some("CREATION") | None => Some(ExpirationStart::Creation),
+                        Some(_) => None,
+                    }
+        }
+        _ => false,
+    };
+    if unchanged {
+        for name in [
+            "expirationType",
+            "expirationDate",
+            "expirationDays",
+            "expirationStart",
+        ] {
+            members.remove(name);
+        }
+    }
+    Ok(body)
+}
+
+/// `POST /dashboard/licenses/{id}/edit`: saves the changes, or shows the form again with what
+/// to fix.
+pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let (editing, detail) = match editing(ctx, staff, id).await {
+        Ok(found) => found,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let body = match update_body(form, &detail.license) {
+        Ok(body) => body,
+        Err(failure) => return form_page(ctx, staff, form, Some(&failure), Some(&editing)).await,
+    };
+    let path = format!("licenses/id/{}", editing.id);
+    match api::call::<LicenseDetail>(ctx, staff, Method::PUT, &path, "", Some(&body)).await {
+        Ok(_) => page::redirect(&format!(
+            "/dashboard/licenses/{}?notice=license-updated",
+            editing.id
+        )),
+        Err(failure) if failure.status == 400 => {
+            form_page(ctx, staff, form, Some(&failure), Some(&editing)).await
+        }
+        Err(failure) => page::failure(ctx, Some(staff), &failure),
+    }
 }
 
 /// A whole-number field of a form: `None` when blank; a problem for `problems` when it is not
@@ -730,14 +970,16 @@ fn create_body(form: &Form) -> Result<Value, Failure> {
 pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     let body = match create_body(form) {
         Ok(body) => body,
-        Err(failure) => return new_form(ctx, staff, form, Some(&failure)).await,
+        Err(failure) => return form_page(ctx, staff, form, Some(&failure), None).await,
     };
     match api::call::<LicenseDetail>(ctx, staff, Method::POST, "licenses", "", Some(&body)).await {
         Ok(detail) => page::redirect(&format!(
             "/dashboard/licenses/{}?notice=license-created",
             detail.license.id
         )),
-        Err(failure) if failure.status == 400 => new_form(ctx, staff, form, Some(&failure)).await,
+        Err(failure) if failure.status == 400 => {
+            form_page(ctx, staff, form, Some(&failure), None).await
+        }
         Err(failure) => page::failure(ctx, Some(staff), &failure),
     }
 }

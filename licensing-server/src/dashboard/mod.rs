@@ -43,7 +43,7 @@ use crate::routes::with_state;
 use crate::state::AppState;
 
 pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
-pub(crate) use session::{DashboardSettings, Staff};
+pub(crate) use session::{DashboardSettings, Staff, run_purger};
 
 /// Everything a dashboard handler reads of its request.
 pub(crate) struct Ctx {
@@ -176,6 +176,8 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (_, true, ["licenses"]) => licenses::create(&ctx, &staff, &form).await,
         (true, _, ["licenses", "new"]) => licenses::new_page(&ctx, &staff).await,
         (true, _, ["licenses", id]) => licenses::show(&ctx, &staff, id).await,
+        (true, _, ["licenses", id, "edit"]) => licenses::edit_page(&ctx, &staff, id).await,
+        (_, true, ["licenses", id, "edit"]) => licenses::update(&ctx, &staff, id, &form).await,
         (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, "delete"]) => licenses::delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {

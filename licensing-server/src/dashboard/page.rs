@@ -275,6 +275,7 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "signed-in" => "Signed in.",
         "password-set" => "Your password is set, and you are signed in.",
         "license-created" => "License created.",
+        "license-updated" => "Changes saved.",
         "license-deleted" => "License deleted.",
         "license-suspended" => {
             "License suspended: its clients are refused until it is unsuspended."

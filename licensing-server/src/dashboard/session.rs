@@ -8,7 +8,8 @@
 //!
 //! A session ends after [`DashboardSettings::idle_minutes`] without a request, and in any case
 //! [`DashboardSettings::session_hours`] after signing in. Its `lastSeenAt` is written at most
-//! once a minute, so that browsing costs no write per page.
+//! once a minute, so that browsing costs no write per page. A session that times out is deleted
+//! when it is next presented, and [`run_purger`] deletes the ones never presented again.
 
 use std::net::IpAddr;
 
@@ -43,6 +44,40 @@ pub(crate) struct DashboardSettings {
     pub(crate) idle_minutes: u32,
     /// Hours after signing in after which a session ends.
     pub(crate) session_hours: u32,
+}
+
+/// How often timed-out sessions are deleted.
+const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Deletes timed-out sessions now and every [`PURGE_EVERY`], until `stop`.
+pub(crate) async fn run_purger<S: StaffStore>(
+    store: S,
+    settings: DashboardSettings,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = licensing_core::Timestamp::now();
+        let minutes = |m: u32| {
+            licensing_core::Timestamp::from_millis(now.as_millis() - i64::from(m) * 60_000)
+        };
+        let seen_before = minutes(settings.idle_minutes);
+        let created_before = minutes(settings.session_hours.saturating_mul(60));
+        match store
+            .delete_stale_sessions(seen_before, created_before)
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "timed-out dashboard sessions deleted"),
+            Err(e) => tracing::error!(error = %e, "deleting timed-out dashboard sessions failed"),
+        }
+        tokio::select! {
+            _ = stop.changed() => {},
+            () = tokio::time::sleep(PURGE_EVERY) => {},
+        }
+    }
 }
 
 /// A signed-in staff member: the account and the session.

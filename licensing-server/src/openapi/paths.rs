@@ -172,6 +172,9 @@ pub(super) fn create_license() {}
         ("search" = Option<String>, Query, description = "Part of the license key, case-insensitive"),
         ("metadataKey" = Option<String>, Query, description = "A metadata key the license has"),
         ("metadataValue" = Option<String>, Query, description = "Text the value of metadataKey contains (needs metadataKey)"),
+        ("status" = Option<String>, Query, description = "EXPIRED: licenses whose expiration date has passed; ACTIVE: the others (suspended or not)"),
+        ("expirationType" = Option<String>, Query, description = "One of NEVER, DATE, DURATION"),
+        ("suspended" = Option<bool>, Query, description = "true: suspended licenses only; false: the others"),
     ),
     responses(
         (status = 200, description = "A page of licenses", body = Envelope<LicensePage>),

@@ -217,6 +217,7 @@ delegate!(StaffStore {
     fn touch_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()>;
     fn delete_session(&self, id_sha256: &str) -> StoreResult<()>;
     fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64>;
+    fn delete_stale_sessions(&self, seen_before: Timestamp, created_before: Timestamp) -> StoreResult<u64>;
 });
 
 delegate!(BlacklistStore {

@@ -10,7 +10,7 @@ use licensing_core::store::StaffStore;
 use licensing_core::{TeamId, Timestamp};
 use licensing_server::services;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::helpers::TestServer;
 
@@ -420,6 +420,31 @@ async fn a_license_is_found_by_key_and_by_customer_and_support_frees_a_seat_and_
         .await
         .has("Suspended")
         .has("Unsuspend");
+    // The list's filters: the suspended one alone, then the other alone; the choice is kept
+    // in the form and in the pager's links.
+    let other = s
+        .license(r#"{"expirationType":"DATE","expirationDate":"2999-01-01T00:00:00Z"}"#)
+        .await;
+    let other_key = other["licenseKey"].as_str().unwrap();
+    b.get("/dashboard/licenses?suspended=true")
+        .await
+        .has(key)
+        .lacks(other_key)
+        .has("1–1 of 1")
+        .has(r#"<option value="true" selected>Suspended</option>"#);
+    b.get("/dashboard/licenses?suspended=false&expirationType=DATE&status=ACTIVE")
+        .await
+        .has(other_key)
+        .lacks(key)
+        .has("1–1 of 1");
+    b.get("/dashboard/licenses?status=EXPIRED")
+        .await
+        .has("No licenses match.");
+    // An unknown choice is no filter at all.
+    b.get("/dashboard/licenses?status=LIVE")
+        .await
+        .has(key)
+        .has(other_key);
     // Deleting is beyond the role: refused, and the license stays.
     let refused = b
         .submit(&page, &format!("/dashboard/licenses/{id}/delete"), &[])
@@ -620,6 +645,42 @@ async fn sessions_end_after_the_idle_time_out_and_the_absolute_one() {
                 "{secret}: removed from the store"
             );
         }
+    }
+
+    // Sessions never presented again are purged by the server itself (at start, then every
+    // quarter of an hour); one still in time stays.
+    let hash = |secret: &str| sha256_hex(secret.as_bytes());
+    for (secret, created, seen) in [
+        ("abandoned-idle", 90, 45),
+        ("abandoned-old", 13 * 60, 2),
+        ("still-in-time", 60, 5),
+    ] {
+        s.store
+            .create_session(&session(secret, created, seen))
+            .await
+            .unwrap();
+    }
+    let s = s.restart().await;
+    let waited = std::time::Instant::now();
+    let gone = |secret: &'static str| {
+        let s = &s;
+        async move { s.store.get_session(&hash(secret)).await.unwrap().is_none() }
+    };
+    while !(gone("abandoned-old").await && gone("abandoned-idle").await)
+        && waited.elapsed() < std::time::Duration::from_secs(60)
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for (secret, kept) in [
+        ("abandoned-idle", false),
+        ("abandoned-old", false),
+        ("still-in-time", true),
+    ] {
+        assert_eq!(
+            s.store.get_session(&hash(secret)).await.unwrap().is_some(),
+            kept,
+            "{secret}"
+        );
     }
 }
 
@@ -1358,4 +1419,110 @@ async fn the_admin_api_creates_an_account_whose_link_sets_its_password() {
         .has("support");
     let audit = s.get(&s.dev("audit-log?action=staff.created")).await;
     assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "ADMIN");
+}
+
+#[tokio::test]
+async fn an_admin_edits_a_license_and_what_the_form_leaves_alone_stays() {
+    let s = TestServer::start().await;
+    let product = s.product("Editor").await;
+    // An expiry at 15:30, which the form shows by its day only.
+    let l = s
+        .license(
+            &json!({
+                "expirationType": "DATE", "expirationDate": "2999-03-04T15:30:00Z",
+                "hwidLimit": 3, "productIds": [product["id"]],
+                "metadata": [{"key": "plan", "value": "pro"}],
+            })
+            .to_string(),
+        )
+        .await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let product_id = product["id"].as_str().unwrap();
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "edit@vendor.example", Role::Admin).await;
+    b.get(&format!("/dashboard/licenses/{id}"))
+        .await
+        .has(&format!("/dashboard/licenses/{id}/edit"));
+    let form = b.get(&format!("/dashboard/licenses/{id}/edit")).await;
+    assert_eq!(form.status, 200, "{}", form.text);
+    form.has("Edit license")
+        .has(r#"value="2999-03-04""#)
+        .has("plan=pro")
+        .has(r#"name="hwidLimit" value="3""#)
+        .has(key);
+    let path = format!("/dashboard/licenses/{id}/edit");
+    let fields = |hwid: &'static str, kind: &'static str| {
+        vec![
+            ("licenseKey", key),
+            ("productIds", product_id),
+            ("expirationType", kind),
+            ("expirationDate", "2999-03-04"),
+            ("hwidLimit", hwid),
+            ("ipLimit", "4"),
+            ("metadata", "plan=team\nseats=5"),
+        ]
+    };
+    // A device limit of 0 is refused with the field named; nothing changes.
+    let refused = b.submit(&form, &path, &fields("0", "DATE")).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused.has("hwidLimit").has("Edit license");
+    let stored = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(stored.ok()["hwidLimit"], 3);
+    assert_eq!(stored.ok()["ipLimit"], Value::Null);
+
+    // The device limit cleared, an address limit, new metadata; the same day keeps the hour.
+    let saved = b.submit(&form, &path, &fields("", "DATE")).await;
+    assert_eq!(
+        (saved.status, saved.location()),
+        (
+            303,
+            format!("/dashboard/licenses/{id}?notice=license-updated").as_str()
+        ),
+        "{}",
+        saved.text
+    );
+    b.get(saved.location()).await.has("Changes saved.");
+    let stored = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    let stored = stored.ok();
+    assert_eq!(stored["hwidLimit"], Value::Null);
+    assert_eq!(stored["ipLimit"], 4);
+    assert_eq!(stored["expirationDate"], "2999-03-04T15:30:00.000Z");
+    assert_eq!(stored["metadata"][1]["key"], "seats");
+    assert_eq!(stored["products"][0]["id"], product_id);
+    assert_eq!(stored["licenseKey"], key);
+    // The audit log names the admin.
+    let audit = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=license.updated")))
+        .await;
+    assert_eq!(
+        audit.ok()["entries"][0]["actor"]["name"],
+        "edit@vendor.example"
+    );
+
+    // Never expiring now: the date goes.
+    let never = b.submit(&form, &path, &fields("", "NEVER")).await;
+    assert_eq!(never.status, 303, "{}", never.text);
+    let stored = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(stored.ok()["expirationDate"], Value::Null);
+
+    // A viewer gets no form and cannot save.
+    let mut viewer = Browser::new(&s);
+    staff(
+        &s,
+        &mut viewer,
+        s.team_id(),
+        "peek@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    viewer
+        .get(&format!("/dashboard/licenses/{id}"))
+        .await
+        .lacks(&format!("/dashboard/licenses/{id}/edit"));
+    let page = viewer.get(&format!("/dashboard/licenses/{id}")).await;
+    assert_eq!(viewer.get(&path).await.status, 403);
+    let refused = viewer.submit(&page, &path, &fields("7", "NEVER")).await;
+    assert_eq!(refused.status, 403);
+    let stored = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    assert_eq!(stored.ok()["hwidLimit"], Value::Null);
 }

@@ -1,4 +1,7 @@
-use serde_json::json;
+use licensing_core::Timestamp;
+use licensing_core::model::License;
+use licensing_core::store::{Journal, LicenseStore};
+use serde_json::{Value, json};
 
 use crate::helpers::TestServer;
 
@@ -306,6 +309,111 @@ async fn list_pages_sorts_and_filters() {
         ("search=", "search"),
         ("metadataValue=x", "metadataValue"),
         ("unknown=1", "unknown"),
+    ] {
+        let answer = s.get(&s.dev(&format!("licenses?{query}"))).await;
+        assert_eq!(answer.err(400, "BAD_REQUEST").fields(), [field], "{query}");
+    }
+}
+
+#[tokio::test]
+async fn lists_filter_by_status_expiration_type_and_suspension() {
+    let s = TestServer::start().await;
+    let a_year = Timestamp::from_millis(Timestamp::now().as_millis() + 365 * 86_400_000);
+    let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let never_suspended = s
+        .license(r#"{"expirationType":"NEVER","suspended":true}"#)
+        .await;
+    let date = s
+        .license(&json!({"expirationType": "DATE", "expirationDate": a_year}).to_string())
+        .await;
+    let expired = s
+        .license(&json!({"expirationType": "DATE", "expirationDate": a_year}).to_string())
+        .await;
+    // Its date passes (the API refuses a date in the past at creation).
+    let id = expired["id"].as_str().unwrap().parse().unwrap();
+    let mut l: License = s.store.get_license(s.team_id(), id).await.unwrap().unwrap();
+    l.expiration_date = Some(Timestamp::from_millis(
+        Timestamp::now().as_millis() - 60_000,
+    ));
+    s.store.update_license(&l, &Journal::NONE).await.unwrap();
+    // Never used: its clock has not started, so it has not expired.
+    let unstarted = s
+        .license(
+            r#"{"expirationType":"DURATION","expirationStart":"ACTIVATION","expirationDays":30}"#,
+        )
+        .await;
+    let duration_suspended = s
+        .license(r#"{"expirationType":"DURATION","expirationDays":30,"suspended":true}"#)
+        .await;
+
+    let ids = |answer: &Value| {
+        let mut ids: Vec<String> = answer["licenses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let of = |licenses: &[&Value]| {
+        let mut ids: Vec<String> = licenses
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    for (query, wanted) in [
+        ("status=EXPIRED", of(&[&expired])),
+        (
+            "status=ACTIVE",
+            of(&[
+                &never,
+                &never_suspended,
+                &date,
+                &unstarted,
+                &duration_suspended,
+            ]),
+        ),
+        ("expirationType=DATE", of(&[&date, &expired])),
+        ("expirationType=NEVER", of(&[&never, &never_suspended])),
+        (
+            "expirationType=DURATION",
+            of(&[&unstarted, &duration_suspended]),
+        ),
+        (
+            "suspended=true",
+            of(&[&never_suspended, &duration_suspended]),
+        ),
+        (
+            "suspended=false",
+            of(&[&never, &date, &expired, &unstarted]),
+        ),
+        (
+            "status=ACTIVE&suspended=false&expirationType=DATE",
+            of(&[&date]),
+        ),
+        ("status=EXPIRED&suspended=true", Vec::new()),
+    ] {
+        let answer = s.get(&s.dev(&format!("licenses?{query}"))).await;
+        let page = answer.ok();
+        assert_eq!(ids(page), wanted, "{query}");
+        assert_eq!(page["totalResults"], wanted.len(), "{query}");
+        // Sorted and paged like any list; a page past the end still counts the matches.
+        let past = s
+            .get(&s.dev(&format!(
+                "licenses?{query}&pageSize=10&page=3&sortColumn=updatedAt"
+            )))
+            .await;
+        assert_eq!(past.ok()["licenses"], json!([]), "{query}");
+        assert_eq!(past.ok()["totalResults"], wanted.len(), "{query}");
+    }
+    for (query, field) in [
+        ("status=LIVE", "status"),
+        ("status=expired", "status"),
+        ("expirationType=SOMETIMES", "expirationType"),
+        ("suspended=yes", "suspended"),
     ] {
         let answer = s.get(&s.dev(&format!("licenses?{query}"))).await;
         assert_eq!(answer.err(400, "BAD_REQUEST").fields(), [field], "{query}");

@@ -1,8 +1,9 @@
 use std::borrow::Cow;
 
 use super::{finish, id_list, one_of};
+use crate::Timestamp;
 use crate::error::{ApiError, Validator};
-use crate::model::ReleaseStatus;
+use crate::model::{ExpirationType, ReleaseStatus};
 use crate::validate::{SearchText, check_length};
 use crate::{CustomerId, ProductId};
 
@@ -167,6 +168,30 @@ pub struct LicenseFilter {
     pub metadata_key: Option<String>,
     /// ... with a value containing this text.
     pub metadata_value: Option<String>,
+    /// Licenses expired, or not, at a moment (`status`).
+    pub expiry: Option<ExpiryFilter>,
+    /// Licenses of this expiration type.
+    pub expiration_type: Option<ExpirationType>,
+    /// Suspended licenses, or the others.
+    pub suspended: Option<bool>,
+}
+
+/// The license list's `status` filter: `EXPIRED` licenses (their expiry date has passed at `at`)
+/// or `ACTIVE` ones (the others, suspended or not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpiryFilter {
+    /// `true` for `EXPIRED`, `false` for `ACTIVE`.
+    pub expired: bool,
+    /// The moment the status is taken at: when the request was parsed, unless the server sets
+    /// its own clock's reading.
+    pub at: Timestamp,
+}
+
+impl ExpiryFilter {
+    /// The wire spelling of `status`.
+    pub const fn as_str(self) -> &'static str {
+        if self.expired { "EXPIRED" } else { "ACTIVE" }
+    }
 }
 
 /// `GET {dev}/licenses`.
@@ -184,6 +209,9 @@ impl LicenseListQuery {
                 "search",
                 "metadataKey",
                 "metadataValue",
+                "status",
+                "expirationType",
+                "suspended",
             ]),
             &mut v,
         );
@@ -207,6 +235,27 @@ impl LicenseListQuery {
         if metadata_value.is_some() && q.get("metadataKey").is_none() {
             v.push("metadataValue", "needs metadataKey");
         }
+        let expiry = v
+            .optional("status", q.get("status"), |t| match t {
+                "ACTIVE" => Ok(false),
+                "EXPIRED" => Ok(true),
+                _ => Err("must be one of ACTIVE, EXPIRED"),
+            })
+            .flatten()
+            .map(|expired| ExpiryFilter {
+                expired,
+                at: Timestamp::now(),
+            });
+        let expiration_type = v
+            .optional(
+                "expirationType",
+                q.get("expirationType"),
+                ExpirationType::parse,
+            )
+            .flatten();
+        let suspended = v
+            .optional("suspended", q.get("suspended"), boolean)
+            .flatten();
         finish(v)?;
         Ok(Self {
             paging,
@@ -217,8 +266,19 @@ impl LicenseListQuery {
                 search,
                 metadata_key,
                 metadata_value,
+                expiry,
+                expiration_type,
+                suspended,
             },
         })
+    }
+}
+
+fn boolean(text: &str) -> Result<bool, &'static str> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("must be true or false"),
     }
 }
 
@@ -350,11 +410,7 @@ impl DeviceListQuery {
         let paging = Paging::parse(&q, &mut v);
         let sort = sort(&q, &mut v, DeviceSort::OPTIONS, DeviceSort::DEFAULT);
         let show_forgotten = v
-            .optional("showForgotten", q.get("showForgotten"), |t| match t {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                _ => Err("must be true or false"),
-            })
+            .optional("showForgotten", q.get("showForgotten"), boolean)
             .flatten()
             .unwrap_or(false);
         finish(v)?;
@@ -472,6 +528,15 @@ impl QueryFilter for LicenseFilter {
         }
         if let Some(value) = &self.metadata_value {
             query.append_pair("metadataValue", value);
+        }
+        if let Some(expiry) = self.expiry {
+            query.append_pair("status", expiry.as_str());
+        }
+        if let Some(kind) = self.expiration_type {
+            query.append_pair("expirationType", kind.as_str());
+        }
+        if let Some(suspended) = self.suspended {
+            query.append_pair("suspended", if suspended { "true" } else { "false" });
         }
     }
 }
@@ -632,10 +697,16 @@ mod tests {
         licenses.filter.search = Some(SearchText::parse("AB CD&x=1").unwrap());
         licenses.filter.metadata_key = Some("tier".into());
         licenses.filter.metadata_value = Some("gold".into());
-        assert_eq!(
-            LicenseListQuery::parse(&licenses.to_query_string()).unwrap(),
-            licenses
-        );
+        licenses.filter.expiration_type = Some(ExpirationType::Duration);
+        licenses.filter.suspended = Some(false);
+        let at = Timestamp::from_millis(1_700_000_000_000);
+        licenses.filter.expiry = Some(ExpiryFilter { expired: true, at });
+        let mut parsed = LicenseListQuery::parse(&licenses.to_query_string()).unwrap();
+        // The moment is the parser's clock, which the server replaces with its own.
+        let expiry = parsed.filter.expiry.as_mut().unwrap();
+        assert!(expiry.at > at);
+        expiry.at = at;
+        assert_eq!(parsed, licenses);
         assert_eq!(
             LicenseListQuery::parse(&LicenseListQuery::default().to_query_string()).unwrap(),
             LicenseListQuery::parse("").unwrap()
@@ -729,6 +800,13 @@ mod tests {
             ("page=0", "page", "must be an integer from 1 to 1000000"),
             ("page=x", "page", "must be an integer from 1 to 1000000"),
             ("pageSize=20", "pageSize", "must be one of 10, 25, 50, 100"),
+            ("status=active", "status", "must be one of ACTIVE, EXPIRED"),
+            (
+                "expirationType=Never",
+                "expirationType",
+                "must be one of NEVER, DATE, DURATION",
+            ),
+            ("suspended=1", "suspended", "must be true or false"),
             (
                 "sortDirection=up",
                 "sortDirection",
@@ -753,7 +831,7 @@ mod tests {
             (
                 "pagesize=10",
                 "pagesize",
-                "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue)",
+                "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue, status, expirationType, suspended)",
             ),
         ];
         for (query, field, message) in cases {

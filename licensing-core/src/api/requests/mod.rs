@@ -19,9 +19,9 @@ pub use client::{ClassloaderQuery, ClientBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
 pub use list::{
-    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, LicenseFilter, LicenseListQuery,
-    LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
-    ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
+    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, ExpiryFilter, LicenseFilter,
+    LicenseListQuery, LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort,
+    ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};

@@ -128,6 +128,9 @@ fn daily_limit_reached(message: String, now: licensing_core::Timestamp) -> Respo
 
 pub(super) async fn list(dev: Dev, (): (), input: Input) -> Handled {
     let mut query = LicenseListQuery::parse(&input.query)?;
+    if let Some(expiry) = &mut query.filter.expiry {
+        expiry.at = dev.now;
+    }
     // A key restricted to products sees the licenses of its products only.
     if let Some(allowed) = dev.products() {
         let wanted = &mut query.filter.product_ids;

@@ -2,8 +2,10 @@
 
 use std::net::IpAddr;
 
-use licensing_core::api::requests::{DeviceListQuery, DeviceSort, LicenseListQuery, LicenseSort};
-use licensing_core::model::{Hwid, IpRecord, License, OutboxMessage};
+use licensing_core::api::requests::{
+    DeviceListQuery, DeviceSort, LicenseFilter, LicenseListQuery, LicenseSort,
+};
+use licensing_core::model::{ExpirationType, Hwid, IpRecord, License, OutboxMessage};
 use licensing_core::store::{
     DeviceStore, Entity, Journal, LicenseStore, Page, StoreError, StoreResult, check_usage_owner,
 };
@@ -141,8 +143,8 @@ pub(super) async fn present(
 async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO licenses (id, team_id, license_key, created_at, updated_at, last_active_at,
-           customer_ids, product_ids, doc)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+           customer_ids, product_ids, doc, suspended, expiration_type, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(l.id.as_uuid())
     .bind(l.team_id.as_uuid())
@@ -153,6 +155,9 @@ async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
     .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
     .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
     .bind(json(l))
+    .bind(l.suspended)
+    .bind(l.expiration_type.as_str())
+    .bind(expires_at(l))
     .execute(&mut *conn)
     .await
     .map_err(|e| {
@@ -167,11 +172,57 @@ async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
+/// The license list's filters, `$1` to `$10` (see [`bind_filter`]).
+const LICENSE_FILTER: &str = "WHERE team_id = $1
+   AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
+   AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
+   AND ($4::text IS NULL OR license_key LIKE $4)
+   AND ($5::text IS NULL OR EXISTS (
+         SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
+         WHERE m ->> 'key' = $5 AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))
+   AND ($7::boolean IS NULL
+        OR (expires_at IS NOT NULL AND expires_at <= $8) = $7)
+   AND ($9::text IS NULL OR expiration_type = $9)
+   AND ($10::boolean IS NULL OR suspended = $10)";
+
+/// Binds the values of [`LICENSE_FILTER`].
+fn bind_filter<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    team: TeamId,
+    f: &LicenseFilter,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let search = f
+        .search
+        .as_ref()
+        .map(|s| like_contains(&s.as_str().to_ascii_uppercase()));
+    query
+        .bind(*team.as_uuid())
+        .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
+        .bind(uuids(&f.customer_ids, |c| *c.as_uuid()))
+        .bind(search)
+        .bind(f.metadata_key.clone())
+        .bind(f.metadata_value.clone())
+        .bind(f.expiry.map(|e| e.expired))
+        .bind(f.expiry.map(|e| ms(e.at)))
+        .bind(f.expiration_type.map(ExpirationType::as_str))
+        .bind(f.suspended)
+}
+
+/// The moment a license expires, as the `expires_at` column holds it (none for `NEVER`, and
+/// none for a license whose clock has not started).
+fn expires_at(l: &License) -> Option<i64> {
+    match l.expiration_type {
+        ExpirationType::Never => None,
+        ExpirationType::Date | ExpirationType::Duration => opt_ms(l.expiration_date),
+    }
+}
+
 /// Replaces a license's row.
 pub(super) async fn write(conn: &mut PgConnection, l: &License) -> StoreResult<u64> {
     let done = sqlx::query(
         "UPDATE licenses SET license_key = $3, updated_at = $4, last_active_at = $5,
-           customer_ids = $6, product_ids = $7, doc = $8
+           customer_ids = $6, product_ids = $7, doc = $8, suspended = $9, expiration_type = $10,
+           expires_at = $11
          WHERE team_id = $1 AND id = $2",
     )
     .bind(l.team_id.as_uuid())
@@ -182,6 +233,9 @@ pub(super) async fn write(conn: &mut PgConnection, l: &License) -> StoreResult<u
     .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
     .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
     .bind(json(l))
+    .bind(l.suspended)
+    .bind(l.expiration_type.as_str())
+    .bind(expires_at(l))
     .execute(conn)
     .await
     .map_err(|e| constraint(e, &[("licenses_key_unique", key_taken)]))?;
@@ -354,19 +408,15 @@ impl LicenseStore for PgStore {
         let filtered = !f.product_ids.is_empty()
             || !f.customer_ids.is_empty()
             || f.search.is_some()
-            || f.metadata_key.is_some();
+            || f.metadata_key.is_some()
+            || f.expiry.is_some()
+            || f.expiration_type.is_some()
+            || f.suspended.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
-            "SELECT doc, last_active_at{total} FROM licenses
-             WHERE team_id = $1
-               AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
-               AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
-               AND ($4::text IS NULL OR license_key LIKE $4)
-               AND ($5::text IS NULL OR EXISTS (
-                     SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
-                     WHERE m ->> 'key' = $5 AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))
+            "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $7 OFFSET $8",
+             LIMIT $11 OFFSET $12",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {
@@ -374,17 +424,7 @@ impl LicenseStore for PgStore {
             },
         );
         let (limit, offset) = page_bounds(&query.paging);
-        let search = f
-            .search
-            .as_ref()
-            .map(|s| like_contains(&s.as_str().to_ascii_uppercase()));
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(team.as_uuid())
-            .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
-            .bind(uuids(&f.customer_ids, |c| *c.as_uuid()))
-            .bind(search.clone())
-            .bind(f.metadata_key.as_deref())
-            .bind(f.metadata_value.as_deref())
+        let rows = bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f)
             .bind(limit)
             .bind(offset)
             .fetch_all(&self.pool)
@@ -395,26 +435,14 @@ impl LicenseStore for PgStore {
         } else if let Some(row) = rows.first() {
             row.try_get("total").map_err(backend)?
         } else {
-            sqlx::query_scalar(
-                "SELECT count(*) FROM licenses
-                 WHERE team_id = $1
-                   AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
-                   AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
-                   AND ($4::text IS NULL OR license_key LIKE $4)
-                   AND ($5::text IS NULL OR EXISTS (
-                         SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
-                         WHERE m ->> 'key' = $5
-                           AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))",
-            )
-            .bind(team.as_uuid())
-            .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
-            .bind(uuids(&f.customer_ids, |c| *c.as_uuid()))
-            .bind(search)
-            .bind(f.metadata_key.as_deref())
-            .bind(f.metadata_value.as_deref())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(backend)?
+            // Past the last page: the window count has no row to ride on.
+            let sql = format!("SELECT count(*) AS total FROM licenses {LICENSE_FILTER}");
+            bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(backend)?
+                .try_get("total")
+                .map_err(backend)?
         };
         let items = rows.iter().map(license).collect::<StoreResult<_>>()?;
         Ok(page(items, total, &query.paging))

@@ -48,10 +48,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "staff accounts",
         sql: include_str!("migrations/0006_staff.sql"),
     },
+    Migration {
+        version: 7,
+        name: "license filters",
+        sql: include_str!("migrations/0007_license_filters.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

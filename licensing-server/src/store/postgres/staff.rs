@@ -171,4 +171,22 @@ impl StaffStore for PgStore {
             .map_err(backend)
             .map(|done| done.rows_affected())
     }
+
+    async fn delete_stale_sessions(
+        &self,
+        seen_before: Timestamp,
+        created_before: Timestamp,
+    ) -> StoreResult<u64> {
+        sqlx::query(
+            "DELETE FROM staff_sessions
+             WHERE last_seen_at < $1
+                OR (extract(epoch FROM (doc ->> 'createdAt')::timestamptz) * 1000)::bigint < $2",
+        )
+        .bind(ms(seen_before))
+        .bind(ms(created_before))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)
+        .map(|done| done.rows_affected())
+    }
 }

@@ -156,7 +156,11 @@ impl LicenseStore for SledStore {
             LicenseSort::CreatedAt => ix::CREATED,
             LicenseSort::UpdatedAt => ix::UPDATED,
         };
-        let filtered = f.search.is_some() || f.metadata_key.is_some();
+        let filtered = f.search.is_some()
+            || f.metadata_key.is_some()
+            || f.expiry.is_some()
+            || f.expiration_type.is_some()
+            || f.suspended.is_some();
         let accept = |l: &License| license_matches(l, f);
         self.walk_index(
             &index_prefix(tag::LICENSE, index, team),

@@ -180,4 +180,37 @@ impl StaffStore for SledStore {
         let tree = self.inner.tree.clone();
         self.durable(|tx| end_sessions(&tree, tx, user)).await
     }
+
+    async fn delete_stale_sessions(
+        &self,
+        seen_before: Timestamp,
+        created_before: Timestamp,
+    ) -> StoreResult<u64> {
+        // Found outside the transaction (sessions are few); each is deleted in it only if it
+        // is still stale there, so a session used meanwhile stays.
+        let stale: Vec<String> = self
+            .scan::<StaffSession>(&[tag::WEB_SESSION])?
+            .into_iter()
+            .filter(|s| s.last_seen_at < seen_before || s.created_at < created_before)
+            .map(|s| s.id_sha256)
+            .collect();
+        if stale.is_empty() {
+            return Ok(0);
+        }
+        self.durable(|tx| {
+            let mut ended = 0;
+            for id in &stale {
+                let k = session_key(id);
+                if let Some(session) = tx.get_record::<StaffSession>(&k)?
+                    && (session.last_seen_at < seen_before || session.created_at < created_before)
+                {
+                    tx.del(k);
+                    tx.del(staff_session_key(session.user_id, id));
+                    ended += 1;
+                }
+            }
+            Ok(ended)
+        })
+        .await
+    }
 }
