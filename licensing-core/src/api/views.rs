@@ -367,3 +367,15 @@ mod tests {
         assert!(serde_json::to_value(&d).unwrap().get("licenseId").is_some());
     }
 }
+
+/// (ext) `data` of `POST {dev}/licenses/id/{licenseId}/email`: the e-mails queued, one to each
+/// of the license's customers with an address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseEmailed {
+    /// How many e-mails were queued.
+    pub queued: u32,
+    /// To whom.
+    pub recipients: Vec<String>,
+}

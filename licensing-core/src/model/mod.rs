@@ -29,7 +29,7 @@ pub use scope::{
     Access, ProductRestriction, Resource, Scope, Scopes, cannot_grant, covers_products,
     sees_products,
 };
-pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser};
+pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
 pub use stats::{
     DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
     RequestsByType, Statistics, TopCountry, TopProduct,

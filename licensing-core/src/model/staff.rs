@@ -121,6 +121,24 @@ pub struct StaffUser {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+    /// The second factor of signing in, when its owner turned it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub two_step: Option<TwoStep>,
+}
+
+/// An account's second factor: an authenticator app's time-based codes (RFC 6238: SHA-1, six
+/// digits, 30-second steps) and one-time recovery codes for when the app is lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TwoStep {
+    /// The secret the app shares, in base32 (RFC 4648, without padding).
+    pub secret: String,
+    /// The time step of the last code accepted: each code signs in once.
+    pub last_step: u64,
+    /// The SHA-256 (lower-case hex) of each recovery code not used yet.
+    pub recovery_codes: Vec<String>,
+    /// When it was turned on.
+    pub since: Timestamp,
 }
 
 /// (admin) A staff account just created, with its one-time set-password link: the answer of

@@ -1125,6 +1125,32 @@ impl BlacklistStore for MemoryStore {
 }
 
 impl OutboxStore for MemoryStore {
+    async fn queue_messages(
+        &self,
+        team: TeamId,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.with(|s| {
+            if !s.teams.contains_key(&team) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let day = (team, OutboxMessage::day_of(now));
+            let queued = s.mail_per_day.get(&day).copied().unwrap_or(0);
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} e-mails a day per team; try again tomorrow"
+                )));
+            }
+            for m in mail {
+                s.outbox.insert(m.id, m.clone());
+            }
+            *s.mail_per_day.entry(day).or_default() += mail.len() as u64;
+            Ok(())
+        })
+    }
+
     async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
         self.with(|s| {
             let mut due: Vec<OutboxMessage> = s

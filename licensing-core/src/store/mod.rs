@@ -726,6 +726,16 @@ pub trait OutboxStore: Send + Sync {
         let _ = lease_ms;
         self.due_messages(now, limit)
     }
+    /// Queues messages of `team` that belong to no other change (an invitation, a license key
+    /// sent again), in one atomic step; [`StoreError::Limit`] when the team's e-mails queued on
+    /// the day of `now` would exceed `daily_limit`, and then nothing is queued.
+    fn queue_messages(
+        &self,
+        team: TeamId,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Removes a delivered message.
     fn message_sent(&self, message: &OutboxMessage)
     -> impl Future<Output = StoreResult<()>> + Send;

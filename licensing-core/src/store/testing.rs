@@ -436,6 +436,7 @@ fn staff(team: TeamId, email: &str, minutes: u32) -> crate::model::StaffUser {
         }),
         created_at: at(minutes),
         updated_at: at(minutes),
+        two_step: None,
     }
 }
 
@@ -2381,6 +2382,41 @@ pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Stor
         .create_license_with_mail(&second, &more, 3, t0().plus_days(1), &Journal::NONE)
         .await
         .unwrap();
+    // Messages queued on their own share the quota: one more fits today (day 0 has 2 of 3),
+    // two do not, and then nothing is queued.
+    let queued_before = store
+        .due_messages(t0().plus_days(3), 100)
+        .await
+        .unwrap()
+        .len();
+    assert!(matches!(
+        store
+            .queue_messages(
+                t.id,
+                &[
+                    message(t.id, "e@example.com", t0()),
+                    message(t.id, "f@example.com", t0()),
+                ],
+                3,
+                at(20),
+            )
+            .await,
+        Err(StoreError::Limit(_))
+    ));
+    store
+        .queue_messages(t.id, &[message(t.id, "g@example.com", t0())], 3, at(20))
+        .await
+        .unwrap();
+    let due = store.due_messages(t0().plus_days(3), 100).await.unwrap();
+    assert_eq!(due.len(), queued_before + 1);
+    assert!(due.iter().any(|m| m.to == "g@example.com"));
+    assert!(!due.iter().any(|m| m.to == "e@example.com"));
+    assert!(is_not_found(
+        store
+            .queue_messages(crate::TeamId::new(), &[], 3, at(20))
+            .await,
+        Entity::Team
+    ));
     // The usual checks apply.
     let mut dup = license(t.id, t0());
     dup.license_key = first.license_key;

@@ -7,7 +7,7 @@
 //! long to wait. On PostgreSQL the counters are shared by every instance.
 
 use licensing_core::StaffId;
-use licensing_core::store::StaffStore;
+use licensing_core::store::{StaffStore, TeamStore};
 use maud::{Markup, html};
 use warp::http::header;
 
@@ -17,8 +17,10 @@ use super::session;
 use super::{Ctx, Staff};
 use crate::http::Response;
 use crate::routes::dev::Body;
+use crate::services::audit::Acting;
 use crate::services::ratelimit::{RateStatus, ip_key};
 use crate::services::staff::{self as staff_service, LinkRefused};
+use crate::services::two_step;
 
 /// `GET /dashboard/sign-in`.
 pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
@@ -29,6 +31,9 @@ pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
         Some("session-ended") => Some("Your session has ended. Please sign in again."),
         Some("signed-out") => Some("You are signed out."),
         Some("signed-out-everywhere") => Some("You are signed out on every device."),
+        Some("password-set") => {
+            Some("Your password is set. Sign in with it and your two-step code.")
+        }
         _ => None,
     };
     sign_in_form(ctx, 200, None, notice, ctx.param("next").as_deref(), "")
@@ -42,6 +47,7 @@ fn sign_in_form(
     next: Option<&str>,
     email: &str,
 ) -> Response {
+    let ask_code = status == 401 && problem == Some(CODE_NEEDED);
     let (token, cookie) = session::sign_in_token(ctx);
     let markup = page::bare(
         "Sign in",
@@ -59,9 +65,11 @@ fn sign_in_form(
                     input type="hidden" name="next" value=(next);
                 }
                 label for="email" { "E-mail address" }
-                input #email type="email" name="email" value=(email) autocomplete="username" required autofocus;
+                input #email type="email" name="email" value=(email) autocomplete="username" required autofocus[!ask_code];
                 label for="password" { "Password" }
                 input #password type="password" name="password" autocomplete="current-password" required;
+                label for="code" { "Code" span.hint { "Only if you turned on two-step sign-in: the six digits your authenticator app shows, or a recovery code." } }
+                input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" autofocus[ask_code];
                 p { button type="submit" { "Sign in" } }
             }
             p.hint { "No password yet, or forgot it? Ask an owner or admin of your team for a set-password link." }
@@ -175,8 +183,40 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
             email,
         );
     };
+    let user = if user.two_step.is_some() {
+        let code = form.get("code").unwrap_or("").trim();
+        if code.is_empty() {
+            return sign_in_form(ctx, 401, Some(CODE_NEEDED), None, next, email);
+        }
+        let acting = Acting {
+            actor: licensing_core::model::Actor::user(user.id, user.email.as_str()),
+            address: Some(ctx.client),
+        };
+        match two_step::sign_in(&ctx.state.store, &user, code, ctx.now, &acting).await {
+            Ok(Some(user)) => user,
+            Ok(None) => {
+                count_failure(ctx, &account).await;
+                return sign_in_form(
+                    ctx,
+                    401,
+                    Some(
+                        "That code is not right, or was used already. Type your password and the code your app shows now, or an unused recovery code.",
+                    ),
+                    None,
+                    next,
+                    email,
+                );
+            }
+            Err(e) => return page::failure(ctx, None, &e.into()),
+        }
+    } else {
+        user
+    };
     signed_in(ctx, user, &session::safe_next(next)).await
 }
+
+/// What the sign-in form says when the password was right and the second step is missing.
+const CODE_NEEDED: &str = "This account signs in in two steps: type your password again, and the six-digit code your authenticator app shows (or a recovery code).";
 
 /// Starts a session and sends the browser to `target`.
 async fn signed_in(ctx: &Ctx, user: licensing_core::model::StaffUser, target: &str) -> Response {
@@ -279,6 +319,10 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
     )
     .await
     {
+        // A link replaces a password, not the second step: the account signs in with both.
+        Ok(Ok(user)) if user.two_step.is_some() => {
+            page::redirect("/dashboard/sign-in?notice=password-set")
+        }
         Ok(Ok(user)) => signed_in(ctx, user, "/dashboard/?notice=password-set").await,
         Ok(Err(LinkRefused::Invalid)) => link_refused(),
         Ok(Err(LinkRefused::Password(rule))) => set_password_form(
@@ -331,6 +375,22 @@ pub(crate) fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
                 }
             }
         }
+        h2 { "Two-step sign-in" }
+        @if let Some(two_step) = &staff.user.two_step {
+            p {
+                "On since " (page::when(two_step.since)) ": signing in takes your password and the code of your authenticator app. "
+                (two_step.recovery_codes.len()) " of " (two_step::RECOVERY_CODES) " recovery codes are unused."
+            }
+            form method="post" action="/dashboard/account/two-step/off" {
+                (page::csrf(staff))
+                label for="off-code" { "Code" span.hint { "To turn it off: the code your app shows now, or a recovery code." } }
+                input #off-code type="text" name="code" autocomplete="one-time-code" required;
+                p { button.secondary type="submit" { "Turn two-step sign-in off" } }
+            }
+        } @else {
+            p { "Off. With it on, signing in also takes a code from an authenticator app on your phone, so a stolen password is not enough." }
+            p { a.button href="/dashboard/account/two-step" { "Turn on two-step sign-in" } }
+        }
         h2 { "Sessions" }
         p { "Signed in on another computer you no longer use, or lost one? End every session of your account, this one included." }
         form method="post" action="/dashboard/sign-out-everywhere" {
@@ -342,4 +402,140 @@ pub(crate) fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
         200,
         page::layout(ctx, staff, Nav::Account, "Your account", content),
     )
+}
+
+/// The name an authenticator app shows the account under: the team's name.
+async fn issuer(ctx: &Ctx, staff: &Staff) -> String {
+    match ctx.state.store.get_team(staff.user.team_id).await {
+        Ok(Some(team)) => format!("{} licensing", team.name),
+        _ => "Licensing".to_owned(),
+    }
+}
+
+/// The setup page: the QR code and the secret of a new authenticator entry, and the form that
+/// turns two-step sign-in on with the code the app then shows.
+async fn setup_page(ctx: &Ctx, staff: &Staff, secret: &str, failure: Option<&Failure>) -> Response {
+    let issuer = issuer(ctx, staff).await;
+    let url = two_step::setup_url(secret, &issuer, staff.user.email.as_str()).unwrap_or_default();
+    let qr = qrcode::QrCode::new(url.as_bytes()).map(|code| {
+        code.render::<qrcode::render::svg::Color<'_>>()
+            .min_dimensions(200, 200)
+            .quiet_zone(true)
+            .build()
+            // Inline in HTML: the XML declaration has no place there.
+            .split_once("?>")
+            .map_or_else(String::new, |(_, svg)| svg.to_owned())
+    });
+    let grouped: Vec<&str> = secret
+        .as_bytes()
+        .chunks(4)
+        .filter_map(|c| std::str::from_utf8(c).ok())
+        .collect();
+    let content = html! {
+        h1 { "Turn on two-step sign-in" }
+        (page::problems(failure))
+        ol.steps {
+            li {
+                "Scan this code with an authenticator app (such as Aegis, Google Authenticator, 1Password or Microsoft Authenticator):"
+                @if let Ok(svg) = &qr {
+                    figure.qr role="img" aria-label="QR code of the authenticator entry" { (maud::PreEscaped(svg)) }
+                }
+                "On a phone, "
+                a href=(url) { "open it in the authenticator app" }
+                ", or add the entry by hand, with this key (time-based):"
+                p { code.secret { (grouped.join(" ")) } }
+            }
+            li {
+                "Type the six digits the app shows:"
+                form method="post" action="/dashboard/account/two-step" {
+                    (page::csrf(staff))
+                    input type="hidden" name="secret" value=(secret);
+                    label for="code" { "Code" @if let Some(m) = failure.and_then(|f| f.field("code")) { span.field-error { (m) } } }
+                    input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" required autofocus;
+                    p { button type="submit" { "Turn on" } }
+                }
+            }
+        }
+    };
+    page::html_response(
+        failure.map_or(200, |f| f.status),
+        page::layout(ctx, staff, Nav::Account, "Two-step sign-in", content),
+    )
+}
+
+/// `GET /dashboard/account/two-step`.
+pub(crate) async fn two_step_page(ctx: &Ctx, staff: &Staff) -> Response {
+    if staff.user.two_step.is_some() {
+        return page::redirect("/dashboard/account");
+    }
+    setup_page(ctx, staff, &two_step::new_secret(), None).await
+}
+
+/// `POST /dashboard/account/two-step`: turns it on, and shows the recovery codes once.
+pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let secret = form.get("secret").unwrap_or("");
+    // The secret came back from the page this session was shown; it must still be one.
+    if two_step::setup_url(secret, "x", "x").is_none() || secret.len() < 32 {
+        return setup_page(ctx, staff, &two_step::new_secret(), None).await;
+    }
+    let acting = Acting {
+        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
+        address: Some(ctx.client),
+    };
+    let code = form.get("code").unwrap_or("");
+    match two_step::turn_on(
+        &ctx.state.store,
+        &staff.user,
+        secret,
+        code,
+        ctx.now,
+        &acting,
+    )
+    .await
+    {
+        Ok(codes) => {
+            let content = html! {
+                h1 { "Two-step sign-in is on" }
+                div.card {
+                    p { "Keep these recovery codes somewhere safe, away from your phone. Each signs you in once instead of the app's code, if you lose it. They are shown only now." }
+                    ul.recovery-codes {
+                        @for code in &codes { li { code { (code) } } }
+                    }
+                    p { button.secondary.small.copy type="button" data-copy=(codes.join("\n")) hidden { "Copy all" } }
+                }
+                p { a.button href="/dashboard/account" { "Done" } }
+            };
+            page::html_response(
+                200,
+                page::layout(ctx, staff, Nav::Account, "Two-step sign-in", content),
+            )
+        }
+        Err(e) => setup_page(ctx, staff, secret, Some(&e.into())).await,
+    }
+}
+
+/// `POST /dashboard/account/two-step/off`: with a good code, turns it off.
+pub(crate) async fn turn_off(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let Some(current) = &staff.user.two_step else {
+        return page::redirect("/dashboard/account");
+    };
+    let code = form.get("code").unwrap_or("");
+    if two_step::spend(current, code, ctx.now).is_none() {
+        return page::failure(
+            ctx,
+            Some(staff),
+            &Failure::new(
+                400,
+                "That code is not right, or was used already, so two-step sign-in stays on. Go back and type the code your app shows now, or an unused recovery code.",
+            ),
+        );
+    }
+    let acting = Acting {
+        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
+        address: Some(ctx.client),
+    };
+    match two_step::turn_off(&ctx.state.store, &staff.user, ctx.now, &acting).await {
+        Ok(()) => page::redirect("/dashboard/account?notice=two-step-off"),
+        Err(e) => page::failure(ctx, Some(staff), &e.into()),
+    }
 }

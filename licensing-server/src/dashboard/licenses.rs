@@ -375,6 +375,12 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                     }
                 }
             }
+            @if write_allowed && ctx.state.mailer.is_some() && detail.customers.iter().any(|c| c.email.is_some()) {
+                form method="post" action={ "/dashboard/licenses/" (l.id) "/email" } {
+                    (page::csrf(staff))
+                    button.secondary type="submit" { "E-mail the key to its customers" }
+                }
+            }
             @if write_allowed {
                 a.button.secondary href={ "/dashboard/licenses/" (l.id) "/edit" } { "Edit" }
                 a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { "Delete…" }
@@ -516,6 +522,18 @@ pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -
             Method::POST,
             format!("licenses/id/{id}/{verb}"),
             format!("/dashboard/licenses/{id}?notice=license-{verb}ed"),
+        )
+    });
+    page::act(ctx, staff, act).await
+}
+
+/// `POST /dashboard/licenses/{id}/email`: the key to each customer with an address.
+pub(crate) async fn email(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let act = license_id(id).map(|id| {
+        Act::new(
+            Method::POST,
+            format!("licenses/id/{id}/email"),
+            format!("/dashboard/licenses/{id}?notice=license-emailed"),
         )
     });
     page::act(ctx, staff, act).await

@@ -170,6 +170,9 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
     match (get, post, segments.as_slice()) {
         (true, _, []) => overview::show(&ctx, &staff).await,
         (true, _, ["account"]) => account::account_page(&ctx, &staff),
+        (true, _, ["account", "two-step"]) => account::two_step_page(&ctx, &staff).await,
+        (_, true, ["account", "two-step"]) => account::turn_on(&ctx, &staff, &form).await,
+        (_, true, ["account", "two-step", "off"]) => account::turn_off(&ctx, &staff, &form).await,
         (_, true, ["sign-out"]) => account::sign_out(&ctx, &staff, false).await,
         (_, true, ["sign-out-everywhere"]) => account::sign_out(&ctx, &staff, true).await,
         (true, _, ["licenses"]) => licenses::list(&ctx, &staff).await,
@@ -178,6 +181,7 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (true, _, ["licenses", id]) => licenses::show(&ctx, &staff, id).await,
         (true, _, ["licenses", id, "edit"]) => licenses::edit_page(&ctx, &staff, id).await,
         (_, true, ["licenses", id, "edit"]) => licenses::update(&ctx, &staff, id, &form).await,
+        (_, true, ["licenses", id, "email"]) => licenses::email(&ctx, &staff, id).await,
         (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, "delete"]) => licenses::delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {
@@ -242,6 +246,9 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (_, true, ["users"]) => users::create(&ctx, &staff, &form).await,
         (_, true, ["users", id, "role"]) => users::change_role(&ctx, &staff, id, &form).await,
         (_, true, ["users", id, "link"]) => users::new_link(&ctx, &staff, id).await,
+        (_, true, ["users", id, "two-step", "off"]) => {
+            users::reset_two_step(&ctx, &staff, id).await
+        }
         (true, _, ["users", id, "delete"]) => users::confirm_delete(&ctx, &staff, id).await,
         (_, true, ["users", id, "delete"]) => users::delete(&ctx, &staff, id).await,
         _ => page::not_found(&ctx, &staff),

@@ -276,6 +276,12 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "password-set" => "Your password is set, and you are signed in.",
         "license-created" => "License created.",
         "license-updated" => "Changes saved.",
+        "user-invited" => "Account created: its set-password link is on its way by e-mail.",
+        "license-emailed" => "The key is on its way to the license's customers.",
+        "two-step-off" => "Two-step sign-in is off.",
+        "two-step-reset" => {
+            "Two-step sign-in is off for that account: they sign in with their password alone until they turn it on again."
+        }
         "license-deleted" => "License deleted.",
         "license-suspended" => {
             "License suspended: its clients are refused until it is unsuspended."

@@ -3,7 +3,7 @@
 
 use licensing_core::StaffId;
 use licensing_core::model::{Role, StaffUser};
-use licensing_core::store::StaffStore;
+use licensing_core::store::{OutboxStore, StaffStore, TeamStore};
 use maud::html;
 
 use super::api::Failure;
@@ -11,6 +11,7 @@ use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 use crate::services::audit::Acting;
+use crate::services::mail;
 use crate::services::staff::{self as service, CreatedStaff};
 
 /// Who acts: the staff member, from the client's address.
@@ -79,6 +80,7 @@ pub(crate) async fn list(
                             th scope="col" { "E-mail address" }
                             th scope="col" { "Role" }
                             th scope="col" { "Password" }
+                            th scope="col" { "Two-step" }
                             th scope="col" { "Since" }
                             th scope="col" { span.hint { "Actions" } }
                         }
@@ -107,6 +109,7 @@ pub(crate) async fn list(
                                     }
                                 }
                                 td { @if u.password_hash.is_some() { "Set" } @else { span.badge.warn { "Not yet" } } }
+                                td { @if u.two_step.is_some() { span.badge.ok { "On" } } @else { "Off" } }
                                 td { (page::day(u.created_at)) }
                                 td {
                                     @if managed {
@@ -114,6 +117,12 @@ pub(crate) async fn list(
                                             form method="post" action={ "/dashboard/users/" (u.id) "/link" } {
                                                 (page::csrf(staff))
                                                 button.secondary.small type="submit" { "New link" }
+                                            }
+                                            @if u.two_step.is_some() {
+                                                form method="post" action={ "/dashboard/users/" (u.id) "/two-step/off" } {
+                                                    (page::csrf(staff))
+                                                    button.secondary.small type="submit" aria-label={ "Turn off two-step sign-in of " (u.email.as_str()) } { "Turn off two-step" }
+                                                }
                                             }
                                             a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { "Delete…" }
                                         }
@@ -139,6 +148,9 @@ pub(crate) async fn list(
                     }
                 }
                 p.hint { "owner and admin: everything, and accounts · developer: everything but settings · support: read everything, free seats, suspend · viewer: read only" }
+                @if ctx.state.mailer.is_some() {
+                    label.choice { input type="checkbox" name="sendEmail" value="true" checked[form.get("email").is_none() || form.get("sendEmail").is_some()]; "E-mail them their set-password link (otherwise it is shown here to pass on)" }
+                }
                 p { button type="submit" { "Create account" } }
             }
         };
@@ -177,7 +189,34 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     )
     .await
     {
-        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Ok(made) => match (&ctx.state.mailer, form.get("sendEmail")) {
+            (Some(mailer), Some(_)) => {
+                let team = match ctx.state.store.get_team(staff.user.team_id).await {
+                    Ok(team) => team.map_or_else(|| "your team".to_owned(), |t| t.name),
+                    Err(e) => return page::failure(ctx, Some(staff), &e.into()),
+                };
+                let message = mail::invitation_message(
+                    staff.user.team_id,
+                    made.user.email.as_str(),
+                    &team,
+                    staff.user.email.as_str(),
+                    &link(ctx, &made),
+                    service::LINK_LIFETIME_HOURS,
+                    ctx.now,
+                );
+                match ctx
+                    .state
+                    .store
+                    .queue_messages(staff.user.team_id, &[message], mailer.daily_limit, ctx.now)
+                    .await
+                {
+                    Ok(()) => page::redirect("/dashboard/users?notice=user-invited"),
+                    // The account exists: show its link to pass on instead.
+                    Err(_) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+                }
+            }
+            _ => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        },
         Err(e) => {
             let f = Failure::from(e);
             if f.status == 400 {
@@ -210,6 +249,25 @@ pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form)
         )
         .await?;
         Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-updated"))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/users/{id}/two-step/off`: for someone who lost their authenticator app and
+/// their recovery codes.
+pub(crate) async fn reset_two_step(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        must_manage(staff)?;
+        let id = user_id(id)?;
+        service::reset_two_step(
+            &ctx.state.store,
+            &staff.user,
+            id,
+            ctx.now,
+            &acting(ctx, staff),
+        )
+        .await?;
+        Ok::<_, Failure>(page::redirect("/dashboard/users?notice=two-step-reset"))
     };
     page::or_failure(ctx, staff, outcome.await)
 }

@@ -12,8 +12,8 @@ use licensing_core::api::requests::{
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
     DeliveryPage, Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage,
-    LicenseDeleted, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList, VerifyData,
-    WebhookList,
+    LicenseDeleted, LicenseEmailed, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage,
+    TeamList, VerifyData, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,
@@ -301,6 +301,30 @@ pub(super) fn update_license() {}
     security(("apiKey" = []))
 )]
 pub(super) fn suspend_license() {}
+
+/// (ext) E-mail the license key again to each of the license's customers that has an address,
+/// through the server's outbox (delivered and retried in the background). Counts against the
+/// team's daily e-mail limit.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/email",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The e-mails queued and their recipients", body = Envelope<LicenseEmailed>),
+        (status = 400, description = "BAD_REQUEST: a malformed id; e-mail not configured on this server; no customer of the license has an address", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:write", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key, or the team's e-mails of the day are used up (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(super) fn email_license() {}
 
 /// (ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so
 /// does `licenses:write`). A license already unsuspended is answered the same, unchanged.

@@ -116,6 +116,31 @@ pub fn license_messages(
         .collect()
 }
 
+/// The invitation of a new staff account: its set-password link, from `inviter`.
+pub fn invitation_message(
+    team: licensing_core::TeamId,
+    to: &str,
+    team_name: &str,
+    inviter: &str,
+    link: &str,
+    hours: i64,
+    now: Timestamp,
+) -> OutboxMessage {
+    OutboxMessage {
+        id: MessageId::new(),
+        team_id: team,
+        to: to.to_owned(),
+        subject: format!("You are invited to the {team_name} licensing dashboard"),
+        body: format!(
+            "Hello,\n\n{inviter} invited you to the licensing dashboard of {team_name}.\n\nChoose your password here (the link works once, within {hours} hours):\n\n    {link}\n\nIf you did not expect this, ignore this e-mail.\n"
+        ),
+        attempts: 0,
+        next_attempt_at: now,
+        last_error: None,
+        created_at: now,
+    }
+}
+
 /// Delivers due messages until `stop` turns true.
 pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, mut stop: watch::Receiver<bool>) {
     loop {

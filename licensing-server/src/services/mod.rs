@@ -13,6 +13,7 @@ pub mod ratelimit;
 pub mod staff;
 pub mod stats;
 pub mod teams;
+pub mod two_step;
 pub mod usage;
 pub mod verification;
 pub mod webhooks;

@@ -133,6 +133,7 @@ pub async fn create_staff<S: StaffStore>(
         password_link: Some(link),
         created_at: now,
         updated_at: now,
+        two_step: None,
     };
     let journal = match acting {
         Some(acting) => acting.journal(
@@ -276,6 +277,21 @@ pub async fn delete_account<S: StaffStore>(
     }
     let journal = acting.journal(user.team_id, now, Action::StaffDeleted, user.id, changes);
     store.delete_staff(user.team_id, user.id, &journal).await?;
+    Ok(user)
+}
+
+/// Turns two-step sign-in off for account `id` of `by`'s team, if `by` may manage it (for
+/// someone who lost both their authenticator app and their recovery codes).
+pub async fn reset_two_step<S: StaffStore>(
+    store: &S,
+    by: &StaffUser,
+    id: StaffId,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    let user = team_account(store, by.team_id, id).await?;
+    must_manage(by, &user, user.role)?;
+    super::two_step::turn_off(store, &user, now, acting).await?;
     Ok(user)
 }
 

@@ -258,6 +258,7 @@ delegate!(WebhookStore {
 });
 
 delegate!(OutboxStore {
+    fn queue_messages(&self, team: TeamId, mail: &[OutboxMessage], daily_limit: u32, now: Timestamp) -> StoreResult<()>;
     fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>>;
     fn claim_messages(&self, now: Timestamp, lease_ms: i64, limit: usize) -> StoreResult<Vec<OutboxMessage>>;
     fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()>;

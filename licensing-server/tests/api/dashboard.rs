@@ -1526,3 +1526,445 @@ async fn an_admin_edits_a_license_and_what_the_form_leaves_alone_stays() {
     let stored = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
     assert_eq!(stored.ok()["hwidLimit"], Value::Null);
 }
+
+/// The code an authenticator app with `secret` shows `offset` seconds from now.
+fn app_code(secret: &str, offset: i64) -> String {
+    let app = totp_rs::TOTP::new(
+        totp_rs::Algorithm::SHA1,
+        6,
+        1,
+        30,
+        totp_rs::Secret::Encoded(secret.to_owned())
+            .to_bytes()
+            .unwrap(),
+        Some("app".into()),
+        "me".into(),
+    )
+    .unwrap();
+    app.generate(u64::try_from(Timestamp::now().as_millis() / 1000 + offset).unwrap())
+}
+
+#[tokio::test]
+async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    let id = staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    b.get("/dashboard/account")
+        .await
+        .has("Turn on two-step sign-in");
+    let setup = b.get("/dashboard/account/two-step").await;
+    assert_eq!(setup.status, 200, "{}", setup.text);
+    setup.has("<svg").has("otpauth").lacks("<?xml");
+    let secret = {
+        let at = setup.text.find(r#"name="secret" value=""#).unwrap();
+        let rest = &setup.text[at + r#"name="secret" value=""#.len()..];
+        rest[..rest.find('"').unwrap()].to_owned()
+    };
+    // A wrong code: still off, with the field named.
+    let wrong = b
+        .submit(
+            &setup,
+            "/dashboard/account/two-step",
+            &[("secret", &secret), ("code", "000000")],
+        )
+        .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.text);
+    wrong.has("is not the code your app shows now");
+    let first_code = app_code(&secret, 0);
+    let on = b
+        .submit(
+            &setup,
+            "/dashboard/account/two-step",
+            &[("secret", &secret), ("code", &first_code)],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.text);
+    on.has("Two-step sign-in is on");
+    let codes: Vec<String> = on
+        .text
+        .split("<li><code>")
+        .skip(1)
+        .map(|rest| rest[..rest.find('<').unwrap()].to_owned())
+        .collect();
+    assert_eq!(codes.len(), 10, "{}", on.text);
+    let audit = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=staff.updated")))
+        .await;
+    assert_eq!(audit.ok()["entries"][0]["changes"][0]["field"], "twoStep");
+    let stored = s
+        .store
+        .get_staff(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !stored
+            .two_step
+            .as_ref()
+            .unwrap()
+            .recovery_codes
+            .contains(&codes[0]),
+        "recovery codes are stored hashed"
+    );
+
+    // Signing in now takes the code: a password alone is not enough, nor a wrong code, nor the
+    // code already spent turning it on.
+    let mut other = Browser::new(&s);
+    let form = other.get("/dashboard/sign-in").await;
+    let sign_in = |code: String| {
+        vec![
+            ("email", "dev@vendor.example".to_owned()),
+            ("password", PASSWORD.to_owned()),
+            ("code", code),
+        ]
+    };
+    for (code, says) in [
+        (String::new(), "signs in in two steps"),
+        ("123456".to_owned(), "That code is not right"),
+        (first_code.clone(), "That code is not right"),
+    ] {
+        let fields = sign_in(code);
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let refused = other.submit(&form, "/dashboard/sign-in", &fields).await;
+        assert_eq!(refused.status, 401, "{}", refused.text);
+        refused.has(says);
+        assert!(!other.cookies.contains_key("session"));
+    }
+    // The next step's code (a phone a little ahead) signs in.
+    let fields = sign_in(app_code(&secret, 30));
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let signed = other.submit(&form, "/dashboard/sign-in", &fields).await;
+    assert_eq!(signed.status, 303, "{}", signed.text);
+    assert!(other.cookies.contains_key("session"));
+
+    // A recovery code, typed in capitals without dashes, signs in once.
+    let typed = codes[4].to_uppercase().replace('-', "");
+    let mut third = Browser::new(&s);
+    let form = third.get("/dashboard/sign-in").await;
+    let fields = sign_in(typed.clone());
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(
+        third
+            .submit(&form, "/dashboard/sign-in", &fields)
+            .await
+            .status,
+        303
+    );
+    third
+        .get("/dashboard/account")
+        .await
+        .has("9 of 10 recovery codes are unused");
+    let mut fourth = Browser::new(&s);
+    let form = fourth.get("/dashboard/sign-in").await;
+    assert_eq!(
+        fourth
+            .submit(&form, "/dashboard/sign-in", &fields)
+            .await
+            .status,
+        401,
+        "a recovery code is good once"
+    );
+    let audit = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=staff.updated")))
+        .await;
+    assert_eq!(
+        audit.ok()["entries"][0]["changes"][0]["field"],
+        "recoveryCodes"
+    );
+    assert_eq!(audit.ok()["entries"][0]["changes"][0]["new"], "9");
+
+    // A set-password link replaces the password, not the second step.
+    let link = services::staff::issue_link(
+        &s.store,
+        "dev@vendor.example",
+        Timestamp::now(),
+        &services::audit::Acting::command_line(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let path = format!("/dashboard/set-password/{id}/{}", link.link_secret);
+    let mut fifth = Browser::new(&s);
+    let set = fifth
+        .post(&path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(
+        (set.status, set.location()),
+        (303, "/dashboard/sign-in?notice=password-set")
+    );
+    assert!(!fifth.cookies.contains_key("session"));
+
+    // An owner turns it off for someone who lost their phone and codes.
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "boss@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let users = owner.get("/dashboard/users").await;
+    users.has("Turn off two-step");
+    let reset = owner
+        .submit(&users, &format!("/dashboard/users/{id}/two-step/off"), &[])
+        .await;
+    assert_eq!(reset.status, 303, "{}", reset.text);
+    let stored = s
+        .store
+        .get_staff(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.two_step.is_none());
+    // Nobody else can: a developer's forged form is refused. (The set-password link ended the
+    // account's sessions, so another developer tries.)
+    let mut third = Browser::new(&s);
+    staff(
+        &s,
+        &mut third,
+        s.team_id(),
+        "dev2@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = third.get("/dashboard/account").await;
+    let boss = s
+        .store
+        .find_staff_by_email("boss@vendor.example")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        third
+            .submit(
+                &page,
+                &format!("/dashboard/users/{}/two-step/off", boss.id),
+                &[]
+            )
+            .await
+            .status,
+        403
+    );
+}
+
+#[tokio::test]
+async fn two_step_sign_in_is_turned_off_with_a_code_only() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "me@vendor.example", Role::Viewer).await;
+    let setup = b.get("/dashboard/account/two-step").await;
+    let secret = {
+        let at = setup.text.find(r#"name="secret" value=""#).unwrap();
+        let rest = &setup.text[at + r#"name="secret" value=""#.len()..];
+        rest[..rest.find('"').unwrap()].to_owned()
+    };
+    // A forged secret is not taken: the page starts over with a new one.
+    let forged = b
+        .submit(
+            &setup,
+            "/dashboard/account/two-step",
+            &[("secret", "short"), ("code", "123456")],
+        )
+        .await;
+    assert_eq!(forged.status, 200);
+    forged.lacks("Two-step sign-in is on");
+    let on = b
+        .submit(
+            &setup,
+            "/dashboard/account/two-step",
+            &[("secret", &secret), ("code", &app_code(&secret, 0))],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.text);
+    let account = b.get("/dashboard/account").await;
+    account.has("Turn two-step sign-in off");
+    let kept = b
+        .submit(
+            &account,
+            "/dashboard/account/two-step/off",
+            &[("code", "999999")],
+        )
+        .await;
+    assert_eq!(kept.status, 400);
+    b.get("/dashboard/account")
+        .await
+        .has("Turn two-step sign-in off");
+    let off = b
+        .submit(
+            &account,
+            "/dashboard/account/two-step/off",
+            &[("code", &app_code(&secret, 30))],
+        )
+        .await;
+    assert_eq!(
+        (off.status, off.location()),
+        (303, "/dashboard/account?notice=two-step-off")
+    );
+    b.get("/dashboard/account")
+        .await
+        .has("Turn on two-step sign-in");
+}
+
+#[tokio::test]
+async fn with_e_mail_configured_staff_are_invited_and_license_keys_sent_again_by_e_mail() {
+    use std::time::Duration;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(listener, tx));
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+    })
+    .await;
+    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("no e-mail arrived in time")
+            .unwrap()
+    }
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "boss@vendor.example", Role::Owner).await;
+
+    // An invitation: the link goes by e-mail, and works.
+    let users = b.get("/dashboard/users").await;
+    users.has(r#"name="sendEmail""#);
+    let invited = b
+        .submit(
+            &users,
+            "/dashboard/users",
+            &[
+                ("email", "new@vendor.example"),
+                ("role", "support"),
+                ("sendEmail", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (invited.status, invited.location()),
+        (303, "/dashboard/users?notice=user-invited"),
+        "{}",
+        invited.text
+    );
+    // Long lines may come quoted-printable: undo its soft line breaks.
+    let message = next(&mut rx).await.replace("=\n", "").replace("=3D", "=");
+    assert!(message.contains("To: new@vendor.example"), "{message}");
+    assert!(
+        message.contains("boss@vendor.example invited you"),
+        "{message}"
+    );
+    let at = message.find("/dashboard/set-password/").expect("a link");
+    let path: String = message[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    let mut newcomer = Browser::new(&s);
+    let form = newcomer.get(&path).await;
+    assert_eq!(form.status, 200, "{path}: {}", form.text);
+    form.has("new@vendor.example");
+
+    // A license's key, sent again to its customer with an address (through the API's own
+    // operation), from the license page.
+    let jane = s
+        .post(
+            &s.dev("customers"),
+            r#"{"email":"jane@example.com","fullName":"Jane"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    let nameless = s
+        .post(&s.dev("customers"), r#"{"username":"no-mail"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let l = s
+        .license(&json!({"expirationType": "NEVER", "customerIds": [jane, nameless]}).to_string())
+        .await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    page.has("E-mail the key to its customers");
+    let sent = b
+        .submit(&page, &format!("/dashboard/licenses/{id}/email"), &[])
+        .await;
+    assert_eq!(
+        (sent.status, sent.location()),
+        (
+            303,
+            format!("/dashboard/licenses/{id}?notice=license-emailed").as_str()
+        )
+    );
+    let message = next(&mut rx).await;
+    assert!(message.contains("To: jane@example.com"), "{message}");
+    assert!(message.contains(key), "{message}");
+    let api = s.post(&s.dev(&format!("licenses/id/{id}/email")), "").await;
+    assert_eq!(api.ok()["queued"], 1);
+    assert_eq!(api.ok()["recipients"], json!(["jane@example.com"]));
+    next(&mut rx).await;
+
+    // A license whose customers have no address: refused, in plain words.
+    let bare = s
+        .license(&json!({"expirationType": "NEVER", "customerIds": [nameless]}).to_string())
+        .await;
+    let bare_id = bare["id"].as_str().unwrap();
+    b.get(&format!("/dashboard/licenses/{bare_id}"))
+        .await
+        .lacks("E-mail the key");
+    s.post(&s.dev(&format!("licenses/id/{bare_id}/email")), "")
+        .await
+        .err(400, "BAD_REQUEST");
+    // A viewer may not send it.
+    let mut viewer = Browser::new(&s);
+    staff(
+        &s,
+        &mut viewer,
+        s.team_id(),
+        "look@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    let page = viewer.get(&format!("/dashboard/licenses/{id}")).await;
+    page.lacks("E-mail the key");
+    assert_eq!(
+        viewer
+            .submit(&page, &format!("/dashboard/licenses/{id}/email"), &[])
+            .await
+            .status,
+        403
+    );
+}
+
+#[tokio::test]
+async fn without_e_mail_a_license_key_cannot_be_sent_again() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let answer = s
+        .post(
+            &s.dev(&format!("licenses/id/{}/email", l["id"].as_str().unwrap())),
+            "",
+        )
+        .await;
+    answer.err(400, "BAD_REQUEST");
+    assert!(
+        answer.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("not configured"),
+        "{}",
+        answer.body
+    );
+    s.post(
+        &s.dev(&format!("licenses/id/{}/email", uuid::Uuid::new_v4())),
+        "",
+    )
+    .await
+    .err(400, "BAD_REQUEST");
+}

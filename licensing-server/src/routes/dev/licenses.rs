@@ -3,7 +3,9 @@
 use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
 use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage};
-use licensing_core::store::{CustomerStore, Entity, LicenseStore, Page, ProductStore, StoreError};
+use licensing_core::store::{
+    CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
+};
 use licensing_core::{ApiError, LicenseId, LicenseKey};
 
 use super::{Dev, Input};
@@ -252,6 +254,53 @@ pub(super) async fn delete_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Han
         },
         "License deleted",
     ))
+}
+
+/// (ext) E-mails the license key again to each of its customers with an address (one who lost
+/// it, a new customer added to the license).
+pub(super) async fn email(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    let Some(mailer) = dev.state.mailer.as_ref() else {
+        return Err(ApiError::bad_request(
+            "e-mail delivery is not configured on this server (set LICENSING_SMTP_URL and LICENSING_SMTP_FROM)",
+        ));
+    };
+    let license = by_id(&dev, id).await?;
+    dev.must_cover(&license.product_ids)?;
+    let customers = dev
+        .state
+        .store
+        .get_customers(license.team_id, &license.customer_ids)
+        .await
+        .map_err(store_error)?;
+    let products = dev
+        .state
+        .store
+        .get_products(license.team_id, &license.product_ids)
+        .await
+        .map_err(store_error)?;
+    let messages = mail::license_messages(&license, &customers, &products, dev.now);
+    if messages.is_empty() {
+        return Err(ApiError::bad_request(
+            "none of the license's customers has an e-mail address",
+        ));
+    }
+    match dev
+        .state
+        .store
+        .queue_messages(dev.team, &messages, mailer.daily_limit, dev.now)
+        .await
+    {
+        Ok(()) => Ok(success(
+            200,
+            licensing_core::api::LicenseEmailed {
+                queued: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+                recipients: messages.into_iter().map(|m| m.to).collect(),
+            },
+            "License e-mails queued",
+        )),
+        Err(StoreError::Limit(message)) => Ok(daily_limit_reached(message, dev.now)),
+        Err(e) => Err(store_error(e)),
+    }
 }
 
 pub(super) async fn suspend(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {

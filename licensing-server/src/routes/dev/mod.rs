@@ -400,6 +400,13 @@ pub(crate) fn operations() -> Vec<Operation> {
             licenses::unsuspend,
         ),
         op(
+            post.clone(),
+            "licenses/id/{licenseId}/email",
+            write(Licenses),
+            NoQuery,
+            licenses::email,
+        ),
+        op(
             get.clone(),
             "licenses/id/{licenseId}/hwid",
             read(Licenses),

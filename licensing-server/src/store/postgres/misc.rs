@@ -228,6 +228,37 @@ impl StatsStore for PgStore {
 }
 
 impl OutboxStore for PgStore {
+    async fn queue_messages(
+        &self,
+        team: TeamId,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, |tx| {
+            let queued: i64 = sqlx::query_scalar(
+                "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
+                 ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
+                 RETURNING queued",
+            )
+            .bind(team.as_uuid())
+            .bind(OutboxMessage::day_of(now))
+            .bind(mail.len() as i64)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, &[("mail_days_team_id_fkey", team_missing)]))?;
+            if queued > i64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} e-mails a day per team; try again tomorrow"
+                )));
+            }
+            for m in mail {
+                insert_message(&mut tx, m).await?;
+            }
+            Ok(())
+        })
+    }
+
     async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
         sqlx::query(
             "SELECT doc FROM outbox WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, id

@@ -66,6 +66,33 @@ impl BlacklistStore for SledStore {
 }
 
 impl OutboxStore for SledStore {
+    async fn queue_messages(
+        &self,
+        team: TeamId,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.durable(|tx| {
+            if tx.get(&team_key(team))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let day = mail_day_key(team, OutboxMessage::day_of(now));
+            let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} e-mails a day per team; try again tomorrow"
+                )));
+            }
+            for m in mail {
+                tx.put_record(outbox_key(m.id), m)?;
+                tx.put(outbox_due_key(m), Vec::new());
+            }
+            tx.add_count(day, mail.len() as i64)
+        })
+        .await
+    }
+
     async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
         let prefix = [tag::INDEX, tag::OUTBOX];
         let end = key(&[&prefix, &keys::time(now), &[0xff; 17]]);
