@@ -1043,7 +1043,7 @@ async fn run(plan: Plan, args: &Args) {
     let dashboard = [
         ("dashboard: license list page", "/dashboard/licenses?page=2"),
         (
-            "dashboard: license list, filtered (suspended)",
+            "dashboard: list filtered (suspended)",
             "/dashboard/licenses?suspended=true",
         ),
         ("dashboard: overview", "/dashboard/"),

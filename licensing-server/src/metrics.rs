@@ -22,6 +22,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/suspend",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/unsuspend",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/email",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid/{hwidId}",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address",

@@ -17,7 +17,7 @@ use crate::helpers::TestServer;
 const PASSWORD: &str = "a quiet harbour at dawn";
 
 /// A browser: its own cookies, no automatic redirects (each 303 is looked at).
-struct Browser {
+pub(crate) struct Browser {
     base: String,
     http: reqwest::Client,
     cookies: HashMap<String, String>,
@@ -26,14 +26,14 @@ struct Browser {
 }
 
 /// One answer: status, headers, body text.
-struct Page {
-    status: u16,
+pub(crate) struct Page {
+    pub(crate) status: u16,
     headers: HeaderMap,
-    text: String,
+    pub(crate) text: String,
 }
 
 impl Page {
-    fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         self.headers
             .get(LOCATION)
             .and_then(|v| v.to_str().ok())
@@ -42,16 +42,22 @@ impl Page {
 
     /// The value of hidden field `csrf` on the page.
     fn csrf(&self) -> String {
+        self.field("csrf")
+    }
+
+    /// The value of the (first) field named `name` on the page.
+    fn field(&self, name: &str) -> String {
+        let marker = format!(r#"name="{name}" value=""#);
         let at = self
             .text
-            .find(r#"name="csrf" value=""#)
-            .unwrap_or_else(|| panic!("no CSRF field: {}", self.text));
-        let rest = &self.text[at + r#"name="csrf" value=""#.len()..];
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no field {name}: {}", self.text));
+        let rest = &self.text[at + marker.len()..];
         rest[..rest.find('"').unwrap()].to_owned()
     }
 
     #[track_caller]
-    fn has(&self, needle: &str) -> &Self {
+    pub(crate) fn has(&self, needle: &str) -> &Self {
         assert!(
             self.text.contains(needle),
             "{needle:?} missing ({}): {}",
@@ -62,7 +68,7 @@ impl Page {
     }
 
     #[track_caller]
-    fn lacks(&self, needle: &str) -> &Self {
+    pub(crate) fn lacks(&self, needle: &str) -> &Self {
         assert!(
             !self.text.contains(needle),
             "{needle:?} present: {}",
@@ -73,7 +79,7 @@ impl Page {
 }
 
 impl Browser {
-    fn new(s: &TestServer) -> Self {
+    pub(crate) fn new(s: &TestServer) -> Self {
         Self {
             base: s.base.clone(),
             http: reqwest::Client::builder()
@@ -137,7 +143,7 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, path: &str) -> Page {
+    pub(crate) async fn get(&mut self, path: &str) -> Page {
         self.send(reqwest::Method::GET, path, None).await
     }
 
@@ -146,11 +152,27 @@ impl Browser {
     }
 
     /// Posts a form carrying the CSRF token of `from` (a page of this session).
-    async fn submit(&mut self, from: &Page, path: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn submit(
+        &mut self,
+        from: &Page,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> Page {
         let token = from.csrf();
         let mut form = vec![("csrf", token.as_str())];
         form.extend_from_slice(fields);
         self.post(path, &form).await
+    }
+
+    /// Signs in with `email`, the tests' password and a two-step `code`; the answer to the form.
+    async fn sign_in_with_code(&mut self, email: &str, code: &str) -> Page {
+        let form = self.get("/dashboard/sign-in").await;
+        self.submit(
+            &form,
+            "/dashboard/sign-in",
+            &[("email", email), ("password", PASSWORD), ("code", code)],
+        )
+        .await
     }
 
     /// Signs in with `email` and `password`; the answer to the form.
@@ -168,7 +190,13 @@ impl Browser {
 
 /// Creates an account of `team` with `role` and sets its password through its link, with the
 /// browser; the browser is then signed in.
-async fn staff(s: &TestServer, b: &mut Browser, team: TeamId, email: &str, role: Role) -> String {
+pub(crate) async fn staff(
+    s: &TestServer,
+    b: &mut Browser,
+    team: TeamId,
+    email: &str,
+    role: Role,
+) -> String {
     let created =
         services::staff::create_staff(&s.store, team, email, role, Timestamp::now(), None)
             .await
@@ -1562,11 +1590,7 @@ async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
     let setup = b.get("/dashboard/account/two-step").await;
     assert_eq!(setup.status, 200, "{}", setup.text);
     setup.has("<svg").has("otpauth").lacks("<?xml");
-    let secret = {
-        let at = setup.text.find(r#"name="secret" value=""#).unwrap();
-        let rest = &setup.text[at + r#"name="secret" value=""#.len()..];
-        rest[..rest.find('"').unwrap()].to_owned()
-    };
+    let secret = setup.field("secret");
     // A wrong code: still off, with the field named.
     let wrong = b
         .submit(
@@ -1617,60 +1641,36 @@ async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
     // Signing in now takes the code: a password alone is not enough, nor a wrong code, nor the
     // code already spent turning it on.
     let mut other = Browser::new(&s);
-    let form = other.get("/dashboard/sign-in").await;
-    let sign_in = |code: String| {
-        vec![
-            ("email", "dev@vendor.example".to_owned()),
-            ("password", PASSWORD.to_owned()),
-            ("code", code),
-        ]
-    };
     for (code, says) in [
         (String::new(), "signs in in two steps"),
         ("123456".to_owned(), "That code is not right"),
         (first_code.clone(), "That code is not right"),
     ] {
-        let fields = sign_in(code);
-        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let refused = other.submit(&form, "/dashboard/sign-in", &fields).await;
+        let refused = other.sign_in_with_code("dev@vendor.example", &code).await;
         assert_eq!(refused.status, 401, "{}", refused.text);
         refused.has(says);
         assert!(!other.cookies.contains_key("session"));
     }
     // The next step's code (a phone a little ahead) signs in.
-    let fields = sign_in(app_code(&secret, 30));
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let signed = other.submit(&form, "/dashboard/sign-in", &fields).await;
+    let signed = other
+        .sign_in_with_code("dev@vendor.example", &app_code(&secret, 30))
+        .await;
     assert_eq!(signed.status, 303, "{}", signed.text);
     assert!(other.cookies.contains_key("session"));
 
     // A recovery code, typed in capitals without dashes, signs in once.
     let typed = codes[4].to_uppercase().replace('-', "");
     let mut third = Browser::new(&s);
-    let form = third.get("/dashboard/sign-in").await;
-    let fields = sign_in(typed.clone());
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    assert_eq!(
-        third
-            .submit(&form, "/dashboard/sign-in", &fields)
-            .await
-            .status,
-        303
-    );
+    let signed = third.sign_in_with_code("dev@vendor.example", &typed).await;
+    assert_eq!(signed.status, 303);
     third
         .get("/dashboard/account")
         .await
         .has("9 of 10 recovery codes are unused");
-    let mut fourth = Browser::new(&s);
-    let form = fourth.get("/dashboard/sign-in").await;
-    assert_eq!(
-        fourth
-            .submit(&form, "/dashboard/sign-in", &fields)
-            .await
-            .status,
-        401,
-        "a recovery code is good once"
-    );
+    let again = Browser::new(&s)
+        .sign_in_with_code("dev@vendor.example", &typed)
+        .await;
+    assert_eq!(again.status, 401, "a recovery code is good once");
     let audit = s
         .get(&s.dev(&format!("audit-log?resourceId={id}&action=staff.updated")))
         .await;
@@ -1761,11 +1761,7 @@ async fn two_step_sign_in_is_turned_off_with_a_code_only() {
     let mut b = Browser::new(&s);
     staff(&s, &mut b, s.team_id(), "me@vendor.example", Role::Viewer).await;
     let setup = b.get("/dashboard/account/two-step").await;
-    let secret = {
-        let at = setup.text.find(r#"name="secret" value=""#).unwrap();
-        let rest = &setup.text[at + r#"name="secret" value=""#.len()..];
-        rest[..rest.find('"').unwrap()].to_owned()
-    };
+    let secret = setup.field("secret");
     // A forged secret is not taken: the page starts over with a new one.
     let forged = b
         .submit(
@@ -1966,5 +1962,5 @@ async fn without_e_mail_a_license_key_cannot_be_sent_again() {
         "",
     )
     .await
-    .err(400, "BAD_REQUEST");
+    .err(404, "LICENSE_NOT_FOUND");
 }

@@ -1,10 +1,12 @@
 //! Tenant isolation on every developer route: another team's key on this team's path is 403;
 //! this team's ids under another team's path (with that team's key) are 404; nothing changes.
 
+use licensing_core::store::StaffStore;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::client::{release, release_form, upload};
+use crate::dashboard::{Browser, staff};
 use crate::helpers::TestServer;
 
 /// Every developer route with a body that would be valid, over team A's records.
@@ -40,6 +42,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             body(json!({"suspended": true})),
         ),
         (Method::POST, format!("licenses/id/{license}/suspend"), None),
+        (Method::POST, format!("licenses/id/{license}/email"), None),
         (
             Method::POST,
             format!("licenses/id/{license}/unsuspend"),
@@ -303,6 +306,139 @@ async fn no_route_shows_or_changes_another_teams_data() {
         assert_eq!(s.get(&s.dev(&path)).await.status, 404, "{path}");
     }
     assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
+
+    // The dashboard: an owner of team B, signed in, asks for every page and posts every form
+    // about A's records (with a valid token of B's session and a body that would be valid): each
+    // is 404, B's lists show none of A's records, and nothing of A changes.
+    let a_user = licensing_server::services::staff::create_staff(
+        &s.store,
+        s.team_id(),
+        "a-owner@vendor.example",
+        licensing_core::model::Role::Admin,
+        licensing_core::Timestamp::now(),
+        None,
+    )
+    .await
+    .unwrap();
+    let mut ids = ids;
+    ids["user"] = json!(a_user.user.id.to_string());
+    let before = snapshot(&s).await;
+    let mut browser = Browser::new(&s);
+    staff(
+        &s,
+        &mut browser,
+        b.team_id,
+        "b-owner@vendor.example",
+        licensing_core::model::Role::Owner,
+    )
+    .await;
+    let page = browser.get("/dashboard/account").await;
+    let fields = [
+        ("role", "viewer"),
+        ("name", "beta-2"),
+        ("status", "ARCHIVED"),
+        ("expirationType", "NEVER"),
+    ];
+    for (method, path) in dashboard_routes(&ids) {
+        let url = format!("/dashboard/{path}");
+        let answer = if method == Method::GET {
+            browser.get(&url).await
+        } else {
+            browser.submit(&page, &url, &fields).await
+        };
+        assert_eq!(answer.status, 404, "{method} {url}: {}", answer.text);
+    }
+    for list in [
+        "",
+        "licenses",
+        "customers",
+        "products",
+        "releases",
+        "blacklist",
+        "api-keys",
+        "webhooks",
+        "audit",
+        "users",
+    ] {
+        let answer = browser.get(&format!("/dashboard/{list}")).await;
+        assert_eq!(answer.status, 200, "/dashboard/{list}");
+        for k in [
+            "license", "key", "customer", "product", "release", "entry", "apiKey", "webhook",
+            "user",
+        ] {
+            answer.lacks(ids[k].as_str().unwrap());
+        }
+        answer
+            .lacks("a-owner@vendor.example")
+            .lacks("a@example.com");
+    }
+    assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
+    assert!(
+        s.store.get_staff(a_user.user.id).await.unwrap().is_some(),
+        "A's account stays"
+    );
+}
+
+/// Every dashboard page and form that names a record, over team A's records.
+fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
+    let s = |v: &str| ids[v].as_str().unwrap().to_owned();
+    let (license, customer, product, branch, release) = (
+        s("license"),
+        s("customer"),
+        s("product"),
+        s("branch"),
+        s("release"),
+    );
+    let (hwid, ip, entry, api_key, webhook, delivery, user) = (
+        s("hwid"),
+        s("ip"),
+        s("entry"),
+        s("apiKey"),
+        s("webhook"),
+        s("delivery"),
+        s("user"),
+    );
+    let get = |p: String| (Method::GET, p);
+    let post = |p: String| (Method::POST, p);
+    vec![
+        get(format!("licenses/{license}")),
+        get(format!("licenses/{license}/edit")),
+        get(format!("licenses/{license}/delete")),
+        post(format!("licenses/{license}/edit")),
+        post(format!("licenses/{license}/suspend")),
+        post(format!("licenses/{license}/unsuspend")),
+        post(format!("licenses/{license}/email")),
+        post(format!("licenses/{license}/delete")),
+        post(format!("licenses/{license}/devices/{hwid}/forget")),
+        post(format!("licenses/{license}/addresses/{ip}/forget")),
+        get(format!("customers/{customer}")),
+        get(format!("customers/{customer}/delete")),
+        post(format!("customers/{customer}/delete")),
+        get(format!("products/{product}")),
+        get(format!("products/{product}/delete")),
+        post(format!("products/{product}/branches")),
+        post(format!("products/{product}/branches/{branch}/delete")),
+        post(format!("products/{product}/delete")),
+        get(format!("releases/{release}")),
+        get(format!("releases/{release}/delete")),
+        post(format!("releases/{release}")),
+        post(format!("releases/{release}/delete")),
+        post(format!("blacklist/{entry}/delete")),
+        get(format!("api-keys/{api_key}/revoke")),
+        post(format!("api-keys/{api_key}/revoke")),
+        get(format!("webhooks/{webhook}")),
+        get(format!("webhooks/{webhook}/delete")),
+        post(format!("webhooks/{webhook}/test")),
+        post(format!(
+            "webhooks/{webhook}/deliveries/{delivery}/redeliver"
+        )),
+        post(format!("webhooks/{webhook}/delete")),
+        get(format!("users/{user}/delete")),
+        post(format!("users/{user}/role")),
+        post(format!("users/{user}/link")),
+        post(format!("users/{user}/two-step/off")),
+        post(format!("users/{user}/delete")),
+    ]
 }
 
 /// The two multipart routes, which `routes` (JSON bodies) leaves out.

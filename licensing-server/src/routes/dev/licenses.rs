@@ -259,13 +259,13 @@ pub(super) async fn delete_by_id(dev: Dev, (id,): (LicenseId,), _: Input) -> Han
 /// (ext) E-mails the license key again to each of its customers with an address (one who lost
 /// it, a new customer added to the license).
 pub(super) async fn email(dev: Dev, (id,): (LicenseId,), _: Input) -> Handled {
+    let license = by_id(&dev, id).await?;
+    dev.must_cover(&license.product_ids)?;
     let Some(mailer) = dev.state.mailer.as_ref() else {
         return Err(ApiError::bad_request(
             "e-mail delivery is not configured on this server (set LICENSING_SMTP_URL and LICENSING_SMTP_FROM)",
         ));
     };
-    let license = by_id(&dev, id).await?;
-    dev.must_cover(&license.product_ids)?;
     let customers = dev
         .state
         .store
