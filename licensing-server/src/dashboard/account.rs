@@ -188,10 +188,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         if code.is_empty() {
             return sign_in_form(ctx, 401, Some(CODE_NEEDED), None, next, email);
         }
-        let acting = Acting {
-            actor: licensing_core::model::Actor::user(user.id, user.email.as_str()),
-            address: Some(ctx.client),
-        };
+        let acting = Acting::staff(&user, Some(ctx.client));
         match two_step::sign_in(&ctx.state.store, &user, code, ctx.now, &acting).await {
             Ok(Some(user)) => user,
             Ok(None) => {
@@ -478,10 +475,7 @@ pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     if two_step::setup_url(secret, "x", "x").is_none() || secret.len() < 32 {
         return setup_page(ctx, staff, &two_step::new_secret(), None).await;
     }
-    let acting = Acting {
-        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
-        address: Some(ctx.client),
-    };
+    let acting = Acting::staff(&staff.user, Some(ctx.client));
     let code = form.get("code").unwrap_or("");
     match two_step::turn_on(
         &ctx.state.store,
@@ -530,10 +524,7 @@ pub(crate) async fn turn_off(ctx: &Ctx, staff: &Staff, form: &Form) -> Response 
             ),
         );
     }
-    let acting = Acting {
-        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
-        address: Some(ctx.client),
-    };
+    let acting = Acting::staff(&staff.user, Some(ctx.client));
     match two_step::turn_off(&ctx.state.store, &staff.user, ctx.now, &acting).await {
         Ok(()) => page::redirect("/dashboard/account?notice=two-step-off"),
         Err(e) => page::failure(ctx, Some(staff), &e.into()),

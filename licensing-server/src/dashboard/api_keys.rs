@@ -32,11 +32,7 @@ pub(crate) async fn list(
         Ok(keys) => keys,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
-    let write = staff
-        .user
-        .role
-        .scopes()
-        .allows(Scope::write(Resource::ApiKeys));
+    let write = staff.may(Scope::write(Resource::ApiKeys));
     let chosen = form.all("scopes");
     let content = html! {
         h1 { "API keys" }

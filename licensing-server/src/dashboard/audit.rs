@@ -47,11 +47,7 @@ fn actor(entry: &AuditEntry) -> String {
 async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
     let resource = ctx.param("resourceType").unwrap_or_default();
     let who = ctx.param("actor").unwrap_or_default();
-    let page_number: u32 = ctx
-        .param("page")
-        .and_then(|p| p.parse().ok())
-        .filter(|p| (1..=1_000_000).contains(p))
-        .unwrap_or(1);
+    let page_number: u32 = page::page_number(ctx);
     let query = {
         let mut q = form_urlencoded::Serializer::new(String::new());
         q.append_pair("pageSize", "50")

@@ -11,10 +11,6 @@ use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
 
-fn may(staff: &Staff, scope: Scope) -> bool {
-    staff.user.role.scopes().allows(scope)
-}
-
 fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
     html! {
         @if let Some(message) = failure.and_then(|f| f.field(name)) {
@@ -40,11 +36,7 @@ pub(crate) async fn customers(
 ) -> Response {
     let outcome = async {
         let search = ctx.param("search").unwrap_or_default();
-        let page_number: u32 = ctx
-            .param("page")
-            .and_then(|p| p.parse().ok())
-            .filter(|p| (1..=1_000_000).contains(p))
-            .unwrap_or(1);
+        let page_number: u32 = page::page_number(ctx);
         let mut query = format!("pageSize=50&page={page_number}");
         if !search.trim().is_empty() {
             query.push_str("&search=");
@@ -90,7 +82,7 @@ pub(crate) async fn customers(
                 @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
                 @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
             }
-            @if may(staff, Scope::write(Resource::Customers)) {
+            @if staff.may(Scope::write(Resource::Customers)) {
                 h2 { "New customer" }
                 (page::problems(failure))
                 form method="post" action="/dashboard/customers" {
@@ -143,7 +135,7 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
             None,
         )
         .await?;
-        let licenses: Option<LicensePage> = if may(staff, Scope::read(Resource::Licenses)) {
+        let licenses: Option<LicensePage> = if staff.may(Scope::read(Resource::Licenses)) {
             Some(
                 api::call(
                     ctx,
@@ -161,7 +153,7 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
         let content = html! {
             div.heading {
                 h1 { (c.full_name.as_deref().unwrap_or("Customer")) }
-                @if may(staff, Scope::write(Resource::Customers)) {
+                @if staff.may(Scope::write(Resource::Customers)) {
                     a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { "Delete…" }
                 }
             }
@@ -274,7 +266,7 @@ pub(crate) async fn products(
                     }
                 }
             }
-            @if may(staff, Scope::write(Resource::Products)) {
+            @if staff.may(Scope::write(Resource::Products)) {
                 h2 { "New product" }
                 (page::problems(failure))
                 form method="post" action="/dashboard/products" {
@@ -329,7 +321,7 @@ pub(crate) async fn product(
             None,
         )
         .await?;
-        let write = may(staff, Scope::write(Resource::Products));
+        let write = staff.may(Scope::write(Resource::Products));
         let content = html! {
             div.heading {
                 h1 { (p.name) }
@@ -465,7 +457,7 @@ pub(crate) async fn blacklist(
 ) -> Response {
     let outcome = async {
         let list: BlacklistList = api::call(ctx, staff, Method::GET, "blacklist", "", None).await?;
-        let write = may(staff, Scope::write(Resource::Blacklist));
+        let write = staff.may(Scope::write(Resource::Blacklist));
         let kind = form.get("type").unwrap_or("IP");
         let content = html! {
             h1 { "Blacklist" }
@@ -547,7 +539,7 @@ pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Resp
 pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
     let outcome = async {
         let s: TeamSettings = api::call(ctx, staff, Method::GET, "settings", "", None).await?;
-        let write = may(staff, Scope::write(Resource::Settings));
+        let write = staff.may(Scope::write(Resource::Settings));
         let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
         let content = html! {
             h1 { "Settings" }

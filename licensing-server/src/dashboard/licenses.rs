@@ -6,7 +6,6 @@ use licensing_core::error::FieldError;
 use licensing_core::expiry::Expiration;
 use licensing_core::model::{
     Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Product, Resource, Scope,
-    StaffUser,
 };
 use licensing_core::{LicenseId, Timestamp};
 use maud::{Markup, html};
@@ -17,11 +16,6 @@ use super::api::{self, Failure};
 use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::http::Response;
-
-/// Whether the staff member's role allows `scope`.
-fn may(user: &StaffUser, scope: Scope) -> bool {
-    user.role.scopes().allows(scope)
-}
 
 /// A license's state in one word, with its badge class.
 fn status(license: &License, now: Timestamp) -> (&'static str, &'static str) {
@@ -54,7 +48,7 @@ fn key_like(text: &str) -> bool {
 
 /// All products of the team (for names and filters), at most 100.
 async fn products(ctx: &Ctx, staff: &Staff) -> Result<Vec<Product>, Failure> {
-    if !may(&staff.user, Scope::read(Resource::Products)) {
+    if !staff.may(Scope::read(Resource::Products)) {
         return Ok(Vec::new());
     }
     let page: ProductPage =
@@ -81,11 +75,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         Some("asc") => "asc",
         _ => "desc",
     };
-    let page_number: u32 = ctx
-        .param("page")
-        .and_then(|p| p.parse().ok())
-        .filter(|p| (1..=1_000_000).contains(p))
-        .unwrap_or(1);
+    let page_number: u32 = page::page_number(ctx);
     let page_size = match ctx.param("pageSize").as_deref() {
         Some(size @ ("10" | "50" | "100")) => size.to_owned(),
         _ => "25".to_owned(),
@@ -194,7 +184,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let content = html! {
         div.heading {
             h1 { "Licenses" }
-            @if may(&staff.user, Scope::write(Resource::Licenses)) {
+            @if staff.may(Scope::write(Resource::Licenses)) {
                 a.button href="/dashboard/licenses/new" { "New license" }
             }
         }
@@ -349,9 +339,9 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     .await?;
     let l = &detail.license;
     let (word, class) = status(l, ctx.now);
-    let devices_allowed = may(&staff.user, Scope::LICENSE_DEVICES);
-    let suspend_allowed = may(&staff.user, Scope::LICENSE_SUSPEND);
-    let write_allowed = may(&staff.user, Scope::write(Resource::Licenses));
+    let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
+    let suspend_allowed = staff.may(Scope::LICENSE_SUSPEND);
+    let write_allowed = staff.may(Scope::write(Resource::Licenses));
     let limit = |n: Option<u32>| n.map_or_else(|| "No limit".to_owned(), |n| n.to_string());
     let content = html! {
         div.heading {
@@ -632,7 +622,7 @@ async fn form_page(
 ) -> Response {
     let lists = async {
         let products = products(ctx, staff).await?;
-        let mut customers: CustomerPage = if may(&staff.user, Scope::read(Resource::Customers)) {
+        let mut customers: CustomerPage = if staff.may(Scope::read(Resource::Customers)) {
             api::call(ctx, staff, Method::GET, "customers", "pageSize=100", None).await?
         } else {
             CustomerPage {
@@ -798,7 +788,7 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
     let id = license_id(id)?;
     // The form is of no use to a role that cannot save it (the API refuses the save anyway).
     let write = Scope::write(Resource::Licenses);
-    if !may(&staff.user, write) {
+    if !staff.may(write) {
         return Err(Failure::new(
             403,
             format!("Your role lacks the permission {write} this needs."),

@@ -12,12 +12,7 @@ use crate::http::Response;
 
 /// `GET /dashboard/`: the overview, or the licenses for a role without statistics.
 pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
-    if !staff
-        .user
-        .role
-        .scopes()
-        .allows(Scope::read(Resource::Statistics))
-    {
+    if !staff.may(Scope::read(Resource::Statistics)) {
         return page::redirect("/dashboard/licenses");
     }
     let outcome = async {

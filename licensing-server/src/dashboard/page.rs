@@ -360,6 +360,15 @@ pub(crate) fn or_failure(ctx: &Ctx, staff: &Staff, outcome: Result<Response, Fai
     outcome.unwrap_or_else(|f| failure(ctx, Some(staff), &f))
 }
 
+/// The `page` parameter of a list (1 to 1,000,000, as the API takes it); 1 when absent or
+/// out of range.
+pub(crate) fn page_number(ctx: &Ctx) -> u32 {
+    ctx.param("page")
+        .and_then(|p| p.parse().ok())
+        .filter(|p| (1..=1_000_000).contains(p))
+        .unwrap_or(1)
+}
+
 /// The id in a dashboard path, or a 404 that names what was looked for.
 pub(crate) fn id_of<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, Failure> {
     text.parse()

@@ -27,11 +27,7 @@ use crate::routes::dev::Body;
 const MAX_FIELD: usize = 64 * 1024;
 
 fn may_write(staff: &Staff) -> bool {
-    staff
-        .user
-        .role
-        .scopes()
-        .allows(Scope::write(Resource::Releases))
+    staff.may(Scope::write(Resource::Releases))
 }
 
 async fn products(ctx: &Ctx, staff: &Staff) -> Result<ProductPage, Failure> {

@@ -89,6 +89,14 @@ pub(crate) struct Staff {
     pub(crate) session: StaffSession,
 }
 
+impl Staff {
+    /// Whether the staff member's role has `scope` (the API refuses the rest anyway; pages use
+    /// this to leave out what would be refused).
+    pub(crate) fn may(&self, scope: licensing_core::model::Scope) -> bool {
+        self.user.role.scopes().allows(scope)
+    }
+}
+
 /// Whether the browser reached us over HTTPS: anything but a plain-HTTP request from this
 /// machine to a loopback host name. A request relayed by a trusted proxy counts as HTTPS unless
 /// the proxy says `X-Forwarded-Proto: http`; the cookie is then `Secure`, so a browser on plain

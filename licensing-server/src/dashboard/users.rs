@@ -16,10 +16,7 @@ use crate::services::staff::{self as service, CreatedStaff};
 
 /// Who acts: the staff member, from the client's address.
 fn acting(ctx: &Ctx, staff: &Staff) -> Acting {
-    Acting {
-        actor: licensing_core::model::Actor::user(staff.user.id, staff.user.email.as_str()),
-        address: Some(ctx.client),
-    }
+    Acting::staff(&staff.user, Some(ctx.client))
 }
 
 /// 403 unless the staff member manages accounts.

@@ -14,11 +14,7 @@ use super::{Ctx, Staff};
 use crate::http::Response;
 
 fn may_write(staff: &Staff) -> bool {
-    staff
-        .user
-        .role
-        .scopes()
-        .allows(Scope::write(Resource::Webhooks))
+    staff.may(Scope::write(Resource::Webhooks))
 }
 
 /// A serialized enum's name (`"DELIVERED"`), for display.

@@ -35,6 +35,14 @@ impl Acting {
         }
     }
 
+    /// A staff member (signing in, or through the dashboard), from `address`.
+    pub fn staff(user: &licensing_core::model::StaffUser, address: Option<IpAddr>) -> Self {
+        Self {
+            actor: Actor::user(user.id, user.email.as_str()),
+            address,
+        }
+    }
+
     /// The server's command line (or its first start).
     pub fn command_line() -> Self {
         Self {

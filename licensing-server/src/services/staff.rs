@@ -14,7 +14,7 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use licensing_core::crypto::sha256_hex;
-use licensing_core::model::{Action, Actor, FieldChange, PasswordLink, Role, StaffUser};
+use licensing_core::model::{Action, FieldChange, PasswordLink, Role, StaffUser};
 use licensing_core::store::{Journal, StaffStore, StoreError};
 use licensing_core::validate::{Email, check_new_password};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
@@ -359,10 +359,7 @@ pub async fn set_password<S: StaffStore>(
     user.password_hash = Some(hash_password(password).await?);
     user.password_link = None;
     user.updated_at = now;
-    let acting = Acting {
-        actor: Actor::user(user.id, user.email.as_str()),
-        address,
-    };
+    let acting = Acting::staff(&user, address);
     let journal = acting.journal(
         user.team_id,
         now,
