@@ -49,12 +49,12 @@ impl TrustedProxies {
             return peer;
         }
         let mut client = peer;
+        // Entries are split as bytes, not as text: a byte that is not ASCII (which proxies such
+        // as nginx pass through) spoils only the entry it is in, and an entry left of it never
+        // decides the address of one written right of it by a proxy.
         for line in headers.get_all("x-forwarded-for").iter().rev() {
-            let Ok(text) = line.to_str() else {
-                return client;
-            };
-            for entry in text.rsplit(',') {
-                let Some(ip) = parse_entry(entry) else {
+            for entry in line.as_bytes().rsplit(|&b| b == b',') {
+                let Some(ip) = std::str::from_utf8(entry).ok().and_then(parse_entry) else {
                     return client;
                 };
                 client = ip;
@@ -257,16 +257,59 @@ mod tests {
         }
     }
 
+    /// Header lines as raw bytes, the client it must be, and why.
+    type ByteCase = (&'static [&'static [u8]], &'static str, &'static str);
+
     #[test]
-    fn a_header_line_that_is_not_text_stops_the_walk() {
-        let mut map = headers(&["198.51.100.7"]);
-        map.append(
-            "x-forwarded-for",
-            HeaderValue::from_bytes(b"\xff\xfe").unwrap(),
-        );
-        assert_eq!(
-            proxies(&["10.0.0.0/8"]).client_ip(ip("10.0.0.1"), &map),
-            ip("10.0.0.1")
-        );
+    fn bytes_that_are_not_text_spoil_only_their_own_entry() {
+        let cases: &[ByteCase] = &[
+            (
+                &[b"\xff, 198.51.100.7"],
+                "198.51.100.7",
+                "a non-ASCII entry left of the proxy's is never reached",
+            ),
+            (
+                &[b"\xff\xfe", b"198.51.100.7"],
+                "198.51.100.7",
+                "a line that is not text, before the proxy's line",
+            ),
+            (
+                &[b"198.51.100.7, \xff"],
+                "10.0.0.1",
+                "a non-ASCII rightmost entry stops the walk at the peer",
+            ),
+            (
+                &[b"198.51.100.7", b"\xff\xfe"],
+                "10.0.0.1",
+                "a rightmost line that is not text stops the walk at the peer",
+            ),
+            (
+                &[b"203.0.113.1\xff, 10.0.0.2, 198.51.100.7"],
+                "198.51.100.7",
+                "a non-ASCII byte far left changes nothing",
+            ),
+            (
+                &[b"198.51.100.7, 10.0.0.2\xff, 10.0.0.3"],
+                "10.0.0.3",
+                "a non-ASCII trusted entry stops the walk at the last good one",
+            ),
+            (
+                &[b",, 198.51.100.7"],
+                "198.51.100.7",
+                "lone commas left of the proxy's entry",
+            ),
+            (&[b","], "10.0.0.1", "a lone comma: the peer"),
+        ];
+        for (lines, client, why) in cases {
+            let mut map = HeaderMap::new();
+            for line in *lines {
+                map.append("x-forwarded-for", HeaderValue::from_bytes(line).unwrap());
+            }
+            assert_eq!(
+                proxies(&["10.0.0.0/8"]).client_ip(ip("10.0.0.1"), &map),
+                ip(client),
+                "{why}"
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@
 //! Redirects are not followed, the time-out covers the whole attempt, and at most 1 KiB of an
 //! answer is read.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -122,14 +122,13 @@ pub fn parse_delays_arg(text: &str) -> Result<RetryDelays, String> {
 }
 
 /// Whether an address is one a webhook may not reach without `allow_private`: anything but a
-/// public unicast address.
+/// public unicast address. An IPv6 address that carries an IPv4 address (IPv4-mapped,
+/// IPv4-translated, 6to4, Teredo) is judged by the IPv4 addresses in it too, since a relay or
+/// translator on the way delivers it there.
 pub fn is_forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return forbidden_v4(v4);
-            }
             let s = v6.segments();
             v6.is_loopback()
                 || v6.is_unspecified()
@@ -137,10 +136,41 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
                 || (s[0] & 0xfe00) == 0xfc00 // unique local
                 || (s[0] & 0xffc0) == 0xfe80 // link-local
                 || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
-                || (s[0] == 0x64 && s[1] == 0xff9b) // NAT64: an IPv4 address inside
+                || (s[0] == 0x64 && s[1] == 0xff9b) // NAT64, well-known and local (RFC 8215)
+                || (s[0] == 0x100 && s[1..4] == [0; 3]) // discard-only (RFC 6666)
                 || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || s[..6] == [0; 6] // IPv4-compatible
+                || (s[0] == 0x3fff && (s[1] & 0xf000) == 0) // documentation (RFC 9637)
+                || (s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0) // benchmarking
+                || (s[0] == 0x2001 && matches!(s[1] & 0xfff0, 0x0010 | 0x0020)) // ORCHID
+                || s[..6] == [0; 6] // IPv4-compatible (deprecated)
+                || embedded_v4(v6).iter().flatten().any(|v4| forbidden_v4(*v4))
         }
+    }
+}
+
+/// The IPv4 addresses an IPv6 address carries, where its prefix says so.
+fn embedded_v4(v6: Ipv6Addr) -> [Option<Ipv4Addr>; 2] {
+    let s = v6.segments();
+    let v4 = |high: u16, low: u16| Some(Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)));
+    match s {
+        // IPv4-mapped (::ffff:a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d, RFC 2765).
+        [0, 0, 0, 0, 0, 0xffff, high, low] | [0, 0, 0, 0, 0xffff, 0, high, low] => {
+            [v4(high, low), None]
+        }
+        // 6to4 (2002:a.b.c.d::/48, RFC 3056): the relay's way out is that IPv4 address.
+        [0x2002, high, low, ..] => [v4(high, low), None],
+        // Teredo (2001:0::/32, RFC 4380): the server's address, then the client's, inverted.
+        [
+            0x2001,
+            0,
+            server_high,
+            server_low,
+            _,
+            _,
+            client_high,
+            client_low,
+        ] => [v4(server_high, server_low), v4(!client_high, !client_low)],
+        _ => [None, None],
     }
 }
 
@@ -556,7 +586,21 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "64:ff9b:1::808:808",
             "ff02::1",
+            // IPv4 inside IPv6: IPv4-translated, 6to4 and Teredo of inside addresses.
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::",
+            "2002:c0a8:101:1::1",
+            "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo client 127.0.0.1
+            "2001:0:7f00:1:8000:63bf:f7f7:f7f7",    // Teredo server 127.0.0.1
+            "100::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:20::1",
+            "3fff::1",
         ] {
             assert!(is_forbidden(ip.parse().unwrap()), "{ip}");
         }
@@ -565,6 +609,9 @@ mod tests {
             "1.1.1.1",
             "2606:4700:4700::1111",
             "::ffff:8.8.8.8",
+            "::ffff:0:808:808",
+            "2002:808:808::1",
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7", // Teredo of 8.8.8.8 via 65.54.227.120
         ] {
             assert!(!is_forbidden(ip.parse().unwrap()), "{ip}");
         }
@@ -587,6 +634,18 @@ mod tests {
                 .contains("127.0.0.1")
         );
         assert!(check_url("https://[::1]/in", &strict).is_err());
+        let plain = WebhookSettings {
+            allow_http: true,
+            ..WebhookSettings::default()
+        };
+        for inside in ["http://[2002:7f00:1::1]/", "http://[::ffff:0:7f00:1]/"] {
+            assert!(
+                check_url(inside, &plain)
+                    .unwrap_err()
+                    .contains("non-public"),
+                "{inside}"
+            );
+        }
         assert!(check_url("https://169.254.169.254/latest", &strict).is_err());
         let open = WebhookSettings {
             allow_http: true,

@@ -19,6 +19,7 @@ mod dashboard;
 mod devices;
 mod errors;
 mod ext;
+mod forwarded;
 mod fuzz;
 mod gate;
 mod headers;
