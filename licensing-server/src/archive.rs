@@ -631,6 +631,7 @@ mod tests {
             at,
         )
         .audit
+        .pop()
         .expect("an entry")
     }
 

@@ -68,9 +68,7 @@ impl MemoryStore {
     ) -> StoreResult<T> {
         self.with(|s| {
             let out = f(s)?;
-            if let Some(entry) = &journal.audit {
-                s.audit.push(entry.clone());
-            }
+            s.audit.extend(journal.audit.iter().cloned());
             for event in &journal.events {
                 s.events.insert(event.id, event.clone());
             }
@@ -402,17 +400,24 @@ impl ApiKeyStore for MemoryStore {
         })
     }
 
-    async fn delete_api_key(
+    async fn delete_api_keys(
         &self,
         team: TeamId,
-        id: ApiKeyId,
+        ids: &[ApiKeyId],
         journal: &Journal,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<u64> {
         self.write(journal, |s| {
-            owned(&s.api_keys, &id, team, |k| k.team_id)
-                .ok_or(StoreError::NotFound(Entity::ApiKey))?;
-            s.api_keys.remove(&id);
-            Ok(())
+            let mut deleted = 0;
+            for id in ids {
+                if owned(&s.api_keys, id, team, |k| k.team_id).is_some() {
+                    s.api_keys.remove(id);
+                    deleted += 1;
+                }
+            }
+            if deleted == 0 {
+                return Err(StoreError::NotFound(Entity::ApiKey));
+            }
+            Ok(deleted)
         })
     }
 

@@ -195,14 +195,16 @@ pub struct Page<T> {
     pub has_next_page: bool,
 }
 
-/// What a write records besides its change, in the same atomic step: the entry of the audit
-/// log that describes it and the webhook events it raises. A store writes the journal of a
+/// What a write records besides its change, in the same atomic step: the entries of the audit
+/// log that describe it and the webhook events it raises. A store writes the journal of a
 /// write only when the write succeeds, and a write that returned `Ok` is never without its
 /// journal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Journal {
-    /// The audit entry, when the write is audited (writes restoring an archive are not).
-    pub audit: Option<AuditEntry>,
+    /// The audit entries: usually one, none when the write is not audited (writes restoring an
+    /// archive), several when a change carries others with it (an API key revoked with the
+    /// keys it made).
+    pub audit: Vec<AuditEntry>,
     /// The webhook events, queued for [`WebhookStore::fan_out_events`].
     pub events: Vec<WebhookEvent>,
 }
@@ -210,16 +212,23 @@ pub struct Journal {
 impl Journal {
     /// Nothing to record: restoring an archive, tests.
     pub const NONE: Journal = Journal {
-        audit: None,
+        audit: Vec::new(),
         events: Vec::new(),
     };
 
     /// A journal of one audit entry.
     pub fn audit(entry: AuditEntry) -> Self {
         Self {
-            audit: Some(entry),
+            audit: vec![entry],
             events: Vec::new(),
         }
+    }
+
+    /// The same journal with `other`'s entries and events after its own.
+    pub fn and(mut self, other: Journal) -> Self {
+        self.audit.extend(other.audit);
+        self.events.extend(other.events);
+        self
     }
 
     /// The same journal raising `event` too.
@@ -295,13 +304,15 @@ pub trait ApiKeyStore: Send + Sync {
         &self,
         team: TeamId,
     ) -> impl Future<Output = StoreResult<Vec<ApiKeyRecord>>> + Send;
-    /// Revokes (deletes) a key.
-    fn delete_api_key(
+    /// Revokes (deletes) keys of `team` in one step: each of `ids` that exists (a key revoked
+    /// with the keys it made). How many were; `NotFound` when none was, and then the journal is
+    /// not recorded.
+    fn delete_api_keys(
         &self,
         team: TeamId,
-        id: ApiKeyId,
+        ids: &[ApiKeyId],
         journal: &Journal,
-    ) -> impl Future<Output = StoreResult<()>> + Send;
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
     /// Records when keys were last used (batched by the caller): each key's `lastUsedAt` moves
     /// forward to the time given, never back. Keys that no longer exist are skipped.
     fn record_api_key_use(

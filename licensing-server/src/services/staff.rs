@@ -261,8 +261,10 @@ pub async fn change_role<S: StaffStore>(
     Ok(user)
 }
 
-/// Deletes account `id` of `by`'s team (and its sessions), if `by` may.
-pub async fn delete_account<S: StaffStore>(
+/// Deletes account `id` of `by`'s team (and its sessions), if `by` may. The API keys the
+/// account made (and those they made) are revoked first: a key never outlives the person who
+/// made it.
+pub async fn delete_account<S: StaffStore + licensing_core::store::ApiKeyStore>(
     store: &S,
     by: &StaffUser,
     id: StaffId,
@@ -276,6 +278,7 @@ pub async fn delete_account<S: StaffStore>(
         c.old = c.new.take();
     }
     let journal = acting.journal(user.team_id, now, Action::StaffDeleted, user.id, changes);
+    super::teams::revoke_keys_made_by(store, user.team_id, user.id.into(), acting, now).await?;
     store.delete_staff(user.team_id, user.id, &journal).await?;
     Ok(user)
 }

@@ -122,7 +122,7 @@ pub async fn create_api_key<S: TeamStore + ApiKeyStore + ProductStore>(
         None,
         Some(&ApiKeyView::from(&record)),
     );
-    if let Some(entry) = &mut journal.audit {
+    if let Some(entry) = journal.audit.first_mut() {
         entry.changes.push(FieldChange::secret("key"));
     }
     store
@@ -139,4 +139,134 @@ pub async fn create_api_key<S: TeamStore + ApiKeyStore + ProductStore>(
         product_ids: record.product_ids,
         created_by_user_id: record.created_by_user_id,
     })
+}
+
+/// The keys among `keys` that `creator` made, and those that they made, and so on: what goes
+/// with `creator` when it is revoked or deleted. In the order found, each once.
+pub fn keys_made_by(keys: &[ApiKeyRecord], creator: UserId) -> Vec<&ApiKeyRecord> {
+    let mut made: Vec<&ApiKeyRecord> = Vec::new();
+    let mut frontier = vec![creator];
+    while let Some(maker) = frontier.pop() {
+        for key in keys {
+            if key.created_by_user_id == Some(maker)
+                && UserId::from(key.id) != creator
+                && !made.iter().any(|m| m.id == key.id)
+            {
+                made.push(key);
+                frontier.push(key.id.into());
+            }
+        }
+    }
+    made
+}
+
+/// The journal of revoking `keys` because `creator` (a key revoked in the same step, or a
+/// deleted staff account) made them: an audit entry and an event for each, the entry naming
+/// the creator in `revokedWith`.
+fn revoked_with(
+    keys: &[&ApiKeyRecord],
+    creator: UserId,
+    team: TeamId,
+    by: &Acting,
+    now: Timestamp,
+) -> licensing_core::store::Journal {
+    let mut journal = licensing_core::store::Journal::NONE;
+    for key in keys {
+        let mut one = by.change(
+            team,
+            now,
+            Action::ApiKeyRevoked,
+            key.id,
+            Some(&ApiKeyView::from(*key)),
+            None,
+        );
+        if let Some(entry) = one.audit.first_mut() {
+            entry.changes.push(FieldChange {
+                field: "revokedWith".into(),
+                old: None,
+                new: Some(creator.to_string().into()),
+                secret: false,
+            });
+        }
+        journal = journal.and(one);
+    }
+    journal
+}
+
+/// Revokes key `id` of `team` and every key it made (transitively), in one step, as `by`'s
+/// change; the ids revoked, `id` first. 404 for a key the team does not have; 400 when no
+/// usable key would be left. `may_revoke` decides, for each key, whether `by` may revoke it
+/// (a key hands on, and takes away, no more than it has).
+pub async fn revoke_api_key<S: ApiKeyStore>(
+    store: &S,
+    team: TeamId,
+    id: ApiKeyId,
+    by: &Acting,
+    now: Timestamp,
+    may_revoke: impl Fn(&ApiKeyRecord) -> Result<(), ApiError>,
+) -> Result<Vec<ApiKeyId>, ApiError> {
+    let store_error = crate::http::store_error;
+    let keys = store.list_api_keys(team).await.map_err(store_error)?;
+    let Some(target) = keys.iter().find(|k| k.id == id) else {
+        return Err(store_error(StoreError::NotFound(Entity::ApiKey)));
+    };
+    may_revoke(target)?;
+    let made = keys_made_by(&keys, id.into());
+    let revoked: Vec<ApiKeyId> = std::iter::once(id)
+        .chain(made.iter().map(|k| k.id))
+        .collect();
+    let left = keys
+        .iter()
+        .filter(|k| !revoked.contains(&k.id) && k.is_usable(now))
+        .count();
+    if left == 0 {
+        let with = if made.is_empty() {
+            ""
+        } else {
+            " (the keys it made go with it)"
+        };
+        return Err(ApiError::bad_field(
+            "apiKeyId",
+            &format!(
+                "is the team's last usable API key{with}: create another one before revoking it"
+            ),
+        ));
+    }
+    let journal = by
+        .change(
+            team,
+            now,
+            Action::ApiKeyRevoked,
+            id,
+            Some(&ApiKeyView::from(target)),
+            None,
+        )
+        .and(revoked_with(&made, id.into(), team, by, now));
+    store
+        .delete_api_keys(team, &revoked, &journal)
+        .await
+        .map_err(store_error)?;
+    Ok(revoked)
+}
+
+/// Revokes every key that `creator` (a staff account being deleted) made, transitively, in one
+/// step, as `by`'s change; how many.
+pub async fn revoke_keys_made_by<S: ApiKeyStore>(
+    store: &S,
+    team: TeamId,
+    creator: UserId,
+    by: &Acting,
+    now: Timestamp,
+) -> Result<usize, StoreError> {
+    let keys = store.list_api_keys(team).await?;
+    let made = keys_made_by(&keys, creator);
+    if made.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<ApiKeyId> = made.iter().map(|k| k.id).collect();
+    let journal = revoked_with(&made, creator, team, by, now);
+    match store.delete_api_keys(team, &ids, &journal).await {
+        Ok(_) | Err(StoreError::NotFound(_)) => Ok(ids.len()),
+        Err(e) => Err(e),
+    }
 }

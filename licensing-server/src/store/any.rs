@@ -143,7 +143,7 @@ delegate!(ApiKeyStore {
     fn create_api_key(&self, key: &ApiKeyRecord, journal: &Journal) -> StoreResult<()>;
     fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>>;
     fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>>;
-    fn delete_api_key(&self, team: TeamId, id: ApiKeyId, journal: &Journal) -> StoreResult<()>;
+    fn delete_api_keys(&self, team: TeamId, ids: &[ApiKeyId], journal: &Journal) -> StoreResult<u64>;
     fn record_api_key_use(&self, uses: &[(TeamId, ApiKeyId, Timestamp)]) -> StoreResult<()>;
 });
 

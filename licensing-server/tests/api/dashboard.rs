@@ -1964,3 +1964,92 @@ async fn without_e_mail_a_license_key_cannot_be_sent_again() {
     .await
     .err(404, "LICENSE_NOT_FOUND");
 }
+
+/// BUG-11: a key made by a staff member stops working when the account is deleted, and so do
+/// the keys that key made.
+#[tokio::test]
+async fn deleting_an_account_revokes_the_keys_it_made() {
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let mut dev = Browser::new(&s);
+    let dev_id = staff(
+        &s,
+        &mut dev,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = dev.get("/dashboard/api-keys").await;
+    let made = dev
+        .submit(
+            &page,
+            "/dashboard/api-keys",
+            &[
+                ("name", "dev's key"),
+                ("scopes", "api-keys:write"),
+                ("scopes", "licenses:read"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let key = text_after(&made, r#"id="new-key">"#);
+    // That key makes another.
+    let child = s
+        .send(
+            reqwest::Method::POST,
+            &s.dev("api-keys"),
+            Some(&key),
+            Some(r#"{"name":"made by dev's key","scopes":["licenses:read"]}"#),
+        )
+        .await;
+    let child = child.ok()["key"].as_str().unwrap().to_owned();
+    for key in [&key, &child] {
+        s.send(reqwest::Method::GET, &s.dev("licenses"), Some(key), None)
+            .await
+            .ok();
+    }
+    let page = owner
+        .get(&format!("/dashboard/users/{dev_id}/delete"))
+        .await;
+    let gone = owner
+        .submit(&page, &format!("/dashboard/users/{dev_id}/delete"), &[])
+        .await;
+    assert_eq!(gone.status, 303);
+    for key in [&key, &child] {
+        s.send(reqwest::Method::GET, &s.dev("licenses"), Some(key), None)
+            .await
+            .err(401, "UNAUTHORIZED");
+    }
+    // Audited: each key's revocation, naming what it went with, by the owner.
+    let log = s.get(&s.dev("audit-log?action=api_key.revoked")).await;
+    let entries = log.ok()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    for entry in &entries {
+        assert_eq!(entry["actor"]["name"], "own@vendor.example");
+        assert!(
+            entry["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["field"] == "revokedWith"),
+            "{entry}"
+        );
+    }
+    let keys = s.get(&s.dev("api-keys")).await;
+    let names: Vec<&str> = keys.ok()["apiKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["initial"]);
+}

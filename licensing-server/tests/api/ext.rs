@@ -271,3 +271,145 @@ async fn blacklist_entries() {
         2
     );
 }
+
+/// BUG-11: a key expiring in an hour made keys without expiry (and one for 2099) that kept
+/// working after it was revoked. Now a key's expiry is capped at its maker's, and revoking a
+/// key revokes every key it made, directly or through them.
+#[tokio::test]
+async fn keys_never_outlive_the_key_that_made_them() {
+    let s = TestServer::start().await;
+    let in_an_hour = chrono::Utc::now() + chrono::Duration::hours(1);
+    let parent = s
+        .post(
+            &s.dev("api-keys"),
+            &json!({"name": "temporary", "expiresAt": in_an_hour.to_rfc3339()}).to_string(),
+        )
+        .await;
+    let parent = parent.ok().clone();
+    let parent_key = parent["key"].as_str().unwrap().to_owned();
+    let limit = parent["expiresAt"].as_str().unwrap().to_owned();
+    let make = |body: Value| {
+        let s = &s;
+        let key = parent_key.clone();
+        async move {
+            s.send(
+                Method::POST,
+                &s.dev("api-keys"),
+                Some(&key),
+                Some(&body.to_string()),
+            )
+            .await
+        }
+    };
+    let forever = make(json!({"name": "forever"})).await;
+    assert_eq!(forever.status, 201);
+    assert_eq!(forever.body["data"]["expiresAt"], limit.as_str());
+    assert!(
+        forever.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("expires when the key that made it does")
+    );
+    let far = make(json!({"name": "2099", "expiresAt": "2099-01-01T00:00:00Z"})).await;
+    assert_eq!(far.body["data"]["expiresAt"], limit.as_str());
+    let sooner_at = (chrono::Utc::now() + chrono::Duration::minutes(30))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let sooner = make(json!({"name": "sooner", "expiresAt": sooner_at})).await;
+    assert_eq!(sooner.body["data"]["expiresAt"], sooner_at.as_str(), "kept");
+    // A grandchild, made by a child.
+    let child_key = forever.body["data"]["key"].as_str().unwrap().to_owned();
+    let grandchild = s
+        .send(
+            Method::POST,
+            &s.dev("api-keys"),
+            Some(&child_key),
+            Some(r#"{"name":"grandchild"}"#),
+        )
+        .await;
+    assert_eq!(grandchild.body["data"]["expiresAt"], limit.as_str());
+    let made: Vec<String> = [&forever, &far, &sooner, &grandchild]
+        .iter()
+        .map(|a| a.body["data"]["key"].as_str().unwrap().to_owned())
+        .collect();
+    for key in made.iter().chain([&parent_key]) {
+        s.send(Method::GET, &s.dev("licenses"), Some(key), None)
+            .await
+            .ok();
+    }
+    // A key unrelated to it stays.
+    let bystander = s.post(&s.dev("api-keys"), r#"{"name":"bystander"}"#).await;
+    let bystander = bystander.ok()["key"].as_str().unwrap().to_owned();
+
+    let parent_id = parent["id"].as_str().unwrap();
+    let revoked = s.delete(&s.dev(&format!("api-keys/{parent_id}"))).await;
+    revoked.ok();
+    assert!(
+        revoked.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("the keys it made")
+    );
+    for key in made.iter().chain([&parent_key]) {
+        s.send(Method::GET, &s.dev("licenses"), Some(key), None)
+            .await
+            .err(401, "UNAUTHORIZED");
+    }
+    s.send(Method::GET, &s.dev("licenses"), Some(&bystander), None)
+        .await
+        .ok();
+    // One audit entry and one event per key; the ones carried along name the key they went
+    // with.
+    let log = s
+        .get(&s.dev("audit-log?action=api_key.revoked&pageSize=100"))
+        .await;
+    let entries = log.ok()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 5, "{entries:#?}");
+    let with: Vec<&Value> = entries
+        .iter()
+        .filter_map(|e| {
+            e["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["field"] == "revokedWith")
+                .map(|c| &c["new"])
+        })
+        .collect();
+    assert_eq!(with.len(), 4, "{entries:#?}");
+    let child_id = forever.body["data"]["id"].as_str().unwrap();
+    assert!(
+        with.iter().all(|w| *w == parent_id || *w == child_id),
+        "{with:?}"
+    );
+}
+
+/// Revoking a key whose made keys are the team's only other usable keys is refused: the team
+/// would be left without a usable key.
+#[tokio::test]
+async fn a_revocation_that_would_leave_no_usable_key_is_refused() {
+    let s = TestServer::start().await;
+    let initial = s.get(&s.dev("api-keys")).await.ok()["apiKeys"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.post(&s.dev("api-keys"), r#"{"name":"made by initial"}"#)
+        .await
+        .ok();
+    let refused = s.delete(&s.dev(&format!("api-keys/{initial}"))).await;
+    refused.err(400, "BAD_REQUEST");
+    assert!(
+        refused.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("the keys it made go with it"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        s.get(&s.dev("api-keys")).await.ok()["apiKeys"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}

@@ -10,10 +10,18 @@ use super::{Dev, Input};
 use crate::http::{Handled, store_error, success};
 
 pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
-    let input = ApiKeyBody::parse(&input.json().await?, dev.now)?;
+    let mut input = ApiKeyBody::parse(&input.json().await?, dev.now)?;
     if let Some(why) = dev.cannot_grant(&input.scopes, &input.product_ids) {
         return Err(ApiError::forbidden(why));
     }
+    // A key made by a key that expires expires no later: it cannot outlive its maker.
+    let capped = match dev.caller.expires_at {
+        Some(limit) if input.expires_at.is_none_or(|asked| asked > limit) => {
+            input.expires_at = Some(limit);
+            true
+        }
+        _ => false,
+    };
     let created = crate::services::teams::create_api_key(
         &dev.state.store,
         dev.team,
@@ -26,7 +34,11 @@ pub(super) async fn create_key(dev: Dev, (): (), input: Input) -> Handled {
     Ok(success(
         201,
         created,
-        "API key created; it is shown only in this answer",
+        if capped {
+            "API key created; it is shown only in this answer. It expires when the key that made it does"
+        } else {
+            "API key created; it is shown only in this answer"
+        },
     ))
 }
 
@@ -48,48 +60,34 @@ pub(super) async fn list_keys(dev: Dev, (): (), _: Input) -> Handled {
 }
 
 pub(super) async fn revoke_key(dev: Dev, (id,): (ApiKeyId,), _: Input) -> Handled {
-    let keys = dev
-        .state
-        .store
-        .list_api_keys(dev.team)
-        .await
-        .map_err(store_error)?;
-    let others_usable = keys
-        .iter()
-        .filter(|k| k.id != id && k.is_usable(dev.now))
-        .count();
-    if others_usable == 0 && keys.iter().any(|k| k.id == id) {
-        return Err(ApiError::bad_field(
-            "apiKeyId",
-            "is the team's last usable API key: create another one before revoking it",
-        ));
-    }
-    if let Some(target) = keys.iter().find(|k| k.id == id)
-        && let Some(why) = dev.cannot_grant(&target.scopes, &target.product_ids)
-    {
-        // A key may revoke only keys with no more access than its own.
-        return Err(ApiError::forbidden(why.replace(
-            "cannot give it to a new key",
-            "cannot revoke a key that has it",
-        )));
-    }
-    let old = keys.iter().find(|k| k.id == id).map(ApiKeyView::from);
-    dev.state
-        .store
-        .delete_api_key(
-            dev.team,
-            id,
-            &dev.change(Action::ApiKeyRevoked, id, old.as_ref(), None),
-        )
-        .await
-        .map_err(store_error)?;
+    let revoked = crate::services::teams::revoke_api_key(
+        &dev.state.store,
+        dev.team,
+        id,
+        &dev.acting(),
+        dev.now,
+        |target| match dev.cannot_grant(&target.scopes, &target.product_ids) {
+            // A key may revoke only keys with no more access than its own.
+            Some(why) => Err(ApiError::forbidden(why.replace(
+                "cannot give it to a new key",
+                "cannot revoke a key that has it",
+            ))),
+            None => Ok(()),
+        },
+    )
+    .await?;
+    let details = if revoked.len() > 1 {
+        "API key revoked, and with it the keys it made (directly or through them)"
+    } else {
+        "API key revoked"
+    };
     Ok(success(
         200,
         Deleted {
             id: *id.as_uuid(),
             deleted: true,
         },
-        "API key revoked",
+        details,
     ))
 }
 

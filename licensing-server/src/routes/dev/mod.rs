@@ -171,6 +171,8 @@ pub(crate) struct Caller {
     pub(crate) scopes: Scopes,
     /// The products it is restricted to.
     pub(crate) product_ids: ProductRestriction,
+    /// When it stops working (an API key's expiry); what it creates expires no later.
+    pub(crate) expires_at: Option<Timestamp>,
     /// How a refusal names it ("this API key", "your role").
     pub(crate) name: &'static str,
 }
@@ -183,6 +185,7 @@ impl Caller {
             user: key.id.into(),
             scopes: key.scopes.clone(),
             product_ids: key.product_ids.clone(),
+            expires_at: key.expires_at,
             name: "this API key",
         }
     }
@@ -194,6 +197,7 @@ impl Caller {
             user: user.id.into(),
             scopes: user.role.scopes(),
             product_ids: None,
+            expires_at: None,
             name: "your role",
         }
     }

@@ -51,7 +51,7 @@ fn journal(
         old.map(view).as_ref(),
         new.map(view).as_ref(),
     );
-    if secret_changed && let Some(entry) = &mut journal.audit {
+    if secret_changed && let Some(entry) = journal.audit.first_mut() {
         entry.changes.push(FieldChange::secret("secret"));
     }
     journal

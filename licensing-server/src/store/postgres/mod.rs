@@ -205,7 +205,7 @@ pub(crate) async fn delete_row(
     Ok(())
 }
 
-/// Inserts a write's journal in its transaction: the audit entry and the webhook events.
+/// Inserts a write's journal in its transaction: the audit entries and the webhook events.
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
     journal: &licensing_core::store::Journal,
@@ -213,9 +213,17 @@ pub(crate) async fn write_journal(
     for event in &journal.events {
         webhooks::insert_event(&mut *conn, event).await?;
     }
-    let Some(e) = &journal.audit else {
-        return Ok(());
-    };
+    for entry in &journal.audit {
+        insert_audit(&mut *conn, entry).await?;
+    }
+    Ok(())
+}
+
+/// Inserts one audit entry.
+async fn insert_audit(
+    conn: &mut sqlx::PgConnection,
+    e: &licensing_core::model::AuditEntry,
+) -> StoreResult<()> {
     let kind = serde_json::to_value(e.actor.kind)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -172,14 +172,25 @@ impl ApiKeyStore for PgStore {
         .collect()
     }
 
-    async fn delete_api_key(
+    async fn delete_api_keys(
         &self,
         team: TeamId,
-        id: ApiKeyId,
+        ids: &[ApiKeyId],
         journal: &Journal,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<u64> {
+        let ids: Vec<uuid::Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
         in_tx!(self.pool, journal, |tx| {
-            super::delete_row(&mut tx, Entity::ApiKey, team.as_uuid(), id.as_uuid()).await
+            let deleted = sqlx::query("DELETE FROM api_keys WHERE team_id = $1 AND id = ANY($2)")
+                .bind(team.as_uuid())
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?
+                .rows_affected();
+            if deleted == 0 {
+                return Err(StoreError::NotFound(Entity::ApiKey));
+            }
+            Ok(deleted)
         })
     }
 

@@ -292,7 +292,7 @@ impl SledStore {
         );
         if !events.is_empty() {
             tx.journal(&Journal {
-                audit: None,
+                audit: Vec::new(),
                 events,
             })?;
         }

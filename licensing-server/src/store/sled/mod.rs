@@ -351,7 +351,7 @@ impl Tx<'_> {
     /// Stages a write's journal: its audit entry, by team and time, and by time alone for
     /// pruning; its webhook events, in the queue.
     fn journal(&mut self, journal: &Journal) -> StoreResult<()> {
-        if let Some(entry) = &journal.audit {
+        for entry in &journal.audit {
             let (by_team, by_time) = audit_keys(entry.team_id, entry.at, entry.id);
             self.put_record(by_team, entry)?;
             self.put(by_time, Vec::new());

@@ -124,19 +124,26 @@ impl ApiKeyStore for SledStore {
         Ok(out)
     }
 
-    async fn delete_api_key(
+    async fn delete_api_keys(
         &self,
         team: TeamId,
-        id: ApiKeyId,
+        ids: &[ApiKeyId],
         journal: &Journal,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<u64> {
         self.journaled(journal, |tx| {
-            let hash = tx
-                .get(&team_api_key_key(team, id))?
-                .ok_or(StoreError::NotFound(Entity::ApiKey))?;
-            tx.del(team_api_key_key(team, id));
-            tx.del(key(&[&[tag::API_KEY], &hash]));
-            Ok(())
+            let mut deleted = 0;
+            for id in ids {
+                let Some(hash) = tx.get(&team_api_key_key(team, *id))? else {
+                    continue;
+                };
+                tx.del(team_api_key_key(team, *id));
+                tx.del(key(&[&[tag::API_KEY], &hash]));
+                deleted += 1;
+            }
+            if deleted == 0 {
+                return Err(StoreError::NotFound(Entity::ApiKey));
+            }
+            Ok(deleted)
         })
         .await
     }
