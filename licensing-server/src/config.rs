@@ -220,8 +220,9 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 
-    /// Connections open at once from one client address (an IPv6 client: its /64); a connection
-    /// past it is answered 429 and closed. Trusted proxies are exempt.
+    /// Connections open at once from one client address (an IPv6 client: its /56); a connection
+    /// past it is answered 429 and closed. Trusted proxies are exempt. The last eighth of
+    /// --max-connections is kept for addresses holding at most one connection.
     #[arg(long, env = "LICENSING_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 128,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections_per_address: u32,

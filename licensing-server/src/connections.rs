@@ -14,10 +14,15 @@
 //!   incomplete then fails the request with 408.
 //! - **Answers**: a write that makes no progress for `send_timeout` (a client that stopped
 //!   reading) closes the connection.
-//! - **At most `max_connections_per_address` open from one client address** (IPv6: one /64), so
-//!   that one address cannot take every connection; a connection past it is answered 429 and
-//!   closed. Trusted proxies are exempt: their connections carry many clients, and the proxy is
-//!   where those are limited.
+//! - **At most `max_connections_per_address` open from one client address** (IPv6: one /56, the
+//!   block a home or office line is given), so that one address cannot take every connection; a
+//!   connection past it is answered 429 and closed. Trusted proxies are exempt: their
+//!   connections carry many clients, and the proxy is where those are limited.
+//! - **A reserve for light clients.** The last eighth of `max_connections` (at most 512) is kept
+//!   for addresses that hold at most one connection: once fewer connections than that are free,
+//!   an address with two or more open is refused like one past its maximum. A few addresses
+//!   holding many slow connections each then fill the rest, never the reserve, and a client
+//!   that opens one or two connections (a desktop application, a health check) still gets in.
 //! - **Stop**: when `shutdown` completes, the listener closes, idle connections close, and
 //!   requests in flight (downloads included) finish, for at most `shutdown_timeout`.
 //! - **Errors of the HTTP layer itself** carry the JSON envelope like every other answer: hyper's
@@ -53,7 +58,6 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 
 use crate::client_addr::TrustedProxies;
-use crate::services::ratelimit::ip_key;
 
 /// Bytes of an answer hyper queues ahead of a slow client (hyper's default is about 400 KiB):
 /// two 64 KiB download frames. Measured on the load benchmark's 10 MiB downloads: 64 KiB gives
@@ -66,7 +70,7 @@ const MAX_BUFFERED: usize = 128 * 1024;
 pub struct ConnectionLimits {
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: usize,
-    /// Connections open at once from one client address (IPv6: one /64); more are refused.
+    /// Connections open at once from one client address (IPv6: one /56); more are refused.
     /// Trusted proxies are exempt.
     pub max_connections_per_address: usize,
     /// Time for a request line and headers (and the idle time of a keep-alive connection).
@@ -103,13 +107,38 @@ struct AddressSlot {
     key: u128,
 }
 
+/// Connections an address may hold when it opens one in the reserve (see the module docs).
+const RESERVE_PER_ADDRESS: usize = 1;
+
+/// The part of `max_connections` kept for light clients.
+fn reserve_of(max_connections: usize) -> usize {
+    (max_connections / 8).min(512)
+}
+
+/// The key connections are counted under: an IPv4 address, or an IPv6 address's /56.
+fn address_group(ip: IpAddr) -> u128 {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => u128::from(v6) & !((1u128 << 72) - 1),
+    }
+}
+
 impl PerAddress {
-    /// A slot for one more connection from `ip`, or `None` when it has its maximum open.
-    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<AddressSlot> {
-        let key = ip_key(ip);
+    /// A slot for one more connection from `ip`, or `None` when it has its maximum open (or,
+    /// when `in_reserve`, more than [`RESERVE_PER_ADDRESS`]).
+    fn admit(self: &Arc<Self>, ip: IpAddr, in_reserve: bool) -> Option<AddressSlot> {
+        let key = address_group(ip);
         let mut open = self.open.lock().ok()?;
         let count = open.entry(key).or_insert(0);
-        if *count >= self.cap {
+        let cap = if in_reserve {
+            RESERVE_PER_ADDRESS.min(self.cap)
+        } else {
+            self.cap
+        };
+        if *count >= cap {
+            if *count == 0 {
+                open.remove(&key);
+            }
             return None;
         }
         *count += 1;
@@ -155,6 +184,7 @@ pub(crate) async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let reserve = reserve_of(limits.max_connections);
     let per_address = Arc::new(PerAddress {
         cap: limits.max_connections_per_address.max(1),
         open: Mutex::new(HashMap::new()),
@@ -185,13 +215,21 @@ pub(crate) async fn serve(
         // Answers are written whole; waiting to coalesce them (Nagle) only adds the peer's
         // delayed-ACK time (40 ms on Linux) to requests that arrive in more than one segment.
         stream.set_nodelay(true).ok();
+        let in_reserve = permits.available_permits() < reserve;
         let slot = if proxies.trusts(peer.ip()) {
             None
         } else {
-            match per_address.admit(peer.ip()) {
+            match per_address.admit(peer.ip(), in_reserve) {
                 Some(slot) => Some(slot),
                 None => {
-                    refuse_busy_address(&stream, limits.max_connections_per_address);
+                    refuse_busy_address(
+                        &stream,
+                        if in_reserve {
+                            RESERVE_PER_ADDRESS
+                        } else {
+                            limits.max_connections_per_address
+                        },
+                    );
                     tracing::debug!(%peer, "refused: too many connections from this address");
                     continue;
                 }
@@ -267,7 +305,7 @@ pub(crate) async fn serve(
 fn refuse_busy_address(stream: &TcpStream, cap: usize) {
     let error = ApiError::new(
         licensing_core::api::ResultCode::RateLimit,
-        format!("Too many connections from your address: at most {cap} may be open at once"),
+        format!("Too many connections from your address: at most {cap} may be open at once now"),
     );
     let bytes = crate::http::raw_response(&error, &[("retry-after", "1"), ("connection", "close")]);
     stream.try_write(&bytes).ok();
@@ -685,6 +723,44 @@ impl AsyncWrite for SendTimeout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_connections_count_per_56_and_ipv4_per_address() {
+        let group = |ip: &str| address_group(ip.parse().unwrap());
+        // One home line (a /56) is one group, whichever of its 256 /64s a device uses.
+        assert_eq!(
+            group("2001:db8:1:ab00::1"),
+            group("2001:db8:1:abff:ffff::9")
+        );
+        assert_ne!(group("2001:db8:1:ab00::1"), group("2001:db8:1:ac00::1"));
+        assert_ne!(group("198.51.100.1"), group("198.51.100.2"));
+        assert_eq!(group("::ffff:198.51.100.1"), group("198.51.100.1"));
+    }
+
+    #[test]
+    fn the_reserve_admits_light_addresses_only() {
+        let per = Arc::new(PerAddress {
+            cap: 8,
+            open: Mutex::new(HashMap::new()),
+        });
+        let heavy: IpAddr = "203.0.113.1".parse().unwrap();
+        let light: IpAddr = "203.0.113.2".parse().unwrap();
+        let held: Vec<AddressSlot> = (0..3).map(|_| per.admit(heavy, false).unwrap()).collect();
+        assert!(
+            per.admit(heavy, true).is_none(),
+            "three open: not in the reserve"
+        );
+        let first = per.admit(light, true).expect("a light address gets in");
+        assert!(
+            per.admit(light, true).is_none(),
+            "one is its share of the reserve"
+        );
+        drop(first);
+        assert!(per.admit(light, true).is_some());
+        drop(held);
+        assert_eq!(reserve_of(4096), 512);
+        assert_eq!(reserve_of(24), 3);
+    }
 
     #[test]
     fn license_keys_are_masked_in_logged_paths() {

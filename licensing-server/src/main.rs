@@ -202,6 +202,9 @@ enum UserCommand {
         /// The account's e-mail address.
         #[arg(long)]
         email: String,
+        /// The account's team, when the address has an account in several teams.
+        #[arg(long)]
+        team: Option<TeamId>,
         /// The server's address as browsers reach it, for the link.
         #[arg(
             long,
@@ -478,16 +481,23 @@ async fn user_create(
     Ok(())
 }
 
-async fn user_link(email: &str, url: &str, store: &StoreArgs) -> anyhow::Result<()> {
+async fn user_link(
+    email: &str,
+    team: Option<TeamId>,
+    url: &str,
+    store: &StoreArgs,
+) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let user = services::staff::account_named(&opened, email, team)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     let issued = services::staff::issue_link(
         &opened,
-        email,
+        user,
         Timestamp::now(),
         &services::audit::Acting::command_line(),
     )
-    .await?
-    .ok_or_else(|| anyhow::anyhow!("no account has the address {email}"))?;
+    .await?;
     println!(
         "A new set-password link for {}, valid once for {} hours:\n{}",
         issued.user.email.as_str(),
@@ -673,9 +683,12 @@ async fn main() -> anyhow::Result<()> {
             url,
             store,
         })) => user_create(team, &email, role, &url, &store).await,
-        Some(Command::User(UserCommand::Link { email, url, store })) => {
-            user_link(&email, &url, &store).await
-        }
+        Some(Command::User(UserCommand::Link {
+            email,
+            team,
+            url,
+            store,
+        })) => user_link(&email, team, &url, &store).await,
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
         Some(Command::Export { out, store }) => export(&out, &store).await,
         Some(Command::Import { input, store }) => import(&input, &store).await,

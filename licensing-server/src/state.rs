@@ -123,11 +123,16 @@ pub(crate) struct Limits {
     pub(crate) auth_failures: Option<RateLimiter<u128>>,
     /// Failed API-key authentications, per team of the path.
     pub(crate) auth_failures_team: Option<RateLimiter<TeamId>>,
-    /// Failed dashboard sign-ins per account name (the SHA-256 of the lower-cased address, so
-    /// that unknown addresses are limited alike), in tiers of growing windows: past a minute's
-    /// allowance the wait is up to a minute, past an hour's up to an hour, past a day's up to a
-    /// day. Empty when authentication limits are off.
+    /// Failed dashboard sign-ins per account name and client address, or per browser that
+    /// signed in to the account before (its device cookie), in tiers of growing windows: past a
+    /// minute's allowance the wait is up to a minute, past an hour's up to an hour, past a
+    /// day's up to a day. Keyed by digests, so that unknown addresses are limited alike. Empty
+    /// when authentication limits are off.
     pub(crate) sign_in_account: Vec<RateLimiter<[u8; 32]>>,
+    /// Failed sign-ins per account name from every browser without a device cookie together
+    /// (guessing spread over many addresses), in larger tiers. A browser that signed in to the
+    /// account before is not held back by these.
+    pub(crate) sign_in_total: Vec<RateLimiter<[u8; 32]>>,
 }
 
 /// The tiers of [`Limits::sign_in_account`]: failures allowed per window.
@@ -135,6 +140,12 @@ pub(crate) const SIGN_IN_TIERS: [(u32, std::time::Duration); 3] = [
     (5, std::time::Duration::from_secs(60)),
     (20, std::time::Duration::from_secs(3600)),
     (100, std::time::Duration::from_secs(86_400)),
+];
+
+/// The tiers of [`Limits::sign_in_total`].
+pub(crate) const SIGN_IN_TOTAL_TIERS: [(u32, std::time::Duration); 2] = [
+    (100, std::time::Duration::from_secs(3600)),
+    (300, std::time::Duration::from_secs(86_400)),
 ];
 
 impl Limits {
@@ -151,16 +162,8 @@ impl Limits {
             uploads: RateLimiter::per_minute(uploads),
             auth_failures: RateLimiter::per_minute(auth_failures),
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
-            sign_in_account: if auth_failures == 0 {
-                Vec::new()
-            } else {
-                SIGN_IN_TIERS
-                    .iter()
-                    .map(|(limit, window)| {
-                        RateLimiter::new(*limit, *window, crate::services::ratelimit::MAX_KEYS)
-                    })
-                    .collect()
-            },
+            sign_in_account: tiers(auth_failures, &SIGN_IN_TIERS),
+            sign_in_total: tiers(auth_failures, &SIGN_IN_TOTAL_TIERS),
         }
     }
 
@@ -191,6 +194,25 @@ impl Limits {
                 .zip(["sign-in-minute", "sign-in-hour", "sign-in-day"])
                 .map(|(limiter, name)| limiter.shared(pool.clone(), name))
                 .collect(),
+            sign_in_total: self
+                .sign_in_total
+                .into_iter()
+                .zip(["sign-in-total-hour", "sign-in-total-day"])
+                .map(|(limiter, name)| limiter.shared(pool.clone(), name))
+                .collect(),
         }
     }
+}
+
+/// Limiters of `tiers` (none when authentication limits are off).
+fn tiers(auth_failures: u32, tiers: &[(u32, std::time::Duration)]) -> Vec<RateLimiter<[u8; 32]>> {
+    if auth_failures == 0 {
+        return Vec::new();
+    }
+    tiers
+        .iter()
+        .map(|(limit, window)| {
+            RateLimiter::new(*limit, *window, crate::services::ratelimit::MAX_KEYS)
+        })
+        .collect()
 }

@@ -20,7 +20,7 @@ mod team;
 pub mod webhook;
 
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
-pub use digest::{Md5Hasher, md5_hex, sha256_hex};
+pub use digest::{Md5Hasher, hmac_sha256, md5_hex, sha256_hex};
 pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
 pub use sealed::{MasterKey, PlainTeamKeys, SealedTeamKeys, StoredTeamKeys};
 pub use session::{SessionKey, SessionSecret};

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AuditId, TeamId, Timestamp};
+use crate::{AuditId, ProductId, TeamId, Timestamp};
 
 /// Who made a change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +113,8 @@ actions! {
     TeamCreated = "team.created", "team";
     /// The operator changed a team's features.
     FeaturesUpdated = "team.features_updated", "team";
+    /// The operator downloaded a backup of the whole server, this team's records among them.
+    BackupDownloaded = "team.backup_downloaded", "team";
     /// A license was created.
     LicenseCreated = "license.created", "license";
     /// A license was changed.
@@ -171,6 +173,10 @@ actions! {
     WebhookUpdated = "webhook.updated", "webhook";
     /// A webhook endpoint was deleted.
     WebhookDeleted = "webhook.deleted", "webhook";
+    /// A test event was queued for an endpoint.
+    WebhookTestSent = "webhook.test_sent", "webhook";
+    /// A delivery's event was queued for an endpoint again.
+    WebhookRedelivered = "webhook.redelivered", "webhook";
     /// A staff account was created (with a set-password link).
     StaffCreated = "staff.created", "staff";
     /// A staff account got a new set-password link (its password forgotten, say).
@@ -181,9 +187,26 @@ actions! {
     StaffUpdated = "staff.updated", "staff";
     /// A staff account was deleted, with its sessions.
     StaffDeleted = "staff.deleted", "staff";
+    /// A staff member signed in to the dashboard.
+    StaffSignedIn = "staff.signed_in", "staff";
+    /// A staff member signed out (of one session, or of every one).
+    StaffSignedOut = "staff.signed_out", "staff";
+    /// Someone tried to sign in to a staff account with a wrong password or second step.
+    StaffSignInFailed = "staff.sign_in_failed", "staff";
 }
 
 impl Action {
+    /// Whether the change raises a webhook event of its name. Changes of teams (the operator's
+    /// business) and of endpoints (an endpoint is not told about endpoints), and sign-ins and
+    /// sign-outs, are audited only.
+    pub fn raises_event(self) -> bool {
+        !matches!(self.resource(), "team" | "webhook")
+            && !matches!(
+                self,
+                Action::StaffSignedIn | Action::StaffSignedOut | Action::StaffSignInFailed
+            )
+    }
+
     /// The action named `text`.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|a| a.as_str() == text)
@@ -262,6 +285,10 @@ pub struct FieldChange {
     /// recorded.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub secret: bool,
+    /// The values are withheld from this reader: its API key may not read records of this
+    /// kind (it lacks the scope), so it sees that the field changed, not how.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 /// A member that is present is `Some`, even when it is `null` (absent is `None`, by `default`).
@@ -277,6 +304,18 @@ impl FieldChange {
             old: None,
             new: None,
             secret: true,
+            redacted: false,
+        }
+    }
+
+    /// A field that changed from `old` to `new` (`None`: absent, as in a creation).
+    pub fn of(field: &str, old: Option<Value>, new: Option<Value>) -> Self {
+        Self {
+            field: field.to_owned(),
+            old,
+            new,
+            secret: false,
+            redacted: false,
         }
     }
 }
@@ -313,12 +352,7 @@ pub fn changes<T: Serialize>(
             out.push(FieldChange::secret(name));
             continue;
         }
-        out.push(FieldChange {
-            field: name.clone(),
-            old: before.cloned(),
-            new: after.cloned(),
-            secret: false,
-        });
+        out.push(FieldChange::of(name, before.cloned(), after.cloned()));
     }
     out
 }
@@ -349,6 +383,57 @@ pub struct AuditEntry {
     pub resource_id: String,
     /// The fields that changed.
     pub changes: Vec<FieldChange>,
+    /// The products the record belonged to, before or after the change, for records tied to
+    /// products (licenses and their devices and addresses, products, branches, releases);
+    /// absent for other records (and for entries written before this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_ids: Option<Vec<ProductId>>,
+}
+
+impl AuditEntry {
+    /// The entry as a principal with `scopes` and `restriction` may see it: whole, with the
+    /// changed fields' values withheld, or not at all (see [`sight`](super::sight)).
+    pub fn seen_by(
+        mut self,
+        scopes: &super::Scopes,
+        restriction: &super::ProductRestriction,
+    ) -> Option<Self> {
+        match super::sight(
+            scopes,
+            restriction,
+            &self.resource_type,
+            self.product_ids.as_deref(),
+        ) {
+            super::Sight::Whole => Some(self),
+            super::Sight::Hidden => None,
+            super::Sight::Redacted => {
+                for change in &mut self.changes {
+                    change.old = None;
+                    change.new = None;
+                    change.redacted = !change.secret;
+                }
+                Some(self)
+            }
+        }
+    }
+}
+
+/// The products a record of type `resource_type` belongs to, read from the record as the API
+/// renders it (`productIds` of a license, `productId` of a release or branch, the id of a
+/// product); `None` for records not tied to products.
+pub fn products_in(resource_type: &str, rendered: &Value) -> Option<Vec<ProductId>> {
+    let parse = |v: &Value| v.as_str().and_then(|t| t.parse::<ProductId>().ok());
+    match resource_type {
+        "license" => Some(
+            rendered["productIds"]
+                .as_array()
+                .map(|ids| ids.iter().filter_map(parse).collect())
+                .unwrap_or_default(),
+        ),
+        "release" | "branch" => Some(parse(&rendered["productId"]).into_iter().collect()),
+        "product" => Some(parse(&rendered["id"]).into_iter().collect()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -395,6 +480,7 @@ mod tests {
             old: Some(Value::Null),
             new: Some(Value::from(60)),
             secret: false,
+            redacted: false,
         };
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(json, r#"{"field":"ipTimeout","old":null,"new":60}"#);

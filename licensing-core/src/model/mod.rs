@@ -15,7 +15,7 @@ mod stats;
 mod team;
 mod webhook;
 
-pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes};
+pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes, products_in};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
@@ -26,8 +26,8 @@ pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
 };
 pub use scope::{
-    Access, ProductRestriction, Resource, Scope, Scopes, cannot_grant, covers_products,
-    sees_products,
+    Access, PRODUCT_TIED_KINDS, ProductRestriction, Resource, Scope, Scopes, Sight, cannot_grant,
+    covers_products, read_scopes_of, sees_products, sight, tied_to_products,
 };
 pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
 pub use stats::{

@@ -313,6 +313,93 @@ pub fn sees_products(restriction: &ProductRestriction, products: &[ProductId]) -
     }
 }
 
+/// How much of a record's history (an audit entry, a webhook event) a principal may see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sight {
+    /// All of it.
+    Whole,
+    /// That it happened, when and by whom, but not the values: the principal may not read
+    /// records of its kind.
+    Redacted,
+    /// Nothing: it is about products outside the principal's restriction.
+    Hidden,
+}
+
+/// The scopes that reading records of `kind` needs: an audit entry's resource type, or the
+/// first part of an event type (`verification` of `verification.blacklisted`, whose data
+/// names the license and the blacklist entry). `None` for a kind this server does not know:
+/// only principals with every scope see those.
+pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
+    use Resource::*;
+    const LICENSES: &[Scope] = &[Scope::read(Licenses)];
+    const CUSTOMERS: &[Scope] = &[Scope::read(Customers)];
+    const PRODUCTS: &[Scope] = &[Scope::read(Products)];
+    const RELEASES: &[Scope] = &[Scope::read(Releases)];
+    const BLACKLIST: &[Scope] = &[Scope::read(Blacklist)];
+    const VERIFICATION: &[Scope] = &[Scope::read(Licenses), Scope::read(Blacklist)];
+    const API_KEYS: &[Scope] = &[Scope::read(ApiKeys)];
+    const SETTINGS: &[Scope] = &[Scope::read(Settings)];
+    const WEBHOOKS: &[Scope] = &[Scope::read(Webhooks)];
+    Some(match kind {
+        "license" | "device" | "ip" => LICENSES,
+        "customer" => CUSTOMERS,
+        "product" | "branch" => PRODUCTS,
+        "release" => RELEASES,
+        "blacklist" => BLACKLIST,
+        "verification" => VERIFICATION,
+        // Staff accounts are the team's other principals, beside its API keys.
+        "api_key" | "staff" => API_KEYS,
+        "settings" | "team" => SETTINGS,
+        "webhook" => WEBHOOKS,
+        _ => return None,
+    })
+}
+
+/// The kinds of records (see [`read_scopes_of`]) that belong to products.
+pub const PRODUCT_TIED_KINDS: &[&str] = &[
+    "license",
+    "device",
+    "ip",
+    "product",
+    "branch",
+    "release",
+    "verification",
+];
+
+/// Whether records of `kind` belong to products, so that a product-restricted principal sees
+/// them only for its products (and not at all when their products are unknown).
+pub fn tied_to_products(kind: &str) -> bool {
+    PRODUCT_TIED_KINDS.contains(&kind)
+}
+
+/// What a principal with `scopes` and `restriction` may see of a record's history of `kind`
+/// (see [`read_scopes_of`]) tied to `products` (`None`: to none, or not recorded): what it may
+/// read elsewhere in the API, no more.
+pub fn sight(
+    scopes: &Scopes,
+    restriction: &ProductRestriction,
+    kind: &str,
+    products: Option<&[ProductId]>,
+) -> Sight {
+    let in_products = match (restriction, products) {
+        (None, _) => true,
+        (Some(_), Some(products)) => sees_products(restriction, products),
+        (Some(_), None) => !tied_to_products(kind),
+    };
+    if !in_products {
+        return Sight::Hidden;
+    }
+    let readable = match read_scopes_of(kind) {
+        Some(needed) => needed.iter().all(|s| scopes.allows(*s)),
+        None => *scopes == Scopes::All,
+    };
+    if readable {
+        Sight::Whole
+    } else {
+        Sight::Redacted
+    }
+}
+
 /// Why a principal with `own_scopes` and `own_products` (named `who`, as in "this API key") may
 /// not create or revoke a key with `scopes` and `products`, if it may not: nobody hands on more
 /// access than they have.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::{DeliveryId, EventId, TeamId, Timestamp, WebhookId};
 
-use super::{Action, Hwid, License, OutboxMessage};
+use super::{Action, Hwid, License, OutboxMessage, ProductRestriction, Scopes};
 
 /// Event types raised by the server itself, besides the [`Action`]s of writes and the
 /// [`ClientEvent`]s of the client API: the test event of `POST …/webhooks/{id}/test`. (An
@@ -80,6 +80,7 @@ impl ClientEvent {
             created_at: now,
             data,
             changed_fields: None,
+            product_ids: None,
         }
     }
 }
@@ -128,22 +129,30 @@ pub fn admission_events(
 ) -> Vec<WebhookEvent> {
     let mut out = Vec::new();
     if let Some(device) = new_device.filter(|_| wants.wants(ClientEvent::DeviceActivated)) {
-        out.push(ClientEvent::DeviceActivated.event(
-            license.team_id,
-            "device",
-            device.id,
-            serde_json::to_value(device).unwrap_or(Value::Null),
-            now,
-        ));
+        out.push(
+            ClientEvent::DeviceActivated
+                .event(
+                    license.team_id,
+                    "device",
+                    device.id,
+                    serde_json::to_value(device).unwrap_or(Value::Null),
+                    now,
+                )
+                .tied_to(&license.product_ids),
+        );
     }
     if activated && wants.wants(ClientEvent::LicenseActivated) {
-        out.push(ClientEvent::LicenseActivated.event(
-            license.team_id,
-            "license",
-            license.id,
-            serde_json::to_value(license).unwrap_or(Value::Null),
-            now,
-        ));
+        out.push(
+            ClientEvent::LicenseActivated
+                .event(
+                    license.team_id,
+                    "license",
+                    license.id,
+                    serde_json::to_value(license).unwrap_or(Value::Null),
+                    now,
+                )
+                .tied_to(&license.product_ids),
+        );
     }
     out
 }
@@ -152,7 +161,7 @@ pub fn admission_events(
 pub fn event_types() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Action::ALL
         .iter()
-        .filter(|a| !matches!(a.resource(), "team" | "webhook"))
+        .filter(|a| a.raises_event())
         .map(|a| a.as_str())
         .collect();
     out.extend(ClientEvent::ALL.iter().map(|e| e.as_str()));
@@ -227,6 +236,14 @@ pub struct WebhookEndpoint {
     pub created_at: Timestamp,
     /// When it was last changed.
     pub updated_at: Timestamp,
+    /// What it may receive: the scopes of the API key (or staff role) that created it. An
+    /// event about records those scopes cannot read is not sent to it.
+    #[serde(default)]
+    pub scopes: Scopes,
+    /// The products its creator was restricted to: an event about records of other products
+    /// is not sent to it. `None`: every product.
+    #[serde(default)]
+    pub product_ids: ProductRestriction,
 }
 
 impl std::fmt::Debug for WebhookEndpoint {
@@ -244,6 +261,21 @@ impl std::fmt::Debug for WebhookEndpoint {
 }
 
 impl WebhookEndpoint {
+    /// Whether it may receive `event`: its creator could read the record the event is about
+    /// (see [`sight`](super::sight)).
+    pub fn may_receive(&self, event: &WebhookEvent) -> bool {
+        let kind = event
+            .event_type
+            .split_once('.')
+            .map_or(event.event_type.as_str(), |(kind, _)| kind);
+        super::sight(
+            &self.scopes,
+            &self.product_ids,
+            kind,
+            event.product_ids.as_deref(),
+        ) == super::Sight::Whole
+    }
+
     /// Whether it wants events of `event_type` (enabled or not).
     pub fn wants(&self, event_type: &str) -> bool {
         self.event_types.is_empty()
@@ -298,6 +330,12 @@ pub struct WebhookView {
     /// When it was last changed.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub updated_at: Timestamp,
+    /// The scopes of the key (or staff role) that created it: it receives only events about
+    /// records those let it read.
+    pub scopes: Scopes,
+    /// The products its creator was restricted to: it receives only events about their
+    /// records. `null`: every product.
+    pub product_ids: Option<Vec<crate::ProductId>>,
 }
 
 impl WebhookView {
@@ -315,6 +353,8 @@ impl WebhookView {
             previous_secret_expires_at: e.previous_secret_until.filter(|until| now < *until),
             created_at: e.created_at,
             updated_at: e.updated_at,
+            scopes: e.scopes.clone(),
+            product_ids: e.product_ids.clone(),
         }
     }
 }
@@ -353,6 +393,11 @@ pub struct WebhookEvent {
     /// For updates, the names of the fields that changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_fields: Option<Vec<String>>,
+    /// The products the record belongs to, for records tied to products (see
+    /// [`AuditEntry::product_ids`](super::AuditEntry::product_ids)); endpoints restricted to
+    /// other products do not receive it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_ids: Option<Vec<crate::ProductId>>,
 }
 
 /// The body POSTed for an event.
@@ -370,6 +415,12 @@ struct Payload<'a> {
 }
 
 impl WebhookEvent {
+    /// The same event, about a record of `products` (a license's, for a device's event).
+    pub fn tied_to(mut self, products: &[crate::ProductId]) -> Self {
+        self.product_ids = Some(products.to_vec());
+        self
+    }
+
     /// The JSON body its deliveries POST: `{id, type, teamId, createdAt, data}`, with
     /// `changedFields` for updates.
     pub fn body(&self) -> String {
@@ -525,7 +576,12 @@ pub fn fan_out(
     let mut body = None;
     endpoints
         .iter()
-        .filter(|e| e.team_id == event.team_id && e.enabled && e.wants(&event.event_type))
+        .filter(|e| {
+            e.team_id == event.team_id
+                && e.enabled
+                && e.wants(&event.event_type)
+                && e.may_receive(event)
+        })
         .map(|e| {
             let payload = body.get_or_insert_with(|| event.body()).clone();
             WebhookDelivery::of_payload(
@@ -643,6 +699,7 @@ mod tests {
             created_at: Timestamp::from_millis(1_000),
             data: serde_json::json!({"id": resource}),
             changed_fields: Some(vec!["suspended".into()]),
+            product_ids: None,
         }
     }
 
@@ -712,6 +769,8 @@ mod tests {
             previous_secret_until: Some(Timestamp::from_millis(5)),
             created_at: now,
             updated_at: now,
+            scopes: Scopes::All,
+            product_ids: None,
         };
         assert_eq!(e.signing_secrets(now), vec!["whsec_x", "whsec_y"]);
         assert_eq!(

@@ -250,11 +250,11 @@ impl TeamStore for MemoryStore {
     }
 }
 
-/// Whether another account than `id` has the e-mail address `email`.
-fn email_taken(s: &State, email: &str, id: StaffId) -> bool {
-    s.staff
-        .values()
-        .any(|u| u.id != id && u.email.as_str().to_lowercase() == email.to_lowercase())
+/// Whether another account of `team` than `id` has the e-mail address `email`.
+fn email_taken(s: &State, team: TeamId, email: &str, id: StaffId) -> bool {
+    s.staff.values().any(|u| {
+        u.id != id && u.team_id == team && u.email.as_str().to_lowercase() == email.to_lowercase()
+    })
 }
 
 impl StaffStore for MemoryStore {
@@ -263,7 +263,7 @@ impl StaffStore for MemoryStore {
             if !s.teams.contains_key(&user.team_id) {
                 return Err(StoreError::NotFound(Entity::Team));
             }
-            if email_taken(s, user.email.as_str(), user.id) {
+            if email_taken(s, user.team_id, user.email.as_str(), user.id) {
                 return Err(StoreError::conflict("email", STAFF_EMAIL_TAKEN));
             }
             s.staff.insert(user.id, user.clone());
@@ -275,12 +275,16 @@ impl StaffStore for MemoryStore {
         self.with(|s| Ok(s.staff.get(&id).cloned()))
     }
 
-    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>> {
+    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
         self.with(|s| {
-            Ok(s.staff
+            let mut found: Vec<StaffUser> = s
+                .staff
                 .values()
-                .find(|u| u.email.as_str().to_lowercase() == email.to_lowercase())
-                .cloned())
+                .filter(|u| u.email.as_str().to_lowercase() == email.to_lowercase())
+                .cloned()
+                .collect();
+            found.sort_by_key(|u| (u.created_at, u.id));
+            Ok(found)
         })
     }
 
@@ -301,7 +305,7 @@ impl StaffStore for MemoryStore {
         self.write(journal, |s| {
             owned(&s.staff, &user.id, user.team_id, |u| u.team_id)
                 .ok_or(StoreError::NotFound(Entity::Staff))?;
-            if email_taken(s, user.email.as_str(), user.id) {
+            if email_taken(s, user.team_id, user.email.as_str(), user.id) {
                 return Err(StoreError::conflict("email", STAFF_EMAIL_TAKEN));
             }
             s.staff.insert(user.id, user.clone());
@@ -318,8 +322,8 @@ impl StaffStore for MemoryStore {
         })
     }
 
-    async fn create_session(&self, session: &StaffSession) -> StoreResult<()> {
-        self.with(|s| {
+    async fn create_session(&self, session: &StaffSession, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
             if !s.staff.contains_key(&session.user_id) {
                 return Err(StoreError::NotFound(Entity::Staff));
             }
@@ -342,11 +346,12 @@ impl StaffStore for MemoryStore {
         })
     }
 
-    async fn delete_session(&self, id_sha256: &str) -> StoreResult<()> {
-        self.with(|s| {
-            s.sessions.remove(id_sha256);
-            Ok(())
-        })
+    async fn delete_session(&self, id_sha256: &str, journal: &Journal) -> StoreResult<()> {
+        let gone = self.with(|s| Ok(s.sessions.remove(id_sha256).is_some()))?;
+        if gone {
+            self.write(journal, |_| Ok(()))?;
+        }
+        Ok(())
     }
 
     async fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64> {
@@ -1253,6 +1258,10 @@ impl StatsStore for MemoryStore {
 }
 
 impl AuditStore for MemoryStore {
+    async fn record_journal(&self, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |_| Ok(()))
+    }
+
     async fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>> {
         self.with(|s| {
             let mut found: Vec<&AuditEntry> = s
@@ -1432,8 +1441,12 @@ impl WebhookStore for MemoryStore {
         })
     }
 
-    async fn insert_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()> {
-        self.with(|s| {
+    async fn insert_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
             if owned(&s.webhooks, &delivery.endpoint_id, delivery.team_id, |e| {
                 e.team_id
             })

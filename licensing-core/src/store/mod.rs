@@ -776,6 +776,9 @@ pub trait AuditStore: Send + Sync {
         before: Timestamp,
         limit: usize,
     ) -> impl Future<Output = StoreResult<u64>> + Send;
+    /// Records a journal that goes with no other write: something that happened and changed
+    /// nothing stored (a failed sign-in, a backup downloaded). Durable when it returns.
+    fn record_journal(&self, journal: &Journal) -> impl Future<Output = StoreResult<()>> + Send;
 }
 
 /// Webhook endpoints, and the events and deliveries a worker sends to them.
@@ -842,10 +845,12 @@ pub trait WebhookStore: Send + Sync {
         lease_ms: i64,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Vec<WebhookDelivery>>> + Send;
-    /// Stores a new delivery (a redelivery, a test event); `NotFound` when its endpoint is gone.
+    /// Stores a new delivery (a redelivery, a test event) with its journal; `NotFound` when its
+    /// endpoint is gone.
     fn insert_delivery(
         &self,
         delivery: &WebhookDelivery,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Stores a delivery after an attempt (and lifts its claim); nothing when it is gone. Need
     /// not be durable when it returns: an outcome lost with the process leaves the delivery
@@ -886,12 +891,13 @@ pub trait WebhookStore: Send + Sync {
 }
 
 /// What a conflict on a staff account's `email` says.
-pub const STAFF_EMAIL_TAKEN: &str = "already has an account";
+pub const STAFF_EMAIL_TAKEN: &str = "already has an account in this team";
 
 /// Staff accounts and their signed-in sessions.
 pub trait StaffStore: Send + Sync {
-    /// Stores an account; an e-mail address that has an account (in any team) is a conflict
-    /// on `email`.
+    /// Stores an account; an e-mail address that has an account in the same team is a
+    /// conflict on `email` (one in another team is not: a person may belong to several teams,
+    /// with an account in each).
     fn create_staff(
         &self,
         user: &StaffUser,
@@ -900,15 +906,15 @@ pub trait StaffStore: Send + Sync {
     /// The account with this id, any team (a session or a set-password link names it).
     fn get_staff(&self, id: StaffId)
     -> impl Future<Output = StoreResult<Option<StaffUser>>> + Send;
-    /// The account with this e-mail address (lower-cased), any team.
+    /// The accounts with this e-mail address (lower-cased), of every team, oldest first.
     fn find_staff_by_email(
         &self,
         email: &str,
-    ) -> impl Future<Output = StoreResult<Option<StaffUser>>> + Send;
+    ) -> impl Future<Output = StoreResult<Vec<StaffUser>>> + Send;
     /// A team's accounts, oldest first.
     fn list_staff(&self, team: TeamId) -> impl Future<Output = StoreResult<Vec<StaffUser>>> + Send;
     /// Replaces an account of its team (not found otherwise); a new e-mail address that has an
-    /// account is a conflict on `email`.
+    /// account in the team is a conflict on `email`.
     fn update_staff(
         &self,
         user: &StaffUser,
@@ -921,10 +927,11 @@ pub trait StaffStore: Send + Sync {
         id: StaffId,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Stores a session of an existing account.
+    /// Stores a session of an existing account (signing in), with its journal.
     fn create_session(
         &self,
         session: &StaffSession,
+        journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// The session whose cookie hashes to `id_sha256`.
     fn get_session(
@@ -937,8 +944,13 @@ pub trait StaffStore: Send + Sync {
         id_sha256: &str,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Ends one session (signing out); a missing session is skipped.
-    fn delete_session(&self, id_sha256: &str) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Ends one session (signing out, or a timed-out one), with its journal; a missing session
+    /// is skipped (and its journal not recorded).
+    fn delete_session(
+        &self,
+        id_sha256: &str,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Ends every session of an account ("sign out everywhere", a new password); how many.
     fn delete_sessions_of(&self, user: StaffId) -> impl Future<Output = StoreResult<u64>> + Send;
     /// Deletes the sessions that have timed out: last used before `seen_before` (idle), or

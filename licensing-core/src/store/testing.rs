@@ -109,7 +109,7 @@ macro_rules! store_test_suite {
             webhook_events_fan_out_into_ordered_deliveries,
             client_events_are_written_with_their_records_and_raised_once,
             nothing_crosses_team_boundaries,
-            staff_accounts_have_unique_addresses_and_sessions_end_with_them,
+            staff_accounts_have_addresses_unique_in_their_team_and_sessions_end_with_them,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
@@ -463,21 +463,28 @@ fn session(user: &crate::model::StaffUser, id: &str) -> crate::model::StaffSessi
     }
 }
 
-pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: Store>(store: &S) {
+pub async fn staff_accounts_have_addresses_unique_in_their_team_and_sessions_end_with_them<
+    S: Store,
+>(
+    store: &S,
+) {
     let a = team(store, "A").await;
     let b = team(store, "B").await;
     let ann = staff(a.id, "ann@example.com", 1);
     let bob = staff(a.id, "bob@example.com", 0);
     store.create_staff(&ann, &Journal::NONE).await.unwrap();
     store.create_staff(&bob, &Journal::NONE).await.unwrap();
-    // An address has one account on the whole server, whatever its case and team.
+    // An address has one account in a team, whatever its case.
     for taken in ["ann@example.com", "ANN@example.com"] {
-        let again = staff(b.id, taken, 3);
+        let again = staff(a.id, taken, 3);
         assert!(matches!(
             store.create_staff(&again, &Journal::NONE).await,
             Err(StoreError::Conflict { field: "email", .. })
         ));
     }
+    // Another team has an account of its own for the same person.
+    let ann_in_b = staff(b.id, "Ann@Example.com", 4);
+    store.create_staff(&ann_in_b, &Journal::NONE).await.unwrap();
     assert!(is_not_found(
         store
             .create_staff(
@@ -490,15 +497,16 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
     assert_eq!(store.get_staff(ann.id).await.unwrap(), Some(ann.clone()));
     assert_eq!(
         store.find_staff_by_email("ann@example.com").await.unwrap(),
-        Some(ann.clone())
+        [ann.clone(), ann_in_b.clone()],
+        "every team's, oldest first"
     );
     assert_eq!(
         store.find_staff_by_email("cy@example.com").await.unwrap(),
-        None
+        []
     );
     let listed: Vec<_> = store.list_staff(a.id).await.unwrap();
     assert_eq!(listed, [bob.clone(), ann.clone()], "oldest first");
-    assert!(store.list_staff(b.id).await.unwrap().is_empty());
+    assert_eq!(store.list_staff(b.id).await.unwrap(), [ann_in_b.clone()]);
 
     // A change of address frees the old one; taking another account's is a conflict; another
     // team cannot change the account.
@@ -515,15 +523,18 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
     );
     assert_eq!(
         store.find_staff_by_email("ann@example.com").await.unwrap(),
-        None
+        [ann_in_b.clone()],
+        "the other team's account keeps the address"
     );
     assert_eq!(
         store
             .find_staff_by_email("ann.smith@example.com")
             .await
             .unwrap()
-            .map(|u| u.id),
-        Some(ann.id)
+            .iter()
+            .map(|u| u.id)
+            .collect::<Vec<_>>(),
+        [ann.id]
     );
     let mut clash = bob.clone();
     clash.email = changed.email.clone();
@@ -547,11 +558,14 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
         session(&bob, "3"),
     );
     for s in [&one, &two, &three] {
-        store.create_session(s).await.unwrap();
+        store.create_session(s, &Journal::NONE).await.unwrap();
     }
     assert!(is_not_found(
         store
-            .create_session(&session(&staff(a.id, "x@example.com", 1), "4"))
+            .create_session(
+                &session(&staff(a.id, "x@example.com", 1), "4"),
+                &Journal::NONE
+            )
             .await,
         Entity::Staff
     ));
@@ -571,10 +585,16 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
             .last_seen_at,
         at(30)
     );
-    store.delete_session(&two.id_sha256).await.unwrap();
-    store.delete_session(&two.id_sha256).await.unwrap();
+    store
+        .delete_session(&two.id_sha256, &Journal::NONE)
+        .await
+        .unwrap();
+    store
+        .delete_session(&two.id_sha256, &Journal::NONE)
+        .await
+        .unwrap();
     assert_eq!(store.get_session(&two.id_sha256).await.unwrap(), None);
-    store.create_session(&two).await.unwrap();
+    store.create_session(&two, &Journal::NONE).await.unwrap();
     assert_eq!(store.delete_sessions_of(changed.id).await.unwrap(), 2);
     assert_eq!(store.get_session(&one.id_sha256).await.unwrap(), None);
     assert!(store.get_session(&three.id_sha256).await.unwrap().is_some());
@@ -592,7 +612,7 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
     assert_eq!(store.get_session(&three.id_sha256).await.unwrap(), None);
     assert_eq!(
         store.find_staff_by_email("bob@example.com").await.unwrap(),
-        None
+        []
     );
 
     // Timed-out sessions are purged: idle (last used too long ago) or too old; a session
@@ -613,7 +633,7 @@ pub async fn staff_accounts_have_unique_addresses_and_sessions_end_with_them<S: 
         ..session(&changed, "9")
     };
     for s in [&idle, &old, &fresh] {
-        store.create_session(s).await.unwrap();
+        store.create_session(s, &Journal::NONE).await.unwrap();
     }
     assert_eq!(store.delete_stale_sessions(at(20), at(5)).await.unwrap(), 2);
     assert_eq!(store.get_session(&idle.id_sha256).await.unwrap(), None);
@@ -2545,7 +2565,9 @@ pub fn audited(
             old: None,
             new: Some("x".into()),
             secret: false,
+            redacted: false,
         }],
+        product_ids: None,
     })
 }
 
@@ -2996,6 +3018,8 @@ pub fn endpoint(team: TeamId, types: &[&str], enabled: bool) -> crate::model::We
         previous_secret_until: None,
         created_at: t0(),
         updated_at: t0(),
+        scopes: crate::model::Scopes::All,
+        product_ids: None,
     }
 }
 
@@ -3009,6 +3033,7 @@ fn raising(team: TeamId, event_type: &str, resource: &str, id: &str) -> Journal 
         created_at: t0(),
         data: serde_json::json!({ "id": id }),
         changed_fields: None,
+        product_ids: None,
     })
 }
 
@@ -3173,12 +3198,12 @@ pub async fn webhook_events_fan_out_into_ordered_deliveries<S: Store>(store: &S)
         one.payload.clone(),
         at(6),
     );
-    store.insert_delivery(&again).await.unwrap();
+    store.insert_delivery(&again, &Journal::NONE).await.unwrap();
     let mut stray = again.clone();
     stray.id = crate::DeliveryId::ordered();
     stray.endpoint_id = crate::WebhookId::new();
     assert!(matches!(
-        store.insert_delivery(&stray).await,
+        store.insert_delivery(&stray, &Journal::NONE).await,
         Err(StoreError::NotFound(Entity::Webhook))
     ));
     assert!(matches!(

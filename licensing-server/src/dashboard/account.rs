@@ -1,13 +1,26 @@
 //! Signing in and out, setting a password through its link, and the account page.
 //!
-//! **Guessing is limited.** A failed sign-in counts against the client's address (the limit of
-//! failed authentications the API keys share) and against the account name tried, in tiers of
-//! growing windows (five a minute, twenty an hour, a hundred a day), whether or not such an
-//! account exists. Past a limit the form is refused before the password is looked at, with how
-//! long to wait. On PostgreSQL the counters are shared by every instance.
+//! **Guessing is limited, and cannot lock people out.** A failed sign-in from a browser that
+//! never signed in to the account counts against the client's address (the limit of failed
+//! authentications the API keys share), against the account name from that address, in tiers
+//! of growing windows (five a minute, twenty an hour, a hundred a day), and against the account
+//! name from all such browsers together (a hundred an hour, three hundred a day), whether or
+//! not such an account exists. A browser that signed in to the account before carries a device
+//! cookie (signed with a key derived from the account's password hash, good for a year) and
+//! counts only against itself, in the first tiers: whoever guesses elsewhere, from the
+//! person's own address or from a thousand, cannot keep that browser out. Past a limit the form
+//! is refused before the password is looked at, with how long to wait. On PostgreSQL the
+//! counters are shared by every instance.
+//!
+//! **One address, several teams.** An address may have an account in several teams (each its
+//! own, with its own password). A password that opens more than one asks which team.
+//!
+//! Sign-ins, sign-outs and failed sign-ins (of an address that has an account) are in the
+//! audit log of the account's team.
 
-use licensing_core::StaffId;
-use licensing_core::store::{StaffStore, TeamStore};
+use licensing_core::model::{Action, FieldChange, StaffUser};
+use licensing_core::store::{AuditStore, Journal, StaffStore, TeamStore};
+use licensing_core::{StaffId, TeamId};
 use maud::{Markup, html};
 use warp::http::header;
 
@@ -36,81 +49,194 @@ pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
         }
         _ => None,
     };
-    sign_in_form(ctx, 200, None, notice, ctx.param("next").as_deref(), "")
+    SignInForm {
+        status: 200,
+        notice,
+        next: ctx.param("next").as_deref(),
+        ..SignInForm::default()
+    }
+    .render(ctx)
 }
 
-fn sign_in_form(
-    ctx: &Ctx,
+/// The sign-in form as one answer shows it.
+#[derive(Default)]
+struct SignInForm<'a> {
     status: u16,
-    problem: Option<&str>,
-    notice: Option<&str>,
-    next: Option<&str>,
-    email: &str,
-) -> Response {
-    let ask_code = status == 401 && problem == Some(CODE_NEEDED);
-    let (token, cookie) = session::sign_in_token(ctx);
-    let markup = page::bare(
-        "Sign in",
-        html! {
-            h1 { "Sign in" }
-            @if let Some(notice) = notice {
-                p.notice role="status" { (notice) }
-            }
-            @if let Some(problem) = problem {
-                div.problems role="alert" { p { (problem) } }
-            }
-            form method="post" action="/dashboard/sign-in" {
-                input type="hidden" name="csrf" value=(token);
-                @if let Some(next) = next {
-                    input type="hidden" name="next" value=(next);
+    problem: Option<&'a str>,
+    notice: Option<&'a str>,
+    next: Option<&'a str>,
+    email: &'a str,
+    /// The teams to choose from, when the password opened accounts in several.
+    teams: Vec<(TeamId, String)>,
+}
+
+impl SignInForm<'_> {
+    fn render(&self, ctx: &Ctx) -> Response {
+        let ask_code = self.status == 401 && self.problem == Some(CODE_NEEDED);
+        let choose = !self.teams.is_empty();
+        let (token, cookie) = session::sign_in_token(ctx);
+        let markup = page::bare(
+            "Sign in",
+            html! {
+                h1 { "Sign in" }
+                @if let Some(notice) = self.notice {
+                    p.notice role="status" { (notice) }
                 }
-                label for="email" { "E-mail address" }
-                input #email type="email" name="email" value=(email) autocomplete="username" required autofocus[!ask_code];
-                label for="password" { "Password" }
-                input #password type="password" name="password" autocomplete="current-password" required;
-                label for="code" { "Code" span.hint { "Only if you turned on two-step sign-in: the six digits your authenticator app shows, or a recovery code." } }
-                input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" autofocus[ask_code];
-                p { button type="submit" { "Sign in" } }
-            }
-            p.hint { "No password yet, or forgot it? Ask an owner or admin of your team for a set-password link." }
-        },
-    );
-    let mut response = page::html_response(status, markup);
-    if let Some(cookie) = cookie {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
+                @if let Some(problem) = self.problem {
+                    div.problems role="alert" { p { (problem) } }
+                }
+                form method="post" action="/dashboard/sign-in" {
+                    input type="hidden" name="csrf" value=(token);
+                    @if let Some(next) = self.next {
+                        input type="hidden" name="next" value=(next);
+                    }
+                    label for="email" { "E-mail address" }
+                    input #email type="email" name="email" value=(self.email) autocomplete="username" required autofocus[!ask_code && !choose];
+                    @if choose {
+                        label for="team" { "Team" span.hint { "Your address has an account in each of these teams." } }
+                        select #team name="team" required autofocus {
+                            @for (id, name) in &self.teams {
+                                option value=(id) { (name) }
+                            }
+                        }
+                    }
+                    label for="password" { "Password" }
+                    input #password type="password" name="password" autocomplete="current-password" required;
+                    label for="code" { "Code" span.hint { "Only if you turned on two-step sign-in: the six digits your authenticator app shows, or a recovery code." } }
+                    input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" autofocus[ask_code];
+                    p { button type="submit" { "Sign in" } }
+                }
+                p.hint { "No password yet, or forgot it? Ask an owner or admin of your team for a set-password link." }
+            },
+        );
+        let mut response = page::html_response(self.status, markup);
+        if let Some(cookie) = cookie {
+            response.headers_mut().append(header::SET_COOKIE, cookie);
+        }
+        response
     }
-    response
 }
 
-/// The limiter key of an account name: the SHA-256 of the trimmed, lower-cased address.
-fn account_key(email: &str) -> [u8; 32] {
-    <sha2::Sha256 as sha2::Digest>::digest(email.trim().to_lowercase().as_bytes()).into()
+/// A digest that keys a sign-in limiter: `kind`, then each part, each ended by a newline.
+fn limit_key(kind: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(kind);
+    for part in parts {
+        hasher.update(b"\n");
+        hasher.update(part);
+    }
+    hasher.finalize().into()
 }
 
-/// The first limit the address or the account name has passed, if any.
-async fn throttled(ctx: &Ctx, account: &[u8; 32]) -> Option<RateStatus> {
-    let limits = &ctx.state.limits;
-    if let Some(limiter) = &limits.auth_failures
-        && let Some(status) = limiter.blocked(&ip_key(ctx.client)).await
-    {
-        return Some(status);
-    }
-    for limiter in &limits.sign_in_account {
-        if let Some(status) = limiter.blocked(account).await {
-            return Some(status);
+/// Whom a failed sign-in counts against.
+enum Guesser {
+    /// A browser that signed in to the account before: only its own failures hold it back,
+    /// so that nobody else's can lock the account's people out.
+    Known([u8; 32]),
+    /// Anyone else: the client address, the account name from that address, and the account
+    /// name from every such browser together.
+    Unknown {
+        address: u128,
+        from_address: [u8; 32],
+        account: [u8; 32],
+    },
+}
+
+impl Guesser {
+    fn of(ctx: &Ctx, email: &str, device: Option<session::KnownDevice>) -> Self {
+        if let Some(device) = device {
+            return Self::Known(limit_key(
+                b"device",
+                &[device.user.as_bytes(), &device.nonce],
+            ));
+        }
+        let name = email.trim().to_lowercase();
+        let address = ip_key(ctx.client);
+        Self::Unknown {
+            address,
+            from_address: limit_key(b"address", &[name.as_bytes(), &address.to_be_bytes()]),
+            account: limit_key(b"account", &[name.as_bytes()]),
         }
     }
-    None
+
+    /// The first limit this guesser has passed, if any.
+    async fn throttled(&self, ctx: &Ctx) -> Option<RateStatus> {
+        let limits = &ctx.state.limits;
+        let (own, account) = match self {
+            Self::Known(key) => (key, None),
+            Self::Unknown {
+                address,
+                from_address,
+                account,
+            } => {
+                if let Some(limiter) = &limits.auth_failures
+                    && let Some(status) = limiter.blocked(address).await
+                {
+                    return Some(status);
+                }
+                (from_address, Some(account))
+            }
+        };
+        for limiter in &limits.sign_in_account {
+            if let Some(status) = limiter.blocked(own).await {
+                return Some(status);
+            }
+        }
+        if let Some(account) = account {
+            for limiter in &limits.sign_in_total {
+                if let Some(status) = limiter.blocked(account).await {
+                    return Some(status);
+                }
+            }
+        }
+        None
+    }
+
+    /// Counts a failure against every limit of this guesser.
+    async fn failed(&self, ctx: &Ctx) {
+        let limits = &ctx.state.limits;
+        let own = match self {
+            Self::Known(key) => key,
+            Self::Unknown {
+                address,
+                from_address,
+                account,
+            } => {
+                if let Some(limiter) = &limits.auth_failures {
+                    limiter.check(address).await;
+                }
+                for limiter in &limits.sign_in_total {
+                    limiter.check(account).await;
+                }
+                from_address
+            }
+        };
+        for limiter in &limits.sign_in_account {
+            limiter.check(own).await;
+        }
+    }
 }
 
-/// Counts a failed sign-in against the address and every tier of the account name.
-async fn count_failure(ctx: &Ctx, account: &[u8; 32]) {
-    let limits = &ctx.state.limits;
-    if let Some(limiter) = &limits.auth_failures {
-        limiter.check(&ip_key(ctx.client)).await;
+/// Records a failed sign-in in the log of each team where the address has an account (an
+/// address without one is logged by the server only: there is no team to tell).
+async fn audit_failure(ctx: &Ctx, accounts: &[StaffUser], why: &str) {
+    if accounts.is_empty() {
+        tracing::info!(client = %ctx.client, "failed dashboard sign-in for an unknown address");
+        return;
     }
-    for limiter in &limits.sign_in_account {
-        limiter.check(account).await;
+    let mut journal = Journal::NONE;
+    for user in accounts {
+        journal = journal.and(Acting::staff(user, Some(ctx.client)).journal(
+            user.team_id,
+            ctx.now,
+            Action::StaffSignInFailed,
+            user.id,
+            vec![FieldChange::of("reason", None, Some(why.into()))],
+        ));
+    }
+    if let Err(e) = ctx.state.store.record_journal(&journal).await {
+        tracing::error!(error = %e, "recording a failed sign-in in the audit log failed");
     }
 }
 
@@ -131,96 +257,127 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     };
     let next = form.get("next");
     let email = form.get("email").unwrap_or("").trim();
-    if !session::sign_in_token_ok(ctx, &form) {
-        return sign_in_form(
-            ctx,
-            403,
-            Some("This sign-in form has expired. Please try again."),
-            None,
+    let again = |status, problem| {
+        SignInForm {
+            status,
+            problem: Some(problem),
             next,
             email,
-        );
+            ..SignInForm::default()
+        }
+        .render(ctx)
+    };
+    if !session::sign_in_token_ok(ctx, &form) {
+        return again(403, "This sign-in form has expired. Please try again.");
     }
     let password = form.get("password").unwrap_or("");
     if email.is_empty() || password.is_empty() {
-        return sign_in_form(
-            ctx,
-            400,
-            Some("Enter your e-mail address and your password."),
-            None,
-            next,
-            email,
-        );
+        return again(400, "Enter your e-mail address and your password.");
     }
-    let account = account_key(email);
-    if let Some(status) = throttled(ctx, &account).await {
+    let team: Option<TeamId> = match form.get("team").filter(|t| !t.is_empty()) {
+        Some(text) => match text.parse() {
+            Ok(team) => Some(team),
+            Err(_) => return again(400, "Choose one of the teams listed."),
+        },
+        None => None,
+    };
+    let accounts = match staff_service::accounts_of(&ctx.state.store, email).await {
+        Ok(accounts) => accounts,
+        Err(e) => return page::failure(ctx, None, &e.into()),
+    };
+    let guesser = Guesser::of(ctx, email, session::known_device(ctx, &accounts));
+    if let Some(status) = guesser.throttled(ctx).await {
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
-        let mut response = sign_in_form(
-            ctx,
+        let mut response = again(
             429,
-            Some(&format!(
+            &format!(
                 "Too many failed sign-ins for this account or from your address. Wait {wait} before trying again."
-            )),
-            None,
-            next,
-            email,
+            ),
         );
         status.apply(response.headers_mut());
         return response;
     }
-    let user = match staff_service::check_sign_in(&ctx.state.store, email, password).await {
-        Ok(user) => user,
+    let matching = match staff_service::check_sign_in(&accounts, password).await {
+        Ok(matching) => matching,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
-    let Some(user) = user else {
-        count_failure(ctx, &account).await;
-        return sign_in_form(
-            ctx,
+    let mut matching: Vec<StaffUser> = matching
+        .into_iter()
+        .filter(|u| team.is_none_or(|t| u.team_id == t))
+        .collect();
+    if matching.is_empty() {
+        guesser.failed(ctx).await;
+        audit_failure(ctx, &accounts, "password").await;
+        return again(
             401,
-            Some("That e-mail address and password do not match an account."),
-            None,
+            "That e-mail address and password do not match an account.",
+        );
+    }
+    if matching.len() > 1 {
+        // The password opens an account in several teams: the person says which.
+        let mut teams = Vec::new();
+        for user in &matching {
+            let name = match ctx.state.store.get_team(user.team_id).await {
+                Ok(Some(t)) => t.name,
+                Ok(None) => continue,
+                Err(e) => return page::failure(ctx, None, &e.into()),
+            };
+            teams.push((user.team_id, name));
+        }
+        return SignInForm {
+            status: 200,
+            notice: Some("Your address has an account in several teams. Choose one, and type your password again."),
             next,
             email,
-        );
-    };
-    let user = if user.two_step.is_some() {
+            teams,
+            ..SignInForm::default()
+        }
+        .render(ctx);
+    }
+    let user = matching.remove(0);
+    let (user, how) = if user.two_step.is_some() {
         let code = form.get("code").unwrap_or("").trim();
         if code.is_empty() {
-            return sign_in_form(ctx, 401, Some(CODE_NEEDED), None, next, email);
+            return again(401, CODE_NEEDED);
         }
         let acting = Acting::staff(&user, Some(ctx.client));
         match two_step::sign_in(&ctx.state.store, &user, code, ctx.now, &acting).await {
-            Ok(Some(user)) => user,
+            Ok(Some(user)) => (user, "password and second step"),
             Ok(None) => {
-                count_failure(ctx, &account).await;
-                return sign_in_form(
-                    ctx,
+                guesser.failed(ctx).await;
+                audit_failure(ctx, std::slice::from_ref(&user), "second step").await;
+                return again(
                     401,
-                    Some(
-                        "That code is not right, or was used already. Type your password and the code your app shows now, or an unused recovery code.",
-                    ),
-                    None,
-                    next,
-                    email,
+                    "That code is not right, or was used already. Type your password and the code your app shows now, or an unused recovery code.",
                 );
             }
             Err(e) => return page::failure(ctx, None, &e.into()),
         }
     } else {
-        user
+        (user, "password")
     };
-    signed_in(ctx, user, &session::safe_next(next)).await
+    signed_in(ctx, user, &session::safe_next(next), how).await
 }
 
 /// What the sign-in form says when the password was right and the second step is missing.
 const CODE_NEEDED: &str = "This account signs in in two steps: type your password again, and the six-digit code your authenticator app shows (or a recovery code).";
 
-/// Starts a session and sends the browser to `target`.
-async fn signed_in(ctx: &Ctx, user: licensing_core::model::StaffUser, target: &str) -> Response {
-    match session::start(ctx, user).await {
+/// Starts a session (signed in `how`) and sends the browser to `target`, remembering the
+/// browser as one that signed in to the account.
+async fn signed_in(
+    ctx: &Ctx,
+    user: licensing_core::model::StaffUser,
+    target: &str,
+    how: &str,
+) -> Response {
+    let device = session::device_cookie(ctx, &user);
+    match session::start(ctx, user, how).await {
         Ok((_, cookie)) => {
             let mut response = page::redirect(target);
             response.headers_mut().append(header::SET_COOKIE, cookie);
+            if let Some(device) = device {
+                response.headers_mut().append(header::SET_COOKIE, device);
+            }
             response
         }
         Err(e) => page::failure(ctx, None, &e.into()),
@@ -320,7 +477,15 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
         Ok(Ok(user)) if user.two_step.is_some() => {
             page::redirect("/dashboard/sign-in?notice=password-set")
         }
-        Ok(Ok(user)) => signed_in(ctx, user, "/dashboard/?notice=password-set").await,
+        Ok(Ok(user)) => {
+            signed_in(
+                ctx,
+                user,
+                "/dashboard/?notice=password-set",
+                "set-password link",
+            )
+            .await
+        }
         Ok(Err(LinkRefused::Invalid)) => link_refused(),
         Ok(Err(LinkRefused::Password(rule))) => set_password_form(
             ctx,
@@ -335,10 +500,26 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
 /// `POST /dashboard/sign-out` and `/dashboard/sign-out-everywhere`.
 pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Response {
     let store = &ctx.state.store;
+    let journal = Acting::staff(&staff.user, Some(ctx.client)).journal(
+        staff.user.team_id,
+        ctx.now,
+        Action::StaffSignedOut,
+        staff.user.id,
+        vec![FieldChange::of(
+            "sessions",
+            None,
+            Some(if everywhere { "every one" } else { "this one" }.into()),
+        )],
+    );
     let ended = if everywhere {
-        store.delete_sessions_of(staff.user.id).await.map(|_| ())
+        match store.delete_sessions_of(staff.user.id).await {
+            Ok(_) => store.record_journal(&journal).await,
+            Err(e) => Err(e),
+        }
     } else {
-        store.delete_session(&staff.session.id_sha256).await
+        store
+            .delete_session(&staff.session.id_sha256, &journal)
+            .await
     };
     if let Err(e) = ended {
         return page::failure(ctx, Some(staff), &Failure::from(e));
@@ -356,13 +537,18 @@ pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Resp
 }
 
 /// `GET /dashboard/account`.
-pub(crate) fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
+pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
     let settings = ctx.settings();
     let started = page::when(staff.session.created_at);
+    let team = match ctx.state.store.get_team(staff.user.team_id).await {
+        Ok(team) => team.map(|t| t.name).unwrap_or_default(),
+        Err(e) => return page::failure(ctx, Some(staff), &Failure::from(e)),
+    };
     let content: Markup = html! {
         h1 { "Your account" }
         div.card {
             dl.facts {
+                dt { "Team" } dd { (team) }
                 dt { "E-mail address" } dd { (staff.user.email.as_str()) }
                 dt { "Role" } dd { (staff.user.role.as_str()) }
                 dt { "Signed in" } dd { (started) }

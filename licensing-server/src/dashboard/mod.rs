@@ -169,7 +169,7 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
     };
     match (get, post, segments.as_slice()) {
         (true, _, []) => overview::show(&ctx, &staff).await,
-        (true, _, ["account"]) => account::account_page(&ctx, &staff),
+        (true, _, ["account"]) => account::account_page(&ctx, &staff).await,
         (true, _, ["account", "two-step"]) => account::two_step_page(&ctx, &staff).await,
         (_, true, ["account", "two-step"]) => account::turn_on(&ctx, &staff, &form).await,
         (_, true, ["account", "two-step", "off"]) => account::turn_off(&ctx, &staff, &form).await,

@@ -15,7 +15,7 @@ use std::net::IpAddr;
 
 use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{StaffSession, StaffUser};
-use licensing_core::store::{StaffStore, StoreError};
+use licensing_core::store::{Journal, StaffStore, StoreError};
 use subtle::ConstantTimeEq as _;
 use warp::http::{HeaderMap, HeaderValue, header};
 
@@ -31,6 +31,12 @@ pub(crate) const PLAIN_COOKIE: &str = "session";
 const SECURE_SIGN_IN_COOKIE: &str = "__Host-sign-in";
 /// The same over plain HTTP on the loopback interface.
 const PLAIN_SIGN_IN_COOKIE: &str = "sign-in";
+/// A browser's proof that it signed in to an account before (its device cookie), over HTTPS.
+const SECURE_DEVICE_COOKIE: &str = "__Host-device";
+/// The same over plain HTTP on the loopback interface.
+const PLAIN_DEVICE_COOKIE: &str = "device";
+/// How long a device cookie is good for.
+const DEVICE_COOKIE_DAYS: i64 = 365;
 
 /// Default minutes without a request after which a session ends.
 pub const DEFAULT_IDLE_MINUTES: u32 = 30;
@@ -184,7 +190,8 @@ pub(crate) async fn current(ctx: &Ctx) -> Result<Current, StoreError> {
         .created_at
         .plus_minutes(settings.session_hours.saturating_mul(60));
     if ctx.now >= idle_end || ctx.now >= hard_end {
-        store.delete_session(&id).await?;
+        // A time-out is not a sign-out anybody did: not audited.
+        store.delete_session(&id, &Journal::NONE).await?;
         return Ok(Current::Ended);
     }
     let Some(user) = store.get_staff(session.user_id).await? else {
@@ -199,8 +206,85 @@ pub(crate) async fn current(ctx: &Ctx) -> Result<Current, StoreError> {
     Ok(Current::SignedIn(Box::new(Staff { user, session })))
 }
 
-/// Starts a session for `user`: stored, and the cookie that carries it.
-pub(crate) async fn start(ctx: &Ctx, user: StaffUser) -> Result<(Staff, HeaderValue), StoreError> {
+/// A browser that signed in to an account before, as its device cookie says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KnownDevice {
+    /// The account it signed in to.
+    pub(crate) user: licensing_core::StaffId,
+    /// The cookie's random part, which tells browsers apart.
+    pub(crate) nonce: [u8; 16],
+}
+
+/// What a device cookie's MAC covers: the account, when it was issued and its nonce, under a
+/// key of the account's password hash (secret to the server, and changed with the password, so
+/// that a new password forgets every browser).
+fn device_mac(password_hash: &str, payload: &[u8]) -> [u8; 32] {
+    licensing_core::crypto::hmac_sha256(
+        password_hash.as_bytes(),
+        &[b"licensing dashboard device\n", payload],
+    )
+}
+
+/// The device cookie for `user` (after a successful sign-in), when the account has a
+/// password: account id, time, a random nonce and their MAC, in base64url.
+pub(crate) fn device_cookie(ctx: &Ctx, user: &StaffUser) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    let hash = user.password_hash.as_deref()?;
+    let mut payload = Vec::with_capacity(72);
+    payload.extend_from_slice(user.id.as_bytes());
+    payload.extend_from_slice(&ctx.now.as_millis().to_be_bytes());
+    let nonce: [u8; 16] = rand::random();
+    payload.extend_from_slice(&nonce);
+    let mac = device_mac(hash, &payload);
+    payload.extend_from_slice(&mac);
+    let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload);
+    let max_age = u64::try_from(DEVICE_COOKIE_DAYS * 86_400).unwrap_or(0);
+    Some(set_cookie(
+        ctx.secure,
+        device_cookie_name(ctx.secure),
+        &value,
+        max_age,
+    ))
+}
+
+/// The browser's device cookie, when it is one this server issued to one of `accounts` (with
+/// its current password) within [`DEVICE_COOKIE_DAYS`].
+pub(crate) fn known_device(ctx: &Ctx, accounts: &[StaffUser]) -> Option<KnownDevice> {
+    use base64::Engine as _;
+    let text = cookie(&ctx.headers, device_cookie_name(ctx.secure))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()?;
+    if bytes.len() != 72 {
+        return None;
+    }
+    let (payload, mac) = bytes.split_at(40);
+    let user = licensing_core::StaffId::from_uuid(uuid::Uuid::from_slice(&payload[..16]).ok()?);
+    let issued = i64::from_be_bytes(payload[16..24].try_into().ok()?);
+    let account = accounts.iter().find(|a| a.id == user)?;
+    let expected = device_mac(account.password_hash.as_deref()?, payload);
+    let fresh = ctx.now.as_millis().saturating_sub(issued) < DEVICE_COOKIE_DAYS * 86_400_000;
+    (bool::from(expected.ct_eq(mac)) && fresh).then(|| KnownDevice {
+        user,
+        nonce: payload[24..40].try_into().unwrap_or([0; 16]),
+    })
+}
+
+fn device_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        SECURE_DEVICE_COOKIE
+    } else {
+        PLAIN_DEVICE_COOKIE
+    }
+}
+
+/// Starts a session for `user`, signed in `how` (audited): stored, and the cookie that carries
+/// it.
+pub(crate) async fn start(
+    ctx: &Ctx,
+    user: StaffUser,
+    how: &str,
+) -> Result<(Staff, HeaderValue), StoreError> {
     let secret = crate::services::staff::random_secret();
     let session = StaffSession {
         id_sha256: sha256_hex(secret.as_bytes()),
@@ -210,7 +294,18 @@ pub(crate) async fn start(ctx: &Ctx, user: StaffUser) -> Result<(Staff, HeaderVa
         created_at: ctx.now,
         last_seen_at: ctx.now,
     };
-    ctx.state.store.create_session(&session).await?;
+    let journal = crate::services::audit::Acting::staff(&user, Some(ctx.client)).journal(
+        user.team_id,
+        ctx.now,
+        licensing_core::model::Action::StaffSignedIn,
+        user.id,
+        vec![licensing_core::model::FieldChange::of(
+            "method",
+            None,
+            Some(how.into()),
+        )],
+    );
+    ctx.state.store.create_session(&session, &journal).await?;
     let max_age = u64::from(ctx.settings().session_hours) * 3600;
     let cookie = set_cookie(
         ctx.secure,

@@ -12,7 +12,7 @@ use licensing_core::api::requests::{
     AdminTeamBody, ApiKeyBody, FeaturesBody, MAX_JSON_BODY, StaffBody, parse_no_query,
 };
 use licensing_core::model::{Action, StaffInvited, TeamView, changes};
-use licensing_core::store::{Entity, StoreError, TeamStore};
+use licensing_core::store::{AuditStore, Entity, StoreError, TeamStore};
 use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 use warp::Filter;
 use warp::Reply as _;
@@ -103,7 +103,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .and(raw_query())
         .then(
             |state: AppState, client, headers: HeaderMap, query: String| async move {
-                gate(state, client, headers, |state, _| backup(state, query)).await
+                gate(state, client, headers, |state, by| backup(state, by, query)).await
             },
         );
     create
@@ -230,8 +230,26 @@ where
 /// The whole store as an export archive, streamed while the server goes on serving (an online
 /// backup; `licensing-server backup --to FILE` saves it). An archive whose export failed half way
 /// ends without its trailer, which `import` refuses.
-async fn backup(state: AppState, query: String) -> Handled {
+async fn backup(state: AppState, by: Acting, query: String) -> Handled {
     parse_no_query(&query)?;
+    // Every team's records leave the server: each team's log says so, before the first byte.
+    let now = Timestamp::now();
+    let teams = state.store.list_teams().await.map_err(store_error)?;
+    let mut journal = licensing_core::store::Journal::NONE;
+    for team in &teams {
+        journal = journal.and(by.journal(
+            team.id,
+            now,
+            licensing_core::model::Action::BackupDownloaded,
+            team.id,
+            Vec::new(),
+        ));
+    }
+    state
+        .store
+        .record_journal(&journal)
+        .await
+        .map_err(store_error)?;
     let (writer, reader) = tokio::io::duplex(256 * 1024);
     let (store, files) = (state.store.clone(), state.files.clone());
     tokio::spawn(async move {

@@ -4,9 +4,11 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use licensing_core::model::{Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes};
+use licensing_core::model::{
+    Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes, products_in,
+};
 use licensing_core::store::{AuditStore, Journal};
-use licensing_core::{AuditId, EventId, TeamId, Timestamp};
+use licensing_core::{AuditId, EventId, ProductId, TeamId, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -70,14 +72,17 @@ impl Acting {
                 data.insert(c.field.clone(), v);
             }
         }
+        let data = Value::Object(data);
+        let products = products_in(action.resource(), &data);
         self.journal_with(
             team,
             now,
             action,
             resource_id,
             changes,
-            Value::Object(data),
+            data,
             None,
+            products,
         )
     }
 
@@ -97,10 +102,23 @@ impl Acting {
         let fields = changes(old, new, &[]);
         let changed = (old.is_some() && new.is_some())
             .then(|| fields.iter().map(|c| c.field.clone()).collect());
-        let data = new
-            .or(old)
-            .and_then(|r| serde_json::to_value(r).ok())
-            .unwrap_or(Value::Null);
+        let render = |r: Option<&T>| r.and_then(|r| serde_json::to_value(r).ok());
+        let (before, after) = (render(old), render(new));
+        // The products before and after: a license moved to other products stays in the sight
+        // of the keys of either.
+        let products = [&before, &after]
+            .into_iter()
+            .flatten()
+            .filter_map(|r| products_in(action.resource(), r))
+            .reduce(|mut all, more| {
+                all.extend(
+                    more.into_iter()
+                        .filter(|p| !all.contains(p))
+                        .collect::<Vec<_>>(),
+                );
+                all
+            });
+        let data = after.or(before).unwrap_or(Value::Null);
         self.journal_with(
             team,
             now,
@@ -109,6 +127,7 @@ impl Acting {
             fields,
             data,
             changed,
+            products,
         )
     }
 
@@ -122,6 +141,7 @@ impl Acting {
         changes: Vec<FieldChange>,
         data: Value,
         changed_fields: Option<Vec<String>>,
+        product_ids: Option<Vec<ProductId>>,
     ) -> Journal {
         let journal = Journal::audit(AuditEntry {
             id: AuditId::ordered(),
@@ -133,10 +153,9 @@ impl Acting {
             resource_type: action.resource().to_owned(),
             resource_id: resource_id.clone(),
             changes,
+            product_ids: product_ids.clone(),
         });
-        if matches!(action.resource(), "team" | "webhook") {
-            // Teams are the operator's business, and an endpoint is not told about endpoints:
-            // these changes are audited only.
+        if !action.raises_event() {
             return journal;
         }
         journal.with_event(WebhookEvent {
@@ -148,8 +167,21 @@ impl Acting {
             created_at: now,
             data,
             changed_fields,
+            product_ids,
         })
     }
+}
+
+/// Ties every entry and event of `journal` to `products` (a device's or address's changes,
+/// tied to its license's products).
+pub fn tied_to(mut journal: Journal, products: &[ProductId]) -> Journal {
+    for entry in &mut journal.audit {
+        entry.product_ids = Some(products.to_vec());
+    }
+    for event in &mut journal.events {
+        event.product_ids = Some(products.to_vec());
+    }
+    journal
 }
 
 /// Deletes entries older than `retention_days`, a batch at a time, at start and then hourly,

@@ -107,7 +107,11 @@ impl ClientEventQueue {
                 let mut data = refused.data(denial);
                 data.insert("blacklistEntryId".into(), json!(entry));
                 RaisedEvent {
-                    event: event.event(team, "blacklist", entry, Value::Object(data), now),
+                    // Tied to the license's products, or to none when no license was found:
+                    // an endpoint restricted to some products hears of its own licenses only.
+                    event: event
+                        .event(team, "blacklist", entry, Value::Object(data), now)
+                        .tied_to(refused.license.map_or(&[][..], |l| &l.product_ids)),
                     once: None,
                 }
             });
@@ -127,13 +131,15 @@ impl ClientEventQueue {
                 }
                 let mark = expired_at.as_millis();
                 self.raise(&(event, license.id, mark), now, || RaisedEvent {
-                    event: event.event(
-                        team,
-                        "license",
-                        license.id,
-                        serde_json::to_value(license).unwrap_or(Value::Null),
-                        now,
-                    ),
+                    event: event
+                        .event(
+                            team,
+                            "license",
+                            license.id,
+                            serde_json::to_value(license).unwrap_or(Value::Null),
+                            now,
+                        )
+                        .tied_to(&license.product_ids),
                     once: Some((license.id, mark)),
                 });
             }
@@ -151,7 +157,9 @@ impl ClientEventQueue {
                     let mut data = refused.data(denial);
                     data.insert("limit".into(), json!(limit));
                     RaisedEvent {
-                        event: event.event(team, "license", license.id, Value::Object(data), now),
+                        event: event
+                            .event(team, "license", license.id, Value::Object(data), now)
+                            .tied_to(&license.product_ids),
                         once: None,
                     }
                 });

@@ -70,16 +70,28 @@ pub async fn hash_password(password: &str) -> Result<String, StoreError> {
         .map_err(|e| StoreError::backend(format!("password hashing task failed: {e}")))?
 }
 
-/// Checks a password against a hash (or the decoy, for an account without one) on a blocking
-/// thread.
-async fn verify_password(hash: Option<String>, password: &str) -> Result<bool, StoreError> {
+/// Checks a password against each hash (the decoy for an account without one, and once for
+/// none at all, so that an unknown address takes as long as a known one) on a blocking thread;
+/// whether each matches.
+async fn verify_passwords(
+    hashes: Vec<Option<String>>,
+    password: &str,
+) -> Result<Vec<bool>, StoreError> {
     let password = password.to_owned();
-    tokio::task::spawn_blocking(move || match hash {
-        Some(hash) => verify_now(&hash, &password),
-        None => {
+    tokio::task::spawn_blocking(move || {
+        if hashes.is_empty() {
             verify_now(&DECOY, &password);
-            false
         }
+        hashes
+            .iter()
+            .map(|hash| match hash {
+                Some(hash) => verify_now(hash, &password),
+                None => {
+                    verify_now(&DECOY, &password);
+                    false
+                }
+            })
+            .collect()
     })
     .await
     .map_err(|e| StoreError::backend(format!("password check task failed: {e}")))
@@ -157,31 +169,66 @@ pub fn created_changes(user: &StaffUser) -> Vec<FieldChange> {
             old: None,
             new: Some(user.email.as_str().into()),
             secret: false,
+            redacted: false,
         },
         FieldChange {
             field: "role".into(),
             old: None,
             new: Some(user.role.as_str().into()),
             secret: false,
+            redacted: false,
         },
     ]
 }
 
-/// Gives the account of `email` a new set-password link (replacing any earlier one), for a
-/// forgotten password; `None` when no account has that address. Its password keeps working
-/// until the link is used.
-pub async fn issue_link<S: StaffStore>(
+/// The account of `email` in `team`, or, without a team, the only account of `email`: the
+/// account a command names. An error that says what to add otherwise.
+pub async fn account_named<S: StaffStore + licensing_core::store::TeamStore>(
     store: &S,
     email: &str,
+    team: Option<TeamId>,
+) -> Result<StaffUser, String> {
+    let found = store
+        .find_staff_by_email(&email.trim().to_lowercase())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut named: Vec<StaffUser> = found
+        .into_iter()
+        .filter(|u| team.is_none_or(|t| u.team_id == t))
+        .collect();
+    match (named.len(), team) {
+        (1, _) => Ok(named.remove(0)),
+        (0, Some(team)) => Err(format!(
+            "team {team} has no account with the address {email}"
+        )),
+        (0, None) => Err(format!("no account has the address {email}")),
+        (n, _) => {
+            let mut teams = Vec::new();
+            for user in &named {
+                let name = store
+                    .get_team(user.team_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map_or_else(String::new, |t| format!(" ({})", t.name));
+                teams.push(format!("{}{name}", user.team_id));
+            }
+            Err(format!(
+                "{email} has an account in {n} teams: name one with --team ({})",
+                teams.join(", ")
+            ))
+        }
+    }
+}
+
+/// Gives `user` a new set-password link (replacing any earlier one), for a forgotten password.
+/// Its password keeps working until the link is used.
+pub async fn issue_link<S: StaffStore>(
+    store: &S,
+    mut user: StaffUser,
     now: Timestamp,
     acting: &Acting,
-) -> Result<Option<CreatedStaff>, StoreError> {
-    let Some(mut user) = store
-        .find_staff_by_email(&email.trim().to_lowercase())
-        .await?
-    else {
-        return Ok(None);
-    };
+) -> Result<CreatedStaff, StoreError> {
     let (link_secret, link) = new_link(now);
     user.password_link = Some(link);
     user.updated_at = now;
@@ -193,7 +240,7 @@ pub async fn issue_link<S: StaffStore>(
         Vec::new(),
     );
     store.update_staff(&user, &journal).await?;
-    Ok(Some(CreatedStaff { user, link_secret }))
+    Ok(CreatedStaff { user, link_secret })
 }
 
 /// 403 unless `by` may manage the account `target` (and give it `role`): owners manage
@@ -247,6 +294,7 @@ pub async fn change_role<S: StaffStore>(
         old: Some(user.role.as_str().into()),
         new: Some(role.as_str().into()),
         secret: false,
+        redacted: false,
     };
     user.role = role;
     user.updated_at = now;
@@ -308,9 +356,7 @@ pub async fn new_link_for<S: StaffStore>(
 ) -> Result<CreatedStaff, ApiError> {
     let user = team_account(store, by.team_id, id).await?;
     must_manage(by, &user, user.role)?;
-    issue_link(store, user.email.as_str(), now, acting)
-        .await?
-        .ok_or_else(|| ApiError::record_not_found("No such account in this team"))
+    Ok(issue_link(store, user, now, acting).await?)
 }
 
 /// Why a set-password link was refused.
@@ -375,20 +421,38 @@ pub async fn set_password<S: StaffStore>(
     Ok(Ok(user))
 }
 
-/// The account `email` names when `password` is its password; `None` otherwise (an unknown
-/// address, an account without a password yet and a wrong password are not told apart, and
-/// take the same time).
-pub async fn check_sign_in<S: StaffStore>(
+/// The most accounts of one address a sign-in checks (each check is an Argon2 hash): the
+/// oldest ones, when an address has an account in more teams than that.
+pub const MAX_ACCOUNTS_PER_ADDRESS: usize = 10;
+
+/// The accounts of an address, read at sign-in (every team's, oldest first, at most
+/// [`MAX_ACCOUNTS_PER_ADDRESS`]).
+pub async fn accounts_of<S: StaffStore>(
     store: &S,
     email: &str,
-    password: &str,
-) -> Result<Option<StaffUser>, StoreError> {
-    let user = store
+) -> Result<Vec<StaffUser>, StoreError> {
+    let mut accounts = store
         .find_staff_by_email(&email.trim().to_lowercase())
         .await?;
-    let hash = user.as_ref().and_then(|u| u.password_hash.clone());
-    let matches = verify_password(hash, password).await?;
-    Ok(user.filter(|_| matches))
+    accounts.truncate(MAX_ACCOUNTS_PER_ADDRESS);
+    Ok(accounts)
+}
+
+/// Those of `accounts` (one address's, see [`accounts_of`]) whose password is `password`. An
+/// account without a password yet matches nothing; the check takes as long whether or not the
+/// address has accounts.
+pub async fn check_sign_in(
+    accounts: &[StaffUser],
+    password: &str,
+) -> Result<Vec<StaffUser>, StoreError> {
+    let hashes = accounts.iter().map(|u| u.password_hash.clone()).collect();
+    let matches = verify_passwords(hashes, password).await?;
+    Ok(accounts
+        .iter()
+        .zip(matches)
+        .filter(|(_, matched)| *matched)
+        .map(|(user, _)| user.clone())
+        .collect())
 }
 
 #[cfg(test)]
@@ -455,10 +519,8 @@ mod tests {
         );
 
         // No password yet: nobody signs in.
-        assert_eq!(
-            check_sign_in(&store, "ann@example.com", "").await.unwrap(),
-            None
-        );
+        let ann = || async { accounts_of(&store, " ANN@example.com").await.unwrap() };
+        assert_eq!(check_sign_in(&ann().await, "").await.unwrap(), []);
         let id = created.user.id;
         let secret = &created.link_secret;
         // A wrong secret, an expired link and a weak password are refused; nothing changes.
@@ -501,7 +563,10 @@ mod tests {
             created_at: now,
             last_seen_at: now,
         };
-        store.create_session(&session).await.unwrap();
+        store
+            .create_session(&session, &Journal::NONE)
+            .await
+            .unwrap();
         let user = set(secret.clone(), strong, now).await.unwrap();
         assert!(user.password_link.is_none());
         assert_eq!(store.get_session(&session.id_sha256).await.unwrap(), None);
@@ -511,22 +576,17 @@ mod tests {
             "used up"
         );
 
-        let signed_in = check_sign_in(&store, "ANN@example.com ", strong)
-            .await
-            .unwrap();
-        assert_eq!(signed_in.map(|u| u.id), Some(id));
+        let signed_in = check_sign_in(&ann().await, strong).await.unwrap();
+        assert_eq!(signed_in.iter().map(|u| u.id).collect::<Vec<_>>(), [id]);
         assert_eq!(
-            check_sign_in(&store, "ann@example.com", "a quiet harbour")
+            check_sign_in(&ann().await, "a quiet harbour")
                 .await
                 .unwrap(),
-            None
+            []
         );
-        assert_eq!(
-            check_sign_in(&store, "bob@example.com", strong)
-                .await
-                .unwrap(),
-            None
-        );
+        let bob = accounts_of(&store, "bob@example.com").await.unwrap();
+        assert!(bob.is_empty());
+        assert_eq!(check_sign_in(&bob, strong).await.unwrap(), []);
         assert!(store.get_team(team).await.unwrap().is_some());
     }
 }

@@ -186,6 +186,7 @@ fn revoked_with(
                 old: None,
                 new: Some(creator.to_string().into()),
                 secret: false,
+                redacted: false,
             });
         }
         journal = journal.and(one);

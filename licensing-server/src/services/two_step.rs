@@ -119,6 +119,7 @@ fn change(field: &str, old: &str, new: &str) -> FieldChange {
         old: Some(old.into()),
         new: Some(new.into()),
         secret: false,
+        redacted: false,
     }
 }
 

@@ -208,14 +208,14 @@ delegate!(SessionKeyStore {
 delegate!(StaffStore {
     fn create_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()>;
     fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>>;
-    fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>>;
+    fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>>;
     fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>>;
     fn update_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()>;
     fn delete_staff(&self, team: TeamId, id: StaffId, journal: &Journal) -> StoreResult<()>;
-    fn create_session(&self, session: &StaffSession) -> StoreResult<()>;
+    fn create_session(&self, session: &StaffSession, journal: &Journal) -> StoreResult<()>;
     fn get_session(&self, id_sha256: &str) -> StoreResult<Option<StaffSession>>;
     fn touch_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()>;
-    fn delete_session(&self, id_sha256: &str) -> StoreResult<()>;
+    fn delete_session(&self, id_sha256: &str, journal: &Journal) -> StoreResult<()>;
     fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64>;
     fn delete_stale_sessions(&self, seen_before: Timestamp, created_before: Timestamp) -> StoreResult<u64>;
 });
@@ -238,6 +238,7 @@ delegate!(AuditStore {
     fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>>;
     fn restore_audit(&self, entries: &[AuditEntry]) -> StoreResult<()>;
     fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64>;
+    fn record_journal(&self, journal: &Journal) -> StoreResult<()>;
 });
 
 delegate!(WebhookStore {
@@ -249,7 +250,7 @@ delegate!(WebhookStore {
     fn webhook_health(&self, team: TeamId, id: WebhookId, ok: bool, now: Timestamp, disable_after_ms: i64, alert: bool) -> StoreResult<Option<HealthChange>>;
     fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize>;
     fn claim_deliveries(&self, now: Timestamp, lease_ms: i64, limit: usize) -> StoreResult<Vec<WebhookDelivery>>;
-    fn insert_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;
+    fn insert_delivery(&self, delivery: &WebhookDelivery, journal: &Journal) -> StoreResult<()>;
     fn update_delivery(&self, delivery: &WebhookDelivery) -> StoreResult<()>;
     fn get_delivery(&self, team: TeamId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<WebhookDelivery>>;
     fn list_deliveries(&self, team: TeamId, endpoint: WebhookId, paging: &Paging) -> StoreResult<Page<WebhookDelivery>>;

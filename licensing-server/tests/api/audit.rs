@@ -459,6 +459,7 @@ async fn entries_past_the_retention_are_pruned() {
             resource_type: "customer".into(),
             resource_id: customer.id.to_string(),
             changes: Vec::new(),
+            product_ids: None,
         });
         (customer, journal)
     };

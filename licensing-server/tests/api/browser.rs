@@ -477,7 +477,7 @@ async fn a_form_without_its_token_is_refused(driver: &Driver, s: &TestServer) {
     let user = licensing_core::store::StaffStore::find_staff_by_email(&s.store, &email)
         .await
         .unwrap()
-        .unwrap();
+        .remove(0);
     licensing_core::store::StaffStore::delete_sessions_of(&s.store, user.id)
         .await
         .unwrap();
@@ -509,19 +509,22 @@ async fn an_idle_session_ends(driver: &Driver, s: &TestServer) {
     use licensing_core::model::StaffSession;
     use licensing_core::store::StaffStore;
     let email = account(s, "idle@vendor.example", Role::Viewer).await;
-    let user = s.store.find_staff_by_email(&email).await.unwrap().unwrap();
+    let user = s.store.find_staff_by_email(&email).await.unwrap().remove(0);
     // A session last used 31 minutes ago (the idle time-out is 30), its cookie in the browser.
     let now = Timestamp::now();
     let secret = "an-idle-sessions-cookie-value-0123456789abc";
     s.store
-        .create_session(&StaffSession {
-            id_sha256: sha256_hex(secret.as_bytes()),
-            user_id: user.id,
-            team_id: user.team_id,
-            csrf_token: "t".repeat(43),
-            created_at: Timestamp::from_millis(now.as_millis() - 40 * 60_000),
-            last_seen_at: Timestamp::from_millis(now.as_millis() - 31 * 60_000),
-        })
+        .create_session(
+            &StaffSession {
+                id_sha256: sha256_hex(secret.as_bytes()),
+                user_id: user.id,
+                team_id: user.team_id,
+                csrf_token: "t".repeat(43),
+                created_at: Timestamp::from_millis(now.as_millis() - 40 * 60_000),
+                last_seen_at: Timestamp::from_millis(now.as_millis() - 31 * 60_000),
+            },
+            &licensing_core::store::Journal::NONE,
+        )
         .await
         .unwrap();
     let tab = Tab::open(driver, s).await;

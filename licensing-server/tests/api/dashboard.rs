@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{Role, StaffSession};
-use licensing_core::store::StaffStore;
+use licensing_core::store::{Journal, StaffStore};
 use licensing_core::{TeamId, Timestamp};
 use licensing_server::services;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
@@ -653,7 +653,7 @@ async fn sessions_end_after_the_idle_time_out_and_the_absolute_one() {
         ("signed-in-13-hours-ago", 13 * 60, 1, false),
     ] {
         s.store
-            .create_session(&session(secret, created, seen))
+            .create_session(&session(secret, created, seen), &Journal::NONE)
             .await
             .unwrap();
         let mut other = Browser::new(&s);
@@ -684,7 +684,7 @@ async fn sessions_end_after_the_idle_time_out_and_the_absolute_one() {
         ("still-in-time", 60, 5),
     ] {
         s.store
-            .create_session(&session(secret, created, seen))
+            .create_session(&session(secret, created, seen), &Journal::NONE)
             .await
             .unwrap();
     }
@@ -752,6 +752,265 @@ async fn failed_sign_ins_are_throttled_per_account_whatever_the_password_then() 
         guesser.sign_in("two@vendor.example", PASSWORD).await.status,
         303
     );
+}
+
+/// NIT-10: five wrong passwords locked an account for everyone, so whoever knew the owner's
+/// address could keep the owner out. Now a guesser holds back only itself: its own address, and
+/// (spread over many addresses) new browsers; a browser that signed in before is never held by
+/// anyone else's failures.
+#[tokio::test]
+async fn guessing_a_password_does_not_lock_its_owner_out() {
+    let s = TestServer::start_with(|c| c.auth_failure_limit_per_minute = 1_000).await;
+    // Everyone comes through the proxy, from an address elsewhere (so over HTTPS: `__Host-`
+    // cookies).
+    let from = |address: &str| {
+        let mut b = Browser::new(&s);
+        b.headers.push(("x-forwarded-for", address.to_owned()));
+        b
+    };
+    let mut owner = from("198.51.100.30");
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    assert!(
+        owner.cookies.contains_key("__Host-device"),
+        "{:?}",
+        owner.cookies
+    );
+    let page = owner.get("/dashboard/account").await;
+    owner.submit(&page, "/dashboard/sign-out", &[]).await;
+    let mut guesser = from("203.0.113.66");
+    for _ in 0..5 {
+        let wrong = guesser
+            .sign_in("own@vendor.example", "guess guess guess")
+            .await;
+        assert_eq!(wrong.status, 401);
+    }
+    assert_eq!(
+        guesser.sign_in("own@vendor.example", PASSWORD).await.status,
+        429,
+        "the guesser's own address is held"
+    );
+    // The owner, from another address, in a browser that never signed in: let in.
+    let mut elsewhere = from("198.51.100.20");
+    let in_ = elsewhere.sign_in("own@vendor.example", PASSWORD).await;
+    assert_eq!(in_.status, 303, "{}", in_.text);
+    // Guesses spread over many addresses hold back new browsers at last (a hundred an hour)...
+    for n in 0..19u8 {
+        let mut g = from(&format!("203.0.113.{}", 100 + n));
+        for _ in 0..5 {
+            assert_eq!(
+                g.sign_in("own@vendor.example", "guess again and again")
+                    .await
+                    .status,
+                401
+            );
+        }
+    }
+    let mut new_browser = from("198.51.100.21");
+    let held = new_browser.sign_in("own@vendor.example", PASSWORD).await;
+    assert_eq!(held.status, 429, "{}", held.text);
+    // ... but not a browser that signed in before, from anywhere, even the guesser's address.
+    owner.headers = vec![("x-forwarded-for", "203.0.113.66".to_owned())];
+    let back = owner.sign_in("own@vendor.example", PASSWORD).await;
+    assert_eq!(back.status, 303, "{}", back.text);
+    // A forged or foreign device cookie is no help.
+    let mut forger = from("198.51.100.22");
+    forger
+        .cookies
+        .insert("__Host-device".into(), "A".repeat(96));
+    assert_eq!(
+        forger.sign_in("own@vendor.example", PASSWORD).await.status,
+        429
+    );
+    // The failures are in the audit log, with their addresses (NIT-12).
+    let log = s
+        .get(&s.dev("audit-log?action=staff.sign_in_failed&pageSize=100"))
+        .await;
+    let entries = log.ok()["entries"].as_array().unwrap().clone();
+    assert_eq!(
+        entries.len(),
+        100,
+        "five from the first address, 95 from the others"
+    );
+    assert_eq!(entries.last().unwrap()["address"], "203.0.113.66");
+    assert_eq!(
+        entries[0]["changes"][0],
+        json!({"field": "reason", "new": "password"})
+    );
+}
+
+/// NIT-12: signing in and out leave audit entries, with how and from where.
+#[tokio::test]
+async fn signing_in_and_out_is_audited() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    let id = staff(&s, &mut b, s.team_id(), "own@vendor.example", Role::Owner).await;
+    let page = b.get("/dashboard/account").await;
+    b.submit(&page, "/dashboard/sign-out", &[]).await;
+    b.headers
+        .push(("x-forwarded-for", "198.51.100.5".to_owned()));
+    assert_eq!(b.sign_in("own@vendor.example", PASSWORD).await.status, 303);
+    let page = b.get("/dashboard/account").await;
+    b.submit(&page, "/dashboard/sign-out-everywhere", &[]).await;
+    let log = s
+        .get(&s.dev("audit-log?resourceType=staff&sortDirection=asc"))
+        .await;
+    let entries: Vec<(String, Value, Value)> = log.ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] != "staff.password_set")
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_owned(),
+                e["changes"][0]["new"].clone(),
+                e["address"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (
+                "staff.signed_in".to_owned(),
+                json!("set-password link"),
+                json!("127.0.0.1")
+            ),
+            (
+                "staff.signed_out".to_owned(),
+                json!("this one"),
+                json!("127.0.0.1")
+            ),
+            (
+                "staff.signed_in".to_owned(),
+                json!("password"),
+                json!("198.51.100.5")
+            ),
+            (
+                "staff.signed_out".to_owned(),
+                json!("every one"),
+                json!("198.51.100.5")
+            ),
+        ]
+    );
+    let entry = &log.ok()["entries"][1];
+    assert_eq!(entry["resourceId"], id.as_str());
+    assert_eq!(entry["actor"]["name"], "own@vendor.example");
+}
+
+/// NIT-14: inviting an address that had an account in another team answered "already has an
+/// account", so any owner learned who had accounts in other teams. Now each team has its own
+/// accounts: the invitation is answered as for any new address, and the person, whose password
+/// opens accounts in both teams, chooses one when signing in.
+#[tokio::test]
+async fn an_address_with_an_account_elsewhere_is_invited_like_any_other() {
+    let s = TestServer::start_with(|c| {
+        c.admin_token = Some("a-long-enough-admin-token-0123456789".into())
+    })
+    .await;
+    let other = s.other_team().await;
+    let mut theirs = Browser::new(&s);
+    staff(
+        &s,
+        &mut theirs,
+        other.team_id,
+        "own@other.example",
+        Role::Owner,
+    )
+    .await;
+    let mut ann = Browser::new(&s);
+    staff(
+        &s,
+        &mut ann,
+        other.team_id,
+        "ann@shared.example",
+        Role::Viewer,
+    )
+    .await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/users").await;
+    let invite = |email: &'static str| [("email", email), ("role", "viewer")];
+    let elsewhere = owner
+        .submit(&page, "/dashboard/users", &invite("ann@shared.example"))
+        .await;
+    let nowhere = owner
+        .submit(&page, "/dashboard/users", &invite("nobody@shared.example"))
+        .await;
+    assert_eq!((elsewhere.status, nowhere.status), (201, 201));
+    let shape = |p: &Page| {
+        p.text
+            .replace("ann@shared.example", "ADDRESS")
+            .replace("nobody@shared.example", "ADDRESS")
+            .split("id=\"new-link\">")
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    // Up to the link itself (a random secret), the two answers differ only by the address.
+    let (a, b) = (shape(&elsewhere), shape(&nowhere));
+    assert_eq!(a.len(), b.len());
+    // Through the admin API alike: 201 with an account, as for an address never seen.
+    for email in ["own@other.example", "never@other.example"] {
+        let made = s
+            .client
+            .post(format!(
+                "{}/api/v1/admin/teams/{}/users",
+                s.base,
+                s.team_id()
+            ))
+            .bearer_auth("a-long-enough-admin-token-0123456789")
+            .json(&json!({"email": email, "role": "viewer"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(made.status(), 201, "{email}");
+    }
+    // The same address again in this team is the one refusal, and it names only this team.
+    let again = owner
+        .submit(&page, "/dashboard/users", &invite("ann@shared.example"))
+        .await;
+    assert_eq!(again.status, 400);
+    again.has("already has an account in this team");
+
+    // Ann sets the new account's password to the same one: signing in asks which team.
+    let link = text_after(&elsewhere, r#"id="new-link">"#);
+    let path = &link[link.find("/dashboard/").unwrap()..];
+    let mut second = Browser::new(&s);
+    second
+        .post(path, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    let mut fresh = Browser::new(&s);
+    let choose = fresh.sign_in("ann@shared.example", PASSWORD).await;
+    assert_eq!(choose.status, 200, "{}", choose.text);
+    choose.has("Choose one").has("Team A").has("Team B");
+    let team = s.team_id().to_string();
+    let chosen = fresh
+        .submit(
+            &choose,
+            "/dashboard/sign-in",
+            &[
+                ("email", "ann@shared.example"),
+                ("password", PASSWORD),
+                ("team", team.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(chosen.status, 303, "{}", chosen.text);
+    fresh.get("/dashboard/account").await.has("Team A");
 }
 
 #[tokio::test]
@@ -1127,11 +1386,7 @@ async fn owners_and_admins_manage_accounts_and_nobody_else_does() {
 }
 
 async fn services_id(s: &TestServer, email: &str) -> String {
-    s.store
-        .find_staff_by_email(email)
-        .await
-        .unwrap()
-        .unwrap()
+    s.store.find_staff_by_email(email).await.unwrap()[0]
         .id
         .to_string()
 }
@@ -1681,14 +1936,16 @@ async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
     assert_eq!(audit.ok()["entries"][0]["changes"][0]["new"], "9");
 
     // A set-password link replaces the password, not the second step.
+    let account = services::staff::account_named(&s.store, "dev@vendor.example", None)
+        .await
+        .unwrap();
     let link = services::staff::issue_link(
         &s.store,
-        "dev@vendor.example",
+        account,
         Timestamp::now(),
         &services::audit::Acting::command_line(),
     )
     .await
-    .unwrap()
     .unwrap();
     let path = format!("/dashboard/set-password/{id}/{}", link.link_secret);
     let mut fifth = Browser::new(&s);
@@ -1741,7 +1998,7 @@ async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
         .find_staff_by_email("boss@vendor.example")
         .await
         .unwrap()
-        .unwrap();
+        .remove(0);
     assert_eq!(
         third
             .submit(

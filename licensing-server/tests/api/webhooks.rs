@@ -414,11 +414,19 @@ async fn events_arrive_signed_in_order_with_the_resource() {
     assert_eq!(attempt["response"], "ok");
     assert!(attempt["durationMs"].is_u64());
 
-    // The audit log has the endpoint, its secret as changed only.
+    // The audit log has the endpoint, its secret as changed only, and the test sent (NIT-12).
     let audit = s.get(&s.dev("audit-log?resourceType=webhook")).await;
     let entries = audit.ok()["entries"].as_array().unwrap().clone();
-    assert_eq!(entries.len(), 2);
-    assert!(!entries[0].to_string().contains(&new_secret));
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["webhook.test_sent", "webhook.updated", "webhook.created"]
+    );
+    assert!(!audit.body.to_string().contains(&new_secret));
+    assert_eq!(entries[0]["changes"][0]["field"], "deliveryId");
 }
 
 #[tokio::test]
@@ -529,6 +537,12 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
     );
     assert_eq!(last.body, failed["payload"].as_str().unwrap());
     deliveries_until(&s, &hook, |d| d.len() == 3 && d[0]["status"] == "SUCCEEDED").await;
+    // Audited, naming the event and the new delivery (NIT-12).
+    let audit = s.get(&s.dev("audit-log?action=webhook.redelivered")).await;
+    let entry = &audit.ok()["entries"][0];
+    assert_eq!(entry["resourceId"], hook.as_str());
+    assert_eq!(entry["changes"][0]["new"], failed["eventId"]);
+    assert_eq!(entry["changes"][1]["new"], again.ok()["id"]);
 }
 
 #[tokio::test]
@@ -785,4 +799,232 @@ async fn client_api_events_arrive_once_per_subject() {
     assert_eq!(blacklisted["data"]["ipAddress"], "203.0.113.9");
     assert_eq!(blacklisted["data"]["code"], "IP_BLACKLISTED");
     assert!(blacklisted["data"]["blacklistEntryId"].is_string());
+}
+
+/// BUG-8: a key restricted to product P1 got 404 for a P2 license by id, yet read it through the
+/// audit log, and its webhook (and that webhook's delivery log) carried P2's licenses; a key
+/// with only `audit-log:read` read license keys and customers' addresses. Now the audit log and
+/// webhooks show a key what its scopes and products let it read elsewhere, and no more.
+#[tokio::test]
+async fn a_restricted_key_hears_and_reads_only_what_it_may_read() {
+    let s = hooked(|_| {}).await;
+    let receiver = Receiver::start().await;
+    let p1 = s.post(&s.dev("products"), r#"{"name":"One"}"#).await.ok()["id"].clone();
+    let p2 = s.post(&s.dev("products"), r#"{"name":"Two"}"#).await.ok()["id"].clone();
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Ann","email":"ann.secret@customer.example"}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    let license = |products: Value| {
+        let s = &s;
+        let customer = customer["id"].clone();
+        async move {
+            s.license(
+                &json!({"expirationType":"NEVER","productIds":products,"customerIds":[customer]})
+                    .to_string(),
+            )
+            .await
+        }
+    };
+    let l1 = license(json!([p1])).await;
+    let l2 = license(json!([p2])).await;
+    let key_with = |body: Value| {
+        let s = &s;
+        async move {
+            s.post(&s.dev("api-keys"), &body.to_string()).await.ok()["key"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let restricted = key_with(json!({
+        "name": "P1 only",
+        "scopes": ["licenses:write", "audit-log:read", "webhooks:write", "statistics:read"],
+        "productIds": [p1],
+    }))
+    .await;
+    let auditor = key_with(json!({"name": "auditor", "scopes": ["audit-log:read"]})).await;
+    let as_key = |key: &str, path: &str| {
+        let s = &s;
+        let (key, url) = (key.to_owned(), s.dev(path));
+        async move { s.send(reqwest::Method::GET, &url, Some(&key), None).await }
+    };
+
+    // The audit log: nothing of P2, not even by its id.
+    let by_id = as_key(
+        &restricted,
+        &format!("audit-log?resourceId={}", l2["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(by_id.ok()["entries"], json!([]));
+    assert_eq!(by_id.ok()["totalResults"], 0);
+    let all = as_key(&restricted, "audit-log?pageSize=100").await;
+    let text = all.body.to_string();
+    for secret in [&l2["id"], &l2["licenseKey"], &p2] {
+        assert!(
+            !text.contains(secret.as_str().unwrap()),
+            "{secret} in {text}"
+        );
+    }
+    assert!(
+        text.contains(l1["licenseKey"].as_str().unwrap()),
+        "its own license, whole"
+    );
+    // Customers are not its to read: the entry stays, its values do not.
+    assert!(!text.contains("ann.secret"), "{text}");
+    let created = all.ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "customer.created")
+        .unwrap()
+        .clone();
+    assert!(
+        created["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["redacted"] == true && c.get("new").is_none()),
+        "{created}"
+    );
+    assert_eq!(
+        all.ok()["totalResults"].as_u64().unwrap() as usize,
+        all.ok()["entries"].as_array().unwrap().len()
+    );
+    // A key with the audit log's scope alone sees who did what, without the values.
+    let bare = as_key(&auditor, "audit-log?pageSize=100").await;
+    let text = bare.body.to_string();
+    for secret in [
+        &l1["licenseKey"],
+        &l2["licenseKey"],
+        &json!("ann.secret@customer.example"),
+    ] {
+        assert!(
+            !text.contains(secret.as_str().unwrap()),
+            "{secret} in {text}"
+        );
+    }
+    assert!(text.contains("license.created"), "{text}");
+
+    // Webhooks: its endpoint hears of P1's licenses only, and of nothing it may not read.
+    let mine = s
+        .send(
+            reqwest::Method::POST,
+            &s.dev("webhooks"),
+            Some(&restricted),
+            Some(&json!({"url": receiver.url, "eventTypes": ["*"]}).to_string()),
+        )
+        .await;
+    let mine = mine.ok().clone();
+    assert_eq!(mine["productIds"], json!([p1]));
+    let (theirs, _) = endpoint(&s, "https://hooks.example.com/all", json!(["*"])).await;
+    let listed = as_key(&restricted, "webhooks").await;
+    let ids: Vec<&Value> = listed.ok()["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| &w["id"])
+        .collect();
+    assert_eq!(
+        ids,
+        [&mine["id"]],
+        "an endpoint that hears more is not its to see"
+    );
+    as_key(&restricted, &format!("webhooks/{theirs}"))
+        .await
+        .err(404, "BAD_REQUEST");
+    as_key(&restricted, &format!("webhooks/{theirs}/deliveries"))
+        .await
+        .err(404, "BAD_REQUEST");
+
+    let suspend = |l: &Value| {
+        let s = &s;
+        let url = s.dev(&format!("licenses/id/{}", l["id"].as_str().unwrap()));
+        async move { s.put(&url, r#"{"suspended":true}"#).await.ok().clone() }
+    };
+    suspend(&l2).await;
+    s.post(
+        &s.dev("customers"),
+        r#"{"fullName":"Bob","email":"bob.secret@customer.example"}"#,
+    )
+    .await
+    .ok();
+    // Client events: a new device on each license, P2's first.
+    for (l, device) in [(&l2, "device-of-two-0"), (&l1, "device-of-one-0")] {
+        s.put(
+            &s.dev(&format!("licenses/id/{}", l["id"].as_str().unwrap())),
+            r#"{"suspended":false}"#,
+        )
+        .await
+        .ok();
+        s.client(
+            "verify",
+            &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device}),
+            Some("198.51.100.9"),
+        )
+        .await
+        .valid();
+    }
+    // The last event, about P1: once it arrives, every earlier one was fanned out.
+    suspend(&l1).await;
+    let got = receiver.wait_for(1).await;
+    let mut bodies: Vec<Value> = got.iter().map(Received::json).collect();
+    for _ in 0..300 {
+        if bodies.iter().any(|b| b["type"] == "license.suspended") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        bodies = receiver.got().iter().map(Received::json).collect();
+    }
+    let log = s
+        .send(
+            reqwest::Method::GET,
+            &s.dev(&format!(
+                "webhooks/{}/deliveries?pageSize=100",
+                mine["id"].as_str().unwrap()
+            )),
+            Some(&restricted),
+            None,
+        )
+        .await;
+    let log_text = log.body.to_string();
+    let received: String = bodies.iter().map(Value::to_string).collect();
+    for text in [&log_text, &received] {
+        for secret in [
+            l2["id"].as_str().unwrap(),
+            l2["licenseKey"].as_str().unwrap(),
+            "device-of-two",
+            "bob.secret",
+            "ann.secret",
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(
+            text.contains("device-of-one"),
+            "its own license's device: {text}"
+        );
+    }
+    let types: Vec<&str> = bodies.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert!(
+        types.contains(&"device.activated") && types.contains(&"license.suspended"),
+        "{types:?}"
+    );
+    assert!(
+        !types.iter().any(|t| t.starts_with("customer.")),
+        "{types:?}"
+    );
+
+    // Statistics name its products only.
+    let stats = as_key(&restricted, "statistics").await;
+    let top: Vec<&Value> = stats.ok()["topProducts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["id"])
+        .collect();
+    assert_eq!(top, [&p1]);
 }

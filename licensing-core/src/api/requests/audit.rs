@@ -4,7 +4,7 @@ use super::finish;
 use super::list::{Paging, Query, SortDirection};
 use crate::error::{ApiError, Validator};
 use crate::ids::parse_uuid;
-use crate::model::{Action, ActorKind, AuditEntry};
+use crate::model::{Action, ActorKind, AuditEntry, ProductRestriction, Scopes, Sight, sight};
 use crate::time::Timestamp;
 use crate::validate::check_length;
 
@@ -34,6 +34,9 @@ pub struct AuditQuery {
     pub from: Option<Timestamp>,
     /// Entries before this time.
     pub to: Option<Timestamp>,
+    /// Not a parameter: the caller's product restriction. Entries about records of other
+    /// products are left out (see [`sight`](crate::model::sight)).
+    pub products: ProductRestriction,
 }
 
 const KNOWN: [&str; 9] = [
@@ -112,6 +115,7 @@ impl AuditQuery {
             action,
             from,
             to,
+            products: None,
         })
     }
 
@@ -131,6 +135,12 @@ impl AuditQuery {
             && self.action.is_none_or(|a| entry.action == a)
             && self.from.is_none_or(|from| entry.at >= from)
             && self.to.is_none_or(|to| entry.at < to)
+            && sight(
+                &Scopes::All,
+                &self.products,
+                &entry.resource_type,
+                entry.product_ids.as_deref(),
+            ) != Sight::Hidden
     }
 
     /// Whether the newest entries come first.

@@ -10,6 +10,7 @@ use licensing_core::{ApiError, HwidId, IpId, LicenseId};
 
 use super::{Dev, Input};
 use crate::http::{Handled, store_error, success};
+use crate::services::audit::tied_to;
 use crate::state::AppState;
 
 /// `GET …/hwid`.
@@ -24,12 +25,7 @@ pub(super) async fn list_ips(dev: Dev, (license,): (LicenseId,), input: Input) -
 
 /// The audit's change of a forget or remember: the flag's new value.
 fn forgotten_change(forgotten: bool) -> Vec<FieldChange> {
-    vec![FieldChange {
-        field: "forgotten".into(),
-        old: None,
-        new: Some(forgotten.into()),
-        secret: false,
-    }]
+    vec![FieldChange::of("forgotten", None, Some(forgotten.into()))]
 }
 
 /// `PATCH …/hwid/{hwidId}`.
@@ -39,7 +35,7 @@ pub(super) async fn forget_hwid(
     input: Input,
 ) -> Handled {
     let forgotten = ForgottenBody::parse(&input.json().await?)?;
-    license_for(&dev, license, true).await?;
+    let products = changed_license_products(&dev, license).await?;
     let h = dev
         .state
         .store
@@ -49,14 +45,17 @@ pub(super) async fn forget_hwid(
             id,
             forgotten,
             dev.now,
-            &dev.journal(
-                if forgotten {
-                    Action::DeviceForgotten
-                } else {
-                    Action::DeviceRemembered
-                },
-                id,
-                forgotten_change(forgotten),
+            &tied_to(
+                dev.journal(
+                    if forgotten {
+                        Action::DeviceForgotten
+                    } else {
+                        Action::DeviceRemembered
+                    },
+                    id,
+                    forgotten_change(forgotten),
+                ),
+                &products,
             ),
         )
         .await
@@ -74,7 +73,7 @@ pub(super) async fn forget_hwid(
 /// `PATCH …/ip-address/{ipId}`.
 pub(super) async fn forget_ip(dev: Dev, (license, id): (LicenseId, IpId), input: Input) -> Handled {
     let forgotten = ForgottenBody::parse(&input.json().await?)?;
-    license_for(&dev, license, true).await?;
+    let products = changed_license_products(&dev, license).await?;
     let r = dev
         .state
         .store
@@ -84,14 +83,17 @@ pub(super) async fn forget_ip(dev: Dev, (license, id): (LicenseId, IpId), input:
             id,
             forgotten,
             dev.now,
-            &dev.journal(
-                if forgotten {
-                    Action::IpForgotten
-                } else {
-                    Action::IpRemembered
-                },
-                id,
-                forgotten_change(forgotten),
+            &tied_to(
+                dev.journal(
+                    if forgotten {
+                        Action::IpForgotten
+                    } else {
+                        Action::IpRemembered
+                    },
+                    id,
+                    forgotten_change(forgotten),
+                ),
+                &products,
             ),
         )
         .await
@@ -106,13 +108,13 @@ pub(super) async fn forget_ip(dev: Dev, (license, id): (LicenseId, IpId), input:
     ))
 }
 
-/// For a key restricted to products: 404 unless it may see the license, 403 unless it may
-/// change it when `change`. Unrestricted keys need no read here (the store checks the license
-/// exists).
-async fn license_for(dev: &Dev, license: LicenseId, change: bool) -> Result<(), ApiError> {
-    if dev.products().is_none() {
-        return Ok(());
-    }
+/// The products of license `license`, which the caller is about to change a record of: 404
+/// unless it may see the license, 403 unless it may change it. The audit entry and the event
+/// of the change are tied to them.
+async fn changed_license_products(
+    dev: &Dev,
+    license: LicenseId,
+) -> Result<Vec<licensing_core::ProductId>, ApiError> {
     let found = dev
         .state
         .store
@@ -121,11 +123,26 @@ async fn license_for(dev: &Dev, license: LicenseId, change: bool) -> Result<(), 
         .map_err(store_error)?
         .filter(|l| dev.sees(&l.product_ids))
         .ok_or(StoreError::NotFound(Entity::License))?;
-    if change {
-        dev.must_cover(&found.product_ids)?;
+    dev.must_cover(&found.product_ids)?;
+    Ok(found.product_ids)
+}
+
+/// For a key restricted to products: 404 unless it may see the license. Unrestricted keys
+/// need no read here (the store checks the license exists).
+async fn license_for(dev: &Dev, license: LicenseId) -> Result<(), ApiError> {
+    if dev.products().is_none() {
+        return Ok(());
     }
+    dev.state
+        .store
+        .get_license(dev.team, license)
+        .await
+        .map_err(store_error)?
+        .filter(|l| dev.sees(&l.product_ids))
+        .ok_or(StoreError::NotFound(Entity::License))?;
     Ok(())
 }
+
 #[derive(Clone, Copy)]
 enum Kind {
     Hwid,
@@ -147,7 +164,7 @@ async fn settings(
 
 async fn list(dev: Dev, license: LicenseId, input: Input, kind: Kind) -> Handled {
     let query = DeviceListQuery::parse(&input.query)?;
-    license_for(&dev, license, false).await?;
+    license_for(&dev, license).await?;
     let state = &dev.state;
     let settings = settings(state, dev.team).await?;
     let now = dev.now;

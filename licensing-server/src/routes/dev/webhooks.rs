@@ -32,7 +32,15 @@ async fn existing(dev: &Dev, id: WebhookId) -> Result<WebhookEndpoint, ApiError>
         .get_webhook(dev.team, id)
         .await
         .map_err(store_error)?
+        .filter(|e| visible(dev, e))
         .ok_or(StoreError::NotFound(Entity::Webhook).into())
+}
+
+/// Whether the caller may see (and manage) endpoint `e`: only when it could have created it,
+/// its scopes and products within the caller's. An endpoint receives what its creator could
+/// read, so its delivery log is no more than that either.
+fn visible(dev: &Dev, e: &WebhookEndpoint) -> bool {
+    dev.cannot_grant(&e.scopes, &e.product_ids).is_none()
 }
 
 /// The journal of a change to an endpoint: the view's fields, the secret as changed.
@@ -97,6 +105,9 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         previous_secret_until: None,
         created_at: dev.now,
         updated_at: dev.now,
+        // It receives what its creator may read, and no more.
+        scopes: dev.caller.scopes.clone(),
+        product_ids: dev.caller.product_ids.clone(),
     };
     dev.state
         .store
@@ -126,6 +137,7 @@ pub(super) async fn list(dev: Dev, (): (), _: Input) -> Handled {
         .await
         .map_err(store_error)?
         .iter()
+        .filter(|e| visible(&dev, e))
         .map(|e| WebhookView::of(e, dev.now))
         .collect();
     Ok(success(
@@ -253,11 +265,23 @@ pub(super) async fn send_test(dev: Dev, (id,): (WebhookId,), _: Input) -> Handle
             "message": "A test event sent from the developer API",
         }),
         changed_fields: None,
+        product_ids: None,
     };
     let delivery = WebhookDelivery::new(&event, endpoint.id, dev.now);
     dev.state
         .store
-        .insert_delivery(&delivery)
+        .insert_delivery(
+            &delivery,
+            &dev.journal(
+                Action::WebhookTestSent,
+                endpoint.id,
+                vec![FieldChange::of(
+                    "deliveryId",
+                    None,
+                    Some(delivery.id.to_string().into()),
+                )],
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(202, delivery, "Test event queued for delivery"))
@@ -288,6 +312,7 @@ async fn delivery(
     id: WebhookId,
     delivery: DeliveryId,
 ) -> Result<WebhookDelivery, ApiError> {
+    existing(dev, id).await?;
     dev.state
         .store
         .get_delivery(dev.team, id, delivery)
@@ -324,7 +349,17 @@ pub(super) async fn redeliver(
     );
     dev.state
         .store
-        .insert_delivery(&again)
+        .insert_delivery(
+            &again,
+            &dev.journal(
+                Action::WebhookRedelivered,
+                id,
+                vec![
+                    FieldChange::of("eventId", None, Some(d.event_id.to_string().into())),
+                    FieldChange::of("deliveryId", None, Some(again.id.to_string().into())),
+                ],
+            ),
+        )
         .await
         .map_err(store_error)?;
     Ok(success(202, again, "Event queued for delivery again"))

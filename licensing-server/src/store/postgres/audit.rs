@@ -10,7 +10,9 @@ use sqlx::query::Query;
 
 use super::{PgStore, backend, doc, ms, page, page_bounds};
 
-/// The filters of an audit query, `$1` to `$8`.
+/// The filters of an audit query, `$1` to `$9`. `$9` is the caller's product restriction: an
+/// entry of a record tied to products passes when one of them is among it (an entry without
+/// recorded products, when its record type is not tied to products).
 const FILTERS: &str = "team_id = $1
     AND ($2::text IS NULL OR resource_type = $2)
     AND ($3::text IS NULL OR resource_id = $3)
@@ -18,7 +20,10 @@ const FILTERS: &str = "team_id = $1
     AND ($5::text IS NULL OR actor_kind = $5)
     AND ($6::text IS NULL OR action = $6)
     AND ($7::bigint IS NULL OR at >= $7)
-    AND ($8::bigint IS NULL OR at < $8)";
+    AND ($8::bigint IS NULL OR at < $8)
+    AND ($9::uuid[] IS NULL
+         OR product_ids && $9
+         OR (product_ids IS NULL AND NOT (resource_type = ANY($10))))";
 
 /// Binds [`FILTERS`].
 fn bind_filters<'q>(
@@ -44,15 +49,27 @@ fn bind_filters<'q>(
         .bind(query.action.map(|a| a.as_str()))
         .bind(query.from.map(ms))
         .bind(query.to.map(ms))
+        .bind(query.products.as_ref().map(|ids| {
+            ids.iter()
+                .map(|p| *p.as_uuid())
+                .collect::<Vec<uuid::Uuid>>()
+        }))
+        .bind(licensing_core::model::PRODUCT_TIED_KINDS)
 }
 
 impl AuditStore for PgStore {
+    async fn record_journal(&self, journal: &Journal) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        super::write_journal(&mut tx, journal).await?;
+        tx.commit().await.map_err(backend)
+    }
+
     async fn list_audit(&self, team: TeamId, query: &AuditQuery) -> StoreResult<Page<AuditEntry>> {
         // Only fixed fragments are formatted in; every value is bound.
         let dir = if query.newest_first() { "DESC" } else { "ASC" };
         let sql = format!(
             "SELECT doc, count(*) OVER () AS total FROM audit_log WHERE {FILTERS}
-             ORDER BY at {dir}, id {dir} LIMIT $9 OFFSET $10"
+             ORDER BY at {dir}, id {dir} LIMIT $11 OFFSET $12"
         );
         let (limit, offset) = page_bounds(&query.paging);
         let rows = bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query)

@@ -53,10 +53,20 @@ const MIGRATIONS: &[Migration] = &[
         name: "license filters",
         sql: include_str!("migrations/0007_license_filters.sql"),
     },
+    Migration {
+        version: 8,
+        name: "audit entries' products",
+        sql: include_str!("migrations/0008_audit_products.sql"),
+    },
+    Migration {
+        version: 9,
+        name: "staff addresses unique per team",
+        sql: include_str!("migrations/0009_staff_per_team.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -230,8 +230,9 @@ async fn insert_audit(
         .unwrap_or_default();
     sqlx::query(
         "INSERT INTO audit_log
-           (id, team_id, at, actor_kind, actor_id, action, resource_type, resource_id, doc)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+           (id, team_id, at, actor_kind, actor_id, action, resource_type, resource_id, doc,
+            product_ids)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(e.id.as_uuid())
     .bind(e.team_id.as_uuid())
@@ -242,6 +243,11 @@ async fn insert_audit(
     .bind(&e.resource_type)
     .bind(&e.resource_id)
     .bind(json(e))
+    .bind(e.product_ids.as_ref().map(|ids| {
+        ids.iter()
+            .map(|p| *p.as_uuid())
+            .collect::<Vec<uuid::Uuid>>()
+    }))
     .execute(conn)
     .await
     .map_err(backend)?;

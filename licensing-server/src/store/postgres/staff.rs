@@ -1,5 +1,5 @@
 //! Staff accounts and their sessions: a row each, the record in `doc`, with the columns the
-//! lookups use (the lower-cased address is unique across the server).
+//! lookups use (the lower-cased address is unique in a team).
 
 use licensing_core::model::{StaffSession, StaffUser};
 use licensing_core::store::{
@@ -35,7 +35,7 @@ impl StaffStore for PgStore {
                 constraint(
                     e,
                     &[
-                        ("staff_users_email_unique", email_taken),
+                        ("staff_users_team_email_unique", email_taken),
                         ("staff_users_team_id_fkey", team_missing),
                     ],
                 )
@@ -54,14 +54,15 @@ impl StaffStore for PgStore {
             .transpose()
     }
 
-    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>> {
-        sqlx::query("SELECT doc FROM staff_users WHERE email = $1")
+    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
+        sqlx::query("SELECT doc FROM staff_users WHERE email = $1 ORDER BY created_at, id")
             .bind(email.to_lowercase())
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+            .iter()
+            .map(doc)
+            .collect()
     }
 
     async fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>> {
@@ -86,7 +87,7 @@ impl StaffStore for PgStore {
             .bind(json(user))
             .execute(&mut *tx)
             .await
-            .map_err(|e| constraint(e, &[("staff_users_email_unique", email_taken)]))?;
+            .map_err(|e| constraint(e, &[("staff_users_team_email_unique", email_taken)]))?;
             if done.rows_affected() == 0 {
                 return Err(user_missing());
             }
@@ -110,19 +111,21 @@ impl StaffStore for PgStore {
         })
     }
 
-    async fn create_session(&self, session: &StaffSession) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO staff_sessions (id_sha256, user_id, last_seen_at, doc)
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(&session.id_sha256)
-        .bind(session.user_id.as_uuid())
-        .bind(ms(session.last_seen_at))
-        .bind(json(session))
-        .execute(&self.pool)
-        .await
-        .map_err(|e| constraint(e, &[("staff_sessions_user_id_fkey", user_missing)]))
-        .map(drop)
+    async fn create_session(&self, session: &StaffSession, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            sqlx::query(
+                "INSERT INTO staff_sessions (id_sha256, user_id, last_seen_at, doc)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&session.id_sha256)
+            .bind(session.user_id.as_uuid())
+            .bind(ms(session.last_seen_at))
+            .bind(json(session))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, &[("staff_sessions_user_id_fkey", user_missing)]))
+            .map(drop)
+        })
     }
 
     async fn get_session(&self, id_sha256: &str) -> StoreResult<Option<StaffSession>> {
@@ -154,13 +157,18 @@ impl StaffStore for PgStore {
         .map(drop)
     }
 
-    async fn delete_session(&self, id_sha256: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM staff_sessions WHERE id_sha256 = $1")
+    async fn delete_session(&self, id_sha256: &str, journal: &Journal) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let gone = sqlx::query("DELETE FROM staff_sessions WHERE id_sha256 = $1")
             .bind(id_sha256)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
-            .map_err(backend)
-            .map(drop)
+            .map_err(backend)?
+            .rows_affected();
+        if gone > 0 {
+            super::write_journal(&mut tx, journal).await?;
+        }
+        tx.commit().await.map_err(backend)
     }
 
     async fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64> {

@@ -272,12 +272,13 @@ impl WebhookStore for PgStore {
         Ok(claimed)
     }
 
-    async fn insert_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
-        let mut conn = self.pool.acquire().await.map_err(backend)?;
-        if insert_delivery_row(&mut conn, d).await? == 0 {
-            return Err(StoreError::NotFound(Entity::Webhook));
-        }
-        Ok(())
+    async fn insert_delivery(&self, d: &WebhookDelivery, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            if insert_delivery_row(&mut tx, d).await? == 0 {
+                return Err(StoreError::NotFound(Entity::Webhook));
+            }
+            Ok(())
+        })
     }
 
     async fn update_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {

@@ -6,6 +6,7 @@
 //! | 2 | devices keyed by a digest of their identifier and addresses by their 16 bytes, so a request finds its own records without reading the others; per-license record counts; session keys |
 //! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
 //! | 4 | licenses, device and address records, customers, products, branches, releases and blacklist entries in the compact binary form of `codec.rs` instead of JSON |
+//! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -15,7 +16,8 @@
 //! written last.
 
 use licensing_core::model::{
-    BlacklistEntry, Branch, Customer, Hwid, IpRecord, License, Product, Release, WebhookDelivery,
+    BlacklistEntry, Branch, Customer, Hwid, IpRecord, License, Product, Release, StaffUser,
+    WebhookDelivery,
 };
 use std::os::unix::fs::DirBuilderExt as _;
 
@@ -26,7 +28,7 @@ use super::keys::{key, tag};
 use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -136,6 +138,12 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
             tracing::info!(records = rewritten, "store migrated to format 4");
         }
     }
+    if found < 5 {
+        let rewritten = v4_to_v5(tree)?;
+        if rewritten > 0 {
+            tracing::info!(accounts = rewritten, "store migrated to format 5");
+        }
+    }
     if found < FORMAT {
         tree.insert(version_key(), &FORMAT.to_be_bytes())
             .map_err(backend)?;
@@ -233,6 +241,31 @@ fn v3_to_v4(tree: &sled::Tree) -> StoreResult<usize> {
         + rewrite::<Branch>(tree, tag::BRANCH)?
         + rewrite::<Release>(tree, tag::RELEASE)?
         + rewrite::<BlacklistEntry>(tree, tag::BLACKLIST)?)
+}
+
+/// Format 4 to 5: each staff account's address index entry (`u` | address, valued id)
+/// rewritten as `u` | address | 0 | team. Entries of the new layout (a crash half way) hold the
+/// 0 byte, which no address does, and are left. Returns the entries rewritten.
+fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
+    let mut rewritten = 0;
+    for entry in tree.scan_prefix([tag::STAFF_EMAIL]) {
+        let (old, id) = entry.map_err(backend)?;
+        if old.contains(&0) {
+            continue;
+        }
+        let mut batch = sled::Batch::default();
+        batch.remove(old.clone());
+        if let Some(value) = tree.get(key(&[&[tag::STAFF], &id])).map_err(backend)? {
+            let user: StaffUser = decode(&value)?;
+            batch.insert(
+                super::staff::email_key(user.email.as_str(), user.team_id),
+                id,
+            );
+        }
+        tree.apply_batch(batch).map_err(backend)?;
+        rewritten += 1;
+    }
+    Ok(rewritten)
 }
 
 /// Rewrites the records of one table in `T`'s current encoding.

@@ -1549,7 +1549,10 @@ mod tests {
                 "{}".into(),
                 now,
             );
-            store.insert_delivery(&d).await.expect("insert");
+            store
+                .insert_delivery(&d, &Journal::NONE)
+                .await
+                .expect("insert");
             d
         });
         {

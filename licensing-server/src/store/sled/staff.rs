@@ -1,6 +1,7 @@
 //! Staff accounts and their sessions. An account is found by id (`U`), by its lower-cased
-//! e-mail address (`u`, which also keeps addresses unique) and by team (`V`); a session by the
-//! hash of its cookie (`G`), and an account's sessions by account (`g`).
+//! e-mail address and team (`u`, which also keeps an address unique in a team; an address's
+//! accounts in every team are one prefix) and by team (`V`); a session by the hash of its cookie
+//! (`G`), and an account's sessions by account (`g`).
 
 use licensing_core::StaffId;
 use licensing_core::model::{StaffSession, StaffUser};
@@ -11,8 +12,14 @@ fn staff_key(id: StaffId) -> Vec<u8> {
     key(&[&[tag::STAFF], id.as_bytes()])
 }
 
-fn email_key(email: &str) -> Vec<u8> {
-    key(&[&[tag::STAFF_EMAIL], email.to_lowercase().as_bytes()])
+/// The prefix of an address's accounts: the lower-cased address and a 0 byte (which no
+/// address holds).
+fn email_prefix(email: &str) -> Vec<u8> {
+    key(&[&[tag::STAFF_EMAIL], email.to_lowercase().as_bytes(), &[0]])
+}
+
+pub(super) fn email_key(email: &str, team: TeamId) -> Vec<u8> {
+    key(&[&email_prefix(email), team.as_bytes()])
 }
 
 fn team_staff_key(team: TeamId, id: StaffId) -> Vec<u8> {
@@ -31,9 +38,10 @@ fn staff_session_key(user: StaffId, id_sha256: &str) -> Vec<u8> {
     ])
 }
 
-/// Claims `email` for account `id` within `tx`: a conflict when another account holds it.
-fn claim_email(tx: &mut Tx<'_>, email: &str, id: StaffId) -> StoreResult<()> {
-    let k = email_key(email);
+/// Claims `email` in `team` for account `id` within `tx`: a conflict when another account of
+/// the team holds it.
+fn claim_email(tx: &mut Tx<'_>, email: &str, team: TeamId, id: StaffId) -> StoreResult<()> {
+    let k = email_key(email, team);
     if let Some(holder) = tx.get(&k)?
         && holder != id.as_bytes()
     {
@@ -63,7 +71,7 @@ impl StaffStore for SledStore {
             if tx.get(&team_key(user.team_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Team));
             }
-            claim_email(tx, user.email.as_str(), user.id)?;
+            claim_email(tx, user.email.as_str(), user.team_id, user.id)?;
             tx.put_record(staff_key(user.id), user)?;
             tx.put(team_staff_key(user.team_id, user.id), Vec::new());
             Ok(())
@@ -75,11 +83,16 @@ impl StaffStore for SledStore {
         self.get_record(&staff_key(id))
     }
 
-    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Option<StaffUser>> {
-        let Some(id) = self.inner.tree.get(email_key(email)).map_err(backend)? else {
-            return Ok(None);
-        };
-        self.get_record(&key(&[&[tag::STAFF], &id]))
+    async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
+        let mut found = Vec::new();
+        for kv in self.inner.tree.scan_prefix(email_prefix(email)) {
+            let (_, id) = kv.map_err(backend)?;
+            if let Some(user) = self.get_record::<StaffUser>(&key(&[&[tag::STAFF], &id]))? {
+                found.push(user);
+            }
+        }
+        found.sort_by_key(|u| (u.created_at, u.id));
+        Ok(found)
     }
 
     async fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>> {
@@ -103,9 +116,9 @@ impl StaffStore for SledStore {
                 .get_record(&staff_key(user.id))?
                 .filter(|old: &StaffUser| old.team_id == user.team_id)
                 .ok_or(StoreError::NotFound(Entity::Staff))?;
-            claim_email(tx, user.email.as_str(), user.id)?;
+            claim_email(tx, user.email.as_str(), user.team_id, user.id)?;
             if old.email.as_str().to_lowercase() != user.email.as_str().to_lowercase() {
-                tx.del(email_key(old.email.as_str()));
+                tx.del(email_key(old.email.as_str(), old.team_id));
             }
             tx.put_record(staff_key(user.id), user)
         })
@@ -120,7 +133,7 @@ impl StaffStore for SledStore {
                 .filter(|old: &StaffUser| old.team_id == team)
                 .ok_or(StoreError::NotFound(Entity::Staff))?;
             tx.del(staff_key(id));
-            tx.del(email_key(old.email.as_str()));
+            tx.del(email_key(old.email.as_str(), team));
             tx.del(team_staff_key(team, id));
             end_sessions(&tree, tx, id)?;
             Ok(())
@@ -128,8 +141,8 @@ impl StaffStore for SledStore {
         .await
     }
 
-    async fn create_session(&self, session: &StaffSession) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn create_session(&self, session: &StaffSession, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&staff_key(session.user_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Staff));
             }
@@ -164,12 +177,13 @@ impl StaffStore for SledStore {
         .map(drop)
     }
 
-    async fn delete_session(&self, id_sha256: &str) -> StoreResult<()> {
+    async fn delete_session(&self, id_sha256: &str, journal: &Journal) -> StoreResult<()> {
         self.durable(|tx| {
             let k = session_key(id_sha256);
             if let Some(session) = tx.get_record::<StaffSession>(&k)? {
                 tx.del(k);
                 tx.del(staff_session_key(session.user_id, id_sha256));
+                tx.journal(journal)?;
             }
             Ok(())
         })

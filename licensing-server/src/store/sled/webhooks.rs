@@ -293,8 +293,8 @@ impl WebhookStore for SledStore {
         self.due_deliveries(now, limit)
     }
 
-    async fn insert_delivery(&self, d: &WebhookDelivery) -> StoreResult<()> {
-        self.durable(|tx| {
+    async fn insert_delivery(&self, d: &WebhookDelivery, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
             if tx.get(&endpoint_key(d.team_id, d.endpoint_id))?.is_none() {
                 return Err(StoreError::NotFound(Entity::Webhook));
             }
