@@ -48,6 +48,8 @@ struct Plan {
     only: Option<&'static str>,
     /// Server processes on the one database (PostgreSQL only); requests alternate between them.
     instances: usize,
+    /// Records each license of the capped scenario holds (the full run: the server's cap).
+    capped_records: usize,
 }
 
 /// The load benchmark of the licensing server: seeds a data set, starts the real server in a child
@@ -117,6 +119,7 @@ impl Plan {
                 seconds: 0.5,
                 only: None,
                 instances: 1,
+                capped_records: 500,
             }
         } else {
             Self {
@@ -127,6 +130,7 @@ impl Plan {
                 seconds: 10.0,
                 only: None,
                 instances: 1,
+                capped_records: CAPPED_RECORDS,
             }
         };
         plan.seconds = args.seconds.unwrap_or(plan.seconds);
@@ -282,6 +286,69 @@ struct Seeded {
     /// License keys of the first team (searched for by the key search scenario).
     #[serde(default)]
     keys: Vec<String>,
+    /// The team of two full licenses (the capped scenario), and their keys.
+    #[serde(default)]
+    capped: Option<(TeamId, Vec<String>)>,
+}
+
+/// Records each license of the capped scenario holds: the server's cap per license.
+const CAPPED_RECORDS: usize = licensing_core::store::DEFAULT_MAX_RECORDS as usize;
+
+/// A team whose two licenses hold the most device and address records the server keeps, all
+/// seen two days ago, with limits of 20 and the team's timeout of an hour: a new address there
+/// counts the limit and makes room under the cap (the worst a client can make a license cost).
+async fn seed_capped(
+    store: &licensing_server::store::AnyStore,
+    records: usize,
+) -> (TeamId, Vec<String>) {
+    let created = services::teams::create_team(store, "Capped", Timestamp::now())
+        .await
+        .unwrap();
+    let settings = licensing_core::model::TeamSettings {
+        hwid_timeout: Some(60),
+        ip_timeout: Some(60),
+        ..Default::default()
+    };
+    let team = store
+        .update_settings(
+            created.team_id,
+            &settings,
+            Timestamp::now(),
+            &licensing_core::store::Journal::NONE,
+        )
+        .await
+        .unwrap();
+    let long_ago = Timestamp::from_millis(Timestamp::now().as_millis() - 48 * 3_600_000);
+    let mut keys = Vec::new();
+    for l in 0..2u32 {
+        let mut license = testing::license(team.id, long_ago);
+        license.hwid_limit = Some(20);
+        license.ip_limit = Some(20);
+        store
+            .create_license(&license, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
+        let (mut hwids, mut ips) = (Vec::new(), Vec::new());
+        for n in 0..records as u32 {
+            let activity = Activity {
+                hardware_id: Some(HardwareId::parse(&format!("capped-{l}-{n:08}")).unwrap()),
+                ip: std::net::IpAddr::from(std::net::Ipv4Addr::from(0x6400_0000 + (l << 20) + n)),
+                country: None,
+            };
+            hwids.push(licensing_core::store::new_hwid(
+                &license,
+                activity.hardware_id.as_ref().unwrap(),
+                long_ago,
+            ));
+            ips.push(licensing_core::store::new_ip(&license, &activity, long_ago));
+        }
+        store
+            .restore_usage(team.id, license.id, &hwids, &ips)
+            .await
+            .unwrap();
+        keys.push(license.license_key.as_str().to_owned());
+    }
+    (team.id, keys)
 }
 
 /// Seeds `data`, or with `--data DIR` reuses what an earlier run seeded there (for profiling a
@@ -388,8 +455,14 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                 signing_key: created.signing_key,
                 known,
                 keys,
+                capped: None,
             });
         }
+    }
+    if plan.runs(CAPPED)
+        && let Some(first) = &mut first
+    {
+        first.capped = Some(seed_capped(&store, plan.capped_records).await);
     }
     store.flush().await.unwrap();
     drop(store);
@@ -454,6 +527,9 @@ const HOT_PATH: [&str; 3] = [
 ];
 
 const NEW_DEVICE: &str = "verify, new device (recorded)";
+
+/// Another team's verify, measured while full licenses are hammered with new addresses.
+const CAPPED: &str = "verify, while full licenses are hammered";
 
 /// The hot-path scenarios: heartbeat of a known device, verify with a challenge, verify of a new
 /// device; `tag` is appended to their names (and keeps a second pass's new devices new).
@@ -964,6 +1040,49 @@ async fn run(plan: Plan, args: &Args) {
         results.extend(with);
     }
     enable(false).await;
+
+    // Another team's verify while four connections send new addresses to two full licenses
+    // (each admission counts a limit with the team's timeout and makes room under the cap).
+    if let (true, Some((team, capped))) = (plan.runs(CAPPED), &seeded.capped) {
+        let hammer_urls = each(
+            &bases,
+            &format!("/api/v1/client/teams/{team}/verification/verify"),
+        );
+        let capped = Arc::new(capped.clone());
+        let hammer = tokio::spawn(drive(
+            "  (new addresses to two full licenses, beside it)",
+            plan,
+            4,
+            Arc::new(move |h, n| {
+                let key = &capped[n as usize % capped.len()];
+                let ip = std::net::Ipv4Addr::from(0xc612_0000u32.wrapping_add(n as u32));
+                h.post(pick(&hammer_urls, n))
+                    .header("x-forwarded-for", ip.to_string())
+                    .json(&json!({
+                        "licenseKey": key,
+                        "hardwareIdentifier": format!("capped-new-{n:012}"),
+                    }))
+            }),
+        ));
+        let (urls, k) = (
+            each(&bases, &format!("{client_path}/verify")),
+            known.clone(),
+        );
+        let measured = drive(
+            CAPPED,
+            plan,
+            4,
+            Arc::new(move |h, n| {
+                let k = &k[n as usize % k.len()];
+                h.post(pick(&urls, n))
+                    .header("x-forwarded-for", &k.ip)
+                    .json(&json!({"licenseKey": k.license_key, "hardwareIdentifier": k.device}))
+            }),
+        )
+        .await;
+        results.push(measured);
+        results.push(hammer.await.unwrap());
+    }
 
     for (name, version) in [
         ("classloader, 1 MiB", "1.0.0"),

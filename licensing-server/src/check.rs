@@ -1,7 +1,7 @@
 //! `licensing-server check`: reads a whole store and says whether it is sound. On sled, every
-//! record decodes and every index, lookup key and counter agrees with its records (PostgreSQL
-//! keeps its own indexes and constraints); on both, every release's file is present, of its
-//! recorded size and MD5.
+//! record decodes and every index, lookup key and counter agrees with its records; on
+//! PostgreSQL (which keeps its own indexes and constraints) each license's record counts agree
+//! with its records; on both, every release's file is present, of its recorded size and MD5.
 
 use std::collections::BTreeMap;
 
@@ -28,10 +28,15 @@ pub struct Report {
 /// Checks `store` and its release files.
 pub async fn check(store: &AnyStore, files: &FileStore) -> Result<Report, ArchiveError> {
     let mut report = Report::default();
-    if let AnyStore::Sled(sled) = store {
-        let found = sled.check()?;
-        report.checked = found.checked;
-        report.problems = found.problems;
+    match store {
+        AnyStore::Sled(sled) => {
+            let found = sled.check()?;
+            report.checked = found.checked;
+            report.problems = found.problems;
+        }
+        AnyStore::Postgres(pg) => {
+            report.problems.extend(pg.check_record_counts().await?);
+        }
     }
     for team in store.list_teams().await? {
         *report.checked.entry("teams").or_default() += 1;

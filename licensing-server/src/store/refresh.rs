@@ -3,8 +3,8 @@
 //! ([`licensing_core::verify::admit_counted_own`]).
 //!
 //! Such a request needs no atomic step: it passes whatever concurrent requests do. So instead of
-//! a write per heartbeat, its refreshes are merged here per license, in shards that follow the
-//! sled store's lock stripes, and each store writes them in its own way (`sled/refresh.rs`,
+//! a write per heartbeat, its refreshes are merged here per license, in shards, and each store
+//! writes them in its own way (`sled/refresh.rs`,
 //! `postgres/activity.rs`): before a limit is counted on the license, before the developer API
 //! lists devices, licenses or statistics, and on every round of the store's flusher. Single
 //! license reads overlay the waiting `lastActiveAt`. Memory is bounded by the number of licenses
@@ -17,11 +17,10 @@ use licensing_core::model::License;
 use licensing_core::validate::Country;
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
-/// Shards of the waiting refreshes (the sled store's lock stripes are the same).
+/// Shards of the waiting refreshes.
 pub(crate) const STRIPES: usize = 256;
 
-/// The shard (and sled lock stripe) of a license: its id is random, so its first byte spreads
-/// them evenly.
+/// The shard of a license: its id is random, so its first byte spreads them evenly.
 pub(crate) fn stripe_of(license: LicenseId) -> usize {
     usize::from(license.as_bytes()[0]) % STRIPES
 }
@@ -162,6 +161,14 @@ impl Refreshes {
     pub(crate) fn take_license(&self, license: LicenseId) -> Option<(LicenseId, Refresh)> {
         let mut shard = self.shard(license).lock().ok()?;
         shard.remove(&license).map(|r| (license, r))
+    }
+
+    /// The licenses with a waiting refresh in shard `i` (left waiting).
+    pub(crate) fn licenses_in(&self, i: usize) -> Vec<LicenseId> {
+        match self.shards[i % STRIPES].lock() {
+            Ok(shard) => shard.keys().copied().collect(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Takes every waiting refresh of shard `i`.

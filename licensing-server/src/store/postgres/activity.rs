@@ -27,7 +27,7 @@ use licensing_core::store::Activity;
 macro_rules! own_read {
     ($where:literal) => {
         concat!(
-            "SELECT l.doc, l.last_active_at,
+            "SELECT l.doc, l.last_active_at, l.hwid_records, l.ip_records,
        h.id AS h_id, h.identifier AS h_identifier, h.forgotten AS h_forgotten,
        h.last_seen_at AS h_last_seen_at, h.created_at AS h_created_at,
        h.updated_at AS h_updated_at,
@@ -54,6 +54,8 @@ struct Own {
     license: License,
     hwid: Option<Hwid>,
     ip: Option<IpRecord>,
+    /// The license's counts of its device and address records.
+    held: (i64, i64),
 }
 
 /// Reads the `h_`/`i_` prefixed columns of a joined row as records.
@@ -76,10 +78,15 @@ fn own(row: &PgRow, team: TeamId, activity: &Activity) -> StoreResult<Own> {
         Some(_) => Some(Prefixed { row, prefix: "i_" }.ip(team, license_id)?),
     }
     .filter(|r| r.address == activity.ip.to_canonical());
+    let held = (
+        i64::from(row.try_get::<i32, _>("hwid_records").map_err(backend)?),
+        i64::from(row.try_get::<i32, _>("ip_records").map_err(backend)?),
+    );
     Ok(Own {
         license: l,
         hwid,
         ip,
+        held,
     })
 }
 
@@ -88,77 +95,133 @@ fn cutoff(timeout: Option<u32>, now: Timestamp) -> Option<i64> {
     timeout.map(|minutes| ms(now) - i64::from(minutes) * 60_000)
 }
 
-/// How many records of `kind` count against the license's limit now.
+/// How many records of `kind` count against the license's limit now, counting no further than
+/// `limit` (the decision needs no more): the index of counting records by last use is read
+/// from the cutoff on, so what does not count is never read.
 async fn counted(
     conn: &mut PgConnection,
-    license: LicenseId,
+    license: &License,
     kind: RecordKind,
     timeout: Option<u32>,
     now: Timestamp,
 ) -> StoreResult<u64> {
-    let sql: &'static str = match kind {
-        RecordKind::Hwid => {
-            "SELECT count(*) FROM hwids WHERE license_id = $1 AND NOT forgotten
-               AND ($2::bigint IS NULL OR last_seen_at >= $2)"
-        }
-        RecordKind::Ip => {
-            "SELECT count(*) FROM ips WHERE license_id = $1 AND NOT forgotten
-               AND ($2::bigint IS NULL OR last_seen_at >= $2)"
-        }
+    let limit = match kind {
+        RecordKind::Hwid => license.hwid_limit,
+        RecordKind::Ip => license.ip_limit,
     };
-    let n: i64 = sqlx::query_scalar(sql)
-        .bind(license.as_uuid())
-        .bind(cutoff(timeout, now))
-        .fetch_one(conn)
-        .await
-        .map_err(backend)?;
+    let (sql, at_most) = counting_sql(kind, timeout.is_some(), limit);
+    let mut query = sqlx::query_scalar(sql).bind(license.id.as_uuid());
+    if let Some(since) = cutoff(timeout, now) {
+        query = query.bind(since);
+    }
+    let n: i64 = query.bind(at_most).fetch_one(conn).await.map_err(backend)?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// The statement [`counted`] runs, and its bound: `$1` the license, then the cutoff when there
+/// is a timeout, then the bound. One statement per case, so that its plan (generic or not)
+/// always reads the index from the cutoff.
+fn counting_sql(kind: RecordKind, timed: bool, limit: Option<u32>) -> (&'static str, i64) {
+    let sql = match (kind, timed) {
+        (RecordKind::Hwid, true) => {
+            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+               AND last_seen_at >= $2 LIMIT $3) counting"
+        }
+        (RecordKind::Hwid, false) => {
+            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+               LIMIT $2) counting"
+        }
+        (RecordKind::Ip, true) => {
+            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+               AND last_seen_at >= $2 LIMIT $3) counting"
+        }
+        (RecordKind::Ip, false) => {
+            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+               LIMIT $2) counting"
+        }
+    };
+    (sql, limit.map_or(i64::MAX, i64::from).max(1))
+}
+
+/// The oldest records of a kind that count against nothing, at most `$2`: forgotten ones, and
+/// among the others those the condition names. Each part reads its index in order, no further
+/// than it takes.
+macro_rules! victims_sql {
+    ($table:literal, $key:literal, $others:literal) => {
+        concat!(
+            "SELECT ",
+            $key,
+            " FROM (
+               (SELECT ",
+            $key,
+            ", last_seen_at, id FROM ",
+            $table,
+            "
+                 WHERE license_id = $1 AND forgotten ORDER BY last_seen_at, id LIMIT $2)
+               UNION ALL
+               (SELECT ",
+            $key,
+            ", last_seen_at, id FROM ",
+            $table,
+            "
+                 WHERE license_id = $1 AND NOT forgotten ",
+            $others,
+            "
+                 ORDER BY last_seen_at, id LIMIT $2)
+             ) v ORDER BY last_seen_at, id LIMIT $2"
+        )
+    };
+}
+
 /// Room under the cap for one new record of `kind`: the keys of the records to drop first
-/// (empty when there is room), or `None` when none may be dropped.
+/// (empty when there is room), or `None` when none may be dropped. The license's count of its
+/// records decides whether it is full; only a full one reads records, its oldest that count
+/// against nothing.
 async fn room(
     conn: &mut PgConnection,
     license: &License,
+    held: i64,
     kind: RecordKind,
     rules: &ActivityRules<'_>,
     now: Timestamp,
 ) -> StoreResult<Option<Vec<Vec<u8>>>> {
-    let (count_sql, victims_sql, limit, timeout): (&'static str, &'static str, _, _) = match kind {
-        RecordKind::Hwid => (
-            "SELECT count(*) FROM hwids WHERE license_id = $1",
-            "SELECT digest FROM hwids WHERE license_id = $1
-               AND (NOT $2 OR forgotten OR ($3::bigint IS NOT NULL AND last_seen_at < $3))
-             ORDER BY last_seen_at, id LIMIT $4",
-            license.hwid_limit,
-            rules.settings.hwid_timeout,
-        ),
-        RecordKind::Ip => (
-            "SELECT count(*) FROM ips WHERE license_id = $1",
-            "SELECT address FROM ips WHERE license_id = $1
-               AND (NOT $2 OR forgotten OR ($3::bigint IS NOT NULL AND last_seen_at < $3))
-             ORDER BY last_seen_at, id LIMIT $4",
-            license.ip_limit,
-            rules.settings.ip_timeout,
-        ),
-    };
-    let held: i64 = sqlx::query_scalar(count_sql)
-        .bind(license.id.as_uuid())
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(backend)?;
     if held < i64::from(rules.max_records) {
         return Ok(Some(Vec::new()));
     }
-    let victims: Vec<Vec<u8>> = sqlx::query_scalar(victims_sql)
+    let (limit, timeout) = match kind {
+        RecordKind::Hwid => (license.hwid_limit, rules.settings.hwid_timeout),
+        RecordKind::Ip => (license.ip_limit, rules.settings.ip_timeout),
+    };
+    let limited = limit.is_some_and(|l| l > 0);
+    let (sql, timed) = victims_sql(kind, limited, timeout.is_some());
+    let mut query = sqlx::query_scalar(sql)
         .bind(license.id.as_uuid())
-        .bind(limit.is_some_and(|l| l > 0))
-        .bind(cutoff(timeout, now))
-        .bind(prune_batch(rules.max_records) as i64)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .bind(prune_batch(rules.max_records) as i64);
+    if timed {
+        query = query.bind(cutoff(timeout, now));
+    }
+    let victims: Vec<Vec<u8>> = query.fetch_all(&mut *conn).await.map_err(backend)?;
     Ok((!victims.is_empty()).then_some(victims))
+}
+
+/// The statement [`room`] runs, and whether it takes the cutoff (`$3`): which of the records
+/// that are not forgotten may go is every one without a limit, those past the timeout with one,
+/// none with a limit and no timeout.
+fn victims_sql(kind: RecordKind, limited: bool, timed: bool) -> (&'static str, bool) {
+    match (kind, limited, timed) {
+        (RecordKind::Hwid, false, _) => (victims_sql!("hwids", "digest", ""), false),
+        (RecordKind::Hwid, true, true) => (
+            victims_sql!("hwids", "digest", "AND last_seen_at < $3"),
+            true,
+        ),
+        (RecordKind::Hwid, true, false) => (victims_sql!("hwids", "digest", "AND false"), false),
+        (RecordKind::Ip, false, _) => (victims_sql!("ips", "address", ""), false),
+        (RecordKind::Ip, true, true) => (
+            victims_sql!("ips", "address", "AND last_seen_at < $3"),
+            true,
+        ),
+        (RecordKind::Ip, true, false) => (victims_sql!("ips", "address", "AND false"), false),
+    }
 }
 
 /// Decides step 7 with the license row locked, counting a limit only when it is at stake.
@@ -193,7 +256,7 @@ async fn decide(
                     RecordKind::Hwid => settings.hwid_timeout,
                     RecordKind::Ip => settings.ip_timeout,
                 };
-                known[slot(kind)] = Some(counted(conn, own.license.id, kind, timeout, now).await?);
+                known[slot(kind)] = Some(counted(conn, &own.license, kind, timeout, now).await?);
             }
         }
     }
@@ -360,6 +423,8 @@ impl ActivityStore for PgStore {
             license: read.license.clone(),
             hwid: hwid.clone(),
             ip: ip.clone(),
+            // Not read here: only the atomic step needs them, and it reads the license again.
+            held: (0, 0),
         };
         if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
             return Ok(Ok(recorded));
@@ -508,14 +573,32 @@ impl PgStore {
         // Room under the cap, decided before anything changes.
         let mut drop_hwids = Vec::new();
         if matches!(admission.hwid, Some(RecordChange::Create)) {
-            match room(&mut *tx, &found.license, RecordKind::Hwid, rules, now).await? {
+            match room(
+                &mut *tx,
+                &found.license,
+                found.held.0,
+                RecordKind::Hwid,
+                rules,
+                now,
+            )
+            .await?
+            {
                 Some(victims) => drop_hwids = victims,
                 None => return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records))),
             }
         }
         let mut drop_ips = Vec::new();
         if admission.ip == RecordChange::Create {
-            match room(&mut *tx, &found.license, RecordKind::Ip, rules, now).await? {
+            match room(
+                &mut *tx,
+                &found.license,
+                found.held.1,
+                RecordKind::Ip,
+                rules,
+                now,
+            )
+            .await?
+            {
                 Some(victims) => drop_ips = victims,
                 None => return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records))),
             }
@@ -537,6 +620,22 @@ impl PgStore {
                 .map_err(backend)?;
         }
         let license = apply(&mut *tx, &found, &admission, rules, activity, now).await?;
+        // The license's counts follow the records made and dropped.
+        let hwids = i64::from(matches!(admission.hwid, Some(RecordChange::Create)))
+            - drop_hwids.len() as i64;
+        let ips = i64::from(matches!(admission.ip, RecordChange::Create)) - drop_ips.len() as i64;
+        if hwids != 0 || ips != 0 {
+            sqlx::query(
+                "UPDATE licenses SET hwid_records = hwid_records + $2, ip_records = ip_records + $3
+                 WHERE id = $1",
+            )
+            .bind(license_id.as_uuid())
+            .bind(i32::try_from(hwids).unwrap_or(0))
+            .bind(i32::try_from(ips).unwrap_or(0))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
         Ok(Ok(Recorded { license, admission }))
     }
 }
@@ -575,5 +674,198 @@ impl PgStore {
         .await
         .map_err(backend)?;
         Ok(())
+    }
+}
+
+impl PgStore {
+    /// The licenses whose counts of device and address records disagree with their records,
+    /// one sentence each (`check`).
+    pub async fn check_record_counts(&self) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT l.id, l.hwid_records, l.ip_records,
+               (SELECT count(*) FROM hwids h WHERE h.license_id = l.id) AS hwids,
+               (SELECT count(*) FROM ips i WHERE i.license_id = l.id) AS ips
+             FROM licenses l
+             WHERE l.hwid_records <> (SELECT count(*) FROM hwids h WHERE h.license_id = l.id)
+                OR l.ip_records <> (SELECT count(*) FROM ips i WHERE i.license_id = l.id)",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let id: uuid::Uuid = row.try_get("id").map_err(backend)?;
+                let counted: (i32, i32) = (
+                    row.try_get("hwid_records").map_err(backend)?,
+                    row.try_get("ip_records").map_err(backend)?,
+                );
+                let held: (i64, i64) = (
+                    row.try_get("hwids").map_err(backend)?,
+                    row.try_get("ips").map_err(backend)?,
+                );
+                Ok(format!(
+                    "license {id} counts {} devices and {} addresses but holds {} and {}",
+                    counted.0, counted.1, held.0, held.1
+                ))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::api::ResultCode;
+    use licensing_core::model::TeamSettings;
+    use licensing_core::store::{
+        Activity, ActivityRules, ActivityStore, DeviceStore, Journal, LicenseStore, testing,
+    };
+    use licensing_core::{IpId, Timestamp};
+    use serde_json::Value;
+
+    use super::*;
+
+    /// Rows the scans of an `EXPLAIN (ANALYZE, FORMAT JSON)` plan read: returned or filtered
+    /// out, over every loop.
+    fn rows_read(plan: &Value) -> u64 {
+        let own = if plan["Node Type"]
+            .as_str()
+            .is_some_and(|t| t.contains("Scan"))
+        {
+            let loops = plan["Actual Loops"].as_u64().unwrap_or(1);
+            let rows = plan["Actual Rows"].as_u64().unwrap_or(0)
+                + plan["Rows Removed by Filter"].as_u64().unwrap_or(0)
+                + plan["Rows Removed by Index Recheck"].as_u64().unwrap_or(0);
+            rows * loops
+        } else {
+            0
+        };
+        own + plan["Plans"]
+            .as_array()
+            .map_or(0, |plans| plans.iter().map(rows_read).sum())
+    }
+
+    /// BUG-9 on PostgreSQL: the admission of a new address to a license holding 2,000 records
+    /// reads no more rows than its decision needs, by the plans of the very statements it runs
+    /// (generic plans among them: the sixth execution of a prepared statement may use one).
+    #[test]
+    fn a_full_license_admits_reading_only_what_decides() {
+        if !crate::testing::postgres::available() {
+            return;
+        }
+        const HELD: u32 = 2_000;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let url = crate::testing::postgres::database().await.unwrap();
+            let store = PgStore::connect(&url, 4).await.unwrap();
+            let team = testing::team(&store, "A").await;
+            let now = Timestamp::from_millis(1_800_000_000_000);
+            let old = Timestamp::from_millis(now.as_millis() - 48 * 3_600_000);
+            let mut license = testing::license(team.id, now);
+            license.ip_limit = Some(5);
+            store
+                .create_license(&license, &Journal::NONE)
+                .await
+                .unwrap();
+            let ips: Vec<IpRecord> = (0..HELD)
+                .map(|i| IpRecord {
+                    id: IpId::new(),
+                    address: std::net::IpAddr::from([10, 0, (i / 256) as u8, i as u8]),
+                    forgotten: i % 100 == 50,
+                    country: None,
+                    alpha2: None,
+                    alpha3: None,
+                    license_id: license.id,
+                    team_id: team.id,
+                    last_seen_at: if i < 3 { now } else { old },
+                    created_at: old,
+                    updated_at: old,
+                })
+                .collect();
+            store
+                .restore_usage(team.id, license.id, &[], &ips)
+                .await
+                .unwrap();
+            sqlx::query("ANALYZE ips")
+                .execute(&store.pool)
+                .await
+                .unwrap();
+            let mut conn = store.pool.acquire().await.unwrap();
+            // Force generic plans, the worst case of a prepared statement.
+            sqlx::query("SET plan_cache_mode = force_generic_plan")
+                .execute(&mut *conn)
+                .await
+                .unwrap();
+            let explain = |sql: &str| format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}");
+            let cut = now.as_millis() - 60 * 60_000;
+            // Counting with a timeout: the records within it (three), no more.
+            let (sql, at_most) = counting_sql(RecordKind::Ip, true, Some(5));
+            let plan: Value = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(sql)))
+                .bind(license.id.as_uuid())
+                .bind(cut)
+                .bind(at_most)
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+            assert!(rows_read(&plan[0]["Plan"]) <= 5, "{plan:#}");
+            // Without one: up to the limit.
+            let (sql, at_most) = counting_sql(RecordKind::Ip, false, Some(5));
+            let plan: Value = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(sql)))
+                .bind(license.id.as_uuid())
+                .bind(at_most)
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+            assert!(rows_read(&plan[0]["Plan"]) <= 5, "{plan:#}");
+            // Making room: a batch of the oldest that count against nothing, of each kind.
+            let batch = prune_batch(HELD) as i64;
+            for (limited, timed) in [(true, true), (false, false), (true, false)] {
+                let (sql, binds_cutoff) = victims_sql(RecordKind::Ip, limited, timed);
+                let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(sql)))
+                    .bind(license.id.as_uuid())
+                    .bind(batch);
+                if binds_cutoff {
+                    query = query.bind(cut);
+                }
+                let plan: Value = query.fetch_one(&mut *conn).await.unwrap();
+                let read = rows_read(&plan[0]["Plan"]);
+                assert!(
+                    read <= 2 * batch as u64 + 2,
+                    "{limited} {timed}: {read}: {plan:#}"
+                );
+            }
+            drop(conn);
+
+            // And the step itself: at the cap, room is made and the new address admitted;
+            // then the limit holds.
+            let settings = TeamSettings {
+                ip_timeout: Some(60),
+                ..TeamSettings::default()
+            };
+            let mut rules = ActivityRules::new(&settings);
+            rules.max_records = HELD;
+            let new_address = |n: u8| Activity {
+                hardware_id: None,
+                ip: std::net::IpAddr::from([198, 51, 100, n]),
+                country: None,
+            };
+            for n in 1..=2 {
+                store
+                    .record_activity(team.id, license.id, &rules, &new_address(n), now)
+                    .await
+                    .unwrap()
+                    .expect("admitted");
+            }
+            let refused = store
+                .record_activity(team.id, license.id, &rules, &new_address(3), now)
+                .await
+                .unwrap()
+                .expect_err("the limit");
+            assert_eq!(refused.code, ResultCode::IpLimitReached);
+            assert!(store.check_record_counts().await.unwrap().is_empty());
+        });
     }
 }

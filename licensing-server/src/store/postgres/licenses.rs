@@ -716,6 +716,16 @@ impl DeviceStore for PgStore {
                 .await
                 .map_err(backend)?;
             }
+            sqlx::query(
+                "UPDATE licenses SET
+                   hwid_records = (SELECT count(*) FROM hwids WHERE license_id = $1),
+                   ip_records = (SELECT count(*) FROM ips WHERE license_id = $1)
+                 WHERE id = $1",
+            )
+            .bind(license.as_uuid())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
             Ok(())
         })
     }

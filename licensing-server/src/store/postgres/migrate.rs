@@ -63,10 +63,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "staff addresses unique per team",
         sql: include_str!("migrations/0009_staff_per_team.sql"),
     },
+    Migration {
+        version: 10,
+        name: "record counts and records by last use",
+        sql: include_str!("migrations/0010_record_counts.sql"),
+    },
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -12,7 +12,7 @@
 use licensing_core::model::{Hwid, IpRecord, License, UsageRecord, admission_events};
 use licensing_core::store::{
     Activity, ActivityRules, Entity, Journal, Recorded, StoreError, StoreResult, cap_reached,
-    license_after, new_hwid, new_ip, prune_batch, prune_victims, refresh_hwid, refresh_ip,
+    license_after, new_hwid, new_ip, prune_batch, refresh_hwid, refresh_ip,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
@@ -20,8 +20,13 @@ use licensing_core::{LicenseId, TeamId, Timestamp};
 use super::keys::{key, tag};
 use super::{
     Record, SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key,
-    license_key, put_license, tally_key,
+    license_key, put_license, seen, tally_key,
 };
+
+/// The earliest `lastSeenAt` within `timeout` minutes of `now`.
+fn cutoff(now: Timestamp, timeout: u32) -> Timestamp {
+    Timestamp::from_millis(now.as_millis() - i64::from(timeout) * 60_000)
+}
 
 /// The request's own device and address records, when the license has them (read through `tx`,
 /// so staged changes count).
@@ -160,20 +165,30 @@ impl SledStore {
         let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
         let mut ip_tally = Tally::read(tx, &tally_key(tag::IP, team, license))?;
         let (hwid_tally_before, ip_tally_before) = (hwid_tally, ip_tally);
+        let reads = &self.inner.seen_reads;
+        let tree = &self.inner.tree;
         let counted = |kind: RecordKind| -> StoreResult<u64> {
-            match kind {
-                RecordKind::Hwid => match settings.hwid_timeout {
-                    None => Ok(hwid_tally.counting()),
-                    Some(timeout) => {
-                        self.count_seen::<Hwid>(tag::HWID, team, license, timeout, now)
-                    }
-                },
-                RecordKind::Ip => match settings.ip_timeout {
-                    None => Ok(ip_tally.counting()),
-                    Some(timeout) => {
-                        self.count_seen::<IpRecord>(tag::IP, team, license, timeout, now)
-                    }
-                },
+            let (table, tally, timeout, limit) = match kind {
+                RecordKind::Hwid => (
+                    tag::HWID,
+                    hwid_tally,
+                    settings.hwid_timeout,
+                    current.hwid_limit,
+                ),
+                RecordKind::Ip => (tag::IP, ip_tally, settings.ip_timeout, current.ip_limit),
+            };
+            match timeout {
+                None => Ok(tally.counting()),
+                // Only the records seen within the timeout are read, and no more than the limit.
+                Some(timeout) => seen::count_since(
+                    tree,
+                    reads,
+                    table,
+                    team,
+                    license,
+                    cutoff(now, timeout),
+                    limit.map_or(u64::MAX, u64::from).max(1),
+                ),
             }
         };
         let admission = match verify::admit_own(
@@ -195,13 +210,14 @@ impl SledStore {
         if matches!(admission.hwid, Some(RecordChange::Create))
             && hwid_tally.total >= u64::from(rules.max_records)
         {
-            drop_hwids = self.victims::<Hwid>(
+            drop_hwids = seen::victims(
+                tree,
+                reads,
                 tag::HWID,
                 team,
                 license,
-                current.hwid_limit,
-                settings.hwid_timeout,
-                now,
+                current.hwid_limit.is_some_and(|l| l > 0),
+                settings.hwid_timeout.map(|t| cutoff(now, t)),
                 want,
             )?;
             if drop_hwids.is_empty() {
@@ -210,39 +226,43 @@ impl SledStore {
         }
         let mut drop_ips = Vec::new();
         if admission.ip == RecordChange::Create && ip_tally.total >= u64::from(rules.max_records) {
-            drop_ips = self.victims::<IpRecord>(
+            drop_ips = seen::victims(
+                tree,
+                reads,
                 tag::IP,
                 team,
                 license,
-                current.ip_limit,
-                settings.ip_timeout,
-                now,
+                current.ip_limit.is_some_and(|l| l > 0),
+                settings.ip_timeout.map(|t| cutoff(now, t)),
                 want,
             )?;
             if drop_ips.is_empty() {
                 return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records)));
             }
         }
-        for (k, forgotten) in drop_hwids {
-            tx.del(k);
-            hwid_tally.remove(forgotten);
+        for victim in drop_hwids {
+            tx.del(victim.record);
+            tx.del(victim.entry);
+            hwid_tally.remove(victim.forgotten);
         }
-        for (k, forgotten) in drop_ips {
-            tx.del(k);
-            ip_tally.remove(forgotten);
+        for victim in drop_ips {
+            tx.del(victim.record);
+            tx.del(victim.entry);
+            ip_tally.remove(victim.forgotten);
         }
         let mut new_device = None;
         match (admission.hwid, hardware_id) {
             (Some(RecordChange::Create), Some(h)) => {
                 let record = new_hwid(&current, h, now);
-                tx.put_record(hwid_key(team, license, h), &record)?;
+                tx.put_usage(None, &record)?;
                 hwid_tally.total += 1;
                 new_device = Some(record);
             }
-            (Some(RecordChange::Refresh { was_forgotten, .. }), Some(h)) => {
-                if let Some(mut record) = own_hwid {
+            (Some(RecordChange::Refresh { was_forgotten, .. }), Some(_)) => {
+                if let Some(old) = own_hwid {
+                    let mut record = old.clone();
                     refresh_hwid(&mut record, now);
-                    tx.put_record(hwid_key(team, license, h), &record)?;
+                    tx.put_usage(Some(&old), &record)?;
                     if was_forgotten {
                         hwid_tally.unforget();
                     }
@@ -252,16 +272,14 @@ impl SledStore {
         }
         match admission.ip {
             RecordChange::Create => {
-                tx.put_record(
-                    ip_key(team, license, activity.ip),
-                    &new_ip(&current, activity, now),
-                )?;
+                tx.put_usage(None, &new_ip(&current, activity, now))?;
                 ip_tally.total += 1;
             }
             RecordChange::Refresh { was_forgotten, .. } => {
-                if let Some(mut record) = own_ip {
+                if let Some(old) = own_ip {
+                    let mut record = old.clone();
                     refresh_ip(&mut record, activity, now);
-                    tx.put_record(ip_key(team, license, activity.ip), &record)?;
+                    tx.put_usage(Some(&old), &record)?;
                     if was_forgotten {
                         ip_tally.unforget();
                     }
@@ -302,41 +320,6 @@ impl SledStore {
         }))
     }
 
-    /// The license's records of one kind that count now, with the team's timeout.
-    fn count_seen<R: UsageRecord + Record>(
-        &self,
-        table: u8,
-        team: TeamId,
-        license: LicenseId,
-        timeout: u32,
-        now: Timestamp,
-    ) -> StoreResult<u64> {
-        let records: Vec<R> = self.usage(table, team, license)?;
-        Ok(records
-            .iter()
-            .filter(|r| verify::counts(r.forgotten(), r.last_seen_at(), Some(timeout), now))
-            .count() as u64)
-    }
-
-    /// The keys (and `forgotten`) of the records to drop to make room under the cap.
-    #[allow(clippy::too_many_arguments)]
-    fn victims<R: UsageRecord + Record + Keyed>(
-        &self,
-        table: u8,
-        team: TeamId,
-        license: LicenseId,
-        limit: Option<u32>,
-        timeout: Option<u32>,
-        now: Timestamp,
-        want: usize,
-    ) -> StoreResult<Vec<(Vec<u8>, bool)>> {
-        let records: Vec<R> = self.usage(table, team, license)?;
-        Ok(prune_victims(&records, limit, timeout, now, want)
-            .into_iter()
-            .map(|r| (r.storage_key(), r.forgotten()))
-            .collect())
-    }
-
     /// Marks one of a license's records (found by id among them) forgotten or remembered.
     pub(super) async fn set_forgotten<R>(
         &self,
@@ -348,7 +331,7 @@ impl SledStore {
         now: Timestamp,
     ) -> StoreResult<R>
     where
-        R: UsageRecord + Record + Keyed,
+        R: UsageRecord + Record + Keyed + Clone,
     {
         let table = R::TABLE;
         self.journaled_touching(journal, super::Touch::License(license), |tx| {
@@ -364,8 +347,9 @@ impl SledStore {
                     break;
                 }
             }
-            let (k, mut record) = found.ok_or(StoreError::NotFound(R::MISSING))?;
-            let was = record.forgotten();
+            let (_, old) = found.ok_or(StoreError::NotFound(R::MISSING))?;
+            let was = old.forgotten();
+            let mut record: R = old.clone();
             record.set_forgotten(forgotten, now);
             if was != forgotten {
                 let tally_k = tally_key(table, team, license);
@@ -377,7 +361,7 @@ impl SledStore {
                 }
                 tx.put(tally_k, tally.encode().to_vec());
             }
-            tx.put_record(k, &record)?;
+            tx.put_usage(Some(&old), &record)?;
             Ok(record)
         })
         .await

@@ -189,6 +189,9 @@ impl SledStore {
 
         // Devices and addresses: keyed by value under a license, counted per license.
         let mut tallies: HashMap<(u8, TeamId, LicenseId), Tally> = HashMap::new();
+        // Each record has its entry in the index by last use, and the index holds no other.
+        let mut records = 0u64;
+        let mut missing_entries = 0u64;
         for (table, kind) in [(tag::HWID, "devices"), (tag::IP, "addresses")] {
             for kv in tree.scan_prefix([table]) {
                 let (k, v) = kv.map_err(backend)?;
@@ -208,9 +211,13 @@ impl SledStore {
                     found.problem(format!("{kind} key {} is malformed", hex::encode(&k)));
                     continue;
                 };
-                let (expected_key, forgotten) = if table == tag::HWID {
+                let (expected_key, forgotten, entry) = if table == tag::HWID {
                     match decode::<Hwid>(&v) {
-                        Ok(h) => (hwid_key(team, license, &h.identifier), h.forgotten),
+                        Ok(h) => (
+                            hwid_key(team, license, &h.identifier),
+                            h.forgotten,
+                            super::seen::entry_key(&h),
+                        ),
                         Err(e) => {
                             found.problem(format!(
                                 "device record {} does not decode: {e}",
@@ -221,7 +228,11 @@ impl SledStore {
                     }
                 } else {
                     match decode::<IpRecord>(&v) {
-                        Ok(r) => (ip_key(team, license, r.address), r.forgotten),
+                        Ok(r) => (
+                            ip_key(team, license, r.address),
+                            r.forgotten,
+                            super::seen::entry_key(&r),
+                        ),
                         Err(e) => {
                             found.problem(format!(
                                 "address record {} does not decode: {e}",
@@ -232,6 +243,10 @@ impl SledStore {
                     }
                 };
                 found.saw(kind);
+                records += 1;
+                if tree.get(&entry).map_err(backend)?.is_none() {
+                    missing_entries += 1;
+                }
                 if expected_key.as_slice() != k.as_ref() {
                     found.problem(format!(
                         "{kind} record {} is filed under another value than it holds",
@@ -250,6 +265,18 @@ impl SledStore {
                     tally.forgotten += 1;
                 }
             }
+        }
+        let entries = tree.scan_prefix([tag::SEEN]).count() as u64;
+        if missing_entries > 0 {
+            found.problem(format!(
+                "{missing_entries} device or address records are missing from the index by last use"
+            ));
+        }
+        if entries != records - missing_entries {
+            found.problem(format!(
+                "the index by last use holds {entries} entries for {} records",
+                records - missing_entries
+            ));
         }
         for (team, license) in licenses.keys() {
             for (table, kind) in [(tag::HWID, "device"), (tag::IP, "address")] {

@@ -40,8 +40,9 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
         std::fs::remove_dir_all(&fresh).map_err(io)?;
     }
     {
-        let source = sled::Config::new().path(&db).open().map_err(backend)?;
-        let copy = sled::Config::new().path(&fresh).open().map_err(backend)?;
+        // The store was closed a moment ago: its lock may not be free yet.
+        let source = super::open_db(&sled::Config::new().path(&db), super::REOPEN_LOCK_WAIT)?;
+        let copy = super::open_db(&sled::Config::new().path(&fresh), super::REOPEN_LOCK_WAIT)?;
         copy.import(source.export());
         copy.flush().map_err(backend)?;
     }

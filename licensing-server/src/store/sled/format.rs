@@ -6,7 +6,7 @@
 //! | 2 | devices keyed by a digest of their identifier and addresses by their 16 bytes, so a request finds its own records without reading the others; per-license record counts; session keys |
 //! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
 //! | 4 | licenses, device and address records, customers, products, branches, releases and blacklist entries in the compact binary form of `codec.rs` instead of JSON |
-//! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams) |
+//! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams); each license's device and address records indexed by when they were last seen (`seen.rs`) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -140,8 +140,13 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
     }
     if found < 5 {
         let rewritten = v4_to_v5(tree)?;
-        if rewritten > 0 {
-            tracing::info!(accounts = rewritten, "store migrated to format 5");
+        let indexed = super::seen::build::<Hwid>(tree)? + super::seen::build::<IpRecord>(tree)?;
+        if rewritten + indexed > 0 {
+            tracing::info!(
+                accounts = rewritten,
+                records = indexed,
+                "store migrated to format 5"
+            );
         }
     }
     if found < FORMAT {

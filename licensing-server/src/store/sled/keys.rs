@@ -42,6 +42,8 @@ pub(crate) mod tag {
     pub(crate) const WEB_SESSION: u8 = b'G';
     /// An account's sessions (empty values).
     pub(crate) const STAFF_WEB_SESSION: u8 = b'g';
+    /// A license's device and address records by when they were last seen (`seen.rs`).
+    pub(crate) const SEEN: u8 = b'z';
 }
 
 /// Builds a key from parts.

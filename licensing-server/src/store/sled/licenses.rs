@@ -99,9 +99,13 @@ impl LicenseStore for SledStore {
                 .get_record(&license_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::License))?;
             for table in [tag::HWID, tag::IP] {
-                let prefix = key(&[&[table], team.as_bytes(), id.as_bytes()]);
-                for k in self.inner.tree.scan_prefix(prefix).keys() {
-                    tx.del(k.map_err(backend)?.to_vec());
+                for prefix in [
+                    key(&[&[table], team.as_bytes(), id.as_bytes()]),
+                    super::seen::license_prefix(table, team, id),
+                ] {
+                    for k in self.inner.tree.scan_prefix(prefix).keys() {
+                        tx.del(k.map_err(backend)?.to_vec());
+                    }
                 }
                 tx.del(tally_key(table, team, id));
             }
@@ -189,28 +193,30 @@ impl DeviceStore for SledStore {
             let mut hwid_tally = Tally::read(tx, &hwid_count)?;
             for h in hwids {
                 let k = hwid_key(team, license, &h.identifier);
-                if let Some(old) = tx.get_record::<Hwid>(&k)? {
+                let old = tx.get_record::<Hwid>(&k)?;
+                if let Some(old) = &old {
                     hwid_tally.remove(old.forgotten);
                 }
                 hwid_tally.total += 1;
                 if h.forgotten {
                     hwid_tally.forget();
                 }
-                tx.put_record(k, h)?;
+                tx.put_usage(old.as_ref(), h)?;
             }
             tx.put(hwid_count, hwid_tally.encode().to_vec());
             let ip_count = tally_key(tag::IP, team, license);
             let mut ip_tally = Tally::read(tx, &ip_count)?;
             for r in ips {
                 let k = ip_key(team, license, r.address);
-                if let Some(old) = tx.get_record::<IpRecord>(&k)? {
+                let old = tx.get_record::<IpRecord>(&k)?;
+                if let Some(old) = &old {
                     ip_tally.remove(old.forgotten);
                 }
                 ip_tally.total += 1;
                 if r.forgotten {
                     ip_tally.forget();
                 }
-                tx.put_record(k, r)?;
+                tx.put_usage(old.as_ref(), r)?;
             }
             tx.put(ip_count, ip_tally.encode().to_vec());
             Ok(())

@@ -47,6 +47,7 @@ mod locks;
 mod misc;
 mod refresh;
 mod replay;
+mod seen;
 mod staff;
 mod teams;
 mod webhooks;
@@ -121,6 +122,8 @@ struct Inner {
     refreshes: Arc<Refreshes>,
     /// License ids by key, remembered (`key_ids.rs`).
     key_ids: key_ids::KeyIds,
+    /// Entries read through the index by last use (`seen.rs`).
+    seen_reads: seen::Reads,
 }
 
 /// What the last flush achieved.
@@ -195,33 +198,48 @@ impl Drop for Inner {
     }
 }
 
-/// Single-key writes: (key, value).
-type Singles = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// Stages waiting refreshes (of licenses whose stripes the caller holds): the licenses and
-/// their indexes in one batch, the device and address records as single-key writes.
+/// Stages waiting refreshes (of licenses whose locks the caller holds) in one batch: the
+/// licenses and their indexes, the device and address records and their entries by last use.
 fn stage_refreshes(
     tree: &sled::Tree,
     taken: Vec<(LicenseId, shared_refresh::Refresh)>,
-) -> StoreResult<(Tx<'_>, Singles)> {
+) -> StoreResult<Tx<'_>> {
     let mut tx = Tx {
         tree,
         pending: BTreeMap::new(),
     };
-    let mut singles = Vec::new();
     for entry in taken {
-        refresh::stage(&mut tx, &mut singles, entry)?;
+        refresh::stage(&mut tx, entry)?;
     }
-    Ok((tx, singles))
+    Ok(tx)
+}
+
+/// The waiting refreshes of shard `i` whose licenses' mutexes are free now, taken with the
+/// mutexes held (a refresh is taken only by whoever holds its license's mutex).
+fn take_free<'l>(
+    locks: &'l Locks,
+    refreshes: &Refreshes,
+    i: usize,
+) -> (
+    Vec<locks::LicenseGuard<'l>>,
+    Vec<(LicenseId, shared_refresh::Refresh)>,
+) {
+    let mut guards = Vec::new();
+    let mut taken = Vec::new();
+    for license in refreshes.licenses_in(i) {
+        if let Some(guard) = locks.try_license(license) {
+            if let Some(refresh) = refreshes.take_license(license) {
+                taken.push(refresh);
+            }
+            guards.push(guard);
+        }
+    }
+    (guards, taken)
 }
 
 /// Writes staged refreshes; the caller holds the gate (shared).
-fn write_refreshes(tx: Tx<'_>, singles: Singles, applied: &AtomicU64) -> StoreResult<()> {
-    let tree = tx.tree;
+fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()> {
     tx.commit()?;
-    for (k, v) in singles {
-        tree.insert(k, v).map_err(backend)?;
-    }
     applied.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
@@ -242,19 +260,20 @@ fn run_flusher(
         let covered = progress.borrow().covered;
         if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
             for i in 0..shared_refresh::STRIPES {
-                let stripe = locks.blocking_stripe(i);
-                let taken = refreshes.take_stripe(i);
+                // The licenses whose mutex is free now; a license held by a step is left to
+                // it (it writes its own refreshes first), or to the next round.
+                let (guards, taken) = take_free(&locks, &refreshes, i);
                 if taken.is_empty() {
                     continue;
                 }
-                let written = stage_refreshes(&tree, taken).and_then(|(tx, singles)| {
+                let written = stage_refreshes(&tree, taken).and_then(|tx| {
                     let _gate = locks.gate.blocking_read();
-                    write_refreshes(tx, singles, &applied)
+                    write_refreshes(tx, &applied)
                 });
                 if let Err(e) = written {
                     tracing::error!(error = %e, "writing device refreshes failed");
                 }
-                drop(stripe);
+                drop(guards);
             }
             let gate = locks.gate.blocking_write();
             let target = applied.load(Ordering::Acquire);
@@ -287,6 +306,43 @@ impl std::fmt::Debug for SledStore {
     }
 }
 
+/// How long a first open waits for another handle of the same database to let go of its lock
+/// (a store closed by this process a moment before; a server still running on the directory is
+/// refused after it).
+const FIRST_OPEN_LOCK_WAIT: Duration = Duration::from_secs(30);
+/// How long a reopen right after this process closed the store waits for its lock.
+pub(crate) const REOPEN_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// Opens the database `config` names. sled lets go of a directory's file lock a moment after
+/// the last handle is dropped (its I/O threads finish first), so a store reopened at once (after
+/// a migration's copy, a compaction, a command or test that closed it) may find the lock still
+/// held: the open is then tried again, with growing pauses, until the lock is free or `wait`
+/// has passed.
+pub(crate) fn open_db(config: &sled::Config, wait: Duration) -> StoreResult<sled::Db> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(5);
+    let mut told = false;
+    loop {
+        match config.open() {
+            Ok(db) => return Ok(db),
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock") && started.elapsed() < wait =>
+            {
+                if !told && started.elapsed() > Duration::from_secs(1) {
+                    tracing::info!(
+                        path = %config.path.display(),
+                        "waiting for the store's lock (is another process using it?)"
+                    );
+                    told = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
+            Err(e) => return Err(backend(e)),
+        }
+    }
+}
+
 fn backend(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::backend_from("sled", e)
 }
@@ -298,15 +354,15 @@ fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
         .ok_or_else(|| StoreError::backend("index key too short"))
 }
 
-/// The licenses a developer write changes (records, not just references to them): their lock
-/// stripes are held while it stages and applies.
+/// The licenses a developer write changes (records, not just references to them): their locks
+/// are held while it stages and applies.
 #[derive(Clone, Copy, Debug)]
 enum Touch {
     /// None.
     Nothing,
     /// This one.
     License(LicenseId),
-    /// Any number (every stripe is held).
+    /// Any number (the wide lock is held).
     Licenses,
 }
 
@@ -635,7 +691,7 @@ impl SledStore {
     fn with_config(config: sled::Config, dir: Option<&Path>) -> StoreResult<Self> {
         // sled's own periodic flusher stays off: see the module documentation.
         let config = config.flush_every_ms(None);
-        let mut db = config.open().map_err(backend)?;
+        let mut db = open_db(&config, FIRST_OPEN_LOCK_WAIT)?;
         let mut tree = db.open_tree("data").map_err(backend)?;
         if let Some(dir) = dir
             && let Some(found) = format::needs_migration(&tree)?
@@ -644,18 +700,7 @@ impl SledStore {
             db.flush().map_err(backend)?;
             drop(db);
             format::copy_before_migrating(dir, found)?;
-            // sled lets go of the directory's lock a moment after the last handle is dropped.
-            let mut tries = 0;
-            db = loop {
-                match config.open() {
-                    Ok(db) => break db,
-                    Err(_) if tries < 100 => {
-                        tries += 1;
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    Err(e) => return Err(backend(e)),
-                }
-            };
+            db = open_db(&config, REOPEN_LOCK_WAIT)?;
             tree = db.open_tree("data").map_err(backend)?;
         }
         format::upgrade(&tree)?;
@@ -688,6 +733,7 @@ impl SledStore {
                 flushed,
                 refreshes,
                 key_ids: Default::default(),
+                seen_reads: Default::default(),
             }),
         })
     }
@@ -751,26 +797,26 @@ impl SledStore {
         let Some(taken) = self.inner.refreshes.take_license(license) else {
             return Ok(());
         };
-        let (tx, singles) = stage_refreshes(&self.inner.tree, vec![taken])?;
+        let tx = stage_refreshes(&self.inner.tree, vec![taken])?;
         let _gate = self.inner.locks.gate.read().await;
-        write_refreshes(tx, singles, &self.inner.applied)
+        write_refreshes(tx, &self.inner.applied)
     }
 
-    /// Writes the waiting refreshes of stripe `i`; the caller holds the stripe.
-    async fn apply_stripe_refresh(&self, i: usize) -> StoreResult<()> {
-        let taken = self.inner.refreshes.take_stripe(i);
+    /// Writes every waiting refresh; the caller holds every license (the wide lock).
+    async fn apply_every_refresh(&self) -> StoreResult<()> {
+        let taken = self.inner.refreshes.take_all();
         if taken.is_empty() {
             return Ok(());
         }
-        let (tx, singles) = stage_refreshes(&self.inner.tree, taken)?;
+        let tx = stage_refreshes(&self.inner.tree, taken)?;
         let _gate = self.inner.locks.gate.read().await;
-        write_refreshes(tx, singles, &self.inner.applied)
+        write_refreshes(tx, &self.inner.applied)
     }
 
     /// Runs one developer write: `f` stages changes, which are applied together, holding the
-    /// developer mutex and the stripes `touch` names (whose licenses' waiting refreshes are
-    /// written first, so the write reads exact times). Returns the result and the batch number
-    /// to wait for to make it durable.
+    /// developer mutex and the licenses `touch` names (whose waiting refreshes are written
+    /// first, so the write reads exact times). Returns the result and the batch number to wait
+    /// for to make it durable.
     async fn write<T>(
         &self,
         touch: Touch,
@@ -779,19 +825,17 @@ impl SledStore {
     ) -> StoreResult<(T, u64)> {
         let locks = &self.inner.locks;
         let _dev = locks.dev.lock().await;
-        let _stripes = match touch {
-            Touch::Nothing => Vec::new(),
+        let (_one, _all) = match touch {
+            Touch::Nothing => (None, None),
             Touch::License(license) => {
-                let stripe = locks.license(license).await;
+                let held = locks.license(license).await;
                 self.apply_license_refresh(license).await?;
-                vec![stripe]
+                (Some(held), None)
             }
             Touch::Licenses => {
-                let stripes = locks.all().await;
-                for i in 0..shared_refresh::STRIPES {
-                    self.apply_stripe_refresh(i).await?;
-                }
-                stripes
+                let all = locks.all().await;
+                self.apply_every_refresh().await?;
+                (None, Some(all))
             }
         };
         let mut tx = Tx {
@@ -804,14 +848,25 @@ impl SledStore {
         Ok((out, batch))
     }
 
-    /// Applies waiting refreshes, so that a read of many records sees them (lists, statistics).
+    /// Applies waiting refreshes, so that a read of many records sees them (lists, statistics):
+    /// those of free licenses a shard at a time, each of the others once its license is free.
     async fn settle(&self) -> StoreResult<()> {
         if self.inner.refreshes.is_empty() {
             return Ok(());
         }
+        let locks = &self.inner.locks;
         for i in 0..shared_refresh::STRIPES {
-            let _stripe = self.inner.locks.stripe(i).await;
-            self.apply_stripe_refresh(i).await?;
+            let (guards, taken) = take_free(locks, &self.inner.refreshes, i);
+            if !taken.is_empty() {
+                let tx = stage_refreshes(&self.inner.tree, taken)?;
+                let _gate = locks.gate.read().await;
+                write_refreshes(tx, &self.inner.applied)?;
+            }
+            drop(guards);
+            for license in self.inner.refreshes.licenses_in(i) {
+                let _held = locks.license(license).await;
+                self.apply_license_refresh(license).await?;
+            }
         }
         Ok(())
     }
@@ -1106,6 +1161,12 @@ impl SledStore {
         self.scan(&key(&[&[table], team.as_bytes(), license.as_bytes()]))
     }
 
+    /// How many entries of the index by last use the store has read (`seen.rs`): what deciding
+    /// limits and making room under the cap cost, for tests and diagnostics.
+    pub fn index_reads(&self) -> u64 {
+        self.inner.seen_reads.get()
+    }
+
     fn require_license(&self, team: TeamId, id: LicenseId) -> StoreResult<License> {
         self.get_record(&license_key(team, id))?
             .ok_or(StoreError::NotFound(Entity::License))
@@ -1365,6 +1426,109 @@ mod tests {
                 None
             );
             assert!(stored_hwids(&store, team.id, license.id).is_empty());
+        });
+    }
+
+    /// BUG-9: at the cap on stored records, or with a limit and a team timeout, each new address
+    /// read every record of its license (6.4 ms at 10,000) under a lock other licenses shared.
+    /// Now the atomic step reads the index by last use: the entries that decide, never what the
+    /// license holds besides.
+    #[test]
+    fn a_full_license_admits_reading_only_what_decides() {
+        use licensing_core::api::ResultCode;
+        use licensing_core::model::{IpRecord, TeamSettings};
+        use licensing_core::store::{
+            Activity, ActivityRules, ActivityStore, DeviceStore, Journal, LicenseStore, testing,
+        };
+        use licensing_core::{IpId, Timestamp};
+
+        const HELD: u32 = 2_000;
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let hours_ago = |h: i64| Timestamp::from_millis(now.as_millis() - h * 3_600_000);
+        Tokio.block_on(async {
+            let store = super::SledStore::temporary().expect("open");
+            let team = testing::team(&store, "A").await;
+            // A license holding HELD addresses, all but three seen long ago.
+            let full = |ip_limit: Option<u32>| {
+                let store = store.clone();
+                async move {
+                    let mut license = testing::license(team.id, now);
+                    license.ip_limit = ip_limit;
+                    store
+                        .create_license(&license, &Journal::NONE)
+                        .await
+                        .expect("create");
+                    let ips: Vec<IpRecord> = (0..HELD)
+                        .map(|i| IpRecord {
+                            id: IpId::new(),
+                            address: std::net::IpAddr::from([10, 0, (i / 256) as u8, i as u8]),
+                            forgotten: false,
+                            country: None,
+                            alpha2: None,
+                            alpha3: None,
+                            license_id: license.id,
+                            team_id: team.id,
+                            last_seen_at: if i < 3 { now } else { hours_ago(48) },
+                            created_at: hours_ago(48),
+                            updated_at: hours_ago(48),
+                        })
+                        .collect();
+                    store
+                        .restore_usage(team.id, license.id, &[], &ips)
+                        .await
+                        .expect("restore");
+                    license
+                }
+            };
+            let new_address = |n: u8| Activity {
+                hardware_id: None,
+                ip: std::net::IpAddr::from([198, 51, 100, n]),
+                country: None,
+            };
+            let admit = |license: licensing_core::LicenseId, settings: TeamSettings, n: u8| {
+                let store = store.clone();
+                async move {
+                    let before = store.index_reads();
+                    let mut rules = ActivityRules::new(&settings);
+                    rules.max_records = HELD;
+                    let outcome = store
+                        .record_activity(team.id, license, &rules, &new_address(n), now)
+                        .await
+                        .expect("store");
+                    (outcome, store.index_reads() - before)
+                }
+            };
+            let timeout = TeamSettings {
+                ip_timeout: Some(60),
+                ..TeamSettings::default()
+            };
+
+            // A limit of 5 with a timeout: three count, so a new address is admitted (the
+            // cap makes room first); what is read is the entries within the timeout, and the
+            // oldest that count against nothing, a batch of them.
+            let limited = full(Some(5)).await;
+            let (outcome, reads) = admit(limited.id, timeout.clone(), 1).await;
+            outcome.expect("admitted");
+            let batch = licensing_core::store::prune_batch(HELD) as u64;
+            assert!(reads <= 3 + batch + 1, "read {reads} of {HELD}");
+            // The next new address: room was made, so only the counting is read.
+            let (outcome, reads) = admit(limited.id, timeout.clone(), 2).await;
+            outcome.expect("admitted");
+            assert!(reads <= 5, "read {reads}");
+            // Five count now: refused, having read no more than the limit.
+            let (refused, reads) = admit(limited.id, timeout.clone(), 3).await;
+            assert_eq!(refused.expect_err("limit").code, ResultCode::IpLimitReached);
+            assert!(reads <= 5, "read {reads}");
+
+            // Full, and nothing may be dropped (every record counts against a limit above the
+            // cap): refused without reading the records.
+            let stuck = full(Some(HELD + 1)).await;
+            let (refused, reads) = admit(stuck.id, TeamSettings::default(), 5).await;
+            assert_eq!(refused.expect_err("cap").code, ResultCode::IpLimitReached);
+            assert_eq!(reads, 0);
+            // The store is sound: every record has its entry, and no entry is stray.
+            let report = store.check().expect("check");
+            assert!(report.problems.is_empty(), "{:?}", report.problems);
         });
     }
 

@@ -1,31 +1,25 @@
 //! Writing the shared write-behind refreshes (`store/refresh.rs`) into sled.
 //!
-//! They are written by whoever next takes the license's stripe (its atomic step, a developer
+//! They are written by whoever next takes the license's lock (its atomic step, a developer
 //! write to it), before the developer API lists devices, licenses or statistics, and on every
 //! flusher round, which makes them durable within the same 500 ms as other unflushed writes. So
-//! a limit check always counts with exact `lastSeenAt`s. A license's record and its activity
-//! index are written in one batch per stripe; device and address records as single-key writes,
-//! because sled's batches stop every read while they apply.
+//! a limit check always counts with exact `lastSeenAt`s. A license's record, its activity
+//! index, and its device and address records with their entries in the index by last use
+//! (`seen.rs`) are written in one batch, so that the index never disagrees with a record.
 
 use licensing_core::LicenseId;
 use licensing_core::model::{Hwid, IpRecord, License};
 use licensing_core::store::set_ip_country;
 
-use super::{Tx, encode, hwid_key_of, ip_key_of, license_key, put_license};
+use super::{Tx, hwid_key_of, ip_key_of, license_key, put_license};
 use crate::store::refresh::Refresh;
 use licensing_core::store::StoreResult;
 
-/// Stages one license's refreshes: the license and its activity index in `tx` (they change
-/// together), the device and address records in `singles`, which are written one key at a time
-/// (each is one record; sled's single-key writes do not stop reads as a batch does). Records
-/// deleted meanwhile are skipped; times only move forward; `forgotten` is left as it is (a
-/// refresh that raced a forget happened before it). The caller holds the license's stripe, so no
-/// other write to it interleaves.
-pub(super) fn stage(
-    tx: &mut Tx<'_>,
-    singles: &mut Vec<(Vec<u8>, Vec<u8>)>,
-    (license, refresh): (LicenseId, Refresh),
-) -> StoreResult<()> {
+/// Stages one license's refreshes in `tx`: the license and its activity index, its device and
+/// address records and their entries by last use. Records deleted meanwhile are skipped; times
+/// only move forward; `forgotten` is left as it is (a refresh that raced a forget happened before
+/// it). The caller holds the license's lock, so no other write to it interleaves.
+pub(super) fn stage(tx: &mut Tx<'_>, (license, refresh): (LicenseId, Refresh)) -> StoreResult<()> {
     let team = refresh.team;
     let Some(current) = tx.get_record::<License>(&license_key(team, license))? else {
         return Ok(());
@@ -40,23 +34,25 @@ pub(super) fn stage(
     }
     for (digest, seen) in refresh.hwids {
         let k = hwid_key_of(team, license, &digest);
-        if let Some(mut h) = tx.get_record::<Hwid>(&k)?
-            && h.last_seen_at < seen
+        if let Some(old) = tx.get_record::<Hwid>(&k)?
+            && old.last_seen_at < seen
         {
+            let mut h = old.clone();
             h.last_seen_at = seen;
-            singles.push((k, encode(&h)?));
+            tx.put_usage(Some(&old), &h)?;
         }
     }
     for (addr, seen, country) in refresh.ips {
         let k = ip_key_of(team, license, &addr);
-        if let Some(mut r) = tx.get_record::<IpRecord>(&k)?
-            && r.last_seen_at < seen
+        if let Some(old) = tx.get_record::<IpRecord>(&k)?
+            && old.last_seen_at < seen
         {
+            let mut r = old.clone();
             r.last_seen_at = seen;
             if let Some(c) = country {
                 set_ip_country(&mut r, c);
             }
-            singles.push((k, encode(&r)?));
+            tx.put_usage(Some(&old), &r)?;
         }
     }
     Ok(())
