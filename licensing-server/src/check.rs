@@ -1,13 +1,18 @@
 //! `licensing-server check`: reads a whole store and says whether it is sound. On sled, every
 //! record decodes and every index, lookup key and counter agrees with its records; on
 //! PostgreSQL (which keeps its own indexes and constraints) each license's record counts agree
-//! with its records; on both, every release's file is present, of its recorded size and MD5.
+//! with its records; on both, every release's file is present, of its recorded size and MD5, and
+//! no private key or secret is in the clear beside sealed ones (nor in a migration's copy of the
+//! store).
 
 use std::collections::BTreeMap;
 
 use licensing_core::api::requests::ReleaseListQuery;
 use licensing_core::crypto::Md5Hasher;
-use licensing_core::store::{ReleaseStore as _, TeamStore as _};
+use licensing_core::crypto::is_sealed_secret;
+use licensing_core::store::{
+    ReleaseStore as _, StaffStore as _, TeamStore as _, WebhookStore as _,
+};
 use serde::Serialize;
 use tokio::io::AsyncReadExt as _;
 
@@ -25,8 +30,12 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
-/// Checks `store` and its release files.
-pub async fn check(store: &AnyStore, files: &FileStore) -> Result<Report, ArchiveError> {
+/// Checks `store` (of the data directory `data_dir`) and its release files.
+pub async fn check(
+    store: &AnyStore,
+    files: &FileStore,
+    data_dir: &std::path::Path,
+) -> Result<Report, ArchiveError> {
     let mut report = Report::default();
     match store {
         AnyStore::Sled(sled) => {
@@ -38,9 +47,30 @@ pub async fn check(store: &AnyStore, files: &FileStore) -> Result<Report, Archiv
             report.problems.extend(pg.check_record_counts().await?);
         }
     }
+    let (mut sealed, mut clear) = (0u64, 0u64);
     for team in store.list_teams().await? {
         *report.checked.entry("teams").or_default() += 1;
         let id = team.id;
+        // Keys and secrets at rest: sealed under a master key, or in the clear.
+        let mut count = |is_sealed: bool| {
+            if is_sealed {
+                sealed += 1;
+            } else {
+                clear += 1;
+            }
+        };
+        count(team.keys.sealed_by().is_some());
+        for endpoint in store.list_webhooks(id).await? {
+            count(is_sealed_secret(&endpoint.secret));
+            if let Some(previous) = &endpoint.previous_secret {
+                count(is_sealed_secret(previous));
+            }
+        }
+        for user in store.list_staff(id).await? {
+            if let Some(two_step) = &user.two_step {
+                count(is_sealed_secret(&two_step.secret));
+            }
+        }
         let releases = every(
             |r: &licensing_core::model::Release| r.id,
             |n| async move {
@@ -78,6 +108,25 @@ pub async fn check(store: &AnyStore, files: &FileStore) -> Result<Report, Archiv
                     release.id, file.key, file.size, file.checksum
                 ));
             }
+        }
+    }
+    report
+        .checked
+        .insert("private keys and secrets sealed", sealed);
+    report
+        .checked
+        .insert("private keys and secrets in the clear", clear);
+    if sealed > 0 && clear > 0 {
+        report.problems.push(format!(
+            "{clear} private keys or secrets are stored in the clear while {sealed} are sealed under a master key: start the server with that key, which seals them"
+        ));
+    }
+    if sealed > 0 {
+        for copy in crate::store::sled::migration_copies(data_dir) {
+            report.problems.push(format!(
+                "{} is a copy of the store from before a format migration, made before the keys were sealed: it holds them in the clear (the server removes it when it starts with the master key)",
+                copy.display()
+            ));
         }
     }
     Ok(report)

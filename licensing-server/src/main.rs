@@ -566,7 +566,7 @@ async fn import(input: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()
 async fn check(store: &StoreArgs) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
-    let report = licensing_server::check::check(&opened, &files).await?;
+    let report = licensing_server::check::check(&opened, &files, &store.data_dir).await?;
     let read: Vec<String> = report
         .checked
         .iter()
@@ -617,9 +617,15 @@ async fn master_key_rotate(
     let store = open_for_command(data_dir, database_url).await?;
     let teams = old.rotate(&store, &new).await.map_err(anyhow::Error::msg)?;
     store.flush().await?;
-    if let AnyStore::Sled(_) = store {
-        drop(store);
-        compact_store(data_dir)?;
+    match store {
+        AnyStore::Sled(_) => {
+            drop(store);
+            compact_store(data_dir)?;
+            licensing_server::server::remove_migration_copies(data_dir)?;
+        }
+        // The rows were rewritten in place: their versions under the old key stay in the
+        // tables' files until the tables are rewritten.
+        AnyStore::Postgres(pg) => pg.rewrite_secret_tables().await?,
     }
     println!(
         "Re-sealed the private keys of {teams} team(s) from master key {} under {}; nothing sealed under the old key is left in the store. Start the server with the new key.",

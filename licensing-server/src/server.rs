@@ -120,6 +120,23 @@ pub fn compact_store(data_dir: &std::path::Path) -> Result<(), ServerError> {
     })
 }
 
+/// Removes the copies of the store that store-format migrations left beside it
+/// (`db.format-<N>-backup`): made before the master key sealed the keys and secrets, they hold
+/// them in the clear. Going back to an older version then takes a backup made before upgrading.
+pub fn remove_migration_copies(data_dir: &std::path::Path) -> Result<(), ServerError> {
+    for copy in crate::store::sled::migration_copies(data_dir) {
+        std::fs::remove_dir_all(&copy).map_err(|e| ServerError::Store {
+            dir: copy.clone(),
+            cause: format!("removing a copy of the store that holds keys in the clear: {e}"),
+        })?;
+        tracing::warn!(
+            copy = %copy.display(),
+            "removed the copy of the store made before a format migration: it held private keys and secrets in the clear (with a master key none may stay on disk); to go back to an older version, restore a backup made before upgrading"
+        );
+    }
+    Ok(())
+}
+
 /// A bound, not yet running server.
 #[derive(Debug)]
 pub struct Server {
@@ -159,10 +176,13 @@ impl Server {
             drop(store);
             compact_store(&config.data_dir)?;
             tracing::info!(
-                teams = sealed,
-                "sealed the teams' private keys under the master key; no copy in the clear is left in the store"
+                records = sealed,
+                "sealed the teams' private keys and secrets under the master key; no copy in the clear is left in the store"
             );
             store = open_store_with_cache(&config.data_dir, config.cache_mb)?;
+        }
+        if keyring.master_id().is_some() {
+            remove_migration_copies(&config.data_dir)?;
         }
         Self::bind_with_store(config, store).await
     }
@@ -177,7 +197,23 @@ impl Server {
         config.check().map_err(ServerError::Config)?;
         let keyring =
             Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
-        keyring.prepare(&store).await.map_err(ServerError::Config)?;
+        let sealed = keyring.prepare(&store).await.map_err(ServerError::Config)?;
+        if sealed > 0
+            && let AnyStore::Postgres(pg) = &store
+        {
+            // The rows were rewritten in place: their earlier versions, in the clear, stay in
+            // the tables' files until the tables are rewritten.
+            pg.rewrite_secret_tables()
+                .await
+                .map_err(|e| ServerError::Store {
+                    dir: config.data_dir.clone(),
+                    cause: e.to_string(),
+                })?;
+            tracing::info!(
+                records = sealed,
+                "sealed the teams' private keys and secrets under the master key, and rewrote their tables; older WAL segments and earlier dumps of the database still hold them in the clear"
+            );
+        }
         let limits = Limits::per_minute(
             config.rate_limit_per_minute,
             config.dev_rate_limit_per_minute,
@@ -279,14 +315,17 @@ impl Server {
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
                 metrics_access,
                 contexts,
-                keyring,
+                keyring: keyring.clone(),
                 usage: UsageRecorder::default(),
                 client_events: Default::default(),
                 geo: Arc::new(geo),
                 limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
                 audit_retention_days: config.audit_retention_days,
-                webhooks: crate::services::webhooks::Sender::new(config.webhook_settings())
+                webhooks: crate::services::webhooks::Sender::new(
+                    config.webhook_settings(),
+                    keyring.clone(),
+                )
                     .map_err(|e| {
                         ServerError::Config(format!(
                             "the webhook client cannot be made: {e:#} (webhooks and TLS need the system's CA certificates: on Debian, the package ca-certificates)"

@@ -22,7 +22,10 @@ pub mod webhook;
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
 pub use digest::{Md5Hasher, hmac_sha256, md5_hex, sha256_hex};
 pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
-pub use sealed::{MasterKey, PlainTeamKeys, SealedTeamKeys, StoredTeamKeys};
+pub use sealed::{
+    MasterKey, PlainTeamKeys, SEALED_SECRET_PREFIX, SealedTeamKeys, StoredTeamKeys,
+    is_sealed_secret, sealed_secret_key_id,
+};
 pub use session::{SessionKey, SessionSecret};
 pub use signature::{SIGNATURE_HEADER, response_signature_message};
 #[cfg(feature = "private-keys")]

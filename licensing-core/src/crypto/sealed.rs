@@ -1,5 +1,7 @@
 //! Team private keys at rest: in the clear ([`PlainTeamKeys`]), or sealed under an operator's
-//! master key with AES-256-GCM ([`SealedTeamKeys`]), bound to their team.
+//! master key with AES-256-GCM ([`SealedTeamKeys`]), bound to their team. Other secrets a
+//! server must read back (webhook signing secrets, two-step sign-in secrets) are sealed the same
+//! way into one text ([`MasterKey::seal_secret`]), bound to what they are the secret of.
 //!
 //! A master key is 32 random bytes; its id (16 hex characters of a SHA-256 of it) is stored with
 //! what it sealed, so that a server started with the wrong key says so instead of failing to
@@ -80,6 +82,22 @@ impl std::fmt::Debug for MasterKey {
 
 /// What the sealed bytes are bound to besides their team.
 const AAD_PREFIX: &[u8] = b"licensing team keys v1\n";
+
+/// How a sealed secret's text begins: `sealed:v1:<key id>:<nonce>:<ciphertext>`, base64.
+pub const SEALED_SECRET_PREFIX: &str = "sealed:v1:";
+
+/// What sealed secrets are bound to besides their purpose.
+const SECRET_AAD_PREFIX: &[u8] = b"licensing secret v1\n";
+
+/// Whether a stored secret is sealed (else it is the secret itself).
+pub fn is_sealed_secret(stored: &str) -> bool {
+    stored.starts_with(SEALED_SECRET_PREFIX)
+}
+
+/// The id of the master key that sealed a stored secret, if it is sealed.
+pub fn sealed_secret_key_id(stored: &str) -> Option<&str> {
+    stored.strip_prefix(SEALED_SECRET_PREFIX)?.split(':').next()
+}
 
 impl MasterKey {
     /// A fresh key from the operating system's CSPRNG.
@@ -165,6 +183,72 @@ impl MasterKey {
         })
     }
 
+    /// Seals a secret the server reads back, bound to `purpose` (what it is the secret of, such
+    /// as `webhook <id>`): the text of [`SEALED_SECRET_PREFIX`].
+    pub fn seal_secret(&self, purpose: &str, secret: &str) -> Result<String, CryptoError> {
+        let mut nonce = [0u8; 12];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let aad = [SECRET_AAD_PREFIX, purpose.as_bytes()].concat();
+        let sealed = self
+            .cipher()
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: secret.as_bytes(),
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| CryptoError::Backend)?;
+        Ok(format!(
+            "{SEALED_SECRET_PREFIX}{}:{}:{}",
+            self.id,
+            BASE64.encode(nonce),
+            BASE64.encode(sealed)
+        ))
+    }
+
+    /// Opens a secret [`seal_secret`](Self::seal_secret) sealed for `purpose`; fails for
+    /// another key, another purpose, or altered text.
+    pub fn open_secret(
+        &self,
+        purpose: &str,
+        stored: &str,
+    ) -> Result<Zeroizing<String>, CryptoError> {
+        let corrupt = CryptoError::Corrupt("sealed secret");
+        let rest = stored.strip_prefix(SEALED_SECRET_PREFIX).ok_or(corrupt)?;
+        let mut parts = rest.split(':');
+        let (Some(key_id), Some(nonce), Some(ciphertext), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(corrupt);
+        };
+        if key_id != self.id {
+            return Err(CryptoError::InvalidKey(
+                "the secret was sealed with another master key",
+            ));
+        }
+        let nonce: [u8; 12] = BASE64
+            .decode(nonce)
+            .ok()
+            .and_then(|n| n.try_into().ok())
+            .ok_or(corrupt)?;
+        let ciphertext = BASE64.decode(ciphertext).map_err(|_| corrupt)?;
+        let aad = [SECRET_AAD_PREFIX, purpose.as_bytes()].concat();
+        let plain = self
+            .cipher()
+            .decrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| corrupt)?;
+        String::from_utf8(plain)
+            .map(Zeroizing::new)
+            .map_err(|_| corrupt)
+    }
+
     /// Opens `team`'s sealed keys; fails for another key, another team, or altered bytes.
     pub fn open(
         &self,
@@ -209,6 +293,40 @@ mod tests {
                 .into(),
             ed25519_seed: "c2VlZA==".into(),
         }
+    }
+
+    #[test]
+    fn sealed_secrets_open_with_their_key_and_purpose_only() {
+        let master = MasterKey::generate();
+        let sealed = master
+            .seal_secret("webhook 1", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+            .unwrap();
+        assert!(is_sealed_secret(&sealed));
+        assert!(!sealed.contains("MfKQ9r8"));
+        assert_eq!(sealed_secret_key_id(&sealed), Some(master.id()));
+        assert_eq!(
+            master.open_secret("webhook 1", &sealed).unwrap().as_str(),
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        );
+        assert_ne!(
+            master.seal_secret("webhook 1", "x").unwrap(),
+            master.seal_secret("webhook 1", "x").unwrap(),
+            "a nonce of its own"
+        );
+        // Moved to another endpoint, opened with another key, or altered: refused.
+        assert!(master.open_secret("webhook 2", &sealed).is_err());
+        assert!(
+            MasterKey::generate()
+                .open_secret("webhook 1", &sealed)
+                .is_err()
+        );
+        let (head, ciphertext) = sealed.rsplit_once(':').unwrap();
+        let mut bytes = BASE64.decode(ciphertext).unwrap();
+        bytes[0] ^= 1;
+        let altered = format!("{head}:{}", BASE64.encode(bytes));
+        assert!(master.open_secret("webhook 1", &altered).is_err());
+        assert!(!is_sealed_secret("whsec_plain"));
+        assert_eq!(sealed_secret_key_id("whsec_plain"), None);
     }
 
     #[test]

@@ -341,7 +341,16 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
             return again(401, CODE_NEEDED);
         }
         let acting = Acting::staff(&user, Some(ctx.client));
-        match two_step::sign_in(&ctx.state.store, &user, code, ctx.now, &acting).await {
+        match two_step::sign_in(
+            &ctx.state.store,
+            &ctx.state.keyring,
+            &user,
+            code,
+            ctx.now,
+            &acting,
+        )
+        .await
+        {
             Ok(Some(user)) => (user, "password and second step"),
             Ok(None) => {
                 guesser.failed(ctx).await;
@@ -665,6 +674,7 @@ pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     let code = form.get("code").unwrap_or("");
     match two_step::turn_on(
         &ctx.state.store,
+        &ctx.state.keyring,
         &staff.user,
         secret,
         code,
@@ -700,7 +710,11 @@ pub(crate) async fn turn_off(ctx: &Ctx, staff: &Staff, form: &Form) -> Response 
         return page::redirect("/dashboard/account");
     };
     let code = form.get("code").unwrap_or("");
-    if two_step::spend(current, code, ctx.now).is_none() {
+    let secret = match two_step::open_secret(&ctx.state.keyring, &staff.user, current) {
+        Ok(secret) => secret,
+        Err(e) => return page::failure(ctx, Some(staff), &e.into()),
+    };
+    if two_step::spend(current, &secret, code, ctx.now).is_none() {
         return page::failure(
             ctx,
             Some(staff),

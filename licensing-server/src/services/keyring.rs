@@ -1,15 +1,18 @@
-//! Team private keys at rest: in the clear, or sealed with AES-256-GCM under the operator's
-//! master key (`LICENSING_MASTER_KEY_FILE`). With a master key every team's keys are sealed: new
-//! teams are made sealed, and keys found in the clear are sealed at start-up. A store whose keys
-//! are sealed does not start without the key that sealed them.
+//! Team private keys and the secrets the server reads back (webhook signing secrets, staff
+//! two-step secrets) at rest: in the clear, or sealed with AES-256-GCM under the operator's
+//! master key (`LICENSING_MASTER_KEY_FILE`). With a master key every one is sealed: new ones are
+//! made sealed, and those found in the clear are sealed at start-up. A store whose keys or
+//! secrets are sealed does not start without the key that sealed them.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use licensing_core::crypto::{MasterKey, StoredTeamKeys, TeamKeys};
+use licensing_core::crypto::{
+    MasterKey, StoredTeamKeys, TeamKeys, is_sealed_secret, sealed_secret_key_id,
+};
 use licensing_core::model::Team;
-use licensing_core::store::TeamStore;
-use licensing_core::{TeamId, Timestamp};
+use licensing_core::store::{Journal, StaffStore, TeamStore, WebhookStore};
+use licensing_core::{StaffId, TeamId, Timestamp, WebhookId};
 
 /// The master key, when the operator gave one.
 #[derive(Clone, Debug, Default)]
@@ -92,9 +95,62 @@ impl Keyring {
             .map_err(|e| format!("team {}'s keys are unusable: {e}", team.id))
     }
 
-    /// Checks that every team's keys can be opened, and with a master key seals those found in
-    /// the clear. Returns how many it sealed.
-    pub async fn prepare<S: TeamStore>(&self, store: &S) -> Result<usize, String> {
+    /// How `secret` (of `purpose`, see [`webhook_purpose`], [`two_step_purpose`]) is stored:
+    /// sealed under the master key, or as it is.
+    pub fn seal_secret(&self, purpose: &str, secret: &str) -> Result<String, String> {
+        match &self.master {
+            None => Ok(secret.to_owned()),
+            Some(master) => master
+                .seal_secret(purpose, secret)
+                .map_err(|e| format!("sealing a secret failed: {e}")),
+        }
+    }
+
+    /// A stored secret of `purpose`, opened (one stored in the clear is itself).
+    pub fn open_secret(
+        &self,
+        purpose: &str,
+        stored: &str,
+    ) -> Result<zeroize::Zeroizing<String>, String> {
+        if !is_sealed_secret(stored) {
+            return Ok(zeroize::Zeroizing::new(stored.to_owned()));
+        }
+        let key_id = sealed_secret_key_id(stored).unwrap_or("?");
+        let Some(master) = &self.master else {
+            return Err(format!(
+                "a secret ({purpose}) is sealed with master key {key_id}: start the server with LICENSING_MASTER_KEY_FILE naming the file of that key"
+            ));
+        };
+        master.open_secret(purpose, stored).map_err(|e| {
+            format!(
+                "a secret ({purpose}) cannot be opened with master key {}: {e}",
+                master.id()
+            )
+        })
+    }
+
+    /// `stored` (a secret of `purpose`, stored by `from`) as this keyring stores it: sealed
+    /// under its master key, or in the clear without one. `None` when it is already so.
+    fn restored(
+        &self,
+        from: &Keyring,
+        purpose: &str,
+        stored: &str,
+    ) -> Result<Option<String>, String> {
+        let sealed_by = sealed_secret_key_id(stored);
+        if sealed_by == self.master_id() {
+            return Ok(None);
+        }
+        let plain = from.open_secret(purpose, stored)?;
+        self.seal_secret(purpose, &plain).map(Some)
+    }
+
+    /// Checks that every team's keys and secrets can be opened, and with a master key seals
+    /// those found in the clear. Returns how many records it sealed.
+    pub async fn prepare<S: TeamStore + WebhookStore + StaffStore>(
+        &self,
+        store: &S,
+    ) -> Result<usize, String> {
         let teams = store
             .list_teams()
             .await
@@ -125,12 +181,77 @@ impl Keyring {
                     sealed += 1;
                 }
             }
+            sealed += self.reseal_secrets(store, team.id, self).await?;
         }
         Ok(sealed)
     }
 
-    /// Re-seals every team's keys from `self` (the old key) under `new`. Returns how many.
-    pub async fn rotate<S: TeamStore>(&self, store: &S, new: &Keyring) -> Result<usize, String> {
+    /// Stores the secrets of `team`'s webhook endpoints and staff accounts as this keyring
+    /// does, opening them with `from`; how many records changed. A secret sealed with a key
+    /// neither keyring holds is an error that names it.
+    async fn reseal_secrets<S: WebhookStore + StaffStore>(
+        &self,
+        store: &S,
+        team: TeamId,
+        from: &Keyring,
+    ) -> Result<usize, String> {
+        let mut changed = 0;
+        let failed = |what: &str, e: licensing_core::store::StoreError| {
+            format!("storing the secrets of team {team}'s {what} failed: {e}")
+        };
+        for mut endpoint in store
+            .list_webhooks(team)
+            .await
+            .map_err(|e| failed("webhooks", e))?
+        {
+            let purpose = webhook_purpose(endpoint.id);
+            let mut touched = false;
+            if let Some(new) = self.restored(from, &purpose, &endpoint.secret)? {
+                endpoint.secret = new;
+                touched = true;
+            }
+            if let Some(previous) = &endpoint.previous_secret
+                && let Some(new) = self.restored(from, &purpose, previous)?
+            {
+                endpoint.previous_secret = Some(new);
+                touched = true;
+            }
+            if touched {
+                store
+                    .update_webhook(&endpoint, &Journal::NONE)
+                    .await
+                    .map_err(|e| failed("webhooks", e))?;
+                changed += 1;
+            }
+        }
+        for mut user in store
+            .list_staff(team)
+            .await
+            .map_err(|e| failed("staff accounts", e))?
+        {
+            let purpose = two_step_purpose(user.id);
+            let Some(two_step) = &mut user.two_step else {
+                continue;
+            };
+            if let Some(new) = self.restored(from, &purpose, &two_step.secret)? {
+                two_step.secret = new;
+                store
+                    .update_staff(&user, &Journal::NONE)
+                    .await
+                    .map_err(|e| failed("staff accounts", e))?;
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Re-seals every team's keys and secrets from `self` (the old key) under `new`. Returns
+    /// how many teams.
+    pub async fn rotate<S: TeamStore + WebhookStore + StaffStore>(
+        &self,
+        store: &S,
+        new: &Keyring,
+    ) -> Result<usize, String> {
         self.prepare(store).await?;
         let teams = store
             .list_teams()
@@ -143,9 +264,20 @@ impl Keyring {
                 .update_team_keys(team.id, &stored, Timestamp::now())
                 .await
                 .map_err(|e| format!("re-sealing team {}'s keys failed: {e}", team.id))?;
+            new.reseal_secrets(store, team.id, self).await?;
         }
         Ok(teams.len())
     }
+}
+
+/// What a webhook endpoint's signing secrets are bound to when sealed.
+pub fn webhook_purpose(endpoint: WebhookId) -> String {
+    format!("webhook {endpoint}")
+}
+
+/// What a staff account's two-step secret is bound to when sealed.
+pub fn two_step_purpose(account: StaffId) -> String {
+    format!("two-step {account}")
 }
 
 fn needs_key(team: TeamId, key_id: &str) -> String {

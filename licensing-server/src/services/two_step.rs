@@ -15,6 +15,7 @@ use rand::RngCore as _;
 use totp_rs::{Algorithm, Secret, TOTP};
 
 use super::audit::Acting;
+use super::keyring::{Keyring, two_step_purpose};
 
 /// How many recovery codes an account gets.
 pub const RECOVERY_CODES: usize = 10;
@@ -95,9 +96,10 @@ pub fn new_recovery_codes() -> (Vec<String>, Vec<String>) {
 }
 
 /// The account's second factor after `code` (an app's code or a recovery code) is spent, or
-/// `None` when the code is not good.
-pub fn spend(two_step: &TwoStep, code: &str, now: Timestamp) -> Option<TwoStep> {
-    if let Some(step) = code_step(&two_step.secret, code, now, two_step.last_step) {
+/// `None` when the code is not good. `secret` is the factor's secret, opened (see
+/// [`open_secret`]).
+pub fn spend(two_step: &TwoStep, secret: &str, code: &str, now: Timestamp) -> Option<TwoStep> {
+    if let Some(step) = code_step(secret, code, now, two_step.last_step) {
         return Some(TwoStep {
             last_step: step,
             ..two_step.clone()
@@ -123,10 +125,23 @@ fn change(field: &str, old: &str, new: &str) -> FieldChange {
     }
 }
 
+/// The secret of `user`'s second factor, opened (it is sealed at rest under a master key).
+pub fn open_secret(
+    keyring: &Keyring,
+    user: &StaffUser,
+    two_step: &TwoStep,
+) -> Result<zeroize::Zeroizing<String>, ApiError> {
+    keyring
+        .open_secret(&two_step_purpose(user.id), &two_step.secret)
+        .map_err(|e| crate::http::internal("a two-step secret cannot be opened", e))
+}
+
 /// Turns two-step sign-in on for `user` with `secret`, if `code` is the app's current code for
-/// it (so the app is known to be set up); answers the recovery codes to show once.
+/// it (so the app is known to be set up); answers the recovery codes to show once. The secret is
+/// stored as `keyring` says (sealed under its master key, when it has one).
 pub async fn turn_on<S: StaffStore>(
     store: &S,
+    keyring: &Keyring,
     user: &StaffUser,
     secret: &str,
     code: &str,
@@ -147,8 +162,11 @@ pub async fn turn_on<S: StaffStore>(
     })?;
     let (shown, stored) = new_recovery_codes();
     let mut changed = user.clone();
+    let sealed = keyring
+        .seal_secret(&two_step_purpose(user.id), secret)
+        .map_err(|e| crate::http::internal("sealing a two-step secret failed", e))?;
     changed.two_step = Some(TwoStep {
-        secret: secret.to_owned(),
+        secret: sealed,
         last_step: step,
         recovery_codes: stored,
         since: now,
@@ -194,6 +212,7 @@ pub async fn turn_off<S: StaffStore>(
 /// code is not good. Using a recovery code is in the audit log, with how many are left.
 pub async fn sign_in<S: StaffStore>(
     store: &S,
+    keyring: &Keyring,
     user: &StaffUser,
     code: &str,
     now: Timestamp,
@@ -202,7 +221,8 @@ pub async fn sign_in<S: StaffStore>(
     let Some(two_step) = &user.two_step else {
         return Ok(Some(user.clone()));
     };
-    let Some(spent) = spend(two_step, code, now) else {
+    let secret = open_secret(keyring, user, two_step)?;
+    let Some(spent) = spend(two_step, &secret, code, now) else {
         return Ok(None);
     };
     let changes = if spent.recovery_codes.len() == two_step.recovery_codes.len() {
@@ -299,10 +319,11 @@ mod tests {
             since: at(0),
         };
         let typed = shown[3].to_uppercase().replace('-', " ");
-        let spent = spend(&two_step, &typed, at(100)).unwrap();
+        let secret = two_step.secret.clone();
+        let spent = spend(&two_step, &secret, &typed, at(100)).unwrap();
         assert_eq!(spent.recovery_codes.len(), RECOVERY_CODES - 1);
-        assert!(spend(&spent, &shown[3], at(100)).is_none());
-        assert!(spend(&spent, "not-a-code", at(100)).is_none());
+        assert!(spend(&spent, &secret, &shown[3], at(100)).is_none());
+        assert!(spend(&spent, &secret, "not-a-code", at(100)).is_none());
     }
 
     #[test]

@@ -269,11 +269,16 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub struct Sender {
     client: reqwest::Client,
     settings: WebhookSettings,
+    /// Opens the signing secrets (sealed at rest under a master key).
+    keyring: super::keyring::Keyring,
 }
 
 impl Sender {
-    /// A sender with the operator's settings.
-    pub fn new(settings: WebhookSettings) -> anyhow::Result<Self> {
+    /// A sender with the operator's settings, opening signing secrets with `keyring`.
+    pub fn new(
+        settings: WebhookSettings,
+        keyring: super::keyring::Keyring,
+    ) -> anyhow::Result<Self> {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
@@ -295,6 +300,7 @@ impl Sender {
         Ok(Self {
             client: builder.build()?,
             settings,
+            keyring,
         })
     }
 
@@ -339,12 +345,15 @@ impl Sender {
         at: Timestamp,
     ) -> Result<(u16, String), String> {
         let url = check_url(&endpoint.url, &self.settings)?;
+        let purpose = super::keyring::webhook_purpose(endpoint.id);
         let secrets = endpoint
             .signing_secrets(at)
             .into_iter()
-            .map(WebhookSecret::parse)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
+            .map(|stored| {
+                let plain = self.keyring.open_secret(&purpose, stored)?;
+                WebhookSecret::parse(&plain).map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         let id = d.event_id.to_string();
         let timestamp = at.as_millis().div_euclid(1000);
         let signature = signature_header(&secrets, &id, timestamp, d.payload.as_bytes());
@@ -657,7 +666,7 @@ mod tests {
 
     #[test]
     fn the_schedule_spans_about_three_days_with_jitter() {
-        let sender = Sender::new(WebhookSettings::default()).unwrap();
+        let sender = Sender::new(WebhookSettings::default(), Default::default()).unwrap();
         let now = Timestamp::from_millis(0);
         let total: u64 = sender.settings().retry_delays.iter().sum();
         assert!((3 * 86_400..4 * 86_400).contains(&total), "{total}");

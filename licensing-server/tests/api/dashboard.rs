@@ -2310,3 +2310,46 @@ async fn deleting_an_account_revokes_the_keys_it_made() {
         .collect();
     assert_eq!(names, ["initial"]);
 }
+
+/// NIT-11: with a master key, a two-step secret is sealed at rest, and signing in with the
+/// app's code still works.
+#[tokio::test]
+async fn two_step_secrets_are_sealed_under_a_master_key() {
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = crate::webhooks::master_key_in(keys.path());
+    let s = TestServer::start_with(|c| c.master_key_file = Some(key_file.clone())).await;
+    let mut b = Browser::new(&s);
+    let id = staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let setup = b.get("/dashboard/account/two-step").await;
+    let secret = setup.field("secret");
+    let on = b
+        .submit(
+            &setup,
+            "/dashboard/account/two-step",
+            &[("secret", &secret), ("code", &app_code(&secret, 0))],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.text);
+    let stored = s
+        .store
+        .get_staff(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .two_step
+        .unwrap();
+    assert!(stored.secret.starts_with("sealed:v1:"), "{}", stored.secret);
+    assert!(!stored.secret.contains(&secret));
+    let mut other = Browser::new(&s);
+    let signed = other
+        .sign_in_with_code("dev@vendor.example", &app_code(&secret, 30))
+        .await;
+    assert_eq!(signed.status, 303, "{}", signed.text);
+}

@@ -1028,3 +1028,156 @@ async fn a_restricted_key_hears_and_reads_only_what_it_may_read() {
         .collect();
     assert_eq!(top, [&p1]);
 }
+
+/// A master key file in `dir`, for a server's `master_key_file`.
+pub(crate) fn master_key_in(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("master.key");
+    std::fs::write(
+        &path,
+        licensing_core::crypto::MasterKey::generate()
+            .to_file()
+            .as_bytes(),
+    )
+    .unwrap();
+    path
+}
+
+/// On PostgreSQL, whether a table's files (after a checkpoint) hold `needle`; `None` when the
+/// database is not on this machine (a server named by `LICENSING_TEST_DATABASE_URL`).
+async fn table_file_holds(s: &TestServer, table: &str, needle: &[u8]) -> Option<bool> {
+    let url = s.database_url.as_ref()?;
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    sqlx::query("CHECKPOINT").execute(&pool).await.unwrap();
+    let path: String = sqlx::query_scalar(
+        "SELECT current_setting('data_directory') || '/' || pg_relation_filepath($1)",
+    )
+    .bind(table)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let bytes = std::fs::read(&path).ok()?;
+    Some(bytes.windows(needle.len()).any(|w| w == needle))
+}
+
+/// BUG-10 and NIT-11: with a master key, webhook signing secrets are sealed at rest like the
+/// teams' private keys (deliveries are still signed with the secret shown once), backups hold
+/// neither in the clear, and on PostgreSQL the rows sealed at start leave no earlier version in
+/// the tables' files. `check` reports a secret found in the clear beside sealed ones.
+#[tokio::test]
+async fn a_master_key_seals_webhook_secrets_and_leaves_no_clear_copy() {
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = master_key_in(keys.path());
+    let s = hooked(|c| {
+        c.master_key_file = Some(key_file.clone());
+        c.admin_token = Some("admin-token-for-tests-0123456789".into());
+    })
+    .await;
+    // The team was made before the server started, in the clear: sealed at start, and on
+    // PostgreSQL its table rewritten.
+    let team = licensing_core::store::TeamStore::get_team(&s.store, s.team_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(team.keys.sealed_by().is_some());
+    if let Some(url) = &s.database_url {
+        // Rewritten into new files (a table keeps the file named by its oid until then): the
+        // row versions from before the sealing are gone with the old files.
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let rewritten: bool =
+            sqlx::query_scalar("SELECT relfilenode <> oid FROM pg_class WHERE relname = 'teams'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        pool.close().await;
+        assert!(
+            rewritten,
+            "the teams table was not rewritten after the sealing"
+        );
+    }
+
+    let receiver = Receiver::start().await;
+    let (hook, secret) = endpoint(&s, &receiver.url, json!(["webhook.test"])).await;
+    let id: licensing_core::WebhookId = hook.parse().unwrap();
+    let stored = licensing_core::store::WebhookStore::get_webhook(&s.store, s.team_id(), id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.secret.starts_with("sealed:v1:"), "{}", stored.secret);
+    let plain = secret.strip_prefix("whsec_").unwrap();
+    assert!(!stored.secret.contains(plain));
+    // Deliveries are signed with the secret shown once.
+    s.post(&s.dev(&format!("webhooks/{hook}/test")), "")
+        .await
+        .ok();
+    let got = receiver.wait_for(1).await;
+    assert!(signed_with(&got[0], &secret));
+    // A rotation seals the new secret too, and both sign for a day.
+    let rotated = s
+        .post(&s.dev(&format!("webhooks/{hook}/rotate-secret")), "")
+        .await;
+    let new_secret = rotated.ok()["secret"].as_str().unwrap().to_owned();
+    let stored = licensing_core::store::WebhookStore::get_webhook(&s.store, s.team_id(), id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.secret.starts_with("sealed:v1:"));
+    assert!(
+        stored
+            .previous_secret
+            .as_ref()
+            .unwrap()
+            .starts_with("sealed:v1:")
+    );
+    s.post(&s.dev(&format!("webhooks/{hook}/test")), "")
+        .await
+        .ok();
+    let got = receiver.wait_for(2).await;
+    assert!(signed_with(&got[1], &secret) && signed_with(&got[1], &new_secret));
+    if let Some(held) = table_file_holds(&s, "webhook_endpoints", plain.as_bytes()).await {
+        assert!(!held);
+    }
+    // The backup holds neither a private key nor a secret in the clear.
+    let backup = s
+        .client
+        .get(format!("{}/api/v1/admin/backup", s.base))
+        .bearer_auth("admin-token-for-tests-0123456789")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(backup.contains(&hook), "the backup has the endpoint");
+    for clear in [
+        "PRIVATE KEY",
+        plain,
+        new_secret.strip_prefix("whsec_").unwrap(),
+    ] {
+        assert!(!backup.contains(clear), "{clear} in the backup");
+    }
+
+    // A secret in the clear beside sealed ones (written past the server) is a problem for
+    // `check`.
+    let report = licensing_server::check::check(&s.store, &s.files, s.dir.path())
+        .await
+        .unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let mut clear = stored.clone();
+    clear.secret = secret.clone();
+    licensing_core::store::WebhookStore::update_webhook(
+        &s.store,
+        &clear,
+        &licensing_core::store::Journal::NONE,
+    )
+    .await
+    .unwrap();
+    let report = licensing_server::check::check(&s.store, &s.files, s.dir.path())
+        .await
+        .unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("in the clear")),
+        "{:?}",
+        report.problems
+    );
+}

@@ -15,11 +15,11 @@ use crate::child::{Api, ChildServer, Team, create_team, run};
 /// The store format the server writes.
 const CURRENT_FORMAT: u32 = licensing_server::store::sled::FORMAT;
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-fn unzip(zip: &Path, into: &Path) {
+pub(crate) fn unzip(zip: &Path, into: &Path) {
     let mut archive = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
     for i in 0..archive.len() {
         let mut entry = archive.by_index(i).unwrap();

@@ -30,6 +30,47 @@ fn loose(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// BUG-10: upgrading an older store with a master key left its private keys in the clear in the
+/// copy the migration made (`db.format-N-backup`), though the log said no clear copy was left.
+/// Now the server removes the copies once the keys are sealed, and says so; `check` finds
+/// nothing in the clear.
+#[tokio::test]
+async fn a_master_key_leaves_no_clear_copy_of_an_upgraded_store() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    crate::fixture::unzip(&crate::fixture::fixtures().join("sled-format-4.zip"), &dir);
+    assert!(
+        any_file_contains(&dir, b"PRIVATE KEY"),
+        "the fixture's keys are in the clear"
+    );
+    let key = parent.path().join("master.key");
+    let made = run(
+        &["master-key", "generate", "--out", key.to_str().unwrap()],
+        &[],
+    );
+    assert!(made.status.success());
+    let with_key = [("LICENSING_MASTER_KEY_FILE", key.to_str().unwrap())];
+    let mut server = ChildServer::start(&dir, &with_key);
+    server.terminate();
+    assert!(server.wait(Duration::from_secs(30)).success());
+    assert!(!any_file_contains(&dir, b"PRIVATE KEY"));
+    assert!(!any_file_contains(&dir, b"rsaPrivatePem"));
+    let copies: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("-backup"))
+        .collect();
+    assert!(copies.is_empty(), "{copies:?}");
+    let checked = run(&["check", "--data-dir", dir.to_str().unwrap()], &with_key);
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{said}");
+    assert!(
+        said.contains("0 private keys and secrets in the clear"),
+        "{said}"
+    );
+}
+
 /// Whether any file under `dir` contains `needle`.
 fn any_file_contains(dir: &Path, needle: &[u8]) -> bool {
     let mut pending = vec![dir.to_path_buf()];

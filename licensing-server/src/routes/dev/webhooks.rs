@@ -12,6 +12,7 @@ use licensing_core::{ApiError, DeliveryId, EventId, Timestamp, WebhookId};
 
 use super::{Dev, Input};
 use crate::http::{Handled, store_error, success};
+use crate::services::keyring::webhook_purpose;
 use crate::services::webhooks::check_url;
 
 /// Endpoints a team may have.
@@ -34,6 +35,14 @@ async fn existing(dev: &Dev, id: WebhookId) -> Result<WebhookEndpoint, ApiError>
         .map_err(store_error)?
         .filter(|e| visible(dev, e))
         .ok_or(StoreError::NotFound(Entity::Webhook).into())
+}
+
+/// An endpoint's signing secret as stored: sealed under the master key, when there is one.
+fn sealed(dev: &Dev, endpoint: WebhookId, secret: &str) -> Result<String, ApiError> {
+    dev.state
+        .keyring
+        .seal_secret(&webhook_purpose(endpoint), secret)
+        .map_err(|e| crate::http::internal("sealing a webhook secret failed", e))
 }
 
 /// Whether the caller may see (and manage) endpoint `e`: only when it could have created it,
@@ -90,8 +99,9 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         ));
     }
     let secret = WebhookSecret::generate();
+    let id = WebhookId::new();
     let endpoint = WebhookEndpoint {
-        id: WebhookId::new(),
+        id,
         team_id: dev.team,
         url,
         description: description.flatten(),
@@ -100,7 +110,8 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         disabled_reason: None,
         failing_since: None,
         alert_email: alert_email.flatten(),
-        secret: secret.expose().to_string(),
+        // At rest as the keyring says: sealed under the master key, when there is one.
+        secret: sealed(&dev, id, &secret.expose())?,
         previous_secret: None,
         previous_secret_until: None,
         created_at: dev.now,
@@ -123,7 +134,7 @@ pub(super) async fn create(dev: Dev, (): (), input: Input) -> Handled {
         201,
         WebhookWithSecret {
             endpoint: WebhookView::of(&endpoint, dev.now),
-            secret: endpoint.secret.clone(),
+            secret: secret.expose().to_string(),
         },
         "Webhook endpoint created; its secret is shown only in this answer",
     ))
@@ -230,7 +241,7 @@ pub(super) async fn rotate_secret(dev: Dev, (id,): (WebhookId,), _: Input) -> Ha
     new.previous_secret_until = Some(Timestamp::from_millis(
         dev.now.as_millis() + ROTATION_OVERLAP_HOURS * 3_600_000,
     ));
-    new.secret = secret.expose().to_string();
+    new.secret = sealed(&dev, id, &secret.expose())?;
     new.updated_at = dev.now;
     dev.state
         .store
@@ -244,7 +255,7 @@ pub(super) async fn rotate_secret(dev: Dev, (id,): (WebhookId,), _: Input) -> Ha
         200,
         WebhookWithSecret {
             endpoint: WebhookView::of(&new, dev.now),
-            secret: new.secret.clone(),
+            secret: secret.expose().to_string(),
         },
         "Secret rotated: deliveries carry signatures of both secrets for 24 hours; the new one is shown only in this answer",
     ))

@@ -217,3 +217,18 @@ impl ApiKeyStore for PgStore {
         Ok(())
     }
 }
+
+impl PgStore {
+    /// Rewrites the tables that hold private keys and secrets into new files (`VACUUM FULL`),
+    /// so that the versions of their rows from before a sealing are gone from the tables'
+    /// files. (Older WAL segments and earlier dumps of the database still hold them.)
+    pub async fn rewrite_secret_tables(&self) -> StoreResult<()> {
+        for table in ["teams", "webhook_endpoints", "staff_users"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM FULL {table}")))
+                .execute(&self.pool)
+                .await
+                .map_err(backend)?;
+        }
+        Ok(())
+    }
+}

@@ -53,6 +53,26 @@ pub(crate) fn needs_migration(tree: &sled::Tree) -> StoreResult<Option<u32>> {
     Ok((found < FORMAT && !tree.is_empty()).then_some(found))
 }
 
+/// The copies that migrations left in `data_dir` (of its store in `db`), whatever their format.
+pub fn migration_copies(data_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|name| {
+                name.strip_prefix("db.format-")
+                    .and_then(|rest| rest.strip_suffix("-backup"))
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
 /// The copy of a store of format `found` made before it is migrated: `<dir>.format-<found>-backup`.
 pub(crate) fn backup_path(dir: &std::path::Path, found: u32) -> std::path::PathBuf {
     let mut name = dir.as_os_str().to_owned();

@@ -63,7 +63,7 @@ use crate::store::refresh::{self as shared_refresh, Refreshes};
 pub use check::Findings;
 use codec::{Record, decode, encode};
 pub(crate) use compact::{compact, finish_compaction};
-pub use format::FORMAT;
+pub use format::{FORMAT, migration_copies};
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
     Paging, ProductListQuery, ReleaseListQuery, SortDirection,
@@ -1763,6 +1763,103 @@ mod tests {
     }
 
     /// Marks a closed store's tree as written in `format`.
+    /// A store of format 4 (a staff address indexed without its team, no index of records by
+    /// last use) is migrated when opened: its accounts are found by address, each record gets
+    /// its entry, and `check` finds it sound.
+    #[test]
+    fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
+        use licensing_core::Timestamp;
+        use licensing_core::model::{Role, StaffUser};
+        use licensing_core::store::{
+            Activity, ActivityRules, ActivityStore, Journal, LicenseStore, StaffStore, testing,
+        };
+        use licensing_core::validate::{Email, HardwareId};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let ann = Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("open");
+            let team = testing::team(&store, "A").await;
+            let license = testing::license(team.id, now);
+            store
+                .create_license(&license, &Journal::NONE)
+                .await
+                .expect("create");
+            let activity = Activity {
+                hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
+                ip: "198.51.100.7".parse().expect("ip"),
+                country: None,
+            };
+            store
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &ActivityRules::new(&licensing_core::model::TeamSettings::default()),
+                    &activity,
+                    now,
+                )
+                .await
+                .expect("store")
+                .expect("admitted");
+            let ann = StaffUser {
+                id: licensing_core::StaffId::new(),
+                team_id: team.id,
+                email: Email::parse("ann@example.com").expect("email"),
+                role: Role::Owner,
+                password_hash: None,
+                password_link: None,
+                created_at: now,
+                updated_at: now,
+                two_step: None,
+            };
+            store
+                .create_staff(&ann, &Journal::NONE)
+                .await
+                .expect("staff");
+            ann
+        });
+        // Back to format 4's layout: the address alone as the key, no index by last use.
+        {
+            let db = raw_open(dir.path());
+            let tree = db.open_tree("data").expect("tree");
+            set_format(&tree, 4);
+            let new = super::staff::email_key("ann@example.com", ann.team_id);
+            tree.remove(&new).expect("remove");
+            tree.insert(
+                super::keys::key(&[&[super::tag::STAFF_EMAIL], b"ann@example.com"]),
+                ann.id.as_bytes().to_vec(),
+            )
+            .expect("put");
+            let entries: Vec<_> = tree
+                .scan_prefix([super::tag::SEEN])
+                .keys()
+                .map(|k| k.expect("key"))
+                .collect();
+            assert_eq!(entries.len(), 2, "a device and an address");
+            for k in entries {
+                tree.remove(k).expect("remove");
+            }
+            db.flush().expect("flush");
+        }
+        Tokio.block_on(async {
+            let store = super::SledStore::open(dir.path()).expect("migrating open");
+            assert_eq!(
+                super::format::version(&store.inner.tree).expect("version"),
+                super::format::FORMAT
+            );
+            assert_eq!(
+                store
+                    .find_staff_by_email("ann@example.com")
+                    .await
+                    .expect("find"),
+                std::slice::from_ref(&ann)
+            );
+            assert_eq!(store.inner.tree.scan_prefix([super::tag::SEEN]).count(), 2);
+            let report = store.check().expect("check");
+            assert!(report.problems.is_empty(), "{:?}", report.problems);
+        });
+    }
+
     fn set_format(tree: &sled::Tree, format: u32) {
         tree.insert(super::format::version_key(), &format.to_be_bytes())
             .expect("version");
