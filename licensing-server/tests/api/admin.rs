@@ -208,4 +208,34 @@ async fn admin_backup_streams_the_whole_archive() {
             .any(|l| l["kind"] == "license" && l["license"]["licenseKey"] == license["licenseKey"]),
         "{text}"
     );
+    // Every team's log says the operator took its records away (NIT-12), before the first
+    // byte (the archive itself holds the entry).
+    let other = s.other_team().await;
+    reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let log = s.get(&s.dev("audit-log?action=team.backup_downloaded")).await;
+    let entries = log.ok()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2, "one per download: {entries:?}");
+    assert_eq!(entries[0]["actor"]["type"], "ADMIN");
+    assert_eq!(entries[0]["address"], "127.0.0.1");
+    assert!(text.contains("team.backup_downloaded"));
+    let theirs = s
+        .send(
+            Method::GET,
+            &format!(
+                "{}/api/v1/dev/teams/{}/audit-log?action=team.backup_downloaded",
+                s.base, other.team_id
+            ),
+            Some(&other.api_key),
+            None,
+        )
+        .await;
+    assert_eq!(theirs.ok()["entries"].as_array().unwrap().len(), 1);
 }
