@@ -332,9 +332,11 @@ pub struct WebhookView {
     pub updated_at: Timestamp,
     /// The scopes of the key (or staff role) that created it: it receives only events about
     /// records those let it read.
+    #[serde(default)]
     pub scopes: Scopes,
     /// The products its creator was restricted to: it receives only events about their
     /// records. `null`: every product.
+    #[serde(default)]
     pub product_ids: Option<Vec<crate::ProductId>>,
 }
 

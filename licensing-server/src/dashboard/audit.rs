@@ -29,6 +29,7 @@ fn change(c: &FieldChange) -> Markup {
         li {
             code { (c.field) } ": "
             @if c.secret { em { "secret, not recorded" } }
+            @else if c.redacted { em { "changed (your role may not read these records)" } }
             @else { (value_text(c.old.as_ref())) " → " (value_text(c.new.as_ref())) }
         }
     }

@@ -220,7 +220,9 @@ async fn admin_backup_streams_the_whole_archive() {
         .text()
         .await
         .unwrap();
-    let log = s.get(&s.dev("audit-log?action=team.backup_downloaded")).await;
+    let log = s
+        .get(&s.dev("audit-log?action=team.backup_downloaded"))
+        .await;
     let entries = log.ok()["entries"].as_array().unwrap().clone();
     assert_eq!(entries.len(), 2, "one per download: {entries:?}");
     assert_eq!(entries[0]["actor"]["type"], "ADMIN");
