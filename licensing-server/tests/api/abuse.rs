@@ -284,13 +284,10 @@ async fn connect_from(s: &TestServer, local: &str) -> TcpStream {
     socket.connect(host(s).parse().unwrap()).await.unwrap()
 }
 
-/// BUG-6: about 4,200 slow-body connections from one address filled the connection cap, and
-/// `/healthz` stopped answering for everyone. Now one address holds at most its own share: the
-/// connection past it is answered 429 and closed, and another address is served at once.
-#[tokio::test]
-async fn one_address_cannot_take_every_connection() {
+/// A server with 24 connections, 8 per address, and no trusted proxy (127.0.0.1 is a client
+/// like any other); and the head of a verify whose body never comes whole.
+async fn small_connection_caps() -> (TestServer, String) {
     let s = TestServer::start_with(|c| {
-        // Nobody is a trusted proxy here: 127.0.0.1 is a client like any other.
         c.trusted_proxies = Default::default();
         c.max_connections = 24;
         c.max_connections_per_address = 8;
@@ -301,6 +298,15 @@ async fn one_address_cannot_take_every_connection() {
          Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"licenseKey\":",
         s.team.team_id
     );
+    (s, verify)
+}
+
+/// BUG-6: about 4,200 slow-body connections from one address filled the connection cap, and
+/// `/healthz` stopped answering for everyone. Now one address holds at most its own share: the
+/// connection past it is answered 429 and closed, and another address is served at once.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let (s, verify) = small_connection_caps().await;
     let mut held = Vec::new();
     for _ in 0..8 {
         let mut stream = connect_from(&s, "127.0.0.1").await;
@@ -356,17 +362,7 @@ async fn healthz_from(s: &TestServer, local: &str) -> String {
 /// still served.
 #[tokio::test]
 async fn a_few_addresses_cannot_take_the_last_connections() {
-    let s = TestServer::start_with(|c| {
-        c.trusted_proxies = Default::default();
-        c.max_connections = 24;
-        c.max_connections_per_address = 8;
-    })
-    .await;
-    let verify = format!(
-        "POST /api/v1/client/teams/{}/verification/verify HTTP/1.1\r\nHost: x\r\n\
-         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"licenseKey\":",
-        s.team.team_id
-    );
+    let (s, verify) = small_connection_caps().await;
     // Three addresses, eight slow connections each: the whole cap, before.
     let mut streams = Vec::new();
     for local in ["127.0.0.1", "127.0.0.2", "127.0.0.3"] {

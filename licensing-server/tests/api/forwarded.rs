@@ -60,18 +60,27 @@ async fn verify_through(s: &TestServer, key: &str, lines: &[Vec<u8>], hwid: &str
     (status, response.json().await.unwrap())
 }
 
-#[tokio::test]
-async fn odd_forwarded_bytes_never_make_the_proxy_the_client() {
+/// The address the tests blacklist.
+const BLACKLISTED: &str = "198.51.100.66";
+
+/// A server whose team blacklists `address`, and a license of it.
+async fn blacklisting(address: &str) -> (TestServer, Value) {
     let s = TestServer::start().await;
     s.post(
         &s.dev("blacklist"),
-        r#"{"type":"IP","value":"198.51.100.66"}"#,
+        &json!({"type": "IP", "value": address}).to_string(),
     )
     .await
     .ok();
     let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    (s, license)
+}
+
+#[tokio::test]
+async fn odd_forwarded_bytes_never_make_the_proxy_the_client() {
+    let (s, license) = blacklisting(BLACKLISTED).await;
     let key = license["licenseKey"].as_str().unwrap();
-    for (lines, why) in forwarded_forms("198.51.100.66") {
+    for (lines, why) in forwarded_forms(BLACKLISTED) {
         let (status, body) = verify_through(&s, key, &lines, "device-0001").await;
         assert_eq!(
             (status, body["result"]["code"].as_str().unwrap()),
@@ -149,14 +158,7 @@ async fn odd_forwarded_bytes_do_not_open_metrics_or_hide_the_audited_address() {
 /// split over two lines: never an answer for the proxy's address.
 #[tokio::test]
 async fn forwarded_headers_the_http_layer_refuses_are_refused() {
-    let s = TestServer::start().await;
-    s.post(
-        &s.dev("blacklist"),
-        r#"{"type":"IP","value":"198.51.100.66"}"#,
-    )
-    .await
-    .ok();
-    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let (s, license) = blacklisting(BLACKLISTED).await;
     let body = json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "device-0001"})
         .to_string();
     let head = |forwarded: &[u8]| {

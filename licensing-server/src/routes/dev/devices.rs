@@ -115,14 +115,7 @@ async fn changed_license_products(
     dev: &Dev,
     license: LicenseId,
 ) -> Result<Vec<licensing_core::ProductId>, ApiError> {
-    let found = dev
-        .state
-        .store
-        .get_license(dev.team, license)
-        .await
-        .map_err(store_error)?
-        .filter(|l| dev.sees(&l.product_ids))
-        .ok_or(StoreError::NotFound(Entity::License))?;
+    let found = visible_license(dev, license).await?;
     dev.must_cover(&found.product_ids)?;
     Ok(found.product_ids)
 }
@@ -130,17 +123,25 @@ async fn changed_license_products(
 /// For a key restricted to products: 404 unless it may see the license. Unrestricted keys
 /// need no read here (the store checks the license exists).
 async fn license_for(dev: &Dev, license: LicenseId) -> Result<(), ApiError> {
-    if dev.products().is_none() {
-        return Ok(());
+    if dev.products().is_some() {
+        visible_license(dev, license).await?;
     }
-    dev.state
+    Ok(())
+}
+
+/// License `license` of the team, 404 unless the caller may see it.
+async fn visible_license(
+    dev: &Dev,
+    license: LicenseId,
+) -> Result<licensing_core::model::License, ApiError> {
+    Ok(dev
+        .state
         .store
         .get_license(dev.team, license)
         .await
         .map_err(store_error)?
         .filter(|l| dev.sees(&l.product_ids))
-        .ok_or(StoreError::NotFound(Entity::License))?;
-    Ok(())
+        .ok_or(StoreError::NotFound(Entity::License))?)
 }
 
 #[derive(Clone, Copy)]
