@@ -18,6 +18,7 @@ use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
 use super::keys::{key, tag};
+use super::seen::Keyed;
 use super::{
     Record, SledStore, Tally, Tx, addr16, backend, decode, hwid_digest, hwid_key, ip_key,
     license_key, put_license, seen, tally_key,
@@ -365,31 +366,5 @@ impl SledStore {
             Ok(record)
         })
         .await
-    }
-}
-
-/// A usage record's place in the store: its table, and its key derived from its value.
-pub(super) trait Keyed {
-    /// The table tag.
-    const TABLE: u8;
-    /// What is not found when it is missing.
-    const MISSING: Entity;
-    /// The key.
-    fn storage_key(&self) -> Vec<u8>;
-}
-
-impl Keyed for Hwid {
-    const TABLE: u8 = tag::HWID;
-    const MISSING: Entity = Entity::Hwid;
-    fn storage_key(&self) -> Vec<u8> {
-        hwid_key(self.team_id, self.license_id, &self.identifier)
-    }
-}
-
-impl Keyed for IpRecord {
-    const TABLE: u8 = tag::IP;
-    const MISSING: Entity = Entity::Ip;
-    fn storage_key(&self) -> Vec<u8> {
-        ip_key(self.team_id, self.license_id, self.address)
     }
 }

@@ -17,9 +17,12 @@ use licensing_core::model::UsageRecord;
 use licensing_core::store::StoreResult;
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
-use super::activity::Keyed;
+use licensing_core::model::{Hwid, IpRecord};
+use licensing_core::store::Entity;
+
 use super::keys::{self, key, tag};
 use super::{Record, Tx, backend};
+use super::{hwid_key, ip_key};
 
 /// The prefix of a license's entries of one table, of forgotten records or of the others.
 fn prefix(table: u8, team: TeamId, license: LicenseId, forgotten: bool) -> Vec<u8> {
@@ -106,6 +109,32 @@ pub(super) fn build<R: UsageRecord + Keyed + Record>(tree: &sled::Tree) -> Store
     }
     tree.apply_batch(batch).map_err(backend)?;
     Ok(written)
+}
+
+/// A usage record's place in the store: its table, and its key derived from its value.
+pub(super) trait Keyed {
+    /// The table tag.
+    const TABLE: u8;
+    /// What is not found when it is missing.
+    const MISSING: Entity;
+    /// The key.
+    fn storage_key(&self) -> Vec<u8>;
+}
+
+impl Keyed for Hwid {
+    const TABLE: u8 = tag::HWID;
+    const MISSING: Entity = Entity::Hwid;
+    fn storage_key(&self) -> Vec<u8> {
+        hwid_key(self.team_id, self.license_id, &self.identifier)
+    }
+}
+
+impl Keyed for IpRecord {
+    const TABLE: u8 = tag::IP;
+    const MISSING: Entity = Entity::Ip;
+    fn storage_key(&self) -> Vec<u8> {
+        ip_key(self.team_id, self.license_id, self.address)
+    }
 }
 
 /// What the index reads: how many entries a store has read through it, for tests and
