@@ -161,14 +161,25 @@ impl Validator {
 }
 
 /// The one error type that leaves the API: a code, the HTTP status, a message that says what to
-/// fix, and for validation failures the list of field problems.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// fix, and for validation failures the list of field problems. An internal error also keeps
+/// its cause, for the server's log: never answered, and not part of its equality.
+#[derive(Clone, Debug)]
 pub struct ApiError {
     code: ResultCode,
     status: u16,
     details: Cow<'static, str>,
     errors: Vec<FieldError>,
+    cause: Option<std::sync::Arc<str>>,
 }
+
+impl PartialEq for ApiError {
+    fn eq(&self, other: &Self) -> bool {
+        (self.code, self.status, &self.details, &self.errors)
+            == (other.code, other.status, &other.details, &other.errors)
+    }
+}
+
+impl Eq for ApiError {}
 
 impl ApiError {
     /// An error with the code's own status.
@@ -178,6 +189,7 @@ impl ApiError {
             status: code.http_status(),
             details: details.into(),
             errors: Vec::new(),
+            cause: None,
         }
     }
 
@@ -198,6 +210,7 @@ impl ApiError {
             status: 400,
             details: Cow::Owned(errors.first().to_string()),
             errors: errors.0,
+            cause: None,
         }
     }
 
@@ -261,6 +274,20 @@ impl ApiError {
     /// 500 `INTERNAL_SERVER_ERROR`, without detail: the cause is logged, never answered.
     pub fn internal() -> Self {
         Self::new(ResultCode::InternalServerError, "Internal server error")
+    }
+
+    /// 500 `INTERNAL_SERVER_ERROR` that keeps what went wrong (`context`: `cause`) for whoever
+    /// logs it where the answer is made; the answer never carries it.
+    pub fn internal_because(context: &str, cause: impl fmt::Display) -> Self {
+        Self {
+            cause: Some(format!("{context}: {cause}").into()),
+            ..Self::internal()
+        }
+    }
+
+    /// The cause kept for the log, if any (see [`internal_because`](Self::internal_because)).
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
     }
 
     /// 401 `UNAUTHORIZED`.
@@ -331,6 +358,25 @@ mod tests {
         let fields: Vec<_> = errors.errors().iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["a", "c"]);
         assert_eq!(errors.message_for("c"), Some("is required"));
+    }
+
+    #[test]
+    fn an_internal_error_keeps_its_cause_for_the_log_only() {
+        let e = ApiError::internal_because("store failure", "disk on fire");
+        assert_eq!(e.cause(), Some("store failure: disk on fire"));
+        assert_eq!(e.details(), "Internal server error");
+        assert_eq!(
+            e,
+            ApiError::internal(),
+            "the cause is not part of what is answered"
+        );
+        let store: ApiError =
+            crate::store::StoreError::backend_from("sled", std::io::Error::other("eio")).into();
+        assert_eq!(store.status(), 500);
+        assert!(
+            store.cause().is_some_and(|c| c.contains("eio")),
+            "{store:?}"
+        );
     }
 
     #[test]

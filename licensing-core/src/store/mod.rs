@@ -176,7 +176,7 @@ impl From<StoreError> for ApiError {
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
             StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
-            StoreError::Backend(_) => ApiError::internal(),
+            StoreError::Backend(cause) => ApiError::internal_because("store failure", cause),
         }
     }
 }

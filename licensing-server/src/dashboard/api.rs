@@ -66,6 +66,7 @@ impl Failure {
 
 impl From<ApiError> for Failure {
     fn from(e: ApiError) -> Self {
+        crate::http::log_cause(&e);
         let details = if e.status() >= 500 {
             "The server could not do this just now. Please try again; if it keeps failing, the operator will find the cause in the server's log.".to_owned()
         } else {

@@ -48,8 +48,10 @@ pub(crate) fn success<T: Serialize>(status: u16, data: T, details: &'static str)
     json(status, &Envelope::success(data, details, Timestamp::now()))
 }
 
-/// An error in the envelope, with its status. Internal errors are logged, never detailed.
+/// An error in the envelope, with its status. Internal errors are logged here, with the cause
+/// they kept, and never detailed.
 pub(crate) fn error(err: &ApiError) -> Response {
+    log_cause(err);
     json(
         err.status(),
         &Envelope::<Option<ErrorData>>::error(err, Timestamp::now()),
@@ -93,12 +95,16 @@ pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError
     ApiError::internal()
 }
 
-/// Converts a store error, logging backend failures.
+/// Converts a store error (a backend failure keeps its cause, logged where the answer is made).
 pub(crate) fn store_error(e: licensing_core::store::StoreError) -> ApiError {
-    if let licensing_core::store::StoreError::Backend(cause) = &e {
-        tracing::error!(%cause, "store failure");
-    }
     e.into()
+}
+
+/// Logs the cause an internal error kept (once: where its answer or page is made).
+pub(crate) fn log_cause(err: &ApiError) {
+    if let Some(cause) = err.cause() {
+        tracing::error!(%cause, "internal error");
+    }
 }
 
 /// Parses a path parameter, naming it in the 400.
