@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod app;
 pub mod archive;
 pub mod check;
 pub mod client_addr;

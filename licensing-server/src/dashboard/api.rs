@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use warp::http::{HeaderMap, HeaderValue, Method, header};
 
 use super::{Ctx, Staff};
+use crate::app::{Cx, Operation};
 use crate::routes::dev::{self, Body, Caller, Dev, Input};
 
 /// Why an operation did not succeed, as the API answered it.
@@ -84,6 +85,22 @@ impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         crate::http::store_error(e).into()
     }
+}
+
+/// Performs `op` as the signed-in staff member, for their team.
+pub(crate) async fn perform<O: Operation>(
+    ctx: &Ctx,
+    staff: &Staff,
+    op: O,
+) -> Result<O::Output, Failure> {
+    let cx = Cx {
+        state: ctx.state.clone(),
+        team: staff.user.team_id,
+        caller: Caller::staff(&staff.user),
+        now: ctx.now,
+        client: ctx.client,
+    };
+    cx.perform(op).await.map_err(Failure::from)
 }
 
 /// Runs the developer operation `method path` (the path after `teams/{teamId}/`) for the

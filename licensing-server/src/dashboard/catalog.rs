@@ -1,7 +1,10 @@
 //! Customers, products with their branches, the blacklist, and the team's settings.
 
-use licensing_core::api::{BlacklistList, BranchList, CustomerPage, LicensePage, ProductPage};
-use licensing_core::model::{Customer, Product, Resource, Scope, TeamSettings};
+use licensing_core::api::requests::{CustomerBody, CustomerListQuery, Patch};
+use licensing_core::api::{BlacklistList, BranchList, LicensePage, ProductPage};
+use licensing_core::model::{Product, Resource, Scope, TeamSettings};
+use licensing_core::validate::SearchText;
+use licensing_core::{ApiError, CustomerId};
 use maud::{Markup, html};
 use serde_json::{Value, json};
 use warp::http::Method;
@@ -9,6 +12,7 @@ use warp::http::Method;
 use super::api::{self, Failure};
 use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::customers::{CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers};
 use crate::http::Response;
 
 fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
@@ -37,13 +41,16 @@ pub(crate) async fn customers(
     let outcome = async {
         let search = ctx.param("search").unwrap_or_default();
         let page_number: u32 = page::page_number(ctx);
-        let mut query = format!("pageSize=50&page={page_number}");
+        let mut query = CustomerListQuery::default();
+        query.paging.page = page_number;
+        query.paging.page_size = 50;
         if !search.trim().is_empty() {
-            query.push_str("&search=");
-            query.extend(form_urlencoded::byte_serialize(search.trim().as_bytes()));
+            query.filter = Some(
+                SearchText::parse(search.trim())
+                    .map_err(|e| ApiError::bad_field("search", &e.to_string()))?,
+            );
         }
-        let list: CustomerPage =
-            api::call(ctx, staff, Method::GET, "customers", &query, None).await?;
+        let list = api::perform(ctx, staff, ListCustomers(query)).await?;
         let link = |page: u32| {
             let mut q = form_urlencoded::Serializer::new(String::new());
             if !search.is_empty() {
@@ -65,8 +72,8 @@ pub(crate) async fn customers(
                 table {
                     thead { tr { th scope="col" { "Name" } th scope="col" { "E-mail address" } th scope="col" { "User name" } th scope="col" { "Since" } } }
                     tbody {
-                        @if list.customers.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
-                        @for c in &list.customers {
+                        @if list.items.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
+                        @for c in &list.items {
                             tr {
                                 td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or("(no name)")) } }
                                 td { (c.email.as_ref().map_or("", |e| e.as_str())) }
@@ -78,7 +85,7 @@ pub(crate) async fn customers(
                 }
             }
             nav.pager aria-label="Pages" {
-                @if list.total_results > 0 { span { (list.total_results) " customers" } }
+                @if list.total > 0 { span { (list.total) " customers" } }
                 @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
                 @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
             }
@@ -105,14 +112,21 @@ pub(crate) async fn customers(
     page::or_failure(ctx, staff, outcome.await)
 }
 
+/// A text field of a form as a member of a body: its trimmed text, or cleared when blank.
+fn patch(form: &Form, name: &str) -> Patch<String> {
+    form.text(name)
+        .map_or(Patch::Null, |t| Patch::Value(t.to_owned()))
+}
+
 /// `POST /dashboard/customers`.
 pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let body = json!({
-        "fullName": optional(form, "fullName"),
-        "email": optional(form, "email"),
-        "username": optional(form, "username"),
-    });
-    match api::call::<Customer>(ctx, staff, Method::POST, "customers", "", Some(&body)).await {
+    let body = CustomerBody {
+        full_name: patch(form, "fullName"),
+        email: patch(form, "email"),
+        username: patch(form, "username"),
+        ..CustomerBody::default()
+    };
+    match api::perform(ctx, staff, CreateCustomer(body)).await {
         Ok(c) => page::redirect(&format!(
             "/dashboard/customers/{}?notice=customer-created",
             c.id
@@ -125,16 +139,8 @@ pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
 /// `GET /dashboard/customers/{id}`.
 pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = page::id_of::<uuid::Uuid>(id, "customer")?;
-        let c: Customer = api::call(
-            ctx,
-            staff,
-            Method::GET,
-            &format!("customers/{id}"),
-            "",
-            None,
-        )
-        .await?;
+        let id = page::id_of::<CustomerId>(id, "customer")?;
+        let c = api::perform(ctx, staff, GetCustomer(id)).await?;
         let licenses: Option<LicensePage> = if staff.may(Scope::read(Resource::Licenses)) {
             Some(
                 api::call(
@@ -194,16 +200,8 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 /// `GET /dashboard/customers/{id}/delete`.
 pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = page::id_of::<uuid::Uuid>(id, "customer")?;
-        let c: Customer = api::call(
-            ctx,
-            staff,
-            Method::GET,
-            &format!("customers/{id}"),
-            "",
-            None,
-        )
-        .await?;
+        let id = page::id_of::<CustomerId>(id, "customer")?;
+        let c = api::perform(ctx, staff, GetCustomer(id)).await?;
         let name = c
             .full_name
             .clone()
@@ -227,14 +225,14 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
 
 /// `POST /dashboard/customers/{id}/delete`.
 pub(crate) async fn delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = page::id_of::<uuid::Uuid>(id, "customer").map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("customers/{id}"),
-            "/dashboard/customers?notice=customer-deleted",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = page::id_of::<CustomerId>(id, "customer").map(DeleteCustomer);
+    page::done(
+        ctx,
+        staff,
+        op,
+        "/dashboard/customers?notice=customer-deleted",
+    )
+    .await
 }
 
 // Products and branches.

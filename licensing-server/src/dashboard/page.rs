@@ -375,6 +375,21 @@ pub(crate) fn id_of<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, F
         .map_err(|_| Failure::new(404, format!("There is no such {what}.")))
 }
 
+/// Performs what a form asks (`op`, or why it cannot be asked, such as an id that is no id) and
+/// sends the browser to `then`, or shows what went wrong in plain words.
+pub(crate) async fn done<O: crate::app::Operation>(
+    ctx: &Ctx,
+    staff: &Staff,
+    op: Result<O, Failure>,
+    then: &str,
+) -> Response {
+    let outcome = async {
+        api::perform(ctx, staff, op?).await?;
+        Ok(redirect(then))
+    };
+    or_failure(ctx, staff, outcome.await)
+}
+
 /// One change a form asks for: a call of the developer API, and where the browser goes after
 /// it succeeds.
 pub(crate) struct Act {

@@ -86,7 +86,12 @@ fn address(v: &mut Validator, a: Address) -> Address {
 impl CustomerBody {
     /// Parses and validates the body.
     pub fn parse(body: &[u8]) -> Result<CustomerInput, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate()
+    }
+
+    /// Validates the body (every field problem at once).
+    pub fn validate(self) -> Result<CustomerInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let input = CustomerInput {
             email: patch_text(&mut v, "email", raw.email, Email::parse),

@@ -33,19 +33,15 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 use futures_util::{Stream, StreamExt};
 use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
-use licensing_core::model::{
-    Action, Actor, ApiKeyRecord, FieldChange, ProductRestriction, Resource, Scope, Scopes,
-    StaffUser, cannot_grant, covers_products, sees_products,
-};
-use licensing_core::store::Journal;
-use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
+use licensing_core::model::{ApiKeyRecord, Resource, Scope};
+use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, HeaderValue, Method};
 
+use crate::app;
 use crate::http::{Handled, Response, auth, path_param, raw_query, read_body, respond};
 use crate::routes::with_state;
-use crate::services::audit::Acting;
 use crate::state::{AppState, Principal};
 
 /// A request body as the gate hands it on.
@@ -68,145 +64,8 @@ impl Input {
     }
 }
 
-/// An authenticated developer request.
-pub(crate) struct Dev {
-    /// The server.
-    pub(crate) state: AppState,
-    /// The team of the path.
-    pub(crate) team: TeamId,
-    /// Who made it: an API key, or a staff member through the dashboard.
-    pub(crate) caller: Caller,
-    /// When it is handled.
-    pub(crate) now: Timestamp,
-    /// The client's address (protocol.md section 3's rule behind proxies).
-    pub(crate) client: IpAddr,
-}
-
-impl Dev {
-    /// The journal of a change this request makes: its audit entry, naming the API key and the
-    /// client's address.
-    pub(crate) fn journal(
-        &self,
-        action: Action,
-        resource_id: impl std::fmt::Display,
-        changes: Vec<FieldChange>,
-    ) -> Journal {
-        self.acting()
-            .journal(self.team, self.now, action, resource_id, changes)
-    }
-
-    /// The journal of a change from `old` to `new` this request makes: its audit entry and its
-    /// webhook event (see [`Acting::change`]).
-    pub(crate) fn change<T: serde::Serialize>(
-        &self,
-        action: Action,
-        resource_id: impl std::fmt::Display,
-        old: Option<&T>,
-        new: Option<&T>,
-    ) -> Journal {
-        self.acting()
-            .change(self.team, self.now, action, resource_id, old, new)
-    }
-
-    /// Who this request acts as, for the audit log.
-    pub(crate) fn acting(&self) -> Acting {
-        Acting {
-            actor: self.caller.actor.clone(),
-            address: Some(self.client),
-        }
-    }
-
-    /// The `createdByUserId` of what this request creates.
-    pub(crate) fn user(&self) -> UserId {
-        self.caller.user
-    }
-
-    /// The products the caller is restricted to.
-    pub(crate) fn products(&self) -> &ProductRestriction {
-        &self.caller.product_ids
-    }
-
-    /// Whether the caller may see a record tied to `products`.
-    pub(crate) fn sees(&self, products: &[ProductId]) -> bool {
-        sees_products(&self.caller.product_ids, products)
-    }
-
-    /// 403 unless the caller may change a record tied to `products` (all of them among its
-    /// own).
-    pub(crate) fn must_cover(&self, products: &[ProductId]) -> Result<(), ApiError> {
-        if covers_products(&self.caller.product_ids, products) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(
-                "This API key is restricted to some products: it can only change records whose products are all among them",
-            ))
-        }
-    }
-
-    /// Why the caller may not create (or revoke) a key with `scopes` and `products`, if it may
-    /// not.
-    pub(crate) fn cannot_grant(
-        &self,
-        scopes: &Scopes,
-        products: &ProductRestriction,
-    ) -> Option<String> {
-        cannot_grant(
-            self.caller.name,
-            &self.caller.scopes,
-            &self.caller.product_ids,
-            scopes,
-            products,
-        )
-    }
-}
-
-/// Who makes a developer request: what it may do, and how the audit log and refusals name it.
-#[derive(Clone, Debug)]
-pub(crate) struct Caller {
-    /// The audit log's actor.
-    pub(crate) actor: Actor,
-    /// The `createdByUserId` of what it creates.
-    pub(crate) user: UserId,
-    /// What it may do.
-    pub(crate) scopes: Scopes,
-    /// The products it is restricted to.
-    pub(crate) product_ids: ProductRestriction,
-    /// When it stops working (an API key's expiry); what it creates expires no later.
-    pub(crate) expires_at: Option<Timestamp>,
-    /// How a refusal names it ("this API key", "your role").
-    pub(crate) name: &'static str,
-}
-
-impl Caller {
-    /// An API key.
-    pub(crate) fn api_key(key: &ApiKeyRecord) -> Self {
-        Self {
-            actor: Actor::api_key(key.id, &key.name),
-            user: key.id.into(),
-            scopes: key.scopes.clone(),
-            product_ids: key.product_ids.clone(),
-            expires_at: key.expires_at,
-            name: "this API key",
-        }
-    }
-
-    /// A staff member signed in to the dashboard: the scopes of their role, every product.
-    pub(crate) fn staff(user: &StaffUser) -> Self {
-        Self {
-            actor: Actor::user(user.id, user.email.as_str()),
-            user: user.id.into(),
-            scopes: user.role.scopes(),
-            product_ids: None,
-            expires_at: None,
-            name: "your role",
-        }
-    }
-
-    /// Whether it has `scope`.
-    pub(crate) fn allows(&self, scope: Scope) -> bool {
-        self.scopes.allows(scope)
-    }
-}
+/// An authenticated developer request: the operations' context.
+pub(crate) use crate::app::{Caller, Cx as Dev};
 
 /// The ids of a path, parsed in order; each names itself in its 400.
 pub(crate) trait PathIds: Sized + Send + 'static {
@@ -296,6 +155,43 @@ impl Operation {
             }
         }
         template.next().is_none().then_some(ids)
+    }
+}
+
+/// A typed operation as the developer API reaches it: the operation a request asks for (from
+/// its path's ids, query and body), and the answer to what it did.
+pub(crate) trait Endpoint: crate::app::Operation + 'static {
+    /// The ids of its path, in order.
+    type Ids: PathIds;
+    /// Whether it reads a query string.
+    const QUERY: Query;
+    /// The operation the request asks for; its body is read and parsed here (400, 413), before
+    /// the operation looks anything up.
+    fn from_request(
+        ids: Self::Ids,
+        input: Input,
+    ) -> impl Future<Output = Result<Self, ApiError>> + Send;
+    /// The answer.
+    fn answer(output: Self::Output) -> Response;
+}
+
+/// The table's entry of endpoint `E` at `method path`.
+fn route<E: Endpoint>(method: Method, path: &'static str) -> Operation {
+    Operation {
+        method,
+        path,
+        scope: E::SCOPE,
+        query: E::QUERY,
+        bind: Box::new(|values| {
+            let ids = E::Ids::parse(values)?;
+            Ok(Box::new(move |cx: Dev, input: Input| {
+                Box::pin(async move {
+                    let op = E::from_request(ids, input).await?;
+                    let output = cx.perform(op).await?;
+                    Ok(E::answer(output))
+                }) as Reply
+            }) as Bound)
+        }),
     }
 }
 
@@ -438,41 +334,11 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             devices::forget_ip,
         ),
-        op(
-            post.clone(),
-            "customers",
-            write(Customers),
-            NoQuery,
-            customers::create,
-        ),
-        op(
-            get.clone(),
-            "customers",
-            read(Customers),
-            Parsed,
-            customers::list,
-        ),
-        op(
-            get.clone(),
-            "customers/{customerId}",
-            read(Customers),
-            NoQuery,
-            customers::get,
-        ),
-        op(
-            put.clone(),
-            "customers/{customerId}",
-            write(Customers),
-            NoQuery,
-            customers::update,
-        ),
-        op(
-            delete.clone(),
-            "customers/{customerId}",
-            write(Customers),
-            NoQuery,
-            customers::delete,
-        ),
+        route::<app::customers::CreateCustomer>(post.clone(), "customers"),
+        route::<app::customers::ListCustomers>(get.clone(), "customers"),
+        route::<app::customers::GetCustomer>(get.clone(), "customers/{customerId}"),
+        route::<app::customers::UpdateCustomer>(put.clone(), "customers/{customerId}"),
+        route::<app::customers::DeleteCustomer>(delete.clone(), "customers/{customerId}"),
         op(
             post.clone(),
             "products",

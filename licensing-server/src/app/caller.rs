@@ -1,0 +1,67 @@
+//! Who performs an operation: what it may do, and how the audit log and refusals name it.
+
+use licensing_core::model::{Actor, ApiKeyRecord, ProductRestriction, Scope, Scopes, StaffUser};
+use licensing_core::{ApiError, Timestamp, UserId};
+
+/// A caller: an API key, or a staff member signed in to the dashboard.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    /// The audit log's actor.
+    pub(crate) actor: Actor,
+    /// The `createdByUserId` of what it creates.
+    pub(crate) user: UserId,
+    /// What it may do.
+    pub(crate) scopes: Scopes,
+    /// The products it is restricted to.
+    pub(crate) product_ids: ProductRestriction,
+    /// When it stops working (an API key's expiry); what it creates expires no later.
+    pub(crate) expires_at: Option<Timestamp>,
+    /// How a refusal names it ("this API key", "your role").
+    pub(crate) name: &'static str,
+}
+
+impl Caller {
+    /// An API key.
+    pub(crate) fn api_key(key: &ApiKeyRecord) -> Self {
+        Self {
+            actor: Actor::api_key(key.id, &key.name),
+            user: key.id.into(),
+            scopes: key.scopes.clone(),
+            product_ids: key.product_ids.clone(),
+            expires_at: key.expires_at,
+            name: "this API key",
+        }
+    }
+
+    /// A staff member signed in to the dashboard: the scopes of their role, every product.
+    pub(crate) fn staff(user: &StaffUser) -> Self {
+        Self {
+            actor: Actor::user(user.id, user.email.as_str()),
+            user: user.id.into(),
+            scopes: user.role.scopes(),
+            product_ids: None,
+            expires_at: None,
+            name: "your role",
+        }
+    }
+
+    /// Whether it has `scope`.
+    pub(crate) fn allows(&self, scope: Scope) -> bool {
+        self.scopes.allows(scope)
+    }
+
+    /// 403 unless it has `scope`, naming what is missing.
+    pub(crate) fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if self.allows(scope) {
+            return Ok(());
+        }
+        Err(ApiError::forbidden(if self.name == "your role" {
+            format!("Your role lacks the permission {scope} this needs")
+        } else {
+            format!(
+                "This API key lacks the scope {scope} (it has: {})",
+                self.scopes.names().join(", ")
+            )
+        }))
+    }
+}

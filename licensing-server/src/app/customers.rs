@@ -1,0 +1,145 @@
+//! Customers: create, list with search, read, update, delete.
+
+use licensing_core::api::CustomerDeleted;
+use licensing_core::api::requests::{CustomerBody, CustomerInput, CustomerListQuery, Patch};
+use licensing_core::model::{Action, Customer, Resource, Scope};
+use licensing_core::store::{CustomerStore, Entity, Page, StoreError};
+use licensing_core::{ApiError, CustomerId};
+
+use super::{Cx, Operation};
+
+/// Creates a customer.
+pub(crate) struct CreateCustomer(pub(crate) CustomerBody);
+
+/// One page of the team's customers.
+pub(crate) struct ListCustomers(pub(crate) CustomerListQuery);
+
+/// A customer.
+pub(crate) struct GetCustomer(pub(crate) CustomerId);
+
+/// Changes a customer: members left out keep their value.
+pub(crate) struct UpdateCustomer(pub(crate) CustomerId, pub(crate) CustomerBody);
+
+/// Deletes a customer (its licenses keep going without it).
+pub(crate) struct DeleteCustomer(pub(crate) CustomerId);
+
+const READ: Option<Scope> = Some(Scope::read(Resource::Customers));
+const WRITE: Option<Scope> = Some(Scope::write(Resource::Customers));
+
+impl Operation for CreateCustomer {
+    type Output = Customer;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
+        let input = self.0.validate()?;
+        let mut customer = input.into_new(cx.team, cx.user(), cx.now)?;
+        check_chat(cx, &input, &mut customer).await?;
+        cx.state
+            .store
+            .create_customer(
+                &customer,
+                &cx.change(Action::CustomerCreated, customer.id, None, Some(&customer)),
+            )
+            .await?;
+        Ok(customer)
+    }
+}
+
+impl Operation for ListCustomers {
+    type Output = Page<Customer>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Page<Customer>, ApiError> {
+        Ok(cx.state.store.list_customers(cx.team, &self.0).await?)
+    }
+}
+
+impl Operation for GetCustomer {
+    type Output = Customer;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
+        lookup(cx, self.0).await
+    }
+}
+
+impl Operation for UpdateCustomer {
+    type Output = Customer;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
+        // The body is checked (400) before the customer is looked up (404).
+        let input = self.1.validate()?;
+        let existing = lookup(cx, self.0).await?;
+        let mut updated = input.apply_to(&existing, cx.now)?;
+        check_chat(cx, &input, &mut updated).await?;
+        cx.state
+            .store
+            .update_customer(
+                &updated,
+                &cx.change(
+                    Action::CustomerUpdated,
+                    updated.id,
+                    Some(&existing),
+                    Some(&updated),
+                ),
+            )
+            .await?;
+        Ok(updated)
+    }
+}
+
+impl Operation for DeleteCustomer {
+    type Output = CustomerDeleted;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<CustomerDeleted, ApiError> {
+        let customer = lookup(cx, self.0).await?;
+        cx.state
+            .store
+            .delete_customer(
+                cx.team,
+                customer.id,
+                &cx.change(Action::CustomerDeleted, customer.id, Some(&customer), None),
+            )
+            .await?;
+        Ok(CustomerDeleted {
+            customer_id: customer.id,
+            deleted: true,
+        })
+    }
+}
+
+/// The customer `id` of the team (404 when there is none).
+async fn lookup(cx: &Cx, id: CustomerId) -> Result<Customer, ApiError> {
+    Ok(cx
+        .state
+        .store
+        .get_customer(cx.team, id)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Customer))?)
+}
+
+/// Checks a newly given chat id against the directory and fills the account's names.
+async fn check_chat(
+    cx: &Cx,
+    input: &CustomerInput,
+    customer: &mut Customer,
+) -> Result<(), ApiError> {
+    let Patch::Value(chat_id) = &input.chat_id else {
+        return Ok(());
+    };
+    let directory = cx.state.chat.as_ref().ok_or_else(|| {
+        ApiError::bad_field(
+            "chatId",
+            "cannot be checked: no chat directory is configured on this server (LICENSING_CHAT_API_URL)",
+        )
+    })?;
+    let user = directory.lookup(chat_id).await?;
+    if let Some(account) = customer.chat_account.as_mut() {
+        account.username = user.username;
+        account.avatar = user.avatar;
+        account.global_name = user.global_name;
+    }
+    Ok(())
+}

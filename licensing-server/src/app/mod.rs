@@ -1,0 +1,137 @@
+//! The operations: what the server does, whoever asks. Each is a type (its typed input), with
+//! the scope it needs and a typed output, and runs through one [`Cx::perform`], which checks the
+//! scope; the operation itself checks product restrictions, writes the audit actor into its
+//! journal and invalidates what it changes. The developer API, the admin API, the dashboard and
+//! the command line all perform the same operations, so each rule is enforced in one place.
+//!
+//! Nothing here speaks HTTP, JSON or HTML: an operation takes typed values and answers typed
+//! values or an [`ApiError`]; the web layer parses requests into operations and renders what
+//! they answer.
+
+mod caller;
+pub(crate) mod customers;
+
+use std::future::Future;
+use std::net::IpAddr;
+
+use licensing_core::model::{
+    Action, FieldChange, ProductRestriction, Scope, Scopes, cannot_grant, covers_products,
+    sees_products,
+};
+use licensing_core::store::Journal;
+use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
+
+pub(crate) use caller::Caller;
+
+use crate::services::audit::Acting;
+use crate::state::AppState;
+
+/// One operation: its input is the value itself.
+pub(crate) trait Operation: Send + Sized {
+    /// What it answers.
+    type Output: Send;
+    /// The scope it needs; `None`: any caller of the team.
+    const SCOPE: Option<Scope>;
+    /// Does it, for `cx`'s caller and team.
+    fn run(self, cx: &Cx) -> impl Future<Output = Result<Self::Output, ApiError>> + Send;
+}
+
+/// Who asks, for which team, when and from where: what every operation runs in.
+pub(crate) struct Cx {
+    /// The server.
+    pub(crate) state: AppState,
+    /// The team acted on.
+    pub(crate) team: TeamId,
+    /// Who acts: an API key, or a staff member through the dashboard.
+    pub(crate) caller: Caller,
+    /// When.
+    pub(crate) now: Timestamp,
+    /// The client's address (protocol.md section 3's rule behind proxies).
+    pub(crate) client: IpAddr,
+}
+
+impl Cx {
+    /// Performs `op` after checking that the caller has its scope (403 naming it otherwise).
+    pub(crate) async fn perform<O: Operation>(&self, op: O) -> Result<O::Output, ApiError> {
+        if let Some(scope) = O::SCOPE {
+            self.caller.require(scope)?;
+        }
+        op.run(self).await
+    }
+
+    /// The journal of a change this operation makes: its audit entry, naming the caller and
+    /// the client's address.
+    pub(crate) fn journal(
+        &self,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        changes: Vec<FieldChange>,
+    ) -> Journal {
+        self.acting()
+            .journal(self.team, self.now, action, resource_id, changes)
+    }
+
+    /// The journal of a change from `old` to `new` this operation makes: its audit entry and
+    /// its webhook event (see [`Acting::change`]).
+    pub(crate) fn change<T: serde::Serialize>(
+        &self,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        old: Option<&T>,
+        new: Option<&T>,
+    ) -> Journal {
+        self.acting()
+            .change(self.team, self.now, action, resource_id, old, new)
+    }
+
+    /// Who this operation acts as, for the audit log.
+    pub(crate) fn acting(&self) -> Acting {
+        Acting {
+            actor: self.caller.actor.clone(),
+            address: Some(self.client),
+        }
+    }
+
+    /// The `createdByUserId` of what this operation creates.
+    pub(crate) fn user(&self) -> UserId {
+        self.caller.user
+    }
+
+    /// The products the caller is restricted to.
+    pub(crate) fn products(&self) -> &ProductRestriction {
+        &self.caller.product_ids
+    }
+
+    /// Whether the caller may see a record tied to `products`.
+    pub(crate) fn sees(&self, products: &[ProductId]) -> bool {
+        sees_products(&self.caller.product_ids, products)
+    }
+
+    /// 403 unless the caller may change a record tied to `products` (all of them among its
+    /// own).
+    pub(crate) fn must_cover(&self, products: &[ProductId]) -> Result<(), ApiError> {
+        if covers_products(&self.caller.product_ids, products) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "This API key is restricted to some products: it can only change records whose products are all among them",
+            ))
+        }
+    }
+
+    /// Why the caller may not create (or revoke) a key with `scopes` and `products`, if it may
+    /// not.
+    pub(crate) fn cannot_grant(
+        &self,
+        scopes: &Scopes,
+        products: &ProductRestriction,
+    ) -> Option<String> {
+        cannot_grant(
+            self.caller.name,
+            &self.caller.scopes,
+            &self.caller.product_ids,
+            scopes,
+            products,
+        )
+    }
+}
