@@ -10,6 +10,7 @@
 
 mod caller;
 pub(crate) mod customers;
+pub(crate) mod products;
 
 use std::future::Future;
 use std::net::IpAddr;

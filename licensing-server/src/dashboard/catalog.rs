@@ -1,10 +1,12 @@
 //! Customers, products with their branches, the blacklist, and the team's settings.
 
-use licensing_core::api::requests::{CustomerBody, CustomerListQuery, Patch};
-use licensing_core::api::{BlacklistList, BranchList, LicensePage, ProductPage};
-use licensing_core::model::{Product, Resource, Scope, TeamSettings};
+use licensing_core::api::requests::{
+    BranchBody, CustomerBody, CustomerListQuery, Patch, ProductBody, ProductListQuery,
+};
+use licensing_core::api::{BlacklistList, LicensePage};
+use licensing_core::model::{Resource, Scope, TeamSettings};
 use licensing_core::validate::SearchText;
-use licensing_core::{ApiError, CustomerId};
+use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::{Markup, html};
 use serde_json::{Value, json};
 use warp::http::Method;
@@ -13,6 +15,10 @@ use super::api::{self, Failure};
 use super::page::{self, Act, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::customers::{CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers};
+use crate::app::products::{
+    CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
+    ListProducts,
+};
 use crate::http::Response;
 
 fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
@@ -21,12 +27,6 @@ fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
             span.field-error { (message) }
         }
     }
-}
-
-/// An optional text field for a JSON body: the trimmed text, or `null` when blank.
-fn optional(form: &Form, name: &str) -> Value {
-    form.text(name)
-        .map_or(Value::Null, |t| Value::String(t.to_owned()))
 }
 
 // Customers.
@@ -245,16 +245,17 @@ pub(crate) async fn products(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let list: ProductPage =
-            api::call(ctx, staff, Method::GET, "products", "pageSize=100", None).await?;
+        let mut query = ProductListQuery::default();
+        query.paging.page_size = 100;
+        let list = api::perform(ctx, staff, ListProducts(query)).await?;
         let content = html! {
             h1 { "Products" }
             div.table-wrap {
                 table {
                     thead { tr { th scope="col" { "Name" } th scope="col" { "Address" } th scope="col" { "Since" } } }
                     tbody {
-                        @if list.products.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
-                        @for p in &list.products {
+                        @if list.items.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
+                        @for p in &list.items {
                             tr {
                                 td { a href={ "/dashboard/products/" (p.id) } { (p.name) } }
                                 td { (p.url.as_ref().map_or("", |u| u.as_str())) }
@@ -287,9 +288,12 @@ pub(crate) async fn products(
 
 /// `POST /dashboard/products`.
 pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let body =
-        json!({ "name": form.get("name").unwrap_or("").trim(), "url": optional(form, "url") });
-    match api::call::<Product>(ctx, staff, Method::POST, "products", "", Some(&body)).await {
+    let body = ProductBody {
+        name: Patch::Value(form.get("name").unwrap_or("").trim().to_owned()),
+        url: patch(form, "url"),
+        ..ProductBody::default()
+    };
+    match api::perform(ctx, staff, CreateProduct(body)).await {
         Ok(p) => page::redirect(&format!(
             "/dashboard/products/{}?notice=product-created",
             p.id
@@ -307,18 +311,9 @@ pub(crate) async fn product(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let id = page::id_of::<uuid::Uuid>(id, "product")?;
-        let p: Product =
-            api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
-        let branches: BranchList = api::call(
-            ctx,
-            staff,
-            Method::GET,
-            &format!("products/{id}/branches"),
-            "",
-            None,
-        )
-        .await?;
+        let id = page::id_of::<ProductId>(id, "product")?;
+        let p = api::perform(ctx, staff, GetProduct(id)).await?;
+        let branches = api::perform(ctx, staff, ListBranches(id)).await?;
         let write = staff.may(Scope::write(Resource::Products));
         let content = html! {
             div.heading {
@@ -337,8 +332,8 @@ pub(crate) async fn product(
                 table {
                     thead { tr { th scope="col" { "Name" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
                     tbody {
-                        @if branches.branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
-                        @for b in &branches.branches {
+                        @if branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
+                        @for b in &branches {
                             tr {
                                 td { (b.name.as_str()) }
                                 td { (page::day(b.created_at)) }
@@ -376,20 +371,13 @@ pub(crate) async fn product(
 
 /// `POST /dashboard/products/{id}/branches`.
 pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
-    let Ok(pid) = page::id_of::<uuid::Uuid>(id, "product") else {
+    let Ok(pid) = page::id_of::<ProductId>(id, "product") else {
         return page::not_found(ctx, staff);
     };
-    let body = json!({ "name": form.get("name").unwrap_or("").trim() });
-    match api::call::<Value>(
-        ctx,
-        staff,
-        Method::POST,
-        &format!("products/{pid}/branches"),
-        "",
-        Some(&body),
-    )
-    .await
-    {
+    let body = BranchBody {
+        name: Some(form.get("name").unwrap_or("").trim().to_owned()),
+    };
+    match api::perform(ctx, staff, CreateBranch(pid, body)).await {
         Ok(_) => page::redirect(&format!("/dashboard/products/{pid}?notice=branch-created")),
         Err(f) if f.status == 400 => product(ctx, staff, id, Some(&f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
@@ -398,24 +386,20 @@ pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &For
 
 /// `POST /dashboard/products/{id}/branches/{branchId}/delete`.
 pub(crate) async fn delete_branch(ctx: &Ctx, staff: &Staff, id: &str, branch: &str) -> Response {
-    let act = || -> Result<Act, Failure> {
-        let id = page::id_of::<uuid::Uuid>(id, "product")?;
-        let branch = page::id_of::<uuid::Uuid>(branch, "branch")?;
-        Ok(Act::new(
-            Method::DELETE,
-            format!("products/{id}/branches/{branch}"),
-            format!("/dashboard/products/{id}?notice=branch-deleted"),
-        ))
-    };
-    page::act(ctx, staff, act()).await
+    let op = page::id_of(id, "product")
+        .and_then(|id| Ok(DeleteBranch(id, page::id_of(branch, "branch")?)));
+    let then = op.as_ref().map_or_else(
+        |_| String::new(),
+        |DeleteBranch(id, _)| format!("/dashboard/products/{id}?notice=branch-deleted"),
+    );
+    page::done(ctx, staff, op, &then).await
 }
 
 /// `GET /dashboard/products/{id}/delete`.
 pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        let id = page::id_of::<uuid::Uuid>(id, "product")?;
-        let p: Product =
-            api::call(ctx, staff, Method::GET, &format!("products/{id}"), "", None).await?;
+        let id = page::id_of::<ProductId>(id, "product")?;
+        let p = api::perform(ctx, staff, GetProduct(id)).await?;
         Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
@@ -434,14 +418,8 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
 
 /// `POST /dashboard/products/{id}/delete`.
 pub(crate) async fn delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = page::id_of::<uuid::Uuid>(id, "product").map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("products/{id}"),
-            "/dashboard/products?notice=product-deleted",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = page::id_of::<ProductId>(id, "product").map(DeleteProduct);
+    page::done(ctx, staff, op, "/dashboard/products?notice=product-deleted").await
 }
 
 // The blacklist.

@@ -40,7 +40,12 @@ pub struct ProductInput {
 impl ProductBody {
     /// Parses and validates; `create` makes `name` required.
     pub fn parse(body: &[u8], create: bool) -> Result<ProductInput, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate(create)
+    }
+
+    /// Validates; `create` makes `name` required.
+    pub fn validate(self, create: bool) -> Result<ProductInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let name = match raw.name {
             Patch::Missing if create => {
@@ -117,7 +122,12 @@ pub struct BranchBody {
 impl BranchBody {
     /// Parses and validates the branch name.
     pub fn parse(body: &[u8]) -> Result<BranchName, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate()
+    }
+
+    /// Validates the branch name.
+    pub fn validate(self) -> Result<BranchName, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let name = v.required("name", raw.name, BranchName::parse);
         finish(v)?;
