@@ -8,9 +8,11 @@
 //! values or an [`ApiError`]; the web layer parses requests into operations and renders what
 //! they answer.
 
+pub(crate) mod access;
 mod caller;
 pub(crate) mod customers;
 pub(crate) mod products;
+pub(crate) mod team;
 
 use std::future::Future;
 use std::net::IpAddr;

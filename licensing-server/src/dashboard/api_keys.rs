@@ -1,15 +1,14 @@
 //! API keys: the list, a new key with its scopes (shown once), and revoking one.
 
-use licensing_core::api::ApiKeyList;
+use licensing_core::api::requests::ApiKeyBody;
 use licensing_core::model::{ApiKeyCreated, ApiKeyView, Resource, Scope, Scopes};
 use licensing_core::{ApiKeyId, Timestamp};
 use maud::{Markup, html};
-use serde_json::{Value, json};
-use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Act, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::access::{CreateApiKey, ListApiKeys, RevokeApiKey};
 use crate::http::Response;
 
 fn scopes_text(scopes: &Scopes) -> String {
@@ -28,7 +27,7 @@ pub(crate) async fn list(
     created: Option<&ApiKeyCreated>,
     failure: Option<&Failure>,
 ) -> Response {
-    let keys: ApiKeyList = match api::call(ctx, staff, Method::GET, "api-keys", "", None).await {
+    let keys = match api::perform(ctx, staff, ListApiKeys).await {
         Ok(keys) => keys,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
@@ -48,7 +47,7 @@ pub(crate) async fn list(
                 p.hint { "Scopes: " (scopes_text(&created.scopes)) }
             }
         }
-        (table(&keys.api_keys, write, ctx.now))
+        (table(&keys, write, ctx.now))
         @if write {
             h2 { "New API key" }
             (page::problems(failure))
@@ -123,15 +122,16 @@ fn table(keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
 
 /// `POST /dashboard/api-keys`.
 pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let mut body = json!({
-        "name": form.get("name").unwrap_or("").trim(),
-        "scopes": form.all("scopes"),
-    });
-    if let Some(date) = form.text("expiresAt") {
-        body["expiresAt"] = Value::String(format!("{date}T00:00:00Z"));
-    }
-    match api::call::<ApiKeyCreated>(ctx, staff, Method::POST, "api-keys", "", Some(&body)).await {
-        Ok(created) => list(ctx, staff, &Form::default(), Some(&created), None).await,
+    let body = ApiKeyBody {
+        name: Some(form.get("name").unwrap_or("").trim().to_owned()),
+        expires_at: form
+            .text("expiresAt")
+            .map(|date| format!("{date}T00:00:00Z")),
+        scopes: Some(form.all("scopes").into_iter().map(str::to_owned).collect()),
+        product_ids: None,
+    };
+    match api::perform(ctx, staff, CreateApiKey(body)).await {
+        Ok(new) => list(ctx, staff, &Form::default(), Some(&new.created), None).await,
         Err(f) if f.status == 400 || f.status == 403 => {
             list(ctx, staff, form, None, Some(&f)).await
         }
@@ -147,9 +147,8 @@ fn key_id(text: &str) -> Result<ApiKeyId, Failure> {
 pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = key_id(id)?;
-        let keys: ApiKeyList = api::call(ctx, staff, Method::GET, "api-keys", "", None).await?;
+        let keys = api::perform(ctx, staff, ListApiKeys).await?;
         let key = keys
-            .api_keys
             .iter()
             .find(|k| k.id == id)
             .ok_or_else(|| Failure::new(404, "There is no such API key."))?;
@@ -171,12 +170,6 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/api-keys/{id}/revoke`.
 pub(crate) async fn revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = key_id(id).map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("api-keys/{id}"),
-            "/dashboard/api-keys?notice=key-revoked",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = key_id(id).map(RevokeApiKey);
+    page::done(ctx, staff, op, "/dashboard/api-keys?notice=key-revoked").await
 }

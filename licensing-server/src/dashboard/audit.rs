@@ -1,13 +1,13 @@
 //! The audit log, filterable by kind of record, actor and time.
 
-use licensing_core::api::AuditPage;
+use licensing_core::api::requests::AuditQuery;
 use licensing_core::model::{Action, ActorKind, AuditEntry, FieldChange};
 use maud::{Markup, html};
-use warp::http::Method;
 
 use super::api::{self, Failure};
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
+use crate::app::team::ListAudit;
 use crate::http::Response;
 
 /// `GET /dashboard/audit`.
@@ -61,7 +61,8 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
         }
         q.finish()
     };
-    let entries: AuditPage = api::call(ctx, staff, Method::GET, "audit-log", &query, None).await?;
+    let query = AuditQuery::parse(&query)?;
+    let entries = api::perform(ctx, staff, ListAudit(query)).await?;
     let link = |page: u32| {
         let mut q = form_urlencoded::Serializer::new(String::new());
         if !resource.is_empty() {
@@ -108,10 +109,10 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
                     }
                 }
                 tbody {
-                    @if entries.entries.is_empty() {
+                    @if entries.items.is_empty() {
                         tr { td.empty colspan="5" { "Nothing recorded matches." } }
                     }
-                    @for e in &entries.entries {
+                    @for e in &entries.items {
                         tr {
                             td.nowrap { (page::when(e.at)) }
                             td {
@@ -127,7 +128,7 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
             }
         }
         nav.pager aria-label="Pages" {
-            @if entries.total_results > 0 { span { (entries.total_results) " entries" } }
+            @if entries.total > 0 { span { (entries.total) " entries" } }
             @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Newer" } }
             @if entries.has_next_page { a href=(link(page_number + 1)) rel="next" { "Older" } }
         }

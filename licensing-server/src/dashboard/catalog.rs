@@ -1,24 +1,26 @@
 //! Customers, products with their branches, the blacklist, and the team's settings.
 
+use licensing_core::api::LicensePage;
 use licensing_core::api::requests::{
-    BranchBody, CustomerBody, CustomerListQuery, Patch, ProductBody, ProductListQuery,
+    BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, Patch, ProductBody,
+    ProductListQuery, SettingsBody,
 };
-use licensing_core::api::{BlacklistList, LicensePage};
-use licensing_core::model::{Resource, Scope, TeamSettings};
+use licensing_core::model::{Resource, Scope};
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::{Markup, html};
-use serde_json::{Value, json};
 use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Act, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::access::{CreateBlacklistEntry, DeleteBlacklistEntry, ListBlacklist};
 use crate::app::customers::{CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers};
 use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
     ListProducts,
 };
+use crate::app::team::{GetSettings, UpdateSettings};
 use crate::http::Response;
 
 fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
@@ -432,7 +434,7 @@ pub(crate) async fn blacklist(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let list: BlacklistList = api::call(ctx, staff, Method::GET, "blacklist", "", None).await?;
+        let list = api::perform(ctx, staff, ListBlacklist).await?;
         let write = staff.may(Scope::write(Resource::Blacklist));
         let kind = form.get("type").unwrap_or("IP");
         let content = html! {
@@ -442,8 +444,8 @@ pub(crate) async fn blacklist(
                 table {
                     thead { tr { th scope="col" { "Type" } th scope="col" { "Value" } th scope="col" { "Refusals" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
                     tbody {
-                        @if list.blacklist.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
-                        @for e in &list.blacklist {
+                        @if list.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
+                        @for e in &list {
                             tr {
                                 td { (serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
                                 td.mono { (e.value) }
@@ -489,8 +491,11 @@ pub(crate) async fn blacklist(
 
 /// `POST /dashboard/blacklist`.
 pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let body = json!({ "type": form.get("type").unwrap_or(""), "value": form.get("value").unwrap_or("").trim() });
-    match api::call::<Value>(ctx, staff, Method::POST, "blacklist", "", Some(&body)).await {
+    let body = BlacklistBody {
+        kind: Some(form.get("type").unwrap_or("").to_owned()),
+        value: Some(form.get("value").unwrap_or("").trim().to_owned()),
+    };
+    match api::perform(ctx, staff, CreateBlacklistEntry(body)).await {
         Ok(_) => page::redirect("/dashboard/blacklist?notice=blacklist-added"),
         Err(f) if f.status == 400 || f.status == 409 => blacklist(ctx, staff, form, Some(&f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
@@ -499,14 +504,14 @@ pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 
 /// `POST /dashboard/blacklist/{id}/delete`.
 pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = page::id_of::<uuid::Uuid>(id, "blacklist entry").map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("blacklist/{id}"),
-            "/dashboard/blacklist?notice=blacklist-removed",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = page::id_of(id, "blacklist entry").map(DeleteBlacklistEntry);
+    page::done(
+        ctx,
+        staff,
+        op,
+        "/dashboard/blacklist?notice=blacklist-removed",
+    )
+    .await
 }
 
 // Settings.
@@ -514,7 +519,7 @@ pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Resp
 /// `GET /dashboard/settings`, or the form again with what to fix.
 pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
     let outcome = async {
-        let s: TeamSettings = api::call(ctx, staff, Method::GET, "settings", "", None).await?;
+        let s = api::perform(ctx, staff, GetSettings).await?;
         let write = staff.may(Scope::write(Resource::Settings));
         let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
         let content = html! {
@@ -552,23 +557,27 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
 pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     let mut problems = Vec::new();
     let mut minutes = |name: &str| match form.text(name) {
-        None => Value::Null,
-        Some(t) => t.parse::<i64>().map(Value::from).unwrap_or_else(|_| {
-            problems.push(licensing_core::FieldError::new(
-                name,
-                "must be a whole number of minutes",
-            ));
-            Value::Null
-        }),
+        None => Patch::Null,
+        Some(t) => t.parse::<i64>().map_or_else(
+            |_| {
+                problems.push(licensing_core::FieldError::new(
+                    name,
+                    "must be a whole number of minutes",
+                ));
+                Patch::Null
+            },
+            Patch::Value,
+        ),
     };
-    let body = json!({
-        "requireHardwareIdentifier": form.get("requireHardwareIdentifier").is_some(),
-        "strictCustomers": form.get("strictCustomers").is_some(),
-        "strictProducts": form.get("strictProducts").is_some(),
-        "strictReleases": form.get("strictReleases").is_some(),
-        "hwidTimeout": minutes("hwidTimeout"),
-        "ipTimeout": minutes("ipTimeout"),
-    });
+    let checked = |name: &str| Patch::Value(form.get(name).is_some());
+    let body = SettingsBody {
+        require_hardware_identifier: checked("requireHardwareIdentifier"),
+        strict_customers: checked("strictCustomers"),
+        strict_products: checked("strictProducts"),
+        strict_releases: checked("strictReleases"),
+        hwid_timeout: minutes("hwidTimeout"),
+        ip_timeout: minutes("ipTimeout"),
+    };
     if !problems.is_empty() {
         let f = Failure {
             status: 400,
@@ -577,7 +586,7 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
         };
         return settings(ctx, staff, Some(&f)).await;
     }
-    match api::call::<Value>(ctx, staff, Method::PUT, "settings", "", Some(&body)).await {
+    match api::perform(ctx, staff, UpdateSettings(body)).await {
         Ok(_) => page::redirect("/dashboard/settings?notice=settings-saved"),
         Err(f) if f.status == 400 => settings(ctx, staff, Some(&f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),

@@ -1,13 +1,13 @@
 //! The overview: the team's statistics as numbers and charts.
 
-use licensing_core::model::{Resource, Scope, Statistics};
+use licensing_core::model::{Resource, Scope};
 use maud::html;
-use warp::http::Method;
 
 use super::api::{self, Failure};
 use super::charts;
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
+use crate::app::team::GetStatistics;
 use crate::http::Response;
 
 /// `GET /dashboard/`: the overview, or the licenses for a role without statistics.
@@ -16,7 +16,7 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
         return page::redirect("/dashboard/licenses");
     }
     let outcome = async {
-        let stats: Statistics = api::call(ctx, staff, Method::GET, "statistics", "", None).await?;
+        let stats = api::perform(ctx, staff, GetStatistics).await?;
         let days: Vec<(String, u64, u64)> = stats
             .daily
             .iter()

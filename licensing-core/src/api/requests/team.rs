@@ -65,7 +65,12 @@ pub struct SettingsBody {
 impl SettingsBody {
     /// Parses the body and applies it to the current settings.
     pub fn apply(body: &[u8], current: &TeamSettings) -> Result<TeamSettings, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.apply_to(current)
+    }
+
+    /// Validates the members given and applies them to the current settings.
+    pub fn apply_to(self, current: &TeamSettings) -> Result<TeamSettings, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let mut next = current.clone();
         if let Some(b) = not_null(&mut v, "strictCustomers", raw.strict_customers) {
@@ -126,7 +131,12 @@ pub struct BlacklistInput {
 impl BlacklistBody {
     /// Parses and validates the entry.
     pub fn parse(body: &[u8]) -> Result<BlacklistInput, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate()
+    }
+
+    /// Validates the entry.
+    pub fn validate(self) -> Result<BlacklistInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let kind = v.required("type", raw.kind, |t| {
             super::one_of(
@@ -233,7 +243,12 @@ impl ApiKeyBody {
 
     /// Parses and validates; `now` decides what "future" means.
     pub fn parse(body: &[u8], now: Timestamp) -> Result<ApiKeyInput, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate(now)
+    }
+
+    /// Validates; `now` decides what "future" means.
+    pub fn validate(self, now: Timestamp) -> Result<ApiKeyInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let name = v.required("name", raw.name, |t| text(t, 1, 255));
         let expires_at = v

@@ -14,13 +14,11 @@
 //! before they look records up (404).
 
 mod access;
-mod audit;
 mod customers;
 mod devices;
 mod licenses;
 mod products;
 mod releases;
-mod stats;
 mod team;
 mod webhooks;
 
@@ -385,70 +383,16 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             releases::delete,
         ),
-        op(
-            get.clone(),
-            "statistics",
-            read(Statistics),
-            NoQuery,
-            stats::statistics,
-        ),
-        op(
-            get.clone(),
-            "settings",
-            read(Settings),
-            NoQuery,
-            team::get_settings,
-        ),
-        op(
-            put,
-            "settings",
-            write(Settings),
-            NoQuery,
-            team::put_settings,
-        ),
-        op(get.clone(), "public-key", None, NoQuery, team::public_key),
-        op(
-            post.clone(),
-            "blacklist",
-            write(Blacklist),
-            NoQuery,
-            access::create_entry,
-        ),
-        op(
-            get.clone(),
-            "blacklist",
-            read(Blacklist),
-            NoQuery,
-            access::list_entries,
-        ),
-        op(
-            delete.clone(),
-            "blacklist/{blacklistId}",
-            write(Blacklist),
-            NoQuery,
-            access::delete_entry,
-        ),
-        op(
-            post.clone(),
-            "api-keys",
-            write(ApiKeys),
-            NoQuery,
-            access::create_key,
-        ),
-        op(
-            get.clone(),
-            "api-keys",
-            read(ApiKeys),
-            NoQuery,
-            access::list_keys,
-        ),
-        op(
-            get.clone(),
-            "audit-log",
-            read(AuditLog),
-            Parsed,
-            audit::list,
-        ),
+        route::<app::team::GetStatistics>(get.clone(), "statistics"),
+        route::<app::team::GetSettings>(get.clone(), "settings"),
+        route::<app::team::UpdateSettings>(put, "settings"),
+        route::<app::team::GetPublicKeys>(get.clone(), "public-key"),
+        route::<app::access::CreateBlacklistEntry>(post.clone(), "blacklist"),
+        route::<app::access::ListBlacklist>(get.clone(), "blacklist"),
+        route::<app::access::DeleteBlacklistEntry>(delete.clone(), "blacklist/{blacklistId}"),
+        route::<app::access::CreateApiKey>(post.clone(), "api-keys"),
+        route::<app::access::ListApiKeys>(get.clone(), "api-keys"),
+        route::<app::team::ListAudit>(get.clone(), "audit-log"),
         op(
             post.clone(),
             "webhooks",
@@ -519,13 +463,7 @@ pub(crate) fn operations() -> Vec<Operation> {
             NoQuery,
             webhooks::redeliver,
         ),
-        op(
-            delete,
-            "api-keys/{apiKeyId}",
-            write(ApiKeys),
-            NoQuery,
-            access::revoke_key,
-        ),
+        route::<app::access::RevokeApiKey>(delete, "api-keys/{apiKeyId}"),
     ]
 }
 

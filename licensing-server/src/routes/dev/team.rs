@@ -1,66 +1,86 @@
-//! (ext) The team's public keys and settings.
+//! (ext) The team's settings, public keys, statistics and audit log over HTTP.
+
+use std::sync::Arc;
 
 use licensing_core::ApiError;
-use licensing_core::api::requests::SettingsBody;
-use licensing_core::model::{Action, PublicKeys, Team};
-use licensing_core::store::{Entity, StoreError, TeamStore};
+use licensing_core::api::AuditPage;
+use licensing_core::api::requests::{AuditQuery, parse_json};
+use licensing_core::model::{AuditEntry, PublicKeys, Statistics, TeamSettings};
+use licensing_core::store::Page;
 
-use super::{Dev, Input};
-use crate::http::{Handled, internal, store_error, success};
+use super::{Endpoint, Input, Query};
+use crate::app::team::{GetPublicKeys, GetSettings, GetStatistics, ListAudit, UpdateSettings};
+use crate::http::{Response, success};
 
-async fn team(dev: &Dev) -> Result<Team, ApiError> {
-    Ok(dev
-        .state
-        .store
-        .get_team(dev.team)
-        .await
-        .map_err(store_error)?
-        .ok_or(StoreError::NotFound(Entity::Team))?)
+impl Endpoint for GetSettings {
+    type Ids = ();
+    const QUERY: Query = Query::None;
+
+    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+        Ok(Self)
+    }
+
+    fn answer(settings: TeamSettings) -> Response {
+        success(200, settings, "Settings retrieved")
+    }
 }
 
-pub(super) async fn public_key(dev: Dev, (): (), _: Input) -> Handled {
-    let team = team(&dev).await?;
-    let keys = dev
-        .state
-        .keyring
-        .open(&team)
-        .map_err(|e| internal("team keys unreadable", e))?;
-    Ok(success(
-        200,
-        PublicKeys {
-            public_key: keys.public_key_pem().to_owned(),
-            public_key_base64: keys.public_key_base64(),
-            signing_key: keys.signing_key_base64(),
-        },
-        "Public keys retrieved",
-    ))
+impl Endpoint for UpdateSettings {
+    type Ids = ();
+    const QUERY: Query = Query::None;
+
+    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+        Ok(Self(parse_json(&input.json().await?)?))
+    }
+
+    fn answer(settings: TeamSettings) -> Response {
+        success(200, settings, "Settings updated")
+    }
 }
 
-pub(super) async fn get_settings(dev: Dev, (): (), _: Input) -> Handled {
-    let team = team(&dev).await?;
-    Ok(success(200, team.settings, "Settings retrieved"))
+impl Endpoint for GetPublicKeys {
+    type Ids = ();
+    const QUERY: Query = Query::None;
+
+    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+        Ok(Self)
+    }
+
+    fn answer(keys: PublicKeys) -> Response {
+        success(200, keys, "Public keys retrieved")
+    }
 }
 
-pub(super) async fn put_settings(dev: Dev, (): (), input: Input) -> Handled {
-    let body = input.json().await?;
-    let team = team(&dev).await?;
-    let settings = SettingsBody::apply(&body, &team.settings)?;
-    let updated = dev
-        .state
-        .store
-        .update_settings(
-            team.id,
-            &settings,
-            dev.now,
-            &dev.change(
-                Action::SettingsUpdated,
-                team.id,
-                Some(&team.settings),
-                Some(&settings),
-            ),
+impl Endpoint for GetStatistics {
+    type Ids = ();
+    const QUERY: Query = Query::None;
+
+    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+        Ok(Self)
+    }
+
+    fn answer(stats: Arc<Statistics>) -> Response {
+        success(200, &*stats, "Statistics retrieved")
+    }
+}
+
+impl Endpoint for ListAudit {
+    type Ids = ();
+    const QUERY: Query = Query::Parsed;
+
+    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+        Ok(Self(AuditQuery::parse(&input.query)?))
+    }
+
+    fn answer(page: Page<AuditEntry>) -> Response {
+        success(
+            200,
+            AuditPage {
+                entries: page.items,
+                total_results: page.total,
+                has_next_page: page.has_next_page,
+            },
+            "Audit log retrieved",
         )
-        .await
-        .map_err(store_error)?;
-    dev.state.contexts.invalidate(team.id);
-    Ok(success(200, updated.settings, "Settings updated"))
+    }
 }

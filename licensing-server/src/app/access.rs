@@ -1,0 +1,170 @@
+//! (ext) Who may call the developer API (its keys) and who may not call the client API (the
+//! blacklist).
+
+use licensing_core::api::Deleted;
+use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
+use licensing_core::model::{Action, ApiKeyCreated, ApiKeyView, BlacklistEntry, Resource, Scope};
+use licensing_core::store::{ApiKeyStore, BlacklistStore};
+use licensing_core::{ApiError, ApiKeyId, BlacklistId};
+
+use super::{Cx, Operation};
+
+/// Creates an API key with no more access than the caller's own.
+pub(crate) struct CreateApiKey(pub(crate) ApiKeyBody);
+
+/// A new key, shown this once.
+pub(crate) struct NewApiKey {
+    /// The key and what it may do.
+    pub(crate) created: ApiKeyCreated,
+    /// Whether its expiry was brought forward to its maker's.
+    pub(crate) capped: bool,
+}
+
+/// The team's API keys, without the keys themselves.
+pub(crate) struct ListApiKeys;
+
+/// Revokes an API key and every key it made (transitively).
+pub(crate) struct RevokeApiKey(pub(crate) ApiKeyId);
+
+/// Adds an entry to the blacklist.
+pub(crate) struct CreateBlacklistEntry(pub(crate) BlacklistBody);
+
+/// The team's blacklist, with hit counts up to now.
+pub(crate) struct ListBlacklist;
+
+/// Removes an entry from the blacklist.
+pub(crate) struct DeleteBlacklistEntry(pub(crate) BlacklistId);
+
+impl Operation for CreateApiKey {
+    type Output = NewApiKey;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::ApiKeys));
+
+    async fn run(self, cx: &Cx) -> Result<NewApiKey, ApiError> {
+        let mut input = self.0.validate(cx.now)?;
+        if let Some(why) = cx.cannot_grant(&input.scopes, &input.product_ids) {
+            return Err(ApiError::forbidden(why));
+        }
+        // A key made by a key that expires expires no later: it cannot outlive its maker.
+        let capped = match cx.caller.expires_at {
+            Some(limit) if input.expires_at.is_none_or(|asked| asked > limit) => {
+                input.expires_at = Some(limit);
+                true
+            }
+            _ => false,
+        };
+        let created = crate::services::teams::create_api_key(
+            &cx.state.store,
+            cx.team,
+            input,
+            cx.user(),
+            &cx.acting(),
+            cx.now,
+        )
+        .await?;
+        Ok(NewApiKey { created, capped })
+    }
+}
+
+impl Operation for ListApiKeys {
+    type Output = Vec<ApiKeyView>;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::ApiKeys));
+
+    async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyView>, ApiError> {
+        let mut keys = cx.state.store.list_api_keys(cx.team).await?;
+        cx.state.key_uses.overlay(&mut keys);
+        Ok(keys.iter().map(ApiKeyView::from).collect())
+    }
+}
+
+impl Operation for RevokeApiKey {
+    /// The keys revoked, the one asked for first.
+    type Output = Vec<ApiKeyId>;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::ApiKeys));
+
+    async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyId>, ApiError> {
+        crate::services::teams::revoke_api_key(
+            &cx.state.store,
+            cx.team,
+            self.0,
+            &cx.acting(),
+            cx.now,
+            |target| match cx.cannot_grant(&target.scopes, &target.product_ids) {
+                // A key may revoke only keys with no more access than its own.
+                Some(why) => Err(ApiError::forbidden(why.replace(
+                    "cannot give it to a new key",
+                    "cannot revoke a key that has it",
+                ))),
+                None => Ok(()),
+            },
+        )
+        .await
+    }
+}
+
+impl Operation for CreateBlacklistEntry {
+    type Output = BlacklistEntry;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Blacklist));
+
+    async fn run(self, cx: &Cx) -> Result<BlacklistEntry, ApiError> {
+        let input = self.0.validate()?;
+        let entry = BlacklistEntry {
+            id: BlacklistId::new(),
+            team_id: cx.team,
+            kind: input.kind,
+            value: input.value,
+            hits: 0,
+            created_by_user_id: cx.user(),
+            created_at: cx.now,
+        };
+        cx.state
+            .store
+            .create_blacklist_entry(
+                &entry,
+                &cx.change(Action::BlacklistCreated, entry.id, None, Some(&entry)),
+            )
+            .await?;
+        cx.state.contexts.invalidate(cx.team);
+        Ok(entry)
+    }
+}
+
+impl Operation for ListBlacklist {
+    type Output = Vec<BlacklistEntry>;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Blacklist));
+
+    async fn run(self, cx: &Cx) -> Result<Vec<BlacklistEntry>, ApiError> {
+        let state = &cx.state;
+        // Hits counted by the client API but not yet written are written first.
+        state.usage.flush_team(&state.store, cx.team).await?;
+        Ok(state.store.list_blacklist(cx.team).await?)
+    }
+}
+
+impl Operation for DeleteBlacklistEntry {
+    type Output = Deleted;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Blacklist));
+
+    async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
+        let id = self.0;
+        let old = cx
+            .state
+            .store
+            .list_blacklist(cx.team)
+            .await?
+            .into_iter()
+            .find(|e| e.id == id);
+        cx.state
+            .store
+            .delete_blacklist_entry(
+                cx.team,
+                id,
+                &cx.change(Action::BlacklistDeleted, id, old.as_ref(), None),
+            )
+            .await?;
+        cx.state.contexts.invalidate(cx.team);
+        Ok(Deleted {
+            id: *id.as_uuid(),
+            deleted: true,
+        })
+    }
+}
