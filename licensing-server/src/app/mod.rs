@@ -13,6 +13,7 @@ mod caller;
 pub(crate) mod customers;
 pub(crate) mod products;
 pub(crate) mod team;
+pub(crate) mod webhooks;
 
 use std::future::Future;
 use std::net::IpAddr;

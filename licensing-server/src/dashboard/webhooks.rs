@@ -2,15 +2,17 @@
 //! delivery log with redelivery, a test event, and deleting one.
 
 use licensing_core::WebhookId;
-use licensing_core::api::{DeliveryPage, WebhookList};
+use licensing_core::api::requests::{Paging, WebhookBody};
 use licensing_core::model::{Resource, Scope, WebhookView, WebhookWithSecret};
 use maud::html;
-use serde_json::{Value, json};
-use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Act, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::webhooks::{
+    CreateWebhook, DeleteWebhook, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
+    SendTestEvent,
+};
 use crate::http::Response;
 
 fn may_write(staff: &Staff) -> bool {
@@ -48,7 +50,7 @@ pub(crate) async fn list(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let list: WebhookList = api::call(ctx, staff, Method::GET, "webhooks", "", None).await?;
+        let list = api::perform(ctx, staff, ListWebhooks).await?;
         let content = html! {
             h1 { "Webhooks" }
             p.hint { "Each change to your records, and each refused client request, can be sent to your own server as a signed event (the Standard Webhooks scheme)." }
@@ -66,8 +68,8 @@ pub(crate) async fn list(
                 table {
                     thead { tr { th scope="col" { "Address" } th scope="col" { "Events" } th scope="col" { "State" } th scope="col" { "Since" } } }
                     tbody {
-                        @if list.webhooks.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
-                        @for w in &list.webhooks {
+                        @if list.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
+                        @for w in &list {
                             @let (class, text) = state(w);
                             tr {
                                 td { a href={ "/dashboard/webhooks/" (w.id) } { (w.url) } @if let Some(d) = &w.description { br; span.hint { (d) } } }
@@ -111,13 +113,13 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .collect();
-    let mut body = json!({ "url": form.get("url").unwrap_or("").trim(), "eventTypes": events });
-    if let Some(d) = form.text("description") {
-        body["description"] = Value::String(d.to_owned());
-    }
-    match api::call::<WebhookWithSecret>(ctx, staff, Method::POST, "webhooks", "", Some(&body))
-        .await
-    {
+    let body = WebhookBody {
+        url: Some(form.get("url").unwrap_or("").trim().to_owned()),
+        description: form.text("description").map(str::to_owned),
+        event_types: Some(events.into_iter().map(str::to_owned).collect()),
+        ..WebhookBody::default()
+    };
+    match api::perform(ctx, staff, CreateWebhook(body)).await {
         Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
         Err(f) if f.status == 400 => list(ctx, staff, form, None, Some(&f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
@@ -132,17 +134,12 @@ fn webhook_id(text: &str) -> Result<WebhookId, Failure> {
 pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = webhook_id(id)?;
-        let w: WebhookView =
-            api::call(ctx, staff, Method::GET, &format!("webhooks/{id}"), "", None).await?;
-        let deliveries: DeliveryPage = api::call(
-            ctx,
-            staff,
-            Method::GET,
-            &format!("webhooks/{id}/deliveries"),
-            "pageSize=50",
-            None,
-        )
-        .await?;
+        let w = api::perform(ctx, staff, GetWebhook(id)).await?;
+        let paging = Paging {
+            page_size: 50,
+            ..Paging::default()
+        };
+        let deliveries = api::perform(ctx, staff, ListDeliveries(id, paging)).await?;
         let write = may_write(staff);
         let (class, text) = state(&w);
         let content = html! {
@@ -172,8 +169,8 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                 table {
                     thead { tr { th scope="col" { "When" } th scope="col" { "Event" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Last answer" } @if write { th scope="col" { span.hint { "Action" } } } } }
                     tbody {
-                        @if deliveries.deliveries.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
-                        @for d in &deliveries.deliveries {
+                        @if deliveries.items.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
+                        @for d in &deliveries.items {
                             tr {
                                 td.nowrap { (page::when(d.created_at)) }
                                 td { code { (d.event_type) } }
@@ -208,36 +205,29 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 
 /// `POST /dashboard/webhooks/{id}/test`.
 pub(crate) async fn send_test(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = webhook_id(id).map(|id| {
-        Act::new(
-            Method::POST,
-            format!("webhooks/{id}/test"),
-            format!("/dashboard/webhooks/{id}?notice=webhook-test"),
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = webhook_id(id).map(SendTestEvent);
+    let then = op.as_ref().map_or_else(
+        |_| String::new(),
+        |SendTestEvent(id)| format!("/dashboard/webhooks/{id}?notice=webhook-test"),
+    );
+    page::done(ctx, staff, op, &then).await
 }
 
 /// `POST /dashboard/webhooks/{id}/deliveries/{deliveryId}/redeliver`.
 pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str) -> Response {
-    let act = || -> Result<Act, Failure> {
-        let id = webhook_id(id)?;
-        let delivery = page::id_of::<uuid::Uuid>(delivery, "delivery")?;
-        Ok(Act::new(
-            Method::POST,
-            format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
-            format!("/dashboard/webhooks/{id}?notice=webhook-redelivered"),
-        ))
-    };
-    page::act(ctx, staff, act()).await
+    let op = webhook_id(id).and_then(|id| Ok(Redeliver(id, page::id_of(delivery, "delivery")?)));
+    let then = op.as_ref().map_or_else(
+        |_| String::new(),
+        |Redeliver(id, _)| format!("/dashboard/webhooks/{id}?notice=webhook-redelivered"),
+    );
+    page::done(ctx, staff, op, &then).await
 }
 
 /// `GET /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = webhook_id(id)?;
-        let w: WebhookView =
-            api::call(ctx, staff, Method::GET, &format!("webhooks/{id}"), "", None).await?;
+        let w = api::perform(ctx, staff, GetWebhook(id)).await?;
         Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
@@ -256,12 +246,6 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = webhook_id(id).map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("webhooks/{id}"),
-            "/dashboard/webhooks?notice=webhook-deleted",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = webhook_id(id).map(DeleteWebhook);
+    page::done(ctx, staff, op, "/dashboard/webhooks?notice=webhook-deleted").await
 }

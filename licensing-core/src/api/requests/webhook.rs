@@ -60,7 +60,12 @@ impl WebhookBody {
     }
 
     fn parse(body: &[u8], create: bool) -> Result<WebhookInput, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate(create)
+    }
+
+    /// Validates a creation (`create`: `url` is required) or a change (at least one member).
+    pub fn validate(self, create: bool) -> Result<WebhookInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         if !create && raw == Self::default() {
             v.push(
