@@ -169,13 +169,25 @@ pub struct ApiError {
     status: u16,
     details: Cow<'static, str>,
     errors: Vec<FieldError>,
+    retry_after: Option<u64>,
     cause: Option<std::sync::Arc<str>>,
 }
 
 impl PartialEq for ApiError {
     fn eq(&self, other: &Self) -> bool {
-        (self.code, self.status, &self.details, &self.errors)
-            == (other.code, other.status, &other.details, &other.errors)
+        (
+            self.code,
+            self.status,
+            &self.details,
+            &self.errors,
+            self.retry_after,
+        ) == (
+            other.code,
+            other.status,
+            &other.details,
+            &other.errors,
+            other.retry_after,
+        )
     }
 }
 
@@ -189,6 +201,7 @@ impl ApiError {
             status: code.http_status(),
             details: details.into(),
             errors: Vec::new(),
+            retry_after: None,
             cause: None,
         }
     }
@@ -210,6 +223,7 @@ impl ApiError {
             status: 400,
             details: Cow::Owned(errors.first().to_string()),
             errors: errors.0,
+            retry_after: None,
             cause: None,
         }
     }
@@ -283,6 +297,21 @@ impl ApiError {
             cause: Some(format!("{context}: {cause}").into()),
             ..Self::internal()
         }
+    }
+
+    /// The same error, telling the caller to try again in `seconds` (a limit that resets; HTTP
+    /// answers it as `Retry-After`).
+    #[must_use]
+    pub fn retry_after_secs(self, seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..self
+        }
+    }
+
+    /// When to try again, in seconds, for an error of a limit that resets.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     /// The cause kept for the log, if any (see [`internal_because`](Self::internal_because)).

@@ -11,6 +11,8 @@
 pub(crate) mod access;
 mod caller;
 pub(crate) mod customers;
+pub(crate) mod devices;
+pub(crate) mod licenses;
 pub(crate) mod products;
 pub(crate) mod team;
 pub(crate) mod webhooks;

@@ -4,12 +4,15 @@ use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use licensing_core::ApiError;
 use licensing_core::api::Envelope;
+use licensing_core::api::requests::ProductListQuery;
 use licensing_core::error::FieldError;
-use licensing_core::store::StoreError;
+use licensing_core::model::Product;
+use licensing_core::store::{Page, StoreError};
 use serde::de::DeserializeOwned;
 use warp::http::{HeaderMap, HeaderValue, Method, header};
 
 use super::{Ctx, Staff};
+use crate::app::products::ListProducts;
 use crate::app::{Cx, Operation};
 use crate::routes::dev::{self, Body, Caller, Dev, Input};
 
@@ -101,6 +104,14 @@ pub(crate) async fn perform<O: Operation>(
         client: ctx.client,
     };
     cx.perform(op).await.map_err(Failure::from)
+}
+
+/// The team's first hundred products in the list's default order: the names, filters and
+/// choices of the dashboard's pages.
+pub(crate) async fn all_products(ctx: &Ctx, staff: &Staff) -> Result<Page<Product>, Failure> {
+    let mut query = ProductListQuery::default();
+    query.paging.page_size = 100;
+    perform(ctx, staff, ListProducts(query)).await
 }
 
 /// Runs the developer operation `method path` (the path after `teams/{teamId}/`) for the

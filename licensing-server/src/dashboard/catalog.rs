@@ -1,24 +1,22 @@
 //! Customers, products with their branches, the blacklist, and the team's settings.
 
-use licensing_core::api::LicensePage;
 use licensing_core::api::requests::{
-    BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, Patch, ProductBody,
-    ProductListQuery, SettingsBody,
+    BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, LicenseListQuery, Patch,
+    ProductBody, SettingsBody,
 };
 use licensing_core::model::{Resource, Scope};
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::{Markup, html};
-use warp::http::Method;
 
 use super::api::{self, Failure};
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateBlacklistEntry, DeleteBlacklistEntry, ListBlacklist};
 use crate::app::customers::{CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers};
+use crate::app::licenses::ListLicenses;
 use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
-    ListProducts,
 };
 use crate::app::team::{GetSettings, UpdateSettings};
 use crate::http::Response;
@@ -143,18 +141,11 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = page::id_of::<CustomerId>(id, "customer")?;
         let c = api::perform(ctx, staff, GetCustomer(id)).await?;
-        let licenses: Option<LicensePage> = if staff.may(Scope::read(Resource::Licenses)) {
-            Some(
-                api::call(
-                    ctx,
-                    staff,
-                    Method::GET,
-                    "licenses",
-                    &format!("customerIds={id}&pageSize=100"),
-                    None,
-                )
-                .await?,
-            )
+        let licenses = if staff.may(Scope::read(Resource::Licenses)) {
+            let mut theirs = LicenseListQuery::default();
+            theirs.paging.page_size = 100;
+            theirs.filter.customer_ids = vec![id];
+            Some(api::perform(ctx, staff, ListLicenses(theirs)).await?.items)
         } else {
             None
         };
@@ -179,8 +170,8 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                     table {
                         thead { tr { th scope="col" { "Key" } th scope="col" { "Created" } } }
                         tbody {
-                            @if licenses.licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
-                            @for l in &licenses.licenses {
+                            @if licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
+                            @for l in &licenses {
                                 tr {
                                     td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
                                     td { (page::day(l.created_at)) }
@@ -247,9 +238,7 @@ pub(crate) async fn products(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        let mut query = ProductListQuery::default();
-        query.paging.page_size = 100;
-        let list = api::perform(ctx, staff, ListProducts(query)).await?;
+        let list = api::all_products(ctx, staff).await?;
         let content = html! {
             h1 { "Products" }
             div.table-wrap {

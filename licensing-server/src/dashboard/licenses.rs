@@ -1,20 +1,29 @@
 //! Licenses: the list (search, filters, sorting, paging), a license's page with its devices and
 //! addresses, the new-license form, suspend, forget and delete.
 
-use licensing_core::api::{CustomerPage, HwidPage, IpPage, LicensePage, ProductPage};
+use licensing_core::api::requests::{
+    CustomerListQuery, DeviceListQuery, ExpiryFilter, ForgottenBody, LicenseCreate,
+    LicenseListQuery, LicenseSort, LicenseUpdate, Paging, Patch, RawMetadata, SortDirection,
+};
 use licensing_core::error::FieldError;
 use licensing_core::expiry::Expiration;
 use licensing_core::model::{
     Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Product, Resource, Scope,
 };
-use licensing_core::{LicenseId, Timestamp};
+use licensing_core::store::Page;
+use licensing_core::validate::SearchText;
+use licensing_core::{ApiError, LicenseId, Timestamp};
 use maud::{Markup, html};
-use serde_json::{Value, json};
-use warp::http::Method;
 
 use super::api::{self, Failure};
-use super::page::{self, Act, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::customers::ListCustomers;
+use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::licenses::{
+    CreateLicense, DeleteLicense, EmailLicense, GetLicense, ListLicenses, SuspendLicense,
+    UnsuspendLicense, UpdateLicense,
+};
 use crate::http::Response;
 
 /// A license's state in one word, with its badge class.
@@ -46,14 +55,13 @@ fn key_like(text: &str) -> bool {
     text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// All products of the team (for names and filters), at most 100.
+/// All products of the team (for names and filters), at most 100; none for a role that may
+/// not read them.
 async fn products(ctx: &Ctx, staff: &Staff) -> Result<Vec<Product>, Failure> {
     if !staff.may(Scope::read(Resource::Products)) {
         return Ok(Vec::new());
     }
-    let page: ProductPage =
-        api::call(ctx, staff, Method::GET, "products", "pageSize=100", None).await?;
-    Ok(page.products)
+    Ok(api::all_products(ctx, staff).await?.items)
 }
 
 /// `GET /dashboard/licenses`.
@@ -89,69 +97,82 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let kind = chosen("expirationType", &["NEVER", "DATE", "DURATION"]);
     let suspended = chosen("suspended", &["true", "false"]);
     let products = products(ctx, staff).await?;
-    let base = {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query
-            .append_pair("sortColumn", sort)
-            .append_pair("sortDirection", direction)
-            .append_pair("page", &page_number.to_string())
-            .append_pair("pageSize", &page_size);
-        if !product.is_empty() {
-            query.append_pair("productIds", &product);
-        }
-        for (name, value) in [
-            ("status", state),
-            ("expirationType", kind),
-            ("suspended", suspended),
-        ] {
-            if !value.is_empty() {
-                query.append_pair(name, value);
-            }
-        }
-        query.finish()
+    let mut query = LicenseListQuery {
+        paging: Paging {
+            page: page_number,
+            page_size: page_size.parse().unwrap_or(25),
+            direction: if direction == "asc" {
+                SortDirection::Asc
+            } else {
+                SortDirection::Desc
+            },
+        },
+        ..LicenseListQuery::default()
     };
+    if sort == "updatedAt" {
+        query.sort = LicenseSort::UpdatedAt;
+    }
+    if !product.is_empty() {
+        let id = product
+            .parse()
+            .map_err(|_| ApiError::bad_field("product", "is not a product id"))?;
+        query.filter.product_ids = vec![id];
+    }
+    if !state.is_empty() {
+        query.filter.expiry = Some(ExpiryFilter {
+            expired: state == "EXPIRED",
+            at: ctx.now,
+        });
+    }
+    query.filter.expiration_type = match kind {
+        "NEVER" => Some(ExpirationType::Never),
+        "DATE" => Some(ExpirationType::Date),
+        "DURATION" => Some(ExpirationType::Duration),
+        _ => None,
+    };
+    query.filter.suspended = (!suspended.is_empty()).then_some(suspended == "true");
     // A key-shaped search looks for keys first; a name or address, or a key search that finds
     // nothing, looks for customers and lists their licenses.
+    let text = if search.is_empty() {
+        None
+    } else {
+        Some(
+            SearchText::parse(&search)
+                .map_err(|e| ApiError::bad_field("search", &e.to_string()))?,
+        )
+    };
     let mut found_by = None;
-    let mut result: Option<LicensePage> = None;
-    if !search.is_empty() && key_like(&search) {
-        let q = format!(
-            "{base}&search={}",
-            form_urlencoded::byte_serialize(search.as_bytes()).collect::<String>()
-        );
-        let page: LicensePage = api::call(ctx, staff, Method::GET, "licenses", &q, None).await?;
-        if page.total_results > 0 {
+    let mut result: Option<Page<License>> = None;
+    if let Some(text) = text.as_ref().filter(|_| key_like(&search)) {
+        let mut by_key = query.clone();
+        by_key.filter.search = Some(text.clone());
+        let page = api::perform(ctx, staff, ListLicenses(by_key)).await?;
+        if page.total > 0 {
             found_by = Some("key");
             result = Some(page);
         }
     }
-    if !search.is_empty() && result.is_none() {
-        let q = format!(
-            "pageSize=100&search={}",
-            form_urlencoded::byte_serialize(search.as_bytes()).collect::<String>()
-        );
-        let customers: CustomerPage =
-            api::call(ctx, staff, Method::GET, "customers", &q, None).await?;
+    if let Some(text) = text.filter(|_| result.is_none()) {
+        let mut customers = CustomerListQuery::default();
+        customers.paging.page_size = 100;
+        customers.filter = Some(text);
+        let customers = api::perform(ctx, staff, ListCustomers(customers)).await?;
         found_by = Some("customer");
-        result = Some(if customers.customers.is_empty() {
-            LicensePage {
-                licenses: Vec::new(),
-                total_results: 0,
+        result = Some(if customers.items.is_empty() {
+            Page {
+                items: Vec::new(),
+                total: 0,
                 has_next_page: false,
             }
         } else {
-            let ids: Vec<String> = customers
-                .customers
-                .iter()
-                .map(|c| c.id.to_string())
-                .collect();
-            let q = format!("{base}&customerIds={}", ids.join(","));
-            api::call(ctx, staff, Method::GET, "licenses", &q, None).await?
+            let mut theirs = query.clone();
+            theirs.filter.customer_ids = customers.items.iter().map(|c| c.id).collect();
+            api::perform(ctx, staff, ListLicenses(theirs)).await?
         });
     }
     let result = match result {
         Some(result) => result,
-        None => api::call(ctx, staff, Method::GET, "licenses", &base, None).await?,
+        None => api::perform(ctx, staff, ListLicenses(query)).await?,
     };
     let product_name = |id: &licensing_core::ProductId| {
         products
@@ -180,7 +201,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     };
     let size: u64 = page_size.parse().unwrap_or(25);
     let first = (u64::from(page_number) - 1) * size + 1;
-    let last = first + result.licenses.len() as u64 - 1;
+    let last = first + result.items.len() as u64 - 1;
     let content = html! {
         div.heading {
             h1 { "Licenses" }
@@ -270,10 +291,10 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                     }
                 }
                 tbody {
-                    @if result.licenses.is_empty() {
+                    @if result.items.is_empty() {
                         tr { td.empty colspan="6" { "No licenses match." } }
                     }
-                    @for l in &result.licenses {
+                    @for l in &result.items {
                         @let (word, class) = status(l, ctx.now);
                         tr {
                             td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
@@ -288,8 +309,8 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             }
         }
         nav.pager aria-label="Pages" {
-            @if result.total_results > 0 {
-                span { (first) "–" (last) " of " (result.total_results) }
+            @if result.total > 0 {
+                span { (first) "–" (last) " of " (result.total) }
             }
             @if page_number > 1 {
                 a href=(link(page_number - 1)) rel="prev" { "Previous" }
@@ -317,26 +338,13 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 
 async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure> {
     let id = license_id(id)?;
-    let path = format!("licenses/id/{id}");
-    let detail: LicenseDetail = api::call(ctx, staff, Method::GET, &path, "", None).await?;
-    let hwids: HwidPage = api::call(
-        ctx,
-        staff,
-        Method::GET,
-        &format!("{path}/hwid"),
-        "pageSize=100&showForgotten=true",
-        None,
-    )
-    .await?;
-    let ips: IpPage = api::call(
-        ctx,
-        staff,
-        Method::GET,
-        &format!("{path}/ip-address"),
-        "pageSize=100&showForgotten=true",
-        None,
-    )
-    .await?;
+    let detail = api::perform(ctx, staff, GetLicense(id)).await?;
+    // Every record, the forgotten ones too, newest use first.
+    let mut every = DeviceListQuery::default();
+    every.paging.page_size = 100;
+    every.filter = true;
+    let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
+    let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
     let l = &detail.license;
     let (word, class) = status(l, ctx.now);
     let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
@@ -408,7 +416,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             l.id,
             "devices",
             devices_allowed,
-            hwids.hwids.iter().map(|h| (h.hwid.id.to_string(), h.hwid.identifier.as_str().to_owned(), h.status, h.hwid.last_seen_at)).collect(),
+            hwids.items.iter().map(|h| (h.hwid.id.to_string(), h.hwid.identifier.as_str().to_owned(), h.status, h.hwid.last_seen_at)).collect(),
         ))
         h2 { "Addresses" }
         (records(
@@ -416,7 +424,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             l.id,
             "addresses",
             devices_allowed,
-            ips.ip_addresses.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
+            ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
         ))
     };
     Ok(page::layout(
@@ -506,27 +514,26 @@ fn records(
 
 /// `POST /dashboard/licenses/{id}/suspend` and `/unsuspend`.
 pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -> Response {
-    let verb = if suspend { "suspend" } else { "unsuspend" };
-    let act = license_id(id).map(|id| {
-        Act::new(
-            Method::POST,
-            format!("licenses/id/{id}/{verb}"),
-            format!("/dashboard/licenses/{id}?notice=license-{verb}ed"),
-        )
-    });
-    page::act(ctx, staff, act).await
+    let id = match license_id(id) {
+        Ok(id) => id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let then = |verb| format!("/dashboard/licenses/{id}?notice=license-{verb}ed");
+    if suspend {
+        page::done(ctx, staff, Ok(SuspendLicense(id)), &then("suspend")).await
+    } else {
+        page::done(ctx, staff, Ok(UnsuspendLicense(id)), &then("unsuspend")).await
+    }
 }
 
 /// `POST /dashboard/licenses/{id}/email`: the key to each customer with an address.
 pub(crate) async fn email(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = license_id(id).map(|id| {
-        Act::new(
-            Method::POST,
-            format!("licenses/id/{id}/email"),
-            format!("/dashboard/licenses/{id}?notice=license-emailed"),
-        )
-    });
-    page::act(ctx, staff, act).await
+    let id = match license_id(id) {
+        Ok(id) => id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let then = format!("/dashboard/licenses/{id}?notice=license-emailed");
+    page::done(ctx, staff, Ok(EmailLicense(id)), &then).await
 }
 
 /// `POST /dashboard/licenses/{id}/{devices|addresses}/{recordId}/{forget|remember}`.
@@ -538,38 +545,31 @@ pub(crate) async fn forget(
     record: &str,
     forget: bool,
 ) -> Response {
-    let (segment, noun) = if kind == "devices" {
-        ("hwid", "device")
-    } else {
-        ("ip-address", "address")
+    let ids = license_id(id).and_then(|id| Ok((id, page::id_of(record, "device or address")?)));
+    let (id, record): (LicenseId, uuid::Uuid) = match ids {
+        Ok(ids) => ids,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
     };
     let verb = if forget { "forgotten" } else { "remembered" };
-    let act = || -> Result<Act, Failure> {
-        let id = license_id(id)?;
-        let record = page::id_of::<uuid::Uuid>(record, "device or address")?;
-        Ok(Act::new(
-            Method::PATCH,
-            format!("licenses/id/{id}/{segment}/{record}"),
-            format!("/dashboard/licenses/{id}?notice={noun}-{verb}"),
-        )
-        .with_body(json!({ "forgotten": forget })))
+    let body = ForgottenBody {
+        forgotten: Some(forget),
     };
-    page::act(ctx, staff, act()).await
+    if kind == "devices" {
+        let then = format!("/dashboard/licenses/{id}?notice=device-{verb}");
+        let op = SetHwidForgotten(id, record.into(), body);
+        page::done(ctx, staff, Ok(op), &then).await
+    } else {
+        let then = format!("/dashboard/licenses/{id}?notice=address-{verb}");
+        let op = SetIpForgotten(id, record.into(), body);
+        page::done(ctx, staff, Ok(op), &then).await
+    }
 }
 
 /// `GET /dashboard/licenses/{id}/delete`: the confirmation.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = license_id(id)?;
-        let detail: LicenseDetail = api::call(
-            ctx,
-            staff,
-            Method::GET,
-            &format!("licenses/id/{id}"),
-            "",
-            None,
-        )
-        .await?;
+        let detail = api::perform(ctx, staff, GetLicense(id)).await?;
         let key = detail.license.license_key.as_str();
         Ok::<_, Failure>(page::confirm(
             ctx,
@@ -589,14 +589,8 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/licenses/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = license_id(id).map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("licenses/id/{id}"),
-            "/dashboard/licenses?notice=license-deleted",
-        )
-    });
-    page::act(ctx, staff, act).await
+    let op = license_id(id).map(DeleteLicense);
+    page::done(ctx, staff, op, "/dashboard/licenses?notice=license-deleted").await
 }
 
 /// `GET /dashboard/licenses/new`.
@@ -622,18 +616,16 @@ async fn form_page(
 ) -> Response {
     let lists = async {
         let products = products(ctx, staff).await?;
-        let mut customers: CustomerPage = if staff.may(Scope::read(Resource::Customers)) {
-            api::call(ctx, staff, Method::GET, "customers", "pageSize=100", None).await?
+        let mut customers = if staff.may(Scope::read(Resource::Customers)) {
+            let mut newest = CustomerListQuery::default();
+            newest.paging.page_size = 100;
+            api::perform(ctx, staff, ListCustomers(newest)).await?.items
         } else {
-            CustomerPage {
-                customers: Vec::new(),
-                total_results: 0,
-                has_next_page: false,
-            }
+            Vec::new()
         };
         for c in editing.map_or(&[][..], |e| &e.customers[..]) {
-            if !customers.customers.iter().any(|known| known.id == c.id) {
-                customers.customers.push(c.clone());
+            if !customers.iter().any(|known| known.id == c.id) {
+                customers.push(c.clone());
             }
         }
         Ok::<_, Failure>((products, customers))
@@ -673,8 +665,8 @@ async fn form_page(
                 }
             }
             label for="customerIds" { "Customers" span.hint { "The 100 newest; more by id below." } (error("customerIds")) }
-            select #customerIds name="customerIds" multiple size=(customers.customers.len().clamp(2, 8)) {
-                @for c in &customers.customers {
+            select #customerIds name="customerIds" multiple size=(customers.len().clamp(2, 8)) {
+                @for c in &customers {
                     option value=(c.id) selected[chosen_customers.contains(&c.id.to_string().as_str())] { (customer_name(c)) }
                 }
             }
@@ -794,15 +786,7 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
             format!("Your role lacks the permission {write} this needs."),
         ));
     }
-    let detail: LicenseDetail = api::call(
-        ctx,
-        staff,
-        Method::GET,
-        &format!("licenses/id/{id}"),
-        "",
-        None,
-    )
-    .await?;
+    let detail = api::perform(ctx, staff, GetLicense(id)).await?;
     let editing = Editing {
         id,
         key: detail.license.license_key.as_str().to_owned(),
@@ -821,20 +805,29 @@ pub(crate) async fn edit_page(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     }
 }
 
-/// The API's update body from the edit form. Every member is sent (a blank limit clears it),
-/// except the expiration members when they say what the license already has: a date is shown
-/// by its day, and sending the day back would move an expiry set to another hour.
-fn update_body(form: &Form, current: &License) -> Result<Value, Failure> {
-    let mut body = create_body(form)?;
-    let members = body.as_object_mut().expect("an object");
-    members.remove("sendEmailDelivery");
-    for name in ["hwidLimit", "ipLimit"] {
-        members.entry(name).or_insert(Value::Null);
-    }
-    members.insert(
-        "licenseKey".to_owned(),
-        Value::String(form.get("licenseKey").unwrap_or("").trim().to_owned()),
-    );
+/// A member given, or left out.
+fn given<T>(value: Option<T>) -> Patch<T> {
+    value.map_or(Patch::Missing, Patch::Value)
+}
+
+/// The update from the edit form. Every member is sent (a blank limit clears it), except the
+/// expiration members when they say what the license already has: a date is shown by its day,
+/// and sending the day back would move an expiry set to another hour.
+fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure> {
+    let c = create_body(form)?;
+    let mut body = LicenseUpdate {
+        license_key: Patch::Value(form.get("licenseKey").unwrap_or("").trim().to_owned()),
+        expiration_type: given(c.expiration_type),
+        expiration_start: given(c.expiration_start),
+        expiration_date: given(c.expiration_date),
+        expiration_days: given(c.expiration_days),
+        suspended: given(c.suspended),
+        product_ids: given(c.product_ids),
+        customer_ids: given(c.customer_ids),
+        metadata: given(c.metadata),
+        hwid_limit: c.hwid_limit.map_or(Patch::Null, Patch::Value),
+        ip_limit: c.ip_limit.map_or(Patch::Null, Patch::Value),
+    };
     let unchanged = match (current.expiration_type, form.get("expirationType")) {
         (ExpirationType::Never, Some("NEVER")) => true,
         (ExpirationType::Date, Some("DATE")) => {
@@ -852,14 +845,10 @@ fn update_body(form: &Form, current: &License) -> Result<Value, Failure> {
         _ => false,
     };
     if unchanged {
-        for name in [
-            "expirationType",
-            "expirationDate",
-            "expirationDays",
-            "expirationStart",
-        ] {
-            members.remove(name);
-        }
+        body.expiration_type = Patch::Missing;
+        body.expiration_date = Patch::Missing;
+        body.expiration_days = Patch::Missing;
+        body.expiration_start = Patch::Missing;
     }
     Ok(body)
 }
@@ -875,8 +864,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
         Ok(body) => body,
         Err(failure) => return form_page(ctx, staff, form, Some(&failure), Some(&editing)).await,
     };
-    let path = format!("licenses/id/{}", editing.id);
-    match api::call::<LicenseDetail>(ctx, staff, Method::PUT, &path, "", Some(&body)).await {
+    match api::perform(ctx, staff, UpdateLicense(editing.id, body)).await {
         Ok(_) => page::redirect(&format!(
             "/dashboard/licenses/{}?notice=license-updated",
             editing.id
@@ -890,10 +878,10 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
 
 /// A whole-number field of a form: `None` when blank; a problem for `problems` when it is not
 /// a whole number.
-fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Option<Value> {
+fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Option<i64> {
     let text = form.text(name)?;
     match text.parse::<i64>() {
-        Ok(n) => Some(Value::from(n)),
+        Ok(n) => Some(n),
         Err(_) => {
             problems.push(FieldError::new(name, "must be a whole number"));
             None
@@ -901,9 +889,9 @@ fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Option<Val
     }
 }
 
-/// The API's create body from the form, or the form's own problems (what the API would not
-/// be able to name, such as a number field holding text).
-fn create_body(form: &Form) -> Result<Value, Failure> {
+/// The license asked for by the form, or the form's own problems (what the operation would
+/// not be able to name, such as a number field holding text).
+fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
     let mut problems = Vec::new();
     let mut customers: Vec<String> = form
         .all("customerIds")
@@ -925,9 +913,7 @@ fn create_body(form: &Form) -> Result<Value, Failure> {
             continue;
         }
         match line.split_once('=') {
-            Some((key, value)) => {
-                metadata.push(json!({ "key": key.trim(), "value": value.trim() }));
-            }
+            Some((key, value)) => metadata.push(RawMetadata::new(key.trim(), value.trim())),
             None => problems.push(FieldError::new(
                 "metadata",
                 format!("line “{line}” needs the form key=value"),
@@ -935,31 +921,32 @@ fn create_body(form: &Form) -> Result<Value, Failure> {
         }
     }
     let kind = form.get("expirationType").unwrap_or("NEVER");
-    let mut body = json!({
-        "productIds": form.all("productIds"),
-        "customerIds": customers,
-        "expirationType": kind,
-        "metadata": metadata,
-        "suspended": form.get("suspended").is_some(),
-        "sendEmailDelivery": form.get("sendEmailDelivery").is_some(),
-    });
-    for name in ["hwidLimit", "ipLimit"] {
-        if let Some(limit) = number(form, name, &mut problems) {
-            body[name] = limit;
-        }
-    }
+    let mut body = LicenseCreate {
+        product_ids: Some(
+            form.all("productIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        customer_ids: Some(customers),
+        expiration_type: Some(kind.to_owned()),
+        metadata: Some(metadata),
+        suspended: Some(form.get("suspended").is_some()),
+        send_email_delivery: Some(form.get("sendEmailDelivery").is_some()),
+        hwid_limit: number(form, "hwidLimit", &mut problems),
+        ip_limit: number(form, "ipLimit", &mut problems),
+        ..LicenseCreate::default()
+    };
     match kind {
         "DATE" => {
-            if let Some(date) = form.text("expirationDate") {
-                body["expirationDate"] = Value::String(format!("{date}T00:00:00Z"));
-            }
+            body.expiration_date = form
+                .text("expirationDate")
+                .map(|date| format!("{date}T00:00:00Z"));
         }
         "DURATION" => {
-            if let Some(days) = number(form, "expirationDays", &mut problems) {
-                body["expirationDays"] = days;
-            }
-            body["expirationStart"] =
-                Value::String(form.get("expirationStart").unwrap_or("CREATION").to_owned());
+            body.expiration_days = number(form, "expirationDays", &mut problems);
+            body.expiration_start =
+                Some(form.get("expirationStart").unwrap_or("CREATION").to_owned());
         }
         _ => {}
     }
@@ -980,7 +967,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         Ok(body) => body,
         Err(failure) => return form_page(ctx, staff, form, Some(&failure), None).await,
     };
-    match api::call::<LicenseDetail>(ctx, staff, Method::POST, "licenses", "", Some(&body)).await {
+    match api::perform(ctx, staff, CreateLicense(body)).await {
         Ok(detail) => page::redirect(&format!(
             "/dashboard/licenses/{}?notice=license-created",
             detail.license.id

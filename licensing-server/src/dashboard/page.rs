@@ -395,7 +395,6 @@ pub(crate) async fn done<O: crate::app::Operation>(
 pub(crate) struct Act {
     method: Method,
     path: String,
-    body: Option<Value>,
     then: String,
 }
 
@@ -405,15 +404,8 @@ impl Act {
         Self {
             method,
             path,
-            body: None,
             then: then.into(),
         }
-    }
-
-    /// The same with a JSON body.
-    pub(crate) fn with_body(mut self, body: Value) -> Self {
-        self.body = Some(body);
-        self
     }
 }
 
@@ -422,7 +414,7 @@ impl Act {
 pub(crate) async fn act(ctx: &Ctx, staff: &Staff, act: Result<Act, Failure>) -> Response {
     let outcome = async {
         let act = act?;
-        let _: Value = api::call(ctx, staff, act.method, &act.path, "", act.body.as_ref()).await?;
+        let _: Value = api::call(ctx, staff, act.method, &act.path, "", None).await?;
         Ok(redirect(&act.then))
     };
     or_failure(ctx, staff, outcome.await)

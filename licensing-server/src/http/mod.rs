@@ -52,10 +52,16 @@ pub(crate) fn success<T: Serialize>(status: u16, data: T, details: &'static str)
 /// they kept, and never detailed.
 pub(crate) fn error(err: &ApiError) -> Response {
     log_cause(err);
-    json(
+    let mut response = json(
         err.status(),
         &Envelope::<Option<ErrorData>>::error(err, Timestamp::now()),
-    )
+    );
+    if let Some(seconds) = err.retry_after() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// The JSON body of an error answer.

@@ -228,11 +228,49 @@ impl Tab {
             assert!(Instant::now() < deadline, "no answer to signing in");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        self.settle().await;
+    }
+
+    /// Waits (up to 15 s) until the page has finished loading.
+    async fn settle(&self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !self
+            .client
+            .execute("return document.readyState", vec![])
+            .await
+            .is_ok_and(|state| state == "complete")
+        {
+            assert!(Instant::now() < deadline, "the page did not finish loading");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Saves a screenshot of the page as `name` (PNG) at the window's size.
+    ///
+    /// On a busy machine Chromium may still be finishing the page (its driver then answers
+    /// "aborted by navigation" or a time-out): this waits until the document is complete and
+    /// tries again, for up to 30 s.
     async fn screenshot(&self, name: &str) {
-        let png = self.client.screenshot().await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let png = loop {
+            let complete = self
+                .client
+                .execute("return document.readyState", vec![])
+                .await
+                .is_ok_and(|state| state == "complete");
+            if complete {
+                match self.client.screenshot().await {
+                    Ok(png) => break png,
+                    Err(e) if Instant::now() >= deadline => panic!("screenshot {name}: {e}"),
+                    Err(_) => {}
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "screenshot {name}: page never complete"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut dirs = vec![root.join("target/screenshots")];
         if std::env::var("LICENSING_SCREENSHOTS_TO_DOCS").as_deref() == Ok("1") {

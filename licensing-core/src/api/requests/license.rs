@@ -138,7 +138,12 @@ fn check_expiration(
 impl LicenseCreate {
     /// Parses and validates a create body; `now` decides what "future" means.
     pub fn parse(body: &[u8], now: Timestamp) -> Result<NewLicense, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.validate(now)
+    }
+
+    /// Validates a create body; `now` decides what "future" means.
+    pub fn validate(self, now: Timestamp) -> Result<NewLicense, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let customer_ids = id_list(
             &mut v,
@@ -309,7 +314,12 @@ impl LicenseUpdate {
     /// `licenseKey` may have changed: the store checks that the new one is free, and that the
     /// customers and products exist).
     pub fn apply(body: &[u8], existing: &License, now: Timestamp) -> Result<License, ApiError> {
-        let raw: Self = parse_json(body)?;
+        parse_json::<Self>(body)?.apply_to(existing, now)
+    }
+
+    /// Validates the members given and applies them to `existing` (see [`apply`](Self::apply)).
+    pub fn apply_to(self, existing: &License, now: Timestamp) -> Result<License, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let mut next = existing.clone();
         if let Some(text) = not_null(&mut v, "licenseKey", raw.license_key)

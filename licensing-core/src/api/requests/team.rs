@@ -24,8 +24,12 @@ pub struct ForgottenBody {
 impl ForgottenBody {
     /// The requested `forgotten` value.
     pub fn parse(body: &[u8]) -> Result<bool, ApiError> {
-        let raw: Self = parse_json(body)?;
-        raw.forgotten
+        parse_json::<Self>(body)?.validate()
+    }
+
+    /// The requested `forgotten` value (400 when missing).
+    pub fn validate(self) -> Result<bool, ApiError> {
+        self.forgotten
             .ok_or_else(|| ApiError::bad_field("forgotten", "is required (true or false)"))
     }
 }

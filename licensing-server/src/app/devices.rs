@@ -1,0 +1,179 @@
+//! A license's hardware identifiers and IP addresses: list, forget, remember.
+
+use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
+use licensing_core::api::{HwidForgotten, IpForgotten};
+use licensing_core::model::{
+    Action, FieldChange, HwidView, IpRecordView, RecordStatus, Resource, Scope, TeamSettings,
+};
+use licensing_core::store::{DeviceStore, Entity, Page, StoreError, TeamStore};
+use licensing_core::{ApiError, HwidId, IpId, LicenseId, ProductId};
+
+use super::licenses::visible;
+use super::{Cx, Operation};
+use crate::services::audit::tied_to;
+
+/// One page of a license's hardware identifiers, with their status.
+pub(crate) struct ListHwids(pub(crate) LicenseId, pub(crate) DeviceListQuery);
+
+/// One page of a license's IP addresses, with their status.
+pub(crate) struct ListIps(pub(crate) LicenseId, pub(crate) DeviceListQuery);
+
+/// Forgets a hardware identifier (its seat is free) or remembers it again.
+pub(crate) struct SetHwidForgotten(
+    pub(crate) LicenseId,
+    pub(crate) HwidId,
+    pub(crate) ForgottenBody,
+);
+
+/// Forgets an IP address (its seat is free) or remembers it again.
+pub(crate) struct SetIpForgotten(
+    pub(crate) LicenseId,
+    pub(crate) IpId,
+    pub(crate) ForgottenBody,
+);
+
+const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
+
+impl Operation for ListHwids {
+    type Output = Page<HwidView>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Page<HwidView>, ApiError> {
+        let Self(license, query) = self;
+        let settings = listed(cx, license).await?;
+        let page = cx.state.store.list_hwids(cx.team, license, &query).await?;
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|hwid| HwidView {
+                    status: RecordStatus::compute(
+                        hwid.forgotten,
+                        hwid.last_seen_at,
+                        settings.hwid_timeout,
+                        cx.now,
+                    ),
+                    hwid,
+                })
+                .collect(),
+            total: page.total,
+            has_next_page: page.has_next_page,
+        })
+    }
+}
+
+impl Operation for ListIps {
+    type Output = Page<IpRecordView>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Page<IpRecordView>, ApiError> {
+        let Self(license, query) = self;
+        let settings = listed(cx, license).await?;
+        let page = cx.state.store.list_ips(cx.team, license, &query).await?;
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|ip| IpRecordView {
+                    status: RecordStatus::compute(
+                        ip.forgotten,
+                        ip.last_seen_at,
+                        settings.ip_timeout,
+                        cx.now,
+                    ),
+                    ip,
+                })
+                .collect(),
+            total: page.total,
+            has_next_page: page.has_next_page,
+        })
+    }
+}
+
+impl Operation for SetHwidForgotten {
+    type Output = HwidForgotten;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_DEVICES);
+
+    async fn run(self, cx: &Cx) -> Result<HwidForgotten, ApiError> {
+        let Self(license, id, body) = self;
+        let forgotten = body.validate()?;
+        let products = changed_license_products(cx, license).await?;
+        let action = if forgotten {
+            Action::DeviceForgotten
+        } else {
+            Action::DeviceRemembered
+        };
+        let journal = tied_to(
+            cx.journal(action, id, forgotten_change(forgotten)),
+            &products,
+        );
+        let h = cx
+            .state
+            .store
+            .set_hwid_forgotten(cx.team, license, id, forgotten, cx.now, &journal)
+            .await?;
+        Ok(HwidForgotten {
+            hwid_id: h.id,
+            forgotten: h.forgotten,
+        })
+    }
+}
+
+impl Operation for SetIpForgotten {
+    type Output = IpForgotten;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_DEVICES);
+
+    async fn run(self, cx: &Cx) -> Result<IpForgotten, ApiError> {
+        let Self(license, id, body) = self;
+        let forgotten = body.validate()?;
+        let products = changed_license_products(cx, license).await?;
+        let action = if forgotten {
+            Action::IpForgotten
+        } else {
+            Action::IpRemembered
+        };
+        let journal = tied_to(
+            cx.journal(action, id, forgotten_change(forgotten)),
+            &products,
+        );
+        let r = cx
+            .state
+            .store
+            .set_ip_forgotten(cx.team, license, id, forgotten, cx.now, &journal)
+            .await?;
+        Ok(IpForgotten {
+            ip_id: r.id,
+            forgotten: r.forgotten,
+        })
+    }
+}
+
+/// The audit's change of a forget or remember: the flag's new value.
+fn forgotten_change(forgotten: bool) -> Vec<FieldChange> {
+    vec![FieldChange::of("forgotten", None, Some(forgotten.into()))]
+}
+
+/// The products of license `license`, which the caller is about to change a record of: 404
+/// unless it may see the license, 403 unless it may change it. The audit entry and the event
+/// of the change are tied to them.
+async fn changed_license_products(cx: &Cx, license: LicenseId) -> Result<Vec<ProductId>, ApiError> {
+    let found = visible(cx, license).await?;
+    cx.must_cover(&found.product_ids)?;
+    Ok(found.product_ids)
+}
+
+/// Before a license's records are listed: 404 unless a key restricted to products may see the
+/// license (unrestricted callers need no read here: the store checks the license exists); the
+/// team's settings, which decide each record's status.
+async fn listed(cx: &Cx, license: LicenseId) -> Result<TeamSettings, ApiError> {
+    if cx.products().is_some() {
+        visible(cx, license).await?;
+    }
+    Ok(cx
+        .state
+        .store
+        .get_team(cx.team)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Team))?
+        .settings)
+}

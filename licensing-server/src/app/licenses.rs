@@ -1,0 +1,353 @@
+//! Licenses: create, list, read, change, suspend, e-mail and delete, by id and by key.
+
+use licensing_core::api::LicenseEmailed;
+use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
+use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
+use licensing_core::store::{
+    CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
+};
+use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
+
+use super::{Cx, Operation};
+use crate::services::mail;
+
+/// Creates a license under a fresh key (and e-mails it, when asked).
+pub(crate) struct CreateLicense(pub(crate) LicenseCreate);
+
+/// One page of the team's licenses (a restricted key's own products' only).
+pub(crate) struct ListLicenses(pub(crate) LicenseListQuery);
+
+/// A license with its customers and products.
+pub(crate) struct GetLicense(pub(crate) LicenseId);
+
+/// A license with its customers and products, by key.
+pub(crate) struct GetLicenseByKey(pub(crate) LicenseKey);
+
+/// Changes a license: members left out keep their value, `null` clears a nullable one.
+pub(crate) struct UpdateLicense(pub(crate) LicenseId, pub(crate) LicenseUpdate);
+
+/// Deletes a license; answers what was deleted.
+pub(crate) struct DeleteLicense(pub(crate) LicenseId);
+
+/// Deletes a license by key; answers what was deleted.
+pub(crate) struct DeleteLicenseByKey(pub(crate) LicenseKey);
+
+/// Suspends a license (unchanged when it already is).
+pub(crate) struct SuspendLicense(pub(crate) LicenseId);
+
+/// Lifts a license's suspension (unchanged when it is not suspended).
+pub(crate) struct UnsuspendLicense(pub(crate) LicenseId);
+
+/// (ext) E-mails the license key again to each of its customers with an address (one who lost
+/// it, a new customer added to the license).
+pub(crate) struct EmailLicense(pub(crate) LicenseId);
+
+const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
+const WRITE: Option<Scope> = Some(Scope::write(Resource::Licenses));
+
+/// Attempts at drawing a free license key before giving up (a collision needs 36^25 luck).
+const KEY_ATTEMPTS: usize = 5;
+
+const NO_MAIL: &str = "e-mail delivery is not configured on this server (set LICENSING_SMTP_URL and LICENSING_SMTP_FROM)";
+
+impl Operation for CreateLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        let new = self.0.validate(cx.now)?;
+        cx.must_cover(&new.product_ids)?;
+        let state = &cx.state;
+        let mail = new.send_email_delivery;
+        if mail && state.mailer.is_none() {
+            return Err(ApiError::bad_field("sendEmailDelivery", NO_MAIL));
+        }
+        for _ in 0..KEY_ATTEMPTS {
+            let license =
+                new.clone()
+                    .into_license(LicenseKey::generate(), cx.team, cx.user(), cx.now);
+            let journal = cx.change(Action::LicenseCreated, license.id, None, Some(&license));
+            let stored = if let Some(mailer) = state.mailer.as_ref().filter(|_| mail) {
+                let messages = messages_for(cx, &license).await?;
+                state
+                    .store
+                    .create_license_with_mail(
+                        &license,
+                        &messages,
+                        mailer.daily_limit,
+                        cx.now,
+                        &journal,
+                    )
+                    .await
+            } else {
+                state.store.create_license(&license, &journal).await
+            };
+            match stored {
+                Ok(()) => return detail(cx, license).await,
+                Err(StoreError::Conflict {
+                    field: "licenseKey",
+                    ..
+                }) => {}
+                Err(StoreError::Limit(message)) => {
+                    return Err(daily_limit_reached(message, cx.now));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::internal_because(
+            "license key generation",
+            "no free key after several attempts",
+        ))
+    }
+}
+
+impl Operation for ListLicenses {
+    type Output = Page<License>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Page<License>, ApiError> {
+        let mut query = self.0;
+        if let Some(expiry) = &mut query.filter.expiry {
+            expiry.at = cx.now;
+        }
+        // A key restricted to products sees the licenses of its products only.
+        if let Some(allowed) = cx.products() {
+            let wanted = &mut query.filter.product_ids;
+            if wanted.is_empty() {
+                wanted.clone_from(allowed);
+            } else {
+                wanted.retain(|p| allowed.contains(p));
+                if wanted.is_empty() {
+                    return Ok(Page {
+                        items: Vec::new(),
+                        total: 0,
+                        has_next_page: false,
+                    });
+                }
+            }
+        }
+        Ok(cx.state.store.list_licenses(cx.team, &query).await?)
+    }
+}
+
+impl Operation for GetLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        let license = visible(cx, self.0).await?;
+        detail(cx, license).await
+    }
+}
+
+impl Operation for GetLicenseByKey {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        let license = by_key(cx, &self.0).await?;
+        detail(cx, license).await
+    }
+}
+
+impl Operation for UpdateLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        let existing = visible(cx, self.0).await?;
+        cx.must_cover(&existing.product_ids)?;
+        let updated = self.1.apply_to(&existing, cx.now)?;
+        cx.must_cover(&updated.product_ids)?;
+        let action = match (existing.suspended, updated.suspended) {
+            (false, true) => Action::LicenseSuspended,
+            (true, false) => Action::LicenseUnsuspended,
+            _ => Action::LicenseUpdated,
+        };
+        let journal = cx.change(action, updated.id, Some(&existing), Some(&updated));
+        cx.state
+            .store
+            .update_license(&updated, &journal)
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict {
+                    field: "licenseKey",
+                    ..
+                } => ApiError::bad_field(
+                    "licenseKey",
+                    "is already used by another license of this team",
+                ),
+                other => other.into(),
+            })?;
+        detail(cx, updated).await
+    }
+}
+
+impl Operation for DeleteLicense {
+    type Output = License;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<License, ApiError> {
+        delete(cx, visible(cx, self.0).await?).await
+    }
+}
+
+impl Operation for DeleteLicenseByKey {
+    type Output = License;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<License, ApiError> {
+        delete(cx, by_key(cx, &self.0).await?).await
+    }
+}
+
+impl Operation for SuspendLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_SUSPEND);
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        set_suspended(cx, self.0, true).await
+    }
+}
+
+impl Operation for UnsuspendLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_SUSPEND);
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        set_suspended(cx, self.0, false).await
+    }
+}
+
+impl Operation for EmailLicense {
+    type Output = LicenseEmailed;
+    const SCOPE: Option<Scope> = WRITE;
+
+    async fn run(self, cx: &Cx) -> Result<LicenseEmailed, ApiError> {
+        let license = visible(cx, self.0).await?;
+        cx.must_cover(&license.product_ids)?;
+        let Some(mailer) = cx.state.mailer.as_ref() else {
+            return Err(ApiError::bad_request(NO_MAIL));
+        };
+        let store = &cx.state.store;
+        let customers = store
+            .get_customers(license.team_id, &license.customer_ids)
+            .await?;
+        let products = store
+            .get_products(license.team_id, &license.product_ids)
+            .await?;
+        let messages = mail::license_messages(&license, &customers, &products, cx.now);
+        if messages.is_empty() {
+            return Err(ApiError::bad_request(
+                "none of the license's customers has an e-mail address",
+            ));
+        }
+        match store
+            .queue_messages(cx.team, &messages, mailer.daily_limit, cx.now)
+            .await
+        {
+            Ok(()) => Ok(LicenseEmailed {
+                queued: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+                recipients: messages.into_iter().map(|m| m.to).collect(),
+            }),
+            Err(StoreError::Limit(message)) => Err(daily_limit_reached(message, cx.now)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A license with its customers and products.
+async fn detail(cx: &Cx, license: License) -> Result<LicenseDetail, ApiError> {
+    let store = &cx.state.store;
+    let customers = store
+        .get_customers(license.team_id, &license.customer_ids)
+        .await?;
+    let products = store
+        .get_products(license.team_id, &license.product_ids)
+        .await?;
+    Ok(LicenseDetail {
+        license,
+        customers,
+        products,
+    })
+}
+
+/// The e-mails announcing a new license to its customers; at least one customer needs an
+/// address.
+async fn messages_for(cx: &Cx, license: &License) -> Result<Vec<OutboxMessage>, ApiError> {
+    let store = &cx.state.store;
+    let customers = store
+        .get_customers(license.team_id, &license.customer_ids)
+        .await?;
+    if customers.len() != license.customer_ids.len() {
+        return Err(StoreError::NotFound(Entity::Customer).into());
+    }
+    let products = store
+        .get_products(license.team_id, &license.product_ids)
+        .await?;
+    let messages = mail::license_messages(license, &customers, &products, license.created_at);
+    if messages.is_empty() {
+        return Err(ApiError::bad_field(
+            "sendEmailDelivery",
+            "none of the license's customers has an e-mail address",
+        ));
+    }
+    Ok(messages)
+}
+
+/// 429 until the next UTC day, when the team's daily e-mail limit resets.
+fn daily_limit_reached(message: String, now: Timestamp) -> ApiError {
+    let next_day_ms = (OutboxMessage::day_of(now) + 1) * 86_400_000;
+    let seconds = ((next_day_ms - now.as_millis()) / 1000).max(1);
+    ApiError::new(licensing_core::api::ResultCode::RateLimit, message)
+        .retry_after_secs(u64::try_from(seconds).unwrap_or(1))
+}
+
+/// The license, when it exists in the team and the caller may see it (else 404).
+fn seen(cx: &Cx, license: Option<License>) -> Result<License, ApiError> {
+    license
+        .filter(|l| cx.sees(&l.product_ids))
+        .ok_or_else(|| StoreError::NotFound(Entity::License).into())
+}
+
+/// License `id` of the team, 404 unless the caller may see it.
+pub(crate) async fn visible(cx: &Cx, id: LicenseId) -> Result<License, ApiError> {
+    seen(cx, cx.state.store.get_license(cx.team, id).await?)
+}
+
+async fn by_key(cx: &Cx, key: &LicenseKey) -> Result<License, ApiError> {
+    seen(cx, cx.state.store.get_license_by_key(cx.team, key).await?)
+}
+
+async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
+    cx.must_cover(&license.product_ids)?;
+    let journal = cx.change(Action::LicenseDeleted, license.id, Some(&license), None);
+    cx.state
+        .store
+        .delete_license(license.team_id, license.id, &journal)
+        .await?;
+    Ok(license)
+}
+
+/// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
+/// that state is answered unchanged (nothing written, nothing audited).
+async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<LicenseDetail, ApiError> {
+    let existing = visible(cx, id).await?;
+    cx.must_cover(&existing.product_ids)?;
+    if existing.suspended == suspended {
+        return detail(cx, existing).await;
+    }
+    let action = if suspended {
+        Action::LicenseSuspended
+    } else {
+        Action::LicenseUnsuspended
+    };
+    let updated = License {
+        suspended,
+        updated_at: cx.now,
+        ..existing.clone()
+    };
+    let journal = cx.change(action, updated.id, Some(&existing), Some(&updated));
+    cx.state.store.update_license(&updated, &journal).await?;
+    detail(cx, updated).await
+}
