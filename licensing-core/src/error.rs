@@ -170,7 +170,20 @@ pub struct ApiError {
     details: Cow<'static, str>,
     errors: Vec<FieldError>,
     retry_after: Option<u64>,
+    window: Option<RateWindow>,
     cause: Option<std::sync::Arc<str>>,
+}
+
+/// Where a caller stands against a limit counted over a sliding window: HTTP answers it as
+/// `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateWindow {
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests left in the window.
+    pub remaining: u32,
+    /// Seconds until every counted request has left the window.
+    pub reset_secs: u64,
 }
 
 impl PartialEq for ApiError {
@@ -181,12 +194,14 @@ impl PartialEq for ApiError {
             &self.details,
             &self.errors,
             self.retry_after,
+            self.window,
         ) == (
             other.code,
             other.status,
             &other.details,
             &other.errors,
             other.retry_after,
+            other.window,
         )
     }
 }
@@ -202,6 +217,7 @@ impl ApiError {
             details: details.into(),
             errors: Vec::new(),
             retry_after: None,
+            window: None,
             cause: None,
         }
     }
@@ -224,6 +240,7 @@ impl ApiError {
             details: Cow::Owned(errors.first().to_string()),
             errors: errors.0,
             retry_after: None,
+            window: None,
             cause: None,
         }
     }
@@ -312,6 +329,20 @@ impl ApiError {
     /// When to try again, in seconds, for an error of a limit that resets.
     pub fn retry_after(&self) -> Option<u64> {
         self.retry_after
+    }
+
+    /// The same error, with where the caller stands against the limit that refused it.
+    #[must_use]
+    pub fn in_window(self, window: RateWindow) -> Self {
+        Self {
+            window: Some(window),
+            ..self
+        }
+    }
+
+    /// Where the caller stands against the limit that refused it, if one did.
+    pub fn window(&self) -> Option<RateWindow> {
+        self.window
     }
 
     /// The cause kept for the log, if any (see [`internal_because`](Self::internal_because)).

@@ -84,7 +84,7 @@ pub mod time;
 pub mod validate;
 pub mod verify;
 
-pub use error::{ApiError, FieldError, ValidationErrors};
+pub use error::{ApiError, FieldError, RateWindow, ValidationErrors};
 pub use ids::*;
 pub use key::LicenseKey;
 pub use time::Timestamp;

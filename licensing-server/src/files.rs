@@ -75,13 +75,34 @@ pub struct StoredFile {
     pub md5: String,
 }
 
-/// A file being written: data goes to a temporary file until [`FileStore::commit`].
+/// A file being written: data goes to a temporary file until [`FileStore::commit`]. Dropped
+/// without being committed (a refused upload, a client gone mid-upload), it removes its
+/// temporary file.
 pub struct PendingFile {
     tmp: PathBuf,
-    file: tokio::fs::File,
+    /// Open until the file is committed.
+    file: Option<tokio::fs::File>,
+    /// Whether `tmp` was moved into place.
+    moved: bool,
     size: u64,
     max_size: u64,
     md5: Md5Hasher,
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        if self.moved {
+            return;
+        }
+        match std::fs::remove_file(&self.tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(error = %e, path = %self.tmp.display(), "could not remove a temporary upload");
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for PendingFile {
@@ -127,7 +148,8 @@ impl FileStore {
             .await?;
         Ok(PendingFile {
             tmp,
-            file,
+            file: Some(file),
+            moved: false,
             size: 0,
             max_size: self.max_size,
             md5: Md5Hasher::new(),
@@ -155,10 +177,10 @@ impl FileStore {
         id: FileId,
     ) -> Result<StoredFile, FileError> {
         pending.finish().await?;
+        drop(pending.file.take());
         let key = format!("{team}/{id}");
         match &self.place {
             Place::Dir(root) => {
-                drop(pending.file);
                 let dir = root.join(team.to_string());
                 tokio::fs::DirBuilder::new()
                     .recursive(true)
@@ -166,21 +188,16 @@ impl FileStore {
                     .create(&dir)
                     .await?;
                 tokio::fs::rename(&pending.tmp, root.join(&key)).await?;
+                pending.moved = true;
                 sync_dir(&dir).await?;
             }
-            Place::Db(pool) => {
-                let stored = store_chunks(pool, &key, &pending.tmp).await;
-                drop(pending.file);
-                if let Err(e) = tokio::fs::remove_file(&pending.tmp).await {
-                    tracing::warn!(error = %e, "could not remove a temporary upload");
-                }
-                stored?;
-            }
+            // The temporary file goes when `pending` is dropped.
+            Place::Db(pool) => store_chunks(pool, &key, &pending.tmp).await?,
         }
         Ok(StoredFile {
             key,
             size: pending.size,
-            md5: pending.md5.finish_hex(),
+            md5: std::mem::take(&mut pending.md5).finish_hex(),
         })
     }
 
@@ -291,7 +308,7 @@ impl PendingFile {
             return Err(FileError::TooLarge);
         }
         self.md5.update(data);
-        self.file.write_all(data).await?;
+        self.open()?.write_all(data).await?;
         Ok(())
     }
 
@@ -302,21 +319,20 @@ impl PendingFile {
 
     /// Flushes and fsyncs what was written, so that [`path`](Self::path) can be read whole.
     pub async fn finish(&mut self) -> std::io::Result<()> {
-        self.file.flush().await?;
-        self.file.sync_all().await
+        let file = self.open()?;
+        file.flush().await?;
+        file.sync_all().await
+    }
+
+    fn open(&mut self) -> std::io::Result<&mut tokio::fs::File> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the upload was already committed"))
     }
 
     /// The temporary file (complete after [`finish`](Self::finish)).
     pub fn path(&self) -> &Path {
         &self.tmp
-    }
-
-    /// Throws the file away.
-    pub async fn discard(self) {
-        drop(self.file);
-        if let Err(e) = tokio::fs::remove_file(&self.tmp).await {
-            tracing::warn!(error = %e, path = %self.tmp.display(), "could not remove a temporary upload");
-        }
     }
 }
 
@@ -457,13 +473,20 @@ mod tests {
         let mut big = store.begin().await.unwrap();
         big.write(&vec![0; 10 * 1024 * 1024]).await.unwrap();
         assert!(matches!(big.write(b"x").await, Err(FileError::TooLarge)));
-        big.discard().await;
+        drop(big);
         // The operator's cap.
         let small = FileStore::new(dir.path()).unwrap().with_max_mib(1);
         let mut one = small.begin().await.unwrap();
         one.write(&vec![0; 1024 * 1024]).await.unwrap();
         assert!(matches!(one.write(b"x").await, Err(FileError::TooLarge)));
-        one.discard().await;
+        drop(one);
+        assert!(
+            std::fs::read_dir(dir.path().join("files/tmp"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "an upload dropped before its commit leaves no temporary file"
+        );
         store.remove(&stored.key).await;
         assert!(store.read(&stored.key).await.unwrap().is_none());
     }

@@ -14,6 +14,7 @@ pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod licenses;
 pub(crate) mod products;
+pub(crate) mod releases;
 pub(crate) mod team;
 pub(crate) mod webhooks;
 

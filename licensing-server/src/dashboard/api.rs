@@ -1,22 +1,17 @@
-//! Calls into the developer API's operations, as the signed-in staff member.
+//! The dashboard's way to the operations: each page performs them as the signed-in staff
+//! member, and shows what went wrong as a [`Failure`].
 
-use bytes::Bytes;
-use http_body_util::BodyExt as _;
 use licensing_core::ApiError;
-use licensing_core::api::Envelope;
 use licensing_core::api::requests::ProductListQuery;
 use licensing_core::error::FieldError;
 use licensing_core::model::Product;
 use licensing_core::store::{Page, StoreError};
-use serde::de::DeserializeOwned;
-use warp::http::{HeaderMap, HeaderValue, Method, header};
 
 use super::{Ctx, Staff};
 use crate::app::products::ListProducts;
-use crate::app::{Cx, Operation};
-use crate::routes::dev::{self, Body, Caller, Dev, Input};
+use crate::app::{Caller, Cx, Operation};
 
-/// Why an operation did not succeed, as the API answered it.
+/// Why an operation did not succeed, in the words of its error.
 #[derive(Clone, Debug)]
 pub(crate) struct Failure {
     /// The HTTP status.
@@ -90,20 +85,24 @@ impl From<StoreError> for Failure {
     }
 }
 
+/// The context of the signed-in staff member's operations, for their team.
+pub(crate) fn cx(ctx: &Ctx, staff: &Staff) -> Cx {
+    Cx {
+        state: ctx.state.clone(),
+        team: staff.user.team_id,
+        caller: Caller::staff(&staff.user),
+        now: ctx.now,
+        client: ctx.client,
+    }
+}
+
 /// Performs `op` as the signed-in staff member, for their team.
 pub(crate) async fn perform<O: Operation>(
     ctx: &Ctx,
     staff: &Staff,
     op: O,
 ) -> Result<O::Output, Failure> {
-    let cx = Cx {
-        state: ctx.state.clone(),
-        team: staff.user.team_id,
-        caller: Caller::staff(&staff.user),
-        now: ctx.now,
-        client: ctx.client,
-    };
-    cx.perform(op).await.map_err(Failure::from)
+    cx(ctx, staff).perform(op).await.map_err(Failure::from)
 }
 
 /// The team's first hundred products in the list's default order: the names, filters and
@@ -112,90 +111,4 @@ pub(crate) async fn all_products(ctx: &Ctx, staff: &Staff) -> Result<Page<Produc
     let mut query = ProductListQuery::default();
     query.paging.page_size = 100;
     perform(ctx, staff, ListProducts(query)).await
-}
-
-/// Runs the developer operation `method path` (the path after `teams/{teamId}/`) for the
-/// staff member's team, with `query` and a JSON `body`, and decodes its `data`.
-pub(crate) async fn call<T: DeserializeOwned>(
-    ctx: &Ctx,
-    staff: &Staff,
-    method: Method,
-    path: &str,
-    query: &str,
-    body: Option<&serde_json::Value>,
-) -> Result<T, Failure> {
-    let bytes = match body {
-        Some(value) => serde_json::to_vec(value)
-            .map_err(|e| Failure::from(crate::http::internal("dashboard request encoding", e)))?,
-        None => Vec::new(),
-    };
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    call_raw(ctx, staff, method, path, query, headers, bytes.into()).await
-}
-
-/// [`call`] with the request's own headers and body bytes.
-pub(crate) async fn call_raw<T: DeserializeOwned>(
-    ctx: &Ctx,
-    staff: &Staff,
-    method: Method,
-    path: &str,
-    query: &str,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<T, Failure> {
-    let body: Body = Box::pin(futures_util::stream::once(async move {
-        Ok::<_, warp::Error>(body)
-    }));
-    call_stream(ctx, staff, method, path, query, headers, body).await
-}
-
-/// [`call_raw`] with a body that streams.
-pub(crate) async fn call_stream<T: DeserializeOwned>(
-    ctx: &Ctx,
-    staff: &Staff,
-    method: Method,
-    path: &str,
-    query: &str,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<T, Failure> {
-    let input = Input {
-        query: query.to_owned(),
-        headers,
-        body,
-    };
-    let dev = Dev {
-        state: ctx.state.clone(),
-        team: staff.user.team_id,
-        caller: Caller::staff(&staff.user),
-        now: ctx.now,
-        client: ctx.client,
-    };
-    let response = dev::call(&ctx.ops, dev, &method, path, input).await;
-    let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .map_err(|e| Failure::from(crate::http::internal("dashboard response", e)))?;
-    if (200..300).contains(&status) {
-        let envelope: Envelope<T> = serde_json::from_slice(&bytes)
-            .map_err(|e| Failure::from(crate::http::internal("dashboard response decoding", e)))?;
-        return Ok(envelope.data);
-    }
-    let envelope: Envelope<Option<licensing_core::api::ErrorData>> = serde_json::from_slice(&bytes)
-        .map_err(|e| Failure::from(crate::http::internal("dashboard error decoding", e)))?;
-    if status >= 500 {
-        return Err(Failure::from(ApiError::internal()));
-    }
-    Err(Failure {
-        status,
-        details: envelope.result.details.into_owned(),
-        fields: envelope.data.map(|d| d.errors).unwrap_or_default(),
-    })
 }

@@ -2,10 +2,9 @@
 //! the server itself, with nothing else to build or run.
 //!
 //! - **One permission model.** A page never reaches the store for what the developer API does:
-//!   it runs the API's operation (method and path) in-process through `routes::dev::call`, as the
-//!   signed-in staff member, with the scopes of their role. Every check of the API (validation,
-//!   scopes, tenant isolation) therefore holds here too, and the audit log names the staff
-//!   member as the actor. The dashboard has no team in its paths: a session belongs to one
+//!   it performs the same typed operation (`crate::app`) as the signed-in staff member, with the
+//!   scopes of their role. Every check of the API (validation, scopes, tenant isolation)
+//!   therefore holds here too, and the audit log names the staff member as the actor. The dashboard has no team in its paths: a session belongs to one
 //!   team, and every call is made for that team.
 //! - **Sessions** live in the store, so that every instance on one PostgreSQL database shares
 //!   them; the cookie carries a random 256-bit secret of which the store keeps the SHA-256
@@ -30,16 +29,13 @@ mod users;
 mod webhooks;
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use licensing_core::Timestamp;
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, Method};
 
-use crate::http::{Response, raw_query};
-use crate::routes::dev::{self, Body, Operation};
-use crate::routes::with_state;
+use crate::http::{Body, Response, boxed_body, raw_query, with_state};
 use crate::state::AppState;
 
 pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
@@ -49,8 +45,6 @@ pub(crate) use session::{DashboardSettings, Staff, run_purger};
 pub(crate) struct Ctx {
     /// The server.
     pub(crate) state: AppState,
-    /// The developer API's operations, which pages call.
-    pub(crate) ops: Arc<[Operation]>,
     /// The client's address (behind trusted proxies, the one they name).
     pub(crate) client: IpAddr,
     /// The request headers.
@@ -85,7 +79,6 @@ impl Ctx {
 
 /// The dashboard's routes, when it is on.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let ops: Arc<[Operation]> = dev::operations().into();
     warp::path("dashboard")
         .and(warp::path::tail())
         .and(warp::method())
@@ -93,7 +86,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .and(crate::connections::client_addr())
         .and(warp::header::headers_cloned())
         .and(raw_query())
-        .and(dev::boxed_body())
+        .and(boxed_body())
         .then(
             move |tail: warp::path::Tail,
                   method: Method,
@@ -102,7 +95,6 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                   headers: HeaderMap,
                   query: String,
                   body: Body| {
-                let ops = ops.clone();
                 async move {
                     if state.dashboard.is_none() {
                         return crate::http::error(&licensing_core::ApiError::route_not_found());
@@ -110,7 +102,6 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                     let secure = session::is_secure(client, &headers);
                     let ctx = Ctx {
                         state,
-                        ops,
                         client,
                         headers,
                         query,

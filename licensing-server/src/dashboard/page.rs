@@ -5,8 +5,7 @@ use bytes::Bytes;
 use licensing_core::model::{Resource, Role, Scope};
 use licensing_core::{ApiError, Timestamp};
 use maud::{DOCTYPE, Markup, html};
-use serde_json::Value;
-use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::api::{self, Failure};
 use super::{Ctx, Staff};
@@ -65,7 +64,7 @@ pub(crate) struct Form(Vec<(String, String)>);
 
 impl Form {
     /// Reads an `application/x-www-form-urlencoded` body.
-    pub(crate) async fn read(body: crate::routes::dev::Body) -> Result<Self, ApiError> {
+    pub(crate) async fn read(body: crate::http::Body) -> Result<Self, ApiError> {
         let bytes: Bytes = crate::http::read_body(body, MAX_FORM).await?;
         Ok(Self::parse(&bytes))
     }
@@ -386,36 +385,6 @@ pub(crate) async fn done<O: crate::app::Operation>(
     let outcome = async {
         api::perform(ctx, staff, op?).await?;
         Ok(redirect(then))
-    };
-    or_failure(ctx, staff, outcome.await)
-}
-
-/// One change a form asks for: a call of the developer API, and where the browser goes after
-/// it succeeds.
-pub(crate) struct Act {
-    method: Method,
-    path: String,
-    then: String,
-}
-
-impl Act {
-    /// `method` on the API's `path` (relative to the team), then a redirect to `then`.
-    pub(crate) fn new(method: Method, path: String, then: impl Into<String>) -> Self {
-        Self {
-            method,
-            path,
-            then: then.into(),
-        }
-    }
-}
-
-/// Does what a form asks (`act`, or why it cannot be asked, such as an id that is no id) and
-/// redirects, or shows what went wrong in plain words.
-pub(crate) async fn act(ctx: &Ctx, staff: &Staff, act: Result<Act, Failure>) -> Response {
-    let outcome = async {
-        let act = act?;
-        let _: Value = api::call(ctx, staff, act.method, &act.path, "", None).await?;
-        Ok(redirect(&act.then))
     };
     or_failure(ctx, staff, outcome.await)
 }

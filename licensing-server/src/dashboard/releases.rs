@@ -1,37 +1,34 @@
-//! Releases: the list, uploading one (streamed to the API's own multipart operation, with a
-//! progress bar when scripts run), a release's page with its checksum, its status, "latest"
+//! Releases: the list, uploading one (its file streamed into the file store as it arrives, with
+//! a progress bar when scripts run), a release's page with its checksum, its status, "latest"
 //! and the licenses allowed to download it, and deleting one.
 //!
 //! A browser's upload form sends its fields and then the file, as `multipart/form-data`. The
-//! dashboard reads the fields (the CSRF token among them), then passes the file on to the
-//! developer API's create operation as it arrives, in the API's own shape (a `data` part of
-//! JSON and a `file` part), so that a large file is never held in memory and every rule of the
-//! API applies.
+//! dashboard reads the fields (the CSRF token among them), then hands the file's bytes to the
+//! release operation as they arrive, so that a large file is never held in memory and every
+//! rule of the API applies.
 
-use bytes::Bytes;
 use futures_util::StreamExt as _;
-use licensing_core::api::{ProductPage, ReleasePage};
-use licensing_core::model::{LicenseDetail, ReleaseStatus, ReleaseView, Resource, Scope};
-use licensing_core::{LicenseKey, ReleaseId};
+use licensing_core::api::requests::{Patch, ReleaseData, ReleaseInput, ReleaseMode};
+use licensing_core::model::{ReleaseStatus, Resource, Scope};
+use licensing_core::{ApiError, LicenseKey, ReleaseId};
 use maud::html;
-use serde_json::{Value, json};
-use warp::http::{HeaderMap, HeaderValue, Method, header};
+use warp::http::header;
 
 use super::api::{self, Failure};
-use super::page::{self, Act, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
-use crate::http::Response;
-use crate::routes::dev::Body;
+use crate::app::licenses::GetLicenseByKey;
+use crate::app::releases::{
+    CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases,
+    UpdateRelease, upload_allowed,
+};
+use crate::http::{Body, Response};
 
 /// Largest text field of an upload form.
 const MAX_FIELD: usize = 64 * 1024;
 
 fn may_write(staff: &Staff) -> bool {
     staff.may(Scope::write(Resource::Releases))
-}
-
-async fn products(ctx: &Ctx, staff: &Staff) -> Result<ProductPage, Failure> {
-    api::call(ctx, staff, Method::GET, "products", "pageSize=100", None).await
 }
 
 fn size_text(bytes: u64) -> String {
@@ -51,14 +48,17 @@ pub(crate) async fn list(
 ) -> Response {
     let outcome = async {
         let product = ctx.param("product").unwrap_or_default();
-        let mut query = String::from("pageSize=100");
+        let mut query = licensing_core::api::requests::ReleaseListQuery::default();
+        query.paging.page_size = 100;
         if !product.is_empty() {
-            query.push_str("&productId=");
-            query.extend(form_urlencoded::byte_serialize(product.as_bytes()));
+            query.filter.product_id = Some(
+                product
+                    .parse()
+                    .map_err(|_| ApiError::bad_field("product", "is not a product id"))?,
+            );
         }
-        let releases: ReleasePage =
-            api::call(ctx, staff, Method::GET, "releases", &query, None).await?;
-        let products = products(ctx, staff).await?;
+        let releases = api::perform(ctx, staff, ListReleases(query)).await?;
+        let products = api::all_products(ctx, staff).await?;
         let chosen_product = form.get("productId").unwrap_or(&product);
         let status = form.get("status").unwrap_or("PUBLISHED");
         let content = html! {
@@ -68,7 +68,7 @@ pub(crate) async fn list(
                     label for="product" { "Product" }
                     select #product name="product" {
                         option value="" { "Any product" }
-                        @for p in &products.products {
+                        @for p in &products.items {
                             option value=(p.id) selected[product == p.id.to_string()] { (p.name) }
                         }
                     }
@@ -87,10 +87,10 @@ pub(crate) async fn list(
                         }
                     }
                     tbody {
-                        @if releases.releases.is_empty() {
+                        @if releases.items.is_empty() {
                             tr { td.empty colspan="5" { "No releases yet." } }
                         }
-                        @for r in &releases.releases {
+                        @for r in &releases.items {
                             tr {
                                 td {
                                     a href={ "/dashboard/releases/" (r.release.id) } { (r.release.version.as_str()) }
@@ -108,14 +108,14 @@ pub(crate) async fn list(
             @if may_write(staff) {
                 h2 { "Upload a release" }
                 (page::problems(failure))
-                @if products.products.is_empty() {
+                @if products.items.is_empty() {
                     p { "Create a product first: a release belongs to one." }
                 } @else {
                     form method="post" action="/dashboard/releases" enctype="multipart/form-data" data-upload {
                         (page::csrf(staff))
                         label for="productId" { "Product" }
                         select #productId name="productId" required {
-                            @for p in &products.products {
+                            @for p in &products.items {
                                 option value=(p.id) selected[chosen_product == p.id.to_string()] { (p.name) }
                             }
                         }
@@ -144,19 +144,6 @@ pub(crate) async fn list(
     page::or_failure(ctx, staff, outcome.await)
 }
 
-/// A value safe inside a quoted `Content-Disposition` parameter.
-fn quoted(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c == '"' || c == '\\' || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
 /// `POST /dashboard/releases`: the upload.
 pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
     let content_type = ctx
@@ -171,6 +158,7 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
             &Failure::new(400, "The upload form was not sent as multipart/form-data."),
         );
     };
+    let unreadable = |e: multer::Error| crate::http::body_error(&e, "The upload could not be read");
     let mut multipart = multer::Multipart::new(body, boundary);
     let mut fields = Vec::new();
     let mut file = None;
@@ -178,19 +166,12 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
         let field = match multipart.next_field().await {
             Ok(Some(field)) => field,
             Ok(None) => break,
-            Err(e) => {
-                return page::failure(
-                    ctx,
-                    Some(staff),
-                    &Failure::new(400, format!("The upload could not be read: {e}")),
-                );
-            }
+            Err(e) => return page::failure(ctx, Some(staff), &unreadable(e).into()),
         };
         let name = field.name().unwrap_or_default().to_owned();
         if name == "file" {
             // The file comes last in the form; anything after it is not read.
-            let file_name = field.file_name().unwrap_or_default().to_owned();
-            file = Some((file_name, field));
+            file = Some(field);
             break;
         }
         let mut value = Vec::new();
@@ -208,13 +189,7 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
                     );
                 }
                 Ok(None) => break,
-                Err(e) => {
-                    return page::failure(
-                        ctx,
-                        Some(staff),
-                        &Failure::new(400, format!("The upload could not be read: {e}")),
-                    );
-                }
+                Err(e) => return page::failure(ctx, Some(staff), &unreadable(e).into()),
             }
         }
         fields.push((name, String::from_utf8_lossy(&value).into_owned()));
@@ -223,63 +198,35 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
     if !super::session::csrf_ok(staff, &form) {
         return page::csrf_refused(ctx, staff);
     }
-    let data = json!({
-        "version": form.get("version").unwrap_or("").trim(),
-        "productId": form.get("productId").unwrap_or(""),
-        "status": form.get("status").unwrap_or("PUBLISHED"),
-        "setAsLatest": form.get("setAsLatest").is_some(),
-    });
-    let boundary = format!("dashboard-{}", crate::services::staff::random_secret());
-    let mut head = format!(
-        "--{boundary}\r\ncontent-disposition: form-data; name=\"data\"\r\ncontent-type: application/json\r\n\r\n{data}\r\n"
-    );
-    // A file input left empty sends a part without a file name and without content.
-    let file = file.filter(|(name, _)| !name.is_empty());
-    let outgoing: Body = match file {
-        Some((name, field)) => {
-            head.push_str(&format!(
-                "--{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"{}\"\r\ncontent-type: application/octet-stream\r\n\r\n",
-                quoted(&name)
-            ));
-            let tail = format!("\r\n--{boundary}--\r\n");
-            // The file's chunks as they arrive, then the closing boundary. Should the browser's
-            // body break off, the stream ends without it, and the API refuses the incomplete
-            // upload (storing nothing).
-            let parts = futures_util::stream::unfold(Some((field, tail)), |state| async move {
-                let (mut field, tail) = state?;
-                match field.chunk().await {
-                    Ok(Some(chunk)) => Some((Ok(chunk), Some((field, tail)))),
-                    Ok(None) => Some((Ok(Bytes::from(tail)), None)),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "a dashboard upload broke off");
-                        None
-                    }
-                }
-            });
-            Box::pin(futures_util::stream::once(async move { Ok(Bytes::from(head)) }).chain(parts))
+    let cx = api::cx(ctx, staff);
+    let outcome = async {
+        cx.caller.require(Scope::write(Resource::Releases))?;
+        if let Err(refused) = upload_allowed(&cx).await {
+            if let Some(field) = file.as_mut() {
+                crate::http::drain(field, DRAIN_BUDGET).await;
+            }
+            return Err(refused);
         }
-        None => {
-            head.push_str(&format!("--{boundary}--\r\n"));
-            Box::pin(futures_util::stream::once(
-                async move { Ok(Bytes::from(head)) },
-            ))
-        }
+        // A file input left empty sends a part without a file name and without content.
+        let file = match file.filter(|f| f.file_name().is_some_and(|n| !n.is_empty())) {
+            Some(field) => {
+                let name = field.file_name().map(str::to_owned);
+                let chunks = field.map(|chunk| chunk.map_err(unreadable));
+                Some(IncomingFile::receive(&cx, name.as_deref(), chunks).await?)
+            }
+            None => None,
+        };
+        let data = ReleaseData {
+            version: Some(form.get("version").unwrap_or("").trim().to_owned()),
+            product_id: Some(form.get("productId").unwrap_or("").to_owned()),
+            status: Some(form.get("status").unwrap_or("PUBLISHED").to_owned()),
+            set_as_latest: Patch::Value(form.get("setAsLatest").is_some()),
+            ..ReleaseData::default()
+        };
+        let input = data.validate(ReleaseMode::Create)?;
+        cx.perform(CreateRelease { input, file }).await
     };
-    let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&format!("multipart/form-data; boundary={boundary}")) {
-        headers.insert(header::CONTENT_TYPE, value);
-    }
-    match api::call_stream::<ReleaseView>(
-        ctx,
-        staff,
-        Method::POST,
-        "releases",
-        "",
-        headers,
-        outgoing,
-    )
-    .await
-    {
+    match outcome.await.map_err(Failure::from) {
         Ok(created) => page::redirect(&format!(
             "/dashboard/releases/{}?notice=release-created",
             created.release.id
@@ -302,8 +249,7 @@ pub(crate) async fn show(
 ) -> Response {
     let outcome = async {
         let id = release_id(id)?;
-        let r: ReleaseView =
-            api::call(ctx, staff, Method::GET, &format!("releases/{id}"), "", None).await?;
+        let r = api::perform(ctx, staff, GetRelease(id)).await?;
         let write = may_write(staff);
         let allowed: Vec<&str> = r
             .allowed_licenses
@@ -370,8 +316,7 @@ pub(crate) async fn show(
 pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
     let outcome = async {
         let rid = release_id(id)?;
-        let path = format!("releases/{rid}");
-        let r: ReleaseView = api::call(ctx, staff, Method::GET, &path, "", None).await?;
+        let r = api::perform(ctx, staff, GetRelease(rid)).await?;
         let mut license_ids = Vec::new();
         let mut problems = Vec::new();
         for line in form.get("licenseKeys").unwrap_or("").lines() {
@@ -381,22 +326,14 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
             }
             match LicenseKey::parse(key) {
                 Ok(key) => {
-                    match api::call::<LicenseDetail>(
-                        ctx,
-                        staff,
-                        Method::GET,
-                        &format!("licenses/{}", key.as_str()),
-                        "",
-                        None,
-                    )
-                    .await
-                    {
-                        Ok(detail) => license_ids.push(detail.license.id.to_string()),
+                    let text = key.as_str().to_owned();
+                    match api::perform(ctx, staff, GetLicenseByKey(key)).await {
+                        Ok(detail) => license_ids.push(detail.license.id),
                         Err(f) if f.status == 404 => {
                             problems.push(licensing_core::FieldError::new(
                                 "licenseKeys",
-                                format!("no license has the key {}", key.as_str()),
-                            ))
+                                format!("no license has the key {text}"),
+                            ));
                         }
                         Err(f) => return Err(f),
                     }
@@ -407,35 +344,38 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
                 )),
             }
         }
-        if !problems.is_empty() {
+        let status = form.get("status").unwrap_or(r.release.status.as_str());
+        let status = match ReleaseStatus::parse(status) {
+            Ok(status) => Some(status),
+            Err(e) => {
+                problems.push(licensing_core::FieldError::new("status", e.to_string()));
+                None
+            }
+        };
+        let Some(status) = status.filter(|_| problems.is_empty()) else {
             return Err(Failure {
                 status: 400,
                 details: String::new(),
                 fields: problems,
             });
-        }
-        let data = json!({
-            "version": r.release.version.as_str(),
-            "productId": r.release.product_id,
-            "status": form.get("status").unwrap_or(r.release.status.as_str()),
-            "setAsLatest": form.get("setAsLatest").is_some(),
-            "branchId": r.release.branch_id,
-            "metadata": r.release.metadata,
-            "licenseIds": license_ids,
-            "keepExistingFile": true,
-        });
-        let boundary = format!("dashboard-{}", crate::services::staff::random_secret());
-        let body = format!(
-            "--{boundary}\r\ncontent-disposition: form-data; name=\"data\"\r\ncontent-type: application/json\r\n\r\n{data}\r\n--{boundary}--\r\n"
-        );
-        let mut headers = HeaderMap::new();
-        if let Ok(value) =
-            HeaderValue::from_str(&format!("multipart/form-data; boundary={boundary}"))
-        {
-            headers.insert(header::CONTENT_TYPE, value);
-        }
-        let _: Value =
-            api::call_raw(ctx, staff, Method::PUT, &path, "", headers, body.into()).await?;
+        };
+        let release = r.release;
+        let input = ReleaseInput {
+            version: release.version,
+            product_id: release.product_id,
+            status,
+            set_as_latest: form.get("setAsLatest").is_some(),
+            branch_id: release.branch_id,
+            metadata: release.metadata,
+            license_ids,
+            keep_existing_file: true,
+        };
+        let update = UpdateRelease {
+            id: rid,
+            input,
+            file: None,
+        };
+        api::perform(ctx, staff, update).await?;
         Ok(page::redirect(&format!(
             "/dashboard/releases/{rid}?notice=release-updated"
         )))
@@ -451,8 +391,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
         let id = release_id(id)?;
-        let r: ReleaseView =
-            api::call(ctx, staff, Method::GET, &format!("releases/{id}"), "", None).await?;
+        let r = api::perform(ctx, staff, GetRelease(id)).await?;
         Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
@@ -471,12 +410,11 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/releases/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let act = release_id(id).map(|id| {
-        Act::new(
-            Method::DELETE,
-            format!("releases/{id}"),
-            "/dashboard/releases?notice=release-deleted",
-        )
-    });
-    page::act(ctx, staff, act).await
+    page::done(
+        ctx,
+        staff,
+        release_id(id).map(DeleteRelease),
+        "/dashboard/releases?notice=release-deleted",
+    )
+    .await
 }

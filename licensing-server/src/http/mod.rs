@@ -4,6 +4,7 @@
 pub(crate) mod auth;
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::str::FromStr;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -11,6 +12,8 @@ use futures_util::{Stream, StreamExt};
 use licensing_core::api::{Envelope, ErrorData};
 use licensing_core::{ApiError, Timestamp};
 use serde::Serialize;
+
+use crate::state::AppState;
 use warp::Filter;
 use warp::http::{HeaderValue, StatusCode, header};
 use warp::reject::{
@@ -56,10 +59,14 @@ pub(crate) fn error(err: &ApiError) -> Response {
         err.status(),
         &Envelope::<Option<ErrorData>>::error(err, Timestamp::now()),
     );
+    let headers = response.headers_mut();
+    if let Some(window) = err.window() {
+        headers.insert("x-ratelimit-limit", HeaderValue::from(window.limit));
+        headers.insert("x-ratelimit-remaining", HeaderValue::from(window.remaining));
+        headers.insert("x-ratelimit-reset", HeaderValue::from(window.reset_secs));
+    }
     if let Some(seconds) = err.retry_after() {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
 }
@@ -99,6 +106,23 @@ pub(crate) fn respond(outcome: Handled) -> Response {
 pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError {
     tracing::error!(%cause, "{context}");
     ApiError::internal()
+}
+
+/// Reads and throws away up to `budget` bytes of a body, so that a client still sending sees
+/// the answer rather than a reset connection.
+pub(crate) async fn drain<S, B, E>(body: &mut S, budget: usize)
+where
+    S: futures_util::Stream<Item = Result<B, E>> + Unpin,
+    B: bytes::Buf,
+{
+    use futures_util::StreamExt as _;
+    let mut drained = 0;
+    while let Some(Ok(chunk)) = body.next().await {
+        drained += chunk.remaining();
+        if drained >= budget {
+            break;
+        }
+    }
 }
 
 /// Converts a store error (a backend failure keeps its cause, logged where the answer is made).
@@ -161,37 +185,41 @@ pub(crate) fn body_error(error: &(dyn std::error::Error + 'static), problem: &st
     }
 }
 
+/// A request body as a route hands it on: a stream of `Bytes`.
+pub(crate) type Body = Pin<Box<dyn Stream<Item = Result<Bytes, warp::Error>> + Send>>;
+
+/// The request body as a boxed stream of `Bytes`.
+pub(crate) fn boxed_body() -> impl Filter<Extract = (Body,), Error = warp::Rejection> + Clone {
+    fn boxed<S, B>(body: S) -> Body
+    where
+        S: Stream<Item = Result<B, warp::Error>> + Send + 'static,
+        B: Buf,
+    {
+        Box::pin(body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining()))))
+    }
+    warp::body::stream().map(boxed)
+}
+
+/// Passes the state to handlers.
+pub(crate) fn with_state(
+    state: AppState,
+) -> impl Filter<Extract = (AppState,), Error = Infallible> + Clone {
+    warp::any().map(move || state.clone())
+}
+
 /// The raw query string, empty when there is none.
 pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible> + Clone {
     warp::query::raw().or(warp::any().map(String::new)).unify()
 }
 
-/// The 429 of a refused rate-limit check: "Too many {what}: at most N a minute{per}; retry in
-/// S s".
-pub(crate) fn rate_limit_error(
-    status: &crate::services::ratelimit::RateStatus,
-    what: &str,
-    per: &str,
-) -> ApiError {
-    ApiError::new(
-        licensing_core::api::ResultCode::RateLimit,
-        format!(
-            "Too many {what}: at most {} a minute{per}; retry in {} s",
-            status.limit,
-            status.retry_after_secs.unwrap_or(1)
-        ),
-    )
-}
-
-/// [`rate_limit_error`] as an answer, with the limiter's `X-RateLimit-*` and `Retry-After`.
+/// [`RateStatus::refusal`](crate::services::ratelimit::RateStatus::refusal) as an answer, with
+/// the limiter's `X-RateLimit-*` and `Retry-After`.
 pub(crate) fn rate_limited(
     status: &crate::services::ratelimit::RateStatus,
     what: &str,
     per: &str,
 ) -> Response {
-    let mut response = error(&rate_limit_error(status, what, per));
-    status.apply(response.headers_mut());
-    response
+    error(&status.refusal(what, per))
 }
 
 /// Maps warp's own rejections (no route, wrong method, oversize body) onto the envelope.

@@ -19,10 +19,10 @@ use warp::Reply as _;
 use warp::filters::BoxedFilter;
 use warp::http::HeaderMap;
 
+use crate::http::with_state;
 use crate::http::{
     Handled, Response, auth, path_param, raw_query, read_body, respond, store_error, success,
 };
-use crate::routes::with_state;
 use crate::services;
 use crate::services::audit::Acting;
 use crate::state::{AppState, Principal};

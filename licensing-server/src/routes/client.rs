@@ -22,8 +22,8 @@ use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, StatusCode, header};
 
+use crate::http::with_state;
 use crate::http::{Response, path_param, raw_query, read_body, store_error};
-use crate::routes::with_state;
 use crate::services::contexts::TeamContext;
 use crate::services::ratelimit::{RateStatus, ip_key};
 use crate::services::usage::Counted;
@@ -201,7 +201,7 @@ fn limiter(
 
 /// The 429 of a refused rate-limit check.
 pub(crate) fn rate_limited(status: &RateStatus) -> ApiError {
-    crate::http::rate_limit_error(status, "requests", "")
+    status.refusal("requests", "")
 }
 
 /// Steps 1 to 8 for verify and heartbeat, and the success answer.

@@ -8,8 +8,6 @@ mod docs;
 
 pub(crate) use dev::operations as dev_operations;
 
-use std::convert::Infallible;
-
 use licensing_core::api::requests::parse_no_query;
 use serde_json::json;
 use warp::Filter;
@@ -17,15 +15,8 @@ use warp::filters::BoxedFilter;
 
 use licensing_core::ApiError;
 
-use crate::http::{self, Response, raw_query};
+use crate::http::{self, Response, raw_query, with_state};
 use crate::state::{AppState, MetricsAccess};
-
-/// Passes the state to handlers.
-pub(crate) fn with_state(
-    state: AppState,
-) -> impl Filter<Extract = (AppState,), Error = Infallible> + Clone {
-    warp::any().map(move || state.clone())
-}
 
 /// Every route, with the rejection handler and the headers every answer carries.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {

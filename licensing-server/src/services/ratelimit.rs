@@ -47,7 +47,31 @@ impl RateStatus {
         self.retry_after_secs.is_none()
     }
 
-    /// Adds `X-RateLimit-Limit`, `-Remaining`, `-Reset`, and on a refusal `Retry-After`.
+    /// The 429 of a refused check: "Too many {what}: at most N a minute{per}; retry in S s",
+    /// with when to retry and where the caller stands in the window.
+    pub fn refusal(&self, what: &str, per: &str) -> licensing_core::ApiError {
+        let retry = self.retry_after_secs.unwrap_or(1);
+        licensing_core::ApiError::new(
+            licensing_core::api::ResultCode::RateLimit,
+            format!(
+                "Too many {what}: at most {} a minute{per}; retry in {retry} s",
+                self.limit,
+            ),
+        )
+        .retry_after_secs(retry)
+        .in_window(self.window())
+    }
+
+    /// Where the caller stands in the window, as an error carries it.
+    pub fn window(&self) -> licensing_core::RateWindow {
+        licensing_core::RateWindow {
+            limit: self.limit,
+            remaining: self.remaining,
+            reset_secs: self.reset_secs,
+        }
+    }
+
+    /// Sets the `X-RateLimit-*` headers, and `Retry-After` when refused.
     pub fn apply(&self, headers: &mut HeaderMap) {
         headers.insert("x-ratelimit-limit", HeaderValue::from(self.limit));
         headers.insert("x-ratelimit-remaining", HeaderValue::from(self.remaining));

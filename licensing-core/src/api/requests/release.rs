@@ -85,7 +85,13 @@ fn required_in_update<T>(v: &mut Validator, mode: ReleaseMode, field: &str, patc
 impl ReleaseData {
     /// Parses the `data` part.
     pub fn parse(data: &[u8], mode: ReleaseMode) -> Result<ReleaseInput, ApiError> {
-        let raw: Self = parse_json(data)?;
+        parse_json::<Self>(data)?.validate(mode)
+    }
+
+    /// Checks every member (all problems at once), as [`parse`](Self::parse) does after the
+    /// JSON.
+    pub fn validate(self, mode: ReleaseMode) -> Result<ReleaseInput, ApiError> {
+        let raw = self;
         let mut v = Validator::new();
         let version = v.required("version", raw.version, Version::parse);
         let product_id = v.required("productId", raw.product_id, ProductId::parse);

@@ -5,7 +5,7 @@ use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
 use licensing_core::model::{ApiKeyView, BlacklistEntry};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::access::{
     CreateApiKey, CreateBlacklistEntry, DeleteBlacklistEntry, ListApiKeys, ListBlacklist,
     NewApiKey, RevokeApiKey,
@@ -16,7 +16,7 @@ impl Endpoint for CreateApiKey {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -34,7 +34,7 @@ impl Endpoint for ListApiKeys {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -47,7 +47,7 @@ impl Endpoint for RevokeApiKey {
     type Ids = (ApiKeyId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ApiKeyId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ApiKeyId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -66,7 +66,7 @@ impl Endpoint for CreateBlacklistEntry {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -79,7 +79,7 @@ impl Endpoint for ListBlacklist {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -92,7 +92,7 @@ impl Endpoint for DeleteBlacklistEntry {
     type Ids = (BlacklistId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (BlacklistId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (BlacklistId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 

@@ -7,7 +7,7 @@ use licensing_core::api::{CustomerDeleted, CustomerPage};
 use licensing_core::model::Customer;
 use licensing_core::store::Page;
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::customers::{
     CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
 };
@@ -17,7 +17,7 @@ impl Endpoint for CreateCustomer {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -30,7 +30,7 @@ impl Endpoint for ListCustomers {
     type Ids = ();
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(CustomerListQuery::parse(&input.query)?))
     }
 
@@ -51,7 +51,7 @@ impl Endpoint for GetCustomer {
     type Ids = (CustomerId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (CustomerId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (CustomerId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -64,7 +64,7 @@ impl Endpoint for UpdateCustomer {
     type Ids = (CustomerId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (CustomerId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (CustomerId,), input: Input) -> Result<Self, ApiError> {
         Ok(Self(id, parse_json(&input.json().await?)?))
     }
 
@@ -77,7 +77,7 @@ impl Endpoint for DeleteCustomer {
     type Ids = (CustomerId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (CustomerId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (CustomerId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 

@@ -6,7 +6,7 @@ use licensing_core::model::{HwidView, IpRecordView};
 use licensing_core::store::Page;
 use licensing_core::{ApiError, HwidId, IpId, LicenseId};
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
 use crate::http::{Response, success};
 
@@ -14,7 +14,11 @@ impl Endpoint for ListHwids {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((license,): (LicenseId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(
+        _: &Dev,
+        (license,): (LicenseId,),
+        input: Input,
+    ) -> Result<Self, ApiError> {
         Ok(Self(license, DeviceListQuery::parse(&input.query)?))
     }
 
@@ -32,7 +36,11 @@ impl Endpoint for ListIps {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((license,): (LicenseId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(
+        _: &Dev,
+        (license,): (LicenseId,),
+        input: Input,
+    ) -> Result<Self, ApiError> {
         Ok(Self(license, DeviceListQuery::parse(&input.query)?))
     }
 
@@ -51,6 +59,7 @@ impl Endpoint for SetHwidForgotten {
     const QUERY: Query = Query::None;
 
     async fn from_request(
+        _: &Dev,
         (license, id): (LicenseId, HwidId),
         input: Input,
     ) -> Result<Self, ApiError> {
@@ -67,6 +76,7 @@ impl Endpoint for SetIpForgotten {
     const QUERY: Query = Query::None;
 
     async fn from_request(
+        _: &Dev,
         (license, id): (LicenseId, IpId),
         input: Input,
     ) -> Result<Self, ApiError> {

@@ -6,7 +6,7 @@ use licensing_core::model::{License, LicenseDetail};
 use licensing_core::store::Page;
 use licensing_core::{ApiError, LicenseId, LicenseKey};
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::licenses::{
     CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, GetLicense, GetLicenseByKey,
     ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
@@ -17,7 +17,7 @@ impl Endpoint for CreateLicense {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -30,7 +30,7 @@ impl Endpoint for ListLicenses {
     type Ids = ();
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(LicenseListQuery::parse(&input.query)?))
     }
 
@@ -51,7 +51,7 @@ impl Endpoint for GetLicenseByKey {
     type Ids = (LicenseKey,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((key,): (LicenseKey,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (key,): (LicenseKey,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(key))
     }
 
@@ -64,7 +64,7 @@ impl Endpoint for GetLicense {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -78,7 +78,7 @@ impl Endpoint for UpdateLicense {
     const QUERY: Query = Query::None;
 
     /// The protocol's order: ids and credentials, then the body (400), then the record (404).
-    async fn from_request((id,): (LicenseId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), input: Input) -> Result<Self, ApiError> {
         let body: LicenseUpdate = parse_json(&input.json().await?)?;
         Ok(Self(id, body))
     }
@@ -92,7 +92,7 @@ impl Endpoint for DeleteLicenseByKey {
     type Ids = (LicenseKey,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((key,): (LicenseKey,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (key,): (LicenseKey,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(key))
     }
 
@@ -109,7 +109,7 @@ impl Endpoint for DeleteLicense {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -126,7 +126,7 @@ impl Endpoint for SuspendLicense {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -139,7 +139,7 @@ impl Endpoint for UnsuspendLicense {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -152,7 +152,7 @@ impl Endpoint for EmailLicense {
     type Ids = (LicenseId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 

@@ -1,8 +1,10 @@
 //! The developer API: `/api/v1/dev/teams/{teamId}/…`, bearer API keys.
 //!
-//! One gate is the only way in. [`OPERATIONS`](operations) lists every operation (method, path,
-//! scope, handler); for each request the gate, in protocol.md's order (section 4):
-//! 1. finds the operation (404 for an unknown path, 405 for a known path with another method);
+//! Each route is one typed operation of [`crate::app`]: [`operations`] lists them (method,
+//! path, operation), and each operation's [`Endpoint`] says how a request asks for it (its
+//! path's ids, query and body) and how its answer looks. One gate is the only way in; for each
+//! request, in protocol.md's order (section 4), it:
+//! 1. finds the route (404 for an unknown path, 405 for a known path with another method);
 //! 2. parses the team id and every id of the path (400 naming the parameter);
 //! 3. authenticates the API key once (401, 403 for another team's key, 429 past the failure
 //!    limits), and checks the operation's scope (403, with
@@ -10,8 +12,8 @@
 //! 4. counts the key's rate limit on the record it already holds (429);
 //! 5. refuses a query string on operations that take none (400);
 //!
-//! and hands the handler a [`Dev`] context with typed ids. Handlers then read the body (400)
-//! before they look records up (404).
+//! then reads the operation from the request (its body: 400, 413) and performs it for the
+//! key, which looks records up (404) and changes them.
 
 mod access;
 mod customers;
@@ -28,24 +30,23 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
-use futures_util::{Stream, StreamExt};
+use bytes::Bytes;
 use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
-use licensing_core::model::{ApiKeyRecord, Resource, Scope};
+use licensing_core::model::{ApiKeyRecord, Scope};
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, HeaderValue, Method};
 
 use crate::app;
-use crate::http::{Handled, Response, auth, path_param, raw_query, read_body, respond};
-use crate::routes::with_state;
+use crate::http::{
+    Body, Handled, Response, auth, boxed_body, path_param, raw_query, read_body, respond,
+    with_state,
+};
 use crate::state::{AppState, Principal};
 
-/// A request body as the gate hands it on.
-pub(crate) type Body = Pin<Box<dyn Stream<Item = Result<Bytes, warp::Error>> + Send>>;
-
-/// What a handler gets besides its ids: the query string, the headers and the body.
+/// What an endpoint reads a request from besides its ids: the query string, the headers and the
+/// body.
 pub(crate) struct Input {
     /// The raw query string (empty without one).
     pub(crate) query: String,
@@ -108,9 +109,9 @@ where
 }
 
 type Reply = Pin<Box<dyn Future<Output = Handled> + Send>>;
-/// A handler with its ids parsed, waiting for its context.
+/// A route with its ids parsed, waiting for its context.
 type Bound = Box<dyn FnOnce(Dev, Input) -> Reply + Send>;
-/// Parses a path's ids and binds them to the handler.
+/// Parses a path's ids and binds them to the route's operation.
 type Binder = Box<dyn Fn(&[(&'static str, &str)]) -> Result<Bound, ApiError> + Send + Sync>;
 
 /// Whether an operation reads a query string.
@@ -118,12 +119,12 @@ type Binder = Box<dyn Fn(&[(&'static str, &str)]) -> Result<Bound, ApiError> + S
 pub(crate) enum Query {
     /// None: the gate refuses any parameter.
     None,
-    /// The handler parses it.
+    /// The endpoint parses it.
     Parsed,
 }
 
-/// One operation of the developer API.
-pub(crate) struct Operation {
+/// One route of the developer API: a method and path, and the operation it performs.
+pub(crate) struct Route {
     /// The method.
     pub(crate) method: Method,
     /// The path under `/api/v1/dev/teams/{teamId}/`, with `{name}` for ids.
@@ -134,8 +135,8 @@ pub(crate) struct Operation {
     bind: Binder,
 }
 
-impl Operation {
-    /// The operation's full path template.
+impl Route {
+    /// The route's full path template.
     pub(crate) fn template(&self) -> String {
         format!("/api/v1/dev/teams/{{teamId}}/{}", self.path)
     }
@@ -164,8 +165,10 @@ pub(crate) trait Endpoint: crate::app::Operation + 'static {
     /// Whether it reads a query string.
     const QUERY: Query;
     /// The operation the request asks for; its body is read and parsed here (400, 413), before
-    /// the operation looks anything up.
+    /// the operation looks anything up. `cx` is there for a body that goes somewhere as it
+    /// arrives (an upload streams into the file store).
     fn from_request(
+        cx: &Dev,
         ids: Self::Ids,
         input: Input,
     ) -> impl Future<Output = Result<Self, ApiError>> + Send;
@@ -174,8 +177,8 @@ pub(crate) trait Endpoint: crate::app::Operation + 'static {
 }
 
 /// The table's entry of endpoint `E` at `method path`.
-fn route<E: Endpoint>(method: Method, path: &'static str) -> Operation {
-    Operation {
+fn route<E: Endpoint>(method: Method, path: &'static str) -> Route {
+    Route {
         method,
         path,
         scope: E::SCOPE,
@@ -184,7 +187,7 @@ fn route<E: Endpoint>(method: Method, path: &'static str) -> Operation {
             let ids = E::Ids::parse(values)?;
             Ok(Box::new(move |cx: Dev, input: Input| {
                 Box::pin(async move {
-                    let op = E::from_request(ids, input).await?;
+                    let op = E::from_request(&cx, ids, input).await?;
                     let output = cx.perform(op).await?;
                     Ok(E::answer(output))
                 }) as Reply
@@ -193,39 +196,8 @@ fn route<E: Endpoint>(method: Method, path: &'static str) -> Operation {
     }
 }
 
-fn op<P, F, Fut>(
-    method: Method,
-    path: &'static str,
-    scope: Option<Scope>,
-    query: Query,
-    handler: F,
-) -> Operation
-where
-    P: PathIds,
-    F: Fn(Dev, P, Input) -> Fut + Send + Sync + Copy + 'static,
-    Fut: Future<Output = Handled> + Send + 'static,
-{
-    Operation {
-        method,
-        path,
-        scope,
-        query,
-        bind: Box::new(move |values| {
-            let ids = P::parse(values)?;
-            Ok(
-                Box::new(move |dev: Dev, input: Input| Box::pin(handler(dev, ids, input)) as Reply)
-                    as Bound,
-            )
-        }),
-    }
-}
-
-/// Every developer operation: method, path, scope, query, handler.
-pub(crate) fn operations() -> Vec<Operation> {
-    use Query::{None as NoQuery, Parsed};
-    use Resource::*;
-    let read = |r| Some(Scope::read(r));
-    let write = |r| Some(Scope::write(r));
+/// Every route of the developer API: method, path and the operation it performs.
+pub(crate) fn operations() -> Vec<Route> {
     let (get, post, put, patch, delete) = (
         Method::GET,
         Method::POST,
@@ -267,41 +239,11 @@ pub(crate) fn operations() -> Vec<Operation> {
             delete.clone(),
             "products/{productId}/branches/{branchId}",
         ),
-        op(
-            post.clone(),
-            "releases",
-            write(Releases),
-            NoQuery,
-            releases::create,
-        ),
-        op(
-            get.clone(),
-            "releases",
-            read(Releases),
-            Parsed,
-            releases::list,
-        ),
-        op(
-            get.clone(),
-            "releases/{releaseId}",
-            read(Releases),
-            NoQuery,
-            releases::get,
-        ),
-        op(
-            put.clone(),
-            "releases/{releaseId}",
-            write(Releases),
-            NoQuery,
-            releases::update,
-        ),
-        op(
-            delete.clone(),
-            "releases/{releaseId}",
-            write(Releases),
-            NoQuery,
-            releases::delete,
-        ),
+        route::<app::releases::CreateRelease>(post.clone(), "releases"),
+        route::<app::releases::ListReleases>(get.clone(), "releases"),
+        route::<app::releases::GetRelease>(get.clone(), "releases/{releaseId}"),
+        route::<app::releases::UpdateRelease>(put.clone(), "releases/{releaseId}"),
+        route::<app::releases::DeleteRelease>(delete.clone(), "releases/{releaseId}"),
         route::<app::team::GetStatistics>(get.clone(), "statistics"),
         route::<app::team::GetSettings>(get.clone(), "settings"),
         route::<app::team::UpdateSettings>(put, "settings"),
@@ -334,7 +276,7 @@ pub(crate) fn operations() -> Vec<Operation> {
 
 /// Every developer route, behind the gate.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let table: Arc<[Operation]> = operations().into();
+    let table: Arc<[Route]> = operations().into();
     warp::path!("api" / "v1" / "dev" / "teams" / ..)
         .and(warp::path::tail())
         .and(warp::method())
@@ -365,21 +307,9 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .boxed()
 }
 
-/// The request body as a boxed stream of `Bytes`.
-pub(crate) fn boxed_body() -> impl Filter<Extract = (Body,), Error = warp::Rejection> + Clone {
-    fn boxed<S, B>(body: S) -> Body
-    where
-        S: Stream<Item = Result<B, warp::Error>> + Send + 'static,
-        B: Buf,
-    {
-        Box::pin(body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining()))))
-    }
-    warp::body::stream().map(boxed)
-}
-
-/// The gate: steps 1 to 5 of the module documentation, then the handler.
+/// The gate: steps 1 to 5 of the module documentation, then the operation.
 async fn gate(
-    table: &[Operation],
+    table: &[Route],
     state: AppState,
     path: &str,
     method: &Method,
@@ -445,12 +375,12 @@ async fn gate(
 }
 
 /// An operation with the ids of a path, by name, in path order.
-type Found<'t, 's> = (&'t Operation, Vec<(&'static str, &'s str)>);
+type Found<'t, 's> = (&'t Route, Vec<(&'static str, &'s str)>);
 
 /// The operation for `segments` (the path after the team id) and `method`, with its ids: 404
 /// for an unknown path, 405 for a known path with another method.
 fn find<'t, 's>(
-    table: &'t [Operation],
+    table: &'t [Route],
     segments: &[&'s str],
     method: &Method,
 ) -> Result<Found<'t, 's>, ApiError> {
@@ -468,36 +398,6 @@ fn find<'t, 's>(
     } else {
         ApiError::route_not_found()
     })
-}
-
-/// Runs the operation `method path` (the path after `teams/{teamId}/`) for `dev`, a caller
-/// authenticated elsewhere (the dashboard's signed-in staff), with the same checks as the gate
-/// past authentication: the ids, the caller's scope, and the query of operations that take none.
-/// The dashboard acts through this, so that every rule of the API holds there too.
-pub(crate) async fn call(
-    table: &[Operation],
-    dev: Dev,
-    method: &Method,
-    path: &str,
-    input: Input,
-) -> Response {
-    let segments: Vec<&str> = path.split('/').collect();
-    let outcome = async {
-        let (operation, ids) = find(table, &segments, method)?;
-        let bound = (operation.bind)(&ids)?;
-        if let Some(scope) = operation.scope
-            && !dev.caller.allows(scope)
-        {
-            return Err(ApiError::forbidden(format!(
-                "Your role lacks the permission {scope} this needs"
-            )));
-        }
-        if operation.query == Query::None {
-            parse_no_query(&input.query)?;
-        }
-        bound(dev, input).await
-    };
-    respond(outcome.await)
 }
 
 /// 403 for a key without the operation's scope, naming it in the details and, as RFC 6750

@@ -6,7 +6,7 @@ use licensing_core::model::{Branch, Product};
 use licensing_core::store::Page;
 use licensing_core::{ApiError, BranchId, ProductId};
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
     ListProducts, UpdateProduct,
@@ -17,7 +17,7 @@ impl Endpoint for CreateProduct {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -30,7 +30,7 @@ impl Endpoint for ListProducts {
     type Ids = ();
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(ProductListQuery::parse(&input.query)?))
     }
 
@@ -51,7 +51,7 @@ impl Endpoint for GetProduct {
     type Ids = (ProductId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -64,7 +64,7 @@ impl Endpoint for UpdateProduct {
     type Ids = (ProductId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
         Ok(Self(id, parse_json(&input.json().await?)?))
     }
 
@@ -77,7 +77,7 @@ impl Endpoint for DeleteProduct {
     type Ids = (ProductId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -90,7 +90,7 @@ impl Endpoint for CreateBranch {
     type Ids = (ProductId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
         Ok(Self(id, parse_json(&input.json().await?)?))
     }
 
@@ -103,7 +103,7 @@ impl Endpoint for ListBranches {
     type Ids = (ProductId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -116,7 +116,11 @@ impl Endpoint for DeleteBranch {
     type Ids = (ProductId, BranchId);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id, branch): (ProductId, BranchId), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(
+        _: &Dev,
+        (id, branch): (ProductId, BranchId),
+        _: Input,
+    ) -> Result<Self, ApiError> {
         Ok(Self(id, branch))
     }
 

@@ -8,7 +8,7 @@ use licensing_core::api::requests::{AuditQuery, parse_json};
 use licensing_core::model::{AuditEntry, PublicKeys, Statistics, TeamSettings};
 use licensing_core::store::Page;
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::team::{GetPublicKeys, GetSettings, GetStatistics, ListAudit, UpdateSettings};
 use crate::http::{Response, success};
 
@@ -16,7 +16,7 @@ impl Endpoint for GetSettings {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -29,7 +29,7 @@ impl Endpoint for UpdateSettings {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -42,7 +42,7 @@ impl Endpoint for GetPublicKeys {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -55,7 +55,7 @@ impl Endpoint for GetStatistics {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -68,7 +68,7 @@ impl Endpoint for ListAudit {
     type Ids = ();
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(AuditQuery::parse(&input.query)?))
     }
 

@@ -6,7 +6,7 @@ use licensing_core::model::{WebhookDelivery, WebhookView, WebhookWithSecret};
 use licensing_core::store::Page;
 use licensing_core::{ApiError, DeliveryId, WebhookId};
 
-use super::{Endpoint, Input, Query};
+use super::{Dev, Endpoint, Input, Query};
 use crate::app::webhooks::{
     CreateWebhook, DeleteWebhook, GetDelivery, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
     RotateWebhookSecret, SendTestEvent, UpdateWebhook,
@@ -17,7 +17,7 @@ impl Endpoint for CreateWebhook {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         Ok(Self(parse_json(&input.json().await?)?))
     }
 
@@ -34,7 +34,7 @@ impl Endpoint for ListWebhooks {
     type Ids = ();
     const QUERY: Query = Query::None;
 
-    async fn from_request((): (), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
         Ok(Self)
     }
 
@@ -47,7 +47,7 @@ impl Endpoint for GetWebhook {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -60,7 +60,7 @@ impl Endpoint for UpdateWebhook {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
         Ok(Self(id, parse_json(&input.json().await?)?))
     }
 
@@ -73,7 +73,7 @@ impl Endpoint for DeleteWebhook {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -90,7 +90,7 @@ impl Endpoint for RotateWebhookSecret {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -107,7 +107,7 @@ impl Endpoint for SendTestEvent {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::None;
 
-    async fn from_request((id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
         Ok(Self(id))
     }
 
@@ -120,7 +120,7 @@ impl Endpoint for ListDeliveries {
     type Ids = (WebhookId,);
     const QUERY: Query = Query::Parsed;
 
-    async fn from_request((id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
+    async fn from_request(_: &Dev, (id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
         Ok(Self(id, parse_delivery_query(&input.query)?))
     }
 
@@ -142,6 +142,7 @@ impl Endpoint for GetDelivery {
     const QUERY: Query = Query::None;
 
     async fn from_request(
+        _: &Dev,
         (id, delivery): (WebhookId, DeliveryId),
         _: Input,
     ) -> Result<Self, ApiError> {
@@ -158,6 +159,7 @@ impl Endpoint for Redeliver {
     const QUERY: Query = Query::None;
 
     async fn from_request(
+        _: &Dev,
         (id, delivery): (WebhookId, DeliveryId),
         _: Input,
     ) -> Result<Self, ApiError> {
