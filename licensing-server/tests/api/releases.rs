@@ -409,3 +409,67 @@ async fn the_upload_cap_is_the_operators() {
     let details = too_big.body["result"]["details"].as_str().unwrap();
     assert!(details.contains("1 MiB"), "{details}");
 }
+
+/// A client that goes away in the middle of its file leaves nothing behind: the temporary file
+/// the upload was streaming into is removed, and no release is stored.
+#[tokio::test]
+async fn an_upload_broken_off_leaves_no_temporary_file() {
+    let s = TestServer::start().await;
+    let p = s
+        .post(&s.dev("products"), r#"{"name":"App"}"#)
+        .await
+        .ok()
+        .clone();
+    let boundary = "broken-off";
+    let data = json!({"version": "1.0.0", "productId": p["id"], "status": "PUBLISHED"});
+    let head = format!(
+        "--{boundary}\r\ncontent-disposition: form-data; name=\"data\"\r\n\r\n{data}\r\n\
+         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"app.bin\"\r\n\
+         content-type: application/octet-stream\r\n\r\n"
+    );
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    sender.send(Ok(head.into_bytes())).await.unwrap();
+    sender.send(Ok(vec![1; 256 * 1024])).await.unwrap();
+    let body =
+        reqwest::Body::wrap_stream(futures_util::stream::unfold(receiver, |mut r| async move {
+            r.recv().await.map(|item| (item, r))
+        }));
+    let request = s
+        .client
+        .post(s.dev("releases"))
+        .bearer_auth(s.key())
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send();
+    let request = tokio::spawn(request);
+    let tmp = s.dir.path().join("files/tmp");
+    let count = || std::fs::read_dir(&tmp).map_or(0, Iterator::count);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upload never reached the file store"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The client breaks off: its body fails, and its connection closes.
+    sender
+        .send(Err(std::io::Error::other("the client went away")))
+        .await
+        .unwrap();
+    assert!(
+        request.await.unwrap().is_err(),
+        "the request was not completed"
+    );
+    while count() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a temporary file was left behind"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(s.get(&s.dev("releases")).await.ok()["totalResults"], 0);
+}
