@@ -162,18 +162,6 @@ impl Drop for AddressSlot {
     }
 }
 
-/// Whether an error (from reading a request body) is the body timeout.
-pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if e.is::<BodyTimeout>() {
-            return true;
-        }
-        current = e.source();
-    }
-    false
-}
-
 /// Serves `filter` on `listener` within `limits` until `shutdown` completes and the requests in
 /// flight have finished (or `limits.shutdown_timeout` has passed).
 pub(crate) async fn serve(
@@ -433,20 +421,8 @@ pub(crate) fn mask_license_keys(path: &str) -> String {
         .join("/")
 }
 
-/// The request body did not arrive within the body timeout.
-#[derive(Debug)]
-struct BodyTimeout;
-
-impl std::fmt::Display for BodyTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the request body did not arrive in time")
-    }
-}
-
-impl std::error::Error for BodyTimeout {}
-
 pin_project_lite::pin_project! {
-    /// A request body that fails with [`BodyTimeout`] once its deadline passes.
+    /// A request body that fails with [`BodyTimeout`](crate::http::BodyTimeout) once its deadline passes.
     struct DeadlineBody {
         #[pin]
         inner: Incoming,
@@ -477,7 +453,7 @@ impl Body for DeadlineBody {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         ready!(this.deadline.poll(cx));
-        Poll::Ready(Some(Err(Box::new(BodyTimeout))))
+        Poll::Ready(Some(Err(Box::new(crate::http::BodyTimeout))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -334,7 +334,7 @@ impl Server {
                 key_uses: KeyUses::default(),
                 dashboard: config
                     .dashboard
-                    .then_some(crate::dashboard::DashboardSettings {
+                    .then_some(crate::state::DashboardSettings {
                         idle_minutes: config.dashboard_idle_minutes,
                         session_hours: config.dashboard_session_hours,
                     }),
@@ -437,7 +437,7 @@ impl Server {
         });
         crate::connections::serve(
             self.listener,
-            routes::routes(self.state),
+            routes::routes(self.state, crate::openapi::json),
             self.limits,
             self.proxies,
             stopped(stopping),

@@ -57,7 +57,7 @@ pub(crate) struct AppState {
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
     /// The staff dashboard's settings; `None` when it is off.
-    pub(crate) dashboard: Option<crate::dashboard::DashboardSettings>,
+    pub(crate) dashboard: Option<DashboardSettings>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,
@@ -215,4 +215,13 @@ fn tiers(auth_failures: u32, tiers: &[(u32, std::time::Duration)]) -> Vec<RateLi
             RateLimiter::new(*limit, *window, crate::services::ratelimit::MAX_KEYS)
         })
         .collect()
+}
+
+/// The dashboard's settings; the server has none when the dashboard is off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DashboardSettings {
+    /// Minutes without a request after which a session ends.
+    pub(crate) idle_minutes: u32,
+    /// Hours after signing in after which a session ends.
+    pub(crate) session_hours: u32,
 }

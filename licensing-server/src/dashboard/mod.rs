@@ -39,7 +39,9 @@ use crate::http::{Body, Response, boxed_body, raw_query, with_state};
 use crate::state::AppState;
 
 pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
-pub(crate) use session::{DashboardSettings, Staff, run_purger};
+pub(crate) use session::{Staff, run_purger};
+
+use crate::state::DashboardSettings;
 
 /// Everything a dashboard handler reads of its request.
 pub(crate) struct Ctx {

@@ -6,8 +6,8 @@
 //! own machine (`http://127.0.0.1:3000`) gets `session` without `Secure`, as browsers refuse
 //! `__Host-` cookies without it. Both are `HttpOnly`, `SameSite=Strict` and `Path=/`.
 //!
-//! A session ends after [`DashboardSettings::idle_minutes`] without a request, and in any case
-//! [`DashboardSettings::session_hours`] after signing in. Its `lastSeenAt` is written at most
+//! A session ends after [`DashboardSettings::idle_minutes`](crate::state::DashboardSettings::idle_minutes) without a request, and in any case
+//! [`DashboardSettings::session_hours`](crate::state::DashboardSettings::session_hours) after signing in. Its `lastSeenAt` is written at most
 //! once a minute, so that browsing costs no write per page. A session that times out is deleted
 //! when it is next presented, and [`run_purger`] deletes the ones never presented again.
 
@@ -22,6 +22,7 @@ use warp::http::{HeaderMap, HeaderValue, header};
 use super::Ctx;
 use super::page::{self, Form};
 use crate::http::Response;
+use crate::state::DashboardSettings;
 
 /// The cookie's name over HTTPS.
 pub(crate) const SECURE_COOKIE: &str = "__Host-session";
@@ -42,15 +43,6 @@ const DEVICE_COOKIE_DAYS: i64 = 365;
 pub const DEFAULT_IDLE_MINUTES: u32 = 30;
 /// Default hours after signing in after which a session ends, however active.
 pub const DEFAULT_SESSION_HOURS: u32 = 12;
-
-/// The dashboard's settings; the server has none when the dashboard is off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DashboardSettings {
-    /// Minutes without a request after which a session ends.
-    pub(crate) idle_minutes: u32,
-    /// Hours after signing in after which a session ends.
-    pub(crate) session_hours: u32,
-}
 
 /// How often timed-out sessions are deleted.
 const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);

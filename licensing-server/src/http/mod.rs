@@ -108,6 +108,30 @@ pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError
     ApiError::internal()
 }
 
+/// The request body did not arrive within the body timeout.
+#[derive(Debug)]
+pub(crate) struct BodyTimeout;
+
+impl std::fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body did not arrive in time")
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+/// Whether an error (from reading a request body) is the body timeout.
+fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<BodyTimeout>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
 /// Reads and throws away up to `budget` bytes of a body, so that a client still sending sees
 /// the answer rather than a reset connection.
 pub(crate) async fn drain<S, B, E>(body: &mut S, budget: usize)
@@ -175,7 +199,7 @@ where
 /// The answer to a request body that could not be read: 408 when it came too slowly, else 400
 /// with `problem` and the cause.
 pub(crate) fn body_error(error: &(dyn std::error::Error + 'static), problem: &str) -> ApiError {
-    if crate::connections::is_body_timeout(error) {
+    if is_body_timeout(error) {
         ApiError::request_timeout(
             "The request body did not arrive in time: send it faster, or ask the operator to \
              raise LICENSING_BODY_TIMEOUT_SECS",

@@ -10,12 +10,6 @@ use warp::http::{HeaderValue, StatusCode, header};
 
 use crate::http::{self, Response, raw_query};
 
-/// The document, generated once.
-fn document() -> &'static str {
-    static DOCUMENT: OnceLock<String> = OnceLock::new();
-    DOCUMENT.get_or_init(crate::openapi::json)
-}
-
 fn with_type(mut response: Response, content_type: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(content_type) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
@@ -23,16 +17,18 @@ fn with_type(mut response: Response, content_type: &str) -> Response {
     response
 }
 
-/// `/api/openapi.json`, `/docs` and the UI's assets under `/docs/`.
-pub(crate) fn routes() -> BoxedFilter<(Response,)> {
+/// `/api/openapi.json` (what `document` writes, once, on the first request), `/docs` and the
+/// UI's assets under `/docs/`.
+pub(crate) fn routes(document: fn() -> String) -> BoxedFilter<(Response,)> {
+    let written: Arc<OnceLock<bytes::Bytes>> = Arc::new(OnceLock::new());
     let document = warp::path!("api" / "openapi.json")
         .and(warp::get())
         .and(raw_query())
-        .map(|query: String| {
-            http::respond(
-                parse_no_query(&query)
-                    .map(|()| with_type(Response::new(document().into()), "application/json")),
-            )
+        .map(move |query: String| {
+            http::respond(parse_no_query(&query).map(|()| {
+                let text = written.get_or_init(|| document().into()).clone();
+                with_type(Response::new(text.into()), "application/json")
+            }))
         });
     let config = Arc::new(utoipa_swagger_ui::Config::new(["/api/openapi.json"]));
     let ui = warp::path("docs")

@@ -18,14 +18,15 @@ use licensing_core::ApiError;
 use crate::http::{self, Response, raw_query, with_state};
 use crate::state::{AppState, MetricsAccess};
 
-/// Every route, with the rejection handler and the headers every answer carries.
-pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
+/// Every route, with the rejection handler and the headers every answer carries; `document`
+/// writes the OpenAPI document that `/api/openapi.json` serves.
+pub(crate) fn routes(state: AppState, document: fn() -> String) -> BoxedFilter<(Response,)> {
     let metrics = state.metrics.clone();
     let access = state.metrics_access.clone();
     let all = health()
         .or(metrics_route(state.clone(), access))
         .unify()
-        .or(docs::routes())
+        .or(docs::routes(document))
         .unify()
         .or(client::routes(state.clone()))
         .unify()

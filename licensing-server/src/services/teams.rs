@@ -88,17 +88,13 @@ pub async fn create_api_key<S: TeamStore + ApiKeyStore + ProductStore>(
     by: &Acting,
     now: Timestamp,
 ) -> Result<ApiKeyCreated, ApiError> {
-    let store_error = crate::http::store_error;
-    if store.get_team(team).await.map_err(store_error)?.is_none() {
-        return Err(store_error(StoreError::NotFound(Entity::Team)));
+    if store.get_team(team).await?.is_none() {
+        return Err(ApiError::from(StoreError::NotFound(Entity::Team)));
     }
     if let Some(products) = &input.product_ids {
-        let found = store
-            .get_products(team, products)
-            .await
-            .map_err(store_error)?;
+        let found = store.get_products(team, products).await?;
         if found.len() != products.len() {
-            return Err(store_error(StoreError::NotFound(Entity::Product)));
+            return Err(ApiError::from(StoreError::NotFound(Entity::Product)));
         }
     }
     let secret = ApiKeySecret::generate();
@@ -125,10 +121,7 @@ pub async fn create_api_key<S: TeamStore + ApiKeyStore + ProductStore>(
     if let Some(entry) = journal.audit.first_mut() {
         entry.changes.push(FieldChange::secret("key"));
     }
-    store
-        .create_api_key(&record, &journal)
-        .await
-        .map_err(store_error)?;
+    store.create_api_key(&record, &journal).await?;
     Ok(ApiKeyCreated {
         id: record.id,
         name: record.name,
@@ -206,10 +199,9 @@ pub async fn revoke_api_key<S: ApiKeyStore>(
     now: Timestamp,
     may_revoke: impl Fn(&ApiKeyRecord) -> Result<(), ApiError>,
 ) -> Result<Vec<ApiKeyId>, ApiError> {
-    let store_error = crate::http::store_error;
-    let keys = store.list_api_keys(team).await.map_err(store_error)?;
+    let keys = store.list_api_keys(team).await?;
     let Some(target) = keys.iter().find(|k| k.id == id) else {
-        return Err(store_error(StoreError::NotFound(Entity::ApiKey)));
+        return Err(ApiError::from(StoreError::NotFound(Entity::ApiKey)));
     };
     may_revoke(target)?;
     let made = keys_made_by(&keys, id.into());
@@ -243,10 +235,7 @@ pub async fn revoke_api_key<S: ApiKeyStore>(
             None,
         )
         .and(revoked_with(&made, id.into(), team, by, now));
-    store
-        .delete_api_keys(team, &revoked, &journal)
-        .await
-        .map_err(store_error)?;
+    store.delete_api_keys(team, &revoked, &journal).await?;
     Ok(revoked)
 }
 

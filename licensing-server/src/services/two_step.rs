@@ -133,7 +133,9 @@ pub fn open_secret(
 ) -> Result<zeroize::Zeroizing<String>, ApiError> {
     keyring
         .open_secret(&two_step_purpose(user.id), &two_step.secret)
-        .map_err(|e| crate::http::internal("a two-step secret cannot be opened", e))
+        .map_err(|e| {
+            licensing_core::ApiError::internal_because("a two-step secret cannot be opened", e)
+        })
 }
 
 /// Turns two-step sign-in on for `user` with `secret`, if `code` is the app's current code for
@@ -164,7 +166,9 @@ pub async fn turn_on<S: StaffStore>(
     let mut changed = user.clone();
     let sealed = keyring
         .seal_secret(&two_step_purpose(user.id), secret)
-        .map_err(|e| crate::http::internal("sealing a two-step secret failed", e))?;
+        .map_err(|e| {
+            licensing_core::ApiError::internal_because("sealing a two-step secret failed", e)
+        })?;
     changed.two_step = Some(TwoStep {
         secret: sealed,
         last_step: step,

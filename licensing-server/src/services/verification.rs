@@ -11,7 +11,6 @@ use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
 use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
 
-use crate::http::store_error;
 use crate::services::client_events::{ClientEventQueue, Refused};
 use crate::services::contexts::TeamContext;
 use crate::services::usage::UsageRecorder;
@@ -109,14 +108,14 @@ pub async fn check<S: Store>(
         .await
     {
         Ok(read) => read,
-        Err(e) => return (None, Err(store_error(e))),
+        Err(e) => return (None, Err(ApiError::from(e))),
     };
     let license = read.as_ref().map(|r| &r.license);
     let product = named_product(license, request.product_id);
     let catalog = match product {
         Some(product) => match store.catalog(team.team.id, product).await {
             Ok(catalog) => Some(catalog),
-            Err(e) => return (Some(product), Err(store_error(e))),
+            Err(e) => return (Some(product), Err(ApiError::from(e))),
         },
         None => None,
     };
@@ -156,7 +155,7 @@ pub async fn check<S: Store>(
     let checked = outcome.and_then(|(license, release)| {
         Ok(Checked {
             read: read.ok_or_else(|| {
-                store_error(licensing_core::store::StoreError::NotFound(
+                ApiError::from(licensing_core::store::StoreError::NotFound(
                     licensing_core::store::Entity::License,
                 ))
             })?,
@@ -190,8 +189,7 @@ pub async fn record<S: Store>(
             &checked.activity,
             now,
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     match recorded {
         Ok(recorded) => Ok(recorded.license),
         Err(denial) => {
@@ -219,24 +217,18 @@ pub async fn verify_data<S: Store>(
     let customers = if license.customer_ids.is_empty() {
         Vec::new()
     } else {
-        store
-            .get_customers(team, &license.customer_ids)
-            .await
-            .map_err(store_error)?
+        store.get_customers(team, &license.customer_ids).await?
     };
     let products: Vec<Product> = if license.product_ids.is_empty() {
         Vec::new()
     } else {
-        store
-            .get_products(team, &license.product_ids)
-            .await
-            .map_err(store_error)?
+        store.get_products(team, &license.product_ids).await?
     };
     // The named product's catalog was read for the checks; only the others are read here.
     let reuse = |id: ProductId| named == Some(id) && checked_catalog.is_some();
     let mut others: Vec<(Vec<Branch>, Vec<Release>)> = Vec::new();
     for product in products.iter().filter(|p| !reuse(p.id)) {
-        others.push(store.catalog(team, product.id).await.map_err(store_error)?);
+        others.push(store.catalog(team, product.id).await?);
     }
     let mut others = others.iter();
     let latest: Vec<Option<&Release>> = products
