@@ -1,0 +1,306 @@
+//! Customers, products and their branches.
+
+use super::*;
+
+/// (ext) Create a customer.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/customers",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = CustomerBody,
+    responses(
+        (status = 201, description = "Created", body = Envelope<Customer>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_customer() {}
+
+/// List customers, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/customers",
+    tag = "customers",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
+        ("sortColumn" = Option<String>, Query, description = "One of fullName, createdAt, updatedAt, email, username (default createdAt)"),
+        ("search" = Option<String>, Query, description = "1 to 255 characters: part of the e-mail, full name or username"),
+    ),
+    responses(
+        (status = 200, description = "A page of customers", body = Envelope<CustomerPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_customers() {}
+
+/// A customer.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
+    tag = "customers",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("customerId" = String, Path, format = "uuid", description = "The customer"),
+    ),
+    responses(
+        (status = 200, description = "The customer", body = Envelope<Customer>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn get_customer() {}
+
+/// Update a customer: members left out keep their values, null clears.
+#[utoipa::path(
+    put,
+    path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
+    tag = "customers",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("customerId" = String, Path, format = "uuid", description = "The customer"),
+    ),
+    request_body = CustomerBody,
+    responses(
+        (status = 200, description = "Updated", body = Envelope<Customer>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn update_customer() {}
+
+/// Delete a customer (licenses lose it).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
+    tag = "customers",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("customerId" = String, Path, format = "uuid", description = "The customer"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<CustomerDeleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_customer() {}
+
+/// (ext) Create a product.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/products",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = ProductBody,
+    responses(
+        (status = 201, description = "Created", body = Envelope<Product>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_product() {}
+
+/// (ext) List products.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/products",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
+        ("sortColumn" = Option<String>, Query, description = "One of name, createdAt, updatedAt (default createdAt)"),
+    ),
+    responses(
+        (status = 200, description = "A page of products", body = Envelope<ProductPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_products() {}
+
+/// (ext) A product.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+    ),
+    responses(
+        (status = 200, description = "The product", body = Envelope<Product>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn get_product() {}
+
+/// (ext) Update a product.
+#[utoipa::path(
+    put,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+    ),
+    request_body = ProductBody,
+    responses(
+        (status = 200, description = "Updated", body = Envelope<Product>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn update_product() {}
+
+/// (ext) Delete a product with its releases and branches; licenses lose it.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<Deleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_product() {}
+
+/// (ext) Create a branch of a product.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+    ),
+    request_body = BranchBody,
+    responses(
+        (status = 201, description = "Created", body = Envelope<Branch>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_branch() {}
+
+/// (ext) The product's branches.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+    ),
+    responses(
+        (status = 200, description = "The branches", body = Envelope<BranchList>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_branches() {}
+
+/// (ext) Delete a branch with its releases.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches/{branchId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("productId" = String, Path, format = "uuid", description = "The product"),
+        ("branchId" = String, Path, format = "uuid", description = "The branch"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<Deleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND (no such branch)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_branch() {}

@@ -1,0 +1,89 @@
+//! The client API: verify, heartbeat and the encrypted classloader download.
+
+use super::*;
+
+/// Verify a license at start-up. Send a random `challenge`: the answer's `challengeResponse` is the team's RSA signature of it.
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/verification/verify",
+    tag = "client",
+    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    request_body = ClientBody,
+    responses(
+        (status = 200, description = "VALID: the license, its customers and products; `result.challengeResponse` when a challenge was sent", body = Envelope<VerifyData>, headers(
+            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's signing key"),
+            ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
+            ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
+            ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
+        )),
+        (status = 400, description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED", body = Envelope<Option<ErrorData>>, headers(("X-Signature" = String, description = "Signature of this exchange"))),
+        (status = 404, description = "TEAM_NOT_FOUND (unsigned), LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests from this address (`Retry-After`)", body = Envelope<Option<ErrorData>>, headers(("Retry-After" = u64, description = "Seconds until a request is allowed"))),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    )
+)]
+pub(in crate::openapi) fn verify() {}
+
+/// Report that a device is still in use (every 30 minutes, say); checks the license like verify.
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/verification/heartbeat",
+    tag = "client",
+    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    request_body = ClientBody,
+    responses(
+        (status = 200, description = "VALID: the license's limits and expiration type", body = Envelope<HeartbeatData>, headers(
+            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's signing key"),
+            ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
+            ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
+            ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
+        )),
+        (status = 400, description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED", body = Envelope<Option<ErrorData>>, headers(("X-Signature" = String, description = "Signature of this exchange"))),
+        (status = 404, description = "TEAM_NOT_FOUND (unsigned), LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests from this address (`Retry-After`)", body = Envelope<Option<ErrorData>>, headers(("Retry-After" = u64, description = "Seconds until a request is allowed"))),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    )
+)]
+pub(in crate::openapi) fn heartbeat() {}
+
+/// Download a release file, encrypted with the client's session key.
+#[utoipa::path(
+    get,
+    path = "/api/v1/client/teams/{teamId}/verification/classloader",
+    tag = "client",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseKey" = String, Query, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
+        ("productId" = String, Query, format = "uuid", description = "The product whose release to download"),
+        ("sessionKey" = String, Query, description = "Lower-case hex of the RSA-OAEP (SHA-1) encryption of the client's random secret under the team's public key; single use"),
+        ("hardwareIdentifier" = String, Query, description = "The device, 10 to 1000 characters without whitespace (alias deviceIdentifier)"),
+        ("version" = Option<String>, Query, description = "A specific version (default: the latest of the branch)"),
+        ("branch" = Option<String>, Query, description = "The branch"),
+        ("customerId" = Option<String>, Query, format = "uuid", description = "The customer, when the team requires it")
+    ),
+    responses(
+        (status = 200, description = "The file, encrypted; X-File-Size and X-File-Checksum (MD5) describe the plaintext", content_type = "application/octet-stream", body = EncryptedFile, headers(
+            ("X-File-Size" = u64, description = "Plaintext size in bytes"),
+            ("X-File-Checksum" = String, description = "MD5 of the plaintext, hex"),
+            ("X-Version" = String, description = "The release's version"),
+            ("X-Latest-Version" = String, description = "The latest release of the product and branch, when there is one"),
+            ("X-Product-Name" = String, description = "The product's name (percent-encoded UTF-8 when not plain ASCII)"),
+            ("X-Release-Status" = String, description = "PUBLISHED or DEPRECATED"),
+            ("X-Release-Created-At" = String, description = "When the release was created"),
+            ("X-File-Created-At" = String, description = "When the file was uploaded"),
+            ("X-Main-Class" = String, description = "The JAR's main class, when set")
+        )),
+        (status = 400, description = "BAD_REQUEST: a malformed team id or query; INVALID_SESSION_KEY: undecryptable or already used", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: the team's classloader feature is off; or a refusal as for verify", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "TEAM_NOT_FOUND, LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND (no release, or no file)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many downloads from this address or for this license key", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+    )
+)]
+pub(in crate::openapi) fn classloader() {}

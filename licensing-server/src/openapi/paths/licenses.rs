@@ -1,0 +1,348 @@
+//! Licenses, and the hardware identifiers and addresses recorded on them.
+
+use super::*;
+
+/// Create a license. Only `expirationType` is required.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = LicenseCreate,
+    responses(
+        (status = 200, description = "License created (200 for compatibility)", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "CUSTOMER_NOT_FOUND or PRODUCT_NOT_FOUND: an unknown id in customerIds or productIds", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests, or the day's 50 license e-mails are queued", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_license() {}
+
+/// List licenses, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
+        ("sortColumn" = Option<String>, Query, description = "One of createdAt, updatedAt (default createdAt)"),
+        ("productIds" = Option<String>, Query, description = "Comma-separated product ids: licenses with any of them"),
+        ("customerIds" = Option<String>, Query, description = "Comma-separated customer ids: licenses with any of them"),
+        ("search" = Option<String>, Query, description = "Part of the license key, case-insensitive"),
+        ("metadataKey" = Option<String>, Query, description = "A metadata key the license has"),
+        ("metadataValue" = Option<String>, Query, description = "Text the value of metadataKey contains (needs metadataKey)"),
+        ("status" = Option<String>, Query, description = "EXPIRED: licenses whose expiration date has passed; ACTIVE: the others (suspended or not)"),
+        ("expirationType" = Option<String>, Query, description = "One of NEVER, DATE, DURATION"),
+        ("suspended" = Option<bool>, Query, description = "true: suspended licenses only; false: the others"),
+    ),
+    responses(
+        (status = 200, description = "A page of licenses", body = Envelope<LicensePage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_licenses() {}
+
+/// A license by key.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseKey" = String, Path, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
+    ),
+    responses(
+        (status = 200, description = "The license", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn get_license() {}
+
+/// Delete a license by key, with its devices and addresses.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseKey" = String, Path, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<LicenseKeyDeleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_license() {}
+
+/// A license by id.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The license", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn get_license_by_id() {}
+
+/// Update a license: members left out keep their values, null clears.
+#[utoipa::path(
+    put,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    request_body = LicenseUpdate,
+    responses(
+        (status = 200, description = "Updated", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND or PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn update_license() {}
+
+/// (ext) Suspend a license: the one change the scope `licenses:suspend` allows (so
+/// does `licenses:write`). A license already suspended is answered the same, unchanged.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/suspend",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The license, suspended", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn suspend_license() {}
+
+/// (ext) E-mail the license key again to each of the license's customers that has an address,
+/// through the server's outbox (delivered and retried in the background). Counts against the
+/// team's daily e-mail limit.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/email",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The e-mails queued and their recipients", body = Envelope<LicenseEmailed>),
+        (status = 400, description = "BAD_REQUEST: a malformed id; e-mail not configured on this server; no customer of the license has an address", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:write", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key, or the team's e-mails of the day are used up (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn email_license() {}
+
+/// (ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so
+/// does `licenses:write`). A license already unsuspended is answered the same, unchanged.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/unsuspend",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "The license, unsuspended", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn unsuspend_license() {}
+
+/// Delete a license by id.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
+    tag = "licenses",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<LicenseDeleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_license_by_id() {}
+
+/// The license's hardware identifiers.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid",
+    tag = "devices",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
+        ("sortColumn" = Option<String>, Query, description = "One of lastSeenAt, createdAt (default lastSeenAt)"),
+        ("showForgotten" = Option<bool>, Query, description = "Also list forgotten records (default false)"),
+    ),
+    responses(
+        (status = 200, description = "A page of records", body = Envelope<HwidPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_hwids() {}
+
+/// Forget (or remember) a hardware identifier: forgotten ones do not count against the limit.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid/{hwidId}",
+    tag = "devices",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        ("hwidId" = String, Path, format = "uuid", description = "The hardware identifier record"),
+    ),
+    request_body = ForgottenBody,
+    responses(
+        (status = 200, description = "Changed", body = Envelope<HwidForgotten>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND or BAD_REQUEST (no such record)", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn set_hwid_forgotten() {}
+
+/// The license's IP address records.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address",
+    tag = "devices",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
+        ("sortColumn" = Option<String>, Query, description = "One of lastSeenAt, createdAt (default lastSeenAt)"),
+        ("showForgotten" = Option<bool>, Query, description = "Also list forgotten records (default false)"),
+    ),
+    responses(
+        (status = 200, description = "A page of records", body = Envelope<IpPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_ips() {}
+
+/// Forget (or remember) an IP address record.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address/{ipId}",
+    tag = "devices",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        ("ipId" = String, Path, format = "uuid", description = "The IP address record"),
+    ),
+    request_body = ForgottenBody,
+    responses(
+        (status = 200, description = "Changed", body = Envelope<IpForgotten>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "LICENSE_NOT_FOUND or BAD_REQUEST (no such record)", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn set_ip_forgotten() {}

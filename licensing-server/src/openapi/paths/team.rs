@@ -1,0 +1,247 @@
+//! The team's statistics, settings, blacklist, API keys, audit log and public keys.
+
+use super::*;
+
+/// The team's statistics (cached 15 minutes).
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/statistics",
+    tag = "team",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    responses(
+        (status = 200, description = "Statistics", body = Envelope<Statistics>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn statistics() {}
+
+/// (ext) The team's settings.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/settings",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    responses(
+        (status = 200, description = "Settings", body = Envelope<TeamSettings>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn get_settings() {}
+
+/// (ext) Update the team's settings: members left out keep their values.
+#[utoipa::path(
+    put,
+    path = "/api/v1/dev/teams/{teamId}/settings",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = SettingsBody,
+    responses(
+        (status = 200, description = "Updated", body = Envelope<TeamSettings>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn update_settings() {}
+
+/// (ext) Blacklist an IP (address or CIDR), a country (alpha-2 or alpha-3) or a hardware identifier.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/blacklist",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = BlacklistBody,
+    responses(
+        (status = 201, description = "Created", body = Envelope<BlacklistEntry>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_blacklist_entry() {}
+
+/// (ext) The blacklist, with hit counts.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/blacklist",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    responses(
+        (status = 200, description = "The entries", body = Envelope<BlacklistList>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_blacklist() {}
+
+/// (ext) Delete a blacklist entry.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/blacklist/{blacklistId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("blacklistId" = String, Path, format = "uuid", description = "The blacklist entry"),
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = Envelope<Deleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "BAD_REQUEST (no such entry)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn delete_blacklist_entry() {}
+
+/// (ext) Create an API key: the key is in this answer only.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/api-keys",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    request_body = ApiKeyBody,
+    responses(
+        (status = 201, description = "Created", body = Envelope<ApiKeyCreated>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
+        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn create_api_key() {}
+
+/// (ext) The team's API keys, without the keys.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/api-keys",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    responses(
+        (status = 200, description = "The keys", body = Envelope<ApiKeyList>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn list_api_keys() {}
+
+/// (ext) Revoke an API key.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("apiKeyId" = String, Path, format = "uuid", description = "The API key"),
+    ),
+    responses(
+        (status = 200, description = "Revoked", body = Envelope<Deleted>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "BAD_REQUEST (no such key)", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn revoke_api_key() {}
+
+/// (ext) The audit log: every change made through the developer and admin APIs, with who made
+/// it (API key, operator, command line), from which address, and each changed field's old and
+/// new values (a secret appears as `secret: true`, without values). Newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/audit-log",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        ("page" = Option<u32>, Query, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "`desc` (newest first, the default) or `asc`"),
+        ("resourceType" = Option<String>, Query, description = "Entries about this type of record: team, license, device, ip, customer, product, branch, release, blacklist, api_key, settings"),
+        ("resourceId" = Option<String>, Query, description = "Entries about the record with this id"),
+        ("actor" = Option<String>, Query, description = "Entries of one API key (its id) or of a kind of principal: API_KEY, ADMIN, USER, SYSTEM"),
+        ("action" = Option<String>, Query, description = "Entries of one action, such as `license.suspended`"),
+        ("from" = Option<String>, Query, format = "date-time", description = "Entries at or after this time (RFC 3339)"),
+        ("to" = Option<String>, Query, format = "date-time", description = "Entries before this time (RFC 3339)"),
+    ),
+    responses(
+        (status = 200, description = "One page of entries", body = Envelope<AuditPage>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn audit_log() {}
+
+/// (ext) The team's public keys: RSA (PEM and base64 of the PEM) and Ed25519 (`signingKey`).
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/public-key",
+    tag = "extensions",
+    params(
+        ("teamId" = String, Path, format = "uuid", description = "The team"),
+    ),
+    responses(
+        (status = 200, description = "The keys", body = Envelope<PublicKeys>),
+        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    ),
+    security(("apiKey" = []))
+)]
+pub(in crate::openapi) fn public_keys() {}
