@@ -1,0 +1,406 @@
+//! The new-license and edit forms, and the typed bodies they send.
+
+use licensing_core::LicenseId;
+use licensing_core::api::requests::{
+    CustomerListQuery, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
+};
+use licensing_core::error::FieldError;
+use licensing_core::model::{
+    Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Resource, Scope,
+};
+use maud::html;
+
+use super::super::api::{self, Failure};
+use super::super::page::{self, Form, Nav};
+use super::super::{Ctx, Staff};
+use crate::app::customers::ListCustomers;
+use crate::app::licenses::{CreateLicense, GetLicense, UpdateLicense};
+use crate::http::Response;
+
+use super::{customer_name, license_id, products};
+
+/// `GET /dashboard/licenses/new`.
+pub(crate) async fn new_page(ctx: &Ctx, staff: &Staff) -> Response {
+    form_page(ctx, staff, &Form::default(), None, None).await
+}
+
+/// The license being edited: the form shows its customers even when they are not among the
+/// newest hundred, so that saving keeps them.
+struct Editing {
+    id: LicenseId,
+    key: String,
+    customers: Vec<Customer>,
+}
+
+/// The new-license form, or a license's edit form, with what to fix.
+async fn form_page(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+    editing: Option<&Editing>,
+) -> Response {
+    let lists = async {
+        let products = products(ctx, staff).await?;
+        let mut customers = if staff.may(Scope::read(Resource::Customers)) {
+            let mut newest = CustomerListQuery::default();
+            newest.paging.page_size = 100;
+            api::perform(ctx, staff, ListCustomers(newest)).await?.items
+        } else {
+            Vec::new()
+        };
+        for c in editing.map_or(&[][..], |e| &e.customers[..]) {
+            if !customers.iter().any(|known| known.id == c.id) {
+                customers.push(c.clone());
+            }
+        }
+        Ok::<_, Failure>((products, customers))
+    };
+    let (products, customers) = match lists.await {
+        Ok(lists) => lists,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let kind = form.get("expirationType").unwrap_or("NEVER");
+    let start = form.get("expirationStart").unwrap_or("CREATION");
+    let chosen_products = form.all("productIds");
+    let chosen_customers = form.all("customerIds");
+    let field = |name: &str| failure.and_then(|f| f.field(name)).map(str::to_owned);
+    let error = |name: &str| {
+        html! {
+            @if let Some(message) = field(name) {
+                span.field-error { (message) }
+            }
+        }
+    };
+    let (title, action) = match editing {
+        Some(e) => ("Edit license", format!("/dashboard/licenses/{}/edit", e.id)),
+        None => ("New license", "/dashboard/licenses".to_owned()),
+    };
+    let content = html! {
+        h1 {
+            (title)
+            @if let Some(e) = editing { " " span.key { (e.key) } }
+        }
+        (page::problems(failure))
+        form method="post" action=(action) data-expiration {
+            (page::csrf(staff))
+            label for="productIds" { "Products" span.hint { "Hold Ctrl (or ⌘) to choose several." } (error("productIds")) }
+            select #productIds name="productIds" multiple size=(products.len().clamp(2, 8)) {
+                @for p in &products {
+                    option value=(p.id) selected[chosen_products.contains(&p.id.to_string().as_str())] { (p.name) }
+                }
+            }
+            label for="customerIds" { "Customers" span.hint { "The 100 newest; more by id below." } (error("customerIds")) }
+            select #customerIds name="customerIds" multiple size=(customers.len().clamp(2, 8)) {
+                @for c in &customers {
+                    option value=(c.id) selected[chosen_customers.contains(&c.id.to_string().as_str())] { (customer_name(c)) }
+                }
+            }
+            label for="moreCustomerIds" { "Other customer ids" span.hint { "Comma-separated, optional." } }
+            input #moreCustomerIds type="text" name="moreCustomerIds" value=(form.get("moreCustomerIds").unwrap_or(""));
+            fieldset {
+                legend { "Expiration" }
+                (error("expirationType"))
+                @for (value, text) in [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a number of days")] {
+                    label.choice {
+                        input type="radio" name="expirationType" value=(value) checked[kind == value];
+                        (text)
+                    }
+                }
+                div data-for-type="DATE" {
+                    label for="expirationDate" { "Expiration date" span.hint { "The license stops working at 00:00 UTC on this day." } (error("expirationDate")) }
+                    input #expirationDate type="date" name="expirationDate" value=(form.get("expirationDate").unwrap_or(""));
+                }
+                div data-for-type="DURATION" {
+                    label for="expirationDays" { "Days" (error("expirationDays")) }
+                    input #expirationDays type="number" min="1" name="expirationDays" value=(form.get("expirationDays").unwrap_or(""));
+                    span.hint { "Counted from:" (error("expirationStart")) }
+                    label.choice { input type="radio" name="expirationStart" value="CREATION" checked[start == "CREATION"]; "its creation" }
+                    label.choice { input type="radio" name="expirationStart" value="ACTIVATION" checked[start == "ACTIVATION"]; "its first successful verification" }
+                    p.hint data-expiry-preview aria-live="polite" {}
+                }
+            }
+            label for="hwidLimit" { "Device limit" span.hint { "Empty: no limit." } (error("hwidLimit")) }
+            input #hwidLimit type="number" min="0" name="hwidLimit" value=(form.get("hwidLimit").unwrap_or(""));
+            label for="ipLimit" { "Address limit" span.hint { "Empty: no limit." } (error("ipLimit")) }
+            input #ipLimit type="number" min="0" name="ipLimit" value=(form.get("ipLimit").unwrap_or(""));
+            label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
+            textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
+            @if let Some(e) = editing {
+                label for="licenseKey" { "License key" span.hint { "Change it only to replace a leaked key: clients with the old one are refused." } (error("licenseKey")) }
+                input #licenseKey type="text" name="licenseKey" value=(form.get("licenseKey").unwrap_or(&e.key));
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Suspended" }
+            } @else {
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Create it suspended" }
+                @if ctx.state.mailer.is_some() {
+                    label.choice { input type="checkbox" name="sendEmailDelivery" value="true" checked[form.get("sendEmailDelivery").is_some()]; "E-mail the key to its customers" }
+                }
+            }
+            div.actions {
+                button type="submit" { @if editing.is_some() { "Save changes" } @else { "Create license" } }
+                @if let Some(e) = editing {
+                    a.button.secondary href={ "/dashboard/licenses/" (e.id) } { "Cancel" }
+                }
+            }
+        }
+    };
+    let status = failure.map_or(200, |f| f.status);
+    page::html_response(
+        status,
+        page::layout(ctx, staff, Nav::Licenses, title, content),
+    )
+}
+
+/// The edit form's fields as they stand for `detail`.
+fn form_of(detail: &LicenseDetail) -> Form {
+    let l = &detail.license;
+    let mut pairs = vec![
+        ("licenseKey".to_owned(), l.license_key.as_str().to_owned()),
+        (
+            "expirationType".to_owned(),
+            l.expiration_type.as_str().to_owned(),
+        ),
+        (
+            "expirationStart".to_owned(),
+            match l.expiration_start {
+                ExpirationStart::Creation => "CREATION",
+                ExpirationStart::Activation => "ACTIVATION",
+            }
+            .to_owned(),
+        ),
+        (
+            "metadata".to_owned(),
+            l.metadata
+                .iter()
+                .map(|m| format!("{}={}", m.key, m.value))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    ];
+    let mut add = |name: &str, value: String| pairs.push((name.to_owned(), value));
+    if let (ExpirationType::Date, Some(date)) = (l.expiration_type, l.expiration_date) {
+        add("expirationDate", page::day(date));
+    }
+    if let Some(days) = l.expiration_days {
+        add("expirationDays", days.to_string());
+    }
+    if let Some(limit) = l.hwid_limit {
+        add("hwidLimit", limit.to_string());
+    }
+    if let Some(limit) = l.ip_limit {
+        add("ipLimit", limit.to_string());
+    }
+    if l.suspended {
+        add("suspended", "true".to_owned());
+    }
+    for p in &l.product_ids {
+        add("productIds", p.to_string());
+    }
+    for c in &l.customer_ids {
+        add("customerIds", c.to_string());
+    }
+    Form::from_pairs(pairs)
+}
+
+async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, LicenseDetail), Failure> {
+    let id = license_id(id)?;
+    // The form is of no use to a role that cannot save it (the API refuses the save anyway).
+    let write = Scope::write(Resource::Licenses);
+    if !staff.may(write) {
+        return Err(Failure::new(
+            403,
+            format!("Your role lacks the permission {write} this needs."),
+        ));
+    }
+    let detail = api::perform(ctx, staff, GetLicense(id)).await?;
+    let editing = Editing {
+        id,
+        key: detail.license.license_key.as_str().to_owned(),
+        customers: detail.customers.clone(),
+    };
+    Ok((editing, detail))
+}
+
+/// `GET /dashboard/licenses/{id}/edit`.
+pub(crate) async fn edit_page(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    match editing(ctx, staff, id).await {
+        Ok((editing, detail)) => {
+            form_page(ctx, staff, &form_of(&detail), None, Some(&editing)).await
+        }
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// A member given, or left out.
+fn given<T>(value: Option<T>) -> Patch<T> {
+    value.map_or(Patch::Missing, Patch::Value)
+}
+
+/// The update from the edit form. Every member is sent (a blank limit clears it), except the
+/// expiration members when they say what the license already has: a date is shown by its day,
+/// and sending the day back would move an expiry set to another hour.
+fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure> {
+    let c = create_body(form)?;
+    let mut body = LicenseUpdate {
+        license_key: Patch::Value(form.get("licenseKey").unwrap_or("").trim().to_owned()),
+        expiration_type: given(c.expiration_type),
+        expiration_start: given(c.expiration_start),
+        expiration_date: given(c.expiration_date),
+        expiration_days: given(c.expiration_days),
+        suspended: given(c.suspended),
+        product_ids: given(c.product_ids),
+        customer_ids: given(c.customer_ids),
+        metadata: given(c.metadata),
+        hwid_limit: c.hwid_limit.map_or(Patch::Null, Patch::Value),
+        ip_limit: c.ip_limit.map_or(Patch::Null, Patch::Value),
+    };
+    let unchanged = match (current.expiration_type, form.get("expirationType")) {
+        (ExpirationType::Never, Some("NEVER")) => true,
+        (ExpirationType::Date, Some("DATE")) => {
+            current.expiration_date.map(page::day).as_deref() == form.text("expirationDate")
+        }
+        (ExpirationType::Duration, Some("DURATION")) => {
+            current.expiration_days.map(|d| d.to_string()).as_deref() == form.text("expirationDays")
+                && Some(current.expiration_start)
+                    == match form.get("expirationStart") {
+                        Some("ACTIVATION") => Some(ExpirationStart::Activation),
+                        Some("CREATION") | None => Some(ExpirationStart::Creation),
+                        Some(_) => None,
+                    }
+        }
+        _ => false,
+    };
+    if unchanged {
+        body.expiration_type = Patch::Missing;
+        body.expiration_date = Patch::Missing;
+        body.expiration_days = Patch::Missing;
+        body.expiration_start = Patch::Missing;
+    }
+    Ok(body)
+}
+
+/// `POST /dashboard/licenses/{id}/edit`: saves the changes, or shows the form again with what
+/// to fix.
+pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let (editing, detail) = match editing(ctx, staff, id).await {
+        Ok(found) => found,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let body = match update_body(form, &detail.license) {
+        Ok(body) => body,
+        Err(failure) => return form_page(ctx, staff, form, Some(&failure), Some(&editing)).await,
+    };
+    match api::perform(ctx, staff, UpdateLicense(editing.id, body)).await {
+        Ok(_) => page::redirect(&format!(
+            "/dashboard/licenses/{}?notice=license-updated",
+            editing.id
+        )),
+        Err(failure) if failure.status == 400 => {
+            form_page(ctx, staff, form, Some(&failure), Some(&editing)).await
+        }
+        Err(failure) => page::failure(ctx, Some(staff), &failure),
+    }
+}
+
+/// A whole-number field of a form: `None` when blank; a problem for `problems` when it is not
+/// a whole number.
+fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Option<i64> {
+    let text = form.text(name)?;
+    match text.parse::<i64>() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            problems.push(FieldError::new(name, "must be a whole number"));
+            None
+        }
+    }
+}
+
+/// The license asked for by the form, or the form's own problems (what the operation would
+/// not be able to name, such as a number field holding text).
+fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
+    let mut problems = Vec::new();
+    let mut customers: Vec<String> = form
+        .all("customerIds")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    if let Some(more) = form.text("moreCustomerIds") {
+        customers.extend(
+            more.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    let mut metadata = Vec::new();
+    for line in form.get("metadata").unwrap_or("").lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match line.split_once('=') {
+            Some((key, value)) => metadata.push(RawMetadata::new(key.trim(), value.trim())),
+            None => problems.push(FieldError::new(
+                "metadata",
+                format!("line “{line}” needs the form key=value"),
+            )),
+        }
+    }
+    let kind = form.get("expirationType").unwrap_or("NEVER");
+    let mut body = LicenseCreate {
+        product_ids: Some(
+            form.all("productIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        customer_ids: Some(customers),
+        expiration_type: Some(kind.to_owned()),
+        metadata: Some(metadata),
+        suspended: Some(form.get("suspended").is_some()),
+        send_email_delivery: Some(form.get("sendEmailDelivery").is_some()),
+        hwid_limit: number(form, "hwidLimit", &mut problems),
+        ip_limit: number(form, "ipLimit", &mut problems),
+        ..LicenseCreate::default()
+    };
+    match kind {
+        "DATE" => {
+            body.expiration_date = form
+                .text("expirationDate")
+                .map(|date| format!("{date}T00:00:00Z"));
+        }
+        "DURATION" => {
+            body.expiration_days = number(form, "expirationDays", &mut problems);
+            body.expiration_start =
+                Some(form.get("expirationStart").unwrap_or("CREATION").to_owned());
+        }
+        _ => {}
+    }
+    if problems.is_empty() {
+        Ok(body)
+    } else {
+        Err(Failure {
+            status: 400,
+            details: String::new(),
+            fields: problems,
+        })
+    }
+}
+
+/// `POST /dashboard/licenses`: creates the license, or shows the form again with what to fix.
+pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let body = match create_body(form) {
+        Ok(body) => body,
+        Err(failure) => return form_page(ctx, staff, form, Some(&failure), None).await,
+    };
+    match api::perform(ctx, staff, CreateLicense(body)).await {
+        Ok(detail) => page::redirect(&format!(
+            "/dashboard/licenses/{}?notice=license-created",
+            detail.license.id
+        )),
+        Err(failure) if failure.status == 400 => {
+            form_page(ctx, staff, form, Some(&failure), None).await
+        }
+        Err(failure) => page::failure(ctx, Some(staff), &failure),
+    }
+}

@@ -1,0 +1,274 @@
+//! A license's page: its customers, products, devices and addresses; suspend, e-mail, forget
+//! and delete.
+
+use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
+use licensing_core::model::{Resource, Scope};
+use licensing_core::{LicenseId, Timestamp};
+use maud::{Markup, html};
+
+use super::super::api::{self, Failure};
+use super::super::page::{self, Confirm, Nav};
+use super::super::{Ctx, Staff};
+use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::licenses::{
+    DeleteLicense, EmailLicense, GetLicense, SuspendLicense, UnsuspendLicense,
+};
+use crate::http::Response;
+
+use super::{customer_name, expiry_text, license_id, status};
+
+/// `GET /dashboard/licenses/{id}`.
+pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    match show_page(ctx, staff, id).await {
+        Ok(markup) => page::html_response(200, markup),
+        Err(failure) => page::failure(ctx, Some(staff), &failure),
+    }
+}
+
+async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure> {
+    let id = license_id(id)?;
+    let detail = api::perform(ctx, staff, GetLicense(id)).await?;
+    // Every record, the forgotten ones too, newest use first.
+    let mut every = DeviceListQuery::default();
+    every.paging.page_size = 100;
+    every.filter = true;
+    let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
+    let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
+    let l = &detail.license;
+    let (word, class) = status(l, ctx.now);
+    let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
+    let suspend_allowed = staff.may(Scope::LICENSE_SUSPEND);
+    let write_allowed = staff.may(Scope::write(Resource::Licenses));
+    let limit = |n: Option<u32>| n.map_or_else(|| "No limit".to_owned(), |n| n.to_string());
+    let content = html! {
+        div.heading {
+            h1 {
+                span.key { (l.license_key.as_str()) }
+                button.secondary.small.copy type="button" data-copy=(l.license_key.as_str()) hidden { "Copy" }
+            }
+            span.badge.(class) { (word) }
+        }
+        div.actions {
+            @if suspend_allowed {
+                @if l.suspended {
+                    form method="post" action={ "/dashboard/licenses/" (l.id) "/unsuspend" } {
+                        (page::csrf(staff))
+                        button type="submit" { "Unsuspend" }
+                    }
+                } @else {
+                    form method="post" action={ "/dashboard/licenses/" (l.id) "/suspend" } {
+                        (page::csrf(staff))
+                        button.secondary type="submit" { "Suspend" }
+                    }
+                }
+            }
+            @if write_allowed && ctx.state.mailer.is_some() && detail.customers.iter().any(|c| c.email.is_some()) {
+                form method="post" action={ "/dashboard/licenses/" (l.id) "/email" } {
+                    (page::csrf(staff))
+                    button.secondary type="submit" { "E-mail the key to its customers" }
+                }
+            }
+            @if write_allowed {
+                a.button.secondary href={ "/dashboard/licenses/" (l.id) "/edit" } { "Edit" }
+                a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { "Delete…" }
+            }
+        }
+        div.card {
+            dl.facts {
+                dt { "Customers" }
+                dd {
+                    @if detail.customers.is_empty() { "None" }
+                    @for (i, c) in detail.customers.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        (customer_name(c))
+                    }
+                }
+                dt { "Products" }
+                dd {
+                    @if detail.products.is_empty() { "None" }
+                    (detail.products.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "))
+                }
+                dt { "Expires" } dd { (expiry_text(l)) }
+                dt { "Device limit" } dd { (limit(l.hwid_limit)) }
+                dt { "Address limit" } dd { (limit(l.ip_limit)) }
+                dt { "Created" } dd { (page::when(l.created_at)) }
+                dt { "Last changed" } dd { (page::when(l.updated_at)) }
+                dt { "Last active" } dd { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+                @for m in &l.metadata {
+                    dt { code { (m.key) } } dd { (m.value) }
+                }
+            }
+        }
+        h2 { "Devices" }
+        (records(
+            staff,
+            l.id,
+            "devices",
+            devices_allowed,
+            hwids.items.iter().map(|h| (h.hwid.id.to_string(), h.hwid.identifier.as_str().to_owned(), h.status, h.hwid.last_seen_at)).collect(),
+        ))
+        h2 { "Addresses" }
+        (records(
+            staff,
+            l.id,
+            "addresses",
+            devices_allowed,
+            ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
+        ))
+    };
+    Ok(page::layout(
+        ctx,
+        staff,
+        Nav::Licenses,
+        l.license_key.as_str(),
+        content,
+    ))
+}
+
+/// A table of devices or addresses with forget and remember buttons.
+fn records(
+    staff: &Staff,
+    license: LicenseId,
+    kind: &str,
+    allowed: bool,
+    rows: Vec<(
+        String,
+        String,
+        licensing_core::model::RecordStatus,
+        Timestamp,
+    )>,
+) -> Markup {
+    use licensing_core::model::RecordStatus;
+    let noun = if kind == "devices" {
+        "device"
+    } else {
+        "address"
+    };
+    html! {
+        div.table-wrap {
+            table {
+                thead {
+                    tr {
+                        th scope="col" { (if kind == "devices" { "Hardware identifier" } else { "Address" }) }
+                        th scope="col" { "Status" }
+                        th scope="col" { "Last seen" }
+                        @if allowed { th scope="col" { span.hint { "Action" } } }
+                    }
+                }
+                tbody {
+                    @if rows.is_empty() {
+                        tr { td.empty colspan="4" { "No " (noun) " has used this license yet." } }
+                    }
+                    @for (id, name, status, seen) in &rows {
+                        tr {
+                            td.mono { (name) }
+                            td {
+                                @match status {
+                                    RecordStatus::Active => span.badge.ok { "Active" },
+                                    RecordStatus::Inactive => span.badge.muted { "Inactive" },
+                                    RecordStatus::Forgotten => span.badge.warn { "Forgotten" },
+                                }
+                            }
+                            td { (page::when(*seen)) }
+                            @if allowed {
+                                td {
+                                    @let forgotten = *status == RecordStatus::Forgotten;
+                                    form method="post" action={
+                                        "/dashboard/licenses/" (license) "/" (kind) "/" (id) "/"
+                                        (if forgotten { "remember" } else { "forget" })
+                                    } {
+                                        (page::csrf(staff))
+                                        button.secondary.small type="submit" aria-label={ (if forgotten { "Remember " } else { "Forget " }) (name) } {
+                                            (if forgotten { "Remember" } else { "Forget" })
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `POST /dashboard/licenses/{id}/suspend` and `/unsuspend`.
+pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -> Response {
+    let id = match license_id(id) {
+        Ok(id) => id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let then = |verb| format!("/dashboard/licenses/{id}?notice=license-{verb}ed");
+    if suspend {
+        page::done(ctx, staff, Ok(SuspendLicense(id)), &then("suspend")).await
+    } else {
+        page::done(ctx, staff, Ok(UnsuspendLicense(id)), &then("unsuspend")).await
+    }
+}
+
+/// `POST /dashboard/licenses/{id}/email`: the key to each customer with an address.
+pub(crate) async fn email(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let id = match license_id(id) {
+        Ok(id) => id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let then = format!("/dashboard/licenses/{id}?notice=license-emailed");
+    page::done(ctx, staff, Ok(EmailLicense(id)), &then).await
+}
+
+/// `POST /dashboard/licenses/{id}/{devices|addresses}/{recordId}/{forget|remember}`.
+pub(crate) async fn forget(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    kind: &str,
+    record: &str,
+    forget: bool,
+) -> Response {
+    let ids = license_id(id).and_then(|id| Ok((id, page::id_of(record, "device or address")?)));
+    let (id, record): (LicenseId, uuid::Uuid) = match ids {
+        Ok(ids) => ids,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let verb = if forget { "forgotten" } else { "remembered" };
+    let body = ForgottenBody {
+        forgotten: Some(forget),
+    };
+    if kind == "devices" {
+        let then = format!("/dashboard/licenses/{id}?notice=device-{verb}");
+        let op = SetHwidForgotten(id, record.into(), body);
+        page::done(ctx, staff, Ok(op), &then).await
+    } else {
+        let then = format!("/dashboard/licenses/{id}?notice=address-{verb}");
+        let op = SetIpForgotten(id, record.into(), body);
+        page::done(ctx, staff, Ok(op), &then).await
+    }
+}
+
+/// `GET /dashboard/licenses/{id}/delete`: the confirmation.
+pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = license_id(id)?;
+        let detail = api::perform(ctx, staff, GetLicense(id)).await?;
+        let key = detail.license.license_key.as_str();
+        Ok::<_, Failure>(page::confirm(
+            ctx,
+            staff,
+            Confirm {
+                nav: Nav::Licenses,
+                title: "Delete this license?",
+                what: html! { "License " span.key { (key) } " and its devices and addresses will be deleted. Its clients will be refused from then on." },
+                action: format!("/dashboard/licenses/{id}/delete"),
+                button: "Delete license",
+                back: format!("/dashboard/licenses/{id}"),
+            },
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// `POST /dashboard/licenses/{id}/delete`.
+pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let op = license_id(id).map(DeleteLicense);
+    page::done(ctx, staff, op, "/dashboard/licenses?notice=license-deleted").await
+}
