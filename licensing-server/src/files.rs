@@ -1,21 +1,24 @@
 //! Release files: on disk under `<data dir>/files/<team>/<file id>` beside the embedded store,
-//! or in PostgreSQL (table `release_files`, in chunks) beside the PostgreSQL store, so that every
-//! instance serves every file.
+//! or in the store itself ([`Blobs`]) when the store has room for them, so that every instance
+//! serves every file.
 //!
 //! An upload is written to a temporary file first (hashed and capped as it arrives), then
-//! stored: on disk it is fsynced, renamed into place and its directory fsynced; in PostgreSQL its
-//! chunks are inserted in one transaction. Either way it is never visible half-written and
+//! stored: on disk it is fsynced, renamed into place and its directory fsynced; in the store it
+//! is written whole or not at all. Either way it is never visible half-written and
 //! survives a crash once stored. The record that points at a file is written after it, and the
 //! file of a replaced or deleted release is removed after its record, so a crash can leave an
 //! unreferenced file but never a record without its file. A download reads a file a chunk at a
 //! time, never whole.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use licensing_core::crypto::Md5Hasher;
 use licensing_core::model::Release;
 use licensing_core::{FileId, TeamId};
 use tokio::io::AsyncWriteExt;
+
+use crate::store::shared::Blobs;
 
 /// Largest release file in MiB unless the operator says otherwise (the API's 10 MB).
 pub const DEFAULT_MAX_FILE_MB: u64 = 10;
@@ -34,21 +37,18 @@ pub struct FileStore {
 enum Place {
     /// Under this directory.
     Dir(PathBuf),
-    /// In this database.
-    Db(sqlx::PgPool),
+    /// In the store.
+    Store(Arc<dyn Blobs>),
 }
 
 impl std::fmt::Debug for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Dir(root) => f.debug_tuple("Dir").field(root).finish(),
-            Self::Db(_) => f.write_str("Db"),
+            Self::Store(_) => f.write_str("Store"),
         }
     }
 }
-
-/// Bytes per stored chunk in PostgreSQL, and the most a download holds of a file at once.
-const DB_CHUNK: usize = 256 * 1024;
 
 /// Why a file could not be stored.
 #[derive(Debug, thiserror::Error)]
@@ -126,13 +126,13 @@ impl FileStore {
         })
     }
 
-    /// The file store in PostgreSQL; uploads wait in `tmp` (created readable by this user only;
-    /// the server uses `<data dir>/files/tmp`, as on disk).
-    pub fn postgres(pool: sqlx::PgPool, tmp: &Path) -> std::io::Result<Self> {
+    /// The file store in the store's `blobs`; uploads wait in `tmp` (created readable by this
+    /// user only; the server uses `<data dir>/files/tmp`, as on disk).
+    pub fn in_store(blobs: Arc<dyn Blobs>, tmp: &Path) -> std::io::Result<Self> {
         crate::datadir::create_private_dir(tmp)?;
         Ok(Self {
             tmp: tmp.to_path_buf(),
-            place: Place::Db(pool),
+            place: Place::Store(blobs),
             max_size: DEFAULT_MAX_FILE_MB * 1024 * 1024,
         })
     }
@@ -192,7 +192,7 @@ impl FileStore {
                 sync_dir(&dir).await?;
             }
             // The temporary file goes when `pending` is dropped.
-            Place::Db(pool) => store_chunks(pool, &key, &pending.tmp).await?,
+            Place::Store(blobs) => blobs.put(&key, &pending.tmp).await?,
         }
         Ok(StoredFile {
             key,
@@ -212,26 +212,13 @@ impl FileStore {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
             },
-            Place::Db(pool) => {
-                let (chunks, len): (i64, Option<i64>) = sqlx::query_as(
-                    "SELECT count(*), sum(length(data))::bigint FROM release_files WHERE key = $1",
+            Place::Store(blobs) => Ok(blobs.get(key).await?.map(|(len, chunks)| {
+                let reader = tokio_util::io::StreamReader::new(chunks);
+                (
+                    FileReader::Store(std::sync::Mutex::new(Box::pin(reader))),
+                    len,
                 )
-                .bind(key)
-                .fetch_one(pool)
-                .await
-                .map_err(std::io::Error::other)?;
-                if chunks == 0 {
-                    return Ok(None);
-                }
-                let reader = FileReader::Db(std::sync::Mutex::new(Box::pin(
-                    tokio_util::io::StreamReader::new(db_chunks(
-                        pool.clone(),
-                        key.to_owned(),
-                        chunks,
-                    )),
-                )));
-                Ok(Some((reader, u64::try_from(len.unwrap_or(0)).unwrap_or(0))))
-            }
+            })),
         }
     }
 
@@ -263,10 +250,7 @@ impl FileStore {
                 }
                 keys
             }
-            Place::Db(pool) => sqlx::query_scalar("SELECT DISTINCT key FROM release_files")
-                .fetch_all(pool)
-                .await
-                .map_err(std::io::Error::other)?,
+            Place::Store(blobs) => blobs.keys().await?,
         };
         keys.sort();
         Ok(keys)
@@ -280,12 +264,8 @@ impl FileStore {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => tracing::warn!(error = %e, key, "could not remove a release file"),
             },
-            Place::Db(pool) => {
-                if let Err(e) = sqlx::query("DELETE FROM release_files WHERE key = $1")
-                    .bind(key)
-                    .execute(pool)
-                    .await
-                {
+            Place::Store(blobs) => {
+                if let Err(e) = blobs.delete(key).await {
                     tracing::warn!(error = %e, key, "could not remove a release file");
                 }
             }
@@ -340,16 +320,16 @@ impl PendingFile {
 pub enum FileReader {
     /// From disk.
     Disk(tokio::fs::File),
-    /// From PostgreSQL, a chunk at a time. (The mutex only makes the reader `Sync`, as a
+    /// From the store, a chunk at a time. (The mutex only makes the reader `Sync`, as a
     /// response body must be; it is reached through `&mut`, never locked.)
-    Db(std::sync::Mutex<std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>>),
+    Store(std::sync::Mutex<std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>>),
 }
 
 impl std::fmt::Debug for FileReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::Disk(_) => "FileReader::Disk",
-            Self::Db(_) => "FileReader::Db",
+            Self::Store(_) => "FileReader::Store",
         })
     }
 }
@@ -362,78 +342,12 @@ impl tokio::io::AsyncRead for FileReader {
     ) -> std::task::Poll<std::io::Result<()>> {
         match self.get_mut() {
             Self::Disk(file) => std::pin::Pin::new(file).poll_read(cx, buf),
-            Self::Db(reader) => match reader.get_mut() {
+            Self::Store(reader) => match reader.get_mut() {
                 Ok(reader) => reader.as_mut().poll_read(cx, buf),
                 Err(_) => std::task::Poll::Ready(Err(std::io::Error::other("a reader panicked"))),
             },
         }
     }
-}
-
-/// Inserts a file's chunks in one transaction.
-async fn store_chunks(pool: &sqlx::PgPool, key: &str, path: &Path) -> Result<(), FileError> {
-    use tokio::io::AsyncReadExt as _;
-    let db = |e: sqlx::Error| FileError::Io(std::io::Error::other(e));
-    let mut file = tokio::fs::File::open(path).await?;
-    let mut tx = pool.begin().await.map_err(db)?;
-    let mut buf = vec![0u8; DB_CHUNK];
-    let mut chunk: i32 = 0;
-    loop {
-        let mut filled = 0;
-        while filled < buf.len() {
-            let n = file.read(&mut buf[filled..]).await?;
-            if n == 0 {
-                break;
-            }
-            filled += n;
-        }
-        if filled == 0 && chunk > 0 {
-            break;
-        }
-        sqlx::query("INSERT INTO release_files (key, chunk, data) VALUES ($1, $2, $3)")
-            .bind(key)
-            .bind(chunk)
-            .bind(&buf[..filled])
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        chunk += 1;
-        if filled < buf.len() {
-            break;
-        }
-    }
-    tx.commit().await.map_err(db)?;
-    Ok(())
-}
-
-/// A stored file's chunks, read one query at a time.
-fn db_chunks(
-    pool: sqlx::PgPool,
-    key: String,
-    chunks: i64,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send {
-    futures_util::stream::try_unfold(0i64, move |next| {
-        let (pool, key) = (pool.clone(), key.clone());
-        async move {
-            if next >= chunks {
-                return Ok(None);
-            }
-            let data: Option<Vec<u8>> =
-                sqlx::query_scalar("SELECT data FROM release_files WHERE key = $1 AND chunk = $2")
-                    .bind(&key)
-                    .bind(i32::try_from(next).unwrap_or(i32::MAX))
-                    .fetch_optional(&pool)
-                    .await
-                    .map_err(std::io::Error::other)?;
-            match data {
-                Some(data) => Ok(Some((bytes::Bytes::from(data), next + 1))),
-                None => Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "a release file lost a chunk while it was read",
-                )),
-            }
-        }
-    })
 }
 
 async fn sync_dir(dir: &Path) -> std::io::Result<()> {

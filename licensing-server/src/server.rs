@@ -99,14 +99,13 @@ pub async fn open_configured_store(
     }
 }
 
-/// The release files beside a store: on disk in the data directory beside sled, in the database
-/// beside PostgreSQL (uploads in progress wait in `<data dir>/files/tmp` either way).
+/// The release files beside a store: in the store itself when it has room for them (so that
+/// every instance serves every file), else on disk in the data directory (uploads in progress
+/// wait in `<data dir>/files/tmp` either way).
 pub fn file_store_for(store: &AnyStore, data_dir: &std::path::Path) -> std::io::Result<FileStore> {
-    match store {
-        AnyStore::Sled(_) => FileStore::new(data_dir),
-        AnyStore::Postgres(pg) => {
-            FileStore::postgres(pg.pool().clone(), &data_dir.join("files").join("tmp"))
-        }
+    match store.blobs() {
+        None => FileStore::new(data_dir),
+        Some(blobs) => FileStore::in_store(blobs, &data_dir.join("files").join("tmp")),
     }
 }
 
@@ -220,13 +219,14 @@ impl Server {
             config.upload_rate_limit_per_minute,
             config.auth_failure_limit_per_minute,
         );
-        let limits = match &store {
-            AnyStore::Sled(_) => limits,
-            AnyStore::Postgres(pg) => limits.shared(pg.pool()),
+        let limits = match store.shared_counters() {
+            None => limits,
+            Some(counters) => limits.shared(&counters),
         };
-        let contexts = match &store {
-            AnyStore::Sled(_) => TeamContexts::new(keyring.clone()),
-            AnyStore::Postgres(_) => {
+        // Another instance's change may reach this one late: cached team state expires too.
+        let contexts = match store.change_feed() {
+            None => TeamContexts::new(keyring.clone()),
+            Some(_) => {
                 TeamContexts::expiring(keyring.clone(), crate::services::contexts::SHARED_MAX_AGE)
             }
         };
@@ -388,9 +388,9 @@ impl Server {
                 .clone()
                 .run(store.clone(), stop.clone()),
         );
-        let changes = store.postgres().map(|pg| {
+        let changes = store.change_feed().map(|feed| {
             tokio::spawn(crate::services::changes::run(
-                pg.pool().clone(),
+                feed,
                 self.state.contexts.clone(),
                 stop.clone(),
             ))

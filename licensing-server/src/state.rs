@@ -16,6 +16,7 @@ use crate::services::ratelimit::RateLimiter;
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
 use crate::store::AnyStore;
+use crate::store::shared::SharedCounters;
 
 /// Shared state of the running server.
 #[derive(Clone, Debug)]
@@ -167,11 +168,11 @@ impl Limits {
         }
     }
 
-    /// The same limits with their counters in PostgreSQL, shared by every instance on it.
-    pub(crate) fn shared(self, pool: &sqlx::PgPool) -> Self {
+    /// The same limits with their counters in `pool`, shared by every instance on it.
+    pub(crate) fn shared(self, pool: &Arc<dyn SharedCounters>) -> Self {
         fn share<K>(
             limiter: Option<RateLimiter<K>>,
-            pool: &sqlx::PgPool,
+            pool: &Arc<dyn SharedCounters>,
             name: &'static str,
         ) -> Option<RateLimiter<K>>
         where

@@ -1,43 +1,44 @@
-//! Changes made through other instances (PostgreSQL): the database announces each change to a
-//! team's cached state on commit (`NOTIFY licensing_team_changed, '<team id>'`, by trigger, so
-//! that any writer counts); this task drops the team's entry from this instance's cache. When
-//! the connection drops, notifications may have been missed: the whole cache is cleared and the
-//! task reconnects.
+//! Changes made through other instances: the store announces each change to a team's cached
+//! state (see [`ChangeFeed`]); this task drops the team's entry from this instance's cache.
+//! When the feed's connection drops, announcements may have been missed: the whole cache is
+//! cleared and the task reconnects.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use licensing_core::TeamId;
-use sqlx::postgres::PgListener;
+use futures_util::StreamExt as _;
 use tokio::sync::watch;
 
 use crate::services::contexts::TeamContexts;
-
-/// The channel the schema's triggers notify.
-pub const CHANNEL: &str = "licensing_team_changed";
+use crate::store::shared::ChangeFeed;
 
 /// Listens until `stop` turns true.
-pub async fn run(pool: sqlx::PgPool, contexts: TeamContexts, mut stop: watch::Receiver<bool>) {
+pub async fn run(
+    feed: Arc<dyn ChangeFeed>,
+    contexts: TeamContexts,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         if *stop.borrow() {
             return;
         }
         let listening = async {
-            let mut listener = PgListener::connect_with(&pool).await?;
-            listener.listen(CHANNEL).await?;
+            let mut changes = feed.listen().await?;
             // Anything changed while no one listened is reloaded.
             contexts.clear();
-            loop {
-                let note = listener.recv().await?;
-                match uuid::Uuid::parse_str(note.payload()) {
-                    Ok(team) => contexts.invalidate(TeamId::from_uuid(team)),
-                    Err(_) => contexts.clear(),
+            while let Some(change) = changes.next().await {
+                match change? {
+                    Some(team) => contexts.invalidate(team),
+                    None => contexts.clear(),
                 }
             }
-            #[allow(unreachable_code)]
-            Ok::<(), sqlx::Error>(())
+            Err(licensing_core::store::StoreError::backend(
+                "the change feed ended".to_owned(),
+            ))
         };
         tokio::select! {
             result = listening => {
+                let result: Result<(), licensing_core::store::StoreError> = result;
                 if let Err(e) = result {
                     tracing::warn!(error = %e, "listening for changes from other instances failed; reconnecting");
                 }

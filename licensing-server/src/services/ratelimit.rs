@@ -16,10 +16,13 @@ use std::collections::VecDeque;
 use std::collections::hash_map::{Entry, HashMap};
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use licensing_core::store::StoreError;
 use warp::http::{HeaderMap, HeaderValue};
+
+use crate::store::shared::{SharedCounters, Window};
 
 /// Keys a limiter tracks at most.
 pub const MAX_KEYS: usize = 100_000;
@@ -91,7 +94,7 @@ struct Shard<K> {
 
 /// A sliding-window limiter over keys of type `K`.
 pub struct RateLimiter<K> {
-    /// Counters in PostgreSQL, shared by every instance on it; `None`: this process's own.
+    /// Counters shared by every instance; `None`: this process's own.
     shared: Option<Shared>,
     limit: u32,
     window_ms: u64,
@@ -302,36 +305,46 @@ impl LimitKey for [u8; 32] {
     }
 }
 
-/// A limit's counters in PostgreSQL (table `rate_limits`).
+/// The window of a status when the shared counters cannot be read.
+const NO_WINDOW: Window = Window {
+    start: 0,
+    length: 0,
+    weight: 0.0,
+};
+
+/// A limit's counters where every instance counts (see [`SharedCounters`]).
 ///
 /// Instances share one count per key, so a limit means the same whether one or several
 /// instances serve. The window slides as an estimate from two fixed windows: the current one's
 /// count plus the previous one's weighted by how much of it still lies in the sliding window,
 /// rounded up, so a burst across a window boundary is never admitted past the limit. The check
-/// and the count are one statement that admits only while the estimate stays within the limit,
-/// under the counter row's lock, so concurrent requests through several instances are exact.
+/// and the count are one atomic step that admits only while the estimate stays within the
+/// limit, so concurrent requests through several instances are exact.
 #[derive(Clone)]
 struct Shared {
-    pool: sqlx::PgPool,
+    counters: Arc<dyn SharedCounters>,
     name: &'static str,
     /// The window whose older counters were last removed.
-    swept: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    swept: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Shared {
-    /// The current window's start, and how much of the previous window is still inside the
-    /// sliding one (0 to 1).
-    fn windows(window_ms: u64) -> (i64, i64, f64) {
-        let window = i64::try_from(window_ms).unwrap_or(i64::MAX).max(1);
+    /// The fixed window now counting.
+    fn window(window_ms: u64) -> Window {
+        let length = i64::try_from(window_ms).unwrap_or(i64::MAX).max(1);
         let now = licensing_core::Timestamp::now().as_millis();
-        let start = now - now.rem_euclid(window);
-        let weight = 1.0 - (now - start) as f64 / window as f64;
-        (start, window, weight)
+        let start = now - now.rem_euclid(length);
+        let weight = 1.0 - (now - start) as f64 / length as f64;
+        Window {
+            start,
+            length,
+            weight,
+        }
     }
 
-    fn status(limit: u32, used: f64, start: i64, window: i64, refused: bool) -> RateStatus {
+    fn status(limit: u32, used: f64, window: Window, refused: bool) -> RateStatus {
         let now = licensing_core::Timestamp::now().as_millis();
-        let reset_ms = u64::try_from((start + window - now).max(0)).unwrap_or(0);
+        let reset_ms = u64::try_from((window.start + window.length - now).max(0)).unwrap_or(0);
         let used = used.ceil() as u64;
         RateStatus {
             limit,
@@ -342,86 +355,48 @@ impl Shared {
     }
 
     /// Removes counters of windows before the previous one, once per window per instance.
-    fn sweep(&self, start: i64, window: i64) {
+    fn sweep(&self, window: Window) {
         use std::sync::atomic::Ordering;
-        if self.swept.swap(start, Ordering::Relaxed) == start {
+        if self.swept.swap(window.start, Ordering::Relaxed) == window.start {
             return;
         }
-        let (pool, name) = (self.pool.clone(), self.name);
+        let (counters, name) = (self.counters.clone(), self.name);
         tokio::spawn(async move {
-            let done = sqlx::query("DELETE FROM rate_limits WHERE name = $1 AND window_start < $2")
-                .bind(name)
-                .bind(start - window)
-                .execute(&pool)
-                .await;
-            if let Err(e) = done {
+            if let Err(e) = counters.sweep(name, window.start - window.length).await {
                 tracing::warn!(error = %e, "removing old rate-limit counters failed");
             }
         });
     }
 
     async fn check(&self, limit: u32, window_ms: u64, key: &[u8]) -> RateStatus {
-        let (start, window, weight) = Self::windows(window_ms);
-        self.sweep(start, window);
-        let counted: Result<Option<(i32, f64)>, sqlx::Error> = sqlx::query_as(
-            "WITH prev AS (
-               SELECT ceil(coalesce(max(count), 0) * $5::float8) AS weighted FROM rate_limits
-               WHERE name = $1 AND key = $2 AND window_start = $3 - $4)
-             INSERT INTO rate_limits AS r (name, key, window_start, count)
-             SELECT $1, $2, $3, 1 FROM prev WHERE prev.weighted + 1 <= $6
-             ON CONFLICT (name, key, window_start) DO UPDATE SET count = r.count + 1
-               WHERE r.count + 1 + (SELECT weighted FROM prev) <= $6
-             RETURNING r.count, (SELECT weighted FROM prev)",
-        )
-        .bind(self.name)
-        .bind(key)
-        .bind(start)
-        .bind(window)
-        .bind(weight)
-        .bind(f64::from(limit))
-        .fetch_optional(&self.pool)
-        .await;
-        match counted {
-            Ok(Some((count, weighted))) => {
-                Self::status(limit, f64::from(count) + weighted, start, window, false)
-            }
-            Ok(None) => Self::status(limit, f64::from(limit), start, window, true),
+        let window = Self::window(window_ms);
+        self.sweep(window);
+        match self.counters.admit(self.name, key, window, limit).await {
+            Ok(Some(used)) => Self::status(limit, used, window, false),
+            Ok(None) => Self::status(limit, f64::from(limit), window, true),
             Err(e) => {
                 // Never fail open.
                 tracing::error!(error = %e, limit = self.name, "a shared rate-limit check failed");
-                Self::status(limit, f64::from(limit), start, window, true)
+                Self::status(limit, f64::from(limit), window, true)
             }
         }
     }
 
     /// The estimate for `key` now, without counting.
-    async fn used(&self, window_ms: u64, key: &[u8]) -> Result<(f64, i64, i64), sqlx::Error> {
-        let (start, window, weight) = Self::windows(window_ms);
-        let (current, previous): (Option<i32>, Option<i32>) = sqlx::query_as(
-            "SELECT
-               (SELECT count FROM rate_limits WHERE name = $1 AND key = $2 AND window_start = $3),
-               (SELECT count FROM rate_limits WHERE name = $1 AND key = $2
-                  AND window_start = $3 - $4)",
-        )
-        .bind(self.name)
-        .bind(key)
-        .bind(start)
-        .bind(window)
-        .fetch_one(&self.pool)
-        .await?;
-        let used =
-            f64::from(current.unwrap_or(0)) + (f64::from(previous.unwrap_or(0)) * weight).ceil();
-        Ok((used, start, window))
+    async fn used(&self, window_ms: u64, key: &[u8]) -> Result<(f64, Window), StoreError> {
+        let window = Self::window(window_ms);
+        let used = self.counters.estimate(self.name, key, window).await?;
+        Ok((used, window))
     }
 }
 
 impl<K: Hash + Eq + Clone + LimitKey> RateLimiter<K> {
-    /// Keeps this limit's counters in PostgreSQL, under `name`, shared with every instance.
-    pub fn shared(mut self, pool: sqlx::PgPool, name: &'static str) -> Self {
+    /// Keeps this limit's counters in `counters`, under `name`, shared with every instance.
+    pub fn shared(mut self, counters: Arc<dyn SharedCounters>, name: &'static str) -> Self {
         self.shared = Some(Shared {
-            pool,
+            counters,
             name,
-            swept: std::sync::Arc::default(),
+            swept: Arc::default(),
         });
         self
     }
@@ -443,8 +418,8 @@ impl<K: Hash + Eq + Clone + LimitKey> RateLimiter<K> {
         match &self.shared {
             None => self.peek_local(key),
             Some(shared) => match shared.used(self.window_ms, &key.limit_key()).await {
-                Ok((used, start, window)) => Shared::status(self.limit, used, start, window, false),
-                Err(_) => Shared::status(self.limit, f64::from(self.limit), 0, 0, false),
+                Ok((used, window)) => Shared::status(self.limit, used, window, false),
+                Err(_) => Shared::status(self.limit, f64::from(self.limit), NO_WINDOW, false),
             },
         }
     }
@@ -455,15 +430,18 @@ impl<K: Hash + Eq + Clone + LimitKey> RateLimiter<K> {
         match &self.shared {
             None => self.blocked_local(key),
             Some(shared) => match shared.used(self.window_ms, &key.limit_key()).await {
-                Ok((used, start, window)) => (used >= f64::from(self.limit))
-                    .then(|| Shared::status(self.limit, used, start, window, true)),
+                Ok((used, window)) => (used >= f64::from(self.limit))
+                    .then(|| Shared::status(self.limit, used, window, true)),
                 Err(e) => {
                     tracing::error!(error = %e, "a shared rate-limit check failed");
+                    let window = Window {
+                        length: 1000,
+                        ..NO_WINDOW
+                    };
                     Some(Shared::status(
                         self.limit,
                         f64::from(self.limit),
-                        0,
-                        1000,
+                        window,
                         true,
                     ))
                 }

@@ -105,6 +105,30 @@ impl AnyStore {
         }
     }
 
+    /// The rate-limit counters every instance shares, on a backend that has them.
+    pub fn shared_counters(&self) -> Option<std::sync::Arc<dyn super::shared::SharedCounters>> {
+        match self {
+            Self::Sled(_) => None,
+            Self::Postgres(s) => Some(std::sync::Arc::new(s.clone())),
+        }
+    }
+
+    /// The feed of changes made by other instances, on a backend that announces them.
+    pub fn change_feed(&self) -> Option<std::sync::Arc<dyn super::shared::ChangeFeed>> {
+        match self {
+            Self::Sled(_) => None,
+            Self::Postgres(s) => Some(std::sync::Arc::new(s.clone())),
+        }
+    }
+
+    /// Room for release files in the store itself, on a backend that has it.
+    pub fn blobs(&self) -> Option<std::sync::Arc<dyn super::shared::Blobs>> {
+        match self {
+            Self::Sled(_) => None,
+            Self::Postgres(s) => Some(std::sync::Arc::new(s.clone())),
+        }
+    }
+
     /// The PostgreSQL store, when this is one.
     pub fn postgres(&self) -> Option<&PgStore> {
         match self {

@@ -3,6 +3,8 @@
 //! - [`sled`]: the embedded default, in the data directory; one process.
 //! - [`postgres`]: PostgreSQL, for several instances on one database.
 //! - [`AnyStore`]: the one the server runs on, chosen at start-up.
+//! - [`shared`]: what a backend offers to several instances (shared rate-limit counters, the
+//!   feed of other instances' changes).
 //!
 //! Both split their code by aggregate (teams and API keys, licenses and devices with the client
 //! API's atomic unit, customers, products and releases, the rest) and pass core's store suite.
@@ -10,6 +12,7 @@
 mod any;
 pub mod postgres;
 mod refresh;
+pub mod shared;
 pub mod sled;
 
 use std::net::IpAddr;

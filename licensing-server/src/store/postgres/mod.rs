@@ -16,12 +16,14 @@
 
 mod activity;
 mod audit;
+mod blobs;
 mod catalog;
 mod customers;
 mod licenses;
 mod migrate;
 mod misc;
 mod refresh;
+mod shared;
 mod staff;
 mod teams;
 mod webhooks;
