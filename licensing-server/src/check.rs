@@ -37,16 +37,9 @@ pub async fn check(
     data_dir: &std::path::Path,
 ) -> Result<Report, ArchiveError> {
     let mut report = Report::default();
-    match store {
-        AnyStore::Sled(sled) => {
-            let found = sled.check()?;
-            report.checked = found.checked;
-            report.problems = found.problems;
-        }
-        AnyStore::Postgres(pg) => {
-            report.problems.extend(pg.check_record_counts().await?);
-        }
-    }
+    let found = store.check_integrity().await?;
+    report.checked = found.checked;
+    report.problems = found.problems;
     let (mut sealed, mut clear) = (0u64, 0u64);
     for team in store.list_teams().await? {
         *report.checked.entry("teams").or_default() += 1;

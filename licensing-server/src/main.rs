@@ -617,15 +617,12 @@ async fn master_key_rotate(
     let store = open_for_command(data_dir, database_url).await?;
     let teams = old.rotate(&store, &new).await.map_err(anyhow::Error::msg)?;
     store.flush().await?;
-    match store {
-        AnyStore::Sled(_) => {
-            drop(store);
-            compact_store(data_dir)?;
-            licensing_server::server::remove_migration_copies(data_dir)?;
-        }
-        // The rows were rewritten in place: their versions under the old key stay in the
-        // tables' files until the tables are rewritten.
-        AnyStore::Postgres(pg) => pg.rewrite_secret_tables().await?,
+    // The rows were rewritten in place: their versions under the old key stay in the store's
+    // files until it rewrites them, in place or, for the embedded store, once closed.
+    if !store.rewrite_secrets_in_place().await? {
+        drop(store);
+        compact_store(data_dir)?;
+        licensing_server::server::remove_migration_copies(data_dir)?;
     }
     println!(
         "Re-sealed the private keys of {teams} team(s) from master key {} under {}; nothing sealed under the old key is left in the store. Start the server with the new key.",

@@ -197,17 +197,17 @@ impl Server {
         let keyring =
             Keyring::load(config.master_key_file.as_deref()).map_err(ServerError::Config)?;
         let sealed = keyring.prepare(&store).await.map_err(ServerError::Config)?;
+        // The rows were rewritten in place: their earlier versions, in the clear, stay in the
+        // tables' files until the tables are rewritten.
         if sealed > 0
-            && let AnyStore::Postgres(pg) = &store
-        {
-            // The rows were rewritten in place: their earlier versions, in the clear, stay in
-            // the tables' files until the tables are rewritten.
-            pg.rewrite_secret_tables()
+            && store
+                .rewrite_secrets_in_place()
                 .await
                 .map_err(|e| ServerError::Store {
                     dir: config.data_dir.clone(),
                     cause: e.to_string(),
-                })?;
+                })?
+        {
             tracing::info!(
                 records = sealed,
                 "sealed the teams' private keys and secrets under the master key, and rewrote their tables; older WAL segments and earlier dumps of the database still hold them in the clear"

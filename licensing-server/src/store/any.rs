@@ -129,6 +129,29 @@ impl AnyStore {
         }
     }
 
+    /// Checks what the backend's own structures must agree on (the embedded store: every index
+    /// against its records; PostgreSQL, which keeps its own indexes and constraints: each
+    /// license's record counts): the records read and every problem found.
+    pub async fn check_integrity(&self) -> StoreResult<super::sled::Findings> {
+        match self {
+            Self::Sled(s) => s.check(),
+            Self::Postgres(s) => Ok(super::sled::Findings {
+                checked: Default::default(),
+                problems: s.check_record_counts().await?,
+            }),
+        }
+    }
+
+    /// After keys and secrets were sealed or re-sealed in place, rewrites the tables that held
+    /// them so that no earlier version stays in their files; `false` when the backend cannot
+    /// while open (the embedded store is compacted once closed instead).
+    pub async fn rewrite_secrets_in_place(&self) -> StoreResult<bool> {
+        match self {
+            Self::Sled(_) => Ok(false),
+            Self::Postgres(s) => s.rewrite_secret_tables().await.map(|()| true),
+        }
+    }
+
     /// The PostgreSQL store, when this is one.
     pub fn postgres(&self) -> Option<&PgStore> {
         match self {
