@@ -51,12 +51,9 @@ const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60)
 pub(crate) async fn run_purger<S: StaffStore>(
     store: S,
     settings: DashboardSettings,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        if *stop.borrow() {
-            return;
-        }
+    let purge = || async {
         let now = licensing_core::Timestamp::now();
         let minutes = |m: u32| {
             licensing_core::Timestamp::from_millis(now.as_millis() - i64::from(m) * 60_000)
@@ -71,11 +68,8 @@ pub(crate) async fn run_purger<S: StaffStore>(
             Ok(n) => tracing::info!(deleted = n, "timed-out dashboard sessions deleted"),
             Err(e) => tracing::error!(error = %e, "deleting timed-out dashboard sessions failed"),
         }
-        tokio::select! {
-            _ = stop.changed() => {},
-            () = tokio::time::sleep(PURGE_EVERY) => {},
-        }
-    }
+    };
+    crate::services::periodic::every(PURGE_EVERY, stop, purge).await;
 }
 
 /// A signed-in staff member: the account and the session.

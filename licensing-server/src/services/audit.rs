@@ -186,12 +186,8 @@ pub fn tied_to(mut journal: Journal, products: &[ProductId]) -> Journal {
 
 /// Deletes entries older than `retention_days`, a batch at a time, at start and then hourly,
 /// until `stop`.
-pub async fn run_pruner<S: AuditStore>(
-    store: S,
-    retention_days: u32,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
+pub async fn run_pruner<S: AuditStore>(store: S, retention_days: u32, stop: watch::Receiver<bool>) {
+    let prune = || async {
         let before = Timestamp::from_millis(
             Timestamp::now().as_millis() - i64::from(retention_days) * 86_400_000,
         );
@@ -213,9 +209,6 @@ pub async fn run_pruner<S: AuditStore>(
                 }
             }
         }
-        tokio::select! {
-            _ = stop.changed() => {},
-            () = tokio::time::sleep(Duration::from_secs(3600)) => {},
-        }
-    }
+    };
+    super::periodic::every(Duration::from_secs(3600), stop.clone(), prune).await;
 }

@@ -237,26 +237,13 @@ impl ClientEventQueue {
     }
 
     /// Flushes every [`FLUSH_EVERY`] until `stop` turns true, then once more.
-    pub async fn run<S: WebhookStore>(
-        self,
-        store: S,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(FLUSH_EVERY) => {}
-                _ = stop.changed() => break,
-            }
-            if *stop.borrow() {
-                break;
-            }
+    pub async fn run<S: WebhookStore>(self, store: S, stop: tokio::sync::watch::Receiver<bool>) {
+        let flush = || async {
             if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "queueing client events failed; will retry");
+                tracing::error!(error = %e, "queueing client events failed");
             }
-        }
-        if let Err(e) = self.flush(&store).await {
-            tracing::error!(error = %e, "queueing client events at shutdown failed");
-        }
+        };
+        crate::services::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
     }
 }
 

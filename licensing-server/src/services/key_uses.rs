@@ -68,21 +68,12 @@ impl KeyUses {
     }
 
     /// Writes waiting uses every minute until `stop`, then once more.
-    pub async fn run<S: ApiKeyStore>(self, store: S, mut stop: tokio::sync::watch::Receiver<bool>) {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(WRITE_EVERY) => {}
-                _ = stop.changed() => break,
-            }
-            if *stop.borrow() {
-                break;
-            }
+    pub async fn run<S: ApiKeyStore>(self, store: S, stop: tokio::sync::watch::Receiver<bool>) {
+        let flush = || async {
             if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "writing API key uses failed; will retry");
+                tracing::error!(error = %e, "writing API key uses failed");
             }
-        }
-        if let Err(e) = self.flush(&store).await {
-            tracing::error!(error = %e, "writing API key uses at shutdown failed");
-        }
+        };
+        crate::services::periodic::every_then_once_more(WRITE_EVERY, stop, flush).await;
     }
 }

@@ -142,17 +142,8 @@ pub fn invitation_message(
 }
 
 /// Delivers due messages until `stop` turns true.
-pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, mut stop: watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        deliver_due(&store, &mailer).await;
-        tokio::select! {
-            _ = stop.changed() => {},
-            () = tokio::time::sleep(POLL) => {},
-        }
-    }
+pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, stop: watch::Receiver<bool>) {
+    super::periodic::every(POLL, stop, || deliver_due(&store, &mailer)).await;
 }
 
 async fn deliver_due<S: OutboxStore>(store: &S, mailer: &Mailer) {

@@ -9,6 +9,7 @@ pub mod geo;
 pub mod key_uses;
 pub mod keyring;
 pub mod mail;
+pub mod periodic;
 pub mod ratelimit;
 pub mod staff;
 pub mod stats;

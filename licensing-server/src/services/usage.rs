@@ -171,23 +171,14 @@ impl UsageRecorder {
     pub async fn run<S: StatsStore + BlacklistStore>(
         self,
         store: S,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(FLUSH_EVERY) => {}
-                _ = stop.changed() => break,
-            }
-            if *stop.borrow() {
-                break;
-            }
+        let flush = || async {
             if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "writing request statistics failed; will retry");
+                tracing::error!(error = %e, "writing request statistics failed");
             }
-        }
-        if let Err(e) = self.flush(&store).await {
-            tracing::error!(error = %e, "writing request statistics at shutdown failed");
-        }
+        };
+        crate::services::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
     }
 }
 
