@@ -18,6 +18,8 @@ pub(crate) struct Caller {
     pub(crate) expires_at: Option<Timestamp>,
     /// How a refusal names it ("this API key", "your role").
     pub(crate) name: &'static str,
+    /// The staff member, when one acts through the dashboard.
+    pub(crate) staff: Option<StaffUser>,
 }
 
 impl Caller {
@@ -30,6 +32,7 @@ impl Caller {
             product_ids: key.product_ids.clone(),
             expires_at: key.expires_at,
             name: "this API key",
+            staff: None,
         }
     }
 
@@ -42,6 +45,7 @@ impl Caller {
             product_ids: None,
             expires_at: None,
             name: "your role",
+            staff: Some(user.clone()),
         }
     }
 

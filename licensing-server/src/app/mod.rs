@@ -9,6 +9,7 @@
 //! they answer.
 
 pub(crate) mod access;
+pub(crate) mod accounts;
 mod caller;
 pub(crate) mod customers;
 pub(crate) mod devices;

@@ -2,47 +2,33 @@
 //! change a role, issue a new link, delete.
 
 use licensing_core::StaffId;
-use licensing_core::model::{Role, StaffUser};
-use licensing_core::store::{OutboxStore, StaffStore, TeamStore};
+use licensing_core::model::Role;
 use maud::html;
 
-use super::api::Failure;
+use super::api::{self, Failure};
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::accounts::{
+    ChangeRole, DeleteAccount, GetAccount, InviteAccount, Invited, ListAccounts, NewLink,
+    ResetTwoStep, set_password_link,
+};
 use crate::http::Response;
-use crate::services::audit::Acting;
-use crate::services::mail;
 use crate::services::staff::{self as service, CreatedStaff};
 
-/// Who acts: the staff member, from the client's address.
-fn acting(ctx: &Ctx, staff: &Staff) -> Acting {
-    Acting::staff(&staff.user, Some(ctx.client))
-}
-
-/// 403 unless the staff member manages accounts.
-fn must_manage(staff: &Staff) -> Result<(), Failure> {
-    if staff.user.role.manages(Role::Viewer) {
-        Ok(())
-    } else {
-        Err(Failure::new(
-            403,
-            "Only owners and admins manage the team's accounts.",
-        ))
-    }
-}
-
-/// The absolute set-password link, from the address the browser used.
-fn link(ctx: &Ctx, created: &CreatedStaff) -> String {
+/// The dashboard's address as the browser used it: `scheme://host`.
+fn base(ctx: &Ctx) -> String {
     let host = ctx
         .headers
         .get(warp::http::header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("127.0.0.1");
     let scheme = if ctx.secure { "https" } else { "http" };
-    format!(
-        "{scheme}://{host}/dashboard/set-password/{}/{}",
-        created.user.id, created.link_secret
-    )
+    format!("{scheme}://{host}")
+}
+
+/// The absolute set-password link, from the address the browser used.
+fn link(ctx: &Ctx, created: &CreatedStaff) -> String {
+    set_password_link(&base(ctx), created)
 }
 
 /// `GET /dashboard/users`, or after a change: `made` is a new link to show once.
@@ -54,8 +40,7 @@ pub(crate) async fn list(
     failure: Option<&Failure>,
 ) -> Response {
     let outcome = async {
-        must_manage(staff)?;
-        let users: Vec<StaffUser> = ctx.state.store.list_staff(staff.user.team_id).await?;
+        let users = api::perform(ctx, staff, ListAccounts).await?;
         let role = form.get("role").unwrap_or("viewer");
         let content = html! {
             h1 { "Users" }
@@ -161,67 +146,28 @@ pub(crate) async fn list(
 
 /// `POST /dashboard/users`.
 pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    if let Err(f) = must_manage(staff) {
-        return page::failure(ctx, Some(staff), &f);
-    }
     let role = match Role::parse(form.get("role").unwrap_or("")) {
-        Ok(role) if staff.user.role.manages(role) => role,
-        Ok(role) => {
-            let f = Failure::new(403, format!("Your role cannot create {role} accounts."));
-            return list(ctx, staff, form, None, Some(&f)).await;
-        }
+        Ok(role) => role,
         Err(e) => {
             let mut f = Failure::new(400, "");
             f.fields.push(licensing_core::FieldError::new("role", e));
             return list(ctx, staff, form, None, Some(&f)).await;
         }
     };
-    match service::create_staff(
-        &ctx.state.store,
-        staff.user.team_id,
-        form.get("email").unwrap_or(""),
+    let invite = InviteAccount {
+        email: form.get("email").unwrap_or("").to_owned(),
         role,
-        ctx.now,
-        Some(&acting(ctx, staff)),
-    )
-    .await
-    {
-        Ok(made) => match (&ctx.state.mailer, form.get("sendEmail")) {
-            (Some(mailer), Some(_)) => {
-                let team = match ctx.state.store.get_team(staff.user.team_id).await {
-                    Ok(team) => team.map_or_else(|| "your team".to_owned(), |t| t.name),
-                    Err(e) => return page::failure(ctx, Some(staff), &e.into()),
-                };
-                let message = mail::invitation_message(
-                    staff.user.team_id,
-                    made.user.email.as_str(),
-                    &team,
-                    staff.user.email.as_str(),
-                    &link(ctx, &made),
-                    service::LINK_LIFETIME_HOURS,
-                    ctx.now,
-                );
-                match ctx
-                    .state
-                    .store
-                    .queue_messages(staff.user.team_id, &[message], mailer.daily_limit, ctx.now)
-                    .await
-                {
-                    Ok(()) => page::redirect("/dashboard/users?notice=user-invited"),
-                    // The account exists: show its link to pass on instead.
-                    Err(_) => list(ctx, staff, &Form::default(), Some(&made), None).await,
-                }
-            }
-            _ => list(ctx, staff, &Form::default(), Some(&made), None).await,
-        },
-        Err(e) => {
-            let f = Failure::from(e);
-            if f.status == 400 {
-                list(ctx, staff, form, None, Some(&f)).await
-            } else {
-                page::failure(ctx, Some(staff), &f)
-            }
+        mail_from: form.get("sendEmail").map(|_| base(ctx)),
+    };
+    match api::perform(ctx, staff, invite).await {
+        Ok(Invited { mailed: true, .. }) => page::redirect("/dashboard/users?notice=user-invited"),
+        Ok(Invited { made, .. }) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        // A role the caller may not give is shown with the form; not managing accounts at all
+        // is a page of its own.
+        Err(f) if f.status == 400 || (f.status == 403 && staff.user.role.manages(Role::Viewer)) => {
+            list(ctx, staff, form, None, Some(&f)).await
         }
+        Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }
 
@@ -232,19 +178,10 @@ fn user_id(text: &str) -> Result<StaffId, Failure> {
 /// `POST /dashboard/users/{id}/role`.
 pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
     let outcome = async {
-        must_manage(staff)?;
         let id = user_id(id)?;
         let role = Role::parse(form.get("role").unwrap_or(""))
             .map_err(|e| Failure::new(400, format!("The role {e}.")))?;
-        service::change_role(
-            &ctx.state.store,
-            &staff.user,
-            id,
-            role,
-            ctx.now,
-            &acting(ctx, staff),
-        )
-        .await?;
+        api::perform(ctx, staff, ChangeRole(id, role)).await?;
         Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-updated"))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -254,16 +191,8 @@ pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form)
 /// their recovery codes.
 pub(crate) async fn reset_two_step(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        must_manage(staff)?;
         let id = user_id(id)?;
-        service::reset_two_step(
-            &ctx.state.store,
-            &staff.user,
-            id,
-            ctx.now,
-            &acting(ctx, staff),
-        )
-        .await?;
+        api::perform(ctx, staff, ResetTwoStep(id)).await?;
         Ok::<_, Failure>(page::redirect("/dashboard/users?notice=two-step-reset"))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -272,18 +201,8 @@ pub(crate) async fn reset_two_step(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 /// `POST /dashboard/users/{id}/link`.
 pub(crate) async fn new_link(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        must_manage(staff)?;
         let id = user_id(id)?;
-        Ok::<_, Failure>(
-            service::new_link_for(
-                &ctx.state.store,
-                &staff.user,
-                id,
-                ctx.now,
-                &acting(ctx, staff),
-            )
-            .await?,
-        )
+        api::perform(ctx, staff, NewLink(id)).await
     };
     match outcome.await {
         Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
@@ -294,15 +213,8 @@ pub(crate) async fn new_link(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
 /// `GET /dashboard/users/{id}/delete`: the confirmation.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        must_manage(staff)?;
         let id = user_id(id)?;
-        let user = ctx
-            .state
-            .store
-            .get_staff(id)
-            .await?
-            .filter(|u| u.team_id == staff.user.team_id)
-            .ok_or_else(|| Failure::new(404, "There is no such account."))?;
+        let user = api::perform(ctx, staff, GetAccount(id)).await?;
         Ok::<_, Failure>(page::confirm(
             ctx,
             staff,
@@ -322,16 +234,8 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 /// `POST /dashboard/users/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let outcome = async {
-        must_manage(staff)?;
         let id = user_id(id)?;
-        service::delete_account(
-            &ctx.state.store,
-            &staff.user,
-            id,
-            ctx.now,
-            &acting(ctx, staff),
-        )
-        .await?;
+        api::perform(ctx, staff, DeleteAccount(id)).await?;
         Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-deleted"))
     };
     page::or_failure(ctx, staff, outcome.await)
