@@ -263,32 +263,44 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Ctrl-C or SIGTERM, listened for from the moment this is called: a signal that arrives while
+/// the server is still starting (opening and compacting the store, creating the first team) is
+/// kept, and stops it gracefully as soon as it serves, instead of ending the process at once.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        [
+            ("Ctrl-C", signal(SignalKind::interrupt())),
+            ("SIGTERM", signal(SignalKind::terminate())),
+        ]
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let [interrupt, terminate] = signals.map(|(name, listening)| async move {
+                match listening {
+                    Ok(mut signal) => {
+                        signal.recv().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot listen for {name}");
+                        std::future::pending::<()>().await;
+                    }
+                }
+            });
+            tokio::select! {
+                () = interrupt => {},
+                () = terminate => {},
+            }
+        }
+        #[cfg(not(unix))]
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!(error = %e, "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+        tracing::info!("shutting down: finishing requests in flight");
     }
-    tracing::info!("shutting down: finishing requests in flight");
 }
 
 /// What a first start tells its operator: the new team's id, API key and public keys, with
@@ -352,6 +364,7 @@ fn announce_first_team(
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     init_logging(config.log_format);
+    let shutdown = shutdown_signal();
     let data_dir = config.data_dir.clone();
     let owner_email = config.owner_email.clone();
     let dashboard = config.dashboard;
@@ -400,7 +413,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     };
     tracing::info!(%addr, store = server.store().backend_name(), "licensing-server listening");
     println!("Listening on {base} ({data})");
-    server.run(shutdown_signal()).await?;
+    server.run(shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }
