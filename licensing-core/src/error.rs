@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::ResultCode;
+use crate::code::ResultCode;
 
 /// One problem with one input field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -69,6 +69,7 @@
 //! ```
 
 pub mod api;
+pub mod code;
 pub mod crypto;
 pub mod error;
 pub mod expiry;
@@ -84,6 +85,7 @@ pub mod time;
 pub mod validate;
 pub mod verify;
 
+pub use code::ResultCode;
 pub use error::{ApiError, FieldError, RateWindow, ValidationErrors};
 pub use ids::*;
 pub use key::LicenseKey;

@@ -48,6 +48,7 @@ pub mod store;
 #[doc(hidden)]
 pub mod testing;
 
+pub use app::operator;
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
 pub use server::{

@@ -13,9 +13,13 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use licensing_core::ResultCode;
 use licensing_core::crypto::MasterKey;
 use licensing_core::model::{Role, TeamCreated};
 use licensing_core::{TeamId, Timestamp};
+use licensing_server::operator::{
+    CreateStaff, CreateTeam, CreateTeamKey, FirstStart, NewPasswordLink, Operator,
+};
 use licensing_server::services::keyring::Keyring;
 use licensing_server::store::AnyStore;
 use licensing_server::{
@@ -372,32 +376,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = server.local_addr();
     let base = format!("http://{addr}");
     // Instances starting together on an empty database create one team, not one each.
-    let keyring = server.keyring();
-    let created = server
-        .store()
-        .first_start(async |store| -> anyhow::Result<_> {
-            if !store.is_empty().await? {
-                return Ok(None);
-            }
-            let now = Timestamp::now();
-            let acting = services::audit::Acting::command_line();
-            let team =
-                services::teams::create_team_with(store, keyring, "Default team", now, &acting)
-                    .await
-                    .context("creating the first team")?;
-            let owner = services::staff::create_staff(
-                store,
-                team.team_id,
-                &owner_email,
-                Role::Owner,
-                now,
-                Some(&acting),
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("creating the owner account: {}", describe(&e)))?;
-            Ok(Some((team, owner)))
-        })
-        .await?;
+    let created = Operator::command_line(server.store(), server.keyring())
+        .perform(FirstStart { owner_email })
+        .await
+        .map_err(|e| anyhow::anyhow!("creating the first team: {}", describe(&e)))?;
     if let Some((team, owner)) = created {
         let owner = dashboard.then(|| {
             (
@@ -447,14 +429,12 @@ async fn team_create(
     let keyring = Keyring::load(master_key_file).map_err(anyhow::Error::msg)?;
     let store = open_for_command(data_dir, database_url).await?;
     keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;
-    let team = services::teams::create_team_with(
-        &store,
-        &keyring,
-        name,
-        Timestamp::now(),
-        &services::audit::Acting::command_line(),
-    )
-    .await?;
+    let team = Operator::command_line(&store, &keyring)
+        .perform(CreateTeam {
+            name: name.to_owned(),
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
     println!("{}", serde_json::to_string(&team)?);
     Ok(())
 }
@@ -467,23 +447,17 @@ async fn user_create(
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
-    let now = Timestamp::now();
-    if licensing_core::store::TeamStore::get_team(&opened, team)
-        .await?
-        .is_none()
-    {
-        anyhow::bail!("there is no team {team}");
-    }
-    let created = services::staff::create_staff(
-        &opened,
-        team,
-        email,
-        role,
-        now,
-        Some(&services::audit::Acting::command_line()),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
+    let created = Operator::command_line(&opened, &Keyring::plain())
+        .perform(CreateStaff {
+            team,
+            email: email.to_owned(),
+            role,
+        })
+        .await
+        .map_err(|e| match e.code() {
+            ResultCode::TeamNotFound => anyhow::anyhow!("there is no team {team}"),
+            _ => anyhow::anyhow!("{}", describe(&e)),
+        })?;
     println!(
         "Created {} ({}). Its set-password link works once, for {} hours:\n{}",
         created.user.email.as_str(),
@@ -501,16 +475,13 @@ async fn user_link(
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
     let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
-    let user = services::staff::account_named(&opened, email, team)
+    let issued = Operator::command_line(&opened, &Keyring::plain())
+        .perform(NewPasswordLink {
+            email: email.to_owned(),
+            team,
+        })
         .await
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let issued = services::staff::issue_link(
-        &opened,
-        user,
-        Timestamp::now(),
-        &services::audit::Acting::command_line(),
-    )
-    .await?;
+        .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
     println!(
         "A new set-password link for {}, valid once for {} hours:\n{}",
         issued.user.email.as_str(),
@@ -520,11 +491,15 @@ async fn user_link(
     Ok(())
 }
 
-/// An API error as one line: the details, then each field's problem.
+/// An API error as one line: the details, then each field's problem, then the cause it kept
+/// (an operator reads this, not a client).
 fn describe(e: &licensing_core::ApiError) -> String {
     let mut text = e.details().to_owned();
     for f in e.field_errors() {
         text.push_str(&format!("; {}: {}", f.field, f.message));
+    }
+    if let Some(cause) = e.cause() {
+        text.push_str(&format!(" ({cause})"));
     }
     text
 }
@@ -535,16 +510,10 @@ async fn api_key_create(team: TeamId, name: &str, store: &StoreArgs) -> anyhow::
     let input = licensing_core::api::requests::ApiKeyBody::named(name);
     let input = licensing_core::api::requests::ApiKeyBody::parse(&serde_json::to_vec(&input)?, now)
         .map_err(|e| anyhow::anyhow!("{}", e.details()))?;
-    let created = services::teams::create_api_key(
-        &opened,
-        team,
-        input,
-        licensing_core::UserId::ADMIN,
-        &services::audit::Acting::command_line(),
-        now,
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("{}", e.details()))?;
+    let created = Operator::command_line(&opened, &Keyring::plain())
+        .perform(CreateTeamKey { team, input })
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
     println!("{}", serde_json::to_string(&created)?);
     Ok(())
 }

@@ -1,9 +1,8 @@
 //! The wire format: result codes, the envelope, request bodies and response views.
-mod code;
 mod envelope;
 pub mod requests;
 mod views;
 
-pub use code::ResultCode;
+pub use crate::code::ResultCode;
 pub use envelope::{Envelope, ErrorData, ResultMeta};
 pub use views::*;

@@ -250,7 +250,7 @@ pub fn check_usage_owner(
 
 /// The refusal of a request whose new record would pass the cap when no record may be dropped.
 pub fn cap_reached(kind: crate::verify::RecordKind, max_records: u32) -> crate::verify::Denial {
-    use crate::api::ResultCode;
+    use crate::code::ResultCode;
     let (code, what) = match kind {
         crate::verify::RecordKind::Hwid => (ResultCode::HwidLimitReached, "hardware identifiers"),
         crate::verify::RecordKind::Ip => (ResultCode::IpLimitReached, "IP addresses"),

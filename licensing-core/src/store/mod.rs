@@ -23,11 +23,11 @@ use std::net::IpAddr;
 pub use filter::*;
 pub use memory::MemoryStore;
 
-use crate::api::ResultCode;
 use crate::api::requests::{
     AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
     ReleaseListQuery,
 };
+use crate::code::ResultCode;
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::api::ResultCode;
+use crate::code::ResultCode;
 use crate::expiry::Expiration;
 use crate::model::{
     BlacklistEntry, BlacklistType, Branch, Hwid, IpRecord, License, Release, ReleaseStatus,

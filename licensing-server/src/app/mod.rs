@@ -14,6 +14,7 @@ mod caller;
 pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod licenses;
+pub mod operator;
 pub(crate) mod products;
 pub(crate) mod releases;
 pub(crate) mod team;

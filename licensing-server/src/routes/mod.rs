@@ -5,6 +5,7 @@ mod admin;
 mod client;
 pub(crate) mod dev;
 mod docs;
+mod table;
 
 pub(crate) use dev::operations as dev_operations;
 

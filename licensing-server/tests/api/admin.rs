@@ -241,3 +241,43 @@ async fn admin_backup_streams_the_whole_archive() {
         .await;
     assert_eq!(theirs.ok()["entries"].as_array().unwrap().len(), 1);
 }
+
+/// The admin API's table answers like the developer API's: an unknown path 404 and a known path
+/// with another method 405 (before the token), then the token (401), then a query where the
+/// route takes none and a bad team id (400, naming what to fix).
+#[tokio::test]
+async fn admin_routes_refuse_in_order() {
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let admin = |path: &str| format!("{}/api/v1/admin/{path}", s.base);
+    s.send(Method::GET, &admin("teams/nowhere"), None, None)
+        .await
+        .err(404, "BAD_REQUEST");
+    s.send(Method::DELETE, &admin("teams"), None, None)
+        .await
+        .err(405, "BAD_REQUEST");
+    s.send(
+        Method::PUT,
+        &admin("teams/not-a-team/features"),
+        None,
+        Some("{}"),
+    )
+    .await
+    .err(401, "UNAUTHORIZED");
+    let bad_id = s
+        .send(
+            Method::PUT,
+            &admin("teams/not-a-team/features"),
+            Some(TOKEN),
+            Some(r#"{"classloader":true}"#),
+        )
+        .await;
+    assert!(
+        bad_id.body.to_string().contains("teamId"),
+        "{:?}",
+        bad_id.body
+    );
+    bad_id.err(400, "BAD_REQUEST");
+    s.send(Method::GET, &admin("teams?page=2"), Some(TOKEN), None)
+        .await
+        .err(400, "BAD_REQUEST");
+}

@@ -26,12 +26,9 @@ mod webhooks;
 
 use std::future::Future;
 use std::net::IpAddr;
-use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use licensing_core::api::requests::{MAX_JSON_BODY, parse_no_query};
+use licensing_core::api::requests::parse_no_query;
 use licensing_core::model::{ApiKeyRecord, Scope};
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
@@ -39,123 +36,23 @@ use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, HeaderValue, Method};
 
 use crate::app;
-use crate::http::{
-    Body, Handled, Response, auth, boxed_body, path_param, raw_query, read_body, respond,
-    with_state,
-};
-use crate::state::{AppState, Principal};
+use crate::http::{Body, Response, auth, boxed_body, path_param, raw_query, respond, with_state};
+use crate::routes::table::find;
+pub(crate) use crate::routes::table::{Input, PathIds, Query};
 
-/// What an endpoint reads a request from besides its ids: the query string, the headers and the
-/// body.
-pub(crate) struct Input {
-    /// The raw query string (empty without one).
-    pub(crate) query: String,
-    /// The request headers.
-    pub(crate) headers: HeaderMap,
-    /// The body, not yet read.
-    pub(crate) body: Body,
-}
-
-impl Input {
-    /// The whole JSON body (at most 1 MiB, else 413).
-    pub(crate) async fn json(self) -> Result<Bytes, ApiError> {
-        read_body(self.body, MAX_JSON_BODY).await
-    }
-}
-
-/// An authenticated developer request: the operations' context.
-pub(crate) use crate::app::{Caller, Cx as Dev};
-
-/// The ids of a path, parsed in order; each names itself in its 400.
-pub(crate) trait PathIds: Sized + Send + 'static {
-    /// Parses `(name, text)` pairs, in path order.
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError>;
-}
-
-impl PathIds for () {
-    fn parse(_: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok(())
-    }
-}
-
-fn nth<T: FromStr>(values: &[(&'static str, &str)], i: usize) -> Result<T, ApiError>
-where
-    T::Err: std::fmt::Display,
-{
-    let (name, text) = values.get(i).ok_or_else(ApiError::internal)?;
-    path_param(name, text)
-}
-
-impl<A> PathIds for (A,)
-where
-    A: FromStr + Send + 'static,
-    A::Err: std::fmt::Display,
-{
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok((nth(values, 0)?,))
-    }
-}
-
-impl<A, B> PathIds for (A, B)
-where
-    A: FromStr + Send + 'static,
-    A::Err: std::fmt::Display,
-    B: FromStr + Send + 'static,
-    B::Err: std::fmt::Display,
-{
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok((nth(values, 0)?, nth(values, 1)?))
-    }
-}
-
-type Reply = Pin<Box<dyn Future<Output = Handled> + Send>>;
-/// A route with its ids parsed, waiting for its context.
-type Bound = Box<dyn FnOnce(Dev, Input) -> Reply + Send>;
-/// Parses a path's ids and binds them to the route's operation.
-type Binder = Box<dyn Fn(&[(&'static str, &str)]) -> Result<Bound, ApiError> + Send + Sync>;
-
-/// Whether an operation reads a query string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Query {
-    /// None: the gate refuses any parameter.
-    None,
-    /// The endpoint parses it.
-    Parsed,
-}
-
-/// One route of the developer API: a method and path, and the operation it performs.
-pub(crate) struct Route {
-    /// The method.
-    pub(crate) method: Method,
-    /// The path under `/api/v1/dev/teams/{teamId}/`, with `{name}` for ids.
-    pub(crate) path: &'static str,
-    /// The scope it needs; `None`: any key of the team.
-    pub(crate) scope: Option<Scope>,
-    query: Query,
-    bind: Binder,
-}
+/// A route of the developer API.
+pub(crate) type Route = crate::routes::table::Route<Dev>;
 
 impl Route {
     /// The route's full path template.
     pub(crate) fn template(&self) -> String {
         format!("/api/v1/dev/teams/{{teamId}}/{}", self.path)
     }
-
-    /// Matches `segments` (after the team id); the ids in order on success.
-    fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
-        let mut ids = Vec::new();
-        let mut template = self.path.split('/');
-        for segment in segments {
-            let part = template.next()?;
-            match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
-                Some(name) => ids.push((name, *segment)),
-                None if part == *segment => {}
-                None => return None,
-            }
-        }
-        template.next().is_none().then_some(ids)
-    }
 }
+
+/// An authenticated developer request: the operations' context.
+pub(crate) use crate::app::{Caller, Cx as Dev};
+use crate::state::{AppState, Principal};
 
 /// A typed operation as the developer API reaches it: the operation a request asks for (from
 /// its path's ids, query and body), and the answer to what it did.
@@ -178,22 +75,17 @@ pub(crate) trait Endpoint: crate::app::Operation + 'static {
 
 /// The table's entry of endpoint `E` at `method path`.
 fn route<E: Endpoint>(method: Method, path: &'static str) -> Route {
-    Route {
+    Route::new(
         method,
         path,
-        scope: E::SCOPE,
-        query: E::QUERY,
-        bind: Box::new(|values| {
-            let ids = E::Ids::parse(values)?;
-            Ok(Box::new(move |cx: Dev, input: Input| {
-                Box::pin(async move {
-                    let op = E::from_request(&cx, ids, input).await?;
-                    let output = cx.perform(op).await?;
-                    Ok(E::answer(output))
-                }) as Reply
-            }) as Bound)
-        }),
-    }
+        E::SCOPE,
+        E::QUERY,
+        |cx: Dev, ids: E::Ids, input: Input| async move {
+            let op = E::from_request(&cx, ids, input).await?;
+            let output = cx.perform(op).await?;
+            Ok(E::answer(output))
+        },
+    )
 }
 
 /// Every route of the developer API: method, path and the operation it performs.
@@ -329,7 +221,7 @@ async fn gate(
         Ok(team) => team,
         Err(e) => return crate::http::error(&e),
     };
-    let bound = match (operation.bind)(&ids) {
+    let bound = match operation.bind(&ids) {
         Ok(bound) => bound,
         Err(e) => return crate::http::error(&e),
     };
@@ -372,32 +264,6 @@ async fn gate(
         status.apply(response.headers_mut());
     }
     response
-}
-
-/// An operation with the ids of a path, by name, in path order.
-type Found<'t, 's> = (&'t Route, Vec<(&'static str, &'s str)>);
-
-/// The operation for `segments` (the path after the team id) and `method`, with its ids: 404
-/// for an unknown path, 405 for a known path with another method.
-fn find<'t, 's>(
-    table: &'t [Route],
-    segments: &[&'s str],
-    method: &Method,
-) -> Result<Found<'t, 's>, ApiError> {
-    let mut known_path = false;
-    for operation in table {
-        if let Some(ids) = operation.matches(segments) {
-            known_path = true;
-            if operation.method == *method {
-                return Ok((operation, ids));
-            }
-        }
-    }
-    Err(if known_path {
-        ApiError::method_not_allowed()
-    } else {
-        ApiError::route_not_found()
-    })
 }
 
 /// 403 for a key without the operation's scope, naming it in the details and, as RFC 6750
