@@ -403,7 +403,7 @@ impl Server {
             ))
         });
         let sessions = self.state.dashboard.map(|settings| {
-            tokio::spawn(crate::dashboard::run_purger(
+            tokio::spawn(crate::services::session_purger::run_purger(
                 store.clone(),
                 settings,
                 stop.clone(),

@@ -17,6 +17,7 @@ pub(crate) mod licenses;
 pub mod operator;
 pub(crate) mod products;
 pub(crate) mod releases;
+pub(crate) mod sessions;
 pub(crate) mod team;
 pub(crate) mod webhooks;
 

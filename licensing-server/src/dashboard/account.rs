@@ -18,21 +18,20 @@
 //! Sign-ins, sign-outs and failed sign-ins (of an address that has an account) are in the
 //! audit log of the account's team.
 
-use licensing_core::model::{Action, FieldChange, StaffUser};
-use licensing_core::store::{AuditStore, Journal, StaffStore, TeamStore};
+use licensing_core::model::StaffUser;
 use licensing_core::{StaffId, TeamId};
 use maud::{Markup, html};
 use warp::http::header;
 
-use super::api::Failure;
+use super::api::{self, Failure};
 use super::page::{self, Form, Nav};
 use super::session;
 use super::{Ctx, Staff};
+use crate::app::sessions::{OwnTeamName, SignOut, TurnOffTwoStep, TurnOnTwoStep};
 use crate::http::Body;
 use crate::http::Response;
-use crate::services::audit::Acting;
 use crate::services::ratelimit::{RateStatus, ip_key};
-use crate::services::staff::{self as staff_service, LinkRefused};
+use crate::services::staff::{LinkRefused, check_sign_in};
 use crate::services::two_step;
 
 /// `GET /dashboard/sign-in`.
@@ -218,28 +217,6 @@ impl Guesser {
     }
 }
 
-/// Records a failed sign-in in the log of each team where the address has an account (an
-/// address without one is logged by the server only: there is no team to tell).
-async fn audit_failure(ctx: &Ctx, accounts: &[StaffUser], why: &str) {
-    if accounts.is_empty() {
-        tracing::info!(client = %ctx.client, "failed dashboard sign-in for an unknown address");
-        return;
-    }
-    let mut journal = Journal::NONE;
-    for user in accounts {
-        journal = journal.and(Acting::staff(user, Some(ctx.client)).journal(
-            user.team_id,
-            ctx.now,
-            Action::StaffSignInFailed,
-            user.id,
-            vec![FieldChange::of("reason", None, Some(why.into()))],
-        ));
-    }
-    if let Err(e) = ctx.state.store.record_journal(&journal).await {
-        tracing::error!(error = %e, "recording a failed sign-in in the audit log failed");
-    }
-}
-
 /// "N seconds" or "N minutes" or "N hours", rounded up.
 fn wait_text(seconds: u64) -> String {
     match seconds {
@@ -281,7 +258,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         },
         None => None,
     };
-    let accounts = match staff_service::accounts_of(&ctx.state.store, email).await {
+    let accounts = match ctx.visitor().accounts_of(email).await {
         Ok(accounts) => accounts,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
@@ -297,7 +274,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         status.apply(response.headers_mut());
         return response;
     }
-    let matching = match staff_service::check_sign_in(&accounts, password).await {
+    let matching = match check_sign_in(&accounts, password).await {
         Ok(matching) => matching,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
@@ -307,7 +284,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         .collect();
     if matching.is_empty() {
         guesser.failed(ctx).await;
-        audit_failure(ctx, &accounts, "password").await;
+        ctx.visitor().record_failure(&accounts, "password").await;
         return again(
             401,
             "That e-mail address and password do not match an account.",
@@ -315,15 +292,10 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     }
     if matching.len() > 1 {
         // The password opens an account in several teams: the person says which.
-        let mut teams = Vec::new();
-        for user in &matching {
-            let name = match ctx.state.store.get_team(user.team_id).await {
-                Ok(Some(t)) => t.name,
-                Ok(None) => continue,
-                Err(e) => return page::failure(ctx, None, &e.into()),
-            };
-            teams.push((user.team_id, name));
-        }
+        let teams = match ctx.visitor().teams_of(&matching).await {
+            Ok(teams) => teams,
+            Err(e) => return page::failure(ctx, None, &e.into()),
+        };
         return SignInForm {
             status: 200,
             notice: Some("Your address has an account in several teams. Choose one, and type your password again."),
@@ -340,21 +312,13 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         if code.is_empty() {
             return again(401, CODE_NEEDED);
         }
-        let acting = Acting::staff(&user, Some(ctx.client));
-        match two_step::sign_in(
-            &ctx.state.store,
-            &ctx.state.keyring,
-            &user,
-            code,
-            ctx.now,
-            &acting,
-        )
-        .await
-        {
+        match ctx.visitor().second_step(&user, code).await {
             Ok(Some(user)) => (user, "password and second step"),
             Ok(None) => {
                 guesser.failed(ctx).await;
-                audit_failure(ctx, std::slice::from_ref(&user), "second step").await;
+                ctx.visitor()
+                    .record_failure(std::slice::from_ref(&user), "second step")
+                    .await;
                 return again(
                     401,
                     "That code is not right, or was used already. Type your password and the code your app shows now, or an unused recovery code.",
@@ -441,7 +405,7 @@ pub(crate) async fn set_password_page(ctx: &Ctx, id: &str, secret: &str) -> Resp
     let Ok(id) = id.parse::<StaffId>() else {
         return link_refused();
     };
-    match staff_service::link_user(&ctx.state.store, id, secret, ctx.now).await {
+    match ctx.visitor().link_user(id, secret).await {
         Ok(Some(user)) => set_password_form(ctx, user.email.as_str(), 200, None),
         Ok(None) => link_refused(),
         Err(e) => page::failure(ctx, None, &e.into()),
@@ -458,7 +422,7 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
         Ok(form) => form,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
-    let user = match staff_service::link_user(&ctx.state.store, id, secret, ctx.now).await {
+    let user = match ctx.visitor().link_user(id, secret).await {
         Ok(Some(user)) => user,
         Ok(None) => return link_refused(),
         Err(e) => return page::failure(ctx, None, &e.into()),
@@ -472,16 +436,7 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
             Some("The two passwords differ. Type the same password twice."),
         );
     }
-    match staff_service::set_password(
-        &ctx.state.store,
-        id,
-        secret,
-        password,
-        ctx.now,
-        Some(ctx.client),
-    )
-    .await
-    {
+    match ctx.visitor().set_password(id, secret, password).await {
         // A link replaces a password, not the second step: the account signs in with both.
         Ok(Ok(user)) if user.two_step.is_some() => {
             page::redirect("/dashboard/sign-in?notice=password-set")
@@ -508,30 +463,12 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
 
 /// `POST /dashboard/sign-out` and `/dashboard/sign-out-everywhere`.
 pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Response {
-    let store = &ctx.state.store;
-    let journal = Acting::staff(&staff.user, Some(ctx.client)).journal(
-        staff.user.team_id,
-        ctx.now,
-        Action::StaffSignedOut,
-        staff.user.id,
-        vec![FieldChange::of(
-            "sessions",
-            None,
-            Some(if everywhere { "every one" } else { "this one" }.into()),
-        )],
-    );
-    let ended = if everywhere {
-        match store.delete_sessions_of(staff.user.id).await {
-            Ok(_) => store.record_journal(&journal).await,
-            Err(e) => Err(e),
-        }
-    } else {
-        store
-            .delete_session(&staff.session.id_sha256, &journal)
-            .await
+    let signing_out = SignOut {
+        session: staff.session.id_sha256.clone(),
+        everywhere,
     };
-    if let Err(e) = ended {
-        return page::failure(ctx, Some(staff), &Failure::from(e));
+    if let Err(e) = api::perform(ctx, staff, signing_out).await {
+        return page::failure(ctx, Some(staff), &e);
     }
     let notice = if everywhere {
         "signed-out-everywhere"
@@ -549,9 +486,9 @@ pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Resp
 pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
     let settings = ctx.settings();
     let started = page::when(staff.session.created_at);
-    let team = match ctx.state.store.get_team(staff.user.team_id).await {
-        Ok(team) => team.map(|t| t.name).unwrap_or_default(),
-        Err(e) => return page::failure(ctx, Some(staff), &Failure::from(e)),
+    let team = match api::perform(ctx, staff, OwnTeamName).await {
+        Ok(team) => team.unwrap_or_default(),
+        Err(e) => return page::failure(ctx, Some(staff), &e),
     };
     let content: Markup = html! {
         h1 { "Your account" }
@@ -598,8 +535,8 @@ pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
 
 /// The name an authenticator app shows the account under: the team's name.
 async fn issuer(ctx: &Ctx, staff: &Staff) -> String {
-    match ctx.state.store.get_team(staff.user.team_id).await {
-        Ok(Some(team)) => format!("{} licensing", team.name),
+    match api::perform(ctx, staff, OwnTeamName).await {
+        Ok(Some(team)) => format!("{team} licensing"),
         _ => "Licensing".to_owned(),
     }
 }
@@ -670,19 +607,11 @@ pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     if two_step::setup_url(secret, "x", "x").is_none() || secret.len() < 32 {
         return setup_page(ctx, staff, &two_step::new_secret(), None).await;
     }
-    let acting = Acting::staff(&staff.user, Some(ctx.client));
-    let code = form.get("code").unwrap_or("");
-    match two_step::turn_on(
-        &ctx.state.store,
-        &ctx.state.keyring,
-        &staff.user,
-        secret,
-        code,
-        ctx.now,
-        &acting,
-    )
-    .await
-    {
+    let turning_on = TurnOnTwoStep {
+        secret: secret.to_owned(),
+        code: form.get("code").unwrap_or("").to_owned(),
+    };
+    match api::cx(ctx, staff).perform(turning_on).await {
         Ok(codes) => {
             let content = html! {
                 h1 { "Two-step sign-in is on" }
@@ -706,27 +635,22 @@ pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 
 /// `POST /dashboard/account/two-step/off`: with a good code, turns it off.
 pub(crate) async fn turn_off(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let Some(current) = &staff.user.two_step else {
+    if staff.user.two_step.is_none() {
         return page::redirect("/dashboard/account");
+    }
+    let turning_off = TurnOffTwoStep {
+        code: form.get("code").unwrap_or("").to_owned(),
     };
-    let code = form.get("code").unwrap_or("");
-    let secret = match two_step::open_secret(&ctx.state.keyring, &staff.user, current) {
-        Ok(secret) => secret,
-        Err(e) => return page::failure(ctx, Some(staff), &e.into()),
-    };
-    if two_step::spend(current, &secret, code, ctx.now).is_none() {
-        return page::failure(
+    match api::perform(ctx, staff, turning_off).await {
+        Ok(true) => page::redirect("/dashboard/account?notice=two-step-off"),
+        Ok(false) => page::failure(
             ctx,
             Some(staff),
             &Failure::new(
                 400,
                 "That code is not right, or was used already, so two-step sign-in stays on. Go back and type the code your app shows now, or an unused recovery code.",
             ),
-        );
-    }
-    let acting = Acting::staff(&staff.user, Some(ctx.client));
-    match two_step::turn_off(&ctx.state.store, &staff.user, ctx.now, &acting).await {
-        Ok(()) => page::redirect("/dashboard/account?notice=two-step-off"),
-        Err(e) => page::failure(ctx, Some(staff), &e.into()),
+        ),
+        Err(e) => page::failure(ctx, Some(staff), &e),
     }
 }

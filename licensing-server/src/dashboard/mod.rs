@@ -38,8 +38,8 @@ use warp::http::{HeaderMap, Method};
 use crate::http::{Body, Response, boxed_body, raw_query, with_state};
 use crate::state::AppState;
 
+pub(crate) use session::Staff;
 pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
-pub(crate) use session::{Staff, run_purger};
 
 use crate::state::DashboardSettings;
 
@@ -63,6 +63,11 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// The request's sender as someone at the dashboard's door.
+    pub(crate) fn visitor(&self) -> crate::app::sessions::Visitor<'_> {
+        crate::app::sessions::Visitor::new(&self.state, self.client, self.now)
+    }
+
     /// The dashboard settings (the dashboard is only routed when they exist).
     pub(crate) fn settings(&self) -> &DashboardSettings {
         self.state

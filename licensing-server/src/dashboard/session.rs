@@ -9,20 +9,21 @@
 //! A session ends after [`DashboardSettings::idle_minutes`](crate::state::DashboardSettings::idle_minutes) without a request, and in any case
 //! [`DashboardSettings::session_hours`](crate::state::DashboardSettings::session_hours) after signing in. Its `lastSeenAt` is written at most
 //! once a minute, so that browsing costs no write per page. A session that times out is deleted
-//! when it is next presented, and [`run_purger`] deletes the ones never presented again.
+//! when it is next presented, and the session purger (`services::session_purger`) deletes the ones never presented again.
 
 use std::net::IpAddr;
 
+use licensing_core::ApiError;
 use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{StaffSession, StaffUser};
-use licensing_core::store::{Journal, StaffStore, StoreError};
+use licensing_core::store::StoreError;
 use subtle::ConstantTimeEq as _;
 use warp::http::{HeaderMap, HeaderValue, header};
 
 use super::Ctx;
 use super::page::{self, Form};
+use crate::app::sessions::Lifetime;
 use crate::http::Response;
-use crate::state::DashboardSettings;
 
 /// The cookie's name over HTTPS.
 pub(crate) const SECURE_COOKIE: &str = "__Host-session";
@@ -43,34 +44,6 @@ const DEVICE_COOKIE_DAYS: i64 = 365;
 pub const DEFAULT_IDLE_MINUTES: u32 = 30;
 /// Default hours after signing in after which a session ends, however active.
 pub const DEFAULT_SESSION_HOURS: u32 = 12;
-
-/// How often timed-out sessions are deleted.
-const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
-/// Deletes timed-out sessions now and every [`PURGE_EVERY`], until `stop`.
-pub(crate) async fn run_purger<S: StaffStore>(
-    store: S,
-    settings: DashboardSettings,
-    stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let purge = || async {
-        let now = licensing_core::Timestamp::now();
-        let minutes = |m: u32| {
-            licensing_core::Timestamp::from_millis(now.as_millis() - i64::from(m) * 60_000)
-        };
-        let seen_before = minutes(settings.idle_minutes);
-        let created_before = minutes(settings.session_hours.saturating_mul(60));
-        match store
-            .delete_stale_sessions(seen_before, created_before)
-            .await
-        {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(deleted = n, "timed-out dashboard sessions deleted"),
-            Err(e) => tracing::error!(error = %e, "deleting timed-out dashboard sessions failed"),
-        }
-    };
-    crate::services::periodic::every(PURGE_EVERY, stop, purge).await;
-}
 
 /// A signed-in staff member: the account and the session.
 #[derive(Clone, Debug)]
@@ -165,31 +138,21 @@ pub(crate) async fn current(ctx: &Ctx) -> Result<Current, StoreError> {
     let Some(secret) = cookie(&ctx.headers, session_cookie_name(ctx.secure)) else {
         return Ok(Current::None);
     };
-    let id = sha256_hex(secret.as_bytes());
-    let store = &ctx.state.store;
-    let Some(session) = store.get_session(&id).await? else {
-        return Ok(Current::Ended);
-    };
     let settings = ctx.settings();
-    let idle_end = session.last_seen_at.plus_minutes(settings.idle_minutes);
-    let hard_end = session
-        .created_at
-        .plus_minutes(settings.session_hours.saturating_mul(60));
-    if ctx.now >= idle_end || ctx.now >= hard_end {
-        // A time-out is not a sign-out anybody did: not audited.
-        store.delete_session(&id, &Journal::NONE).await?;
-        return Ok(Current::Ended);
-    }
-    let Some(user) = store.get_staff(session.user_id).await? else {
-        return Ok(Current::Ended);
+    let lifetime = Lifetime {
+        idle_minutes: settings.idle_minutes,
+        hours: settings.session_hours,
     };
-    if user.team_id != session.team_id {
-        return Ok(Current::Ended);
-    }
-    if ctx.now.as_millis() - session.last_seen_at.as_millis() >= 60_000 {
-        store.touch_session(&id, ctx.now).await?;
-    }
-    Ok(Current::SignedIn(Box::new(Staff { user, session })))
+    Ok(
+        match ctx
+            .visitor()
+            .session(&sha256_hex(secret.as_bytes()), lifetime)
+            .await?
+        {
+            Some((user, session)) => Current::SignedIn(Box::new(Staff { user, session })),
+            None => Current::Ended,
+        },
+    )
 }
 
 /// A browser that signed in to an account before, as its device cookie says.
@@ -270,28 +233,8 @@ pub(crate) async fn start(
     ctx: &Ctx,
     user: StaffUser,
     how: &str,
-) -> Result<(Staff, HeaderValue), StoreError> {
-    let secret = crate::services::staff::random_secret();
-    let session = StaffSession {
-        id_sha256: sha256_hex(secret.as_bytes()),
-        user_id: user.id,
-        team_id: user.team_id,
-        csrf_token: crate::services::staff::random_secret(),
-        created_at: ctx.now,
-        last_seen_at: ctx.now,
-    };
-    let journal = crate::services::audit::Acting::staff(&user, Some(ctx.client)).journal(
-        user.team_id,
-        ctx.now,
-        licensing_core::model::Action::StaffSignedIn,
-        user.id,
-        vec![licensing_core::model::FieldChange::of(
-            "method",
-            None,
-            Some(how.into()),
-        )],
-    );
-    ctx.state.store.create_session(&session, &journal).await?;
+) -> Result<(Staff, HeaderValue), ApiError> {
+    let (session, secret) = ctx.visitor().start_session(&user, how).await?;
     let max_age = u64::from(ctx.settings().session_hours) * 3600;
     let cookie = set_cookie(
         ctx.secure,

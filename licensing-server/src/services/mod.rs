@@ -11,6 +11,7 @@ pub mod keyring;
 pub mod mail;
 pub mod periodic;
 pub mod ratelimit;
+pub(crate) mod session_purger;
 pub mod staff;
 pub mod stats;
 pub mod teams;

@@ -1,0 +1,34 @@
+//! The dashboard's session purger: deletes the sessions that timed out and were never
+//! presented again (one presented after its time ends there and then).
+
+use licensing_core::store::StaffStore;
+
+use crate::state::DashboardSettings;
+
+/// How often timed-out sessions are deleted.
+const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Deletes timed-out sessions now and every [`PURGE_EVERY`], until `stop`.
+pub(crate) async fn run_purger<S: StaffStore>(
+    store: S,
+    settings: DashboardSettings,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let purge = || async {
+        let now = licensing_core::Timestamp::now();
+        let minutes = |m: u32| {
+            licensing_core::Timestamp::from_millis(now.as_millis() - i64::from(m) * 60_000)
+        };
+        let seen_before = minutes(settings.idle_minutes);
+        let created_before = minutes(settings.session_hours.saturating_mul(60));
+        match store
+            .delete_stale_sessions(seen_before, created_before)
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "timed-out dashboard sessions deleted"),
+            Err(e) => tracing::error!(error = %e, "deleting timed-out dashboard sessions failed"),
+        }
+    };
+    crate::services::periodic::every(PURGE_EVERY, stop, purge).await;
+}
