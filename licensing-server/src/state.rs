@@ -66,8 +66,8 @@ pub(crate) struct AppState {
 
 impl AppState {
     /// What the client API records besides its answers.
-    pub(crate) fn recorders(&self) -> crate::services::verification::Recorders<'_> {
-        crate::services::verification::Recorders {
+    pub(crate) fn recorders(&self) -> crate::app::client::Recorders<'_> {
+        crate::app::client::Recorders {
             usage: &self.usage,
             events: &self.client_events,
         }

@@ -11,6 +11,7 @@
 pub(crate) mod access;
 pub(crate) mod accounts;
 mod caller;
+pub(crate) mod client;
 pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod licenses;

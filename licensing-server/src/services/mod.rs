@@ -17,5 +17,4 @@ pub mod stats;
 pub mod teams;
 pub mod two_step;
 pub mod usage;
-pub mod verification;
 pub mod webhooks;

@@ -9,22 +9,18 @@ use std::task::{Context as TaskContext, Poll};
 
 use bytes::Bytes;
 use futures_util::Stream;
-use licensing_core::api::ResultCode;
 use licensing_core::api::requests::ClassloaderQuery;
 use licensing_core::crypto::SessionKey;
 use licensing_core::crypto::frames::{FRAME_OVERHEAD, FRAME_PLAINTEXT, FrameSealer};
-use licensing_core::model::Release;
-use licensing_core::store::ProductStore;
 use licensing_core::verify::RequestKind;
-use licensing_core::{ApiError, TeamId, Timestamp};
+use licensing_core::{ApiError, ResultCode, TeamId};
 use tokio::io::{AsyncRead, ReadBuf};
 use warp::Reply;
 use warp::http::{HeaderName, HeaderValue, header};
 
-use super::{Exchange, rate_limited, session_key, take_session_key, team_context};
-use crate::http::{Response, path_param, store_error};
-use crate::services::ratelimit::ip_key;
-use crate::services::verification::{self, Request};
+use super::error_answer;
+use crate::app::client::{self, Granted, Seen};
+use crate::http::{Response, path_param};
 use crate::state::AppState;
 
 /// The handler.
@@ -34,131 +30,48 @@ pub(super) async fn classloader(
     ip: IpAddr,
     query: String,
 ) -> Response {
-    let mut exchange = Exchange::new(RequestKind::Classloader);
-    match serve(&state, &team, ip, &query, &mut exchange).await {
-        Ok(response) => {
-            exchange.count(&state, ResultCode::Valid);
-            response
-        }
-        Err(error) => {
-            if exchange.rate.is_none() {
-                exchange.rate = match &state.limits.classloader_ip {
-                    Some(l) => Some(l.peek(&ip_key(ip)).await),
-                    None => None,
-                };
-            }
-            exchange.count(&state, error.code());
-            // A GET has no body: the signature covers the query string, which carries the request.
-            exchange.error_answer(&error, query.as_bytes())
-        }
+    let mut seen = Seen::new(RequestKind::Classloader);
+    let outcome = async {
+        let team = path_param::<TeamId>("teamId", &team)?;
+        let input = ClassloaderQuery::parse(&query)?;
+        client::download(&state, team, &input, ip, &mut seen).await
+    }
+    .await;
+    let code = outcome
+        .as_ref()
+        .map_or_else(ApiError::code, |_| ResultCode::Valid);
+    seen.count(
+        &state,
+        code,
+        client::limiter(&state, RequestKind::Classloader),
+        ip,
+    )
+    .await;
+    match outcome {
+        Ok(granted) => stream(&seen, granted),
+        // A GET has no body: the signature covers the query string, which carries the request.
+        Err(error) => error_answer(&seen, &error, query.as_bytes()),
     }
 }
 
-async fn serve(
-    state: &AppState,
-    team: &str,
-    ip: IpAddr,
-    query: &str,
-    exchange: &mut Exchange,
-) -> Result<Response, ApiError> {
-    // 1. Team id, query, rate limits (per IP, then per license key), team, feature, session key.
-    let team_id = path_param::<TeamId>("teamId", team)?;
-    let input = ClassloaderQuery::parse(query)?;
-    if let Some(limiter) = &state.limits.classloader_ip {
-        let status = limiter.check(&ip_key(ip)).await;
-        exchange.rate = Some(status);
-        if !status.allowed() {
-            return Err(rate_limited(&status));
-        }
-    }
-    if let Some(limiter) = &state.limits.classloader_key {
-        let status = limiter.check(&(team_id, input.license_key)).await;
-        if exchange
-            .rate
-            .is_none_or(|r| status.remaining <= r.remaining)
-        {
-            exchange.rate = Some(status);
-        }
-        if !status.allowed() {
-            return Err(rate_limited(&status));
-        }
-    }
-    let context = team_context(state, team_id).await?;
-    exchange.context = Some(context.clone());
-    if !context.team.features.classloader {
-        return Err(ApiError::forbidden(
-            "The classloader feature is off for this team",
-        ));
-    }
-    let key = session_key(state, &context, input.session_key.as_str())?;
-    let country = state.geo.country(ip);
-    exchange.country = country;
-    let request = Request {
-        kind: RequestKind::Classloader,
-        license_key: &input.license_key,
-        hardware_id: Some(&input.hardware_id),
-        customer_id: input.customer_id,
-        product_id: Some(input.product_id),
-        version: input.version.as_ref(),
-        branch: input.branch.as_ref(),
-        ip,
-        country,
-    };
-
-    // 2 to 6.
-    let now = Timestamp::now();
-    let (product, checked) =
-        verification::check(&state.store, state.recorders(), &context, &request, now).await;
-    exchange.product = product;
-    let checked = checked?;
-    let release = checked.release.as_ref();
-    let release = release.ok_or_else(release_not_found)?;
-    let file = release.file.as_ref().ok_or_else(release_not_found)?;
-    // The file is opened before anything is recorded, so a missing file records no device. An
-    // open file stays readable even if the release is deleted meanwhile.
-    let (handle, stored_len) = match state.files.open(&file.key).await {
-        Ok(Some(opened)) => opened,
-        Ok(None) => {
-            tracing::warn!(key = %file.key, "a release's file is missing from the file store");
-            return Err(release_not_found());
-        }
-        Err(e) => return Err(crate::http::internal("opening a release file failed", e)),
-    };
-
-    // The session key is taken only now, when the license and the product passed: nobody can
-    // fill a team's record of used keys without a license of it.
-    take_session_key(state, team_id, &key, now).await?;
-
-    // 7 and 8.
-    verification::record(
-        &state.store,
-        &state.client_events,
-        &context,
-        state.max_records,
-        (&request, &checked),
-        now,
-    )
-    .await?;
-
-    // The answer.
-    let product_name = state
-        .store
-        .get_product(team_id, input.product_id)
-        .await
-        .map_err(store_error)?
-        .map(|p| p.name)
-        .unwrap_or_default();
-    let latest = checked
-        .catalog
-        .as_ref()
-        .and_then(|(_, releases)| latest_of_branch(releases, release));
-    let mut response = warp::reply::stream(FrameStream::new(handle, &key)).into_response();
+/// The encrypted file, with the headers that describe it.
+fn stream(seen: &Seen, granted: Granted) -> Response {
+    let Granted {
+        file,
+        stored_len,
+        key,
+        release,
+        record,
+        latest,
+        product_name,
+    } = granted;
+    let mut response = warp::reply::stream(FrameStream::new(file, &key)).into_response();
     let headers = response.headers_mut();
     let mut put = |name: &'static str, value: HeaderValue| {
         headers.insert(HeaderName::from_static(name), value);
     };
-    put("x-file-size", HeaderValue::from(file.size));
-    put("x-file-checksum", text_header(&file.checksum));
+    put("x-file-size", HeaderValue::from(record.size));
+    put("x-file-checksum", text_header(&record.checksum));
     put("x-version", text_header(release.version.as_str()));
     if let Some(latest) = latest {
         put("x-latest-version", text_header(latest.version.as_str()));
@@ -174,10 +87,10 @@ async fn serve(
     );
     put(
         "x-file-created-at",
-        text_header(&file.created_at.to_string()),
+        text_header(&record.created_at.to_string()),
     );
     // Records stored before the upload check could hold any text: such a name is left out.
-    if let Some(main_class) = file
+    if let Some(main_class) = record
         .main_class_name
         .as_deref()
         .filter(|c| crate::jar::is_valid_main_class(c))
@@ -200,21 +113,10 @@ async fn serve(
         header::CONTENT_LENGTH,
         HeaderValue::from(encrypted_len(stored_len)),
     );
-    if let Some(rate) = &exchange.rate {
+    if let Some(rate) = &seen.rate {
         rate.apply(headers);
     }
-    Ok(response)
-}
-
-fn release_not_found() -> ApiError {
-    ApiError::new(ResultCode::ReleaseNotFound, "Release has no file")
-}
-
-/// The release marked latest in the served release's product and branch.
-fn latest_of_branch<'a>(releases: &'a [Release], served: &Release) -> Option<&'a Release> {
-    releases
-        .iter()
-        .find(|r| r.latest && r.branch_id == served.branch_id)
+    response
 }
 
 /// A header value for any text: as it is when it is printable ASCII, else percent-encoded UTF-8

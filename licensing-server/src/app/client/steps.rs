@@ -1,7 +1,7 @@
-//! Steps 2 to 8 of the client API (protocol.md section 3) over the store: gather what the
+//! Steps 2 to 8 of the client protocol (protocol.md section 3) over the store: gather what the
 //! decision reads (the license, the named product's releases), run core's
-//! [`licensing_core::verify::precheck`], count blacklist hits, and record the
-//! request in the store's atomic unit. The routes add step 1 and render the answers.
+//! [`licensing_core::verify::precheck`], count blacklist hits, and record the request in the
+//! store's atomic unit; then read what a verify's answer shows.
 
 use std::net::IpAddr;
 
@@ -17,25 +17,25 @@ use crate::services::usage::UsageRecorder;
 
 /// A validated client request, as steps 2 to 8 need it.
 #[derive(Clone, Copy, Debug)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// Which endpoint.
-    pub kind: RequestKind,
+    pub(crate) kind: RequestKind,
     /// The license key.
-    pub license_key: &'a LicenseKey,
+    pub(crate) license_key: &'a LicenseKey,
     /// The device.
-    pub hardware_id: Option<&'a HardwareId>,
+    pub(crate) hardware_id: Option<&'a HardwareId>,
     /// The claimed customer.
-    pub customer_id: Option<CustomerId>,
+    pub(crate) customer_id: Option<CustomerId>,
     /// The named product.
-    pub product_id: Option<ProductId>,
+    pub(crate) product_id: Option<ProductId>,
     /// The software version.
-    pub version: Option<&'a Version>,
+    pub(crate) version: Option<&'a Version>,
     /// The branch.
-    pub branch: Option<&'a BranchName>,
+    pub(crate) branch: Option<&'a BranchName>,
     /// The client address.
-    pub ip: IpAddr,
+    pub(crate) ip: IpAddr,
     /// Its country.
-    pub country: Option<Country>,
+    pub(crate) country: Option<Country>,
 }
 
 impl Request<'_> {
@@ -63,31 +63,34 @@ impl Request<'_> {
 /// What steps 2 to 8 record besides the answer: request counts, blacklist hits and the
 /// refusals' webhook events, each written behind.
 #[derive(Clone, Copy, Debug)]
-pub struct Recorders<'a> {
+pub(crate) struct Recorders<'a> {
     /// Request counts and blacklist hits.
-    pub usage: &'a UsageRecorder,
+    pub(crate) usage: &'a UsageRecorder,
     /// The refusals' events.
-    pub events: &'a ClientEventQueue,
+    pub(crate) events: &'a ClientEventQueue,
 }
 
 /// A request that passed steps 2 to 6.
 #[derive(Debug)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The license as read (with the request's own records where the store read them).
-    pub read: LicenseRead,
+    pub(crate) read: LicenseRead,
     /// What the store records of the request.
-    pub activity: Activity,
+    pub(crate) activity: Activity,
     /// The license as read.
-    pub license: License,
+    pub(crate) license: License,
     /// The release the request resolved to (the classloader serves it).
-    pub release: Option<Release>,
+    pub(crate) release: Option<Release>,
     /// The named product's branches and releases, when the license grants the product.
-    pub catalog: Option<(Vec<Branch>, Vec<Release>)>,
+    pub(crate) catalog: Option<(Vec<Branch>, Vec<Release>)>,
 }
 
 /// The product a request names, when the license grants it (only then do releases matter, and
 /// only then is it counted in the statistics).
-pub fn named_product(license: Option<&License>, product: Option<ProductId>) -> Option<ProductId> {
+pub(crate) fn named_product(
+    license: Option<&License>,
+    product: Option<ProductId>,
+) -> Option<ProductId> {
     let product = product?;
     license
         .filter(|l| l.product_ids.contains(&product))
@@ -95,7 +98,7 @@ pub fn named_product(license: Option<&License>, product: Option<ProductId>) -> O
 }
 
 /// Steps 2 to 6. Also returns the product to count the request under, whatever the outcome.
-pub async fn check<S: Store>(
+pub(crate) async fn check<S: Store>(
     store: &S,
     recorders: Recorders<'_>,
     team: &TeamContext,
@@ -170,7 +173,7 @@ pub async fn check<S: Store>(
 
 /// Steps 7 and 8 in the store's atomic unit: the limits, then the device and address records,
 /// the activation clock and `lastActiveAt`. Returns the license after it.
-pub async fn record<S: Store>(
+pub(crate) async fn record<S: Store>(
     store: &S,
     events: &ClientEventQueue,
     team: &TeamContext,
@@ -206,7 +209,7 @@ pub async fn record<S: Store>(
 
 /// `data` of a successful verify: the license, its customers, and its products each with the
 /// latest published release of the requested branch (none where the product lacks the branch).
-pub async fn verify_data<S: Store>(
+pub(crate) async fn verify_data<S: Store>(
     store: &S,
     license: &License,
     checked_catalog: Option<&(Vec<Branch>, Vec<Release>)>,

@@ -1,0 +1,421 @@
+//! The client protocol (protocol.md section 3) as one use case: [`validate`] (verify and
+//! heartbeat) and [`download`] (the classloader) own the checks in the protocol's order after the
+//! request is parsed (the rate limits, the team, its feature and the session key; then the
+//! license, the product, the device and the limits in [`steps`]), the store's atomic step, the
+//! answer's data, and what is counted. The routes parse the request, call them, sign and render.
+
+mod steps;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use licensing_core::api::requests::{ClassloaderQuery, ClientBody};
+use licensing_core::api::{HeartbeatData, VerifyData};
+use licensing_core::crypto::SessionKey;
+use licensing_core::model::{Release, ReleaseFile, RequestType};
+use licensing_core::store::{ProductStore, SessionKeyRefused, SessionKeyStore};
+use licensing_core::validate::Country;
+use licensing_core::verify::RequestKind;
+use licensing_core::{ApiError, ProductId, ResultCode, TeamId, Timestamp};
+
+pub(crate) use steps::Recorders;
+use steps::Request;
+
+use crate::files::FileReader;
+use crate::services::contexts::TeamContext;
+use crate::services::ratelimit::{RateLimiter, RateStatus, ip_key};
+use crate::services::usage::Counted;
+use crate::state::AppState;
+
+/// What a client request came to besides its answer: the team once known (every answer from
+/// then on is signed and counted), the rate-limit status its headers report, and the country
+/// and product the statistics count it under.
+pub(crate) struct Seen {
+    /// The endpoint's name in the metrics.
+    endpoint: &'static str,
+    /// The request's type in the statistics.
+    kind: RequestType,
+    /// The team's context, once known.
+    pub(crate) context: Option<Arc<TeamContext>>,
+    /// The rate limit's standing.
+    pub(crate) rate: Option<RateStatus>,
+    /// The client's country.
+    country: Option<Country>,
+    /// The product counted.
+    product: Option<ProductId>,
+}
+
+impl Seen {
+    /// Nothing seen yet of a request to `kind`'s endpoint.
+    pub(crate) fn new(kind: RequestKind) -> Self {
+        let (endpoint, kind) = match kind {
+            RequestKind::Verify => ("verify", RequestType::Verify),
+            RequestKind::Heartbeat => ("heartbeat", RequestType::Heartbeat),
+            RequestKind::Classloader => ("classloader", RequestType::Download),
+        };
+        Self {
+            endpoint,
+            kind,
+            context: None,
+            rate: None,
+            country: None,
+            product: None,
+        }
+    }
+
+    /// Counts the request's outcome `code`: the metric always, the team's statistics once the
+    /// team is known. A refusal answered before the rate limit was counted reports the
+    /// client's standing anyway (`limiter`'s, without counting).
+    pub(crate) async fn count(
+        &mut self,
+        state: &AppState,
+        code: ResultCode,
+        limiter: Option<&RateLimiter<u128>>,
+        ip: IpAddr,
+    ) {
+        if self.rate.is_none()
+            && !code.is_success()
+            && let Some(limiter) = limiter
+        {
+            self.rate = Some(limiter.peek(&ip_key(ip)).await);
+        }
+        state.metrics.client_outcome(self.endpoint, code.as_str());
+        if let Some(context) = &self.context {
+            state.usage.count(&Counted {
+                team: context.team.id,
+                kind: self.kind,
+                success: code.is_success(),
+                country: self.country.map(|c| c.alpha2),
+                product: self.product,
+                at: Timestamp::now(),
+            });
+        }
+    }
+
+    /// Counts `status` of a per-address limit (429 past it).
+    fn admit(&mut self, status: RateStatus) -> Result<(), ApiError> {
+        self.rate = Some(status);
+        if status.allowed() {
+            Ok(())
+        } else {
+            Err(rate_limited(&status))
+        }
+    }
+}
+
+/// The 429 of a refused rate-limit check.
+pub(crate) fn rate_limited(status: &RateStatus) -> ApiError {
+    status.refusal("requests", "")
+}
+
+/// The per-address limiter of `kind`'s endpoint, when limits are on.
+pub(crate) fn limiter(state: &AppState, kind: RequestKind) -> Option<&RateLimiter<u128>> {
+    match kind {
+        RequestKind::Verify => state.limits.verify.as_ref(),
+        RequestKind::Heartbeat => state.limits.heartbeat.as_ref(),
+        RequestKind::Classloader => state.limits.classloader_ip.as_ref(),
+    }
+}
+
+/// A valid license's answer.
+pub(crate) enum Valid {
+    /// Verify's: the license, its customers and products with their latest releases.
+    Verify(VerifyData),
+    /// Heartbeat's: the license's state.
+    Heartbeat(HeartbeatData),
+}
+
+/// A request that passed: its data, and the signed challenge when it sent one.
+pub(crate) struct Validated {
+    /// The answer's data.
+    pub(crate) data: Valid,
+    /// The challenge, signed with the team's RSA key.
+    pub(crate) challenge: Option<String>,
+}
+
+/// Verify or heartbeat (`kind`) of `input` from `ip` to `team`: the rate limit, the team, steps
+/// 2 to 6, then 7 and 8 atomically in the store, and the answer's data.
+pub(crate) async fn validate(
+    state: &AppState,
+    kind: RequestKind,
+    team: TeamId,
+    input: &ClientBody,
+    ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<Validated, ApiError> {
+    // Step 1's rate limit and team.
+    if let Some(limiter) = limiter(state, kind) {
+        seen.admit(limiter.check(&ip_key(ip)).await)?;
+    }
+    let context = team_context(state, team).await?;
+    seen.context = Some(context.clone());
+    let country = state.geo.country(ip);
+    seen.country = country;
+    let request = Request {
+        kind,
+        license_key: &input.license_key,
+        hardware_id: input.hardware_id.as_ref(),
+        customer_id: input.customer_id,
+        product_id: input.product_id,
+        version: input.version.as_ref(),
+        branch: input.branch.as_ref(),
+        ip,
+        country,
+    };
+
+    // 2 to 6, then 7 and 8 atomically in the store.
+    let now = Timestamp::now();
+    let (product, checked) =
+        steps::check(&state.store, state.recorders(), &context, &request, now).await;
+    seen.product = product;
+    let checked = checked?;
+    let license = steps::record(
+        &state.store,
+        &state.client_events,
+        &context,
+        state.max_records,
+        (&request, &checked),
+        now,
+    )
+    .await?;
+
+    // The answer's data.
+    let challenge = match &input.challenge {
+        Some(challenge) => {
+            state.metrics.rsa_operation("sign_challenge");
+            Some(
+                context
+                    .keys
+                    .sign_challenge(challenge.as_str())
+                    .map_err(|e| ApiError::internal_because("signing the challenge failed", e))?,
+            )
+        }
+        None => None,
+    };
+    let data = match kind {
+        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData::build(&license)),
+        _ => {
+            let mut data = steps::verify_data(
+                &state.store,
+                &license,
+                checked.catalog.as_ref(),
+                product,
+                input.branch.as_ref(),
+            )
+            .await?;
+            if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
+                data.hardware_identifier_checked = Some(false);
+            }
+            Valid::Verify(data)
+        }
+    };
+    Ok(Validated { data, challenge })
+}
+
+/// A download the client may have: the open file, the key to seal it with, and what its
+/// headers say.
+pub(crate) struct Granted {
+    /// The stored file, open (it stays readable if the release is deleted meanwhile).
+    pub(crate) file: FileReader,
+    /// Its length as stored.
+    pub(crate) stored_len: u64,
+    /// The client's session key.
+    pub(crate) key: SessionKey,
+    /// The release served.
+    pub(crate) release: Release,
+    /// Its file's record.
+    pub(crate) record: ReleaseFile,
+    /// The release marked latest in the same product and branch.
+    pub(crate) latest: Option<Release>,
+    /// The product's name.
+    pub(crate) product_name: String,
+}
+
+/// A classloader download of `input` from `ip` from `team`: the rate limits (per address,
+/// then per license key), the team, its feature, the session key, steps 2 to 6, the file, the
+/// session key taken, then 7 and 8 atomically in the store.
+pub(crate) async fn download(
+    state: &AppState,
+    team: TeamId,
+    input: &ClassloaderQuery,
+    ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<Granted, ApiError> {
+    // 1. Rate limits, team, feature, session key.
+    if let Some(limiter) = &state.limits.classloader_ip {
+        seen.admit(limiter.check(&ip_key(ip)).await)?;
+    }
+    if let Some(limiter) = &state.limits.classloader_key {
+        let status = limiter.check(&(team, input.license_key)).await;
+        if seen.rate.is_none_or(|r| status.remaining <= r.remaining) {
+            seen.rate = Some(status);
+        }
+        if !status.allowed() {
+            return Err(rate_limited(&status));
+        }
+    }
+    let context = team_context(state, team).await?;
+    seen.context = Some(context.clone());
+    if !context.team.features.classloader {
+        return Err(ApiError::forbidden(
+            "The classloader feature is off for this team",
+        ));
+    }
+    let key = session_key(state, &context, input.session_key.as_str())?;
+    let country = state.geo.country(ip);
+    seen.country = country;
+    let request = Request {
+        kind: RequestKind::Classloader,
+        license_key: &input.license_key,
+        hardware_id: Some(&input.hardware_id),
+        customer_id: input.customer_id,
+        product_id: Some(input.product_id),
+        version: input.version.as_ref(),
+        branch: input.branch.as_ref(),
+        ip,
+        country,
+    };
+
+    // 2 to 6.
+    let now = Timestamp::now();
+    let (product, checked) =
+        steps::check(&state.store, state.recorders(), &context, &request, now).await;
+    seen.product = product;
+    let checked = checked?;
+    let release = checked.release.clone().ok_or_else(release_not_found)?;
+    let record = release.file.clone().ok_or_else(release_not_found)?;
+    // The file is opened before anything is recorded, so a missing file records no device. An
+    // open file stays readable even if the release is deleted meanwhile.
+    let (file, stored_len) = match state.files.open(&record.key).await {
+        Ok(Some(opened)) => opened,
+        Ok(None) => {
+            tracing::warn!(key = %record.key, "a release's file is missing from the file store");
+            return Err(release_not_found());
+        }
+        Err(e) => {
+            return Err(ApiError::internal_because(
+                "opening a release file failed",
+                e,
+            ));
+        }
+    };
+
+    // The session key is taken only now, when the license and the product passed: nobody can
+    // fill a team's record of used keys without a license of it.
+    take_session_key(state, team, &key, now).await?;
+
+    // 7 and 8.
+    steps::record(
+        &state.store,
+        &state.client_events,
+        &context,
+        state.max_records,
+        (&request, &checked),
+        now,
+    )
+    .await?;
+
+    // What the headers say.
+    let product_name = state
+        .store
+        .get_product(team, input.product_id)
+        .await?
+        .map(|p| p.name)
+        .unwrap_or_default();
+    let latest = checked
+        .catalog
+        .as_ref()
+        .and_then(|(_, releases)| latest_of_branch(releases, &release))
+        .cloned();
+    Ok(Granted {
+        file,
+        stored_len,
+        key,
+        release,
+        record,
+        latest,
+        product_name,
+    })
+}
+
+fn release_not_found() -> ApiError {
+    ApiError::new(ResultCode::ReleaseNotFound, "Release has no file")
+}
+
+/// The release marked latest in the served release's product and branch.
+fn latest_of_branch<'a>(releases: &'a [Release], served: &Release) -> Option<&'a Release> {
+    releases
+        .iter()
+        .find(|r| r.latest && r.branch_id == served.branch_id)
+}
+
+/// The team's context, or 404 `TEAM_NOT_FOUND`.
+async fn team_context(state: &AppState, team: TeamId) -> Result<Arc<TeamContext>, ApiError> {
+    state
+        .contexts
+        .get(&state.store, team)
+        .await?
+        .ok_or_else(|| ApiError::new(ResultCode::TeamNotFound, "Team not found"))
+}
+
+/// A session key decrypted (step 1), or the 400. It is marked used only once the license and
+/// product pass ([`take_session_key`]).
+fn session_key(
+    state: &AppState,
+    context: &TeamContext,
+    text: &str,
+) -> Result<SessionKey, ApiError> {
+    state.metrics.rsa_operation("decrypt_session_key");
+    context.keys.decrypt_session_key(text).map_err(|_| {
+        ApiError::new(
+            ResultCode::InvalidSessionKey,
+            "Invalid session key: send the hex of an RSA-OAEP (SHA-1) encryption of at least 16 random bytes under the team's public key",
+        )
+    })
+}
+
+/// How long a session key stays used (protocol.md section 2).
+const SESSION_KEY_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// Session keys a team may have used within the window; past it, downloads are refused with
+/// 429 until older keys leave the window (about 110 downloads a second, sustained).
+const SESSION_KEYS_PER_TEAM: u32 = 100_000;
+
+/// Marks a session key used by `team`, durably: 400 when the team used it within 15 minutes,
+/// 429 when the team used too many lately. Keys are remembered by a fingerprint of the derived
+/// AES key, not of the ciphertext: RSA-OAEP is randomized, so one secret encrypted twice gives
+/// two ciphertexts, and hex may be sent in either case.
+async fn take_session_key(
+    state: &AppState,
+    team: TeamId,
+    key: &SessionKey,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::new()
+        .chain_update(b"licensing session key\n")
+        .chain_update(key.as_bytes())
+        .finalize();
+    let mut fingerprint = [0u8; 16];
+    fingerprint.copy_from_slice(&digest[..16]);
+    let taken = state
+        .store
+        .use_session_key(
+            team,
+            fingerprint,
+            now,
+            SESSION_KEY_WINDOW_MS,
+            SESSION_KEYS_PER_TEAM,
+        )
+        .await?;
+    match taken {
+        Ok(()) => Ok(()),
+        Err(SessionKeyRefused::Reused) => Err(ApiError::new(
+            ResultCode::InvalidSessionKey,
+            "Invalid session key: session key already used; draw a new one for every download",
+        )),
+        Err(SessionKeyRefused::Full) => Err(ApiError::new(
+            ResultCode::RateLimit,
+            "Too many downloads for this team in the last 15 minutes: retry later",
+        )),
+    }
+}
