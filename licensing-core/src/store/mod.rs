@@ -12,14 +12,17 @@
 //! [`MemoryStore`] implements everything in memory; the `testing` feature exposes the suite every
 //! implementation must pass (the `store_test_suite!` macro).
 
+mod activity;
+mod error;
 mod filter;
 mod memory;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::future::Future;
-use std::net::IpAddr;
 
+pub use activity::*;
+pub use error::{BackendError, Entity, StoreError, StoreResult};
 pub use filter::*;
 pub use memory::MemoryStore;
 
@@ -27,7 +30,6 @@ use crate::api::requests::{
     AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
     ReleaseListQuery,
 };
-use crate::code::ResultCode;
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
@@ -38,151 +40,9 @@ use crate::model::{
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
-    ApiError, ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId,
-    LicenseKey, ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
+    ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
 };
-
-/// The kinds of records, for "not found" errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum Entity {
-    Team,
-    License,
-    Customer,
-    Product,
-    Release,
-    Branch,
-    Hwid,
-    Ip,
-    ApiKey,
-    Blacklist,
-    Webhook,
-    Delivery,
-    Staff,
-}
-
-/// A storage failure.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The record (or a record it references) does not exist in this team.
-    #[error("{0:?} not found")]
-    NotFound(Entity),
-    /// A uniqueness rule would break: the field and what to do.
-    #[error("conflict on {field}: {message}")]
-    Conflict {
-        /// The member of the request at fault.
-        field: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// A quota would be exceeded (answered as 429 `RATE_LIMIT`).
-    #[error("limit reached: {0}")]
-    Limit(String),
-    /// The backend failed (I/O, corruption, a lost connection). Logged, answered as 500.
-    #[error("storage backend failure: {0}")]
-    Backend(#[source] BackendError),
-}
-
-/// What failed in a backend, with the error that caused it when there is one (kept as the
-/// error's `source`, so that a log shows the whole chain).
-#[derive(Debug)]
-pub struct BackendError {
-    context: std::borrow::Cow<'static, str>,
-    cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
-}
-
-impl BackendError {
-    /// `context` failed because of `cause`.
-    pub fn new(
-        context: impl Into<std::borrow::Cow<'static, str>>,
-        cause: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            context: context.into(),
-            cause: Some(Box::new(cause)),
-        }
-    }
-
-    /// A failure described by `message` alone.
-    pub fn message(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
-        Self {
-            context: message.into(),
-            cause: None,
-        }
-    }
-}
-
-impl std::fmt::Display for BackendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.cause {
-            Some(cause) => write!(f, "{}: {cause}", self.context),
-            None => f.write_str(&self.context),
-        }
-    }
-}
-
-impl std::error::Error for BackendError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl StoreError {
-    /// A backend failure described by `message`.
-    pub fn backend(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
-        Self::Backend(BackendError::message(message))
-    }
-
-    /// A backend failure: `context` failed because of `cause`.
-    pub fn backend_from(
-        context: impl Into<std::borrow::Cow<'static, str>>,
-        cause: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self::Backend(BackendError::new(context, cause))
-    }
-}
-
-impl StoreError {
-    /// A conflict on `field`.
-    pub fn conflict(field: &'static str, message: impl Into<String>) -> Self {
-        Self::Conflict {
-            field,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound(entity) => match entity {
-                Entity::Team => ApiError::new(ResultCode::TeamNotFound, "Team not found"),
-                Entity::License => ApiError::new(ResultCode::LicenseNotFound, "License not found"),
-                Entity::Customer => {
-                    ApiError::new(ResultCode::CustomerNotFound, "Customer not found")
-                }
-                Entity::Product => ApiError::new(ResultCode::ProductNotFound, "Product not found"),
-                Entity::Release => ApiError::new(ResultCode::ReleaseNotFound, "Release not found"),
-                Entity::Branch => ApiError::new(ResultCode::ReleaseNotFound, "Branch not found"),
-                Entity::Hwid => ApiError::record_not_found("Hardware identifier not found"),
-                Entity::Ip => ApiError::record_not_found("IP address not found"),
-                Entity::ApiKey => ApiError::record_not_found("API key not found"),
-                Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
-                Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
-                Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
-                Entity::Staff => ApiError::record_not_found("Staff account not found"),
-            },
-            StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
-            StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
-            StoreError::Backend(cause) => ApiError::internal_because("store failure", cause),
-        }
-    }
-}
-
-/// Result of a store operation.
-pub type StoreResult<T> = Result<T, StoreError>;
 
 /// One page of a list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -521,199 +381,6 @@ pub trait ReleaseStore: Send + Sync {
         team: TeamId,
         product: ProductId,
     ) -> impl Future<Output = StoreResult<(Vec<Branch>, Vec<Release>)>> + Send;
-}
-
-/// Hardware identifiers and IP records of licenses.
-pub trait DeviceStore: Send + Sync {
-    /// One page of a license's hardware identifiers (the license must exist).
-    fn list_hwids(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        query: &DeviceListQuery,
-    ) -> impl Future<Output = StoreResult<Page<Hwid>>> + Send;
-    /// Marks a hardware identifier of the license forgotten or remembered.
-    fn set_hwid_forgotten(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        id: HwidId,
-        forgotten: bool,
-        now: Timestamp,
-        journal: &Journal,
-    ) -> impl Future<Output = StoreResult<Hwid>> + Send;
-    /// One page of a license's IP records (the license must exist).
-    fn list_ips(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        query: &DeviceListQuery,
-    ) -> impl Future<Output = StoreResult<Page<IpRecord>>> + Send;
-    /// Stores a license's device and address records exactly as given (restoring an archive):
-    /// a record of the same identifier, or address, on the license is replaced. The license
-    /// must exist in the team; the records must name it.
-    fn restore_usage(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        hwids: &[Hwid],
-        ips: &[IpRecord],
-    ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Marks an IP record of the license forgotten or remembered.
-    fn set_ip_forgotten(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        id: IpId,
-        forgotten: bool,
-        now: Timestamp,
-        journal: &Journal,
-    ) -> impl Future<Output = StoreResult<IpRecord>> + Send;
-}
-
-/// What a successful client request brings to record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Activity {
-    /// The device, when the request names one.
-    pub hardware_id: Option<HardwareId>,
-    /// The client's address.
-    pub ip: IpAddr,
-    /// The client's country, when known.
-    pub country: Option<Country>,
-}
-
-/// Usage records a license keeps of each kind unless the operator says otherwise.
-pub const DEFAULT_MAX_RECORDS: u32 = 10_000;
-
-/// What decides steps 7 and 8 besides the request: the team's settings, and the most usage
-/// records of one kind (hardware identifiers, IP addresses) the server keeps per license.
-#[derive(Clone, Copy, Debug)]
-pub struct ActivityRules<'a> {
-    /// The team's settings (limits' timeouts, `requireHardwareIdentifier`).
-    pub settings: &'a TeamSettings,
-    /// The cap on stored records of one kind per license. A new record past it first drops the
-    /// least recently seen records that count against nothing (forgotten ones, ones past the
-    /// team's timeout, and any when the license has no limit of that kind), a tenth of the cap
-    /// at a time; when none can be dropped, the request is refused with the limit's code.
-    pub max_records: u32,
-    /// The client events the team's endpoints want: the atomic step writes those of an
-    /// admission (see [`admission_events`](crate::model::admission_events)) with the records.
-    pub events: ClientEvents,
-}
-
-impl<'a> ActivityRules<'a> {
-    /// The rules with the default cap.
-    pub fn new(settings: &'a TeamSettings) -> Self {
-        Self {
-            settings,
-            max_records: DEFAULT_MAX_RECORDS,
-            events: ClientEvents::NONE,
-        }
-    }
-}
-
-/// What [`ActivityStore::record_activity`] recorded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recorded {
-    /// The license after the step (its `expirationDate` set if the clock started).
-    pub license: License,
-    /// The plan that was applied.
-    pub admission: Admission,
-}
-
-/// The license a client request names, as the client API reads it first, with the request's
-/// own device and address records when the store read them in the same query (a store where
-/// that costs a round trip more leaves `own` empty).
-#[derive(Clone, Debug)]
-pub struct LicenseRead {
-    /// The license.
-    pub license: License,
-    /// The request's own records as read with the license: `Some` when the store read them
-    /// (each `None` when absent), for [`ActivityStore::record_activity_after`].
-    pub own: Option<(Option<Hwid>, Option<IpRecord>)>,
-}
-
-/// The atomic unit of the client API.
-pub trait ActivityStore: Send + Sync {
-    /// The license with `key`, for a request of `activity`: what the decision reads first.
-    /// Stores on a network read the request's own records in the same query, so that a request
-    /// whose records already count costs one read ([`record_activity_after`]); the default
-    /// reads the license alone.
-    ///
-    /// [`record_activity_after`]: ActivityStore::record_activity_after
-    fn read_license_for_activity(
-        &self,
-        team: TeamId,
-        key: &LicenseKey,
-        activity: &Activity,
-    ) -> impl Future<Output = StoreResult<Option<LicenseRead>>> + Send
-    where
-        Self: LicenseStore,
-    {
-        let _ = activity;
-        async move {
-            Ok(self
-                .get_license_by_key(team, key)
-                .await?
-                .map(|license| LicenseRead { license, own: None }))
-        }
-    }
-
-    /// [`record_activity`](ActivityStore::record_activity) after
-    /// [`read_license_for_activity`](ActivityStore::read_license_for_activity): a store may
-    /// admit a request whose records already count from what `read` holds, without reading
-    /// again; the atomic step is the same.
-    fn record_activity_after(
-        &self,
-        read: &LicenseRead,
-        rules: &ActivityRules<'_>,
-        activity: &Activity,
-        now: Timestamp,
-    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send {
-        self.record_activity(read.license.team_id, read.license.id, rules, activity, now)
-    }
-
-    /// In one atomic step per license: read the license and the request's own records, run
-    /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, and on
-    /// admission create or refresh the hardware-identifier and IP records (dropping records past
-    /// the cap of `rules`), start an `ACTIVATION` clock and set `lastActiveAt`. New records are
-    /// durable when this returns. A refusal is the inner `Err`. The cost must not grow with the
-    /// number of records the license holds, except to count them for a limit that is at stake
-    /// or to drop some at the cap; the atomic step excludes other requests of the same license
-    /// only.
-    fn record_activity(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-        rules: &ActivityRules<'_>,
-        activity: &Activity,
-        now: Timestamp,
-    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
-}
-
-/// Why a classloader session key was not taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SessionKeyRefused {
-    /// The team used it within the window.
-    Reused,
-    /// The team used as many session keys within the window as it may keep.
-    Full,
-}
-
-/// The record of used classloader session keys (a session key is
-/// accepted once), kept per team and across restarts.
-pub trait SessionKeyStore: Send + Sync {
-    /// Takes a session key (its `fingerprint`) for `team` at `now`, durably: refused when the
-    /// team used it within `window_ms`, or when the team already holds `per_team` keys used within
-    /// the window. Keys older than the window are forgotten.
-    fn use_session_key(
-        &self,
-        team: TeamId,
-        fingerprint: [u8; 16],
-        now: Timestamp,
-        window_ms: i64,
-        per_team: u32,
-    ) -> impl Future<Output = StoreResult<Result<(), SessionKeyRefused>>> + Send;
 }
 
 /// The e-mail outbox, drained by a delivery worker.

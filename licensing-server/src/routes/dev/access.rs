@@ -12,6 +12,9 @@ use crate::app::access::{
 };
 use crate::http::{Response, success};
 
+with_body!(CreateBlacklistEntry() => 201, "Blacklist entry created");
+by_ids!(DeleteBlacklistEntry(id: BlacklistId) => 200, "Blacklist entry deleted");
+
 impl Endpoint for CreateApiKey {
     type Ids = ();
     const QUERY: Query = Query::None;
@@ -62,19 +65,6 @@ impl Endpoint for RevokeApiKey {
     }
 }
 
-impl Endpoint for CreateBlacklistEntry {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(parse_json(&input.json().await?)?))
-    }
-
-    fn answer(entry: BlacklistEntry) -> Response {
-        success(201, entry, "Blacklist entry created")
-    }
-}
-
 impl Endpoint for ListBlacklist {
     type Ids = ();
     const QUERY: Query = Query::None;
@@ -85,18 +75,5 @@ impl Endpoint for ListBlacklist {
 
     fn answer(blacklist: Vec<BlacklistEntry>) -> Response {
         success(200, BlacklistList { blacklist }, "Blacklist retrieved")
-    }
-}
-
-impl Endpoint for DeleteBlacklistEntry {
-    type Ids = (BlacklistId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (BlacklistId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(deleted: Deleted) -> Response {
-        success(200, deleted, "Blacklist entry deleted")
     }
 }

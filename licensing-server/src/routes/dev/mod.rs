@@ -15,6 +15,103 @@
 //! then reads the operation from the request (its body: 400, 413) and performs it for the
 //! key, which looks records up (404) and changes them.
 
+/// The endpoint of an operation made of its path's ids alone (a read, a delete, an action
+/// without a body), answering its output as it is with `status` and `details`:
+/// `by_ids!(GetProduct(id: ProductId) => 200, "Product retrieved");`, or `by_ids!(ListWebhooks
+/// => …)` for an operation without ids.
+macro_rules! by_ids {
+    ($op:ident => $status:literal, $details:expr) => {
+        impl $crate::routes::dev::Endpoint for $op {
+            type Ids = ();
+            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
+
+            async fn from_request(
+                _: &$crate::routes::dev::Dev,
+                (): (),
+                _: $crate::routes::dev::Input,
+            ) -> Result<Self, licensing_core::ApiError> {
+                Ok(Self)
+            }
+
+            fn answer(output: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, output, $details)
+            }
+        }
+    };
+    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
+        impl $crate::routes::dev::Endpoint for $op {
+            type Ids = ($($ty,)+);
+            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
+
+            async fn from_request(
+                _: &$crate::routes::dev::Dev,
+                ($($id,)+): Self::Ids,
+                _: $crate::routes::dev::Input,
+            ) -> Result<Self, licensing_core::ApiError> {
+                Ok(Self($($id),+))
+            }
+
+            fn answer(output: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, output, $details)
+            }
+        }
+    };
+}
+
+/// The endpoint of an operation made of its path's ids and its JSON body, parsed (400, 413)
+/// before the operation looks anything up, answering its output as it is:
+/// `with_body!(UpdateProduct(id: ProductId) => 200, "Product updated");`.
+macro_rules! with_body {
+    ($op:ident($($id:ident: $ty:ty),*) => $status:literal, $details:expr) => {
+        impl $crate::routes::dev::Endpoint for $op {
+            type Ids = ($($ty,)*);
+            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
+
+            async fn from_request(
+                _: &$crate::routes::dev::Dev,
+                ($($id,)*): Self::Ids,
+                input: $crate::routes::dev::Input,
+            ) -> Result<Self, licensing_core::ApiError> {
+                let body = licensing_core::api::requests::parse_json(&input.json().await?)?;
+                Ok(Self($($id,)* body))
+            }
+
+            fn answer(output: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, output, $details)
+            }
+        }
+    };
+}
+
+/// The endpoint of a list: its operation made of its path's ids and its query, parsed by
+/// `parse`; its page answered as `$page { $items, totalResults, hasNextPage }`:
+/// `listed!(ListProducts() query ProductListQuery::parse => ProductPage { products }, "Products retrieved");`.
+macro_rules! listed {
+    ($op:ident($($id:ident: $ty:ty),*) query $parse:path => $page:ident { $items:ident }, $details:expr) => {
+        impl $crate::routes::dev::Endpoint for $op {
+            type Ids = ($($ty,)*);
+            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::Parsed;
+
+            async fn from_request(
+                _: &$crate::routes::dev::Dev,
+                ($($id,)*): Self::Ids,
+                input: $crate::routes::dev::Input,
+            ) -> Result<Self, licensing_core::ApiError> {
+                Ok(Self($($id,)* $parse(&input.query)?))
+            }
+
+            fn answer(page: Self::Output) -> $crate::http::Response {
+                let page = $page {
+                    $items: page.items,
+                    total_results: page.total,
+                    has_next_page: page.has_next_page,
+                };
+                $crate::http::success(200, page, $details)
+            }
+        }
+    };
+}
+
 mod access;
 mod customers;
 mod devices;

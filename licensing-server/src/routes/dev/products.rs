@@ -1,10 +1,9 @@
 //! (ext) Products and their branches over HTTP.
 
-use licensing_core::api::requests::{ProductListQuery, parse_json};
-use licensing_core::api::{BranchList, Deleted, ProductPage};
-use licensing_core::model::{Branch, Product};
-use licensing_core::store::Page;
-use licensing_core::{ApiError, BranchId, ProductId};
+use licensing_core::api::requests::ProductListQuery;
+use licensing_core::api::{BranchList, ProductPage};
+use licensing_core::model::Branch;
+use licensing_core::{ApiError, ProductId};
 
 use super::{Dev, Endpoint, Input, Query};
 use crate::app::products::{
@@ -13,91 +12,13 @@ use crate::app::products::{
 };
 use crate::http::{Response, success};
 
-impl Endpoint for CreateProduct {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(parse_json(&input.json().await?)?))
-    }
-
-    fn answer(product: Product) -> Response {
-        success(201, product, "Product created")
-    }
-}
-
-impl Endpoint for ListProducts {
-    type Ids = ();
-    const QUERY: Query = Query::Parsed;
-
-    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(ProductListQuery::parse(&input.query)?))
-    }
-
-    fn answer(page: Page<Product>) -> Response {
-        success(
-            200,
-            ProductPage {
-                products: page.items,
-                total_results: page.total,
-                has_next_page: page.has_next_page,
-            },
-            "Products retrieved",
-        )
-    }
-}
-
-impl Endpoint for GetProduct {
-    type Ids = (ProductId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(product: Product) -> Response {
-        success(200, product, "Product retrieved")
-    }
-}
-
-impl Endpoint for UpdateProduct {
-    type Ids = (ProductId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(id, parse_json(&input.json().await?)?))
-    }
-
-    fn answer(product: Product) -> Response {
-        success(200, product, "Product updated")
-    }
-}
-
-impl Endpoint for DeleteProduct {
-    type Ids = (ProductId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ProductId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(deleted: Deleted) -> Response {
-        success(200, deleted, "Product deleted")
-    }
-}
-
-impl Endpoint for CreateBranch {
-    type Ids = (ProductId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ProductId,), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(id, parse_json(&input.json().await?)?))
-    }
-
-    fn answer(branch: Branch) -> Response {
-        success(201, branch, "Branch created")
-    }
-}
+with_body!(CreateProduct() => 201, "Product created");
+listed!(ListProducts() query ProductListQuery::parse => ProductPage { products }, "Products retrieved");
+by_ids!(GetProduct(id: ProductId) => 200, "Product retrieved");
+with_body!(UpdateProduct(id: ProductId) => 200, "Product updated");
+by_ids!(DeleteProduct(id: ProductId) => 200, "Product deleted");
+with_body!(CreateBranch(id: ProductId) => 201, "Branch created");
+by_ids!(DeleteBranch(id: ProductId, branch: licensing_core::BranchId) => 200, "Branch deleted");
 
 impl Endpoint for ListBranches {
     type Ids = (ProductId,);
@@ -109,22 +30,5 @@ impl Endpoint for ListBranches {
 
     fn answer(branches: Vec<Branch>) -> Response {
         success(200, BranchList { branches }, "Branches retrieved")
-    }
-}
-
-impl Endpoint for DeleteBranch {
-    type Ids = (ProductId, BranchId);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(
-        _: &Dev,
-        (id, branch): (ProductId, BranchId),
-        _: Input,
-    ) -> Result<Self, ApiError> {
-        Ok(Self(id, branch))
-    }
-
-    fn answer(deleted: Deleted) -> Response {
-        success(200, deleted, "Branch deleted")
     }
 }

@@ -6,12 +6,11 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use licensing_core::ApiError;
 use licensing_core::ReleaseId;
+use licensing_core::api::ReleasePage;
 use licensing_core::api::requests::{
     MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseListQuery, ReleaseMode,
 };
-use licensing_core::api::{Deleted, ReleasePage};
 use licensing_core::model::ReleaseView;
-use licensing_core::store::Page;
 use multer::{Field, Multipart};
 
 use super::{Dev, Endpoint, Input, Query};
@@ -20,6 +19,10 @@ use crate::app::releases::{
     UpdateRelease, upload_allowed,
 };
 use crate::http::{Response, success};
+
+listed!(ListReleases() query ReleaseListQuery::parse => ReleasePage { releases }, "Releases retrieved");
+by_ids!(GetRelease(id: ReleaseId) => 200, "Release retrieved");
+by_ids!(DeleteRelease(id: ReleaseId) => 200, "Release deleted");
 
 impl Endpoint for CreateRelease {
     type Ids = ();
@@ -47,53 +50,6 @@ impl Endpoint for UpdateRelease {
 
     fn answer(release: ReleaseView) -> Response {
         success(200, release, "Release updated")
-    }
-}
-
-impl Endpoint for ListReleases {
-    type Ids = ();
-    const QUERY: Query = Query::Parsed;
-
-    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(ReleaseListQuery::parse(&input.query)?))
-    }
-
-    fn answer(page: Page<ReleaseView>) -> Response {
-        success(
-            200,
-            ReleasePage {
-                releases: page.items,
-                total_results: page.total,
-                has_next_page: page.has_next_page,
-            },
-            "Releases retrieved",
-        )
-    }
-}
-
-impl Endpoint for GetRelease {
-    type Ids = (ReleaseId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ReleaseId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(release: ReleaseView) -> Response {
-        success(200, release, "Release retrieved")
-    }
-}
-
-impl Endpoint for DeleteRelease {
-    type Ids = (ReleaseId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (ReleaseId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(deleted: Deleted) -> Response {
-        success(200, deleted, "Release deleted")
     }
 }
 

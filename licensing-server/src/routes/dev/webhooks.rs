@@ -1,9 +1,8 @@
 //! (ext) Webhook endpoints and their delivery log over HTTP.
 
-use licensing_core::api::requests::{parse_delivery_query, parse_json};
-use licensing_core::api::{Deleted, DeliveryPage, WebhookList};
-use licensing_core::model::{WebhookDelivery, WebhookView, WebhookWithSecret};
-use licensing_core::store::Page;
+use licensing_core::api::requests::parse_delivery_query;
+use licensing_core::api::{DeliveryPage, WebhookList};
+use licensing_core::model::WebhookView;
 use licensing_core::{ApiError, DeliveryId, WebhookId};
 
 use super::{Dev, Endpoint, Input, Query};
@@ -13,22 +12,15 @@ use crate::app::webhooks::{
 };
 use crate::http::{Response, success};
 
-impl Endpoint for CreateWebhook {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(parse_json(&input.json().await?)?))
-    }
-
-    fn answer(created: WebhookWithSecret) -> Response {
-        success(
-            201,
-            created,
-            "Webhook endpoint created; its secret is shown only in this answer",
-        )
-    }
-}
+with_body!(CreateWebhook() => 201, "Webhook endpoint created; its secret is shown only in this answer");
+by_ids!(GetWebhook(id: WebhookId) => 200, "Webhook endpoint retrieved");
+with_body!(UpdateWebhook(id: WebhookId) => 200, "Webhook endpoint updated");
+by_ids!(DeleteWebhook(id: WebhookId) => 200, "Webhook endpoint deleted, with its delivery log");
+by_ids!(RotateWebhookSecret(id: WebhookId) => 200, "Secret rotated: deliveries carry signatures of both secrets for 24 hours; the new one is shown only in this answer");
+by_ids!(SendTestEvent(id: WebhookId) => 202, "Test event queued for delivery");
+listed!(ListDeliveries(id: WebhookId) query parse_delivery_query => DeliveryPage { deliveries }, "Webhook deliveries retrieved");
+by_ids!(GetDelivery(id: WebhookId, delivery: DeliveryId) => 200, "Webhook delivery retrieved");
+by_ids!(Redeliver(id: WebhookId, delivery: DeliveryId) => 202, "Event queued for delivery again");
 
 impl Endpoint for ListWebhooks {
     type Ids = ();
@@ -40,133 +32,5 @@ impl Endpoint for ListWebhooks {
 
     fn answer(webhooks: Vec<WebhookView>) -> Response {
         success(200, WebhookList { webhooks }, "Webhook endpoints retrieved")
-    }
-}
-
-impl Endpoint for GetWebhook {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(endpoint: WebhookView) -> Response {
-        success(200, endpoint, "Webhook endpoint retrieved")
-    }
-}
-
-impl Endpoint for UpdateWebhook {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(id, parse_json(&input.json().await?)?))
-    }
-
-    fn answer(endpoint: WebhookView) -> Response {
-        success(200, endpoint, "Webhook endpoint updated")
-    }
-}
-
-impl Endpoint for DeleteWebhook {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(deleted: Deleted) -> Response {
-        success(
-            200,
-            deleted,
-            "Webhook endpoint deleted, with its delivery log",
-        )
-    }
-}
-
-impl Endpoint for RotateWebhookSecret {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(rotated: WebhookWithSecret) -> Response {
-        success(
-            200,
-            rotated,
-            "Secret rotated: deliveries carry signatures of both secrets for 24 hours; the new one is shown only in this answer",
-        )
-    }
-}
-
-impl Endpoint for SendTestEvent {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(delivery: WebhookDelivery) -> Response {
-        success(202, delivery, "Test event queued for delivery")
-    }
-}
-
-impl Endpoint for ListDeliveries {
-    type Ids = (WebhookId,);
-    const QUERY: Query = Query::Parsed;
-
-    async fn from_request(_: &Dev, (id,): (WebhookId,), input: Input) -> Result<Self, ApiError> {
-        Ok(Self(id, parse_delivery_query(&input.query)?))
-    }
-
-    fn answer(page: Page<WebhookDelivery>) -> Response {
-        success(
-            200,
-            DeliveryPage {
-                deliveries: page.items,
-                total_results: page.total,
-                has_next_page: page.has_next_page,
-            },
-            "Webhook deliveries retrieved",
-        )
-    }
-}
-
-impl Endpoint for GetDelivery {
-    type Ids = (WebhookId, DeliveryId);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(
-        _: &Dev,
-        (id, delivery): (WebhookId, DeliveryId),
-        _: Input,
-    ) -> Result<Self, ApiError> {
-        Ok(Self(id, delivery))
-    }
-
-    fn answer(delivery: WebhookDelivery) -> Response {
-        success(200, delivery, "Webhook delivery retrieved")
-    }
-}
-
-impl Endpoint for Redeliver {
-    type Ids = (WebhookId, DeliveryId);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(
-        _: &Dev,
-        (id, delivery): (WebhookId, DeliveryId),
-        _: Input,
-    ) -> Result<Self, ApiError> {
-        Ok(Self(id, delivery))
-    }
-
-    fn answer(delivery: WebhookDelivery) -> Response {
-        success(202, delivery, "Event queued for delivery again")
     }
 }

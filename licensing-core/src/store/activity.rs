@@ -1,0 +1,201 @@
+//! What the client API's requests leave behind: a license's device and address records, the
+//! atomic unit that admits a request against the license's limits and records it, and the
+//! record of used classloader session keys.
+
+use std::future::Future;
+use std::net::IpAddr;
+
+use super::*;
+
+/// Hardware identifiers and IP records of licenses.
+pub trait DeviceStore: Send + Sync {
+    /// One page of a license's hardware identifiers (the license must exist).
+    fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> impl Future<Output = StoreResult<Page<Hwid>>> + Send;
+    /// Marks a hardware identifier of the license forgotten or remembered.
+    fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<Hwid>> + Send;
+    /// One page of a license's IP records (the license must exist).
+    fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> impl Future<Output = StoreResult<Page<IpRecord>>> + Send;
+    /// Stores a license's device and address records exactly as given (restoring an archive):
+    /// a record of the same identifier, or address, on the license is replaced. The license
+    /// must exist in the team; the records must name it.
+    fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Marks an IP record of the license forgotten or remembered.
+    fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<IpRecord>> + Send;
+}
+
+/// What a successful client request brings to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Activity {
+    /// The device, when the request names one.
+    pub hardware_id: Option<HardwareId>,
+    /// The client's address.
+    pub ip: IpAddr,
+    /// The client's country, when known.
+    pub country: Option<Country>,
+}
+
+/// Usage records a license keeps of each kind unless the operator says otherwise.
+pub const DEFAULT_MAX_RECORDS: u32 = 10_000;
+
+/// What decides steps 7 and 8 besides the request: the team's settings, and the most usage
+/// records of one kind (hardware identifiers, IP addresses) the server keeps per license.
+#[derive(Clone, Copy, Debug)]
+pub struct ActivityRules<'a> {
+    /// The team's settings (limits' timeouts, `requireHardwareIdentifier`).
+    pub settings: &'a TeamSettings,
+    /// The cap on stored records of one kind per license. A new record past it first drops the
+    /// least recently seen records that count against nothing (forgotten ones, ones past the
+    /// team's timeout, and any when the license has no limit of that kind), a tenth of the cap
+    /// at a time; when none can be dropped, the request is refused with the limit's code.
+    pub max_records: u32,
+    /// The client events the team's endpoints want: the atomic step writes those of an
+    /// admission (see [`admission_events`](crate::model::admission_events)) with the records.
+    pub events: ClientEvents,
+}
+
+impl<'a> ActivityRules<'a> {
+    /// The rules with the default cap.
+    pub fn new(settings: &'a TeamSettings) -> Self {
+        Self {
+            settings,
+            max_records: DEFAULT_MAX_RECORDS,
+            events: ClientEvents::NONE,
+        }
+    }
+}
+
+/// What [`ActivityStore::record_activity`] recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The license after the step (its `expirationDate` set if the clock started).
+    pub license: License,
+    /// The plan that was applied.
+    pub admission: Admission,
+}
+
+/// The license a client request names, as the client API reads it first, with the request's
+/// own device and address records when the store read them in the same query (a store where
+/// that costs a round trip more leaves `own` empty).
+#[derive(Clone, Debug)]
+pub struct LicenseRead {
+    /// The license.
+    pub license: License,
+    /// The request's own records as read with the license: `Some` when the store read them
+    /// (each `None` when absent), for [`ActivityStore::record_activity_after`].
+    pub own: Option<(Option<Hwid>, Option<IpRecord>)>,
+}
+
+/// The atomic unit of the client API.
+pub trait ActivityStore: Send + Sync {
+    /// The license with `key`, for a request of `activity`: what the decision reads first.
+    /// Stores on a network read the request's own records in the same query, so that a request
+    /// whose records already count costs one read ([`record_activity_after`]); the default
+    /// reads the license alone.
+    ///
+    /// [`record_activity_after`]: ActivityStore::record_activity_after
+    fn read_license_for_activity(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+        activity: &Activity,
+    ) -> impl Future<Output = StoreResult<Option<LicenseRead>>> + Send
+    where
+        Self: LicenseStore,
+    {
+        let _ = activity;
+        async move {
+            Ok(self
+                .get_license_by_key(team, key)
+                .await?
+                .map(|license| LicenseRead { license, own: None }))
+        }
+    }
+
+    /// [`record_activity`](ActivityStore::record_activity) after
+    /// [`read_license_for_activity`](ActivityStore::read_license_for_activity): a store may
+    /// admit a request whose records already count from what `read` holds, without reading
+    /// again; the atomic step is the same.
+    fn record_activity_after(
+        &self,
+        read: &LicenseRead,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send {
+        self.record_activity(read.license.team_id, read.license.id, rules, activity, now)
+    }
+
+    /// In one atomic step per license: read the license and the request's own records, run
+    /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, and on
+    /// admission create or refresh the hardware-identifier and IP records (dropping records past
+    /// the cap of `rules`), start an `ACTIVATION` clock and set `lastActiveAt`. New records are
+    /// durable when this returns. A refusal is the inner `Err`. The cost must not grow with the
+    /// number of records the license holds, except to count them for a limit that is at stake
+    /// or to drop some at the cap; the atomic step excludes other requests of the same license
+    /// only.
+    fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
+}
+
+/// Why a classloader session key was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKeyRefused {
+    /// The team used it within the window.
+    Reused,
+    /// The team used as many session keys within the window as it may keep.
+    Full,
+}
+
+/// The record of used classloader session keys (a session key is
+/// accepted once), kept per team and across restarts.
+pub trait SessionKeyStore: Send + Sync {
+    /// Takes a session key (its `fingerprint`) for `team` at `now`, durably: refused when the
+    /// team used it within `window_ms`, or when the team already holds `per_team` keys used within
+    /// the window. Keys older than the window are forgotten.
+    fn use_session_key(
+        &self,
+        team: TeamId,
+        fingerprint: [u8; 16],
+        now: Timestamp,
+        window_ms: i64,
+        per_team: u32,
+    ) -> impl Future<Output = StoreResult<Result<(), SessionKeyRefused>>> + Send;
+}

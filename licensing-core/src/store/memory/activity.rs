@@ -1,0 +1,260 @@
+//! Devices, addresses, the client API's atomic step and session keys in memory.
+
+use super::*;
+
+fn list_usage<K, R: UsageRecord + Clone>(
+    records: &HashMap<K, R>,
+    license: LicenseId,
+    query: &DeviceListQuery,
+) -> Page<R> {
+    let items = records
+        .values()
+        .filter(|r| r.license_id() == license && (query.filter || !r.forgotten()))
+        .cloned()
+        .collect();
+    page_of(items, &query.paging, |a, b| {
+        compare_usage(a, b, query.sort, query.paging.direction)
+    })
+}
+
+fn set_forgotten<K: std::hash::Hash + Eq, R: UsageRecord + Clone>(
+    records: &mut HashMap<K, R>,
+    (team, license, id): (TeamId, LicenseId, K),
+    forgotten: bool,
+    now: Timestamp,
+    entity: Entity,
+) -> StoreResult<R> {
+    let r = records
+        .get_mut(&id)
+        .filter(|r| r.license_id() == license && r.team_id() == team)
+        .ok_or(StoreError::NotFound(entity))?;
+    r.set_forgotten(forgotten, now);
+    Ok(r.clone())
+}
+
+impl DeviceStore for MemoryStore {
+    async fn restore_usage(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        hwids: &[Hwid],
+        ips: &[IpRecord],
+    ) -> StoreResult<()> {
+        self.with(|s| {
+            s.license(team, license)?;
+            check_usage_owner(team, license, hwids, ips)?;
+            for h in hwids {
+                s.hwids
+                    .retain(|_, o| !(o.license_id == license && o.identifier == h.identifier));
+                s.hwids.insert(h.id, h.clone());
+            }
+            for r in ips {
+                s.ips
+                    .retain(|_, o| !(o.license_id == license && o.address == r.address));
+                s.ips.insert(r.id, r.clone());
+            }
+            Ok(())
+        })
+    }
+
+    async fn list_hwids(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<Hwid>> {
+        self.with(|s| {
+            s.license(team, license)?;
+            Ok(list_usage(&s.hwids, license, query))
+        })
+    }
+
+    async fn set_hwid_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: HwidId,
+        forgotten: bool,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<Hwid> {
+        self.write(journal, |s| {
+            s.license(team, license)?;
+            set_forgotten(
+                &mut s.hwids,
+                (team, license, id),
+                forgotten,
+                now,
+                Entity::Hwid,
+            )
+        })
+    }
+
+    async fn list_ips(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<IpRecord>> {
+        self.with(|s| {
+            s.license(team, license)?;
+            Ok(list_usage(&s.ips, license, query))
+        })
+    }
+
+    async fn set_ip_forgotten(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: IpId,
+        forgotten: bool,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<IpRecord> {
+        self.write(journal, |s| {
+            s.license(team, license)?;
+            set_forgotten(&mut s.ips, (team, license, id), forgotten, now, Entity::Ip)
+        })
+    }
+}
+
+impl ActivityStore for MemoryStore {
+    async fn record_activity(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let settings = rules.settings;
+        self.with(|s| {
+            let current = s.license(team, license)?.clone();
+            let hwids: Vec<Hwid> = s
+                .hwids
+                .values()
+                .filter(|h| h.license_id == license)
+                .cloned()
+                .collect();
+            let ips: Vec<IpRecord> = s
+                .ips
+                .values()
+                .filter(|r| r.license_id == license)
+                .cloned()
+                .collect();
+            let admission = match verify::admit(
+                &current,
+                settings,
+                &hwids,
+                &ips,
+                activity.hardware_id.as_ref(),
+                activity.ip,
+                now,
+            ) {
+                Ok(a) => a,
+                Err(denial) => return Ok(Err(denial)),
+            };
+            // Room under the cap, decided before anything changes.
+            let want = prune_batch(rules.max_records);
+            let mut drop_hwids = Vec::new();
+            if matches!(admission.hwid, Some(verify::RecordChange::Create))
+                && hwids.len() >= rules.max_records as usize
+            {
+                drop_hwids =
+                    prune_victims(&hwids, current.hwid_limit, settings.hwid_timeout, now, want)
+                        .into_iter()
+                        .map(|r| r.id)
+                        .collect();
+                if drop_hwids.is_empty() {
+                    return Ok(Err(cap_reached(
+                        verify::RecordKind::Hwid,
+                        rules.max_records,
+                    )));
+                }
+            }
+            let mut drop_ips = Vec::new();
+            if admission.ip == verify::RecordChange::Create
+                && ips.len() >= rules.max_records as usize
+            {
+                drop_ips = prune_victims(&ips, current.ip_limit, settings.ip_timeout, now, want)
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect();
+                if drop_ips.is_empty() {
+                    return Ok(Err(cap_reached(verify::RecordKind::Ip, rules.max_records)));
+                }
+            }
+            for id in drop_hwids {
+                s.hwids.remove(&id);
+            }
+            for id in drop_ips {
+                s.ips.remove(&id);
+            }
+            let mut new_device = None;
+            match (admission.hwid, &activity.hardware_id) {
+                (Some(verify::RecordChange::Create), Some(h)) => {
+                    let record = new_hwid(&current, h, now);
+                    new_device = Some(record.clone());
+                    s.hwids.insert(record.id, record);
+                }
+                (Some(verify::RecordChange::Refresh { id, .. }), _) => {
+                    if let Some(h) = s.hwids.get_mut(&id) {
+                        refresh_hwid(h, now);
+                    }
+                }
+                _ => {}
+            }
+            match admission.ip {
+                verify::RecordChange::Create => {
+                    let record = new_ip(&current, activity, now);
+                    s.ips.insert(record.id, record);
+                }
+                verify::RecordChange::Refresh { id, .. } => {
+                    if let Some(r) = s.ips.get_mut(&id) {
+                        refresh_ip(r, activity, now);
+                    }
+                }
+            }
+            let next = license_after(&current, &admission, now);
+            s.licenses.insert(next.id, next.clone());
+            for event in crate::model::admission_events(
+                rules.events,
+                new_device.as_ref(),
+                &next,
+                admission.activate.is_some(),
+                now,
+            ) {
+                s.events.insert(event.id, event);
+            }
+            Ok(Ok(Recorded {
+                license: next,
+                admission,
+            }))
+        })
+    }
+}
+
+impl SessionKeyStore for MemoryStore {
+    async fn use_session_key(
+        &self,
+        team: TeamId,
+        fingerprint: [u8; 16],
+        now: Timestamp,
+        window_ms: i64,
+        per_team: u32,
+    ) -> StoreResult<Result<(), SessionKeyRefused>> {
+        self.with(|s| {
+            let since = now.as_millis() - window_ms;
+            s.session_keys.retain(|_, used| used.as_millis() > since);
+            if s.session_keys.contains_key(&(team, fingerprint)) {
+                return Ok(Err(SessionKeyRefused::Reused));
+            }
+            let held = s.session_keys.keys().filter(|(t, _)| *t == team).count();
+            if held >= per_team as usize {
+                return Ok(Err(SessionKeyRefused::Full));
+            }
+            s.session_keys.insert((team, fingerprint), now);
+            Ok(Ok(()))
+        })
+    }
+}

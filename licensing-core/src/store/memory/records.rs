@@ -1,0 +1,376 @@
+//! Licenses, customers, products and releases in memory.
+
+use super::*;
+
+impl LicenseStore for MemoryStore {
+    async fn create_license(&self, license: &License, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            s.check_license_refs(license)?;
+            s.licenses.insert(license.id, license.clone());
+            Ok(())
+        })
+    }
+
+    async fn create_license_with_mail(
+        &self,
+        license: &License,
+        mail: &[OutboxMessage],
+        daily_limit: u32,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
+            s.check_license_refs(license)?;
+            let day = (license.team_id, OutboxMessage::day_of(now));
+            let queued = s.mail_per_day.get(&day).copied().unwrap_or(0);
+            if queued + mail.len() as u64 > u64::from(daily_limit) {
+                return Err(StoreError::Limit(format!(
+                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
+                )));
+            }
+            s.licenses.insert(license.id, license.clone());
+            for m in mail {
+                s.outbox.insert(m.id, m.clone());
+            }
+            *s.mail_per_day.entry(day).or_default() += mail.len() as u64;
+            Ok(())
+        })
+    }
+
+    async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
+        self.with(|s| Ok(owned(&s.licenses, &id, team, |l| l.team_id).cloned()))
+    }
+
+    async fn get_license_by_key(
+        &self,
+        team: TeamId,
+        key: &LicenseKey,
+    ) -> StoreResult<Option<License>> {
+        self.with(|s| {
+            Ok(s.licenses
+                .values()
+                .find(|l| l.team_id == team && &l.license_key == key)
+                .cloned())
+        })
+    }
+
+    async fn update_license(&self, license: &License, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            s.license(license.team_id, license.id)?;
+            s.check_license_refs(license)?;
+            s.licenses.insert(license.id, license.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_license(
+        &self,
+        team: TeamId,
+        id: LicenseId,
+        journal: &Journal,
+    ) -> StoreResult<License> {
+        self.write(journal, |s| {
+            s.license(team, id)?;
+            let license = s
+                .licenses
+                .remove(&id)
+                .ok_or(StoreError::NotFound(Entity::License))?;
+            s.hwids.retain(|_, h| h.license_id != id);
+            s.ips.retain(|_, r| r.license_id != id);
+            s.event_marks.remove(&id);
+            for r in s.releases.values_mut() {
+                r.allowed_license_ids.retain(|l| *l != id);
+            }
+            Ok(license)
+        })
+    }
+
+    async fn list_licenses(
+        &self,
+        team: TeamId,
+        query: &LicenseListQuery,
+    ) -> StoreResult<Page<License>> {
+        self.with(|s| {
+            let items = s
+                .licenses
+                .values()
+                .filter(|l| l.team_id == team && license_matches(l, &query.filter))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+}
+
+impl CustomerStore for MemoryStore {
+    async fn create_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            if !s.teams.contains_key(&customer.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            s.customers.insert(customer.id, customer.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
+        self.with(|s| Ok(owned(&s.customers, &id, team, |c| c.team_id).cloned()))
+    }
+
+    async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
+        self.with(|s| {
+            Ok(ids
+                .iter()
+                .filter_map(|id| owned(&s.customers, id, team, |c| c.team_id).cloned())
+                .collect())
+        })
+    }
+
+    async fn update_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.customers, &customer.id, customer.team_id, |c| c.team_id)
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            s.customers.insert(customer.id, customer.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_customer(
+        &self,
+        team: TeamId,
+        id: CustomerId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.customers, &id, team, |c| c.team_id)
+                .ok_or(StoreError::NotFound(Entity::Customer))?;
+            s.customers.remove(&id);
+            for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
+                l.customer_ids.retain(|c| *c != id);
+            }
+            Ok(())
+        })
+    }
+
+    async fn list_customers(
+        &self,
+        team: TeamId,
+        query: &CustomerListQuery,
+    ) -> StoreResult<Page<Customer>> {
+        self.with(|s| {
+            let items = s
+                .customers
+                .values()
+                .filter(|c| c.team_id == team && customer_matches(c, query.filter.as_ref()))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_customers(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+}
+
+impl ProductStore for MemoryStore {
+    async fn create_product(&self, product: &Product, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            if !s.teams.contains_key(&product.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            s.products.insert(product.id, product.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
+        self.with(|s| Ok(owned(&s.products, &id, team, |p| p.team_id).cloned()))
+    }
+
+    async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
+        self.with(|s| {
+            Ok(ids
+                .iter()
+                .filter_map(|id| owned(&s.products, id, team, |p| p.team_id).cloned())
+                .collect())
+        })
+    }
+
+    async fn update_product(&self, product: &Product, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.products, &product.id, product.team_id, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            s.products.insert(product.id, product.clone());
+            Ok(())
+        })
+    }
+
+    async fn delete_product(
+        &self,
+        team: TeamId,
+        id: ProductId,
+        journal: &Journal,
+    ) -> StoreResult<Vec<Release>> {
+        self.write(journal, |s| {
+            owned(&s.products, &id, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            s.products.remove(&id);
+            s.branches.retain(|_, b| b.product_id != id);
+            for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
+                l.product_ids.retain(|p| *p != id);
+            }
+            Ok(s.remove_releases(|r| r.product_id != id))
+        })
+    }
+
+    async fn list_products(
+        &self,
+        team: TeamId,
+        query: &ProductListQuery,
+    ) -> StoreResult<Page<Product>> {
+        self.with(|s| {
+            let items = s
+                .products
+                .values()
+                .filter(|p| p.team_id == team && product_matches(p, &query.filter))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_products(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn create_branch(&self, branch: &Branch, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.products, &branch.product_id, branch.team_id, |p| {
+                p.team_id
+            })
+            .ok_or(StoreError::NotFound(Entity::Product))?;
+            if s.branches
+                .values()
+                .any(|b| b.product_id == branch.product_id && b.name == branch.name)
+            {
+                return Err(StoreError::conflict(
+                    "name",
+                    "a branch of this name already exists for this product",
+                ));
+            }
+            s.branches.insert(branch.id, branch.clone());
+            Ok(())
+        })
+    }
+
+    async fn list_branches(&self, team: TeamId, product: ProductId) -> StoreResult<Vec<Branch>> {
+        self.with(|s| {
+            owned(&s.products, &product, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            let mut branches: Vec<Branch> = s
+                .branches
+                .values()
+                .filter(|b| b.product_id == product)
+                .cloned()
+                .collect();
+            branches.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(branches)
+        })
+    }
+
+    async fn delete_branch(
+        &self,
+        team: TeamId,
+        product: ProductId,
+        id: BranchId,
+        journal: &Journal,
+    ) -> StoreResult<Vec<Release>> {
+        self.write(journal, |s| {
+            owned(&s.products, &product, team, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Product))?;
+            owned(&s.branches, &id, team, |b| b.team_id)
+                .filter(|b| b.product_id == product)
+                .ok_or(StoreError::NotFound(Entity::Branch))?;
+            s.branches.remove(&id);
+            Ok(s.remove_releases(|r| r.branch_id != Some(id)))
+        })
+    }
+}
+
+impl ReleaseStore for MemoryStore {
+    async fn create_release(&self, release: &Release, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            s.check_release_refs(release)?;
+            s.put_release(release);
+            Ok(())
+        })
+    }
+
+    async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
+        self.with(|s| Ok(owned(&s.releases, &id, team, |r| r.team_id).cloned()))
+    }
+
+    async fn update_release(&self, release: &Release, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.releases, &release.id, release.team_id, |r| r.team_id)
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            s.check_release_refs(release)?;
+            s.put_release(release);
+            Ok(())
+        })
+    }
+
+    async fn delete_release(
+        &self,
+        team: TeamId,
+        id: ReleaseId,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        self.write(journal, |s| {
+            owned(&s.releases, &id, team, |r| r.team_id)
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            s.releases
+                .remove(&id)
+                .ok_or(StoreError::NotFound(Entity::Release))
+        })
+    }
+
+    async fn list_releases(
+        &self,
+        team: TeamId,
+        query: &ReleaseListQuery,
+    ) -> StoreResult<Page<Release>> {
+        self.with(|s| {
+            let items = s
+                .releases
+                .values()
+                .filter(|r| r.team_id == team && release_matches(r, &query.filter))
+                .cloned()
+                .collect();
+            Ok(page_of(items, &query.paging, |a, b| {
+                compare_releases(a, b, query.sort, query.paging.direction)
+            }))
+        })
+    }
+
+    async fn catalog(
+        &self,
+        team: TeamId,
+        product: ProductId,
+    ) -> StoreResult<(Vec<Branch>, Vec<Release>)> {
+        self.with(|s| {
+            let branches = s
+                .branches
+                .values()
+                .filter(|b| b.team_id == team && b.product_id == product)
+                .cloned()
+                .collect();
+            let releases = s
+                .releases
+                .values()
+                .filter(|r| r.team_id == team && r.product_id == product)
+                .cloned()
+                .collect();
+            Ok((branches, releases))
+        })
+    }
+}

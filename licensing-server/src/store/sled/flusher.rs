@@ -1,0 +1,174 @@
+//! Durability: the flusher thread that group-commits (one fsync covers every batch applied
+//! before it starts), writes the waiting device refreshes, and publishes how far each flush
+//! reached; and the store's closing, which stops it.
+
+use super::*;
+
+/// What the last flush achieved.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FlushState {
+    pub(super) covered: u64,
+    pub(super) failure: Option<Arc<str>>,
+}
+
+/// Wakes the flusher thread.
+#[derive(Default)]
+pub(super) struct Flusher {
+    pub(super) state: Mutex<FlusherState>,
+    pub(super) wake: Condvar,
+}
+
+#[derive(Default)]
+pub(super) struct FlusherState {
+    pub(super) requested: bool,
+    pub(super) stop: bool,
+}
+
+/// How often the flusher makes undelayed writes (plain refreshes) durable.
+pub(super) const BACKGROUND_FLUSH: Duration = Duration::from_millis(500);
+
+impl Flusher {
+    pub(super) fn request(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.requested = true;
+        }
+        self.wake.notify_one();
+    }
+
+    pub(super) fn stop(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.stop = true;
+        }
+        self.wake.notify_one();
+    }
+
+    /// Waits for a request, a stop, or the background interval; `false` means stop.
+    pub(super) fn wait(&self) -> bool {
+        let Ok(guard) = self.state.lock() else {
+            return false;
+        };
+        let Ok((mut guard, _)) = self
+            .wake
+            .wait_timeout_while(guard, BACKGROUND_FLUSH, |st| !st.requested && !st.stop)
+        else {
+            return false;
+        };
+        guard.requested = false;
+        !guard.stop
+    }
+}
+
+impl Drop for Inner {
+    /// Stops the flusher (its last round flushes what is left) and waits for it, so that the
+    /// database is closed and can be opened again as soon as the store is dropped.
+    fn drop(&mut self) {
+        self.flusher.stop();
+        if let Some(thread) = self.flusher_thread.lock().ok().and_then(|mut t| t.take())
+            && thread.join().is_err()
+        {
+            tracing::error!("the store flusher panicked");
+        }
+    }
+}
+
+/// Stages waiting refreshes (of licenses whose locks the caller holds) in one batch: the
+/// licenses and their indexes, the device and address records and their entries by last use.
+pub(super) fn stage_refreshes(
+    tree: &sled::Tree,
+    taken: Vec<(LicenseId, shared_refresh::Refresh)>,
+) -> StoreResult<Tx<'_>> {
+    let mut tx = Tx {
+        tree,
+        pending: BTreeMap::new(),
+    };
+    for entry in taken {
+        refresh::stage(&mut tx, entry)?;
+    }
+    Ok(tx)
+}
+
+/// The waiting refreshes of shard `i` whose licenses' mutexes are free now, taken with the
+/// mutexes held (a refresh is taken only by whoever holds its license's mutex).
+pub(super) fn take_free<'l>(
+    locks: &'l Locks,
+    refreshes: &Refreshes,
+    i: usize,
+) -> (
+    Vec<locks::LicenseGuard<'l>>,
+    Vec<(LicenseId, shared_refresh::Refresh)>,
+) {
+    let mut guards = Vec::new();
+    let mut taken = Vec::new();
+    for license in refreshes.licenses_in(i) {
+        if let Some(guard) = locks.try_license(license) {
+            if let Some(refresh) = refreshes.take_license(license) {
+                taken.push(refresh);
+            }
+            guards.push(guard);
+        }
+    }
+    (guards, taken)
+}
+
+/// Writes staged refreshes; the caller holds the gate (shared).
+pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()> {
+    tx.commit()?;
+    applied.fetch_add(1, Ordering::AcqRel);
+    Ok(())
+}
+
+/// The flusher thread: applies waiting refreshes (stripe by stripe, under each stripe's lock)
+/// and flushes (under the gate, exclusively), when asked, or every 500 ms when there is
+/// something to write, and publishes how far each flush reached.
+pub(super) fn run_flusher(
+    tree: sled::Tree,
+    locks: Arc<Locks>,
+    applied: Arc<AtomicU64>,
+    refreshes: Arc<Refreshes>,
+    flusher: Arc<Flusher>,
+    progress: watch::Sender<FlushState>,
+) {
+    loop {
+        let keep_going = flusher.wait();
+        let covered = progress.borrow().covered;
+        if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
+            for i in 0..shared_refresh::STRIPES {
+                // The licenses whose mutex is free now; a license held by a step is left to
+                // it (it writes its own refreshes first), or to the next round.
+                let (guards, taken) = take_free(&locks, &refreshes, i);
+                if taken.is_empty() {
+                    continue;
+                }
+                let written = stage_refreshes(&tree, taken).and_then(|tx| {
+                    let _gate = locks.gate.blocking_read();
+                    write_refreshes(tx, &applied)
+                });
+                if let Err(e) = written {
+                    tracing::error!(error = %e, "writing device refreshes failed");
+                }
+                drop(guards);
+            }
+            let gate = locks.gate.blocking_write();
+            let target = applied.load(Ordering::Acquire);
+            let result = tree.flush();
+            drop(gate);
+            let state = match result {
+                Ok(_) => FlushState {
+                    covered: target,
+                    failure: None,
+                },
+                Err(e) => {
+                    tracing::error!(error = %e, "store flush failed");
+                    FlushState {
+                        covered,
+                        failure: Some(Arc::from(e.to_string())),
+                    }
+                }
+            };
+            progress.send_replace(state);
+        }
+        if !keep_going {
+            return;
+        }
+    }
+}
