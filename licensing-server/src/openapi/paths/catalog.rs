@@ -13,13 +13,9 @@ use super::*;
     request_body = CustomerBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Customer>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -40,11 +36,8 @@ pub(in crate::openapi) fn create_customer() {}
     ),
     responses(
         (status = 200, description = "A page of customers", body = Envelope<CustomerPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -61,12 +54,9 @@ pub(in crate::openapi) fn list_customers() {}
     ),
     responses(
         (status = 200, description = "The customer", body = Envelope<Customer>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -84,14 +74,10 @@ pub(in crate::openapi) fn get_customer() {}
     request_body = CustomerBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<Customer>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -108,12 +94,9 @@ pub(in crate::openapi) fn update_customer() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<CustomerDeleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -130,13 +113,9 @@ pub(in crate::openapi) fn delete_customer() {}
     request_body = ProductBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Product>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -156,11 +135,8 @@ pub(in crate::openapi) fn create_product() {}
     ),
     responses(
         (status = 200, description = "A page of products", body = Envelope<ProductPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -177,12 +153,9 @@ pub(in crate::openapi) fn list_products() {}
     ),
     responses(
         (status = 200, description = "The product", body = Envelope<Product>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -200,14 +173,10 @@ pub(in crate::openapi) fn get_product() {}
     request_body = ProductBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<Product>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -224,12 +193,9 @@ pub(in crate::openapi) fn update_product() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -247,14 +213,10 @@ pub(in crate::openapi) fn delete_product() {}
     request_body = BranchBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Branch>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -271,12 +233,9 @@ pub(in crate::openapi) fn create_branch() {}
     ),
     responses(
         (status = 200, description = "The branches", body = Envelope<BranchList>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -294,12 +253,9 @@ pub(in crate::openapi) fn list_branches() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND (no such branch)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]

@@ -48,11 +48,8 @@ pub(in crate::openapi) fn create_license() {}
     ),
     responses(
         (status = 200, description = "A page of licenses", body = Envelope<LicensePage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -69,12 +66,9 @@ pub(in crate::openapi) fn list_licenses() {}
     ),
     responses(
         (status = 200, description = "The license", body = Envelope<LicenseDetail>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -91,12 +85,9 @@ pub(in crate::openapi) fn get_license() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<LicenseKeyDeleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -113,12 +104,9 @@ pub(in crate::openapi) fn delete_license() {}
     ),
     responses(
         (status = 200, description = "The license", body = Envelope<LicenseDetail>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -136,14 +124,10 @@ pub(in crate::openapi) fn get_license_by_id() {}
     request_body = LicenseUpdate,
     responses(
         (status = 200, description = "Updated", body = Envelope<LicenseDetail>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND or PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -230,12 +214,9 @@ pub(in crate::openapi) fn unsuspend_license() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<LicenseDeleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -257,12 +238,9 @@ pub(in crate::openapi) fn delete_license_by_id() {}
     ),
     responses(
         (status = 200, description = "A page of records", body = Envelope<HwidPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -281,14 +259,10 @@ pub(in crate::openapi) fn list_hwids() {}
     request_body = ForgottenBody,
     responses(
         (status = 200, description = "Changed", body = Envelope<HwidForgotten>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND or BAD_REQUEST (no such record)", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -310,12 +284,9 @@ pub(in crate::openapi) fn set_hwid_forgotten() {}
     ),
     responses(
         (status = 200, description = "A page of records", body = Envelope<IpPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -334,14 +305,10 @@ pub(in crate::openapi) fn list_ips() {}
     request_body = ForgottenBody,
     responses(
         (status = 200, description = "Changed", body = Envelope<IpForgotten>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "LICENSE_NOT_FOUND or BAD_REQUEST (no such record)", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]

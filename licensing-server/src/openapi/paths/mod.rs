@@ -52,3 +52,70 @@ pub(super) struct Health {
     /// `ok`.
     status: String,
 }
+
+/// The refusals every developer operation may answer: a malformed request, a bad API key, the
+/// key's rate limit, a server failure.
+#[derive(utoipa::IntoResponses)]
+pub(super) enum Refused {
+    /// A malformed id, body or query parameter.
+    #[response(
+        status = 400,
+        description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)"
+    )]
+    Malformed(Envelope<Option<ErrorData>>),
+    /// No usable API key.
+    #[response(
+        status = 401,
+        description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"
+    )]
+    Unauthorized(Envelope<Option<ErrorData>>),
+    /// The key's rate limit.
+    #[response(
+        status = 429,
+        description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)"
+    )]
+    RateLimit(Envelope<Option<ErrorData>>),
+    /// A failure of the server.
+    #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
+    Internal(Envelope<Option<ErrorData>>),
+}
+
+/// The refusal of another team's API key.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 403, description = "FORBIDDEN: an API key of another team")]
+pub(super) struct OtherTeam(Envelope<Option<ErrorData>>);
+
+/// The refusals of a request body: too slow, too large.
+#[derive(utoipa::IntoResponses)]
+pub(super) enum BodyRefused {
+    /// The body's timeout.
+    #[response(
+        status = 408,
+        description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)"
+    )]
+    Timeout(Envelope<Option<ErrorData>>),
+    /// The body's size.
+    #[response(status = 413, description = "BAD_REQUEST: the body is over 1 MiB")]
+    TooLarge(Envelope<Option<ErrorData>>),
+}
+
+/// The refusals every admin operation may answer: a malformed request, a missing or wrong admin
+/// token, the admin token's rate limit, a server failure.
+#[derive(utoipa::IntoResponses)]
+pub(super) enum AdminRefused {
+    /// A malformed request.
+    #[response(status = 400, description = "BAD_REQUEST")]
+    Malformed(Envelope<Option<ErrorData>>),
+    /// No usable admin token.
+    #[response(
+        status = 401,
+        description = "UNAUTHORIZED: missing or wrong admin token"
+    )]
+    Unauthorized(Envelope<Option<ErrorData>>),
+    /// The admin token's rate limit.
+    #[response(status = 429, description = "RATE_LIMIT")]
+    RateLimit(Envelope<Option<ErrorData>>),
+    /// A failure of the server.
+    #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
+    Internal(Envelope<Option<ErrorData>>),
+}

@@ -10,11 +10,8 @@ use super::*;
     request_body = AdminTeamBody,
     responses(
         (status = 201, description = "Created: the API key is in this answer only", body = Envelope<TeamCreated>),
-        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+        AdminRefused,
     ),
     security(("adminToken" = []))
 )]
@@ -27,11 +24,8 @@ pub(in crate::openapi) fn create_team() {}
     tag = "admin",
     responses(
         (status = 200, description = "The teams", body = Envelope<TeamList>),
-        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+        AdminRefused,
     ),
     security(("adminToken" = []))
 )]
@@ -46,11 +40,8 @@ pub(in crate::openapi) fn list_teams() {}
     request_body = FeaturesBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<TeamView>),
-        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+        AdminRefused,
     ),
     security(("adminToken" = []))
 )]
@@ -66,11 +57,8 @@ pub(in crate::openapi) fn set_features() {}
     request_body = ApiKeyBody,
     responses(
         (status = 201, description = "Created: the key is in this answer only", body = Envelope<ApiKeyCreated>),
-        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "TEAM_NOT_FOUND, PRODUCT_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+        AdminRefused,
     ),
     security(("adminToken" = []))
 )]
@@ -107,11 +95,8 @@ pub(in crate::openapi) fn admin_create_user() {}
     tag = "admin",
     responses(
         (status = 200, description = "The archive, streamed", content_type = "application/jsonl", body = String),
-        (status = 400, description = "BAD_REQUEST", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing or wrong admin token", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>)
+        AdminRefused,
     ),
     security(("adminToken" = []))
 )]

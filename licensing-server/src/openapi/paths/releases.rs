@@ -43,11 +43,8 @@ pub(in crate::openapi) fn create_release() {}
     ),
     responses(
         (status = 200, description = "A page of releases", body = Envelope<ReleasePage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -64,12 +61,9 @@ pub(in crate::openapi) fn list_releases() {}
     ),
     responses(
         (status = 200, description = "The release", body = Envelope<ReleaseView>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -111,12 +105,9 @@ pub(in crate::openapi) fn update_release() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]

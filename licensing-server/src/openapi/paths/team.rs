@@ -12,11 +12,8 @@ use super::*;
     ),
     responses(
         (status = 200, description = "Statistics", body = Envelope<Statistics>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -32,11 +29,8 @@ pub(in crate::openapi) fn statistics() {}
     ),
     responses(
         (status = 200, description = "Settings", body = Envelope<TeamSettings>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -53,13 +47,9 @@ pub(in crate::openapi) fn get_settings() {}
     request_body = SettingsBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<TeamSettings>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -76,13 +66,9 @@ pub(in crate::openapi) fn update_settings() {}
     request_body = BlacklistBody,
     responses(
         (status = 201, description = "Created", body = Envelope<BlacklistEntry>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -98,11 +84,8 @@ pub(in crate::openapi) fn create_blacklist_entry() {}
     ),
     responses(
         (status = 200, description = "The entries", body = Envelope<BlacklistList>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -119,12 +102,9 @@ pub(in crate::openapi) fn list_blacklist() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST (no such entry)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -141,13 +121,9 @@ pub(in crate::openapi) fn delete_blacklist_entry() {}
     request_body = ApiKeyBody,
     responses(
         (status = 201, description = "Created", body = Envelope<ApiKeyCreated>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+        BodyRefused,
     ),
     security(("apiKey" = []))
 )]
@@ -163,11 +139,8 @@ pub(in crate::openapi) fn create_api_key() {}
     ),
     responses(
         (status = 200, description = "The keys", body = Envelope<ApiKeyList>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -184,12 +157,9 @@ pub(in crate::openapi) fn list_api_keys() {}
     ),
     responses(
         (status = 200, description = "Revoked", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "BAD_REQUEST (no such key)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -216,11 +186,8 @@ pub(in crate::openapi) fn revoke_api_key() {}
     ),
     responses(
         (status = 200, description = "One page of entries", body = Envelope<AuditPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]
@@ -236,11 +203,8 @@ pub(in crate::openapi) fn audit_log() {}
     ),
     responses(
         (status = 200, description = "The keys", body = Envelope<PublicKeys>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
     ),
     security(("apiKey" = []))
 )]

@@ -13,11 +13,8 @@ use super::*;
     ),
     responses(
         (status = 201, description = "The endpoint, with its secret", body = Envelope<WebhookWithSecret>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -33,11 +30,8 @@ pub(in crate::openapi) fn create_webhook() {}
     ),
     responses(
         (status = 200, description = "The endpoints", body = Envelope<WebhookList>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -54,12 +48,9 @@ pub(in crate::openapi) fn list_webhooks() {}
     ),
     responses(
         (status = 200, description = "The endpoint", body = Envelope<WebhookView>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -77,12 +68,9 @@ pub(in crate::openapi) fn get_webhook() {}
     ),
     responses(
         (status = 200, description = "The endpoint", body = Envelope<WebhookView>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -99,12 +87,9 @@ pub(in crate::openapi) fn update_webhook() {}
     ),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -121,12 +106,9 @@ pub(in crate::openapi) fn delete_webhook() {}
     ),
     responses(
         (status = 200, description = "The endpoint, with its new secret", body = Envelope<WebhookWithSecret>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -143,12 +125,9 @@ pub(in crate::openapi) fn rotate_webhook_secret() {}
     ),
     responses(
         (status = 202, description = "The queued delivery", body = Envelope<WebhookDelivery>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -168,12 +147,9 @@ pub(in crate::openapi) fn test_webhook() {}
     ),
     responses(
         (status = 200, description = "One page of deliveries", body = Envelope<DeliveryPage>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -191,12 +167,9 @@ pub(in crate::openapi) fn list_webhook_deliveries() {}
     ),
     responses(
         (status = 200, description = "The delivery", body = Envelope<WebhookDelivery>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]
@@ -214,12 +187,9 @@ pub(in crate::openapi) fn get_webhook_delivery() {}
     ),
     responses(
         (status = 202, description = "The new delivery", body = Envelope<WebhookDelivery>),
-        (status = 400, description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)", body = Envelope<Option<ErrorData>>),
-        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        Refused,
     ),
     security(("apiKey" = []))
 )]

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, lock_row, ms, page, page_bounds, team_missing,
 };
+use super::{fetch_doc, fetch_docs};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -81,28 +82,24 @@ impl ProductStore for PgStore {
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
-        sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
         let wanted: Vec<Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
-        let found: Vec<Product> =
+        let found: Vec<Product> = fetch_docs(
+            &self.pool,
             sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = ANY($2)")
                 .bind(team.as_uuid())
-                .bind(&wanted)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(backend)?
-                .iter()
-                .map(doc)
-                .collect::<StoreResult<_>>()?;
+                .bind(&wanted),
+        )
+        .await?;
         Ok(ids
             .iter()
             .filter_map(|id| found.iter().find(|p| p.id == *id).cloned())
@@ -381,14 +378,13 @@ impl ReleaseStore for PgStore {
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
-        sqlx::query("SELECT doc FROM releases WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM releases WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {

@@ -9,6 +9,7 @@ use sqlx::Row as _;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, ms, order, page, page_bounds, team_missing,
 };
+use super::{fetch_doc, fetch_docs};
 
 /// The lower-cased text a customer is sorted and searched by.
 fn key(text: Option<&str>) -> Option<String> {
@@ -39,28 +40,24 @@ impl CustomerStore for PgStore {
     }
 
     async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
-        sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
         let wanted: Vec<uuid::Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
-        let found: Vec<Customer> =
+        let found: Vec<Customer> = fetch_docs(
+            &self.pool,
             sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = ANY($2)")
                 .bind(team.as_uuid())
-                .bind(&wanted)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(backend)?
-                .iter()
-                .map(doc)
-                .collect::<StoreResult<_>>()?;
+                .bind(&wanted),
+        )
+        .await?;
         Ok(ids
             .iter()
             .filter_map(|id| found.iter().find(|c| c.id == *id).cloned())

@@ -8,6 +8,7 @@ use licensing_core::store::{
 use licensing_core::{BlacklistId, ProductId, TeamId, Timestamp};
 use sqlx::{PgConnection, Row as _};
 
+use super::fetch_docs;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, team_missing};
 
 pub(super) async fn insert_message(conn: &mut PgConnection, m: &OutboxMessage) -> StoreResult<()> {
@@ -161,15 +162,15 @@ impl StatsStore for PgStore {
     }
 
     async fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>> {
-        sqlx::query("SELECT doc FROM hourly_stats WHERE team_id = $1 AND hour >= $2 ORDER BY hour")
+        fetch_docs(
+            &self.pool,
+            sqlx::query(
+                "SELECT doc FROM hourly_stats WHERE team_id = $1 AND hour >= $2 ORDER BY hour",
+            )
             .bind(team.as_uuid())
-            .bind(since)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+            .bind(since),
+        )
+        .await
     }
 
     async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
@@ -260,18 +261,16 @@ impl OutboxStore for PgStore {
     }
 
     async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
-        sqlx::query(
-            "SELECT doc FROM outbox WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, id
+        fetch_docs(
+            &self.pool,
+            sqlx::query(
+                "SELECT doc FROM outbox WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, id
              LIMIT $2",
+            )
+            .bind(ms(now))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
         )
-        .bind(ms(now))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
         .await
-        .map_err(backend)?
-        .iter()
-        .map(doc)
-        .collect()
     }
 
     async fn claim_messages(

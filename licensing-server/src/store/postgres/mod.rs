@@ -300,6 +300,36 @@ pub(crate) fn doc<T: DeserializeOwned>(row: &PgRow) -> StoreResult<T> {
     Ok(value)
 }
 
+/// A query of documents, its parameters bound.
+pub(crate) type DocQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// The documents of every row `query` finds, in its order.
+pub(crate) async fn fetch_docs<T: DeserializeOwned>(
+    pool: &PgPool,
+    query: DocQuery<'_>,
+) -> StoreResult<Vec<T>> {
+    query
+        .fetch_all(pool)
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(doc)
+        .collect()
+}
+
+/// The document of the row `query` finds, if it finds one.
+pub(crate) async fn fetch_doc<T: DeserializeOwned>(
+    pool: &PgPool,
+    query: DocQuery<'_>,
+) -> StoreResult<Option<T>> {
+    query
+        .fetch_optional(pool)
+        .await
+        .map_err(backend)?
+        .map(|row| doc(&row))
+        .transpose()
+}
+
 /// Escapes `LIKE` wildcards, for a substring search.
 pub(crate) fn like_contains(needle: &str) -> String {
     let mut out = String::with_capacity(needle.len() + 2);

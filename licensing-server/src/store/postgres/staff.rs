@@ -8,6 +8,7 @@ use licensing_core::store::{
 use licensing_core::{StaffId, TeamId, Timestamp};
 
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, team_missing};
+use super::{fetch_doc, fetch_docs};
 
 fn email_taken() -> StoreError {
     StoreError::conflict("email", STAFF_EMAIL_TAKEN)
@@ -45,35 +46,29 @@ impl StaffStore for PgStore {
     }
 
     async fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>> {
-        sqlx::query("SELECT doc FROM staff_users WHERE id = $1")
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM staff_users WHERE id = $1").bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
-        sqlx::query("SELECT doc FROM staff_users WHERE email = $1 ORDER BY created_at, id")
-            .bind(email.to_lowercase())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+        fetch_docs(
+            &self.pool,
+            sqlx::query("SELECT doc FROM staff_users WHERE email = $1 ORDER BY created_at, id")
+                .bind(email.to_lowercase()),
+        )
+        .await
     }
 
     async fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>> {
-        sqlx::query("SELECT doc FROM staff_users WHERE team_id = $1 ORDER BY created_at, id")
-            .bind(team.as_uuid())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+        fetch_docs(
+            &self.pool,
+            sqlx::query("SELECT doc FROM staff_users WHERE team_id = $1 ORDER BY created_at, id")
+                .bind(team.as_uuid()),
+        )
+        .await
     }
 
     async fn update_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()> {

@@ -8,6 +8,7 @@ use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, team_missing};
+use super::{fetch_doc, fetch_docs};
 
 fn api_key(row: &PgRow) -> StoreResult<ApiKeyRecord> {
     let mut key: ApiKeyRecord = doc(row)?;
@@ -64,23 +65,19 @@ impl TeamStore for PgStore {
     }
 
     async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
-        sqlx::query("SELECT doc FROM teams WHERE id = $1")
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| doc(&row))
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM teams WHERE id = $1").bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn list_teams(&self) -> StoreResult<Vec<Team>> {
-        sqlx::query("SELECT doc FROM teams ORDER BY created_at, id")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+        fetch_docs(
+            &self.pool,
+            sqlx::query("SELECT doc FROM teams ORDER BY created_at, id"),
+        )
+        .await
     }
 
     async fn update_settings(

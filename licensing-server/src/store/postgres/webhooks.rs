@@ -17,6 +17,7 @@ use super::{
     PgStore, backend, constraint, delete_row, doc, in_tx, json, ms, opt_ms, page, page_bounds,
     team_missing,
 };
+use super::{fetch_doc, fetch_docs};
 
 pub(super) async fn insert_event(conn: &mut PgConnection, e: &WebhookEvent) -> StoreResult<()> {
     sqlx::query("INSERT INTO webhook_events (id, team_id, doc) VALUES ($1, $2, $3)")
@@ -82,26 +83,24 @@ impl WebhookStore for PgStore {
         team: TeamId,
         id: WebhookId,
     ) -> StoreResult<Option<WebhookEndpoint>> {
-        sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .as_ref()
-            .map(doc)
-            .transpose()
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await
     }
 
     async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
-        sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 ORDER BY created_at, id")
-            .bind(team.as_uuid())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+        fetch_docs(
+            &self.pool,
+            sqlx::query(
+                "SELECT doc FROM webhook_endpoints WHERE team_id = $1 ORDER BY created_at, id",
+            )
+            .bind(team.as_uuid()),
+        )
+        .await
     }
 
     async fn update_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
@@ -303,18 +302,10 @@ impl WebhookStore for PgStore {
         endpoint: WebhookId,
         id: DeliveryId,
     ) -> StoreResult<Option<WebhookDelivery>> {
-        sqlx::query(
-            "SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2 AND id = $3",
-        )
+        fetch_doc(&self.pool, sqlx::query("SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2 AND id = $3")
         .bind(team.as_uuid())
         .bind(endpoint.as_uuid())
-        .bind(id.as_uuid())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?
-        .as_ref()
-        .map(doc)
-        .transpose()
+        .bind(id.as_uuid())).await
     }
 
     async fn list_deliveries(
