@@ -83,40 +83,26 @@ pub(crate) async fn list(
 
 fn table(keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
     html! {
-        div.table-wrap {
-            table {
-                thead {
-                    tr {
-                        th scope="col" { "Name" }
-                        th scope="col" { "Scopes" }
-                        th scope="col" { "Expires" }
-                        th scope="col" { "Last used" }
-                        th scope="col" { "Created" }
-                        @if write { th scope="col" { span.hint { "Action" } } }
-                    }
-                }
-                tbody {
-                    @for k in keys {
-                        tr {
-                            td { (k.name) }
-                            td { (scopes_text(&k.scopes)) }
-                            td {
-                                @match k.expires_at {
-                                    Some(at) if at <= now => span.badge.bad { "Expired" },
-                                    Some(at) => (page::day(at)),
-                                    None => "Never",
-                                }
-                            }
-                            td { (k.last_used_at.map(page::when).unwrap_or_else(|| "Never".into())) }
-                            td { (page::day(k.created_at)) }
-                            @if write {
-                                td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { "Revoke…" } }
-                            }
+        (page::table(&["Name", "Scopes", "Expires", "Last used", "Created"], write.then_some("Action"), html! {
+            @for k in keys {
+                tr {
+                    td { (k.name) }
+                    td { (scopes_text(&k.scopes)) }
+                    td {
+                        @match k.expires_at {
+                            Some(at) if at <= now => span.badge.bad { "Expired" },
+                            Some(at) => (page::day(at)),
+                            None => "Never",
                         }
+                    }
+                    td { (k.last_used_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+                    td { (page::day(k.created_at)) }
+                    @if write {
+                        td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { "Revoke…" } }
                     }
                 }
             }
-        }
+        }))
     }
 }
 

@@ -97,36 +97,23 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
             }
             div { button type="submit" { "Show" } }
         }
-        div.table-wrap {
-            table {
-                thead {
-                    tr {
-                        th scope="col" { "When" }
-                        th scope="col" { "Who" }
-                        th scope="col" { "What" }
-                        th scope="col" { "Record" }
-                        th scope="col" { "Changes" }
+        (page::table(&["When", "Who", "What", "Record", "Changes"], None, html! {
+            @if entries.items.is_empty() {
+                tr { td.empty colspan="5" { "Nothing recorded matches." } }
+            }
+            @for e in &entries.items {
+                tr {
+                    td.nowrap { (page::when(e.at)) }
+                    td {
+                        (actor(e))
+                        @if let Some(address) = e.address { br; span.hint { (address) } }
                     }
-                }
-                tbody {
-                    @if entries.items.is_empty() {
-                        tr { td.empty colspan="5" { "Nothing recorded matches." } }
-                    }
-                    @for e in &entries.items {
-                        tr {
-                            td.nowrap { (page::when(e.at)) }
-                            td {
-                                (actor(e))
-                                @if let Some(address) = e.address { br; span.hint { (address) } }
-                            }
-                            td { code.nowrap { (e.action.as_str()) } }
-                            td { code title=(e.resource_id) { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) } }
-                            td { ul.changes { @for c in &e.changes { (change(c)) } } }
-                        }
-                    }
+                    td { code.nowrap { (e.action.as_str()) } }
+                    td { code title=(e.resource_id) { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) } }
+                    td { ul.changes { @for c in &e.changes { (change(c)) } } }
                 }
             }
-        }
+        }))
         nav.pager aria-label="Pages" {
             @if entries.total > 0 { span { (entries.total) " entries" } }
             @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Newer" } }

@@ -68,22 +68,17 @@ pub(crate) async fn customers(
                 }
                 div { button type="submit" { "Show" } }
             }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "Name" } th scope="col" { "E-mail address" } th scope="col" { "User name" } th scope="col" { "Since" } } }
-                    tbody {
-                        @if list.items.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
-                        @for c in &list.items {
-                            tr {
-                                td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or("(no name)")) } }
-                                td { (c.email.as_ref().map_or("", |e| e.as_str())) }
-                                td { (c.username.as_deref().unwrap_or("")) }
-                                td { (page::day(c.created_at)) }
-                            }
-                        }
+            (page::table(&["Name", "E-mail address", "User name", "Since"], None, html! {
+                @if list.items.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
+                @for c in &list.items {
+                    tr {
+                        td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or("(no name)")) } }
+                        td { (c.email.as_ref().map_or("", |e| e.as_str())) }
+                        td { (c.username.as_deref().unwrap_or("")) }
+                        td { (page::day(c.created_at)) }
                     }
                 }
-            }
+            }))
             nav.pager aria-label="Pages" {
                 @if list.total > 0 { span { (list.total) " customers" } }
                 @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
@@ -166,20 +161,15 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
             }
             @if let Some(licenses) = licenses {
                 h2 { "Licenses" }
-                div.table-wrap {
-                    table {
-                        thead { tr { th scope="col" { "Key" } th scope="col" { "Created" } } }
-                        tbody {
-                            @if licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
-                            @for l in &licenses {
-                                tr {
-                                    td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
-                                    td { (page::day(l.created_at)) }
-                                }
-                            }
+                (page::table(&["Key", "Created"], None, html! {
+                    @if licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
+                    @for l in &licenses {
+                        tr {
+                            td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
+                            td { (page::day(l.created_at)) }
                         }
                     }
-                }
+                }))
             }
         };
         Ok::<_, Failure>(page::html_response(
@@ -241,21 +231,16 @@ pub(crate) async fn products(
         let list = api::all_products(ctx, staff).await?;
         let content = html! {
             h1 { "Products" }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "Name" } th scope="col" { "Address" } th scope="col" { "Since" } } }
-                    tbody {
-                        @if list.items.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
-                        @for p in &list.items {
-                            tr {
-                                td { a href={ "/dashboard/products/" (p.id) } { (p.name) } }
-                                td { (p.url.as_ref().map_or("", |u| u.as_str())) }
-                                td { (page::day(p.created_at)) }
-                            }
-                        }
+            (page::table(&["Name", "Address", "Since"], None, html! {
+                @if list.items.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
+                @for p in &list.items {
+                    tr {
+                        td { a href={ "/dashboard/products/" (p.id) } { (p.name) } }
+                        td { (p.url.as_ref().map_or("", |u| u.as_str())) }
+                        td { (page::day(p.created_at)) }
                     }
                 }
-            }
+            }))
             @if staff.may(Scope::write(Resource::Products)) {
                 h2 { "New product" }
                 (page::problems(failure))
@@ -319,28 +304,23 @@ pub(crate) async fn product(
                 }
             }
             h2 { "Branches" }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "Name" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
-                    tbody {
-                        @if branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
-                        @for b in &branches {
-                            tr {
-                                td { (b.name.as_str()) }
-                                td { (page::day(b.created_at)) }
-                                @if write {
-                                    td {
-                                        form method="post" action={ "/dashboard/products/" (id) "/branches/" (b.id) "/delete" } {
-                                            (page::csrf(staff))
-                                            button.secondary.small type="submit" aria-label={ "Delete branch " (b.name.as_str()) } { "Delete" }
-                                        }
-                                    }
+            (page::table(&["Name", "Since"], write.then_some("Action"), html! {
+                @if branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
+                @for b in &branches {
+                    tr {
+                        td { (b.name.as_str()) }
+                        td { (page::day(b.created_at)) }
+                        @if write {
+                            td {
+                                form method="post" action={ "/dashboard/products/" (id) "/branches/" (b.id) "/delete" } {
+                                    (page::csrf(staff))
+                                    button.secondary.small type="submit" aria-label={ "Delete branch " (b.name.as_str()) } { "Delete" }
                                 }
                             }
                         }
                     }
                 }
-            }
+            }))
             @if write {
                 (page::problems(failure))
                 form.inline method="post" action={ "/dashboard/products/" (id) "/branches" } {
@@ -429,30 +409,25 @@ pub(crate) async fn blacklist(
         let content = html! {
             h1 { "Blacklist" }
             p.hint { "Clients from a listed address, country or device are refused, whatever their license." }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "Type" } th scope="col" { "Value" } th scope="col" { "Refusals" } th scope="col" { "Since" } @if write { th scope="col" { span.hint { "Action" } } } } }
-                    tbody {
-                        @if list.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
-                        @for e in &list {
-                            tr {
-                                td { (serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
-                                td.mono { (e.value) }
-                                td { (e.hits) }
-                                td { (page::day(e.created_at)) }
-                                @if write {
-                                    td {
-                                        form method="post" action={ "/dashboard/blacklist/" (e.id) "/delete" } {
-                                            (page::csrf(staff))
-                                            button.secondary.small type="submit" aria-label={ "Remove " (e.value) } { "Remove" }
-                                        }
-                                    }
+            (page::table(&["Type", "Value", "Refusals", "Since"], write.then_some("Action"), html! {
+                @if list.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
+                @for e in &list {
+                    tr {
+                        td { (serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
+                        td.mono { (e.value) }
+                        td { (e.hits) }
+                        td { (page::day(e.created_at)) }
+                        @if write {
+                            td {
+                                form method="post" action={ "/dashboard/blacklist/" (e.id) "/delete" } {
+                                    (page::csrf(staff))
+                                    button.secondary.small type="submit" aria-label={ "Remove " (e.value) } { "Remove" }
                                 }
                             }
                         }
                     }
                 }
-            }
+            }))
             @if write {
                 h2 { "Add" }
                 (page::problems(failure))

@@ -60,16 +60,11 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
                 (charts::stacked_columns("Client requests per day over the last 30 days", &days))
                 details {
                     summary { "The numbers" }
-                    div.table-wrap {
-                        table {
-                            thead { tr { th scope="col" { "Day (UTC)" } th scope="col" { "Valid" } th scope="col" { "Refused" } } }
-                            tbody {
-                                @for d in stats.daily.iter().rev() {
-                                    tr { td { (d.date) } td { (d.successful) } td { (d.failed) } }
-                                }
-                            }
+                    (page::table(&["Day (UTC)", "Valid", "Refused"], None, html! {
+                        @for d in stats.daily.iter().rev() {
+                            tr { td { (d.date) } td { (d.successful) } td { (d.failed) } }
                         }
-                    }
+                    }))
                 }
             }
             div.columns {

@@ -322,6 +322,24 @@ pub(crate) fn day(at: Timestamp) -> String {
     at.as_datetime().format("%Y-%m-%d").to_string()
 }
 
+/// A table: its column headings, a last quiet heading (`hint`) over a column of buttons when
+/// there is one, and its rows.
+pub(crate) fn table(columns: &[&str], hint: Option<&str>, rows: Markup) -> Markup {
+    html! {
+        div.table-wrap {
+            table {
+                thead {
+                    tr {
+                        @for column in columns { th scope="col" { (column) } }
+                        @if let Some(hint) = hint { th scope="col" { span.hint { (hint) } } }
+                    }
+                }
+                tbody { (rows) }
+            }
+        }
+    }
+}
+
 /// A form's problems: the summary and each field's message.
 pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
     html! {

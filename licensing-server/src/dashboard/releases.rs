@@ -75,36 +75,23 @@ pub(crate) async fn list(
                 }
                 div { button type="submit" { "Show" } }
             }
-            div.table-wrap {
-                table {
-                    thead {
-                        tr {
-                            th scope="col" { "Version" }
-                            th scope="col" { "Product" }
-                            th scope="col" { "Status" }
-                            th scope="col" { "File" }
-                            th scope="col" { "Created" }
+            (page::table(&["Version", "Product", "Status", "File", "Created"], None, html! {
+                @if releases.items.is_empty() {
+                    tr { td.empty colspan="5" { "No releases yet." } }
+                }
+                @for r in &releases.items {
+                    tr {
+                        td {
+                            a href={ "/dashboard/releases/" (r.release.id) } { (r.release.version.as_str()) }
+                            @if r.release.latest { " " span.badge.ok { "latest" } }
                         }
-                    }
-                    tbody {
-                        @if releases.items.is_empty() {
-                            tr { td.empty colspan="5" { "No releases yet." } }
-                        }
-                        @for r in &releases.items {
-                            tr {
-                                td {
-                                    a href={ "/dashboard/releases/" (r.release.id) } { (r.release.version.as_str()) }
-                                    @if r.release.latest { " " span.badge.ok { "latest" } }
-                                }
-                                td { (r.product.name) }
-                                td { (r.release.status.as_str()) }
-                                td { (r.release.file.as_ref().map_or_else(|| "—".to_owned(), |f| format!("{} ({})", f.name, size_text(f.size)))) }
-                                td { (page::day(r.release.created_at)) }
-                            }
-                        }
+                        td { (r.product.name) }
+                        td { (r.release.status.as_str()) }
+                        td { (r.release.file.as_ref().map_or_else(|| "—".to_owned(), |f| format!("{} ({})", f.name, size_text(f.size)))) }
+                        td { (page::day(r.release.created_at)) }
                     }
                 }
-            }
+            }))
             @if may_write(staff) {
                 h2 { "Upload a release" }
                 (page::problems(failure))

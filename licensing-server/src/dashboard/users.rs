@@ -55,66 +55,52 @@ pub(crate) async fn list(
                     }
                 }
             }
-            div.table-wrap {
-                table {
-                    thead {
-                        tr {
-                            th scope="col" { "E-mail address" }
-                            th scope="col" { "Role" }
-                            th scope="col" { "Password" }
-                            th scope="col" { "Two-step" }
-                            th scope="col" { "Since" }
-                            th scope="col" { span.hint { "Actions" } }
-                        }
-                    }
-                    tbody {
-                        @for u in &users {
-                            @let managed = u.id != staff.user.id && staff.user.role.manages(u.role);
-                            tr {
-                                td { (u.email.as_str()) @if u.id == staff.user.id { " " span.hint { "(you)" } } }
-                                td {
-                                    @if managed {
-                                        form.inline method="post" action={ "/dashboard/users/" (u.id) "/role" } {
-                                            (page::csrf(staff))
-                                            select name="role" aria-label={ "Role of " (u.email.as_str()) } {
-                                                @for r in Role::ALL {
-                                                    @if staff.user.role.manages(r) {
-                                                        option value=(r.as_str()) selected[u.role == r] { (r.as_str()) }
-                                                    }
-                                                }
+            (page::table(&["E-mail address", "Role", "Password", "Two-step", "Since"], Some("Actions"), html! {
+                @for u in &users {
+                    @let managed = u.id != staff.user.id && staff.user.role.manages(u.role);
+                    tr {
+                        td { (u.email.as_str()) @if u.id == staff.user.id { " " span.hint { "(you)" } } }
+                        td {
+                            @if managed {
+                                form.inline method="post" action={ "/dashboard/users/" (u.id) "/role" } {
+                                    (page::csrf(staff))
+                                    select name="role" aria-label={ "Role of " (u.email.as_str()) } {
+                                        @for r in Role::ALL {
+                                            @if staff.user.role.manages(r) {
+                                                option value=(r.as_str()) selected[u.role == r] { (r.as_str()) }
                                             }
-                                            " "
-                                            button.secondary.small type="submit" { "Change" }
                                         }
-                                    } @else {
-                                        (u.role.as_str())
                                     }
+                                    " "
+                                    button.secondary.small type="submit" { "Change" }
                                 }
-                                td { @if u.password_hash.is_some() { "Set" } @else { span.badge.warn { "Not yet" } } }
-                                td { @if u.two_step.is_some() { span.badge.ok { "On" } } @else { "Off" } }
-                                td { (page::day(u.created_at)) }
-                                td {
-                                    @if managed {
-                                        div.actions {
-                                            form method="post" action={ "/dashboard/users/" (u.id) "/link" } {
-                                                (page::csrf(staff))
-                                                button.secondary.small type="submit" { "New link" }
-                                            }
-                                            @if u.two_step.is_some() {
-                                                form method="post" action={ "/dashboard/users/" (u.id) "/two-step/off" } {
-                                                    (page::csrf(staff))
-                                                    button.secondary.small type="submit" aria-label={ "Turn off two-step sign-in of " (u.email.as_str()) } { "Turn off two-step" }
-                                                }
-                                            }
-                                            a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { "Delete…" }
+                            } @else {
+                                (u.role.as_str())
+                            }
+                        }
+                        td { @if u.password_hash.is_some() { "Set" } @else { span.badge.warn { "Not yet" } } }
+                        td { @if u.two_step.is_some() { span.badge.ok { "On" } } @else { "Off" } }
+                        td { (page::day(u.created_at)) }
+                        td {
+                            @if managed {
+                                div.actions {
+                                    form method="post" action={ "/dashboard/users/" (u.id) "/link" } {
+                                        (page::csrf(staff))
+                                        button.secondary.small type="submit" { "New link" }
+                                    }
+                                    @if u.two_step.is_some() {
+                                        form method="post" action={ "/dashboard/users/" (u.id) "/two-step/off" } {
+                                            (page::csrf(staff))
+                                            button.secondary.small type="submit" aria-label={ "Turn off two-step sign-in of " (u.email.as_str()) } { "Turn off two-step" }
                                         }
                                     }
+                                    a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { "Delete…" }
                                 }
                             }
                         }
                     }
                 }
-            }
+            }))
             h2 { "Invite someone" }
             (page::problems(failure))
             form method="post" action="/dashboard/users" {

@@ -64,23 +64,18 @@ pub(crate) async fn list(
                     }
                 }
             }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "Address" } th scope="col" { "Events" } th scope="col" { "State" } th scope="col" { "Since" } } }
-                    tbody {
-                        @if list.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
-                        @for w in &list {
-                            @let (class, text) = state(w);
-                            tr {
-                                td { a href={ "/dashboard/webhooks/" (w.id) } { (w.url) } @if let Some(d) = &w.description { br; span.hint { (d) } } }
-                                td { (w.event_types.join(", ")) }
-                                td { span.badge.(class) { (text) } }
-                                td { (page::day(w.created_at)) }
-                            }
-                        }
+            (page::table(&["Address", "Events", "State", "Since"], None, html! {
+                @if list.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
+                @for w in &list {
+                    @let (class, text) = state(w);
+                    tr {
+                        td { a href={ "/dashboard/webhooks/" (w.id) } { (w.url) } @if let Some(d) = &w.description { br; span.hint { (d) } } }
+                        td { (w.event_types.join(", ")) }
+                        td { span.badge.(class) { (text) } }
+                        td { (page::day(w.created_at)) }
                     }
                 }
-            }
+            }))
             @if may_write(staff) {
                 h2 { "New endpoint" }
                 (page::problems(failure))
@@ -165,35 +160,30 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                 }
             }
             h2 { "Deliveries" }
-            div.table-wrap {
-                table {
-                    thead { tr { th scope="col" { "When" } th scope="col" { "Event" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Last answer" } @if write { th scope="col" { span.hint { "Action" } } } } }
-                    tbody {
-                        @if deliveries.items.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
-                        @for d in &deliveries.items {
-                            tr {
-                                td.nowrap { (page::when(d.created_at)) }
-                                td { code { (d.event_type) } }
-                                td { (name_of(&d.status).to_lowercase()) }
-                                td { (d.attempt_count) }
-                                td {
-                                    @if let Some(a) = d.attempts.last() {
-                                        @if let Some(code) = a.status_code { "HTTP " (code) } @else { (a.error.as_deref().unwrap_or("no answer")) }
-                                    } @else { "—" }
-                                }
-                                @if write {
-                                    td {
-                                        form method="post" action={ "/dashboard/webhooks/" (id) "/deliveries/" (d.id) "/redeliver" } {
-                                            (page::csrf(staff))
-                                            button.secondary.small type="submit" { "Send again" }
-                                        }
-                                    }
+            (page::table(&["When", "Event", "State", "Attempts", "Last answer"], write.then_some("Action"), html! {
+                @if deliveries.items.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
+                @for d in &deliveries.items {
+                    tr {
+                        td.nowrap { (page::when(d.created_at)) }
+                        td { code { (d.event_type) } }
+                        td { (name_of(&d.status).to_lowercase()) }
+                        td { (d.attempt_count) }
+                        td {
+                            @if let Some(a) = d.attempts.last() {
+                                @if let Some(code) = a.status_code { "HTTP " (code) } @else { (a.error.as_deref().unwrap_or("no answer")) }
+                            } @else { "—" }
+                        }
+                        @if write {
+                            td {
+                                form method="post" action={ "/dashboard/webhooks/" (id) "/deliveries/" (d.id) "/redeliver" } {
+                                    (page::csrf(staff))
+                                    button.secondary.small type="submit" { "Send again" }
                                 }
                             }
                         }
                     }
                 }
-            }
+            }))
         };
         Ok::<_, Failure>(page::html_response(
             200,

@@ -277,36 +277,22 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 @else { "Licenses of customers whose name or e-mail contains “" (search) "”." }
             }
         }
-        div.table-wrap {
-            table {
-                thead {
-                    tr {
-                        th scope="col" { "Key" }
-                        th scope="col" { "Status" }
-                        th scope="col" { "Products" }
-                        th scope="col" { "Expires" }
-                        th scope="col" { "Created" }
-                        th scope="col" { "Last active" }
-                    }
-                }
-                tbody {
-                    @if result.items.is_empty() {
-                        tr { td.empty colspan="6" { "No licenses match." } }
-                    }
-                    @for l in &result.items {
-                        @let (word, class) = status(l, ctx.now);
-                        tr {
-                            td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
-                            td { span.badge.(class) { (word) } }
-                            td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
-                            td { (expiry_text(l)) }
-                            td { (page::day(l.created_at)) }
-                            td { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }
-                        }
-                    }
+        (page::table(&["Key", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
+            @if result.items.is_empty() {
+                tr { td.empty colspan="6" { "No licenses match." } }
+            }
+            @for l in &result.items {
+                @let (word, class) = status(l, ctx.now);
+                tr {
+                    td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
+                    td { span.badge.(class) { (word) } }
+                    td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
+                    td { (expiry_text(l)) }
+                    td { (page::day(l.created_at)) }
+                    td { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }
                 }
             }
-        }
+        }))
         nav.pager aria-label="Pages" {
             @if result.total > 0 {
                 span { (first) "–" (last) " of " (result.total) }

@@ -145,50 +145,38 @@ fn records(
         "address"
     };
     html! {
-        div.table-wrap {
-            table {
-                thead {
-                    tr {
-                        th scope="col" { (if kind == "devices" { "Hardware identifier" } else { "Address" }) }
-                        th scope="col" { "Status" }
-                        th scope="col" { "Last seen" }
-                        @if allowed { th scope="col" { span.hint { "Action" } } }
+        (page::table(&[if kind == "devices" { "Hardware identifier" } else { "Address" }, "Status", "Last seen"], allowed.then_some("Action"), html! {
+            @if rows.is_empty() {
+                tr { td.empty colspan="4" { "No " (noun) " has used this license yet." } }
+            }
+            @for (id, name, status, seen) in &rows {
+                tr {
+                    td.mono { (name) }
+                    td {
+                        @match status {
+                            RecordStatus::Active => span.badge.ok { "Active" },
+                            RecordStatus::Inactive => span.badge.muted { "Inactive" },
+                            RecordStatus::Forgotten => span.badge.warn { "Forgotten" },
+                        }
                     }
-                }
-                tbody {
-                    @if rows.is_empty() {
-                        tr { td.empty colspan="4" { "No " (noun) " has used this license yet." } }
-                    }
-                    @for (id, name, status, seen) in &rows {
-                        tr {
-                            td.mono { (name) }
-                            td {
-                                @match status {
-                                    RecordStatus::Active => span.badge.ok { "Active" },
-                                    RecordStatus::Inactive => span.badge.muted { "Inactive" },
-                                    RecordStatus::Forgotten => span.badge.warn { "Forgotten" },
-                                }
-                            }
-                            td { (page::when(*seen)) }
-                            @if allowed {
-                                td {
-                                    @let forgotten = *status == RecordStatus::Forgotten;
-                                    form method="post" action={
-                                        "/dashboard/licenses/" (license) "/" (kind) "/" (id) "/"
-                                        (if forgotten { "remember" } else { "forget" })
-                                    } {
-                                        (page::csrf(staff))
-                                        button.secondary.small type="submit" aria-label={ (if forgotten { "Remember " } else { "Forget " }) (name) } {
-                                            (if forgotten { "Remember" } else { "Forget" })
-                                        }
-                                    }
+                    td { (page::when(*seen)) }
+                    @if allowed {
+                        td {
+                            @let forgotten = *status == RecordStatus::Forgotten;
+                            form method="post" action={
+                                "/dashboard/licenses/" (license) "/" (kind) "/" (id) "/"
+                                (if forgotten { "remember" } else { "forget" })
+                            } {
+                                (page::csrf(staff))
+                                button.secondary.small type="submit" aria-label={ (if forgotten { "Remember " } else { "Forget " }) (name) } {
+                                    (if forgotten { "Remember" } else { "Forget" })
                                 }
                             }
                         }
                     }
                 }
             }
-        }
+        }))
     }
 }
 
