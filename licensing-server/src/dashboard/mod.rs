@@ -35,7 +35,7 @@ use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, Method};
 
-use crate::http::{Body, Response, boxed_body, raw_query, with_state};
+use crate::http::{Body, Response};
 use crate::state::AppState;
 
 pub(crate) use session::Staff;
@@ -87,41 +87,32 @@ impl Ctx {
 /// The dashboard's routes, when it is on.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     warp::path("dashboard")
-        .and(warp::path::tail())
-        .and(warp::method())
-        .and(with_state(state))
-        .and(crate::connections::client_addr())
-        .and(warp::header::headers_cloned())
-        .and(raw_query())
-        .and(boxed_body())
-        .then(
-            move |tail: warp::path::Tail,
-                  method: Method,
-                  state: AppState,
-                  client: IpAddr,
-                  headers: HeaderMap,
-                  query: String,
-                  body: Body| {
-                async move {
-                    if state.dashboard.is_none() {
-                        return crate::http::error(&licensing_core::ApiError::route_not_found());
-                    }
-                    let secure = session::is_secure(client, &headers);
-                    let ctx = Ctx {
-                        state,
-                        client,
-                        headers,
-                        query,
-                        path: tail.as_str().to_owned(),
-                        now: Timestamp::now(),
-                        secure,
-                    };
-                    let mut response = route(ctx, method, body).await;
-                    page::protect(response.headers_mut());
-                    response
-                }
-            },
-        )
+        .and(crate::http::incoming(state))
+        .then(|request: crate::http::Incoming| async move {
+            let crate::http::Incoming {
+                path,
+                method,
+                state,
+                client,
+                input,
+            } = request;
+            if state.dashboard.is_none() {
+                return crate::http::error(&licensing_core::ApiError::route_not_found());
+            }
+            let secure = session::is_secure(client, &input.headers);
+            let ctx = Ctx {
+                state,
+                client,
+                headers: input.headers,
+                query: input.query,
+                path: path.as_str().to_owned(),
+                now: Timestamp::now(),
+                secure,
+            };
+            let mut response = route(ctx, method, input.body).await;
+            page::protect(response.headers_mut());
+            response
+        })
         .boxed()
 }
 

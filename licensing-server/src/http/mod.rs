@@ -231,6 +231,65 @@ pub(crate) fn with_state(
     warp::any().map(move || state.clone())
 }
 
+/// A whole request below a prefix, for a gate that routes it itself (the developer API, the
+/// admin API, the dashboard).
+pub(crate) struct Incoming {
+    /// The path after the prefix.
+    pub(crate) path: warp::path::Tail,
+    /// The method.
+    pub(crate) method: warp::http::Method,
+    /// The server.
+    pub(crate) state: AppState,
+    /// The client's address (protocol.md section 3's rule behind proxies).
+    pub(crate) client: std::net::IpAddr,
+    /// The query, headers and body.
+    pub(crate) input: Input,
+}
+
+/// What a request carries besides its path and method: the query string, the headers and the
+/// body.
+pub(crate) struct Input {
+    /// The raw query string (empty without one).
+    pub(crate) query: String,
+    /// The request headers.
+    pub(crate) headers: warp::http::HeaderMap,
+    /// The body, not yet read.
+    pub(crate) body: Body,
+}
+
+impl Input {
+    /// The whole JSON body (at most 1 MiB, else 413).
+    pub(crate) async fn json(self) -> Result<Bytes, ApiError> {
+        read_body(self.body, licensing_core::api::requests::MAX_JSON_BODY).await
+    }
+}
+
+/// Every request (after a prefix filter), whole: see [`Incoming`].
+pub(crate) fn incoming(
+    state: AppState,
+) -> impl Filter<Extract = (Incoming,), Error = warp::Rejection> + Clone {
+    warp::path::tail()
+        .and(warp::method())
+        .and(with_state(state))
+        .and(crate::connections::client_addr())
+        .and(warp::header::headers_cloned())
+        .and(raw_query())
+        .and(boxed_body())
+        .map(
+            |path, method, state, client, headers, query, body| Incoming {
+                path,
+                method,
+                state,
+                client,
+                input: Input {
+                    query,
+                    headers,
+                    body,
+                },
+            },
+        )
+}
+
 /// The raw query string, empty when there is none.
 pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible> + Clone {
     warp::query::raw().or(warp::any().map(String::new)).unify()

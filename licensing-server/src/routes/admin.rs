@@ -11,7 +11,6 @@
 //! `X-RateLimit-*` headers.
 
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use licensing_core::api::TeamList;
@@ -23,9 +22,9 @@ use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::Reply as _;
 use warp::filters::BoxedFilter;
-use warp::http::{HeaderMap, HeaderValue, Method, header};
+use warp::http::{HeaderValue, Method, header};
 
-use crate::http::{Body, Response, auth, boxed_body, raw_query, respond, success, with_state};
+use crate::http::{Incoming, Response, auth, respond, success};
 use crate::operator::{
     Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, OperatorOperation,
     SetFeatures,
@@ -79,46 +78,19 @@ fn operations() -> Vec<Route<Operator>> {
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let table: Arc<[Route<Operator>]> = operations().into();
     warp::path!("api" / "v1" / "admin" / ..)
-        .and(warp::path::tail())
-        .and(warp::method())
-        .and(with_state(state))
-        .and(crate::connections::client_addr())
-        .and(warp::header::headers_cloned())
-        .and(raw_query())
-        .and(boxed_body())
-        .then(
-            move |tail: warp::path::Tail,
-                  method: Method,
-                  state: AppState,
-                  client: IpAddr,
-                  headers: HeaderMap,
-                  query: String,
-                  body: Body| {
-                let table = table.clone();
-                async move {
-                    let input = Input {
-                        query,
-                        headers,
-                        body,
-                    };
-                    gate(&table, state, tail.as_str(), &method, client, input).await
-                }
-            },
-        )
+        .and(crate::http::incoming(state))
+        .then(move |request: crate::http::Incoming| {
+            let table = table.clone();
+            async move { gate(&table, request).await }
+        })
         .boxed()
 }
 
 /// The gate: the steps of the module documentation.
-async fn gate(
-    table: &[Route<Operator>],
-    state: AppState,
-    path: &str,
-    method: &Method,
-    client: IpAddr,
-    input: Input,
-) -> Response {
-    let segments: Vec<&str> = path.split('/').collect();
-    let (route, ids) = match find(table, &segments, method) {
+async fn gate(table: &[Route<Operator>], request: Incoming) -> Response {
+    let (state, client, input) = (request.state, request.client, request.input);
+    let segments: Vec<&str> = request.path.as_str().split('/').collect();
+    let (route, ids) = match find(table, &segments, &request.method) {
         Ok(found) => found,
         Err(e) => return crate::http::error(&e),
     };

@@ -7,31 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
 
-use bytes::Bytes;
 use licensing_core::ApiError;
-use licensing_core::api::requests::MAX_JSON_BODY;
 use licensing_core::model::Scope;
-use warp::http::{HeaderMap, Method};
+use warp::http::Method;
 
-use crate::http::{Body, Handled, path_param, read_body};
+use crate::http::{Handled, path_param};
 
-/// What an endpoint reads a request from besides its ids: the query string, the headers and the
-/// body.
-pub(crate) struct Input {
-    /// The raw query string (empty without one).
-    pub(crate) query: String,
-    /// The request headers.
-    pub(crate) headers: HeaderMap,
-    /// The body, not yet read.
-    pub(crate) body: Body,
-}
-
-impl Input {
-    /// The whole JSON body (at most 1 MiB, else 413).
-    pub(crate) async fn json(self) -> Result<Bytes, ApiError> {
-        read_body(self.body, MAX_JSON_BODY).await
-    }
-}
+pub(crate) use crate::http::Input;
 
 /// The ids of a path, parsed in order; each names itself in its 400.
 pub(crate) trait PathIds: Sized + Send + 'static {

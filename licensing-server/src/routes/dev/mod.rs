@@ -122,7 +122,6 @@ mod team;
 mod webhooks;
 
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use licensing_core::api::requests::parse_no_query;
@@ -130,10 +129,10 @@ use licensing_core::model::{ApiKeyRecord, Scope};
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::filters::BoxedFilter;
-use warp::http::{HeaderMap, HeaderValue, Method};
+use warp::http::{HeaderValue, Method};
 
 use crate::app;
-use crate::http::{Body, Response, auth, boxed_body, path_param, raw_query, respond, with_state};
+use crate::http::{Incoming, Response, auth, path_param, respond};
 use crate::routes::table::find;
 pub(crate) use crate::routes::table::{Input, PathIds, Query};
 
@@ -267,49 +266,22 @@ pub(crate) fn operations() -> Vec<Route> {
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     let table: Arc<[Route]> = operations().into();
     warp::path!("api" / "v1" / "dev" / "teams" / ..)
-        .and(warp::path::tail())
-        .and(warp::method())
-        .and(with_state(state))
-        .and(crate::connections::client_addr())
-        .and(warp::header::headers_cloned())
-        .and(raw_query())
-        .and(boxed_body())
-        .then(
-            move |tail: warp::path::Tail,
-                  method: Method,
-                  state: AppState,
-                  client: IpAddr,
-                  headers: HeaderMap,
-                  query: String,
-                  body: Body| {
-                let table = table.clone();
-                async move {
-                    let input = Input {
-                        query,
-                        headers,
-                        body,
-                    };
-                    gate(&table, state, tail.as_str(), &method, client, input).await
-                }
-            },
-        )
+        .and(crate::http::incoming(state))
+        .then(move |request: crate::http::Incoming| {
+            let table = table.clone();
+            async move { gate(&table, request).await }
+        })
         .boxed()
 }
 
 /// The gate: steps 1 to 5 of the module documentation, then the operation.
-async fn gate(
-    table: &[Route],
-    state: AppState,
-    path: &str,
-    method: &Method,
-    client: IpAddr,
-    input: Input,
-) -> Response {
-    let mut segments = path.split('/');
+async fn gate(table: &[Route], request: Incoming) -> Response {
+    let (state, client, input) = (request.state, request.client, request.input);
+    let mut segments = request.path.as_str().split('/');
     let team = segments.next().unwrap_or_default();
     let segments: Vec<&str> = segments.collect();
     // 1. The operation.
-    let (operation, ids) = match find(table, &segments, method) {
+    let (operation, ids) = match find(table, &segments, &request.method) {
         Ok(found) => found,
         Err(e) => return crate::http::error(&e),
     };
