@@ -147,12 +147,8 @@ enum MasterKeyCommand {
         /// The file of the new key (`master-key generate` makes one).
         #[arg(long)]
         new: PathBuf,
-        /// Data directory of the (stopped) server.
-        #[arg(long, env = "LICENSING_DATA_DIR", default_value = "./licensing-data")]
-        data_dir: PathBuf,
-        /// PostgreSQL instead of the data directory.
-        #[arg(long, env = "LICENSING_DATABASE_URL", hide_env_values = true)]
-        database_url: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -190,13 +186,8 @@ enum UserCommand {
         /// only).
         #[arg(long, value_parser = parse_role)]
         role: Role,
-        /// The server's address as browsers reach it, for the link.
-        #[arg(
-            long,
-            env = "LICENSING_PUBLIC_URL",
-            default_value = "http://127.0.0.1:3000"
-        )]
-        url: String,
+        #[command(flatten)]
+        link: LinkBase,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -209,16 +200,23 @@ enum UserCommand {
         /// The account's team, when the address has an account in several teams.
         #[arg(long)]
         team: Option<TeamId>,
-        /// The server's address as browsers reach it, for the link.
-        #[arg(
-            long,
-            env = "LICENSING_PUBLIC_URL",
-            default_value = "http://127.0.0.1:3000"
-        )]
-        url: String,
+        #[command(flatten)]
+        link: LinkBase,
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+/// Where a set-password link points.
+#[derive(Debug, clap::Args)]
+struct LinkBase {
+    /// The server's address as browsers reach it, for the link.
+    #[arg(
+        long,
+        env = "LICENSING_PUBLIC_URL",
+        default_value = "http://127.0.0.1:3000"
+    )]
+    url: String,
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {
@@ -665,15 +663,15 @@ async fn main() -> anyhow::Result<()> {
             team,
             email,
             role,
-            url,
+            link,
             store,
-        })) => user_create(team, &email, role, &url, &store).await,
+        })) => user_create(team, &email, role, &link.url, &store).await,
         Some(Command::User(UserCommand::Link {
             email,
             team,
-            url,
+            link,
             store,
-        })) => user_link(&email, team, &url, &store).await,
+        })) => user_link(&email, team, &link.url, &store).await,
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => master_key_generate(&out),
         Some(Command::Export { out, store }) => export(&out, &store).await,
         Some(Command::Import { input, store }) => import(&input, &store).await,
@@ -695,12 +693,9 @@ async fn main() -> anyhow::Result<()> {
             )
             .await
         }
-        Some(Command::MasterKey(MasterKeyCommand::Rotate {
-            old,
-            new,
-            data_dir,
-            database_url,
-        })) => master_key_rotate(&old, &new, &data_dir, database_url.as_deref()).await,
+        Some(Command::MasterKey(MasterKeyCommand::Rotate { old, new, store })) => {
+            master_key_rotate(&old, &new, &store.data_dir, store.database_url.as_deref()).await
+        }
     }
 }
 

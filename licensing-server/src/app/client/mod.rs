@@ -165,19 +165,8 @@ pub(crate) async fn validate(
 
     // 2 to 6, then 7 and 8 atomically in the store.
     let now = Timestamp::now();
-    let (product, checked) =
-        steps::check(&state.store, state.recorders(), &context, &request, now).await;
-    seen.product = product;
-    let checked = checked?;
-    let license = steps::record(
-        &state.store,
-        &state.client_events,
-        &context,
-        state.max_records,
-        (&request, &checked),
-        now,
-    )
-    .await?;
+    let checked = check(state, &context, &request, seen, now).await?;
+    let license = record_checked(state, &context, (&request, &checked), now).await?;
 
     // The answer's data.
     let challenge = match &input.challenge {
@@ -199,7 +188,7 @@ pub(crate) async fn validate(
                 &state.store,
                 &license,
                 checked.catalog.as_ref(),
-                product,
+                seen.product,
                 input.branch.as_ref(),
             )
             .await?;
@@ -278,10 +267,7 @@ pub(crate) async fn download(
 
     // 2 to 6.
     let now = Timestamp::now();
-    let (product, checked) =
-        steps::check(&state.store, state.recorders(), &context, &request, now).await;
-    seen.product = product;
-    let checked = checked?;
+    let checked = check(state, &context, &request, seen, now).await?;
     let release = checked.release.clone().ok_or_else(release_not_found)?;
     let record = release.file.clone().ok_or_else(release_not_found)?;
     // The file is opened before anything is recorded, so a missing file records no device. An
@@ -305,15 +291,7 @@ pub(crate) async fn download(
     take_session_key(state, team, &key, now).await?;
 
     // 7 and 8.
-    steps::record(
-        &state.store,
-        &state.client_events,
-        &context,
-        state.max_records,
-        (&request, &checked),
-        now,
-    )
-    .await?;
+    record_checked(state, &context, (&request, &checked), now).await?;
 
     // What the headers say.
     let product_name = state
@@ -336,6 +314,38 @@ pub(crate) async fn download(
         latest,
         product_name,
     })
+}
+
+/// Steps 2 to 6 of `request`, noting the product it is counted under.
+async fn check(
+    state: &AppState,
+    context: &TeamContext,
+    request: &Request<'_>,
+    seen: &mut Seen,
+    now: Timestamp,
+) -> Result<steps::Checked, ApiError> {
+    let (product, checked) =
+        steps::check(&state.store, state.recorders(), context, request, now).await;
+    seen.product = product;
+    checked
+}
+
+/// Steps 7 and 8 of a checked request, atomically in the store: the license after them.
+async fn record_checked(
+    state: &AppState,
+    context: &TeamContext,
+    request: (&Request<'_>, &steps::Checked),
+    now: Timestamp,
+) -> Result<licensing_core::model::License, ApiError> {
+    steps::record(
+        &state.store,
+        &state.client_events,
+        context,
+        state.max_records,
+        request,
+        now,
+    )
+    .await
 }
 
 fn release_not_found() -> ApiError {

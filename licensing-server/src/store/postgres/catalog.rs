@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, lock_row, ms, page, page_bounds, team_missing,
 };
-use super::{fetch_doc, fetch_docs};
+use super::{docs_by_ids, fetch_doc};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -92,18 +92,9 @@ impl ProductStore for PgStore {
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
-        let wanted: Vec<Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
-        let found: Vec<Product> = fetch_docs(
-            &self.pool,
-            sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = ANY($2)")
-                .bind(team.as_uuid())
-                .bind(&wanted),
-        )
-        .await?;
-        Ok(ids
-            .iter()
-            .filter_map(|id| found.iter().find(|p| p.id == *id).cloned())
-            .collect())
+        const SELECT: &str = "SELECT doc FROM products WHERE team_id = $1 AND id = ANY($2)";
+        let id = (ProductId::as_uuid, |p: &Product| p.id);
+        docs_by_ids(&self.pool, (SELECT, team), ids, id).await
     }
 
     async fn update_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {

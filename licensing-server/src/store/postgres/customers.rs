@@ -9,7 +9,7 @@ use sqlx::Row as _;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, ms, order, page, page_bounds, team_missing,
 };
-use super::{fetch_doc, fetch_docs};
+use super::{docs_by_ids, fetch_doc};
 
 /// The lower-cased text a customer is sorted and searched by.
 fn key(text: Option<&str>) -> Option<String> {
@@ -50,18 +50,9 @@ impl CustomerStore for PgStore {
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
-        let wanted: Vec<uuid::Uuid> = ids.iter().map(|id| *id.as_uuid()).collect();
-        let found: Vec<Customer> = fetch_docs(
-            &self.pool,
-            sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = ANY($2)")
-                .bind(team.as_uuid())
-                .bind(&wanted),
-        )
-        .await?;
-        Ok(ids
-            .iter()
-            .filter_map(|id| found.iter().find(|c| c.id == *id).cloned())
-            .collect())
+        const SELECT: &str = "SELECT doc FROM customers WHERE team_id = $1 AND id = ANY($2)";
+        let id = (CustomerId::as_uuid, |c: &Customer| c.id);
+        docs_by_ids(&self.pool, (SELECT, team), ids, id).await
     }
 
     async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {

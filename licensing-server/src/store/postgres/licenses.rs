@@ -736,14 +736,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<Hwid>> {
-        self.settle().await?;
-        self.require_license(team, license).await?;
-        let (rows, total) = self.usage_page("hwids", license, query).await?;
-        let items = rows
-            .iter()
-            .map(|row| hwid(row, team, license))
-            .collect::<StoreResult<_>>()?;
-        Ok(page(items, total, &query.paging))
+        self.usage_list(Usage::HWIDS, team, license, query).await
     }
 
     async fn set_hwid_forgotten(
@@ -755,16 +748,9 @@ impl DeviceStore for PgStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<Hwid> {
-        let row = self
-            .set_forgotten(
-                "hwids",
-                (team, license, *id.as_uuid()),
-                forgotten,
-                now,
-                journal,
-            )
-            .await?;
-        hwid(&row, team, license)
+        let key = (team, license, *id.as_uuid());
+        self.usage_forgotten(Usage::HWIDS, key, forgotten, now, journal)
+            .await
     }
 
     async fn list_ips(
@@ -773,14 +759,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<IpRecord>> {
-        self.settle().await?;
-        self.require_license(team, license).await?;
-        let (rows, total) = self.usage_page("ips", license, query).await?;
-        let items = rows
-            .iter()
-            .map(|row| ip(row, team, license))
-            .collect::<StoreResult<_>>()?;
-        Ok(page(items, total, &query.paging))
+        self.usage_list(Usage::IPS, team, license, query).await
     }
 
     async fn set_ip_forgotten(
@@ -792,15 +771,64 @@ impl DeviceStore for PgStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<IpRecord> {
+        let key = (team, license, *id.as_uuid());
+        self.usage_forgotten(Usage::IPS, key, forgotten, now, journal)
+            .await
+    }
+}
+
+/// A kind of usage record (a license's hardware identifiers or addresses): its table, and how
+/// a row of it reads.
+struct Usage<R> {
+    table: &'static str,
+    read: fn(&PgRow, TeamId, LicenseId) -> StoreResult<R>,
+}
+
+impl Usage<Hwid> {
+    const HWIDS: Self = Self {
+        table: "hwids",
+        read: hwid,
+    };
+}
+
+impl Usage<IpRecord> {
+    const IPS: Self = Self {
+        table: "ips",
+        read: ip,
+    };
+}
+
+impl PgStore {
+    /// A page of a license's usage records of one kind (404 for a license not of `team`).
+    async fn usage_list<R>(
+        &self,
+        usage: Usage<R>,
+        team: TeamId,
+        license: LicenseId,
+        query: &DeviceListQuery,
+    ) -> StoreResult<Page<R>> {
+        self.settle().await?;
+        self.require_license(team, license).await?;
+        let (rows, total) = self.usage_page(usage.table, license, query).await?;
+        let items = rows
+            .iter()
+            .map(|row| (usage.read)(row, team, license))
+            .collect::<StoreResult<_>>()?;
+        Ok(page(items, total, &query.paging))
+    }
+
+    /// Marks one usage record of a license forgotten or counted again.
+    async fn usage_forgotten<R>(
+        &self,
+        usage: Usage<R>,
+        key: (TeamId, LicenseId, uuid::Uuid),
+        forgotten: bool,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<R> {
         let row = self
-            .set_forgotten(
-                "ips",
-                (team, license, *id.as_uuid()),
-                forgotten,
-                now,
-                journal,
-            )
+            .set_forgotten(usage.table, key, forgotten, now, journal)
             .await?;
-        ip(&row, team, license)
+        (usage.read)(&row, key.0, key.1)
     }
 }

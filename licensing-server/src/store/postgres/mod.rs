@@ -330,6 +330,30 @@ pub(crate) async fn fetch_doc<T: DeserializeOwned>(
         .transpose()
 }
 
+/// The documents `select` reads of `team` with ids `ids` (`$1` the team, `$2` the ids), in the
+/// order of `ids` (an id not found is left out); `uuid` reads an id's UUID, `id_of` a document's
+/// id.
+pub(crate) async fn docs_by_ids<T, I, U, F>(
+    pool: &PgPool,
+    (select, team): (&'static str, licensing_core::TeamId),
+    ids: &[I],
+    (uuid, id_of): (U, F),
+) -> StoreResult<Vec<T>>
+where
+    T: DeserializeOwned + Clone,
+    I: PartialEq,
+    U: Fn(&I) -> &uuid::Uuid,
+    F: Fn(&T) -> I,
+{
+    let wanted: Vec<uuid::Uuid> = ids.iter().map(|id| *uuid(id)).collect();
+    let found: Vec<T> =
+        fetch_docs(pool, sqlx::query(select).bind(team.as_uuid()).bind(&wanted)).await?;
+    Ok(ids
+        .iter()
+        .filter_map(|id| found.iter().find(|doc| id_of(doc) == *id).cloned())
+        .collect())
+}
+
 /// Escapes `LIKE` wildcards, for a substring search.
 pub(crate) fn like_contains(needle: &str) -> String {
     let mut out = String::with_capacity(needle.len() + 2);
