@@ -33,10 +33,9 @@
 //!   travels with the request as an extension; the access log records it.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
@@ -53,7 +52,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
-use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 
@@ -84,17 +82,6 @@ pub struct ConnectionLimits {
 }
 
 /// The client address of a request, as a request extension.
-#[derive(Debug, Clone, Copy)]
-struct ClientAddr(IpAddr);
-
-/// The client's address ([`crate::client_addr`]). A request that did not come through
-/// [`serve`] (none does in production) counts as `0.0.0.0`.
-pub(crate) fn client_addr() -> impl Filter<Extract = (IpAddr,), Error = Infallible> + Clone {
-    warp::ext::optional::<ClientAddr>().map(|client: Option<ClientAddr>| {
-        client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ClientAddr(a)| a)
-    })
-}
-
 /// Open connections per client address.
 struct PerAddress {
     cap: usize,
@@ -231,7 +218,9 @@ pub(crate) async fn serve(
             let deadline = Instant::now() + body_timeout;
             let mut request = request.map(|body| DeadlineBody::new(body, deadline));
             let client = proxies.client_ip(peer.ip(), request.headers());
-            request.extensions_mut().insert(ClientAddr(client));
+            request
+                .extensions_mut()
+                .insert(crate::http::ClientAddr(client));
             let id = RequestId::of(request.headers());
             let access = AccessLog::start(&request, client, &id);
             let answer = service.call(request);

@@ -51,6 +51,7 @@ pub mod testing;
 pub use app::operator;
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
+pub use routes::openapi_json;
 pub use server::{
     Server, ServerError, compact_store, file_store_for, open_configured_store, open_store,
     open_store_with_cache,

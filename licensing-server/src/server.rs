@@ -403,9 +403,13 @@ impl Server {
             ))
         });
         let sessions = self.state.dashboard.map(|settings| {
+            let lifetime = crate::services::session_purger::Lifetime {
+                idle_minutes: settings.idle_minutes,
+                hours: settings.session_hours,
+            };
             tokio::spawn(crate::services::session_purger::run_purger(
                 store.clone(),
-                settings,
+                lifetime,
                 stop.clone(),
             ))
         });
@@ -437,7 +441,7 @@ impl Server {
         });
         crate::connections::serve(
             self.listener,
-            routes::routes(self.state, crate::openapi::json),
+            routes::routes(self.state, routes::openapi_json),
             self.limits,
             self.proxies,
             stopped(stopping),

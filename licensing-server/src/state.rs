@@ -64,16 +64,6 @@ pub(crate) struct AppState {
     pub(crate) alive: Arc<()>,
 }
 
-impl AppState {
-    /// What the client API records besides its answers.
-    pub(crate) fn recorders(&self) -> crate::app::client::Recorders<'_> {
-        crate::app::client::Recorders {
-            usage: &self.usage,
-            events: &self.client_events,
-        }
-    }
-}
-
 /// Who may read `/metrics`.
 #[derive(Clone, Debug)]
 pub(crate) enum MetricsAccess {

@@ -2,7 +2,7 @@
 //! a team, list them, switch a team's features, give a team a new API key or a staff account, a
 //! new set-password link, the first start's team and owner, an online backup).
 //!
-//! They run in an [`Operator`] context instead of a team's [`super::Cx`]: the operator is not a
+//! They run in an [`Operator`] context instead of a team's operation context: the operator is not a
 //! member of any team and has no scopes to check; each operation names the team it acts on.
 
 use std::future::Future;

@@ -13,6 +13,7 @@ use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 
 use super::{Cx, Operation};
 use crate::services::audit::Acting;
+pub(crate) use crate::services::session_purger::Lifetime;
 use crate::services::staff::{self, LinkRefused};
 use crate::services::two_step;
 use crate::state::AppState;
@@ -22,15 +23,6 @@ pub(crate) struct Visitor<'a> {
     state: &'a AppState,
     client: IpAddr,
     now: Timestamp,
-}
-
-/// How long a session lasts.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Lifetime {
-    /// Minutes without a request after which it ends.
-    pub(crate) idle_minutes: u32,
-    /// Hours after signing in after which it ends whatever happens.
-    pub(crate) hours: u32,
 }
 
 impl<'a> Visitor<'a> {

@@ -231,6 +231,23 @@ pub(crate) fn with_state(
     warp::any().map(move || state.clone())
 }
 
+/// The client's address of a connection, as the connection layer (`connections.rs`) puts it
+/// on each of its requests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr);
+
+/// The client's address ([`crate::client_addr`]). A request that did not come through the
+/// connection layer (none does in production) counts as `0.0.0.0`.
+pub(crate) fn client_addr() -> impl Filter<Extract = (std::net::IpAddr,), Error = Infallible> + Clone
+{
+    warp::ext::optional::<ClientAddr>().map(|client: Option<ClientAddr>| {
+        client.map_or(
+            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            |ClientAddr(a)| a,
+        )
+    })
+}
+
 /// A whole request below a prefix, for a gate that routes it itself (the developer API, the
 /// admin API, the dashboard).
 pub(crate) struct Incoming {
@@ -271,7 +288,7 @@ pub(crate) fn incoming(
     warp::path::tail()
         .and(warp::method())
         .and(with_state(state))
-        .and(crate::connections::client_addr())
+        .and(client_addr())
         .and(warp::header::headers_cloned())
         .and(raw_query())
         .and(boxed_body())

@@ -42,7 +42,6 @@ struct Security;
 
 impl utoipa::Modify for Security {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        scopes_of_operations(doc);
         let components = doc.components.get_or_insert_with(Default::default);
         let scopes: Vec<String> = Scope::all().map(|s| format!("`{s}`")).collect();
         components.add_security_scheme(
@@ -72,11 +71,22 @@ impl utoipa::Modify for Security {
     }
 }
 
+/// A developer operation as the gate's table has it: its method, its path template and the
+/// scope it needs (`None`: any key of the team).
+pub struct Scoped {
+    /// The method.
+    pub method: Method,
+    /// The full path template (`/api/v1/dev/teams/{teamId}/…`).
+    pub template: String,
+    /// The scope.
+    pub scope: Option<Scope>,
+}
+
 /// Writes the scope of every developer operation, from the gate's own table, into its security
 /// requirement and its description, so that the document and the server cannot disagree.
-fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
-    for operation in crate::routes::dev_operations() {
-        let Some(item) = doc.paths.paths.get_mut(&operation.template()) else {
+fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi, operations: &[Scoped]) {
+    for operation in operations {
+        let Some(item) = doc.paths.paths.get_mut(&operation.template) else {
             continue;
         };
         let declared = match operation.method {
@@ -139,84 +149,11 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// The document as pretty JSON, as checked in.
-pub fn json() -> String {
-    ApiDoc::openapi()
-        .to_pretty_json()
+/// The document as pretty JSON, as checked in, with the scopes of `operations` (the developer
+/// API's table) written into it.
+pub fn document(operations: &[Scoped]) -> String {
+    let mut doc = ApiDoc::openapi();
+    scopes_of_operations(&mut doc, operations);
+    doc.to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}
-
-#[cfg(test)]
-mod tests {
-    /// The checked-in `openapi.json` is the generated document. After changing the API, run
-    /// `UPDATE_OPENAPI=1 cargo test -p licensing-server --lib openapi` to regenerate it.
-    #[test]
-    fn the_checked_in_document_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi.json");
-        let generated = format!("{}\n", super::json());
-        if std::env::var_os("UPDATE_OPENAPI").is_some() {
-            std::fs::write(&path, &generated).unwrap();
-            return;
-        }
-        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            checked_in == generated,
-            "openapi.json differs from the generated document: regenerate it with\n  UPDATE_OPENAPI=1 cargo test -p licensing-server --lib openapi\nand commit the result"
-        );
-    }
-
-    /// Every developer operation of the gate's table is documented, with its scope as the
-    /// security requirement, and every documented developer operation is in the table.
-    #[test]
-    fn every_developer_operation_documents_its_scope() {
-        let doc: serde_json::Value = serde_json::from_str(&super::json()).unwrap();
-        let table = crate::routes::dev_operations();
-        for operation in &table {
-            let method = operation.method.as_str().to_ascii_lowercase();
-            let declared = &doc["paths"][operation.template()][&method];
-            assert!(
-                declared.is_object(),
-                "{method} {} is not documented",
-                operation.template()
-            );
-            let expected: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
-            assert_eq!(
-                declared["security"],
-                serde_json::json!([{ "apiKey": expected }]),
-                "{method} {}",
-                operation.template()
-            );
-        }
-        let documented = doc["paths"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .filter(|(path, _)| path.starts_with("/api/v1/dev/"))
-            .map(|(_, item)| item.as_object().unwrap().len())
-            .sum::<usize>();
-        assert_eq!(documented, table.len());
-    }
-
-    #[test]
-    fn every_operation_documents_its_answers() {
-        let doc: serde_json::Value = serde_json::from_str(&super::json()).unwrap();
-        let paths = doc["paths"].as_object().unwrap();
-        assert!(paths.len() >= 30, "{}", paths.len());
-        for (path, item) in paths {
-            for (method, op) in item.as_object().unwrap() {
-                let responses = op["responses"].as_object().unwrap();
-                assert!(!responses.is_empty(), "{method} {path}");
-                if path.starts_with("/api/v1/") {
-                    assert!(
-                        responses.contains_key("400"),
-                        "{method} {path} lacks its 400"
-                    );
-                    assert!(
-                        responses.contains_key("500"),
-                        "{method} {path} lacks its 500"
-                    );
-                }
-            }
-        }
-    }
 }

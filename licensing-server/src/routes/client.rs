@@ -31,7 +31,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "verify")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(crate::connections::client_addr())
+            .and(crate::http::client_addr())
             .and(warp::body::stream())
             .then(|team: String, state: AppState, ip, body| async move {
                 json_endpoint(state, RequestKind::Verify, team, ip, body).await
@@ -40,7 +40,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "heartbeat")
             .and(warp::post())
             .and(with_state(state.clone()))
-            .and(crate::connections::client_addr())
+            .and(crate::http::client_addr())
             .and(warp::body::stream())
             .then(|team: String, state: AppState, ip, body| async move {
                 json_endpoint(state, RequestKind::Heartbeat, team, ip, body).await
@@ -49,7 +49,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
             .and(warp::get())
             .and(with_state(state))
-            .and(crate::connections::client_addr())
+            .and(crate::http::client_addr())
             .and(raw_query())
             .then(
                 |team: String, state: AppState, ip, query: String| async move {

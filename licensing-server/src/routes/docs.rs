@@ -69,3 +69,78 @@ fn asset(path: &str, config: &Arc<utoipa_swagger_ui::Config<'static>>) -> Respon
         }
     }
 }
+
+#[cfg(test)]
+mod openapi_document {
+    /// The checked-in `openapi.json` is the generated document. After changing the API, run
+    /// `UPDATE_OPENAPI=1 cargo test -p licensing-server --lib openapi` to regenerate it.
+    #[test]
+    fn the_checked_in_document_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi.json");
+        let generated = format!("{}\n", super::super::openapi_json());
+        if std::env::var_os("UPDATE_OPENAPI").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+            return;
+        }
+        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            checked_in == generated,
+            "openapi.json differs from the generated document: regenerate it with\n  UPDATE_OPENAPI=1 cargo test -p licensing-server --lib openapi\nand commit the result"
+        );
+    }
+
+    /// Every developer operation of the gate's table is documented, with its scope as the
+    /// security requirement, and every documented developer operation is in the table.
+    #[test]
+    fn every_developer_operation_documents_its_scope() {
+        let doc: serde_json::Value = serde_json::from_str(&super::super::openapi_json()).unwrap();
+        let table = crate::routes::dev::operations();
+        for operation in &table {
+            let method = operation.method.as_str().to_ascii_lowercase();
+            let declared = &doc["paths"][operation.template()][&method];
+            assert!(
+                declared.is_object(),
+                "{method} {} is not documented",
+                operation.template()
+            );
+            let expected: Vec<String> = operation.scope.iter().map(|s| s.name()).collect();
+            assert_eq!(
+                declared["security"],
+                serde_json::json!([{ "apiKey": expected }]),
+                "{method} {}",
+                operation.template()
+            );
+        }
+        let documented = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(path, _)| path.starts_with("/api/v1/dev/"))
+            .map(|(_, item)| item.as_object().unwrap().len())
+            .sum::<usize>();
+        assert_eq!(documented, table.len());
+    }
+
+    #[test]
+    fn every_operation_documents_its_answers() {
+        let doc: serde_json::Value = serde_json::from_str(&super::super::openapi_json()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        assert!(paths.len() >= 30, "{}", paths.len());
+        for (path, item) in paths {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                assert!(!responses.is_empty(), "{method} {path}");
+                if path.starts_with("/api/v1/") {
+                    assert!(
+                        responses.contains_key("400"),
+                        "{method} {path} lacks its 400"
+                    );
+                    assert!(
+                        responses.contains_key("500"),
+                        "{method} {path} lacks its 500"
+                    );
+                }
+            }
+        }
+    }
+}

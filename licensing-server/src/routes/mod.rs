@@ -7,7 +7,19 @@ pub(crate) mod dev;
 mod docs;
 mod table;
 
-pub(crate) use dev::operations as dev_operations;
+/// The OpenAPI document as pretty JSON, as checked in (`openapi.json`), with the scope of each
+/// developer operation taken from the gate's own table.
+pub fn openapi_json() -> String {
+    let scoped: Vec<crate::openapi::Scoped> = dev::operations()
+        .iter()
+        .map(|route| crate::openapi::Scoped {
+            method: route.method.clone(),
+            template: route.template(),
+            scope: route.scope,
+        })
+        .collect();
+    crate::openapi::document(&scoped)
+}
 
 use licensing_core::api::requests::parse_no_query;
 use serde_json::json;
@@ -90,7 +102,7 @@ pub(crate) fn metrics_only(state: AppState, access: MetricsAccess) -> BoxedFilte
 fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Response,)> {
     warp::path!("metrics")
         .and(warp::get())
-        .and(crate::connections::client_addr())
+        .and(crate::http::client_addr())
         .and(warp::header::headers_cloned())
         .and(with_state(state))
         .and_then(

@@ -3,15 +3,22 @@
 
 use licensing_core::store::StaffStore;
 
-use crate::state::DashboardSettings;
-
 /// How often timed-out sessions are deleted.
 const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Deletes timed-out sessions now and every [`PURGE_EVERY`], until `stop`.
+/// How long a session lasts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lifetime {
+    /// Minutes without a request after which it ends.
+    pub(crate) idle_minutes: u32,
+    /// Hours after signing in after which it ends whatever happens.
+    pub(crate) hours: u32,
+}
+
+/// Deletes sessions past `lifetime` now and every [`PURGE_EVERY`], until `stop`.
 pub(crate) async fn run_purger<S: StaffStore>(
     store: S,
-    settings: DashboardSettings,
+    lifetime: Lifetime,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let purge = || async {
@@ -19,8 +26,8 @@ pub(crate) async fn run_purger<S: StaffStore>(
         let minutes = |m: u32| {
             licensing_core::Timestamp::from_millis(now.as_millis() - i64::from(m) * 60_000)
         };
-        let seen_before = minutes(settings.idle_minutes);
-        let created_before = minutes(settings.session_hours.saturating_mul(60));
+        let seen_before = minutes(lifetime.idle_minutes);
+        let created_before = minutes(lifetime.hours.saturating_mul(60));
         match store
             .delete_stale_sessions(seen_before, created_before)
             .await

@@ -18,7 +18,7 @@ use licensing_core::validate::Country;
 use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ProductId, ResultCode, TeamId, Timestamp};
 
-pub(crate) use steps::Recorders;
+use steps::Recorders;
 use steps::Request;
 
 use crate::files::FileReader;
@@ -324,8 +324,11 @@ async fn check(
     seen: &mut Seen,
     now: Timestamp,
 ) -> Result<steps::Checked, ApiError> {
-    let (product, checked) =
-        steps::check(&state.store, state.recorders(), context, request, now).await;
+    let recorders = Recorders {
+        usage: &state.usage,
+        events: &state.client_events,
+    };
+    let (product, checked) = steps::check(&state.store, recorders, context, request, now).await;
     seen.product = product;
     checked
 }
