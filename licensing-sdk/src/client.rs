@@ -4,12 +4,10 @@ use std::time::Duration;
 
 use licensing_core::TeamId;
 use licensing_core::api::requests::ClientBody;
-use licensing_core::api::{HeartbeatData, ResultCode, ResultMeta, VerifyData};
+use licensing_core::api::{Envelope, HeartbeatData, ResultCode, ResultMeta, VerifyData};
 use licensing_core::crypto::{SIGNATURE_HEADER, TeamPublicKeys};
-use licensing_core::error::FieldError;
 use licensing_core::validate::Challenge;
 use rand::RngCore;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
@@ -56,19 +54,6 @@ pub struct LicenseClient {
     pub(crate) base: String,
     pub(crate) team: TeamId,
     pub(crate) keys: TeamPublicKeys,
-}
-
-/// The `result` and raw `data` of any answer.
-#[derive(Deserialize)]
-struct RawEnvelope {
-    data: serde_json::Value,
-    result: ResultMeta,
-}
-
-#[derive(Deserialize)]
-struct ErrorData {
-    #[serde(default)]
-    errors: Vec<FieldError>,
 }
 
 impl LicenseClient {
@@ -226,35 +211,25 @@ pub(crate) fn check_answer(
             .verify_response(&exchange.request, &exchange.response, &exchange.signature)
             .map_err(|_| Error::Forged("X-Signature does not verify"))?;
     }
-    let envelope: RawEnvelope = serde_json::from_slice(&exchange.response).map_err(|e| {
-        if signed {
-            Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}"))
-        } else {
-            Error::Forged("an unsigned answer that is not an envelope")
-        }
-    })?;
-    let result = envelope.result;
-    if !result.valid {
-        let code = result
-            .code
-            .ok_or_else(|| Error::Protocol("an error without a code".into()))?;
+    let envelope: Envelope<serde_json::Value> = serde_json::from_slice(&exchange.response)
+        .map_err(|e| {
+            if signed {
+                Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}"))
+            } else {
+                Error::Forged("an unsigned answer that is not an envelope")
+            }
+        })?;
+    if !envelope.result.valid {
         let before_team = matches!(
-            code,
-            ResultCode::BadRequest | ResultCode::TeamNotFound | ResultCode::RateLimit
+            envelope.result.code,
+            Some(ResultCode::BadRequest | ResultCode::TeamNotFound | ResultCode::RateLimit)
         );
-        if !signed && !before_team {
+        if !signed && envelope.result.code.is_some() && !before_team {
             return Err(Error::Forged("an unsigned refusal"));
         }
-        let errors = serde_json::from_value::<ErrorData>(envelope.data)
-            .map(|d| d.errors)
-            .unwrap_or_default();
-        return Err(Error::Api {
-            status,
-            code,
-            details: result.details.into_owned(),
-            errors,
-        });
+        return Err(Error::refused(status, envelope));
     }
+    let result = envelope.result;
     if !signed {
         return Err(Error::Forged("an unsigned success"));
     }

@@ -12,10 +12,9 @@ use licensing_core::api::requests::{
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    DeliveryPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseKeyDeleted,
-    LicensePage, ProductPage, ReleasePage, ResultMeta, WebhookList,
+    DeliveryPage, Envelope, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted,
+    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, WebhookList,
 };
-use licensing_core::error::FieldError;
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
     ReleaseView, Statistics, TeamSettings, WebhookDelivery, WebhookView, WebhookWithSecret,
@@ -25,7 +24,6 @@ use licensing_core::{
     ProductId, ReleaseId, TeamId, WebhookId,
 };
 use reqwest::Method;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
@@ -67,18 +65,6 @@ pub struct DevClient {
     http: reqwest::Client,
     base: String,
     key: String,
-}
-
-#[derive(Deserialize)]
-struct Envelope {
-    data: serde_json::Value,
-    result: ResultMeta,
-}
-
-#[derive(Deserialize)]
-struct ErrorData {
-    #[serde(default)]
-    errors: Vec<FieldError>,
 }
 
 /// A page of any list, for [`DevClient`]'s `all_*` helpers.
@@ -163,22 +149,10 @@ impl DevClient {
             .map_err(Error::Transport)?;
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(Error::Transport)?;
-        let envelope: Envelope = serde_json::from_slice(&bytes)
+        let envelope: Envelope<serde_json::Value> = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}")))?;
         if !envelope.result.valid {
-            let code = envelope
-                .result
-                .code
-                .ok_or_else(|| Error::Protocol("an error without a code".into()))?;
-            let errors = serde_json::from_value::<ErrorData>(envelope.data)
-                .map(|d| d.errors)
-                .unwrap_or_default();
-            return Err(Error::Api {
-                status,
-                code,
-                details: envelope.result.details.into_owned(),
-                errors,
-            });
+            return Err(Error::refused(status, envelope));
         }
         serde_json::from_value(envelope.data)
             .map_err(|e| Error::Protocol(format!("the answer's data: {e}")))

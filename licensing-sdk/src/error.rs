@@ -1,7 +1,7 @@
 //! The SDK's one error type: what the server answered, what went wrong on the way, and answers
 //! that are not authentic, kept apart so an application can tell "refused" from "unreachable".
 
-use licensing_core::api::ResultCode;
+use licensing_core::api::{Envelope, ErrorData, ResultCode};
 use licensing_core::crypto::CryptoError;
 use licensing_core::error::FieldError;
 
@@ -49,6 +49,23 @@ impl Error {
         match self {
             Self::Api { code, .. } => Some(*code),
             _ => None,
+        }
+    }
+
+    /// The error of a refusal's envelope (`result.valid` false): its code, details and, for a
+    /// validation error, every field at fault.
+    pub(crate) fn refused(status: u16, envelope: Envelope<serde_json::Value>) -> Self {
+        let Some(code) = envelope.result.code else {
+            return Self::Protocol("an error without a code".into());
+        };
+        let errors = serde_json::from_value::<ErrorData>(envelope.data)
+            .map(|d| d.errors)
+            .unwrap_or_default();
+        Self::Api {
+            status,
+            code,
+            details: envelope.result.details.into_owned(),
+            errors,
         }
     }
 
