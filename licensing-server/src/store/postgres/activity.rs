@@ -17,7 +17,8 @@ use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
-use super::licenses::{Prefixed, license};
+use super::devices::Prefixed;
+use super::licenses::license;
 use super::{PgStore, backend, in_tx, lock_row, ms, opt_ms};
 use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};

@@ -19,6 +19,7 @@ mod audit;
 mod blobs;
 mod catalog;
 mod customers;
+mod devices;
 mod licenses;
 mod migrate;
 mod misc;
