@@ -15,6 +15,7 @@
 //!   refused.
 
 mod activity;
+mod admission;
 mod audit;
 mod blobs;
 mod catalog;

@@ -1,0 +1,308 @@
+//! The admission of a client request under the license's row lock (`activity.rs` takes it): how
+//! many records count against each limit (counted no further than the decision needs), which
+//! records make room at the cap, core's decision, and its writes with their events.
+
+use licensing_core::model::{License, admission_events};
+use licensing_core::store::{ActivityRules, StoreResult, license_after, prune_batch};
+use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
+use licensing_core::{LicenseId, Timestamp};
+use sqlx::PgConnection;
+
+use super::activity::Own;
+use super::{backend, ms, opt_ms};
+use crate::store::{addr16, hwid_digest};
+use licensing_core::store::Activity;
+
+/// The earliest `lastSeenAt` that is within `timeout` minutes of `now` (none without one).
+pub(super) fn cutoff(timeout: Option<u32>, now: Timestamp) -> Option<i64> {
+    timeout.map(|minutes| ms(now) - i64::from(minutes) * 60_000)
+}
+
+/// How many records of `kind` count against the license's limit now, counting no further than
+/// `limit` (the decision needs no more): the index of counting records by last use is read
+/// from the cutoff on, so what does not count is never read.
+pub(super) async fn counted(
+    conn: &mut PgConnection,
+    license: &License,
+    kind: RecordKind,
+    timeout: Option<u32>,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let limit = match kind {
+        RecordKind::Hwid => license.hwid_limit,
+        RecordKind::Ip => license.ip_limit,
+    };
+    let (sql, at_most) = counting_sql(kind, timeout.is_some(), limit);
+    let mut query = sqlx::query_scalar(sql).bind(license.id.as_uuid());
+    if let Some(since) = cutoff(timeout, now) {
+        query = query.bind(since);
+    }
+    let n: i64 = query.bind(at_most).fetch_one(conn).await.map_err(backend)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// The statement [`counted`] runs, and its bound: `$1` the license, then the cutoff when there
+/// is a timeout, then the bound. One statement per case, so that its plan (generic or not)
+/// always reads the index from the cutoff.
+pub(super) fn counting_sql(
+    kind: RecordKind,
+    timed: bool,
+    limit: Option<u32>,
+) -> (&'static str, i64) {
+    let sql = match (kind, timed) {
+        (RecordKind::Hwid, true) => {
+            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+               AND last_seen_at >= $2 LIMIT $3) counting"
+        }
+        (RecordKind::Hwid, false) => {
+            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+               LIMIT $2) counting"
+        }
+        (RecordKind::Ip, true) => {
+            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+               AND last_seen_at >= $2 LIMIT $3) counting"
+        }
+        (RecordKind::Ip, false) => {
+            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+               LIMIT $2) counting"
+        }
+    };
+    (sql, limit.map_or(i64::MAX, i64::from).max(1))
+}
+
+/// The oldest records of a kind that count against nothing, at most `$2`: forgotten ones, and
+/// among the others those the condition names. Each part reads its index in order, no further
+/// than it takes.
+macro_rules! victims_sql {
+    ($table:literal, $key:literal, $others:literal) => {
+        concat!(
+            "SELECT ",
+            $key,
+            " FROM (
+               (SELECT ",
+            $key,
+            ", last_seen_at, id FROM ",
+            $table,
+            "
+                 WHERE license_id = $1 AND forgotten ORDER BY last_seen_at, id LIMIT $2)
+               UNION ALL
+               (SELECT ",
+            $key,
+            ", last_seen_at, id FROM ",
+            $table,
+            "
+                 WHERE license_id = $1 AND NOT forgotten ",
+            $others,
+            "
+                 ORDER BY last_seen_at, id LIMIT $2)
+             ) v ORDER BY last_seen_at, id LIMIT $2"
+        )
+    };
+}
+
+/// Room under the cap for one new record of `kind`: the keys of the records to drop first
+/// (empty when there is room), or `None` when none may be dropped. The license's count of its
+/// records decides whether it is full; only a full one reads records, its oldest that count
+/// against nothing.
+pub(super) async fn room(
+    conn: &mut PgConnection,
+    license: &License,
+    held: i64,
+    kind: RecordKind,
+    rules: &ActivityRules<'_>,
+    now: Timestamp,
+) -> StoreResult<Option<Vec<Vec<u8>>>> {
+    if held < i64::from(rules.max_records) {
+        return Ok(Some(Vec::new()));
+    }
+    let (limit, timeout) = match kind {
+        RecordKind::Hwid => (license.hwid_limit, rules.settings.hwid_timeout),
+        RecordKind::Ip => (license.ip_limit, rules.settings.ip_timeout),
+    };
+    let limited = limit.is_some_and(|l| l > 0);
+    let (sql, timed) = victims_sql(kind, limited, timeout.is_some());
+    let mut query = sqlx::query_scalar(sql)
+        .bind(license.id.as_uuid())
+        .bind(prune_batch(rules.max_records) as i64);
+    if timed {
+        query = query.bind(cutoff(timeout, now));
+    }
+    let victims: Vec<Vec<u8>> = query.fetch_all(&mut *conn).await.map_err(backend)?;
+    Ok((!victims.is_empty()).then_some(victims))
+}
+
+/// The statement [`room`] runs, and whether it takes the cutoff (`$3`): which of the records
+/// that are not forgotten may go is every one without a limit, those past the timeout with one,
+/// none with a limit and no timeout.
+pub(super) fn victims_sql(kind: RecordKind, limited: bool, timed: bool) -> (&'static str, bool) {
+    match (kind, limited, timed) {
+        (RecordKind::Hwid, false, _) => (victims_sql!("hwids", "digest", ""), false),
+        (RecordKind::Hwid, true, true) => (
+            victims_sql!("hwids", "digest", "AND last_seen_at < $3"),
+            true,
+        ),
+        (RecordKind::Hwid, true, false) => (victims_sql!("hwids", "digest", "AND false"), false),
+        (RecordKind::Ip, false, _) => (victims_sql!("ips", "address", ""), false),
+        (RecordKind::Ip, true, true) => (
+            victims_sql!("ips", "address", "AND last_seen_at < $3"),
+            true,
+        ),
+        (RecordKind::Ip, true, false) => (victims_sql!("ips", "address", "AND false"), false),
+    }
+}
+
+/// Decides step 7 with the license row locked, counting a limit only when it is at stake.
+pub(super) async fn decide(
+    conn: &mut PgConnection,
+    own: &Own,
+    rules: &ActivityRules<'_>,
+    activity: &Activity,
+    now: Timestamp,
+) -> StoreResult<Result<Admission, Denial>> {
+    let settings = rules.settings;
+    let mut known: [Option<u64>; 2] = [None, None];
+    let slot = |kind: RecordKind| match kind {
+        RecordKind::Hwid => 0,
+        RecordKind::Ip => 1,
+    };
+    loop {
+        let decided = verify::admit_own(
+            &own.license,
+            settings,
+            own.hwid.as_ref(),
+            own.ip.as_ref(),
+            activity.hardware_id.as_ref(),
+            activity.ip,
+            now,
+            |kind| known[slot(kind)].ok_or(kind),
+        );
+        match decided {
+            Ok(decided) => return Ok(decided),
+            Err(kind) => {
+                let timeout = match kind {
+                    RecordKind::Hwid => settings.hwid_timeout,
+                    RecordKind::Ip => settings.ip_timeout,
+                };
+                known[slot(kind)] = Some(counted(conn, &own.license, kind, timeout, now).await?);
+            }
+        }
+    }
+}
+
+/// Writes step 8 of an admission whose license row the transaction holds, with the events the
+/// team wants of it. Returns the license after it.
+pub(super) async fn apply(
+    conn: &mut PgConnection,
+    own: &Own,
+    admission: &Admission,
+    rules: &ActivityRules<'_>,
+    activity: &Activity,
+    now: Timestamp,
+) -> StoreResult<License> {
+    let l = &own.license;
+    let at = ms(now);
+    let mut new_device = None;
+    match (admission.hwid, &activity.hardware_id) {
+        (Some(RecordChange::Create), Some(h)) => {
+            let record = licensing_core::store::new_hwid(l, h, now);
+            sqlx::query(
+                "INSERT INTO hwids (license_id, digest, id, identifier, forgotten, last_seen_at,
+                   created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, false, $5, $5, $5)",
+            )
+            .bind(l.id.as_uuid())
+            .bind(hwid_digest(h).as_slice())
+            .bind(record.id.as_uuid())
+            .bind(h.as_str())
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            new_device = Some(record);
+        }
+        (Some(RecordChange::Refresh { .. }), Some(h)) => {
+            sqlx::query(
+                "UPDATE hwids SET last_seen_at = $3,
+                   updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
+                   forgotten = false
+                 WHERE license_id = $1 AND digest = $2",
+            )
+            .bind(l.id.as_uuid())
+            .bind(hwid_digest(h).as_slice())
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        }
+        _ => {}
+    }
+    let country = activity.country;
+    match admission.ip {
+        RecordChange::Create => {
+            sqlx::query(
+                "INSERT INTO ips (license_id, address, id, forgotten, country, alpha2, alpha3,
+                   last_seen_at, created_at, updated_at)
+                 VALUES ($1, $2, $3, false, $4, $5, $6, $7, $7, $7)",
+            )
+            .bind(l.id.as_uuid())
+            .bind(addr16(activity.ip).as_slice())
+            .bind(uuid::Uuid::new_v4())
+            .bind(country.map(|c| c.name))
+            .bind(country.map(|c| c.alpha2))
+            .bind(country.map(|c| c.alpha3))
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+        }
+        RecordChange::Refresh { .. } => refresh_ip(conn, l.id, activity, at).await?,
+    }
+    let next = license_after(l, admission, now);
+    if admission.activate.is_some() {
+        super::licenses::write(conn, &next).await?;
+    } else {
+        sqlx::query("UPDATE licenses SET last_active_at = $2 WHERE id = $1")
+            .bind(l.id.as_uuid())
+            .bind(opt_ms(next.last_active_at))
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+    }
+    for event in admission_events(
+        rules.events,
+        new_device.as_ref(),
+        &next,
+        admission.activate.is_some(),
+        now,
+    ) {
+        super::webhooks::insert_event(&mut *conn, &event).await?;
+    }
+    Ok(next)
+}
+
+pub(super) async fn refresh_ip(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    activity: &Activity,
+    at: i64,
+) -> StoreResult<()> {
+    let country = activity.country;
+    sqlx::query(
+        "UPDATE ips SET last_seen_at = $3,
+           updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
+           forgotten = false,
+           country = coalesce($4, country), alpha2 = coalesce($5, alpha2),
+           alpha3 = coalesce($6, alpha3)
+         WHERE license_id = $1 AND address = $2",
+    )
+    .bind(license.as_uuid())
+    .bind(addr16(activity.ip).as_slice())
+    .bind(at)
+    .bind(country.map(|c| c.name))
+    .bind(country.map(|c| c.alpha2))
+    .bind(country.map(|c| c.alpha3))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
