@@ -115,7 +115,7 @@ pub async fn check(
         ));
     }
     if sealed > 0 {
-        for copy in crate::store::sled::migration_copies(data_dir) {
+        for copy in crate::store::migration_copies(data_dir) {
             report.problems.push(format!(
                 "{} is a copy of the store from before a format migration, made before the keys were sealed: it holds them in the clear (the server removes it when it starts with the master key)",
                 copy.display()

@@ -49,7 +49,7 @@ pub struct Config {
 
     /// Connections each server keeps to PostgreSQL at most.
     #[arg(long, env = "LICENSING_DATABASE_POOL_SIZE",
-          default_value_t = crate::store::postgres::DEFAULT_POOL_SIZE,
+          default_value_t = crate::store::DEFAULT_POOL_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub database_pool_size: u32,
 
@@ -272,7 +272,7 @@ impl Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             database_url: None,
-            database_pool_size: crate::store::postgres::DEFAULT_POOL_SIZE,
+            database_pool_size: crate::store::DEFAULT_POOL_SIZE,
             master_key_file: None,
             admin_token: None,
             smtp_url: None,
@@ -352,7 +352,7 @@ impl Config {
             ));
         }
         if let Some(url) = &self.database_url {
-            check_database_url(url)?;
+            crate::store::check_database_url(url)?;
         }
         Ok(())
     }
@@ -365,22 +365,6 @@ impl Config {
                 .map(|Net(net)| *net)
                 .collect::<Vec<_>>(),
         )
-    }
-}
-
-/// Refuses a database URL of a scheme other than PostgreSQL's, without echoing the URL (it may
-/// hold a password).
-pub fn check_database_url(url: &str) -> Result<(), String> {
-    match url.split_once("://") {
-        Some(("postgres" | "postgresql", _)) => Ok(()),
-        Some((scheme, _)) => Err(format!(
-            "LICENSING_DATABASE_URL names the scheme `{scheme}`; only PostgreSQL is supported: \
-             postgres://user:password@host:5432/database"
-        )),
-        None => Err(
-            "LICENSING_DATABASE_URL is not a URL; use postgres://user:password@host:5432/database"
-                .into(),
-        ),
     }
 }
 

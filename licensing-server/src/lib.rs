@@ -52,10 +52,8 @@ pub use app::operator;
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
 pub use routes::openapi_json;
-pub use server::{
-    Server, ServerError, compact_store, file_store_for, open_configured_store, open_store,
-    open_store_with_cache,
-};
+pub use server::{Server, ServerError, file_store_for};
+pub use store::{compact_store, open_configured_store, open_store, open_store_with_cache};
 
 /// mimalloc instead of the C library's allocator, for every program built on this crate (the
 /// server, its tests and benchmarks): sled's reads build and drop a page's nodes on every

@@ -22,8 +22,10 @@ use crate::services::mail::{self, Mailer};
 use crate::services::stats::StatsCache;
 use crate::services::usage::UsageRecorder;
 use crate::state::{AppState, Limits, MetricsAccess};
-use crate::store::postgres::PgStore;
-use crate::store::{AnyStore, SledStore};
+use crate::store::AnyStore;
+use crate::store::open::{
+    OpenError, compact_store, open_configured_store, open_store_with_cache, remove_migration_copies,
+};
 
 /// Why the server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -55,47 +57,13 @@ pub enum ServerError {
     Flush(String),
 }
 
-/// Opens the store of a data directory (creating the directory), with the default cache.
-pub fn open_store(data_dir: &std::path::Path) -> Result<SledStore, ServerError> {
-    open_store_with_cache(data_dir, crate::store::DEFAULT_CACHE_MB)
-}
-
-/// Opens the store of a data directory (creating the directory, readable by this user only)
-/// with `cache_mb` MiB of cache. Permissions looser than that are tightened, with a warning.
-pub fn open_store_with_cache(
-    data_dir: &std::path::Path,
-    cache_mb: u64,
-) -> Result<SledStore, ServerError> {
-    let fail = |cause: String| ServerError::Store {
-        dir: data_dir.to_path_buf(),
-        cause,
-    };
-    crate::datadir::create_private_dir(data_dir).map_err(|e| fail(e.to_string()))?;
-    crate::store::finish_compaction(data_dir).map_err(|e| fail(e.to_string()))?;
-    let store =
-        SledStore::open_with_cache(&data_dir.join("db"), cache_mb.saturating_mul(1024 * 1024))
-            .map_err(|e| fail(e.to_string()))?;
-    crate::datadir::tighten_and_warn(data_dir).map_err(|e| fail(e.to_string()))?;
-    Ok(store)
-}
-
-/// Opens the store the settings name: PostgreSQL with a database URL (applying its schema
-/// migrations), otherwise the embedded store of the data directory.
-pub async fn open_configured_store(
-    data_dir: &std::path::Path,
-    database_url: Option<&str>,
-    cache_mb: u64,
-    pool_size: u32,
-) -> Result<AnyStore, ServerError> {
-    match database_url {
-        Some(url) => {
-            crate::config::check_database_url(url).map_err(ServerError::Config)?;
-            let store = PgStore::connect(url, pool_size)
-                .await
-                .map_err(|e| ServerError::Database(e.to_string()))?;
-            Ok(AnyStore::Postgres(store))
+impl From<OpenError> for ServerError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Store { dir, cause } => Self::Store { dir, cause },
+            OpenError::Config(why) => Self::Config(why),
+            OpenError::Database(why) => Self::Database(why),
         }
-        None => Ok(AnyStore::Sled(open_store_with_cache(data_dir, cache_mb)?)),
     }
 }
 
@@ -107,33 +75,6 @@ pub fn file_store_for(store: &AnyStore, data_dir: &std::path::Path) -> std::io::
         None => FileStore::new(data_dir),
         Some(blobs) => FileStore::in_store(blobs, &data_dir.join("files").join("tmp")),
     }
-}
-
-/// Rewrites the (closed) store of a data directory into fresh files, so that no earlier version
-/// of any record is left in them: after keys are sealed under a master key, or re-sealed under a
-/// new one, the old forms are gone from the disk.
-pub fn compact_store(data_dir: &std::path::Path) -> Result<(), ServerError> {
-    crate::store::compact(data_dir).map_err(|e| ServerError::Store {
-        dir: data_dir.to_path_buf(),
-        cause: e.to_string(),
-    })
-}
-
-/// Removes the copies of the store that store-format migrations left beside it
-/// (`db.format-<N>-backup`): made before the master key sealed the keys and secrets, they hold
-/// them in the clear. Going back to an older version then takes a backup made before upgrading.
-pub fn remove_migration_copies(data_dir: &std::path::Path) -> Result<(), ServerError> {
-    for copy in crate::store::sled::migration_copies(data_dir) {
-        std::fs::remove_dir_all(&copy).map_err(|e| ServerError::Store {
-            dir: copy.clone(),
-            cause: format!("removing a copy of the store that holds keys in the clear: {e}"),
-        })?;
-        tracing::warn!(
-            copy = %copy.display(),
-            "removed the copy of the store made before a format migration: it held private keys and secrets in the clear (with a master key none may stay on disk); to go back to an older version, restore a backup made before upgrading"
-        );
-    }
-    Ok(())
 }
 
 /// A bound, not yet running server.

@@ -35,7 +35,7 @@ pub(crate) async fn master_key_rotate(
     if !store.rewrite_secrets_in_place().await? {
         drop(store);
         compact_store(data_dir)?;
-        licensing_server::server::remove_migration_copies(data_dir)?;
+        licensing_server::store::remove_migration_copies(data_dir)?;
     }
     println!(
         "Re-sealed the private keys of {teams} team(s) from master key {} under {}; nothing sealed under the old key is left in the store. Start the server with the new key.",

@@ -10,8 +10,8 @@ pub(crate) mod master_key;
 pub(crate) mod serve;
 
 use anyhow::Context as _;
-use licensing_server::store::AnyStore;
-use licensing_server::{open_configured_store, open_store};
+use licensing_server::open_configured_store;
+use licensing_server::store::{AnyStore, DEFAULT_CACHE_MB, DEFAULT_POOL_SIZE};
 
 /// Opens the store a subcommand names: PostgreSQL with a database URL, otherwise the data
 /// directory's (which the server must not hold open).
@@ -19,17 +19,13 @@ pub(crate) async fn open_for_command(
     data_dir: &std::path::Path,
     database_url: Option<&str>,
 ) -> anyhow::Result<AnyStore> {
-    match database_url {
-        Some(url) => Ok(open_configured_store(
-            data_dir,
-            Some(url),
-            0,
-            licensing_server::store::postgres::DEFAULT_POOL_SIZE.min(4),
-        )
-        .await?),
-        None => Ok(AnyStore::Sled(
-            open_store(data_dir).context("is the server running? stop it first")?,
-        )),
+    let pool = DEFAULT_POOL_SIZE.min(4);
+    let opened = open_configured_store(data_dir, database_url, DEFAULT_CACHE_MB, pool).await;
+    if database_url.is_some() {
+        Ok(opened?)
+    } else {
+        // The embedded store is locked by the server that holds it open.
+        opened.context("is the server running? stop it first")
     }
 }
 

@@ -4,7 +4,6 @@
 use anyhow::Context as _;
 use licensing_core::model::TeamCreated;
 use licensing_server::operator::{FirstStart, Operator};
-use licensing_server::store::AnyStore;
 use licensing_server::{Config, LogFormat, Server, services};
 
 use super::accounts::password_link;
@@ -151,10 +150,7 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<()> {
         });
         announce_first_team(&team, owner.as_ref(), &base, &data_dir)?;
     }
-    let data = match server.store() {
-        AnyStore::Sled(_) => format!("data in {}", data_dir.display()),
-        AnyStore::Postgres(_) => "data in PostgreSQL".to_owned(),
-    };
+    let data = licensing_server::store::open::location(server.store(), &data_dir);
     tracing::info!(%addr, store = server.store().backend_name(), "licensing-server listening");
     println!("Listening on {base} ({data})");
     server.run(shutdown).await?;

@@ -10,6 +10,7 @@
 //! API's atomic unit, customers, products and releases, the rest) and pass core's store suite.
 
 mod any;
+pub mod open;
 pub mod postgres;
 mod refresh;
 pub mod shared;
@@ -18,7 +19,12 @@ pub mod sled;
 use std::net::IpAddr;
 
 pub use any::AnyStore;
-pub use sled::{DEFAULT_CACHE_MB, SledStore};
+pub use open::{
+    OpenError, check_database_url, compact_store, open_configured_store, open_store,
+    open_store_with_cache, remove_migration_copies,
+};
+pub use postgres::DEFAULT_POOL_SIZE;
+pub use sled::{DEFAULT_CACHE_MB, SledStore, migration_copies};
 pub(crate) use sled::{compact, finish_compaction};
 
 /// The first 16 bytes of SHA-256 of a hardware identifier: the key of a license's record of a

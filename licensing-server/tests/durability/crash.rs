@@ -324,10 +324,9 @@ async fn crash_rounds(url: Option<String>) {
     let files = match &url {
         None => None,
         Some(url) => {
-            let store =
-                licensing_server::server::open_configured_store(dir.path(), Some(url), 0, 2)
-                    .await
-                    .unwrap();
+            let store = licensing_server::open_configured_store(dir.path(), Some(url), 0, 2)
+                .await
+                .unwrap();
             Some(licensing_server::server::file_store_for(&store, dir.path()).unwrap())
         }
     };
