@@ -7,7 +7,6 @@
 //! turns, so a limit is never exceeded, and other licenses do not wait. A limit is counted only
 //! when it is at stake, and records are counted only up to the cap a license may hold.
 
-use licensing_core::model::{Hwid, IpRecord, License};
 use licensing_core::store::{
     ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, StoreError, StoreResult,
     cap_reached, license_after,
@@ -50,15 +49,6 @@ const READ: &str = own_read!("WHERE l.team_id = $1 AND l.id = $2");
 
 /// [`own_read!`] by the license's key: the client API's first read.
 const READ_BY_KEY: &str = own_read!("WHERE l.team_id = $1 AND l.license_key = $2");
-
-/// What the read found.
-pub(super) struct Own {
-    pub(super) license: License,
-    pub(super) hwid: Option<Hwid>,
-    pub(super) ip: Option<IpRecord>,
-    /// The license's counts of its device and address records.
-    pub(super) held: (i64, i64),
-}
 
 /// Reads the `h_`/`i_` prefixed columns of a joined row as records.
 fn own(row: &PgRow, team: TeamId, activity: &Activity) -> StoreResult<Own> {
@@ -427,7 +417,7 @@ impl PgStore {
 #[cfg(test)]
 mod tests {
     use licensing_core::api::ResultCode;
-    use licensing_core::model::TeamSettings;
+    use licensing_core::model::{IpRecord, TeamSettings};
     use licensing_core::store::{
         Activity, ActivityRules, ActivityStore, DeviceStore, Journal, LicenseStore, prune_batch,
         testing,

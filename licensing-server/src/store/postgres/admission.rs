@@ -2,16 +2,24 @@
 //! many records count against each limit (counted no further than the decision needs), which
 //! records make room at the cap, core's decision, and its writes with their events.
 
-use licensing_core::model::{License, admission_events};
+use licensing_core::model::{Hwid, IpRecord, License, admission_events};
 use licensing_core::store::{ActivityRules, StoreResult, license_after, prune_batch};
 use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, Timestamp};
 use sqlx::PgConnection;
 
-use super::activity::Own;
 use super::{backend, ms, opt_ms};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
+
+/// What the read found.
+pub(super) struct Own {
+    pub(super) license: License,
+    pub(super) hwid: Option<Hwid>,
+    pub(super) ip: Option<IpRecord>,
+    /// The license's counts of its device and address records.
+    pub(super) held: (i64, i64),
+}
 
 /// The earliest `lastSeenAt` that is within `timeout` minutes of `now` (none without one).
 pub(super) fn cutoff(timeout: Option<u32>, now: Timestamp) -> Option<i64> {
