@@ -4,11 +4,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build -q -p licensing-server --bin licensing-server
-cargo build -q -p licensing-sdk --examples
+# The programs `cargo test --workspace` built just before (it builds the examples and the server's
+# binary too): `cargo run -p licensing-sdk` would resolve features for one package and so build
+# the server and about a hundred crates a second time. Without that build, this builds it.
+programs=$(mktemp)
+cargo test -q --workspace --no-run --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and not m["profile"]["test"] and m["target"]["kind"] in (["example"], ["bin"]):
+        print(m["target"]["name"], m["executable"])
+' >"$programs"
+program() {
+  local path
+  path=$(awk -v name="$1" '$1 == name { print $2 }' "$programs")
+  if [ -z "$path" ]; then
+    echo "no program named $1 in the workspace's test build" >&2
+    exit 1
+  fi
+  echo "$path"
+}
+quickstart=$(program quickstart)
+vendor_backend=$(program vendor_backend)
+desktop_app=$(program desktop_app)
+server_bin=$(program licensing-server)
+rm -f "$programs"
 
 echo "-- quickstart"
-cargo run -q -p licensing-sdk --example quickstart
+"$quickstart"
 
 data=$(mktemp -d)
 server=""
@@ -18,7 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-team=$(target/debug/licensing-server team create --name "CI examples" --data-dir "$data")
+team=$("$server_bin" team create --name "CI examples" --data-dir "$data")
 field() { python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])" <<<"$team"; }
 LICENSING_TEAM_ID=$(field teamId)
 LICENSING_API_KEY=$(field apiKey)
@@ -26,7 +50,7 @@ LICENSING_PUBLIC_KEY=$(field publicKey)
 LICENSING_SIGNING_KEY=$(field signingKey)
 export LICENSING_TEAM_ID LICENSING_API_KEY LICENSING_PUBLIC_KEY LICENSING_SIGNING_KEY
 
-target/debug/licensing-server --listen 127.0.0.1:0 --data-dir "$data" \
+"$server_bin" --listen 127.0.0.1:0 --data-dir "$data" \
   >"$data/server.out" 2>"$data/server.err" &
 server=$!
 url=""
@@ -43,12 +67,12 @@ fi
 export LICENSING_URL="$url"
 
 echo "-- vendor_backend"
-cargo run -q -p licensing-sdk --example vendor_backend | tee "$data/vendor.out"
+"$vendor_backend" | tee "$data/vendor.out"
 LICENSE_KEY=$(sed -n 's/^LICENSE_KEY=//p' "$data/vendor.out")
 export LICENSE_KEY
 
 echo "-- desktop_app"
-APP_RUN_SECONDS=3 cargo run -q -p licensing-sdk --example desktop_app
+APP_RUN_SECONDS=3 "$desktop_app"
 
 kill -TERM "$server"
 wait "$server"
