@@ -63,6 +63,12 @@ macro_rules! typed_id {
             }
         }
 
+        impl AsRef<Uuid> for $name {
+            fn as_ref(&self) -> &Uuid {
+                &self.0
+            }
+        }
+
         impl Default for $name {
             fn default() -> Self {
                 Self::new()

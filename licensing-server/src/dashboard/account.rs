@@ -586,9 +586,13 @@ async fn setup_page(ctx: &Ctx, staff: &Staff, secret: &str, failure: Option<&Fai
             }
         }
     };
-    page::html_response(
-        failure.map_or(200, |f| f.status),
-        page::layout(ctx, staff, Nav::Account, "Two-step sign-in", content),
+    page::shown(
+        ctx,
+        staff,
+        failure,
+        Nav::Account,
+        "Two-step sign-in",
+        content,
     )
 }
 

@@ -99,9 +99,13 @@ pub(crate) async fn customers(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Customers, "Customers", content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Customers,
+            "Customers",
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -254,9 +258,13 @@ pub(crate) async fn products(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Products, "Products", content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Products,
+            "Products",
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -332,9 +340,13 @@ pub(crate) async fn product(
                 p.hint { "Deleting a branch deletes its releases." }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Products, &p.name, content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Products,
+            &p.name,
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -445,9 +457,13 @@ pub(crate) async fn blacklist(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Blacklist, "Blacklist", content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Blacklist,
+            "Blacklist",
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -509,9 +525,13 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 @else { p.hint { "Your role may read the settings, not change them." } }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Settings, "Settings", content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Settings,
+            "Settings",
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)

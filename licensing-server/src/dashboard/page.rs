@@ -48,6 +48,22 @@ pub(crate) fn html_response(status: u16, markup: Markup) -> Response {
     response
 }
 
+/// A page in the layout, answered with the status of the failure it shows (200 without one):
+/// a form shown again after a refusal keeps the API's status.
+pub(crate) fn shown(
+    ctx: &Ctx,
+    staff: &Staff,
+    failure: Option<&Failure>,
+    nav: Nav,
+    title: &str,
+    content: Markup,
+) -> Response {
+    html_response(
+        failure.map_or(200, |f| f.status),
+        layout(ctx, staff, nav, title, content),
+    )
+}
+
 /// `303 See Other` to `location` (after a form, the browser GETs the next page).
 pub(crate) fn redirect(location: &str) -> Response {
     let mut response = Response::new(Vec::new().into());

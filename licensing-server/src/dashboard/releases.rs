@@ -123,9 +123,13 @@ pub(crate) async fn list(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(ctx, staff, Nav::Releases, "Releases", content),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Releases,
+            "Releases",
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)
@@ -285,15 +289,13 @@ pub(crate) async fn show(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(200, |f| f.status),
-            page::layout(
-                ctx,
-                staff,
-                Nav::Releases,
-                r.release.version.as_str(),
-                content,
-            ),
+        Ok::<_, Failure>(page::shown(
+            ctx,
+            staff,
+            failure,
+            Nav::Releases,
+            r.release.version.as_str(),
+            content,
         ))
     };
     page::or_failure(ctx, staff, outcome.await)

@@ -144,11 +144,7 @@ async fn form_page(
             }
         }
     };
-    let status = failure.map_or(200, |f| f.status);
-    page::html_response(
-        status,
-        page::layout(ctx, staff, Nav::Licenses, title, content),
-    )
+    page::shown(ctx, staff, failure, Nav::Licenses, title, content)
 }
 
 /// The edit form's fields as they stand for `detail`.

@@ -7,17 +7,14 @@ use super::*;
     post,
     path = "/api/v1/dev/teams/{teamId}/customers",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = CustomerBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Customer>),
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_customer() {}
 
@@ -27,7 +24,7 @@ pub(in crate::openapi) fn create_customer() {}
     path = "/api/v1/dev/teams/{teamId}/customers",
     tag = "customers",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -38,8 +35,7 @@ pub(in crate::openapi) fn create_customer() {}
         (status = 200, description = "A page of customers", body = Envelope<CustomerPage>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_customers() {}
 
@@ -48,17 +44,13 @@ pub(in crate::openapi) fn list_customers() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
     tag = "customers",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("customerId" = String, Path, format = "uuid", description = "The customer"),
-    ),
+    params(CustomerPath),
     responses(
         (status = 200, description = "The customer", body = Envelope<Customer>),
-        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoCustomer,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_customer() {}
 
@@ -67,19 +59,15 @@ pub(in crate::openapi) fn get_customer() {}
     put,
     path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
     tag = "customers",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("customerId" = String, Path, format = "uuid", description = "The customer"),
-    ),
+    params(CustomerPath),
     request_body = CustomerBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<Customer>),
-        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoCustomer,
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_customer() {}
 
@@ -88,17 +76,13 @@ pub(in crate::openapi) fn update_customer() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/customers/{customerId}",
     tag = "customers",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("customerId" = String, Path, format = "uuid", description = "The customer"),
-    ),
+    params(CustomerPath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<CustomerDeleted>),
-        (status = 404, description = "CUSTOMER_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoCustomer,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_customer() {}
 
@@ -107,17 +91,14 @@ pub(in crate::openapi) fn delete_customer() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/products",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = ProductBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Product>),
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_product() {}
 
@@ -127,7 +108,7 @@ pub(in crate::openapi) fn create_product() {}
     path = "/api/v1/dev/teams/{teamId}/products",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -137,8 +118,7 @@ pub(in crate::openapi) fn create_product() {}
         (status = 200, description = "A page of products", body = Envelope<ProductPage>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_products() {}
 
@@ -147,17 +127,13 @@ pub(in crate::openapi) fn list_products() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/products/{productId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
-    ),
+    params(ProductPath),
     responses(
         (status = 200, description = "The product", body = Envelope<Product>),
-        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoProduct,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_product() {}
 
@@ -166,19 +142,15 @@ pub(in crate::openapi) fn get_product() {}
     put,
     path = "/api/v1/dev/teams/{teamId}/products/{productId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
-    ),
+    params(ProductPath),
     request_body = ProductBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<Product>),
-        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoProduct,
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_product() {}
 
@@ -187,17 +159,13 @@ pub(in crate::openapi) fn update_product() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/products/{productId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
-    ),
+    params(ProductPath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoProduct,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_product() {}
 
@@ -206,19 +174,15 @@ pub(in crate::openapi) fn delete_product() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
-    ),
+    params(ProductPath),
     request_body = BranchBody,
     responses(
         (status = 201, description = "Created", body = Envelope<Branch>),
-        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoProduct,
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_branch() {}
 
@@ -227,17 +191,13 @@ pub(in crate::openapi) fn create_branch() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
-    ),
+    params(ProductPath),
     responses(
         (status = 200, description = "The branches", body = Envelope<BranchList>),
-        (status = 404, description = "PRODUCT_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoProduct,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_branches() {}
 
@@ -247,8 +207,7 @@ pub(in crate::openapi) fn list_branches() {}
     path = "/api/v1/dev/teams/{teamId}/products/{productId}/branches/{branchId}",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("productId" = String, Path, format = "uuid", description = "The product"),
+        ProductPath,
         ("branchId" = String, Path, format = "uuid", description = "The branch"),
     ),
     responses(
@@ -256,7 +215,6 @@ pub(in crate::openapi) fn list_branches() {}
         (status = 404, description = "PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND (no such branch)", body = Envelope<Option<ErrorData>>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_branch() {}

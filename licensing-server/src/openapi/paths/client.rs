@@ -7,7 +7,7 @@ use super::*;
     post,
     path = "/api/v1/client/teams/{teamId}/verification/verify",
     tag = "client",
-    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    params(TeamPath),
     request_body = ClientBody,
     responses(
         (status = 200, description = "VALID: the license, its customers and products; `result.challengeResponse` when a challenge was sent", body = Envelope<VerifyData>, headers(
@@ -32,7 +32,7 @@ pub(in crate::openapi) fn verify() {}
     post,
     path = "/api/v1/client/teams/{teamId}/verification/heartbeat",
     tag = "client",
-    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    params(TeamPath),
     request_body = ClientBody,
     responses(
         (status = 200, description = "VALID: the license's limits and expiration type", body = Envelope<HeartbeatData>, headers(
@@ -58,7 +58,7 @@ pub(in crate::openapi) fn heartbeat() {}
     path = "/api/v1/client/teams/{teamId}/verification/classloader",
     tag = "client",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("licenseKey" = String, Query, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
         ("productId" = String, Query, format = "uuid", description = "The product whose release to download"),
         ("sessionKey" = String, Query, description = "Lower-case hex of the RSA-OAEP (SHA-1) encryption of the client's random secret under the team's public key; single use"),

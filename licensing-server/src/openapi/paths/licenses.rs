@@ -7,9 +7,7 @@ use super::*;
     post,
     path = "/api/v1/dev/teams/{teamId}/licenses",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = LicenseCreate,
     responses(
         (status = 200, description = "License created (200 for compatibility)", body = Envelope<LicenseDetail>),
@@ -21,8 +19,7 @@ use super::*;
         (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
         (status = 429, description = "RATE_LIMIT: too many requests, or the day's 50 license e-mails are queued", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_license() {}
 
@@ -32,7 +29,7 @@ pub(in crate::openapi) fn create_license() {}
     path = "/api/v1/dev/teams/{teamId}/licenses",
     tag = "licenses",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -50,8 +47,7 @@ pub(in crate::openapi) fn create_license() {}
         (status = 200, description = "A page of licenses", body = Envelope<LicensePage>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_licenses() {}
 
@@ -60,17 +56,13 @@ pub(in crate::openapi) fn list_licenses() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseKey" = String, Path, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
-    ),
+    params(LicenseKeyPath),
     responses(
         (status = 200, description = "The license", body = Envelope<LicenseDetail>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_license() {}
 
@@ -79,17 +71,13 @@ pub(in crate::openapi) fn get_license() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseKey" = String, Path, pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$", description = "The license key"),
-    ),
+    params(LicenseKeyPath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<LicenseKeyDeleted>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_license() {}
 
@@ -98,17 +86,13 @@ pub(in crate::openapi) fn delete_license() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     responses(
         (status = 200, description = "The license", body = Envelope<LicenseDetail>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_license_by_id() {}
 
@@ -117,10 +101,7 @@ pub(in crate::openapi) fn get_license_by_id() {}
     put,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     request_body = LicenseUpdate,
     responses(
         (status = 200, description = "Updated", body = Envelope<LicenseDetail>),
@@ -128,8 +109,7 @@ pub(in crate::openapi) fn get_license_by_id() {}
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_license() {}
 
@@ -139,20 +119,16 @@ pub(in crate::openapi) fn update_license() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/suspend",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     responses(
         (status = 200, description = "The license, suspended", body = Envelope<LicenseDetail>),
         (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
         (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn suspend_license() {}
 
@@ -163,20 +139,16 @@ pub(in crate::openapi) fn suspend_license() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/email",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     responses(
         (status = 200, description = "The e-mails queued and their recipients", body = Envelope<LicenseEmailed>),
         (status = 400, description = "BAD_REQUEST: a malformed id; e-mail not configured on this server; no customer of the license has an address", body = Envelope<Option<ErrorData>>),
         (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:write", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         (status = 429, description = "RATE_LIMIT: too many requests for this API key, or the team's e-mails of the day are used up (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn email_license() {}
 
@@ -186,20 +158,16 @@ pub(in crate::openapi) fn email_license() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/unsuspend",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     responses(
         (status = 200, description = "The license, unsuspended", body = Envelope<LicenseDetail>),
         (status = 400, description = "BAD_REQUEST: a malformed id (`data.errors` names it)", body = Envelope<Option<ErrorData>>),
         (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
         (status = 403, description = "FORBIDDEN: an API key of another team", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn unsuspend_license() {}
 
@@ -208,17 +176,13 @@ pub(in crate::openapi) fn unsuspend_license() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
     tag = "licenses",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
-    ),
+    params(LicensePath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<LicenseDeleted>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_license_by_id() {}
 
@@ -228,8 +192,7 @@ pub(in crate::openapi) fn delete_license_by_id() {}
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid",
     tag = "devices",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        LicensePath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -238,11 +201,10 @@ pub(in crate::openapi) fn delete_license_by_id() {}
     ),
     responses(
         (status = 200, description = "A page of records", body = Envelope<HwidPage>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_hwids() {}
 
@@ -252,8 +214,7 @@ pub(in crate::openapi) fn list_hwids() {}
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid/{hwidId}",
     tag = "devices",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        LicensePath,
         ("hwidId" = String, Path, format = "uuid", description = "The hardware identifier record"),
     ),
     request_body = ForgottenBody,
@@ -263,8 +224,7 @@ pub(in crate::openapi) fn list_hwids() {}
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn set_hwid_forgotten() {}
 
@@ -274,8 +234,7 @@ pub(in crate::openapi) fn set_hwid_forgotten() {}
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address",
     tag = "devices",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        LicensePath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -284,11 +243,10 @@ pub(in crate::openapi) fn set_hwid_forgotten() {}
     ),
     responses(
         (status = 200, description = "A page of records", body = Envelope<IpPage>),
-        (status = 404, description = "LICENSE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoLicense,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_ips() {}
 
@@ -298,8 +256,7 @@ pub(in crate::openapi) fn list_ips() {}
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address/{ipId}",
     tag = "devices",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("licenseId" = String, Path, format = "uuid", description = "The license"),
+        LicensePath,
         ("ipId" = String, Path, format = "uuid", description = "The IP address record"),
     ),
     request_body = ForgottenBody,
@@ -309,7 +266,6 @@ pub(in crate::openapi) fn list_ips() {}
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn set_ip_forgotten() {}

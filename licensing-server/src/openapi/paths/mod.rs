@@ -1,6 +1,8 @@
 //! One declaration per operation, for the OpenAPI document, a file per area. The routes
 //! themselves are warp filters; the `openapi_routes` integration test checks over HTTP that every
-//! declared operation is routed and that every route is declared.
+//! declared operation is routed and that every route is declared. A developer operation's
+//! security requirement (the API key and its scope) is not declared here: the document takes it
+//! from the gate's table, with the operation's scope.
 
 #![allow(dead_code)]
 
@@ -119,3 +121,120 @@ pub(super) enum AdminRefused {
     #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
     Internal(Envelope<Option<ErrorData>>),
 }
+
+/// The path parameters of the operations on one team, or on one thing of a team. Each field's
+/// comment is its description.
+mod ids {
+    use utoipa::IntoParams;
+
+    /// `{teamId}`.
+    #[derive(IntoParams)]
+    #[into_params(parameter_in = Path, rename_all = "camelCase")]
+    pub(in crate::openapi) struct TeamPath {
+        /// The team
+        #[param(format = "uuid")]
+        team_id: String,
+    }
+
+    macro_rules! team_and {
+        ($(#[$doc:meta] $name:ident { $field:ident: $description:literal })*) => {$(
+            #[$doc]
+            #[derive(IntoParams)]
+            #[into_params(parameter_in = Path, rename_all = "camelCase")]
+            pub(in crate::openapi) struct $name {
+                /// The team
+                #[param(format = "uuid")]
+                team_id: String,
+                #[doc = $description]
+                #[param(format = "uuid")]
+                $field: String,
+            }
+        )*};
+    }
+
+    team_and! {
+        /// `{teamId}/…/{licenseId}`.
+        LicensePath { license_id: "The license" }
+        /// `{teamId}/…/{webhookId}`.
+        WebhookPath { webhook_id: "The endpoint" }
+        /// `{teamId}/…/{productId}`.
+        ProductPath { product_id: "The product" }
+        /// `{teamId}/…/{customerId}`.
+        CustomerPath { customer_id: "The customer" }
+        /// `{teamId}/…/{releaseId}`.
+        ReleasePath { release_id: "The release" }
+    }
+
+    /// `{teamId}/…/{licenseKey}`.
+    #[derive(IntoParams)]
+    #[into_params(parameter_in = Path, rename_all = "camelCase")]
+    pub(in crate::openapi) struct LicenseKeyPath {
+        /// The team
+        #[param(format = "uuid")]
+        team_id: String,
+        /// The license key
+        #[param(pattern = "^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$")]
+        license_key: String,
+    }
+
+    /// `{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}`.
+    #[derive(IntoParams)]
+    #[into_params(parameter_in = Path, rename_all = "camelCase")]
+    pub(in crate::openapi) struct DeliveryPath {
+        /// The team
+        #[param(format = "uuid")]
+        team_id: String,
+        /// The endpoint
+        #[param(format = "uuid")]
+        webhook_id: String,
+        /// The delivery
+        #[param(format = "uuid")]
+        delivery_id: String,
+    }
+}
+
+use ids::{
+    CustomerPath, DeliveryPath, LicenseKeyPath, LicensePath, ProductPath, ReleasePath, TeamPath,
+    WebhookPath,
+};
+
+/// The refusals of the webhook operations: another team's key or one without the `webhooks`
+/// scope, an unknown endpoint or delivery.
+#[derive(utoipa::IntoResponses)]
+pub(super) enum WebhookRefused {
+    /// The key.
+    #[response(
+        status = 403,
+        description = "FORBIDDEN: an API key of another team, or without the webhooks scope"
+    )]
+    Forbidden(Envelope<Option<ErrorData>>),
+    /// The endpoint or delivery.
+    #[response(
+        status = 404,
+        description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team"
+    )]
+    NotFound(Envelope<Option<ErrorData>>),
+}
+
+/// An unknown thing of the team, one set per kind.
+mod not_found {
+    use super::{Envelope, ErrorData};
+
+    macro_rules! not_found {
+        ($($name:ident: $code:literal;)*) => {$(
+            #[doc = concat!("`", $code, "`.")]
+            #[derive(utoipa::IntoResponses)]
+            #[response(status = 404, description = $code)]
+            pub(in crate::openapi) struct $name(Envelope<Option<ErrorData>>);
+        )*};
+    }
+
+    not_found! {
+        NoLicense: "LICENSE_NOT_FOUND";
+        NoProduct: "PRODUCT_NOT_FOUND";
+        NoCustomer: "CUSTOMER_NOT_FOUND";
+        NoRelease: "RELEASE_NOT_FOUND";
+    }
+}
+
+use not_found::{NoCustomer, NoLicense, NoProduct, NoRelease};

@@ -36,7 +36,7 @@ pub(in crate::openapi) fn list_teams() {}
     put,
     path = "/api/v1/admin/teams/{teamId}/features",
     tag = "admin",
-    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    params(TeamPath),
     request_body = FeaturesBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<TeamView>),
@@ -53,7 +53,7 @@ pub(in crate::openapi) fn set_features() {}
     post,
     path = "/api/v1/admin/teams/{teamId}/api-keys",
     tag = "admin",
-    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    params(TeamPath),
     request_body = ApiKeyBody,
     responses(
         (status = 201, description = "Created: the key is in this answer only", body = Envelope<ApiKeyCreated>),
@@ -70,7 +70,7 @@ pub(in crate::openapi) fn admin_create_api_key() {}
     post,
     path = "/api/v1/admin/teams/{teamId}/users",
     tag = "admin",
-    params(("teamId" = String, Path, format = "uuid", description = "The team")),
+    params(TeamPath),
     request_body = StaffBody,
     responses(
         (status = 201, description = "Created: the set-password link is in this answer only", body = Envelope<StaffInvited>),

@@ -7,9 +7,7 @@ use super::*;
     post,
     path = "/api/v1/dev/teams/{teamId}/releases",
     tag = "releases",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body(content = ReleaseForm, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "Created", body = Envelope<ReleaseView>),
@@ -21,8 +19,7 @@ use super::*;
         (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
         (status = 429, description = "RATE_LIMIT: too many requests for this API key, or too many release uploads for this team (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_release() {}
 
@@ -32,7 +29,7 @@ pub(in crate::openapi) fn create_release() {}
     path = "/api/v1/dev/teams/{teamId}/releases",
     tag = "releases",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "asc or desc (default desc)"),
@@ -45,8 +42,7 @@ pub(in crate::openapi) fn create_release() {}
         (status = 200, description = "A page of releases", body = Envelope<ReleasePage>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_releases() {}
 
@@ -55,17 +51,13 @@ pub(in crate::openapi) fn list_releases() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/releases/{releaseId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("releaseId" = String, Path, format = "uuid", description = "The release"),
-    ),
+    params(ReleasePath),
     responses(
         (status = 200, description = "The release", body = Envelope<ReleaseView>),
-        (status = 404, description = "RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoRelease,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_release() {}
 
@@ -74,10 +66,7 @@ pub(in crate::openapi) fn get_release() {}
     put,
     path = "/api/v1/dev/teams/{teamId}/releases/{releaseId}",
     tag = "releases",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("releaseId" = String, Path, format = "uuid", description = "The release"),
-    ),
+    params(ReleasePath),
     request_body(content = ReleaseForm, content_type = "multipart/form-data"),
     responses(
         (status = 200, description = "Updated", body = Envelope<ReleaseView>),
@@ -89,8 +78,7 @@ pub(in crate::openapi) fn get_release() {}
         (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
         (status = 429, description = "RATE_LIMIT: too many requests for this API key, or too many release uploads for this team (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_release() {}
 
@@ -99,16 +87,12 @@ pub(in crate::openapi) fn update_release() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/releases/{releaseId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("releaseId" = String, Path, format = "uuid", description = "The release"),
-    ),
+    params(ReleasePath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 404, description = "RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
+        NoRelease,
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_release() {}

@@ -7,15 +7,12 @@ use super::*;
     get,
     path = "/api/v1/dev/teams/{teamId}/statistics",
     tag = "team",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "Statistics", body = Envelope<Statistics>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn statistics() {}
 
@@ -24,15 +21,12 @@ pub(in crate::openapi) fn statistics() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/settings",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "Settings", body = Envelope<TeamSettings>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_settings() {}
 
@@ -41,17 +35,14 @@ pub(in crate::openapi) fn get_settings() {}
     put,
     path = "/api/v1/dev/teams/{teamId}/settings",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = SettingsBody,
     responses(
         (status = 200, description = "Updated", body = Envelope<TeamSettings>),
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_settings() {}
 
@@ -60,17 +51,14 @@ pub(in crate::openapi) fn update_settings() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/blacklist",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = BlacklistBody,
     responses(
         (status = 201, description = "Created", body = Envelope<BlacklistEntry>),
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_blacklist_entry() {}
 
@@ -79,15 +67,12 @@ pub(in crate::openapi) fn create_blacklist_entry() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/blacklist",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "The entries", body = Envelope<BlacklistList>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_blacklist() {}
 
@@ -97,7 +82,7 @@ pub(in crate::openapi) fn list_blacklist() {}
     path = "/api/v1/dev/teams/{teamId}/blacklist/{blacklistId}",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("blacklistId" = String, Path, format = "uuid", description = "The blacklist entry"),
     ),
     responses(
@@ -105,8 +90,7 @@ pub(in crate::openapi) fn list_blacklist() {}
         (status = 404, description = "BAD_REQUEST (no such entry)", body = Envelope<Option<ErrorData>>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_blacklist_entry() {}
 
@@ -115,17 +99,14 @@ pub(in crate::openapi) fn delete_blacklist_entry() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/api-keys",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     request_body = ApiKeyBody,
     responses(
         (status = 201, description = "Created", body = Envelope<ApiKeyCreated>),
         Refused,
         OtherTeam,
         BodyRefused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_api_key() {}
 
@@ -134,15 +115,12 @@ pub(in crate::openapi) fn create_api_key() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/api-keys",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "The keys", body = Envelope<ApiKeyList>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_api_keys() {}
 
@@ -152,7 +130,7 @@ pub(in crate::openapi) fn list_api_keys() {}
     path = "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("apiKeyId" = String, Path, format = "uuid", description = "The API key"),
     ),
     responses(
@@ -160,8 +138,7 @@ pub(in crate::openapi) fn list_api_keys() {}
         (status = 404, description = "BAD_REQUEST (no such key)", body = Envelope<Option<ErrorData>>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn revoke_api_key() {}
 
@@ -173,7 +150,7 @@ pub(in crate::openapi) fn revoke_api_key() {}
     path = "/api/v1/dev/teams/{teamId}/audit-log",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
+        TeamPath,
         ("page" = Option<u32>, Query, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "`desc` (newest first, the default) or `asc`"),
@@ -188,8 +165,7 @@ pub(in crate::openapi) fn revoke_api_key() {}
         (status = 200, description = "One page of entries", body = Envelope<AuditPage>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn audit_log() {}
 
@@ -198,14 +174,11 @@ pub(in crate::openapi) fn audit_log() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/public-key",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "The keys", body = Envelope<PublicKeys>),
         Refused,
         OtherTeam,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn public_keys() {}

@@ -8,15 +8,12 @@ use super::*;
     path = "/api/v1/dev/teams/{teamId}/webhooks",
     tag = "extensions",
     request_body = WebhookBody,
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 201, description = "The endpoint, with its secret", body = Envelope<WebhookWithSecret>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn create_webhook() {}
 
@@ -25,15 +22,12 @@ pub(in crate::openapi) fn create_webhook() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/webhooks",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-    ),
+    params(TeamPath),
     responses(
         (status = 200, description = "The endpoints", body = Envelope<WebhookList>),
         (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_webhooks() {}
 
@@ -42,17 +36,12 @@ pub(in crate::openapi) fn list_webhooks() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-    ),
+    params(WebhookPath),
     responses(
         (status = 200, description = "The endpoint", body = Envelope<WebhookView>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_webhook() {}
 
@@ -62,17 +51,12 @@ pub(in crate::openapi) fn get_webhook() {}
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}",
     tag = "extensions",
     request_body = WebhookBody,
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-    ),
+    params(WebhookPath),
     responses(
         (status = 200, description = "The endpoint", body = Envelope<WebhookView>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn update_webhook() {}
 
@@ -81,17 +65,12 @@ pub(in crate::openapi) fn update_webhook() {}
     delete,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-    ),
+    params(WebhookPath),
     responses(
         (status = 200, description = "Deleted", body = Envelope<Deleted>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn delete_webhook() {}
 
@@ -100,17 +79,12 @@ pub(in crate::openapi) fn delete_webhook() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/rotate-secret",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-    ),
+    params(WebhookPath),
     responses(
         (status = 200, description = "The endpoint, with its new secret", body = Envelope<WebhookWithSecret>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn rotate_webhook_secret() {}
 
@@ -119,17 +93,12 @@ pub(in crate::openapi) fn rotate_webhook_secret() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/test",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-    ),
+    params(WebhookPath),
     responses(
         (status = 202, description = "The queued delivery", body = Envelope<WebhookDelivery>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn test_webhook() {}
 
@@ -139,19 +108,16 @@ pub(in crate::openapi) fn test_webhook() {}
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries",
     tag = "extensions",
     params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
+        WebhookPath,
         ("page" = Option<u32>, Query, description = "1-based page (default 1)"),
         ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
         ("sortDirection" = Option<String>, Query, description = "`desc` (newest first, the default) or `asc`"),
     ),
     responses(
         (status = 200, description = "One page of deliveries", body = Envelope<DeliveryPage>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn list_webhook_deliveries() {}
 
@@ -160,18 +126,12 @@ pub(in crate::openapi) fn list_webhook_deliveries() {}
     get,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-        ("deliveryId" = String, Path, format = "uuid", description = "The delivery"),
-    ),
+    params(DeliveryPath),
     responses(
         (status = 200, description = "The delivery", body = Envelope<WebhookDelivery>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn get_webhook_delivery() {}
 
@@ -180,17 +140,11 @@ pub(in crate::openapi) fn get_webhook_delivery() {}
     post,
     path = "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
     tag = "extensions",
-    params(
-        ("teamId" = String, Path, format = "uuid", description = "The team"),
-        ("webhookId" = String, Path, format = "uuid", description = "The endpoint"),
-        ("deliveryId" = String, Path, format = "uuid", description = "The delivery"),
-    ),
+    params(DeliveryPath),
     responses(
         (status = 202, description = "The new delivery", body = Envelope<WebhookDelivery>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without the webhooks scope", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team", body = Envelope<Option<ErrorData>>),
+        WebhookRefused,
         Refused,
-    ),
-    security(("apiKey" = []))
+    )
 )]
 pub(in crate::openapi) fn redeliver_webhook() {}

@@ -19,7 +19,8 @@ use sqlx::{PgConnection, Row as _};
 use super::admission::*;
 use super::devices::Prefixed;
 use super::licenses::license;
-use super::{PgStore, backend, in_tx, lock_row, ms};
+use super::tables::LICENSES;
+use super::{PgStore, backend, in_tx, ms};
 use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
@@ -252,7 +253,9 @@ impl PgStore {
         // Lock first, then read in a statement of its own: under READ COMMITTED a
         // statement sees what committed before it started, so the read sees every record
         // the previous holder of the lock wrote (a join locked in one statement would not).
-        lock_row(tx, Entity::License, team.as_uuid(), license_id.as_uuid()).await?;
+        LICENSES
+            .lock(tx, team.as_uuid(), license_id.as_uuid())
+            .await?;
         // This instance's waiting refreshes of the license first, so that its records are
         // counted and pruned by their latest times.
         if let Some(waiting) = self.refreshes.take_license(license_id) {

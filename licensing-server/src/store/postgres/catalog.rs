@@ -9,10 +9,8 @@ use licensing_core::{BranchId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
-use super::{
-    PgStore, backend, constraint, doc, in_tx, json, lock_row, ms, page, page_bounds, team_missing,
-};
-use super::{docs_by_ids, fetch_doc};
+use super::tables::{PRODUCTS, RELEASES};
+use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, page_bounds, team_missing};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -82,19 +80,13 @@ impl ProductStore for PgStore {
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
-        fetch_doc(
-            &self.pool,
-            sqlx::query("SELECT doc FROM products WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid()),
-        )
-        .await
+        PRODUCTS.get(&self.pool, team, id.as_uuid()).await
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
-        const SELECT: &str = "SELECT doc FROM products WHERE team_id = $1 AND id = ANY($2)";
-        let id = (ProductId::as_uuid, |p: &Product| p.id);
-        docs_by_ids(&self.pool, (SELECT, team), ids, id).await
+        PRODUCTS
+            .get_many(&self.pool, team, ids, |p: &Product| p.id)
+            .await
     }
 
     async fn update_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
@@ -111,10 +103,7 @@ impl ProductStore for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Product));
-            }
-            Ok(())
+            PRODUCTS.changed(done)
         })
     }
 
@@ -125,7 +114,7 @@ impl ProductStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<Vec<Release>> {
         in_tx!(self.pool, journal, |tx| {
-            lock_row(&mut tx, Entity::Product, team.as_uuid(), id.as_uuid()).await?;
+            PRODUCTS.lock(&mut tx, team.as_uuid(), id.as_uuid()).await?;
             let gone = delete_releases_returning(
                 &mut tx,
                 "DELETE FROM releases WHERE team_id = $1 AND product_id = $2 RETURNING doc",
@@ -217,10 +206,7 @@ impl ProductStore for PgStore {
                     ],
                 )
             })?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Product));
-            }
-            Ok(())
+            PRODUCTS.changed(done)
         })
     }
 
@@ -369,24 +355,14 @@ impl ReleaseStore for PgStore {
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
-        fetch_doc(
-            &self.pool,
-            sqlx::query("SELECT doc FROM releases WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid()),
-        )
-        .await
+        RELEASES.get(&self.pool, team, id.as_uuid()).await
     }
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            lock_row(
-                &mut tx,
-                Entity::Release,
-                r.team_id.as_uuid(),
-                r.id.as_uuid(),
-            )
-            .await?;
+            RELEASES
+                .lock(&mut tx, r.team_id.as_uuid(), r.id.as_uuid())
+                .await?;
             put_release(&mut tx, r, false).await
         })
     }

@@ -2,14 +2,14 @@
 
 use licensing_core::api::requests::{CustomerListQuery, CustomerSort};
 use licensing_core::model::Customer;
-use licensing_core::store::{CustomerStore, Entity, Journal, Page, StoreError, StoreResult};
+use licensing_core::store::{CustomerStore, Journal, Page, StoreResult};
 use licensing_core::{CustomerId, TeamId};
 use sqlx::Row as _;
 
+use super::tables::CUSTOMERS;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, ms, order, page, page_bounds, team_missing,
 };
-use super::{docs_by_ids, fetch_doc};
 
 /// The lower-cased text a customer is sorted and searched by.
 fn key(text: Option<&str>) -> Option<String> {
@@ -40,19 +40,13 @@ impl CustomerStore for PgStore {
     }
 
     async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
-        fetch_doc(
-            &self.pool,
-            sqlx::query("SELECT doc FROM customers WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid()),
-        )
-        .await
+        CUSTOMERS.get(&self.pool, team, id.as_uuid()).await
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
-        const SELECT: &str = "SELECT doc FROM customers WHERE team_id = $1 AND id = ANY($2)";
-        let id = (CustomerId::as_uuid, |c: &Customer| c.id);
-        docs_by_ids(&self.pool, (SELECT, team), ids, id).await
+        CUSTOMERS
+            .get_many(&self.pool, team, ids, |c: &Customer| c.id)
+            .await
     }
 
     async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
@@ -72,10 +66,7 @@ impl CustomerStore for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Customer));
-            }
-            Ok(())
+            CUSTOMERS.changed(done)
         })
     }
 
@@ -86,7 +77,9 @@ impl CustomerStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            super::delete_row(&mut tx, Entity::Customer, team.as_uuid(), id.as_uuid()).await?;
+            CUSTOMERS
+                .delete(&mut tx, team.as_uuid(), id.as_uuid())
+                .await?;
             super::licenses::add_count(&mut tx, team, "customers", -1).await?;
             super::licenses::detach(&mut tx, team, "customer_ids", "customerIds", id.as_uuid())
                 .await

@@ -15,7 +15,8 @@ use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
 use super::licenses::uuids;
-use super::{PgStore, backend, in_tx, lock_row, ms, page, page_bounds};
+use super::tables::LICENSES;
+use super::{PgStore, backend, in_tx, ms, page, page_bounds};
 
 /// A device record from a row of [`HWID_COLUMNS`].
 pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
@@ -171,7 +172,9 @@ impl PgStore {
             Entity::Ip
         };
         in_tx!(self.pool, journal, |tx| {
-            lock_row(&mut tx, Entity::License, team.as_uuid(), license.as_uuid()).await?;
+            LICENSES
+                .lock(&mut tx, team.as_uuid(), license.as_uuid())
+                .await?;
             let columns = if table == "hwids" {
                 HWID_COLUMNS
             } else {
@@ -204,7 +207,9 @@ impl DeviceStore for PgStore {
     ) -> StoreResult<()> {
         check_usage_owner(team, license, hwids, ips)?;
         in_tx!(self.pool, |tx| {
-            lock_row(&mut tx, Entity::License, team.as_uuid(), license.as_uuid()).await?;
+            LICENSES
+                .lock(&mut tx, team.as_uuid(), license.as_uuid())
+                .await?;
             // One statement per kind, whatever the number of records; a record given twice
             // counts once (the last), as a replacement would.
             let mut seen = std::collections::HashSet::new();

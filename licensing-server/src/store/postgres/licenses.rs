@@ -8,9 +8,10 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
+use super::tables::LICENSES;
 use super::{
-    PgStore, backend, constraint, doc, in_tx, json, like_contains, lock_row, ms, opt_ms, page,
-    page_bounds, team_missing,
+    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, page_bounds,
+    team_missing,
 };
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
@@ -303,13 +304,9 @@ impl LicenseStore for PgStore {
 
     async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            lock_row(
-                &mut tx,
-                Entity::License,
-                l.team_id.as_uuid(),
-                l.id.as_uuid(),
-            )
-            .await?;
+            LICENSES
+                .lock(&mut tx, l.team_id.as_uuid(), l.id.as_uuid())
+                .await?;
             check_refs(&mut tx, l).await?;
             write(&mut tx, l).await.map(|_| ())
         })

@@ -17,57 +17,29 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "initial",
-        sql: include_str!("migrations/0001_initial.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "shared state",
-        sql: include_str!("migrations/0002_shared_state.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "audit log",
-        sql: include_str!("migrations/0003_audit_log.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "webhooks",
-        sql: include_str!("migrations/0004_webhooks.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "client events",
-        sql: include_str!("migrations/0005_client_events.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "staff accounts",
-        sql: include_str!("migrations/0006_staff.sql"),
-    },
-    Migration {
-        version: 7,
-        name: "license filters",
-        sql: include_str!("migrations/0007_license_filters.sql"),
-    },
-    Migration {
-        version: 8,
-        name: "audit entries' products",
-        sql: include_str!("migrations/0008_audit_products.sql"),
-    },
-    Migration {
-        version: 9,
-        name: "staff addresses unique per team",
-        sql: include_str!("migrations/0009_staff_per_team.sql"),
-    },
-    Migration {
-        version: 10,
-        name: "record counts and records by last use",
-        sql: include_str!("migrations/0010_record_counts.sql"),
-    },
+/// Each migration: its number, its name and its file under `migrations/`.
+macro_rules! migrations {
+    ($($version:literal $name:literal $file:literal,)*) => {
+        &[$(Migration {
+            version: $version,
+            name: $name,
+            sql: include_str!(concat!("migrations/", $file)),
+        },)*]
+    };
+}
+
+#[rustfmt::skip]
+const MIGRATIONS: &[Migration] = migrations![
+    1 "initial" "0001_initial.sql",
+    2 "shared state" "0002_shared_state.sql",
+    3 "audit log" "0003_audit_log.sql",
+    4 "webhooks" "0004_webhooks.sql",
+    5 "client events" "0005_client_events.sql",
+    6 "staff accounts" "0006_staff.sql",
+    7 "license filters" "0007_license_filters.sql",
+    8 "audit entries' products" "0008_audit_products.sql",
+    9 "staff addresses unique per team" "0009_staff_per_team.sql",
+    10 "record counts and records by last use" "0010_record_counts.sql",
 ];
 
 /// The newest schema this server knows.

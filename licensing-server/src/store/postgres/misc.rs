@@ -2,13 +2,14 @@
 
 use licensing_core::model::{BlacklistEntry, HourlyStats, OutboxMessage, Overview, TopProduct};
 use licensing_core::store::{
-    BlacklistStore, Entity, Journal, OutboxStore, SessionKeyRefused, SessionKeyStore, StatsStore,
+    BlacklistStore, Journal, OutboxStore, SessionKeyRefused, SessionKeyStore, StatsStore,
     StoreError, StoreResult, rank_top_products,
 };
 use licensing_core::{BlacklistId, ProductId, TeamId, Timestamp};
 use sqlx::{PgConnection, Row as _};
 
 use super::fetch_docs;
+use super::tables::BLACKLIST;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, team_missing};
 
 pub(super) async fn insert_message(conn: &mut PgConnection, m: &OutboxMessage) -> StoreResult<()> {
@@ -90,7 +91,9 @@ impl BlacklistStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            super::delete_row(&mut tx, Entity::Blacklist, team.as_uuid(), id.as_uuid()).await
+            BLACKLIST
+                .delete(&mut tx, team.as_uuid(), id.as_uuid())
+                .await
         })
     }
 

@@ -27,6 +27,7 @@ mod misc;
 mod refresh;
 mod shared;
 mod staff;
+mod tables;
 mod teams;
 mod webhooks;
 
@@ -158,57 +159,6 @@ impl PgStore {
     }
 }
 
-/// Locks a team's row of `entity` (licenses, products or releases) `FOR UPDATE` for the rest of
-/// the transaction; `NotFound(entity)` when the team has none with that id. Writers of a
-/// license's device and address rows take its row first (see `refresh.rs`).
-pub(crate) async fn lock_row(
-    conn: &mut sqlx::PgConnection,
-    entity: Entity,
-    team: &uuid::Uuid,
-    id: &uuid::Uuid,
-) -> StoreResult<()> {
-    let sql: &'static str = match entity {
-        Entity::License => "SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2 FOR UPDATE",
-        Entity::Product => "SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR UPDATE",
-        Entity::Release => "SELECT 1 FROM releases WHERE team_id = $1 AND id = $2 FOR UPDATE",
-        other => return Err(StoreError::backend(format!("no row lock for {other:?}"))),
-    };
-    let found: Option<i32> = sqlx::query_scalar(sql)
-        .bind(team)
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
-    found.map(|_| ()).ok_or(StoreError::NotFound(entity))
-}
-
-/// Deletes a team's row of `entity` (customers, blacklist entries or API keys);
-/// `NotFound(entity)` when the team has none with that id.
-pub(crate) async fn delete_row(
-    conn: &mut sqlx::PgConnection,
-    entity: Entity,
-    team: &uuid::Uuid,
-    id: &uuid::Uuid,
-) -> StoreResult<()> {
-    let sql: &'static str = match entity {
-        Entity::Customer => "DELETE FROM customers WHERE team_id = $1 AND id = $2",
-        Entity::Blacklist => "DELETE FROM blacklist WHERE team_id = $1 AND id = $2",
-        Entity::ApiKey => "DELETE FROM api_keys WHERE team_id = $1 AND id = $2",
-        Entity::Webhook => "DELETE FROM webhook_endpoints WHERE team_id = $1 AND id = $2",
-        other => return Err(StoreError::backend(format!("no row delete for {other:?}"))),
-    };
-    let done = sqlx::query(sql)
-        .bind(team)
-        .bind(id)
-        .execute(conn)
-        .await
-        .map_err(backend)?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound(entity));
-    }
-    Ok(())
-}
-
 /// Inserts a write's journal in its transaction: the audit entries and the webhook events.
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
@@ -330,30 +280,6 @@ pub(crate) async fn fetch_doc<T: DeserializeOwned>(
         .map_err(backend)?
         .map(|row| doc(&row))
         .transpose()
-}
-
-/// The documents `select` reads of `team` with ids `ids` (`$1` the team, `$2` the ids), in the
-/// order of `ids` (an id not found is left out); `uuid` reads an id's UUID, `id_of` a document's
-/// id.
-pub(crate) async fn docs_by_ids<T, I, U, F>(
-    pool: &PgPool,
-    (select, team): (&'static str, licensing_core::TeamId),
-    ids: &[I],
-    (uuid, id_of): (U, F),
-) -> StoreResult<Vec<T>>
-where
-    T: DeserializeOwned + Clone,
-    I: PartialEq,
-    U: Fn(&I) -> &uuid::Uuid,
-    F: Fn(&T) -> I,
-{
-    let wanted: Vec<uuid::Uuid> = ids.iter().map(|id| *uuid(id)).collect();
-    let found: Vec<T> =
-        fetch_docs(pool, sqlx::query(select).bind(team.as_uuid()).bind(&wanted)).await?;
-    Ok(ids
-        .iter()
-        .filter_map(|id| found.iter().find(|doc| id_of(doc) == *id).cloned())
-        .collect())
 }
 
 /// Escapes `LIKE` wildcards, for a substring search.

@@ -7,6 +7,7 @@ use licensing_core::store::{
 };
 use licensing_core::{StaffId, TeamId, Timestamp};
 
+use super::tables::STAFF;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, team_missing};
 use super::{fetch_doc, fetch_docs};
 
@@ -83,26 +84,14 @@ impl StaffStore for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(|e| constraint(e, &[("staff_users_team_email_unique", email_taken)]))?;
-            if done.rows_affected() == 0 {
-                return Err(user_missing());
-            }
-            Ok(())
+            STAFF.changed(done)
         })
     }
 
     async fn delete_staff(&self, team: TeamId, id: StaffId, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
             // Its sessions go with it (ON DELETE CASCADE).
-            let done = sqlx::query("DELETE FROM staff_users WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid())
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                return Err(user_missing());
-            }
-            Ok(())
+            STAFF.delete(&mut tx, team.as_uuid(), id.as_uuid()).await
         })
     }
 

@@ -13,9 +13,9 @@ use licensing_core::store::{
 use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
 use sqlx::{PgConnection, Row as _};
 
+use super::tables::WEBHOOKS;
 use super::{
-    PgStore, backend, constraint, delete_row, doc, in_tx, json, ms, opt_ms, page, page_bounds,
-    team_missing,
+    PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, page, page_bounds, team_missing,
 };
 use super::{fetch_doc, fetch_docs};
 
@@ -83,13 +83,7 @@ impl WebhookStore for PgStore {
         team: TeamId,
         id: WebhookId,
     ) -> StoreResult<Option<WebhookEndpoint>> {
-        fetch_doc(
-            &self.pool,
-            sqlx::query("SELECT doc FROM webhook_endpoints WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(id.as_uuid()),
-        )
-        .await
+        WEBHOOKS.get(&self.pool, team, id.as_uuid()).await
     }
 
     async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
@@ -113,11 +107,7 @@ impl WebhookStore for PgStore {
                     .execute(&mut *tx)
                     .await
                     .map_err(backend)?;
-            if done.rows_affected() == 0 {
-                Err(StoreError::NotFound(Entity::Webhook))
-            } else {
-                Ok(())
-            }
+            WEBHOOKS.changed(done)
         })
     }
 
@@ -129,7 +119,7 @@ impl WebhookStore for PgStore {
     ) -> StoreResult<()> {
         // Its deliveries go with it (ON DELETE CASCADE).
         in_tx!(self.pool, journal, |tx| {
-            delete_row(&mut tx, Entity::Webhook, team.as_uuid(), id.as_uuid()).await
+            WEBHOOKS.delete(&mut tx, team.as_uuid(), id.as_uuid()).await
         })
     }
 
