@@ -163,27 +163,18 @@ pub async fn turn_on<S: StaffStore>(
         )
     })?;
     let (shown, stored) = new_recovery_codes();
-    let mut changed = user.clone();
     let sealed = keyring
         .seal_secret(&two_step_purpose(user.id), secret)
         .map_err(|e| {
             licensing_core::ApiError::internal_because("sealing a two-step secret failed", e)
         })?;
-    changed.two_step = Some(TwoStep {
+    let two_step = TwoStep {
         secret: sealed,
         last_step: step,
         recovery_codes: stored,
         since: now,
-    });
-    changed.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
-        Action::StaffUpdated,
-        user.id,
-        vec![change("twoStep", "off", "on")],
-    );
-    store.update_staff(&changed, &journal).await?;
+    };
+    switch(store, user, Some(two_step), now, acting).await?;
     Ok(shown)
 }
 
@@ -198,15 +189,31 @@ pub async fn turn_off<S: StaffStore>(
     if user.two_step.is_none() {
         return Ok(());
     }
+    switch(store, user, None, now, acting).await
+}
+
+/// Stores `user` with two-step sign-in as `two_step` says (on with it, off without), audited.
+async fn switch<S: StaffStore>(
+    store: &S,
+    user: &StaffUser,
+    two_step: Option<TwoStep>,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<(), ApiError> {
+    let (from, to) = if two_step.is_some() {
+        ("off", "on")
+    } else {
+        ("on", "off")
+    };
     let mut changed = user.clone();
-    changed.two_step = None;
+    changed.two_step = two_step;
     changed.updated_at = now;
     let journal = acting.journal(
         user.team_id,
         now,
         Action::StaffUpdated,
         user.id,
-        vec![change("twoStep", "on", "off")],
+        vec![change("twoStep", from, to)],
     );
     store.update_staff(&changed, &journal).await?;
     Ok(())

@@ -56,16 +56,9 @@ pub(super) async fn classloader(
 
 /// The encrypted file, with the headers that describe it.
 fn stream(seen: &Seen, granted: Granted) -> Response {
-    let Granted {
-        file,
-        stored_len,
-        key,
-        release,
-        record,
-        latest,
-        product_name,
-    } = granted;
-    let mut response = warp::reply::stream(FrameStream::new(file, &key)).into_response();
+    let (release, record) = (&granted.release, &granted.record);
+    let frames = FrameStream::new(granted.file, &granted.key);
+    let mut response = warp::reply::stream(frames).into_response();
     let headers = response.headers_mut();
     let mut put = |name: &'static str, value: HeaderValue| {
         headers.insert(HeaderName::from_static(name), value);
@@ -73,10 +66,10 @@ fn stream(seen: &Seen, granted: Granted) -> Response {
     put("x-file-size", HeaderValue::from(record.size));
     put("x-file-checksum", text_header(&record.checksum));
     put("x-version", text_header(release.version.as_str()));
-    if let Some(latest) = latest {
+    if let Some(latest) = &granted.latest {
         put("x-latest-version", text_header(latest.version.as_str()));
     }
-    put("x-product-name", text_header(&product_name));
+    put("x-product-name", text_header(&granted.product_name));
     put(
         "x-release-status",
         HeaderValue::from_static(release.status.as_str()),
@@ -111,7 +104,7 @@ fn stream(seen: &Seen, granted: Granted) -> Response {
     );
     headers.insert(
         header::CONTENT_LENGTH,
-        HeaderValue::from(encrypted_len(stored_len)),
+        HeaderValue::from(encrypted_len(granted.stored_len)),
     );
     if let Some(rate) = &seen.rate {
         rate.apply(headers);

@@ -83,6 +83,24 @@ fn own(row: &PgRow, team: TeamId, activity: &Activity) -> StoreResult<Own> {
     })
 }
 
+/// The license `select` finds (`$1` the team and `$2` the license's id or key, bound by the
+/// caller) with the request's own device and address records (`$3` and `$4`, bound here); `None`
+/// without it. A request without a hardware identifier binds none, which no record matches.
+async fn read_own<'e>(
+    conn: impl sqlx::PgExecutor<'e>,
+    select: super::DocQuery<'_>,
+    team: TeamId,
+    activity: &Activity,
+) -> StoreResult<Option<Own>> {
+    let row = select
+        .bind(activity.hardware_id.as_ref().map(hwid_digest))
+        .bind(addr16(activity.ip))
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    row.map(|row| own(&row, team, activity)).transpose()
+}
+
 impl ActivityStore for PgStore {
     async fn read_license_for_activity(
         &self,
@@ -90,19 +108,12 @@ impl ActivityStore for PgStore {
         key: &LicenseKey,
         activity: &Activity,
     ) -> StoreResult<Option<LicenseRead>> {
-        let digest = activity.hardware_id.as_ref().map(hwid_digest);
-        let row = sqlx::query(READ_BY_KEY)
+        let select = sqlx::query(READ_BY_KEY)
             .bind(team.as_uuid())
-            .bind(key.as_str())
-            .bind(digest.as_ref().map(|d| d.as_slice()).unwrap_or_default())
-            .bind(addr16(activity.ip).as_slice())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?;
-        let Some(row) = row else {
+            .bind(key.as_str());
+        let Some(found) = read_own(&self.pool, select, team, activity).await? else {
             return Ok(None);
         };
-        let found = own(&row, team, activity)?;
         Ok(Some(LicenseRead {
             license: self.refreshes.overlay(found.license),
             own: Some((found.hwid, found.ip)),
@@ -144,20 +155,13 @@ impl ActivityStore for PgStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
-        let digest = activity.hardware_id.as_ref().map(hwid_digest);
-        let digest = digest.as_ref().map(|d| d.as_slice()).unwrap_or_default();
-        let address = addr16(activity.ip);
         // The hot path: records that already count need no lock (see the module docs).
-        let row = sqlx::query(READ)
+        let select = sqlx::query(READ)
             .bind(team.as_uuid())
-            .bind(license_id.as_uuid())
-            .bind(digest)
-            .bind(address.as_slice())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
+            .bind(license_id.as_uuid());
+        let found = read_own(&self.pool, select, team, activity)
+            .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        let found = own(&row, team, activity)?;
         if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
             return Ok(Ok(recorded));
         }
@@ -224,19 +228,9 @@ impl PgStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
-        let digest = activity.hardware_id.as_ref().map(hwid_digest);
-        let digest = digest.as_ref().map(|d| d.as_slice()).unwrap_or_default();
-        let address = addr16(activity.ip);
         in_tx!(self.pool, |tx| {
-            self.step_in(
-                &mut tx,
-                (team, license_id),
-                rules,
-                activity,
-                (digest, &address),
-                now,
-            )
-            .await
+            self.step_in(&mut tx, (team, license_id), rules, activity, now)
+                .await
         })
     }
 
@@ -247,7 +241,6 @@ impl PgStore {
         (team, license_id): (TeamId, LicenseId),
         rules: &ActivityRules<'_>,
         activity: &Activity,
-        (digest, address): (&[u8], &[u8; 16]),
         now: Timestamp,
     ) -> StoreResult<Result<Recorded, Denial>> {
         // Lock first, then read in a statement of its own: under READ COMMITTED a
@@ -261,16 +254,12 @@ impl PgStore {
         if let Some(waiting) = self.refreshes.take_license(license_id) {
             super::refresh::write(&mut *tx, &[&waiting]).await?;
         }
-        let row = sqlx::query(READ)
+        let select = sqlx::query(READ)
             .bind(team.as_uuid())
-            .bind(license_id.as_uuid())
-            .bind(digest)
-            .bind(address.as_slice())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?
+            .bind(license_id.as_uuid());
+        let found = read_own(&mut *tx, select, team, activity)
+            .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        let found = own(&row, team, activity)?;
         let admission = match decide(&mut *tx, &found, rules, activity, now).await? {
             Ok(admission) => admission,
             Err(denial) => return Ok(Err(denial)),

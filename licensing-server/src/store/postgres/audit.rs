@@ -8,7 +8,8 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
-use super::{PgStore, backend, doc, ms, page, page_bounds};
+use super::{PgStore, backend, doc, ms, page};
+use super::{fetch_page, window_total};
 
 /// The filters of an audit query, `$1` to `$9`. `$9` is the caller's product restriction: an
 /// entry of a record tied to products passes when one of them is among it (an entry without
@@ -71,15 +72,10 @@ impl AuditStore for PgStore {
             "SELECT doc, count(*) OVER () AS total FROM audit_log WHERE {FILTERS}
              ORDER BY at {dir}, id {dir} LIMIT $11 OFFSET $12"
         );
-        let (limit, offset) = page_bounds(&query.paging);
-        let rows = bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total: i64 = match rows.first() {
-            Some(row) => row.try_get("total").map_err(backend)?,
+        let select = bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query);
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
+        let total = match window_total(&rows)? {
+            Some(total) => total,
             // A page past the end still reports the total.
             None => {
                 let sql = format!("SELECT count(*) AS total FROM audit_log WHERE {FILTERS}");
@@ -109,15 +105,8 @@ impl AuditStore for PgStore {
     }
 
     async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
-        let done = sqlx::query(
-            "DELETE FROM audit_log WHERE id IN
-               (SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)",
-        )
-        .bind(ms(before))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        Ok(done.rows_affected())
+        const DELETE: &str = "DELETE FROM audit_log WHERE id IN
+               (SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)";
+        super::prune(&self.pool, DELETE, before, limit).await
     }
 }

@@ -10,7 +10,8 @@ use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
 use super::tables::{PRODUCTS, RELEASES};
-use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, page_bounds, team_missing};
+use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, team_missing};
+use super::{fetch_page, window_total};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -156,17 +157,12 @@ impl ProductStore for PgStore {
             .within
             .as_ref()
             .map(|ids| ids.iter().map(|id| *id.as_uuid()).collect());
-        let (limit, offset) = page_bounds(&query.paging);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let select = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(team.as_uuid())
-            .bind(&within)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total = match rows.first() {
-            Some(row) => row.try_get("total").map_err(backend)?,
+            .bind(&within);
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
+        let total = match window_total(&rows)? {
+            Some(total) => total,
             None => sqlx::query_scalar(
                 "SELECT count(*) FROM products
                  WHERE team_id = $1 AND ($2::uuid[] IS NULL OR id = ANY($2))",
@@ -416,20 +412,15 @@ impl ReleaseStore for PgStore {
         let needle = f.search.as_ref().map(|s| s.as_str().to_lowercase());
         let status = f.status.map(|s| s.as_str());
         let product = f.product_id.map(|p| *p.as_uuid());
-        let (limit, offset) = page_bounds(&query.paging);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let select = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(team.as_uuid())
             .bind(product)
             .bind(&within)
             .bind(status)
-            .bind(needle.as_deref())
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total = match rows.first() {
-            Some(row) => row.try_get("total").map_err(backend)?,
+            .bind(needle.as_deref());
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
+        let total = match window_total(&rows)? {
+            Some(total) => total,
             None => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                 "SELECT count(*) FROM releases WHERE {FILTER}"
             )))

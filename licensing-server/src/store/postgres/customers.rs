@@ -4,37 +4,44 @@ use licensing_core::api::requests::{CustomerListQuery, CustomerSort};
 use licensing_core::model::Customer;
 use licensing_core::store::{CustomerStore, Journal, Page, StoreResult};
 use licensing_core::{CustomerId, TeamId};
-use sqlx::Row as _;
 
 use super::tables::CUSTOMERS;
 use super::{
-    PgStore, backend, constraint, doc, in_tx, json, ms, order, page, page_bounds, team_missing,
+    DocQuery, PgStore, backend, constraint, doc, in_tx, json, ms, order, page, team_missing,
 };
+use super::{fetch_page, window_total};
 
 /// The lower-cased text a customer is sorted and searched by.
 fn key(text: Option<&str>) -> Option<String> {
     text.map(str::to_lowercase)
 }
 
+/// `query` with the customer's last change, its sort keys and its document bound next (the
+/// columns an insert and an update both write, in that order).
+fn with_keys<'q>(query: DocQuery<'q>, c: &'q Customer) -> DocQuery<'q> {
+    query
+        .bind(ms(c.updated_at))
+        .bind(key(c.full_name.as_deref()))
+        .bind(key(c.email.as_ref().map(|e| e.as_str())))
+        .bind(key(c.username.as_deref()))
+        .bind(json(c))
+}
+
 impl CustomerStore for PgStore {
     async fn create_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            sqlx::query(
+            let insert = sqlx::query(
                 "INSERT INTO customers
                (id, team_id, created_at, updated_at, full_name_key, email_key, username_key, doc)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(c.id.as_uuid())
             .bind(c.team_id.as_uuid())
-            .bind(ms(c.created_at))
-            .bind(ms(c.updated_at))
-            .bind(key(c.full_name.as_deref()))
-            .bind(key(c.email.as_ref().map(|e| e.as_str())))
-            .bind(key(c.username.as_deref()))
-            .bind(json(c))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| constraint(e, &[("customers_team_id_fkey", team_missing)]))?;
+            .bind(ms(c.created_at));
+            with_keys(insert, c)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| constraint(e, &[("customers_team_id_fkey", team_missing)]))?;
             super::licenses::add_count(&mut tx, c.team_id, "customers", 1).await
         })
     }
@@ -51,21 +58,17 @@ impl CustomerStore for PgStore {
 
     async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            let done = sqlx::query(
+            let update = sqlx::query(
                 "UPDATE customers SET updated_at = $3, full_name_key = $4, email_key = $5,
                    username_key = $6, doc = $7
                  WHERE team_id = $1 AND id = $2",
             )
             .bind(c.team_id.as_uuid())
-            .bind(c.id.as_uuid())
-            .bind(ms(c.updated_at))
-            .bind(key(c.full_name.as_deref()))
-            .bind(key(c.email.as_ref().map(|e| e.as_str())))
-            .bind(key(c.username.as_deref()))
-            .bind(json(c))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .bind(c.id.as_uuid());
+            let done = with_keys(update, c)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
             CUSTOMERS.changed(done)
         })
     }
@@ -112,18 +115,13 @@ impl CustomerStore for PgStore {
              ORDER BY {column} {dir}, id {id_dir}
              LIMIT $3 OFFSET $4"
         );
-        let (limit, offset) = page_bounds(&query.paging);
         let needle = query.filter.as_ref().map(|s| s.as_str().to_lowercase());
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let select = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(team.as_uuid())
-            .bind(needle)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total = match rows.first() {
-            Some(row) => row.try_get("total").map_err(backend)?,
+            .bind(needle);
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
+        let total = match window_total(&rows)? {
+            Some(total) => total,
             None if query.filter.is_none() => {
                 super::licenses::count(&self.pool, team, "customers").await?
             }

@@ -16,7 +16,8 @@ use uuid::Uuid;
 
 use super::licenses::uuids;
 use super::tables::LICENSES;
-use super::{PgStore, backend, in_tx, ms, page, page_bounds};
+use super::{PgStore, backend, in_tx, ms, page};
+use super::{fetch_page, window_total};
 
 /// A device record from a row of [`HWID_COLUMNS`].
 pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
@@ -130,17 +131,12 @@ impl PgStore {
              WHERE license_id = $1 AND ($2 OR NOT forgotten)
              ORDER BY {column} {dir}, id {dir} LIMIT $3 OFFSET $4"
         );
-        let (limit, offset) = page_bounds(&query.paging);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let select = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(license.as_uuid())
-            .bind(query.filter)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total = match rows.first() {
-            Some(row) => row.try_get("total").map_err(backend)?,
+            .bind(query.filter);
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
+        let total = match window_total(&rows)? {
+            Some(total) => total,
             None => {
                 let sql = format!(
                     "SELECT count(*) FROM {table} WHERE license_id = $1 AND ($2 OR NOT forgotten)"

@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use super::tables::LICENSES;
 use super::{
-    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, page_bounds,
-    team_missing,
+    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, team_missing,
 };
+use super::{fetch_page, window_total};
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
 pub(super) fn license(row: &PgRow) -> StoreResult<License> {
@@ -355,23 +355,9 @@ impl LicenseStore for PgStore {
     ) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
             check_refs(&mut tx, l).await?;
-            let day = OutboxMessage::day_of(now);
-            let queued: i64 = sqlx::query_scalar(
-                "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
-                 ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
-                 RETURNING queued",
-            )
-            .bind(l.team_id.as_uuid())
-            .bind(day)
-            .bind(mail.len() as i64)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| constraint(e, &[("mail_days_team_id_fkey", team_missing)]))?;
-            if queued > i64::from(daily_limit) {
-                return Err(StoreError::Limit(format!(
-                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
-                )));
-            }
+            let today = (OutboxMessage::day_of(now), daily_limit);
+            super::misc::count_mail(&mut tx, l.team_id, mail.len(), today, "license e-mails")
+                .await?;
             insert(&mut tx, l).await?;
             for m in mail {
                 super::misc::insert_message(&mut tx, m).await?;
@@ -413,17 +399,12 @@ impl LicenseStore for PgStore {
                 ""
             },
         );
-        let (limit, offset) = page_bounds(&query.paging);
-        let rows = bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
+        let select = bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f);
+        let rows = fetch_page(&self.pool, select, &query.paging).await?;
         let total = if !filtered {
             count(&self.pool, team, "licenses").await?
-        } else if let Some(row) = rows.first() {
-            row.try_get("total").map_err(backend)?
+        } else if let Some(total) = window_total(&rows)? {
+            total
         } else {
             // Past the last page: the window count has no row to ride on.
             let sql = format!("SELECT count(*) AS total FROM licenses {LICENSE_FILTER}");

@@ -231,6 +231,34 @@ impl StatsStore for PgStore {
     }
 }
 
+/// Counts `n` more e-mails queued for `team` on the day of `today` (its day and the team's daily
+/// limit); `Limit` (naming `what`) when that takes the day over the limit.
+pub(super) async fn count_mail(
+    tx: &mut sqlx::PgConnection,
+    team: TeamId,
+    n: usize,
+    (day, daily_limit): (i64, u32),
+    what: &str,
+) -> StoreResult<()> {
+    let queued: i64 = sqlx::query_scalar(
+        "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
+         ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
+         RETURNING queued",
+    )
+    .bind(team.as_uuid())
+    .bind(day)
+    .bind(n as i64)
+    .fetch_one(tx)
+    .await
+    .map_err(|e| constraint(e, &[("mail_days_team_id_fkey", team_missing)]))?;
+    if queued > i64::from(daily_limit) {
+        return Err(StoreError::Limit(format!(
+            "at most {daily_limit} {what} a day per team; try again tomorrow"
+        )));
+    }
+    Ok(())
+}
+
 impl OutboxStore for PgStore {
     async fn queue_messages(
         &self,
@@ -240,22 +268,8 @@ impl OutboxStore for PgStore {
         now: Timestamp,
     ) -> StoreResult<()> {
         in_tx!(self.pool, |tx| {
-            let queued: i64 = sqlx::query_scalar(
-                "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
-                 ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
-                 RETURNING queued",
-            )
-            .bind(team.as_uuid())
-            .bind(OutboxMessage::day_of(now))
-            .bind(mail.len() as i64)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| constraint(e, &[("mail_days_team_id_fkey", team_missing)]))?;
-            if queued > i64::from(daily_limit) {
-                return Err(StoreError::Limit(format!(
-                    "at most {daily_limit} e-mails a day per team; try again tomorrow"
-                )));
-            }
+            let today = (OutboxMessage::day_of(now), daily_limit);
+            count_mail(&mut tx, team, mail.len(), today, "e-mails").await?;
             for m in mail {
                 insert_message(&mut tx, m).await?;
             }

@@ -304,12 +304,54 @@ pub(crate) fn order(direction: licensing_core::api::requests::SortDirection) -> 
     }
 }
 
+/// Deletes the rows `delete` selects (`$1` the time before which, `$2` at most how many);
+/// answers how many went. Pruning goes a batch at a time, so that no statement holds many locks.
+pub(crate) async fn prune(
+    pool: &PgPool,
+    delete: &'static str,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<u64> {
+    let done = sqlx::query(delete)
+        .bind(ms(before))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(pool)
+        .await
+        .map_err(backend)?;
+    Ok(done.rows_affected())
+}
+
 /// Page bounds: (limit, offset) as SQL wants them.
 pub(crate) fn page_bounds(paging: &licensing_core::api::requests::Paging) -> (i64, i64) {
     (
         i64::from(paging.page_size),
         i64::try_from(paging.offset()).unwrap_or(i64::MAX),
     )
+}
+
+/// The rows of one page: `select` (its filters bound, `LIMIT` and `OFFSET` its next two
+/// parameters) with the bounds of `paging` bound.
+pub(crate) async fn fetch_page(
+    pool: &PgPool,
+    select: DocQuery<'_>,
+    paging: &licensing_core::api::requests::Paging,
+) -> StoreResult<Vec<PgRow>> {
+    let (limit, offset) = page_bounds(paging);
+    select
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(pool)
+        .await
+        .map_err(backend)
+}
+
+/// The total a page's `count(*) OVER () AS total` column carries; `None` for a page past the
+/// end, which has no row to carry it.
+pub(crate) fn window_total(rows: &[PgRow]) -> StoreResult<Option<i64>> {
+    rows.first()
+        .map(|row| sqlx::Row::try_get(row, "total"))
+        .transpose()
+        .map_err(backend)
 }
 
 /// Builds a page from a query's rows and the total.

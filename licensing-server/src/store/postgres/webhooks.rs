@@ -13,10 +13,9 @@ use licensing_core::store::{
 use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
 use sqlx::{PgConnection, Row as _};
 
+use super::fetch_page;
 use super::tables::WEBHOOKS;
-use super::{
-    PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, page, page_bounds, team_missing,
-};
+use super::{PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, page, team_missing};
 use super::{fetch_doc, fetch_docs};
 
 pub(super) async fn insert_event(conn: &mut PgConnection, e: &WebhookEvent) -> StoreResult<()> {
@@ -311,15 +310,11 @@ impl WebhookStore for PgStore {
             "SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2
              ORDER BY id LIMIT $3 OFFSET $4"
         };
-        let (limit, offset) = page_bounds(paging);
-        let items = sqlx::query(sql)
+        let select = sqlx::query(sql)
             .bind(team.as_uuid())
-            .bind(endpoint.as_uuid())
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
+            .bind(endpoint.as_uuid());
+        let items = fetch_page(&self.pool, select, paging)
+            .await?
             .iter()
             .map(doc)
             .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
@@ -371,16 +366,9 @@ impl WebhookStore for PgStore {
     }
 
     async fn prune_deliveries(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
-        let done = sqlx::query(
-            "DELETE FROM webhook_deliveries WHERE id IN
+        const DELETE: &str = "DELETE FROM webhook_deliveries WHERE id IN
                (SELECT id FROM webhook_deliveries
-                WHERE status <> 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2)",
-        )
-        .bind(ms(before))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .execute(&self.pool)
-        .await
-        .map_err(backend)?;
-        Ok(done.rows_affected())
+                WHERE status <> 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2)";
+        super::prune(&self.pool, DELETE, before, limit).await
     }
 }
