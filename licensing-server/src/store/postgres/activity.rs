@@ -9,7 +9,7 @@
 
 use licensing_core::store::{
     ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, StoreError, StoreResult,
-    cap_reached, license_after,
+    license_after,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
@@ -265,59 +265,22 @@ impl PgStore {
             Err(denial) => return Ok(Err(denial)),
         };
         // Room under the cap, decided before anything changes.
-        let mut drop_hwids = Vec::new();
-        if matches!(admission.hwid, Some(RecordChange::Create)) {
-            match room(
-                &mut *tx,
-                &found.license,
-                found.held.0,
-                RecordKind::Hwid,
-                rules,
-                now,
-            )
-            .await?
-            {
-                Some(victims) => drop_hwids = victims,
-                None => return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records))),
-            }
-        }
-        let mut drop_ips = Vec::new();
-        if admission.ip == RecordChange::Create {
-            match room(
-                &mut *tx,
-                &found.license,
-                found.held.1,
-                RecordKind::Ip,
-                rules,
-                now,
-            )
-            .await?
-            {
-                Some(victims) => drop_ips = victims,
-                None => return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records))),
-            }
-        }
-        if !drop_hwids.is_empty() {
-            sqlx::query("DELETE FROM hwids WHERE license_id = $1 AND digest = ANY($2)")
-                .bind(license_id.as_uuid())
-                .bind(&drop_hwids)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-        }
-        if !drop_ips.is_empty() {
-            sqlx::query("DELETE FROM ips WHERE license_id = $1 AND address = ANY($2)")
-                .bind(license_id.as_uuid())
-                .bind(&drop_ips)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-        }
+        let hwid_new = matches!(admission.hwid, Some(RecordChange::Create));
+        let drop_hwids = match room(tx, &found, (RecordKind::Hwid, hwid_new), rules, now).await? {
+            Ok(victims) => victims,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        let ip_new = admission.ip == RecordChange::Create;
+        let drop_ips = match room(tx, &found, (RecordKind::Ip, ip_new), rules, now).await? {
+            Ok(victims) => victims,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        drop_records(tx, license_id, RecordKind::Hwid, &drop_hwids).await?;
+        drop_records(tx, license_id, RecordKind::Ip, &drop_ips).await?;
         let license = apply(&mut *tx, &found, &admission, rules, activity, now).await?;
         // The license's counts follow the records made and dropped.
-        let hwids = i64::from(matches!(admission.hwid, Some(RecordChange::Create)))
-            - drop_hwids.len() as i64;
-        let ips = i64::from(matches!(admission.ip, RecordChange::Create)) - drop_ips.len() as i64;
+        let hwids = i64::from(hwid_new) - drop_hwids.len() as i64;
+        let ips = i64::from(ip_new) - drop_ips.len() as i64;
         if hwids != 0 || ips != 0 {
             sqlx::query(
                 "UPDATE licenses SET hwid_records = hwid_records + $2, ip_records = ip_records + $3

@@ -3,7 +3,7 @@
 //! records make room at the cap, core's decision, and its writes with their events.
 
 use licensing_core::model::{Hwid, IpRecord, License, admission_events};
-use licensing_core::store::{ActivityRules, StoreResult, license_after, prune_batch};
+use licensing_core::store::{ActivityRules, StoreResult, cap_reached, license_after, prune_batch};
 use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, Timestamp};
 use sqlx::PgConnection;
@@ -108,20 +108,23 @@ macro_rules! victims_sql {
     };
 }
 
-/// Room under the cap for one new record of `kind`: the keys of the records to drop first
-/// (empty when there is room), or `None` when none may be dropped. The license's count of its
-/// records decides whether it is full; only a full one reads records, its oldest that count
-/// against nothing.
+/// Room under the cap for a new record of `kind`, when the request makes one (`new`): the keys
+/// of the records to drop first (none when there is room), or the refusal when none may be
+/// dropped. The license's count of its records decides whether it is full; only a full one
+/// reads records, its oldest that count against nothing.
 pub(super) async fn room(
     conn: &mut PgConnection,
-    license: &License,
-    held: i64,
-    kind: RecordKind,
+    found: &Own,
+    (kind, new): (RecordKind, bool),
     rules: &ActivityRules<'_>,
     now: Timestamp,
-) -> StoreResult<Option<Vec<Vec<u8>>>> {
-    if held < i64::from(rules.max_records) {
-        return Ok(Some(Vec::new()));
+) -> StoreResult<Result<Vec<Vec<u8>>, Denial>> {
+    let (license, held) = match kind {
+        RecordKind::Hwid => (&found.license, found.held.0),
+        RecordKind::Ip => (&found.license, found.held.1),
+    };
+    if !new || held < i64::from(rules.max_records) {
+        return Ok(Ok(Vec::new()));
     }
     let (limit, timeout) = match kind {
         RecordKind::Hwid => (license.hwid_limit, rules.settings.hwid_timeout),
@@ -136,7 +139,33 @@ pub(super) async fn room(
         query = query.bind(cutoff(timeout, now));
     }
     let victims: Vec<Vec<u8>> = query.fetch_all(&mut *conn).await.map_err(backend)?;
-    Ok((!victims.is_empty()).then_some(victims))
+    if victims.is_empty() {
+        return Ok(Err(cap_reached(kind, rules.max_records)));
+    }
+    Ok(Ok(victims))
+}
+
+/// Deletes the records of `kind` with keys `keys` (digests or addresses) of the license.
+pub(super) async fn drop_records(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    kind: RecordKind,
+    keys: &[Vec<u8>],
+) -> StoreResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let sql = match kind {
+        RecordKind::Hwid => "DELETE FROM hwids WHERE license_id = $1 AND digest = ANY($2)",
+        RecordKind::Ip => "DELETE FROM ips WHERE license_id = $1 AND address = ANY($2)",
+    };
+    sqlx::query(sql)
+        .bind(license.as_uuid())
+        .bind(keys)
+        .execute(conn)
+        .await
+        .map_err(backend)?;
+    Ok(())
 }
 
 /// The statement [`room`] runs, and whether it takes the cutoff (`$3`): which of the records

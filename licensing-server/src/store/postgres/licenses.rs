@@ -135,34 +135,26 @@ pub(super) async fn present(
 }
 
 async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO licenses (id, team_id, license_key, created_at, updated_at, last_active_at,
+    let insert = sqlx::query(
+        "INSERT INTO licenses (id, team_id, created_at, license_key, updated_at, last_active_at,
            customer_ids, product_ids, doc, suspended, expiration_type, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(l.id.as_uuid())
     .bind(l.team_id.as_uuid())
-    .bind(l.license_key.as_str())
-    .bind(ms(l.created_at))
-    .bind(ms(l.updated_at))
-    .bind(opt_ms(l.last_active_at))
-    .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
-    .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
-    .bind(json(l))
-    .bind(l.suspended)
-    .bind(l.expiration_type.as_str())
-    .bind(expires_at(l))
-    .execute(&mut *conn)
-    .await
-    .map_err(|e| {
-        constraint(
-            e,
-            &[
-                ("licenses_key_unique", key_taken),
-                ("licenses_team_id_fkey", team_missing),
-            ],
-        )
-    })?;
+    .bind(ms(l.created_at));
+    with_columns(insert, l)
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| {
+            constraint(
+                e,
+                &[
+                    ("licenses_key_unique", key_taken),
+                    ("licenses_team_id_fkey", team_missing),
+                ],
+            )
+        })?;
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
@@ -181,10 +173,10 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    query: super::DocQuery<'q>,
     team: TeamId,
     f: &LicenseFilter,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+) -> super::DocQuery<'q> {
     let search = f
         .search
         .as_ref()
@@ -211,28 +203,36 @@ fn expires_at(l: &License) -> Option<i64> {
     }
 }
 
+/// `query` with the license's columns that an insert and an update both write bound next, in
+/// this order: key, last change, last activity, customers, products, document, suspension,
+/// expiration type, expiry.
+fn with_columns<'q>(query: super::DocQuery<'q>, l: &'q License) -> super::DocQuery<'q> {
+    query
+        .bind(l.license_key.as_str())
+        .bind(ms(l.updated_at))
+        .bind(opt_ms(l.last_active_at))
+        .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
+        .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
+        .bind(json(l))
+        .bind(l.suspended)
+        .bind(l.expiration_type.as_str())
+        .bind(expires_at(l))
+}
+
 /// Replaces a license's row.
 pub(super) async fn write(conn: &mut PgConnection, l: &License) -> StoreResult<u64> {
-    let done = sqlx::query(
+    let update = sqlx::query(
         "UPDATE licenses SET license_key = $3, updated_at = $4, last_active_at = $5,
            customer_ids = $6, product_ids = $7, doc = $8, suspended = $9, expiration_type = $10,
            expires_at = $11
          WHERE team_id = $1 AND id = $2",
     )
     .bind(l.team_id.as_uuid())
-    .bind(l.id.as_uuid())
-    .bind(l.license_key.as_str())
-    .bind(ms(l.updated_at))
-    .bind(opt_ms(l.last_active_at))
-    .bind(uuids(&l.customer_ids, |c| *c.as_uuid()))
-    .bind(uuids(&l.product_ids, |p| *p.as_uuid()))
-    .bind(json(l))
-    .bind(l.suspended)
-    .bind(l.expiration_type.as_str())
-    .bind(expires_at(l))
-    .execute(conn)
-    .await
-    .map_err(|e| constraint(e, &[("licenses_key_unique", key_taken)]))?;
+    .bind(l.id.as_uuid());
+    let done = with_columns(update, l)
+        .execute(conn)
+        .await
+        .map_err(|e| constraint(e, &[("licenses_key_unique", key_taken)]))?;
     Ok(done.rows_affected())
 }
 

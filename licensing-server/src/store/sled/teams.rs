@@ -39,13 +39,7 @@ impl TeamStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
-            let mut team: Team = tx
-                .get_record(&team_key(id))?
-                .ok_or(StoreError::NotFound(Entity::Team))?;
-            team.settings = settings.clone();
-            team.updated_at = now;
-            tx.put_record(team_key(id), &team)?;
-            Ok(team)
+            change_team(tx, id, now, |team| team.settings = settings.clone())
         })
         .await
     }
@@ -58,13 +52,7 @@ impl TeamStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
-            let mut team: Team = tx
-                .get_record(&team_key(id))?
-                .ok_or(StoreError::NotFound(Entity::Team))?;
-            team.features = features;
-            team.updated_at = now;
-            tx.put_record(team_key(id), &team)?;
-            Ok(team)
+            change_team(tx, id, now, |team| team.features = features)
         })
         .await
     }
@@ -75,17 +63,25 @@ impl TeamStore for SledStore {
         keys: &licensing_core::crypto::StoredTeamKeys,
         now: Timestamp,
     ) -> StoreResult<Team> {
-        self.durable(|tx| {
-            let mut team: Team = tx
-                .get_record(&team_key(id))?
-                .ok_or(StoreError::NotFound(Entity::Team))?;
-            team.keys = keys.clone();
-            team.updated_at = now;
-            tx.put_record(team_key(id), &team)?;
-            Ok(team)
-        })
-        .await
+        self.durable(|tx| change_team(tx, id, now, |team| team.keys = keys.clone()))
+            .await
     }
+}
+
+/// Team `id` changed by `change`, stamped `now`, written in `tx`.
+fn change_team(
+    tx: &mut Tx<'_>,
+    id: TeamId,
+    now: Timestamp,
+    change: impl FnOnce(&mut Team),
+) -> StoreResult<Team> {
+    let mut team: Team = tx
+        .get_record(&team_key(id))?
+        .ok_or(StoreError::NotFound(Entity::Team))?;
+    change(&mut team);
+    team.updated_at = now;
+    tx.put_record(team_key(id), &team)?;
+    Ok(team)
 }
 
 impl ApiKeyStore for SledStore {
