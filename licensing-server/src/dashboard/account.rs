@@ -586,14 +586,8 @@ async fn setup_page(ctx: &Ctx, staff: &Staff, secret: &str, failure: Option<&Fai
             }
         }
     };
-    page::shown(
-        ctx,
-        staff,
-        failure,
-        Nav::Account,
-        "Two-step sign-in",
-        content,
-    )
+    let shown = page::shown(Nav::Account, "Two-step sign-in", content);
+    page::answer(ctx, staff, failure, Ok(shown))
 }
 
 /// `GET /dashboard/account/two-step`.

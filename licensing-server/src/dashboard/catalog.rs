@@ -99,16 +99,9 @@ pub(crate) async fn customers(
                 }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Customers,
-            "Customers",
-            content,
-        ))
+        Ok(page::shown(Nav::Customers, "Customers", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// A text field of a form as a member of a body: its trimmed text, or cleared when blank.
@@ -176,12 +169,9 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                 }))
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Customers, "Customer", content),
-        ))
+        Ok(page::shown(Nav::Customers, "Customer", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `GET /dashboard/customers/{id}/delete`.
@@ -258,16 +248,9 @@ pub(crate) async fn products(
                 }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Products,
-            "Products",
-            content,
-        ))
+        Ok(page::shown(Nav::Products, "Products", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/products`.
@@ -340,16 +323,9 @@ pub(crate) async fn product(
                 p.hint { "Deleting a branch deletes its releases." }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Products,
-            &p.name,
-            content,
-        ))
+        Ok(page::shown(Nav::Products, &p.name, content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/products/{id}/branches`.
@@ -457,16 +433,9 @@ pub(crate) async fn blacklist(
                 }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Blacklist,
-            "Blacklist",
-            content,
-        ))
+        Ok(page::shown(Nav::Blacklist, "Blacklist", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/blacklist`.
@@ -525,16 +494,9 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 @else { p.hint { "Your role may read the settings, not change them." } }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Settings,
-            "Settings",
-            content,
-        ))
+        Ok(page::shown(Nav::Settings, "Settings", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/settings`.

@@ -3,7 +3,7 @@
 use licensing_core::model::{Resource, Scope};
 use maud::html;
 
-use super::api::{self, Failure};
+use super::api;
 use super::charts;
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
@@ -84,10 +84,7 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
                 (stats.requests.by_type.download) " in 30 days. Refreshed every 15 minutes."
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Overview, "Overview", content),
-        ))
+        Ok(page::shown(Nav::Overview, "Overview", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }

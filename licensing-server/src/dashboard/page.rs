@@ -48,20 +48,38 @@ pub(crate) fn html_response(status: u16, markup: Markup) -> Response {
     response
 }
 
-/// A page in the layout, answered with the status of the failure it shows (200 without one):
-/// a form shown again after a refusal keeps the API's status.
-pub(crate) fn shown(
+/// What a page shows: its section, its title and its content.
+pub(crate) struct Shown {
+    nav: Nav,
+    title: String,
+    content: Markup,
+}
+
+/// A page of section `nav` titled `title`, showing `content`.
+pub(crate) fn shown(nav: Nav, title: impl Into<String>, content: Markup) -> Shown {
+    Shown {
+        nav,
+        title: title.into(),
+        content,
+    }
+}
+
+/// The page `outcome` shows, in the layout, answered with the status of the `failure` it shows
+/// again (200 without one: a form shown again after a refusal keeps the API's status); the
+/// failure's page when the outcome is a failure.
+pub(crate) fn answer(
     ctx: &Ctx,
     staff: &Staff,
     failure: Option<&Failure>,
-    nav: Nav,
-    title: &str,
-    content: Markup,
+    outcome: Result<Shown, Failure>,
 ) -> Response {
-    html_response(
-        failure.map_or(200, |f| f.status),
-        layout(ctx, staff, nav, title, content),
-    )
+    match outcome {
+        Ok(page) => html_response(
+            failure.map_or(200, |f| f.status),
+            layout(ctx, staff, page.nav, &page.title, page.content),
+        ),
+        Err(f) => self::failure(ctx, Some(staff), &f),
+    }
 }
 
 /// `303 See Other` to `location` (after a form, the browser GETs the next page).

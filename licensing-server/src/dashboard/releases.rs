@@ -123,16 +123,9 @@ pub(crate) async fn list(
                 }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
-            Nav::Releases,
-            "Releases",
-            content,
-        ))
+        Ok(page::shown(Nav::Releases, "Releases", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/releases`: the upload.
@@ -289,16 +282,13 @@ pub(crate) async fn show(
                 }
             }
         };
-        Ok::<_, Failure>(page::shown(
-            ctx,
-            staff,
-            failure,
+        Ok(page::shown(
             Nav::Releases,
             r.release.version.as_str(),
             content,
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
 }
 
 /// `POST /dashboard/releases/{id}`: status, latest, allowed licenses.

@@ -185,12 +185,9 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                 }
             }))
         };
-        Ok::<_, Failure>(page::html_response(
-            200,
-            page::layout(ctx, staff, Nav::Webhooks, "Webhook endpoint", content),
-        ))
+        Ok(page::shown(Nav::Webhooks, "Webhook endpoint", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/webhooks/{id}/test`.

@@ -144,7 +144,12 @@ async fn form_page(
             }
         }
     };
-    page::shown(ctx, staff, failure, Nav::Licenses, title, content)
+    page::answer(
+        ctx,
+        staff,
+        failure,
+        Ok(page::shown(Nav::Licenses, title, content)),
+    )
 }
 
 /// The edit form's fields as they stand for `detail`.
