@@ -8,7 +8,7 @@ use licensing_core::model::{
 use licensing_core::store::{DeviceStore, Entity, Page, StoreError, TeamStore};
 use licensing_core::{ApiError, HwidId, IpId, LicenseId, ProductId};
 
-use super::licenses::visible;
+use super::licenses::{changeable, visible};
 use super::{Cx, Operation};
 use crate::services::audit::tied_to;
 
@@ -157,8 +157,7 @@ fn forgotten_change(forgotten: bool) -> Vec<FieldChange> {
 /// unless it may see the license, 403 unless it may change it. The audit entry and the event
 /// of the change are tied to them.
 async fn changed_license_products(cx: &Cx, license: LicenseId) -> Result<Vec<ProductId>, ApiError> {
-    let found = visible(cx, license).await?;
-    cx.must_cover(&found.product_ids)?;
+    let found = changeable(cx, license).await?;
     Ok(found.product_ids)
 }
 

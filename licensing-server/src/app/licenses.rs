@@ -155,8 +155,7 @@ impl Operation for UpdateLicense {
     const SCOPE: Option<Scope> = WRITE;
 
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        let existing = visible(cx, self.0).await?;
-        cx.must_cover(&existing.product_ids)?;
+        let existing = changeable(cx, self.0).await?;
         let updated = self.1.apply_to(&existing, cx.now)?;
         cx.must_cover(&updated.product_ids)?;
         let action = match (existing.suspended, updated.suspended) {
@@ -224,8 +223,7 @@ impl Operation for EmailLicense {
     const SCOPE: Option<Scope> = WRITE;
 
     async fn run(self, cx: &Cx) -> Result<LicenseEmailed, ApiError> {
-        let license = visible(cx, self.0).await?;
-        cx.must_cover(&license.product_ids)?;
+        let license = changeable(cx, self.0).await?;
         let Some(mailer) = cx.state.mailer.as_ref() else {
             return Err(ApiError::bad_request(NO_MAIL));
         };
@@ -315,6 +313,14 @@ pub(crate) async fn visible(cx: &Cx, id: LicenseId) -> Result<License, ApiError>
     seen(cx, cx.state.store.get_license(cx.team, id).await?)
 }
 
+/// License `id` of the team, 404 unless the caller may see it and 403 unless it may change it
+/// (a key restricted to products must cover all of the license's).
+pub(crate) async fn changeable(cx: &Cx, id: LicenseId) -> Result<License, ApiError> {
+    let license = visible(cx, id).await?;
+    cx.must_cover(&license.product_ids)?;
+    Ok(license)
+}
+
 async fn by_key(cx: &Cx, key: &LicenseKey) -> Result<License, ApiError> {
     seen(cx, cx.state.store.get_license_by_key(cx.team, key).await?)
 }
@@ -332,8 +338,7 @@ async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
 /// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
 /// that state is answered unchanged (nothing written, nothing audited).
 async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<LicenseDetail, ApiError> {
-    let existing = visible(cx, id).await?;
-    cx.must_cover(&existing.product_ids)?;
+    let existing = changeable(cx, id).await?;
     if existing.suspended == suspended {
         return detail(cx, existing).await;
     }
