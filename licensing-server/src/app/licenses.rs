@@ -227,20 +227,16 @@ impl Operation for EmailLicense {
         let Some(mailer) = cx.state.mailer.as_ref() else {
             return Err(ApiError::bad_request(NO_MAIL));
         };
-        let store = &cx.state.store;
-        let customers = store
-            .get_customers(license.team_id, &license.customer_ids)
-            .await?;
-        let products = store
-            .get_products(license.team_id, &license.product_ids)
-            .await?;
-        let messages = mail::license_messages(&license, &customers, &products, cx.now);
+        let d = detail(cx, license).await?;
+        let messages = mail::license_messages(&d.license, &d.customers, &d.products, cx.now);
         if messages.is_empty() {
             return Err(ApiError::bad_request(
                 "none of the license's customers has an e-mail address",
             ));
         }
-        match store
+        match cx
+            .state
+            .store
             .queue_messages(cx.team, &messages, mailer.daily_limit, cx.now)
             .await
         {
