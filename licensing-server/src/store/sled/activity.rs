@@ -168,16 +168,18 @@ impl SledStore {
         let (hwid_tally_before, ip_tally_before) = (hwid_tally, ip_tally);
         let reads = &self.inner.seen_reads;
         let tree = &self.inner.tree;
+        // A kind of record's table, tally, timeout and the license's limit.
+        let of_kind = |kind: RecordKind| match kind {
+            RecordKind::Hwid => (
+                tag::HWID,
+                hwid_tally,
+                settings.hwid_timeout,
+                current.hwid_limit,
+            ),
+            RecordKind::Ip => (tag::IP, ip_tally, settings.ip_timeout, current.ip_limit),
+        };
         let counted = |kind: RecordKind| -> StoreResult<u64> {
-            let (table, tally, timeout, limit) = match kind {
-                RecordKind::Hwid => (
-                    tag::HWID,
-                    hwid_tally,
-                    settings.hwid_timeout,
-                    current.hwid_limit,
-                ),
-                RecordKind::Ip => (tag::IP, ip_tally, settings.ip_timeout, current.ip_limit),
-            };
+            let (table, tally, timeout, limit) = of_kind(kind);
             match timeout {
                 None => Ok(tally.counting()),
                 // Only the records seen within the timeout are read, and no more than the limit.
@@ -205,51 +207,38 @@ impl SledStore {
             Ok(admission) => admission,
             Err(denial) => return Ok(Err(denial)),
         };
-        // Room under the cap, decided before anything is staged.
-        let want = prune_batch(rules.max_records);
-        let mut drop_hwids = Vec::new();
-        if matches!(admission.hwid, Some(RecordChange::Create))
-            && hwid_tally.total >= u64::from(rules.max_records)
-        {
-            drop_hwids = seen::victims(
-                tree,
-                reads,
-                tag::HWID,
-                team,
-                license,
-                current.hwid_limit.is_some_and(|l| l > 0),
-                settings.hwid_timeout.map(|t| cutoff(now, t)),
-                want,
-            )?;
-            if drop_hwids.is_empty() {
-                return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records)));
+        // Room under the cap, decided before anything is staged: the records to drop for a new
+        // one of `kind` (none when there is room), or the refusal when none may go.
+        type Room = StoreResult<Result<Vec<seen::Victim>, Denial>>;
+        let room = |kind: RecordKind, new: bool| -> Room {
+            let (table, tally, timeout, limit) = of_kind(kind);
+            if !new || tally.total < u64::from(rules.max_records) {
+                return Ok(Ok(Vec::new()));
             }
-        }
-        let mut drop_ips = Vec::new();
-        if admission.ip == RecordChange::Create && ip_tally.total >= u64::from(rules.max_records) {
-            drop_ips = seen::victims(
-                tree,
-                reads,
-                tag::IP,
-                team,
-                license,
-                current.ip_limit.is_some_and(|l| l > 0),
-                settings.ip_timeout.map(|t| cutoff(now, t)),
-                want,
-            )?;
-            if drop_ips.is_empty() {
-                return Ok(Err(cap_reached(RecordKind::Ip, rules.max_records)));
+            let limited = limit.is_some_and(|l| l > 0);
+            let since = timeout.map(|t| cutoff(now, t));
+            let want = prune_batch(rules.max_records);
+            let victims = seen::victims(tree, reads, table, team, license, limited, since, want)?;
+            if victims.is_empty() {
+                return Ok(Err(cap_reached(kind, rules.max_records)));
             }
-        }
-        for victim in drop_hwids {
-            tx.del(victim.record);
-            tx.del(victim.entry);
-            hwid_tally.remove(victim.forgotten);
-        }
-        for victim in drop_ips {
-            tx.del(victim.record);
-            tx.del(victim.entry);
-            ip_tally.remove(victim.forgotten);
+            Ok(Ok(victims))
+        };
+        let hwid_new = matches!(admission.hwid, Some(RecordChange::Create));
+        let drop_hwids = match room(RecordKind::Hwid, hwid_new)? {
+            Ok(victims) => victims,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        let drop_ips = match room(RecordKind::Ip, admission.ip == RecordChange::Create)? {
+            Ok(victims) => victims,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        for (victims, tally) in [(drop_hwids, &mut hwid_tally), (drop_ips, &mut ip_tally)] {
+            for victim in victims {
+                tx.del(victim.record);
+                tx.del(victim.entry);
+                tally.remove(victim.forgotten);
+            }
         }
         let mut new_device = None;
         match (admission.hwid, hardware_id) {
