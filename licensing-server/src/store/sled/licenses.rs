@@ -176,6 +176,31 @@ impl LicenseStore for SledStore {
     }
 }
 
+/// Writes `records` (of one kind, checked to be the license's) in `tx`, each replacing the record
+/// with its key, and keeps the kind's tally.
+fn restore_records<R: UsageRecord + seen::Keyed + Record>(
+    tx: &mut Tx<'_>,
+    team: TeamId,
+    license: LicenseId,
+    records: &[R],
+) -> StoreResult<()> {
+    let count = tally_key(R::TABLE, team, license);
+    let mut tally = Tally::read(tx, &count)?;
+    for r in records {
+        let old = tx.get_record::<R>(&r.storage_key())?;
+        if let Some(old) = &old {
+            tally.remove(old.forgotten());
+        }
+        tally.total += 1;
+        if r.forgotten() {
+            tally.forget();
+        }
+        tx.put_usage(old.as_ref(), r)?;
+    }
+    tx.put(count, tally.encode().to_vec());
+    Ok(())
+}
+
 impl DeviceStore for SledStore {
     async fn restore_usage(
         &self,
@@ -189,36 +214,8 @@ impl DeviceStore for SledStore {
             if tx.get(&license_key(team, license))?.is_none() {
                 return Err(StoreError::NotFound(Entity::License));
             }
-            let hwid_count = tally_key(tag::HWID, team, license);
-            let mut hwid_tally = Tally::read(tx, &hwid_count)?;
-            for h in hwids {
-                let k = hwid_key(team, license, &h.identifier);
-                let old = tx.get_record::<Hwid>(&k)?;
-                if let Some(old) = &old {
-                    hwid_tally.remove(old.forgotten);
-                }
-                hwid_tally.total += 1;
-                if h.forgotten {
-                    hwid_tally.forget();
-                }
-                tx.put_usage(old.as_ref(), h)?;
-            }
-            tx.put(hwid_count, hwid_tally.encode().to_vec());
-            let ip_count = tally_key(tag::IP, team, license);
-            let mut ip_tally = Tally::read(tx, &ip_count)?;
-            for r in ips {
-                let k = ip_key(team, license, r.address);
-                let old = tx.get_record::<IpRecord>(&k)?;
-                if let Some(old) = &old {
-                    ip_tally.remove(old.forgotten);
-                }
-                ip_tally.total += 1;
-                if r.forgotten {
-                    ip_tally.forget();
-                }
-                tx.put_usage(old.as_ref(), r)?;
-            }
-            tx.put(ip_count, ip_tally.encode().to_vec());
+            restore_records(tx, team, license, hwids)?;
+            restore_records(tx, team, license, ips)?;
             Ok(())
         })
         .await
