@@ -2,7 +2,6 @@
 
 use licensing_core::api::requests::parse_json;
 use licensing_core::api::{ApiKeyList, BlacklistList, Deleted};
-use licensing_core::model::{ApiKeyView, BlacklistEntry};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
 
 use super::{Dev, Endpoint, Input, Query};
@@ -33,18 +32,7 @@ impl Endpoint for CreateApiKey {
     }
 }
 
-impl Endpoint for ListApiKeys {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
-        Ok(Self)
-    }
-
-    fn answer(api_keys: Vec<ApiKeyView>) -> Response {
-        success(200, ApiKeyList { api_keys }, "API keys retrieved")
-    }
-}
+by_ids!(ListApiKeys => 200 |api_keys| ApiKeyList { api_keys }, "API keys retrieved");
 
 impl Endpoint for RevokeApiKey {
     type Ids = (ApiKeyId,);
@@ -65,15 +53,4 @@ impl Endpoint for RevokeApiKey {
     }
 }
 
-impl Endpoint for ListBlacklist {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
-        Ok(Self)
-    }
-
-    fn answer(blacklist: Vec<BlacklistEntry>) -> Response {
-        success(200, BlacklistList { blacklist }, "Blacklist retrieved")
-    }
-}
+by_ids!(ListBlacklist => 200 |blacklist| BlacklistList { blacklist }, "Blacklist retrieved");

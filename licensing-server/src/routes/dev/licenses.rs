@@ -2,15 +2,12 @@
 
 use licensing_core::api::requests::LicenseListQuery;
 use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
-use licensing_core::model::License;
-use licensing_core::{ApiError, LicenseId, LicenseKey};
+use licensing_core::{LicenseId, LicenseKey};
 
-use super::{Dev, Endpoint, Input, Query};
 use crate::app::licenses::{
     CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, GetLicense, GetLicenseByKey,
     ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
 };
-use crate::http::{Response, success};
 
 with_body!(CreateLicense() => 200, "License created");
 listed!(ListLicenses() query LicenseListQuery::parse => LicensePage { licenses }, "Licenses retrieved");
@@ -21,37 +18,8 @@ with_body!(UpdateLicense(id: LicenseId) => 200, "License updated");
 by_ids!(SuspendLicense(id: LicenseId) => 200, "License suspended");
 by_ids!(UnsuspendLicense(id: LicenseId) => 200, "License unsuspended");
 by_ids!(EmailLicense(id: LicenseId) => 200, "License e-mails queued");
-
-impl Endpoint for DeleteLicenseByKey {
-    type Ids = (LicenseKey,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (key,): (LicenseKey,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(key))
-    }
-
-    fn answer(license: License) -> Response {
-        let deleted = LicenseKeyDeleted {
-            license_key: license.license_key,
-            deleted: true,
-        };
-        success(200, deleted, "License deleted")
-    }
-}
-
-impl Endpoint for DeleteLicense {
-    type Ids = (LicenseId,);
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (id,): (LicenseId,), _: Input) -> Result<Self, ApiError> {
-        Ok(Self(id))
-    }
-
-    fn answer(license: License) -> Response {
-        let deleted = LicenseDeleted {
-            license_id: license.id,
-            deleted: true,
-        };
-        success(200, deleted, "License deleted")
-    }
-}
+by_ids!(DeleteLicenseByKey(key: LicenseKey) => 200
+    |license| LicenseKeyDeleted { license_key: license.license_key, deleted: true },
+    "License deleted");
+by_ids!(DeleteLicense(id: LicenseId) => 200
+    |license| LicenseDeleted { license_id: license.id, deleted: true }, "License deleted");

@@ -16,11 +16,18 @@
 //! key, which looks records up (404) and changes them.
 
 /// The endpoint of an operation made of its path's ids alone (a read, a delete, an action
-/// without a body), answering its output as it is with `status` and `details`:
-/// `by_ids!(GetProduct(id: ProductId) => 200, "Product retrieved");`, or `by_ids!(ListWebhooks
-/// => …)` for an operation without ids.
+/// without a body), answering its output with `status` and `details`, as it is or as the
+/// closure-like `|output| …` shapes it:
+/// `by_ids!(GetProduct(id: ProductId) => 200, "Product retrieved");`,
+/// `by_ids!(ListWebhooks => 200 |webhooks| WebhookList { webhooks }, "Webhooks retrieved");`.
 macro_rules! by_ids {
     ($op:ident => $status:literal, $details:expr) => {
+        by_ids!($op => $status |output| output, $details);
+    };
+    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
+        by_ids!($op($($id: $ty),+) => $status |output| output, $details);
+    };
+    ($op:ident => $status:literal |$out:ident| $answer:expr, $details:expr) => {
         impl $crate::routes::dev::Endpoint for $op {
             type Ids = ();
             const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
@@ -33,12 +40,12 @@ macro_rules! by_ids {
                 Ok(Self)
             }
 
-            fn answer(output: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, output, $details)
+            fn answer($out: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, $answer, $details)
             }
         }
     };
-    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
+    ($op:ident($($id:ident: $ty:ty),+) => $status:literal |$out:ident| $answer:expr, $details:expr) => {
         impl $crate::routes::dev::Endpoint for $op {
             type Ids = ($($ty,)+);
             const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
@@ -51,8 +58,8 @@ macro_rules! by_ids {
                 Ok(Self($($id),+))
             }
 
-            fn answer(output: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, output, $details)
+            fn answer($out: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, $answer, $details)
             }
         }
     };

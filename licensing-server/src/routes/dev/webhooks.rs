@@ -2,15 +2,12 @@
 
 use licensing_core::api::requests::parse_delivery_query;
 use licensing_core::api::{DeliveryPage, WebhookList};
-use licensing_core::model::WebhookView;
-use licensing_core::{ApiError, DeliveryId, WebhookId};
+use licensing_core::{DeliveryId, WebhookId};
 
-use super::{Dev, Endpoint, Input, Query};
 use crate::app::webhooks::{
     CreateWebhook, DeleteWebhook, GetDelivery, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
     RotateWebhookSecret, SendTestEvent, UpdateWebhook,
 };
-use crate::http::{Response, success};
 
 with_body!(CreateWebhook() => 201, "Webhook endpoint created; its secret is shown only in this answer");
 by_ids!(GetWebhook(id: WebhookId) => 200, "Webhook endpoint retrieved");
@@ -21,16 +18,4 @@ by_ids!(SendTestEvent(id: WebhookId) => 202, "Test event queued for delivery");
 listed!(ListDeliveries(id: WebhookId) query parse_delivery_query => DeliveryPage { deliveries }, "Webhook deliveries retrieved");
 by_ids!(GetDelivery(id: WebhookId, delivery: DeliveryId) => 200, "Webhook delivery retrieved");
 by_ids!(Redeliver(id: WebhookId, delivery: DeliveryId) => 202, "Event queued for delivery again");
-
-impl Endpoint for ListWebhooks {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(_: &Dev, (): (), _: Input) -> Result<Self, ApiError> {
-        Ok(Self)
-    }
-
-    fn answer(webhooks: Vec<WebhookView>) -> Response {
-        success(200, WebhookList { webhooks }, "Webhook endpoints retrieved")
-    }
-}
+by_ids!(ListWebhooks => 200 |webhooks| WebhookList { webhooks }, "Webhook endpoints retrieved");
