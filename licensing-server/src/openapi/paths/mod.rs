@@ -55,72 +55,73 @@ pub(super) struct Health {
     status: String,
 }
 
-/// The refusals every developer operation may answer: a malformed request, a bad API key, the
-/// key's rate limit, a server failure.
-#[derive(utoipa::IntoResponses)]
-pub(super) enum Refused {
-    /// A malformed id, body or query parameter.
-    #[response(
-        status = 400,
-        description = "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)"
-    )]
-    Malformed(Envelope<Option<ErrorData>>),
-    /// No usable API key.
-    #[response(
-        status = 401,
-        description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"
-    )]
-    Unauthorized(Envelope<Option<ErrorData>>),
-    /// The key's rate limit.
-    #[response(
-        status = 429,
-        description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)"
-    )]
-    RateLimit(Envelope<Option<ErrorData>>),
-    /// A failure of the server.
-    #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
-    Internal(Envelope<Option<ErrorData>>),
+/// Declares a set of refusals (each variant one answer with the error envelope) as an enum
+/// that the operations list in their `responses`.
+macro_rules! refusals {
+    ($($(#[$doc:meta])* $name:ident {
+        $($(#[$variant_doc:meta])* $variant:ident = $status:literal $description:literal,)*
+    })*) => {$(
+        $(#[$doc])*
+        #[derive(utoipa::IntoResponses)]
+        pub(super) enum $name {
+            $(
+                $(#[$variant_doc])*
+                #[response(status = $status, description = $description)]
+                $variant(Envelope<Option<ErrorData>>),
+            )*
+        }
+    )*};
+}
+
+refusals! {
+    /// The refusals every developer operation may answer: a malformed request, a bad API key, the
+    /// key's rate limit, a server failure.
+    Refused {
+        /// A malformed id, body or query parameter.
+        Malformed = 400 "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)",
+        /// No usable API key.
+        Unauthorized = 401 "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key",
+        /// The key's rate limit.
+        RateLimit = 429 "RATE_LIMIT: too many requests for this API key (`Retry-After`)",
+        /// A failure of the server.
+        Internal = 500 "INTERNAL_SERVER_ERROR",
+    }
+
+    /// The refusals of a request body: too slow, too large.
+    BodyRefused {
+        /// The body's timeout.
+        Timeout = 408 "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)",
+        /// The body's size.
+        TooLarge = 413 "BAD_REQUEST: the body is over 1 MiB",
+    }
+
+    /// The refusals every admin operation may answer: a malformed request, a missing or wrong admin
+    /// token, the admin token's rate limit, a server failure.
+    AdminRefused {
+        /// A malformed request.
+        Malformed = 400 "BAD_REQUEST",
+        /// No usable admin token.
+        Unauthorized = 401 "UNAUTHORIZED: missing or wrong admin token",
+        /// The admin token's rate limit.
+        RateLimit = 429 "RATE_LIMIT",
+        /// A failure of the server.
+        Internal = 500 "INTERNAL_SERVER_ERROR",
+    }
+
+    /// The refusals of the webhook operations: another team's key or one without the `webhooks`
+    /// scope, an unknown endpoint or delivery.
+    WebhookRefused {
+        /// The key.
+        Forbidden = 403 "FORBIDDEN: an API key of another team, or without the webhooks scope",
+        /// The endpoint or delivery.
+        NotFound = 404 "NOT_FOUND: no such webhook endpoint (or delivery) in this team",
+    }
 }
 
 /// The refusal of another team's API key.
 #[derive(utoipa::IntoResponses)]
 #[response(status = 403, description = "FORBIDDEN: an API key of another team")]
 pub(super) struct OtherTeam(Envelope<Option<ErrorData>>);
-
-/// The refusals of a request body: too slow, too large.
-#[derive(utoipa::IntoResponses)]
-pub(super) enum BodyRefused {
-    /// The body's timeout.
-    #[response(
-        status = 408,
-        description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)"
-    )]
-    Timeout(Envelope<Option<ErrorData>>),
-    /// The body's size.
-    #[response(status = 413, description = "BAD_REQUEST: the body is over 1 MiB")]
-    TooLarge(Envelope<Option<ErrorData>>),
-}
-
-/// The refusals every admin operation may answer: a malformed request, a missing or wrong admin
-/// token, the admin token's rate limit, a server failure.
-#[derive(utoipa::IntoResponses)]
-pub(super) enum AdminRefused {
-    /// A malformed request.
-    #[response(status = 400, description = "BAD_REQUEST")]
-    Malformed(Envelope<Option<ErrorData>>),
-    /// No usable admin token.
-    #[response(
-        status = 401,
-        description = "UNAUTHORIZED: missing or wrong admin token"
-    )]
-    Unauthorized(Envelope<Option<ErrorData>>),
-    /// The admin token's rate limit.
-    #[response(status = 429, description = "RATE_LIMIT")]
-    RateLimit(Envelope<Option<ErrorData>>),
-    /// A failure of the server.
-    #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
-    Internal(Envelope<Option<ErrorData>>),
-}
 
 /// The path parameters of the operations on one team, or on one thing of a team. Each field's
 /// comment is its description.
@@ -197,24 +198,6 @@ use ids::{
     CustomerPath, DeliveryPath, LicenseKeyPath, LicensePath, ProductPath, ReleasePath, TeamPath,
     WebhookPath,
 };
-
-/// The refusals of the webhook operations: another team's key or one without the `webhooks`
-/// scope, an unknown endpoint or delivery.
-#[derive(utoipa::IntoResponses)]
-pub(super) enum WebhookRefused {
-    /// The key.
-    #[response(
-        status = 403,
-        description = "FORBIDDEN: an API key of another team, or without the webhooks scope"
-    )]
-    Forbidden(Envelope<Option<ErrorData>>),
-    /// The endpoint or delivery.
-    #[response(
-        status = 404,
-        description = "NOT_FOUND: no such webhook endpoint (or delivery) in this team"
-    )]
-    NotFound(Envelope<Option<ErrorData>>),
-}
 
 /// An unknown thing of the team, one set per kind.
 mod not_found {
