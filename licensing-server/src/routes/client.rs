@@ -27,24 +27,18 @@ mod download;
 
 /// The client routes.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
-    let verify =
-        warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "verify")
+    // Verify and heartbeat: the same request, told apart by the path's last segment.
+    let validate =
+        warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / Validation)
             .and(warp::post())
             .and(with_state(state.clone()))
             .and(crate::http::client_addr())
             .and(warp::body::stream())
-            .then(|team: String, state: AppState, ip, body| async move {
-                json_endpoint(state, RequestKind::Verify, team, ip, body).await
-            });
-    let heartbeat =
-        warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "heartbeat")
-            .and(warp::post())
-            .and(with_state(state.clone()))
-            .and(crate::http::client_addr())
-            .and(warp::body::stream())
-            .then(|team: String, state: AppState, ip, body| async move {
-                json_endpoint(state, RequestKind::Heartbeat, team, ip, body).await
-            });
+            .then(
+                |team: String, kind: Validation, state: AppState, ip, body| async move {
+                    json_endpoint(state, kind.0, team, ip, body).await
+                },
+            );
     let classloader =
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
             .and(warp::get())
@@ -56,7 +50,22 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                     download::classloader(state, team, ip, query).await
                 },
             );
-    verify.or(heartbeat).unify().or(classloader).unify().boxed()
+    validate.or(classloader).unify().boxed()
+}
+
+/// The last segment of a verify or heartbeat path (any other does not match).
+struct Validation(RequestKind);
+
+impl std::str::FromStr for Validation {
+    type Err = ();
+
+    fn from_str(segment: &str) -> Result<Self, ()> {
+        match segment {
+            "verify" => Ok(Self(RequestKind::Verify)),
+            "heartbeat" => Ok(Self(RequestKind::Heartbeat)),
+            _ => Err(()),
+        }
+    }
 }
 
 /// A JSON answer: the envelope, `X-Signature` over `request` and the body once the team is

@@ -2,6 +2,40 @@
 
 use super::*;
 
+/// The refusals of verify and heartbeat (besides a body too slow or too large).
+#[derive(utoipa::IntoResponses)]
+pub(in crate::openapi) enum ClientRefused {
+    /// A malformed request.
+    #[response(
+        status = 400,
+        description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit"
+    )]
+    Malformed(Envelope<Option<ErrorData>>),
+    /// A refusal of the license or the device, signed.
+    #[response(
+        status = 403,
+        description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED",
+        headers(("X-Signature" = String, description = "Signature of this exchange"))
+    )]
+    Refused(Envelope<Option<ErrorData>>),
+    /// Something named that is not there.
+    #[response(
+        status = 404,
+        description = "TEAM_NOT_FOUND (unsigned), LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND"
+    )]
+    NotFound(Envelope<Option<ErrorData>>),
+    /// The address's rate limit.
+    #[response(
+        status = 429,
+        description = "RATE_LIMIT: too many requests from this address (`Retry-After`)",
+        headers(("Retry-After" = u64, description = "Seconds until a request is allowed"))
+    )]
+    RateLimit(Envelope<Option<ErrorData>>),
+    /// A failure of the server.
+    #[response(status = 500, description = "INTERNAL_SERVER_ERROR")]
+    Internal(Envelope<Option<ErrorData>>),
+}
+
 /// Verify a license at start-up. Send a random `challenge`: the answer's `challengeResponse` is the team's RSA signature of it.
 #[utoipa::path(
     post,
@@ -16,13 +50,8 @@ use super::*;
             ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
             ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
         )),
-        (status = 400, description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED", body = Envelope<Option<ErrorData>>, headers(("X-Signature" = String, description = "Signature of this exchange"))),
-        (status = 404, description = "TEAM_NOT_FOUND (unsigned), LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests from this address (`Retry-After`)", body = Envelope<Option<ErrorData>>, headers(("Retry-After" = u64, description = "Seconds until a request is allowed"))),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        ClientRefused,
+        BodyRefused,
     )
 )]
 pub(in crate::openapi) fn verify() {}
@@ -41,13 +70,8 @@ pub(in crate::openapi) fn verify() {}
             ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
             ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
         )),
-        (status = 400, description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED", body = Envelope<Option<ErrorData>>, headers(("X-Signature" = String, description = "Signature of this exchange"))),
-        (status = 404, description = "TEAM_NOT_FOUND (unsigned), LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND, PRODUCT_NOT_FOUND or RELEASE_NOT_FOUND", body = Envelope<Option<ErrorData>>),
-        (status = 413, description = "BAD_REQUEST: the body is over 1 MiB", body = Envelope<Option<ErrorData>>),
-        (status = 408, description = "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)", body = Envelope<Option<ErrorData>>),
-        (status = 429, description = "RATE_LIMIT: too many requests from this address (`Retry-After`)", body = Envelope<Option<ErrorData>>, headers(("Retry-After" = u64, description = "Seconds until a request is allowed"))),
-        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+        ClientRefused,
+        BodyRefused,
     )
 )]
 pub(in crate::openapi) fn heartbeat() {}
