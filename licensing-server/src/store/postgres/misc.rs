@@ -296,27 +296,18 @@ impl OutboxStore for PgStore {
         lease_ms: i64,
         limit: usize,
     ) -> StoreResult<Vec<OutboxMessage>> {
-        sqlx::query(
-            "UPDATE outbox SET claimed_until = $2 WHERE id IN (
+        const CLAIM: &str = "UPDATE outbox SET claimed_until = $2 WHERE id IN (
                SELECT id FROM outbox
                WHERE next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
                ORDER BY next_attempt_at, id LIMIT $3
                FOR UPDATE SKIP LOCKED)
-             RETURNING doc",
-        )
-        .bind(ms(now))
-        .bind(ms(now) + lease_ms)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?
-        .iter()
-        .map(doc)
-        .collect::<StoreResult<Vec<OutboxMessage>>>()
-        .map(|mut claimed| {
-            claimed.sort_by_key(|m| (m.next_attempt_at, m.id));
-            claimed
-        })
+             RETURNING doc";
+        super::claim(&self.pool, CLAIM, now, lease_ms, limit)
+            .await
+            .map(|mut claimed: Vec<OutboxMessage>| {
+                claimed.sort_by_key(|m| (m.next_attempt_at, m.id));
+                claimed
+            })
     }
 
     async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {

@@ -321,6 +321,22 @@ pub(crate) async fn prune(
     Ok(done.rows_affected())
 }
 
+/// The documents `claim` marks as claimed (`$1` now, `$2` the lease's end, `$3` at most how
+/// many), so that no other instance takes them before the lease ends.
+pub(crate) async fn claim<T: DeserializeOwned>(
+    pool: &PgPool,
+    claim: &'static str,
+    now: Timestamp,
+    lease_ms: i64,
+    limit: usize,
+) -> StoreResult<Vec<T>> {
+    let query = sqlx::query(claim)
+        .bind(ms(now))
+        .bind(ms(now) + lease_ms)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+    fetch_docs(pool, query).await
+}
+
 /// Page bounds: (limit, offset) as SQL wants them.
 pub(crate) fn page_bounds(paging: &licensing_core::api::requests::Paging) -> (i64, i64) {
     (

@@ -233,8 +233,7 @@ impl WebhookStore for PgStore {
         limit: usize,
     ) -> StoreResult<Vec<WebhookDelivery>> {
         // The first pending delivery of each chain (endpoint and resource), due and unclaimed.
-        let rows = sqlx::query(
-            "UPDATE webhook_deliveries SET claimed_until = $2 WHERE id IN (
+        const CLAIM: &str = "UPDATE webhook_deliveries SET claimed_until = $2 WHERE id IN (
                SELECT d.id FROM webhook_deliveries d
                WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
                  AND (d.claimed_until IS NULL OR d.claimed_until <= $1)
@@ -244,18 +243,9 @@ impl WebhookStore for PgStore {
                      AND e.resource = d.resource AND (e.event_id, e.id) < (d.event_id, d.id))
                ORDER BY d.next_attempt_at, d.id LIMIT $3
                FOR UPDATE SKIP LOCKED)
-             RETURNING doc",
-        )
-        .bind(ms(now))
-        .bind(ms(now) + lease_ms)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        let mut claimed = rows
-            .iter()
-            .map(doc)
-            .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
+             RETURNING doc";
+        let mut claimed: Vec<WebhookDelivery> =
+            super::claim(&self.pool, CLAIM, now, lease_ms, limit).await?;
         claimed.sort_by_key(|d| (d.next_attempt_at, d.order()));
         Ok(claimed)
     }

@@ -97,14 +97,7 @@ impl OutboxStore for SledStore {
         let prefix = [tag::INDEX, tag::OUTBOX];
         let end = key(&[&prefix, &keys::time(now), &[0xff; 17]]);
         let mut out = Vec::new();
-        for k in self
-            .inner
-            .tree
-            .range(prefix.to_vec()..end)
-            .keys()
-            .take(limit)
-        {
-            let k = k.map_err(backend)?;
+        for k in self.first_keys(&prefix, end, limit)? {
             let id = MessageId::from_uuid(uuid::Uuid::from_bytes(id16(&k)?));
             if let Some(m) = self.get_record(&outbox_key(id))? {
                 out.push(m);
@@ -265,16 +258,7 @@ impl AuditStore for SledStore {
     async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
         let prefix = [tag::INDEX, tag::AUDIT];
         let end = key(&[&prefix, &keys::time(before)]);
-        let mut doomed = Vec::new();
-        for k in self
-            .inner
-            .tree
-            .range(prefix.to_vec()..end)
-            .keys()
-            .take(limit)
-        {
-            doomed.push(k.map_err(backend)?.to_vec());
-        }
+        let doomed = self.first_keys(&prefix, end, limit)?;
         if doomed.is_empty() {
             return Ok(0);
         }
@@ -288,7 +272,7 @@ impl AuditStore for SledStore {
                     return Err(StoreError::backend("audit index key of the wrong length"));
                 };
                 tx.del(key(&[&[tag::AUDIT], team, time, id]));
-                tx.del(k);
+                tx.del(k.to_vec());
             }
             Ok(())
         })

@@ -515,6 +515,12 @@ impl SledStore {
         Ok(out)
     }
 
+    /// The first `limit` keys from `start` up to (not including) `end`.
+    fn first_keys(&self, start: &[u8], end: Vec<u8>, limit: usize) -> StoreResult<Vec<sled::IVec>> {
+        let keys = self.inner.tree.range(start.to_vec()..end).keys();
+        keys.take(limit).map(|k| k.map_err(backend)).collect()
+    }
+
     fn get_record<T: Record>(&self, k: &[u8]) -> StoreResult<Option<T>> {
         self.inner
             .tree
