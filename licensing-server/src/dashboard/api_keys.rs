@@ -138,8 +138,7 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             .iter()
             .find(|k| k.id == id)
             .ok_or_else(|| Failure::new(404, "There is no such API key."))?;
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::ApiKeys,
@@ -151,7 +150,7 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/api-keys/{id}/revoke`.

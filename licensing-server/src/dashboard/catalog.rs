@@ -184,8 +184,7 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
             .clone()
             .or_else(|| c.email.as_ref().map(|e| e.as_str().to_owned()))
             .unwrap_or_else(|| id.to_string());
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Customers,
@@ -197,7 +196,7 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/customers/{id}/delete`.
@@ -359,8 +358,7 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
     let outcome = async {
         let id = page::id_of::<ProductId>(id, "product")?;
         let p = api::perform(ctx, staff, GetProduct(id)).await?;
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Products,
@@ -372,7 +370,7 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/products/{id}/delete`.

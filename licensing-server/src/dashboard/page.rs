@@ -458,7 +458,7 @@ pub(crate) struct Confirm<'a> {
 }
 
 /// A confirmation page: the question, the consequences, the button, and the way back.
-pub(crate) fn confirm(ctx: &Ctx, staff: &Staff, c: Confirm<'_>) -> Response {
+pub(crate) fn confirm(staff: &Staff, c: Confirm<'_>) -> Shown {
     let content = html! {
         h1 { (c.title) }
         div.card {
@@ -472,7 +472,7 @@ pub(crate) fn confirm(ctx: &Ctx, staff: &Staff, c: Confirm<'_>) -> Response {
             }
         }
     };
-    html_response(200, layout(ctx, staff, c.nav, c.title, content))
+    shown(c.nav, c.title, content)
 }
 
 /// 404 for a page that does not exist.

@@ -371,8 +371,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
     let outcome = async {
         let id = release_id(id)?;
         let r = api::perform(ctx, staff, GetRelease(id)).await?;
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Releases,
@@ -384,7 +383,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/releases/{id}/delete`.

@@ -215,8 +215,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
     let outcome = async {
         let id = webhook_id(id)?;
         let w = api::perform(ctx, staff, GetWebhook(id)).await?;
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Webhooks,
@@ -228,7 +227,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/webhooks/{id}/delete`.

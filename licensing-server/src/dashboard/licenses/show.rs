@@ -239,8 +239,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
         let id = license_id(id)?;
         let detail = api::perform(ctx, staff, GetLicense(id)).await?;
         let key = detail.license.license_key.as_str();
-        Ok::<_, Failure>(page::confirm(
-            ctx,
+        Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Licenses,
@@ -252,7 +251,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             },
         ))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer(ctx, staff, None, outcome.await)
 }
 
 /// `POST /dashboard/licenses/{id}/delete`.
