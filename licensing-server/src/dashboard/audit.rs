@@ -77,24 +77,12 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
     let content = html! {
         h1 { "Audit log" }
         form.filters method="get" action="/dashboard/audit" {
-            div {
-                label for="resourceType" { "Records" }
-                select #resourceType name="resourceType" {
-                    option value="" { "All" }
-                    @for r in Action::resources() {
-                        option value=(r) selected[resource == r] { (r) }
-                    }
-                }
-            }
-            div {
-                label for="actor" { "Who" }
-                select #actor name="actor" {
-                    option value="" { "Anyone" }
-                    @for (value, text) in [("USER", "Staff"), ("API_KEY", "API keys"), ("ADMIN", "The operator"), ("SYSTEM", "The server")] {
-                        option value=(value) selected[who == value] { (text) }
-                    }
-                }
-            }
+            (page::filter(("resourceType", "Records", "All"), Action::resources().into_iter().map(|r| (r, r)), &resource))
+            (page::filter(
+                ("actor", "Who", "Anyone"),
+                [("USER", "Staff"), ("API_KEY", "API keys"), ("ADMIN", "The operator"), ("SYSTEM", "The server")],
+                &who,
+            ))
             div { button type="submit" { "Show" } }
         }
         (page::table(&["When", "Who", "What", "Record", "Changes"], None, html! {

@@ -457,6 +457,27 @@ pub(crate) struct Confirm<'a> {
     pub(crate) back: String,
 }
 
+/// A list's filter as a select (`name`, its label, the words for no filter first), each option
+/// a value with its words, the `chosen` one selected.
+pub(crate) fn filter<V: std::fmt::Display, T: maud::Render>(
+    (name, label, any): (&str, &str, &str),
+    options: impl IntoIterator<Item = (V, T)>,
+    chosen: &str,
+) -> Markup {
+    html! {
+        div {
+            label for=(name) { (label) }
+            select id=(name) name=(name) {
+                option value="" { (any) }
+                @for (value, text) in options {
+                    @let value = value.to_string();
+                    option value=(value) selected[chosen == value] { (text) }
+                }
+            }
+        }
+    }
+}
+
 /// A confirmation page: the question, the consequences, the button, and the way back.
 pub(crate) fn confirm(staff: &Staff, c: Confirm<'_>) -> Shown {
     let content = html! {

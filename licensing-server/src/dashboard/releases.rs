@@ -64,15 +64,7 @@ pub(crate) async fn list(
         let content = html! {
             h1 { "Releases" }
             form.filters method="get" action="/dashboard/releases" {
-                div {
-                    label for="product" { "Product" }
-                    select #product name="product" {
-                        option value="" { "Any product" }
-                        @for p in &products.items {
-                            option value=(p.id) selected[product == p.id.to_string()] { (p.name) }
-                        }
-                    }
-                }
+                (page::filter(("product", "Product", "Any product"), products.items.iter().map(|p| (p.id, &p.name)), &product))
                 div { button type="submit" { "Show" } }
             }
             (page::table(&["Version", "Product", "Status", "File", "Created"], None, html! {

@@ -213,40 +213,14 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 label for="search" { "Search" }
                 input #search type="search" name="search" value=(search) placeholder="Key, customer name or e-mail";
             }
-            div {
-                label for="product" { "Product" }
-                select #product name="product" {
-                    option value="" { "Any product" }
-                    @for p in &products {
-                        option value=(p.id) selected[product == p.id.to_string()] { (p.name) }
-                    }
-                }
-            }
-            div {
-                label for="status" { "Status" }
-                select #status name="status" {
-                    option value="" { "Any" }
-                    option value="ACTIVE" selected[state == "ACTIVE"] { "Not expired" }
-                    option value="EXPIRED" selected[state == "EXPIRED"] { "Expired" }
-                }
-            }
-            div {
-                label for="expirationType" { "Expiration" }
-                select #expirationType name="expirationType" {
-                    option value="" { "Any" }
-                    option value="NEVER" selected[kind == "NEVER"] { "Never expires" }
-                    option value="DATE" selected[kind == "DATE"] { "On a date" }
-                    option value="DURATION" selected[kind == "DURATION"] { "After a duration" }
-                }
-            }
-            div {
-                label for="suspended" { "Suspended" }
-                select #suspended name="suspended" {
-                    option value="" { "Either" }
-                    option value="true" selected[suspended == "true"] { "Suspended" }
-                    option value="false" selected[suspended == "false"] { "Not suspended" }
-                }
-            }
+            (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &product))
+            (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], state))
+            (page::filter(
+                ("expirationType", "Expiration", "Any"),
+                [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a duration")],
+                kind,
+            ))
+            (page::filter(("suspended", "Suspended", "Either"), [("true", "Suspended"), ("false", "Not suspended")], suspended))
             div {
                 label for="sort" { "Sort by" }
                 select #sort name="sort" {
