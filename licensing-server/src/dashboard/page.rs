@@ -160,68 +160,19 @@ pub(crate) enum Nav {
 
 /// The navigation's entries: section, title, target, and the scope that shows it (`None`:
 /// owners and admins, who manage accounts).
+#[rustfmt::skip]
 const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
-    (
-        Nav::Overview,
-        "Overview",
-        "/dashboard/",
-        Some(Resource::Statistics),
-    ),
-    (
-        Nav::Licenses,
-        "Licenses",
-        "/dashboard/licenses",
-        Some(Resource::Licenses),
-    ),
-    (
-        Nav::Customers,
-        "Customers",
-        "/dashboard/customers",
-        Some(Resource::Customers),
-    ),
-    (
-        Nav::Products,
-        "Products",
-        "/dashboard/products",
-        Some(Resource::Products),
-    ),
-    (
-        Nav::Releases,
-        "Releases",
-        "/dashboard/releases",
-        Some(Resource::Releases),
-    ),
-    (
-        Nav::Blacklist,
-        "Blacklist",
-        "/dashboard/blacklist",
-        Some(Resource::Blacklist),
-    ),
-    (
-        Nav::ApiKeys,
-        "API keys",
-        "/dashboard/api-keys",
-        Some(Resource::ApiKeys),
-    ),
-    (
-        Nav::Webhooks,
-        "Webhooks",
-        "/dashboard/webhooks",
-        Some(Resource::Webhooks),
-    ),
-    (
-        Nav::Audit,
-        "Audit log",
-        "/dashboard/audit",
-        Some(Resource::AuditLog),
-    ),
+    (Nav::Overview, "Overview", "/dashboard/", Some(Resource::Statistics)),
+    (Nav::Licenses, "Licenses", "/dashboard/licenses", Some(Resource::Licenses)),
+    (Nav::Customers, "Customers", "/dashboard/customers", Some(Resource::Customers)),
+    (Nav::Products, "Products", "/dashboard/products", Some(Resource::Products)),
+    (Nav::Releases, "Releases", "/dashboard/releases", Some(Resource::Releases)),
+    (Nav::Blacklist, "Blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
+    (Nav::ApiKeys, "API keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
+    (Nav::Webhooks, "Webhooks", "/dashboard/webhooks", Some(Resource::Webhooks)),
+    (Nav::Audit, "Audit log", "/dashboard/audit", Some(Resource::AuditLog)),
     (Nav::Users, "Users", "/dashboard/users", None),
-    (
-        Nav::Settings,
-        "Settings",
-        "/dashboard/settings",
-        Some(Resource::Settings),
-    ),
+    (Nav::Settings, "Settings", "/dashboard/settings", Some(Resource::Settings)),
 ];
 
 /// A page of the dashboard for a signed-in staff member.
