@@ -81,34 +81,23 @@ mod tests {
     #[test]
     fn embedded_data_knows_public_addresses_and_not_private_ones() {
         let geo = Geo::Embedded;
-        // 8.8.8.8 (Google, ARIN) and 2001:4860:4860::8888.
-        assert_eq!(
-            geo.country("8.8.8.8".parse().unwrap()).unwrap().alpha2,
-            "US"
-        );
-        assert_eq!(
-            geo.country("2001:4860:4860::8888".parse().unwrap())
-                .unwrap()
-                .alpha2,
-            "US"
-        );
-        // 193.166.0.0/15 is FUNET (Finland, RIPE).
-        assert_eq!(
-            geo.country("193.166.3.2".parse().unwrap()).unwrap().alpha3,
-            "FIN"
-        );
-        // IPv4-mapped IPv6 is looked up as IPv4.
-        assert_eq!(
-            geo.country("::ffff:193.166.3.2".parse().unwrap())
-                .unwrap()
-                .alpha2,
-            "FI"
-        );
-        // 130.237.0.0/16 is KTH (Sweden).
-        assert_eq!(
-            geo.country("130.237.1.1".parse().unwrap()).unwrap().alpha3,
-            "SWE"
-        );
+        // 8.8.8.8 and 2001:4860:4860::8888 are Google's (ARIN); 193.166.0.0/15 is FUNET
+        // (Finland, RIPE), also as IPv4-mapped IPv6, which is looked up as IPv4; 130.237.0.0/16
+        // is KTH (Sweden).
+        for (address, alpha2, alpha3) in [
+            ("8.8.8.8", "US", "USA"),
+            ("2001:4860:4860::8888", "US", "USA"),
+            ("193.166.3.2", "FI", "FIN"),
+            ("::ffff:193.166.3.2", "FI", "FIN"),
+            ("130.237.1.1", "SE", "SWE"),
+        ] {
+            let country = geo.country(address.parse().unwrap()).unwrap();
+            assert_eq!(
+                (country.alpha2, country.alpha3),
+                (alpha2, alpha3),
+                "{address}"
+            );
+        }
         assert!(geo.country("127.0.0.1".parse().unwrap()).is_none());
         assert!(geo.country("10.1.2.3".parse().unwrap()).is_none());
         assert!(geo.country("::1".parse().unwrap()).is_none());
@@ -124,20 +113,18 @@ mod mmdb_tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/geo-whois-asn-country-ipv4.mmdb");
         let geo = Geo::open(&path).unwrap();
-        assert_eq!(
-            geo.country("8.8.8.8".parse().unwrap()).unwrap().alpha2,
-            "US"
-        );
-        assert_eq!(
-            geo.country("193.166.3.2".parse().unwrap()).unwrap().alpha2,
-            "FI"
-        );
-        assert_eq!(
-            geo.country("::ffff:193.166.3.2".parse().unwrap())
-                .unwrap()
-                .alpha3,
-            "FIN"
-        );
+        for (address, alpha2, alpha3) in [
+            ("8.8.8.8", "US", "USA"),
+            ("193.166.3.2", "FI", "FIN"),
+            ("::ffff:193.166.3.2", "FI", "FIN"),
+        ] {
+            let country = geo.country(address.parse().unwrap()).unwrap();
+            assert_eq!(
+                (country.alpha2, country.alpha3),
+                (alpha2, alpha3),
+                "{address}"
+            );
+        }
         assert!(geo.country("10.0.0.1".parse().unwrap()).is_none());
         // An IPv4-only database knows no IPv6 addresses.
         assert!(
