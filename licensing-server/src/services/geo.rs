@@ -84,23 +84,32 @@ mod tests {
         // 8.8.8.8 and 2001:4860:4860::8888 are Google's (ARIN); 193.166.0.0/15 is FUNET
         // (Finland, RIPE), also as IPv4-mapped IPv6, which is looked up as IPv4; 130.237.0.0/16
         // is KTH (Sweden).
-        for (address, alpha2, alpha3) in [
-            ("8.8.8.8", "US", "USA"),
-            ("2001:4860:4860::8888", "US", "USA"),
-            ("193.166.3.2", "FI", "FIN"),
-            ("::ffff:193.166.3.2", "FI", "FIN"),
-            ("130.237.1.1", "SE", "SWE"),
-        ] {
-            let country = geo.country(address.parse().unwrap()).unwrap();
-            assert_eq!(
-                (country.alpha2, country.alpha3),
-                (alpha2, alpha3),
-                "{address}"
-            );
-        }
+        assert_countries(
+            &geo,
+            &[
+                ("8.8.8.8", "US", "USA"),
+                ("2001:4860:4860::8888", "US", "USA"),
+                ("193.166.3.2", "FI", "FIN"),
+                ("::ffff:193.166.3.2", "FI", "FIN"),
+                ("130.237.1.1", "SE", "SWE"),
+            ],
+        );
         assert!(geo.country("127.0.0.1".parse().unwrap()).is_none());
         assert!(geo.country("10.1.2.3".parse().unwrap()).is_none());
         assert!(geo.country("::1".parse().unwrap()).is_none());
+    }
+}
+
+/// Asserts that `geo` places each address in its country (alpha-2 and alpha-3 codes).
+#[cfg(test)]
+fn assert_countries(geo: &Geo, cases: &[(&str, &str, &str)]) {
+    for (address, alpha2, alpha3) in cases {
+        let country = geo.country(address.parse().unwrap()).unwrap();
+        assert_eq!(
+            (country.alpha2, country.alpha3),
+            (*alpha2, *alpha3),
+            "{address}"
+        );
     }
 }
 
@@ -113,18 +122,14 @@ mod mmdb_tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/geo-whois-asn-country-ipv4.mmdb");
         let geo = Geo::open(&path).unwrap();
-        for (address, alpha2, alpha3) in [
-            ("8.8.8.8", "US", "USA"),
-            ("193.166.3.2", "FI", "FIN"),
-            ("::ffff:193.166.3.2", "FI", "FIN"),
-        ] {
-            let country = geo.country(address.parse().unwrap()).unwrap();
-            assert_eq!(
-                (country.alpha2, country.alpha3),
-                (alpha2, alpha3),
-                "{address}"
-            );
-        }
+        assert_countries(
+            &geo,
+            &[
+                ("8.8.8.8", "US", "USA"),
+                ("193.166.3.2", "FI", "FIN"),
+                ("::ffff:193.166.3.2", "FI", "FIN"),
+            ],
+        );
         assert!(geo.country("10.0.0.1".parse().unwrap()).is_none());
         // An IPv4-only database knows no IPv6 addresses.
         assert!(
