@@ -376,13 +376,11 @@ mod tests {
         assert_eq!(stored.size, 3);
         assert_eq!(stored.md5, "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(store.read(&stored.key).await.unwrap().unwrap(), b"abc");
-        assert!(
-            std::fs::read_dir(dir.path().join("files/tmp"))
-                .unwrap()
-                .next()
-                .is_none(),
-            "no temporary left"
-        );
+        let no_temporary = || {
+            let mut temporaries = std::fs::read_dir(dir.path().join("files/tmp")).unwrap();
+            temporaries.next().is_none()
+        };
+        assert!(no_temporary(), "no temporary left");
 
         let mut big = store.begin().await.unwrap();
         big.write(&vec![0; 10 * 1024 * 1024]).await.unwrap();
@@ -395,10 +393,7 @@ mod tests {
         assert!(matches!(one.write(b"x").await, Err(FileError::TooLarge)));
         drop(one);
         assert!(
-            std::fs::read_dir(dir.path().join("files/tmp"))
-                .unwrap()
-                .next()
-                .is_none(),
+            no_temporary(),
             "an upload dropped before its commit leaves no temporary file"
         );
         store.remove(&stored.key).await;

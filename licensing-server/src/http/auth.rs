@@ -150,23 +150,12 @@ pub(crate) async fn api_key(
         .find_api_key(&secret.hash())
         .await
         .map_err(|e| Refused::from(super::store_error(e)))?;
+    let unauthorized = |details| failed(state, client, Some(team), ApiError::unauthorized(details));
     let Some(record) = found else {
-        return Err(failed(
-            state,
-            client,
-            Some(team),
-            ApiError::unauthorized("Invalid API key"),
-        )
-        .await);
+        return Err(unauthorized("Invalid API key").await);
     };
     if !record.is_usable(now) {
-        return Err(failed(
-            state,
-            client,
-            Some(team),
-            ApiError::unauthorized("API key has expired"),
-        )
-        .await);
+        return Err(unauthorized("API key has expired").await);
     }
     if record.team_id != team {
         return Err(ApiError::forbidden("This API key belongs to another team").into());
