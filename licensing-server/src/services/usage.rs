@@ -188,14 +188,22 @@ mod tests {
 
     use super::*;
 
+    /// A store, a team, a recorder, and a moment within an hour.
+    fn setting() -> (MemoryStore, TeamId, UsageRecorder, Timestamp) {
+        let at = Timestamp::parse("2026-11-22T10:15:00Z").unwrap();
+        (
+            MemoryStore::default(),
+            TeamId::new(),
+            UsageRecorder::default(),
+            at,
+        )
+    }
+
     /// A flood of requests from many addresses, countries and licenses keeps one bucket per
     /// team and hour, and a flush empties it.
     #[tokio::test]
     async fn a_flood_keeps_one_bucket_per_team_and_hour() {
-        let store = MemoryStore::default();
-        let team = TeamId::new();
-        let recorder = UsageRecorder::default();
-        let at = Timestamp::parse("2026-11-22T10:15:00Z").unwrap();
+        let (store, team, recorder, at) = setting();
         let countries = ["FI", "SE", "DE", "US", "JP"];
         for n in 0..20_000 {
             recorder.count(&Counted {
@@ -216,10 +224,7 @@ mod tests {
 
     #[tokio::test]
     async fn counts_reach_the_store_merged_per_hour() {
-        let store = MemoryStore::default();
-        let team = TeamId::new();
-        let recorder = UsageRecorder::default();
-        let at = Timestamp::parse("2026-11-22T10:15:00Z").unwrap();
+        let (store, team, recorder, at) = setting();
         for success in [true, true, false] {
             recorder.count(&Counted {
                 team,
