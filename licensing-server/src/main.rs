@@ -121,6 +121,13 @@ struct StoreArgs {
     database_url: Option<String>,
 }
 
+impl StoreArgs {
+    /// Opens the store these arguments name.
+    async fn open(&self) -> anyhow::Result<licensing_server::store::AnyStore> {
+        cli::open_for_command(&self.data_dir, self.database_url.as_deref()).await
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum MasterKeyCommand {
     /// Write a new master key (32 random bytes, base64) to a new file readable by this user only;

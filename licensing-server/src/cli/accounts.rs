@@ -48,7 +48,7 @@ pub(crate) async fn user_create(
     url: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let created = Operator::command_line(&opened, &Keyring::plain())
         .perform(CreateStaff {
             team,
@@ -76,7 +76,7 @@ pub(crate) async fn user_link(
     url: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let issued = Operator::command_line(&opened, &Keyring::plain())
         .perform(NewPasswordLink {
             email: email.to_owned(),
@@ -98,7 +98,7 @@ pub(crate) async fn api_key_create(
     name: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let now = Timestamp::now();
     let input = licensing_core::api::requests::ApiKeyBody::named(name);
     let input = licensing_core::api::requests::ApiKeyBody::parse(&serde_json::to_vec(&input)?, now)

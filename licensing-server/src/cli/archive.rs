@@ -2,11 +2,10 @@
 
 use anyhow::Context as _;
 
-use super::open_for_command;
 use crate::StoreArgs;
 
 pub(crate) async fn export(out: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
     let mut file = tokio::fs::OpenOptions::new()
         .write(true)
@@ -21,7 +20,7 @@ pub(crate) async fn export(out: &std::path::Path, store: &StoreArgs) -> anyhow::
 }
 
 pub(crate) async fn import(input: &std::path::Path, store: &StoreArgs) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
     let file =
         std::fs::File::open(input).with_context(|| format!("opening {}", input.display()))?;
@@ -33,7 +32,7 @@ pub(crate) async fn import(input: &std::path::Path, store: &StoreArgs) -> anyhow
 }
 
 pub(crate) async fn check(store: &StoreArgs) -> anyhow::Result<()> {
-    let opened = open_for_command(&store.data_dir, store.database_url.as_deref()).await?;
+    let opened = store.open().await?;
     let files = licensing_server::file_store_for(&opened, &store.data_dir)?;
     let report = licensing_server::check::check(&opened, &files, &store.data_dir).await?;
     let read: Vec<String> = report
