@@ -126,6 +126,16 @@ impl StoreArgs {
     async fn open(&self) -> anyhow::Result<licensing_server::store::AnyStore> {
         cli::open_for_command(&self.data_dir, self.database_url.as_deref()).await
     }
+
+    /// The operator of the command line on that store (private keys of new teams in the clear:
+    /// the command line that makes a team loads the master key itself).
+    async fn operator(&self) -> anyhow::Result<licensing_server::operator::Operator> {
+        let store = self.open().await?;
+        let keyring = licensing_server::services::keyring::Keyring::plain();
+        Ok(licensing_server::operator::Operator::command_line(
+            &store, &keyring,
+        ))
+    }
 }
 
 #[derive(Debug, Subcommand)]

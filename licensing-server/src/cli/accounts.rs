@@ -48,8 +48,9 @@ pub(crate) async fn user_create(
     url: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = store.open().await?;
-    let created = Operator::command_line(&opened, &Keyring::plain())
+    let created = store
+        .operator()
+        .await?
         .perform(CreateStaff {
             team,
             email: email.to_owned(),
@@ -76,8 +77,9 @@ pub(crate) async fn user_link(
     url: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = store.open().await?;
-    let issued = Operator::command_line(&opened, &Keyring::plain())
+    let issued = store
+        .operator()
+        .await?
         .perform(NewPasswordLink {
             email: email.to_owned(),
             team,
@@ -98,12 +100,12 @@ pub(crate) async fn api_key_create(
     name: &str,
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
-    let opened = store.open().await?;
+    let operator = store.operator().await?;
     let now = Timestamp::now();
     let input = licensing_core::api::requests::ApiKeyBody::named(name);
     let input = licensing_core::api::requests::ApiKeyBody::parse(&serde_json::to_vec(&input)?, now)
         .map_err(|e| anyhow::anyhow!("{}", e.details()))?;
-    let created = Operator::command_line(&opened, &Keyring::plain())
+    let created = operator
         .perform(CreateTeamKey { team, input })
         .await
         .map_err(|e| anyhow::anyhow!("{}", describe(&e)))?;
