@@ -168,14 +168,7 @@ impl Operation for UpdateWebhook {
                 new.failing_since = None;
             }
         }
-        new.updated_at = cx.now;
-        cx.state
-            .store
-            .update_webhook(
-                &new,
-                &journal(cx, Action::WebhookUpdated, Some(&old), Some(&new), false),
-            )
-            .await?;
+        update(cx, &old, &mut new, false).await?;
         // The client events the team's endpoints want are read with the team.
         cx.state.contexts.invalidate(cx.team);
         Ok(WebhookView::of(&new, cx.now))
@@ -218,14 +211,7 @@ impl Operation for RotateWebhookSecret {
             cx.now.as_millis() + ROTATION_OVERLAP_HOURS * 3_600_000,
         ));
         new.secret = sealed(cx, old.id, &secret.expose())?;
-        new.updated_at = cx.now;
-        cx.state
-            .store
-            .update_webhook(
-                &new,
-                &journal(cx, Action::WebhookUpdated, Some(&old), Some(&new), true),
-            )
-            .await?;
+        update(cx, &old, &mut new, true).await?;
         Ok(WebhookWithSecret {
             endpoint: WebhookView::of(&new, cx.now),
             secret: secret.expose().to_string(),
@@ -334,6 +320,25 @@ fn checked_url(cx: &Cx, url: &str) -> Result<String, ApiError> {
     check_url(url, cx.state.webhooks.settings())
         .map(|u| u.to_string())
         .map_err(|why| ApiError::bad_field("url", &why))
+}
+
+/// Stores endpoint `old` as `new`, changed now (`secret_changed`: its secret among the changes).
+async fn update(
+    cx: &Cx,
+    old: &WebhookEndpoint,
+    new: &mut WebhookEndpoint,
+    secret_changed: bool,
+) -> Result<(), ApiError> {
+    new.updated_at = cx.now;
+    let journal = journal(
+        cx,
+        Action::WebhookUpdated,
+        Some(old),
+        Some(new),
+        secret_changed,
+    );
+    cx.state.store.update_webhook(new, &journal).await?;
+    Ok(())
 }
 
 async fn existing(cx: &Cx, id: WebhookId) -> Result<WebhookEndpoint, ApiError> {
