@@ -116,12 +116,10 @@ impl Operation for CreateBlacklistEntry {
             created_by_user_id: cx.user(),
             created_at: cx.now,
         };
+        let journal = cx.created(Action::BlacklistCreated, entry.id, &entry);
         cx.state
             .store
-            .create_blacklist_entry(
-                &entry,
-                &cx.change(Action::BlacklistCreated, entry.id, None, Some(&entry)),
-            )
+            .create_blacklist_entry(&entry, &journal)
             .await?;
         cx.state.contexts.invalidate(cx.team);
         Ok(entry)

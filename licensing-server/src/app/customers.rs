@@ -34,13 +34,8 @@ impl Operation for CreateCustomer {
         let input = self.0.validate()?;
         let mut customer = input.into_new(cx.team, cx.user(), cx.now)?;
         check_chat(cx, &input, &mut customer).await?;
-        cx.state
-            .store
-            .create_customer(
-                &customer,
-                &cx.change(Action::CustomerCreated, customer.id, None, Some(&customer)),
-            )
-            .await?;
+        let journal = cx.created(Action::CustomerCreated, customer.id, &customer);
+        cx.state.store.create_customer(&customer, &journal).await?;
         Ok(customer)
     }
 }

@@ -66,7 +66,7 @@ impl Operation for CreateLicense {
             let license =
                 new.clone()
                     .into_license(LicenseKey::generate(), cx.team, cx.user(), cx.now);
-            let journal = cx.change(Action::LicenseCreated, license.id, None, Some(&license));
+            let journal = cx.created(Action::LicenseCreated, license.id, &license);
             let stored = if let Some(mailer) = state.mailer.as_ref().filter(|_| mail) {
                 let messages = messages_for(cx, &license).await?;
                 state

@@ -95,6 +95,16 @@ impl Cx {
             .change(self.team, self.now, action, resource_id, old, new)
     }
 
+    /// The journal of `new`, which this operation creates (see [`Cx::change`]).
+    pub(crate) fn created<T: serde::Serialize>(
+        &self,
+        action: Action,
+        resource_id: impl std::fmt::Display,
+        new: &T,
+    ) -> Journal {
+        self.change(action, resource_id, None, Some(new))
+    }
+
     /// Who this operation acts as, for the audit log.
     pub(crate) fn acting(&self) -> Acting {
         Acting {

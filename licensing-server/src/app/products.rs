@@ -47,13 +47,8 @@ impl Operation for CreateProduct {
             ));
         }
         let product = input.into_new(cx.team, cx.user(), cx.now);
-        cx.state
-            .store
-            .create_product(
-                &product,
-                &cx.change(Action::ProductCreated, product.id, None, Some(&product)),
-            )
-            .await?;
+        let journal = cx.created(Action::ProductCreated, product.id, &product);
+        cx.state.store.create_product(&product, &journal).await?;
         Ok(product)
     }
 }
@@ -140,13 +135,8 @@ impl Operation for CreateBranch {
             created_at: cx.now,
             updated_at: cx.now,
         };
-        cx.state
-            .store
-            .create_branch(
-                &branch,
-                &cx.change(Action::BranchCreated, branch.id, None, Some(&branch)),
-            )
-            .await?;
+        let journal = cx.created(Action::BranchCreated, branch.id, &branch);
+        cx.state.store.create_branch(&branch, &journal).await?;
         Ok(branch)
     }
 }

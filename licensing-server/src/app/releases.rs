@@ -225,7 +225,7 @@ impl Operation for CreateRelease {
             file,
             allowed_license_ids: input.license_ids,
         };
-        let journal = cx.change(Action::ReleaseCreated, release.id, None, Some(&release));
+        let journal = cx.created(Action::ReleaseCreated, release.id, &release);
         if let Err(e) = cx.state.store.create_release(&release, &journal).await {
             cx.state
                 .files
