@@ -43,6 +43,12 @@ impl LicenseClient {
         })
     }
 
+    /// See [`crate::LicenseClient::trust_signing_key`].
+    pub fn trust_signing_key(mut self, signing_key: &str) -> Result<Self, Error> {
+        self.inner = self.inner.trust_signing_key(signing_key)?;
+        Ok(self)
+    }
+
     /// The async client inside.
     pub fn inner(&self) -> &crate::LicenseClient {
         &self.inner

@@ -5,7 +5,7 @@ use std::time::Duration;
 use licensing_core::TeamId;
 use licensing_core::api::requests::ClientBody;
 use licensing_core::api::{Envelope, HeartbeatData, ResultCode, ResultMeta, VerifyData};
-use licensing_core::crypto::{SIGNATURE_HEADER, TeamPublicKeys};
+use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER, TeamPublicKeys};
 use licensing_core::validate::Challenge;
 use rand::RngCore;
 use serde::de::DeserializeOwned;
@@ -39,6 +39,8 @@ pub(crate) struct Exchange {
     pub(crate) request: Vec<u8>,
     pub(crate) response: Vec<u8>,
     pub(crate) signature: String,
+    /// The `X-Signature-Key-Id` of the answer (servers before key ids sent none).
+    pub(crate) kid: Option<String>,
 }
 
 /// The client a desktop application embeds.
@@ -98,6 +100,17 @@ impl LicenseClient {
         })
     }
 
+    /// Trusts one more signing key of the team (base64 of 32 bytes, a `key` of the
+    /// `signingKeys` that `GET {dev}/public-key` lists). Answers name their key by id
+    /// (`X-Signature-Key-Id`), so an application that ships the team's next key keeps working
+    /// across a rotation; the key given to [`LicenseClient::new`] checks answers that name none.
+    pub fn trust_signing_key(mut self, signing_key: &str) -> Result<Self, Error> {
+        self.keys
+            .trust(signing_key)
+            .map_err(|e| Error::Config(format!("signing key: {e}")))?;
+        Ok(self)
+    }
+
     /// The team's public keys.
     pub fn public_keys(&self) -> &TeamPublicKeys {
         &self.keys
@@ -153,14 +166,15 @@ impl LicenseClient {
             .await
             .map_err(Error::Transport)?;
         let status = response.status().as_u16();
-        let signature = signature_of(response.headers());
+        let (signature, kid) = signature_of(response.headers());
         let bytes = response.bytes().await.map_err(Error::Transport)?.to_vec();
         Ok((
             status,
             Exchange {
                 request,
                 response: bytes,
-                signature: signature.unwrap_or_default(),
+                signature,
+                kid,
             },
         ))
     }
@@ -189,12 +203,18 @@ impl LicenseClient {
     }
 }
 
-/// The `X-Signature` header, when present.
-pub(crate) fn signature_of(headers: &reqwest::header::HeaderMap) -> Option<String> {
-    headers
-        .get(SIGNATURE_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+/// The `X-Signature` header (empty when absent) and the `X-Signature-Key-Id` header.
+pub(crate) fn signature_of(headers: &reqwest::header::HeaderMap) -> (String, Option<String>) {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    (
+        text(SIGNATURE_HEADER).unwrap_or_default(),
+        text(SIGNATURE_KEY_ID_HEADER),
+    )
 }
 
 /// Checks a JSON answer: a present signature must verify; a success must be signed and `VALID`;
@@ -207,8 +227,12 @@ pub(crate) fn check_answer(
 ) -> Result<(serde_json::Value, ResultMeta), Error> {
     let signed = !exchange.signature.is_empty();
     if signed {
-        keys.signing
-            .verify_response(&exchange.request, &exchange.response, &exchange.signature)
+        let key = keys
+            .signing_key(exchange.kid.as_deref())
+            .ok_or(Error::Forged(
+                "X-Signature-Key-Id names a key this client does not trust",
+            ))?;
+        key.verify_response(&exchange.request, &exchange.response, &exchange.signature)
             .map_err(|_| Error::Forged("X-Signature does not verify"))?;
     }
     let envelope: Envelope<serde_json::Value> = serde_json::from_slice(&exchange.response)

@@ -17,7 +17,8 @@ use licensing_core::api::{
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
-    ReleaseView, Statistics, TeamSettings, WebhookDelivery, WebhookView, WebhookWithSecret,
+    ReleaseView, SigningKey, Statistics, TeamSettings, WebhookDelivery, WebhookView,
+    WebhookWithSecret,
 };
 use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
@@ -538,6 +539,26 @@ impl DevClient {
     /// (ext) `GET {dev}/public-key`: what [`crate::LicenseClient`] is configured with.
     pub async fn public_keys(&self) -> Result<PublicKeys, Error> {
         self.get("public-key", None).await
+    }
+
+    /// (ext) `POST {dev}/signing-keys/rotate`: a new Ed25519 key signs answers and license
+    /// files from now on; the former ones stay listed in [`public_keys`](Self::public_keys)
+    /// until retired.
+    pub async fn rotate_signing_key(&self) -> Result<SigningKey, Error> {
+        self.call(Method::POST, "signing-keys/rotate", None, None::<&()>)
+            .await
+    }
+
+    /// (ext) `DELETE {dev}/signing-keys/{kid}`: clients stop trusting a former key (the
+    /// active one cannot be retired).
+    pub async fn retire_signing_key(&self, kid: &str) -> Result<SigningKey, Error> {
+        self.call(
+            Method::DELETE,
+            &format!("signing-keys/{kid}"),
+            None,
+            None::<&()>,
+        )
+        .await
     }
 
     /// (ext) `POST {dev}/blacklist`.

@@ -90,12 +90,13 @@ impl LicenseClient {
             .map_err(Error::Transport)?;
         let status = response.status().as_u16();
         if status != 200 {
-            let signature = signature_of(response.headers());
+            let (signature, kid) = signature_of(response.headers());
             let bytes = response.bytes().await.map_err(Error::Transport)?.to_vec();
             let exchange = Exchange {
                 request: query.into_bytes(),
                 response: bytes,
-                signature: signature.unwrap_or_default(),
+                signature,
+                kid,
             };
             check_answer(&self.keys, status, &exchange)?;
             return Err(Error::Protocol(format!(

@@ -33,6 +33,9 @@ struct Stored {
     request: String,
     response: String,
     signature: String,
+    /// The answer's signing key id (absent in caches written before key ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kid: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +66,7 @@ impl OfflineCache {
             request: BASE64.encode(&exchange.request),
             response: BASE64.encode(&exchange.response),
             signature: exchange.signature.clone(),
+            kid: exchange.kid.clone(),
         };
         let json = serde_json::to_vec(&stored).map_err(|e| Error::Protocol(e.to_string()))?;
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -100,6 +104,7 @@ impl OfflineCache {
             request,
             response,
             signature: stored.signature,
+            kid: stored.kid,
         };
         // Signature, validity and shape, as for a live answer.
         let Ok((data, result)) = check_answer(client.public_keys(), 200, &exchange) else {

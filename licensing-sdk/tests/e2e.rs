@@ -835,3 +835,45 @@ async fn the_developer_client_covers_every_endpoint() {
     };
     assert_eq!(dev.audit_log(&query).await.unwrap().total_results, 2);
 }
+
+/// After a rotation, answers name the new key: a client that trusts only the former key fails
+/// closed, one that was also given the new key (from the public keys' `signingKeys`) accepts
+/// them, and the developer client rotates and retires.
+#[tokio::test]
+async fn a_client_trusts_several_signing_keys_and_picks_by_key_id() {
+    let server = Running::start().await;
+    let (_, l) = server.license(json!({})).await;
+    let body = body_for(&l, "sdk-device-0001");
+    let dev =
+        licensing_sdk::DevClient::new(&server.base, server.team.team_id, &server.team.api_key)
+            .unwrap();
+    server.client(&server.base).verify(&body).await.unwrap();
+
+    let new = dev.rotate_signing_key().await.unwrap();
+    assert!(new.active);
+    let only_old = server.client(&server.base);
+    assert!(matches!(
+        only_old.verify(&body).await,
+        Err(Error::Forged(_))
+    ));
+    let both = server
+        .client(&server.base)
+        .trust_signing_key(&new.key)
+        .unwrap();
+    let verified = both.verify(&body).await.unwrap();
+    assert!(!verified.offline);
+    assert!(
+        server
+            .client(&server.base)
+            .trust_signing_key("AAAA")
+            .is_err()
+    );
+
+    let keys = dev.public_keys().await.unwrap();
+    assert_eq!(keys.signing_key, new.key);
+    assert_eq!(keys.signing_keys.len(), 2);
+    let former = keys.signing_keys.iter().find(|k| !k.active).unwrap();
+    let retired = dev.retire_signing_key(&former.kid).await.unwrap();
+    assert_eq!(retired.kid, former.kid);
+    assert_eq!(dev.public_keys().await.unwrap().signing_keys.len(), 1);
+}

@@ -50,6 +50,9 @@ enum Command {
     /// Manage the staff accounts that sign in to the dashboard.
     #[command(subcommand)]
     User(UserCommand),
+    /// Rotate a team's Ed25519 signing key (answers and license files).
+    #[command(subcommand)]
+    SigningKey(SigningKeyCommand),
     /// Make or change the master key that seals teams' private keys at rest.
     #[command(subcommand)]
     MasterKey(MasterKeyCommand),
@@ -130,10 +133,21 @@ impl StoreArgs {
     /// The operator of the command line on that store (private keys of new teams in the clear:
     /// the command line that makes a team loads the master key itself).
     async fn operator(&self) -> anyhow::Result<licensing_server::operator::Operator> {
+        self.operator_with(&licensing_server::services::keyring::Keyring::plain())
+            .await
+    }
+
+    /// The operator of the command line on that store, sealing and opening private keys with
+    /// `keyring` (checked against the store first: a store sealed with another key, or sealed
+    /// while `keyring` has none, is refused with what to do).
+    async fn operator_with(
+        &self,
+        keyring: &licensing_server::services::keyring::Keyring,
+    ) -> anyhow::Result<licensing_server::operator::Operator> {
         let store = self.open().await?;
-        let keyring = licensing_server::services::keyring::Keyring::plain();
+        keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;
         Ok(licensing_server::operator::Operator::command_line(
-            &store, &keyring,
+            &store, keyring,
         ))
     }
 }
@@ -177,6 +191,25 @@ enum TeamCommand {
         /// The master key file, when the store's private keys are sealed.
         #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SigningKeyCommand {
+    /// Make a new Ed25519 signing key the team's active one and print it as JSON
+    /// ({"kid","key","createdAt","active"}). The former keys stay trusted until retired (API:
+    /// `DELETE {dev}/signing-keys/{kid}`, or the dashboard's settings page). The API's
+    /// `POST {dev}/signing-keys/rotate` does the same on a running server.
+    Rotate {
+        /// The team's id.
+        #[arg(long)]
+        team: TeamId,
+        /// The master key file, when the store's private keys are sealed (the new key is
+        /// sealed under it too).
+        #[arg(long, env = "LICENSING_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -293,6 +326,11 @@ async fn main() -> anyhow::Result<()> {
             )
             .await
         }
+        Some(Command::SigningKey(SigningKeyCommand::Rotate {
+            team,
+            master_key_file,
+            store,
+        })) => accounts::signing_key_rotate(team, master_key_file.as_deref(), &store).await,
         Some(Command::ApiKey(ApiKeyCommand::Create { team, name, store })) => {
             accounts::api_key_create(team, &name, &store).await
         }

@@ -21,13 +21,13 @@ pub mod webhook;
 
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};
 pub use digest::{Md5Hasher, hmac_sha256, md5_hex, sha256_hex};
-pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys};
+pub use public::{RsaPublicKey, SigningPublicKey, TeamPublicKeys, key_id};
 pub use sealed::{
     MasterKey, PlainTeamKeys, SEALED_SECRET_PREFIX, SealedTeamKeys, StoredTeamKeys,
     is_sealed_secret, sealed_secret_key_id,
 };
 pub use session::{SessionKey, SessionSecret};
-pub use signature::{SIGNATURE_HEADER, response_signature_message};
+pub use signature::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER, response_signature_message};
 #[cfg(feature = "private-keys")]
 pub use team::TeamKeys;
 pub use webhook::{WebhookError, WebhookSecret};

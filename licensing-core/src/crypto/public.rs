@@ -109,9 +109,12 @@ impl RsaPublicKey {
     }
 }
 
-/// A team's Ed25519 response-signing public key.
+/// A team's Ed25519 signing public key (of answers and license files), with its key id.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SigningPublicKey(VerifyingKey);
+pub struct SigningPublicKey {
+    key: VerifyingKey,
+    kid: String,
+}
 
 impl SigningPublicKey {
     /// Parses base64 of the 32-byte key (the `signingKey` member of `GET {dev}/public-key`).
@@ -123,18 +126,38 @@ impl SigningPublicKey {
             .try_into()
             .map_err(|_| CryptoError::InvalidKey("signing key must be 32 bytes"))?;
         VerifyingKey::from_bytes(&bytes)
-            .map(Self)
+            .map(Self::from_key)
             .map_err(|_| CryptoError::InvalidKey("not an Ed25519 public key"))
     }
 
-    #[cfg(feature = "private-keys")]
     pub(crate) fn from_key(key: VerifyingKey) -> Self {
-        Self(key)
+        Self {
+            kid: key_id(key.as_bytes()),
+            key,
+        }
     }
 
     /// Base64 of the 32-byte key.
     pub fn to_base64(&self) -> String {
-        BASE64.encode(self.0.as_bytes())
+        BASE64.encode(self.key.as_bytes())
+    }
+
+    /// The key id (`kid`): lower-case hex of the first 8 bytes of SHA-256 of the 32-byte key,
+    /// as answers name it in `X-Signature-Key-Id` and license files in their envelope.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// Checks an Ed25519 signature (base64, as answers and license files carry it) over
+    /// `message`.
+    pub fn verify(&self, message: &[u8], signature_base64: &str) -> Result<(), CryptoError> {
+        let bytes = BASE64
+            .decode(signature_base64.trim().as_bytes())
+            .map_err(|_| CryptoError::BadSignature)?;
+        let signature = EdSignature::from_slice(&bytes).map_err(|_| CryptoError::BadSignature)?;
+        self.key
+            .verify_strict(message, &signature)
+            .map_err(|_| CryptoError::BadSignature)
     }
 
     /// Checks an `X-Signature` header value against the exact request and response bodies.
@@ -144,26 +167,29 @@ impl SigningPublicKey {
         response_body: &[u8],
         signature_base64: &str,
     ) -> Result<(), CryptoError> {
-        let bytes = BASE64
-            .decode(signature_base64.trim().as_bytes())
-            .map_err(|_| CryptoError::BadSignature)?;
-        let signature = EdSignature::from_slice(&bytes).map_err(|_| CryptoError::BadSignature)?;
-        self.0
-            .verify_strict(
-                &response_signature_message(request_body, response_body),
-                &signature,
-            )
-            .map_err(|_| CryptoError::BadSignature)
+        self.verify(
+            &response_signature_message(request_body, response_body),
+            signature_base64,
+        )
     }
 }
 
-/// Everything a client needs to check a team's answers.
+/// The key id of a raw 32-byte Ed25519 public key: lower-case hex of the first 8 bytes of its
+/// SHA-256.
+pub fn key_id(raw_public_key: &[u8; 32]) -> String {
+    use sha2::Digest as _;
+    to_hex(&Sha256::digest(raw_public_key)[..8])
+}
+
+/// Everything a client needs to check a team's answers and license files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TeamPublicKeys {
     /// Checks `challengeResponse`, encrypts session keys.
     pub rsa: RsaPublicKey,
-    /// Checks `X-Signature`.
+    /// Checks `X-Signature` (the team's active signing key when the client was made).
     pub signing: SigningPublicKey,
+    /// Further trusted signing keys (keys the team rotated to or from), chosen by `kid`.
+    pub also_trusted: Vec<SigningPublicKey>,
 }
 
 impl TeamPublicKeys {
@@ -172,6 +198,95 @@ impl TeamPublicKeys {
         Ok(Self {
             rsa: RsaPublicKey::parse(public_key)?,
             signing: SigningPublicKey::from_base64(signing_key)?,
+            also_trusted: Vec::new(),
         })
+    }
+
+    /// Trusts one more signing key (base64 of 32 bytes), such as the `signingKeys` of
+    /// `GET {dev}/public-key` after a rotation.
+    pub fn trust(&mut self, signing_key: &str) -> Result<(), CryptoError> {
+        let key = SigningPublicKey::from_base64(signing_key)?;
+        if self.signing_key(Some(key.kid())).is_none() {
+            self.also_trusted.push(key);
+        }
+        Ok(())
+    }
+
+    /// The trusted signing key of `kid`; without a kid (an answer of a server that names none),
+    /// [`signing`](Self::signing).
+    pub fn signing_key(&self, kid: Option<&str>) -> Option<&SigningPublicKey> {
+        match kid {
+            None => Some(&self.signing),
+            Some(kid) => std::iter::once(&self.signing)
+                .chain(&self.also_trusted)
+                .find(|k| k.kid() == kid),
+        }
+    }
+
+    /// Checks an answer's `X-Signature` with the trusted key its `X-Signature-Key-Id` names
+    /// (`kid`); an unknown kid is a bad signature.
+    pub fn verify_response(
+        &self,
+        kid: Option<&str>,
+        request_body: &[u8],
+        response_body: &[u8],
+        signature_base64: &str,
+    ) -> Result<(), CryptoError> {
+        self.signing_key(kid)
+            .ok_or(CryptoError::BadSignature)?
+            .verify_response(request_body, response_body, signature_base64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key of RFC 8032's first test vector; its id computed independently (Python's
+    /// hashlib: `sha256(key).hexdigest()[:16]`).
+    const RFC8032_KEY: &str = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+
+    fn rfc_key() -> SigningPublicKey {
+        let raw = hex::decode(RFC8032_KEY).unwrap();
+        SigningPublicKey::from_base64(&BASE64.encode(raw)).unwrap()
+    }
+
+    #[test]
+    fn key_ids_are_the_first_eight_bytes_of_sha256_in_lower_case_hex() {
+        assert_eq!(rfc_key().kid(), "21fe31dfa154a261");
+        let raw: [u8; 32] = hex::decode(RFC8032_KEY).unwrap().try_into().unwrap();
+        assert_eq!(key_id(&raw), "21fe31dfa154a261");
+    }
+
+    #[test]
+    fn trusted_keys_are_chosen_by_kid() {
+        let other = "PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw="; // RFC 8032, test 2
+        let mut keys = TeamPublicKeys {
+            rsa: RsaPublicKey::parse(include_str!("../../tests/fixtures/rsa-public.pem")).unwrap(),
+            signing: rfc_key(),
+            also_trusted: Vec::new(),
+        };
+        let other_kid = SigningPublicKey::from_base64(other)
+            .unwrap()
+            .kid()
+            .to_owned();
+        assert!(keys.signing_key(Some(&other_kid)).is_none());
+        keys.trust(other).unwrap();
+        keys.trust(other).unwrap();
+        assert_eq!(keys.also_trusted.len(), 1);
+        assert_eq!(
+            keys.signing_key(Some(&other_kid)).unwrap().to_base64(),
+            other
+        );
+        assert_eq!(keys.signing_key(None), Some(&keys.signing));
+        assert_eq!(
+            keys.signing_key(Some("21fe31dfa154a261")),
+            Some(&keys.signing)
+        );
+        assert_eq!(
+            keys.verify_response(Some("0000000000000000"), b"", b"", "AAAA"),
+            Err(CryptoError::BadSignature)
+        );
+        assert!(keys.trust("not base64!").is_err());
     }
 }

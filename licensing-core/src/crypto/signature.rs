@@ -3,6 +3,9 @@ use sha2::{Digest, Sha256};
 /// The response header that carries the Ed25519 signature (ext).
 pub const SIGNATURE_HEADER: &str = "X-Signature";
 
+/// The response header that names the key of [`SIGNATURE_HEADER`] by its id (ext).
+pub const SIGNATURE_KEY_ID_HEADER: &str = "X-Signature-Key-Id";
+
 const DOMAIN: &[u8] = b"licensing-v1\n";
 
 /// The exact bytes a response signature covers:

@@ -64,6 +64,13 @@ impl TeamKeys {
         Self::assemble(rsa, &der, Zeroizing::new(seed))
     }
 
+    /// The same RSA key with a fresh Ed25519 signing key (a rotation of the signing key).
+    pub fn with_new_signing_key(&self) -> Result<Self, CryptoError> {
+        let pkcs8 = Self::pkcs8_der(&self.rsa)?;
+        let rsa = KeyPair::from_pkcs8(&pkcs8).map_err(|_| CryptoError::Backend)?;
+        Self::assemble(rsa, &pkcs8, random_seed()?)
+    }
+
     /// Loads an RSA private key from PKCS#8 PEM with a fresh Ed25519 key (for importing a key
     /// made elsewhere, and for tests against fixtures).
     pub fn from_rsa_pem(pem: &str) -> Result<Self, CryptoError> {
@@ -110,6 +117,7 @@ impl TeamKeys {
         let public = TeamPublicKeys {
             rsa: RsaPublicKey::from_der(spki.as_ref())?,
             signing: SigningPublicKey::from_key(verifying),
+            also_trusted: Vec::new(),
         };
         let modulus = public.rsa.modulus_be();
         Ok(Self {
@@ -152,6 +160,16 @@ impl TeamKeys {
     /// Base64 of the 32-byte Ed25519 public key.
     pub fn signing_key_base64(&self) -> String {
         self.public.signing.to_base64()
+    }
+
+    /// The id of the Ed25519 signing key (see [`SigningPublicKey::kid`]).
+    pub fn signing_kid(&self) -> &str {
+        self.public.signing.kid()
+    }
+
+    /// Base64 of an Ed25519 signature over `message` (a license file's `sig`).
+    pub fn sign(&self, message: &[u8]) -> String {
+        BASE64.encode(self.ed25519.sign(message).as_ref())
     }
 
     /// The `challengeResponse`: RSASSA-PKCS1-v1_5 with SHA-256 over the UTF-8 bytes of the
@@ -209,8 +227,7 @@ impl TeamKeys {
     /// The `X-Signature` value for one answer: base64 Ed25519 over
     /// [`response_signature_message`].
     pub fn sign_response(&self, request_body: &[u8], response_body: &[u8]) -> String {
-        let message = response_signature_message(request_body, response_body);
-        BASE64.encode(self.ed25519.sign(&message).as_ref())
+        self.sign(&response_signature_message(request_body, response_body))
     }
 }
 

@@ -167,6 +167,10 @@ actions! {
     ApiKeyRevoked = "api_key.revoked", "api_key";
     /// The team's settings were changed.
     SettingsUpdated = "settings.updated", "settings";
+    /// The team's signing key was rotated: a new key signs from now on.
+    SigningKeyRotated = "signing_key.rotated", "signing_key";
+    /// A former signing key of the team was retired: clients stop trusting it.
+    SigningKeyRetired = "signing_key.retired", "signing_key";
     /// A webhook endpoint was created.
     WebhookCreated = "webhook.created", "webhook";
     /// A webhook endpoint was changed (its secret rotated, say).

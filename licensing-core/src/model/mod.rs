@@ -35,8 +35,9 @@ pub use stats::{
     RequestsByType, Statistics, TopCountry, TopProduct,
 };
 pub use team::{
-    ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, PublicKeys, Team,
-    TeamCreated, TeamFeatures, TeamSettings, TeamView,
+    ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, Kid, PublicKeys,
+    SigningKey, SigningKeyChange, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView,
+    active_key_conflict,
 };
 pub use webhook::{
     ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,

@@ -349,7 +349,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
         "verification" => VERIFICATION,
         // Staff accounts are the team's other principals, beside its API keys.
         "api_key" | "staff" => API_KEYS,
-        "settings" | "team" => SETTINGS,
+        "settings" | "team" | "signing_key" => SETTINGS,
         "webhook" => WEBHOOKS,
         _ => return None,
     })

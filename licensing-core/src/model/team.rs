@@ -1,7 +1,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::scope::{ProductRestriction, Scope, Scopes};
-use crate::crypto::{ApiKeyHash, StoredTeamKeys};
+use crate::crypto::{ApiKeyHash, SigningPublicKey, StoredTeamKeys};
+use crate::store::{Entity, StoreError};
 use crate::{ApiKeyId, BlacklistId, ProductId, TeamId, Timestamp, UserId};
 
 /// A team: the tenant every other record belongs to.
@@ -18,10 +19,141 @@ pub struct Team {
     pub features: TeamFeatures,
     /// Private key material (never shown).
     pub keys: StoredTeamKeys,
+    /// The public halves of the team's Ed25519 signing keys, the active one and those it
+    /// rotated from that are still trusted. Empty for a team that never rotated: its only key is
+    /// the one in [`keys`](Self::keys), made with the team.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signing_keys: Vec<SigningKey>,
     /// Creation time.
     pub created_at: Timestamp,
     /// Last change.
     pub updated_at: Timestamp,
+}
+
+/// One of a team's Ed25519 signing keys, public half only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SigningKey {
+    /// Key id: lower-case hex of the first 8 bytes of SHA-256 of the raw public key.
+    #[cfg_attr(feature = "openapi", schema(example = "3f1c2a9be04d5e71"))]
+    pub kid: String,
+    /// Base64 of the raw 32-byte public key.
+    pub key: String,
+    /// When the key was made.
+    pub created_at: Timestamp,
+    /// Whether the server signs with it now (exactly one is active).
+    pub active: bool,
+}
+
+/// A signing key's id as a path names it: 16 lower-case hex characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kid(String);
+
+impl Kid {
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Kid {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err("must be a signing key id: 16 lower-case hexadecimal characters")
+        }
+    }
+}
+
+/// A change of a team's signing keys, applied by a store under the team's lock
+/// ([`Team::change_signing_keys`]).
+#[derive(Clone, Debug)]
+pub enum SigningKeyChange {
+    /// A new active key: `keys` (the team's private keys with the new signing key, as stored)
+    /// replace the stored ones; `new` is the new key's public half, `current` the active one's
+    /// (listed too when the team has no list yet).
+    Rotate {
+        /// The private keys to store.
+        keys: StoredTeamKeys,
+        /// The new key (active).
+        new: SigningKey,
+        /// The key it replaces, as the caller read it.
+        current: SigningKey,
+    },
+    /// A former key is no longer trusted: it leaves the list.
+    Retire {
+        /// Its id.
+        kid: String,
+    },
+}
+
+impl SigningKey {
+    /// The listing of `key`, made at `created_at`.
+    pub fn of(key: &SigningPublicKey, created_at: Timestamp, active: bool) -> Self {
+        Self {
+            kid: key.kid().to_owned(),
+            key: key.to_base64(),
+            created_at,
+            active,
+        }
+    }
+}
+
+impl Team {
+    /// The team's signing keys, given the public half of the active one (from its private
+    /// keys): the stored list, or for a team that never rotated, the active key made with the
+    /// team.
+    pub fn signing_key_list(&self, active: &SigningPublicKey) -> Vec<SigningKey> {
+        if self.signing_keys.is_empty() {
+            vec![SigningKey::of(active, self.created_at, true)]
+        } else {
+            self.signing_keys.clone()
+        }
+    }
+
+    /// Applies `change` (under the store's lock of the team): a rotation lists the key it
+    /// replaces as no longer active and the new one as active; retiring removes a key that is
+    /// not the active one (`NotFound` for a key the team does not list, `Conflict` for the
+    /// active one).
+    pub fn change_signing_keys(&mut self, change: &SigningKeyChange) -> Result<(), StoreError> {
+        match change {
+            SigningKeyChange::Rotate { keys, new, current } => {
+                if self.signing_keys.is_empty() {
+                    self.signing_keys.push(current.clone());
+                }
+                for key in &mut self.signing_keys {
+                    key.active = false;
+                }
+                self.signing_keys.push(new.clone());
+                self.keys = keys.clone();
+            }
+            SigningKeyChange::Retire { kid } => {
+                let at = self
+                    .signing_keys
+                    .iter()
+                    .position(|k| k.kid == *kid)
+                    .ok_or(StoreError::NotFound(Entity::SigningKey))?;
+                if self.signing_keys[at].active {
+                    return Err(active_key_conflict());
+                }
+                self.signing_keys.remove(at);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The refusal to retire the active signing key.
+pub fn active_key_conflict() -> StoreError {
+    StoreError::Conflict {
+        field: "kid",
+        message: "this is the active signing key: rotate to a new key first, then retire this one"
+            .into(),
+    }
 }
 
 /// A team's verification settings (`GET`/`PUT {dev}/settings`).
@@ -129,8 +261,10 @@ pub struct PublicKeys {
     pub public_key: String,
     /// Base64 of the PEM text, as clients embed it.
     pub public_key_base64: String,
-    /// Ed25519 response-signing key, base64 of 32 bytes.
+    /// The active Ed25519 signing key (answers and license files), base64 of 32 bytes.
     pub signing_key: String,
+    /// (ext) Every signing key the team's clients should trust, the active one among them.
+    pub signing_keys: Vec<SigningKey>,
 }
 
 /// What a blacklist entry matches.

@@ -22,6 +22,7 @@ pub enum Entity {
     Webhook,
     Delivery,
     Staff,
+    SigningKey,
 }
 
 /// A storage failure.
@@ -134,6 +135,7 @@ impl From<StoreError> for ApiError {
                 Entity::ApiKey => ApiError::record_not_found("API key not found"),
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
                 Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
+                Entity::SigningKey => ApiError::record_not_found("Signing key not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
             },

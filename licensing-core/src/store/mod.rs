@@ -33,9 +33,9 @@ use crate::api::requests::{
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
-    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release, StaffSession,
-    StaffUser, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery,
-    WebhookEndpoint, WebhookEvent,
+    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
+    SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings, TopProduct,
+    UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
@@ -133,6 +133,14 @@ pub trait TeamStore: Send + Sync {
         &self,
         id: TeamId,
         features: TeamFeatures,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<Team>> + Send;
+    /// Changes a team's signing keys ([`Team::change_signing_keys`], under the team's lock).
+    fn change_signing_keys(
+        &self,
+        id: TeamId,
+        change: &SigningKeyChange,
         now: Timestamp,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<Team>> + Send;

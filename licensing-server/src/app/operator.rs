@@ -9,7 +9,7 @@ use std::future::Future;
 
 use licensing_core::api::requests::ApiKeyInput;
 use licensing_core::model::{
-    Action, ApiKeyCreated, Role, Team, TeamCreated, TeamFeatures, changes,
+    Action, ApiKeyCreated, Role, SigningKey, Team, TeamCreated, TeamFeatures, changes,
 };
 use licensing_core::store::{AuditStore, Entity, Journal, StoreError, TeamStore};
 use licensing_core::{ApiError, TeamId, Timestamp, UserId};
@@ -169,6 +169,26 @@ impl OperatorOperation for CreateTeamKey {
             op.now,
         )
         .await
+    }
+}
+
+/// A new active signing key for a team (`signing-key rotate`).
+#[derive(Debug)]
+pub struct RotateSigningKey {
+    /// The team.
+    pub team: TeamId,
+}
+
+impl OperatorOperation for RotateSigningKey {
+    type Output = SigningKey;
+
+    async fn run(self, op: &Operator) -> Result<SigningKey, ApiError> {
+        let new = teams::rotate_signing_key(&op.store, &op.keyring, self.team, &op.acting, op.now)
+            .await?;
+        if let Some(contexts) = &op.contexts {
+            contexts.invalidate(self.team);
+        }
+        Ok(new)
     }
 }
 

@@ -5,11 +5,14 @@ use std::sync::Arc;
 use licensing_core::ApiError;
 use licensing_core::api::requests::{AuditQuery, SettingsBody};
 use licensing_core::model::{
-    Action, AuditEntry, PublicKeys, Resource, Scope, Statistics, Team, TeamSettings,
+    Action, AuditEntry, Kid, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange, Statistics,
+    Team, TeamSettings, active_key_conflict,
 };
 use licensing_core::store::{AuditStore, Entity, Page, StoreError, TeamStore};
 
 use super::{Cx, Operation};
+use crate::services::contexts::TeamContext;
+use crate::services::teams;
 
 /// The team's settings.
 pub(crate) struct GetSettings;
@@ -19,6 +22,13 @@ pub(crate) struct UpdateSettings(pub(crate) SettingsBody);
 
 /// The keys the team's clients check its answers with (any caller of the team).
 pub(crate) struct GetPublicKeys;
+
+/// Makes a new Ed25519 signing key the active one; the former keys stay listed, and clients
+/// keep trusting them until they are retired.
+pub(crate) struct RotateSigningKey;
+
+/// Retires a former signing key (by its `kid`; the active one cannot be retired).
+pub(crate) struct RetireSigningKey(pub(crate) Kid);
 
 /// The team's statistics (a restricted key's own products only among the top products).
 pub(crate) struct GetStatistics;
@@ -77,17 +87,72 @@ impl Operation for GetPublicKeys {
     const SCOPE: Option<Scope> = None;
 
     async fn run(self, cx: &Cx) -> Result<PublicKeys, ApiError> {
-        let team = team(cx).await?;
-        let keys = cx
-            .state
-            .keyring
-            .open(&team)
-            .map_err(|e| ApiError::internal_because("team keys unreadable", e))?;
+        let context = context(cx).await?;
+        let keys = &context.keys;
         Ok(PublicKeys {
             public_key: keys.public_key_pem().to_owned(),
             public_key_base64: keys.public_key_base64(),
             signing_key: keys.signing_key_base64(),
+            signing_keys: context.team.signing_key_list(&keys.public_keys().signing),
         })
+    }
+}
+
+/// The team's record and opened keys, as the client API uses them.
+async fn context(cx: &Cx) -> Result<Arc<TeamContext>, ApiError> {
+    Ok(cx
+        .state
+        .contexts
+        .get(&cx.state.store, cx.team)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Team))?)
+}
+
+impl Operation for RotateSigningKey {
+    type Output = SigningKey;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
+
+    async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
+        let state = &cx.state;
+        let new =
+            teams::rotate_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
+                .await?;
+        state.contexts.invalidate(cx.team);
+        Ok(new)
+    }
+}
+
+impl Operation for RetireSigningKey {
+    type Output = SigningKey;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
+
+    async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
+        let context = context(cx).await?;
+        let listed = context
+            .team
+            .signing_key_list(&context.keys.public_keys().signing);
+        let key = listed
+            .into_iter()
+            .find(|k| k.kid == self.0.as_str())
+            .ok_or(StoreError::NotFound(Entity::SigningKey))?;
+        // The store refuses it too (a rotation may have happened since the context was read).
+        if key.active || key.kid == context.keys.signing_kid() {
+            return Err(active_key_conflict().into());
+        }
+        let journal = cx.change(Action::SigningKeyRetired, &key.kid, Some(&key), None);
+        cx.state
+            .store
+            .change_signing_keys(
+                cx.team,
+                &SigningKeyChange::Retire {
+                    kid: key.kid.clone(),
+                },
+                cx.now,
+                &journal,
+            )
+            .await?;
+        cx.state.contexts.invalidate(cx.team);
+        Ok(key)
     }
 }
 

@@ -4,7 +4,7 @@
 use licensing_core::model::Role;
 use licensing_core::{ResultCode, TeamId, Timestamp};
 use licensing_server::operator::{
-    CreateStaff, CreateTeam, CreateTeamKey, NewPasswordLink, Operator,
+    CreateStaff, CreateTeam, CreateTeamKey, NewPasswordLink, Operator, RotateSigningKey,
 };
 use licensing_server::services;
 use licensing_server::services::keyring::Keyring;
@@ -92,6 +92,25 @@ pub(crate) async fn user_link(
         services::staff::LINK_LIFETIME_HOURS,
         password_link(url, &issued)
     );
+    Ok(())
+}
+
+pub(crate) async fn signing_key_rotate(
+    team: TeamId,
+    master_key_file: Option<&std::path::Path>,
+    store: &StoreArgs,
+) -> anyhow::Result<()> {
+    let keyring = Keyring::load(master_key_file).map_err(anyhow::Error::msg)?;
+    let new = store
+        .operator_with(&keyring)
+        .await?
+        .perform(RotateSigningKey { team })
+        .await
+        .map_err(|e| match e.code() {
+            ResultCode::TeamNotFound => anyhow::anyhow!("there is no team {team}"),
+            _ => anyhow::anyhow!("{}", describe(&e)),
+        })?;
+    println!("{}", serde_json::to_string(&new)?);
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 
 use licensing_core::api::requests::{
     BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, LicenseListQuery, Patch,
-    ProductBody, SettingsBody,
+    ProductBody,
 };
 use licensing_core::model::{Resource, Scope};
 use licensing_core::validate::SearchText;
@@ -18,10 +18,9 @@ use crate::app::licenses::ListLicenses;
 use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
 };
-use crate::app::team::{GetSettings, UpdateSettings};
 use crate::http::Response;
 
-fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
+pub(super) fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
     html! {
         @if let Some(message) = failure.and_then(|f| f.field(name)) {
             span.field-error { (message) }
@@ -459,80 +458,4 @@ pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Resp
         "/dashboard/blacklist?notice=blacklist-removed",
     )
     .await
-}
-
-// Settings.
-
-/// `GET /dashboard/settings`, or the form again with what to fix.
-pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
-    let outcome = async {
-        let s = api::perform(ctx, staff, GetSettings).await?;
-        let write = staff.may(Scope::write(Resource::Settings));
-        let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
-        let content = html! {
-            h1 { "Settings" }
-            (page::problems(failure))
-            form method="post" action="/dashboard/settings" {
-                (page::csrf(staff))
-                fieldset disabled[!write] {
-                    legend { "What a client request must name" }
-                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier (without one, verify and heartbeat are refused)" }
-                    label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; "One of the license's customers" }
-                    label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; "One of the license's products" }
-                    label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }
-                }
-                fieldset disabled[!write] {
-                    legend { "When a device or address stops counting" }
-                    label for="hwidTimeout" { "Device seat freed after (minutes)" span.hint { "Empty: never; a device counts against the limit until forgotten." } (field_error(failure, "hwidTimeout")) }
-                    input #hwidTimeout type="number" min="1" name="hwidTimeout" value=(minutes(s.hwid_timeout));
-                    label for="ipTimeout" { "Address freed after (minutes)" span.hint { "Empty: never." } (field_error(failure, "ipTimeout")) }
-                    input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
-                }
-                @if write { p { button type="submit" { "Save settings" } } }
-                @else { p.hint { "Your role may read the settings, not change them." } }
-            }
-        };
-        Ok(page::shown(Nav::Settings, "Settings", content))
-    };
-    page::answer(ctx, staff, failure, outcome.await)
-}
-
-/// `POST /dashboard/settings`.
-pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
-    let mut problems = Vec::new();
-    let mut minutes = |name: &str| match form.text(name) {
-        None => Patch::Null,
-        Some(t) => t.parse::<i64>().map_or_else(
-            |_| {
-                problems.push(licensing_core::FieldError::new(
-                    name,
-                    "must be a whole number of minutes",
-                ));
-                Patch::Null
-            },
-            Patch::Value,
-        ),
-    };
-    let checked = |name: &str| Patch::Value(form.get(name).is_some());
-    let body = SettingsBody {
-        require_hardware_identifier: checked("requireHardwareIdentifier"),
-        strict_customers: checked("strictCustomers"),
-        strict_products: checked("strictProducts"),
-        strict_releases: checked("strictReleases"),
-        hwid_timeout: minutes("hwidTimeout"),
-        ip_timeout: minutes("ipTimeout"),
-    };
-    if !problems.is_empty() {
-        let f = Failure {
-            status: 400,
-            details: String::new(),
-            fields: problems,
-        };
-        return settings(ctx, staff, Some(&f)).await;
-    }
-    match api::perform(ctx, staff, UpdateSettings(body)).await {
-        Ok(_) => page::redirect("/dashboard/settings?notice=settings-saved"),
-        Err(f) if f.status == 400 => settings(ctx, staff, Some(&f)).await,
-        Err(f) => page::failure(ctx, Some(staff), &f),
-    }
 }

@@ -25,6 +25,7 @@ mod overview;
 mod page;
 mod releases;
 mod session;
+mod settings;
 mod users;
 mod webhooks;
 
@@ -210,8 +211,18 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (true, _, ["blacklist"]) => catalog::blacklist(&ctx, &staff, &form, None).await,
         (_, true, ["blacklist"]) => catalog::add_blacklist(&ctx, &staff, &form).await,
         (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(&ctx, &staff, id).await,
-        (true, _, ["settings"]) => catalog::settings(&ctx, &staff, None).await,
-        (_, true, ["settings"]) => catalog::save_settings(&ctx, &staff, &form).await,
+        (true, _, ["settings"]) => settings::settings(&ctx, &staff, None).await,
+        (_, true, ["settings"]) => settings::save_settings(&ctx, &staff, &form).await,
+        (true, _, ["settings", "signing-keys", "rotate"]) => {
+            settings::confirm_rotate(&ctx, &staff).await
+        }
+        (_, true, ["settings", "signing-keys", "rotate"]) => settings::rotate(&ctx, &staff).await,
+        (true, _, ["settings", "signing-keys", kid, "retire"]) => {
+            settings::confirm_retire(&ctx, &staff, kid).await
+        }
+        (_, true, ["settings", "signing-keys", kid, "retire"]) => {
+            settings::retire(&ctx, &staff, kid).await
+        }
         (true, _, ["releases"]) => releases::list(&ctx, &staff, &form, None).await,
         (true, _, ["releases", id]) => releases::show(&ctx, &staff, id, None).await,
         (_, true, ["releases", id]) => releases::update(&ctx, &staff, id, &form).await,

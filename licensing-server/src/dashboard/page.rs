@@ -290,6 +290,10 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "blacklist-added" => "Added to the blacklist.",
         "blacklist-removed" => "Removed from the blacklist.",
         "settings-saved" => "Settings saved.",
+        "signing-key-rotated" => {
+            "Signing key rotated: the new key signs from now on; the former one stays trusted until you retire it."
+        }
+        "signing-key-retired" => "Signing key retired.",
         "webhook-test" => "Test event queued: it appears below once sent.",
         "webhook-redelivered" => "Delivery queued again.",
         "webhook-deleted" => "Webhook endpoint deleted.",

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use futures_util::Stream;
 use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY};
 use licensing_core::api::{Envelope, ErrorData};
-use licensing_core::crypto::SIGNATURE_HEADER;
+use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER};
 use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ResultCode, TeamId, Timestamp};
 use serde::Serialize;
@@ -86,7 +86,7 @@ pub(crate) fn json_answer<T: Serialize>(
     let signature = seen
         .context
         .as_ref()
-        .map(|c| c.keys.sign_response(request, &body));
+        .map(|c| (c.keys.sign_response(request, &body), c.keys.signing_kid()));
     let mut response = Response::new(body.into());
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
@@ -94,10 +94,14 @@ pub(crate) fn json_answer<T: Serialize>(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    if let Some(signature) = signature
-        && let Ok(value) = HeaderValue::from_str(&signature)
+    if let Some((signature, kid)) = signature
+        && let (Ok(value), Ok(kid)) = (
+            HeaderValue::from_str(&signature),
+            HeaderValue::from_str(kid),
+        )
     {
         headers.insert(SIGNATURE_HEADER, value);
+        headers.insert(SIGNATURE_KEY_ID_HEADER, kid);
     }
     if let Some(rate) = &seen.rate {
         rate.apply(headers);

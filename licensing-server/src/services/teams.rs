@@ -4,14 +4,68 @@ use licensing_core::ApiError;
 use licensing_core::api::requests::ApiKeyInput;
 use licensing_core::crypto::{ApiKeySecret, TeamKeys};
 use licensing_core::model::{
-    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, FieldChange, Scopes, Team, TeamCreated,
-    TeamFeatures, TeamSettings, TeamView, changes,
+    Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, FieldChange, Scopes, SigningKey,
+    SigningKeyChange, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView, changes,
 };
 use licensing_core::store::{ApiKeyStore, Entity, ProductStore, StoreError, TeamStore};
 
 use crate::services::audit::Acting;
 use crate::services::keyring::Keyring;
 use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
+
+/// Makes a new Ed25519 signing key `team`'s active one (sealed as `keyring` stores keys); the
+/// former keys stay listed, inactive, until retired. Audited as `signing_key.rotated`. The
+/// caller drops the team's cached context.
+pub async fn rotate_signing_key<S: TeamStore>(
+    store: &S,
+    keyring: &Keyring,
+    team: TeamId,
+    by: &Acting,
+    now: Timestamp,
+) -> Result<SigningKey, ApiError> {
+    let team = store
+        .get_team(team)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Team))?;
+    let keyring = keyring.clone();
+    let opened = team.clone();
+    // Opening the RSA key and making the new pair cost milliseconds: off the runtime.
+    let (keys, rotated, stored) = tokio::task::spawn_blocking(move || {
+        let keys = keyring.open(&opened)?;
+        let rotated = keys
+            .with_new_signing_key()
+            .map_err(|e| format!("making a signing key failed: {e}"))?;
+        let stored = keyring.store_form(opened.id, &rotated)?;
+        Ok::<_, String>((keys, rotated, stored))
+    })
+    .await
+    .map_err(|e| ApiError::internal_because("signing key task failed", e))?
+    .map_err(|e| ApiError::internal_because("signing key rotation failed", e))?;
+    let active = &keys.public_keys().signing;
+    let current = team
+        .signing_key_list(active)
+        .into_iter()
+        .find(|k| k.active)
+        .unwrap_or_else(|| SigningKey::of(active, team.created_at, true));
+    let new = SigningKey::of(&rotated.public_keys().signing, now, true);
+    let journal = by.change(
+        team.id,
+        now,
+        Action::SigningKeyRotated,
+        &new.kid,
+        Some(&current),
+        Some(&new),
+    );
+    let change = SigningKeyChange::Rotate {
+        keys: stored,
+        new: new.clone(),
+        current,
+    };
+    store
+        .change_signing_keys(team.id, &change, now, &journal)
+        .await?;
+    Ok(new)
+}
 
 /// Creates a team with fresh RSA-2048 and Ed25519 key pairs (stored in the clear) and a first
 /// API key (named "initial"), and returns what its owner needs, the API key shown this once.
@@ -44,6 +98,7 @@ pub async fn create_team_with<S: TeamStore>(
         settings: TeamSettings::default(),
         features: TeamFeatures::default(),
         keys: stored,
+        signing_keys: vec![SigningKey::of(&keys.public_keys().signing, now, true)],
         created_at: now,
         updated_at: now,
     };

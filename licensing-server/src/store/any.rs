@@ -14,8 +14,8 @@ use licensing_core::api::requests::{
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HealthChange, HourlyStats, Hwid,
-    IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
-    TopProduct, WebhookDelivery, WebhookEndpoint,
+    IpRecord, License, OutboxMessage, Overview, Product, Release, SigningKeyChange, Team,
+    TeamFeatures, TeamSettings, TopProduct, WebhookDelivery, WebhookEndpoint,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;
@@ -183,6 +183,7 @@ delegate!(TeamStore {
     fn list_teams(&self) -> StoreResult<Vec<Team>>;
     fn update_settings(&self, id: TeamId, settings: &TeamSettings, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
+    fn change_signing_keys(&self, id: TeamId, change: &SigningKeyChange, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, now: Timestamp) -> StoreResult<Team>;
 });
 

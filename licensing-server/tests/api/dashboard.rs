@@ -1533,6 +1533,114 @@ async fn customers_products_branches_blacklist_and_settings_are_managed_by_the_r
     );
 }
 
+/// The settings page lists the signing keys; an owner rotates the key and retires the former
+/// one (each confirmed); a developer sees the keys without the buttons and a forged rotation is
+/// refused.
+#[tokio::test]
+async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
+    let s = TestServer::start().await;
+    let old_kid = s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut dev = Browser::new(&s);
+    staff(
+        &s,
+        &mut dev,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = dev.get("/dashboard/settings").await;
+    page.has(&old_kid).has("Active").lacks("Rotate signing key");
+    let forged = dev
+        .submit(&page, "/dashboard/settings/signing-keys/rotate", &[])
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.text);
+
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/settings").await;
+    page.has("Rotate signing key");
+    let confirm = owner.get("/dashboard/settings/signing-keys/rotate").await;
+    confirm.has("Rotate the signing key?");
+    let rotated = owner
+        .submit(&confirm, "/dashboard/settings/signing-keys/rotate", &[])
+        .await;
+    assert_eq!(rotated.status, 303, "{}", rotated.text);
+    let keys = s.get(&s.dev("public-key")).await.ok()["signingKeys"].clone();
+    let new_kid = keys[1]["kid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (keys[0]["active"].clone(), keys[1]["active"].clone()),
+        (json!(false), json!(true))
+    );
+    let page = owner
+        .get("/dashboard/settings?notice=signing-key-rotated")
+        .await;
+    page.has(&new_kid)
+        .has("Trusted until retired")
+        .has(&format!(
+            "/dashboard/settings/signing-keys/{old_kid}/retire"
+        ))
+        .lacks(&format!(
+            "/dashboard/settings/signing-keys/{new_kid}/retire"
+        ));
+    // The active key has no confirmation page, and an id that is no id is not found.
+    assert_eq!(
+        owner
+            .get(&format!(
+                "/dashboard/settings/signing-keys/{new_kid}/retire"
+            ))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        owner
+            .get("/dashboard/settings/signing-keys/nonsense/retire")
+            .await
+            .status,
+        404
+    );
+    let confirm = owner
+        .get(&format!(
+            "/dashboard/settings/signing-keys/{old_kid}/retire"
+        ))
+        .await;
+    confirm.has("Retire this signing key?").has(&old_kid);
+    let retired = owner
+        .submit(
+            &confirm,
+            &format!("/dashboard/settings/signing-keys/{old_kid}/retire"),
+            &[],
+        )
+        .await;
+    assert_eq!(retired.status, 303, "{}", retired.text);
+    owner
+        .get("/dashboard/settings")
+        .await
+        .has(&new_kid)
+        .lacks(&old_kid);
+    // Retiring the active key through a forged form is refused with the reason.
+    let refused = owner
+        .submit(
+            &confirm,
+            &format!("/dashboard/settings/signing-keys/{new_kid}/retire"),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused.has("active signing key");
+}
+
 #[tokio::test]
 async fn the_overview_draws_the_days_requests_as_svg_with_their_numbers() {
     let s = TestServer::start().await;

@@ -394,14 +394,17 @@ impl ClientAnswer {
         self
     }
 
-    /// Asserts that `X-Signature` verifies with the team's signing key.
+    /// Asserts that `X-Signature` verifies with the team's signing key that
+    /// `X-Signature-Key-Id` names.
     #[track_caller]
     pub fn signed_by(&self, keys: &TeamPublicKeys) -> &Self {
         let signature = self
             .header("x-signature")
             .unwrap_or_else(|| panic!("no X-Signature on {} {}", self.status, self.body));
-        keys.signing
-            .verify_response(&self.request, &self.bytes, signature)
+        let kid = self
+            .header("x-signature-key-id")
+            .unwrap_or_else(|| panic!("no X-Signature-Key-Id on {} {}", self.status, self.body));
+        keys.verify_response(Some(kid), &self.request, &self.bytes, signature)
             .unwrap_or_else(|_| panic!("X-Signature does not verify: {}", self.body));
         self
     }
@@ -410,6 +413,7 @@ impl ClientAnswer {
     #[track_caller]
     pub fn unsigned(&self) -> &Self {
         assert!(self.header("x-signature").is_none(), "{}", self.body);
+        assert!(self.header("x-signature-key-id").is_none(), "{}", self.body);
         self
     }
 }

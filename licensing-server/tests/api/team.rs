@@ -110,3 +110,132 @@ async fn statistics_are_assembled_and_cached() {
         2
     );
 }
+
+/// Signing keys have ids; a rotation makes a new key sign answers at once (here and after a
+/// restart), lists the former one as inactive until it is retired, keeps the RSA key, and is
+/// audited; the active key cannot be retired.
+#[tokio::test]
+async fn signing_keys_rotate_and_retire() {
+    use licensing_core::crypto::SigningPublicKey;
+
+    let s = TestServer::start().await;
+    let first = s.get(&s.dev("public-key")).await.ok().clone();
+    let old = SigningPublicKey::from_base64(first["signingKey"].as_str().unwrap()).unwrap();
+    let listed = first["signingKeys"].as_array().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["kid"], old.kid());
+    assert_eq!(listed[0]["key"], first["signingKey"]);
+    assert_eq!(listed[0]["active"], true);
+    assert!(listed[0]["createdAt"].is_string());
+
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let verify = json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "device-0001"});
+    let before = s.client("verify", &verify, None).await;
+    before.valid();
+    assert_eq!(before.header("x-signature-key-id"), Some(old.kid()));
+    before.signed_by(&s.public_keys().await);
+
+    let rotated = s.post(&s.dev("signing-keys/rotate"), "").await;
+    assert_eq!(rotated.status, 201, "{}", rotated.body);
+    let new = rotated.ok().clone();
+    let new_key = SigningPublicKey::from_base64(new["key"].as_str().unwrap()).unwrap();
+    assert_eq!(new["kid"], new_key.kid());
+    assert_ne!(new_key.kid(), old.kid());
+    assert_eq!(new["active"], true);
+
+    let after = s.get(&s.dev("public-key")).await.ok().clone();
+    assert_eq!(after["signingKey"], new["key"]);
+    assert_eq!(after["publicKey"], first["publicKey"], "the RSA key stays");
+    let kids: Vec<(String, bool)> = after["signingKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kid"].as_str().unwrap().to_owned(), k["active"] == true))
+        .collect();
+    assert_eq!(
+        kids,
+        [
+            (old.kid().to_owned(), false),
+            (new_key.kid().to_owned(), true)
+        ]
+    );
+
+    // Answers are signed with the new key from now on, and say so.
+    let answer = s.client("verify", &verify, None).await;
+    answer.valid();
+    assert_eq!(answer.header("x-signature-key-id"), Some(new_key.kid()));
+    let signature = answer.header("x-signature").unwrap();
+    new_key
+        .verify_response(&answer.request, &answer.bytes, signature)
+        .unwrap();
+    assert!(
+        old.verify_response(&answer.request, &answer.bytes, signature)
+            .is_err()
+    );
+    // An error answer once the team is known is signed with it too.
+    let refused = s
+        .client(
+            "verify",
+            &json!({"licenseKey": "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA"}),
+            None,
+        )
+        .await;
+    assert_eq!(refused.header("x-signature-key-id"), Some(new_key.kid()));
+
+    // The active key cannot be retired; a malformed or unknown id is refused.
+    let refused = s
+        .delete(&s.dev(&format!("signing-keys/{}", new_key.kid())))
+        .await;
+    assert_eq!(refused.err(400, "BAD_REQUEST").fields(), ["kid"]);
+    let malformed = s.delete(&s.dev("signing-keys/NOT-A-KID")).await;
+    assert_eq!(malformed.err(400, "BAD_REQUEST").fields(), ["kid"]);
+    s.delete(&s.dev("signing-keys/0123456789abcdef"))
+        .await
+        .err(404, "BAD_REQUEST");
+    // Another team's key id is unknown here.
+    let other = s.other_team().await;
+    let other_kid = SigningPublicKey::from_base64(&other.signing_key)
+        .unwrap()
+        .kid()
+        .to_owned();
+    s.delete(&s.dev(&format!("signing-keys/{other_kid}")))
+        .await
+        .err(404, "BAD_REQUEST");
+
+    let retired = s
+        .delete(&s.dev(&format!("signing-keys/{}", old.kid())))
+        .await;
+    assert_eq!(retired.ok()["kid"], old.kid());
+    let listed = s.get(&s.dev("public-key")).await.ok()["signingKeys"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["kid"], new_key.kid());
+    s.delete(&s.dev(&format!("signing-keys/{}", old.kid())))
+        .await
+        .err(404, "BAD_REQUEST");
+
+    let audit = s
+        .get(&s.dev("audit-log?resourceType=signing_key"))
+        .await
+        .ok()
+        .clone();
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["signing_key.retired", "signing_key.rotated"]);
+
+    // The new key survives a restart (it is the stored key, not a cached one).
+    let s = s.restart().await;
+    let answer = s.client("verify", &verify, None).await;
+    answer.valid();
+    assert_eq!(answer.header("x-signature-key-id"), Some(new_key.kid()));
+    new_key
+        .verify_response(
+            &answer.request,
+            &answer.bytes,
+            answer.header("x-signature").unwrap(),
+        )
+        .unwrap();
+}

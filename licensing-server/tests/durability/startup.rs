@@ -91,7 +91,8 @@ fn any_file_contains(dir: &Path, needle: &[u8]) -> bool {
 }
 
 /// A verify with a challenge, checked against the team's public key: the private key works.
-async fn signs_challenges(server: &ChildServer, team: &Team) {
+/// Verifies a new license through `server`; returns the answer's signing key id.
+async fn signs_challenges(server: &ChildServer, team: &Team) -> String {
     let api = Api::new(server, team);
     let license = api
         .post("licenses", json!({"expirationType": "NEVER"}))
@@ -100,16 +101,18 @@ async fn signs_challenges(server: &ChildServer, team: &Team) {
         "{}/api/v1/client/teams/{}/verification/verify",
         server.base, team.id
     );
-    let answer: Value = api
+    let response = api
         .client
         .post(url)
         .json(&json!({"licenseKey": license["licenseKey"], "challenge": "challenge-0123456"}))
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
+    let kid = response.headers()["x-signature-key-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["result"]["code"], "VALID", "{answer}");
     let keys =
         licensing_core::crypto::TeamPublicKeys::parse(&team.public_key, &team.signing_key).unwrap();
@@ -119,6 +122,7 @@ async fn signs_challenges(server: &ChildServer, team: &Team) {
             answer["result"]["challengeResponse"].as_str().unwrap(),
         )
         .unwrap();
+    kid
 }
 
 /// BUG-3: each team's RSA private key and Ed25519 seed sat in a 0644 file in 0755 directories.
@@ -274,11 +278,39 @@ async fn a_master_key_seals_private_keys_at_rest() {
     );
     assert!(!old.status.success());
     assert!(String::from_utf8_lossy(&old.stderr).contains("holds key"));
-    let server = ChildServer::start(
-        &dir,
-        &[("LICENSING_MASTER_KEY_FILE", new_key.to_str().unwrap())],
+
+    // A signing key rotated on the command line is sealed like the others; without the master
+    // key the command is refused, saying what it needs.
+    let with_new_key = [("LICENSING_MASTER_KEY_FILE", new_key.to_str().unwrap())];
+    let team_id = team.id.to_string();
+    let rotate = [
+        "signing-key",
+        "rotate",
+        "--team",
+        &team_id,
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ];
+    let refused = run(&rotate, &[]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("LICENSING_MASTER_KEY_FILE"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
     );
-    signs_challenges(&server, &team).await;
+    let rotated = run(&rotate, &with_new_key);
+    assert!(
+        rotated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rotated.stderr)
+    );
+    let new_signing: Value = serde_json::from_slice(&rotated.stdout).unwrap();
+    assert_eq!(new_signing["active"], true);
+    assert!(!any_file_contains(&dir, b"ed25519Seed"));
+
+    let server = ChildServer::start(&dir, &with_new_key);
+    let kid = signs_challenges(&server, &team).await;
+    assert_eq!(kid, new_signing["kid"].as_str().unwrap());
     assert!(!any_file_contains(&dir, b"PRIVATE KEY"));
 }
 

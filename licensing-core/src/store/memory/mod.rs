@@ -237,6 +237,24 @@ impl TeamStore for MemoryStore {
         })
     }
 
+    async fn change_signing_keys(
+        &self,
+        id: TeamId,
+        change: &crate::model::SigningKeyChange,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<Team> {
+        self.write(journal, |s| {
+            let team = s
+                .teams
+                .get_mut(&id)
+                .ok_or(StoreError::NotFound(Entity::Team))?;
+            team.change_signing_keys(change)?;
+            team.updated_at = now;
+            Ok(team.clone())
+        })
+    }
+
     async fn update_team_keys(
         &self,
         id: TeamId,

@@ -21,6 +21,7 @@ pub async fn team<S: Store>(store: &S, name: &str) -> Team {
             rsa_private_pem: "placeholder".into(),
             ed25519_seed: "placeholder".into(),
         }),
+        signing_keys: Vec::new(),
         created_at: t0(),
         updated_at: t0(),
     };

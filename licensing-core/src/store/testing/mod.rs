@@ -30,7 +30,7 @@ use crate::api::requests::{
 use crate::crypto::{ApiKeySecret, PlainTeamKeys, StoredTeamKeys};
 use crate::model::{
     Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, OutboxMessage,
-    ReleaseFile, ReleaseStatus, RequestType,
+    ReleaseFile, ReleaseStatus, RequestType, SigningKey, SigningKeyChange,
 };
 use crate::validate::{BranchName, Email, Version};
 use crate::verify::RecordChange;
@@ -136,6 +136,7 @@ macro_rules! store_test_suite {
             client_events_are_written_with_their_records_and_raised_once,
             nothing_crosses_team_boundaries,
             staff_accounts_have_addresses_unique_in_their_team_and_sessions_end_with_them,
+            signing_keys_rotate_and_retire_under_the_teams_lock,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {

@@ -153,3 +153,71 @@ pub async fn statistics_buckets_merge_and_overview_counts<S: Store>(store: &S) {
         [("Bpp", 3), ("App", 1)]
     );
 }
+
+pub async fn signing_keys_rotate_and_retire_under_the_teams_lock<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let key = |kid: &str, active| SigningKey {
+        kid: kid.into(),
+        key: format!("{kid}=="),
+        created_at: t0(),
+        active,
+    };
+    let sealed = |seed: &str| {
+        StoredTeamKeys::Plain(PlainTeamKeys {
+            rsa_private_pem: "placeholder".into(),
+            ed25519_seed: seed.into(),
+        })
+    };
+    let rotate = |seed: &str, new: &str, current: &str| SigningKeyChange::Rotate {
+        keys: sealed(seed),
+        new: key(new, true),
+        current: key(current, true),
+    };
+    // A team that never rotated lists its current key as the former one.
+    let after = store
+        .change_signing_keys(t.id, &rotate("s2", "k2", "k1"), at(1), &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(after.signing_keys, vec![key("k1", false), key("k2", true)]);
+    assert_eq!(after.keys, sealed("s2"));
+    // The caller's view of the current key matters only for the first rotation.
+    store
+        .change_signing_keys(t.id, &rotate("s3", "k3", "stale"), at(2), &Journal::NONE)
+        .await
+        .unwrap();
+    let stored = store.get_team(t.id).await.unwrap().unwrap();
+    assert_eq!(
+        stored.signing_keys,
+        vec![key("k1", false), key("k2", false), key("k3", true)]
+    );
+    assert_eq!((stored.keys, stored.updated_at), (sealed("s3"), at(2)));
+    let retire = |kid: &str| SigningKeyChange::Retire { kid: kid.into() };
+    assert!(matches!(
+        store
+            .change_signing_keys(t.id, &retire("k3"), at(3), &Journal::NONE)
+            .await,
+        Err(StoreError::Conflict { field: "kid", .. })
+    ));
+    assert!(matches!(
+        store
+            .change_signing_keys(t.id, &retire("k9"), at(3), &Journal::NONE)
+            .await,
+        Err(StoreError::NotFound(Entity::SigningKey))
+    ));
+    let other = team(store, "B").await;
+    assert!(matches!(
+        store
+            .change_signing_keys(other.id, &retire("k1"), at(3), &Journal::NONE)
+            .await,
+        Err(StoreError::NotFound(Entity::SigningKey))
+    ));
+    let after = store
+        .change_signing_keys(t.id, &retire("k1"), at(4), &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(after.signing_keys, vec![key("k2", false), key("k3", true)]);
+    assert_eq!(
+        store.get_team(t.id).await.unwrap().unwrap().signing_keys,
+        after.signing_keys
+    );
+}

@@ -15,7 +15,10 @@ pub(in crate::openapi) enum ClientRefused {
     #[response(
         status = 403,
         description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED",
-        headers(("X-Signature" = String, description = "Signature of this exchange"))
+        headers(
+            ("X-Signature" = String, description = "Signature of this exchange"),
+            ("X-Signature-Key-Id" = String, description = "(ext) The `kid` of the signing key")
+        )
     )]
     Refused(Envelope<Option<ErrorData>>),
     /// Something named that is not there.
@@ -45,7 +48,8 @@ pub(in crate::openapi) enum ClientRefused {
     request_body = ClientBody,
     responses(
         (status = 200, description = "VALID: the license, its customers and products; `result.challengeResponse` when a challenge was sent", body = Envelope<VerifyData>, headers(
-            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's signing key"),
+            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's active signing key"),
+            ("X-Signature-Key-Id" = String, description = "(ext) The `kid` of the key that signed: lower-case hex of the first 8 bytes of SHA-256 of its raw 32-byte public key"),
             ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
             ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
             ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
@@ -65,7 +69,8 @@ pub(in crate::openapi) fn verify() {}
     request_body = ClientBody,
     responses(
         (status = 200, description = "VALID: the license's limits and expiration type", body = Envelope<HeartbeatData>, headers(
-            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's signing key"),
+            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's active signing key"),
+            ("X-Signature-Key-Id" = String, description = "(ext) The `kid` of the key that signed: lower-case hex of the first 8 bytes of SHA-256 of its raw 32-byte public key"),
             ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
             ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
             ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")

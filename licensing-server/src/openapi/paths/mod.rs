@@ -26,8 +26,8 @@ use licensing_core::api::{
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,
-    ReleaseView, StaffInvited, Statistics, TeamCreated, TeamSettings, TeamView, WebhookDelivery,
-    WebhookView, WebhookWithSecret,
+    ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated, TeamSettings, TeamView,
+    WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use utoipa::ToSchema;
 

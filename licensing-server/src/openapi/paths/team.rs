@@ -169,7 +169,8 @@ pub(in crate::openapi) fn revoke_api_key() {}
 )]
 pub(in crate::openapi) fn audit_log() {}
 
-/// (ext) The team's public keys: RSA (PEM and base64 of the PEM) and Ed25519 (`signingKey`).
+/// (ext) The team's public keys: RSA (PEM and base64 of the PEM), the active Ed25519 key
+/// (`signingKey`) and every signing key clients should trust (`signingKeys`).
 #[utoipa::path(
     get,
     path = "/api/v1/dev/teams/{teamId}/public-key",
@@ -182,3 +183,38 @@ pub(in crate::openapi) fn audit_log() {}
     )
 )]
 pub(in crate::openapi) fn public_keys() {}
+
+/// (ext) Rotate the Ed25519 signing key: a new key signs answers and license files from now on;
+/// the former keys stay listed (inactive) and trusted until retired. The RSA key stays. Audited
+/// (`signing_key.rotated`).
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/signing-keys/rotate",
+    tag = "extensions",
+    params(TeamPath),
+    responses(
+        (status = 201, description = "The new active key", body = Envelope<SigningKey>),
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn rotate_signing_key() {}
+
+/// (ext) Retire a former signing key: clients stop trusting it. Audited (`signing_key.retired`).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
+    tag = "extensions",
+    params(
+        TeamPath,
+        ("kid" = String, Path, pattern = "^[0-9a-f]{16}$", description = "The key's id"),
+    ),
+    responses(
+        (status = 200, description = "The retired key", body = Envelope<SigningKey>),
+        (status = 400, description = "BAD_REQUEST: a malformed key id, or the active key (rotate first)", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "BAD_REQUEST (the team has no such key)", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn retire_signing_key() {}

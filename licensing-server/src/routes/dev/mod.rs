@@ -243,6 +243,8 @@ pub(crate) fn operations() -> Vec<Route> {
         route::<app::team::GetSettings>(get.clone(), "settings"),
         route::<app::team::UpdateSettings>(put, "settings"),
         route::<app::team::GetPublicKeys>(get.clone(), "public-key"),
+        route::<app::team::RotateSigningKey>(post.clone(), "signing-keys/rotate"),
+        route::<app::team::RetireSigningKey>(delete.clone(), "signing-keys/{kid}"),
         route::<app::access::CreateBlacklistEntry>(post.clone(), "blacklist"),
         route::<app::access::ListBlacklist>(get.clone(), "blacklist"),
         route::<app::access::DeleteBlacklistEntry>(delete.clone(), "blacklist/{blacklistId}"),

@@ -1,7 +1,7 @@
 //! Teams and their API keys.
 
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
-use licensing_core::model::{ApiKeyRecord, Team, TeamFeatures, TeamSettings};
+use licensing_core::model::{ApiKeyRecord, SigningKeyChange, Team, TeamFeatures, TeamSettings};
 use licensing_core::store::{ApiKeyStore, Entity, Journal, StoreError, StoreResult, TeamStore};
 use licensing_core::{ApiKeyId, TeamId, Timestamp};
 use sqlx::Row as _;
@@ -23,7 +23,7 @@ impl PgStore {
         &self,
         id: TeamId,
         journal: &Journal,
-        change: impl FnOnce(&mut Team),
+        change: impl FnOnce(&mut Team) -> StoreResult<()>,
     ) -> StoreResult<Team> {
         in_tx!(self.pool, journal, |tx| {
             let row = sqlx::query("SELECT doc FROM teams WHERE id = $1 FOR UPDATE")
@@ -33,7 +33,7 @@ impl PgStore {
                 .map_err(backend)?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             let mut team: Team = doc(&row)?;
-            change(&mut team);
+            change(&mut team)?;
             sqlx::query("UPDATE teams SET doc = $2 WHERE id = $1")
                 .bind(id.as_uuid())
                 .bind(json(&team))
@@ -90,6 +90,7 @@ impl TeamStore for PgStore {
         self.change_team(id, journal, |team| {
             team.settings = settings.clone();
             team.updated_at = now;
+            Ok(())
         })
         .await
     }
@@ -104,6 +105,22 @@ impl TeamStore for PgStore {
         self.change_team(id, journal, |team| {
             team.features = features;
             team.updated_at = now;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn change_signing_keys(
+        &self,
+        id: TeamId,
+        change: &SigningKeyChange,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<Team> {
+        self.change_team(id, journal, |team| {
+            team.change_signing_keys(change)?;
+            team.updated_at = now;
+            Ok(())
         })
         .await
     }
@@ -117,6 +134,7 @@ impl TeamStore for PgStore {
         self.change_team(id, &Journal::NONE, |team| {
             team.keys = keys.clone();
             team.updated_at = now;
+            Ok(())
         })
         .await
     }

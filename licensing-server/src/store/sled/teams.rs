@@ -39,7 +39,10 @@ impl TeamStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
-            change_team(tx, id, now, |team| team.settings = settings.clone())
+            change_team(tx, id, now, |team| {
+                team.settings = settings.clone();
+                Ok(())
+            })
         })
         .await
     }
@@ -52,7 +55,10 @@ impl TeamStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<Team> {
         self.journaled(journal, |tx| {
-            change_team(tx, id, now, |team| team.features = features)
+            change_team(tx, id, now, |team| {
+                team.features = features;
+                Ok(())
+            })
         })
         .await
     }
@@ -63,8 +69,26 @@ impl TeamStore for SledStore {
         keys: &licensing_core::crypto::StoredTeamKeys,
         now: Timestamp,
     ) -> StoreResult<Team> {
-        self.durable(|tx| change_team(tx, id, now, |team| team.keys = keys.clone()))
-            .await
+        self.durable(|tx| {
+            change_team(tx, id, now, |team| {
+                team.keys = keys.clone();
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn change_signing_keys(
+        &self,
+        id: TeamId,
+        change: &licensing_core::model::SigningKeyChange,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<Team> {
+        self.journaled(journal, |tx| {
+            change_team(tx, id, now, |team| team.change_signing_keys(change))
+        })
+        .await
     }
 }
 
@@ -73,12 +97,12 @@ fn change_team(
     tx: &mut Tx<'_>,
     id: TeamId,
     now: Timestamp,
-    change: impl FnOnce(&mut Team),
+    change: impl FnOnce(&mut Team) -> StoreResult<()>,
 ) -> StoreResult<Team> {
     let mut team: Team = tx
         .get_record(&team_key(id))?
         .ok_or(StoreError::NotFound(Entity::Team))?;
-    change(&mut team);
+    change(&mut team)?;
     team.updated_at = now;
     tx.put_record(team_key(id), &team)?;
     Ok(team)

@@ -1,0 +1,187 @@
+//! The settings page: what a client request must name, when seats free up, and the team's
+//! signing keys (rotate, retire).
+
+use licensing_core::api::requests::{Patch, SettingsBody};
+use licensing_core::model::{Kid, Resource, Scope, SigningKey};
+use maud::html;
+
+use super::api::{self, Failure};
+use super::catalog::field_error;
+use super::page::{self, Confirm, Form, Nav};
+use super::{Ctx, Staff};
+use crate::app::team::{
+    GetPublicKeys, GetSettings, RetireSigningKey, RotateSigningKey, UpdateSettings,
+};
+use crate::http::Response;
+
+/// `GET /dashboard/settings`, or the form again with what to fix.
+pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
+    let outcome = async {
+        let s = api::perform(ctx, staff, GetSettings).await?;
+        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+        let write = staff.may(Scope::write(Resource::Settings));
+        let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
+        let content = html! {
+            h1 { "Settings" }
+            (page::problems(failure))
+            form method="post" action="/dashboard/settings" {
+                (page::csrf(staff))
+                fieldset disabled[!write] {
+                    legend { "What a client request must name" }
+                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier (without one, verify and heartbeat are refused)" }
+                    label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; "One of the license's customers" }
+                    label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; "One of the license's products" }
+                    label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }
+                }
+                fieldset disabled[!write] {
+                    legend { "When a device or address stops counting" }
+                    label for="hwidTimeout" { "Device seat freed after (minutes)" span.hint { "Empty: never; a device counts against the limit until forgotten." } (field_error(failure, "hwidTimeout")) }
+                    input #hwidTimeout type="number" min="1" name="hwidTimeout" value=(minutes(s.hwid_timeout));
+                    label for="ipTimeout" { "Address freed after (minutes)" span.hint { "Empty: never." } (field_error(failure, "ipTimeout")) }
+                    input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
+                }
+                @if write { p { button type="submit" { "Save settings" } } }
+                @else { p.hint { "Your role may read the settings, not change them." } }
+            }
+            (signing_keys(&keys, write))
+        };
+        Ok(page::shown(Nav::Settings, "Settings", content))
+    };
+    page::answer(ctx, staff, failure, outcome.await)
+}
+
+/// `POST /dashboard/settings`.
+pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let mut problems = Vec::new();
+    let mut minutes = |name: &str| match form.text(name) {
+        None => Patch::Null,
+        Some(t) => t.parse::<i64>().map_or_else(
+            |_| {
+                problems.push(licensing_core::FieldError::new(
+                    name,
+                    "must be a whole number of minutes",
+                ));
+                Patch::Null
+            },
+            Patch::Value,
+        ),
+    };
+    let checked = |name: &str| Patch::Value(form.get(name).is_some());
+    let body = SettingsBody {
+        require_hardware_identifier: checked("requireHardwareIdentifier"),
+        strict_customers: checked("strictCustomers"),
+        strict_products: checked("strictProducts"),
+        strict_releases: checked("strictReleases"),
+        hwid_timeout: minutes("hwidTimeout"),
+        ip_timeout: minutes("ipTimeout"),
+    };
+    if !problems.is_empty() {
+        let f = Failure {
+            status: 400,
+            details: String::new(),
+            fields: problems,
+        };
+        return settings(ctx, staff, Some(&f)).await;
+    }
+    match api::perform(ctx, staff, UpdateSettings(body)).await {
+        Ok(_) => page::redirect("/dashboard/settings?notice=settings-saved"),
+        Err(f) if f.status == 400 => settings(ctx, staff, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// The signing keys: which one signs, since when, and the way to rotate and retire.
+fn signing_keys(keys: &[SigningKey], write: bool) -> maud::Markup {
+    html! {
+        h2 #signing-keys { "Signing keys" }
+        p.hint { "Answers to applications and license files are signed with the active key. Applications that trust a key by its id keep accepting files it signed until it is retired." }
+        (page::table(&["Key id", "Created", "Status"], write.then_some("Action"), html! {
+            @for k in keys {
+                tr {
+                    td { code { (k.kid) } }
+                    td { (page::when(k.created_at)) }
+                    td {
+                        @if k.active { span.badge.ok { "Active" } }
+                        @else { "Trusted until retired" }
+                    }
+                    @if write {
+                        td {
+                            @if !k.active {
+                                a.button.secondary.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/retire" } { "Retire…" }
+                            }
+                        }
+                    }
+                }
+            }
+        }))
+        @if write {
+            p { a.button.secondary href="/dashboard/settings/signing-keys/rotate" { "Rotate signing key…" } }
+        }
+    }
+}
+
+/// `GET /dashboard/settings/signing-keys/rotate`: the confirmation.
+pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff) -> Response {
+    let shown = page::confirm(
+        staff,
+        Confirm {
+            nav: Nav::Settings,
+            title: "Rotate the signing key?",
+            what: html! { "A new key signs every answer and license file from now on. Applications that know only the current key refuse the new signatures until they trust the new key (its id and key are listed here and in the API's public keys); the current key stays trusted until you retire it." },
+            action: "/dashboard/settings/signing-keys/rotate".to_owned(),
+            button: "Rotate key",
+            back: "/dashboard/settings#signing-keys".to_owned(),
+        },
+    );
+    page::answer(ctx, staff, None, Ok(shown))
+}
+
+/// `POST /dashboard/settings/signing-keys/rotate`.
+pub(crate) async fn rotate(ctx: &Ctx, staff: &Staff) -> Response {
+    page::done(
+        ctx,
+        staff,
+        Ok(RotateSigningKey),
+        "/dashboard/settings?notice=signing-key-rotated#signing-keys",
+    )
+    .await
+}
+
+fn kid(text: &str) -> Result<Kid, Failure> {
+    page::id_of(text, "signing key")
+}
+
+/// `GET /dashboard/settings/signing-keys/{kid}/retire`: the confirmation.
+pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
+    let outcome = async {
+        let kid = kid(text)?;
+        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+        let key = keys
+            .iter()
+            .find(|k| k.kid == kid.as_str() && !k.active)
+            .ok_or_else(|| Failure::new(404, "There is no such former signing key."))?;
+        Ok(page::confirm(
+            staff,
+            Confirm {
+                nav: Nav::Settings,
+                title: "Retire this signing key?",
+                what: html! { "Key " code { (key.kid) } " (created " (page::when(key.created_at)) ") leaves the list of keys applications trust: license files it signed stop verifying in applications that take their keys from this server." },
+                action: format!("/dashboard/settings/signing-keys/{}/retire", key.kid),
+                button: "Retire key",
+                back: "/dashboard/settings#signing-keys".to_owned(),
+            },
+        ))
+    };
+    page::answer(ctx, staff, None, outcome.await)
+}
+
+/// `POST /dashboard/settings/signing-keys/{kid}/retire`.
+pub(crate) async fn retire(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
+    page::done(
+        ctx,
+        staff,
+        kid(text).map(RetireSigningKey),
+        "/dashboard/settings?notice=signing-key-retired#signing-keys",
+    )
+    .await
+}
