@@ -150,18 +150,21 @@ pub(crate) fn find<'t, 's, C>(
     segments: &[&'s str],
     method: &Method,
 ) -> Result<Found<'t, 's, C>, ApiError> {
-    let mut known_path = false;
-    for route in table {
-        if let Some(ids) = route.matches(segments) {
-            known_path = true;
-            if route.method == *method {
-                return Ok((route, ids));
-            }
-        }
-    }
-    Err(if known_path {
-        ApiError::method_not_allowed()
-    } else {
-        ApiError::route_not_found()
-    })
+    // The most specific routes of the path decide: a segment a route names literally (`rotate`
+    // in `signing-keys/rotate`) is no id of another route (`signing-keys/{kid}`), so another
+    // method there is 405 rather than an id that does not parse.
+    let literals = |ids: &[(&'static str, &str)]| segments.len() - ids.len();
+    let most = table
+        .iter()
+        .filter_map(|route| route.matches(segments).map(|ids| literals(&ids)))
+        .max()
+        .ok_or_else(ApiError::route_not_found)?;
+    table
+        .iter()
+        .filter(|route| route.method == *method)
+        .find_map(|route| {
+            let ids = route.matches(segments)?;
+            (literals(&ids) == most).then_some((route, ids))
+        })
+        .ok_or_else(ApiError::method_not_allowed)
 }

@@ -225,7 +225,12 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .ok()
         .clone();
     let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
+    let kid = s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let seeded = vec![
+        ("kid".to_owned(), kid),
         ("webhookId".to_owned(), id(&webhook)),
         ("deliveryId".to_owned(), id(&delivery)),
         ("licenseId".to_owned(), id(&license)),

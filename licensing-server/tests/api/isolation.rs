@@ -12,7 +12,7 @@ use crate::helpers::TestServer;
 /// Every developer route with a body that would be valid, over team A's records.
 fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     let s = |v: &str| ids[v].as_str().unwrap().to_owned();
-    let (webhook, delivery) = (s("webhook"), s("delivery"));
+    let (webhook, delivery, kid) = (s("webhook"), s("delivery"), s("kid"));
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -119,6 +119,8 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::GET, "api-keys".into(), None),
         (Method::DELETE, format!("api-keys/{api_key}"), None),
         (Method::GET, "public-key".into(), None),
+        (Method::POST, "signing-keys/rotate".into(), None),
+        (Method::DELETE, format!("signing-keys/{kid}"), None),
         (Method::GET, "audit-log".into(), None),
         (
             Method::POST,
@@ -162,6 +164,7 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "products",
         "releases",
         "settings",
+        "public-key",
         "blacklist",
         "api-keys",
         "audit-log",
@@ -253,7 +256,8 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .clone();
     let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
                      "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key,
-                     "webhook": webhook, "delivery": delivery});
+                     "webhook": webhook, "delivery": delivery,
+                     "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"]});
     let before = snapshot(&s).await;
 
     for (method, path, body) in routes(&ids) {
@@ -462,7 +466,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "license": "{licenseId}", "key": "{licenseKey}", "customer": "{customerId}",
         "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
-        "webhook": "{webhookId}", "delivery": "{deliveryId}",
+        "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()
