@@ -151,6 +151,10 @@ typed_id!(
     ProductId
 );
 typed_id!(
+    /// Id of an entitlement.
+    EntitlementId
+);
+typed_id!(
     /// Id of a release.
     ReleaseId
 );

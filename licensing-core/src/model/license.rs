@@ -1,7 +1,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Customer, MetadataItem, Product};
-use crate::{CustomerId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId};
+use crate::{
+    CustomerId, EntitlementId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId,
+};
 
 /// How a license's expiration is calculated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +90,10 @@ pub struct License {
     pub customer_ids: Vec<CustomerId>,
     /// Associated products.
     pub product_ids: Vec<ProductId>,
+    /// (ext) Entitlements granted directly (its products grant theirs too). (Last: the binary
+    /// form of older records lacks it, see the sled store's format 6.)
+    #[serde(default)]
+    pub entitlement_ids: Vec<EntitlementId>,
 }
 
 /// A license with its customers and products: single-license, create and update answers.

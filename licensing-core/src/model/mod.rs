@@ -4,6 +4,7 @@
 mod audit;
 mod customer;
 mod device;
+mod entitlement;
 mod license;
 mod metadata;
 mod outbox;
@@ -18,6 +19,10 @@ mod webhook;
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes, products_in};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
+pub use entitlement::{
+    Entitlement, MAX_ENTITLEMENTS, MAX_REQUESTED_ENTITLEMENTS, effective_codes, entitlement_code,
+    missing_codes,
+};
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};
 pub use outbox::OutboxMessage;

@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::MetadataItem;
 use crate::validate::HttpUrl;
-use crate::{ProductId, TeamId, Timestamp, UserId};
+use crate::{EntitlementId, ProductId, TeamId, Timestamp, UserId};
 
 /// A product that licenses grant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,10 @@ pub struct Product {
     pub created_at: Timestamp,
     /// Last change.
     pub updated_at: Timestamp,
+    /// (ext) Entitlements every license of the product grants. (Last, like a license's: the
+    /// binary form of older records lacks it, see the sled store's format 6.)
+    #[serde(default)]
+    pub entitlement_ids: Vec<EntitlementId>,
 }
 
 /// `{id, name}` of a product, as release answers show it.

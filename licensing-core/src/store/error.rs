@@ -23,6 +23,7 @@ pub enum Entity {
     Delivery,
     Staff,
     SigningKey,
+    Entitlement,
 }
 
 /// A storage failure.
@@ -136,6 +137,7 @@ impl From<StoreError> for ApiError {
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
                 Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
                 Entity::SigningKey => ApiError::record_not_found("Signing key not found"),
+                Entity::Entitlement => ApiError::record_not_found("Entitlement not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
             },

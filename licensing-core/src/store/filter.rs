@@ -333,3 +333,62 @@ pub fn license_after(license: &License, admission: &Admission, now: Timestamp) -
     next.last_active_at = Some(now);
     next
 }
+
+/// Whether the team (whose entitlements are `existing`) may have `new`: its code must be free
+/// (`Conflict` on `code`) and the team under [`MAX_ENTITLEMENTS`](crate::model::MAX_ENTITLEMENTS)
+/// (`Limit`).
+pub fn admit_entitlement<'a>(
+    existing: impl IntoIterator<Item = &'a crate::model::Entitlement>,
+    new: &crate::model::Entitlement,
+) -> Result<(), super::StoreError> {
+    let mut count = 0;
+    for e in existing {
+        if e.code == new.code && e.id != new.id {
+            return Err(code_taken());
+        }
+        count += 1;
+    }
+    if count >= crate::model::MAX_ENTITLEMENTS {
+        return Err(super::StoreError::Limit(format!(
+            "a team has at most {} entitlements",
+            crate::model::MAX_ENTITLEMENTS
+        )));
+    }
+    Ok(())
+}
+
+/// The conflict of an entitlement code the team already uses.
+pub fn code_taken() -> super::StoreError {
+    super::StoreError::conflict(
+        "code",
+        "is already used by another entitlement of this team",
+    )
+}
+
+/// Whether an entitlement matches a search (in its name or code, case-insensitive).
+pub fn entitlement_matches(e: &crate::model::Entitlement, search: Option<&SearchText>) -> bool {
+    search.is_none_or(|s| {
+        let needle = s.as_str().to_lowercase();
+        e.name.to_lowercase().contains(&needle) || e.code.to_lowercase().contains(&needle)
+    })
+}
+
+/// The entitlement list's order.
+pub fn compare_entitlements(
+    a: &crate::model::Entitlement,
+    b: &crate::model::Entitlement,
+    sort: crate::api::requests::EntitlementSort,
+    direction: crate::api::requests::SortDirection,
+) -> Ordering {
+    use crate::api::requests::EntitlementSort;
+    let order = match sort {
+        EntitlementSort::Name => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+        EntitlementSort::Code => a.code.cmp(&b.code),
+        EntitlementSort::CreatedAt => a.created_at.cmp(&b.created_at),
+    }
+    .then_with(|| a.id.cmp(&b.id));
+    match direction {
+        crate::api::requests::SortDirection::Asc => order,
+        crate::api::requests::SortDirection::Desc => order.reverse(),
+    }
+}

@@ -32,16 +32,16 @@ use crate::api::requests::{
 };
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, HealthChange,
-    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
+    HealthChange, HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
     SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings, TopProduct,
     UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
-    ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
+    LicenseId, LicenseKey, ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
 };
 
 /// One page of a list.
@@ -283,6 +283,42 @@ pub trait CustomerStore: Send + Sync {
         team: TeamId,
         query: &CustomerListQuery,
     ) -> impl Future<Output = StoreResult<Page<Customer>>> + Send;
+}
+
+/// (ext) Entitlements: a team's few feature definitions (at most
+/// [`MAX_ENTITLEMENTS`](crate::model::MAX_ENTITLEMENTS)), read whole.
+pub trait EntitlementStore: Send + Sync {
+    /// Stores a new entitlement: `Conflict` on `code` when the team has one of that code,
+    /// `Limit` when the team has the most it may.
+    fn create_entitlement(
+        &self,
+        entitlement: &Entitlement,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// An entitlement by id.
+    fn get_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+    ) -> impl Future<Output = StoreResult<Option<Entitlement>>> + Send;
+    /// Every entitlement of the team, oldest first.
+    fn list_entitlements(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<Entitlement>>> + Send;
+    /// Replaces an entitlement (its code stays).
+    fn update_entitlement(
+        &self,
+        entitlement: &Entitlement,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes an entitlement and detaches it from every license and product, atomically.
+    fn delete_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
 }
 
 /// Products and their branches.
@@ -700,6 +736,7 @@ pub trait Store:
     + ApiKeyStore
     + LicenseStore
     + CustomerStore
+    + EntitlementStore
     + ProductStore
     + ReleaseStore
     + DeviceStore
@@ -721,6 +758,7 @@ impl<T> Store for T where
         + ApiKeyStore
         + LicenseStore
         + CustomerStore
+        + EntitlementStore
         + ProductStore
         + ReleaseStore
         + DeviceStore

@@ -13,15 +13,16 @@ use licensing_core::api::requests::{
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HealthChange, HourlyStats, Hwid,
-    IpRecord, License, OutboxMessage, Overview, Product, Release, SigningKeyChange, Team,
-    TeamFeatures, TeamSettings, TopProduct, WebhookDelivery, WebhookEndpoint,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HealthChange,
+    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
+    SigningKeyChange, Team, TeamFeatures, TeamSettings, TopProduct, WebhookDelivery,
+    WebhookEndpoint,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
-    ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
+    LicenseId, LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
 use licensing_core::StaffId;
@@ -185,6 +186,14 @@ delegate!(TeamStore {
     fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn change_signing_keys(&self, id: TeamId, change: &SigningKeyChange, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, now: Timestamp) -> StoreResult<Team>;
+});
+
+delegate!(EntitlementStore {
+    fn create_entitlement(&self, entitlement: &Entitlement, journal: &Journal) -> StoreResult<()>;
+    fn get_entitlement(&self, team: TeamId, id: EntitlementId) -> StoreResult<Option<Entitlement>>;
+    fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>>;
+    fn update_entitlement(&self, entitlement: &Entitlement, journal: &Journal) -> StoreResult<()>;
+    fn delete_entitlement(&self, team: TeamId, id: EntitlementId, journal: &Journal) -> StoreResult<()>;
 });
 
 delegate!(ApiKeyStore {

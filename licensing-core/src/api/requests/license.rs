@@ -6,8 +6,10 @@ use super::{
 };
 use crate::error::{ApiError, Validator};
 use crate::expiry::{self, Expiration};
-use crate::model::{ExpirationStart, ExpirationType, License, MetadataItem};
-use crate::{CustomerId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId};
+use crate::model::{ExpirationStart, ExpirationType, License, MAX_ENTITLEMENTS, MetadataItem};
+use crate::{
+    CustomerId, EntitlementId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId,
+};
 
 const TYPES: [(&str, ExpirationType); 3] = [
     ("NEVER", ExpirationType::Never),
@@ -31,6 +33,9 @@ pub struct LicenseCreate {
     /// `productIds`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub product_ids: Option<Vec<String>>,
+    /// (ext) `entitlementIds`: entitlements granted directly.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub entitlement_ids: Option<Vec<String>>,
     /// `expirationType`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expiration_type: Option<String>,
@@ -67,6 +72,8 @@ pub struct NewLicense {
     pub customer_ids: Vec<CustomerId>,
     /// Products to associate (must exist).
     pub product_ids: Vec<ProductId>,
+    /// Entitlements granted directly (must exist).
+    pub entitlement_ids: Vec<EntitlementId>,
     /// Expiration members.
     pub expiration: Expiration,
     /// IP limit; `None` unlimited.
@@ -157,6 +164,12 @@ impl LicenseCreate {
             &raw.product_ids.unwrap_or_default(),
             MAX_IDS,
         );
+        let entitlement_ids = id_list(
+            &mut v,
+            "entitlementIds",
+            &raw.entitlement_ids.unwrap_or_default(),
+            MAX_ENTITLEMENTS,
+        );
         let kind = v.required("expirationType", raw.expiration_type.as_deref(), |t| {
             one_of(t, &TYPES)
         });
@@ -199,6 +212,7 @@ impl LicenseCreate {
         Ok(NewLicense {
             customer_ids,
             product_ids,
+            entitlement_ids,
             expiration: Expiration {
                 kind,
                 start: start.unwrap_or_default(),
@@ -246,6 +260,7 @@ impl NewLicense {
             last_active_at: None,
             customer_ids: self.customer_ids,
             product_ids: self.product_ids,
+            entitlement_ids: self.entitlement_ids,
         }
     }
 }
@@ -289,6 +304,10 @@ pub struct LicenseUpdate {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub customer_ids: Patch<Vec<String>>,
+    /// (ext) `entitlementIds`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub entitlement_ids: Patch<Vec<String>>,
     /// `metadata`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
@@ -356,6 +375,9 @@ impl LicenseUpdate {
         }
         if let Some(ids) = not_null(&mut v, "customerIds", raw.customer_ids) {
             next.customer_ids = id_list(&mut v, "customerIds", &ids, MAX_IDS);
+        }
+        if let Some(ids) = not_null(&mut v, "entitlementIds", raw.entitlement_ids) {
+            next.entitlement_ids = id_list(&mut v, "entitlementIds", &ids, MAX_ENTITLEMENTS);
         }
         if let Some(items) = not_null(&mut v, "metadata", raw.metadata) {
             next.metadata = metadata(&mut v, "metadata", items);

@@ -7,6 +7,7 @@
 mod audit;
 mod client;
 mod customer;
+mod entitlement;
 mod license;
 mod list;
 mod product;
@@ -17,11 +18,13 @@ mod webhook;
 pub use audit::{ActorFilter, AuditQuery};
 pub use client::{ClassloaderQuery, ClientBody};
 pub use customer::{CustomerBody, CustomerInput};
+pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
 pub use list::{
-    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, ExpiryFilter, LicenseFilter,
-    LicenseListQuery, LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort,
-    ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
+    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementListQuery,
+    EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery, LicenseSort, ListQuery, Paging,
+    ProductFilter, ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort,
+    SortDirection, parse_no_query,
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};

@@ -1,10 +1,10 @@
 use serde::{Deserialize, Serialize};
 
-use super::{Patch, RawMetadata, finish, metadata, not_null, parse_json, present};
+use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
-use crate::model::{MetadataItem, Product};
+use crate::model::{MAX_ENTITLEMENTS, MetadataItem, Product};
 use crate::validate::{BranchName, HttpUrl, text};
-use crate::{ProductId, TeamId, Timestamp, UserId};
+use crate::{EntitlementId, ProductId, TeamId, Timestamp, UserId};
 
 /// (ext) `POST`/`PUT {dev}/products`.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
@@ -24,6 +24,10 @@ pub struct ProductBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<RawMetadata>>))]
     pub metadata: Patch<Vec<RawMetadata>>,
+    /// (ext) `entitlementIds`: the entitlements every license of the product grants.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub entitlement_ids: Patch<Vec<String>>,
 }
 
 /// A validated product body.
@@ -35,6 +39,8 @@ pub struct ProductInput {
     pub url: Patch<HttpUrl>,
     /// Metadata (replaces all items when given).
     pub metadata: Option<Vec<MetadataItem>>,
+    /// Entitlements (replace all when given; must exist).
+    pub entitlement_ids: Option<Vec<EntitlementId>>,
 }
 
 impl ProductBody {
@@ -65,11 +71,14 @@ impl ProductBody {
         };
         let metadata =
             not_null(&mut v, "metadata", raw.metadata).map(|m| metadata(&mut v, "metadata", m));
+        let entitlement_ids = not_null(&mut v, "entitlementIds", raw.entitlement_ids)
+            .map(|ids| id_list(&mut v, "entitlementIds", &ids, MAX_ENTITLEMENTS));
         finish(v)?;
         Ok(ProductInput {
             name,
             url,
             metadata,
+            entitlement_ids,
         })
     }
 }
@@ -82,6 +91,7 @@ impl ProductInput {
             name: self.name.unwrap_or_default(),
             url: self.url.value().cloned(),
             metadata: self.metadata.unwrap_or_default(),
+            entitlement_ids: self.entitlement_ids.unwrap_or_default(),
             team_id,
             created_by_user_id: by,
             created_at: now,
@@ -102,6 +112,9 @@ impl ProductInput {
         }
         if let Some(items) = &self.metadata {
             next.metadata = items.clone();
+        }
+        if let Some(ids) = &self.entitlement_ids {
+            next.entitlement_ids = ids.clone();
         }
         next.updated_at = now;
         next

@@ -19,6 +19,7 @@ struct State {
     api_keys: HashMap<ApiKeyId, ApiKeyRecord>,
     licenses: HashMap<LicenseId, License>,
     customers: HashMap<CustomerId, Customer>,
+    entitlements: HashMap<crate::EntitlementId, crate::model::Entitlement>,
     products: HashMap<ProductId, Product>,
     branches: HashMap<BranchId, Branch>,
     releases: HashMap<ReleaseId, Release>,

@@ -173,6 +173,74 @@ impl CustomerStore for MemoryStore {
     }
 }
 
+impl EntitlementStore for MemoryStore {
+    async fn create_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            if !s.teams.contains_key(&e.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            admit_entitlement(
+                s.entitlements.values().filter(|o| o.team_id == e.team_id),
+                e,
+            )?;
+            s.entitlements.insert(e.id, e.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_entitlement(
+        &self,
+        team: TeamId,
+        id: crate::EntitlementId,
+    ) -> StoreResult<Option<Entitlement>> {
+        self.with(|s| Ok(owned(&s.entitlements, &id, team, |e| e.team_id).cloned()))
+    }
+
+    async fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>> {
+        self.with(|s| {
+            let mut all: Vec<Entitlement> = s
+                .entitlements
+                .values()
+                .filter(|e| e.team_id == team)
+                .cloned()
+                .collect();
+            all.sort_by_key(|e| (e.created_at, e.id));
+            Ok(all)
+        })
+    }
+
+    async fn update_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            let stored = owned(&s.entitlements, &e.id, e.team_id, |o| o.team_id)
+                .ok_or(StoreError::NotFound(Entity::Entitlement))?;
+            let mut next = e.clone();
+            next.code.clone_from(&stored.code);
+            s.entitlements.insert(e.id, next);
+            Ok(())
+        })
+    }
+
+    async fn delete_entitlement(
+        &self,
+        team: TeamId,
+        id: crate::EntitlementId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.entitlements, &id, team, |e| e.team_id)
+                .ok_or(StoreError::NotFound(Entity::Entitlement))?;
+            s.entitlements.remove(&id);
+            for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
+                l.entitlement_ids.retain(|e| *e != id);
+            }
+            for p in s.products.values_mut().filter(|p| p.team_id == team) {
+                p.entitlement_ids.retain(|e| *e != id);
+            }
+            Ok(())
+        })
+    }
+}
+
 impl ProductStore for MemoryStore {
     async fn create_product(&self, product: &Product, journal: &Journal) -> StoreResult<()> {
         self.write(journal, |s| {

@@ -68,6 +68,7 @@ pub fn license(team: TeamId, created: Timestamp) -> License {
         last_active_at: None,
         customer_ids: Vec::new(),
         product_ids: Vec::new(),
+        entitlement_ids: Vec::new(),
     }
 }
 
@@ -93,6 +94,7 @@ pub(super) fn product(team: TeamId, name: &str) -> Product {
         name: name.into(),
         url: None,
         metadata: Vec::new(),
+        entitlement_ids: Vec::new(),
         team_id: team,
         created_by_user_id: UserId::ADMIN,
         created_at: t0(),

@@ -29,8 +29,8 @@ use crate::api::requests::{
 };
 use crate::crypto::{ApiKeySecret, PlainTeamKeys, StoredTeamKeys};
 use crate::model::{
-    Address, BlacklistType, ExpirationStart, ExpirationType, MetadataItem, OutboxMessage,
-    ReleaseFile, ReleaseStatus, RequestType, SigningKey, SigningKeyChange,
+    Address, BlacklistType, Entitlement, ExpirationStart, ExpirationType, MetadataItem,
+    OutboxMessage, ReleaseFile, ReleaseStatus, RequestType, SigningKey, SigningKeyChange,
 };
 use crate::validate::{BranchName, Email, Version};
 use crate::verify::RecordChange;
@@ -41,6 +41,7 @@ mod activity;
 mod audit;
 mod catalog;
 mod concurrency;
+mod entitlements;
 mod fixtures;
 mod isolation;
 mod licenses;
@@ -53,6 +54,7 @@ pub use activity::*;
 pub use audit::*;
 pub use catalog::*;
 pub use concurrency::*;
+pub use entitlements::*;
 pub use fixtures::*;
 pub use isolation::*;
 pub use licenses::*;
@@ -137,6 +139,7 @@ macro_rules! store_test_suite {
             nothing_crosses_team_boundaries,
             staff_accounts_have_addresses_unique_in_their_team_and_sessions_end_with_them,
             signing_keys_rotate_and_retire_under_the_teams_lock,
+            entitlements_have_unique_codes_and_deleting_detaches_them,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {

@@ -251,6 +251,7 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
         suspended: given(c.suspended),
         product_ids: given(c.product_ids),
         customer_ids: given(c.customer_ids),
+        entitlement_ids: given(c.entitlement_ids),
         metadata: given(c.metadata),
         hwid_limit: c.hwid_limit.map_or(Patch::Null, Patch::Value),
         ip_limit: c.ip_limit.map_or(Patch::Null, Patch::Value),

@@ -1,17 +1,18 @@
 //! Products, their branches, and releases.
 
 use licensing_core::api::requests::{ProductListQuery, ProductSort, ReleaseListQuery, ReleaseSort};
-use licensing_core::model::{Branch, Product, Release};
+use licensing_core::model::{Branch, Entitlement, Product, Release};
 use licensing_core::store::{
-    Entity, Journal, Page, ProductStore, ReleaseStore, StoreError, StoreResult,
+    EntitlementStore, Entity, Journal, Page, ProductStore, ReleaseStore, StoreError, StoreResult,
+    admit_entitlement,
 };
-use licensing_core::{BranchId, ProductId, ReleaseId, TeamId};
+use licensing_core::{BranchId, EntitlementId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
 use super::tables::{PRODUCTS, RELEASES};
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, team_missing};
-use super::{fetch_page, window_total};
+use super::{fetch_doc, fetch_docs, fetch_page, window_total};
 
 fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
     match d {
@@ -29,6 +30,126 @@ fn branch_name_taken() -> StoreError {
         "name",
         "a branch of this name already exists for this product",
     )
+}
+
+fn code_taken() -> StoreError {
+    licensing_core::store::code_taken()
+}
+
+impl EntitlementStore for PgStore {
+    async fn create_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            // The team's row lock orders concurrent creates, so the count is exact.
+            let team: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE")
+                    .bind(e.team_id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            if team.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            let existing = sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1")
+                .bind(e.team_id.as_uuid())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(backend)?
+                .iter()
+                .map(doc)
+                .collect::<StoreResult<Vec<Entitlement>>>()?;
+            admit_entitlement(&existing, e)?;
+            sqlx::query(
+                "INSERT INTO entitlements (id, team_id, code, created_at, doc)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(e.id.as_uuid())
+            .bind(e.team_id.as_uuid())
+            .bind(&e.code)
+            .bind(ms(e.created_at))
+            .bind(json(e))
+            .execute(&mut *tx)
+            .await
+            .map_err(|err| constraint(err, &[("entitlements_code_unique", code_taken)]))?;
+            Ok(())
+        })
+    }
+
+    async fn get_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+    ) -> StoreResult<Option<Entitlement>> {
+        fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await
+    }
+
+    async fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>> {
+        fetch_docs(
+            &self.pool,
+            sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1 ORDER BY created_at, id")
+                .bind(team.as_uuid()),
+        )
+        .await
+    }
+
+    async fn update_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            // The code stays as stored, whatever `e` says.
+            let done = sqlx::query(
+                "UPDATE entitlements SET doc = jsonb_set($3, '{code}', to_jsonb(code))
+                 WHERE team_id = $1 AND id = $2",
+            )
+            .bind(e.team_id.as_uuid())
+            .bind(e.id.as_uuid())
+            .bind(json(e))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Entitlement));
+            }
+            Ok(())
+        })
+    }
+
+    async fn delete_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query("DELETE FROM entitlements WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Entitlement));
+            }
+            let text = id.to_string();
+            for sql in [
+                "UPDATE licenses SET doc = jsonb_set(doc, '{entitlementIds}', (doc -> 'entitlementIds') - $2)
+                 WHERE team_id = $1 AND doc -> 'entitlementIds' ? $2",
+                "UPDATE products SET doc = jsonb_set(doc, '{entitlementIds}', (doc -> 'entitlementIds') - $2)
+                 WHERE team_id = $1 AND doc -> 'entitlementIds' ? $2",
+            ] {
+                sqlx::query(sql)
+                    .bind(team.as_uuid())
+                    .bind(&text)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Locks a product of the team; `false` when the team has no such product.

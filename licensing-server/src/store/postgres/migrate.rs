@@ -40,10 +40,11 @@ const MIGRATIONS: &[Migration] = migrations![
     8 "audit entries' products" "0008_audit_products.sql",
     9 "staff addresses unique per team" "0009_staff_per_team.sql",
     10 "record counts and records by last use" "0010_record_counts.sql",
+    11 "entitlements" "0011_entitlements.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -2,6 +2,72 @@
 
 use super::*;
 
+impl EntitlementStore for SledStore {
+    async fn create_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            if tx.get(&team_key(e.team_id))?.is_none() {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            // Developer writes are serialized: the scan sees every entitlement there is.
+            let existing: Vec<Entitlement> =
+                self.scan(&key(&[&[tag::ENTITLEMENT], e.team_id.as_bytes()]))?;
+            admit_entitlement(&existing, e)?;
+            tx.put_record(entitlement_key(e.team_id, e.id), e)
+        })
+        .await
+    }
+
+    async fn get_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+    ) -> StoreResult<Option<Entitlement>> {
+        self.get_record(&entitlement_key(team, id))
+    }
+
+    async fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>> {
+        let mut all: Vec<Entitlement> = self.scan(&key(&[&[tag::ENTITLEMENT], team.as_bytes()]))?;
+        all.sort_by_key(|e| (e.created_at, e.id));
+        Ok(all)
+    }
+
+    async fn update_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            let stored: Entitlement = tx
+                .get_record(&entitlement_key(e.team_id, e.id))?
+                .ok_or(StoreError::NotFound(Entity::Entitlement))?;
+            let mut next = e.clone();
+            next.code = stored.code;
+            tx.put_record(entitlement_key(e.team_id, e.id), &next)
+        })
+        .await
+    }
+
+    async fn delete_entitlement(
+        &self,
+        team: TeamId,
+        id: EntitlementId,
+        journal: &Journal,
+    ) -> StoreResult<()> {
+        self.journaled_touching(journal, Touch::Licenses, |tx| {
+            tx.get(&entitlement_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Entitlement))?;
+            self.update_licenses_of(tx, ix::BY_ENTITLEMENT, team, id.as_bytes(), |l| {
+                l.entitlement_ids.retain(|e| *e != id)
+            })?;
+            for mut p in self.scan::<Product>(&key(&[&[tag::PRODUCT], team.as_bytes()]))? {
+                if p.entitlement_ids.contains(&id) {
+                    p.entitlement_ids.retain(|e| *e != id);
+                    tx.put_record(product_key(team, p.id), &p)?;
+                }
+            }
+            tx.del(entitlement_key(team, id));
+            Ok(())
+        })
+        .await
+    }
+}
+
 impl ProductStore for SledStore {
     async fn create_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {

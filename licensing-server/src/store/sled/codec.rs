@@ -19,9 +19,9 @@
 //! the binary kinds, and a migration interrupted half way reads as well as a finished one.
 
 use licensing_core::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, OutboxMessage, Product, Release, StaffSession, StaffUser, Team, WebhookDelivery,
-    WebhookEndpoint, WebhookEvent,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
+    IpRecord, License, OutboxMessage, Product, Release, StaffSession, StaffUser, Team,
+    WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use licensing_core::store::{StoreError, StoreResult};
 use serde::Serialize;
@@ -54,7 +54,7 @@ macro_rules! records {
 }
 
 records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry);
-records!(Json: Team, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
+records!(Json: Team, Entitlement, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))
@@ -168,11 +168,23 @@ mod tests {
             last_active_at: None,
             customer_ids: vec![licensing_core::CustomerId::new()],
             product_ids: vec![],
+            entitlement_ids: vec![licensing_core::EntitlementId::new()],
         };
         assert_eq!(
             decode::<License>(&encode(&license).unwrap()).unwrap(),
             license
         );
+        // Format 5 wrote no entitlement ids: its bytes are today's of an empty list without
+        // the list's last byte (its length, zero), which format 6's migration appends.
+        let older = License {
+            entitlement_ids: Vec::new(),
+            ..license.clone()
+        };
+        let mut bytes = encode(&older).unwrap();
+        assert_eq!(bytes.pop(), Some(0));
+        assert!(decode::<License>(&bytes).is_err());
+        bytes.push(0);
+        assert_eq!(decode::<License>(&bytes).unwrap(), older);
         for address in ["192.0.2.7", "2001:db8::1"] {
             let ip = IpRecord {
                 id: IpId::new(),

@@ -7,6 +7,7 @@
 //! | 3 | the index of pending webhook deliveries keyed by event and delivery (chain order), its value holding the next attempt and the resource, so that a claim reads only what it sends |
 //! | 4 | licenses, device and address records, customers, products, branches, releases and blacklist entries in the compact binary form of `codec.rs` instead of JSON |
 //! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams); each license's device and address records indexed by when they were last seen (`seen.rs`) |
+//! | 6 | licenses and products end with their entitlement ids (an empty list for those written before); entitlements (`N`) and the index of licenses by entitlement |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -28,7 +29,7 @@ use super::keys::{key, tag};
 use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 5;
+pub const FORMAT: u32 = 6;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -169,6 +170,13 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
             );
         }
     }
+    if found < 6 {
+        let rewritten =
+            v5_to_v6::<License>(tree, tag::LICENSE)? + v5_to_v6::<Product>(tree, tag::PRODUCT)?;
+        if rewritten > 0 {
+            tracing::info!(records = rewritten, "store migrated to format 6");
+        }
+    }
     if found < FORMAT {
         tree.insert(version_key(), &FORMAT.to_be_bytes())
             .map_err(backend)?;
@@ -291,6 +299,38 @@ fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
         rewritten += 1;
     }
     Ok(rewritten)
+}
+
+/// Format 5 to 6: licenses and products gained a last member, their entitlement ids. In the
+/// binary form an empty list is one zero byte (its length), so a record of format 5 is its
+/// bytes with a zero byte appended. A record that already reads as `T` (a crash half way, or
+/// one written in JSON before format 4 and rewritten since) is left. Returns the records
+/// rewritten.
+fn v5_to_v6<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
+    const PER_BATCH: usize = 1000;
+    let mut rewritten = 0;
+    let mut batch = sled::Batch::default();
+    let mut staged = 0;
+    for entry in tree.scan_prefix([table]) {
+        let (k, v) = entry.map_err(backend)?;
+        if decode::<T>(&v).is_ok() {
+            continue;
+        }
+        let mut extended = v.to_vec();
+        extended.push(0);
+        // What no appended length makes readable is not a record of format 5: say so.
+        decode::<T>(&extended)?;
+        batch.insert(k, extended);
+        staged += 1;
+        if staged == PER_BATCH {
+            tree.apply_batch(std::mem::take(&mut batch))
+                .map_err(backend)?;
+            rewritten += staged;
+            staged = 0;
+        }
+    }
+    tree.apply_batch(batch).map_err(backend)?;
+    Ok(rewritten + staged)
 }
 
 /// Rewrites the records of one table in `T`'s current encoding.

@@ -44,6 +44,8 @@ pub(crate) mod tag {
     pub(crate) const STAFF_WEB_SESSION: u8 = b'g';
     /// A license's device and address records by when they were last seen (`seen.rs`).
     pub(crate) const SEEN: u8 = b'z';
+    /// An entitlement, by team and id.
+    pub(crate) const ENTITLEMENT: u8 = b'N';
 }
 
 /// Builds a key from parts.

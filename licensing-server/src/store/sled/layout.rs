@@ -21,6 +21,9 @@ pub(super) fn license_by_key(team: TeamId, k: &LicenseKey) -> Vec<u8> {
 pub(super) fn customer_key(team: TeamId, id: CustomerId) -> Vec<u8> {
     key(&[&[tag::CUSTOMER], team.as_bytes(), id.as_bytes()])
 }
+pub(super) fn entitlement_key(team: TeamId, id: EntitlementId) -> Vec<u8> {
+    key(&[&[tag::ENTITLEMENT], team.as_bytes(), id.as_bytes()])
+}
 pub(super) fn product_key(team: TeamId, id: ProductId) -> Vec<u8> {
     key(&[&[tag::PRODUCT], team.as_bytes(), id.as_bytes()])
 }
@@ -197,6 +200,13 @@ pub(super) fn license_indexes(l: &License) -> Vec<Vec<u8>> {
         keys.push(key(&[
             &index_prefix(tag::LICENSE, ix::BY_PRODUCT, l.team_id),
             p.as_bytes(),
+            id,
+        ]));
+    }
+    for e in &l.entitlement_ids {
+        keys.push(key(&[
+            &index_prefix(tag::LICENSE, ix::BY_ENTITLEMENT, l.team_id),
+            e.as_bytes(),
             id,
         ]));
     }

@@ -72,16 +72,16 @@ use licensing_core::api::requests::{
 };
 use licensing_core::crypto::ApiKeyHash;
 use licensing_core::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
+    IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
     TopProduct, UsageRecord,
 };
 use licensing_core::store::*;
 use licensing_core::validate::HardwareId;
 use licensing_core::verify::Denial;
 use licensing_core::{
-    ApiKeyId, AuditId, BlacklistId, BranchId, CustomerId, HwidId, IpId, LicenseId, LicenseKey,
-    MessageId, ProductId, ReleaseId, TeamId, Timestamp,
+    ApiKeyId, AuditId, BlacklistId, BranchId, CustomerId, EntitlementId, HwidId, IpId, LicenseId,
+    LicenseKey, MessageId, ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
 use tokio::sync::watch;
@@ -97,6 +97,7 @@ mod ix {
     pub(super) const ACTIVE: u8 = b'a';
     pub(super) const BY_CUSTOMER: u8 = b'C';
     pub(super) const BY_PRODUCT: u8 = b'P';
+    pub(super) const BY_ENTITLEMENT: u8 = b'E';
     pub(super) const NAME: u8 = b'n';
     pub(super) const EMAIL: u8 = b'e';
     pub(super) const USERNAME: u8 = b'x';

@@ -334,6 +334,42 @@ impl CustomerListQuery {
     }
 }
 
+/// Sort columns of the entitlement list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum EntitlementSort {
+    Name,
+    Code,
+    CreatedAt,
+}
+
+/// (ext) `GET {dev}/entitlements`: the filter is the search text (in the name or the code).
+pub type EntitlementListQuery = ListQuery<EntitlementSort, Option<SearchText>>;
+
+impl EntitlementListQuery {
+    /// Parses the query string.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let mut v = Validator::new();
+        let q = Query::parse(raw, &known(&["search"]), &mut v);
+        let paging = Paging::parse(&q, &mut v);
+        let sort = sort(
+            &q,
+            &mut v,
+            EntitlementSort::OPTIONS,
+            EntitlementSort::DEFAULT,
+        );
+        let search = v
+            .optional("search", q.get("search"), SearchText::parse)
+            .flatten();
+        finish(v)?;
+        Ok(Self {
+            paging,
+            sort,
+            filter: search,
+        })
+    }
+}
+
 /// Sort columns of the release list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -599,6 +635,15 @@ impl SortColumn for CustomerSort {
         ("updatedAt", Self::UpdatedAt),
         ("email", Self::Email),
         ("username", Self::Username),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
+}
+
+impl SortColumn for EntitlementSort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("name", Self::Name),
+        ("code", Self::Code),
+        ("createdAt", Self::CreatedAt),
     ];
     const DEFAULT: Self = Self::CreatedAt;
 }
