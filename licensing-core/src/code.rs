@@ -4,7 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Every value `result.code` can take: the 21 error codes of the specification plus `VALID`.
+/// Every value `result.code` can take: the 21 error codes of the specification, `VALID`, and
+/// this server's own (ext) codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -32,11 +33,13 @@ pub enum ResultCode {
     NoAccessToRelease,
     ReleaseArchived,
     ReleaseDraft,
+    /// (ext) The license lacks an entitlement the request asked for.
+    EntitlementsMissing,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 22] = [
+    pub const ALL: [ResultCode; 23] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -59,6 +62,7 @@ impl ResultCode {
         Self::NoAccessToRelease,
         Self::ReleaseArchived,
         Self::ReleaseDraft,
+        Self::EntitlementsMissing,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -79,7 +83,8 @@ impl ResultCode {
             | Self::HardwareIdentifierBlacklisted
             | Self::ReleaseArchived
             | Self::ReleaseDraft
-            | Self::NoAccessToRelease => 403,
+            | Self::NoAccessToRelease
+            | Self::EntitlementsMissing => 403,
             Self::TeamNotFound
             | Self::LicenseNotFound
             | Self::CustomerNotFound
@@ -115,6 +120,7 @@ impl ResultCode {
             Self::NoAccessToRelease => "NO_ACCESS_TO_RELEASE",
             Self::ReleaseArchived => "RELEASE_ARCHIVED",
             Self::ReleaseDraft => "RELEASE_DRAFT",
+            Self::EntitlementsMissing => "ENTITLEMENTS_MISSING",
         }
     }
 
@@ -169,6 +175,7 @@ mod tests {
             (NoAccessToRelease, 403),
             (ReleaseArchived, 403),
             (ReleaseDraft, 403),
+            (EntitlementsMissing, 403),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -177,8 +184,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_one_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 21);
+        assert_eq!(errors, 22);
     }
 }

@@ -503,6 +503,7 @@ async fn the_developer_client_covers_every_endpoint() {
             name: Patch::Value("Desk App".into()),
             url: Patch::Value("https://example.com".into()),
             metadata: Patch::Value(vec![RawMetadata::new("tier", "pro")]),
+            ..ProductBody::default()
         })
         .await
         .unwrap();

@@ -8,8 +8,9 @@
 //! can follow: the team with its API keys (hashes only), customers, products, branches,
 //! licenses, each license's devices and addresses, releases, the chunks of each release file
 //! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics, (since version 2)
-//! the webhook endpoints with their signing secrets and the audit log, and (since version 3)
-//! the staff accounts with their password hashes. Records are the model's own JSON, so ids,
+//! the webhook endpoints with their signing secrets and the audit log, (since version 3)
+//! the staff accounts with their password hashes, and (since version 4) the entitlements,
+//! before the products and licenses that grant them. Records are the model's own JSON, so ids,
 //! times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys, signed-in sessions and
@@ -24,12 +25,12 @@ use licensing_core::api::requests::{
     ReleaseListQuery,
 };
 use licensing_core::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, HourlyStats, Hwid, IpRecord,
-    License, Product, Release, StaffUser, Team, WebhookEndpoint,
+    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
+    IpRecord, License, Product, Release, StaffUser, Team, WebhookEndpoint,
 };
 use licensing_core::store::{Entity, Journal, Page, Store, StoreError};
 use licensing_core::{
-    AuditId, BranchId, CustomerId, FileId, LicenseId, ProductId, TeamId, Timestamp,
+    AuditId, BranchId, CustomerId, EntitlementId, FileId, LicenseId, ProductId, TeamId, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
@@ -39,7 +40,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -60,6 +61,10 @@ enum Line {
     },
     Customer {
         customer: Customer,
+    },
+    /// An entitlement (version 4).
+    Entitlement {
+        entitlement: Entitlement,
     },
     Product {
         product: Product,
@@ -268,7 +273,8 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
             },
         )
         .await?;
-        let products = every(
+        let entitlements = store.list_entitlements(id).await?;
+        let mut products = every(
             |p: &Product| p.id,
             |n| async move {
                 let q = ProductListQuery::parse(&all_pages(n)).map_err(bad_query)?;
@@ -296,9 +302,18 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         let product_ids: HashSet<ProductId> = products.iter().map(|p| p.id).collect();
         let customer_ids: HashSet<CustomerId> = customers.iter().map(|c| c.id).collect();
         let branch_ids: HashSet<BranchId> = branches.iter().map(|b| b.id).collect();
+        let entitlement_ids: HashSet<EntitlementId> = entitlements.iter().map(|e| e.id).collect();
         for license in &mut licenses {
             license.product_ids.retain(|p| product_ids.contains(p));
             license.customer_ids.retain(|c| customer_ids.contains(c));
+            license
+                .entitlement_ids
+                .retain(|e| entitlement_ids.contains(e));
+        }
+        for product in &mut products {
+            product
+                .entitlement_ids
+                .retain(|e| entitlement_ids.contains(e));
         }
         releases.retain(|r| product_ids.contains(&r.product_id));
         for release in &mut releases {
@@ -309,6 +324,9 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
 
         for customer in customers {
             w.line(&Line::Customer { customer }).await?;
+        }
+        for entitlement in entitlements {
+            w.line(&Line::Entitlement { entitlement }).await?;
         }
         for product in products {
             w.line(&Line::Product { product }).await?;
@@ -566,6 +584,11 @@ pub async fn import<S: Store, R: BufRead>(
                 counts.teams += 1;
             }
             Line::Customer { customer } => store.create_customer(&customer, &Journal::NONE).await?,
+            Line::Entitlement { entitlement } => {
+                store
+                    .create_entitlement(&entitlement, &Journal::NONE)
+                    .await?;
+            }
             Line::Product { product } => store.create_product(&product, &Journal::NONE).await?,
             Line::Branch { branch } => store.create_branch(&branch, &Journal::NONE).await?,
             Line::License { license } => {

@@ -51,6 +51,8 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
     "/api/v1/dev/teams/{teamId}/public-key",
     "/api/v1/dev/teams/{teamId}/signing-keys/rotate",
+    "/api/v1/dev/teams/{teamId}/entitlements",
+    "/api/v1/dev/teams/{teamId}/entitlements/{entitlementId}",
     "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",

@@ -27,6 +27,9 @@ pub struct VerifyLicense {
     pub expiration_days: Option<u32>,
     /// All metadata, as `{key, value}`.
     pub metadata: Vec<ClientMetadata>,
+    /// (ext) The entitlement codes the license grants (its own and its products'), sorted.
+    #[serde(default)]
+    pub entitlements: Vec<String>,
 }
 
 /// `data.customers[]` of a verify answer.
@@ -112,6 +115,7 @@ impl VerifyData {
                 expiration_date: license.expiration_date,
                 expiration_days: license.expiration_days,
                 metadata: client_metadata(&license.metadata),
+                entitlements: Vec::new(),
             },
             customers: customers
                 .iter()
@@ -140,7 +144,7 @@ impl VerifyData {
 }
 
 /// `data.license` of a heartbeat answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatLicense {
@@ -150,10 +154,13 @@ pub struct HeartbeatLicense {
     pub hwid_limit: Option<u32>,
     /// Expiration type.
     pub expiration_type: ExpirationType,
+    /// (ext) The entitlement codes the license grants, sorted.
+    #[serde(default)]
+    pub entitlements: Vec<String>,
 }
 
 /// `data` of a successful heartbeat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatData {
     /// The license.
@@ -161,13 +168,14 @@ pub struct HeartbeatData {
 }
 
 impl HeartbeatData {
-    /// Builds the answer.
-    pub fn build(license: &License) -> Self {
+    /// Builds the answer, with the codes the license grants.
+    pub fn build(license: &License, entitlements: Vec<String>) -> Self {
         Self {
             license: HeartbeatLicense {
                 ip_limit: license.ip_limit,
                 hwid_limit: license.hwid_limit,
                 expiration_type: license.expiration_type,
+                entitlements,
             },
         }
     }
@@ -225,6 +233,10 @@ page_type!(
 page_type!(
     /// (ext) `GET {dev}/products`.
     ProductPage, products: Product, "products"
+);
+page_type!(
+    /// (ext) `GET {dev}/entitlements`.
+    EntitlementPage, entitlements: crate::model::Entitlement, "entitlements"
 );
 page_type!(
     /// (ext) `GET {dev}/audit-log`.

@@ -139,6 +139,12 @@ actions! {
     CustomerUpdated = "customer.updated", "customer";
     /// A customer was deleted.
     CustomerDeleted = "customer.deleted", "customer";
+    /// An entitlement was created.
+    EntitlementCreated = "entitlement.created", "entitlement";
+    /// An entitlement was changed (its name or metadata).
+    EntitlementUpdated = "entitlement.updated", "entitlement";
+    /// An entitlement was deleted, and detached from every license and product.
+    EntitlementDeleted = "entitlement.deleted", "entitlement";
     /// A product was created.
     ProductCreated = "product.created", "product";
     /// A product was changed.

@@ -36,11 +36,13 @@ pub enum Resource {
     AuditLog,
     /// Webhook endpoints and their delivery log.
     Webhooks,
+    /// (ext) Entitlements.
+    Entitlements,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 10] = [
+    pub const ALL: [Resource; 11] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -51,6 +53,7 @@ impl Resource {
         Resource::ApiKeys,
         Resource::AuditLog,
         Resource::Webhooks,
+        Resource::Entitlements,
     ];
 
     /// The name in scope strings.
@@ -66,6 +69,7 @@ impl Resource {
             Resource::ApiKeys => "api-keys",
             Resource::AuditLog => "audit-log",
             Resource::Webhooks => "webhooks",
+            Resource::Entitlements => "entitlements",
         }
     }
 
@@ -340,6 +344,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
     const API_KEYS: &[Scope] = &[Scope::read(ApiKeys)];
     const SETTINGS: &[Scope] = &[Scope::read(Settings)];
     const WEBHOOKS: &[Scope] = &[Scope::read(Webhooks)];
+    const ENTITLEMENTS: &[Scope] = &[Scope::read(Entitlements)];
     Some(match kind {
         "license" | "device" | "ip" => LICENSES,
         "customer" => CUSTOMERS,
@@ -351,6 +356,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
         "api_key" | "staff" => API_KEYS,
         "settings" | "team" | "signing_key" => SETTINGS,
         "webhook" => WEBHOOKS,
+        "entitlement" => ENTITLEMENTS,
         _ => return None,
     })
 }

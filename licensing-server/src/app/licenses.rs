@@ -57,6 +57,7 @@ impl Operation for CreateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let new = self.0.validate(cx.now)?;
         cx.must_cover(&new.product_ids)?;
+        super::entitlements::require(cx, &new.entitlement_ids).await?;
         let state = &cx.state;
         let mail = new.send_email_delivery;
         if mail && state.mailer.is_none() {
@@ -158,6 +159,9 @@ impl Operation for UpdateLicense {
         let existing = changeable(cx, self.0).await?;
         let updated = self.1.apply_to(&existing, cx.now)?;
         cx.must_cover(&updated.product_ids)?;
+        if updated.entitlement_ids != existing.entitlement_ids {
+            super::entitlements::require(cx, &updated.entitlement_ids).await?;
+        }
         let action = match (existing.suspended, updated.suspended) {
             (false, true) => Action::LicenseSuspended,
             (true, false) => Action::LicenseUnsuspended,

@@ -14,6 +14,7 @@ mod caller;
 pub(crate) mod client;
 pub(crate) mod customers;
 pub(crate) mod devices;
+pub(crate) mod entitlements;
 pub(crate) mod licenses;
 pub mod operator;
 pub(crate) mod products;

@@ -47,8 +47,11 @@ impl Operation for CreateProduct {
             ));
         }
         let product = input.into_new(cx.team, cx.user(), cx.now);
+        super::entitlements::require(cx, &product.entitlement_ids).await?;
         let journal = cx.created(Action::ProductCreated, product.id, &product);
         cx.state.store.create_product(&product, &journal).await?;
+        // The client API reads the entitlements products grant from the team's context.
+        cx.state.contexts.invalidate(cx.team);
         Ok(product)
     }
 }
@@ -81,6 +84,9 @@ impl Operation for UpdateProduct {
         let input = self.1.validate(false)?;
         let existing = visible(cx, self.0).await?;
         let updated = input.apply_to(&existing, cx.now);
+        if updated.entitlement_ids != existing.entitlement_ids {
+            super::entitlements::require(cx, &updated.entitlement_ids).await?;
+        }
         cx.state
             .store
             .update_product(
@@ -93,6 +99,7 @@ impl Operation for UpdateProduct {
                 ),
             )
             .await?;
+        cx.state.contexts.invalidate(cx.team);
         Ok(updated)
     }
 }
@@ -113,6 +120,7 @@ impl Operation for DeleteProduct {
             )
             .await?;
         cx.state.files.remove_release_files(&releases).await;
+        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *product.id.as_uuid(),
             deleted: true,
@@ -172,6 +180,7 @@ impl Operation for DeleteBranch {
             .delete_branch(cx.team, product.id, branch, &journal)
             .await?;
         cx.state.files.remove_release_files(&releases).await;
+        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *branch.as_uuid(),
             deleted: true,

@@ -21,8 +21,11 @@ use licensing_core::TeamId;
 use licensing_core::crypto::TeamKeys;
 
 use crate::services::keyring::Keyring;
+use licensing_core::EntitlementId;
 use licensing_core::model::{ClientEvents, Team};
-use licensing_core::store::{BlacklistStore, StoreError, StoreResult, TeamStore, WebhookStore};
+use licensing_core::store::{
+    BlacklistStore, EntitlementStore, StoreError, StoreResult, TeamStore, WebhookStore,
+};
 use licensing_core::verify::Blacklist;
 
 /// One team, ready for the client API.
@@ -36,6 +39,8 @@ pub struct TeamContext {
     pub blacklist: Blacklist,
     /// The client events its enabled webhook endpoints want.
     pub client_events: ClientEvents,
+    /// Its entitlements' codes, by id.
+    pub entitlements: HashMap<EntitlementId, String>,
 }
 
 #[derive(Debug, Default)]
@@ -90,7 +95,7 @@ impl TeamContexts {
     }
 
     /// The team's context, loading it on a miss; `None` when the team does not exist.
-    pub async fn get<S: TeamStore + BlacklistStore + WebhookStore>(
+    pub async fn get<S: TeamStore + BlacklistStore + WebhookStore + EntitlementStore>(
         &self,
         store: &S,
         team: TeamId,
@@ -109,12 +114,19 @@ impl TeamContexts {
         };
         let entries = store.list_blacklist(team).await?;
         let endpoints = store.list_webhooks(team).await?;
+        let entitlements = store
+            .list_entitlements(team)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, e.code))
+            .collect();
         let keys = self.keyring.open(&record).map_err(StoreError::backend)?;
         let context = Arc::new(TeamContext {
             team: record,
             keys,
             blacklist: Blacklist::compile(&entries),
             client_events: ClientEvents::of(&endpoints),
+            entitlements,
         });
         if let Ok(mut inner) = self.inner.write()
             && inner.generation == generation
@@ -126,8 +138,8 @@ impl TeamContexts {
         Ok(Some(context))
     }
 
-    /// Drops the team's entry after a change to its settings, features, blacklist or webhook
-    /// endpoints.
+    /// Drops the team's entry after a change to its settings, features, blacklist, webhook
+    /// endpoints, entitlements or products.
     pub fn invalidate(&self, team: TeamId) {
         match self.inner.write() {
             Ok(mut inner) => {

@@ -229,8 +229,14 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .as_str()
         .unwrap()
         .to_owned();
+    let entitlement = s
+        .post(&s.dev("entitlements"), r#"{"name":"Fuzz","code":"FUZZ"}"#)
+        .await
+        .ok()
+        .clone();
     let seeded = vec![
         ("kid".to_owned(), kid),
+        ("entitlementId".to_owned(), id(&entitlement)),
         ("webhookId".to_owned(), id(&webhook)),
         ("deliveryId".to_owned(), id(&delivery)),
         ("licenseId".to_owned(), id(&license)),

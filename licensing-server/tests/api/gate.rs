@@ -91,7 +91,7 @@ async fn key_with(s: &TestServer, scopes: &[String], products: Option<&[&str]>) 
     created.body["data"]["key"].as_str().unwrap().to_owned()
 }
 
-const ALL_SCOPES: [&str; 20] = [
+const ALL_SCOPES: [&str; 22] = [
     "licenses:read",
     "licenses:write",
     "licenses:devices",
@@ -112,6 +112,8 @@ const ALL_SCOPES: [&str; 20] = [
     "audit-log:read",
     "webhooks:read",
     "webhooks:write",
+    "entitlements:read",
+    "entitlements:write",
 ];
 
 /// Every scope that does not grant `scope` (a write scope grants every scope of its resource,
@@ -139,7 +141,7 @@ async fn every_developer_operation_checks_ids_then_credentials_then_scope() {
     let s = TestServer::start().await;
     let doc = s.openapi().await;
     let operations = developer_operations(&doc);
-    assert_eq!(operations.len(), 55, "every developer operation");
+    assert_eq!(operations.len(), 60, "every developer operation");
     let team = s.team_id().to_string();
     let scopes: BTreeSet<String> = operations
         .iter()

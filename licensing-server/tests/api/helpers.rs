@@ -301,6 +301,7 @@ impl TestServer {
             name: name.into(),
             url: None,
             metadata: Vec::new(),
+            entitlement_ids: Vec::new(),
             team_id: self.team_id(),
             created_by_user_id: licensing_core::UserId::ADMIN,
             created_at: Timestamp::now(),

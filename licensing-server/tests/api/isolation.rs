@@ -12,7 +12,8 @@ use crate::helpers::TestServer;
 /// Every developer route with a body that would be valid, over team A's records.
 fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     let s = |v: &str| ids[v].as_str().unwrap().to_owned();
-    let (webhook, delivery, kid) = (s("webhook"), s("delivery"), s("kid"));
+    let (webhook, delivery, kid, entitlement) =
+        (s("webhook"), s("delivery"), s("kid"), s("entitlement"));
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -78,6 +79,19 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             body(json!({"fullName": "Changed"})),
         ),
         (Method::DELETE, format!("customers/{customer}"), None),
+        (
+            Method::POST,
+            "entitlements".into(),
+            body(json!({"name": "X", "code": "X"})),
+        ),
+        (Method::GET, "entitlements".into(), None),
+        (Method::GET, format!("entitlements/{entitlement}"), None),
+        (
+            Method::PUT,
+            format!("entitlements/{entitlement}"),
+            body(json!({"name": "Changed"})),
+        ),
+        (Method::DELETE, format!("entitlements/{entitlement}"), None),
         (Method::POST, "products".into(), body(json!({"name": "X"}))),
         (Method::GET, "products".into(), None),
         (Method::GET, format!("products/{product}"), None),
@@ -165,6 +179,7 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "releases",
         "settings",
         "public-key",
+        "entitlements",
         "blacklist",
         "api-keys",
         "audit-log",
@@ -257,7 +272,9 @@ async fn no_route_shows_or_changes_another_teams_data() {
     let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
                      "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key,
                      "webhook": webhook, "delivery": delivery,
-                     "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"]});
+                     "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"],
+                     "entitlement": s.post(&s.dev("entitlements"), r#"{"name":"A","code":"A"}"#)
+                         .await.ok()["id"]});
     let before = snapshot(&s).await;
 
     for (method, path, body) in routes(&ids) {
@@ -467,6 +484,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
+        "entitlement": "{entitlementId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()

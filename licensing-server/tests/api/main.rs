@@ -17,6 +17,7 @@ mod client;
 mod customers;
 mod dashboard;
 mod devices;
+mod entitlements;
 mod errors;
 mod ext;
 mod forwarded;

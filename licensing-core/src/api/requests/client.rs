@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::list::Query;
 use super::{finish, parse_json_borrowed, present};
 use crate::error::{ApiError, Validator};
+use crate::model::MAX_REQUESTED_ENTITLEMENTS;
 use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version};
 use crate::verify::RequestKind;
 use crate::{CustomerId, LicenseKey, ProductId};
@@ -36,6 +37,10 @@ pub struct ClientBody {
     /// The product branch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<BranchName>,
+    /// (ext) Entitlement codes the application needs (at most 100): a license that lacks one
+    /// is refused with `ENTITLEMENTS_MISSING`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entitlements: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +60,8 @@ struct RawClientBody<'a> {
     version: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     branch: Option<Cow<'a, str>>,
+    #[serde(default)]
+    entitlements: Option<Vec<String>>,
 }
 
 impl ClientBody {
@@ -68,6 +75,7 @@ impl ClientBody {
             challenge: None,
             version: None,
             branch: None,
+            entitlements: None,
         }
     }
 
@@ -95,6 +103,25 @@ impl ClientBody {
         let challenge = v.optional("challenge", raw.challenge, Challenge::parse);
         let version = v.optional("version", raw.version, Version::parse);
         let branch = v.optional("branch", raw.branch, BranchName::parse);
+        if let Some(codes) = &raw.entitlements {
+            if codes.len() > MAX_REQUESTED_ENTITLEMENTS {
+                v.push(
+                    "entitlements",
+                    format!(
+                        "must have at most {MAX_REQUESTED_ENTITLEMENTS} codes (got {})",
+                        codes.len()
+                    ),
+                );
+            }
+            for (i, code) in codes.iter().enumerate() {
+                if !(1..=64).contains(&code.len()) {
+                    v.push(
+                        format!("entitlements[{i}]"),
+                        "must be an entitlement code of 1 to 64 characters",
+                    );
+                }
+            }
+        }
         finish(v)?;
         Ok(Self {
             license_key: present(license_key)?,
@@ -104,6 +131,7 @@ impl ClientBody {
             challenge: present(challenge)?,
             version: present(version)?,
             branch: present(branch)?,
+            entitlements: raw.entitlements,
         })
     }
 }

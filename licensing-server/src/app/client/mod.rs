@@ -163,9 +163,13 @@ pub(crate) async fn validate(
         country,
     };
 
-    // 2 to 6, then 7 and 8 atomically in the store.
+    // 2 to 6, the entitlements asked for, then 7 and 8 atomically in the store.
     let now = Timestamp::now();
     let checked = check(state, &context, &request, seen, now).await?;
+    let granted = steps::granted(&state.store, &context, &checked.license).await?;
+    if let Some(requested) = &input.entitlements {
+        steps::require_entitlements(requested, &granted.codes)?;
+    }
     let license = record_checked(state, &context, (&request, &checked), now).await?;
 
     // The answer's data.
@@ -182,16 +186,18 @@ pub(crate) async fn validate(
         None => None,
     };
     let data = match kind {
-        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData::build(&license)),
+        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData::build(&license, granted.codes)),
         _ => {
             let mut data = steps::verify_data(
                 &state.store,
                 &license,
+                granted.products,
                 checked.catalog.as_ref(),
                 seen.product,
                 input.branch.as_ref(),
             )
             .await?;
+            data.license.entitlements = granted.codes;
             if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
                 data.hardware_identifier_checked = Some(false);
             }

@@ -5,11 +5,11 @@
 
 use std::net::IpAddr;
 
-use licensing_core::model::{Branch, License, Product, Release};
+use licensing_core::model::{Branch, License, Product, Release, effective_codes, missing_codes};
 use licensing_core::store::{Activity, ActivityRules, LicenseRead, Store};
 use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
-use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, Timestamp};
+use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, ResultCode, Timestamp};
 
 use crate::services::client_events::{ClientEventQueue, Refused};
 use crate::services::contexts::TeamContext;
@@ -207,11 +207,69 @@ pub(crate) async fn record<S: Store>(
     }
 }
 
+/// What a license grants: its entitlement codes, and its products when they were read to find
+/// them (a verify's answer shows them).
+pub(crate) struct Granted {
+    /// The codes, sorted.
+    pub(crate) codes: Vec<String>,
+    /// The license's products, when read.
+    pub(crate) products: Option<Vec<Product>>,
+}
+
+/// The entitlements `license` grants (its own and its products'), by the team's codes. A team
+/// without entitlements grants none and reads nothing.
+pub(crate) async fn granted<S: Store>(
+    store: &S,
+    team: &TeamContext,
+    license: &License,
+) -> Result<Granted, ApiError> {
+    if team.entitlements.is_empty() {
+        return Ok(Granted {
+            codes: Vec::new(),
+            products: None,
+        });
+    }
+    let products = if license.product_ids.is_empty() {
+        Vec::new()
+    } else {
+        store
+            .get_products(license.team_id, &license.product_ids)
+            .await?
+    };
+    let codes = effective_codes(
+        &license.entitlement_ids,
+        products.iter().map(|p| p.entitlement_ids.as_slice()),
+        |id| team.entitlements.get(&id).map(String::as_str),
+    );
+    Ok(Granted {
+        codes,
+        products: Some(products),
+    })
+}
+
+/// 403 `ENTITLEMENTS_MISSING` naming the codes of `requested` that `granted` lacks, in request
+/// order (a code the team does not know is lacked too).
+pub(crate) fn require_entitlements(
+    requested: &[String],
+    granted: &[String],
+) -> Result<(), ApiError> {
+    let missing = missing_codes(requested, granted);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ResultCode::EntitlementsMissing,
+        format!("The license lacks entitlements: {}", missing.join(", ")),
+    ))
+}
+
 /// `data` of a successful verify: the license, its customers, and its products each with the
 /// latest published release of the requested branch (none where the product lacks the branch).
+/// `products`: the license's products, when already read.
 pub(crate) async fn verify_data<S: Store>(
     store: &S,
     license: &License,
+    products: Option<Vec<Product>>,
     checked_catalog: Option<&(Vec<Branch>, Vec<Release>)>,
     named: Option<ProductId>,
     branch: Option<&BranchName>,
@@ -222,10 +280,10 @@ pub(crate) async fn verify_data<S: Store>(
     } else {
         store.get_customers(team, &license.customer_ids).await?
     };
-    let products: Vec<Product> = if license.product_ids.is_empty() {
-        Vec::new()
-    } else {
-        store.get_products(team, &license.product_ids).await?
+    let products: Vec<Product> = match products {
+        Some(products) => products,
+        None if license.product_ids.is_empty() => Vec::new(),
+        None => store.get_products(team, &license.product_ids).await?,
     };
     // The named product's catalog was read for the checks; only the others are read here.
     let reuse = |id: ProductId| named == Some(id) && checked_catalog.is_some();

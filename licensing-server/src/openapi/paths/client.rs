@@ -14,7 +14,7 @@ pub(in crate::openapi) enum ClientRefused {
     /// A refusal of the license or the device, signed.
     #[response(
         status = 403,
-        description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, IP_LIMIT_REACHED or HWID_LIMIT_REACHED",
+        description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, (ext) ENTITLEMENTS_MISSING (`details` names the codes the license lacks, in request order), IP_LIMIT_REACHED or HWID_LIMIT_REACHED",
         headers(
             ("X-Signature" = String, description = "Signature of this exchange"),
             ("X-Signature-Key-Id" = String, description = "(ext) The `kid` of the signing key")

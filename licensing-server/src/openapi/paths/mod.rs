@@ -8,6 +8,7 @@
 
 pub(super) mod catalog;
 pub(super) mod client;
+pub(super) mod entitlements;
 pub(super) mod licenses;
 pub(super) mod operator;
 pub(super) mod releases;
@@ -15,19 +16,20 @@ pub(super) mod team;
 pub(super) mod webhooks;
 
 use licensing_core::api::requests::{
-    AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody, FeaturesBody,
-    ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody, SettingsBody, StaffBody, WebhookBody,
+    AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody,
+    EntitlementBody, FeaturesBody, ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody,
+    SettingsBody, StaffBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    DeliveryPage, Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage, IpForgotten, IpPage,
-    LicenseDeleted, LicenseEmailed, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage,
-    TeamList, VerifyData, WebhookList,
+    DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage,
+    IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseKeyDeleted, LicensePage,
+    ProductPage, ReleasePage, TeamList, VerifyData, WebhookList,
 };
 use licensing_core::model::{
-    ApiKeyCreated, BlacklistEntry, Branch, Customer, LicenseDetail, Product, PublicKeys,
-    ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated, TeamSettings, TeamView,
-    WebhookDelivery, WebhookView, WebhookWithSecret,
+    ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, LicenseDetail, Product,
+    PublicKeys, ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated, TeamSettings,
+    TeamView, WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use utoipa::ToSchema;
 
@@ -164,6 +166,8 @@ mod ids {
         CustomerPath { customer_id: "The customer" }
         /// `{teamId}/…/{releaseId}`.
         ReleasePath { release_id: "The release" }
+        /// `{teamId}/…/{entitlementId}`.
+        EntitlementPath { entitlement_id: "The entitlement" }
     }
 
     /// `{teamId}/…/{licenseKey}`.
@@ -195,8 +199,8 @@ mod ids {
 }
 
 use ids::{
-    CustomerPath, DeliveryPath, LicenseKeyPath, LicensePath, ProductPath, ReleasePath, TeamPath,
-    WebhookPath,
+    CustomerPath, DeliveryPath, EntitlementPath, LicenseKeyPath, LicensePath, ProductPath,
+    ReleasePath, TeamPath, WebhookPath,
 };
 
 /// An unknown thing of the team, one set per kind.
@@ -217,7 +221,8 @@ mod not_found {
         NoProduct: "PRODUCT_NOT_FOUND";
         NoCustomer: "CUSTOMER_NOT_FOUND";
         NoRelease: "RELEASE_NOT_FOUND";
+        NoEntitlement: "BAD_REQUEST (no such entitlement of the team)";
     }
 }
 
-use not_found::{NoCustomer, NoLicense, NoProduct, NoRelease};
+use not_found::{NoCustomer, NoEntitlement, NoLicense, NoProduct, NoRelease};

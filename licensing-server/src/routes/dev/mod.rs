@@ -122,6 +122,7 @@ macro_rules! listed {
 mod access;
 mod customers;
 mod devices;
+mod entitlements;
 mod licenses;
 mod products;
 mod releases;
@@ -223,6 +224,14 @@ pub(crate) fn operations() -> Vec<Route> {
         route::<app::customers::GetCustomer>(get.clone(), "customers/{customerId}"),
         route::<app::customers::UpdateCustomer>(put.clone(), "customers/{customerId}"),
         route::<app::customers::DeleteCustomer>(delete.clone(), "customers/{customerId}"),
+        route::<app::entitlements::CreateEntitlement>(post.clone(), "entitlements"),
+        route::<app::entitlements::ListEntitlements>(get.clone(), "entitlements"),
+        route::<app::entitlements::GetEntitlement>(get.clone(), "entitlements/{entitlementId}"),
+        route::<app::entitlements::UpdateEntitlement>(put.clone(), "entitlements/{entitlementId}"),
+        route::<app::entitlements::DeleteEntitlement>(
+            delete.clone(),
+            "entitlements/{entitlementId}",
+        ),
         route::<app::products::CreateProduct>(post.clone(), "products"),
         route::<app::products::ListProducts>(get.clone(), "products"),
         route::<app::products::GetProduct>(get.clone(), "products/{productId}"),
