@@ -104,6 +104,15 @@ async fn stores_of_every_known_format_open() {
             verified["result"]["code"], "VALID",
             "format {format}: {verified}"
         );
+        // What the license grants (formats before 6 had no entitlements: none).
+        let granted = match facts["entitlementCode"].as_str() {
+            Some(code) => json!([code]),
+            None => json!([]),
+        };
+        assert_eq!(
+            verified["data"]["license"]["entitlements"], granted,
+            "format {format}: {verified}"
+        );
         let license = api.get(&format!("licenses/{key}")).await;
         assert_eq!(
             license["customerIds"][0], facts["customerId"],
@@ -140,10 +149,13 @@ async fn write_format_fixture() {
             json!({"fullName": "Fixture Customer", "email": "fixture@example.com"}),
         )
         .await;
+    let entitlement = api
+        .post("entitlements", json!({"name": "Fixture", "code": "FIXTURE"}))
+        .await;
     let license = api
         .post(
             "licenses",
-            json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer["id"]], "hwidLimit": 1}),
+            json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer["id"]], "hwidLimit": 1, "entitlementIds": [entitlement["id"]]}),
         )
         .await;
     let key = license["licenseKey"].as_str().unwrap();
@@ -189,6 +201,7 @@ async fn write_format_fixture() {
         "productId": product,
         "licenseKey": key,
         "device": device,
+        "entitlementCode": "FIXTURE",
         "fileChecksum": licensing_core::crypto::md5_hex(&file),
     });
     std::fs::write(
