@@ -153,7 +153,8 @@ async fn verify_answers_every_member_signed_and_records_device_ip_and_country() 
             "license": {
                 "ipLimit": 5, "hwidLimit": 3, "expirationType": "DATE",
                 "expirationStart": l["expirationStart"], "expirationDate": l["expirationDate"],
-                "expirationDays": null, "metadata": [{"key": "seats", "value": "10"}]
+                "expirationDays": null, "metadata": [{"key": "seats", "value": "10"}],
+                "entitlements": []
             },
             "customers": [{
                 "email": "jane@example.com", "fullName": "Jane Doe", "username": "jane",
@@ -244,7 +245,7 @@ async fn heartbeat_answers_the_license_limits_and_needs_the_device() {
         .await;
     assert_eq!(
         a.valid(),
-        &json!({"license": {"ipLimit": 4, "hwidLimit": 2, "expirationType": "NEVER"}})
+        &json!({"license": {"ipLimit": 4, "hwidLimit": 2, "expirationType": "NEVER", "entitlements": []}})
     );
     assert_eq!(a.body["result"]["details"], "License heartbeat successful");
     assert!(a.body["result"].get("challengeResponse").is_none());
