@@ -125,6 +125,8 @@ actions! {
     LicenseUnsuspended = "license.unsuspended", "license";
     /// A license was deleted.
     LicenseDeleted = "license.deleted", "license";
+    /// A license file of a license was issued through the developer API or the dashboard.
+    LicenseFileIssued = "license.file_issued", "license";
     /// A license's hardware identifier was forgotten.
     DeviceForgotten = "device.forgotten", "device";
     /// A license's forgotten hardware identifier was remembered again.

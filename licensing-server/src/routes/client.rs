@@ -1,5 +1,6 @@
-//! The client API (protocol.md section 3): `verification/verify`, `verification/heartbeat` and
-//! `verification/classloader` under `/api/v1/client/teams/{teamId}`, without authentication.
+//! The client API (protocol.md section 3): `verification/verify`, `verification/heartbeat`,
+//! `verification/classloader` and (ext) `verification/checkout` under
+//! `/api/v1/client/teams/{teamId}`, without authentication.
 //!
 //! Each handler walks the protocol's order of checks; the first failure answers. From the moment
 //! the team is known, every answer is signed (`X-Signature`) and counted in the statistics.
@@ -36,7 +37,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
             .and(warp::body::stream())
             .then(
                 |team: String, kind: Validation, state: AppState, ip, body| async move {
-                    json_endpoint(state, kind.0, team, ip, body).await
+                    json_endpoint(state, kind, team, ip, body).await
                 },
             );
     let classloader =
@@ -53,16 +54,33 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     validate.or(classloader).unify().boxed()
 }
 
-/// The last segment of a verify or heartbeat path (any other does not match).
-struct Validation(RequestKind);
+/// The last segment of a verify, heartbeat or checkout path (any other does not match).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Validation {
+    Verify,
+    Heartbeat,
+    /// (ext) A verify that also answers a license file for the machine.
+    Checkout,
+}
+
+impl Validation {
+    /// The kind of request it is counted and rate limited as (a checkout as a verify).
+    fn kind(self) -> RequestKind {
+        match self {
+            Self::Verify | Self::Checkout => RequestKind::Verify,
+            Self::Heartbeat => RequestKind::Heartbeat,
+        }
+    }
+}
 
 impl std::str::FromStr for Validation {
     type Err = ();
 
     fn from_str(segment: &str) -> Result<Self, ()> {
         match segment {
-            "verify" => Ok(Self(RequestKind::Verify)),
-            "heartbeat" => Ok(Self(RequestKind::Heartbeat)),
+            "verify" => Ok(Self::Verify),
+            "heartbeat" => Ok(Self::Heartbeat),
+            "checkout" => Ok(Self::Checkout),
             _ => Err(()),
         }
     }
@@ -116,10 +134,11 @@ pub(crate) fn error_answer(seen: &Seen, error: &ApiError, request: &[u8]) -> Res
     json_answer(seen, error.status(), &envelope, request)
 }
 
-/// Verify or heartbeat: the team id and body parsed, the use case, the answer signed.
+/// Verify, heartbeat or checkout: the team id and body parsed, the use case, the answer
+/// signed.
 async fn json_endpoint<S, B>(
     state: AppState,
-    kind: RequestKind,
+    endpoint: Validation,
     team: String,
     ip: IpAddr,
     body: S,
@@ -128,11 +147,16 @@ where
     S: Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
+    let kind = endpoint.kind();
     let mut seen = Seen::new(kind);
     let mut request = Bytes::new();
     let outcome = async {
         let team = path_param::<TeamId>("teamId", &team)?;
         request = read_body(body, MAX_JSON_BODY).await?;
+        if endpoint == Validation::Checkout {
+            let input = ClientBody::parse_checkout(&request)?;
+            return client::checkout(&state, team, &input, ip, &mut seen).await;
+        }
         let input = ClientBody::parse(kind, &request)?;
         client::validate(&state, kind, team, &input, ip, &mut seen).await
     }
@@ -143,7 +167,9 @@ where
     seen.count(&state, code, client::limiter(&state, kind), ip)
         .await;
     match outcome {
-        Ok(Validated { data, challenge }) => {
+        Ok(Validated {
+            data, challenge, ..
+        }) => {
             let now = Timestamp::now();
             match data {
                 Valid::Heartbeat(data) => json_answer(
@@ -156,6 +182,12 @@ where
                     &seen,
                     200,
                     &Envelope::valid(data, "License is valid", challenge, now),
+                    &request,
+                ),
+                Valid::Checkout(data) => json_answer(
+                    &seen,
+                    200,
+                    &Envelope::valid(data, "License checked out", challenge, now),
                     &request,
                 ),
             }

@@ -44,6 +44,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         ),
         (Method::POST, format!("licenses/id/{license}/suspend"), None),
         (Method::POST, format!("licenses/id/{license}/email"), None),
+        (Method::POST, format!("licenses/id/{license}/file"), None),
         (
             Method::POST,
             format!("licenses/id/{license}/unsuspend"),

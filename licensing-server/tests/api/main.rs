@@ -27,6 +27,7 @@ mod headers;
 mod helpers;
 mod instances;
 mod isolation;
+mod license_files;
 mod licenses;
 mod mail;
 mod openapi;

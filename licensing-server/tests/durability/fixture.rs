@@ -150,7 +150,10 @@ async fn write_format_fixture() {
         )
         .await;
     let entitlement = api
-        .post("entitlements", json!({"name": "Fixture", "code": "FIXTURE"}))
+        .post(
+            "entitlements",
+            json!({"name": "Fixture", "code": "FIXTURE"}),
+        )
         .await;
     let license = api
         .post(

@@ -41,6 +41,10 @@ pub struct ClientBody {
     /// is refused with `ENTITLEMENTS_MISSING`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entitlements: Option<Vec<String>>,
+    /// (ext) Checkout only: seconds the license file is valid (3,600 to 315,360,000; left out:
+    /// as long as the license).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +66,8 @@ struct RawClientBody<'a> {
     branch: Option<Cow<'a, str>>,
     #[serde(default)]
     entitlements: Option<Vec<String>>,
+    #[serde(default)]
+    ttl: Option<i64>,
 }
 
 impl ClientBody {
@@ -76,15 +82,26 @@ impl ClientBody {
             version: None,
             branch: None,
             entitlements: None,
+            ttl: None,
         }
     }
 
     /// Parses and validates a verify (`kind` = `Verify`) or heartbeat body.
     pub fn parse(kind: RequestKind, body: &[u8]) -> Result<Self, ApiError> {
+        Self::parse_as(kind, false, body)
+    }
+
+    /// (ext) Parses and validates a checkout body: a verify's with `hardwareIdentifier`
+    /// required, and `ttl`.
+    pub fn parse_checkout(body: &[u8]) -> Result<Self, ApiError> {
+        Self::parse_as(RequestKind::Verify, true, body)
+    }
+
+    fn parse_as(kind: RequestKind, checkout: bool, body: &[u8]) -> Result<Self, ApiError> {
         let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
         let mut v = Validator::new();
         let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
-        let hardware_id = if kind == RequestKind::Verify {
+        let hardware_id = if kind == RequestKind::Verify && !checkout {
             v.optional(
                 "hardwareIdentifier",
                 raw.hardware_identifier,
@@ -122,6 +139,14 @@ impl ClientBody {
                 }
             }
         }
+        let ttl = match raw.ttl {
+            None => None,
+            Some(_) if !checkout => {
+                v.push("ttl", "is taken by checkout only");
+                None
+            }
+            Some(t) => v.check("ttl", crate::api::file_ttl(t)),
+        };
         finish(v)?;
         Ok(Self {
             license_key: present(license_key)?,
@@ -132,6 +157,7 @@ impl ClientBody {
             version: present(version)?,
             branch: present(branch)?,
             entitlements: raw.entitlements,
+            ttl,
         })
     }
 }

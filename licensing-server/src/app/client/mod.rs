@@ -4,13 +4,13 @@
 //! license, the product, the device and the limits in [`steps`]), the store's atomic step, the
 //! answer's data, and what is counted. The routes parse the request, call them, sign and render.
 
-mod steps;
+pub(crate) mod steps;
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use licensing_core::api::requests::{ClassloaderQuery, ClientBody};
-use licensing_core::api::{HeartbeatData, VerifyData};
+use licensing_core::api::{CheckedOutFile, CheckoutData, HeartbeatData, VerifyData};
 use licensing_core::crypto::SessionKey;
 use licensing_core::model::{Release, ReleaseFile, RequestType};
 use licensing_core::store::{ProductStore, SessionKeyRefused, SessionKeyStore};
@@ -123,6 +123,8 @@ pub(crate) enum Valid {
     Verify(VerifyData),
     /// Heartbeat's: the license's state.
     Heartbeat(HeartbeatData),
+    /// (ext) Checkout's: verify's, and a license file for the machine.
+    Checkout(CheckoutData),
 }
 
 /// A request that passed: its data, and the signed challenge when it sent one.
@@ -131,6 +133,46 @@ pub(crate) struct Validated {
     pub(crate) data: Valid,
     /// The challenge, signed with the team's RSA key.
     pub(crate) challenge: Option<String>,
+    /// The license, as the request left it.
+    pub(crate) license: licensing_core::model::License,
+}
+
+/// (ext) A checkout of `input` from `ip` to `team`: everything a verify does (the device is
+/// recorded the same way), then a license file bound to the request's machine and encrypted,
+/// valid for the `ttl` asked (or as long as the license).
+pub(crate) async fn checkout(
+    state: &AppState,
+    team: TeamId,
+    input: &ClientBody,
+    ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<Validated, ApiError> {
+    let validated = validate(state, RequestKind::Verify, team, input, ip, seen).await?;
+    let Valid::Verify(data) = validated.data else {
+        return Err(ApiError::internal());
+    };
+    let context = seen.context.clone().ok_or_else(ApiError::internal)?;
+    let now = Timestamp::now();
+    let (certificate, payload) = crate::app::license_files::certificate(
+        &context,
+        &validated.license,
+        data.clone(),
+        input.hardware_id.as_ref(),
+        input.ttl,
+        true,
+        now,
+    )?;
+    Ok(Validated {
+        data: Valid::Checkout(CheckoutData {
+            verify: data,
+            license_file: CheckedOutFile {
+                certificate,
+                issued_at: payload.meta.issued,
+                expires_at: payload.meta.expiry,
+            },
+        }),
+        ..validated
+    })
 }
 
 /// Verify or heartbeat (`kind`) of `input` from `ip` to `team`: the rate limit, the team, steps
@@ -204,7 +246,11 @@ pub(crate) async fn validate(
             Valid::Verify(data)
         }
     };
-    Ok(Validated { data, challenge })
+    Ok(Validated {
+        data,
+        challenge,
+        license,
+    })
 }
 
 /// A download the client may have: the open file, the key to seal it with, and what its
@@ -369,7 +415,10 @@ fn latest_of_branch<'a>(releases: &'a [Release], served: &Release) -> Option<&'a
 }
 
 /// The team's context, or 404 `TEAM_NOT_FOUND`.
-async fn team_context(state: &AppState, team: TeamId) -> Result<Arc<TeamContext>, ApiError> {
+pub(crate) async fn team_context(
+    state: &AppState,
+    team: TeamId,
+) -> Result<Arc<TeamContext>, ApiError> {
     state
         .contexts
         .get(&state.store, team)

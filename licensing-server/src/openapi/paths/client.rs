@@ -116,3 +116,26 @@ pub(in crate::openapi) fn heartbeat() {}
     )
 )]
 pub(in crate::openapi) fn classloader() {}
+
+/// (ext) Check a license out for offline use: everything verify does (the device is recorded the
+/// same way; `hardwareIdentifier` is required), then a license file bound to this machine and
+/// encrypted, valid for `ttl` seconds (3,600 to 315,360,000; left out: as long as the license).
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/verification/checkout",
+    tag = "extensions",
+    params(TeamPath),
+    request_body = ClientBody,
+    responses(
+        (status = 200, description = "VALID: a verify's data and `licenseFile`", body = Envelope<CheckoutData>, headers(
+            ("X-Signature" = String, description = "Base64 Ed25519 signature over \"licensing-v1\\n\" + hex(SHA-256(request body)) + \"\\n\" + response body, with the team's active signing key"),
+            ("X-Signature-Key-Id" = String, description = "The `kid` of the key that signed"),
+            ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
+            ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
+            ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
+        )),
+        ClientRefused,
+        BodyRefused,
+    )
+)]
+pub(in crate::openapi) fn checkout() {}

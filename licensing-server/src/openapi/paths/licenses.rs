@@ -269,3 +269,24 @@ pub(in crate::openapi) fn list_ips() {}
     )
 )]
 pub(in crate::openapi) fn set_ip_forgotten() {}
+
+/// (ext) Issue a license file: the license's data as a verify answers it (with its id, key,
+/// suspension and entitlements), signed with the team's active Ed25519 key (`kid` in the
+/// envelope), encrypted under the license key (and the machine's hardware identifier, for a
+/// file bound to one) unless `encrypt` is `false`. An application checks it offline with the
+/// team's signing keys. Audited (`license.file_issued`).
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/file",
+    tag = "extensions",
+    params(LicensePath),
+    request_body(content = LicenseFileBody, description = "Every member is optional; an empty body asks for an encrypted file for any machine, valid as long as the license"),
+    responses(
+        (status = 201, description = "The file", body = Envelope<LicenseFileIssued>),
+        NoLicense,
+        Refused,
+        OtherTeam,
+        BodyRefused,
+    )
+)]
+pub(in crate::openapi) fn issue_license_file() {}

@@ -21,10 +21,11 @@ use licensing_core::api::requests::{
     SettingsBody, StaffBody, WebhookBody,
 };
 use licensing_core::api::{
-    ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten, HwidPage,
-    IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseKeyDeleted, LicensePage,
-    ProductPage, ReleasePage, TeamList, VerifyData, WebhookList,
+    ApiKeyList, AuditPage, BlacklistList, BranchList, CheckoutData, CustomerDeleted, CustomerPage,
+    Deleted, DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten,
+    HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseFileBody,
+    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList,
+    VerifyData, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, LicenseDetail, Product,

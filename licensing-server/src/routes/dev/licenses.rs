@@ -23,3 +23,28 @@ by_ids!(DeleteLicenseByKey(key: LicenseKey) => 200
     "License deleted");
 by_ids!(DeleteLicense(id: LicenseId) => 200
     |license| LicenseDeleted { license_id: license.id, deleted: true }, "License deleted");
+
+impl super::Endpoint for crate::app::license_files::IssueLicenseFile {
+    type Ids = (LicenseId,);
+    const QUERY: super::Query = super::Query::None;
+
+    async fn from_request(
+        _: &super::Dev,
+        (id,): (LicenseId,),
+        input: super::Input,
+    ) -> Result<Self, licensing_core::ApiError> {
+        // Every member is optional: an empty body asks for an encrypted file for any machine,
+        // valid as long as the license.
+        let bytes = input.json().await?;
+        let body = if bytes.iter().all(u8::is_ascii_whitespace) {
+            licensing_core::api::LicenseFileBody::default()
+        } else {
+            licensing_core::api::requests::parse_json(&bytes)?
+        };
+        Ok(Self(id, body))
+    }
+
+    fn answer(output: Self::Output) -> crate::http::Response {
+        crate::http::success(201, output, "License file issued")
+    }
+}

@@ -1,0 +1,210 @@
+//! (ext) License files (protocol.md section 6): what a file holds, the developer API's request
+//! and answer, and checkout's answer. The bytes of the certificate are
+//! [`crypto::license_file`](crate::crypto::license_file)'s.
+
+use serde::{Deserialize, Serialize};
+
+use super::requests::{finish, parse_json};
+use super::{VerifyCustomer, VerifyData, VerifyLicense, VerifyProduct};
+use crate::error::{ApiError, Validator};
+use crate::model::License;
+use crate::validate::HardwareId;
+use crate::{LicenseId, LicenseKey, TeamId, Timestamp};
+
+/// The shortest `ttl` of a license file, in seconds (an hour).
+pub const MIN_FILE_TTL: u32 = 3_600;
+/// The longest `ttl` of a license file, in seconds (ten years).
+pub const MAX_FILE_TTL: u32 = 315_360_000;
+
+/// What a license file holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LicenseFilePayload {
+    /// When and for whom it was issued.
+    pub meta: LicenseFileMeta,
+    /// The license, its customers and products, as a verify answers them.
+    pub data: LicenseFileData,
+}
+
+/// `meta` of a license file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseFileMeta {
+    /// When it was issued.
+    pub issued: Timestamp,
+    /// When it stops being valid (`issued` + `ttl`); `null`: as long as the license.
+    pub expiry: Option<Timestamp>,
+    /// Its time to live in seconds; `null`: as long as the license.
+    pub ttl: Option<u32>,
+    /// The team.
+    pub team_id: TeamId,
+    /// The machine it is bound to; `null`: any machine.
+    pub hardware_identifier: Option<String>,
+}
+
+/// `data` of a license file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LicenseFileData {
+    /// The license: a verify's members and its id, key and suspension.
+    pub license: LicenseFileLicense,
+    /// Its customers.
+    pub customers: Vec<VerifyCustomer>,
+    /// Its products.
+    pub products: Vec<VerifyProduct>,
+}
+
+/// `data.license` of a license file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseFileLicense {
+    /// Id.
+    pub id: LicenseId,
+    /// The license key.
+    pub key: LicenseKey,
+    /// Whether it was suspended when the file was issued.
+    pub suspended: bool,
+    /// What a verify answers of it (limits, expiration, metadata, entitlements).
+    #[serde(flatten)]
+    pub terms: VerifyLicense,
+}
+
+impl LicenseFilePayload {
+    /// The payload of a file of `license`, whose verify data is `data`, issued `issued` for
+    /// `ttl` seconds (none: as long as the license), bound to `machine` when given.
+    pub fn new(
+        license: &License,
+        data: VerifyData,
+        issued: Timestamp,
+        ttl: Option<u32>,
+        machine: Option<&HardwareId>,
+    ) -> Self {
+        Self {
+            meta: LicenseFileMeta {
+                issued,
+                expiry: ttl.map(|t| issued.plus_seconds(t)),
+                ttl,
+                team_id: license.team_id,
+                hardware_identifier: machine.map(|m| m.as_str().to_owned()),
+            },
+            data: LicenseFileData {
+                license: LicenseFileLicense {
+                    id: license.id,
+                    key: license.license_key,
+                    suspended: license.suspended,
+                    terms: data.license,
+                },
+                customers: data.customers,
+                products: data.products,
+            },
+        }
+    }
+}
+
+/// (ext) `POST {dev}/licenses/id/{licenseId}/file`.
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"hardwareIdentifier": "3f1c9a7e5b2d4c6f", "ttl": 2592000, "encrypt": true})))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LicenseFileBody {
+    /// The machine to bind the file to (10 to 1,000 characters); left out: any machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_identifier: Option<String>,
+    /// Seconds the file is valid, 3,600 to 315,360,000; left out or `null`: as long as the
+    /// license.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
+    /// Whether to encrypt the payload (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypt: Option<bool>,
+}
+
+/// A validated [`LicenseFileBody`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LicenseFileRequest {
+    /// The machine.
+    pub hardware_id: Option<HardwareId>,
+    /// Seconds it is valid.
+    pub ttl: Option<u32>,
+    /// Whether to encrypt.
+    pub encrypt: bool,
+}
+
+/// Checks a file's `ttl`.
+pub fn file_ttl(ttl: i64) -> Result<u32, String> {
+    u32::try_from(ttl)
+        .ok()
+        .filter(|t| (MIN_FILE_TTL..=MAX_FILE_TTL).contains(t))
+        .ok_or_else(|| {
+            format!("must be {MIN_FILE_TTL} to {MAX_FILE_TTL} seconds, or null for as long as the license (got {ttl})")
+        })
+}
+
+impl LicenseFileBody {
+    /// Parses and validates an (optional, may be empty) body.
+    pub fn parse(body: &[u8]) -> Result<LicenseFileRequest, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Self::default().validate();
+        }
+        parse_json::<Self>(body)?.validate()
+    }
+
+    /// Validates.
+    pub fn validate(self) -> Result<LicenseFileRequest, ApiError> {
+        let mut v = Validator::new();
+        let hardware_id = v.optional(
+            "hardwareIdentifier",
+            self.hardware_identifier.as_deref(),
+            HardwareId::parse,
+        );
+        let ttl = self.ttl.and_then(|t| v.check("ttl", file_ttl(t)));
+        finish(v)?;
+        Ok(LicenseFileRequest {
+            hardware_id: hardware_id.flatten(),
+            ttl,
+            encrypt: self.encrypt.unwrap_or(true),
+        })
+    }
+}
+
+/// (ext) The answer of `POST {dev}/licenses/id/{licenseId}/file`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseFileIssued {
+    /// The license file (armored text).
+    pub certificate: String,
+    /// When it was issued.
+    pub issued_at: Timestamp,
+    /// When it stops being valid; `null`: as long as the license.
+    pub expires_at: Option<Timestamp>,
+    /// The machine it is bound to; `null`: any.
+    pub hardware_identifier: Option<String>,
+}
+
+/// `data.licenseFile` of a checkout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CheckedOutFile {
+    /// The license file, bound to the machine and encrypted.
+    pub certificate: String,
+    /// When it was issued.
+    pub issued_at: Timestamp,
+    /// When it stops being valid; `null`: as long as the license.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// (ext) `data` of a checkout: a verify's, and the license file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CheckoutData {
+    /// What a verify answers.
+    #[serde(flatten)]
+    pub verify: VerifyData,
+    /// The file.
+    pub license_file: CheckedOutFile,
+}

@@ -1,0 +1,98 @@
+//! (ext) License files (protocol.md section 6): a license's data signed with the team's active
+//! Ed25519 key and, by default, encrypted under its license key (and machine), for applications
+//! that run offline. Issued here for the developer API and the dashboard; the client API's
+//! checkout issues one for the machine that asks ([`certificate`]).
+
+use licensing_core::api::{LicenseFileBody, LicenseFileIssued, LicenseFilePayload, VerifyData};
+use licensing_core::crypto::license_file;
+use licensing_core::model::{Action, License, Resource, Scope};
+use licensing_core::store::AuditStore;
+use licensing_core::validate::HardwareId;
+use licensing_core::{ApiError, LicenseId, LicenseKey, ProductId, Timestamp};
+use serde::Serialize;
+
+use super::client::steps;
+use super::{Cx, Operation};
+use crate::services::contexts::TeamContext;
+
+/// Issues a file of a license: bound to one machine or to none, valid for `ttl` seconds or as
+/// long as the license, encrypted unless asked not to be.
+pub(crate) struct IssueLicenseFile(pub(crate) LicenseId, pub(crate) LicenseFileBody);
+
+/// What the audit log and the `license.file_issued` event say of an issued file.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileIssued<'a> {
+    license_id: LicenseId,
+    license_key: &'a LicenseKey,
+    product_ids: &'a [ProductId],
+    hardware_identifier: Option<&'a str>,
+    expires_at: Option<Timestamp>,
+    encrypted: bool,
+}
+
+impl Operation for IssueLicenseFile {
+    type Output = LicenseFileIssued;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Licenses));
+
+    async fn run(self, cx: &Cx) -> Result<LicenseFileIssued, ApiError> {
+        let request = self.1.validate()?;
+        let license = super::licenses::changeable(cx, self.0).await?;
+        let state = &cx.state;
+        let context = super::client::team_context(state, cx.team).await?;
+        let granted = steps::granted(&state.store, &context, &license).await?;
+        let mut data =
+            steps::verify_data(&state.store, &license, granted.products, None, None, None).await?;
+        data.license.entitlements = granted.codes;
+        let machine = request.hardware_id.as_ref();
+        let (certificate, payload) = certificate(
+            &context,
+            &license,
+            data,
+            machine,
+            request.ttl,
+            request.encrypt,
+            cx.now,
+        )?;
+        let record = FileIssued {
+            license_id: license.id,
+            license_key: &license.license_key,
+            product_ids: &license.product_ids,
+            hardware_identifier: machine.map(HardwareId::as_str),
+            expires_at: payload.meta.expiry,
+            encrypted: request.encrypt,
+        };
+        let journal = cx.change(Action::LicenseFileIssued, license.id, None, Some(&record));
+        state.store.record_journal(&journal).await?;
+        Ok(LicenseFileIssued {
+            certificate,
+            issued_at: payload.meta.issued,
+            expires_at: payload.meta.expiry,
+            hardware_identifier: payload.meta.hardware_identifier,
+        })
+    }
+}
+
+/// The certificate of a file of `license` (whose verify answer is `data`) and what it holds.
+pub(crate) fn certificate(
+    context: &TeamContext,
+    license: &License,
+    data: VerifyData,
+    machine: Option<&HardwareId>,
+    ttl: Option<u32>,
+    encrypt: bool,
+    now: Timestamp,
+) -> Result<(String, LicenseFilePayload), ApiError> {
+    let payload = LicenseFilePayload::new(license, data, now, ttl, machine);
+    let json = serde_json::to_vec(&payload)
+        .map_err(|e| ApiError::internal_because("license file payload", e))?;
+    let certificate = license_file::issue(
+        &context.keys,
+        &json,
+        license.license_key.as_str(),
+        machine.map(HardwareId::as_str),
+        encrypt,
+    )
+    .map_err(|e| ApiError::internal_because("issuing a license file", e))?;
+    Ok((certificate, payload))
+}

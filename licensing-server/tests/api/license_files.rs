@@ -1,0 +1,334 @@
+//! (ext) License files (protocol.md section 6): issued through the developer API and by the
+//! client API's checkout, in exactly the documented format (checked here by an independent
+//! implementation, Python's `cryptography`, as well as by ours).
+
+use licensing_core::crypto::license_file::{LicenseFile, LicenseFileError};
+use serde_json::{Value, json};
+
+use crate::helpers::TestServer;
+
+/// The payload of `certificate`, opened by our implementation.
+fn opened(
+    s_keys: &licensing_core::crypto::TeamPublicKeys,
+    certificate: &str,
+    key: &str,
+    machine: Option<&str>,
+) -> Value {
+    let file = LicenseFile::parse(certificate).unwrap();
+    serde_json::from_slice(&file.open(s_keys, key, machine).unwrap()).unwrap()
+}
+
+/// The payload of `certificate` as Python's `cryptography` reads it from the format's
+/// description alone (armor, envelope, Ed25519 over the prefixed `enc`, AES-256-GCM under
+/// SHA-256 of the license key and machine); `None` when the package is missing (a notice; a
+/// failure under `CI`).
+fn python_opens(
+    certificate: &str,
+    signing_key: &str,
+    key: &str,
+    machine: Option<&str>,
+) -> Option<Value> {
+    use std::io::Write as _;
+    const SCRIPT: &str = r#"
+import base64, hashlib, json, sys
+try:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+except ImportError:
+    sys.exit(3)
+given = json.load(sys.stdin)
+lines = given["certificate"].strip().split("\n")
+assert lines[0] == "-----BEGIN LICENSE FILE-----" and lines[-1] == "-----END LICENSE FILE-----"
+assert all(len(l) <= 76 for l in lines)
+envelope = json.loads(base64.b64decode("".join(lines[1:-1]), validate=True))
+machine = given["machine"]
+prefix = b"machine/" if machine else b"license/"
+public = Ed25519PublicKey.from_public_bytes(base64.b64decode(given["signingKey"]))
+public.verify(base64.b64decode(envelope["sig"]), prefix + envelope["enc"].encode("ascii"))
+kid = hashlib.sha256(base64.b64decode(given["signingKey"])).hexdigest()[:16]
+assert envelope["kid"] == kid, (envelope["kid"], kid)
+if envelope["alg"] == "base64+ed25519":
+    payload = base64.b64decode(envelope["enc"])
+else:
+    assert envelope["alg"] == "aes-256-gcm+ed25519"
+    ciphertext, iv, tag = (base64.b64decode(p) for p in envelope["enc"].split("."))
+    assert len(iv) == 12 and len(tag) == 16
+    key = hashlib.sha256((given["licenseKey"] + (machine or "")).encode("utf-8")).digest()
+    payload = AESGCM(key).decrypt(iv, ciphertext + tag, None)
+sys.stdout.write(payload.decode("utf-8"))
+"#;
+    let python = std::env::var("LICENSING_PYTHON").unwrap_or_else(|_| "python3".into());
+    let input = json!({"certificate": certificate, "signingKey": signing_key, "licenseKey": key, "machine": machine}).to_string();
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(input.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    match out.status.code() {
+        Some(0) => Some(serde_json::from_slice(&out.stdout).unwrap()),
+        Some(3) | None => {
+            let notice = format!(
+                "{python} lacks the cryptography package: the license file cross-check is skipped"
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{notice} (required when CI is set)"
+            );
+            eprintln!("{notice}");
+            None
+        }
+        Some(_) => panic!(
+            "Python refused the license file: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+#[tokio::test]
+async fn license_files_are_issued_in_the_documented_format() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let code = s
+        .post(
+            &s.dev("entitlements"),
+            r#"{"name":"Export","code":"EXPORT"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    let license = s
+        .post(
+            &s.dev("licenses"),
+            &json!({"expirationType": "NEVER", "hwidLimit": 2, "entitlementIds": [code],
+                    "metadata": [{"key": "tier", "value": "pro"}]})
+            .to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    let key = license["licenseKey"].as_str().unwrap();
+    let url = s.dev(&format!(
+        "licenses/id/{}/file",
+        license["id"].as_str().unwrap()
+    ));
+
+    // An empty body: encrypted, for any machine, as long as the license.
+    let issued = s.post(&url, "").await;
+    assert_eq!(issued.status, 201, "{}", issued.body);
+    let issued = issued.ok().clone();
+    assert_eq!(issued["expiresAt"], Value::Null);
+    assert_eq!(issued["hardwareIdentifier"], Value::Null);
+    let certificate = issued["certificate"].as_str().unwrap();
+    assert!(LicenseFile::parse(certificate).unwrap().is_encrypted());
+    let payload = opened(&keys, certificate, key, None);
+    assert_eq!(payload["meta"]["issued"], issued["issuedAt"]);
+    assert_eq!(payload["meta"]["expiry"], Value::Null);
+    assert_eq!(payload["meta"]["ttl"], Value::Null);
+    assert_eq!(payload["meta"]["teamId"], s.team_id().to_string());
+    assert_eq!(payload["meta"]["hardwareIdentifier"], Value::Null);
+    let l = &payload["data"]["license"];
+    assert_eq!(
+        (&l["id"], &l["key"], &l["suspended"]),
+        (&license["id"], &license["licenseKey"], &json!(false))
+    );
+    assert_eq!(l["entitlements"], json!(["EXPORT"]));
+    assert_eq!(l["hwidLimit"], 2);
+    assert_eq!(l["metadata"], json!([{"key": "tier", "value": "pro"}]));
+    assert_eq!(payload["data"]["customers"], json!([]));
+    if let Some(python) = python_opens(certificate, &s.team.signing_key, key, None) {
+        assert_eq!(python, payload);
+    }
+    // A file for another license key does not open.
+    assert_eq!(
+        LicenseFile::parse(certificate)
+            .unwrap()
+            .open(&keys, "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA", None),
+        Err(LicenseFileError::WrongKey)
+    );
+
+    // A machine file with a ttl.
+    let machine = "machine-0000-0001";
+    let issued = s
+        .post(
+            &url,
+            &json!({"hardwareIdentifier": machine, "ttl": 7200}).to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    let certificate = issued["certificate"].as_str().unwrap();
+    assert_eq!(issued["hardwareIdentifier"], machine);
+    let payload = opened(&keys, certificate, key, Some(machine));
+    assert_eq!(payload["meta"]["ttl"], 7200);
+    assert_eq!(payload["meta"]["hardwareIdentifier"], machine);
+    let issued_at: licensing_core::Timestamp =
+        serde_json::from_value(payload["meta"]["issued"].clone()).unwrap();
+    assert_eq!(
+        payload["meta"]["expiry"],
+        serde_json::to_value(issued_at.plus_seconds(7200)).unwrap()
+    );
+    assert_eq!(payload["meta"]["expiry"], issued["expiresAt"]);
+    let file = LicenseFile::parse(certificate).unwrap();
+    assert_eq!(
+        file.open(&keys, key, Some("machine-0000-0002")),
+        Err(LicenseFileError::WrongKey)
+    );
+    assert_eq!(
+        file.open(&keys, key, None),
+        Err(LicenseFileError::BadSignature)
+    );
+    if let Some(python) = python_opens(certificate, &s.team.signing_key, key, Some(machine)) {
+        assert_eq!(python, payload);
+    }
+
+    // In the clear.
+    let plain = s.post(&url, r#"{"encrypt":false}"#).await.ok().clone();
+    let certificate = plain["certificate"].as_str().unwrap();
+    assert_eq!(
+        LicenseFile::parse(certificate).unwrap().envelope().alg,
+        "base64+ed25519"
+    );
+    let payload = opened(&keys, certificate, key, None);
+    if let Some(python) = python_opens(certificate, &s.team.signing_key, key, None) {
+        assert_eq!(python, payload);
+    }
+
+    // Refusals: the ttl's range, unknown members, a malformed machine, another license.
+    for (body, field) in [
+        (json!({"ttl": 3599}), "ttl"),
+        (json!({"ttl": 315_360_001_i64}), "ttl"),
+        (json!({"hardwareIdentifier": "short"}), "hardwareIdentifier"),
+        (json!({"machine": "x"}), "machine"),
+    ] {
+        let refused = s.post(&url, &body.to_string()).await;
+        assert_eq!(refused.err(400, "BAD_REQUEST").fields(), [field], "{body}");
+    }
+    s.post(
+        &s.dev(&format!("licenses/id/{}/file", uuid::Uuid::new_v4())),
+        "",
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    let reader = s
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"r","scopes":["licenses:read"]}"#,
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.send(reqwest::Method::POST, &url, Some(&reader), Some(""))
+        .await
+        .err(403, "FORBIDDEN");
+
+    // Audited, with what was issued.
+    let audit = s
+        .get(&s.dev("audit-log?action=license.file_issued"))
+        .await
+        .ok()
+        .clone();
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[1]["resourceId"], license["id"]);
+}
+
+/// Checkout: every verify check and the device recorded as by verify, then a machine file.
+#[tokio::test]
+async fn checkout_answers_a_verify_and_a_machine_file() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":1}"#)
+        .await;
+    let key = license["licenseKey"].as_str().unwrap();
+    let machine = "machine-0000-0001";
+    let body = json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": 86400,
+                      "challenge": "challenge-0123456789"});
+    let answer = s.client("checkout", &body, None).await;
+    let data = answer.valid().clone();
+    answer.signed_by(&keys);
+    assert_eq!(answer.body["result"]["details"], "License checked out");
+    assert!(answer.body["result"]["challengeResponse"].is_string());
+    assert_eq!(data["license"]["hwidLimit"], 1);
+    assert_eq!(data["license"]["entitlements"], json!([]));
+    let file = &data["licenseFile"];
+    let certificate = file["certificate"].as_str().unwrap();
+    let parsed = LicenseFile::parse(certificate).unwrap();
+    assert!(parsed.is_encrypted());
+    let payload = opened(&keys, certificate, key, Some(machine));
+    assert_eq!(payload["meta"]["hardwareIdentifier"], machine);
+    assert_eq!(payload["meta"]["ttl"], 86400);
+    assert_eq!(payload["meta"]["expiry"], file["expiresAt"]);
+    assert_eq!(payload["meta"]["issued"], file["issuedAt"]);
+    assert_eq!(payload["data"]["license"]["key"], key);
+    if let Some(python) = python_opens(certificate, &s.team.signing_key, key, Some(machine)) {
+        assert_eq!(python, payload);
+    }
+    // The device was recorded: the limit of one holds against another machine, on checkout
+    // and on verify alike.
+    let devices = s
+        .get(&s.dev(&format!(
+            "licenses/id/{}/hwid",
+            license["id"].as_str().unwrap()
+        )))
+        .await
+        .ok()
+        .clone();
+    assert_eq!(devices["totalResults"], 1);
+    let other = json!({"licenseKey": key, "hardwareIdentifier": "machine-0000-0002"});
+    s.client("checkout", &other, None)
+        .await
+        .err(403, "HWID_LIMIT_REACHED")
+        .signed_by(&keys);
+    // A machine is required; ttl is checkout's alone and in range.
+    s.client("checkout", &json!({"licenseKey": key}), None)
+        .await
+        .err(400, "BAD_REQUEST");
+    let ttl_on_verify = s
+        .client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": 7200}),
+            None,
+        )
+        .await;
+    ttl_on_verify.err(400, "BAD_REQUEST");
+    s.client(
+        "checkout",
+        &json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": 60}),
+        None,
+    )
+    .await
+    .err(400, "BAD_REQUEST");
+    // Without a ttl: as long as the license.
+    let answer = s
+        .client(
+            "checkout",
+            &json!({"licenseKey": key, "hardwareIdentifier": machine}),
+            None,
+        )
+        .await;
+    assert_eq!(answer.valid()["licenseFile"]["expiresAt"], Value::Null);
+    // Refused like a verify.
+    s.put(
+        &s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap())),
+        r#"{"suspended":true}"#,
+    )
+    .await
+    .ok();
+    s.client(
+        "checkout",
+        &json!({"licenseKey": key, "hardwareIdentifier": machine}),
+        None,
+    )
+    .await
+    .err(403, "LICENSE_SUSPENDED");
+    // GET is not a checkout.
+    let got = s.client.get(s.client_url("checkout")).send().await.unwrap();
+    assert_eq!(got.status(), 405);
+}
