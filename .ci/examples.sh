@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the SDK examples as a newcomer would: `quickstart` on its own; `vendor_backend` and
-# `desktop_app` against a server started from the CLI with a team made by `team create`.
+# `desktop_app` against a server started from the CLI with a team made by `team create`;
+# `offline_app` once with the server up (it checks the license out) and once after the server
+# has stopped (it runs from its license file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +30,7 @@ program() {
 quickstart=$(program quickstart)
 vendor_backend=$(program vendor_backend)
 desktop_app=$(program desktop_app)
+offline_app=$(program offline_app)
 server_bin=$(program licensing-server)
 rm -f "$programs"
 
@@ -74,7 +77,15 @@ export LICENSE_KEY
 echo "-- desktop_app"
 APP_RUN_SECONDS=3 "$desktop_app"
 
+echo "-- offline_app, online: checks the license out"
+APP_DATA_DIR="$data/offline-app" "$offline_app" | tee "$data/offline1.out"
+grep -q "checking the license out" "$data/offline1.out"
+
 kill -TERM "$server"
 wait "$server"
 server=""
+
+echo "-- offline_app, with the server gone: runs from its license file"
+APP_DATA_DIR="$data/offline-app" "$offline_app" | tee "$data/offline2.out"
+grep -q "Licensed offline" "$data/offline2.out"
 echo "examples: all ran"

@@ -69,6 +69,16 @@ impl LicenseClient {
             .block_on(self.inner.verify_with_grace(body, cache))
     }
 
+    /// See [`crate::LicenseClient::checkout`].
+    pub fn checkout(
+        &self,
+        body: &ClientBody,
+        ttl: Option<u32>,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<crate::CheckedOut, Error> {
+        self.runtime.block_on(self.inner.checkout(body, ttl, path))
+    }
+
     /// See [`crate::LicenseClient::heartbeat`].
     pub fn heartbeat(&self, body: &ClientBody) -> Result<Heartbeat, Error> {
         self.runtime.block_on(self.inner.heartbeat(body))

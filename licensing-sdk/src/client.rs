@@ -4,13 +4,16 @@ use std::time::Duration;
 
 use licensing_core::TeamId;
 use licensing_core::api::requests::ClientBody;
-use licensing_core::api::{Envelope, HeartbeatData, ResultCode, ResultMeta, VerifyData};
+use licensing_core::api::{
+    CheckoutData, Envelope, HeartbeatData, ResultCode, ResultMeta, VerifyData,
+};
 use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER, TeamPublicKeys};
 use licensing_core::validate::Challenge;
 use rand::RngCore;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
+use crate::license_file::LicenseFile;
 
 /// A successful verify: the license data and the signed result.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +25,16 @@ pub struct Verified {
     /// Whether this came from the offline cache (the server was unreachable) rather than the
     /// server just now.
     pub offline: bool,
+}
+
+/// A successful checkout: the verify answer, and the license file for this machine (already
+/// stored where the application asked).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedOut {
+    /// The verify answer.
+    pub verified: Verified,
+    /// The license file.
+    pub file: LicenseFile,
 }
 
 /// A successful heartbeat.
@@ -154,6 +167,39 @@ impl LicenseClient {
         let (status, exchange) = self.post("heartbeat", request).await?;
         let (data, result) = self.accept::<HeartbeatData>(status, &exchange, Some(&challenge))?;
         Ok(Heartbeat { data, result })
+    }
+
+    /// Checks the license out for offline use: a verify (the device is recorded the same way;
+    /// `body` must name it), whose answer also carries a license file bound to this machine and
+    /// encrypted, valid for `ttl` seconds (3,600 to 315,360,000; `None`: as long as the
+    /// license). The file is stored at `path`, from where [`LicenseFile::load`] reads it when the
+    /// server cannot be reached.
+    pub async fn checkout(
+        &self,
+        body: &ClientBody,
+        ttl: Option<u32>,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<CheckedOut, Error> {
+        if body.hardware_id.is_none() {
+            return Err(Error::Config(
+                "a checkout binds the file to a machine: set the body's hardware_id".into(),
+            ));
+        }
+        let mut body = body.clone();
+        body.ttl = ttl;
+        let (challenge, request) = with_challenge(&body)?;
+        let (status, exchange) = self.post("checkout", request).await?;
+        let (data, result) = self.accept::<CheckoutData>(status, &exchange, Some(&challenge))?;
+        let file = LicenseFile::parse(&data.license_file.certificate)?;
+        file.save(path)?;
+        Ok(CheckedOut {
+            verified: Verified {
+                data: data.verify,
+                result,
+                offline: false,
+            },
+            file,
+        })
     }
 
     async fn post(&self, endpoint: &str, request: Vec<u8>) -> Result<(u16, Exchange), Error> {

@@ -41,6 +41,9 @@ pub enum Error {
     /// A setting given to the SDK is unusable (a key that does not parse, a bad URL).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A license file was refused (or could not be stored); see [`FileError`](crate::FileError).
+    #[error("license file: {0}")]
+    File(#[from] crate::license_file::FileError),
 }
 
 impl Error {

@@ -37,16 +37,18 @@ mod dev;
 mod download;
 mod error;
 pub mod hwid;
+mod license_file;
 mod offline;
 mod watch;
 pub mod webhooks;
 
 pub mod blocking;
 
-pub use client::{Heartbeat, LicenseClient, Verified};
+pub use client::{CheckedOut, Heartbeat, LicenseClient, Verified};
 pub use dev::{DevClient, Upload};
 pub use download::{DownloadRequest, ReleaseInfo};
 pub use error::Error;
+pub use license_file::{CLOCK_SLACK_SECONDS, Clock, FileError, LicenseFile};
 pub use licensing_core as core;
 pub use offline::OfflineCache;
 pub use watch::{HeartbeatSchedule, HeartbeatTask, LicenseState, OnChange};

@@ -878,3 +878,94 @@ async fn a_client_trusts_several_signing_keys_and_picks_by_key_id() {
     assert_eq!(retired.kid, former.kid);
     assert_eq!(dev.public_keys().await.unwrap().signing_keys.len(), 1);
 }
+
+/// Offline use: one checkout stores a machine file; with the server gone it is accepted for
+/// this machine and refused, each with its own error, when tampered with, for another machine,
+/// for another license key, with an untrusted key, after its expiry and with the clock set back.
+#[tokio::test]
+async fn a_checked_out_file_is_checked_offline_and_every_refusal_is_its_own() {
+    use licensing_sdk::{Clock, FileError, LicenseFile};
+
+    let mut server = Running::start().await;
+    let (_, l) = server.license(json!({})).await;
+    let body = body_for(&l, "sdk-device-0001");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("license.lic");
+    let client = server.client(&server.base);
+    let out = client.checkout(&body, Some(7200), &path).await.unwrap();
+    assert!(!out.verified.offline);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), out.file.text());
+    server.shutdown().await;
+
+    // The network is gone: the stored file is all there is.
+    let keys = client.public_keys();
+    let key = l["licenseKey"].as_str().unwrap();
+    let machine = body.hardware_id.clone().unwrap();
+    let clock = Clock::new(dir.path().join("clock"));
+    let file = LicenseFile::load(&path).unwrap();
+    let payload = file.verify(keys, key, Some(&machine), &clock).unwrap();
+    assert_eq!(payload.data.license.key.as_str(), key);
+    assert_eq!(payload.meta.ttl, Some(7200));
+    let issued = payload.meta.issued;
+
+    let other_machine = HardwareId::parse("sdk-device-0002").unwrap();
+    assert_eq!(
+        file.verify(keys, key, Some(&other_machine), &clock),
+        Err(FileError::WrongKey)
+    );
+    assert_eq!(
+        file.verify(
+            keys,
+            "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA",
+            Some(&machine),
+            &clock
+        ),
+        Err(FileError::WrongKey)
+    );
+    let other = Running::start().await;
+    let strangers = LicenseClient::new(
+        &other.base,
+        other.team.team_id,
+        &other.team.public_key,
+        &other.team.signing_key,
+    )
+    .unwrap();
+    assert!(matches!(
+        file.verify(strangers.public_keys(), key, Some(&machine), &clock),
+        Err(FileError::UntrustedKey(_))
+    ));
+    // One byte of the certificate's body changed: refused (as malformed or forged, never
+    // accepted).
+    let text = file.text();
+    let at = text.find('\n').unwrap() + 20;
+    let mut bytes = text.as_bytes().to_vec();
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    match LicenseFile::parse(&tampered) {
+        Ok(f) => assert!(f.verify(keys, key, Some(&machine), &clock).is_err()),
+        Err(e) => assert!(matches!(e, FileError::Malformed(_)), "{e}"),
+    }
+    // Past its expiry.
+    let later = issued.plus_seconds(7201);
+    assert_eq!(
+        file.verify_at(keys, key, Some(&machine), &clock, later),
+        Err(FileError::Expired(issued.plus_seconds(7200)))
+    );
+    // The clock set back: before the latest time seen (the expired check above saw `later`).
+    assert!(matches!(
+        file.verify_at(keys, key, Some(&machine), &clock, issued),
+        Err(FileError::ClockBackwards { .. })
+    ));
+    // And before the file's issue, with a fresh clock file.
+    let fresh = Clock::new(dir.path().join("fresh-clock"));
+    assert!(matches!(
+        file.verify_at(
+            keys,
+            key,
+            Some(&machine),
+            &fresh,
+            licensing_sdk::core::Timestamp::from_millis(issued.as_millis() - 3_600_000)
+        ),
+        Err(FileError::ClockBackwards { .. })
+    ));
+}
