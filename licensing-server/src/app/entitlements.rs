@@ -18,6 +18,10 @@ pub(crate) struct CreateEntitlement(pub(crate) EntitlementBody);
 /// One page of the team's entitlements.
 pub(crate) struct ListEntitlements(pub(crate) EntitlementListQuery);
 
+/// Every entitlement of the team, oldest first (the dashboard's lists and forms: a team has at
+/// most a thousand).
+pub(crate) struct AllEntitlements;
+
 /// An entitlement.
 pub(crate) struct GetEntitlement(pub(crate) EntitlementId);
 
@@ -61,6 +65,15 @@ impl Operation for ListEntitlements {
         Ok(page_of(matching, &query.paging, |a, b| {
             compare_entitlements(a, b, query.sort, query.paging.direction)
         }))
+    }
+}
+
+impl Operation for AllEntitlements {
+    type Output = Vec<Entitlement>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Vec<Entitlement>, ApiError> {
+        Ok(cx.state.store.list_entitlements(cx.team).await?)
     }
 }
 

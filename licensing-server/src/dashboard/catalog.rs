@@ -221,6 +221,8 @@ pub(crate) async fn products(
 ) -> Response {
     let outcome = async {
         let list = api::all_products(ctx, staff).await?;
+        let entitlements = entitlements_of(ctx, staff).await?;
+        let chosen = form.all("entitlementIds");
         let content = html! {
             h1 { "Products" }
             (page::table(&["Name", "Address", "Since"], None, html! {
@@ -242,6 +244,18 @@ pub(crate) async fn products(
                     input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
                     label for="url" { "Web address" span.hint { "Optional." } (field_error(failure, "url")) }
                     input #url type="text" name="url" value=(form.get("url").unwrap_or(""));
+                    @if !entitlements.is_empty() {
+                        fieldset {
+                            legend { "Entitlements" span.hint { " Every license of the product grants them." } }
+                            (field_error(failure, "entitlementIds"))
+                            @for e in &entitlements {
+                                label.choice {
+                                    input type="checkbox" name="entitlementIds" value=(e.id) checked[chosen.contains(&e.id.to_string().as_str())];
+                                    (e.name) " " code { (e.code) }
+                                }
+                            }
+                        }
+                    }
                     p { button type="submit" { "Create product" } }
                 }
             }
@@ -256,6 +270,12 @@ pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Res
     let body = ProductBody {
         name: Patch::Value(form.get("name").unwrap_or("").trim().to_owned()),
         url: patch(form, "url"),
+        entitlement_ids: Patch::Value(
+            form.all("entitlementIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
         ..ProductBody::default()
     };
     match api::perform(ctx, staff, CreateProduct(body)).await {
@@ -265,6 +285,18 @@ pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Res
         )),
         Err(f) if f.status == 400 => products(ctx, staff, form, Some(&f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// The team's entitlements, when the role may read them (else none are shown).
+async fn entitlements_of(
+    ctx: &Ctx,
+    staff: &Staff,
+) -> Result<Vec<licensing_core::model::Entitlement>, Failure> {
+    if staff.may(Scope::read(Resource::Entitlements)) {
+        api::perform(ctx, staff, crate::app::entitlements::AllEntitlements).await
+    } else {
+        Ok(Vec::new())
     }
 }
 
@@ -279,6 +311,7 @@ pub(crate) async fn product(
         let id = page::id_of::<ProductId>(id, "product")?;
         let p = api::perform(ctx, staff, GetProduct(id)).await?;
         let branches = api::perform(ctx, staff, ListBranches(id)).await?;
+        let entitlements = entitlements_of(ctx, staff).await?;
         let write = staff.may(Scope::write(Resource::Products));
         let content = html! {
             div.heading {
@@ -288,6 +321,16 @@ pub(crate) async fn product(
             div.card {
                 dl.facts {
                     dt { "Web address" } dd { (p.url.as_ref().map_or("None", |u| u.as_str())) }
+                    @if !entitlements.is_empty() {
+                        dt { "Entitlements" }
+                        dd {
+                            @if p.entitlement_ids.is_empty() { "None" }
+                            @for (i, e) in entitlements.iter().filter(|e| p.entitlement_ids.contains(&e.id)).enumerate() {
+                                @if i > 0 { ", " }
+                                code { (e.code) }
+                            }
+                        }
+                    }
                     dt { "Since" } dd { (page::when(p.created_at)) }
                     dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
                 }

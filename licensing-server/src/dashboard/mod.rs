@@ -20,6 +20,7 @@ mod assets;
 mod audit;
 mod catalog;
 mod charts;
+mod entitlements;
 mod licenses;
 mod overview;
 mod page;
@@ -172,6 +173,7 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (true, _, ["licenses", id, "edit"]) => licenses::edit_page(&ctx, &staff, id).await,
         (_, true, ["licenses", id, "edit"]) => licenses::update(&ctx, &staff, id, &form).await,
         (_, true, ["licenses", id, "email"]) => licenses::email(&ctx, &staff, id).await,
+        (_, true, ["licenses", id, "file"]) => licenses::file(&ctx, &staff, id, &form).await,
         (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, "delete"]) => licenses::delete(&ctx, &staff, id).await,
         (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {
@@ -208,6 +210,12 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         (_, true, ["products", id, "branches", branch, "delete"]) => {
             catalog::delete_branch(&ctx, &staff, id, branch).await
         }
+        (true, _, ["entitlements"]) => entitlements::list(&ctx, &staff, &form, None).await,
+        (_, true, ["entitlements"]) => entitlements::create(&ctx, &staff, &form).await,
+        (true, _, ["entitlements", id, "delete"]) => {
+            entitlements::confirm_delete(&ctx, &staff, id).await
+        }
+        (_, true, ["entitlements", id, "delete"]) => entitlements::delete(&ctx, &staff, id).await,
         (true, _, ["blacklist"]) => catalog::blacklist(&ctx, &staff, &form, None).await,
         (_, true, ["blacklist"]) => catalog::add_blacklist(&ctx, &staff, &form).await,
         (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(&ctx, &staff, id).await,

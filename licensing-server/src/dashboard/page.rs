@@ -147,6 +147,7 @@ pub(crate) enum Nav {
     Licenses,
     Customers,
     Products,
+    Entitlements,
     Releases,
     Blacklist,
     Settings,
@@ -166,6 +167,7 @@ const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
     (Nav::Licenses, "Licenses", "/dashboard/licenses", Some(Resource::Licenses)),
     (Nav::Customers, "Customers", "/dashboard/customers", Some(Resource::Customers)),
     (Nav::Products, "Products", "/dashboard/products", Some(Resource::Products)),
+    (Nav::Entitlements, "Entitlements", "/dashboard/entitlements", Some(Resource::Entitlements)),
     (Nav::Releases, "Releases", "/dashboard/releases", Some(Resource::Releases)),
     (Nav::Blacklist, "Blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
     (Nav::ApiKeys, "API keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
@@ -294,6 +296,8 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
             "Signing key rotated: the new key signs from now on; the former one stays trusted until you retire it."
         }
         "signing-key-retired" => "Signing key retired.",
+        "entitlement-created" => "Entitlement created.",
+        "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
         "webhook-test" => "Test event queued: it appears below once sent.",
         "webhook-redelivered" => "Delivery queued again.",
         "webhook-deleted" => "Webhook endpoint deleted.",

@@ -1641,6 +1641,198 @@ async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
     refused.has("active signing key");
 }
 
+/// Entitlements in the dashboard: created on their page (a malformed code shown as the form's
+/// problem), granted on the product and license forms, shown on the license page, deleted with
+/// a confirmation; a license file downloaded from the license page, named after the key, opens
+/// for its machine.
+#[tokio::test]
+async fn entitlements_and_license_files_in_the_dashboard() {
+    use licensing_core::crypto::license_file::LicenseFile;
+
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/entitlements").await;
+    page.has("No entitlements yet");
+    let bad = owner
+        .submit(
+            &page,
+            "/dashboard/entitlements",
+            &[("name", "Export"), ("code", "pro export")],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("must be 1 to 64 of A-Z");
+    for (name, code) in [("Export", "EXPORT"), ("Single sign-on", "SSO")] {
+        let made = owner
+            .submit(
+                &page,
+                "/dashboard/entitlements",
+                &[("name", name), ("code", code)],
+            )
+            .await;
+        assert_eq!(made.status, 303, "{}", made.text);
+    }
+    let all = s
+        .get(&s.dev("entitlements?sortColumn=code&sortDirection=asc"))
+        .await
+        .ok()
+        .clone();
+    let (export, sso) = (
+        all["entitlements"][0]["id"].as_str().unwrap().to_owned(),
+        all["entitlements"][1]["id"].as_str().unwrap().to_owned(),
+    );
+
+    // A product granting SSO; a license granting EXPORT itself.
+    let products = owner.get("/dashboard/products").await;
+    products.has("Single sign-on");
+    let made = owner
+        .submit(
+            &products,
+            "/dashboard/products",
+            &[("name", "Desk"), ("entitlementIds", &sso)],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let product = made
+        .location()
+        .trim_start_matches("/dashboard/products/")
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    owner
+        .get(&format!("/dashboard/products/{product}"))
+        .await
+        .has("<code>SSO</code>");
+    let form = owner.get("/dashboard/licenses/new").await;
+    let made = owner
+        .submit(
+            &form,
+            "/dashboard/licenses",
+            &[
+                ("expirationType", "NEVER"),
+                ("productIds", &product),
+                ("entitlementsShown", "true"),
+                ("entitlementIds", &export),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let license_page = made.location().split('?').next().unwrap().to_owned();
+    let shown = owner.get(&license_page).await;
+    shown
+        .has("<code>EXPORT</code>, <code>SSO</code>")
+        .has("Download license file");
+    let id = license_page
+        .trim_start_matches("/dashboard/licenses/")
+        .to_owned();
+    let license = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
+    let key = license["licenseKey"].as_str().unwrap().to_owned();
+    assert_eq!(license["entitlementIds"], json!([export]));
+
+    // A license file for a machine the license has seen.
+    s.client(
+        "verify",
+        &json!({"licenseKey": key, "hardwareIdentifier": "device-1234-5678"}),
+        None,
+    )
+    .await
+    .valid();
+    let shown = owner.get(&license_page).await;
+    shown.has(r#"<option value="device-1234-5678">"#);
+    let download = owner
+        .submit(
+            &shown,
+            &format!("{license_page}/file"),
+            &[
+                ("machine", "device-1234-5678"),
+                ("days", "30"),
+                ("encrypt", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(download.status, 200, "{}", download.text);
+    assert_eq!(
+        download
+            .headers
+            .get("content-disposition")
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        format!("attachment; filename=\"{key}.lic\"")
+    );
+    let file = LicenseFile::parse(&download.text).unwrap();
+    let payload: serde_json::Value = serde_json::from_slice(
+        &file
+            .open(&s.public_keys().await, &key, Some("device-1234-5678"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(payload["meta"]["ttl"], 30 * 86_400);
+    assert_eq!(
+        payload["data"]["license"]["entitlements"],
+        json!(["EXPORT", "SSO"])
+    );
+    let refused = owner
+        .submit(&shown, &format!("{license_page}/file"), &[("days", "0")])
+        .await;
+    assert_eq!(refused.status, 400);
+
+    // A viewer sees the codes, not the forms; a forged download is refused.
+    let mut viewer = Browser::new(&s);
+    staff(
+        &s,
+        &mut viewer,
+        s.team_id(),
+        "view@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    let seen = viewer.get(&license_page).await;
+    seen.has("<code>EXPORT</code>")
+        .lacks("Download license file");
+    let forged = viewer
+        .submit(&seen, &format!("{license_page}/file"), &[])
+        .await;
+    assert_eq!(forged.status, 403);
+    viewer
+        .get("/dashboard/entitlements")
+        .await
+        .has("EXPORT")
+        .lacks("New entitlement");
+
+    // Deleted with a confirmation: gone from the license page.
+    let confirm = owner
+        .get(&format!("/dashboard/entitlements/{export}/delete"))
+        .await;
+    confirm.has("Delete this entitlement?");
+    let deleted = owner
+        .submit(
+            &confirm,
+            &format!("/dashboard/entitlements/{export}/delete"),
+            &[],
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text);
+    owner
+        .get(&license_page)
+        .await
+        .lacks("<code>EXPORT</code>")
+        .has("<code>SSO</code>");
+}
+
 #[tokio::test]
 async fn the_overview_draws_the_days_requests_as_svg_with_their_numbers() {
     let s = TestServer::start().await;

@@ -411,6 +411,7 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         s("branch"),
         s("release"),
     );
+    let (entitlement, kid) = (s("entitlement"), s("kid"));
     let (hwid, ip, entry, api_key, webhook, delivery, user) = (
         s("hwid"),
         s("ip"),
@@ -430,6 +431,7 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("licenses/{license}/suspend")),
         post(format!("licenses/{license}/unsuspend")),
         post(format!("licenses/{license}/email")),
+        post(format!("licenses/{license}/file")),
         post(format!("licenses/{license}/delete")),
         post(format!("licenses/{license}/devices/{hwid}/forget")),
         post(format!("licenses/{license}/addresses/{ip}/forget")),
@@ -446,6 +448,10 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("releases/{release}")),
         post(format!("releases/{release}/delete")),
         post(format!("blacklist/{entry}/delete")),
+        get(format!("entitlements/{entitlement}/delete")),
+        post(format!("entitlements/{entitlement}/delete")),
+        get(format!("settings/signing-keys/{kid}/retire")),
+        post(format!("settings/signing-keys/{kid}/retire")),
         get(format!("api-keys/{api_key}/revoke")),
         post(format!("api-keys/{api_key}/revoke")),
         get(format!("webhooks/{webhook}")),

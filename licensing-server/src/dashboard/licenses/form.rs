@@ -14,6 +14,7 @@ use super::super::api::{self, Failure};
 use super::super::page::{self, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::customers::ListCustomers;
+use crate::app::entitlements::AllEntitlements;
 use crate::app::licenses::{CreateLicense, GetLicense, UpdateLicense};
 use crate::http::Response;
 
@@ -54,9 +55,14 @@ async fn form_page(
                 customers.push(c.clone());
             }
         }
-        Ok::<_, Failure>((products, customers))
+        let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
+            api::perform(ctx, staff, AllEntitlements).await?
+        } else {
+            Vec::new()
+        };
+        Ok::<_, Failure>((products, customers, entitlements))
     };
-    let (products, customers) = match lists.await {
+    let (products, customers, entitlements) = match lists.await {
         Ok(lists) => lists,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
@@ -64,6 +70,7 @@ async fn form_page(
     let start = form.get("expirationStart").unwrap_or("CREATION");
     let chosen_products = form.all("productIds");
     let chosen_customers = form.all("customerIds");
+    let chosen_entitlements = form.all("entitlementIds");
     let field = |name: &str| failure.and_then(|f| f.field(name)).map(str::to_owned);
     let error = |name: &str| {
         html! {
@@ -98,6 +105,20 @@ async fn form_page(
             }
             label for="moreCustomerIds" { "Other customer ids" span.hint { "Comma-separated, optional." } }
             input #moreCustomerIds type="text" name="moreCustomerIds" value=(form.get("moreCustomerIds").unwrap_or(""));
+            @if !entitlements.is_empty() {
+                fieldset {
+                    legend { "Entitlements" span.hint { " Granted by this license itself; its products grant theirs too." } }
+                    // Without it (a role that cannot read entitlements), an edit keeps them.
+                    input type="hidden" name="entitlementsShown" value="true";
+                    (error("entitlementIds"))
+                    @for e in &entitlements {
+                        label.choice {
+                            input type="checkbox" name="entitlementIds" value=(e.id) checked[chosen_entitlements.contains(&e.id.to_string().as_str())];
+                            (e.name) " " code { (e.code) }
+                        }
+                    }
+                }
+            }
             fieldset {
                 legend { "Expiration" }
                 (error("expirationType"))
@@ -199,6 +220,9 @@ fn form_of(detail: &LicenseDetail) -> Form {
     }
     for c in &l.customer_ids {
         add("customerIds", c.to_string());
+    }
+    for e in &l.entitlement_ids {
+        add("entitlementIds", e.to_string());
     }
     Form::from_pairs(pairs)
 }
@@ -357,6 +381,12 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
                 .collect(),
         ),
         customer_ids: Some(customers),
+        entitlement_ids: form.get("entitlementsShown").map(|_| {
+            form.all("entitlementIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        }),
         expiration_type: Some(kind.to_owned()),
         metadata: Some(metadata),
         suspended: Some(form.get("suspended").is_some()),

@@ -1,15 +1,18 @@
 //! A license's page: its customers, products, devices and addresses; suspend, e-mail, forget
 //! and delete.
 
+use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
-use licensing_core::model::{Resource, Scope};
+use licensing_core::model::{Resource, Scope, effective_codes};
 use licensing_core::{LicenseId, Timestamp};
 use maud::{Markup, html};
 
 use super::super::api::{self, Failure};
-use super::super::page::{self, Confirm, Nav};
+use super::super::page::{self, Confirm, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::entitlements::AllEntitlements;
+use crate::app::license_files::IssueLicenseFile;
 use crate::app::licenses::{
     DeleteLicense, EmailLicense, GetLicense, SuspendLicense, UnsuspendLicense,
 };
@@ -34,7 +37,22 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     every.filter = true;
     let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
     let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
+    let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
+        api::perform(ctx, staff, AllEntitlements).await?
+    } else {
+        Vec::new()
+    };
     let l = &detail.license;
+    let granted = effective_codes(
+        &l.entitlement_ids,
+        detail.products.iter().map(|p| p.entitlement_ids.as_slice()),
+        |id| {
+            entitlements
+                .iter()
+                .find(|e| e.id == id)
+                .map(|e| e.code.as_str())
+        },
+    );
     let (word, class) = status(l, ctx.now);
     let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
     let suspend_allowed = staff.may(Scope::LICENSE_SUSPEND);
@@ -88,6 +106,16 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                     @if detail.products.is_empty() { "None" }
                     (detail.products.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "))
                 }
+                @if !entitlements.is_empty() {
+                    dt { "Entitlements" }
+                    dd {
+                        @if granted.is_empty() { "None" }
+                        @for (i, code) in granted.iter().enumerate() {
+                            @if i > 0 { ", " }
+                            code { (code) }
+                        }
+                    }
+                }
                 dt { "Expires" } dd { (expiry_text(l)) }
                 dt { "Device limit" } dd { (limit(l.hwid_limit)) }
                 dt { "Address limit" } dd { (limit(l.ip_limit)) }
@@ -115,6 +143,24 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             devices_allowed,
             ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
         ))
+        @if write_allowed {
+            h2 #license-file { "License file" }
+            p.hint { "A signed file the application checks without reaching this server: for a machine that is offline, or air-gapped." }
+            form method="post" action={ "/dashboard/licenses/" (l.id) "/file" } {
+                (page::csrf(staff))
+                label for="machine" { "For the machine" }
+                select #machine name="machine" {
+                    option value="" { "Any machine" }
+                    @for h in hwids.items.iter().filter(|h| !h.hwid.forgotten) {
+                        option value=(h.hwid.identifier.as_str()) { (h.hwid.identifier.as_str()) }
+                    }
+                }
+                label for="days" { "Valid for (days)" span.hint { "Empty: as long as the license." } }
+                input #days type="number" min="1" max="3650" name="days";
+                label.choice { input type="checkbox" name="encrypt" value="true" checked; "Encrypted with the license key (and the machine)" }
+                p { button.secondary type="submit" { "Download license file" } }
+            }
+        }
     };
     Ok(page::layout(
         ctx,
@@ -192,6 +238,55 @@ pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -
     } else {
         page::done(ctx, staff, Ok(UnsuspendLicense(id)), &then("unsuspend")).await
     }
+}
+
+/// `POST /dashboard/licenses/{id}/file`: a license file, as a download named after the key.
+pub(crate) async fn file(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let outcome = async {
+        let id = license_id(id)?;
+        let ttl = match form.text("days") {
+            None => None,
+            Some(days) => Some(
+                days.parse::<i64>()
+                    .ok()
+                    .filter(|d| (1..=3650).contains(d))
+                    .map(|d| d * 86_400)
+                    .ok_or_else(|| {
+                        Failure::new(400, "The days must be a whole number from 1 to 3650.")
+                    })?,
+            ),
+        };
+        let body = LicenseFileBody {
+            hardware_identifier: form.text("machine").map(str::to_owned),
+            ttl,
+            encrypt: Some(form.get("encrypt").is_some()),
+        };
+        let issued = api::perform(ctx, staff, IssueLicenseFile(id, body)).await?;
+        let key = api::perform(ctx, staff, GetLicense(id))
+            .await?
+            .license
+            .license_key;
+        Ok(download(
+            &format!("{}.lic", key.as_str()),
+            issued.certificate,
+        ))
+    };
+    page::or_failure(ctx, staff, outcome.await)
+}
+
+/// A text file the browser saves under `name`.
+fn download(name: &str, text: String) -> Response {
+    use warp::http::{HeaderValue, header};
+    let mut response = Response::new(text.into());
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
 }
 
 /// `POST /dashboard/licenses/{id}/email`: the key to each customer with an address.

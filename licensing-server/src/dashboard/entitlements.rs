@@ -1,0 +1,109 @@
+//! The entitlements page: the team's feature codes, created and deleted here and granted on the
+//! license and product forms.
+
+use licensing_core::EntitlementId;
+use licensing_core::api::requests::{EntitlementBody, Patch};
+use licensing_core::model::{Resource, Scope};
+use maud::html;
+
+use super::api::{self, Failure};
+use super::catalog::field_error;
+use super::page::{self, Confirm, Form, Nav};
+use super::{Ctx, Staff};
+use crate::app::entitlements::{
+    AllEntitlements, CreateEntitlement, DeleteEntitlement, GetEntitlement,
+};
+use crate::http::Response;
+
+/// `GET /dashboard/entitlements`, or the form again with what to fix.
+pub(crate) async fn list(
+    ctx: &Ctx,
+    staff: &Staff,
+    form: &Form,
+    failure: Option<&Failure>,
+) -> Response {
+    let outcome = async {
+        let all = api::perform(ctx, staff, AllEntitlements).await?;
+        let write = staff.may(Scope::write(Resource::Entitlements));
+        let content = html! {
+            h1 { "Entitlements" }
+            p.hint { "Features a license grants, directly or through its products. Applications ask for their codes when they verify; a license that lacks one is refused." }
+            (page::table(&["Code", "Name", "Created"], write.then_some("Action"), html! {
+                @if all.is_empty() { tr { td.empty colspan="4" { "No entitlements yet." } } }
+                @for e in &all {
+                    tr {
+                        td { code { (e.code) } }
+                        td { (e.name) }
+                        td { (page::day(e.created_at)) }
+                        @if write {
+                            td { a.button.secondary.small href={ "/dashboard/entitlements/" (e.id) "/delete" } { "Delete…" } }
+                        }
+                    }
+                }
+            }))
+            @if write {
+                h2 { "New entitlement" }
+                (page::problems(failure))
+                form method="post" action="/dashboard/entitlements" {
+                    (page::csrf(staff))
+                    label for="name" { "Name" (field_error(failure, "name")) }
+                    input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
+                    label for="code" { "Code" span.hint { "A-Z, 0-9 and _, starting with a letter, such as PRO_EXPORT. It cannot change later." } (field_error(failure, "code")) }
+                    input #code type="text" name="code" required pattern="[A-Z][A-Z0-9_]{0,63}" value=(form.get("code").unwrap_or(""));
+                    p { button type="submit" { "Create entitlement" } }
+                }
+            }
+        };
+        Ok(page::shown(Nav::Entitlements, "Entitlements", content))
+    };
+    page::answer(ctx, staff, failure, outcome.await)
+}
+
+/// `POST /dashboard/entitlements`.
+pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let body = EntitlementBody {
+        name: Patch::Value(form.get("name").unwrap_or("").trim().to_owned()),
+        code: Patch::Value(form.get("code").unwrap_or("").trim().to_owned()),
+        ..EntitlementBody::default()
+    };
+    match api::perform(ctx, staff, CreateEntitlement(body)).await {
+        Ok(_) => page::redirect("/dashboard/entitlements?notice=entitlement-created"),
+        Err(f) if f.status == 400 => list(ctx, staff, form, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+fn entitlement_id(text: &str) -> Result<EntitlementId, Failure> {
+    page::id_of(text, "entitlement")
+}
+
+/// `GET /dashboard/entitlements/{id}/delete`: the confirmation.
+pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let e = api::perform(ctx, staff, GetEntitlement(entitlement_id(id)?)).await?;
+        Ok(page::confirm(
+            staff,
+            Confirm {
+                nav: Nav::Entitlements,
+                title: "Delete this entitlement?",
+                what: html! { "“" (e.name) "” (" code { (e.code) } ") is taken from every license and product that grants it, at once: applications that ask for it are refused." },
+                action: format!("/dashboard/entitlements/{}/delete", e.id),
+                button: "Delete entitlement",
+                back: "/dashboard/entitlements".to_owned(),
+            },
+        ))
+    };
+    page::answer(ctx, staff, None, outcome.await)
+}
+
+/// `POST /dashboard/entitlements/{id}/delete`.
+pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let op = entitlement_id(id).map(DeleteEntitlement);
+    page::done(
+        ctx,
+        staff,
+        op,
+        "/dashboard/entitlements?notice=entitlement-deleted",
+    )
+    .await
+}
