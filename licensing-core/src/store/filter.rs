@@ -23,6 +23,10 @@ pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
         && f.suspended.is_none_or(|s| l.suspended == s)
         && (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
         && (f.customer_ids.is_empty() || l.customer_ids.iter().any(|c| f.customer_ids.contains(c)))
+        && f.entitlement.as_ref().is_none_or(|e| {
+            l.entitlement_ids.contains(&e.id)
+                || l.product_ids.iter().any(|p| e.products.contains(p))
+        })
         && f.search.as_ref().is_none_or(|s| {
             l.license_key
                 .as_str()

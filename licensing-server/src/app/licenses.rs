@@ -127,7 +127,35 @@ impl Operation for ListLicenses {
                 }
             }
         }
+        // Licenses that grant an entitlement: those that list it, and those of the products
+        // that grant it.
+        if let Some(entitlement) = &mut query.filter.entitlement {
+            entitlement.products = products_granting(cx, entitlement.id).await?;
+        }
         Ok(cx.state.store.list_licenses(cx.team, &query).await?)
+    }
+}
+
+/// The team's products that grant `entitlement`.
+async fn products_granting(
+    cx: &Cx,
+    entitlement: licensing_core::EntitlementId,
+) -> Result<Vec<licensing_core::ProductId>, ApiError> {
+    let mut query = licensing_core::api::requests::ProductListQuery::default();
+    query.paging.page_size = 100;
+    let mut granting = Vec::new();
+    loop {
+        let page = cx.state.store.list_products(cx.team, &query).await?;
+        granting.extend(
+            page.items
+                .iter()
+                .filter(|p| p.entitlement_ids.contains(&entitlement))
+                .map(|p| p.id),
+        );
+        if !page.has_next_page {
+            return Ok(granting);
+        }
+        query.paging.page += 1;
     }
 }
 

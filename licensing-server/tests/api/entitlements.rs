@@ -348,3 +348,59 @@ async fn archives_carry_entitlements() {
         .unwrap();
     assert_eq!(product.entitlement_ids, vec![back[0].id]);
 }
+
+/// The license list's `entitlementId`: the licenses that grant it, themselves or through a
+/// product; malformed ids are 400.
+#[tokio::test]
+async fn licenses_are_listed_by_the_entitlement_they_grant() {
+    let s = TestServer::start().await;
+    let export = entitlement(&s, "Export", "EXPORT").await;
+    let sso = entitlement(&s, "SSO", "SSO").await;
+    let product = s
+        .post(
+            &s.dev("products"),
+            &json!({"name": "Desk", "entitlementIds": [sso["id"]]}).to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    let direct = s
+        .license(&json!({"expirationType": "NEVER", "entitlementIds": [export["id"]]}).to_string())
+        .await;
+    let through = s
+        .license(&json!({"expirationType": "NEVER", "productIds": [product["id"]]}).to_string())
+        .await;
+    let neither = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let s = &s;
+    let listed = |id: &Value| {
+        let url = s.dev(&format!("licenses?entitlementId={}", id.as_str().unwrap()));
+        async move {
+            let page = s.get(&url).await.ok().clone();
+            let mut keys: Vec<String> = page["licenses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["licenseKey"].as_str().unwrap().to_owned())
+                .collect();
+            keys.sort();
+            (page["totalResults"].as_u64().unwrap(), keys)
+        }
+    };
+    let key = |l: &Value| l["licenseKey"].as_str().unwrap().to_owned();
+    assert_eq!(listed(&export["id"]).await, (1, vec![key(&direct)]));
+    assert_eq!(listed(&sso["id"]).await, (1, vec![key(&through)]));
+    // With other filters: both apply.
+    let page = s
+        .get(&s.dev(&format!(
+            "licenses?entitlementId={}&suspended=true",
+            sso["id"].as_str().unwrap()
+        )))
+        .await
+        .ok()
+        .clone();
+    assert_eq!(page["totalResults"], 0);
+    let all = s.get(&s.dev("licenses")).await.ok()["totalResults"].clone();
+    assert_eq!(all, 3, "{neither}");
+    let refused = s.get(&s.dev("licenses?entitlementId=nope")).await;
+    assert_eq!(refused.err(400, "BAD_REQUEST").fields(), ["entitlementId"]);
+}

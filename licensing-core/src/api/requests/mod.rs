@@ -21,10 +21,10 @@ pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
 pub use list::{
-    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementListQuery,
-    EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery, LicenseSort, ListQuery, Paging,
-    ProductFilter, ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort,
-    SortDirection, parse_no_query,
+    CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
+    EntitlementListQuery, EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery,
+    LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
+    ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};

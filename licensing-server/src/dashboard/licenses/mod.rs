@@ -74,6 +74,7 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff) -> Response {
 async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let search = ctx.param("search").unwrap_or_default().trim().to_owned();
     let product = ctx.param("product").unwrap_or_default();
+    let entitlement = ctx.param("entitlement").unwrap_or_default();
     let sort = match ctx.param("sort").as_deref() {
         Some("updatedAt") => "updatedAt",
         _ => "createdAt",
@@ -96,6 +97,11 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let kind = chosen("expirationType", &["NEVER", "DATE", "DURATION"]);
     let suspended = chosen("suspended", &["true", "false"]);
     let products = products(ctx, staff).await?;
+    let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
+        api::perform(ctx, staff, crate::app::entitlements::AllEntitlements).await?
+    } else {
+        Vec::new()
+    };
     let mut query = LicenseListQuery {
         paging: Paging {
             page: page_number,
@@ -116,6 +122,15 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             .parse()
             .map_err(|_| ApiError::bad_field("product", "is not a product id"))?;
         query.filter.product_ids = vec![id];
+    }
+    if !entitlement.is_empty() {
+        let id = entitlement
+            .parse()
+            .map_err(|_| ApiError::bad_field("entitlement", "is not an entitlement id"))?;
+        query.filter.entitlement = Some(licensing_core::api::requests::EntitlementFilter {
+            id,
+            products: Vec::new(),
+        });
     }
     if !state.is_empty() {
         query.filter.expiry = Some(ExpiryFilter {
@@ -184,6 +199,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         for (name, value) in [
             ("search", search.as_str()),
             ("product", product.as_str()),
+            ("entitlement", entitlement.as_str()),
             ("status", state),
             ("expirationType", kind),
             ("suspended", suspended),
@@ -214,6 +230,9 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 input #search type="search" name="search" value=(search) placeholder="Key, customer name or e-mail";
             }
             (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &product))
+            @if !entitlements.is_empty() {
+                (page::filter(("entitlement", "Entitlement", "Any"), entitlements.iter().map(|e| (e.id, &e.code)), &entitlement))
+            }
             (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], state))
             (page::filter(
                 ("expirationType", "Expiration", "Any"),

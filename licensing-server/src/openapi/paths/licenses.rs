@@ -42,6 +42,7 @@ pub(in crate::openapi) fn create_license() {}
         ("status" = Option<String>, Query, description = "EXPIRED: licenses whose expiration date has passed; ACTIVE: the others (suspended or not)"),
         ("expirationType" = Option<String>, Query, description = "One of NEVER, DATE, DURATION"),
         ("suspended" = Option<bool>, Query, description = "true: suspended licenses only; false: the others"),
+        ("entitlementId" = Option<String>, Query, format = "uuid", description = "(ext) Licenses that grant this entitlement, themselves or through one of their products"),
     ),
     responses(
         (status = 200, description = "A page of licenses", body = Envelope<LicensePage>),

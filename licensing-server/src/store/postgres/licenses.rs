@@ -158,7 +158,7 @@ async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
-/// The license list's filters, `$1` to `$10` (see [`bind_filter`]).
+/// The license list's filters, `$1` to `$12` (see [`bind_filter`]).
 const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
@@ -169,7 +169,8 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND ($7::boolean IS NULL
         OR (expires_at IS NOT NULL AND expires_at <= $8) = $7)
    AND ($9::text IS NULL OR expiration_type = $9)
-   AND ($10::boolean IS NULL OR suspended = $10)";
+   AND ($10::boolean IS NULL OR suspended = $10)
+   AND ($11::text IS NULL OR doc -> 'entitlementIds' ? $11 OR product_ids && $12)";
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
@@ -192,6 +193,12 @@ fn bind_filter<'q>(
         .bind(f.expiry.map(|e| ms(e.at)))
         .bind(f.expiration_type.map(ExpirationType::as_str))
         .bind(f.suspended)
+        .bind(f.entitlement.as_ref().map(|e| e.id.to_string()))
+        .bind(
+            f.entitlement
+                .as_ref()
+                .map_or_else(Vec::new, |e| uuids(&e.products, |p| *p.as_uuid())),
+        )
 }
 
 /// The moment a license expires, as the `expires_at` column holds it (none for `NEVER`, and
@@ -387,12 +394,13 @@ impl LicenseStore for PgStore {
             || f.metadata_key.is_some()
             || f.expiry.is_some()
             || f.expiration_type.is_some()
-            || f.suspended.is_some();
+            || f.suspended.is_some()
+            || f.entitlement.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $11 OFFSET $12",
+             LIMIT $13 OFFSET $14",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

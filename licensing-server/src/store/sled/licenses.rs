@@ -135,14 +135,32 @@ impl LicenseStore for SledStore {
         let load = |id: [u8; 16]| {
             self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))
         };
-        // Product or customer filters: candidates from the reverse indexes, sorted in memory.
-        if !f.product_ids.is_empty() || !f.customer_ids.is_empty() {
+        // Product, customer or entitlement filters: candidates from the reverse indexes, sorted
+        // in memory (`license_matches` then applies every filter).
+        if !f.product_ids.is_empty() || !f.customer_ids.is_empty() || f.entitlement.is_some() {
             let mut ids: HashSet<LicenseId> = HashSet::new();
-            for p in &f.product_ids {
-                ids.extend(self.license_ids_by(ix::BY_PRODUCT, team, p.as_bytes())?);
-            }
-            for c in &f.customer_ids {
-                ids.extend(self.license_ids_by(ix::BY_CUSTOMER, team, c.as_bytes())?);
+            let by_product = |ids: &mut HashSet<LicenseId>, products: &[ProductId]| {
+                for p in products {
+                    ids.extend(self.license_ids_by(ix::BY_PRODUCT, team, p.as_bytes())?);
+                }
+                Ok::<_, StoreError>(())
+            };
+            match (
+                &f.entitlement,
+                f.product_ids.is_empty(),
+                f.customer_ids.is_empty(),
+            ) {
+                // Only the entitlement: the licenses that list it and those of its products.
+                (Some(e), true, true) => {
+                    ids.extend(self.license_ids_by(ix::BY_ENTITLEMENT, team, e.id.as_bytes())?);
+                    by_product(&mut ids, &e.products)?;
+                }
+                _ => {
+                    by_product(&mut ids, &f.product_ids)?;
+                    for c in &f.customer_ids {
+                        ids.extend(self.license_ids_by(ix::BY_CUSTOMER, team, c.as_bytes())?);
+                    }
+                }
             }
             let mut items = Vec::with_capacity(ids.len());
             for id in ids {

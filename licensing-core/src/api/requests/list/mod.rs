@@ -5,7 +5,7 @@ use crate::Timestamp;
 use crate::error::{ApiError, Validator};
 use crate::model::{ExpirationType, ReleaseStatus};
 use crate::validate::{SearchText, check_length};
-use crate::{CustomerId, ProductId};
+use crate::{CustomerId, EntitlementId, ProductId};
 
 /// A parsed query string: known parameters only, each at most once.
 pub(crate) struct Query<'a> {
@@ -174,6 +174,18 @@ pub struct LicenseFilter {
     pub expiration_type: Option<ExpirationType>,
     /// Suspended licenses, or the others.
     pub suspended: Option<bool>,
+    /// (ext) Licenses that grant this entitlement, themselves or through a product.
+    pub entitlement: Option<EntitlementFilter>,
+}
+
+/// The license list's `entitlementId` filter: licenses that list the entitlement, or have one
+/// of the products that grant it (which the server fills in before the store reads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntitlementFilter {
+    /// The entitlement.
+    pub id: EntitlementId,
+    /// The team's products that grant it.
+    pub products: Vec<ProductId>,
 }
 
 /// The license list's `status` filter: `EXPIRED` licenses (their expiry date has passed at `at`)
@@ -212,6 +224,7 @@ impl LicenseListQuery {
                 "status",
                 "expirationType",
                 "suspended",
+                "entitlementId",
             ]),
             &mut v,
         );
@@ -256,6 +269,17 @@ impl LicenseListQuery {
         let suspended = v
             .optional("suspended", q.get("suspended"), boolean)
             .flatten();
+        let entitlement = v
+            .optional(
+                "entitlementId",
+                q.get("entitlementId"),
+                EntitlementId::parse,
+            )
+            .flatten()
+            .map(|id| EntitlementFilter {
+                id,
+                products: Vec::new(),
+            });
         finish(v)?;
         Ok(Self {
             paging,
@@ -269,6 +293,7 @@ impl LicenseListQuery {
                 expiry,
                 expiration_type,
                 suspended,
+                entitlement,
             },
         })
     }
@@ -573,6 +598,9 @@ impl QueryFilter for LicenseFilter {
         }
         if let Some(suspended) = self.suspended {
             query.append_pair("suspended", if suspended { "true" } else { "false" });
+        }
+        if let Some(entitlement) = &self.entitlement {
+            query.append_pair("entitlementId", &entitlement.id.to_string());
         }
     }
 }
