@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use licensing_core::crypto::frames::FrameSealer;
 use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
 use licensing_core::store::{
-    Activity, ActivityRules, ActivityStore, DeviceStore, LicenseStore, TeamStore, testing,
+    Activity, ActivityRules, ActivityStore, DeviceStore, EntitlementStore, LicenseStore, TeamStore,
+    testing,
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
@@ -147,6 +148,9 @@ impl Plan {
         self.only.is_none_or(|only| scenario.contains(only))
     }
 }
+
+/// The code of the entitlement every seeded license of the first team grants.
+const BENCH_ENTITLEMENT: &str = "EXPORT";
 
 /// Every seeded license has at most this many devices (a limit, so that the limit check has
 /// records to count; high enough for two passes of the new-device scenario at 10,000 req/s).
@@ -289,6 +293,10 @@ struct Seeded {
     /// The team of two full licenses (the capped scenario), and their keys.
     #[serde(default)]
     capped: Option<(TeamId, Vec<String>)>,
+    /// The entitlement code every license of the first team grants (data sets seeded before
+    /// entitlements have none: the scenarios that ask for it are skipped).
+    #[serde(default)]
+    entitlement: Option<String>,
 }
 
 /// Records each license of the capped scenario holds: the server's cap per license.
@@ -376,15 +384,31 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
             .await
             .unwrap();
         let team = store.get_team(created.team_id).await.unwrap().unwrap();
+        // Every license grants one entitlement, so that asking for it costs what it costs.
+        let entitlement = licensing_core::model::Entitlement {
+            id: licensing_core::EntitlementId::new(),
+            name: "Export".into(),
+            code: BENCH_ENTITLEMENT.into(),
+            metadata: Vec::new(),
+            team_id: team.id,
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+        };
+        store
+            .create_entitlement(&entitlement, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
         let workers = 64;
         let mut tasks = Vec::new();
         for w in 0..workers {
             let (store, team, devices) = (store.clone(), team.clone(), devices.clone());
+            let entitlement_id = entitlement.id;
             tasks.push(tokio::spawn(async move {
                 let (mut known, mut keys) = (Vec::new(), Vec::new());
                 for i in (w..per_team).step_by(workers) {
                     let mut license = testing::license(team.id, Timestamp::now());
                     license.hwid_limit = Some(HWID_LIMIT);
+                    license.entitlement_ids = vec![entitlement_id];
                     store
                         .create_license(&license, &licensing_core::store::Journal::NONE)
                         .await
@@ -456,6 +480,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                 known,
                 keys,
                 capped: None,
+                entitlement: Some(BENCH_ENTITLEMENT.to_owned()),
             });
         }
     }
@@ -520,11 +545,19 @@ async fn start_child(data: &Path, url: Option<&str>) -> (Child, String, Duration
 const WITH_WEBHOOK: &str = " + webhook";
 
 /// The scenarios of the hot path, in order.
-const HOT_PATH: [&str; 3] = [
+const HOT_PATH: [&str; 5] = [
     "heartbeat, known device",
     "verify with a challenge",
+    ENTITLED,
+    CHECKOUT,
     NEW_DEVICE,
 ];
+
+/// A verify with a challenge that asks for an entitlement the license grants.
+const ENTITLED: &str = "verify + entitlement, with a challenge";
+
+/// A checkout of a known device: a verify with a challenge and a signed, encrypted file.
+const CHECKOUT: &str = "checkout with a challenge, known device";
 
 const NEW_DEVICE: &str = "verify, new device (recorded)";
 
@@ -541,6 +574,7 @@ async fn hot_path(
     bases: &[String],
     client_path: &str,
     known: &Arc<Vec<Known>>,
+    entitlement: Option<&str>,
     tag: &'static str,
 ) -> Vec<Figures> {
     let named = |name: &str| -> &'static str { format!("{name}{tag}").leak() };
@@ -593,6 +627,58 @@ async fn hot_path(
                             "licenseKey": k.license_key,
                             "hardwareIdentifier": k.device,
                             "challenge": format!("challenge-{n:012}"),
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+
+    let name = named(ENTITLED);
+    if let Some(code) = entitlement.filter(|_| plan.runs(name)) {
+        let (urls, k) = (each(bases, &format!("{client_path}/verify")), known.clone());
+        let code = code.to_owned();
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &k.ip)
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": k.device,
+                            "challenge": format!("challenge-{n:012}"),
+                            "entitlements": [code],
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+
+    let name = named(CHECKOUT);
+    if plan.runs(name) {
+        let (urls, k) = (
+            each(bases, &format!("{client_path}/checkout")),
+            known.clone(),
+        );
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let k = &k[n as usize % k.len()];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &k.ip)
+                        .json(&json!({
+                            "licenseKey": k.license_key,
+                            "hardwareIdentifier": k.device,
+                            "challenge": format!("challenge-{n:012}"),
+                            "ttl": 2_592_000,
                         }))
                 }),
             )
@@ -1019,13 +1105,14 @@ async fn run(plan: Plan, args: &Args) {
             ..plan
         };
         enable(false).await;
-        results.extend(hot_path(one, &bases, &client_path, &known, "").await);
+        let entitlement = seeded.entitlement.as_deref();
+        results.extend(hot_path(one, &bases, &client_path, &known, entitlement, "").await);
         let Some((receiver, _)) = &webhook else {
             continue;
         };
         enable(true).await;
         let before = receiver.count("device.activated");
-        let with = hot_path(one, &bases, &client_path, &known, WITH_WEBHOOK).await;
+        let with = hot_path(one, &bases, &client_path, &known, entitlement, WITH_WEBHOOK).await;
         if scenario == NEW_DEVICE {
             let expected = before + with.iter().map(|f| f.requests - f.errors).sum::<u64>();
             let waited = Instant::now();
@@ -1245,7 +1332,7 @@ async fn run(plan: Plan, args: &Args) {
             n if n.starts_with("heartbeat") => {
                 format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
             }
-            n if n.starts_with("verify with") => {
+            n if n.contains("with a challenge") => {
                 format!("{:.0}% of RSA signatures/s", 100.0 * f.rps() / rsa)
             }
             n if n.starts_with("classloader") => {
