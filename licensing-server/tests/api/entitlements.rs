@@ -294,10 +294,11 @@ async fn clients_are_granted_their_licenses_and_products_entitlements() {
     assert_eq!(verified.valid()["license"]["entitlements"], json!([]));
 }
 
-/// An archive carries the entitlements and what grants them.
+/// An archive carries the entitlements and what grants them, and every signing key.
 #[tokio::test]
 async fn archives_carry_entitlements() {
     let s = TestServer::start().await;
+    s.post(&s.dev("signing-keys/rotate"), "").await.ok();
     let export = entitlement(&s, "Export", "EXPORT").await;
     let product = s
         .post(
@@ -330,8 +331,14 @@ async fn archives_carry_entitlements() {
     licensing_server::archive::import(&restored, &restored_files, archive.as_slice())
         .await
         .unwrap();
-    use licensing_core::store::{EntitlementStore, LicenseStore, ProductStore};
+    use licensing_core::store::{EntitlementStore, LicenseStore, ProductStore, TeamStore};
     let team = s.team_id();
+    let (before, after) = (
+        s.store.get_team(team).await.unwrap().unwrap(),
+        restored.get_team(team).await.unwrap().unwrap(),
+    );
+    assert_eq!(after.signing_keys.len(), 2);
+    assert_eq!((after.signing_keys, after.keys), (before.signing_keys, before.keys));
     let back = restored.list_entitlements(team).await.unwrap();
     assert_eq!(back.len(), 1);
     assert_eq!(back[0].code, "EXPORT");
