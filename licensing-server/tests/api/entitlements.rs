@@ -338,7 +338,10 @@ async fn archives_carry_entitlements() {
         restored.get_team(team).await.unwrap().unwrap(),
     );
     assert_eq!(after.signing_keys.len(), 2);
-    assert_eq!((after.signing_keys, after.keys), (before.signing_keys, before.keys));
+    assert_eq!(
+        (after.signing_keys, after.keys),
+        (before.signing_keys, before.keys)
+    );
     let back = restored.list_entitlements(team).await.unwrap();
     assert_eq!(back.len(), 1);
     assert_eq!(back[0].code, "EXPORT");

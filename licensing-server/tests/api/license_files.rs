@@ -286,6 +286,15 @@ async fn checkout_answers_a_verify_and_a_machine_file() {
         .await
         .err(403, "HWID_LIMIT_REACHED")
         .signed_by(&keys);
+    // Entitlements are checked as by verify.
+    s.client(
+        "checkout",
+        &json!({"licenseKey": key, "hardwareIdentifier": machine, "entitlements": ["PRO"]}),
+        None,
+    )
+    .await
+    .err(403, "ENTITLEMENTS_MISSING")
+    .signed_by(&keys);
     // A machine is required; ttl is checkout's alone and in range.
     s.client("checkout", &json!({"licenseKey": key}), None)
         .await

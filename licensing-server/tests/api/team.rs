@@ -239,3 +239,35 @@ async fn signing_keys_rotate_and_retire() {
         )
         .unwrap();
 }
+
+/// With a master key, a rotated signing key is stored sealed like the others, and the server
+/// signs with it.
+#[tokio::test]
+async fn a_rotated_signing_key_is_sealed_under_the_master_key() {
+    use licensing_core::store::TeamStore;
+
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = crate::webhooks::master_key_in(keys.path());
+    let s = TestServer::start_with(|c| c.master_key_file = Some(key_file.clone())).await;
+    let new = s.post(&s.dev("signing-keys/rotate"), "").await;
+    assert_eq!(new.status, 201, "{}", new.body);
+    let kid = new.ok()["kid"].as_str().unwrap().to_owned();
+    let team = s.store.get_team(s.team_id()).await.unwrap().unwrap();
+    assert!(team.keys.sealed_by().is_some(), "{:?}", team.keys);
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let answer = s
+        .client(
+            "verify",
+            &json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "device-0000-0001",
+                    "entitlements": []}),
+            None,
+        )
+        .await;
+    answer.valid();
+    assert_eq!(answer.header("x-signature-key-id"), Some(kid.as_str()));
+    answer.signed_by(&{
+        let mut trusted = s.public_keys().await;
+        trusted.trust(new.ok()["key"].as_str().unwrap()).unwrap();
+        trusted
+    });
+}
