@@ -611,58 +611,24 @@ async fn hot_path(
         );
     }
 
-    let name = named("verify with a challenge");
-    if plan.runs(name) {
-        let (urls, k) = (each(bases, &format!("{client_path}/verify")), known.clone());
-        results.push(
-            drive(
-                name,
-                plan,
-                c,
-                Arc::new(move |h, n| {
-                    let k = &k[n as usize % k.len()];
-                    h.post(pick(&urls, n))
-                        .header("x-forwarded-for", &k.ip)
-                        .json(&json!({
-                            "licenseKey": k.license_key,
-                            "hardwareIdentifier": k.device,
-                            "challenge": format!("challenge-{n:012}"),
-                        }))
-                }),
-            )
-            .await,
-        );
-    }
-
-    let name = named(ENTITLED);
-    if let Some(code) = entitlement.filter(|_| plan.runs(name)) {
-        let (urls, k) = (each(bases, &format!("{client_path}/verify")), known.clone());
-        let code = code.to_owned();
-        results.push(
-            drive(
-                name,
-                plan,
-                c,
-                Arc::new(move |h, n| {
-                    let k = &k[n as usize % k.len()];
-                    h.post(pick(&urls, n))
-                        .header("x-forwarded-for", &k.ip)
-                        .json(&json!({
-                            "licenseKey": k.license_key,
-                            "hardwareIdentifier": k.device,
-                            "challenge": format!("challenge-{n:012}"),
-                            "entitlements": [code],
-                        }))
-                }),
-            )
-            .await,
-        );
-    }
-
-    let name = named(CHECKOUT);
-    if plan.runs(name) {
+    // A known device with a challenge, as is, asking for an entitlement, and checking out.
+    let known_device = [
+        ("verify with a challenge", "verify", None),
+        (
+            ENTITLED,
+            "verify",
+            Some(("entitlements", json!([entitlement.unwrap_or_default()]))),
+        ),
+        (CHECKOUT, "checkout", Some(("ttl", json!(2_592_000)))),
+    ];
+    for (scenario, endpoint, extra) in known_device {
+        let name = named(scenario);
+        // A data set seeded before entitlements has none to ask for.
+        if !plan.runs(name) || (scenario == ENTITLED && entitlement.is_none()) {
+            continue;
+        }
         let (urls, k) = (
-            each(bases, &format!("{client_path}/checkout")),
+            each(bases, &format!("{client_path}/{endpoint}")),
             known.clone(),
         );
         results.push(
@@ -672,14 +638,17 @@ async fn hot_path(
                 c,
                 Arc::new(move |h, n| {
                     let k = &k[n as usize % k.len()];
+                    let mut body = json!({
+                        "licenseKey": k.license_key,
+                        "hardwareIdentifier": k.device,
+                        "challenge": format!("challenge-{n:012}"),
+                    });
+                    if let Some((member, value)) = &extra {
+                        body[*member] = value.clone();
+                    }
                     h.post(pick(&urls, n))
                         .header("x-forwarded-for", &k.ip)
-                        .json(&json!({
-                            "licenseKey": k.license_key,
-                            "hardwareIdentifier": k.device,
-                            "challenge": format!("challenge-{n:012}"),
-                            "ttl": 2_592_000,
-                        }))
+                        .json(&body)
                 }),
             )
             .await,

@@ -486,7 +486,7 @@ mod tests {
                 Scope::LICENSE_SUSPEND
             ]
         );
-        assert_eq!(Scope::all().count(), 20);
+        assert_eq!(Scope::all().count(), 22);
     }
 
     #[test]

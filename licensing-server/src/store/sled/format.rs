@@ -307,45 +307,46 @@ fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
 /// one written in JSON before format 4 and rewritten since) is left. Returns the records
 /// rewritten.
 fn v5_to_v6<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
-    const PER_BATCH: usize = 1000;
-    let mut rewritten = 0;
-    let mut batch = sled::Batch::default();
-    let mut staged = 0;
-    for entry in tree.scan_prefix([table]) {
-        let (k, v) = entry.map_err(backend)?;
-        if decode::<T>(&v).is_ok() {
-            continue;
+    rewrite_where(tree, table, |v| {
+        if decode::<T>(v).is_ok() {
+            return Ok(None);
         }
         let mut extended = v.to_vec();
         extended.push(0);
         // What no appended length makes readable is not a record of format 5: say so.
         decode::<T>(&extended)?;
-        batch.insert(k, extended);
-        staged += 1;
-        if staged == PER_BATCH {
-            tree.apply_batch(std::mem::take(&mut batch))
-                .map_err(backend)?;
-            rewritten += staged;
-            staged = 0;
-        }
-    }
-    tree.apply_batch(batch).map_err(backend)?;
-    Ok(rewritten + staged)
+        Ok(Some(extended))
+    })
 }
 
 /// Rewrites the records of one table in `T`'s current encoding.
 fn rewrite<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
+    rewrite_where(tree, table, |v| {
+        if codec::is_current::<T>(v) {
+            return Ok(None);
+        }
+        let record: T = decode(v)?;
+        encode(&record).map(Some)
+    })
+}
+
+/// Rewrites each record of one table that `change` gives new bytes for (`None`: left as it
+/// is), a thousand per batch. Returns the records rewritten.
+fn rewrite_where(
+    tree: &sled::Tree,
+    table: u8,
+    change: impl Fn(&[u8]) -> StoreResult<Option<Vec<u8>>>,
+) -> StoreResult<usize> {
     const PER_BATCH: usize = 1000;
     let mut rewritten = 0;
     let mut batch = sled::Batch::default();
     let mut staged = 0;
     for entry in tree.scan_prefix([table]) {
         let (k, v) = entry.map_err(backend)?;
-        if codec::is_current::<T>(&v) {
+        let Some(new) = change(&v)? else {
             continue;
-        }
-        let record: T = decode(&v)?;
-        batch.insert(k, encode(&record)?);
+        };
+        batch.insert(k, new);
         staged += 1;
         if staged == PER_BATCH {
             tree.apply_batch(std::mem::take(&mut batch))

@@ -340,13 +340,14 @@ pub enum CustomerSort {
 /// `GET {dev}/customers`: the filter is the search text.
 pub type CustomerListQuery = ListQuery<CustomerSort, Option<SearchText>>;
 
-impl CustomerListQuery {
-    /// Parses the query string.
+/// A list whose only filter is a search text (customers, entitlements).
+impl<S: SortColumn> ListQuery<S, Option<SearchText>> {
+    /// Parses the query string: paging, sort and `search`.
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         let mut v = Validator::new();
         let q = Query::parse(raw, &known(&["search"]), &mut v);
         let paging = Paging::parse(&q, &mut v);
-        let sort = sort(&q, &mut v, CustomerSort::OPTIONS, CustomerSort::DEFAULT);
+        let sort = sort(&q, &mut v, S::OPTIONS, S::DEFAULT);
         let search = v
             .optional("search", q.get("search"), SearchText::parse)
             .flatten();
@@ -370,30 +371,6 @@ pub enum EntitlementSort {
 
 /// (ext) `GET {dev}/entitlements`: the filter is the search text (in the name or the code).
 pub type EntitlementListQuery = ListQuery<EntitlementSort, Option<SearchText>>;
-
-impl EntitlementListQuery {
-    /// Parses the query string.
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
-        let mut v = Validator::new();
-        let q = Query::parse(raw, &known(&["search"]), &mut v);
-        let paging = Paging::parse(&q, &mut v);
-        let sort = sort(
-            &q,
-            &mut v,
-            EntitlementSort::OPTIONS,
-            EntitlementSort::DEFAULT,
-        );
-        let search = v
-            .optional("search", q.get("search"), SearchText::parse)
-            .flatten();
-        finish(v)?;
-        Ok(Self {
-            paging,
-            sort,
-            filter: search,
-        })
-    }
-}
 
 /// Sort columns of the release list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
