@@ -221,7 +221,7 @@ pub(crate) async fn products(
 ) -> Response {
     let outcome = async {
         let list = api::all_products(ctx, staff).await?;
-        let entitlements = entitlements_of(ctx, staff).await?;
+        let entitlements = super::entitlements::readable(ctx, staff).await?;
         let chosen = form.all("entitlementIds");
         let content = html! {
             h1 { "Products" }
@@ -288,18 +288,6 @@ pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Res
     }
 }
 
-/// The team's entitlements, when the role may read them (else none are shown).
-async fn entitlements_of(
-    ctx: &Ctx,
-    staff: &Staff,
-) -> Result<Vec<licensing_core::model::Entitlement>, Failure> {
-    if staff.may(Scope::read(Resource::Entitlements)) {
-        api::perform(ctx, staff, crate::app::entitlements::AllEntitlements).await
-    } else {
-        Ok(Vec::new())
-    }
-}
-
 /// `GET /dashboard/products/{id}`, with its branches.
 pub(crate) async fn product(
     ctx: &Ctx,
@@ -311,7 +299,7 @@ pub(crate) async fn product(
         let id = page::id_of::<ProductId>(id, "product")?;
         let p = api::perform(ctx, staff, GetProduct(id)).await?;
         let branches = api::perform(ctx, staff, ListBranches(id)).await?;
-        let entitlements = entitlements_of(ctx, staff).await?;
+        let entitlements = super::entitlements::readable(ctx, staff).await?;
         let write = staff.may(Scope::write(Resource::Products));
         let content = html! {
             div.heading {

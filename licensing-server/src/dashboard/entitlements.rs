@@ -15,6 +15,19 @@ use crate::app::entitlements::{
 };
 use crate::http::Response;
 
+/// The team's entitlements for a page or form, when the role may read them (else none: the page
+/// shows no entitlements, and a form leaves them as they are).
+pub(super) async fn readable(
+    ctx: &Ctx,
+    staff: &Staff,
+) -> Result<Vec<licensing_core::model::Entitlement>, Failure> {
+    if staff.may(Scope::read(Resource::Entitlements)) {
+        api::perform(ctx, staff, AllEntitlements).await
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// `GET /dashboard/entitlements`, or the form again with what to fix.
 pub(crate) async fn list(
     ctx: &Ctx,

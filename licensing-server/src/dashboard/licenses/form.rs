@@ -14,7 +14,6 @@ use super::super::api::{self, Failure};
 use super::super::page::{self, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::customers::ListCustomers;
-use crate::app::entitlements::AllEntitlements;
 use crate::app::licenses::{CreateLicense, GetLicense, UpdateLicense};
 use crate::http::Response;
 
@@ -55,11 +54,7 @@ async fn form_page(
                 customers.push(c.clone());
             }
         }
-        let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
-            api::perform(ctx, staff, AllEntitlements).await?
-        } else {
-            Vec::new()
-        };
+        let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
         Ok::<_, Failure>((products, customers, entitlements))
     };
     let (products, customers, entitlements) = match lists.await {

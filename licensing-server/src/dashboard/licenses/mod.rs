@@ -97,11 +97,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let kind = chosen("expirationType", &["NEVER", "DATE", "DURATION"]);
     let suspended = chosen("suspended", &["true", "false"]);
     let products = products(ctx, staff).await?;
-    let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
-        api::perform(ctx, staff, crate::app::entitlements::AllEntitlements).await?
-    } else {
-        Vec::new()
-    };
+    let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let mut query = LicenseListQuery {
         paging: Paging {
             page: page_number,

@@ -11,7 +11,6 @@ use super::super::api::{self, Failure};
 use super::super::page::{self, Confirm, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
-use crate::app::entitlements::AllEntitlements;
 use crate::app::license_files::IssueLicenseFile;
 use crate::app::licenses::{
     DeleteLicense, EmailLicense, GetLicense, SuspendLicense, UnsuspendLicense,
@@ -37,11 +36,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     every.filter = true;
     let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
     let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
-    let entitlements = if staff.may(Scope::read(Resource::Entitlements)) {
-        api::perform(ctx, staff, AllEntitlements).await?
-    } else {
-        Vec::new()
-    };
+    let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let l = &detail.license;
     let granted = effective_codes(
         &l.entitlement_ids,
