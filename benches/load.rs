@@ -342,6 +342,7 @@ async fn seed_capped(
                 hardware_id: Some(HardwareId::parse(&format!("capped-{l}-{n:08}")).unwrap()),
                 ip: std::net::IpAddr::from(std::net::Ipv4Addr::from(0x6400_0000 + (l << 20) + n)),
                 country: None,
+                session: Default::default(),
             };
             hwids.push(licensing_core::store::new_hwid(
                 &license,
@@ -427,6 +428,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                             hardware_id: Some(HardwareId::parse(&device).unwrap()),
                             ip,
                             country: None,
+                            session: Default::default(),
                         };
                         if bulk {
                             let now = Timestamp::now();

@@ -35,11 +35,15 @@ pub enum ResultCode {
     ReleaseDraft,
     /// (ext) The license lacks an entitlement the request asked for.
     EntitlementsMissing,
+    /// (ext) As many sessions of the license are live as its `sessionLimit` allows.
+    SessionLimitReached,
+    /// (ext) The session is unknown, ended, revoked or expired.
+    SessionNotFound,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 23] = [
+    pub const ALL: [ResultCode; 25] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -63,6 +67,8 @@ impl ResultCode {
         Self::ReleaseArchived,
         Self::ReleaseDraft,
         Self::EntitlementsMissing,
+        Self::SessionLimitReached,
+        Self::SessionNotFound,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -84,12 +90,14 @@ impl ResultCode {
             | Self::ReleaseArchived
             | Self::ReleaseDraft
             | Self::NoAccessToRelease
-            | Self::EntitlementsMissing => 403,
+            | Self::EntitlementsMissing
+            | Self::SessionLimitReached => 403,
             Self::TeamNotFound
             | Self::LicenseNotFound
             | Self::CustomerNotFound
             | Self::ProductNotFound
-            | Self::ReleaseNotFound => 404,
+            | Self::ReleaseNotFound
+            | Self::SessionNotFound => 404,
             Self::RateLimit => 429,
             Self::InternalServerError => 500,
         }
@@ -121,6 +129,8 @@ impl ResultCode {
             Self::ReleaseArchived => "RELEASE_ARCHIVED",
             Self::ReleaseDraft => "RELEASE_DRAFT",
             Self::EntitlementsMissing => "ENTITLEMENTS_MISSING",
+            Self::SessionLimitReached => "SESSION_LIMIT_REACHED",
+            Self::SessionNotFound => "SESSION_NOT_FOUND",
         }
     }
 
@@ -176,6 +186,8 @@ mod tests {
             (ReleaseArchived, 403),
             (ReleaseDraft, 403),
             (EntitlementsMissing, 403),
+            (SessionLimitReached, 403),
+            (SessionNotFound, 404),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -184,8 +196,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_of_the_specification_one_of_ours_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_three_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 22);
+        assert_eq!(errors, 24);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -55,9 +56,13 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/file",
     "/api/v1/dev/teams/{teamId}/entitlements/{entitlementId}",
     "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions/{sessionId}",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",
     "/api/v1/client/teams/{teamId}/verification/checkout",
+    "/api/v1/client/teams/{teamId}/verification/sessions/start",
+    "/api/v1/client/teams/{teamId}/verification/sessions/end",
     "/api/v1/client/teams/{teamId}/verification/classloader",
     "/api/v1/admin/teams",
     "/api/v1/admin/teams/{teamId}/features",
@@ -163,6 +168,7 @@ pub struct Metrics {
     latency: Family<RouteLabels, Histogram>,
     outcomes: Family<OutcomeLabels, Counter>,
     rsa: Family<OperationLabels, Counter>,
+    sessions: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -201,12 +207,19 @@ impl Default for Metrics {
             "RSA private-key operations by kind (sign_challenge, decrypt_session_key)",
             rsa.clone(),
         );
+        let sessions = Gauge::default();
+        registry.register(
+            "floating_sessions_live",
+            "Floating sessions live on the server (every team), as the last sweep counted them (every 10 s)",
+            sessions.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(registry)),
             requests,
             latency,
             outcomes,
             rsa,
+            sessions,
         }
     }
 }
@@ -233,6 +246,11 @@ impl Metrics {
         self.outcomes
             .get_or_create(&OutcomeLabels { endpoint, code })
             .inc();
+    }
+
+    /// Sets the gauge of live floating sessions.
+    pub fn live_sessions(&self, live: u64) {
+        self.sessions.set(i64::try_from(live).unwrap_or(i64::MAX));
     }
 
     /// Counts one RSA private-key operation (`sign_challenge` or `decrypt_session_key`).

@@ -359,6 +359,10 @@ impl Server {
             self.state.webhooks.clone(),
             stop.clone(),
         ));
+        let sweeper = tokio::spawn(crate::services::session_sweeper::run(
+            self.state.clone(),
+            stop.clone(),
+        ));
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
@@ -399,6 +403,7 @@ impl Server {
         usage.await.ok();
         client_events.await.ok();
         key_uses.await.ok();
+        sweeper.await.ok();
         if let Some(changes) = changes {
             changes.await.ok();
         }

@@ -165,6 +165,9 @@ pub struct HeartbeatLicense {
 pub struct HeartbeatData {
     /// The license.
     pub license: HeartbeatLicense,
+    /// (ext) The floating session the heartbeat extended (only with a `sessionId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<crate::model::SessionData>,
 }
 
 impl HeartbeatData {
@@ -177,8 +180,41 @@ impl HeartbeatData {
                 expiration_type: license.expiration_type,
                 entitlements,
             },
+            session: None,
         }
     }
+}
+
+/// (ext) `data` of a session start: a verify's, and the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStartData {
+    /// What a verify answers.
+    #[serde(flatten)]
+    pub verify: VerifyData,
+    /// The session: heartbeat with its id within its TTL, end it on exit.
+    pub session: crate::model::SessionData,
+}
+
+/// (ext) `data` of a session end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEndData {
+    /// The session ended.
+    pub session: SessionEnded,
+}
+
+/// (ext) A session as its end shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEnded {
+    /// Its id.
+    pub id: crate::LicenseSessionId,
+    /// When it ended: its seat is free from then on.
+    pub ended_at: crate::Timestamp,
 }
 
 /// The latest `PUBLISHED` release of a product in a branch (`None`: branchless releases).
@@ -390,4 +426,13 @@ pub struct LicenseEmailed {
     pub queued: u32,
     /// To whom.
     pub recipients: Vec<String>,
+}
+
+/// (ext) `data` of `GET {dev}/licenses/id/{licenseId}/sessions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionList {
+    /// The live sessions, oldest first.
+    pub sessions: Vec<crate::model::LicenseSession>,
 }

@@ -135,6 +135,8 @@ actions! {
     IpForgotten = "ip.forgotten", "ip";
     /// A license's forgotten IP address was remembered again.
     IpRemembered = "ip.remembered", "ip";
+    /// A live floating session of a license was revoked: its seat is free at once.
+    SessionRevoked = "session.revoked", "session";
     /// A customer was created.
     CustomerCreated = "customer.created", "customer";
     /// A customer was changed.

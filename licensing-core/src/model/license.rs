@@ -94,6 +94,13 @@ pub struct License {
     /// form of older records lacks it, see the sled store's format 6.)
     #[serde(default)]
     pub entitlement_ids: Vec<EntitlementId>,
+    /// (ext) The most floating sessions live at once; `null`: sessions are not limited. (After
+    /// `entitlementIds`, with `sessionTtl`: see the sled store's format 7.)
+    #[serde(default)]
+    pub session_limit: Option<u32>,
+    /// (ext) Seconds a session lives without a heartbeat; `null`: the team's `sessionTtl`.
+    #[serde(default)]
+    pub session_ttl: Option<u32>,
 }
 
 /// A license with its customers and products: single-license, create and update answers.

@@ -5,6 +5,7 @@ mod audit;
 mod customer;
 mod device;
 mod entitlement;
+mod floating;
 mod license;
 mod metadata;
 mod outbox;
@@ -22,6 +23,10 @@ pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageReco
 pub use entitlement::{
     Entitlement, MAX_ENTITLEMENTS, MAX_REQUESTED_ENTITLEMENTS, effective_codes, entitlement_code,
     missing_codes,
+};
+pub use floating::{
+    DEFAULT_SESSION_TTL, LicenseSession, MAX_SESSION_TTL, MIN_SESSION_TTL, SessionData,
+    SessionStep, session_ttl,
 };
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};

@@ -177,6 +177,14 @@ pub struct TeamSettings {
     pub hwid_timeout: Option<u32>,
     /// Minutes after which an unseen IP address stops counting; `null`: never.
     pub ip_timeout: Option<u32>,
+    /// (ext) Seconds a floating session lives without a heartbeat, for licenses that set no
+    /// `sessionTtl` (10 to 86,400).
+    #[serde(default = "default_session_ttl")]
+    pub session_ttl: u32,
+}
+
+fn default_session_ttl() -> u32 {
+    super::DEFAULT_SESSION_TTL
 }
 
 fn yes() -> bool {
@@ -192,6 +200,7 @@ impl Default for TeamSettings {
             require_hardware_identifier: true,
             hwid_timeout: None,
             ip_timeout: None,
+            session_ttl: super::DEFAULT_SESSION_TTL,
         }
     }
 }

@@ -64,6 +64,9 @@ pub struct Activity {
     pub ip: IpAddr,
     /// The client's country, when known.
     pub country: Option<Country>,
+    /// (ext) What the step does with a floating session: a store admits a request that starts
+    /// or extends one only in the atomic step, never from records read before it.
+    pub session: SessionStep,
 }
 
 /// Usage records a license keeps of each kind unless the operator says otherwise.
@@ -103,6 +106,8 @@ pub struct Recorded {
     pub license: License,
     /// The plan that was applied.
     pub admission: Admission,
+    /// The session started or extended, for a request with a [`SessionStep`].
+    pub session: Option<LicenseSession>,
 }
 
 /// The license a client request names, as the client API reads it first, with the request's
@@ -158,8 +163,11 @@ pub trait ActivityStore: Send + Sync {
     }
 
     /// In one atomic step per license: read the license and the request's own records, run
-    /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, and on
-    /// admission create or refresh the hardware-identifier and IP records (dropping records past
+    /// [`verify::admit_own`](crate::verify::admit_own) with the team's settings, then the
+    /// activity's [`SessionStep`] ([`verify::admit_session`](crate::verify::admit_session):
+    /// a start counts the license's live sessions against its `sessionLimit`; an extension
+    /// needs the live session of the request's device, else `SESSION_NOT_FOUND`), and on
+    /// admission write the session (with its `session.started` event when wanted), create or refresh the hardware-identifier and IP records (dropping records past
     /// the cap of `rules`), start an `ACTIVATION` clock and set `lastActiveAt`. New records are
     /// durable when this returns. A refusal is the inner `Err`. The cost must not grow with the
     /// number of records the license holds, except to count them for a limit that is at stake
@@ -198,4 +206,42 @@ pub trait SessionKeyStore: Send + Sync {
         window_ms: i64,
         per_team: u32,
     ) -> impl Future<Output = StoreResult<Result<(), SessionKeyRefused>>> + Send;
+}
+
+/// (ext) Floating sessions, besides the atomic step that starts and extends them.
+pub trait LicenseSessionStore: Send + Sync {
+    /// The license's sessions live at `now`, oldest first (the license must exist).
+    fn list_license_sessions(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Vec<LicenseSession>>> + Send;
+    /// Session `id` of the license, live or not, while the server keeps it.
+    fn get_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+    ) -> impl Future<Output = StoreResult<Option<LicenseSession>>> + Send;
+    /// Deletes session `id` of the license if it is live at `now` (`expired`: if it has
+    /// expired by `now`), with `journal`, in one step. Returns the session deleted; `None`
+    /// (and nothing written) when there is none in that state.
+    fn remove_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+        now: Timestamp,
+        expired: bool,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<Option<LicenseSession>>> + Send;
+    /// At most `max` sessions of any team that expired by `now`, soonest expired first.
+    fn expired_license_sessions(
+        &self,
+        now: Timestamp,
+        max: u32,
+    ) -> impl Future<Output = StoreResult<Vec<LicenseSession>>> + Send;
+    /// How many sessions of every team are live at `now`.
+    fn count_live_sessions(&self, now: Timestamp) -> impl Future<Output = StoreResult<u64>> + Send;
 }

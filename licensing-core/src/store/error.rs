@@ -24,6 +24,7 @@ pub enum Entity {
     Staff,
     SigningKey,
     Entitlement,
+    LicenseSession,
 }
 
 /// A storage failure.
@@ -140,6 +141,9 @@ impl From<StoreError> for ApiError {
                 Entity::Entitlement => ApiError::record_not_found("Entitlement not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
+                Entity::LicenseSession => {
+                    ApiError::new(ResultCode::SessionNotFound, "Session not found")
+                }
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
             StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),

@@ -33,15 +33,16 @@ use crate::api::requests::{
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
-    HealthChange, HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
-    SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings, TopProduct,
-    UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    HealthChange, HourlyStats, Hwid, IpRecord, License, LicenseSession, OutboxMessage, Overview,
+    Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures,
+    TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, ProductId, ReleaseId, StaffId, TeamId, Timestamp, WebhookId,
+    LicenseId, LicenseKey, LicenseSessionId, ProductId, ReleaseId, StaffId, TeamId, Timestamp,
+    WebhookId,
 };
 
 /// One page of a list.
@@ -741,6 +742,7 @@ pub trait Store:
     + ReleaseStore
     + DeviceStore
     + ActivityStore
+    + LicenseSessionStore
     + SessionKeyStore
     + BlacklistStore
     + StatsStore
@@ -763,6 +765,7 @@ impl<T> Store for T where
         + ReleaseStore
         + DeviceStore
         + ActivityStore
+        + LicenseSessionStore
         + SessionKeyStore
         + BlacklistStore
         + StatsStore

@@ -14,8 +14,8 @@ use ipnet::IpNet;
 use crate::code::ResultCode;
 use crate::expiry::Expiration;
 use crate::model::{
-    BlacklistEntry, BlacklistType, Branch, Hwid, IpRecord, License, Release, ReleaseStatus,
-    TeamSettings,
+    BlacklistEntry, BlacklistType, Branch, Hwid, IpRecord, License, LicenseSession, Release,
+    ReleaseStatus, SessionStep, TeamSettings,
 };
 use crate::validate::{BranchName, Country, HardwareId, Version};
 use crate::{ApiError, BlacklistId, CustomerId, HwidId, IpId, ProductId, Timestamp};
@@ -573,6 +573,64 @@ pub fn admit_counted(
     let own_hwid = hardware_id.and_then(|h| hwids.iter().find(|r| &r.identifier == h));
     let own_ip = ips.iter().find(|r| r.address == ip);
     admit_counted_own(license, settings, own_hwid, own_ip, hardware_id, ip, now)
+}
+
+/// (ext) The session step of an admitted request, inside the store's atomic step for the
+/// license. A start is refused with `SESSION_LIMIT_REACHED` when the license's live sessions,
+/// `live(limit)` (asked only when the license has a `sessionLimit`; a store may stop counting
+/// at `limit`), reach its `sessionLimit`. An extension is refused with `SESSION_NOT_FOUND`
+/// unless `own` (the session it names, as stored) is live and the request's device's. Returns
+/// the session to write: the new one, or the one extended.
+pub fn admit_session<E>(
+    license: &License,
+    step: SessionStep,
+    (hardware_id, ip): (Option<&HardwareId>, IpAddr),
+    own: Option<&LicenseSession>,
+    now: Timestamp,
+    live: impl FnOnce(u32) -> Result<u64, E>,
+) -> Result<Result<Option<LicenseSession>, Denial>, E> {
+    match step {
+        SessionStep::None => Ok(Ok(None)),
+        SessionStep::Start { id, ttl } => {
+            let Some(hardware_id) = hardware_id else {
+                return Ok(Err(Denial::new(ResultCode::BadRequest, "is required")));
+            };
+            if let Some(limit) = license.session_limit
+                && live(limit)? >= u64::from(limit)
+            {
+                return Ok(Err(Denial::new(
+                    ResultCode::SessionLimitReached,
+                    "Session limit reached: as many copies run as the license allows",
+                )));
+            }
+            Ok(Ok(Some(LicenseSession::start(
+                id,
+                license,
+                hardware_id,
+                ip,
+                ttl,
+                now,
+            ))))
+        }
+        SessionStep::Extend { id, ttl } => match own {
+            Some(session)
+                if session.id == id
+                    && session.license_id == license.id
+                    && session.extendable_by(hardware_id, now) =>
+            {
+                Ok(Ok(Some(session.extended(ip, ttl, now))))
+            }
+            _ => Ok(Err(session_not_found())),
+        },
+    }
+}
+
+/// (ext) The refusal of a session that is unknown, ended, revoked or expired.
+pub fn session_not_found() -> Denial {
+    Denial::new(
+        ResultCode::SessionNotFound,
+        "Session not found: it ended, was revoked or expired; start a new one",
+    )
 }
 
 /// [`admit_counted`] from the request's own records only (see [`admit_own`]).

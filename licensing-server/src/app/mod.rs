@@ -15,6 +15,7 @@ pub(crate) mod client;
 pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod entitlements;
+pub(crate) mod floating;
 pub(crate) mod license_files;
 pub(crate) mod licenses;
 pub mod operator;

@@ -34,11 +34,13 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                     label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }
                 }
                 fieldset disabled[!write] {
-                    legend { "When a device or address stops counting" }
+                    legend { "When a device, address or session stops counting" }
                     label for="hwidTimeout" { "Device seat freed after (minutes)" span.hint { "Empty: never; a device counts against the limit until forgotten." } (field_error(failure, "hwidTimeout")) }
                     input #hwidTimeout type="number" min="1" name="hwidTimeout" value=(minutes(s.hwid_timeout));
                     label for="ipTimeout" { "Address freed after (minutes)" span.hint { "Empty: never." } (field_error(failure, "ipTimeout")) }
                     input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
+                    label for="sessionTtl" { "Floating session freed after (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long, unless its license sets its own (10 to 86400)." } (field_error(failure, "sessionTtl")) }
+                    input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(s.session_ttl) required;
                 }
                 @if write { p { button type="submit" { "Save settings" } } }
                 @else { p.hint { "Your role may read the settings, not change them." } }
@@ -74,6 +76,19 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
         strict_releases: checked("strictReleases"),
         hwid_timeout: minutes("hwidTimeout"),
         ip_timeout: minutes("ipTimeout"),
+        session_ttl: match form.text("sessionTtl") {
+            None => Patch::Missing,
+            Some(t) => t.parse::<i64>().map_or_else(
+                |_| {
+                    problems.push(licensing_core::FieldError::new(
+                        "sessionTtl",
+                        "must be a whole number of seconds",
+                    ));
+                    Patch::Missing
+                },
+                Patch::Value,
+            ),
+        },
     };
     if !problems.is_empty() {
         let f = Failure {

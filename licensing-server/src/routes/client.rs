@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
-use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY};
+use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY, SessionEndBody};
 use licensing_core::api::{Envelope, ErrorData};
 use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER};
 use licensing_core::verify::RequestKind;
@@ -40,6 +40,23 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                     json_endpoint(state, kind, team, ip, body).await
                 },
             );
+    // (ext) Floating sessions: start and end.
+    let sessions = warp::path!(
+        "api" / "v1" / "client" / "teams" / String / "verification" / "sessions" / SessionRoute
+    )
+    .and(warp::post())
+    .and(with_state(state.clone()))
+    .and(crate::http::client_addr())
+    .and(warp::body::stream())
+    .then(
+        |team: String, route: SessionRoute, state: AppState, ip, body| async move {
+            let endpoint = match route {
+                SessionRoute::Start => Validation::SessionStart,
+                SessionRoute::End => Validation::SessionEnd,
+            };
+            json_endpoint(state, endpoint, team, ip, body).await
+        },
+    );
     let classloader =
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
             .and(warp::get())
@@ -51,7 +68,31 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                     download::classloader(state, team, ip, query).await
                 },
             );
-    validate.or(classloader).unify().boxed()
+    validate
+        .or(sessions)
+        .unify()
+        .or(classloader)
+        .unify()
+        .boxed()
+}
+
+/// The last segment of a session path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SessionRoute {
+    Start,
+    End,
+}
+
+impl std::str::FromStr for SessionRoute {
+    type Err = ();
+
+    fn from_str(segment: &str) -> Result<Self, ()> {
+        match segment {
+            "start" => Ok(Self::Start),
+            "end" => Ok(Self::End),
+            _ => Err(()),
+        }
+    }
 }
 
 /// The last segment of a verify, heartbeat or checkout path (any other does not match).
@@ -61,14 +102,32 @@ enum Validation {
     Heartbeat,
     /// (ext) A verify that also answers a license file for the machine.
     Checkout,
+    /// (ext) A verify that also starts a floating session (`sessions/start`).
+    SessionStart,
+    /// (ext) The end of a floating session (`sessions/end`).
+    SessionEnd,
 }
 
 impl Validation {
-    /// The kind of request it is counted and rate limited as (a checkout as a verify).
+    /// The kind of request it is counted and rate limited as (a checkout, a session's start and
+    /// end as a verify).
     fn kind(self) -> RequestKind {
         match self {
-            Self::Verify | Self::Checkout => RequestKind::Verify,
+            Self::Verify | Self::Checkout | Self::SessionStart | Self::SessionEnd => {
+                RequestKind::Verify
+            }
             Self::Heartbeat => RequestKind::Heartbeat,
+        }
+    }
+
+    /// The endpoint's name in the metrics.
+    fn metric(self) -> &'static str {
+        match self {
+            Self::Verify => "verify",
+            Self::Heartbeat => "heartbeat",
+            Self::Checkout => "checkout",
+            Self::SessionStart => "session_start",
+            Self::SessionEnd => "session_end",
         }
     }
 }
@@ -148,17 +207,35 @@ where
     B: Buf,
 {
     let kind = endpoint.kind();
-    let mut seen = Seen::new(kind);
+    let mut seen = Seen::new(kind).named(endpoint.metric());
     let mut request = Bytes::new();
     let outcome = async {
         let team = path_param::<TeamId>("teamId", &team)?;
         request = read_body(body, MAX_JSON_BODY).await?;
-        if endpoint == Validation::Checkout {
-            let input = ClientBody::parse_checkout(&request)?;
-            return client::checkout(&state, team, &input, ip, &mut seen).await;
+        match endpoint {
+            Validation::Checkout => {
+                let input = ClientBody::parse_checkout(&request)?;
+                client::checkout(&state, team, &input, ip, &mut seen).await
+            }
+            Validation::SessionStart => {
+                let input = ClientBody::parse_session_start(&request)?;
+                client::start_session(&state, team, &input, ip, &mut seen).await
+            }
+            Validation::SessionEnd => {
+                let input = SessionEndBody::parse(&request)?;
+                let ended = client::end_session(&state, team, &input, ip, &mut seen).await?;
+                Ok(Validated {
+                    data: Valid::Ended(ended),
+                    challenge: None,
+                    license: None,
+                    session: None,
+                })
+            }
+            Validation::Verify | Validation::Heartbeat => {
+                let input = ClientBody::parse(kind, &request)?;
+                client::validate(&state, kind, team, &input, ip, &mut seen).await
+            }
         }
-        let input = ClientBody::parse(kind, &request)?;
-        client::validate(&state, kind, team, &input, ip, &mut seen).await
     }
     .await;
     let code = outcome
@@ -188,6 +265,18 @@ where
                     &seen,
                     200,
                     &Envelope::valid(data, "License checked out", challenge, now),
+                    &request,
+                ),
+                Valid::Session(data) => json_answer(
+                    &seen,
+                    200,
+                    &Envelope::valid(data, "Session started", challenge, now),
+                    &request,
+                ),
+                Valid::Ended(data) => json_answer(
+                    &seen,
+                    200,
+                    &Envelope::valid(data, "Session ended", challenge, now),
                     &request,
                 ),
             }

@@ -12,6 +12,7 @@ pub mod mail;
 pub mod periodic;
 pub mod ratelimit;
 pub(crate) mod session_purger;
+pub(crate) mod session_sweeper;
 pub mod staff;
 pub mod stats;
 pub mod teams;

@@ -25,8 +25,9 @@ use licensing_core::{
     LicenseId, LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
+use licensing_core::LicenseSessionId;
 use licensing_core::StaffId;
-use licensing_core::model::{StaffSession, StaffUser};
+use licensing_core::model::{LicenseSession, StaffSession, StaffUser};
 
 use super::SledStore;
 use super::postgres::PgStore;
@@ -256,6 +257,14 @@ delegate!(ActivityStore {
     fn read_license_for_activity(&self, team: TeamId, key: &LicenseKey, activity: &Activity) -> StoreResult<Option<LicenseRead>>;
     fn record_activity_after(&self, read: &LicenseRead, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
     fn record_activity(&self, team: TeamId, license: LicenseId, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
+});
+
+delegate!(LicenseSessionStore {
+    fn list_license_sessions(&self, team: TeamId, license: LicenseId, now: Timestamp) -> StoreResult<Vec<LicenseSession>>;
+    fn get_license_session(&self, team: TeamId, license: LicenseId, id: LicenseSessionId) -> StoreResult<Option<LicenseSession>>;
+    fn remove_license_session(&self, team: TeamId, license: LicenseId, id: LicenseSessionId, now: Timestamp, expired: bool, journal: &Journal) -> StoreResult<Option<LicenseSession>>;
+    fn expired_license_sessions(&self, now: Timestamp, max: u32) -> StoreResult<Vec<LicenseSession>>;
+    fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64>;
 });
 
 delegate!(SessionKeyStore {

@@ -234,8 +234,20 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .await
         .ok()
         .clone();
+    let session = s
+        .client(
+            "sessions/start",
+            &serde_json::json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "fuzz-session-01"}),
+            None,
+        )
+        .await
+        .valid()["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let seeded = vec![
         ("kid".to_owned(), kid),
+        ("sessionId".to_owned(), session),
         ("entitlementId".to_owned(), id(&entitlement)),
         ("webhookId".to_owned(), id(&webhook)),
         ("deliveryId".to_owned(), id(&delivery)),

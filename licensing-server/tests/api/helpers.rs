@@ -328,6 +328,7 @@ impl TestServer {
             hardware_id: Some(HardwareId::parse(device).unwrap()),
             ip: IpAddr::V4(Ipv4Addr::new(203, 0, 113, ip_last)),
             country: None,
+            session: Default::default(),
         };
         self.store
             .record_activity(

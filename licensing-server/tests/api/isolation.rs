@@ -12,8 +12,13 @@ use crate::helpers::TestServer;
 /// Every developer route with a body that would be valid, over team A's records.
 fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     let s = |v: &str| ids[v].as_str().unwrap().to_owned();
-    let (webhook, delivery, kid, entitlement) =
-        (s("webhook"), s("delivery"), s("kid"), s("entitlement"));
+    let (webhook, delivery, kid, entitlement, session) = (
+        s("webhook"),
+        s("delivery"),
+        s("kid"),
+        s("entitlement"),
+        s("session"),
+    );
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -52,6 +57,12 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         ),
         (Method::DELETE, format!("licenses/id/{license}"), None),
         (Method::GET, format!("licenses/id/{license}/hwid"), None),
+        (Method::GET, format!("licenses/id/{license}/sessions"), None),
+        (
+            Method::DELETE,
+            format!("licenses/id/{license}/sessions/{session}"),
+            None,
+        ),
         (
             Method::PATCH,
             format!("licenses/id/{license}/hwid/{hwid}"),
@@ -275,7 +286,10 @@ async fn no_route_shows_or_changes_another_teams_data() {
                      "webhook": webhook, "delivery": delivery,
                      "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"],
                      "entitlement": s.post(&s.dev("entitlements"), r#"{"name":"A","code":"A"}"#)
-                         .await.ok()["id"]});
+                         .await.ok()["id"],
+                     "session": s.client("sessions/start",
+                         &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "isolation-session-1"}), None)
+                         .await.valid()["session"]["id"]});
     let before = snapshot(&s).await;
 
     for (method, path, body) in routes(&ids) {
@@ -297,7 +311,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
             .await;
         let mentions_a_id = [
             "license", "key", "customer", "product", "branch", "release", "hwid", "ip", "entry",
-            "apiKey", "webhook", "delivery",
+            "apiKey", "webhook", "delivery", "session",
         ]
         .iter()
         .any(|k| path.contains(ids[*k].as_str().unwrap()));
@@ -328,6 +342,18 @@ async fn no_route_shows_or_changes_another_teams_data() {
         assert_eq!(s.get(&s.dev(&path)).await.status, 404, "{path}");
     }
     assert_eq!(snapshot(&s).await, before, "team A's data is unchanged");
+    let sessions = s
+        .get(&s.dev(&format!(
+            "licenses/id/{}/sessions",
+            ids["license"].as_str().unwrap()
+        )))
+        .await
+        .ok()
+        .clone();
+    assert_eq!(
+        sessions["sessions"][0]["id"], ids["session"],
+        "team A's session is live: {sessions}"
+    );
 
     // The dashboard: an owner of team B, signed in, asks for every page and posts every form
     // about A's records (with a valid token of B's session and a body that would be valid): each
@@ -491,7 +517,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
-        "entitlement": "{entitlementId}",
+        "entitlement": "{entitlementId}", "session": "{sessionId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()

@@ -35,6 +35,7 @@ mod ratelimit;
 mod records;
 mod releases;
 mod restart;
+mod sessions;
 mod strict;
 mod team;
 mod webhooks;

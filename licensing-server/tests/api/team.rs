@@ -21,7 +21,7 @@ async fn public_key_forms_match_the_team() {
 #[tokio::test]
 async fn settings_read_and_partial_update() {
     let s = TestServer::start().await;
-    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null});
+    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null, "sessionTtl": 900});
     assert_eq!(s.get(&s.dev("settings")).await.ok(), &defaults);
     let updated = s
         .put(
@@ -35,8 +35,13 @@ async fn settings_read_and_partial_update() {
     let again = s.put(&s.dev("settings"), r#"{"ipTimeout":null}"#).await;
     assert_eq!(again.ok()["ipTimeout"], serde_json::Value::Null);
     assert_eq!(again.ok()["strictProducts"], true, "left out: kept");
+    let ttl = s.put(&s.dev("settings"), r#"{"sessionTtl":60}"#).await;
+    assert_eq!(ttl.ok()["sessionTtl"], 60);
     for (body, field) in [
         (r#"{"hwidTimeout":0}"#, "hwidTimeout"),
+        (r#"{"sessionTtl":9}"#, "sessionTtl"),
+        (r#"{"sessionTtl":86401}"#, "sessionTtl"),
+        (r#"{"sessionTtl":null}"#, "sessionTtl"),
         (r#"{"strictReleases":null}"#, "strictReleases"),
         (r#"{"strict":true}"#, "strict"),
     ] {

@@ -99,6 +99,7 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
                         hardware_id: None,
                         ip: address(n),
                         country: None,
+                        session: Default::default(),
                     };
                     let rules = ActivityRules {
                         max_records: 50_000,

@@ -120,6 +120,17 @@ async fn stores_of_every_known_format_open() {
         );
         assert_eq!(license["productIds"][0], facts["productId"]);
         assert_eq!(license["hwidLimit"], 1, "{license}");
+        // The session members (formats before 7 had none: null).
+        let sessions = if format >= 7 {
+            json!([2, 600])
+        } else {
+            json!([null, null])
+        };
+        assert_eq!(
+            json!([license["sessionLimit"], license["sessionTtl"]]),
+            sessions,
+            "format {format}: {license}"
+        );
         // The limit of one device holds: the stored device still counts.
         let other = verify(&server, &team.id, key, "fixture-device-2").await;
         assert_eq!(other["result"]["code"], "HWID_LIMIT_REACHED", "{other}");
@@ -158,7 +169,7 @@ async fn write_format_fixture() {
     let license = api
         .post(
             "licenses",
-            json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer["id"]], "hwidLimit": 1, "entitlementIds": [entitlement["id"]]}),
+            json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer["id"]], "hwidLimit": 1, "entitlementIds": [entitlement["id"]], "sessionLimit": 2, "sessionTtl": 600}),
         )
         .await;
     let key = license["licenseKey"].as_str().unwrap();

@@ -8,7 +8,7 @@ use crate::error::{ApiError, Validator};
 use crate::model::MAX_REQUESTED_ENTITLEMENTS;
 use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version};
 use crate::verify::RequestKind;
-use crate::{CustomerId, LicenseKey, ProductId};
+use crate::{CustomerId, LicenseKey, LicenseSessionId, ProductId};
 
 /// The body of `verify` and `heartbeat`, validated. The server parses it; clients (the SDK)
 /// build and serialize it: members left `None` are left out of the JSON.
@@ -45,6 +45,19 @@ pub struct ClientBody {
     /// as long as the license).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<u32>,
+    /// (ext) Heartbeat only: the floating session the heartbeat extends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LicenseSessionId>,
+}
+
+/// Which client endpoint a body is for: what it requires and what it takes besides a verify's
+/// members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Verify,
+    Heartbeat,
+    Checkout,
+    SessionStart,
 }
 
 #[derive(Deserialize)]
@@ -68,6 +81,8 @@ struct RawClientBody<'a> {
     entitlements: Option<Vec<String>>,
     #[serde(default)]
     ttl: Option<i64>,
+    #[serde(borrow, default)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 impl ClientBody {
@@ -83,25 +98,39 @@ impl ClientBody {
             branch: None,
             entitlements: None,
             ttl: None,
+            session_id: None,
         }
     }
 
     /// Parses and validates a verify (`kind` = `Verify`) or heartbeat body.
     pub fn parse(kind: RequestKind, body: &[u8]) -> Result<Self, ApiError> {
-        Self::parse_as(kind, false, body)
+        Self::parse_as(
+            if kind == RequestKind::Heartbeat {
+                Endpoint::Heartbeat
+            } else {
+                Endpoint::Verify
+            },
+            body,
+        )
     }
 
     /// (ext) Parses and validates a checkout body: a verify's with `hardwareIdentifier`
     /// required, and `ttl`.
     pub fn parse_checkout(body: &[u8]) -> Result<Self, ApiError> {
-        Self::parse_as(RequestKind::Verify, true, body)
+        Self::parse_as(Endpoint::Checkout, body)
     }
 
-    fn parse_as(kind: RequestKind, checkout: bool, body: &[u8]) -> Result<Self, ApiError> {
+    /// (ext) Parses and validates a session start's body: a verify's with
+    /// `hardwareIdentifier` required.
+    pub fn parse_session_start(body: &[u8]) -> Result<Self, ApiError> {
+        Self::parse_as(Endpoint::SessionStart, body)
+    }
+
+    fn parse_as(endpoint: Endpoint, body: &[u8]) -> Result<Self, ApiError> {
         let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
         let mut v = Validator::new();
         let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
-        let hardware_id = if kind == RequestKind::Verify && !checkout {
+        let hardware_id = if endpoint == Endpoint::Verify {
             v.optional(
                 "hardwareIdentifier",
                 raw.hardware_identifier,
@@ -141,11 +170,22 @@ impl ClientBody {
         }
         let ttl = match raw.ttl {
             None => None,
-            Some(_) if !checkout => {
+            Some(_) if endpoint != Endpoint::Checkout => {
                 v.push("ttl", "is taken by checkout only");
                 None
             }
             Some(t) => v.check("ttl", crate::api::file_ttl(t)),
+        };
+        let session_id = match raw.session_id {
+            None => None,
+            Some(_) if endpoint != Endpoint::Heartbeat => {
+                v.push(
+                    "sessionId",
+                    "is taken by heartbeat only (a session ends at verification/sessions/end)",
+                );
+                None
+            }
+            Some(id) => v.check("sessionId", session_id(&id)),
         };
         finish(v)?;
         Ok(Self {
@@ -158,6 +198,47 @@ impl ClientBody {
             branch: present(branch)?,
             entitlements: raw.entitlements,
             ttl,
+            session_id,
+        })
+    }
+}
+
+fn session_id(text: &str) -> Result<LicenseSessionId, String> {
+    LicenseSessionId::parse(text).map_err(|_| "must be a session id (a UUID)".to_owned())
+}
+
+/// (ext) The body of `verification/sessions/end`, validated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"licenseKey": "ABCDE-12345-FGHIJ-67890-KLMNO", "sessionId": "0b8f6c1e-3d2a-4f5b-9c7e-1a2b3c4d5e6f"})))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEndBody {
+    /// The license.
+    pub license_key: LicenseKey,
+    /// The session to end.
+    pub session_id: LicenseSessionId,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawSessionEnd<'a> {
+    #[serde(borrow, default)]
+    license_key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    session_id: Option<Cow<'a, str>>,
+}
+
+impl SessionEndBody {
+    /// Parses and validates the body.
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        let raw: RawSessionEnd<'_> = parse_json_borrowed(body)?;
+        let mut v = Validator::new();
+        let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
+        let session_id = v.required("sessionId", raw.session_id, session_id);
+        finish(v)?;
+        Ok(Self {
+            license_key: present(license_key)?,
+            session_id: present(session_id)?,
         })
     }
 }

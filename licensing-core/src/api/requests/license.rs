@@ -54,6 +54,12 @@ pub struct LicenseCreate {
     /// `hwidLimit`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub hwid_limit: Option<i64>,
+    /// (ext) `sessionLimit`: the most floating sessions live at once.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub session_limit: Option<i64>,
+    /// (ext) `sessionTtl`: seconds a session lives without a heartbeat.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub session_ttl: Option<i64>,
     /// `suspended`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub suspended: Option<bool>,
@@ -80,12 +86,25 @@ pub struct NewLicense {
     pub ip_limit: Option<u32>,
     /// Hardware-identifier limit; `None` unlimited.
     pub hwid_limit: Option<u32>,
+    /// Floating-session limit; `None` unlimited.
+    pub session_limit: Option<u32>,
+    /// Session TTL; `None`: the team's.
+    pub session_ttl: Option<u32>,
     /// Create suspended.
     pub suspended: bool,
     /// E-mail the key to the customers.
     pub send_email_delivery: bool,
     /// Metadata.
     pub metadata: Vec<MetadataItem>,
+}
+
+/// A session TTL in seconds, within the range every TTL keeps to.
+pub(crate) fn session_ttl_in(seconds: i64) -> Result<u32, String> {
+    int_in(
+        seconds,
+        i64::from(crate::model::MIN_SESSION_TTL),
+        i64::from(crate::model::MAX_SESSION_TTL),
+    )
 }
 
 /// Validates the expiration members together. `date_given`/`days_given` say whether the body
@@ -192,6 +211,12 @@ impl LicenseCreate {
         let hwid_limit = raw
             .hwid_limit
             .and_then(|l| v.check("hwidLimit", int_in(l, 1, MAX_LIMIT)));
+        let session_limit = raw
+            .session_limit
+            .and_then(|l| v.check("sessionLimit", int_in(l, 1, MAX_LIMIT)));
+        let session_ttl = raw
+            .session_ttl
+            .and_then(|t| v.check("sessionTtl", session_ttl_in(t)));
         let metadata = metadata(&mut v, "metadata", raw.metadata.unwrap_or_default());
         if let Some(kind) = kind {
             check_expiration(
@@ -221,6 +246,8 @@ impl LicenseCreate {
             },
             ip_limit: ip_limit.filter(|&l| l > 0),
             hwid_limit,
+            session_limit,
+            session_ttl,
             suspended: raw.suspended.unwrap_or(false),
             send_email_delivery: raw.send_email_delivery.unwrap_or(false),
             metadata,
@@ -261,6 +288,8 @@ impl NewLicense {
             customer_ids: self.customer_ids,
             product_ids: self.product_ids,
             entitlement_ids: self.entitlement_ids,
+            session_limit: self.session_limit,
+            session_ttl: self.session_ttl,
         }
     }
 }
@@ -320,6 +349,14 @@ pub struct LicenseUpdate {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub ip_limit: Patch<i64>,
+    /// (ext) `sessionLimit`; `null`: sessions are not limited.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub session_limit: Patch<i64>,
+    /// (ext) `sessionTtl`; `null`: the team's.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub session_ttl: Patch<i64>,
 }
 
 impl LicenseUpdate {
@@ -391,6 +428,18 @@ impl LicenseUpdate {
             Patch::Missing => {}
             Patch::Null => next.ip_limit = None,
             Patch::Value(l) => next.ip_limit = v.check("ipLimit", int_in(l, 1, MAX_LIMIT)),
+        }
+        match raw.session_limit {
+            Patch::Missing => {}
+            Patch::Null => next.session_limit = None,
+            Patch::Value(l) => {
+                next.session_limit = v.check("sessionLimit", int_in(l, 1, MAX_LIMIT));
+            }
+        }
+        match raw.session_ttl {
+            Patch::Missing => {}
+            Patch::Null => next.session_ttl = None,
+            Patch::Value(t) => next.session_ttl = v.check("sessionTtl", session_ttl_in(t)),
         }
 
         // Expiration: merge, check as a whole, recompute.

@@ -16,7 +16,7 @@ mod team;
 mod webhook;
 
 pub use audit::{ActorFilter, AuditQuery};
-pub use client::{ClassloaderQuery, ClientBody};
+pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use license::{LicenseCreate, LicenseUpdate, NewLicense};

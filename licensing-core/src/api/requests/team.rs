@@ -64,6 +64,11 @@ pub struct SettingsBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub ip_timeout: Patch<i64>,
+    /// (ext) `sessionTtl`: seconds a floating session lives without a heartbeat, for licenses
+    /// that set none (10 to 86,400).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub session_ttl: Patch<i64>,
 }
 
 impl SettingsBody {
@@ -102,6 +107,11 @@ impl SettingsBody {
                 Patch::Null => *slot = None,
                 Patch::Value(m) => *slot = v.check(field, super::int_in(m, 1, MAX_TIMEOUT_MINUTES)),
             }
+        }
+        if let Some(ttl) = not_null(&mut v, "sessionTtl", raw.session_ttl)
+            && let Some(ttl) = v.check("sessionTtl", super::license::session_ttl_in(ttl))
+        {
+            next.session_ttl = ttl;
         }
         finish(v)?;
         Ok(next)

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::{DeliveryId, EventId, TeamId, Timestamp, WebhookId};
 
-use super::{Action, Hwid, License, OutboxMessage, ProductRestriction, Scopes};
+use super::{Action, Hwid, License, LicenseSession, OutboxMessage, ProductRestriction, Scopes};
 
 /// Event types raised by the server itself, besides the [`Action`]s of writes and the
 /// [`ClientEvent`]s of the client API: the test event of `POST …/webhooks/{id}/test`. (An
@@ -33,17 +33,26 @@ pub enum ClientEvent {
     IpLimitReached,
     /// A request was refused by a blacklist entry.
     VerificationBlacklisted,
+    /// (ext) A floating session started.
+    SessionStarted,
+    /// (ext) An application ended its floating session.
+    SessionEnded,
+    /// (ext) A floating session expired without a heartbeat and the server deleted it.
+    SessionExpired,
 }
 
 impl ClientEvent {
     /// Every client event.
-    pub const ALL: [ClientEvent; 6] = [
+    pub const ALL: [ClientEvent; 9] = [
         Self::LicenseActivated,
         Self::LicenseExpired,
         Self::DeviceActivated,
         Self::DeviceLimitReached,
         Self::IpLimitReached,
         Self::VerificationBlacklisted,
+        Self::SessionStarted,
+        Self::SessionEnded,
+        Self::SessionExpired,
     ];
 
     /// The event type, such as `device.activated`.
@@ -55,11 +64,31 @@ impl ClientEvent {
             Self::DeviceLimitReached => "device.limit_reached",
             Self::IpLimitReached => "ip.limit_reached",
             Self::VerificationBlacklisted => "verification.blacklisted",
+            Self::SessionStarted => "session.started",
+            Self::SessionEnded => "session.ended",
+            Self::SessionExpired => "session.expired",
         }
     }
 
-    fn bit(self) -> u8 {
-        1 << (self as u8)
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+
+    /// (ext) The event of this type about floating session `session` of `license`.
+    pub fn session_event(
+        self,
+        license: &License,
+        session: &LicenseSession,
+        now: Timestamp,
+    ) -> WebhookEvent {
+        self.event(
+            license.team_id,
+            "session",
+            session.id,
+            serde_json::to_value(session).unwrap_or(Value::Null),
+            now,
+        )
+        .tied_to(&license.product_ids)
     }
 
     /// The event of this type about `resource_type:resource_id` of `team` at `now`.
@@ -88,14 +117,14 @@ impl ClientEvent {
 /// The client events some enabled endpoint of a team wants, read with the team: the client
 /// API raises only these, so that a team without endpoints pays nothing on its hot path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientEvents(u8);
+pub struct ClientEvents(u16);
 
 impl ClientEvents {
     /// None wanted.
     pub const NONE: ClientEvents = ClientEvents(0);
 
     /// Every client event (tests).
-    pub const ALL: ClientEvents = ClientEvents(0b11_1111);
+    pub const ALL: ClientEvents = ClientEvents(0b1_1111_1111);
 
     /// What the enabled ones among `endpoints` want.
     pub fn of(endpoints: &[WebhookEndpoint]) -> Self {

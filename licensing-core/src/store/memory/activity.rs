@@ -154,6 +154,28 @@ impl ActivityStore for MemoryStore {
                 Ok(a) => a,
                 Err(denial) => return Ok(Err(denial)),
             };
+            let own_session = match activity.session {
+                SessionStep::Extend { id, .. } => s.floating.get(&id),
+                _ => None,
+            };
+            let session = match verify::admit_session(
+                &current,
+                activity.session,
+                (activity.hardware_id.as_ref(), activity.ip),
+                own_session,
+                now,
+                |_| {
+                    Ok::<_, StoreError>(
+                        s.floating
+                            .values()
+                            .filter(|f| f.license_id == license && f.is_live(now))
+                            .count() as u64,
+                    )
+                },
+            )? {
+                Ok(session) => session,
+                Err(denial) => return Ok(Err(denial)),
+            };
             // Room under the cap, decided before anything changes.
             let want = prune_batch(rules.max_records);
             let mut drop_hwids = Vec::new();
@@ -226,11 +248,105 @@ impl ActivityStore for MemoryStore {
             ) {
                 s.events.insert(event.id, event);
             }
+            if let Some(session) = &session {
+                if matches!(activity.session, SessionStep::Start { .. })
+                    && rules
+                        .events
+                        .wants(crate::model::ClientEvent::SessionStarted)
+                {
+                    let event = crate::model::ClientEvent::SessionStarted
+                        .session_event(&next, session, now);
+                    s.events.insert(event.id, event);
+                }
+                s.floating.insert(session.id, session.clone());
+            }
             Ok(Ok(Recorded {
                 license: next,
                 admission,
+                session,
             }))
         })
+    }
+}
+
+impl LicenseSessionStore for MemoryStore {
+    async fn list_license_sessions(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        now: Timestamp,
+    ) -> StoreResult<Vec<LicenseSession>> {
+        self.with(|s| {
+            s.license(team, license)?;
+            let mut live: Vec<LicenseSession> = s
+                .floating
+                .values()
+                .filter(|f| f.license_id == license && f.is_live(now))
+                .cloned()
+                .collect();
+            live.sort_by_key(|f| (f.started_at, f.id));
+            Ok(live)
+        })
+    }
+
+    async fn get_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+    ) -> StoreResult<Option<LicenseSession>> {
+        self.with(|s| {
+            Ok(s.floating
+                .get(&id)
+                .filter(|f| f.team_id == team && f.license_id == license)
+                .cloned())
+        })
+    }
+
+    async fn remove_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+        now: Timestamp,
+        expired: bool,
+        journal: &Journal,
+    ) -> StoreResult<Option<LicenseSession>> {
+        self.with(|s| {
+            let found = s.floating.get(&id).is_some_and(|f| {
+                f.team_id == team && f.license_id == license && f.is_live(now) != expired
+            });
+            if !found {
+                return Ok(None);
+            }
+            s.audit.extend(journal.audit.iter().cloned());
+            for event in &journal.events {
+                s.events.insert(event.id, event.clone());
+            }
+            Ok(s.floating.remove(&id))
+        })
+    }
+
+    async fn expired_license_sessions(
+        &self,
+        now: Timestamp,
+        max: u32,
+    ) -> StoreResult<Vec<LicenseSession>> {
+        self.with(|s| {
+            let mut expired: Vec<LicenseSession> = s
+                .floating
+                .values()
+                .filter(|f| !f.is_live(now))
+                .cloned()
+                .collect();
+            expired.sort_by_key(|f| (f.expires_at, f.id));
+            expired.truncate(max as usize);
+            Ok(expired)
+        })
+    }
+
+    async fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64> {
+        self.with(|s| Ok(s.floating.values().filter(|f| f.is_live(now)).count() as u64))
     }
 }
 

@@ -37,6 +37,7 @@ struct State {
     event_marks: HashMap<LicenseId, i64>,
     staff: HashMap<StaffId, StaffUser>,
     sessions: HashMap<String, StaffSession>,
+    floating: HashMap<crate::LicenseSessionId, crate::model::LicenseSession>,
 }
 
 /// The in-memory store. Clones share the same data.

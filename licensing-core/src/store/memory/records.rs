@@ -77,6 +77,7 @@ impl LicenseStore for MemoryStore {
                 .ok_or(StoreError::NotFound(Entity::License))?;
             s.hwids.retain(|_, h| h.license_id != id);
             s.ips.retain(|_, r| r.license_id != id);
+            s.floating.retain(|_, f| f.license_id != id);
             s.event_marks.remove(&id);
             for r in s.releases.values_mut() {
                 r.allowed_license_ids.retain(|l| *l != id);

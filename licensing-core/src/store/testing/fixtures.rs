@@ -69,6 +69,8 @@ pub fn license(team: TeamId, created: Timestamp) -> License {
         customer_ids: Vec::new(),
         product_ids: Vec::new(),
         entitlement_ids: Vec::new(),
+        session_limit: None,
+        session_ttl: None,
     }
 }
 
@@ -150,6 +152,26 @@ pub(super) fn activity(device: Option<&str>, last_octet: u8) -> Activity {
         hardware_id: device.map(|d| HardwareId::parse(d).unwrap()),
         ip: IpAddr::V4(Ipv4Addr::new(198, 51, 100, last_octet)),
         country: Some(Country::from_code("FI").unwrap()),
+        session: SessionStep::None,
+    }
+}
+
+/// [`activity`] that starts (`Some(true)`) or extends (`Some(false)`) session `id` of `ttl`
+/// seconds.
+pub(super) fn session_activity(
+    device: &str,
+    last_octet: u8,
+    id: LicenseSessionId,
+    start: bool,
+    ttl: u32,
+) -> Activity {
+    Activity {
+        session: if start {
+            SessionStep::Start { id, ttl }
+        } else {
+            SessionStep::Extend { id, ttl }
+        },
+        ..activity(Some(device), last_octet)
     }
 }
 

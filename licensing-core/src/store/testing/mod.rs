@@ -46,6 +46,7 @@ mod fixtures;
 mod isolation;
 mod licenses;
 mod mail;
+mod sessions;
 mod team;
 mod webhooks;
 
@@ -59,6 +60,7 @@ pub use fixtures::*;
 pub use isolation::*;
 pub use licenses::*;
 pub use mail::*;
+pub use sessions::*;
 pub use team::*;
 pub use webhooks::*;
 
@@ -140,6 +142,7 @@ macro_rules! store_test_suite {
             staff_accounts_have_addresses_unique_in_their_team_and_sessions_end_with_them,
             signing_keys_rotate_and_retire_under_the_teams_lock,
             entitlements_have_unique_codes_and_deleting_detaches_them,
+            floating_sessions_count_while_live_and_end_once,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
@@ -149,6 +152,15 @@ macro_rules! store_test_suite {
             let runner = $runner;
             let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
             $crate::store::testing::concurrent_new_devices_never_exceed_the_limit(&store, &runner);
+        }
+        #[test]
+        fn concurrent_session_starts_admit_exactly_the_limit() {
+            if !$available {
+                return;
+            }
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_session_starts_admit_exactly_the_limit(&store, &runner);
         }
     };
     (@async $runner:expr, $make:expr, $available:expr; $($name:ident),* $(,)?) => {

@@ -9,14 +9,21 @@ pub(crate) mod steps;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use licensing_core::api::requests::{ClassloaderQuery, ClientBody};
-use licensing_core::api::{CheckedOutFile, CheckoutData, HeartbeatData, VerifyData};
+use licensing_core::api::requests::{ClassloaderQuery, ClientBody, SessionEndBody};
+use licensing_core::api::{
+    CheckedOutFile, CheckoutData, HeartbeatData, SessionEndData, SessionEnded, SessionStartData,
+    VerifyData,
+};
 use licensing_core::crypto::SessionKey;
-use licensing_core::model::{Release, ReleaseFile, RequestType};
-use licensing_core::store::{ProductStore, SessionKeyRefused, SessionKeyStore};
+use licensing_core::model::{
+    ClientEvent, LicenseSession, Release, ReleaseFile, RequestType, SessionStep, session_ttl,
+};
+use licensing_core::store::{
+    Journal, LicenseSessionStore, LicenseStore, ProductStore, SessionKeyRefused, SessionKeyStore,
+};
 use licensing_core::validate::Country;
 use licensing_core::verify::RequestKind;
-use licensing_core::{ApiError, ProductId, ResultCode, TeamId, Timestamp};
+use licensing_core::{ApiError, LicenseSessionId, ProductId, ResultCode, TeamId, Timestamp};
 
 use steps::Recorders;
 use steps::Request;
@@ -61,6 +68,11 @@ impl Seen {
             country: None,
             product: None,
         }
+    }
+
+    /// The same, counted in the metrics under `endpoint`.
+    pub(crate) fn named(self, endpoint: &'static str) -> Self {
+        Self { endpoint, ..self }
     }
 
     /// Counts the request's outcome `code`: the metric always, the team's statistics once the
@@ -125,6 +137,21 @@ pub(crate) enum Valid {
     Heartbeat(HeartbeatData),
     /// (ext) Checkout's: verify's, and a license file for the machine.
     Checkout(CheckoutData),
+    /// (ext) A session start's: verify's, and the session.
+    Session(SessionStartData),
+    /// (ext) A session end's.
+    Ended(SessionEndData),
+}
+
+/// (ext) What a verify or heartbeat does with a floating session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionAsk {
+    /// Nothing.
+    None,
+    /// Start one (a verify).
+    Start,
+    /// Extend this one (a heartbeat).
+    Extend(LicenseSessionId),
 }
 
 /// A request that passed: its data, and the signed challenge when it sent one.
@@ -133,8 +160,10 @@ pub(crate) struct Validated {
     pub(crate) data: Valid,
     /// The challenge, signed with the team's RSA key.
     pub(crate) challenge: Option<String>,
-    /// The license, as the request left it.
-    pub(crate) license: licensing_core::model::License,
+    /// The license, as the request left it (none for a session's end).
+    pub(crate) license: Option<licensing_core::model::License>,
+    /// (ext) The session the request started or extended.
+    pub(crate) session: Option<LicenseSession>,
 }
 
 /// (ext) A checkout of `input` from `ip` to `team`: everything a verify does (the device is
@@ -153,9 +182,10 @@ pub(crate) async fn checkout(
     };
     let context = seen.context.clone().ok_or_else(ApiError::internal)?;
     let now = Timestamp::now();
+    let license = validated.license.as_ref().ok_or_else(ApiError::internal)?;
     let (certificate, payload) = crate::app::license_files::certificate(
         &context,
-        &validated.license,
+        license,
         data.clone(),
         input.hardware_id.as_ref(),
         input.ttl,
@@ -175,14 +205,104 @@ pub(crate) async fn checkout(
     })
 }
 
+/// (ext) A session start of `input` from `ip` to `team`: everything a verify does, and in the
+/// same atomic step the license's `sessionLimit`; the answer carries the new session.
+pub(crate) async fn start_session(
+    state: &AppState,
+    team: TeamId,
+    input: &ClientBody,
+    ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<Validated, ApiError> {
+    let validated = validate_with(
+        state,
+        RequestKind::Verify,
+        (team, input, ip),
+        SessionAsk::Start,
+        seen,
+    )
+    .await?;
+    let (Valid::Verify(data), Some(session)) = (validated.data, &validated.session) else {
+        return Err(ApiError::internal());
+    };
+    Ok(Validated {
+        data: Valid::Session(SessionStartData {
+            verify: data,
+            session: session.answer(),
+        }),
+        ..validated
+    })
+}
+
+/// (ext) Ends session `input.session_id` of the license `input.license_key` of `team`: the rate
+/// limit, the team, the license, then the live session removed (with its `session.ended`
+/// event). Ending needs no other check: a suspended license's application may still give its
+/// seat back.
+pub(crate) async fn end_session(
+    state: &AppState,
+    team: TeamId,
+    input: &SessionEndBody,
+    ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<SessionEndData, ApiError> {
+    if let Some(limiter) = limiter(state, RequestKind::Verify) {
+        seen.admit(limiter.check(&ip_key(ip)).await)?;
+    }
+    let context = team_context(state, team).await?;
+    seen.context = Some(context.clone());
+    seen.country = state.geo.country(ip);
+    let store = &state.store;
+    let license = store
+        .get_license_by_key(team, &input.license_key)
+        .await?
+        .ok_or_else(|| ApiError::new(ResultCode::LicenseNotFound, "License not found"))?;
+    let now = Timestamp::now();
+    let not_found = || ApiError::from(licensing_core::verify::session_not_found());
+    let session = store
+        .get_license_session(team, license.id, input.session_id)
+        .await?
+        .filter(|s| s.is_live(now))
+        .ok_or_else(not_found)?;
+    let mut journal = Journal::NONE;
+    if context.client_events.wants(ClientEvent::SessionEnded) {
+        journal =
+            journal.with_event(ClientEvent::SessionEnded.session_event(&license, &session, now));
+    }
+    store
+        .remove_license_session(team, license.id, session.id, now, false, &journal)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(SessionEndData {
+        session: SessionEnded {
+            id: session.id,
+            ended_at: now,
+        },
+    })
+}
+
 /// Verify or heartbeat (`kind`) of `input` from `ip` to `team`: the rate limit, the team, steps
-/// 2 to 6, then 7 and 8 atomically in the store, and the answer's data.
+/// 2 to 6, then 7 and 8 atomically in the store, and the answer's data. A heartbeat with a
+/// `sessionId` extends that session in the same step.
 pub(crate) async fn validate(
     state: &AppState,
     kind: RequestKind,
     team: TeamId,
     input: &ClientBody,
     ip: IpAddr,
+    seen: &mut Seen,
+) -> Result<Validated, ApiError> {
+    let ask = input
+        .session_id
+        .map_or(SessionAsk::None, SessionAsk::Extend);
+    validate_with(state, kind, (team, input, ip), ask, seen).await
+}
+
+/// [`validate`], doing `ask` with a session in the atomic step.
+async fn validate_with(
+    state: &AppState,
+    kind: RequestKind,
+    (team, input, ip): (TeamId, &ClientBody, IpAddr),
+    ask: SessionAsk,
     seen: &mut Seen,
 ) -> Result<Validated, ApiError> {
     // Step 1's rate limit and team.
@@ -207,12 +327,21 @@ pub(crate) async fn validate(
 
     // 2 to 6, the entitlements asked for, then 7 and 8 atomically in the store.
     let now = Timestamp::now();
-    let checked = check(state, &context, &request, seen, now).await?;
+    let mut checked = check(state, &context, &request, seen, now).await?;
     let granted = steps::granted(&state.store, &context, &checked.license).await?;
     if let Some(requested) = &input.entitlements {
         steps::require_entitlements(requested, &granted.codes)?;
     }
-    let license = record_checked(state, &context, (&request, &checked), now).await?;
+    let ttl = session_ttl(&checked.license, &context.team.settings);
+    checked.activity.session = match ask {
+        SessionAsk::None => SessionStep::None,
+        SessionAsk::Start => SessionStep::Start {
+            id: LicenseSessionId::new(),
+            ttl,
+        },
+        SessionAsk::Extend(id) => SessionStep::Extend { id, ttl },
+    };
+    let (license, session) = record_checked(state, &context, (&request, &checked), now).await?;
 
     // The answer's data.
     let challenge = match &input.challenge {
@@ -228,7 +357,10 @@ pub(crate) async fn validate(
         None => None,
     };
     let data = match kind {
-        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData::build(&license, granted.codes)),
+        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData {
+            session: session.as_ref().map(LicenseSession::answer),
+            ..HeartbeatData::build(&license, granted.codes)
+        }),
         _ => {
             let mut data = steps::verify_data(
                 &state.store,
@@ -249,7 +381,8 @@ pub(crate) async fn validate(
     Ok(Validated {
         data,
         challenge,
-        license,
+        license: Some(license),
+        session,
     })
 }
 
@@ -391,7 +524,7 @@ async fn record_checked(
     context: &TeamContext,
     request: (&Request<'_>, &steps::Checked),
     now: Timestamp,
-) -> Result<licensing_core::model::License, ApiError> {
+) -> Result<(licensing_core::model::License, Option<LicenseSession>), ApiError> {
     steps::record(
         &state.store,
         &state.client_events,

@@ -5,7 +5,9 @@
 
 use std::net::IpAddr;
 
-use licensing_core::model::{Branch, License, Product, Release, effective_codes, missing_codes};
+use licensing_core::model::{
+    Branch, License, LicenseSession, Product, Release, SessionStep, effective_codes, missing_codes,
+};
 use licensing_core::store::{Activity, ActivityRules, LicenseRead, Store};
 use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
@@ -45,6 +47,7 @@ impl Request<'_> {
             hardware_id: self.hardware_id.cloned(),
             ip: self.ip,
             country: self.country,
+            session: SessionStep::None,
         }
     }
 
@@ -171,8 +174,9 @@ pub(crate) async fn check<S: Store>(
     (product, checked)
 }
 
-/// Steps 7 and 8 in the store's atomic unit: the limits, then the device and address records,
-/// the activation clock and `lastActiveAt`. Returns the license after it.
+/// Steps 7 and 8 in the store's atomic unit: the limits (and a session's), then the device and
+/// address records, the activation clock and `lastActiveAt`. Returns the license after it, and
+/// the session started or extended.
 pub(crate) async fn record<S: Store>(
     store: &S,
     events: &ClientEventQueue,
@@ -180,7 +184,7 @@ pub(crate) async fn record<S: Store>(
     max_records: u32,
     (request, checked): (&Request<'_>, &Checked),
     now: Timestamp,
-) -> Result<License, ApiError> {
+) -> Result<(License, Option<LicenseSession>), ApiError> {
     let recorded = store
         .record_activity_after(
             &checked.read,
@@ -194,7 +198,7 @@ pub(crate) async fn record<S: Store>(
         )
         .await?;
     match recorded {
-        Ok(recorded) => Ok(recorded.license),
+        Ok(recorded) => Ok((recorded.license, recorded.session)),
         Err(denial) => {
             events.refused(
                 team.client_events,

@@ -140,6 +140,10 @@ async fn form_page(
             input #hwidLimit type="number" min="0" name="hwidLimit" value=(form.get("hwidLimit").unwrap_or(""));
             label for="ipLimit" { "Address limit" span.hint { "Empty: no limit." } (error("ipLimit")) }
             input #ipLimit type="number" min="0" name="ipLimit" value=(form.get("ipLimit").unwrap_or(""));
+            label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. Empty: no limit." } (error("sessionLimit")) }
+            input #sessionLimit type="number" min="1" name="sessionLimit" value=(form.get("sessionLimit").unwrap_or(""));
+            label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: the team's setting." } (error("sessionTtl")) }
+            input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(form.get("sessionTtl").unwrap_or(""));
             label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
             textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
             @if let Some(e) = editing {
@@ -206,6 +210,12 @@ fn form_of(detail: &LicenseDetail) -> Form {
     }
     if let Some(limit) = l.ip_limit {
         add("ipLimit", limit.to_string());
+    }
+    if let Some(limit) = l.session_limit {
+        add("sessionLimit", limit.to_string());
+    }
+    if let Some(ttl) = l.session_ttl {
+        add("sessionTtl", ttl.to_string());
     }
     if l.suspended {
         add("suspended", "true".to_owned());
@@ -274,6 +284,8 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
         metadata: given(c.metadata),
         hwid_limit: c.hwid_limit.map_or(Patch::Null, Patch::Value),
         ip_limit: c.ip_limit.map_or(Patch::Null, Patch::Value),
+        session_limit: c.session_limit.map_or(Patch::Null, Patch::Value),
+        session_ttl: c.session_ttl.map_or(Patch::Null, Patch::Value),
     };
     let unchanged = match (current.expiration_type, form.get("expirationType")) {
         (ExpirationType::Never, Some("NEVER")) => true,
@@ -388,6 +400,8 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
         send_email_delivery: Some(form.get("sendEmailDelivery").is_some()),
         hwid_limit: number(form, "hwidLimit", &mut problems),
         ip_limit: number(form, "ipLimit", &mut problems),
+        session_limit: number(form, "sessionLimit", &mut problems),
+        session_ttl: number(form, "sessionTtl", &mut problems),
         ..LicenseCreate::default()
     };
     match kind {

@@ -114,6 +114,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 dt { "Expires" } dd { (expiry_text(l)) }
                 dt { "Device limit" } dd { (limit(l.hwid_limit)) }
                 dt { "Address limit" } dd { (limit(l.ip_limit)) }
+                dt { "Concurrent sessions" } dd { (limit(l.session_limit)) }
                 dt { "Created" } dd { (page::when(l.created_at)) }
                 dt { "Last changed" } dd { (page::when(l.updated_at)) }
                 dt { "Last active" } dd { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }

@@ -139,3 +139,46 @@ pub(in crate::openapi) fn classloader() {}
     )
 )]
 pub(in crate::openapi) fn checkout() {}
+
+/// (ext) Start a floating session: every check of a verify (`hardwareIdentifier` required), then,
+/// in the same atomic step as the device and address limits, the license's `sessionLimit`
+/// against its live sessions. Heartbeat with `sessionId` within `ttl`; end it on exit.
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/verification/sessions/start",
+    tag = "extensions",
+    params(TeamPath),
+    request_body = ClientBody,
+    responses(
+        (status = 200, description = "VALID, \"Session started\": a verify's data and `session`", body = Envelope<SessionStartData>, headers(
+            ("X-Signature" = String, description = "Signature of this exchange"),
+            ("X-Signature-Key-Id" = String, description = "The `kid` of the key that signed"),
+            ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
+            ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
+            ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
+        )),
+        (status = 403, description = "SESSION_LIMIT_REACHED: as many sessions are live as the license's `sessionLimit` allows (signed); or any refusal of a verify", body = Envelope<Option<ErrorData>>),
+        ClientRefused,
+        BodyRefused,
+    )
+)]
+pub(in crate::openapi) fn start_session() {}
+
+/// (ext) End a floating session: its seat is free at once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/verification/sessions/end",
+    tag = "extensions",
+    params(TeamPath),
+    request_body = SessionEndBody,
+    responses(
+        (status = 200, description = "VALID, \"Session ended\"", body = Envelope<SessionEndData>, headers(
+            ("X-Signature" = String, description = "Signature of this exchange"),
+            ("X-Signature-Key-Id" = String, description = "The `kid` of the key that signed")
+        )),
+        (status = 404, description = "TEAM_NOT_FOUND, LICENSE_NOT_FOUND, or SESSION_NOT_FOUND (unknown, already ended, revoked or expired)", body = Envelope<Option<ErrorData>>),
+        ClientRefused,
+        BodyRefused,
+    )
+)]
+pub(in crate::openapi) fn end_session() {}

@@ -271,6 +271,42 @@ pub(in crate::openapi) fn list_ips() {}
 )]
 pub(in crate::openapi) fn set_ip_forgotten() {}
 
+/// (ext) The license's live floating sessions (started or heartbeated within their TTL, not
+/// ended or revoked), oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
+    tag = "extensions",
+    params(LicensePath),
+    responses(
+        (status = 200, description = "The live sessions", body = Envelope<SessionList>),
+        NoLicense,
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn list_sessions() {}
+
+/// (ext) Revoke a live floating session: its seat is free at once, and the application's next
+/// heartbeat with it is answered 404 `SESSION_NOT_FOUND`. Scope `licenses:devices`; audited,
+/// event `session.revoked`.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions/{sessionId}",
+    tag = "extensions",
+    params(
+        LicensePath,
+        ("sessionId" = String, Path, format = "uuid", description = "The session"),
+    ),
+    responses(
+        (status = 200, description = "Revoked: the session as it was", body = Envelope<LicenseSession>),
+        (status = 404, description = "LICENSE_NOT_FOUND, or SESSION_NOT_FOUND (unknown, ended, revoked or expired)", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn revoke_session() {}
+
 /// (ext) Issue a license file: the license's data as a verify answers it (with its id, key,
 /// suspension and entitlements), signed with the team's active Ed25519 key (`kid` in the
 /// envelope), encrypted under the license key (and the machine's hardware identifier, for a

@@ -18,19 +18,19 @@ pub(super) mod webhooks;
 use licensing_core::api::requests::{
     AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody,
     EntitlementBody, FeaturesBody, ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody,
-    SettingsBody, StaffBody, WebhookBody,
+    SessionEndBody, SettingsBody, StaffBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CheckoutData, CustomerDeleted, CustomerPage,
     Deleted, DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten,
     HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseFileBody,
-    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, TeamList,
-    VerifyData, WebhookList,
+    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, SessionEndData,
+    SessionList, SessionStartData, TeamList, VerifyData, WebhookList,
 };
 use licensing_core::model::{
-    ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, LicenseDetail, Product,
-    PublicKeys, ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated, TeamSettings,
-    TeamView, WebhookDelivery, WebhookView, WebhookWithSecret,
+    ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, LicenseDetail, LicenseSession,
+    Product, PublicKeys, ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated,
+    TeamSettings, TeamView, WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use utoipa::ToSchema;
 

@@ -2,11 +2,14 @@
 
 use licensing_core::api::requests::DeviceListQuery;
 use licensing_core::api::{HwidPage, IpPage};
-use licensing_core::{HwidId, IpId, LicenseId};
+use licensing_core::{HwidId, IpId, LicenseId, LicenseSessionId};
 
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::floating::{ListSessions, RevokeSession};
 
 listed!(ListHwids(license: LicenseId) query DeviceListQuery::parse => HwidPage { hwids }, "Hardware identifiers retrieved");
 listed!(ListIps(license: LicenseId) query DeviceListQuery::parse => IpPage { ip_addresses }, "IP addresses retrieved");
 with_body!(SetHwidForgotten(license: LicenseId, id: HwidId) => 200, "Hardware identifier updated");
 with_body!(SetIpForgotten(license: LicenseId, id: IpId) => 200, "IP address updated");
+by_ids!(ListSessions(license: LicenseId) => 200, "Sessions retrieved");
+by_ids!(RevokeSession(license: LicenseId, id: LicenseSessionId) => 200, "Session revoked");

@@ -220,6 +220,11 @@ pub(crate) fn operations() -> Vec<Route> {
         ),
         route::<app::devices::ListIps>(get.clone(), "licenses/id/{licenseId}/ip-address"),
         route::<app::devices::SetIpForgotten>(patch, "licenses/id/{licenseId}/ip-address/{ipId}"),
+        route::<app::floating::ListSessions>(get.clone(), "licenses/id/{licenseId}/sessions"),
+        route::<app::floating::RevokeSession>(
+            delete.clone(),
+            "licenses/id/{licenseId}/sessions/{sessionId}",
+        ),
         route::<app::customers::CreateCustomer>(post.clone(), "customers"),
         route::<app::customers::ListCustomers>(get.clone(), "customers"),
         route::<app::customers::GetCustomer>(get.clone(), "customers/{customerId}"),

@@ -23,6 +23,7 @@ use super::tables::LICENSES;
 use super::{PgStore, backend, in_tx, ms};
 use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
+use licensing_core::model::{ClientEvent, SessionStep};
 use licensing_core::store::Activity;
 
 /// The license with the request's own device and address records, in one read, by `$where`.
@@ -181,6 +182,10 @@ impl PgStore {
         activity: &Activity,
         now: Timestamp,
     ) -> StoreResult<Option<Recorded>> {
+        if activity.session != SessionStep::None {
+            // A session step always takes the atomic step.
+            return Ok(None);
+        }
         let admit = |at: Timestamp| {
             verify::admit_counted_own(
                 &found.license,
@@ -214,6 +219,7 @@ impl PgStore {
         Ok(Some(Recorded {
             license: license_after(license, &admission, now),
             admission,
+            session: None,
         }))
     }
 
@@ -264,6 +270,30 @@ impl PgStore {
             Ok(admission) => admission,
             Err(denial) => return Ok(Err(denial)),
         };
+        // The session step, decided before anything changes.
+        let own_session = match activity.session {
+            SessionStep::Extend { id, .. } => {
+                super::floating::own_session(&mut *tx, license_id, id).await?
+            }
+            _ => None,
+        };
+        let live = match (activity.session, found.license.session_limit) {
+            (SessionStep::Start { .. }, Some(limit)) => {
+                Some(super::floating::count_live(&mut *tx, license_id, now, limit).await?)
+            }
+            _ => None,
+        };
+        let session = match verify::admit_session(
+            &found.license,
+            activity.session,
+            (activity.hardware_id.as_ref(), activity.ip),
+            own_session.as_ref(),
+            now,
+            |_| live.ok_or(StoreError::backend("sessions were not counted")),
+        )? {
+            Ok(session) => session,
+            Err(denial) => return Ok(Err(denial)),
+        };
         // Room under the cap, decided before anything changes.
         let hwid_new = matches!(admission.hwid, Some(RecordChange::Create));
         let drop_hwids = match room(tx, &found, (RecordKind::Hwid, hwid_new), rules, now).await? {
@@ -293,7 +323,20 @@ impl PgStore {
             .await
             .map_err(backend)?;
         }
-        Ok(Ok(Recorded { license, admission }))
+        if let Some(session) = &session {
+            super::floating::write(&mut *tx, session).await?;
+            if matches!(activity.session, SessionStep::Start { .. })
+                && rules.events.wants(ClientEvent::SessionStarted)
+            {
+                let event = ClientEvent::SessionStarted.session_event(&license, session, now);
+                super::webhooks::insert_event(&mut *tx, &event).await?;
+            }
+        }
+        Ok(Ok(Recorded {
+            license,
+            admission,
+            session,
+        }))
     }
 }
 
@@ -509,6 +552,7 @@ mod tests {
                 hardware_id: None,
                 ip: std::net::IpAddr::from([198, 51, 100, n]),
                 country: None,
+                session: Default::default(),
             };
             for n in 1..=2 {
                 store

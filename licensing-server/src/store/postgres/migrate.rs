@@ -41,10 +41,11 @@ const MIGRATIONS: &[Migration] = migrations![
     9 "staff addresses unique per team" "0009_staff_per_team.sql",
     10 "record counts and records by last use" "0010_record_counts.sql",
     11 "entitlements" "0011_entitlements.sql",
+    12 "floating sessions" "0012_license_sessions.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -21,6 +21,7 @@ mod blobs;
 mod catalog;
 mod customers;
 mod devices;
+mod floating;
 mod licenses;
 mod migrate;
 mod misc;
@@ -560,6 +561,7 @@ mod tests {
                 hardware_id: Some(HardwareId::parse(name).unwrap()),
                 ip: std::net::IpAddr::from([198, 51, 100, 7]),
                 country: None,
+                session: Default::default(),
             };
             let stored = || async {
                 sqlx::query_scalar::<_, i64>("SELECT last_seen_at FROM hwids")

@@ -9,7 +9,9 @@
 //! within it, and only when the request's own record does not count already; the cap keeps that
 //! bounded.
 
-use licensing_core::model::{Hwid, IpRecord, License, UsageRecord, admission_events};
+use licensing_core::model::{
+    ClientEvent, Hwid, IpRecord, License, SessionStep, UsageRecord, admission_events,
+};
 use licensing_core::store::{
     Activity, ActivityRules, Entity, Journal, Recorded, StoreError, StoreResult, cap_reached,
     license_after, new_hwid, new_ip, prune_batch, refresh_hwid, refresh_ip,
@@ -17,6 +19,7 @@ use licensing_core::store::{
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
+use super::floating;
 use super::keys::{key, tag};
 use super::seen::Keyed;
 use super::{
@@ -102,16 +105,18 @@ impl SledStore {
         let (team, license) = (current.team_id, current.id);
         // The hot path: a device and address that already count need no atomic step; their
         // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
-        // can only send the request to the atomic step below.
-        if let Some(admission) = verify::admit_counted_own(
-            current,
-            settings,
-            own_hwid,
-            own_ip,
-            hardware_id,
-            activity.ip,
-            now,
-        ) {
+        // can only send the request to the atomic step below. A session step always takes it.
+        if activity.session == SessionStep::None
+            && let Some(admission) = verify::admit_counted_own(
+                current,
+                settings,
+                own_hwid,
+                own_ip,
+                hardware_id,
+                activity.ip,
+                now,
+            )
+        {
             let waiting = self.inner.refreshes.add(
                 team,
                 license,
@@ -126,6 +131,7 @@ impl SledStore {
             return Ok(Ok(Recorded {
                 license: license_after(current, &admission, now),
                 admission,
+                session: None,
             }));
         }
         // The atomic step, under the license's stripe only.
@@ -141,7 +147,8 @@ impl SledStore {
         };
         let batch = self.commit(tx).await?;
         drop(stripe);
-        if recorded.admission.creates_state() {
+        let started = matches!(activity.session, SessionStep::Start { .. });
+        if recorded.admission.creates_state() || started {
             self.flushed_up_to(batch).await?;
         }
         Ok(Ok(recorded))
@@ -205,6 +212,21 @@ impl SledStore {
             counted,
         )? {
             Ok(admission) => admission,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        let own_session = match activity.session {
+            SessionStep::Extend { id, .. } => floating::own_session(tx, team, license, id)?,
+            _ => None,
+        };
+        let session = match verify::admit_session(
+            &current,
+            activity.session,
+            (hardware_id, activity.ip),
+            own_session.as_ref(),
+            now,
+            |limit| floating::count_live(tree, team, license, now, u64::from(limit)),
+        )? {
+            Ok(session) => session,
             Err(denial) => return Ok(Err(denial)),
         };
         // Room under the cap, decided before anything is staged: the records to drop for a new
@@ -291,13 +313,21 @@ impl SledStore {
         }
         let next = license_after(&current, &admission, now);
         put_license(tx, &next, Some(&current))?;
-        let events = admission_events(
+        let mut events = admission_events(
             rules.events,
             new_device.as_ref(),
             &next,
             admission.activate.is_some(),
             now,
         );
+        if let Some(session) = &session {
+            tx.put_record(floating::session_key(team, license, session.id), session)?;
+            if matches!(activity.session, SessionStep::Start { .. })
+                && rules.events.wants(ClientEvent::SessionStarted)
+            {
+                events.push(ClientEvent::SessionStarted.session_event(&next, session, now));
+            }
+        }
         if !events.is_empty() {
             tx.journal(&Journal {
                 audit: Vec::new(),
@@ -307,6 +337,7 @@ impl SledStore {
         Ok(Ok(Recorded {
             license: next,
             admission,
+            session,
         }))
     }
 

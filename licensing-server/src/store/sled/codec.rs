@@ -20,8 +20,8 @@
 
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
-    IpRecord, License, OutboxMessage, Product, Release, StaffSession, StaffUser, Team,
-    WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    IpRecord, License, LicenseSession, OutboxMessage, Product, Release, StaffSession, StaffUser,
+    Team, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use licensing_core::store::{StoreError, StoreResult};
 use serde::Serialize;
@@ -54,7 +54,7 @@ macro_rules! records {
 }
 
 records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry);
-records!(Json: Team, Entitlement, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
+records!(Json: Team, Entitlement, LicenseSession, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))
@@ -169,21 +169,28 @@ mod tests {
             customer_ids: vec![licensing_core::CustomerId::new()],
             product_ids: vec![],
             entitlement_ids: vec![licensing_core::EntitlementId::new()],
+            session_limit: Some(5),
+            session_ttl: Some(u32::MAX),
         };
         assert_eq!(
             decode::<License>(&encode(&license).unwrap()).unwrap(),
             license
         );
-        // Format 5 wrote no entitlement ids: its bytes are today's of an empty list without
-        // the list's last byte (its length, zero), which format 6's migration appends.
+        // Format 5 wrote no entitlement ids and format 6 no session members: their bytes are
+        // today's of an empty list and two `None`s without the last three or two zero bytes,
+        // which format 7's migration appends.
         let older = License {
             entitlement_ids: Vec::new(),
+            session_limit: None,
+            session_ttl: None,
             ..license.clone()
         };
         let mut bytes = encode(&older).unwrap();
-        assert_eq!(bytes.pop(), Some(0));
-        assert!(decode::<License>(&bytes).is_err());
-        bytes.push(0);
+        assert_eq!(bytes.split_off(bytes.len() - 3), [0, 0, 0]);
+        for _ in 0..3 {
+            assert!(decode::<License>(&bytes).is_err());
+            bytes.push(0);
+        }
         assert_eq!(decode::<License>(&bytes).unwrap(), older);
         for address in ["192.0.2.7", "2001:db8::1"] {
             let ip = IpRecord {

@@ -8,6 +8,7 @@
 //! | 4 | licenses, device and address records, customers, products, branches, releases and blacklist entries in the compact binary form of `codec.rs` instead of JSON |
 //! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams); each license's device and address records indexed by when they were last seen (`seen.rs`) |
 //! | 6 | licenses and products end with their entitlement ids (an empty list for those written before); entitlements (`N`) and the index of licenses by entitlement |
+//! | 7 | licenses end with their floating-session members `sessionLimit` and `sessionTtl` (`None` for those written before); floating sessions (`F`) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -29,7 +30,7 @@ use super::keys::{key, tag};
 use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 6;
+pub const FORMAT: u32 = 7;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -171,10 +172,16 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
         }
     }
     if found < 6 {
-        let rewritten =
-            v5_to_v6::<License>(tree, tag::LICENSE)? + v5_to_v6::<Product>(tree, tag::PRODUCT)?;
+        let rewritten = append_zeros::<Product>(tree, tag::PRODUCT, 1)?;
         if rewritten > 0 {
             tracing::info!(records = rewritten, "store migrated to format 6");
+        }
+    }
+    if found < 7 {
+        // A license of format 5 lacks three last members, one of format 6 two.
+        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 3)?;
+        if rewritten > 0 {
+            tracing::info!(records = rewritten, "store migrated to format 7");
         }
     }
     if found < FORMAT {
@@ -301,19 +308,28 @@ fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
     Ok(rewritten)
 }
 
-/// Format 5 to 6: licenses and products gained a last member, their entitlement ids. In the
-/// binary form an empty list is one zero byte (its length), so a record of format 5 is its
-/// bytes with a zero byte appended. A record that already reads as `T` (a crash half way, or
-/// one written in JSON before format 4 and rewritten since) is left. Returns the records
-/// rewritten.
-fn v5_to_v6<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
+/// Formats 5 to 7: licenses and products gained last members whose empty value is one zero byte
+/// in the binary form (an empty list's length: entitlement ids in format 6; `None`: the session
+/// members of licenses in format 7). A record of an older format is its bytes with one to
+/// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
+/// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
+/// way, or one written in JSON before format 4 and rewritten since) is left. Returns the
+/// records rewritten.
+fn append_zeros<T: Record>(tree: &sled::Tree, table: u8, most: usize) -> StoreResult<usize> {
     rewrite_where(tree, table, |v| {
         if decode::<T>(v).is_ok() {
             return Ok(None);
         }
-        let mut extended = v.to_vec();
-        extended.push(0);
-        // What no appended length makes readable is not a record of format 5: say so.
+        let padded = |zeros: usize| {
+            let mut extended = v.to_vec();
+            extended.resize(v.len() + zeros, 0);
+            extended
+        };
+        if let Some(extended) = (1..most).map(padded).find(|e| decode::<T>(e).is_ok()) {
+            return Ok(Some(extended));
+        }
+        let extended = padded(most);
+        // What no appended member makes readable is not a record of an older format: say so.
         decode::<T>(&extended)?;
         Ok(Some(extended))
     })

@@ -46,6 +46,8 @@ pub(crate) mod tag {
     pub(crate) const SEEN: u8 = b'z';
     /// An entitlement, by team and id.
     pub(crate) const ENTITLEMENT: u8 = b'N';
+    /// A floating session, by team, license and id (`floating.rs`).
+    pub(crate) const FLOATING: u8 = b'F';
 }
 
 /// Builds a key from parts.

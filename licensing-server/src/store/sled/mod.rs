@@ -39,6 +39,7 @@ mod check;
 mod codec;
 mod compact;
 mod customers;
+mod floating;
 mod flusher;
 mod format;
 mod key_ids;

@@ -136,6 +136,7 @@ fn refreshes_of_counted_devices_wait_in_memory_but_are_never_lost_or_stale() {
         hardware_id: Some(HardwareId::parse(device).expect("hwid")),
         ip: std::net::IpAddr::from([198, 51, 100, 7]),
         country: None,
+        session: Default::default(),
     };
     let stored_hwids = |store: &super::SledStore, team, license| -> Vec<Hwid> {
         store.usage(super::tag::HWID, team, license).expect("scan")
@@ -297,6 +298,7 @@ fn a_full_license_admits_reading_only_what_decides() {
             hardware_id: None,
             ip: std::net::IpAddr::from([198, 51, 100, n]),
             country: None,
+            session: Default::default(),
         };
         let admit = |license: licensing_core::LicenseId, settings: TeamSettings, n: u8| {
             let store = store.clone();
@@ -458,6 +460,7 @@ fn a_format_1_store_is_migrated_when_opened() {
                     hardware_id: Some(HardwareId::parse(device).expect("hwid")),
                     ip: "198.51.100.7".parse().expect("ip"),
                     country: None,
+                    session: Default::default(),
                 };
                 store
                     .record_activity(team.id, license.id, &rules, &activity, Timestamp::now())
@@ -602,6 +605,7 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
             hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
             ip: "198.51.100.7".parse().expect("ip"),
             country: None,
+            session: Default::default(),
         };
         store
             .record_activity(
@@ -718,6 +722,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
             hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
             ip: "198.51.100.7".parse().expect("ip"),
             country: None,
+            session: Default::default(),
         };
         store
             .record_activity(

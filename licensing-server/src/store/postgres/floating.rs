@@ -1,0 +1,184 @@
+//! Floating sessions on PostgreSQL. The atomic step of a license (its row locked) counts the
+//! license's live sessions and writes a started or extended one; removing a session takes the
+//! license row too, so that an end never races an extension that would write it back.
+
+use licensing_core::model::LicenseSession;
+use licensing_core::store::{Entity, Journal, LicenseSessionStore, StoreError, StoreResult};
+use licensing_core::{LicenseId, LicenseSessionId, TeamId, Timestamp};
+use sqlx::PgConnection;
+
+use super::tables::LICENSES;
+use super::{PgStore, backend, doc, in_tx, json, ms};
+
+/// Session `id` of `license`, as stored.
+pub(super) async fn own_session(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    id: LicenseSessionId,
+) -> StoreResult<Option<LicenseSession>> {
+    let row = sqlx::query("SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2")
+        .bind(id.as_uuid())
+        .bind(license.as_uuid())
+        .fetch_optional(conn)
+        .await
+        .map_err(backend)?;
+    row.map(|row| doc(&row)).transpose()
+}
+
+/// How many of `license`'s sessions are live at `now`, counting no further than `up_to`.
+pub(super) async fn count_live(
+    conn: &mut PgConnection,
+    license: LicenseId,
+    now: Timestamp,
+    up_to: u32,
+) -> StoreResult<u64> {
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM license_sessions
+           WHERE license_id = $1 AND expires_at > $2 LIMIT $3) live",
+    )
+    .bind(license.as_uuid())
+    .bind(ms(now))
+    .bind(i64::from(up_to))
+    .fetch_one(conn)
+    .await
+    .map_err(backend)?;
+    Ok(live.max(0) as u64)
+}
+
+/// Writes a started or extended session.
+pub(super) async fn write(conn: &mut PgConnection, session: &LicenseSession) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO license_sessions (id, team_id, license_id, expires_at, started_at, doc)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, doc = excluded.doc",
+    )
+    .bind(session.id.as_uuid())
+    .bind(session.team_id.as_uuid())
+    .bind(session.license_id.as_uuid())
+    .bind(ms(session.expires_at))
+    .bind(ms(session.started_at))
+    .bind(json(session))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+impl LicenseSessionStore for PgStore {
+    async fn list_license_sessions(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        now: Timestamp,
+    ) -> StoreResult<Vec<LicenseSession>> {
+        let exists: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(license.as_uuid())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound(Entity::License));
+        }
+        let rows = sqlx::query(
+            "SELECT doc FROM license_sessions
+             WHERE license_id = $1 AND team_id = $2 AND expires_at > $3
+             ORDER BY started_at, id",
+        )
+        .bind(license.as_uuid())
+        .bind(team.as_uuid())
+        .bind(ms(now))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(doc).collect()
+    }
+
+    async fn get_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+    ) -> StoreResult<Option<LicenseSession>> {
+        let row = sqlx::query(
+            "SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2 AND team_id = $3",
+        )
+        .bind(id.as_uuid())
+        .bind(license.as_uuid())
+        .bind(team.as_uuid())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.map(|row| doc(&row)).transpose()
+    }
+
+    async fn remove_license_session(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        id: LicenseSessionId,
+        now: Timestamp,
+        expired: bool,
+        journal: &Journal,
+    ) -> StoreResult<Option<LicenseSession>> {
+        let removed: StoreResult<LicenseSession> = in_tx!(self.pool, journal, |tx| {
+            async {
+                LICENSES
+                    .lock(&mut tx, team.as_uuid(), license.as_uuid())
+                    .await
+                    .map_err(|_| StoreError::NotFound(Entity::LicenseSession))?;
+                let row = sqlx::query(
+                    "DELETE FROM license_sessions
+                     WHERE id = $1 AND license_id = $2 AND team_id = $3
+                       AND (expires_at <= $4) = $5
+                     RETURNING doc",
+                )
+                .bind(id.as_uuid())
+                .bind(license.as_uuid())
+                .bind(team.as_uuid())
+                .bind(ms(now))
+                .bind(expired)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend)?;
+                // Nothing in that state: the transaction (and its journal) is dropped.
+                let row = row.ok_or(StoreError::NotFound(Entity::LicenseSession))?;
+                doc::<LicenseSession>(&row)
+            }
+            .await
+        });
+        match removed {
+            Ok(session) => Ok(Some(session)),
+            Err(StoreError::NotFound(Entity::LicenseSession)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn expired_license_sessions(
+        &self,
+        now: Timestamp,
+        max: u32,
+    ) -> StoreResult<Vec<LicenseSession>> {
+        let rows = sqlx::query(
+            "SELECT doc FROM license_sessions WHERE expires_at <= $1
+             ORDER BY expires_at, id LIMIT $2",
+        )
+        .bind(ms(now))
+        .bind(i64::from(max))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(doc).collect()
+    }
+
+    async fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64> {
+        let live: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM license_sessions WHERE expires_at > $1")
+                .bind(ms(now))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(backend)?;
+        Ok(live.max(0) as u64)
+    }
+}
