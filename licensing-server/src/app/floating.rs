@@ -55,10 +55,16 @@ impl Operation for RevokeSession {
             None,
             Some(session.hardware_identifier.as_str().into()),
         )];
-        let journal = tied_to(
+        let mut journal = tied_to(
             cx.journal(Action::SessionRevoked, id, changes),
             &found.product_ids,
         );
+        // The event carries the session, as the other session events do.
+        let data = serde_json::to_value(&session)
+            .map_err(|e| ApiError::internal_because("a session did not serialize", e))?;
+        for event in &mut journal.events {
+            event.data = data.clone();
+        }
         cx.state
             .store
             .remove_license_session(cx.team, license, id, cx.now, false, &journal)

@@ -190,6 +190,9 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
                 action @ ("forget" | "remember"),
             ],
         ) => licenses::forget(&ctx, &staff, id, kind, record, *action == "forget").await,
+        (_, true, ["licenses", id, "sessions", session, "revoke"]) => {
+            licenses::revoke_session(&ctx, &staff, id, session).await
+        }
         (true, _, ["customers"]) => catalog::customers(&ctx, &staff, &form, None).await,
         (_, true, ["customers"]) => catalog::create_customer(&ctx, &staff, &form).await,
         (true, _, ["customers", id]) => catalog::customer(&ctx, &staff, id).await,

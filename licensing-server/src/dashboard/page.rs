@@ -277,6 +277,7 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "device-remembered" => "Device remembered.",
         "address-forgotten" => "Address forgotten.",
         "address-remembered" => "Address remembered.",
+        "session-revoked" => "Session revoked: its seat is free.",
         "key-revoked" => "API key revoked.",
         "release-created" => "Release uploaded.",
         "release-updated" => "Release updated.",

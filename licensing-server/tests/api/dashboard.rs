@@ -350,6 +350,108 @@ async fn an_owner_sets_a_password_through_the_link_and_creates_a_license_the_aud
 }
 
 #[tokio::test]
+async fn the_license_page_shows_live_sessions_and_support_revokes_one() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "seats@vendor.example",
+        Role::Support,
+    )
+    .await;
+    // The form takes the two members; the page shows the seats in use.
+    let l = s
+        .license(r#"{"expirationType":"NEVER","sessionLimit":2,"sessionTtl":120}"#)
+        .await;
+    let (id, key) = (l["id"].as_str().unwrap(), l["licenseKey"].as_str().unwrap());
+    let started = s
+        .client(
+            "sessions/start",
+            &json!({"licenseKey": key, "hardwareIdentifier": "seat-machine-0001"}),
+            Some("203.0.113.9"),
+        )
+        .await;
+    let session = started.valid()["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    page.has("1 of 2 concurrent seats in use")
+        .has("seat-machine-0001")
+        .has("203.0.113.9")
+        .has("Revoke");
+    let revoked = b
+        .submit(
+            &page,
+            &format!("/dashboard/licenses/{id}/sessions/{session}/revoke"),
+            &[],
+        )
+        .await;
+    assert_eq!(revoked.status, 303, "{}", revoked.text);
+    b.get(revoked.location())
+        .await
+        .has("Session revoked")
+        .has("0 of 2 concurrent seats in use")
+        .has("No copy of the application runs with this license now.");
+    s.client(
+        "heartbeat",
+        &json!({"licenseKey": key, "hardwareIdentifier": "seat-machine-0001", "sessionId": session}),
+        None,
+    )
+    .await
+    .err(404, "SESSION_NOT_FOUND");
+    // The edit form shows and changes the members.
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "owner-seats@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let edit = owner.get(&format!("/dashboard/licenses/{id}/edit")).await;
+    edit.has(r#"name="sessionLimit""#).has(r#"value="120""#);
+    let changed = owner
+        .submit(
+            &edit,
+            &format!("/dashboard/licenses/{id}/edit"),
+            &[
+                ("licenseKey", key),
+                ("expirationType", "NEVER"),
+                ("sessionLimit", "5"),
+                ("sessionTtl", ""),
+            ],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let after = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
+    assert_eq!(
+        (after["sessionLimit"].clone(), after["sessionTtl"].clone()),
+        (json!(5), json!(null))
+    );
+    let bad = owner
+        .submit(
+            &edit,
+            &format!("/dashboard/licenses/{id}/edit"),
+            &[
+                ("licenseKey", key),
+                ("expirationType", "NEVER"),
+                ("sessionTtl", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("sessionTtl");
+}
+
+#[tokio::test]
 async fn a_license_is_found_by_key_and_by_customer_and_support_frees_a_seat_and_suspends_it() {
     let s = TestServer::start().await;
     let customer = s

@@ -437,7 +437,7 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         s("branch"),
         s("release"),
     );
-    let (entitlement, kid) = (s("entitlement"), s("kid"));
+    let (entitlement, kid, session) = (s("entitlement"), s("kid"), s("session"));
     let (hwid, ip, entry, api_key, webhook, delivery, user) = (
         s("hwid"),
         s("ip"),
@@ -461,6 +461,7 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("licenses/{license}/delete")),
         post(format!("licenses/{license}/devices/{hwid}/forget")),
         post(format!("licenses/{license}/addresses/{ip}/forget")),
+        post(format!("licenses/{license}/sessions/{session}/revoke")),
         get(format!("customers/{customer}")),
         get(format!("customers/{customer}/delete")),
         post(format!("customers/{customer}/delete")),

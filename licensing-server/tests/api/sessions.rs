@@ -257,3 +257,48 @@ async fn two_instances_admit_exactly_the_limit_between_them() {
         .count();
     assert_eq!((admitted, refused), (LIMIT, STARTS - LIMIT));
 }
+
+/// An archive carries the license members and the team's `sessionTtl`; live sessions stay
+/// behind (an application starts a new one against the restored server).
+#[tokio::test]
+async fn archives_carry_the_session_members() {
+    let s = TestServer::start().await;
+    s.put(&s.dev("settings"), r#"{"sessionTtl":300}"#)
+        .await
+        .ok();
+    let key = floating(&s, 4, 120).await;
+    s.client("sessions/start", &body(&key, "machine-one-0001"), None)
+        .await
+        .valid();
+    let files = tempfile::tempdir().unwrap();
+    let file_store = licensing_server::files::FileStore::new(files.path()).unwrap();
+    let mut archive = Vec::new();
+    licensing_server::archive::export(&s.store, &file_store, &mut archive)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (restored, _) = crate::helpers::open_test_store(dir.path()).await;
+    let restored_files = licensing_server::files::FileStore::new(dir.path()).unwrap();
+    licensing_server::archive::import(&restored, &restored_files, archive.as_slice())
+        .await
+        .unwrap();
+    use licensing_core::store::{LicenseSessionStore, LicenseStore, TeamStore};
+    let team = s.team_id();
+    let settings = restored.get_team(team).await.unwrap().unwrap().settings;
+    assert_eq!(settings.session_ttl, 300);
+    let key = licensing_core::LicenseKey::parse(&key).unwrap();
+    let license = restored
+        .get_license_by_key(team, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (license.session_limit, license.session_ttl),
+        (Some(4), Some(120))
+    );
+    let live = restored
+        .list_license_sessions(team, license.id, licensing_core::Timestamp::now())
+        .await
+        .unwrap();
+    assert!(live.is_empty(), "{live:?}");
+}

@@ -1181,3 +1181,73 @@ async fn a_master_key_seals_webhook_secrets_and_leaves_no_clear_copy() {
         report.problems
     );
 }
+
+/// (ext) Floating sessions raise `session.started`, `session.ended`, `session.revoked` and,
+/// from the sweep, `session.expired`, each with the session; `/metrics` counts the live ones.
+#[tokio::test]
+async fn session_events_are_delivered_and_live_sessions_are_counted() {
+    let s = hooked(|_| {}).await;
+    let receiver = Receiver::start().await;
+    endpoint(&s, &receiver.url, json!(["session.*"])).await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","sessionLimit":3,"sessionTtl":10}"#)
+        .await;
+    let (id, key) = (
+        license["id"].as_str().unwrap(),
+        license["licenseKey"].as_str().unwrap(),
+    );
+    let start = |device: &'static str| {
+        let s = &s;
+        async move {
+            s.client(
+                "sessions/start",
+                &json!({"licenseKey": key, "hardwareIdentifier": device}),
+                None,
+            )
+            .await
+            .valid()["session"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let ended = start("session-event-01").await;
+    s.client(
+        "sessions/end",
+        &json!({"licenseKey": key, "sessionId": ended}),
+        None,
+    )
+    .await
+    .valid();
+    let revoked = start("session-event-02").await;
+    s.delete(&s.dev(&format!("licenses/id/{id}/sessions/{revoked}")))
+        .await
+        .ok();
+    let expired = start("session-event-03").await;
+    // Live now: the third; the gauge follows at the sweep's next round (every 10 s).
+    let got = receiver.wait_for(6).await;
+    let mut seen: Vec<(String, String)> = got
+        .iter()
+        .map(|r| {
+            let body = r.json();
+            assert_eq!(body["data"]["licenseId"], id, "{body}");
+            (
+                body["type"].as_str().unwrap().to_owned(),
+                body["data"]["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut expected = vec![
+        ("session.started".to_owned(), ended.clone()),
+        ("session.ended".to_owned(), ended),
+        ("session.started".to_owned(), revoked.clone()),
+        ("session.revoked".to_owned(), revoked),
+        ("session.started".to_owned(), expired.clone()),
+        ("session.expired".to_owned(), expired),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    // Expired and swept: none is live.
+    assert_eq!(s.metric("licensing_floating_sessions_live").await, 0.0);
+}

@@ -6,7 +6,7 @@ mod form;
 mod show;
 
 pub(crate) use form::{create, edit_page, new_page, update};
-pub(crate) use show::{confirm_delete, delete, email, file, forget, show, suspend};
+pub(crate) use show::{confirm_delete, delete, email, file, forget, revoke_session, show, suspend};
 
 use licensing_core::api::requests::{
     CustomerListQuery, ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,

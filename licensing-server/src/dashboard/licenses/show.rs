@@ -1,5 +1,5 @@
-//! A license's page: its customers, products, devices and addresses; suspend, e-mail, forget
-//! and delete.
+//! A license's page: its customers, products, devices, addresses and live sessions; suspend,
+//! e-mail, forget, revoke and delete.
 
 use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
@@ -11,6 +11,7 @@ use super::super::api::{self, Failure};
 use super::super::page::{self, Confirm, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::floating::{ListSessions, RevokeSession};
 use crate::app::license_files::IssueLicenseFile;
 use crate::app::licenses::{
     DeleteLicense, EmailLicense, GetLicense, SuspendLicense, UnsuspendLicense,
@@ -36,6 +37,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     every.filter = true;
     let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
     let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
+    let sessions = api::perform(ctx, staff, ListSessions(id)).await?.sessions;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let l = &detail.license;
     let granted = effective_codes(
@@ -139,6 +141,15 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             devices_allowed,
             ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
         ))
+        h2 #sessions { "Sessions" }
+        p.hint {
+            @match l.session_limit {
+                Some(limit) => { (sessions.len()) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
+                None => { "Sessions are not limited. " },
+            }
+            "A running copy of the application holds a session while it heartbeats; closing it, or revoking its session here, frees the seat at once."
+        }
+        (live_sessions(staff, l.id, devices_allowed, &sessions))
         @if write_allowed {
             h2 #license-file { "License file" }
             p.hint { "A signed file the application checks without reaching this server: for a machine that is offline, or air-gapped." }
@@ -165,6 +176,39 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         l.license_key.as_str(),
         content,
     ))
+}
+
+/// The live sessions, with a revoke button each.
+fn live_sessions(
+    staff: &Staff,
+    license: LicenseId,
+    allowed: bool,
+    sessions: &[licensing_core::model::LicenseSession],
+) -> Markup {
+    html! {
+        (page::table(&["Device", "Address", "Started", "Last seen", "Expires"], allowed.then_some("Action"), html! {
+            @if sessions.is_empty() {
+                tr { td.empty colspan="6" { "No copy of the application runs with this license now." } }
+            }
+            @for s in sessions {
+                tr {
+                    td.mono { (s.hardware_identifier.as_str()) }
+                    td.mono { (s.ip_address) }
+                    td { (page::when(s.started_at)) }
+                    td { (page::when(s.last_seen_at)) }
+                    td { (page::when(s.expires_at)) }
+                    @if allowed {
+                        td {
+                            form method="post" action={ "/dashboard/licenses/" (license) "/sessions/" (s.id) "/revoke" } {
+                                (page::csrf(staff))
+                                button.secondary.small type="submit" aria-label={ "Revoke the session of " (s.hardware_identifier.as_str()) } { "Revoke" }
+                            }
+                        }
+                    }
+                }
+            }
+        }))
+    }
 }
 
 /// A table of devices or addresses with forget and remember buttons.
@@ -322,6 +366,17 @@ pub(crate) async fn forget(
         let op = SetIpForgotten(id, record.into(), body);
         page::done(ctx, staff, Ok(op), &then).await
     }
+}
+
+/// `POST /dashboard/licenses/{id}/sessions/{sessionId}/revoke`: the seat is free at once.
+pub(crate) async fn revoke_session(ctx: &Ctx, staff: &Staff, id: &str, session: &str) -> Response {
+    let ids = license_id(id).and_then(|id| Ok((id, page::id_of(session, "session")?)));
+    let (id, session): (LicenseId, uuid::Uuid) = match ids {
+        Ok(ids) => ids,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let then = format!("/dashboard/licenses/{id}?notice=session-revoked#sessions");
+    page::done(ctx, staff, Ok(RevokeSession(id, session.into())), &then).await
 }
 
 /// `GET /dashboard/licenses/{id}/delete`: the confirmation.
