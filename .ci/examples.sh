@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the SDK examples as a newcomer would: `quickstart` on its own; `vendor_backend` and
 # `desktop_app` against a server started from the CLI with a team made by `team create`;
-# `offline_app` once with the server up (it checks the license out) and once after the server
-# has stopped (it runs from its license file).
+# `floating_app` as five copies at once on a five-seat license (a sixth is refused, and starts
+# once the five gave their seats back); `offline_app` once with the server up (it checks the
+# license out) and once after the server has stopped (it runs from its license file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,7 @@ quickstart=$(program quickstart)
 vendor_backend=$(program vendor_backend)
 desktop_app=$(program desktop_app)
 offline_app=$(program offline_app)
+floating_app=$(program floating_app)
 server_bin=$(program licensing-server)
 rm -f "$programs"
 
@@ -76,6 +78,47 @@ export LICENSE_KEY
 
 echo "-- desktop_app"
 APP_RUN_SECONDS=3 "$desktop_app"
+
+echo "-- floating_app: five seats, five copies at once, a sixth refused"
+FLOATING_KEY=$(python3 - <<'PY'
+import json, os, urllib.request
+request = urllib.request.Request(
+    f"{os.environ['LICENSING_URL']}/api/v1/dev/teams/{os.environ['LICENSING_TEAM_ID']}/licenses",
+    data=json.dumps({"expirationType": "NEVER", "sessionLimit": 5, "sessionTtl": 60}).encode(),
+    headers={"Authorization": f"Bearer {os.environ['LICENSING_API_KEY']}",
+             "Content-Type": "application/json"},
+)
+print(json.load(urllib.request.urlopen(request))["data"]["licenseKey"])
+PY
+)
+copies=()
+for i in 1 2 3 4 5; do
+  LICENSE_KEY="$FLOATING_KEY" APP_RUN_SECONDS=15 "$floating_app" >"$data/floating$i.out" 2>&1 &
+  copies+=($!)
+done
+# Wait (bounded) until the five hold their seats.
+for _ in $(seq 1 600); do
+  taken=$(cat "$data"/floating?.out | grep -c "Seat taken" || true)
+  [ "$taken" -eq 5 ] && break
+  sleep 0.05
+done
+if [ "$taken" -ne 5 ]; then
+  echo "five copies did not all take a seat:" >&2
+  cat "$data"/floating?.out >&2
+  exit 1
+fi
+status=0
+LICENSE_KEY="$FLOATING_KEY" APP_RUN_SECONDS=0 "$floating_app" >"$data/floating6.out" 2>&1 || status=$?
+cat "$data/floating6.out"
+if [ "$status" -ne 2 ] || ! grep -q "Every seat of this license is in use" "$data/floating6.out"; then
+  echo "the sixth copy was not refused (status $status)" >&2
+  exit 1
+fi
+# The five run their time and end, giving their seats back; then a copy starts again.
+for pid in "${copies[@]}"; do wait "$pid"; done
+grep -c "Seat given back" "$data"/floating?.out
+LICENSE_KEY="$FLOATING_KEY" APP_RUN_SECONDS=0 "$floating_app" | tee "$data/floating7.out"
+grep -q "Seat given back" "$data/floating7.out"
 
 echo "-- offline_app, online: checks the license out"
 APP_DATA_DIR="$data/offline-app" "$offline_app" | tee "$data/offline1.out"

@@ -689,6 +689,173 @@ async fn hot_path(
     results
 }
 
+const SESSION_START: &str = "session start, known machine (floating license)";
+const SESSION_BEAT: &str = "heartbeat with a session";
+const SESSION_END: &str = "session end";
+
+/// Seats of each license the session scenarios make.
+const SEATS: u32 = 64;
+
+/// A license of the session scenarios: its key, its machine and that machine's address.
+#[derive(Clone)]
+struct Floating {
+    id: String,
+    license_key: String,
+    device: String,
+    ip: String,
+}
+
+/// Licenses of [`SEATS`] seats each, enough that the start scenario seldom fills them.
+async fn floating_licenses(
+    http: &reqwest::Client,
+    dev: &str,
+    api_key: &str,
+    plan: Plan,
+) -> Vec<Floating> {
+    let count = if plan.seconds < 2.0 { 50 } else { 1_000 };
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        let created: serde_json::Value = http
+            .post(format!("{dev}/licenses"))
+            .bearer_auth(api_key)
+            .json(&json!({"expirationType": "NEVER", "sessionLimit": SEATS, "sessionTtl": 600}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        out.push(Floating {
+            id: created["data"]["id"].as_str().unwrap().to_owned(),
+            license_key: created["data"]["licenseKey"].as_str().unwrap().to_owned(),
+            device: format!("floating-machine-{i:06}"),
+            ip: std::net::Ipv4Addr::from(0xae10_0000u32 + i as u32).to_string(),
+        });
+    }
+    out
+}
+
+/// Session starts, heartbeats with a session, and ends. The heartbeats and ends use the
+/// sessions the starts made, read back through the developer API.
+async fn sessions(
+    plan: Plan,
+    bases: &[String],
+    client_path: &str,
+    http: &reqwest::Client,
+    dev: &str,
+    api_key: &str,
+    floating: Vec<Floating>,
+) -> Vec<Figures> {
+    let c = plan.connections;
+    let floating = Arc::new(floating);
+    let mut results = Vec::new();
+    // The first request of each machine records its device and address: once, before.
+    for f in floating.iter() {
+        let answer = http
+            .post(format!("{}{client_path}/verify", bases[0]))
+            .header("x-forwarded-for", &f.ip)
+            .json(&json!({"licenseKey": f.license_key, "hardwareIdentifier": f.device}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "a floating license's verify failed"
+        );
+    }
+    if plan.runs(SESSION_START) {
+        let (urls, f) = (
+            each(bases, &format!("{client_path}/sessions/start")),
+            floating.clone(),
+        );
+        results.push(
+            drive(
+                SESSION_START,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let f = &f[n as usize % f.len()];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &f.ip)
+                        .json(&json!({
+                            "licenseKey": f.license_key,
+                            "hardwareIdentifier": f.device,
+                            "challenge": format!("challenge-{n:012}"),
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+    // The live sessions, in the order of their licenses.
+    let mut live: Vec<(Floating, String)> = Vec::new();
+    for f in floating.iter() {
+        let listed: serde_json::Value = http
+            .get(format!("{dev}/licenses/id/{}/sessions", f.id))
+            .bearer_auth(api_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for s in listed["data"]["sessions"].as_array().into_iter().flatten() {
+            live.push((f.clone(), s["id"].as_str().unwrap().to_owned()));
+        }
+    }
+    if live.is_empty() {
+        return results;
+    }
+    let live = Arc::new(live);
+    if plan.runs(SESSION_BEAT) {
+        let (urls, l) = (
+            each(bases, &format!("{client_path}/heartbeat")),
+            live.clone(),
+        );
+        results.push(
+            drive(
+                SESSION_BEAT,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let (f, session) = &l[n as usize % l.len()];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &f.ip)
+                        .json(&json!({
+                            "licenseKey": f.license_key,
+                            "hardwareIdentifier": f.device,
+                            "sessionId": session,
+                        }))
+                }),
+            )
+            .await,
+        );
+    }
+    if plan.runs(SESSION_END) {
+        // Each session is ended once; past the last, ends are refused (counted as errors).
+        let (urls, l) = (
+            each(bases, &format!("{client_path}/sessions/end")),
+            live.clone(),
+        );
+        results.push(
+            drive(
+                SESSION_END,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let i = (n as usize).min(l.len() - 1);
+                    let (f, session) = &l[i];
+                    h.post(pick(&urls, n))
+                        .header("x-forwarded-for", &f.ip)
+                        .json(&json!({"licenseKey": f.license_key, "sessionId": session}))
+                }),
+            )
+            .await,
+        );
+    }
+    results
+}
+
 /// A webhook receiver on loopback that accepts every delivery and counts the events it got.
 struct WebhookReceiver {
     url: String,
@@ -1148,6 +1315,27 @@ async fn run(plan: Plan, args: &Args) {
         );
         hammer.errors = 0;
         results.push(hammer);
+    }
+
+    // Floating sessions: starts (a known machine taking one more seat), heartbeats with a
+    // session, and ends, on licenses of 64 seats made for them.
+    if [SESSION_START, SESSION_BEAT, SESSION_END]
+        .iter()
+        .any(|s| plan.runs(s))
+    {
+        let floating = floating_licenses(&http, &dev, &seeded.api_key, plan).await;
+        results.extend(
+            sessions(
+                plan,
+                &bases,
+                &client_path,
+                &http,
+                &dev,
+                &seeded.api_key,
+                floating,
+            )
+            .await,
+        );
     }
 
     for (name, version) in [

@@ -10,7 +10,7 @@ use licensing_core::{TeamId, Timestamp};
 
 use crate::{
     DownloadRequest, Error, Heartbeat, HeartbeatSchedule, HeartbeatTask, OfflineCache, OnChange,
-    ReleaseInfo, Verified,
+    OnSessionChange, ReleaseInfo, SessionState, Verified,
 };
 
 /// A blocking [`crate::LicenseClient`].
@@ -105,6 +105,22 @@ impl LicenseClient {
         self.inner.spawn_heartbeat(body, schedule, on_change)
     }
 
+    /// See [`crate::LicenseClient::start_session`]: the guard heartbeats on the client's
+    /// runtime while the program does other work.
+    pub fn start_session(
+        &self,
+        body: &ClientBody,
+        on_change: Option<OnSessionChange>,
+    ) -> Result<Session, Error> {
+        let inner = self
+            .runtime
+            .block_on(self.inner.start_session(body, on_change))?;
+        Ok(Session {
+            runtime: self.runtime.clone(),
+            inner: Some(inner),
+        })
+    }
+
     /// The offline cache's answer for `body` now, without asking the server.
     pub fn cached(
         &self,
@@ -112,5 +128,65 @@ impl LicenseClient {
         cache: &OfflineCache,
     ) -> Result<Option<Verified>, Error> {
         cache.load(&self.inner, body, Timestamp::now())
+    }
+}
+
+/// A blocking [`crate::Session`]: it heartbeats on the client's runtime, and dropping it ends
+/// the session before the drop returns.
+#[derive(Debug)]
+pub struct Session {
+    runtime: Arc<tokio::runtime::Runtime>,
+    inner: Option<crate::Session>,
+}
+
+impl Session {
+    fn inner(&self) -> &crate::Session {
+        // Present until `end` or the drop takes it.
+        self.inner
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a session is only taken by end or drop"))
+    }
+
+    /// See [`crate::Session::id`].
+    pub fn id(&self) -> licensing_core::LicenseSessionId {
+        self.inner().id()
+    }
+
+    /// See [`crate::Session::started`].
+    pub fn started(&self) -> &licensing_core::model::SessionData {
+        self.inner().started()
+    }
+
+    /// See [`crate::Session::verified`].
+    pub fn verified(&self) -> &Verified {
+        self.inner().verified()
+    }
+
+    /// See [`crate::Session::state`].
+    pub fn state(&self) -> SessionState {
+        self.inner().state()
+    }
+
+    /// See [`crate::Session::subscribe`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<SessionState> {
+        self.inner().subscribe()
+    }
+
+    /// See [`crate::Session::end`].
+    pub fn end(mut self) -> Result<(), Error> {
+        match self.inner.take() {
+            Some(inner) => self.runtime.block_on(inner.end()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take()
+            && let Err(e) = self.runtime.block_on(inner.end())
+        {
+            tracing::debug!(error = %e, "ending a dropped session failed");
+        }
     }
 }

@@ -202,7 +202,11 @@ impl LicenseClient {
         })
     }
 
-    async fn post(&self, endpoint: &str, request: Vec<u8>) -> Result<(u16, Exchange), Error> {
+    pub(crate) async fn post(
+        &self,
+        endpoint: &str,
+        request: Vec<u8>,
+    ) -> Result<(u16, Exchange), Error> {
         let response = self
             .http
             .post(self.url(endpoint))
@@ -226,7 +230,7 @@ impl LicenseClient {
     }
 
     /// Checks an answer: its signature, its result, the challenge response; returns the data.
-    fn accept<T: DeserializeOwned>(
+    pub(crate) fn accept<T: DeserializeOwned>(
         &self,
         status: u16,
         exchange: &Exchange,
@@ -312,7 +316,7 @@ pub(crate) fn check_answer(
 }
 
 /// The body with a fresh challenge (32 random bytes, hex), and its JSON.
-fn with_challenge(body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
+pub(crate) fn with_challenge(body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     let challenge = hex::encode(bytes);

@@ -2,7 +2,7 @@
 //!
 //! | type | for |
 //! |---|---|
-//! | [`LicenseClient`] | desktop applications: verify at start-up, heartbeats (one call or a background [`HeartbeatTask`]), encrypted release downloads, offline grace |
+//! | [`LicenseClient`] | desktop applications: verify at start-up, heartbeats (one call or a background [`HeartbeatTask`]), floating sessions ([`Session`]), encrypted release downloads, offline grace and license files |
 //! | [`blocking::LicenseClient`] | the same from a plain `fn main` without an async runtime |
 //! | [`DevClient`] | vendors' back ends: every developer endpoint, typed, with `all_*` helpers that walk every page and release uploads from a path or bytes |
 //! | [`hwid`] | a stable, salted identifier of this machine |
@@ -39,6 +39,7 @@ mod error;
 pub mod hwid;
 mod license_file;
 mod offline;
+mod session;
 mod watch;
 pub mod webhooks;
 
@@ -51,4 +52,5 @@ pub use error::Error;
 pub use license_file::{CLOCK_SLACK_SECONDS, Clock, FileError, LicenseFile};
 pub use licensing_core as core;
 pub use offline::OfflineCache;
+pub use session::{OnSessionChange, Session, SessionState};
 pub use watch::{HeartbeatSchedule, HeartbeatTask, LicenseState, OnChange};

@@ -969,3 +969,125 @@ async fn a_checked_out_file_is_checked_offline_and_every_refusal_is_its_own() {
         Err(FileError::ClockBackwards { .. })
     ));
 }
+
+/// Floating sessions: a guard holds a seat and heartbeats; the sixth copy of five is refused;
+/// `end` and a drop give the seat back; a revoked session is reported lost.
+#[tokio::test]
+async fn a_session_guard_holds_a_seat_reports_it_lost_and_ends_on_drop() {
+    let server = Running::start().await;
+    let (_, l) = server
+        .license(json!({"sessionLimit": 2, "sessionTtl": 10}))
+        .await;
+    let client = server.client(&server.base);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let first = client
+        .start_session(
+            &body_for(&l, "sdk-seat-00001"),
+            Some(Arc::new(move |state: &licensing_sdk::SessionState| {
+                record.lock().unwrap().push(state.clone());
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.started().ttl, 10);
+    assert!(first.state().is_held());
+    assert_eq!(first.verified().result.code, Some(ResultCode::Valid));
+    let second = client
+        .start_session(&body_for(&l, "sdk-seat-00002"), None)
+        .await
+        .unwrap();
+    let full = client
+        .start_session(&body_for(&l, "sdk-seat-00003"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(full.code(), Some(ResultCode::SessionLimitReached), "{full}");
+
+    // `end` frees the seat at once.
+    second.end().await.unwrap();
+    let third = client
+        .start_session(&body_for(&l, "sdk-seat-00003"), None)
+        .await
+        .unwrap();
+
+    // A revoked session is reported lost at the next heartbeat (a third of 10 s).
+    let id = l["id"].as_str().unwrap();
+    server
+        .dev_send(
+            reqwest::Method::DELETE,
+            &format!("licenses/id/{id}/sessions/{}", first.id()),
+            json!(null),
+        )
+        .await;
+    let mut states = first.subscribe();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        states.wait_for(|s| *s == licensing_sdk::SessionState::Lost(ResultCode::SessionNotFound)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        seen.lock().unwrap().last(),
+        Some(&licensing_sdk::SessionState::Lost(
+            ResultCode::SessionNotFound
+        ))
+    );
+    drop(first);
+
+    // Dropping a guard ends its session in the background: the seat frees (bounded wait).
+    drop(third);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut held = Vec::new();
+    loop {
+        match client
+            .start_session(&body_for(&l, "sdk-seat-00004"), None)
+            .await
+        {
+            Ok(session) => {
+                held.push(session);
+                if held.len() == 2 {
+                    break;
+                }
+            }
+            Err(e) => {
+                assert_eq!(e.code(), Some(ResultCode::SessionLimitReached), "{e}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "a dropped guard kept its seat"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    for session in held {
+        session.end().await.unwrap();
+    }
+
+    // The blocking guard ends its session before its drop returns.
+    let blocking_l = l.clone();
+    let base = server.base.clone();
+    let team = server.team.clone();
+    tokio::task::spawn_blocking(move || {
+        let client = licensing_sdk::blocking::LicenseClient::new(
+            &base,
+            team.team_id,
+            &team.public_key,
+            &team.signing_key,
+        )
+        .unwrap();
+        for _ in 0..3 {
+            let a = client
+                .start_session(&body_for(&blocking_l, "sdk-seat-00005"), None)
+                .unwrap();
+            let b = client
+                .start_session(&body_for(&blocking_l, "sdk-seat-00006"), None)
+                .unwrap();
+            assert!(a.state().is_held());
+            drop(a);
+            b.end().unwrap();
+        }
+    })
+    .await
+    .unwrap();
+}
