@@ -777,10 +777,10 @@ async fn sessions(
                     let f = &f[n as usize % f.len()];
                     h.post(pick(&urls, n))
                         .header("x-forwarded-for", &f.ip)
+                        // No challenge, like the new-device verify it is compared with.
                         .json(&json!({
                             "licenseKey": f.license_key,
                             "hardwareIdentifier": f.device,
-                            "challenge": format!("challenge-{n:012}"),
                         }))
                 }),
             )
@@ -832,19 +832,19 @@ async fn sessions(
         );
     }
     if plan.runs(SESSION_END) {
-        // Each session is ended once; past the last, ends are refused (counted as errors).
+        // Each session is ended once: the scenario stops early when every one has ended.
         let (urls, l) = (
             each(bases, &format!("{client_path}/sessions/end")),
             live.clone(),
         );
         results.push(
-            drive(
+            drive_at_most(
                 SESSION_END,
                 plan,
                 c,
+                l.len() as u64,
                 Arc::new(move |h, n| {
-                    let i = (n as usize).min(l.len() - 1);
-                    let (f, session) = &l[i];
+                    let (f, session) = &l[n as usize % l.len()];
                     h.post(pick(&urls, n))
                         .header("x-forwarded-for", &f.ip)
                         .json(&json!({"licenseKey": f.license_key, "sessionId": session}))
@@ -934,6 +934,18 @@ impl Figures {
 type MakeRequest = Arc<dyn Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync>;
 
 async fn drive(name: &'static str, plan: Plan, connections: usize, make: MakeRequest) -> Figures {
+    drive_at_most(name, plan, connections, u64::MAX, make).await
+}
+
+/// [`drive`], sending no more than `most` requests in all (for requests that each use up
+/// something, such as a session to end).
+async fn drive_at_most(
+    name: &'static str,
+    plan: Plan,
+    connections: usize,
+    most: u64,
+    make: MakeRequest,
+) -> Figures {
     let deadline = Instant::now() + Duration::from_secs_f64(plan.seconds);
     let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -950,6 +962,9 @@ async fn drive(name: &'static str, plan: Plan, connections: usize, make: MakeReq
             // Bounded in time and in count.
             while Instant::now() < deadline && latencies.len() < 5_000_000 {
                 let n = counter.fetch_add(1, Ordering::Relaxed);
+                if n >= most {
+                    break;
+                }
                 let sent = Instant::now();
                 match make(&http, n).send().await {
                     Ok(response) => {

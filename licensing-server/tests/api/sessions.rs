@@ -256,6 +256,26 @@ async fn two_instances_admit_exactly_the_limit_between_them() {
         .filter(|a| a.code() == "SESSION_LIMIT_REACHED")
         .count();
     assert_eq!((admitted, refused), (LIMIT, STARTS - LIMIT));
+
+    // The last seat: one of two is taken, and each instance sends four starts at once.
+    let key = floating(&a, 2, 600).await;
+    a.client("sessions/start", &body(&key, "machine-first-01"), None)
+        .await
+        .valid();
+    let bodies: Vec<Value> = (0..8)
+        .map(|i| body(&key, &format!("machine-last-{i:04}")))
+        .collect();
+    let tasks = bodies.iter().enumerate().map(|(i, sent)| {
+        let server = if i % 2 == 0 { &a } else { &b };
+        server.client("sessions/start", sent, None)
+    });
+    let answers = futures_util::future::join_all(tasks).await;
+    let codes: Vec<&str> = answers.iter().map(|a| a.code()).collect();
+    assert_eq!(
+        codes.iter().filter(|c| **c == "VALID").count(),
+        1,
+        "exactly one takes the last seat: {codes:?}"
+    );
 }
 
 /// An archive carries the license members and the team's `sessionTtl`; live sessions stay

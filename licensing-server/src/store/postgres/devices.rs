@@ -92,7 +92,12 @@ pub(super) const IP_COLUMNS: &str =
     "id, address, forgotten, country, alpha2, alpha3, last_seen_at, created_at, updated_at";
 
 impl PgStore {
-    async fn require_license(&self, team: TeamId, license: LicenseId) -> StoreResult<()> {
+    /// `NotFound` unless the team has the license.
+    pub(super) async fn require_license(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+    ) -> StoreResult<()> {
         let found: Option<i32> =
             sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2")
                 .bind(team.as_uuid())

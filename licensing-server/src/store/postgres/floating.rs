@@ -71,16 +71,7 @@ impl LicenseSessionStore for PgStore {
         license: LicenseId,
         now: Timestamp,
     ) -> StoreResult<Vec<LicenseSession>> {
-        let exists: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2")
-                .bind(team.as_uuid())
-                .bind(license.as_uuid())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound(Entity::License));
-        }
+        self.require_license(team, license).await?;
         let rows = sqlx::query(
             "SELECT doc FROM license_sessions
              WHERE license_id = $1 AND team_id = $2 AND expires_at > $3
