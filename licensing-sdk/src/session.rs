@@ -119,7 +119,7 @@ impl Drop for Session {
         if !self.ended {
             let (client, key, id) = (
                 self.client.clone(),
-                self.license_key.clone(),
+                self.license_key,
                 self.session.id,
             );
             self.runtime.spawn(async move {
@@ -169,7 +169,7 @@ impl LicenseClient {
         ));
         Ok(Session {
             client: self.clone(),
-            license_key: body.license_key.clone(),
+            license_key: body.license_key,
             session,
             verified: Verified {
                 data: data.verify,
@@ -186,7 +186,7 @@ impl LicenseClient {
     /// Ends session `id` of the license `key`: its seat is free when this returns `Ok`.
     pub async fn end_session(&self, key: &LicenseKey, id: LicenseSessionId) -> Result<(), Error> {
         let request = serde_json::to_vec(&licensing_core::api::requests::SessionEndBody {
-            license_key: key.clone(),
+            license_key: *key,
             session_id: id,
         })
         .map_err(|e| Error::Protocol(e.to_string()))?;
