@@ -117,11 +117,7 @@ impl Drop for Session {
             task.abort();
         }
         if !self.ended {
-            let (client, key, id) = (
-                self.client.clone(),
-                self.license_key,
-                self.session.id,
-            );
+            let (client, key, id) = (self.client.clone(), self.license_key, self.session.id);
             self.runtime.spawn(async move {
                 if let Err(e) = client.end_session(&key, id).await {
                     tracing::debug!(error = %e, "ending a dropped session failed");
