@@ -64,8 +64,10 @@ pub struct Activity {
     pub ip: IpAddr,
     /// The client's country, when known.
     pub country: Option<Country>,
-    /// (ext) What the step does with a floating session: a store admits a request that starts
-    /// or extends one only in the atomic step, never from records read before it.
+    /// (ext) What the step does with a floating session. A start is decided only in the atomic
+    /// step (it counts the license's live sessions). An extension decides no limit: a store may
+    /// admit it from records read before, with one conditional write of the session alone, as
+    /// long as an ended or expired session is never written back.
     pub session: SessionStep,
 }
 

@@ -141,8 +141,8 @@ impl ActivityStore for PgStore {
             // Not read here: only the atomic step needs them, and it reads the license again.
             held: (0, 0),
         };
-        if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
-            return Ok(Ok(recorded));
+        if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(decided);
         }
         self.locked_step(read.license.team_id, read.license.id, rules, activity, now)
             .await
@@ -163,8 +163,8 @@ impl ActivityStore for PgStore {
         let found = read_own(&self.pool, select, team, activity)
             .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        if let Some(recorded) = self.admit_counted(&found, rules, activity, now).await? {
-            return Ok(Ok(recorded));
+        if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(decided);
         }
         self.locked_step(team, license_id, rules, activity, now)
             .await
@@ -174,16 +174,18 @@ impl ActivityStore for PgStore {
 impl PgStore {
     /// Admits a request whose records already count, from what was read: its refresh is
     /// written behind while the records as stored keep counting for the margin (see
-    /// `refresh.rs`), at once otherwise. `None` when the request needs the atomic step.
+    /// `refresh.rs`), at once otherwise. A heartbeat's extension of its session is one
+    /// conditional update of the session's row (it decides no limit: a live session stays live,
+    /// an ended or expired one is never written back). `None` when the request needs the atomic
+    /// step (a session's start always does).
     async fn admit_counted(
         &self,
         found: &Own,
         rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
-    ) -> StoreResult<Option<Recorded>> {
-        if activity.session != SessionStep::None {
-            // A session step always takes the atomic step.
+    ) -> StoreResult<Option<Result<Recorded, Denial>>> {
+        if matches!(activity.session, SessionStep::Start { .. }) {
             return Ok(None);
         }
         let admit = |at: Timestamp| {
@@ -201,6 +203,23 @@ impl PgStore {
             return Ok(None);
         };
         let license = &found.license;
+        let session = match activity.session {
+            SessionStep::Extend { id, ttl } => {
+                let extended = super::floating::extend(
+                    &self.pool,
+                    (license.id, id),
+                    (activity.hardware_id.as_ref(), activity.ip),
+                    ttl,
+                    now,
+                )
+                .await?;
+                match extended {
+                    Some(session) => Some(session),
+                    None => return Ok(Some(Err(verify::session_not_found()))),
+                }
+            }
+            _ => None,
+        };
         if admit(now.plus_seconds(super::refresh::MARGIN_SECONDS)).is_some() {
             let waiting = self.refreshes.add(
                 license.team_id,
@@ -216,11 +235,11 @@ impl PgStore {
         } else {
             self.refresh(license.id, activity, now).await?;
         }
-        Ok(Some(Recorded {
+        Ok(Some(Ok(Recorded {
             license: license_after(license, &admission, now),
             admission,
-            session: None,
-        }))
+            session,
+        })))
     }
 
     /// The atomic step, in a transaction that holds the license row. It commits whatever the

@@ -45,6 +45,46 @@ pub(super) async fn count_live(
     Ok(live.max(0) as u64)
 }
 
+/// Extends session `id` of `license` for a heartbeat of `hardware_id` from `ip` by `ttl`
+/// seconds from `now`, in one statement, if it is live and that device's. Returns the session
+/// extended, or `None`.
+pub(super) async fn extend(
+    pool: &sqlx::PgPool,
+    (license, id): (LicenseId, LicenseSessionId),
+    (hardware_id, ip): (
+        Option<&licensing_core::validate::HardwareId>,
+        std::net::IpAddr,
+    ),
+    ttl: u32,
+    now: Timestamp,
+) -> StoreResult<Option<LicenseSession>> {
+    let Some(hardware_id) = hardware_id else {
+        return Ok(None);
+    };
+    let expires = now.plus_seconds(ttl);
+    let row = sqlx::query(
+        "UPDATE license_sessions SET expires_at = $4,
+           doc = doc || jsonb_build_object('expiresAt', $5::text, 'lastSeenAt', $6::text,
+                                           'ipAddress', $7::text, 'ttl', $8::int)
+         WHERE id = $1 AND license_id = $2 AND expires_at > $3
+           AND doc ->> 'hardwareIdentifier' = $9
+         RETURNING doc",
+    )
+    .bind(id.as_uuid())
+    .bind(license.as_uuid())
+    .bind(ms(now))
+    .bind(ms(expires))
+    .bind(expires.to_string())
+    .bind(now.to_string())
+    .bind(ip.to_canonical().to_string())
+    .bind(i32::try_from(ttl).unwrap_or(i32::MAX))
+    .bind(hardware_id.as_str())
+    .fetch_optional(pool)
+    .await
+    .map_err(backend)?;
+    row.map(|row| doc(&row)).transpose()
+}
+
 /// Writes a started or extended session.
 pub(super) async fn write(conn: &mut PgConnection, session: &LicenseSession) -> StoreResult<()> {
     sqlx::query(

@@ -105,8 +105,9 @@ impl SledStore {
         let (team, license) = (current.team_id, current.id);
         // The hot path: a device and address that already count need no atomic step; their
         // refreshes wait in memory (see `refresh.rs`). These reads take no lock; a stale read
-        // can only send the request to the atomic step below. A session step always takes it.
-        if activity.session == SessionStep::None
+        // can only send the request to the atomic step below. A session's start always takes
+        // it; a heartbeat's extension of its session is a swap of the session's record.
+        if !matches!(activity.session, SessionStep::Start { .. })
             && let Some(admission) = verify::admit_counted_own(
                 current,
                 settings,
@@ -117,6 +118,23 @@ impl SledStore {
                 now,
             )
         {
+            let session = match activity.session {
+                SessionStep::Extend { id, ttl } => {
+                    match self
+                        .extend_session((team, license), (hardware_id, activity.ip), (id, ttl), now)
+                        .await?
+                    {
+                        floating::Extended::Done(session) => Some(session),
+                        floating::Extended::NotFound => {
+                            return Ok(Err(verify::session_not_found()));
+                        }
+                        floating::Extended::Busy => {
+                            return self.record_locked(current, rules, activity, now).await;
+                        }
+                    }
+                }
+                _ => None,
+            };
             let waiting = self.inner.refreshes.add(
                 team,
                 license,
@@ -131,10 +149,21 @@ impl SledStore {
             return Ok(Ok(Recorded {
                 license: license_after(current, &admission, now),
                 admission,
-                session: None,
+                session,
             }));
         }
-        // The atomic step, under the license's stripe only.
+        self.record_locked(current, rules, activity, now).await
+    }
+
+    /// The atomic step, under the license's stripe only.
+    async fn record_locked(
+        &self,
+        current: &License,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> StoreResult<Result<Recorded, Denial>> {
+        let (team, license) = (current.team_id, current.id);
         let stripe = self.inner.locks.license(license).await;
         self.apply_license_refresh(license).await?;
         let mut tx = Tx {

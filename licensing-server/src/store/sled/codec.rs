@@ -1,7 +1,7 @@
 //! How records are stored as bytes: every record of the sled store is encoded and decoded here.
 //!
 //! The records that are many or on the hot path (licenses, device and address records,
-//! customers, products, branches, releases, blacklist entries) are stored in a compact
+//! customers, products, branches, releases, blacklist entries, floating sessions) are stored in a compact
 //! binary form: one format byte ([`BINARY_V1`]) then the record in `postcard`, with serde still
 //! the model. In it, time stamps are milliseconds as integers, ids 16 bytes, enums small
 //! integers and addresses their 4 or 16 bytes (core's types write these forms for serializers
@@ -53,8 +53,8 @@ macro_rules! records {
     };
 }
 
-records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry);
-records!(Json: Team, Entitlement, LicenseSession, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
+records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry, LicenseSession);
+records!(Json: Team, Entitlement, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))
@@ -207,6 +207,17 @@ mod tests {
                 updated_at: at,
             };
             assert_eq!(decode::<IpRecord>(&encode(&ip).unwrap()).unwrap(), ip);
+            let session = LicenseSession::start(
+                licensing_core::LicenseSessionId::new(),
+                &license,
+                &hwid().identifier,
+                ip.address,
+                900,
+                at,
+            );
+            let bytes = encode(&session).unwrap();
+            assert_eq!(bytes[0], BINARY_V1);
+            assert_eq!(decode::<LicenseSession>(&bytes).unwrap(), session);
         }
     }
 

@@ -56,7 +56,55 @@ pub(super) fn own_session(
     tx.get_record(&session_key(team, license, id))
 }
 
+/// What [`SledStore::extend_session`] came to.
+pub(super) enum Extended {
+    /// The session, extended.
+    Done(LicenseSession),
+    /// No live session of that id for that device: `SESSION_NOT_FOUND`.
+    NotFound,
+    /// It kept changing under the swap: decide in the atomic step.
+    Busy,
+}
+
 impl SledStore {
+    /// Extends session `id` of `license` for a heartbeat of `hardware_id` from `ip`, outside the
+    /// atomic step: a compare-and-swap of its record. An extension decides no limit (a live
+    /// session stays live, and an expired or ended one is never written back), so it needs no
+    /// license lock; the record is flushed with the next batch, as refreshes are.
+    pub(super) async fn extend_session(
+        &self,
+        (team, license): (TeamId, LicenseId),
+        (hardware_id, ip): (
+            Option<&licensing_core::validate::HardwareId>,
+            std::net::IpAddr,
+        ),
+        (id, ttl): (LicenseSessionId, u32),
+        now: Timestamp,
+    ) -> StoreResult<Extended> {
+        let tree = &self.inner.tree;
+        let k = session_key(team, license, id);
+        for _ in 0..4 {
+            let Some(old) = tree.get(&k).map_err(backend)? else {
+                return Ok(Extended::NotFound);
+            };
+            let session: LicenseSession = decode(&old)?;
+            if !session.extendable_by(hardware_id, now) {
+                return Ok(Extended::NotFound);
+            }
+            let next = session.extended(ip, ttl, now);
+            let bytes = super::encode(&next)?;
+            let swapped = {
+                let _gate = self.inner.locks.gate.read().await;
+                tree.compare_and_swap(&k, Some(old), Some(bytes))
+                    .map_err(backend)?
+            };
+            if swapped.is_ok() {
+                return Ok(Extended::Done(next));
+            }
+        }
+        Ok(Extended::Busy)
+    }
+
     fn sessions_where(
         &self,
         prefix: Vec<u8>,
