@@ -1091,3 +1091,36 @@ async fn a_session_guard_holds_a_seat_reports_it_lost_and_ends_on_drop() {
     .await
     .unwrap();
 }
+
+/// A session whose server is gone is reported unreachable while its seat lasts, then lost
+/// when its TTL passes; its end is then an error the application can tell apart.
+#[tokio::test]
+async fn a_session_without_its_server_is_lost_when_its_ttl_passes() {
+    let mut server = Running::start().await;
+    let (_, l) = server
+        .license(json!({"sessionLimit": 1, "sessionTtl": 10}))
+        .await;
+    let client = server.client(&server.base);
+    let session = client
+        .start_session(&body_for(&l, "sdk-seat-gone-1"), None)
+        .await
+        .unwrap();
+    server.shutdown().await;
+    let mut states = session.subscribe();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        states.wait_for(|s| matches!(s, licensing_sdk::SessionState::Unreachable { .. })),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        states.wait_for(|s| *s == licensing_sdk::SessionState::Lost(ResultCode::SessionNotFound)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(!session.state().is_held());
+    assert!(session.end().await.unwrap_err().is_transport());
+}

@@ -322,3 +322,143 @@ async fn archives_carry_the_session_members() {
         .unwrap();
     assert!(live.is_empty(), "{live:?}");
 }
+
+/// The license members are validated and cleared like the other limits; a license without a
+/// `sessionTtl` takes the team's (900 s unless set); a start runs every check of a verify; a
+/// license without a `sessionLimit` starts sessions without limit.
+#[tokio::test]
+async fn members_defaults_and_the_checks_of_a_verify() {
+    let s = TestServer::start().await;
+    for (sent, field) in [
+        (
+            json!({"expirationType": "NEVER", "sessionLimit": 0}),
+            "sessionLimit",
+        ),
+        (
+            json!({"expirationType": "NEVER", "sessionTtl": 9}),
+            "sessionTtl",
+        ),
+        (
+            json!({"expirationType": "NEVER", "sessionTtl": 86_401}),
+            "sessionTtl",
+        ),
+        (
+            json!({"expirationType": "NEVER", "sessionLimit": "5"}),
+            "sessionLimit",
+        ),
+    ] {
+        let refused = s.post(&s.dev("licenses"), &sent.to_string()).await;
+        assert_eq!(refused.err(400, "BAD_REQUEST").fields(), [field], "{sent}");
+    }
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    assert_eq!(license["sessionLimit"], Value::Null);
+    assert_eq!(license["sessionTtl"], Value::Null);
+    let (id, key) = (
+        license["id"].as_str().unwrap().to_owned(),
+        license["licenseKey"].as_str().unwrap().to_owned(),
+    );
+    // Without a limit: any number of sessions, each of the team's TTL.
+    for i in 0..6 {
+        let started = s
+            .client(
+                "sessions/start",
+                &body(&key, &format!("machine-free-{i:04}")),
+                None,
+            )
+            .await;
+        assert_eq!(started.valid()["session"]["ttl"], 900);
+    }
+    s.put(&s.dev("settings"), r#"{"sessionTtl":120}"#)
+        .await
+        .ok();
+    let started = s
+        .client("sessions/start", &body(&key, "machine-free-0100"), None)
+        .await;
+    assert_eq!(started.valid()["session"]["ttl"], 120, "the team's new TTL");
+    // Set, refused, cleared through an update.
+    let url = s.dev(&format!("licenses/id/{id}"));
+    let set = s.put(&url, r#"{"sessionLimit":1,"sessionTtl":30}"#).await;
+    assert_eq!(
+        (
+            set.ok()["sessionLimit"].clone(),
+            set.ok()["sessionTtl"].clone()
+        ),
+        (json!(1), json!(30))
+    );
+    s.client("sessions/start", &body(&key, "machine-free-0200"), None)
+        .await
+        .err(403, "SESSION_LIMIT_REACHED");
+    let bad = s.put(&url, r#"{"sessionLimit":0}"#).await;
+    assert_eq!(bad.err(400, "BAD_REQUEST").fields(), ["sessionLimit"]);
+    let cleared = s
+        .put(&url, r#"{"sessionLimit":null,"sessionTtl":null}"#)
+        .await;
+    assert_eq!(cleared.ok()["sessionLimit"], Value::Null);
+    let started = s
+        .client("sessions/start", &body(&key, "machine-free-0200"), None)
+        .await;
+    assert_eq!(started.valid()["session"]["ttl"], 120);
+
+    // Every check of a verify: a suspended license starts nothing; neither does an unknown key,
+    // nor a blacklisted device.
+    s.put(&url, r#"{"suspended":true}"#).await.ok();
+    s.client("sessions/start", &body(&key, "machine-free-0300"), None)
+        .await
+        .err(403, "LICENSE_SUSPENDED");
+    s.client(
+        "sessions/start",
+        &body("AAAAA-AAAAA-AAAAA-AAAAA-AAAAA", "machine-free-0300"),
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    s.put(&url, r#"{"suspended":false}"#).await.ok();
+    s.post(
+        &s.dev("blacklist"),
+        r#"{"type":"HARDWARE_IDENTIFIER","value":"machine-banned-01"}"#,
+    )
+    .await
+    .ok();
+    s.client("sessions/start", &body(&key, "machine-banned-01"), None)
+        .await
+        .err(403, "HARDWARE_IDENTIFIER_BLACKLISTED");
+    // A device limit is checked in the same step: a second machine is refused before a seat.
+    s.put(&url, r#"{"hwidLimit":1,"sessionLimit":5}"#)
+        .await
+        .ok();
+    let devices = s
+        .get(&s.dev(&format!("licenses/id/{id}/hwid?pageSize=100")))
+        .await;
+    assert!(devices.ok()["totalResults"].as_u64().unwrap() > 1);
+    s.client("sessions/start", &body(&key, "machine-new-09999"), None)
+        .await
+        .err(403, "HWID_LIMIT_REACHED");
+}
+
+/// Starts and ends are rate limited per address like verifies.
+#[tokio::test]
+async fn starts_and_ends_are_rate_limited_like_verifies() {
+    let s = TestServer::start_with(|c| c.rate_limit_per_minute = 3).await;
+    let key = floating(&s, 10, 600).await;
+    let ip = Some("198.51.100.77");
+    let first = s
+        .client("sessions/start", &body(&key, "machine-rate-0001"), ip)
+        .await;
+    let id = first.valid()["session"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(first.header("x-ratelimit-limit"), Some("3"));
+    s.client("verify", &body(&key, "machine-rate-0001"), ip)
+        .await
+        .valid();
+    s.client(
+        "sessions/end",
+        &json!({"licenseKey": key, "sessionId": id}),
+        ip,
+    )
+    .await
+    .valid();
+    let limited = s
+        .client("sessions/start", &body(&key, "machine-rate-0001"), ip)
+        .await;
+    limited.err(429, "RATE_LIMIT");
+    assert!(limited.header("retry-after").is_some());
+}
