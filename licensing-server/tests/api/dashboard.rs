@@ -377,6 +377,15 @@ async fn the_license_page_shows_live_sessions_and_support_revokes_one() {
         .as_str()
         .unwrap()
         .to_owned();
+    // A license that is not floating and runs no session shows no sessions.
+    let plain = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    b.get(&format!(
+        "/dashboard/licenses/{}",
+        plain["id"].as_str().unwrap()
+    ))
+    .await
+    .lacks("concurrent seat")
+    .lacks(r#"id="sessions""#);
     let page = b.get(&format!("/dashboard/licenses/{id}")).await;
     page.has("1 of 2 concurrent seats in use")
         .has("seat-machine-0001")

@@ -141,15 +141,18 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             devices_allowed,
             ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
         ))
-        h2 #sessions { "Sessions" }
-        p.hint {
-            @match l.session_limit {
-                Some(limit) => { (sessions.len()) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
-                None => { "Sessions are not limited. " },
+        // Floating licenses, and any license whose application starts sessions.
+        @if l.session_limit.is_some() || !sessions.is_empty() {
+            h2 #sessions { "Sessions" }
+            p.hint {
+                @match l.session_limit {
+                    Some(limit) => { (sessions.len()) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
+                    None => { "Sessions are not limited. " },
+                }
+                "A running copy of the application holds a session while it heartbeats; closing it, or revoking its session here, frees the seat at once."
             }
-            "A running copy of the application holds a session while it heartbeats; closing it, or revoking its session here, frees the seat at once."
+            (live_sessions(staff, l.id, devices_allowed, &sessions))
         }
-        (live_sessions(staff, l.id, devices_allowed, &sessions))
         @if write_allowed {
             h2 #license-file { "License file" }
             p.hint { "A signed file the application checks without reaching this server: for a machine that is offline, or air-gapped." }
