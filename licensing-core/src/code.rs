@@ -39,11 +39,15 @@ pub enum ResultCode {
     SessionLimitReached,
     /// (ext) The session is unknown, ended, revoked or expired.
     SessionNotFound,
+    /// (ext) The `Idempotency-Key` was used with another request.
+    IdempotencyKeyMismatch,
+    /// (ext) The request first sent with this `Idempotency-Key` is still running.
+    IdempotencyKeyInUse,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 25] = [
+    pub const ALL: [ResultCode; 27] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -69,6 +73,8 @@ impl ResultCode {
         Self::EntitlementsMissing,
         Self::SessionLimitReached,
         Self::SessionNotFound,
+        Self::IdempotencyKeyMismatch,
+        Self::IdempotencyKeyInUse,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -98,6 +104,8 @@ impl ResultCode {
             | Self::ProductNotFound
             | Self::ReleaseNotFound
             | Self::SessionNotFound => 404,
+            Self::IdempotencyKeyInUse => 409,
+            Self::IdempotencyKeyMismatch => 422,
             Self::RateLimit => 429,
             Self::InternalServerError => 500,
         }
@@ -131,6 +139,8 @@ impl ResultCode {
             Self::EntitlementsMissing => "ENTITLEMENTS_MISSING",
             Self::SessionLimitReached => "SESSION_LIMIT_REACHED",
             Self::SessionNotFound => "SESSION_NOT_FOUND",
+            Self::IdempotencyKeyMismatch => "IDEMPOTENCY_KEY_MISMATCH",
+            Self::IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
         }
     }
 
@@ -188,6 +198,8 @@ mod tests {
             (EntitlementsMissing, 403),
             (SessionLimitReached, 403),
             (SessionNotFound, 404),
+            (IdempotencyKeyMismatch, 422),
+            (IdempotencyKeyInUse, 409),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -196,8 +208,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_of_the_specification_three_of_ours_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_five_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 24);
+        assert_eq!(errors, 26);
     }
 }

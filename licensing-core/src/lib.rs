@@ -11,6 +11,7 @@
 //! | [`api`] | `result.code` and its HTTP status, the envelope, request bodies and queries, answer views |
 //! | [`error`] | field problems and the one [`ApiError`] every failure becomes |
 //! | [`expiry`] | expiration as pure functions of `now` |
+//! | [`idempotency`] | (ext) `Idempotency-Key`: the key, the request's fingerprint, the claim rule |
 //! | [`verify`] | the verification decision shared by verify, heartbeat and classloader |
 //! | [`store`] | async storage traits, the in-memory store, the conformance suite (feature `testing`) |
 //! | [`crypto`] | team keys, challenge signatures, session keys, the framed AES-GCM stream, API keys |
@@ -75,6 +76,7 @@ pub mod error;
 pub mod expiry;
 #[cfg(feature = "testing")]
 pub mod fuzz;
+pub mod idempotency;
 pub mod ids;
 pub mod key;
 pub mod model;

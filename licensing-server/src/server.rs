@@ -363,6 +363,10 @@ impl Server {
             self.state.clone(),
             stop.clone(),
         ));
+        let idempotency = tokio::spawn(crate::services::idempotency_purger::run(
+            store.clone(),
+            stop.clone(),
+        ));
         let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
@@ -404,6 +408,7 @@ impl Server {
         client_events.await.ok();
         key_uses.await.ok();
         sweeper.await.ok();
+        idempotency.await.ok();
         if let Some(changes) = changes {
             changes.await.ok();
         }

@@ -15,6 +15,7 @@
 mod activity;
 mod error;
 mod filter;
+mod idempotency;
 mod memory;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -24,6 +25,7 @@ use std::future::Future;
 pub use activity::*;
 pub use error::{BackendError, Entity, StoreError, StoreResult};
 pub use filter::*;
+pub use idempotency::IdempotencyStore;
 pub use memory::MemoryStore;
 
 use crate::api::requests::{
@@ -744,6 +746,7 @@ pub trait Store:
     + ActivityStore
     + LicenseSessionStore
     + SessionKeyStore
+    + IdempotencyStore
     + BlacklistStore
     + StatsStore
     + OutboxStore
@@ -767,6 +770,7 @@ impl<T> Store for T where
         + ActivityStore
         + LicenseSessionStore
         + SessionKeyStore
+        + IdempotencyStore
         + BlacklistStore
         + StatsStore
         + OutboxStore

@@ -2,6 +2,7 @@
 //! and the one `recover` that turns warp's own rejections into envelopes.
 
 pub(crate) mod auth;
+pub(crate) mod idempotency;
 
 use std::convert::Infallible;
 use std::pin::Pin;

@@ -6,8 +6,9 @@
 //! Each route is one operation of [`crate::operator`], in a table like the developer API's; its
 //! gate, for each request: finds the route (404, 405), checks the admin token (404 when the
 //! admin API is off, 401, 429 past the failure limit), counts the admin principal's rate limit
-//! (429), refuses a query string where the route takes none (400), parses the path's ids (400)
-//! and the body (400, 413), and performs the operation. Every answer past the token carries the
+//! (429), refuses a query string where the route takes none (400), parses the path's ids (400),
+//! applies a write's `Idempotency-Key` ([`crate::http::idempotency`]), parses the body (400,
+//! 413), and performs the operation. Every answer past the token carries the
 //! `X-RateLimit-*` headers.
 
 use std::future::Future;
@@ -24,7 +25,7 @@ use warp::Reply as _;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, Method, header};
 
-use crate::http::{Incoming, Response, auth, respond, success};
+use crate::http::{Incoming, Response, auth, idempotency, respond, success};
 use crate::operator::{
     Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, OperatorOperation,
     SetFeatures,
@@ -32,6 +33,7 @@ use crate::operator::{
 use crate::routes::table::{Input, PathIds, Query, Route, find};
 use crate::services::staff::CreatedStaff;
 use crate::state::{AppState, Principal};
+use licensing_core::idempotency::IdempotencyOwner;
 
 /// An operator's operation as the admin API reaches it: the operation a request asks for (from
 /// its path's ids and body), and the answer to what it did.
@@ -104,14 +106,29 @@ async fn gate(table: &[Route<Operator>], request: Incoming) -> Response {
     if let Some(status) = rate.filter(|s| !s.allowed()) {
         return crate::http::rate_limited(&status, "requests", " per admin token");
     }
-    let answer = async {
+    let checked = (|| {
         if route.query == Query::None {
             parse_no_query(&input.query)?;
         }
-        let bound = route.bind(&ids)?;
-        bound(Operator::admin(&state, client), input).await
+        route.bind(&ids)
+    })();
+    let mut response = match checked {
+        Err(e) => crate::http::error(&e),
+        Ok(bound) => {
+            let operator = Operator::admin(&state, client);
+            let path = format!("/api/v1/admin/{}", request.path.as_str());
+            let write = move |input: Input| async move { respond(bound(operator, input).await) };
+            idempotency::guard(
+                &state,
+                IdempotencyOwner::admin(),
+                &request.method,
+                &path,
+                input,
+                write,
+            )
+            .await
+        }
     };
-    let mut response = respond(answer.await);
     if let Some(status) = rate {
         status.apply(response.headers_mut());
     }

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod client_events;
 pub mod contexts;
 pub mod geo;
+pub(crate) mod idempotency_purger;
 pub mod key_uses;
 pub mod keyring;
 pub mod mail;

@@ -12,6 +12,9 @@ use licensing_core::api::requests::{
     ReleaseListQuery,
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
+use licensing_core::idempotency::{
+    Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer,
+};
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HealthChange,
     HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
@@ -265,6 +268,13 @@ delegate!(LicenseSessionStore {
     fn remove_license_session(&self, team: TeamId, license: LicenseId, id: LicenseSessionId, now: Timestamp, expired: bool, journal: &Journal) -> StoreResult<Option<LicenseSession>>;
     fn expired_license_sessions(&self, now: Timestamp, max: u32) -> StoreResult<Vec<LicenseSession>>;
     fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64>;
+});
+
+delegate!(IdempotencyStore {
+    fn claim_idempotency_key(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint, now: Timestamp) -> StoreResult<Claim>;
+    fn keep_idempotent_answer(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint, answer: &KeptAnswer) -> StoreResult<()>;
+    fn release_idempotency_key(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint) -> StoreResult<()>;
+    fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64>;
 });
 
 delegate!(SessionKeyStore {

@@ -25,6 +25,7 @@ mod fuzz;
 mod gate;
 mod headers;
 mod helpers;
+mod idempotency;
 mod instances;
 mod isolation;
 mod license_files;

@@ -9,6 +9,7 @@ use super::*;
 use crate::verify;
 
 mod activity;
+mod idempotency;
 mod records;
 mod team_data;
 mod webhooks;
@@ -38,6 +39,7 @@ struct State {
     staff: HashMap<StaffId, StaffUser>,
     sessions: HashMap<String, StaffSession>,
     floating: HashMap<crate::LicenseSessionId, crate::model::LicenseSession>,
+    idempotency: HashMap<(String, String), crate::idempotency::IdempotencyRecord>,
 }
 
 /// The in-memory store. Clones share the same data.

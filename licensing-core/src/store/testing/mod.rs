@@ -43,6 +43,7 @@ mod catalog;
 mod concurrency;
 mod entitlements;
 mod fixtures;
+mod idempotency;
 mod isolation;
 mod licenses;
 mod mail;
@@ -57,6 +58,7 @@ pub use catalog::*;
 pub use concurrency::*;
 pub use entitlements::*;
 pub use fixtures::*;
+pub use idempotency::*;
 pub use isolation::*;
 pub use licenses::*;
 pub use mail::*;
@@ -143,6 +145,7 @@ macro_rules! store_test_suite {
             signing_keys_rotate_and_retire_under_the_teams_lock,
             entitlements_have_unique_codes_and_deleting_detaches_them,
             floating_sessions_count_while_live_and_end_once,
+            idempotency_keys_are_claimed_once_kept_replayed_and_purged,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
@@ -161,6 +164,15 @@ macro_rules! store_test_suite {
             let runner = $runner;
             let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
             $crate::store::testing::concurrent_session_starts_admit_exactly_the_limit(&store, &runner);
+        }
+        #[test]
+        fn concurrent_claims_of_one_key_run_exactly_once() {
+            if !$available {
+                return;
+            }
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_claims_of_one_key_run_exactly_once(&store, &runner);
         }
     };
     (@async $runner:expr, $make:expr, $available:expr; $($name:ident),* $(,)?) => {

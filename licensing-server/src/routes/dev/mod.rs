@@ -11,6 +11,9 @@
 //!    `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`);
 //! 4. counts the key's rate limit on the record it already holds (429);
 //! 5. refuses a query string on operations that take none (400);
+//! 6. for a write with an `Idempotency-Key`, answers again what the same request answered
+//!    before, or refuses a key in use (409) or used with another request (422)
+//!    ([`crate::http::idempotency`]);
 //!
 //! then reads the operation from the request (its body: 400, 413) and performs it for the
 //! key, which looks records up (404) and changes them.
@@ -140,9 +143,10 @@ use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, Method};
 
 use crate::app;
-use crate::http::{Incoming, Response, auth, path_param, respond};
+use crate::http::{Incoming, Response, auth, idempotency, path_param, respond};
 use crate::routes::table::find;
 pub(crate) use crate::routes::table::{Input, PathIds, Query};
+use licensing_core::idempotency::IdempotencyOwner;
 
 /// A route of the developer API.
 pub(crate) type Route = crate::routes::table::Route<Dev>;
@@ -345,13 +349,17 @@ async fn gate(table: &[Route], request: Incoming) -> Response {
         crate::http::error(&e)
     } else {
         let dev = Dev {
-            state,
+            state: state.clone(),
             team,
             caller: Caller::api_key(&key),
             now,
             client,
         };
-        respond(bound(dev, input).await)
+        // 6. The idempotency key of a write.
+        let path = format!("/api/v1/dev/teams/{}", request.path.as_str());
+        let owner = IdempotencyOwner::api_key(team, key.id);
+        let write = move |input: Input| async move { respond(bound(dev, input).await) };
+        idempotency::guard(&state, owner, &request.method, &path, input, write).await
     };
     if let Some(status) = rate {
         status.apply(response.headers_mut());

@@ -42,10 +42,11 @@ const MIGRATIONS: &[Migration] = migrations![
     10 "record counts and records by last use" "0010_record_counts.sql",
     11 "entitlements" "0011_entitlements.sql",
     12 "floating sessions" "0012_license_sessions.sql",
+    13 "idempotency keys" "0013_idempotency_keys.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

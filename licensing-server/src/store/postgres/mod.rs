@@ -22,6 +22,7 @@ mod catalog;
 mod customers;
 mod devices;
 mod floating;
+mod idempotency;
 mod licenses;
 mod migrate;
 mod misc;

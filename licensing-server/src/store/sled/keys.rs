@@ -48,6 +48,8 @@ pub(crate) mod tag {
     pub(crate) const ENTITLEMENT: u8 = b'N';
     /// A floating session, by team, license and id (`floating.rs`).
     pub(crate) const FLOATING: u8 = b'F';
+    /// An idempotency key and its kept answer, by owner and key (`idempotency.rs`).
+    pub(crate) const IDEMPOTENCY: u8 = b'Y';
 }
 
 /// Builds a key from parts.

@@ -42,6 +42,7 @@ mod customers;
 mod floating;
 mod flusher;
 mod format;
+mod idempotency;
 mod key_ids;
 mod keys;
 mod layout;

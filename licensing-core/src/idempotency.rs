@@ -1,0 +1,365 @@
+//! (ext) Idempotency keys: a retried write runs once (protocol.md section 6).
+//!
+//! A client sends `Idempotency-Key` with a write; the first request with a key runs, and its
+//! answer is kept under the key, per team and credential ([`IdempotencyOwner`]), with the
+//! request's [`Fingerprint`]. The same key with the same fingerprint answers the kept answer and
+//! runs nothing; with another fingerprint it is refused ([`Claim::Mismatch`]); while the first
+//! still runs, the retry is told to wait ([`Claim::InUse`]). This module holds the vocabulary and
+//! the pure parts (parsing the key, computing the fingerprint, the claim rule); the stores keep
+//! the records ([`crate::store::IdempotencyStore`]) and the server applies them at its gates.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::code::ResultCode;
+use crate::error::ApiError;
+use crate::ids::TeamId;
+use crate::time::Timestamp;
+
+/// The header's name.
+pub const HEADER: &str = "Idempotency-Key";
+
+/// The header of a replayed answer (value `true`).
+pub const REPLAYED_HEADER: &str = "Idempotent-Replayed";
+
+/// How long a key and its answer are kept: 24 hours from the first request.
+pub const KEPT_FOR_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// How long a request that claimed a key may run before its claim counts as abandoned (its
+/// server stopped mid-request): a retry after that runs again.
+pub const ABANDONED_AFTER_MS: i64 = 5 * 60 * 1000;
+
+/// The longest key.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// A valid `Idempotency-Key`: 1 to 255 characters of visible ASCII (`!` to `~`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Parses the header's value: 400 naming the header and the rule otherwise.
+    pub fn parse(value: &[u8]) -> Result<Self, ApiError> {
+        let valid = !value.is_empty()
+            && value.len() <= MAX_KEY_LEN
+            && value.iter().all(|b| (b'!'..=b'~').contains(b));
+        if !valid {
+            return Err(ApiError::bad_field(
+                HEADER,
+                "must be 1 to 255 characters of visible ASCII (no spaces): send a fresh random value, such as a UUID, per write",
+            ));
+        }
+        // Visible ASCII is UTF-8.
+        Ok(Self(String::from_utf8_lossy(value).into_owned()))
+    }
+
+    /// The key as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whose keys: one team's credential (an API key, a staff member), or the operator's admin
+/// token. Two owners never see each other's keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdempotencyOwner(String);
+
+impl IdempotencyOwner {
+    /// The keys of API key `key_id` of `team`.
+    pub fn api_key(team: TeamId, key_id: impl fmt::Display) -> Self {
+        Self(format!("{team}/key/{key_id}"))
+    }
+
+    /// The keys of staff member `staff_id` of `team` (the dashboard's forms).
+    pub fn staff(team: TeamId, staff_id: impl fmt::Display) -> Self {
+        Self(format!("{team}/staff/{staff_id}"))
+    }
+
+    /// The keys of the admin API's token.
+    pub fn admin() -> Self {
+        Self("admin".to_owned())
+    }
+
+    /// The owner as stored: ASCII, no NUL.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// An owner read back from a store.
+    pub fn from_stored(text: String) -> Self {
+        Self(text)
+    }
+}
+
+/// What identifies a request: SHA-256 of its method, path, query and body digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fingerprint(pub [u8; 32]);
+
+impl Fingerprint {
+    /// The fingerprint of a request whose body has digest `body` ([`body_digest`] or
+    /// [`MultipartDigest`]).
+    pub fn of(method: &str, path: &str, query: &str, body: [u8; 32]) -> Self {
+        let mut h = Sha256::new();
+        for part in [method.as_bytes(), path.as_bytes(), query.as_bytes()] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part);
+        }
+        h.update(body);
+        Self(h.finalize().into())
+    }
+}
+
+/// SHA-256 of a whole body.
+pub fn body_digest(body: &[u8]) -> [u8; 32] {
+    Sha256::digest(body).into()
+}
+
+/// The digest of a multipart body from its parts (name, file name and content, in order), so
+/// that the same form sent again with a new boundary has the same digest.
+#[derive(Clone, Debug, Default)]
+pub struct MultipartDigest(Sha256);
+
+impl MultipartDigest {
+    /// Adds the next part.
+    pub fn part(&mut self, name: Option<&str>, file_name: Option<&str>, content: &[u8]) {
+        for field in [name, file_name] {
+            match field {
+                Some(text) => {
+                    self.0.update([1]);
+                    self.0.update((text.len() as u64).to_be_bytes());
+                    self.0.update(text.as_bytes());
+                }
+                None => self.0.update([0]),
+            }
+        }
+        self.0.update(body_digest(content));
+    }
+
+    /// The digest of every part added.
+    pub fn finish(self) -> [u8; 32] {
+        self.0.finalize().into()
+    }
+}
+
+/// An answer as kept and replayed: status, content type and body, byte for byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type` (empty: none).
+    pub content_type: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl KeptAnswer {
+    /// Whether an answer with `status` is kept: 5xx and 429 are not (a retry may succeed).
+    pub fn is_kept(status: u16) -> bool {
+        status < 500 && status != 429
+    }
+}
+
+/// A key's record in a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The fingerprint of the request that claimed the key.
+    pub fingerprint: Fingerprint,
+    /// When it was claimed; the key is kept [`KEPT_FOR_MS`] from then.
+    pub created_at: Timestamp,
+    /// Its answer; `None` while the request runs.
+    pub answer: Option<KeptAnswer>,
+}
+
+/// What a request finds under its key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Nothing (or an expired or abandoned record): the key is now the request's; it runs.
+    Run,
+    /// The answer of the same request, which ran before.
+    Replay(KeptAnswer),
+    /// The key was used with another request.
+    Mismatch,
+    /// The same request is still running.
+    InUse,
+}
+
+impl Claim {
+    /// The claim of a request with `fingerprint` at `now` on what the store holds under its key
+    /// (`None`: nothing): the rule every store applies, atomically with writing the claim.
+    pub fn decide(
+        existing: Option<&IdempotencyRecord>,
+        fingerprint: Fingerprint,
+        now: Timestamp,
+    ) -> Self {
+        let Some(record) = existing else {
+            return Self::Run;
+        };
+        let age = now.as_millis() - record.created_at.as_millis();
+        if age >= KEPT_FOR_MS {
+            return Self::Run;
+        }
+        match &record.answer {
+            None if age >= ABANDONED_AFTER_MS => Self::Run,
+            _ if record.fingerprint != fingerprint => Self::Mismatch,
+            None => Self::InUse,
+            Some(answer) => Self::Replay(answer.clone()),
+        }
+    }
+
+    /// The error answer of a refused claim; `None` for [`Claim::Run`] and [`Claim::Replay`].
+    pub fn refusal(&self) -> Option<ApiError> {
+        match self {
+            Self::Mismatch => Some(ApiError::new(
+                ResultCode::IdempotencyKeyMismatch,
+                "Idempotency-Key was already used with another request (method, path, query or body): send a new key for a new request",
+            )),
+            Self::InUse => Some(
+                ApiError::new(
+                    ResultCode::IdempotencyKeyInUse,
+                    "The request first sent with this Idempotency-Key is still running: retry it after a second to get its answer",
+                )
+                .retry_after_secs(1),
+            ),
+            Self::Run | Self::Replay(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_one_to_255_visible_ascii_characters() {
+        assert!(IdempotencyKey::parse(b"a").is_ok());
+        assert!(IdempotencyKey::parse(&[b'~'; 255]).is_ok());
+        assert!(IdempotencyKey::parse(b"order-42/retry:1!").is_ok());
+        for bad in [
+            &b""[..],
+            &[b'a'; 256],
+            b"has space",
+            b"tab\there",
+            "é".as_bytes(),
+            b"nul\0",
+        ] {
+            let e = IdempotencyKey::parse(bad).unwrap_err();
+            assert_eq!(e.code(), ResultCode::BadRequest);
+            assert!(e.details().contains("Idempotency-Key"), "{}", e.details());
+        }
+    }
+
+    #[test]
+    fn fingerprints_separate_each_part_of_a_request() {
+        let body = body_digest(b"{}");
+        let a = Fingerprint::of("POST", "/a", "", body);
+        assert_eq!(a, Fingerprint::of("POST", "/a", "", body));
+        assert_ne!(a, Fingerprint::of("PUT", "/a", "", body));
+        assert_ne!(a, Fingerprint::of("POST", "/a", "x=1", body));
+        assert_ne!(a, Fingerprint::of("POST", "/ax", "", body));
+        assert_ne!(a, Fingerprint::of("POST", "/a", "", body_digest(b"{ }")));
+        // A part's bytes never spill into the next.
+        assert_ne!(
+            Fingerprint::of("POST", "/a", "b", body),
+            Fingerprint::of("POST", "/ab", "", body)
+        );
+    }
+
+    #[test]
+    fn multipart_digests_follow_names_file_names_and_contents_in_order() {
+        let digest = |parts: &[(Option<&str>, Option<&str>, &[u8])]| {
+            let mut d = MultipartDigest::default();
+            for (name, file, content) in parts {
+                d.part(*name, *file, content);
+            }
+            d.finish()
+        };
+        let base = digest(&[
+            (Some("data"), None, b"{}"),
+            (Some("file"), Some("a.jar"), b"PK"),
+        ]);
+        assert_eq!(
+            base,
+            digest(&[
+                (Some("data"), None, b"{}"),
+                (Some("file"), Some("a.jar"), b"PK")
+            ])
+        );
+        assert_ne!(
+            base,
+            digest(&[
+                (Some("file"), Some("a.jar"), b"PK"),
+                (Some("data"), None, b"{}")
+            ])
+        );
+        assert_ne!(
+            base,
+            digest(&[
+                (Some("data"), None, b"{}"),
+                (Some("file"), Some("b.jar"), b"PK")
+            ])
+        );
+        assert_ne!(
+            base,
+            digest(&[(Some("data"), None, b"{}"), (Some("file"), None, b"PK")])
+        );
+        assert_ne!(
+            base,
+            digest(&[
+                (Some("data"), None, b"{}"),
+                (Some("file"), Some("a.jar"), b"PK!")
+            ])
+        );
+    }
+
+    #[test]
+    fn the_claim_rule_replays_refuses_waits_and_expires() {
+        let t0 = Timestamp::from_millis(1_000_000);
+        let at = |ms: i64| Timestamp::from_millis(t0.as_millis() + ms);
+        let print = Fingerprint([1; 32]);
+        let other = Fingerprint([2; 32]);
+        let answer = KeptAnswer {
+            status: 201,
+            content_type: "application/json".into(),
+            body: b"{}".to_vec(),
+        };
+        let running = IdempotencyRecord {
+            fingerprint: print,
+            created_at: t0,
+            answer: None,
+        };
+        let done = IdempotencyRecord {
+            answer: Some(answer.clone()),
+            ..running.clone()
+        };
+        assert_eq!(Claim::decide(None, print, t0), Claim::Run);
+        assert_eq!(Claim::decide(Some(&running), print, at(1)), Claim::InUse);
+        assert_eq!(Claim::decide(Some(&running), other, at(1)), Claim::Mismatch);
+        assert_eq!(
+            Claim::decide(Some(&running), print, at(ABANDONED_AFTER_MS)),
+            Claim::Run
+        );
+        assert_eq!(
+            Claim::decide(Some(&done), print, at(ABANDONED_AFTER_MS)),
+            Claim::Replay(answer)
+        );
+        assert_eq!(Claim::decide(Some(&done), other, at(1)), Claim::Mismatch);
+        assert_eq!(
+            Claim::decide(Some(&done), other, at(KEPT_FOR_MS)),
+            Claim::Run
+        );
+        let in_use = Claim::InUse.refusal().unwrap();
+        assert_eq!(in_use.status(), 409);
+        assert_eq!(in_use.retry_after(), Some(1));
+        assert_eq!(Claim::Mismatch.refusal().unwrap().status(), 422);
+        assert!(KeptAnswer::is_kept(201) && KeptAnswer::is_kept(404));
+        assert!(
+            !KeptAnswer::is_kept(429) && !KeptAnswer::is_kept(500) && !KeptAnswer::is_kept(503)
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! Idempotency keys: claimed once, kept, replayed, refused for another request, released,
+//! expired and purged, per owner.
+
+use super::*;
+use crate::idempotency::{
+    ABANDONED_AFTER_MS, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KEPT_FOR_MS,
+    KeptAnswer,
+};
+
+fn ms(at: Timestamp, ms: i64) -> Timestamp {
+    Timestamp::from_millis(at.as_millis() + ms)
+}
+
+fn answer(body: &str) -> KeptAnswer {
+    KeptAnswer {
+        status: 201,
+        content_type: "application/json".into(),
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+/// The first claim runs; while it runs the same request waits and another is refused; its kept
+/// answer is replayed byte for byte; a released claim runs again; another owner's key of the
+/// same name is its own; a key is kept 24 hours and a running claim counts as abandoned after
+/// its time; purging deletes what was claimed before a time, at most as many as asked.
+pub async fn idempotency_keys_are_claimed_once_kept_replayed_and_purged<S: Store>(store: &S) {
+    let a = IdempotencyOwner::api_key(TeamId::new(), "key-a");
+    let b = IdempotencyOwner::api_key(TeamId::new(), "key-a");
+    let key = IdempotencyKey::parse(b"order-42").unwrap();
+    let (print, other) = (Fingerprint([7; 32]), Fingerprint([8; 32]));
+    let t = t0();
+    let claim = |owner, print, now| store.claim_idempotency_key(owner, &key, print, now);
+
+    assert_eq!(claim(&a, print, t).await.unwrap(), Claim::Run);
+    assert_eq!(claim(&a, print, ms(t, 1)).await.unwrap(), Claim::InUse);
+    assert_eq!(claim(&a, other, ms(t, 1)).await.unwrap(), Claim::Mismatch);
+    // Another owner's key of the same name.
+    assert_eq!(claim(&b, other, ms(t, 1)).await.unwrap(), Claim::Run);
+    // A claim is kept by its own fingerprint only.
+    store
+        .keep_idempotent_answer(&a, &key, other, &answer("wrong"))
+        .await
+        .unwrap();
+    assert_eq!(claim(&a, print, ms(t, 2)).await.unwrap(), Claim::InUse);
+    let body = "{\"data\":{\"id\":\"é\"},\"result\":{}}";
+    store
+        .keep_idempotent_answer(&a, &key, print, &answer(body))
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&a, print, ms(t, 3)).await.unwrap(),
+        Claim::Replay(answer(body))
+    );
+    assert_eq!(claim(&a, other, ms(t, 3)).await.unwrap(), Claim::Mismatch);
+    // A kept answer is not released.
+    store
+        .release_idempotency_key(&a, &key, print)
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&a, print, ms(t, 4)).await.unwrap(),
+        Claim::Replay(answer(body))
+    );
+    // A released claim runs again (a 5xx is not kept), with any request.
+    store
+        .release_idempotency_key(&b, &key, other)
+        .await
+        .unwrap();
+    assert_eq!(claim(&b, print, ms(t, 5)).await.unwrap(), Claim::Run);
+    // An abandoned claim runs again; a kept answer is kept for 24 hours.
+    let later = ms(t, 5 + ABANDONED_AFTER_MS);
+    assert_eq!(claim(&b, other, later).await.unwrap(), Claim::Run);
+    assert_eq!(
+        claim(&a, print, ms(t, KEPT_FOR_MS - 1)).await.unwrap(),
+        Claim::Replay(answer(body))
+    );
+    assert_eq!(
+        claim(&a, other, ms(t, KEPT_FOR_MS)).await.unwrap(),
+        Claim::Run
+    );
+
+    // Purging: what was claimed before the time, at most `max` at once.
+    let c = IdempotencyOwner::admin();
+    for i in 0..5u8 {
+        let k = IdempotencyKey::parse(format!("purge-{i}").as_bytes()).unwrap();
+        let now = ms(t, i64::from(i) * 1000);
+        assert_eq!(
+            store
+                .claim_idempotency_key(&c, &k, print, now)
+                .await
+                .unwrap(),
+            Claim::Run
+        );
+        store
+            .keep_idempotent_answer(&c, &k, print, &answer("{}"))
+            .await
+            .unwrap();
+    }
+    let purged = store.purge_idempotency_keys(ms(t, 2500), 2).await.unwrap();
+    assert_eq!(purged, 2);
+    let purged = store
+        .purge_idempotency_keys(ms(t, 2500), 100)
+        .await
+        .unwrap();
+    assert_eq!(purged, 1, "purge-2 was claimed at 2 s");
+    for i in 0..5u8 {
+        let k = IdempotencyKey::parse(format!("purge-{i}").as_bytes()).unwrap();
+        let found = store
+            .claim_idempotency_key(&c, &k, other, ms(t, 10_000))
+            .await
+            .unwrap();
+        let expected = if i < 3 { Claim::Run } else { Claim::Mismatch };
+        assert_eq!(found, expected, "purge-{i}");
+    }
+}
+
+/// Of many concurrent claims of one key with one request, exactly one runs; the others wait.
+pub fn concurrent_claims_of_one_key_run_exactly_once<S: Store, R: BlockOn>(store: &S, runner: &R) {
+    const CLAIMS: usize = 16;
+    let owner = IdempotencyOwner::api_key(TeamId::new(), "concurrent");
+    let key = IdempotencyKey::parse(b"same-key").unwrap();
+    let print = Fingerprint([3; 32]);
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let waits = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..CLAIMS {
+            let (owner, key, runs, waits) = (&owner, &key, &runs, &waits);
+            scope.spawn(move || {
+                let claim = runner
+                    .block_on(store.claim_idempotency_key(owner, key, print, t0()))
+                    .unwrap();
+                let counter = match claim {
+                    Claim::Run => runs,
+                    Claim::InUse => waits,
+                    other => panic!("unexpected {other:?}"),
+                };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+    });
+    assert_eq!(runs.into_inner(), 1);
+    assert_eq!(waits.into_inner(), CLAIMS - 1);
+}

@@ -1,0 +1,295 @@
+//! `Idempotency-Key` at the gates (protocol.md section 6): a write sent again with the same key
+//! runs once.
+//!
+//! [`guard`] wraps a write of the developer API, the admin API or the dashboard. Without the
+//! header it runs the write as it is. With it, it reads the body (whole: the fingerprint covers
+//! it; a multipart body by its parts, so that a new boundary matches), computes the request's
+//! fingerprint and claims the key in the store, which every instance shares:
+//! - a key never seen (or expired) runs the write, in a task of its own, so that a client that
+//!   goes away (the reason it retries) does not cancel the write half-way or its answer's
+//!   keeping; the answer is then kept (unless it is a 5xx or a 429) before it is sent;
+//! - the same request again answers the kept status, content type and body, with
+//!   `Idempotent-Replayed: true`, and runs nothing;
+//! - another request with the key: 422 `IDEMPOTENCY_KEY_MISMATCH`; the same one still running:
+//!   409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After: 1`.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use licensing_core::ApiError;
+use licensing_core::idempotency::{
+    self, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, MultipartDigest,
+    body_digest,
+};
+use licensing_core::store::IdempotencyStore;
+use licensing_core::{Timestamp, api::requests::MAX_JSON_BODY};
+use warp::http::{HeaderValue, Method, header};
+
+use super::{Body, Input, Response, error, read_body};
+use crate::state::AppState;
+
+/// Whether `method` writes: the methods that take a key.
+pub(crate) fn is_write(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// The request's key: `None` without the header, 400 for an invalid or repeated one.
+pub(crate) fn key_of(headers: &warp::http::HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let mut values = headers.get_all(idempotency::HEADER).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ApiError::bad_field(
+            idempotency::HEADER,
+            "is given more than once: send one key per request",
+        ));
+    }
+    IdempotencyKey::parse(value.as_bytes()).map(Some)
+}
+
+/// Runs `write` (a `method` request to `path` with `input`) under its idempotency key, if it
+/// has one, for `owner` (see the module documentation).
+pub(crate) async fn guard<W, A>(
+    state: &AppState,
+    owner: IdempotencyOwner,
+    method: &Method,
+    path: &str,
+    input: Input,
+    write: W,
+) -> Response
+where
+    W: FnOnce(Input) -> A + Send + 'static,
+    A: Future<Output = Response> + Send + 'static,
+{
+    if !is_write(method) {
+        return write(input).await;
+    }
+    let key = match key_of(&input.headers) {
+        Ok(Some(key)) => key,
+        Ok(None) => return write(input).await,
+        Err(e) => return error(&e),
+    };
+    let (input, digest) = match read_whole(state, input).await {
+        Ok(read) => read,
+        Err(e) => return error(&e),
+    };
+    let fingerprint = Fingerprint::of(method.as_str(), path, &input.query, digest);
+    let claim = state
+        .store
+        .claim_idempotency_key(&owner, &key, fingerprint, Timestamp::now())
+        .await;
+    match claim {
+        Err(e) => error(&crate::http::internal(
+            "claiming an idempotency key failed",
+            e,
+        )),
+        Ok(Claim::Replay(answer)) => replay(answer),
+        Ok(Claim::Run) => {
+            let (store, task_owner, task_key) = (state.store.clone(), owner.clone(), key.clone());
+            let task = tokio::spawn(async move {
+                let response = write(input).await;
+                settle(&store, &task_owner, &task_key, fingerprint, response).await
+            });
+            match task.await {
+                Ok(response) => response,
+                Err(e) => {
+                    // The write panicked: nothing is kept, so a retry runs.
+                    tracing::error!(error = %e, "a write with an idempotency key failed");
+                    let _ = state
+                        .store
+                        .release_idempotency_key(&owner, &key, fingerprint)
+                        .await;
+                    error(&ApiError::internal())
+                }
+            }
+        }
+        Ok(refused) => match refused.refusal() {
+            Some(e) => error(&e),
+            None => error(&ApiError::internal()),
+        },
+    }
+}
+
+/// Keeps `response` under the claim (or releases the claim for a 5xx or a 429), and answers
+/// it.
+async fn settle<S: IdempotencyStore>(
+    store: &S,
+    owner: &IdempotencyOwner,
+    key: &IdempotencyKey,
+    fingerprint: Fingerprint,
+    response: Response,
+) -> Response {
+    let status = response.status().as_u16();
+    if !KeptAnswer::is_kept(status) {
+        if let Err(e) = store.release_idempotency_key(owner, key, fingerprint).await {
+            tracing::error!(error = %e, "releasing an idempotency key failed");
+        }
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = match http_body_util::BodyExt::collect(body).await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            tracing::error!(error = %e, "reading an answer to keep failed");
+            let _ = store.release_idempotency_key(owner, key, fingerprint).await;
+            return error(&ApiError::internal());
+        }
+    };
+    let answer = KeptAnswer {
+        status,
+        content_type: parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned(),
+        body: body.to_vec(),
+    };
+    if let Err(e) = store
+        .keep_idempotent_answer(owner, key, fingerprint, &answer)
+        .await
+    {
+        // The write is done and durable; only its replay is lost. Its claim stays running,
+        // so a retry waits (409) rather than running again until the claim counts as
+        // abandoned.
+        tracing::error!(error = %e, "keeping an idempotent answer failed");
+    }
+    Response::from_parts(parts, body.into())
+}
+
+/// The kept answer, again.
+fn replay(answer: KeptAnswer) -> Response {
+    let mut response = Response::new(answer.body.into());
+    *response.status_mut() =
+        warp::http::StatusCode::from_u16(answer.status).unwrap_or(warp::http::StatusCode::OK);
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&answer.content_type)
+        && !answer.content_type.is_empty()
+    {
+        headers.insert(header::CONTENT_TYPE, value);
+    }
+    headers.insert(
+        idempotency::REPLAYED_HEADER,
+        HeaderValue::from_static("true"),
+    );
+    response
+}
+
+/// Reads the whole body (a JSON body: at most 1 MiB; a multipart one: the upload limit and 1
+/// MiB for its data), and its digest; the input handed on carries it as one chunk.
+async fn read_whole(state: &AppState, input: Input) -> Result<(Input, [u8; 32]), ApiError> {
+    let Input {
+        query,
+        headers,
+        body,
+    } = input;
+    let boundary = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
+        .and_then(|v| multer::parse_boundary(v).ok());
+    let limit = match boundary {
+        Some(_) => usize::try_from(state.files.max_size())
+            .unwrap_or(usize::MAX)
+            .saturating_add(MAX_JSON_BODY),
+        None => MAX_JSON_BODY,
+    };
+    let bytes = read_body(body, limit).await?;
+    let digest = match boundary {
+        Some(boundary) => multipart_digest(bytes.clone(), boundary).await?,
+        None => body_digest(&bytes),
+    };
+    let body: Body = Box::pin(futures_util::stream::once(async move { Ok(bytes) }));
+    Ok((
+        Input {
+            query,
+            headers,
+            body,
+        },
+        digest,
+    ))
+}
+
+/// The digest of a multipart body's parts (name, file name and content, in order).
+async fn multipart_digest(bytes: Bytes, boundary: String) -> Result<[u8; 32], ApiError> {
+    let malformed = |e: multer::Error| crate::http::body_error(&e, "Malformed multipart body");
+    let stream =
+        futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(bytes) });
+    let mut form = multer::Multipart::new(stream, boundary);
+    let mut digest = MultipartDigest::default();
+    while let Some(mut field) = form.next_field().await.map_err(malformed)? {
+        let (name, file) = (
+            field.name().map(str::to_owned),
+            field.file_name().map(str::to_owned),
+        );
+        let mut content = Vec::new();
+        while let Some(chunk) = field.next().await {
+            content.extend_from_slice(&chunk.map_err(malformed)?);
+        }
+        digest.part(name.as_deref(), file.as_deref(), &content);
+    }
+    Ok(digest.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::store::MemoryStore;
+
+    use super::*;
+
+    fn answer(status: u16) -> Response {
+        crate::http::json(status, &serde_json::json!({"status": status}))
+    }
+
+    /// A 2xx or 4xx is kept and replayed as it was; a 5xx or a 429 frees the key, so that the
+    /// same request runs again.
+    #[tokio::test]
+    async fn answers_are_kept_unless_a_retry_may_succeed() {
+        let store = MemoryStore::new();
+        let owner = IdempotencyOwner::admin();
+        let print = Fingerprint([1; 32]);
+        let now = Timestamp::now();
+        for (status, kept) in [
+            (201, true),
+            (404, true),
+            (429, false),
+            (500, false),
+            (503, false),
+        ] {
+            let key = IdempotencyKey::parse(format!("k{status}").as_bytes()).unwrap();
+            let claim = store.claim_idempotency_key(&owner, &key, print, now).await;
+            assert_eq!(claim.unwrap(), Claim::Run);
+            let sent = settle(&store, &owner, &key, print, answer(status)).await;
+            assert_eq!(sent.status().as_u16(), status);
+            let again = store
+                .claim_idempotency_key(&owner, &key, print, now)
+                .await
+                .unwrap();
+            match again {
+                Claim::Replay(kept_answer) => {
+                    assert!(kept, "{status} was kept");
+                    assert_eq!(kept_answer.status, status);
+                    assert_eq!(kept_answer.content_type, "application/json");
+                    let replayed = replay(kept_answer);
+                    assert_eq!(replayed.headers()[idempotency::REPLAYED_HEADER], "true");
+                    let body = http_body_util::BodyExt::collect(replayed.into_body())
+                        .await
+                        .unwrap()
+                        .to_bytes();
+                    assert_eq!(&body[..], format!("{{\"status\":{status}}}").as_bytes());
+                }
+                Claim::Run => assert!(!kept, "{status} was not kept"),
+                other => panic!("{status}: {other:?}"),
+            }
+        }
+    }
+}

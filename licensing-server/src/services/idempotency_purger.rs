@@ -1,0 +1,52 @@
+//! (ext) The purge of idempotency keys: deletes the keys (and their kept answers) claimed more
+//! than 24 hours ago, in bounded rounds, so that the table holds one day of writes.
+
+use std::time::Duration;
+
+use licensing_core::Timestamp;
+use licensing_core::idempotency::KEPT_FOR_MS;
+use licensing_core::store::IdempotencyStore;
+
+/// How often expired keys are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// The most keys one round deletes at once; a round goes on while it finds this many.
+const BATCH: u32 = 1_000;
+
+/// The most keys one round deletes in all: the rest wait for the next round.
+const MAX_PER_ROUND: u64 = 100_000;
+
+/// Deletes the keys claimed before `now - 24 h`: how many.
+pub(crate) async fn purge_once<S: IdempotencyStore>(store: &S, now: Timestamp) -> u64 {
+    let before = Timestamp::from_millis(now.as_millis() - KEPT_FOR_MS);
+    let mut purged = 0;
+    while purged < MAX_PER_ROUND {
+        match store.purge_idempotency_keys(before, BATCH).await {
+            Ok(n) => {
+                purged += n;
+                if n < u64::from(BATCH) {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "purging idempotency keys failed");
+                break;
+            }
+        }
+    }
+    if purged > 0 {
+        tracing::debug!(purged, "expired idempotency keys deleted");
+    }
+    purged
+}
+
+/// Purges now and every [`PURGE_EVERY`], until `stop`.
+pub(crate) async fn run<S: IdempotencyStore + Clone + 'static>(
+    store: S,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    crate::services::periodic::every(PURGE_EVERY, stop, || async {
+        purge_once(&store, Timestamp::now()).await;
+    })
+    .await;
+}
