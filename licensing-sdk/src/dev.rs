@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::time::Duration;
 
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
@@ -13,7 +14,7 @@ use licensing_core::api::requests::{
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
     DeliveryPage, Envelope, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted,
-    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, WebhookList,
+    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, ResultCode, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
@@ -66,6 +67,78 @@ pub struct DevClient {
     http: reqwest::Client,
     base: String,
     key: String,
+    retry: RetryPolicy,
+    idempotency_key: Option<String>,
+}
+
+/// How [`DevClient`] retries a request that timed out, lost its connection, or was answered
+/// with a 5xx (or a 409 `IDEMPOTENCY_KEY_IN_USE`: the first try still runs). Every write
+/// carries an `Idempotency-Key`, the same on each of its tries, so that a write the server
+/// already did is answered again rather than done twice. Other answers (4xx, 429) are not
+/// retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included (1: none again).
+    pub attempts: u32,
+    /// The wait before the first retry, doubled before each next one up to `max_backoff`; each
+    /// wait is drawn between half of it and all of it. A 409 waits its `Retry-After` instead.
+    pub backoff: Duration,
+    /// The longest wait between tries.
+    pub max_backoff: Duration,
+    /// How long one try may take, answer included, before it counts as timed out.
+    pub timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Four tries, 250 ms then 500 ms then 1 s apart (up to 5 s), 30 s each.
+    fn default() -> Self {
+        Self {
+            attempts: 4,
+            backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(5),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One try, no retry (writes still carry a key).
+    pub fn none() -> Self {
+        Self {
+            attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The wait after try `attempt` (1-based) failed.
+    fn backoff_before(&self, attempt: u32) -> Duration {
+        let doubled = self
+            .backoff
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let full = doubled.min(self.max_backoff);
+        let half = full / 2;
+        half + full.saturating_sub(half).mul_f64(rand::random::<f64>())
+    }
+}
+
+/// Why a try failed: worth another, after an optional wait, or not.
+enum Failed {
+    Retry(Error, Option<Duration>),
+    Final(Error),
+}
+
+fn is_write(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// A fresh `Idempotency-Key`: 128 random bits.
+fn fresh_idempotency_key() -> String {
+    let mut bytes = [0u8; 16];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+    format!("sdk-{}", hex::encode(bytes))
 }
 
 /// A page of any list, for [`DevClient`]'s `all_*` helpers.
@@ -136,27 +209,108 @@ impl DevClient {
             http,
             base: format!("{root}/api/v1/dev/teams/{team}"),
             key: api_key.to_owned(),
+            retry: RetryPolicy::default(),
+            idempotency_key: None,
         })
     }
 
+    /// The same client, retrying as `policy` says (see [`RetryPolicy`]).
+    #[must_use]
+    pub fn with_retries(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The same client, sending `key` as the `Idempotency-Key` of its writes instead of a fresh
+    /// random one per write: for a key of your own that outlives this process (an order's
+    /// number, say), so that a write retried after a restart of your back end runs once too.
+    /// Use it for one write: the server refuses a key sent again with another request (422
+    /// `IDEMPOTENCY_KEY_MISMATCH`).
+    #[must_use]
+    pub fn with_idempotency_key(&self, key: impl Into<String>) -> Self {
+        Self {
+            idempotency_key: Some(key.into()),
+            ..self.clone()
+        }
+    }
+
+    /// Sends the request `make` builds, again as [`RetryPolicy`] allows, with one idempotency
+    /// key for every try of a write.
     async fn send<T: DeserializeOwned>(
         &self,
-        request: reqwest::RequestBuilder,
+        method: &Method,
+        make: impl Fn() -> Result<reqwest::RequestBuilder, Error>,
     ) -> Result<T, Error> {
-        let response = request
-            .bearer_auth(&self.key)
-            .send()
-            .await
-            .map_err(Error::Transport)?;
+        let key = is_write(method).then(|| {
+            self.idempotency_key
+                .clone()
+                .unwrap_or_else(fresh_idempotency_key)
+        });
+        let mut attempt = 1;
+        loop {
+            let mut request = make()?.bearer_auth(&self.key).timeout(self.retry.timeout);
+            if let Some(key) = &key {
+                request = request.header("Idempotency-Key", key);
+            }
+            match self.try_once(request).await {
+                Ok(value) => return Ok(value),
+                Err(Failed::Retry(e, wait)) if attempt < self.retry.attempts.max(1) => {
+                    let wait = wait.unwrap_or_else(|| self.retry.backoff_before(attempt));
+                    tracing::debug!(error = %e, attempt, ?wait, "retrying a developer API request");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(Failed::Retry(e, _) | Failed::Final(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// One try: its answer, or why it failed and whether another try may succeed.
+    async fn try_once<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, Failed> {
+        let transport = |e: reqwest::Error| {
+            if e.is_builder() {
+                Failed::Final(Error::Transport(e))
+            } else {
+                Failed::Retry(Error::Transport(e), None)
+            }
+        };
+        let response = request.send().await.map_err(transport)?;
         let status = response.status().as_u16();
-        let bytes = response.bytes().await.map_err(Error::Transport)?;
-        let envelope: Envelope<serde_json::Value> = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Protocol(format!("HTTP {status}: not an answer envelope: {e}")))?;
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.min(60)));
+        let bytes = response.bytes().await.map_err(transport)?;
+        let failed = |e: Error| {
+            if status >= 500 {
+                Failed::Retry(e, None)
+            } else {
+                Failed::Final(e)
+            }
+        };
+        let envelope: Envelope<serde_json::Value> =
+            serde_json::from_slice(&bytes).map_err(|e| {
+                failed(Error::Protocol(format!(
+                    "HTTP {status}: not an answer envelope: {e}"
+                )))
+            })?;
         if !envelope.result.valid {
-            return Err(Error::refused(status, envelope));
+            let e = Error::refused(status, envelope);
+            if e.code() == Some(ResultCode::IdempotencyKeyInUse) {
+                return Err(Failed::Retry(
+                    e,
+                    retry_after.or(Some(Duration::from_secs(1))),
+                ));
+            }
+            return Err(failed(e));
         }
         serde_json::from_value(envelope.data)
-            .map_err(|e| Error::Protocol(format!("the answer's data: {e}")))
+            .map_err(|e| Failed::Final(Error::Protocol(format!("the answer's data: {e}"))))
     }
 
     async fn call<T: DeserializeOwned>(
@@ -170,14 +324,19 @@ impl DevClient {
             Some(q) => format!("{}/{path}?{q}", self.base),
             None => format!("{}/{path}", self.base),
         };
-        let mut request = self.http.request(method, url);
-        if let Some(body) = body {
-            let json = serde_json::to_vec(body).map_err(|e| Error::Protocol(e.to_string()))?;
-            request = request
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(json);
-        }
-        self.send(request).await
+        let json = body
+            .map(|body| serde_json::to_vec(body).map_err(|e| Error::Protocol(e.to_string())))
+            .transpose()?;
+        self.send(&method, || {
+            let request = self.http.request(method.clone(), &url);
+            Ok(match &json {
+                Some(json) => request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(json.clone()),
+                None => request,
+            })
+        })
+        .await
     }
 
     async fn get<T: DeserializeOwned>(
@@ -200,18 +359,21 @@ impl DevClient {
         file: Option<Upload>,
     ) -> Result<T, Error> {
         let json = serde_json::to_string(data).map_err(|e| Error::Protocol(e.to_string()))?;
-        let mut form = reqwest::multipart::Form::new().text("data", json);
-        if let Some(file) = file {
-            form = form.part(
-                "file",
-                reqwest::multipart::Part::bytes(file.bytes).file_name(file.name),
-            );
-        }
-        let request = self
-            .http
-            .request(method, format!("{}/{path}", self.base))
-            .multipart(form);
-        self.send(request).await
+        let url = format!("{}/{path}", self.base);
+        // A retry sends the same parts in a new form (with a new boundary): the server matches
+        // a retried upload by its parts.
+        self.send(&method, || {
+            let mut form = reqwest::multipart::Form::new().text("data", json.clone());
+            if let Some(file) = &file {
+                form = form.part(
+                    "file",
+                    reqwest::multipart::Part::bytes(file.bytes.clone())
+                        .file_name(file.name.clone()),
+                );
+            }
+            Ok(self.http.request(method.clone(), &url).multipart(form))
+        })
+        .await
     }
 
     // Licenses.

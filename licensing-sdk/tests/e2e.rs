@@ -1124,3 +1124,149 @@ async fn a_session_without_its_server_is_lost_when_its_ttl_passes() {
     assert!(!session.state().is_held());
     assert!(session.end().await.unwrap_err().is_transport());
 }
+
+/// What a [`lossy_proxy`] does to the connections it takes, in order; later ones pass.
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    /// Forwards the request, waits for the server's answer, then closes the client's connection
+    /// without passing it on: the write is done, and the client never hears.
+    Answer,
+    /// Answers 503 itself, without a word to the server.
+    Unavailable,
+}
+
+/// A loopback proxy to `upstream` that spoils its first connections as `losses` says, and the
+/// number of connections it took.
+async fn lossy_proxy(upstream: &str, losses: Vec<Loss>) -> (String, Arc<Mutex<usize>>) {
+    let upstream: SocketAddr = upstream.trim_start_matches("http://").parse().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let taken = Arc::new(Mutex::new(0usize));
+    let counter = taken.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let n = {
+                let mut taken = counter.lock().unwrap();
+                *taken += 1;
+                *taken - 1
+            };
+            let loss = losses.get(n).copied();
+            tokio::spawn(async move {
+                let server = TcpStream::connect(upstream).await.unwrap();
+                match loss {
+                    Some(Loss::Unavailable) => {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        let _request = client.read(&mut buf).await;
+                        let body = br#"{"data":null,"result":{"code":"INTERNAL_SERVER_ERROR","details":"down","timestamp":"2026-11-27T00:00:00Z","valid":false}}"#;
+                        let head = format!(
+                            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                            body.len()
+                        );
+                        client.write_all(head.as_bytes()).await.ok();
+                        client.write_all(body).await.ok();
+                    }
+                    Some(Loss::Answer) => {
+                        let (mut client_read, client_write) = client.into_split();
+                        let (mut server_read, mut server_write) = server.into_split();
+                        tokio::spawn(async move {
+                            tokio::io::copy(&mut client_read, &mut server_write)
+                                .await
+                                .ok();
+                        });
+                        // The first bytes of the answer: the server did the write.
+                        let mut buf = vec![0u8; 64 * 1024];
+                        let _answer = server_read.read(&mut buf).await;
+                        drop(client_write);
+                    }
+                    None => {
+                        let (mut client_read, mut client_write) = client.into_split();
+                        let (mut server_read, mut server_write) = server.into_split();
+                        tokio::spawn(async move {
+                            tokio::io::copy(&mut client_read, &mut server_write)
+                                .await
+                                .ok();
+                        });
+                        tokio::io::copy(&mut server_read, &mut client_write)
+                            .await
+                            .ok();
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), taken)
+}
+
+/// The developer client sends a key with every write and the same key again when it retries:
+/// an answer lost after the server did the write, then a 503, and the customer exists once. A
+/// key of the caller's own makes a later call with it answer the same record. Without retries,
+/// the lost answer is an error (and the write was done).
+#[tokio::test]
+async fn the_developer_client_retries_a_write_whose_answer_was_lost_and_it_runs_once() {
+    use licensing_sdk::RetryPolicy;
+    use licensing_sdk::core::api::requests::{CustomerBody, CustomerListQuery, Patch};
+    let mut server = Running::start().await;
+    let (proxy, taken) = lossy_proxy(&server.base, vec![Loss::Answer, Loss::Unavailable]).await;
+    let policy = RetryPolicy {
+        attempts: 4,
+        backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(100),
+        timeout: Duration::from_secs(30),
+    };
+    let retrying = licensing_sdk::DevClient::new(&proxy, server.team.team_id, &server.team.api_key)
+        .unwrap()
+        .with_retries(policy);
+    let body = CustomerBody {
+        email: Patch::Value("retried@example.com".into()),
+        ..CustomerBody::default()
+    };
+    let created = retrying.create_customer(&body).await.unwrap();
+    assert_eq!(
+        *taken.lock().unwrap(),
+        3,
+        "lost, unavailable, then answered"
+    );
+    let direct = dev_client(&server);
+    let all = direct
+        .all_customers(&CustomerListQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].id, created.id);
+
+    // A key of one's own: the second call with it answers the first one's record.
+    let keyed = direct.with_idempotency_key("order-2026-0042");
+    let first = keyed.create_customer(&body).await.unwrap();
+    let again = keyed.create_customer(&body).await.unwrap();
+    assert_eq!(first.id, again.id);
+    let other = CustomerBody {
+        email: Patch::Value("someone-else@example.com".into()),
+        ..CustomerBody::default()
+    };
+    let refused = keyed.create_customer(&other).await.unwrap_err();
+    assert_eq!(refused.code(), Some(ResultCode::IdempotencyKeyMismatch));
+    let count = direct
+        .all_customers(&CustomerListQuery::default())
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(count, 2);
+
+    // Without retries the lost answer is the caller's error.
+    let (proxy, _) = lossy_proxy(&server.base, vec![Loss::Answer]).await;
+    let once = licensing_sdk::DevClient::new(&proxy, server.team.team_id, &server.team.api_key)
+        .unwrap()
+        .with_retries(RetryPolicy::none());
+    let lost = once.create_customer(&body).await.unwrap_err();
+    assert!(matches!(lost, Error::Transport(_)), "{lost:?}");
+    let count = direct
+        .all_customers(&CustomerListQuery::default())
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(count, 3, "the write was done all the same");
+    server.shutdown().await;
+}
