@@ -147,16 +147,23 @@ impl MultipartDigest {
     }
 }
 
-/// An answer as kept and replayed: status, content type and body, byte for byte.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An answer as kept and replayed: status, content type and body, byte for byte, and the
+/// headers that say where it leads or what it is ([`REPLAYED_HEADERS`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeptAnswer {
     /// The HTTP status.
     pub status: u16,
     /// The `Content-Type` (empty: none).
     pub content_type: String,
+    /// The headers of [`REPLAYED_HEADERS`] the answer had, names in lower case.
+    pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
 }
+
+/// The headers besides `Content-Type` a kept answer keeps: where a form's answer leads, and
+/// the name of a download.
+pub const REPLAYED_HEADERS: [&str; 2] = ["location", "content-disposition"];
 
 impl KeptAnswer {
     /// Whether an answer with `status` is kept: 5xx and 429 are not (a retry may succeed).
@@ -326,6 +333,7 @@ mod tests {
         let answer = KeptAnswer {
             status: 201,
             content_type: "application/json".into(),
+            headers: vec![("location".into(), "/x".into())],
             body: b"{}".to_vec(),
         };
         let running = IdempotencyRecord {

@@ -33,6 +33,7 @@ mod webhooks;
 use std::net::IpAddr;
 
 use licensing_core::Timestamp;
+use licensing_core::idempotency::{Fingerprint, IdempotencyKey, IdempotencyOwner, body_digest};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, Method};
@@ -149,35 +150,101 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         return releases::upload(&ctx, &staff, body).await;
     }
     // Every other change arrives as a form with the session's token; the form is read here, once.
-    let form = if post {
-        match page::Form::read(body).await {
-            Ok(form) if session::csrf_ok(&staff, &form) => form,
-            Ok(_) => return page::csrf_refused(&ctx, &staff),
+    let (form, raw) = if post {
+        match crate::http::read_body(body, page::MAX_FORM).await {
+            Ok(raw) => {
+                let form = page::Form::parse(&raw);
+                if !session::csrf_ok(&staff, &form) {
+                    return page::csrf_refused(&ctx, &staff);
+                }
+                (form, raw)
+            }
             Err(e) => return page::failure(&ctx, Some(&staff), &e.into()),
         }
     } else {
-        page::Form::default()
+        (page::Form::default(), bytes::Bytes::new())
     };
+    // A form sent again (a double click, a reload that posts again) is answered what it was
+    // answered the first time, and does nothing twice: its token makes it a write with an
+    // idempotency key, like the API's.
+    if let Some((owner, key, fingerprint)) = form_key(&ctx, &staff, &form, &raw) {
+        let state = ctx.state.clone();
+        let write = async move { dispatch(&ctx, &staff, &form, &method).await };
+        return crate::http::idempotency::run_once(
+            &state,
+            owner,
+            key,
+            fingerprint,
+            Some(FORM_WAIT),
+            write,
+        )
+        .await;
+    }
+    dispatch(&ctx, &staff, &form, &method).await
+}
+
+/// How long a form sent again waits for its first sending's answer.
+const FORM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The idempotency key of a posted form with a [`page::FORM_TOKEN`] (every form the dashboard
+/// renders has one): the staff member's, named by the token and the form's fingerprint, so that
+/// the same form sent with other values (back, edit, send) is a new write.
+fn form_key(
+    ctx: &Ctx,
+    staff: &session::Staff,
+    form: &page::Form,
+    raw: &[u8],
+) -> Option<(IdempotencyOwner, IdempotencyKey, Fingerprint)> {
+    let token = form.get(page::FORM_TOKEN)?;
+    // Signing out ends the session whatever happened before.
+    if ctx.path.starts_with("sign-out") {
+        return None;
+    }
+    let fingerprint = Fingerprint::of(
+        "POST",
+        &format!("/dashboard/{}", ctx.path),
+        &ctx.query,
+        body_digest(raw),
+    );
+    let name = format!("form:{token}:{}", hex::encode(&fingerprint.0[..8]));
+    let key = IdempotencyKey::parse(name.as_bytes()).ok()?;
+    Some((
+        IdempotencyOwner::staff(staff.user.team_id, staff.user.id),
+        key,
+        fingerprint,
+    ))
+}
+
+/// The page or change a signed-in staff member's request asks for.
+async fn dispatch(
+    ctx: &Ctx,
+    staff: &session::Staff,
+    form: &page::Form,
+    method: &Method,
+) -> Response {
+    let segments: Vec<&str> = ctx.path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = *method == Method::GET || *method == Method::HEAD;
+    let post = *method == Method::POST;
     match (get, post, segments.as_slice()) {
-        (true, _, []) => overview::show(&ctx, &staff).await,
-        (true, _, ["account"]) => account::account_page(&ctx, &staff).await,
-        (true, _, ["account", "two-step"]) => account::two_step_page(&ctx, &staff).await,
-        (_, true, ["account", "two-step"]) => account::turn_on(&ctx, &staff, &form).await,
-        (_, true, ["account", "two-step", "off"]) => account::turn_off(&ctx, &staff, &form).await,
-        (_, true, ["sign-out"]) => account::sign_out(&ctx, &staff, false).await,
-        (_, true, ["sign-out-everywhere"]) => account::sign_out(&ctx, &staff, true).await,
-        (true, _, ["licenses"]) => licenses::list(&ctx, &staff).await,
-        (_, true, ["licenses"]) => licenses::create(&ctx, &staff, &form).await,
-        (true, _, ["licenses", "new"]) => licenses::new_page(&ctx, &staff).await,
-        (true, _, ["licenses", id]) => licenses::show(&ctx, &staff, id).await,
-        (true, _, ["licenses", id, "edit"]) => licenses::edit_page(&ctx, &staff, id).await,
-        (_, true, ["licenses", id, "edit"]) => licenses::update(&ctx, &staff, id, &form).await,
-        (_, true, ["licenses", id, "email"]) => licenses::email(&ctx, &staff, id).await,
-        (_, true, ["licenses", id, "file"]) => licenses::file(&ctx, &staff, id, &form).await,
-        (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(&ctx, &staff, id).await,
-        (_, true, ["licenses", id, "delete"]) => licenses::delete(&ctx, &staff, id).await,
+        (true, _, []) => overview::show(ctx, staff).await,
+        (true, _, ["account"]) => account::account_page(ctx, staff).await,
+        (true, _, ["account", "two-step"]) => account::two_step_page(ctx, staff).await,
+        (_, true, ["account", "two-step"]) => account::turn_on(ctx, staff, form).await,
+        (_, true, ["account", "two-step", "off"]) => account::turn_off(ctx, staff, form).await,
+        (_, true, ["sign-out"]) => account::sign_out(ctx, staff, false).await,
+        (_, true, ["sign-out-everywhere"]) => account::sign_out(ctx, staff, true).await,
+        (true, _, ["licenses"]) => licenses::list(ctx, staff).await,
+        (_, true, ["licenses"]) => licenses::create(ctx, staff, form).await,
+        (true, _, ["licenses", "new"]) => licenses::new_page(ctx, staff).await,
+        (true, _, ["licenses", id]) => licenses::show(ctx, staff, id).await,
+        (true, _, ["licenses", id, "edit"]) => licenses::edit_page(ctx, staff, id).await,
+        (_, true, ["licenses", id, "edit"]) => licenses::update(ctx, staff, id, form).await,
+        (_, true, ["licenses", id, "email"]) => licenses::email(ctx, staff, id).await,
+        (_, true, ["licenses", id, "file"]) => licenses::file(ctx, staff, id, form).await,
+        (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(ctx, staff, id).await,
+        (_, true, ["licenses", id, "delete"]) => licenses::delete(ctx, staff, id).await,
         (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {
-            licenses::suspend(&ctx, &staff, id, *action == "suspend").await
+            licenses::suspend(ctx, staff, id, *action == "suspend").await
         }
         (
             _,
@@ -189,79 +256,77 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
                 record,
                 action @ ("forget" | "remember"),
             ],
-        ) => licenses::forget(&ctx, &staff, id, kind, record, *action == "forget").await,
+        ) => licenses::forget(ctx, staff, id, kind, record, *action == "forget").await,
         (_, true, ["licenses", id, "sessions", session, "revoke"]) => {
-            licenses::revoke_session(&ctx, &staff, id, session).await
+            licenses::revoke_session(ctx, staff, id, session).await
         }
-        (true, _, ["customers"]) => catalog::customers(&ctx, &staff, &form, None).await,
-        (_, true, ["customers"]) => catalog::create_customer(&ctx, &staff, &form).await,
-        (true, _, ["customers", id]) => catalog::customer(&ctx, &staff, id).await,
+        (true, _, ["customers"]) => catalog::customers(ctx, staff, form, None).await,
+        (_, true, ["customers"]) => catalog::create_customer(ctx, staff, form).await,
+        (true, _, ["customers", id]) => catalog::customer(ctx, staff, id).await,
         (true, _, ["customers", id, "delete"]) => {
-            catalog::confirm_delete_customer(&ctx, &staff, id).await
+            catalog::confirm_delete_customer(ctx, staff, id).await
         }
-        (_, true, ["customers", id, "delete"]) => catalog::delete_customer(&ctx, &staff, id).await,
-        (true, _, ["products"]) => catalog::products(&ctx, &staff, &form, None).await,
-        (_, true, ["products"]) => catalog::create_product(&ctx, &staff, &form).await,
-        (true, _, ["products", id]) => catalog::product(&ctx, &staff, id, None).await,
+        (_, true, ["customers", id, "delete"]) => catalog::delete_customer(ctx, staff, id).await,
+        (true, _, ["products"]) => catalog::products(ctx, staff, form, None).await,
+        (_, true, ["products"]) => catalog::create_product(ctx, staff, form).await,
+        (true, _, ["products", id]) => catalog::product(ctx, staff, id, None).await,
         (true, _, ["products", id, "delete"]) => {
-            catalog::confirm_delete_product(&ctx, &staff, id).await
+            catalog::confirm_delete_product(ctx, staff, id).await
         }
-        (_, true, ["products", id, "delete"]) => catalog::delete_product(&ctx, &staff, id).await,
+        (_, true, ["products", id, "delete"]) => catalog::delete_product(ctx, staff, id).await,
         (_, true, ["products", id, "branches"]) => {
-            catalog::create_branch(&ctx, &staff, id, &form).await
+            catalog::create_branch(ctx, staff, id, form).await
         }
         (_, true, ["products", id, "branches", branch, "delete"]) => {
-            catalog::delete_branch(&ctx, &staff, id, branch).await
+            catalog::delete_branch(ctx, staff, id, branch).await
         }
-        (true, _, ["entitlements"]) => entitlements::list(&ctx, &staff, &form, None).await,
-        (_, true, ["entitlements"]) => entitlements::create(&ctx, &staff, &form).await,
+        (true, _, ["entitlements"]) => entitlements::list(ctx, staff, form, None).await,
+        (_, true, ["entitlements"]) => entitlements::create(ctx, staff, form).await,
         (true, _, ["entitlements", id, "delete"]) => {
-            entitlements::confirm_delete(&ctx, &staff, id).await
+            entitlements::confirm_delete(ctx, staff, id).await
         }
-        (_, true, ["entitlements", id, "delete"]) => entitlements::delete(&ctx, &staff, id).await,
-        (true, _, ["blacklist"]) => catalog::blacklist(&ctx, &staff, &form, None).await,
-        (_, true, ["blacklist"]) => catalog::add_blacklist(&ctx, &staff, &form).await,
-        (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(&ctx, &staff, id).await,
-        (true, _, ["settings"]) => settings::settings(&ctx, &staff, None).await,
-        (_, true, ["settings"]) => settings::save_settings(&ctx, &staff, &form).await,
+        (_, true, ["entitlements", id, "delete"]) => entitlements::delete(ctx, staff, id).await,
+        (true, _, ["blacklist"]) => catalog::blacklist(ctx, staff, form, None).await,
+        (_, true, ["blacklist"]) => catalog::add_blacklist(ctx, staff, form).await,
+        (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(ctx, staff, id).await,
+        (true, _, ["settings"]) => settings::settings(ctx, staff, None).await,
+        (_, true, ["settings"]) => settings::save_settings(ctx, staff, form).await,
         (true, _, ["settings", "signing-keys", "rotate"]) => {
-            settings::confirm_rotate(&ctx, &staff).await
+            settings::confirm_rotate(ctx, staff).await
         }
-        (_, true, ["settings", "signing-keys", "rotate"]) => settings::rotate(&ctx, &staff).await,
+        (_, true, ["settings", "signing-keys", "rotate"]) => settings::rotate(ctx, staff).await,
         (true, _, ["settings", "signing-keys", kid, "retire"]) => {
-            settings::confirm_retire(&ctx, &staff, kid).await
+            settings::confirm_retire(ctx, staff, kid).await
         }
         (_, true, ["settings", "signing-keys", kid, "retire"]) => {
-            settings::retire(&ctx, &staff, kid).await
+            settings::retire(ctx, staff, kid).await
         }
-        (true, _, ["releases"]) => releases::list(&ctx, &staff, &form, None).await,
-        (true, _, ["releases", id]) => releases::show(&ctx, &staff, id, None).await,
-        (_, true, ["releases", id]) => releases::update(&ctx, &staff, id, &form).await,
-        (true, _, ["releases", id, "delete"]) => releases::confirm_delete(&ctx, &staff, id).await,
-        (_, true, ["releases", id, "delete"]) => releases::delete(&ctx, &staff, id).await,
-        (true, _, ["api-keys"]) => api_keys::list(&ctx, &staff, &form, None, None).await,
-        (_, true, ["api-keys"]) => api_keys::create(&ctx, &staff, &form).await,
-        (true, _, ["api-keys", id, "revoke"]) => api_keys::confirm_revoke(&ctx, &staff, id).await,
-        (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(&ctx, &staff, id).await,
-        (true, _, ["webhooks"]) => webhooks::list(&ctx, &staff, &form, None, None).await,
-        (_, true, ["webhooks"]) => webhooks::create(&ctx, &staff, &form).await,
-        (true, _, ["webhooks", id]) => webhooks::show(&ctx, &staff, id).await,
-        (_, true, ["webhooks", id, "test"]) => webhooks::send_test(&ctx, &staff, id).await,
-        (true, _, ["webhooks", id, "delete"]) => webhooks::confirm_delete(&ctx, &staff, id).await,
-        (_, true, ["webhooks", id, "delete"]) => webhooks::delete(&ctx, &staff, id).await,
+        (true, _, ["releases"]) => releases::list(ctx, staff, form, None).await,
+        (true, _, ["releases", id]) => releases::show(ctx, staff, id, None).await,
+        (_, true, ["releases", id]) => releases::update(ctx, staff, id, form).await,
+        (true, _, ["releases", id, "delete"]) => releases::confirm_delete(ctx, staff, id).await,
+        (_, true, ["releases", id, "delete"]) => releases::delete(ctx, staff, id).await,
+        (true, _, ["api-keys"]) => api_keys::list(ctx, staff, form, None, None).await,
+        (_, true, ["api-keys"]) => api_keys::create(ctx, staff, form).await,
+        (true, _, ["api-keys", id, "revoke"]) => api_keys::confirm_revoke(ctx, staff, id).await,
+        (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(ctx, staff, id).await,
+        (true, _, ["webhooks"]) => webhooks::list(ctx, staff, form, None, None).await,
+        (_, true, ["webhooks"]) => webhooks::create(ctx, staff, form).await,
+        (true, _, ["webhooks", id]) => webhooks::show(ctx, staff, id).await,
+        (_, true, ["webhooks", id, "test"]) => webhooks::send_test(ctx, staff, id).await,
+        (true, _, ["webhooks", id, "delete"]) => webhooks::confirm_delete(ctx, staff, id).await,
+        (_, true, ["webhooks", id, "delete"]) => webhooks::delete(ctx, staff, id).await,
         (_, true, ["webhooks", id, "deliveries", delivery, "redeliver"]) => {
-            webhooks::redeliver(&ctx, &staff, id, delivery).await
+            webhooks::redeliver(ctx, staff, id, delivery).await
         }
-        (true, _, ["audit"]) => audit::list(&ctx, &staff).await,
-        (true, _, ["users"]) => users::list(&ctx, &staff, &form, None, None).await,
-        (_, true, ["users"]) => users::create(&ctx, &staff, &form).await,
-        (_, true, ["users", id, "role"]) => users::change_role(&ctx, &staff, id, &form).await,
-        (_, true, ["users", id, "link"]) => users::new_link(&ctx, &staff, id).await,
-        (_, true, ["users", id, "two-step", "off"]) => {
-            users::reset_two_step(&ctx, &staff, id).await
-        }
-        (true, _, ["users", id, "delete"]) => users::confirm_delete(&ctx, &staff, id).await,
-        (_, true, ["users", id, "delete"]) => users::delete(&ctx, &staff, id).await,
-        _ => page::not_found(&ctx, &staff),
+        (true, _, ["audit"]) => audit::list(ctx, staff).await,
+        (true, _, ["users"]) => users::list(ctx, staff, form, None, None).await,
+        (_, true, ["users"]) => users::create(ctx, staff, form).await,
+        (_, true, ["users", id, "role"]) => users::change_role(ctx, staff, id, form).await,
+        (_, true, ["users", id, "link"]) => users::new_link(ctx, staff, id).await,
+        (_, true, ["users", id, "two-step", "off"]) => users::reset_two_step(ctx, staff, id).await,
+        (true, _, ["users", id, "delete"]) => users::confirm_delete(ctx, staff, id).await,
+        (_, true, ["users", id, "delete"]) => users::delete(ctx, staff, id).await,
+        _ => page::not_found(ctx, staff),
     }
 }

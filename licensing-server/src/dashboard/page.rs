@@ -12,7 +12,7 @@ use super::{Ctx, Staff};
 use crate::http::Response;
 
 /// Largest form body (every form but a release upload).
-const MAX_FORM: usize = 64 * 1024;
+pub(crate) const MAX_FORM: usize = 64 * 1024;
 
 /// Nothing but this server's own stylesheet, script and images; no framing, no plugins, forms
 /// only to this server. No `unsafe-inline`: the pages have no inline script or style.
@@ -250,9 +250,23 @@ fn head(title: &str) -> Markup {
     }
 }
 
-/// The hidden field that carries the session's CSRF token.
+/// The hidden fields of every form: the session's CSRF token, and the form's own token (new
+/// each time a page shows it), which makes sending it again a replay rather than a second write.
 pub(crate) fn csrf(staff: &Staff) -> Markup {
-    html! { input type="hidden" name="csrf" value=(staff.session.csrf_token); }
+    html! {
+        input type="hidden" name="csrf" value=(staff.session.csrf_token);
+        input type="hidden" name=(FORM_TOKEN) value=(form_token());
+    }
+}
+
+/// The name of a form's own token.
+pub(crate) const FORM_TOKEN: &str = "formToken";
+
+/// A fresh form token: 96 random bits, URL-safe.
+fn form_token() -> String {
+    let mut bytes = [0u8; 12];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+    hex::encode(bytes)
 }
 
 /// The sentence a `?notice=` names; unknown names show nothing.

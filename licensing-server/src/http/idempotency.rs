@@ -79,10 +79,34 @@ where
         Err(e) => return error(&e),
     };
     let fingerprint = Fingerprint::of(method.as_str(), path, &input.query, digest);
-    let claim = state
-        .store
-        .claim_idempotency_key(&owner, &key, fingerprint, Timestamp::now())
-        .await;
+    run_once(state, owner, key, fingerprint, None, write(input)).await
+}
+
+/// Runs `write` once for `key` of `owner` and a request of `fingerprint`: claims the key and
+/// runs it (in a task of its own), or replays the kept answer, or refuses (409, 422). With
+/// `wait`, a claim still running is waited for (polling) up to that long before the 409: a
+/// browser that sent a form twice gets the answer rather than an error.
+pub(crate) async fn run_once(
+    state: &AppState,
+    owner: IdempotencyOwner,
+    key: IdempotencyKey,
+    fingerprint: Fingerprint,
+    wait: Option<std::time::Duration>,
+    write: impl Future<Output = Response> + Send + 'static,
+) -> Response {
+    let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+    let claim = loop {
+        let claim = state
+            .store
+            .claim_idempotency_key(&owner, &key, fingerprint, Timestamp::now())
+            .await;
+        match (&claim, deadline) {
+            (Ok(Claim::InUse), Some(deadline)) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            _ => break claim,
+        }
+    };
     match claim {
         Err(e) => error(&crate::http::internal(
             "claiming an idempotency key failed",
@@ -92,7 +116,7 @@ where
         Ok(Claim::Run) => {
             let (store, task_owner, task_key) = (state.store.clone(), owner.clone(), key.clone());
             let task = tokio::spawn(async move {
-                let response = write(input).await;
+                let response = write.await;
                 settle(&store, &task_owner, &task_key, fingerprint, response).await
             });
             match task.await {
@@ -148,6 +172,13 @@ async fn settle<S: IdempotencyStore>(
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned(),
+        headers: idempotency::REPLAYED_HEADERS
+            .iter()
+            .filter_map(|name| {
+                let value = parts.headers.get(*name)?.to_str().ok()?;
+                Some(((*name).to_owned(), value.to_owned()))
+            })
+            .collect(),
         body: body.to_vec(),
     };
     if let Err(e) = store
@@ -172,6 +203,14 @@ fn replay(answer: KeptAnswer) -> Response {
         && !answer.content_type.is_empty()
     {
         headers.insert(header::CONTENT_TYPE, value);
+    }
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
     }
     headers.insert(
         idempotency::REPLAYED_HEADER,

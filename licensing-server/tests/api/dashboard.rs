@@ -2764,3 +2764,59 @@ async fn two_step_secrets_are_sealed_under_a_master_key() {
         .await;
     assert_eq!(signed.status, 303, "{}", signed.text);
 }
+
+/// A form sent twice (a double click, a reload that posts again) does its change once and is
+/// answered the same both times; the same form sent with other values is a change of its own.
+#[tokio::test]
+async fn a_form_sent_twice_does_its_change_once_and_is_answered_the_same() {
+    let s = TestServer::start().await;
+    let mut dev = Browser::new(&s);
+    staff(
+        &s,
+        &mut dev,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = dev.get("/dashboard/customers").await;
+    let token = page.field("formToken");
+    let fields = [
+        ("formToken", token.as_str()),
+        ("fullName", "Grace Hopper"),
+        ("email", "grace@navy.example"),
+    ];
+    let first = dev.submit(&page, "/dashboard/customers", &fields).await;
+    assert_eq!(first.status, 303, "{}", first.text);
+    let again = dev.submit(&page, "/dashboard/customers", &fields).await;
+    assert_eq!(again.status, 303, "{}", again.text);
+    assert_eq!(again.location(), first.location());
+    assert_eq!(again.headers.get("idempotent-replayed").unwrap(), "true");
+    let count = || async {
+        s.get(&s.dev("customers")).await.ok()["totalResults"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(count().await, 1);
+    let audit = s.get(&s.dev("audit-log?pageSize=100")).await;
+    let created = audit.ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "customer.created")
+        .count();
+    assert_eq!(created, 1);
+    // Back, edit, send: another change.
+    let edited = [
+        ("formToken", token.as_str()),
+        ("fullName", "Grace B. Hopper"),
+        ("email", "grace@navy.example"),
+    ];
+    let other = dev.submit(&page, "/dashboard/customers", &edited).await;
+    assert_eq!(other.status, 303);
+    assert_ne!(other.location(), first.location());
+    assert_eq!(count().await, 2);
+    // Every form of a page has a token of its own, new each time the page is shown.
+    let shown_again = dev.get("/dashboard/customers").await;
+    assert_ne!(shown_again.field("formToken"), token);
+}

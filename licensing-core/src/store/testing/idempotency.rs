@@ -15,6 +15,16 @@ fn answer(body: &str) -> KeptAnswer {
     KeptAnswer {
         status: 201,
         content_type: "application/json".into(),
+        headers: vec![
+            (
+                "location".into(),
+                "/dashboard/licenses?notice=created".into(),
+            ),
+            (
+                "content-disposition".into(),
+                "attachment; filename=\"A.lic\"".into(),
+            ),
+        ],
         body: body.as_bytes().to_vec(),
     }
 }

@@ -32,7 +32,7 @@ impl IdempotencyStore for PgStore {
                  VALUES ($1, $2, $3, $4)
                  ON CONFLICT (owner, key) DO UPDATE
                  SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
-                     status = NULL, content_type = NULL, body = NULL
+                     status = NULL, content_type = NULL, headers = NULL, body = NULL
                  WHERE idempotency_keys.created_at <= $5
                     OR (idempotency_keys.status IS NULL AND idempotency_keys.created_at <= $6)",
             )
@@ -49,7 +49,7 @@ impl IdempotencyStore for PgStore {
                 return Ok(Claim::Run);
             }
             let row = sqlx::query(
-                "SELECT fingerprint, created_at, status, content_type, body
+                "SELECT fingerprint, created_at, status, content_type, headers, body
                  FROM idempotency_keys WHERE owner = $1 AND key = $2",
             )
             .bind(owner.as_str())
@@ -78,7 +78,7 @@ impl IdempotencyStore for PgStore {
         answer: &KeptAnswer,
     ) -> StoreResult<()> {
         sqlx::query(
-            "UPDATE idempotency_keys SET status = $4, content_type = $5, body = $6
+            "UPDATE idempotency_keys SET status = $4, content_type = $5, headers = $6, body = $7
              WHERE owner = $1 AND key = $2 AND fingerprint = $3 AND status IS NULL",
         )
         .bind(owner.as_str())
@@ -86,6 +86,7 @@ impl IdempotencyStore for PgStore {
         .bind(fingerprint.0.as_slice())
         .bind(i32::from(answer.status))
         .bind(&answer.content_type)
+        .bind(sqlx::types::Json(&answer.headers))
         .bind(answer.body.as_slice())
         .execute(&self.pool)
         .await
@@ -140,6 +141,11 @@ fn read_record(row: &sqlx::postgres::PgRow) -> StoreResult<IdempotencyRecord> {
             content_type: row
                 .try_get::<Option<String>, _>("content_type")
                 .map_err(backend)?
+                .unwrap_or_default(),
+            headers: row
+                .try_get::<Option<sqlx::types::Json<Vec<(String, String)>>>, _>("headers")
+                .map_err(backend)?
+                .map(|h| h.0)
                 .unwrap_or_default(),
             body: row
                 .try_get::<Option<Vec<u8>>, _>("body")

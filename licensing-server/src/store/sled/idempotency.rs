@@ -40,13 +40,17 @@ fn stripe(name: &[u8]) -> LicenseId {
     LicenseId::from_uuid(uuid::Uuid::from_bytes(id))
 }
 
-/// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | type length (2) |
-/// type | body`.
+/// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | content type |
+/// header count (1) | (name, value) each | body`, each text as `length (2) | bytes`.
 fn encode(record: &IdempotencyRecord) -> Vec<u8> {
-    let extra = record
-        .answer
-        .as_ref()
-        .map_or(0, |a| 4 + a.content_type.len() + a.body.len());
+    let extra = record.answer.as_ref().map_or(0, |a| {
+        8 + a.content_type.len()
+            + a.headers
+                .iter()
+                .map(|(n, v)| 4 + n.len() + v.len())
+                .sum::<usize>()
+            + a.body.len()
+    });
     let mut out = Vec::with_capacity(41 + extra);
     out.extend_from_slice(&record.fingerprint.0);
     out.extend_from_slice(&record.created_at.as_millis().to_be_bytes());
@@ -55,13 +59,35 @@ fn encode(record: &IdempotencyRecord) -> Vec<u8> {
         Some(answer) => {
             out.push(1);
             out.extend_from_slice(&answer.status.to_be_bytes());
-            let len = u16::try_from(answer.content_type.len()).unwrap_or(u16::MAX);
-            out.extend_from_slice(&len.to_be_bytes());
-            out.extend_from_slice(&answer.content_type.as_bytes()[..usize::from(len)]);
+            put_text(&mut out, &answer.content_type);
+            let count = answer.headers.len().min(usize::from(u8::MAX));
+            out.push(count as u8);
+            for (name, value) in &answer.headers[..count] {
+                put_text(&mut out, name);
+                put_text(&mut out, value);
+            }
             out.extend_from_slice(&answer.body);
         }
     }
     out
+}
+
+/// `length (2) | bytes`, cut to 65,535 bytes (headers and content types are far shorter).
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    let mut len = text.len().min(usize::from(u16::MAX));
+    while !text.is_char_boundary(len) {
+        len -= 1;
+    }
+    out.extend_from_slice(&(len as u16).to_be_bytes());
+    out.extend_from_slice(&text.as_bytes()[..len]);
+}
+
+/// Reads what [`put_text`] wrote at `*at`, moving past it.
+fn take_text(v: &[u8], at: &mut usize) -> Option<String> {
+    let len = usize::from(u16::from_be_bytes(v.get(*at..*at + 2)?.try_into().ok()?));
+    let text = std::str::from_utf8(v.get(*at + 2..*at + 2 + len)?).ok()?;
+    *at += 2 + len;
+    Some(text.to_owned())
 }
 
 fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
@@ -77,24 +103,25 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
     let answer = match v.get(40) {
         Some(0) => None,
         Some(1) => {
-            let status = u16::from_be_bytes(
-                v.get(41..43)
-                    .and_then(|b| b.try_into().ok())
-                    .ok_or_else(bad)?,
-            );
-            let len = u16::from_be_bytes(
-                v.get(43..45)
-                    .and_then(|b| b.try_into().ok())
-                    .ok_or_else(bad)?,
-            );
-            let end = 45 + usize::from(len);
-            let content_type = std::str::from_utf8(v.get(45..end).ok_or_else(bad)?)
-                .map_err(|_| bad())?
-                .to_owned();
+            let status: [u8; 2] = v
+                .get(41..43)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(bad)?;
+            let mut at = 43;
+            let content_type = take_text(v, &mut at).ok_or_else(bad)?;
+            let count = *v.get(at).ok_or_else(bad)?;
+            at += 1;
+            let mut headers = Vec::with_capacity(usize::from(count));
+            for _ in 0..count {
+                let name = take_text(v, &mut at).ok_or_else(bad)?;
+                let value = take_text(v, &mut at).ok_or_else(bad)?;
+                headers.push((name, value));
+            }
             Some(KeptAnswer {
-                status,
+                status: u16::from_be_bytes(status),
                 content_type,
-                body: v.get(end..).ok_or_else(bad)?.to_vec(),
+                headers,
+                body: v.get(at..).ok_or_else(bad)?.to_vec(),
             })
         }
         _ => return Err(bad()),
@@ -249,6 +276,7 @@ mod tests {
             answer: Some(KeptAnswer {
                 status: 201,
                 content_type: "application/json".into(),
+                headers: vec![("location".into(), "/dashboard/é".into())],
                 body: vec![0, 1, 2, 255],
             }),
             ..running
