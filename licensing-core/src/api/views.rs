@@ -217,15 +217,53 @@ pub struct SessionEnded {
     pub ended_at: crate::Timestamp,
 }
 
-/// The latest `PUBLISHED` release of a product in a branch (`None`: branchless releases).
-pub fn latest_published<'a>(
-    releases: impl IntoIterator<Item = &'a Release>,
+/// The latest release of a product in `branch` (`None`: releases without a branch), the one
+/// rule that verify's `latestRelease` and a download without a version both follow:
+/// 1. the release marked latest there, when it may be served (`PUBLISHED` or `DEPRECATED`);
+/// 2. else the most recently created `PUBLISHED` release there;
+/// 3. else, when no branch was named (`any_branch`), the most recently created of the latest
+///    releases of every branch, each found by 1 and 2 (clients written for Lukittu name no
+///    branch).
+///
+/// `releases` are the product's.
+pub fn latest_release<'a>(
+    releases: &'a [Release],
     branch: Option<crate::BranchId>,
+    any_branch: bool,
 ) -> Option<&'a Release> {
-    releases
-        .into_iter()
-        .filter(|r| r.branch_id == branch && r.status == crate::model::ReleaseStatus::Published)
-        .max_by_key(|r| (r.latest, r.created_at))
+    use crate::model::ReleaseStatus;
+    let of_branch = |branch: Option<crate::BranchId>| {
+        let servable = |r: &&Release| {
+            r.branch_id == branch
+                && matches!(
+                    r.status,
+                    ReleaseStatus::Published | ReleaseStatus::Deprecated
+                )
+        };
+        releases
+            .iter()
+            .filter(servable)
+            .find(|r| r.latest)
+            .or_else(|| {
+                releases
+                    .iter()
+                    .filter(|r| r.branch_id == branch && r.status == ReleaseStatus::Published)
+                    .max_by_key(|r| (r.created_at, r.id))
+            })
+    };
+    of_branch(branch).or_else(|| {
+        if branch.is_some() || !any_branch {
+            return None;
+        }
+        let mut branches: Vec<crate::BranchId> =
+            releases.iter().filter_map(|r| r.branch_id).collect();
+        branches.sort_unstable();
+        branches.dedup();
+        branches
+            .into_iter()
+            .filter_map(|b| of_branch(Some(b)))
+            .max_by_key(|r| (r.created_at, r.id))
+    })
 }
 
 macro_rules! page_type {

@@ -342,12 +342,13 @@ fn resolve_release<'a>(
                 "version is required: this team requires the version for products with releases",
             ));
         }
-        None if req.kind == RequestKind::Classloader => {
-            Some(any_branch(&|r| r.latest).ok_or(Denial::new(
-                ResultCode::ReleaseNotFound,
-                "No latest release for this product and branch",
-            ))?)
-        }
+        None if req.kind == RequestKind::Classloader => Some(
+            crate::api::latest_release(&catalog.releases, branch_id, req.branch.is_none())
+                .ok_or(Denial::new(
+                    ResultCode::ReleaseNotFound,
+                    "No latest release for this product and branch (none is marked latest or published)",
+                ))?,
+        ),
         None => None,
     };
     let Some(release) = release else {
@@ -507,7 +508,9 @@ pub fn admit_own<E>(
     if hardware_id.is_none() && hwid_limit.is_some() && settings.require_hardware_identifier {
         return Ok(Err(Denial::new(
             ResultCode::BadRequest,
-            "is required: this license limits hardware identifiers",
+            "is required: this license limits hardware identifiers and the team's setting \
+             requireHardwareIdentifier is on (send the device's identifier, or turn the setting \
+             off to let such a license verify without one)",
         )));
     }
     let own = |r: Option<&IpRecord>| r.map(|r| (r.id, r.forgotten, r.last_seen_at));

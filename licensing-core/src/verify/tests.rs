@@ -1018,3 +1018,75 @@ proptest! {
         }
     }
 }
+
+/// The latest release: the one marked latest when it may be served, else the newest published
+/// one of the branch; with no branch named, else the newest of every branch's latest.
+#[test]
+fn the_latest_release_follows_one_rule() {
+    use crate::api::latest_release;
+    let p = ProductId::new();
+    let (b1, b2) = (BranchId::new(), BranchId::new());
+    let at = |mut r: Release, minutes: u32| {
+        r.created_at = now().plus_minutes(minutes);
+        r
+    };
+    let releases = vec![
+        at(
+            release(p, None, "1.0.0", ReleaseStatus::Published, false),
+            1,
+        ),
+        at(
+            release(p, None, "2.0.0", ReleaseStatus::Published, false),
+            2,
+        ),
+        at(release(p, None, "3.0.0", ReleaseStatus::Draft, false), 3),
+        at(
+            release(p, Some(b1), "1.1.0", ReleaseStatus::Published, true),
+            4,
+        ),
+        at(
+            release(p, Some(b1), "1.2.0", ReleaseStatus::Published, false),
+            5,
+        ),
+        at(release(p, Some(b2), "0.9.0", ReleaseStatus::Draft, true), 6),
+        at(
+            release(p, Some(b2), "0.8.0", ReleaseStatus::Deprecated, false),
+            7,
+        ),
+    ];
+    let version = |r: Option<&Release>| r.map(|r| r.version.as_str().to_owned());
+    // No release without a branch is marked latest: the newest published one (not the draft).
+    assert_eq!(
+        version(latest_release(&releases, None, true)),
+        Some("2.0.0".into())
+    );
+    // A branch's release marked latest wins over a newer one.
+    assert_eq!(
+        version(latest_release(&releases, Some(b1), false)),
+        Some("1.1.0".into())
+    );
+    // A draft marked latest is not served, nor is a deprecated one that is not marked.
+    assert_eq!(version(latest_release(&releases, Some(b2), false)), None);
+    // Nothing without a branch: the newest of the branches' latest, when no branch was named.
+    let branched: Vec<Release> = releases
+        .iter()
+        .filter(|r| r.branch_id.is_some())
+        .cloned()
+        .collect();
+    assert_eq!(
+        version(latest_release(&branched, None, true)),
+        Some("1.1.0".into())
+    );
+    assert_eq!(version(latest_release(&branched, None, false)), None);
+    // A deprecated release marked latest is served.
+    let mut deprecated = branched.clone();
+    deprecated[3].latest = true;
+    assert_eq!(
+        version(latest_release(&deprecated, Some(b2), false)),
+        Some("0.8.0".into())
+    );
+    assert_eq!(
+        version(latest_release(&deprecated, None, true)),
+        Some("0.8.0".into())
+    );
+}

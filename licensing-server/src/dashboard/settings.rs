@@ -28,7 +28,7 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 (page::csrf(staff))
                 fieldset disabled[!write] {
                     legend { "What a client request must name" }
-                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier (without one, verify and heartbeat are refused)" }
+                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier on a verify of a license with a device limit (without one, such a verify is refused; heartbeats always need one)" }
                     label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; "One of the license's customers" }
                     label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; "One of the license's products" }
                     label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }

@@ -453,3 +453,94 @@ async fn oversized_bodies_wrong_methods_and_unknown_client_paths() {
     .await
     .err(404, "BAD_REQUEST");
 }
+
+/// Verify's `latestRelease` and a download without a version follow one rule, so they name
+/// the same release (here: none is marked latest without a branch, so the newest published one
+/// there, not the branch's latest); and what clients written for Lukittu send passes: unknown
+/// and empty query parameters are ignored, both names of the device with one value are
+/// accepted (two values are not), and a verify without a device on a license with a device
+/// limit says which setting lets it through.
+#[tokio::test]
+async fn verify_and_download_agree_on_the_latest_release_and_client_quirks_pass() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let (p, l) = setup(&s, json!({"hwidLimit": 3})).await;
+    let key = l["licenseKey"].as_str().unwrap().to_owned();
+    let beta = s
+        .post(
+            &s.dev(&format!("products/{p}/branches")),
+            r#"{"name":"beta"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    for (version, extra) in [
+        ("3.0.0", json!({})),
+        ("4.0.0", json!({})),
+        ("2.0.0", json!({"branchId": beta, "setAsLatest": true})),
+    ] {
+        let mut data = json!({"version": version, "productId": p, "status": "PUBLISHED"});
+        for (k, v) in extra.as_object().unwrap() {
+            data[k] = v.clone();
+        }
+        let main = format!("com.example.V{}", version.replace('.', ""));
+        release(&s, data, Some(("app.jar", jar(&main)))).await;
+    }
+    let verified = s
+        .client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": DEVICE, "productId": p}),
+            None,
+        )
+        .await;
+    let latest = verified.valid()["products"][0]["latestRelease"]["version"].clone();
+    assert_eq!(latest, "4.0.0");
+    let download = |extra: String| {
+        let (_, text) = session(&keys);
+        let q = query(&key, &p, &text, &extra);
+        let s = &s;
+        async move { s.classloader(&q, None).await }
+    };
+    let a = download(String::new()).await;
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        (a.header("x-version"), a.header("x-latest-version")),
+        (Some("4.0.0"), Some("4.0.0"))
+    );
+    // A tracking parameter, empty optional values, and both names of the device.
+    let a = download(format!(
+        "&utm_source=launcher&foo=bar&branch=&customerId=&version=&deviceIdentifier={DEVICE}"
+    ))
+    .await;
+    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.bytes));
+    assert_eq!(a.header("x-version"), Some("4.0.0"));
+    let refused = download("&deviceIdentifier=another-device-01".into()).await;
+    refused.err(400, "BAD_REQUEST");
+    assert!(String::from_utf8_lossy(&refused.bytes).contains("deviceIdentifier"));
+    // The branch's own latest, when it is named.
+    let a = download("&branch=beta".into()).await;
+    assert_eq!(a.header("x-version"), Some("2.0.0"));
+
+    // Verify with both names of the device.
+    let both = json!({"licenseKey": key, "hardwareIdentifier": DEVICE, "deviceIdentifier": DEVICE});
+    assert_eq!(s.client("verify", &both, None).await.code(), "VALID");
+    assert_eq!(s.client("heartbeat", &both, None).await.code(), "VALID");
+    let differ = json!({"licenseKey": key, "hardwareIdentifier": DEVICE, "deviceIdentifier": "device-0000000002"});
+    s.client("verify", &differ, None)
+        .await
+        .err(400, "BAD_REQUEST");
+    // Without a device, on the default settings: the setting that allows it is named.
+    let without = s.client("verify", &json!({"licenseKey": key}), None).await;
+    without.err(400, "BAD_REQUEST");
+    let details = without.body["result"]["details"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(details.contains("requireHardwareIdentifier"), "{details}");
+    s.put(&s.dev("settings"), r#"{"requireHardwareIdentifier":false}"#)
+        .await
+        .ok();
+    let passed = s.client("verify", &json!({"licenseKey": key}), None).await;
+    assert_eq!(passed.code(), "VALID");
+    assert_eq!(passed.valid()["hardwareIdentifierChecked"], false);
+}

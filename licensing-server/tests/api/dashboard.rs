@@ -1603,6 +1603,9 @@ async fn customers_products_branches_blacklist_and_settings_are_managed_by_the_r
     // Settings: a developer reads them, cannot change them.
     let settings = dev.get("/dashboard/settings").await;
     settings.has("Your role may read the settings");
+    // The device setting says what it does: verifies of licenses with a device limit only.
+    settings.has("A hardware identifier on a verify of a license with a device limit");
+    settings.has("heartbeats always need one");
     let refused = dev
         .submit(
             &settings,

@@ -65,8 +65,10 @@ enum Endpoint {
 struct RawClientBody<'a> {
     #[serde(borrow, default)]
     license_key: Option<Cow<'a, str>>,
-    #[serde(borrow, default, alias = "deviceIdentifier")]
+    #[serde(borrow, default)]
     hardware_identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    device_identifier: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     customer_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -130,19 +132,12 @@ impl ClientBody {
         let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
         let mut v = Validator::new();
         let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
+        let hardware = one_device_name(raw.hardware_identifier, raw.device_identifier, &mut v);
         let hardware_id = if endpoint == Endpoint::Verify {
-            v.optional(
-                "hardwareIdentifier",
-                raw.hardware_identifier,
-                HardwareId::parse,
-            )
+            v.optional("hardwareIdentifier", hardware, HardwareId::parse)
         } else {
-            v.required(
-                "hardwareIdentifier",
-                raw.hardware_identifier,
-                HardwareId::parse,
-            )
-            .map(Some)
+            v.required("hardwareIdentifier", hardware, HardwareId::parse)
+                .map(Some)
         };
         let customer_id = v.optional("customerId", raw.customer_id, CustomerId::parse);
         let product_id = v.optional("productId", raw.product_id, ProductId::parse);
@@ -200,6 +195,26 @@ impl ClientBody {
             ttl,
             session_id,
         })
+    }
+}
+
+/// The device's identifier from `hardwareIdentifier` and its alias `deviceIdentifier`: either
+/// one, or both when they are equal (some clients send both); both with different values is a
+/// problem recorded in `v`.
+fn one_device_name<T: AsRef<str>>(
+    hardware: Option<T>,
+    device: Option<T>,
+    v: &mut Validator,
+) -> Option<T> {
+    match (hardware, device) {
+        (Some(h), Some(d)) if h.as_ref() != d.as_ref() => {
+            v.push(
+                "deviceIdentifier",
+                "differs from hardwareIdentifier, of which it is an alias: send one of them, or the same value in both",
+            );
+            None
+        }
+        (h, d) => h.or(d),
     }
 }
 
@@ -277,17 +292,12 @@ impl ClassloaderQuery {
     /// Parses a raw (URL-encoded) query string.
     pub fn parse(raw_query: &str) -> Result<Self, ApiError> {
         let mut v = Validator::new();
-        let q = Query::parse(raw_query, Self::KNOWN, &mut v);
-        let hardware = match (q.get("hardwareIdentifier"), q.get("deviceIdentifier")) {
-            (Some(_), Some(_)) => {
-                v.push(
-                    "deviceIdentifier",
-                    "is an alias of hardwareIdentifier: send only one",
-                );
-                None
-            }
-            (h, d) => h.or(d),
-        };
+        let q = Query::parse_lenient(raw_query, Self::KNOWN, &mut v);
+        let hardware = one_device_name(
+            q.get("hardwareIdentifier"),
+            q.get("deviceIdentifier"),
+            &mut v,
+        );
         let license_key = v.required("licenseKey", q.get("licenseKey"), LicenseKey::parse);
         let product_id = v.required("productId", q.get("productId"), ProductId::parse);
         let session_key = v.required("sessionKey", q.get("sessionKey"), SessionKeyText::parse);
@@ -357,6 +367,25 @@ mod tests {
         assert_eq!(
             verify(&body).unwrap().hardware_id.unwrap().as_str(),
             "device-0001"
+        );
+        // Both names with one value (some clients send both): fine, on every endpoint.
+        let both = format!(
+            r#"{{"licenseKey":"{KEY}","hardwareIdentifier":"device-0001","deviceIdentifier":"device-0001"}}"#
+        );
+        assert_eq!(
+            verify(&both).unwrap().hardware_id.unwrap().as_str(),
+            "device-0001"
+        );
+        let beat = ClientBody::parse(RequestKind::Heartbeat, both.as_bytes()).unwrap();
+        assert_eq!(beat.hardware_id.unwrap().as_str(), "device-0001");
+        // Two values: refused, naming the alias.
+        let differ = both.replacen("device-0001", "device-0002", 1);
+        let e = verify(&differ).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "deviceIdentifier");
+        assert!(
+            problems(&e)[0]
+                .1
+                .contains("differs from hardwareIdentifier")
         );
     }
 
@@ -511,7 +540,7 @@ mod tests {
         );
         let parsed = ClassloaderQuery::parse(&q).unwrap();
         assert_eq!(parsed.hardware_id.as_str(), "device-0001");
-        assert_eq!(parsed.version.unwrap().as_str(), "1.0.0");
+        assert_eq!(parsed.version.as_ref().unwrap().as_str(), "1.0.0");
 
         let e = ClassloaderQuery::parse("").unwrap_err();
         let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
@@ -525,8 +554,25 @@ mod tests {
             ]
         );
 
-        let e = ClassloaderQuery::parse(&format!("{q}&sessionkey=x")).unwrap_err();
-        assert_eq!(problems(&e)[0].0, "sessionkey");
+        // Unknown parameters (tracking ones a client appends) are ignored, and an empty value
+        // is no value: `&branch=` is the default branch.
+        let lenient = ClassloaderQuery::parse(&format!(
+            "{q}&foo=bar&utm_source=x&sessionkey=x&branch=&customerId="
+        ))
+        .unwrap();
+        assert_eq!(lenient, parsed);
+        let e = ClassloaderQuery::parse(&q.replace(&session, "")).unwrap_err();
+        assert_eq!(
+            problems(&e)[0].0,
+            "sessionKey",
+            "an empty required value is missing"
+        );
+        // Both names of the device: equal, fine; different, refused.
+        let both = ClassloaderQuery::parse(&format!("{q}&hardwareIdentifier=device-0001")).unwrap();
+        assert_eq!(both, parsed);
+        let e =
+            ClassloaderQuery::parse(&format!("{q}&hardwareIdentifier=device-0002")).unwrap_err();
+        assert_eq!(problems(&e)[0].0, "deviceIdentifier");
         let e = ClassloaderQuery::parse(&format!("{q}&version=2.0.0")).unwrap_err();
         assert_eq!(
             problems(&e),

@@ -52,7 +52,11 @@ pub struct SettingsBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub strict_releases: Patch<bool>,
-    /// `requireHardwareIdentifier`.
+    /// `requireHardwareIdentifier` (default `true`): a verify or checkout of a license with an
+    /// `hwidLimit` must send `hardwareIdentifier` (400 otherwise). `false`, for clients that send
+    /// none: such a verify passes the device limit, records no device, and answers
+    /// `hardwareIdentifierChecked: false`. A license without an `hwidLimit` never needs one;
+    /// heartbeats and session starts always do.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub require_hardware_identifier: Patch<bool>,

@@ -540,11 +540,10 @@ fn release_not_found() -> ApiError {
     ApiError::new(ResultCode::ReleaseNotFound, "Release has no file")
 }
 
-/// The release marked latest in the served release's product and branch.
+/// The latest release of the served release's product and branch (the rule of verify's
+/// `latestRelease`).
 fn latest_of_branch<'a>(releases: &'a [Release], served: &Release) -> Option<&'a Release> {
-    releases
-        .iter()
-        .find(|r| r.latest && r.branch_id == served.branch_id)
+    licensing_core::api::latest_release(releases, served.branch_id, false)
 }
 
 /// The team's context, or 404 `TEAM_NOT_FOUND`.

@@ -308,7 +308,7 @@ pub(crate) async fn verify_data<S: Store>(
                 None => None,
                 Some(name) => Some(branches.iter().find(|b| &b.name == name)?.id),
             };
-            licensing_core::api::latest_published(releases, branch_id)
+            licensing_core::api::latest_release(releases, branch_id, branch.is_none())
         })
         .collect();
     let pairs: Vec<(&Product, Option<&Release>)> = products.iter().zip(latest).collect();

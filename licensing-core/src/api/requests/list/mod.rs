@@ -15,6 +15,17 @@ pub(crate) struct Query<'a> {
 impl<'a> Query<'a> {
     /// Parses `raw`, recording unknown and repeated parameters in `v`.
     pub(crate) fn parse(raw: &'a str, known: &[&str], v: &mut Validator) -> Self {
+        Self::parse_with(raw, known, v, false)
+    }
+
+    /// Parses `raw` as a GET that clients build by hand: unknown parameters (a tracking
+    /// parameter a client appends) are ignored, and an empty value is no value; a known one
+    /// given twice is still recorded in `v`.
+    pub(crate) fn parse_lenient(raw: &'a str, known: &[&str], v: &mut Validator) -> Self {
+        Self::parse_with(raw, known, v, true)
+    }
+
+    fn parse_with(raw: &'a str, known: &[&str], v: &mut Validator, lenient: bool) -> Self {
         let mut pairs: Vec<(Cow<'a, str>, Cow<'a, str>)> = Vec::new();
         if let Err(problem) = check_encoding(raw) {
             // Lenient decoding would turn `%ff` into U+FFFD and `%` into itself, so a filter
@@ -23,7 +34,11 @@ impl<'a> Query<'a> {
             return Self { pairs };
         }
         for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
-            if !known.contains(&name.as_ref()) {
+            let known_name = known.contains(&name.as_ref());
+            if lenient && (!known_name || value.is_empty()) {
+                continue;
+            }
+            if !known_name {
                 v.push(
                     name.as_ref(),
                     format!(
