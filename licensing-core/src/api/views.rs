@@ -226,11 +226,11 @@ pub struct SessionEnded {
 ///    branch).
 ///
 /// `releases` are the product's.
-pub fn latest_release<'a>(
-    releases: &'a [Release],
+pub fn latest_release(
+    releases: &[Release],
     branch: Option<crate::BranchId>,
     any_branch: bool,
-) -> Option<&'a Release> {
+) -> Option<&Release> {
     use crate::model::ReleaseStatus;
     let of_branch = |branch: Option<crate::BranchId>| {
         let servable = |r: &&Release| {

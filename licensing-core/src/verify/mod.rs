@@ -343,7 +343,7 @@ fn resolve_release<'a>(
             ));
         }
         None if req.kind == RequestKind::Classloader => Some(
-            crate::api::latest_release(&catalog.releases, branch_id, req.branch.is_none())
+            crate::api::latest_release(catalog.releases, branch_id, req.branch.is_none())
                 .ok_or(Denial::new(
                     ResultCode::ReleaseNotFound,
                     "No latest release for this product and branch (none is marked latest or published)",
