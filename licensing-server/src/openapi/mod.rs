@@ -149,11 +149,86 @@ fn scopes_of_operations(doc: &mut utoipa::openapi::OpenApi, operations: &[Scoped
     }
 }
 
+/// Declares `Idempotency-Key` on every write of the developer and admin APIs, with the two
+/// answers it adds (409 while the first request runs, 422 for another request with the key).
+fn idempotency_keys_of_writes(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::{ObjectBuilder, Required, Type};
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !(path.starts_with("/api/v1/dev/") || path.starts_with("/api/v1/admin/")) {
+            continue;
+        }
+        let writes = [
+            item.post.as_mut(),
+            item.put.as_mut(),
+            item.patch.as_mut(),
+            item.delete.as_mut(),
+        ];
+        for operation in writes.into_iter().flatten() {
+            let parameter = ParameterBuilder::new()
+                .name(licensing_core::idempotency::HEADER)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "A key of your own (1 to 255 visible ASCII characters, such as a UUID) that makes a retry of this write safe: \
+                     the same request with the same key within 24 hours runs once and is answered again with the first answer \
+                     (status and body byte for byte, with `Idempotent-Replayed: true`). Keys are per API key (or admin token). \
+                     5xx and 429 answers are not kept.",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(licensing_core::idempotency::MAX_KEY_LEN))
+                        .pattern(Some("^[!-~]+$")),
+                ))
+                .build();
+            operation
+                .parameters
+                .get_or_insert_with(Vec::new)
+                .push(RefOr::T(parameter));
+            let responses = &mut operation.responses.responses;
+            let Some(template) = responses
+                .get("400")
+                .or_else(|| responses.get("401"))
+                .cloned()
+            else {
+                continue;
+            };
+            for (status, description) in [
+                (
+                    "409",
+                    "`IDEMPOTENCY_KEY_IN_USE`: the request first sent with this `Idempotency-Key` is still running; retry after `Retry-After` (1 second)",
+                ),
+                (
+                    "422",
+                    "`IDEMPOTENCY_KEY_MISMATCH`: this `Idempotency-Key` was used with another request (method, path, query or body)",
+                ),
+            ] {
+                let mut answer = template.clone();
+                if let RefOr::T(response) = &mut answer {
+                    response.description = description.to_owned();
+                }
+                match responses.get_mut(status) {
+                    Some(RefOr::T(existing)) => {
+                        existing.description.push_str("; or ");
+                        existing.description.push_str(description);
+                    }
+                    _ => {
+                        responses.insert(status.to_owned(), answer);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The document as pretty JSON, as checked in, with the scopes of `operations` (the developer
 /// API's table) written into it.
 pub fn document(operations: &[Scoped]) -> String {
     let mut doc = ApiDoc::openapi();
     scopes_of_operations(&mut doc, operations);
+    idempotency_keys_of_writes(&mut doc);
     doc.to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

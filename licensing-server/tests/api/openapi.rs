@@ -133,3 +133,32 @@ async fn swagger_ui_is_served_from_the_binary() {
     let missing = s.get(&format!("{}/docs/nope.js", s.base)).await;
     assert_eq!(missing.status, 404);
 }
+
+/// Every write of the developer and admin APIs declares `Idempotency-Key` and the two answers
+/// it adds; no read and no client operation does.
+#[tokio::test]
+async fn every_write_declares_its_idempotency_key() {
+    let s = TestServer::start().await;
+    let doc = s.openapi().await;
+    let mut writes = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let declares = operation["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Idempotency-Key"));
+            let write = matches!(method.as_str(), "post" | "put" | "patch" | "delete")
+                && (path.starts_with("/api/v1/dev/") || path.starts_with("/api/v1/admin/"));
+            assert_eq!(declares, write, "{method} {path}");
+            if write {
+                writes += 1;
+                for status in ["409", "422"] {
+                    assert!(
+                        operation["responses"][status].is_object(),
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(writes >= 40, "{writes}");
+}
