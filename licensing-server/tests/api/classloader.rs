@@ -520,6 +520,19 @@ async fn verify_and_download_agree_on_the_latest_release_and_client_quirks_pass(
     // The branch's own latest, when it is named.
     let a = download("&branch=beta".into()).await;
     assert_eq!(a.header("x-version"), Some("2.0.0"));
+    // Where answers differ from Lukittu's (README, "Compatibility notes"): a two-character
+    // branch is a name like any other, and a HEAD cannot spend a session key.
+    download("&branch=xy".into())
+        .await
+        .err(404, "RELEASE_NOT_FOUND");
+    let (_, text) = session(&keys);
+    let head = s
+        .client
+        .head(format!("{}?{}", s.client_url("classloader"), query(&key, &p, &text, "")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 405);
 
     // Verify with both names of the device.
     let both = json!({"licenseKey": key, "hardwareIdentifier": DEVICE, "deviceIdentifier": DEVICE});
