@@ -543,6 +543,10 @@ async fn start_child(data: &Path, url: Option<&str>) -> (Child, String, Duration
     }
 }
 
+/// The developer write scenario, without and with an idempotency key.
+const DEV_WRITE: &str = "developer API: create customer";
+const DEV_WRITE_KEYED: &str = "developer API: create customer, keyed";
+
 /// The suffix of the hot-path scenarios run with a webhook endpoint.
 const WITH_WEBHOOK: &str = " + webhook";
 
@@ -921,6 +925,26 @@ struct Figures {
 }
 
 impl Figures {
+    /// The figures of rounds of one scenario as one: requests over the total time, the median
+    /// round's p50 and the worst round's p99 and p99.9.
+    fn merged(mut rounds: Vec<Figures>) -> Figures {
+        rounds.sort_by_key(|f| f.p50);
+        let p50 = rounds
+            .get(rounds.len() / 2)
+            .map(|f| f.p50)
+            .unwrap_or_default();
+        Figures {
+            name: rounds.first().map_or("", |f| f.name),
+            requests: rounds.iter().map(|f| f.requests).sum(),
+            bytes: rounds.iter().map(|f| f.bytes).sum(),
+            seconds: rounds.iter().map(|f| f.seconds).sum(),
+            p50,
+            p99: rounds.iter().map(|f| f.p99).max().unwrap_or_default(),
+            p999: rounds.iter().map(|f| f.p999).max().unwrap_or_default(),
+            errors: rounds.iter().map(|f| f.errors).sum(),
+        }
+    }
+
     fn rps(&self) -> f64 {
         self.requests as f64 / self.seconds
     }
@@ -1386,6 +1410,45 @@ async fn run(plan: Plan, args: &Args) {
         );
     }
 
+    // A developer write, without and with an `Idempotency-Key` (a fresh one per request, as the
+    // SDK sends): the key's claim and the keeping of the answer are what the second one adds.
+    // The two alternate in rounds, so that neither gains from running first on a smaller store.
+    if plan.runs(DEV_WRITE) || plan.runs(DEV_WRITE_KEYED) {
+        const ROUNDS: u32 = 4;
+        let round = Plan {
+            seconds: plan.seconds / f64::from(ROUNDS),
+            ..plan
+        };
+        let mut rounds: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+        let sent = Arc::new(AtomicU64::new(0));
+        for _ in 0..ROUNDS {
+            for (i, (name, keyed)) in [(DEV_WRITE, false), (DEV_WRITE_KEYED, true)]
+                .into_iter()
+                .enumerate()
+            {
+                let (urls, key, sent) = (
+                    each(&bases, &format!("{dev_path}/customers")),
+                    seeded.api_key.clone(),
+                    sent.clone(),
+                );
+                let make: MakeRequest = Arc::new(move |h, _| {
+                    let n = sent.fetch_add(1, Ordering::Relaxed);
+                    let body = json!({"email": format!("bench-{n}@bench.example"), "username": format!("bench{n}")});
+                    let request = h.post(pick(&urls, n)).bearer_auth(&key).json(&body);
+                    if keyed {
+                        request.header("Idempotency-Key", format!("bench-{n}"))
+                    } else {
+                        request
+                    }
+                });
+                rounds[i].push(drive(name, round, c, make).await);
+            }
+        }
+        let [plain, keyed] = rounds;
+        results.push(Figures::merged(plain));
+        results.push(Figures::merged(keyed));
+    }
+
     let name = "developer API: license list page";
     if plan.runs(name) {
         let (urls, key) = (
@@ -1505,6 +1568,18 @@ async fn run(plan: Plan, args: &Args) {
             }
             n if n.starts_with("heartbeat") => {
                 format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
+            }
+            DEV_WRITE_KEYED => {
+                results
+                    .iter()
+                    .find(|w| w.name == DEV_WRITE)
+                    .map_or(String::new(), |w| {
+                        format!(
+                            "{:.0}% of the same without a key (p50 {:+.0}%)",
+                            100.0 * f.rps() / w.rps(),
+                            100.0 * (f.p50.as_secs_f64() / w.p50.as_secs_f64() - 1.0)
+                        )
+                    })
             }
             n if n.contains("with a challenge") => {
                 format!("{:.0}% of RSA signatures/s", 100.0 * f.rps() / rsa)

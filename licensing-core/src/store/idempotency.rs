@@ -10,7 +10,9 @@ use crate::time::Timestamp;
 pub trait IdempotencyStore: Send + Sync {
     /// Applies [`Claim::decide`] to what `owner` holds under `key` and, when it says
     /// [`Claim::Run`], writes a running claim of `fingerprint` at `now` in the same atomic step:
-    /// of concurrent claims of one key, exactly one runs.
+    /// of concurrent claims of one key, exactly one runs. The claim need not be durable when
+    /// this returns, as long as any write made durable after it makes it durable too (the write
+    /// it runs for flushes it).
     fn claim_idempotency_key(
         &self,
         owner: &IdempotencyOwner,
@@ -18,8 +20,10 @@ pub trait IdempotencyStore: Send + Sync {
         fingerprint: Fingerprint,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Claim>> + Send;
-    /// Keeps `answer` under the running claim of `key` with `fingerprint`, durably before it
-    /// returns; nothing when there is no such claim (it was abandoned and taken again).
+    /// Keeps `answer` under the running claim of `key` with `fingerprint`; nothing when there is
+    /// no such claim (it was abandoned and taken again). It is visible to every claim when this
+    /// returns and durable within the store's flush interval (well under a second): lost in a
+    /// crash, the claim stays running, so a retry waits until it counts as abandoned.
     fn keep_idempotent_answer(
         &self,
         owner: &IdempotencyOwner,

@@ -528,7 +528,11 @@ async fn verify_and_download_agree_on_the_latest_release_and_client_quirks_pass(
     let (_, text) = session(&keys);
     let head = s
         .client
-        .head(format!("{}?{}", s.client_url("classloader"), query(&key, &p, &text, "")))
+        .head(format!(
+            "{}?{}",
+            s.client_url("classloader"),
+            query(&key, &p, &text, "")
+        ))
         .send()
         .await
         .unwrap();

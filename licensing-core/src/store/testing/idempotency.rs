@@ -88,6 +88,14 @@ pub async fn idempotency_keys_are_claimed_once_kept_replayed_and_purged<S: Store
         claim(&a, other, ms(t, KEPT_FOR_MS)).await.unwrap(),
         Claim::Run
     );
+    store
+        .keep_idempotent_answer(&a, &key, other, &answer("again"))
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&a, other, ms(t, KEPT_FOR_MS + 1)).await.unwrap(),
+        Claim::Replay(answer("again"))
+    );
 
     // Purging: what was claimed before the time, at most `max` at once.
     let c = IdempotencyOwner::admin();

@@ -4,6 +4,10 @@
 //! by a stopped server): two instances claiming one key at once serialize on the row, and the
 //! second reads what the first wrote. Keeping an answer and releasing a claim each touch only a
 //! running claim of the same fingerprint.
+//!
+//! Claims and kept answers are committed without waiting for the disk: a claim is flushed by
+//! its write's own (synchronous) commit, which the log orders after it, and a kept answer is on
+//! disk within the WAL writer's delay (200 ms by default) of its answer.
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -42,7 +46,7 @@ impl IdempotencyStore for PgStore {
             .bind(ms(now))
             .bind(ms(now) - KEPT_FOR_MS)
             .bind(ms(now) - ABANDONED_AFTER_MS)
-            .execute(&self.pool)
+            .execute(&self.behind)
             .await
             .map_err(backend)?;
             if taken.rows_affected() == 1 {
@@ -54,7 +58,7 @@ impl IdempotencyStore for PgStore {
             )
             .bind(owner.as_str())
             .bind(key.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.behind)
             .await
             .map_err(backend)?;
             let Some(row) = row else {
@@ -88,7 +92,7 @@ impl IdempotencyStore for PgStore {
         .bind(&answer.content_type)
         .bind(sqlx::types::Json(&answer.headers))
         .bind(answer.body.as_slice())
-        .execute(&self.pool)
+        .execute(&self.behind)
         .await
         .map_err(backend)?;
         Ok(())
@@ -107,7 +111,7 @@ impl IdempotencyStore for PgStore {
         .bind(owner.as_str())
         .bind(key.as_str())
         .bind(fingerprint.0.as_slice())
-        .execute(&self.pool)
+        .execute(&self.behind)
         .await
         .map_err(backend)?;
         Ok(())

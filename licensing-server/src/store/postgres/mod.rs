@@ -52,6 +52,11 @@ pub const DEFAULT_POOL_SIZE: u32 = 16;
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Connections (made when first needed) whose commits do not wait for the disk (`synchronous_commit = off`):
+    /// for writes made durable by a later synchronous commit (an idempotency key's claim, which
+    /// its write's own commit flushes with it) or whose loss in a crash's last moments costs no
+    /// data (a kept idempotent answer).
+    behind: PgPool,
     /// Heartbeat refreshes waiting to be written (`refresh.rs`).
     refreshes: Arc<crate::store::refresh::Refreshes>,
     /// Wakes the flusher before its round when many wait.
@@ -72,12 +77,17 @@ impl PgStore {
         let options: PgConnectOptions = url
             .parse()
             .map_err(|e| StoreError::backend(format!("the database URL is not valid: {e}")))?;
+        let options = options.application_name("licensing-server");
         let pool = PgPoolOptions::new()
             .max_connections(pool_size.max(1))
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options.application_name("licensing-server"))
+            .connect_with(options.clone())
             .await
             .map_err(|e| StoreError::backend_from("cannot connect to PostgreSQL", e))?;
+        let behind = PgPoolOptions::new()
+            .max_connections(pool_size.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options.options([("synchronous_commit", "off")]));
         migrate::apply(&pool).await?;
         let refreshes = Arc::new(crate::store::refresh::Refreshes::default());
         let wake = Arc::new(tokio::sync::Notify::new());
@@ -88,6 +98,7 @@ impl PgStore {
         ));
         Ok(Self {
             pool,
+            behind,
             refreshes,
             wake,
         })

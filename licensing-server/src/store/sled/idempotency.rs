@@ -1,23 +1,32 @@
 //! Idempotency keys (protocol.md section 6).
 //!
-//! Keys: `Y|owner|0|key` holds the record (fingerprint, claim time, and the kept answer once
-//! there is one); `i Y|time|owner|0|key` orders the records by claim time for the purge. A key is
-//! claimed under the lock stripe its name hashes to, so concurrent claims of one key take turns
-//! and exactly one runs. A kept answer waits for the flush, like any write.
+//! Keys: `Y|name` (the name: SHA-256 of `owner|0|key`) holds the record (fingerprint, claim time, and the kept answer once
+//! there is one); `i Y|time|name` orders the records by claim time for the purge. Running
+//! claims are held in memory ([`Running`]); only kept answers are written, behind the answer and
+//! without waiting for a flush of their own (the flusher makes them durable within half a
+//! second).
 
+use licensing_core::Timestamp;
 use licensing_core::idempotency::{
     Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, IdempotencyRecord, KeptAnswer,
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
-use licensing_core::{LicenseId, Timestamp};
-use sha2::{Digest, Sha256};
 
 use super::keys::{self, key, tag};
+use std::collections::HashMap;
+
 use super::{SledStore, Tx, backend};
 
-/// `owner|0|key`: an owner holds no NUL, a key only visible ASCII.
+/// SHA-256 of `owner|0|key` (an owner holds no NUL, a key only visible ASCII): short keys,
+/// which is most of what a kept answer costs to write besides its body.
 fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> Vec<u8> {
-    key(&[owner.as_str().as_bytes(), &[0], k.as_str().as_bytes()])
+    use sha2::Digest as _;
+    sha2::Sha256::digest(key(&[
+        owner.as_str().as_bytes(),
+        &[0],
+        k.as_str().as_bytes(),
+    ]))
+    .to_vec()
 }
 
 fn record_key(name: &[u8]) -> Vec<u8> {
@@ -30,14 +39,6 @@ fn by_time_prefix() -> Vec<u8> {
 
 fn by_time_key(at: Timestamp, name: &[u8]) -> Vec<u8> {
     key(&[&by_time_prefix(), &keys::time(at), name])
-}
-
-/// The stripe a key's claims take turns on.
-fn stripe(name: &[u8]) -> LicenseId {
-    let digest = Sha256::digest(name);
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&digest[..16]);
-    LicenseId::from_uuid(uuid::Uuid::from_bytes(id))
 }
 
 /// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | content type |
@@ -133,45 +134,127 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
     })
 }
 
-impl SledStore {
-    fn tx(&self) -> Tx<'_> {
-        Tx {
-            tree: &self.inner.tree,
-            pending: Default::default(),
-        }
+/// What this process holds of a key: a claim whose write is running, or an answer kept but not
+/// yet written to the tree.
+#[derive(Clone, Debug)]
+enum Held {
+    Running(Fingerprint, Timestamp),
+    Kept(IdempotencyRecord),
+}
+
+/// The running claims and freshly kept answers of this process, by name. A sled store
+/// belongs to one process, so a claim needs no more than this process's lock; a running claim
+/// written to disk would say nothing after a crash that the lost answer does not (the write may
+/// or may not have happened). A kept answer is answered from here at once; the flusher writes
+/// the waiting ones in one batch before its next flush, within half a second, as it does the
+/// devices' refreshes (one write of its own per answer made the developer API's writes a fifth
+/// slower).
+#[derive(Default)]
+pub(super) struct Running(std::sync::Mutex<HashMap<Vec<u8>, Held>>);
+
+impl Running {
+    fn lock(&self) -> StoreResult<std::sync::MutexGuard<'_, HashMap<Vec<u8>, Held>>> {
+        self.0
+            .lock()
+            .map_err(|_| StoreError::backend("idempotency claims lock poisoned"))
     }
 
-    /// Replaces the running claim of `name` with `fingerprint` by `with` (a record, or nothing),
-    /// under the key's stripe; the batch written, if any.
-    async fn settle_claim(
-        &self,
-        name: &[u8],
-        fingerprint: Fingerprint,
-        with: Option<&KeptAnswer>,
-    ) -> StoreResult<Option<u64>> {
-        let _stripe = self.inner.locks.license(stripe(name)).await;
-        let mut tx = self.tx();
-        let k = record_key(name);
-        let Some(mut record) = tx.get(&k)?.map(|v| decode(&v)).transpose()? else {
-            return Ok(None);
-        };
-        if record.fingerprint != fingerprint || record.answer.is_some() {
-            return Ok(None);
-        }
-        match with {
-            Some(answer) => {
-                record.answer = Some(answer.clone());
-                tx.put(k, encode(&record));
+    /// Whether answers wait to be written.
+    pub(super) fn has_kept(&self) -> bool {
+        self.lock()
+            .map(|held| held.values().any(|h| matches!(h, Held::Kept(_))))
+            .unwrap_or(false)
+    }
+
+    /// The answers waiting to be written (they stay answered from memory until they are).
+    fn kept(&self) -> StoreResult<Vec<(Vec<u8>, IdempotencyRecord)>> {
+        Ok(self
+            .lock()?
+            .iter()
+            .filter_map(|(name, held)| match held {
+                Held::Kept(record) => Some((name.clone(), record.clone())),
+                Held::Running(..) => None,
+            })
+            .collect())
+    }
+
+    /// Forgets the answers `written` to the tree, unless they changed meanwhile.
+    fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
+        let mut held = self.lock()?;
+        for (name, record) in written {
+            if matches!(held.get(name), Some(Held::Kept(r)) if r == record) {
+                held.remove(name);
             }
-            None => {
-                tx.del(k);
-                tx.del(by_time_key(record.created_at, name));
-            }
         }
-        self.commit(tx).await.map(Some)
+        Ok(())
     }
 }
 
+/// Writes the answers waiting in `running` to `tree` in one batch (each with its index entry,
+/// dropping the entry of a record it replaces), counted in `applied` so that the flush that
+/// follows covers it; then answers them from the tree. The flusher calls it before each flush.
+pub(super) fn write_kept(
+    tree: &sled::Tree,
+    running: &Running,
+    gate: &tokio::sync::RwLock<()>,
+    applied: &std::sync::atomic::AtomicU64,
+) -> StoreResult<()> {
+    let kept = running.kept()?;
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let mut tx = Tx {
+        tree,
+        pending: Default::default(),
+    };
+    for (name, record) in &kept {
+        if let Some(old) = tx.get(&record_key(name))?
+            && let Ok(old) = decode(&old)
+            && old.created_at != record.created_at
+        {
+            tx.del(by_time_key(old.created_at, name));
+        }
+        tx.put(by_time_key(record.created_at, name), Vec::new());
+        tx.put(record_key(name), encode(record));
+    }
+    {
+        let _gate = gate.blocking_read();
+        tx.commit()?;
+        applied.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+    running.written(&kept)
+}
+
+impl SledStore {
+    /// The kept answer of `name`, as stored.
+    fn kept_record(&self, name: &[u8]) -> StoreResult<Option<IdempotencyRecord>> {
+        self.inner
+            .tree
+            .get(record_key(name))
+            .map_err(backend)?
+            .map(|bytes| decode(&bytes))
+            .transpose()
+    }
+
+    /// Writes every kept answer still only in memory (before a purge and the store's last
+    /// flush).
+    pub(super) async fn write_kept_answers(&self) -> StoreResult<()> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            write_kept(
+                &store.inner.tree,
+                &store.inner.running_claims,
+                &store.inner.locks.gate,
+                &store.inner.applied,
+            )
+        })
+        .await
+        .map_err(|e| StoreError::backend(format!("writing kept answers: {e}")))?
+    }
+}
+
+// A claim is decided under the lock of this process's claims, from them and the kept answers
+// on disk.
 impl IdempotencyStore for SledStore {
     async fn claim_idempotency_key(
         &self,
@@ -181,25 +264,19 @@ impl IdempotencyStore for SledStore {
         now: Timestamp,
     ) -> StoreResult<Claim> {
         let name = name(owner, k);
-        let _stripe = self.inner.locks.license(stripe(&name)).await;
-        let mut tx = self.tx();
-        let rk = record_key(&name);
-        let existing = tx.get(&rk)?.map(|v| decode(&v)).transpose()?;
+        let mut held = self.inner.running_claims.lock()?;
+        let existing = match held.get(&name) {
+            Some(Held::Running(fingerprint, created_at)) => Some(IdempotencyRecord {
+                fingerprint: *fingerprint,
+                created_at: *created_at,
+                answer: None,
+            }),
+            Some(Held::Kept(record)) => Some(record.clone()),
+            None => self.kept_record(&name)?,
+        };
         let claim = Claim::decide(existing.as_ref(), fingerprint, now);
         if claim == Claim::Run {
-            if let Some(old) = &existing {
-                tx.del(by_time_key(old.created_at, &name));
-            }
-            let record = IdempotencyRecord {
-                fingerprint,
-                created_at: now,
-                answer: None,
-            };
-            tx.put(rk, encode(&record));
-            tx.put(by_time_key(now, &name), Vec::new());
-            // Not waited for: the write it runs for flushes the claim with it, and a claim
-            // lost in a crash was never answered.
-            self.commit(tx).await?;
+            held.insert(name, Held::Running(fingerprint, now));
         }
         Ok(claim)
     }
@@ -211,11 +288,21 @@ impl IdempotencyStore for SledStore {
         fingerprint: Fingerprint,
         answer: &KeptAnswer,
     ) -> StoreResult<()> {
-        if let Some(batch) = self
-            .settle_claim(&name(owner, k), fingerprint, Some(answer))
-            .await?
+        let name = name(owner, k);
         {
-            self.flushed_up_to(batch).await?;
+            let mut held = self.inner.running_claims.lock()?;
+            let Some(&Held::Running(claimed, created_at)) = held.get(&name) else {
+                return Ok(());
+            };
+            if claimed != fingerprint {
+                return Ok(());
+            }
+            let record = IdempotencyRecord {
+                fingerprint,
+                created_at,
+                answer: Some(answer.clone()),
+            };
+            held.insert(name, Held::Kept(record));
         }
         Ok(())
     }
@@ -226,35 +313,35 @@ impl IdempotencyStore for SledStore {
         k: &IdempotencyKey,
         fingerprint: Fingerprint,
     ) -> StoreResult<()> {
-        self.settle_claim(&name(owner, k), fingerprint, None)
-            .await?;
+        let name = name(owner, k);
+        let mut held = self.inner.running_claims.lock()?;
+        if matches!(held.get(&name), Some(Held::Running(f, _)) if *f == fingerprint) {
+            held.remove(&name);
+        }
         Ok(())
     }
 
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
+        // The answers still on their way to the tree first, so that they are purged alike.
+        self.write_kept_answers().await?;
+        let tree = &self.inner.tree;
         let prefix = by_time_prefix();
         let end = key(&[&prefix, &keys::time(before)]);
         let mut purged = 0;
-        for index in self
-            .inner
-            .tree
-            .range(prefix.clone()..end)
-            .keys()
-            .take(max as usize)
-        {
+        for index in tree.range(prefix.clone()..end).keys().take(max as usize) {
             let index = index.map_err(backend)?;
             let name = index.get(prefix.len() + 8..).unwrap_or_default().to_vec();
-            // Under the key's stripe, so that a claim taken again meanwhile stays.
-            let _stripe = self.inner.locks.license(stripe(&name)).await;
-            let mut tx = self.tx();
             let rk = record_key(&name);
-            let current = tx.get(&rk)?.map(|v| decode(&v)).transpose()?;
-            if current.is_some_and(|r| r.created_at < before) {
-                tx.del(rk);
+            // Only a record claimed before `before` (one kept again since stays), under the
+            // claims' lock, so that an answer being written is not deleted in between.
+            let _held = self.inner.running_claims.lock()?;
+            if let Some(bytes) = tree.get(&rk).map_err(backend)?
+                && decode(&bytes)?.created_at < before
+            {
+                tree.remove(&rk).map_err(backend)?;
                 purged += 1;
             }
-            tx.del(index.to_vec());
-            self.commit(tx).await?;
+            tree.remove(&index).map_err(backend)?;
         }
         Ok(purged)
     }

@@ -129,6 +129,9 @@ struct Inner {
     key_ids: key_ids::KeyIds,
     /// Entries read through the index by last use (`seen.rs`).
     seen_reads: seen::Reads,
+    /// Idempotency keys whose writes are running, and answers waiting to be written
+    /// (`idempotency.rs`).
+    running_claims: Arc<idempotency::Running>,
 }
 
 /// The default size of sled's page cache, in MiB (sled's own default is 1 GiB). The load
@@ -317,17 +320,21 @@ impl SledStore {
         let flusher = Arc::new(Flusher::default());
         let refreshes = Arc::new(Refreshes::default());
         let (progress, flushed) = watch::channel(FlushState::default());
+        let running_claims = Arc::new(idempotency::Running::default());
         let flusher_thread = {
-            let (tree, locks, applied, refreshes, flusher) = (
+            let (tree, locks, applied, refreshes, flusher, running) = (
                 tree.clone(),
                 locks.clone(),
                 applied.clone(),
                 refreshes.clone(),
                 flusher.clone(),
+                running_claims.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
-                .spawn(move || run_flusher(tree, locks, applied, refreshes, flusher, progress))
+                .spawn(move || {
+                    run_flusher(tree, locks, applied, refreshes, running, flusher, progress)
+                })
                 .map_err(backend)?
         };
         Ok(Self {
@@ -342,12 +349,14 @@ impl SledStore {
                 refreshes,
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
+                running_claims,
             }),
         })
     }
 
     /// Makes everything written so far durable.
     pub async fn flush(&self) -> StoreResult<()> {
+        self.write_kept_answers().await?;
         self.flushed_up_to(self.inner.applied.load(Ordering::Acquire))
             .await
     }
