@@ -33,6 +33,12 @@ pub const ABANDONED_AFTER_MS: i64 = 5 * 60 * 1000;
 /// The longest key.
 pub const MAX_KEY_LEN: usize = 255;
 
+/// Whether a request of `method` (an HTTP method's name, upper case) writes: the methods that
+/// take a key. Reads ignore the header.
+pub fn is_write(method: &str) -> bool {
+    matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
+}
+
 /// A valid `Idempotency-Key`: 1 to 255 characters of visible ASCII (`!` to `~`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
@@ -241,6 +247,16 @@ impl Claim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_writes_take_a_key() {
+        for method in ["POST", "PUT", "PATCH", "DELETE"] {
+            assert!(is_write(method), "{method}");
+        }
+        for method in ["GET", "HEAD", "OPTIONS", "TRACE", "post"] {
+            assert!(!is_write(method), "{method}");
+        }
+    }
 
     #[test]
     fn keys_are_one_to_255_visible_ascii_characters() {

@@ -127,13 +127,6 @@ enum Failed {
     Final(Error),
 }
 
-fn is_write(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    )
-}
-
 /// A fresh `Idempotency-Key`: 128 random bits.
 fn fresh_idempotency_key() -> String {
     let mut bytes = [0u8; 16];
@@ -241,7 +234,7 @@ impl DevClient {
         method: &Method,
         make: impl Fn() -> Result<reqwest::RequestBuilder, Error>,
     ) -> Result<T, Error> {
-        let key = is_write(method).then(|| {
+        let key = licensing_core::idempotency::is_write(method.as_str()).then(|| {
             self.idempotency_key
                 .clone()
                 .unwrap_or_else(fresh_idempotency_key)

@@ -29,14 +29,6 @@ use warp::http::{HeaderValue, Method, header};
 use super::{Body, Input, Response, error, read_body};
 use crate::state::AppState;
 
-/// Whether `method` writes: the methods that take a key.
-pub(crate) fn is_write(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    )
-}
-
 /// The request's key: `None` without the header, 400 for an invalid or repeated one.
 pub(crate) fn key_of(headers: &warp::http::HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let mut values = headers.get_all(idempotency::HEADER).iter();
@@ -66,7 +58,7 @@ where
     W: FnOnce(Input) -> A + Send + 'static,
     A: Future<Output = Response> + Send + 'static,
 {
-    if !is_write(method) {
+    if !idempotency::is_write(method.as_str()) {
         return write(input).await;
     }
     let key = match key_of(&input.headers) {
