@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 
 /// Every route, as a template; `{…}` stands for one path segment.
 pub const ROUTES: &[&str] = &[
+    "/",
     "/healthz",
     "/metrics",
     "/api/openapi.json",
@@ -109,6 +110,9 @@ pub const ROUTES: &[&str] = &[
 /// allocates nothing: segments are compared in place, templates with another segment count are
 /// skipped first.
 pub fn route_of(path: &str) -> &'static str {
+    if path == "/" {
+        return "/";
+    }
     let path = path.trim_end_matches('/');
     let count = path.split('/').count();
     ROUTES
@@ -286,6 +290,8 @@ mod tests {
             "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid"
         );
         assert_eq!(route_of("/healthz"), "/healthz");
+        assert_eq!(route_of("/"), "/");
+        assert_eq!(route_of("//"), "unmatched");
         assert_eq!(route_of("/wp-admin/anything"), "unmatched");
         assert_eq!(
             route_of(&format!("/api/v1/dev/teams/{id}/nope")),

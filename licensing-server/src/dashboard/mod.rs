@@ -41,6 +41,7 @@ use warp::http::{HeaderMap, Method};
 use crate::http::{Body, Response};
 use crate::state::AppState;
 
+pub(crate) use page::redirect;
 pub(crate) use session::Staff;
 pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
 

@@ -37,6 +37,8 @@ pub(crate) fn routes(state: AppState, document: fn() -> String) -> BoxedFilter<(
     let metrics = state.metrics.clone();
     let access = state.metrics_access.clone();
     let all = health()
+        .or(root(state.clone()))
+        .unify()
         .or(metrics_route(state.clone(), access))
         .unify()
         .or(docs::routes(document))
@@ -144,6 +146,26 @@ fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Respons
                 }
             },
         )
+        .boxed()
+}
+
+/// `/`: with the dashboard on, a `GET` (or `HEAD`) is sent to it (303), as a person typing the
+/// server's address expects; another method is 405. With it off, `/` is no route (404).
+fn root(state: AppState) -> BoxedFilter<(Response,)> {
+    warp::path::end()
+        .and(warp::method())
+        .and(with_state(state))
+        .and_then(|method: warp::http::Method, state: AppState| async move {
+            if state.dashboard.is_none() {
+                return Err(warp::reject::not_found());
+            }
+            Ok(match method {
+                warp::http::Method::GET | warp::http::Method::HEAD => {
+                    crate::dashboard::redirect("/dashboard/")
+                }
+                _ => http::error(&ApiError::method_not_allowed()),
+            })
+        })
         .boxed()
 }
 

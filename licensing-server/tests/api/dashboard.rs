@@ -1196,9 +1196,19 @@ async fn over_https_the_cookie_is_secure_and_the_dashboard_can_be_turned_off() {
             .contains("max-age")
     );
 
+    // The server's address leads to the dashboard, for whoever types it.
+    let root = b.get("/").await;
+    assert_eq!(root.status, 303);
+    assert_eq!(root.location(), "/dashboard/");
+    let posted = b.http.post(format!("{}/", b.base)).send().await.unwrap();
+    assert_eq!(posted.status().as_u16(), 405);
+
     let off = TestServer::start_with(|c| c.dashboard = false).await;
     let mut b = Browser::new(&off);
     assert_eq!(b.get("/dashboard/sign-in").await.status, 404);
+    let root = b.get("/").await;
+    assert_eq!(root.status, 404);
+    assert!(root.text.contains("No such endpoint"), "{}", root.text);
 }
 
 impl Browser {

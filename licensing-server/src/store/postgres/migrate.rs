@@ -69,16 +69,24 @@ pub(super) async fn apply(pool: &PgPool) -> StoreResult<()> {
 }
 
 async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version bigint PRIMARY KEY,
-            name text NOT NULL,
-            applied_at timestamptz NOT NULL DEFAULT now()
-        )",
-    )
-    .execute(&mut *conn)
-    .await
-    .map_err(backend)?;
+    // Looked up first rather than `CREATE TABLE IF NOT EXISTS`, whose notice ("already exists")
+    // every start would log; the lock makes the two steps one.
+    let known: bool = sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+    if !known {
+        sqlx::query(
+            "CREATE TABLE schema_migrations (
+                version bigint PRIMARY KEY,
+                name text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )",
+        )
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    }
     let newest: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM schema_migrations")
         .fetch_one(&mut *conn)
         .await
