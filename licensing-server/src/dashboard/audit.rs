@@ -24,6 +24,24 @@ fn value_text(value: Option<&serde_json::Value>) -> String {
     }
 }
 
+/// Whether `value` says nothing: absent, null, or an empty text, list or object.
+fn is_blank(value: Option<&serde_json::Value>) -> bool {
+    use serde_json::Value;
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(items)) => items.is_empty(),
+        Some(Value::Object(members)) => members.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// Whether a change is worth a line: a creation records every field, most of them empty
+/// before and after (`— → —` says nothing).
+fn shown(c: &FieldChange) -> bool {
+    c.secret || c.redacted || !(is_blank(c.old.as_ref()) && is_blank(c.new.as_ref()))
+}
+
 fn change(c: &FieldChange) -> Markup {
     html! {
         li {
@@ -98,12 +116,12 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
                     }
                     td { code.nowrap { (e.action.as_str()) } }
                     td { code title=(e.resource_id) { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) } }
-                    td { ul.changes { @for c in &e.changes { (change(c)) } } }
+                    td { ul.changes { @for c in e.changes.iter().filter(|c| shown(c)) { (change(c)) } } }
                 }
             }
         }))
         nav.pager aria-label="Pages" {
-            @if entries.total > 0 { span { (entries.total) " entries" } }
+            @if entries.total > 0 { span { (page::counted(entries.total, "entry", "entries")) } }
             @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Newer" } }
             @if entries.has_next_page { a href=(link(page_number + 1)) rel="next" { "Older" } }
         }

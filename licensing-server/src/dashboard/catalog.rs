@@ -79,7 +79,7 @@ pub(crate) async fn customers(
                 }
             }))
             nav.pager aria-label="Pages" {
-                @if list.total > 0 { span { (list.total) " customers" } }
+                @if list.total > 0 { span { (page::counted(list.total, "customer", "customers")) } }
                 @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
                 @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
             }

@@ -82,6 +82,12 @@ pub(crate) fn answer(
     }
 }
 
+/// `n` and the noun, singular for one: "1 customer", "2 customers".
+pub(crate) fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `303 See Other` to `location` (after a form, the browser GETs the next page).
 pub(crate) fn redirect(location: &str) -> Response {
     let mut response = Response::new(Vec::new().into());

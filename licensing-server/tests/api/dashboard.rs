@@ -347,6 +347,12 @@ async fn an_owner_sets_a_password_through_the_link_and_creates_a_license_the_aud
     assert_eq!(entry["actor"]["name"], "ann@example.com");
     let set = s.get(&s.dev("audit-log?action=staff.password_set")).await;
     assert_eq!(set.ok()["entries"][0]["actor"]["type"], "USER");
+    // The page lists the creation's values, not the fields it left empty.
+    b.get("/dashboard/audit?resourceType=license")
+        .await
+        .has("<code>hwidLimit</code>: — → 2")
+        .lacks("— → —")
+        .has("1 entry<");
 }
 
 #[tokio::test]
