@@ -160,6 +160,11 @@ struct OperationLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
     route: &'static str,
 }
@@ -183,7 +188,20 @@ impl std::fmt::Debug for Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("licensing");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(ProcessCollector::new()));
+        let registry = root.sub_registry_with_prefix("licensing");
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "The server's version, as a label; the value is always 1",
+            build,
+        );
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "http_requests",
@@ -218,7 +236,7 @@ impl Default for Metrics {
             sessions.clone(),
         );
         Self {
-            registry: Arc::new(Mutex::new(registry)),
+            registry: Arc::new(Mutex::new(root)),
             requests,
             latency,
             outcomes,
@@ -274,6 +292,106 @@ impl Metrics {
     }
 }
 
+/// The process's own figures, read at each scrape under the names Prometheus's clients use
+/// (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`,
+/// `process_max_fds`, `process_start_time_seconds`); from `/proc`, so on Linux only (elsewhere
+/// only the start time).
+#[derive(Debug)]
+struct ProcessCollector {
+    started: f64,
+}
+
+impl ProcessCollector {
+    fn new() -> Self {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Self { started }
+    }
+}
+
+/// CPU seconds (user and system) from `/proc/self/stat`.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    // Fields 14 and 15 (utime, stime) are the 12th and 13th after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / rustix::param::clock_ticks_per_second().max(1) as f64)
+}
+
+/// Resident memory in bytes (`VmRSS` of `/proc/self/status`).
+fn resident_bytes() -> Option<i64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Open file descriptors (the entries of `/proc/self/fd`, less the one reading it).
+fn open_fds() -> Option<i64> {
+    let count = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    i64::try_from(count.saturating_sub(1)).ok()
+}
+
+/// The soft limit on open files (`/proc/self/limits`).
+fn max_fds() -> Option<i64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+impl prometheus_client::collector::Collector for ProcessCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric as _;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        if let Some(seconds) = cpu_seconds() {
+            let metric = ConstCounter::new(seconds);
+            metric.encode(encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "CPU time (user and system) the process used, in seconds",
+                None,
+                metric.metric_type(),
+            )?)?;
+        }
+        for (name, help, value) in [
+            (
+                "process_resident_memory_bytes",
+                "Resident memory, in bytes",
+                resident_bytes(),
+            ),
+            ("process_open_fds", "Open file descriptors", open_fds()),
+            (
+                "process_max_fds",
+                "The limit on open file descriptors",
+                max_fds(),
+            ),
+        ] {
+            if let Some(value) = value {
+                let metric = ConstGauge::new(value);
+                metric.encode(encoder.encode_descriptor(
+                    name,
+                    help,
+                    None,
+                    metric.metric_type(),
+                )?)?;
+            }
+        }
+        let metric = ConstGauge::new(self.started);
+        metric.encode(encoder.encode_descriptor(
+            "process_start_time_seconds",
+            "When the server started, in seconds since the Unix epoch",
+            None,
+            metric.metric_type(),
+        )?)?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +415,36 @@ mod tests {
             route_of(&format!("/api/v1/dev/teams/{id}/nope")),
             "unmatched"
         );
+    }
+
+    /// The process's figures and the build's version are in every scrape.
+    #[test]
+    fn renders_the_process_and_the_build() {
+        // Enough work for the kernel to count a tick of CPU time (bounded).
+        let started = std::time::Instant::now();
+        while cpu_seconds().is_some_and(|s| s == 0.0) && started.elapsed() < Duration::from_secs(5)
+        {
+            std::hint::black_box((0..10_000u64).sum::<u64>());
+        }
+        let text = Metrics::default().render();
+        let value = |name: &str| -> f64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("{name} in {text}"));
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        assert!(text.contains(&format!(
+            "licensing_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )));
+        assert!(value("process_start_time_seconds") > 1.7e9);
+        if cfg!(target_os = "linux") {
+            assert!(value("process_resident_memory_bytes") > 1e6);
+            assert!(value("process_open_fds") >= 3.0);
+            assert!(value("process_max_fds") >= value("process_open_fds"));
+            assert!(value("process_cpu_seconds_total") > 0.0);
+        }
     }
 
     #[test]
