@@ -21,8 +21,9 @@ pub trait IdempotencyStore: Send + Sync {
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Claim>> + Send;
     /// Keeps `answer` under the running claim of `key` with `fingerprint`; nothing when there is
-    /// no such claim (it was abandoned and taken again). It is visible to every claim when this
-    /// returns and durable within the store's flush interval (well under a second): lost in a
+    /// no such claim (it was abandoned and taken again). It is visible to this instance's claims
+    /// when this returns, and to other instances' claims (which see the claim running until
+    /// then) and durable within the store's flush interval (well under a second): lost in a
     /// crash, the claim stays running, so a retry waits until it counts as abandoned.
     fn keep_idempotent_answer(
         &self,

@@ -55,12 +55,14 @@ pub struct PgStore {
     /// Connections (made when first needed) whose commits do not wait for the disk (`synchronous_commit = off`):
     /// for writes made durable by a later synchronous commit (an idempotency key's claim, which
     /// its write's own commit flushes with it) or whose loss in a crash's last moments costs no
-    /// data (a kept idempotent answer).
+    /// data (kept idempotent answers).
     behind: PgPool,
     /// Heartbeat refreshes waiting to be written (`refresh.rs`).
     refreshes: Arc<crate::store::refresh::Refreshes>,
     /// Wakes the flusher before its round when many wait.
     wake: Arc<tokio::sync::Notify>,
+    /// Kept idempotent answers waiting to be written (`idempotency.rs`).
+    keeping: Arc<idempotency::Keeping>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -96,17 +98,24 @@ impl PgStore {
             pool.clone(),
             wake.clone(),
         ));
+        let keeping = Arc::new(idempotency::Keeping::default());
+        tokio::spawn(idempotency::run(Arc::downgrade(&keeping), behind.clone()));
         Ok(Self {
             pool,
             behind,
             refreshes,
             wake,
+            keeping,
         })
     }
 
-    /// Writes the heartbeat refreshes waiting in memory (the server calls it when it stops).
+    /// Writes the kept idempotent answers and the heartbeat refreshes waiting in memory (the
+    /// server calls it when it stops).
     /// Those of licenses that another transaction holds are retried for a moment.
     pub async fn flush(&self) -> StoreResult<()> {
+        while !self.keeping.is_empty() {
+            idempotency::write_waiting(&self.behind, &self.keeping).await?;
+        }
         for _ in 0..40 {
             refresh::flush(&self.pool, &self.refreshes).await?;
             if self.refreshes.is_empty() {

@@ -3,8 +3,8 @@
 //! Keys: `Y|name` (the name: SHA-256 of `owner|0|key`) holds the record (fingerprint, claim time, and the kept answer once
 //! there is one); `i Y|time|name` orders the records by claim time for the purge. Running
 //! claims are held in memory ([`Running`]); only kept answers are written, behind the answer and
-//! without waiting for a flush of their own (the flusher makes them durable within half a
-//! second).
+//! without a batch or a flush of their own: the next developer write carries them in its batch,
+//! or the flusher writes them before its next flush (within half a second).
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -145,10 +145,10 @@ enum Held {
 /// The running claims and freshly kept answers of this process, by name. A sled store
 /// belongs to one process, so a claim needs no more than this process's lock; a running claim
 /// written to disk would say nothing after a crash that the lost answer does not (the write may
-/// or may not have happened). A kept answer is answered from here at once; the flusher writes
-/// the waiting ones in one batch before its next flush, within half a second, as it does the
-/// devices' refreshes (one write of its own per answer made the developer API's writes a fifth
-/// slower).
+/// or may not have happened). A kept answer is answered from here at once; the next developer
+/// write stages the waiting ones in its own batch, or else the flusher writes them in one batch
+/// before its next flush, within half a second, as it does the devices' refreshes (one write of
+/// its own per answer made the developer API's writes a fifth slower).
 #[derive(Default)]
 pub(super) struct Running(std::sync::Mutex<HashMap<Vec<u8>, Held>>);
 
@@ -179,7 +179,7 @@ impl Running {
     }
 
     /// Forgets the answers `written` to the tree, unless they changed meanwhile.
-    fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
+    pub(super) fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
         let mut held = self.lock()?;
         for (name, record) in written {
             if matches!(held.get(name), Some(Held::Kept(r)) if r == record) {
@@ -190,32 +190,37 @@ impl Running {
     }
 }
 
-/// Writes the answers waiting in `running` to `tree` in one batch (each with its index entry,
-/// dropping the entry of a record it replaces), counted in `applied` so that the flush that
-/// follows covers it; then answers them from the tree. The flusher calls it before each flush.
+/// Stages the answers waiting in `running` in `tx`, each with its index entry: what to pass to
+/// [`Running::written`] once `tx` is applied. The entry of a record it replaces (one expired
+/// and claimed again) is left for the purge, which drops an entry whose record is newer.
+pub(super) fn stage_kept(
+    tx: &mut Tx<'_>,
+    running: &Running,
+) -> StoreResult<Vec<(Vec<u8>, IdempotencyRecord)>> {
+    let kept = running.kept()?;
+    for (name, record) in &kept {
+        tx.put(by_time_key(record.created_at, name), Vec::new());
+        tx.put(record_key(name), encode(record));
+    }
+    Ok(kept)
+}
+
+/// Writes the answers waiting in `running` to `tree` in one batch, counted in `applied` so that
+/// the flush that follows covers it; then answers them from the tree. The flusher calls it
+/// before each flush, for the answers no developer write has carried meanwhile.
 pub(super) fn write_kept(
     tree: &sled::Tree,
     running: &Running,
     gate: &tokio::sync::RwLock<()>,
     applied: &std::sync::atomic::AtomicU64,
 ) -> StoreResult<()> {
-    let kept = running.kept()?;
-    if kept.is_empty() {
-        return Ok(());
-    }
     let mut tx = Tx {
         tree,
         pending: Default::default(),
     };
-    for (name, record) in &kept {
-        if let Some(old) = tx.get(&record_key(name))?
-            && let Ok(old) = decode(&old)
-            && old.created_at != record.created_at
-        {
-            tx.del(by_time_key(old.created_at, name));
-        }
-        tx.put(by_time_key(record.created_at, name), Vec::new());
-        tx.put(record_key(name), encode(record));
+    let kept = stage_kept(&mut tx, running)?;
+    if kept.is_empty() {
+        return Ok(());
     }
     {
         let _gate = gate.blocking_read();

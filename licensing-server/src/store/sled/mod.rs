@@ -461,7 +461,10 @@ impl SledStore {
         };
         let out = f(&mut tx)?;
         tx.journal(journal)?;
+        // The answers kept since the last batch ride along: one batch fewer for the flusher.
+        let kept = idempotency::stage_kept(&mut tx, &self.inner.running_claims)?;
         let batch = self.commit(tx).await?;
+        self.inner.running_claims.written(&kept)?;
         Ok((out, batch))
     }
 
