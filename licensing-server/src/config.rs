@@ -202,6 +202,13 @@ pub struct Config {
     #[arg(long, env = "LICENSING_OWNER_EMAIL", default_value = "owner@localhost")]
     pub owner_email: String,
 
+    /// The server's address as browsers and customers reach it (`https://licensing.example.com`,
+    /// a scheme and a host, no path), for every link it prints, e-mails or shows (set-password
+    /// links). Unset: the address a browser used (its `Host`), and on the command line the
+    /// listen address. Set it behind a reverse proxy.
+    #[arg(long, env = "LICENSING_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<PublicUrl>,
+
     /// Minutes without a request after which a dashboard session ends.
     #[arg(long, env = "LICENSING_DASHBOARD_IDLE_MINUTES",
           default_value_t = crate::dashboard::DEFAULT_IDLE_MINUTES,
@@ -305,6 +312,7 @@ impl Config {
             webhook_timeout_secs: 10,
             dashboard: true,
             owner_email: "owner@localhost".into(),
+            public_url: None,
             dashboard_idle_minutes: crate::dashboard::DEFAULT_IDLE_MINUTES,
             dashboard_session_hours: crate::dashboard::DEFAULT_SESSION_HOURS,
             max_connections: 4096,
@@ -408,9 +416,92 @@ impl<T: FromStr<Err = String>> FromStr for List<T> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Net(pub IpNet);
 
+/// A public address: `http` or `https`, a host and maybe a port, nothing else; kept without a
+/// trailing `/`, so that a path appends to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicUrl(String);
+
+impl PublicUrl {
+    /// `scheme://host[:port]`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for PublicUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for PublicUrl {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let wanted = "give the scheme and host browsers use, like https://licensing.example.com";
+        let uri: warp::http::Uri = text
+            .parse()
+            .map_err(|e| format!("{text:?} is not a URL ({e}): {wanted}"))?;
+        let scheme = uri.scheme_str().unwrap_or_default();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("{text:?} is not an http or https URL: {wanted}"));
+        }
+        let Some(authority) = uri.authority() else {
+            return Err(format!("{text:?} has no host: {wanted}"));
+        };
+        if authority.host().is_empty() || authority.as_str().contains('@') {
+            return Err(format!("{text:?} needs a host and no user name: {wanted}"));
+        }
+        if !matches!(uri.path(), "" | "/") || uri.query().is_some() || text.contains('#') {
+            return Err(format!(
+                "{text:?} has a path, a query or a fragment: the dashboard is served at /dashboard/ of the host, so {wanted}"
+            ));
+        }
+        Ok(Self(format!("{scheme}://{authority}")))
+    }
+}
+
 impl FromStr for Net {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
         licensing_core::verify::parse_ip_or_net(text.trim()).map(Net)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_urls_are_a_scheme_and_a_host() {
+        for (given, kept) in [
+            (
+                "https://licensing.example.com",
+                "https://licensing.example.com",
+            ),
+            (
+                "https://licensing.example.com/",
+                "https://licensing.example.com",
+            ),
+            (" http://10.0.0.5:8080 ", "http://10.0.0.5:8080"),
+            ("https://[::1]:3000/", "https://[::1]:3000"),
+        ] {
+            assert_eq!(given.parse::<PublicUrl>().unwrap().as_str(), kept);
+        }
+        for refused in [
+            "licensing.example.com",
+            "ftp://licensing.example.com",
+            "https://licensing.example.com/licensing",
+            "https://licensing.example.com/?a=b",
+            "https://licensing.example.com/#top",
+            "https://user@licensing.example.com",
+            "",
+        ] {
+            let e = refused.parse::<PublicUrl>().unwrap_err();
+            assert!(
+                e.contains("https://licensing.example.com"),
+                "{refused}: {e}"
+            );
+        }
     }
 }

@@ -252,13 +252,41 @@ enum UserCommand {
 /// Where a set-password link points.
 #[derive(Debug, clap::Args)]
 struct LinkBase {
-    /// The server's address as browsers reach it, for the link.
+    /// The server's address as browsers reach it, for the link (default: the config file's
+    /// `public-url`, else its `listen` address, else http://127.0.0.1:3000).
     #[arg(
-        long,
-        env = "LICENSING_PUBLIC_URL",
-        default_value = "http://127.0.0.1:3000"
+        long = "public-url",
+        visible_alias = "url",
+        env = "LICENSING_PUBLIC_URL"
     )]
-    url: String,
+    url: Option<licensing_server::config::PublicUrl>,
+    /// The server's config file, for its public URL or listen address.
+    #[arg(long, env = "LICENSING_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+impl LinkBase {
+    /// The address links point to.
+    fn base(&self) -> anyhow::Result<String> {
+        if let Some(url) = &self.url {
+            return Ok(url.to_string());
+        }
+        let Some(path) = &self.config else {
+            return Ok(backup::DEFAULT_URL.to_owned());
+        };
+        let table = backup::config_table(path)?;
+        let setting = |key: &str| table.get(key).and_then(|v| v.as_str());
+        if let Some(url) = setting("public-url") {
+            let url: licensing_server::config::PublicUrl = url
+                .parse()
+                .map_err(|e| anyhow::anyhow!("the config file's public-url: {e}"))?;
+            return Ok(url.to_string());
+        }
+        match setting("listen") {
+            Some(listen) => backup::url_of_listen(listen),
+            None => Ok(backup::DEFAULT_URL.to_owned()),
+        }
+    }
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {
@@ -340,13 +368,13 @@ async fn main() -> anyhow::Result<()> {
             role,
             link,
             store,
-        })) => accounts::user_create(team, &email, role, &link.url, &store).await,
+        })) => accounts::user_create(team, &email, role, &link.base()?, &store).await,
         Some(Command::User(UserCommand::Link {
             email,
             team,
             link,
             store,
-        })) => accounts::user_link(&email, team, &link.url, &store).await,
+        })) => accounts::user_link(&email, team, &link.base()?, &store).await,
         Some(Command::MasterKey(MasterKeyCommand::Generate { out })) => {
             master_key::master_key_generate(&out)
         }

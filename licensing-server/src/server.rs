@@ -279,6 +279,7 @@ impl Server {
                         idle_minutes: config.dashboard_idle_minutes,
                         session_hours: config.dashboard_session_hours,
                     }),
+                public_url: config.public_url.as_ref().map(|url| Arc::from(url.as_str())),
                 alive: Arc::new(()),
             },
         })

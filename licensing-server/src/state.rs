@@ -57,6 +57,9 @@ pub(crate) struct AppState {
     pub(crate) webhooks: crate::services::webhooks::Sender,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
+    /// The address links point to (`--public-url`: `scheme://host`); `None`: the one the
+    /// browser used.
+    pub(crate) public_url: Option<Arc<str>>,
     /// The staff dashboard's settings; `None` when it is off.
     pub(crate) dashboard: Option<DashboardSettings>,
     /// Counts the copies of the state alive (the route tree, connection tasks), so that

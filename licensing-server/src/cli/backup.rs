@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use tokio::io::AsyncWriteExt as _;
 
 /// The server's default address, as the server's own `--listen` default.
-const DEFAULT_URL: &str = "http://127.0.0.1:3000";
+pub(crate) const DEFAULT_URL: &str = "http://127.0.0.1:3000";
 /// The prefix of the files `--to-dir` creates.
 const PREFIX: &str = "licensing-backup-";
 
@@ -19,17 +19,7 @@ pub(crate) fn server_of(
     token: Option<String>,
     config: Option<&Path>,
 ) -> anyhow::Result<(String, String)> {
-    let file: Option<toml::Table> = match config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the config file {}", path.display()))?;
-            Some(
-                text.parse()
-                    .with_context(|| format!("{} is not TOML", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let file = config.map(config_table).transpose()?;
     let setting = |key: &str| {
         file.as_ref()
             .and_then(|t| t.get(key))
@@ -49,9 +39,17 @@ pub(crate) fn server_of(
     Ok((url.trim_end_matches('/').to_owned(), token))
 }
 
+/// The server's config file, as a table.
+pub(crate) fn config_table(path: &Path) -> anyhow::Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the config file {}", path.display()))?;
+    text.parse()
+        .with_context(|| format!("{} is not TOML", path.display()))
+}
+
 /// The URL to reach a server listening on `listen` from this host: an unspecified address
 /// (`0.0.0.0`, `[::]`) is reached on loopback.
-fn url_of_listen(listen: &str) -> anyhow::Result<String> {
+pub(crate) fn url_of_listen(listen: &str) -> anyhow::Result<String> {
     let mut addr: SocketAddr = listen
         .parse()
         .with_context(|| format!("the config file's listen = {listen:?} is not an address"))?;

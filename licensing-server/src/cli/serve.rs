@@ -137,9 +137,11 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<()> {
     let data_dir = config.data_dir.clone();
     let owner_email = config.owner_email.clone();
     let dashboard = config.dashboard;
+    let public_url = config.public_url.clone();
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
-    let base = format!("http://{addr}");
+    let listening = format!("http://{addr}");
+    let base = public_url.map_or_else(|| listening.clone(), |url| url.to_string());
     // Instances starting together on an empty database create one team, not one each.
     let created = Operator::command_line(server.store(), server.keyring())
         .perform(FirstStart { owner_email })
@@ -156,7 +158,7 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<()> {
     }
     let data = licensing_server::store::open::location(server.store(), &data_dir);
     tracing::info!(target: LOG, %addr, store = server.store().backend_name(), "licensing-server listening");
-    println!("Listening on {base} ({data})");
+    println!("Listening on {listening} ({data})");
     server.run(shutdown).await?;
     tracing::info!(target: LOG, "stopped");
     Ok(())

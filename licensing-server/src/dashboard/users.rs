@@ -15,8 +15,12 @@ use crate::app::accounts::{
 use crate::http::Response;
 use crate::services::staff::{self as service, CreatedStaff};
 
-/// The dashboard's address as the browser used it: `scheme://host`.
+/// The dashboard's public address (`--public-url`), else the one the browser used:
+/// `scheme://host`.
 fn base(ctx: &Ctx) -> String {
+    if let Some(url) = &ctx.state.public_url {
+        return url.to_string();
+    }
     let host = ctx
         .headers
         .get(warp::http::header::HOST)

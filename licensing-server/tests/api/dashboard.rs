@@ -1177,6 +1177,60 @@ async fn staff_see_and_change_only_their_own_teams_licenses() {
     assert_eq!(after.ok()["suspended"], false);
 }
 
+/// Behind a reverse proxy that rewrites `Host` (nginx's default `proxy_pass`), a set-password
+/// link names the server's public URL when one is set, and the host the browser used (as the
+/// proxy passes it on) otherwise, never the proxy's name for the upstream.
+#[tokio::test]
+async fn behind_a_proxy_links_point_to_the_public_url() {
+    async fn invited_link(s: &TestServer, host: &str) -> String {
+        let mut owner = Browser::new(s);
+        owner.headers.push(("host", host.to_owned()));
+        owner.headers.push(("x-forwarded-proto", "https".into()));
+        staff(
+            s,
+            &mut owner,
+            s.team_id(),
+            "own@vendor.example",
+            Role::Owner,
+        )
+        .await;
+        let page = owner.get("/dashboard/users").await;
+        let made = owner
+            .submit(
+                &page,
+                "/dashboard/users",
+                &[("email", "desk@vendor.example"), ("role", "support")],
+            )
+            .await;
+        assert_eq!(made.status, 201, "{}", made.text);
+        text_after(&made, r#"id="new-link">"#)
+    }
+    let public = TestServer::start_with(|c| {
+        c.public_url = Some("https://licensing.example.com/".parse().unwrap());
+    })
+    .await;
+    let link = invited_link(&public, "licensing-upstream").await;
+    assert!(
+        link.starts_with("https://licensing.example.com/dashboard/set-password/"),
+        "{link}"
+    );
+    // The link works (through the server's own address here).
+    let path = &link[link.find("/dashboard/").unwrap()..];
+    Browser::new(&public)
+        .get(path)
+        .await
+        .has("desk@vendor.example");
+
+    // Without the setting: the Host the proxy passed on (`proxy_set_header Host $host`).
+    let plain = TestServer::start().await;
+    let link = invited_link(&plain, "shop.example.org").await;
+    assert!(
+        link.starts_with("http://shop.example.org/dashboard/set-password/")
+            || link.starts_with("https://shop.example.org/dashboard/set-password/"),
+        "{link}"
+    );
+}
+
 #[tokio::test]
 async fn over_https_the_cookie_is_secure_and_the_dashboard_can_be_turned_off() {
     let s = TestServer::start().await;

@@ -618,3 +618,126 @@ async fn settings_come_from_the_config_file_below_the_environment() {
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("unknown key `admin-tokn`"), "{said}");
 }
+
+/// The `user` commands' links start with the public URL: the flag's, else the config file's
+/// `public-url`, else the config file's `listen` address, else the default; a first start's link
+/// too.
+#[tokio::test]
+async fn links_the_commands_print_start_with_the_public_url() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let data = dir.to_str().unwrap();
+    let made = run(
+        &["team", "create", "--name", "Links", "--data-dir", data],
+        &[],
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let team: Value = serde_json::from_slice(&made.stdout).unwrap();
+    let team = team["teamId"]
+        .as_str()
+        .or_else(|| team["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let config = parent.path().join("server.toml");
+    let link_of = |email: &str, extra: &[&str], config_text: Option<&str>| {
+        let mut args = vec![
+            "user",
+            "create",
+            "--team",
+            &team,
+            "--email",
+            email,
+            "--role",
+            "support",
+            "--data-dir",
+            data,
+        ];
+        args.extend_from_slice(extra);
+        if let Some(text) = config_text {
+            std::fs::write(&config, text).unwrap();
+            args.extend_from_slice(&["--config", config.to_str().unwrap()]);
+        }
+        let out = run(&args, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let printed = link_of(
+        "a@vendor.example",
+        &[],
+        Some("public-url = \"https://licensing.example.com/\"\nlisten = \"127.0.0.1:3000\"\n"),
+    );
+    assert!(
+        printed.contains("\nhttps://licensing.example.com/dashboard/set-password/"),
+        "{printed}"
+    );
+    let printed = link_of(
+        "b@vendor.example",
+        &["--public-url", "https://desk.example.org"],
+        Some("public-url = \"https://licensing.example.com\"\n"),
+    );
+    assert!(
+        printed.contains("\nhttps://desk.example.org/dashboard/set-password/"),
+        "{printed}"
+    );
+    let printed = link_of("c@vendor.example", &[], Some("listen = \"0.0.0.0:8443\"\n"));
+    assert!(
+        printed.contains("\nhttp://127.0.0.1:8443/dashboard/set-password/"),
+        "{printed}"
+    );
+    let printed = link_of("d@vendor.example", &[], None);
+    assert!(
+        printed.contains("\nhttp://127.0.0.1:3000/dashboard/set-password/"),
+        "{printed}"
+    );
+    // A public URL with a path is refused, saying what to give.
+    let refused = run(
+        &[
+            "user",
+            "create",
+            "--team",
+            &team,
+            "--email",
+            "e@vendor.example",
+            "--role",
+            "support",
+            "--data-dir",
+            data,
+            "--public-url",
+            "https://example.com/licensing",
+        ],
+        &[],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("https://licensing.example.com"), "{said}");
+
+    // A first start's link.
+    let fresh = parent.path().join("fresh");
+    let log = Arc::new(Mutex::new(String::new()));
+    let _server = ChildServer::start_logging(
+        &fresh,
+        &[("LICENSING_PUBLIC_URL", "https://licensing.example.com")],
+        Some(log.clone()),
+    );
+    let file = fresh.join("first-start-credentials.txt");
+    let started = Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains("set-password") || started.elapsed() > Duration::from_secs(30) {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        text.contains("https://licensing.example.com/dashboard/set-password/"),
+        "{text}"
+    );
+}
