@@ -13,8 +13,41 @@ use crate::validate::{Country, HardwareId, SearchText};
 use crate::verify::Admission;
 use crate::{HwidId, IpId, Timestamp};
 
+/// Whether `key` contains `search`, case-insensitively and with the hyphens of both left out: a
+/// key typed or pasted without its hyphens (or a piece of one across a group) is found.
+pub fn key_contains(key: &str, search: &str) -> bool {
+    let needle = || {
+        search
+            .bytes()
+            .filter(|b| *b != b'-')
+            .map(|b| b.to_ascii_uppercase())
+    };
+    if needle().next().is_none() {
+        return true;
+    }
+    let key = key.as_bytes();
+    (0..key.len()).filter(|&i| key[i] != b'-').any(|i| {
+        let mut hay = key[i..]
+            .iter()
+            .filter(|b| **b != b'-')
+            .map(|b| b.to_ascii_uppercase());
+        needle().all(|n| hay.next() == Some(n))
+    })
+}
+
+/// The search text of a key search as a store compares it with a key without its hyphens (see
+/// [`key_contains`]): upper case, without hyphens.
+pub fn key_search_text(search: &SearchText) -> String {
+    search
+        .as_str()
+        .chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_uppercase()
+}
+
 /// Whether a license passes the list filters: any of the products, any of the customers, the key
-/// containing the search text (case-insensitive), the metadata key present with a value
+/// containing the search text (see [`key_contains`]), the metadata key present with a value
 /// containing the text, expired or not at the filter's moment, the expiration type, suspended or
 /// not.
 pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
@@ -27,11 +60,9 @@ pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
             l.entitlement_ids.contains(&e.id)
                 || l.product_ids.iter().any(|p| e.products.contains(p))
         })
-        && f.search.as_ref().is_none_or(|s| {
-            l.license_key
-                .as_str()
-                .contains(&s.as_str().to_ascii_uppercase())
-        })
+        && f.search
+            .as_ref()
+            .is_none_or(|s| key_contains(l.license_key.as_str(), s.as_str()))
         && f.metadata_key.as_ref().is_none_or(|key| {
             l.metadata.iter().any(|m| {
                 &m.key == key
@@ -394,5 +425,30 @@ pub fn compare_entitlements(
     match direction {
         crate::api::requests::SortDirection::Asc => order,
         crate::api::requests::SortDirection::Desc => order.reverse(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_contains;
+
+    #[test]
+    fn key_searches_leave_hyphens_out() {
+        let key = "ABCDE-FGHIJ-KLMNO-PQRST-UVWXY";
+        for found in [
+            "ABCDE-FGHIJ-KLMNO-PQRST-UVWXY",
+            "abcdefghijklmnopqrstuvwxy",
+            "defgh",
+            "E-F",
+            "jk-lm",
+            "-",
+            "",
+            "UVWXY",
+        ] {
+            assert!(key_contains(key, found), "{found}");
+        }
+        for missing in ["ABCDF", "UVWXYZ", "Z", "ABCDE-FGHIJ-KLMNO-PQRST-UVWXY-A"] {
+            assert!(!key_contains(key, missing), "{missing}");
+        }
     }
 }

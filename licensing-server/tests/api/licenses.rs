@@ -297,6 +297,22 @@ async fn list_pages_sorts_and_filters() {
         .get(&s.dev(&format!("licenses?search={}", key[6..17].to_lowercase())))
         .await;
     assert_eq!(search.ok()["licenses"][0]["licenseKey"], key);
+    // A key (or a piece of one across its groups) typed without its hyphens is found too.
+    let bare = key.replace('-', "");
+    for piece in [bare.clone(), bare[3..14].to_lowercase()] {
+        let found = s.get(&s.dev(&format!("licenses?search={piece}"))).await;
+        assert_eq!(found.ok()["totalResults"], 1, "{piece}");
+        assert_eq!(found.ok()["licenses"][0]["licenseKey"], key, "{piece}");
+    }
+    let other = if bare.as_bytes()[20] == b'A' {
+        'B'
+    } else {
+        'A'
+    };
+    let none = s
+        .get(&s.dev(&format!("licenses?search={}{other}", &bare[..20])))
+        .await;
+    assert_eq!(none.ok()["totalResults"], 0);
 
     for (query, field) in [
         ("page=0", "page"),

@@ -36,7 +36,7 @@ pub(in crate::openapi) fn create_license() {}
         ("sortColumn" = Option<String>, Query, description = "One of createdAt, updatedAt (default createdAt)"),
         ("productIds" = Option<String>, Query, description = "Comma-separated product ids: licenses with any of them"),
         ("customerIds" = Option<String>, Query, description = "Comma-separated customer ids: licenses with any of them"),
-        ("search" = Option<String>, Query, description = "Part of the license key, case-insensitive"),
+        ("search" = Option<String>, Query, description = "Part of the license key, case-insensitive, hyphens left out of both (a key typed without its hyphens is found)"),
         ("metadataKey" = Option<String>, Query, description = "A metadata key the license has"),
         ("metadataValue" = Option<String>, Query, description = "Text the value of metadataKey contains (needs metadataKey)"),
         ("status" = Option<String>, Query, description = "EXPIRED: licenses whose expiration date has passed; ACTIVE: the others (suspended or not)"),

@@ -162,7 +162,7 @@ async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
 const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
-   AND ($4::text IS NULL OR license_key LIKE $4)
+   AND ($4::text IS NULL OR replace(license_key, '-', '') LIKE $4)
    AND ($5::text IS NULL OR EXISTS (
          SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
          WHERE m ->> 'key' = $5 AND ($6::text IS NULL OR strpos(m ->> 'value', $6) > 0)))
@@ -181,7 +181,7 @@ fn bind_filter<'q>(
     let search = f
         .search
         .as_ref()
-        .map(|s| like_contains(&s.as_str().to_ascii_uppercase()));
+        .map(|s| like_contains(&licensing_core::store::key_search_text(s)));
     query
         .bind(*team.as_uuid())
         .bind(uuids(&f.product_ids, |p| *p.as_uuid()))
