@@ -5,10 +5,10 @@ use std::sync::Arc;
 use licensing_core::ApiError;
 use licensing_core::api::requests::{AuditQuery, SettingsBody};
 use licensing_core::model::{
-    Action, AuditEntry, Kid, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange, Statistics,
-    Team, TeamSettings, active_key_conflict,
+    Action, AuditEntry, Kid, Overview, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange,
+    Statistics, Team, TeamSettings, active_key_conflict,
 };
-use licensing_core::store::{AuditStore, Entity, Page, StoreError, TeamStore};
+use licensing_core::store::{AuditStore, Entity, Page, StatsStore, StoreError, TeamStore};
 
 use super::{Cx, Operation};
 use crate::services::contexts::TeamContext;
@@ -32,6 +32,10 @@ pub(crate) struct RetireSigningKey(pub(crate) Kid);
 
 /// The team's statistics (a restricted key's own products only among the top products).
 pub(crate) struct GetStatistics;
+
+/// The team's headline counts (licenses, customers, products, licenses active in the last
+/// hour) as they are now: counted by the store, not from the statistics' 15-minute cache.
+pub(crate) struct GetOverview;
 
 /// One page of the audit log, newest first: entries about other products left out, and the
 /// values of records the caller may not read withheld.
@@ -173,6 +177,16 @@ impl Operation for GetStatistics {
         let mut own = (*stats).clone();
         own.top_products.retain(|p| allowed.contains(&p.id));
         Ok(Arc::new(own))
+    }
+}
+
+impl Operation for GetOverview {
+    type Output = Overview;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
+
+    async fn run(self, cx: &Cx) -> Result<Overview, ApiError> {
+        let hour_ago = licensing_core::Timestamp::from_millis(cx.now.as_millis() - 3_600_000);
+        Ok(cx.state.store.overview(cx.team, hour_ago).await?)
     }
 }
 

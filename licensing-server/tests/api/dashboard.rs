@@ -2050,6 +2050,22 @@ async fn the_overview_draws_the_days_requests_as_svg_with_their_numbers() {
         .format("%Y-%m-%d")
         .to_string();
     page.has(&format!("<td>{today}</td><td>2</td><td>1</td>"));
+    let licenses = r#"<span class="number">1</span><span class="label">licenses</span>"#;
+    page.has(licenses)
+        .has(r#"<span class="number">1</span><span class="label">active in the last hour</span>"#);
+
+    // The headline counts are current, though the charts come from a cache of 15 minutes.
+    for _ in 0..2 {
+        s.license(r#"{"expirationType":"NEVER"}"#).await;
+    }
+    s.post(&s.dev("customers"), r#"{"email":"new@example.com"}"#)
+        .await
+        .ok();
+    b.get("/dashboard/")
+        .await
+        .lacks(licenses)
+        .has(r#"<span class="number">3</span><span class="label">licenses</span>"#)
+        .has(r#"<span class="number">1</span><span class="label">customers</span>"#);
 }
 
 #[tokio::test]
