@@ -178,6 +178,16 @@ pub struct Metrics {
     outcomes: Family<OutcomeLabels, Counter>,
     rsa: Family<OperationLabels, Counter>,
     sessions: Gauge,
+    outbox: Gauge,
+    events: Gauge,
+    deliveries: Gauge,
+    pool: Family<PoolLabels, Gauge>,
+}
+
+/// The state of the store's database connections.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    state: &'static str,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -235,6 +245,30 @@ impl Default for Metrics {
             "Floating sessions live on the server (every team), as the last sweep counted them (every 10 s)",
             sessions.clone(),
         );
+        let outbox = Gauge::default();
+        registry.register(
+            "outbox_messages",
+            "E-mails queued and not yet sent (every team), at the scrape",
+            outbox.clone(),
+        );
+        let events = Gauge::default();
+        registry.register(
+            "webhook_events_queued",
+            "Webhook events not yet turned into deliveries (every team), at the scrape",
+            events.clone(),
+        );
+        let deliveries = Gauge::default();
+        registry.register(
+            "webhook_deliveries_pending",
+            "Webhook deliveries waiting for their first or next attempt (every team), at the scrape",
+            deliveries.clone(),
+        );
+        let pool = Family::<PoolLabels, Gauge>::default();
+        registry.register(
+            "store_pool_connections",
+            "PostgreSQL connections of this server: open (busy and idle), idle, and the most it opens (max)",
+            pool.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(root)),
             requests,
@@ -242,6 +276,10 @@ impl Default for Metrics {
             outcomes,
             rsa,
             sessions,
+            outbox,
+            events,
+            deliveries,
+            pool,
         }
     }
 }
@@ -273,6 +311,23 @@ impl Metrics {
     /// Sets the gauge of live floating sessions.
     pub fn live_sessions(&self, live: u64) {
         self.sessions.set(i64::try_from(live).unwrap_or(i64::MAX));
+    }
+
+    /// Sets the backlog gauges (read from the store at each scrape).
+    pub fn backlog(&self, backlog: &licensing_core::model::Backlog) {
+        let set = |gauge: &Gauge, n: u64| gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        set(&self.outbox, backlog.outbox_messages);
+        set(&self.events, backlog.queued_events);
+        set(&self.deliveries, backlog.pending_deliveries);
+    }
+
+    /// Sets the gauges of the store's database connections: `open`, `idle`, `max`.
+    pub fn pool_connections(&self, open: u32, idle: u32, max: u32) {
+        for (state, n) in [("open", open), ("idle", idle), ("max", max)] {
+            self.pool
+                .get_or_create(&PoolLabels { state })
+                .set(i64::from(n));
+        }
     }
 
     /// Counts one RSA private-key operation (`sign_challenge` or `decrypt_session_key`).

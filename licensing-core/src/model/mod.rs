@@ -41,7 +41,7 @@ pub use scope::{
 };
 pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
 pub use stats::{
-    DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
+    Backlog, DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
     RequestsByType, Statistics, TopCountry, TopProduct,
 };
 pub use team::{

@@ -51,6 +51,18 @@ pub struct DailyRequests {
     pub failed: u64,
 }
 
+/// Work waiting on the whole server (every team): e-mails in the outbox, webhook events not yet
+/// turned into deliveries, and deliveries waiting for their first or next attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// E-mails queued and not yet sent.
+    pub outbox_messages: u64,
+    /// Webhook events queued and not yet fanned out to their endpoints.
+    pub queued_events: u64,
+    /// Webhook deliveries pending.
+    pub pending_deliveries: u64,
+}
+
 /// Totals of the team.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -34,7 +34,7 @@ use crate::api::requests::{
 };
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
-    ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
+    ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
     HealthChange, HourlyStats, Hwid, IpRecord, License, LicenseSession, OutboxMessage, Overview,
     Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures,
     TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
@@ -731,6 +731,8 @@ pub trait StatsStore: Send + Sync {
         team: TeamId,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Vec<TopProduct>>> + Send;
+    /// The work waiting on the whole server (for metrics).
+    fn backlog(&self) -> impl Future<Output = StoreResult<Backlog>> + Send;
 }
 
 /// Everything the server stores.

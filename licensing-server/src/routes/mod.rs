@@ -135,6 +135,14 @@ fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Respons
                     if let Some(error) = refused {
                         return Ok(http::error(&error));
                     }
+                    // Figures read from the store at each scrape (a failure leaves the last).
+                    match licensing_core::store::StatsStore::backlog(&state.store).await {
+                        Ok(backlog) => state.metrics.backlog(&backlog),
+                        Err(e) => tracing::warn!(error = %e, "metrics: reading the backlog failed"),
+                    }
+                    if let Some((open, idle, max)) = state.store.pool_connections() {
+                        state.metrics.pool_connections(open, idle, max);
+                    }
                     let mut response = Response::new(state.metrics.render().into());
                     response.headers_mut().insert(
                         warp::http::header::CONTENT_TYPE,

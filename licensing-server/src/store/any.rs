@@ -65,6 +65,22 @@ impl AnyStore {
         }
     }
 
+    /// The database connections (PostgreSQL): open, idle, and the most the pool opens; `None`
+    /// for sled, which has none.
+    pub fn pool_connections(&self) -> Option<(u32, u32, u32)> {
+        match self {
+            Self::Sled(_) => None,
+            Self::Postgres(s) => {
+                let pool = s.pool();
+                Some((
+                    pool.size(),
+                    u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+                    pool.options().get_max_connections(),
+                ))
+            }
+        }
+    }
+
     /// Makes everything written so far durable, the heartbeat refreshes waiting in memory
     /// included (both stores write those behind).
     pub async fn flush(&self) -> StoreResult<()> {
@@ -308,6 +324,7 @@ delegate!(StatsStore {
     fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>>;
     fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview>;
     fn top_products(&self, team: TeamId, limit: usize) -> StoreResult<Vec<TopProduct>>;
+    fn backlog(&self) -> StoreResult<licensing_core::model::Backlog>;
 });
 
 delegate!(AuditStore {

@@ -205,6 +205,90 @@ async fn metrics_count_requests_by_route_and_status() {
     assert!(text.contains("licensing_http_request_duration_seconds_count"));
 }
 
+/// `/metrics` shows the work waiting (e-mails in the outbox, webhook events and deliveries) as
+/// the store holds it at the scrape, and on PostgreSQL the server's database connections.
+#[tokio::test]
+async fn metrics_show_the_backlog_and_the_database_pool() {
+    // Nothing listens on these: the e-mail and the deliveries wait for their next attempt.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+        c.webhook_allow_http = true;
+        c.webhook_allow_private = true;
+    })
+    .await;
+    let metrics = || async {
+        s.client
+            .get(format!("{}/metrics", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let gauge = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing: {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let first = metrics().await;
+    assert_eq!(gauge(&first, "licensing_outbox_messages"), 0);
+    assert_eq!(gauge(&first, "licensing_webhook_deliveries_pending"), 0);
+    let pool = r#"licensing_store_pool_connections{state="max"}"#;
+    if crate::helpers::on_postgres() {
+        assert!(first.contains(pool), "{first}");
+    } else {
+        assert!(!first.contains(pool), "{first}");
+    }
+
+    s.post(
+        &s.dev("webhooks"),
+        &serde_json::json!({"url": format!("http://127.0.0.1:{port}/hook"), "eventTypes": ["customer.created"]})
+            .to_string(),
+    )
+    .await
+    .ok();
+    let jane = s
+        .post(&s.dev("customers"), r#"{"email":"jane@example.com"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    s.post(
+        &s.dev("licenses"),
+        &serde_json::json!({"expirationType": "NEVER", "sendEmailDelivery": true, "customerIds": [jane]})
+            .to_string(),
+    )
+    .await
+    .ok();
+    // The event becomes a delivery in the background; both wait for their next attempt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let text = loop {
+        let text = metrics().await;
+        let waiting = gauge(&text, "licensing_webhook_events_queued")
+            + gauge(&text, "licensing_webhook_deliveries_pending");
+        if (gauge(&text, "licensing_webhook_deliveries_pending") == 1 && waiting == 1)
+            || std::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        gauge(&text, "licensing_webhook_deliveries_pending"),
+        1,
+        "{text}"
+    );
+    assert_eq!(gauge(&text, "licensing_webhook_events_queued"), 0, "{text}");
+    assert_eq!(gauge(&text, "licensing_outbox_messages"), 1, "{text}");
+}
+
 /// `docs/error-codes.md` lists every result code with its HTTP status.
 #[test]
 fn the_error_code_reference_names_every_code() {

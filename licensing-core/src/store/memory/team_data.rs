@@ -187,6 +187,20 @@ impl StatsStore for MemoryStore {
             Ok(rank_top_products(top, limit))
         })
     }
+
+    async fn backlog(&self) -> StoreResult<crate::model::Backlog> {
+        self.with(|s| {
+            Ok(crate::model::Backlog {
+                outbox_messages: s.outbox.len() as u64,
+                queued_events: s.events.len() as u64,
+                pending_deliveries: s
+                    .deliveries
+                    .values()
+                    .filter(|d| d.status == crate::model::DeliveryStatus::Pending)
+                    .count() as u64,
+            })
+        })
+    }
 }
 
 impl AuditStore for MemoryStore {

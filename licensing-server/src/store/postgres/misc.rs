@@ -229,6 +229,28 @@ impl StatsStore for PgStore {
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(rank_top_products(products, limit))
     }
+
+    async fn backlog(&self) -> StoreResult<licensing_core::model::Backlog> {
+        let row = sqlx::query(
+            "SELECT (SELECT count(*) FROM outbox) AS outbox,
+                    (SELECT count(*) FROM webhook_events) AS events,
+                    (SELECT count(*) FROM webhook_deliveries WHERE status = 'PENDING')
+                      AS deliveries",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)?;
+        let n = |name: &str| -> StoreResult<u64> {
+            row.try_get::<i64, _>(name)
+                .map(|v| u64::try_from(v).unwrap_or(0))
+                .map_err(backend)
+        };
+        Ok(licensing_core::model::Backlog {
+            outbox_messages: n("outbox")?,
+            queued_events: n("events")?,
+            pending_deliveries: n("deliveries")?,
+        })
+    }
 }
 
 /// Counts `n` more e-mails queued for `team` on the day of `today` (its day and the team's daily

@@ -198,6 +198,16 @@ impl StatsStore for SledStore {
             .collect();
         Ok(rank_top_products(top, limit))
     }
+
+    async fn backlog(&self) -> StoreResult<licensing_core::model::Backlog> {
+        let count = |prefix: &[u8]| self.inner.tree.scan_prefix(prefix).keys().count() as u64;
+        Ok(licensing_core::model::Backlog {
+            outbox_messages: count(&[tag::OUTBOX]),
+            queued_events: count(&[tag::EVENT]),
+            // The index of pending deliveries (`webhooks.rs`).
+            pending_deliveries: count(&[tag::INDEX, tag::DELIVERY]),
+        })
+    }
 }
 
 impl AuditStore for SledStore {
