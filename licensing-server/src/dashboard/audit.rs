@@ -63,38 +63,58 @@ fn actor(entry: &AuditEntry) -> String {
     }
 }
 
+/// The dashboard page of a record an entry is about, where there is one.
+fn record_page(entry: &AuditEntry) -> Option<String> {
+    let section = match entry.resource_type.as_str() {
+        "license" => "licenses",
+        "customer" => "customers",
+        "product" => "products",
+        "release" => "releases",
+        "webhook" => "webhooks",
+        _ => return None,
+    };
+    let deleted = entry.action.as_str().ends_with(".deleted");
+    (!deleted).then(|| format!("/dashboard/{section}/{}", entry.resource_id))
+}
+
 async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
     let resource = ctx.param("resourceType").unwrap_or_default();
     let who = ctx.param("actor").unwrap_or_default();
+    let record = ctx.param("resourceId").unwrap_or_default();
     let page_number: u32 = page::page_number(ctx);
-    let query = {
+    // The filters as a query string: for the API's query and the pages' links.
+    let filters = |page: u32| {
         let mut q = form_urlencoded::Serializer::new(String::new());
-        q.append_pair("pageSize", "50")
-            .append_pair("page", &page_number.to_string());
-        if !resource.is_empty() {
-            q.append_pair("resourceType", &resource);
-        }
-        if !who.is_empty() {
-            q.append_pair("actor", &who);
-        }
-        q.finish()
-    };
-    let query = AuditQuery::parse(&query)?;
-    let entries = api::perform(ctx, staff, ListAudit(query)).await?;
-    let link = |page: u32| {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        if !resource.is_empty() {
-            q.append_pair("resourceType", &resource);
-        }
-        if !who.is_empty() {
-            q.append_pair("actor", &who);
+        for (name, value) in [
+            ("resourceType", &resource),
+            ("resourceId", &record),
+            ("actor", &who),
+        ] {
+            if !value.is_empty() {
+                q.append_pair(name, value);
+            }
         }
         q.append_pair("page", &page.to_string());
+        q.finish()
+    };
+    let query = AuditQuery::parse(&format!("pageSize=50&{}", filters(page_number)))?;
+    let entries = api::perform(ctx, staff, ListAudit(query)).await?;
+    let link = |page: u32| format!("/dashboard/audit?{}", filters(page));
+    let history = |id: &str| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("resourceId", id);
         format!("/dashboard/audit?{}", q.finish())
     };
     let content = html! {
         h1 { "Audit log" }
+        @if !record.is_empty() {
+            p.notice {
+                "The history of record " code { (record) } ". "
+                a href="/dashboard/audit" { "Show every record" }
+            }
+        }
         form.filters method="get" action="/dashboard/audit" {
+            @if !record.is_empty() { input type="hidden" name="resourceId" value=(record); }
             (page::filter(("resourceType", "Records", "All"), Action::resources().into_iter().map(|r| (r, r)), &resource))
             (page::filter(
                 ("actor", "Who", "Anyone"),
@@ -115,7 +135,14 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
                         @if let Some(address) = e.address { br; span.hint { (address) } }
                     }
                     td { code.nowrap { (e.action.as_str()) } }
-                    td { code title=(e.resource_id) { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) } }
+                    td {
+                        a href=(history(&e.resource_id)) title={ "Every entry about " (e.resource_id) } {
+                            code { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) }
+                        }
+                        @if let Some(href) = record_page(e) {
+                            " " a.hint href=(href) { "open" }
+                        }
+                    }
                     td { ul.changes { @for c in e.changes.iter().filter(|c| shown(c)) { (change(c)) } } }
                 }
             }

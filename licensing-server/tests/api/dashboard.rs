@@ -353,6 +353,18 @@ async fn an_owner_sets_a_password_through_the_link_and_creates_a_license_the_aud
         .has("<code>hwidLimit</code>: — → 2")
         .lacks("— → —")
         .has("1 entry<");
+    // A record's id leads to its history and to its page; the history is that record's only.
+    let id = license["id"].as_str().unwrap();
+    let all = b.get("/dashboard/audit").await;
+    all.has(&format!(r#"href="/dashboard/audit?resourceId={id}""#))
+        .has(&format!(r#"href="/dashboard/licenses/{id}""#))
+        .has("staff.password_set");
+    b.get(&format!("/dashboard/audit?resourceId={id}"))
+        .await
+        .has("The history of record")
+        .has("license.created")
+        .lacks("staff.password_set")
+        .has("1 entry<");
 }
 
 #[tokio::test]
