@@ -220,33 +220,15 @@ async fn metrics_show_the_backlog_and_the_database_pool() {
         c.webhook_allow_private = true;
     })
     .await;
-    let metrics = || async {
-        s.client
-            .get(format!("{}/metrics", s.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
-    let gauge = |text: &str, name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("{name} missing: {text}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    let first = metrics().await;
-    assert_eq!(gauge(&first, "licensing_outbox_messages"), 0);
-    assert_eq!(gauge(&first, "licensing_webhook_deliveries_pending"), 0);
-    let pool = r#"licensing_store_pool_connections{state="max"}"#;
-    if crate::helpers::on_postgres() {
-        assert!(first.contains(pool), "{first}");
-    } else {
-        assert!(!first.contains(pool), "{first}");
-    }
+    // Each gauge by its exact name (the helper sums the lines a prefix starts).
+    let server = &s;
+    let gauge = |name: &'static str| async move { server.metric(&format!("{name} ")).await };
+    assert_eq!(gauge("licensing_outbox_messages").await, 0.0);
+    assert_eq!(gauge("licensing_webhook_deliveries_pending").await, 0.0);
+    let max = s
+        .metric(r#"licensing_store_pool_connections{state="max"}"#)
+        .await;
+    assert_eq!(max > 0.0, crate::helpers::on_postgres(), "pool max {max}");
 
     s.post(
         &s.dev("webhooks"),
@@ -269,24 +251,16 @@ async fn metrics_show_the_backlog_and_the_database_pool() {
     .ok();
     // The event becomes a delivery in the background; both wait for their next attempt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let text = loop {
-        let text = metrics().await;
-        let waiting = gauge(&text, "licensing_webhook_events_queued")
-            + gauge(&text, "licensing_webhook_deliveries_pending");
-        if (gauge(&text, "licensing_webhook_deliveries_pending") == 1 && waiting == 1)
-            || std::time::Instant::now() > deadline
-        {
-            break text;
+    loop {
+        let pending = gauge("licensing_webhook_deliveries_pending").await;
+        let queued = gauge("licensing_webhook_events_queued").await;
+        if (pending == 1.0 && queued == 0.0) || std::time::Instant::now() > deadline {
+            assert_eq!((pending, queued), (1.0, 0.0));
+            break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
-    assert_eq!(
-        gauge(&text, "licensing_webhook_deliveries_pending"),
-        1,
-        "{text}"
-    );
-    assert_eq!(gauge(&text, "licensing_webhook_events_queued"), 0, "{text}");
-    assert_eq!(gauge(&text, "licensing_outbox_messages"), 1, "{text}");
+    }
+    assert_eq!(gauge("licensing_outbox_messages").await, 1.0);
 }
 
 /// `docs/error-codes.md` lists every result code with its HTTP status.

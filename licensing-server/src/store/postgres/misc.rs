@@ -191,11 +191,7 @@ impl StatsStore for PgStore {
         .fetch_one(&self.pool)
         .await
         .map_err(backend)?;
-        let n = |name: &str| -> StoreResult<u64> {
-            row.try_get::<i64, _>(name)
-                .map(|v| u64::try_from(v).unwrap_or(0))
-                .map_err(backend)
-        };
+        let n = |name: &str| count_of(&row, name);
         Ok(Overview {
             total_licenses: n("licenses")?,
             total_customers: n("customers")?,
@@ -240,11 +236,7 @@ impl StatsStore for PgStore {
         .fetch_one(&self.pool)
         .await
         .map_err(backend)?;
-        let n = |name: &str| -> StoreResult<u64> {
-            row.try_get::<i64, _>(name)
-                .map(|v| u64::try_from(v).unwrap_or(0))
-                .map_err(backend)
-        };
+        let n = |name: &str| count_of(&row, name);
         Ok(licensing_core::model::Backlog {
             outbox_messages: n("outbox")?,
             queued_events: n("events")?,
@@ -409,4 +401,11 @@ impl SessionKeyStore for PgStore {
             Ok::<_, StoreError>(Ok(()))
         })
     }
+}
+
+/// A `count(*)` column of `row`.
+fn count_of(row: &sqlx::postgres::PgRow, name: &str) -> StoreResult<u64> {
+    row.try_get::<i64, _>(name)
+        .map(|v| u64::try_from(v).unwrap_or(0))
+        .map_err(backend)
 }
