@@ -195,6 +195,14 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         config.webhook_allow_private = true;
         // The dashboard scenarios make their staff account through the admin API.
         config.admin_token = Some(ADMIN_TOKEN.to_owned());
+        // The request history is on, as by default; `LICENSING_REQUEST_HISTORY_DAYS=0` turns it
+        // off, to measure what it costs.
+        if let Some(days) = std::env::var("LICENSING_REQUEST_HISTORY_DAYS")
+            .ok()
+            .and_then(|d| d.parse().ok())
+        {
+            config.request_history_days = days;
+        }
         let server = Server::bind(config).await.unwrap();
         std::fs::write(addr_file, server.local_addr().to_string()).unwrap();
         let stop = async {

@@ -156,6 +156,19 @@ pub struct Config {
           default_value_t = crate::services::audit::DEFAULT_RETENTION_DAYS)]
     pub audit_retention_days: u32,
 
+    /// Days a license's request history keeps an entry (every client request that reached the
+    /// license, accepted or refused); older entries are deleted hourly. 0 records no history.
+    #[arg(long, env = "LICENSING_REQUEST_HISTORY_DAYS",
+          default_value_t = licensing_core::model::REQUEST_LOG_DAYS)]
+    pub request_history_days: u32,
+
+    /// Request history entries kept per team (the newest); the oldest beyond it are deleted
+    /// hourly.
+    #[arg(long, env = "LICENSING_REQUEST_HISTORY_PER_TEAM",
+          default_value_t = licensing_core::model::REQUEST_LOG_PER_TEAM,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_history_per_team: u64,
+
     /// Accept plain `http://` webhook endpoints (otherwise `https://` only).
     #[arg(long, env = "LICENSING_WEBHOOK_ALLOW_HTTP", default_value_t = false,
           action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -300,6 +313,8 @@ impl Config {
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_records_per_license: licensing_core::store::DEFAULT_MAX_RECORDS,
             audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
+            request_history_days: licensing_core::model::REQUEST_LOG_DAYS,
+            request_history_per_team: licensing_core::model::REQUEST_LOG_PER_TEAM,
             webhook_allow_http: false,
             webhook_allow_private: false,
             webhook_retry_delays: crate::services::webhooks::RetryDelays(

@@ -59,6 +59,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions/{sessionId}",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/requests",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",
     "/api/v1/client/teams/{teamId}/verification/checkout",
@@ -182,6 +183,8 @@ pub struct Metrics {
     events: Gauge,
     deliveries: Gauge,
     pool: Family<PoolLabels, Gauge>,
+    history_waiting: Gauge,
+    history_dropped: Counter,
 }
 
 /// The state of the store's database connections.
@@ -269,6 +272,18 @@ impl Default for Metrics {
             "PostgreSQL connections of this server: open (busy and idle), idle, and the most it opens (max)",
             pool.clone(),
         );
+        let history_waiting = Gauge::default();
+        registry.register(
+            "request_history_waiting",
+            "Request history entries waiting to be written (every second), at the scrape",
+            history_waiting.clone(),
+        );
+        let history_dropped = Counter::default();
+        registry.register(
+            "request_history_dropped",
+            "Request history entries dropped because too many waited or the store refused them",
+            history_dropped.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(root)),
             requests,
@@ -280,6 +295,8 @@ impl Default for Metrics {
             events,
             deliveries,
             pool,
+            history_waiting,
+            history_dropped,
         }
     }
 }
@@ -319,6 +336,16 @@ impl Metrics {
         set(&self.outbox, backlog.outbox_messages);
         set(&self.events, backlog.queued_events);
         set(&self.deliveries, backlog.pending_deliveries);
+    }
+
+    /// Sets the request history's figures: entries waiting, and dropped since the start.
+    pub fn request_history(&self, waiting: u64, dropped: u64) {
+        self.history_waiting
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+        let counted = self.history_dropped.get();
+        if dropped > counted {
+            self.history_dropped.inc_by(dropped - counted);
+        }
     }
 
     /// Sets the gauges of the store's database connections: `open`, `idle`, `max`.
@@ -500,6 +527,22 @@ mod tests {
             assert!(value("process_max_fds") >= value("process_open_fds"));
             assert!(value("process_cpu_seconds_total") > 0.0);
         }
+    }
+
+    #[test]
+    fn the_request_history_figures_follow_the_recorder() {
+        let m = Metrics::default();
+        m.request_history(3, 5);
+        m.request_history(0, 7);
+        let text = m.render();
+        assert!(
+            text.contains("licensing_request_history_waiting 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("licensing_request_history_dropped_total 7\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -258,6 +258,12 @@ impl Server {
                 contexts,
                 keyring: keyring.clone(),
                 usage: UsageRecorder::default(),
+                request_log: crate::services::request_log::RequestLog::new(
+                    crate::services::request_log::Retention {
+                        days: config.request_history_days,
+                        per_team: config.request_history_per_team,
+                    },
+                ),
                 client_events: Default::default(),
                 geo: Arc::new(geo),
                 limits: Arc::new(limits),
@@ -324,6 +330,13 @@ impl Server {
             .clone()
             .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
         let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
+        let history = self.state.request_log.on().then(|| {
+            let log = self.state.request_log.clone();
+            (
+                tokio::spawn(log.clone().run(store.clone(), stop.clone())),
+                tokio::spawn(log.run_pruner(store.clone(), stop.clone())),
+            )
+        });
         let client_events = tokio::spawn(
             self.state
                 .client_events
@@ -406,6 +419,10 @@ impl Server {
         }
         // The usage tasks write what was counted up to the last request before they end.
         usage.await.ok();
+        if let Some((writer, pruner)) = history {
+            writer.await.ok();
+            pruner.await.ok();
+        }
         client_events.await.ok();
         key_uses.await.ok();
         sweeper.await.ok();

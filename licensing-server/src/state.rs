@@ -43,6 +43,8 @@ pub(crate) struct AppState {
     pub(crate) contexts: TeamContexts,
     /// Client request counts and blacklist hits on their way to the store.
     pub(crate) usage: UsageRecorder,
+    /// (ext) The request history, written behind.
+    pub(crate) request_log: crate::services::request_log::RequestLog,
     /// The client API's refusal events on their way to the store.
     pub(crate) client_events: crate::services::client_events::ClientEventQueue,
     /// Countries of client addresses.

@@ -318,6 +318,11 @@ page_type!(
 );
 
 page_type!(
+    /// (ext) `GET {dev}/licenses/id/{id}/requests`.
+    RequestLogPage, requests: crate::model::RequestLogEntry, "requests"
+);
+
+page_type!(
     /// (ext) `GET {dev}/webhooks/{webhookId}/deliveries`.
     DeliveryPage, deliveries: crate::model::WebhookDelivery, "deliveries"
 );

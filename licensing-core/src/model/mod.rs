@@ -11,6 +11,7 @@ mod metadata;
 mod outbox;
 mod product;
 mod release;
+mod request_log;
 mod scope;
 mod staff;
 mod stats;
@@ -35,6 +36,7 @@ pub use product::{Product, ProductRef};
 pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
 };
+pub use request_log::{ClientEndpoint, REQUEST_LOG_DAYS, REQUEST_LOG_PER_TEAM, RequestLogEntry};
 pub use scope::{
     Access, PRODUCT_TIED_KINDS, ProductRestriction, Resource, Scope, Scopes, Sight, cannot_grant,
     covers_products, read_scopes_of, sees_products, sight, tied_to_products,
@@ -42,7 +44,7 @@ pub use scope::{
 pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
 pub use stats::{
     Backlog, DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
-    RequestsByType, Statistics, TopCountry, TopProduct,
+    RequestsByType, Statistics, TopCountry, TopProduct, TopRefusal,
 };
 pub use team::{
     ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, Kid, PublicKeys,

@@ -37,6 +37,21 @@ pub struct Statistics {
     /// `requests`), oldest first, one entry per day including days without any.
     #[serde(default)]
     pub daily: Vec<DailyRequests>,
+    /// (ext) Why requests were refused in the last 30 days: the most frequent result codes,
+    /// most first (at most 10).
+    #[serde(default)]
+    pub top_refusals: Vec<TopRefusal>,
+}
+
+/// (ext) One of the most frequent reasons for refusing a client request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TopRefusal {
+    /// The `result.code` answered.
+    pub code: crate::ResultCode,
+    /// Requests refused with it.
+    pub requests: u64,
 }
 
 /// (ext) Client requests of one UTC day.
@@ -174,6 +189,9 @@ pub struct HourlyStats {
     /// Requests per product named by the request (when the license grants it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub products: BTreeMap<ProductId, u64>,
+    /// (ext) Refused requests per `result.code`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refusals: BTreeMap<crate::ResultCode, u64>,
 }
 
 impl HourlyStats {
@@ -207,6 +225,11 @@ impl HourlyStats {
         }
     }
 
+    /// Counts one refusal answered with `code`.
+    pub fn record_refusal(&mut self, code: crate::ResultCode) {
+        *self.refusals.entry(code).or_default() += 1;
+    }
+
     /// Counts one request naming `product`.
     pub fn record_product(&mut self, product: ProductId) {
         *self.products.entry(product).or_default() += 1;
@@ -224,6 +247,9 @@ impl HourlyStats {
         }
         for (product, n) in &other.products {
             *self.products.entry(*product).or_default() += n;
+        }
+        for (code, n) in &other.refusals {
+            *self.refusals.entry(*code).or_default() += n;
         }
     }
 
@@ -297,6 +323,13 @@ impl Statistics {
             })
             .take(10)
             .collect();
+        let mut refusals: Vec<TopRefusal> = month
+            .refusals
+            .iter()
+            .map(|(&code, &requests)| TopRefusal { code, requests })
+            .collect();
+        refusals.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.code.cmp(&b.code)));
+        refusals.truncate(10);
         top_products.truncate(5);
         overview.total_requests = total;
         Self {
@@ -312,6 +345,7 @@ impl Statistics {
             top_products,
             recent_activity: recent,
             daily,
+            top_refusals: refusals,
         }
     }
 }

@@ -17,6 +17,7 @@ mod error;
 mod filter;
 mod idempotency;
 mod memory;
+mod request_log;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -27,6 +28,7 @@ pub use error::{BackendError, Entity, StoreError, StoreResult};
 pub use filter::*;
 pub use idempotency::IdempotencyStore;
 pub use memory::MemoryStore;
+pub use request_log::RequestLogStore;
 
 use crate::api::requests::{
     AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
@@ -749,6 +751,7 @@ pub trait Store:
     + LicenseSessionStore
     + SessionKeyStore
     + IdempotencyStore
+    + RequestLogStore
     + BlacklistStore
     + StatsStore
     + OutboxStore
@@ -773,6 +776,7 @@ impl<T> Store for T where
         + LicenseSessionStore
         + SessionKeyStore
         + IdempotencyStore
+        + RequestLogStore
         + BlacklistStore
         + StatsStore
         + OutboxStore

@@ -1,11 +1,12 @@
 //! A license's hardware identifiers and IP addresses: list, forget, remember.
 
-use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
+use licensing_core::api::requests::{DeviceListQuery, ForgottenBody, RequestLogQuery};
 use licensing_core::api::{HwidForgotten, IpForgotten};
 use licensing_core::model::{
-    Action, FieldChange, HwidView, IpRecordView, RecordStatus, Resource, Scope, TeamSettings,
+    Action, FieldChange, HwidView, IpRecordView, RecordStatus, RequestLogEntry, Resource, Scope,
+    TeamSettings,
 };
-use licensing_core::store::{DeviceStore, Entity, Page, StoreError, TeamStore};
+use licensing_core::store::{DeviceStore, Entity, Page, RequestLogStore, StoreError, TeamStore};
 use licensing_core::{ApiError, HwidId, IpId, LicenseId, ProductId};
 
 use super::licenses::{changeable, visible};
@@ -32,7 +33,31 @@ pub(crate) struct SetIpForgotten(
     pub(crate) ForgottenBody,
 );
 
+/// (ext) One page of a license's request history.
+pub(crate) struct ListRequests(pub(crate) LicenseId, pub(crate) RequestLogQuery);
+
 const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
+
+impl Operation for ListRequests {
+    type Output = Page<RequestLogEntry>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Page<RequestLogEntry>, ApiError> {
+        let Self(license, query) = self;
+        // 404 for a license of another team, or of products the caller may not see.
+        visible(cx, license).await?;
+        // What waits to be written is part of the history: the request a customer just made
+        // shows.
+        if let Err(e) = cx.state.request_log.flush(&cx.state.store).await {
+            tracing::error!(error = %e, "writing request history failed");
+        }
+        Ok(cx
+            .state
+            .store
+            .list_requests(cx.team, license, &query)
+            .await?)
+    }
+}
 
 impl Operation for ListHwids {
     type Output = Page<HwidView>;

@@ -38,6 +38,16 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
             .iter()
             .map(|p| (p.name.clone(), p.licenses))
             .collect();
+        let refusals: Vec<(String, u64)> = stats
+            .top_refusals
+            .iter()
+            .map(|r| {
+                (
+                    super::licenses::history::code_words(r.code).to_owned(),
+                    r.requests,
+                )
+            })
+            .collect();
         // The headline counts are current; the charts' history may be 15 minutes old.
         let o = &api::perform(ctx, staff, GetOverview).await?;
         let content = html! {
@@ -76,6 +86,15 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
                 div.card {
                     h2 { "Top products" }
                     (charts::bars("Licenses by product", &products))
+                }
+                div.card {
+                    h2 { "Top refusal reasons" }
+                    @if refusals.is_empty() {
+                        p.hint { "No request was refused in the last 30 days." }
+                    } @else {
+                        (charts::bars("Refused client requests by reason, last 30 days", &refusals))
+                        p.hint { "A license's page lists each of its requests, refusals highlighted." }
+                    }
                 }
             }
             p.hint {

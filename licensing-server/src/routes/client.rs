@@ -12,6 +12,7 @@ use futures_util::Stream;
 use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY, SessionEndBody};
 use licensing_core::api::{Envelope, ErrorData};
 use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER};
+use licensing_core::model::ClientEndpoint;
 use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ResultCode, TeamId, Timestamp};
 use serde::Serialize;
@@ -120,14 +121,14 @@ impl Validation {
         }
     }
 
-    /// The endpoint's name in the metrics.
-    fn metric(self) -> &'static str {
+    /// The endpoint, as the metrics and the request history name it.
+    fn endpoint(self) -> ClientEndpoint {
         match self {
-            Self::Verify => "verify",
-            Self::Heartbeat => "heartbeat",
-            Self::Checkout => "checkout",
-            Self::SessionStart => "session_start",
-            Self::SessionEnd => "session_end",
+            Self::Verify => ClientEndpoint::Verify,
+            Self::Heartbeat => ClientEndpoint::Heartbeat,
+            Self::Checkout => ClientEndpoint::Checkout,
+            Self::SessionStart => ClientEndpoint::SessionStart,
+            Self::SessionEnd => ClientEndpoint::SessionEnd,
         }
     }
 }
@@ -207,7 +208,7 @@ where
     B: Buf,
 {
     let kind = endpoint.kind();
-    let mut seen = Seen::new(kind).named(endpoint.metric());
+    let mut seen = Seen::new(kind).at(endpoint.endpoint());
     let mut request = Bytes::new();
     let outcome = async {
         let team = path_param::<TeamId>("teamId", &team)?;

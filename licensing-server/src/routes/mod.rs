@@ -140,6 +140,9 @@ fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Respons
                         Ok(backlog) => state.metrics.backlog(&backlog),
                         Err(e) => tracing::warn!(error = %e, "metrics: reading the backlog failed"),
                     }
+                    state
+                        .metrics
+                        .request_history(state.request_log.waiting(), state.request_log.dropped());
                     if let Some((open, idle, max)) = state.store.pool_connections() {
                         state.metrics.pool_connections(open, idle, max);
                     }

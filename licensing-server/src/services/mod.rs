@@ -12,6 +12,7 @@ pub mod keyring;
 pub mod mail;
 pub mod periodic;
 pub mod ratelimit;
+pub mod request_log;
 pub(crate) mod session_purger;
 pub(crate) mod session_sweeper;
 pub mod staff;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use licensing_core::model::{HourlyStats, RequestType};
 use licensing_core::store::{BlacklistStore, StatsStore, StoreResult};
-use licensing_core::{BlacklistId, ProductId, TeamId, Timestamp};
+use licensing_core::{BlacklistId, ProductId, ResultCode, TeamId, Timestamp};
 
 /// How often pending counts are written.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(5);
@@ -36,12 +36,12 @@ pub struct Counted<'a> {
     pub team: TeamId,
     /// Verify, heartbeat or download.
     pub kind: RequestType,
-    /// Whether it succeeded.
-    pub success: bool,
     /// The client's country (alpha-2), when known.
     pub country: Option<&'a str>,
     /// The product named by the request, when the license grants it.
     pub product: Option<ProductId>,
+    /// The answer's code: `VALID`, or the refusal's (counted per code).
+    pub code: ResultCode,
     /// When.
     pub at: Timestamp,
 }
@@ -58,7 +58,11 @@ impl UsageRecorder {
                 hour,
                 ..HourlyStats::default()
             });
-        bucket.record(request.kind, request.success, request.country);
+        let success = request.code.is_success();
+        bucket.record(request.kind, success, request.country);
+        if !success {
+            bucket.record_refusal(request.code);
+        }
         if let Some(product) = request.product {
             bucket.record_product(product);
         }
@@ -209,7 +213,11 @@ mod tests {
             recorder.count(&Counted {
                 team,
                 kind: RequestType::Verify,
-                success: n % 3 != 0,
+                code: if n % 3 != 0 {
+                    ResultCode::Valid
+                } else {
+                    ResultCode::LicenseExpired
+                },
                 country: Some(countries[n % countries.len()]),
                 product: None,
                 at: Timestamp::from_millis(at.as_millis() + (n as i64 % 1000)),
@@ -225,11 +233,15 @@ mod tests {
     #[tokio::test]
     async fn counts_reach_the_store_merged_per_hour() {
         let (store, team, recorder, at) = setting();
-        for success in [true, true, false] {
+        for code in [
+            ResultCode::Valid,
+            ResultCode::Valid,
+            ResultCode::HwidLimitReached,
+        ] {
             recorder.count(&Counted {
                 team,
                 kind: RequestType::Verify,
-                success,
+                code,
                 country: Some("FI"),
                 product: None,
                 at,
@@ -241,7 +253,7 @@ mod tests {
         recorder.count(&Counted {
             team,
             kind: RequestType::Heartbeat,
-            success: true,
+            code: ResultCode::Valid,
             country: None,
             product: None,
             at,
@@ -253,5 +265,6 @@ mod tests {
         assert_eq!(buckets[0].failed, 1);
         assert_eq!(buckets[0].by_type.heartbeat, 1);
         assert_eq!(buckets[0].countries["FI"], 3);
+        assert_eq!(buckets[0].refusals[&ResultCode::HwidLimitReached], 1);
     }
 }

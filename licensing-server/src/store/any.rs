@@ -9,7 +9,7 @@
 
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
-    ReleaseListQuery,
+    ReleaseListQuery, RequestLogQuery,
 };
 use licensing_core::crypto::{ApiKeyHash, StoredTeamKeys};
 use licensing_core::idempotency::{
@@ -18,8 +18,8 @@ use licensing_core::idempotency::{
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HealthChange,
     HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
-    SigningKeyChange, Team, TeamFeatures, TeamSettings, TopProduct, WebhookDelivery,
-    WebhookEndpoint,
+    RequestLogEntry, SigningKeyChange, Team, TeamFeatures, TeamSettings, TopProduct,
+    WebhookDelivery, WebhookEndpoint,
 };
 use licensing_core::store::*;
 use licensing_core::verify::Denial;
@@ -291,6 +291,12 @@ delegate!(IdempotencyStore {
     fn keep_idempotent_answer(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint, answer: &KeptAnswer) -> StoreResult<()>;
     fn release_idempotency_key(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint) -> StoreResult<()>;
     fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64>;
+});
+
+delegate!(RequestLogStore {
+    fn append_requests(&self, entries: &[RequestLogEntry]) -> StoreResult<()>;
+    fn list_requests(&self, team: TeamId, license: LicenseId, query: &RequestLogQuery) -> StoreResult<Page<RequestLogEntry>>;
+    fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64>;
 });
 
 delegate!(SessionKeyStore {

@@ -438,10 +438,24 @@ async fn support_frees_a_seat_and_suspends(driver: &Driver, s: &TestServer) {
     verify("device-bbbb-0002").await.valid();
 
     tab.click("form[action$='/suspend'] button").await;
-    tab.sees("License suspended").await;
+    // The notice (the reasons' filter names "License suspended" too).
+    tab.sees("role=\"status\">License suspended").await;
     verify("device-bbbb-0002")
         .await
         .err(403, "LICENSE_SUSPENDED");
+    // Why was the customer refused? The license's requests say, refusals only.
+    tab.goto(&format!("/dashboard/licenses/{id}")).await;
+    tab.click("#requests + p + form select[name='requests'] option[value='refused']")
+        .await;
+    tab.click("#requests + p + form button[type='submit']")
+        .await;
+    tab.sees("2 requests").await;
+    tab.sees(">License suspended</span>").await;
+    tab.sees(">Device limit reached</span>").await;
+    assert!(
+        !tab.html().await.contains(">Accepted</span>"),
+        "refusals only"
+    );
     assert!(
         !tab.has("a[href$='/delete']").await,
         "no delete for support"

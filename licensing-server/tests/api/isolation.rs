@@ -58,6 +58,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::DELETE, format!("licenses/id/{license}"), None),
         (Method::GET, format!("licenses/id/{license}/hwid"), None),
         (Method::GET, format!("licenses/id/{license}/sessions"), None),
+        (Method::GET, format!("licenses/id/{license}/requests"), None),
         (
             Method::DELETE,
             format!("licenses/id/{license}/sessions/{session}"),

@@ -25,6 +25,7 @@ mod fuzz;
 mod gate;
 mod headers;
 mod helpers;
+mod history;
 mod idempotency;
 mod instances;
 mod isolation;

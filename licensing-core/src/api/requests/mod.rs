@@ -12,6 +12,7 @@ mod license;
 mod list;
 mod product;
 mod release;
+mod request_log;
 mod team;
 mod webhook;
 
@@ -28,6 +29,7 @@ pub use list::{
 };
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
+pub use request_log::RequestLogQuery;
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
     ForgottenBody, SettingsBody, StaffBody,

@@ -11,6 +11,7 @@ use crate::verify;
 mod activity;
 mod idempotency;
 mod records;
+mod request_log;
 mod team_data;
 mod webhooks;
 
@@ -40,6 +41,7 @@ struct State {
     sessions: HashMap<String, StaffSession>,
     floating: HashMap<crate::LicenseSessionId, crate::model::LicenseSession>,
     idempotency: HashMap<(String, String), crate::idempotency::IdempotencyRecord>,
+    requests: Vec<crate::model::RequestLogEntry>,
 }
 
 /// The in-memory store. Clones share the same data.

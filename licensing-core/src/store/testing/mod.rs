@@ -47,6 +47,7 @@ mod idempotency;
 mod isolation;
 mod licenses;
 mod mail;
+mod request_log;
 mod sessions;
 mod team;
 mod webhooks;
@@ -62,6 +63,7 @@ pub use idempotency::*;
 pub use isolation::*;
 pub use licenses::*;
 pub use mail::*;
+pub use request_log::*;
 pub use sessions::*;
 pub use team::*;
 pub use webhooks::*;
@@ -146,6 +148,7 @@ macro_rules! store_test_suite {
             entitlements_have_unique_codes_and_deleting_detaches_them,
             floating_sessions_count_while_live_and_end_once,
             idempotency_keys_are_claimed_once_kept_replayed_and_purged,
+            request_history_lists_filters_pages_and_prunes,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {

@@ -15,15 +15,18 @@ use licensing_core::api::{
     VerifyData,
 };
 use licensing_core::crypto::SessionKey;
+use licensing_core::model::{ClientEndpoint, RequestLogEntry};
 use licensing_core::model::{
     ClientEvent, LicenseSession, Release, ReleaseFile, RequestType, SessionStep, session_ttl,
 };
 use licensing_core::store::{
     Journal, LicenseSessionStore, LicenseStore, ProductStore, SessionKeyRefused, SessionKeyStore,
 };
-use licensing_core::validate::Country;
+use licensing_core::validate::{Country, HardwareId, Version};
 use licensing_core::verify::RequestKind;
-use licensing_core::{ApiError, LicenseSessionId, ProductId, ResultCode, TeamId, Timestamp};
+use licensing_core::{
+    ApiError, LicenseId, LicenseSessionId, ProductId, ResultCode, TeamId, Timestamp,
+};
 
 use steps::Recorders;
 use steps::Request;
@@ -38,8 +41,8 @@ use crate::state::AppState;
 /// then on is signed and counted), the rate-limit status its headers report, and the country
 /// and product the statistics count it under.
 pub(crate) struct Seen {
-    /// The endpoint's name in the metrics.
-    endpoint: &'static str,
+    /// The endpoint, as the metrics and the request history name it.
+    endpoint: ClientEndpoint,
     /// The request's type in the statistics.
     kind: RequestType,
     /// The team's context, once known.
@@ -50,15 +53,21 @@ pub(crate) struct Seen {
     country: Option<Country>,
     /// The product counted.
     product: Option<ProductId>,
+    /// (ext) What the request history keeps: the license once found, and (when history is
+    /// on) the product, device and version the request named.
+    license: Option<LicenseId>,
+    named: Option<ProductId>,
+    device: Option<HardwareId>,
+    version: Option<Version>,
 }
 
 impl Seen {
     /// Nothing seen yet of a request to `kind`'s endpoint.
     pub(crate) fn new(kind: RequestKind) -> Self {
         let (endpoint, kind) = match kind {
-            RequestKind::Verify => ("verify", RequestType::Verify),
-            RequestKind::Heartbeat => ("heartbeat", RequestType::Heartbeat),
-            RequestKind::Classloader => ("classloader", RequestType::Download),
+            RequestKind::Verify => (ClientEndpoint::Verify, RequestType::Verify),
+            RequestKind::Heartbeat => (ClientEndpoint::Heartbeat, RequestType::Heartbeat),
+            RequestKind::Classloader => (ClientEndpoint::Classloader, RequestType::Download),
         };
         Self {
             endpoint,
@@ -67,17 +76,44 @@ impl Seen {
             rate: None,
             country: None,
             product: None,
+            license: None,
+            named: None,
+            device: None,
+            version: None,
         }
     }
 
-    /// The same, counted in the metrics under `endpoint`.
-    pub(crate) fn named(self, endpoint: &'static str) -> Self {
+    /// The same, at `endpoint` (a checkout or a session's start or end, counted in the
+    /// statistics as the verify they are).
+    pub(crate) fn at(self, endpoint: ClientEndpoint) -> Self {
         Self { endpoint, ..self }
     }
 
+    /// The endpoint's name in the metrics.
+    fn metric(&self) -> &'static str {
+        match self.endpoint {
+            ClientEndpoint::Verify => "verify",
+            ClientEndpoint::Heartbeat => "heartbeat",
+            ClientEndpoint::Classloader => "classloader",
+            ClientEndpoint::Checkout => "checkout",
+            ClientEndpoint::SessionStart => "session_start",
+            ClientEndpoint::SessionEnd => "session_end",
+        }
+    }
+
+    /// Notes what the request history keeps of `request` (when it is on).
+    fn note(&mut self, state: &AppState, request: &Request<'_>) {
+        if state.request_log.on() {
+            self.named = request.product_id;
+            self.device = request.hardware_id.cloned();
+            self.version = request.version.cloned();
+        }
+    }
+
     /// Counts the request's outcome `code`: the metric always, the team's statistics once the
-    /// team is known. A refusal answered before the rate limit was counted reports the
-    /// client's standing anyway (`limiter`'s, without counting).
+    /// team is known, the license's history once the license is. A refusal answered before the
+    /// rate limit was counted reports the client's standing anyway (`limiter`'s, without
+    /// counting).
     pub(crate) async fn count(
         &mut self,
         state: &AppState,
@@ -91,16 +127,31 @@ impl Seen {
         {
             self.rate = Some(limiter.peek(&ip_key(ip)).await);
         }
-        state.metrics.client_outcome(self.endpoint, code.as_str());
+        state.metrics.client_outcome(self.metric(), code.as_str());
         if let Some(context) = &self.context {
+            let at = Timestamp::now();
             state.usage.count(&Counted {
                 team: context.team.id,
                 kind: self.kind,
-                success: code.is_success(),
                 country: self.country.map(|c| c.alpha2),
                 product: self.product,
-                at: Timestamp::now(),
+                code,
+                at,
             });
+            if let Some(license) = self.license {
+                state.request_log.record(RequestLogEntry {
+                    team_id: context.team.id,
+                    license_id: license,
+                    at,
+                    endpoint: self.endpoint,
+                    code,
+                    ip_address: ip,
+                    country: self.country.map(|c| c.alpha2.to_owned()),
+                    hardware_identifier: self.device.take().map(HardwareId::into_string),
+                    product_id: self.named,
+                    version: self.version.take().map(Version::into_string),
+                });
+            }
         }
     }
 
@@ -256,6 +307,7 @@ pub(crate) async fn end_session(
         .get_license_by_key(team, &input.license_key)
         .await?
         .ok_or_else(|| ApiError::new(ResultCode::LicenseNotFound, "License not found"))?;
+    seen.license = Some(license.id);
     let now = Timestamp::now();
     let not_found = || ApiError::from(licensing_core::verify::session_not_found());
     let session = store
@@ -513,8 +565,11 @@ async fn check(
         usage: &state.usage,
         events: &state.client_events,
     };
-    let (product, checked) = steps::check(&state.store, recorders, context, request, now).await;
+    seen.note(state, request);
+    let (product, license, checked) =
+        steps::check(&state.store, recorders, context, request, now).await;
     seen.product = product;
+    seen.license = license;
     checked
 }
 

@@ -11,7 +11,9 @@ use licensing_core::model::{
 use licensing_core::store::{Activity, ActivityRules, LicenseRead, Store};
 use licensing_core::validate::{BranchName, Country, HardwareId, Version};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
-use licensing_core::{ApiError, CustomerId, LicenseKey, ProductId, ResultCode, Timestamp};
+use licensing_core::{
+    ApiError, CustomerId, LicenseId, LicenseKey, ProductId, ResultCode, Timestamp,
+};
 
 use crate::services::client_events::{ClientEventQueue, Refused};
 use crate::services::contexts::TeamContext;
@@ -100,28 +102,34 @@ pub(crate) fn named_product(
         .map(|_| product)
 }
 
-/// Steps 2 to 6. Also returns the product to count the request under, whatever the outcome.
+/// Steps 2 to 6. Also returns the product to count the request under and the license found,
+/// whatever the outcome.
 pub(crate) async fn check<S: Store>(
     store: &S,
     recorders: Recorders<'_>,
     team: &TeamContext,
     request: &Request<'_>,
     now: Timestamp,
-) -> (Option<ProductId>, Result<Checked, ApiError>) {
+) -> (
+    Option<ProductId>,
+    Option<LicenseId>,
+    Result<Checked, ApiError>,
+) {
     let activity = request.activity();
     let read = match store
         .read_license_for_activity(team.team.id, request.license_key, &activity)
         .await
     {
         Ok(read) => read,
-        Err(e) => return (None, Err(ApiError::from(e))),
+        Err(e) => return (None, None, Err(ApiError::from(e))),
     };
     let license = read.as_ref().map(|r| &r.license);
+    let found = license.map(|l| l.id);
     let product = named_product(license, request.product_id);
     let catalog = match product {
         Some(product) => match store.catalog(team.team.id, product).await {
             Ok(catalog) => Some(catalog),
-            Err(e) => return (Some(product), Err(ApiError::from(e))),
+            Err(e) => return (Some(product), found, Err(ApiError::from(e))),
         },
         None => None,
     };
@@ -171,7 +179,7 @@ pub(crate) async fn check<S: Store>(
             catalog,
         })
     });
-    (product, checked)
+    (product, found, checked)
 }
 
 /// Steps 7 and 8 in the store's atomic unit: the limits (and a session's), then the device and

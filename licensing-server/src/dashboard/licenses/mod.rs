@@ -3,6 +3,7 @@
 //! in `form`.
 
 mod form;
+pub(crate) mod history;
 mod show;
 
 pub(crate) use form::{create, edit_page, new_page, update};

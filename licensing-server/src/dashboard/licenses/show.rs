@@ -1,5 +1,5 @@
-//! A license's page: its customers, products, devices, addresses and live sessions; suspend,
-//! e-mail, forget, revoke and delete.
+//! A license's page: its customers, products, devices, addresses, live sessions and request
+//! history; suspend, e-mail, forget, revoke and delete.
 
 use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
@@ -39,6 +39,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
     let sessions = api::perform(ctx, staff, ListSessions(id)).await?.sessions;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
+    let requests = super::history::section(ctx, staff, id, &detail.products).await?;
     let l = &detail.license;
     let granted = effective_codes(
         &l.entitlement_ids,
@@ -153,6 +154,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             }
             (live_sessions(staff, l.id, devices_allowed, &sessions))
         }
+        (requests)
         @if write_allowed {
             h2 #license-file { "License file" }
             p.hint { "A signed file the application checks without reaching this server: for a machine that is offline, or air-gapped." }

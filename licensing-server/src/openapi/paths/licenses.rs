@@ -287,6 +287,35 @@ pub(in crate::openapi) fn set_ip_forgotten() {}
 )]
 pub(in crate::openapi) fn list_sessions() {}
 
+/// (ext) The license's request history: every client request that reached it (verify,
+/// heartbeat, classloader, checkout, session start and end), accepted or refused, with its
+/// result code, address, country, device, product and version; newest first. Kept for the
+/// server's `request-history-days` (default 30) and at most `request-history-per-team` entries
+/// per team.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/requests",
+    tag = "extensions",
+    params(
+        LicensePath,
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "asc or desc by time (default desc)"),
+        ("code" = Option<ResultCode>, Query, description = "Only requests answered with this result code"),
+        ("refused" = Option<bool>, Query, description = "Only refused requests (true) or accepted ones (false)"),
+        ("endpoint" = Option<ClientEndpoint>, Query, description = "Only requests to this endpoint"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Only requests at or after this time (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Only requests before this time (RFC 3339)"),
+    ),
+    responses(
+        (status = 200, description = "A page of the history", body = Envelope<RequestLogPage>),
+        NoLicense,
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn list_requests() {}
+
 /// (ext) Revoke a live floating session: its seat is free at once, and the application's next
 /// heartbeat with it is answered 404 `SESSION_NOT_FOUND`. Scope `licenses:devices`; audited,
 /// event `session.revoked`.

@@ -15,6 +15,7 @@ pub(super) mod releases;
 pub(super) mod team;
 pub(super) mod webhooks;
 
+use licensing_core::ResultCode;
 use licensing_core::api::requests::{
     AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody,
     EntitlementBody, FeaturesBody, ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody,
@@ -24,9 +25,10 @@ use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CheckoutData, CustomerDeleted, CustomerPage,
     Deleted, DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten,
     HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseFileBody,
-    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, SessionEndData,
-    SessionList, SessionStartData, TeamList, VerifyData, WebhookList,
+    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, RequestLogPage,
+    SessionEndData, SessionList, SessionStartData, TeamList, VerifyData, WebhookList,
 };
+use licensing_core::model::ClientEndpoint;
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, LicenseDetail, LicenseSession,
     Product, PublicKeys, ReleaseView, SigningKey, StaffInvited, Statistics, TeamCreated,

@@ -1,14 +1,15 @@
 //! A license's hardware identifiers and IP addresses over HTTP.
 
-use licensing_core::api::requests::DeviceListQuery;
-use licensing_core::api::{HwidPage, IpPage};
+use licensing_core::api::requests::{DeviceListQuery, RequestLogQuery};
+use licensing_core::api::{HwidPage, IpPage, RequestLogPage};
 use licensing_core::{HwidId, IpId, LicenseId, LicenseSessionId};
 
-use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::devices::{ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten};
 use crate::app::floating::{ListSessions, RevokeSession};
 
 listed!(ListHwids(license: LicenseId) query DeviceListQuery::parse => HwidPage { hwids }, "Hardware identifiers retrieved");
 listed!(ListIps(license: LicenseId) query DeviceListQuery::parse => IpPage { ip_addresses }, "IP addresses retrieved");
+listed!(ListRequests(license: LicenseId) query RequestLogQuery::parse => RequestLogPage { requests }, "Request history retrieved");
 with_body!(SetHwidForgotten(license: LicenseId, id: HwidId) => 200, "Hardware identifier updated");
 with_body!(SetIpForgotten(license: LicenseId, id: IpId) => 200, "IP address updated");
 by_ids!(ListSessions(license: LicenseId) => 200, "Sessions retrieved");

@@ -225,6 +225,7 @@ pub(crate) fn operations() -> Vec<Route> {
         route::<app::devices::ListIps>(get.clone(), "licenses/id/{licenseId}/ip-address"),
         route::<app::devices::SetIpForgotten>(patch, "licenses/id/{licenseId}/ip-address/{ipId}"),
         route::<app::floating::ListSessions>(get.clone(), "licenses/id/{licenseId}/sessions"),
+        route::<app::devices::ListRequests>(get.clone(), "licenses/id/{licenseId}/requests"),
         route::<app::floating::RevokeSession>(
             delete.clone(),
             "licenses/id/{licenseId}/sessions/{sessionId}",

@@ -27,6 +27,7 @@ mod licenses;
 mod migrate;
 mod misc;
 mod refresh;
+mod request_log;
 mod shared;
 mod staff;
 mod tables;

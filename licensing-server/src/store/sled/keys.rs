@@ -50,6 +50,9 @@ pub(crate) mod tag {
     pub(crate) const FLOATING: u8 = b'F';
     /// An idempotency key and its kept answer, by owner and key (`idempotency.rs`).
     pub(crate) const IDEMPOTENCY: u8 = b'Y';
+    /// A license's request history, by team, license, time and a sequence number
+    /// (`request_log.rs`).
+    pub(crate) const REQUEST_LOG: u8 = b'Q';
 }
 
 /// Builds a key from parts.

@@ -51,6 +51,7 @@ mod locks;
 mod misc;
 mod refresh;
 mod replay;
+mod request_log;
 mod seen;
 mod staff;
 mod teams;

@@ -1,0 +1,228 @@
+//! A license's request history on its page: every client request that reached it, refusals
+//! highlighted and said in words, filtered by outcome, code and day, in pages.
+
+use licensing_core::api::requests::{Paging, RequestLogQuery, SortDirection};
+use licensing_core::model::{ClientEndpoint, Product, RequestLogEntry};
+use licensing_core::{LicenseId, ResultCode, Timestamp};
+use maud::{Markup, html};
+
+use super::super::api::{self, Failure};
+use super::super::page;
+use super::super::{Ctx, Staff};
+use crate::app::devices::ListRequests;
+
+/// A result code in a support person's words.
+pub(crate) fn code_words(code: ResultCode) -> &'static str {
+    match code {
+        ResultCode::Valid => "Accepted",
+        ResultCode::InternalServerError => "Server error",
+        ResultCode::BadRequest => "Malformed request",
+        ResultCode::LicenseNotFound => "License not found",
+        ResultCode::IpLimitReached => "Address limit reached",
+        ResultCode::HwidLimitReached => "Device limit reached",
+        ResultCode::ProductNotFound => "Product not licensed",
+        ResultCode::CustomerNotFound => "Wrong customer",
+        ResultCode::LicenseExpired => "License expired",
+        ResultCode::LicenseSuspended => "License suspended",
+        ResultCode::TeamNotFound => "Team not found",
+        ResultCode::RateLimit => "Too many requests",
+        ResultCode::HardwareIdentifierBlacklisted => "Device blacklisted",
+        ResultCode::CountryBlacklisted => "Country blacklisted",
+        ResultCode::IpBlacklisted => "Address blacklisted",
+        ResultCode::ReleaseNotFound => "Release not found",
+        ResultCode::Forbidden => "Not allowed",
+        ResultCode::Unauthorized => "Not signed in",
+        ResultCode::InvalidSessionKey => "Bad session key",
+        ResultCode::NoAccessToRelease => "Release not granted",
+        ResultCode::ReleaseArchived => "Release archived",
+        ResultCode::ReleaseDraft => "Release still a draft",
+        ResultCode::EntitlementsMissing => "Entitlement missing",
+        ResultCode::SessionLimitReached => "All seats in use",
+        ResultCode::SessionNotFound => "Session not found",
+        ResultCode::IdempotencyKeyMismatch => "Retried with other content",
+        ResultCode::IdempotencyKeyInUse => "Retried too soon",
+    }
+}
+
+/// An endpoint in words.
+fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
+    match endpoint {
+        ClientEndpoint::Verify => "Verify",
+        ClientEndpoint::Heartbeat => "Heartbeat",
+        ClientEndpoint::Classloader => "Download",
+        ClientEndpoint::Checkout => "License file",
+        ClientEndpoint::SessionStart => "Session start",
+        ClientEndpoint::SessionEnd => "Session end",
+    }
+}
+
+/// A time to the second, UTC: the order of requests matters here.
+fn to_the_second(at: Timestamp) -> String {
+    at.as_datetime().format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// The filters the page's query asks for (`requests`, `code`, `day`, `requestsPage`): what a
+/// value the list does not know is dropped, as if not chosen.
+struct Chosen {
+    outcome: &'static str,
+    code: Option<ResultCode>,
+    /// A UTC day, `YYYY-MM-DD`, and its first moment.
+    day: Option<(String, Timestamp)>,
+    page: u32,
+}
+
+impl Chosen {
+    fn of(ctx: &Ctx) -> Self {
+        let outcome = match ctx.param("requests").as_deref() {
+            Some("refused") => "refused",
+            Some("accepted") => "accepted",
+            _ => "",
+        };
+        let code = ctx
+            .param("code")
+            .and_then(|c| ResultCode::ALL.into_iter().find(|k| k.as_str() == c));
+        let day = ctx.param("day").and_then(|d| {
+            let valid = d.len() == 10 && d.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+            let start = Timestamp::parse(&format!("{d}T00:00:00Z")).ok()?;
+            valid.then_some((d, start))
+        });
+        let page = ctx
+            .param("requestsPage")
+            .and_then(|p| p.parse().ok())
+            .filter(|p| (1..=100_000).contains(p))
+            .unwrap_or(1);
+        Self {
+            outcome,
+            code,
+            day,
+            page,
+        }
+    }
+
+    fn query(&self) -> RequestLogQuery {
+        let day = self
+            .day
+            .as_ref()
+            .map(|&(_, from)| (from, Timestamp::from_millis(from.as_millis() + 86_400_000)));
+        RequestLogQuery {
+            paging: Paging {
+                page: self.page,
+                page_size: 25,
+                direction: SortDirection::Desc,
+            },
+            code: self.code,
+            refused: match self.outcome {
+                "refused" => Some(true),
+                "accepted" => Some(false),
+                _ => None,
+            },
+            endpoint: None,
+            from: day.map(|(from, _)| from),
+            to: day.map(|(_, to)| to),
+        }
+    }
+
+    /// The license page's address with these filters and page `page`.
+    fn link(&self, license: LicenseId, page: u32) -> String {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        if !self.outcome.is_empty() {
+            q.append_pair("requests", self.outcome);
+        }
+        if let Some(code) = self.code {
+            q.append_pair("code", code.as_str());
+        }
+        if let Some((day, _)) = &self.day {
+            q.append_pair("day", day);
+        }
+        q.append_pair("requestsPage", &page.to_string());
+        format!("/dashboard/licenses/{license}?{}#requests", q.finish())
+    }
+}
+
+/// The section: filters, the table (refusals highlighted) and the pager.
+pub(crate) async fn section(
+    ctx: &Ctx,
+    staff: &Staff,
+    license: LicenseId,
+    products: &[Product],
+) -> Result<Markup, Failure> {
+    let chosen = Chosen::of(ctx);
+    let result = api::perform(ctx, staff, ListRequests(license, chosen.query())).await?;
+    let product_name = |id: licensing_core::ProductId| {
+        products
+            .iter()
+            .find(|p| p.id == id)
+            .map_or_else(|| id.to_string(), |p| p.name.clone())
+    };
+    let retention = ctx.state.request_log.retention();
+    let filtered = !chosen.outcome.is_empty() || chosen.code.is_some() || chosen.day.is_some();
+    Ok(html! {
+        h2 #requests { "Requests" }
+        @if !ctx.state.request_log.on() {
+            p.hint { "This server keeps no request history (its request-history-days setting is 0)." }
+        } @else {
+            p.hint {
+                "Every request the application made with this key, accepted or refused, newest first; kept "
+                (retention.days) (if retention.days == 1 { " day." } else { " days." })
+            }
+            form.filters method="get" action={ "/dashboard/licenses/" (license) "#requests" } {
+                (page::filter(("requests", "Outcome", "Any"), [("refused", "Refused"), ("accepted", "Accepted")], chosen.outcome))
+                (page::filter(
+                    ("code", "Reason", "Any"),
+                    ResultCode::ALL.into_iter().filter(|c| !c.is_success()).map(|c| (c.as_str(), code_words(c))),
+                    chosen.code.map_or("", ResultCode::as_str),
+                ))
+                div {
+                    label for="day" { "Day (UTC)" }
+                    input #day type="date" name="day" value=(chosen.day.as_ref().map_or("", |(d, _)| d.as_str()));
+                }
+                div { button type="submit" { "Show" } }
+            }
+            (page::table(&["Time", "Request", "Result", "Device", "Address", "Product", "Version"], None, html! {
+                @if result.items.is_empty() {
+                    tr { td.empty colspan="7" {
+                        @if filtered { "No request matches." } @else { "No request has reached this license yet." }
+                    } }
+                }
+                @for e in &result.items {
+                    (row(e, &product_name))
+                }
+            }))
+            nav.pager aria-label="Request pages" {
+                @if result.total > 0 {
+                    span { (result.total) (if result.total == 1 { " request" } else { " requests" }) }
+                }
+                @if chosen.page > 1 {
+                    a href=(chosen.link(license, chosen.page - 1)) rel="prev" { "Newer" }
+                }
+                @if result.has_next_page {
+                    a href=(chosen.link(license, chosen.page + 1)) rel="next" { "Older" }
+                }
+            }
+        }
+    })
+}
+
+fn row(e: &RequestLogEntry, product_name: &dyn Fn(licensing_core::ProductId) -> String) -> Markup {
+    let refused = e.refused();
+    html! {
+        tr.refused[refused] {
+            td.nowrap { (to_the_second(e.at)) }
+            td { (endpoint_words(e.endpoint)) }
+            td {
+                @if refused {
+                    span.badge.bad title=(e.code.as_str()) { (code_words(e.code)) }
+                } @else {
+                    span.badge.ok { (code_words(e.code)) }
+                }
+            }
+            td.mono { (e.hardware_identifier.as_deref().unwrap_or("—")) }
+            td.mono {
+                (e.ip_address)
+                @if let Some(country) = &e.country { " (" (country) ")" }
+            }
+            td { (e.product_id.map(product_name).unwrap_or_else(|| "—".into())) }
+            td { (e.version.as_deref().unwrap_or("—")) }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! (ext) The request history of licenses, written behind: the client path hands each entry to
+//! [`RequestLog::record`] (a push under a short lock, nothing else), a task writes what gathered
+//! in batches every second, and the developer API's list writes what is waiting before it reads.
+//! Memory is bounded: past [`MAX_PENDING`] waiting entries (a store that cannot keep up) new
+//! ones are dropped and counted. A pruner deletes entries past the retention, and each team's
+//! oldest past its cap, every hour.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use licensing_core::Timestamp;
+use licensing_core::model::RequestLogEntry;
+use licensing_core::store::{RequestLogStore, StoreResult};
+use tokio::sync::watch;
+
+/// How often waiting entries are written.
+pub const WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// The most entries waiting to be written; more are dropped (and counted).
+pub const MAX_PENDING: usize = 100_000;
+
+/// The most entries one statement or batch writes.
+const BATCH: usize = 5_000;
+
+/// How often old entries are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// How long history is kept, and how much of it per team.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Days an entry is kept; 0 records no history at all.
+    pub days: u32,
+    /// Entries kept per team, the newest.
+    pub per_team: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    pending: Mutex<Vec<RequestLogEntry>>,
+    dropped: AtomicU64,
+}
+
+/// The recorder. Clones share the waiting entries.
+#[derive(Clone, Debug)]
+pub struct RequestLog {
+    retention: Retention,
+    inner: Arc<Inner>,
+}
+
+impl RequestLog {
+    /// A recorder keeping history as `retention` says.
+    pub fn new(retention: Retention) -> Self {
+        Self {
+            retention,
+            inner: Arc::default(),
+        }
+    }
+
+    /// Whether history is recorded at all.
+    pub fn on(&self) -> bool {
+        self.retention.days > 0
+    }
+
+    /// How long history is kept.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// Entries waiting to be written.
+    pub fn waiting(&self) -> u64 {
+        self.lock().len() as u64
+    }
+
+    /// Entries dropped since the start (too many waited, or the store refused them).
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Queues one entry to be written.
+    pub fn record(&self, entry: RequestLogEntry) {
+        if !self.on() {
+            return;
+        }
+        let mut pending = self.lock();
+        if pending.len() >= MAX_PENDING {
+            drop(pending);
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        pending.push(entry);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RequestLogEntry>> {
+        // Nothing panics while holding the lock; if something did, keep recording.
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes every waiting entry. Entries a failed write could not store are dropped and
+    /// counted: history is kept on a best-effort basis, never at the expense of the answers.
+    pub async fn flush<S: RequestLogStore>(&self, store: &S) -> StoreResult<()> {
+        let taken = std::mem::take(&mut *self.lock());
+        let mut failure = Ok(());
+        for chunk in taken.chunks(BATCH) {
+            if let Err(e) = store.append_requests(chunk).await {
+                self.inner
+                    .dropped
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                failure = Err(e);
+            }
+        }
+        failure
+    }
+
+    /// Writes every [`WRITE_EVERY`] until `stop` turns true, then once more.
+    pub async fn run<S: RequestLogStore>(self, store: S, stop: watch::Receiver<bool>) {
+        let write = || async {
+            if let Err(e) = self.flush(&store).await {
+                tracing::error!(error = %e, "writing request history failed");
+            }
+        };
+        super::periodic::every_then_once_more(WRITE_EVERY, stop, write).await;
+    }
+
+    /// Deletes what is past the retention: how many.
+    pub async fn prune<S: RequestLogStore>(&self, store: &S, now: Timestamp) -> StoreResult<u64> {
+        let before =
+            Timestamp::from_millis(now.as_millis() - i64::from(self.retention.days) * 86_400_000);
+        store.prune_requests(before, self.retention.per_team).await
+    }
+
+    /// Prunes now and every [`PRUNE_EVERY`] until `stop`.
+    pub async fn run_pruner<S: RequestLogStore>(self, store: S, stop: watch::Receiver<bool>) {
+        let prune = || async {
+            match self.prune(&store, Timestamp::now()).await {
+                Ok(0) => {}
+                Ok(pruned) => tracing::info!(pruned, "old request history deleted"),
+                Err(e) => tracing::error!(error = %e, "pruning request history failed"),
+            }
+        };
+        super::periodic::every(PRUNE_EVERY, stop, prune).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use licensing_core::model::ClientEndpoint;
+    use licensing_core::store::{MemoryStore, Page};
+    use licensing_core::{LicenseId, ResultCode, TeamId};
+
+    use super::*;
+
+    fn entry(team: TeamId, license: LicenseId, at: Timestamp) -> RequestLogEntry {
+        RequestLogEntry {
+            team_id: team,
+            license_id: license,
+            at,
+            endpoint: ClientEndpoint::Verify,
+            code: ResultCode::LicenseSuspended,
+            ip_address: "192.0.2.9".parse().unwrap(),
+            country: None,
+            hardware_identifier: None,
+            product_id: None,
+            version: None,
+        }
+    }
+
+    async fn listed(
+        store: &MemoryStore,
+        team: TeamId,
+        license: LicenseId,
+    ) -> Page<RequestLogEntry> {
+        let query = licensing_core::api::requests::RequestLogQuery::default();
+        store.list_requests(team, license, &query).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn entries_wait_until_flushed_then_age_out() {
+        let store = MemoryStore::default();
+        let log = RequestLog::new(Retention {
+            days: 30,
+            per_team: 1_000,
+        });
+        let (team, license) = (TeamId::new(), LicenseId::new());
+        let now = Timestamp::now();
+        log.record(entry(team, license, now));
+        log.record(entry(team, license, now.plus_minutes(0)));
+        assert_eq!(listed(&store, team, license).await.total, 0);
+        log.flush(&store).await.unwrap();
+        assert_eq!(listed(&store, team, license).await.total, 2);
+        // 31 days on, both are past the retention.
+        let later = Timestamp::from_millis(now.as_millis() + 31 * 86_400_000);
+        assert_eq!(log.prune(&store, later).await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn nothing_is_recorded_when_off_and_the_queue_is_bounded() {
+        let off = RequestLog::new(Retention {
+            days: 0,
+            per_team: 1_000,
+        });
+        let (team, license) = (TeamId::new(), LicenseId::new());
+        off.record(entry(team, license, Timestamp::now()));
+        assert!(off.lock().is_empty());
+        let on = RequestLog::new(Retention {
+            days: 1,
+            per_team: 1_000,
+        });
+        for _ in 0..MAX_PENDING + 3 {
+            on.record(entry(team, license, Timestamp::now()));
+        }
+        assert_eq!(on.lock().len(), MAX_PENDING);
+        assert_eq!(on.dropped(), 3);
+    }
+}
