@@ -8,13 +8,14 @@ use std::time::Duration;
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
     DeviceListQuery, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging,
-    ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, SettingsBody, SortDirection,
-    WebhookBody,
+    ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody,
+    SortDirection, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
     DeliveryPage, Envelope, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted,
-    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, ResultCode, WebhookList,
+    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, RequestLogPage, ResultCode,
+    WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
@@ -454,6 +455,21 @@ impl DevClient {
     ) -> Result<HwidPage, Error> {
         self.get(
             &format!("licenses/id/{license}/hwid"),
+            Some(query.to_query_string()),
+        )
+        .await
+    }
+
+    /// (ext) `GET {dev}/licenses/id/{licenseId}/requests`: one page of the license's request
+    /// history (every client request that reached it, accepted or refused), newest first unless
+    /// the query says otherwise.
+    pub async fn license_requests(
+        &self,
+        license: LicenseId,
+        query: &RequestLogQuery,
+    ) -> Result<RequestLogPage, Error> {
+        self.get(
+            &format!("licenses/id/{license}/requests"),
             Some(query.to_query_string()),
         )
         .await

@@ -490,7 +490,7 @@ async fn the_developer_client_covers_every_endpoint() {
     use licensing_sdk::core::api::requests::{
         ApiKeyBody, BlacklistBody, CustomerBody, CustomerListQuery, DeviceListQuery, LicenseCreate,
         LicenseListQuery, LicenseUpdate, Patch, ProductBody, ProductListQuery, RawMetadata,
-        ReleaseData, ReleaseListQuery, SettingsBody,
+        ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody,
     };
     use licensing_sdk::core::model::{Resource, Scope};
 
@@ -670,6 +670,26 @@ async fn the_developer_client_covers_every_endpoint() {
         .await
         .unwrap();
     assert_eq!(hwids.hwids[0].hwid.identifier.as_str(), "sdk-device-0001");
+    // The request is in the license's history (refused ones too; none here).
+    let history = dev
+        .license_requests(id, &RequestLogQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(history.total_results, 1);
+    assert_eq!(history.requests[0].code, ResultCode::Valid);
+    assert_eq!(
+        history.requests[0].hardware_identifier.as_deref(),
+        Some("sdk-device-0001")
+    );
+    let mut refused = RequestLogQuery::default();
+    refused.refused = Some(true);
+    assert_eq!(
+        dev.license_requests(id, &refused)
+            .await
+            .unwrap()
+            .total_results,
+        0
+    );
     let forgotten = dev
         .set_hwid_forgotten(id, hwids.hwids[0].hwid.id, true)
         .await
