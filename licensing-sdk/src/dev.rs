@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
-    DeviceListQuery, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging,
-    ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody,
-    SortDirection, WebhookBody,
+    DeviceListQuery, ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate,
+    Paging, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
+    SettingsBody, SortDirection, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
@@ -410,6 +410,21 @@ impl DevClient {
     ) -> Result<LicenseDetail, Error> {
         self.call(Method::PUT, &format!("licenses/id/{id}"), None, Some(body))
             .await
+    }
+
+    /// (ext) `POST {dev}/licenses/id/{licenseId}/extend`: the expiry moved `days` later (1 to
+    /// 3650; needs `licenses:extend`, which `licenses:write` includes).
+    pub async fn extend_license(&self, id: LicenseId, days: u32) -> Result<LicenseDetail, Error> {
+        let body = ExtendBody {
+            days: Some(i64::from(days)),
+        };
+        self.call(
+            Method::POST,
+            &format!("licenses/id/{id}/extend"),
+            None,
+            Some(&body),
+        )
+        .await
     }
 
     /// `POST {dev}/licenses/id/{licenseId}/suspend` (scope `licenses:suspend`); a license

@@ -60,6 +60,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions/{sessionId}",
     "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/requests",
+    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/extend",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",
     "/api/v1/client/teams/{teamId}/verification/checkout",

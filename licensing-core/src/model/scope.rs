@@ -2,10 +2,11 @@
 //! optionally the products it is restricted to. Written as `resource:read`, `resource:write`,
 //! `resource:*` (every scope of the resource), or `*` (everything). Write includes read.
 //!
-//! Licenses have two narrower scopes besides: `licenses:devices` (forget and restore a license's
-//! hardware identifiers and addresses) and `licenses:suspend` (suspend and unsuspend), which a
-//! support desk needs without being able to create, change or delete licenses. Each includes
-//! `licenses:read`; `licenses:write` includes both.
+//! Licenses have four narrower scopes besides: `licenses:devices` (forget and restore a license's
+//! hardware identifiers and addresses), `licenses:suspend` (suspend and unsuspend),
+//! `licenses:extend` (move the expiry later) and `licenses:email` (send the key to the license's
+//! customers again), which a support desk needs without being able to create, change or delete
+//! licenses. Each includes `licenses:read`; `licenses:write` includes them all.
 
 use std::collections::BTreeSet;
 
@@ -94,6 +95,10 @@ pub enum Access {
     Devices,
     /// Licenses only: suspend and unsuspend (includes read).
     Suspend,
+    /// Licenses only: move the expiry later (includes read).
+    Extend,
+    /// Licenses only: e-mail the key to the license's customers again (includes read).
+    Email,
 }
 
 impl Access {
@@ -104,6 +109,8 @@ impl Access {
             Access::Write => "write",
             Access::Devices => "devices",
             Access::Suspend => "suspend",
+            Access::Extend => "extend",
+            Access::Email => "email",
         }
     }
 }
@@ -146,6 +153,18 @@ impl Scope {
         access: Access::Suspend,
     };
 
+    /// `licenses:extend`: move a license's expiry later.
+    pub const LICENSE_EXTEND: Scope = Scope {
+        resource: Resource::Licenses,
+        access: Access::Extend,
+    };
+
+    /// `licenses:email`: e-mail a license's key to its customers again.
+    pub const LICENSE_EMAIL: Scope = Scope {
+        resource: Resource::Licenses,
+        access: Access::Email,
+    };
+
     /// Every scope there is, in order.
     pub fn all() -> impl Iterator<Item = Scope> {
         Resource::ALL.into_iter().flat_map(Scope::of)
@@ -158,7 +177,12 @@ impl Scope {
             scopes.push(Scope::write(resource));
         }
         if resource == Resource::Licenses {
-            scopes.extend([Scope::LICENSE_DEVICES, Scope::LICENSE_SUSPEND]);
+            scopes.extend([
+                Scope::LICENSE_DEVICES,
+                Scope::LICENSE_SUSPEND,
+                Scope::LICENSE_EXTEND,
+                Scope::LICENSE_EMAIL,
+            ]);
         }
         scopes
     }
@@ -292,9 +316,9 @@ impl utoipa::PartialSchema for Scopes {
                     .enum_values(Some(names)),
             )
             .description(Some(
-                "Scopes: resource:read, resource:write (includes read), licenses:devices and \
-                 licenses:suspend (each includes licenses:read), resource:* for all of a \
-                 resource's, or \"*\" for every scope",
+                "Scopes: resource:read, resource:write (includes read), licenses:devices, \
+                 licenses:suspend, licenses:extend and licenses:email (each includes \
+                 licenses:read), resource:* for all of a resource's, or \"*\" for every scope",
             ))
             .into()
     }
@@ -483,10 +507,12 @@ mod tests {
                 Scope::read(Resource::Licenses),
                 Scope::write(Resource::Licenses),
                 Scope::LICENSE_DEVICES,
-                Scope::LICENSE_SUSPEND
+                Scope::LICENSE_SUSPEND,
+                Scope::LICENSE_EXTEND,
+                Scope::LICENSE_EMAIL,
             ]
         );
-        assert_eq!(Scope::all().count(), 22);
+        assert_eq!(Scope::all().count(), 24);
     }
 
     #[test]
@@ -500,6 +526,14 @@ mod tests {
         assert!(!support.allows(Scope::read(Resource::Customers)));
         let devices = Scopes::parse(&["licenses:devices".into()]).unwrap();
         assert!(!devices.allows(Scope::LICENSE_SUSPEND));
+        let extend = Scopes::parse(&["licenses:extend".into()]).unwrap();
+        assert!(extend.allows(Scope::read(Resource::Licenses)));
+        assert!(!extend.allows(Scope::LICENSE_EMAIL) && !extend.allows(Scope::LICENSE_SUSPEND));
+        assert!(
+            Scopes::parse(&["licenses:write".into()])
+                .unwrap()
+                .allows(Scope::LICENSE_EXTEND)
+        );
         let writer = Scopes::parse(&["licenses:write".into()]).unwrap();
         assert!(writer.allows(Scope::LICENSE_DEVICES) && writer.allows(Scope::LICENSE_SUSPEND));
         assert_eq!(writer.missing_from(&support), None);
@@ -540,7 +574,7 @@ mod tests {
         let json = serde_json::to_string(&scopes).unwrap();
         assert_eq!(
             json,
-            r#"["licenses:read","licenses:write","licenses:devices","licenses:suspend"]"#
+            r#"["licenses:read","licenses:write","licenses:devices","licenses:suspend","licenses:extend","licenses:email"]"#
         );
         assert_eq!(serde_json::from_str::<Scopes>(&json).unwrap(), scopes);
         assert_eq!(serde_json::to_string(&Scopes::All).unwrap(), r#"["*"]"#);

@@ -81,7 +81,12 @@ impl Role {
             ),
             Role::Support => Scopes::Only(
                 reads
-                    .chain([Scope::LICENSE_DEVICES, Scope::LICENSE_SUSPEND])
+                    .chain([
+                        Scope::LICENSE_DEVICES,
+                        Scope::LICENSE_SUSPEND,
+                        Scope::LICENSE_EXTEND,
+                        Scope::LICENSE_EMAIL,
+                    ])
                     .collect(),
             ),
             Role::Viewer => Scopes::Only(reads.collect::<BTreeSet<_>>()),
@@ -240,7 +245,12 @@ mod tests {
         assert_eq!(developer.len(), writes(Role::Owner).len() - 1);
         assert_eq!(
             writes(Role::Support),
-            ["licenses:devices", "licenses:suspend"]
+            [
+                "licenses:devices",
+                "licenses:suspend",
+                "licenses:extend",
+                "licenses:email"
+            ]
         );
         assert!(writes(Role::Viewer).is_empty());
     }

@@ -17,6 +17,9 @@ pub(crate) struct ListCustomers(pub(crate) CustomerListQuery);
 /// A customer.
 pub(crate) struct GetCustomer(pub(crate) CustomerId);
 
+/// The team's customers among these ids (those that exist), for lists that name them.
+pub(crate) struct GetCustomers(pub(crate) Vec<CustomerId>);
+
 /// Changes a customer: members left out keep their value.
 pub(crate) struct UpdateCustomer(pub(crate) CustomerId, pub(crate) CustomerBody);
 
@@ -46,6 +49,18 @@ impl Operation for ListCustomers {
 
     async fn run(self, cx: &Cx) -> Result<Page<Customer>, ApiError> {
         Ok(cx.state.store.list_customers(cx.team, &self.0).await?)
+    }
+}
+
+impl Operation for GetCustomers {
+    type Output = Vec<Customer>;
+    const SCOPE: Option<Scope> = READ;
+
+    async fn run(self, cx: &Cx) -> Result<Vec<Customer>, ApiError> {
+        let mut ids = self.0;
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(cx.state.store.get_customers(cx.team, &ids).await?)
     }
 }
 

@@ -1,7 +1,7 @@
-//! Licenses: create, list, read, change, suspend, e-mail and delete, by id and by key.
+//! Licenses: create, list, read, change, suspend, extend, e-mail and delete, by id and by key.
 
 use licensing_core::api::LicenseEmailed;
-use licensing_core::api::requests::{LicenseCreate, LicenseListQuery, LicenseUpdate};
+use licensing_core::api::requests::{ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
 use licensing_core::store::{
     CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
@@ -37,6 +37,9 @@ pub(crate) struct SuspendLicense(pub(crate) LicenseId);
 
 /// Lifts a license's suspension (unchanged when it is not suspended).
 pub(crate) struct UnsuspendLicense(pub(crate) LicenseId);
+
+/// (ext) Moves a license's expiry later: what the narrow scope `licenses:extend` allows.
+pub(crate) struct ExtendLicense(pub(crate) LicenseId, pub(crate) ExtendBody);
 
 /// (ext) E-mails the license key again to each of its customers with an address (one who lost
 /// it, a new customer added to the license).
@@ -250,9 +253,27 @@ impl Operation for UnsuspendLicense {
     }
 }
 
+impl Operation for ExtendLicense {
+    type Output = LicenseDetail;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_EXTEND);
+
+    async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
+        let existing = changeable(cx, self.0).await?;
+        let extended = self.1.apply_to(&existing, cx.now)?;
+        let journal = cx.change(
+            Action::LicenseUpdated,
+            extended.id,
+            Some(&existing),
+            Some(&extended),
+        );
+        cx.state.store.update_license(&extended, &journal).await?;
+        detail(cx, extended).await
+    }
+}
+
 impl Operation for EmailLicense {
     type Output = LicenseEmailed;
-    const SCOPE: Option<Scope> = WRITE;
+    const SCOPE: Option<Scope> = Some(Scope::LICENSE_EMAIL);
 
     async fn run(self, cx: &Cx) -> Result<LicenseEmailed, ApiError> {
         let license = changeable(cx, self.0).await?;

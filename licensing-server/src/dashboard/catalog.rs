@@ -13,10 +13,13 @@ use super::api::{self, Failure};
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateBlacklistEntry, DeleteBlacklistEntry, ListBlacklist};
-use crate::app::customers::{CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers};
+use crate::app::customers::{
+    CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
+};
 use crate::app::licenses::ListLicenses;
 use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
+    UpdateProduct,
 };
 use crate::http::Response;
 
@@ -127,11 +130,25 @@ pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
     }
 }
 
-/// `GET /dashboard/customers/{id}`.
-pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+/// `GET /dashboard/customers/{id}`: the customer, their licenses, and (for who may change
+/// customers) the edit form, filled with what was sent when it was refused (`form`, `failure`).
+pub(crate) async fn customer(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    form: Option<&Form>,
+    failure: Option<&Failure>,
+) -> Response {
     let outcome = async {
         let id = page::id_of::<CustomerId>(id, "customer")?;
         let c = api::perform(ctx, staff, GetCustomer(id)).await?;
+        // What the form shows: what was sent, when it was refused; else the customer's.
+        let shown = |name: &str, current: Option<&str>| -> String {
+            match form {
+                Some(form) => form.get(name).unwrap_or("").to_owned(),
+                None => current.unwrap_or("").to_owned(),
+            }
+        };
         let licenses = if staff.may(Scope::read(Resource::Licenses)) {
             let mut theirs = LicenseListQuery::default();
             theirs.paging.page_size = 100;
@@ -155,6 +172,23 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                     @for m in &c.metadata { dt { code { (m.key) } } dd { (m.value) } }
                 }
             }
+            @if staff.may(Scope::write(Resource::Customers)) {
+                details.edit open[failure.is_some()] {
+                    summary { "Edit" }
+                    (page::problems(failure))
+                    form method="post" action={ "/dashboard/customers/" (id) } {
+                        (page::csrf(staff))
+                        label for="fullName" { "Name" (field_error(failure, "fullName")) }
+                        input #fullName type="text" name="fullName" value=(shown("fullName", c.full_name.as_deref()));
+                        label for="email" { "E-mail address" (field_error(failure, "email")) }
+                        input #email type="email" name="email" value=(shown("email", c.email.as_ref().map(|e| e.as_str())));
+                        label for="username" { "User name" (field_error(failure, "username")) }
+                        input #username type="text" name="username" value=(shown("username", c.username.as_deref()));
+                        p.hint { "A field left empty is cleared." }
+                        p { button type="submit" { "Save customer" } }
+                    }
+                }
+            }
             @if let Some(licenses) = licenses {
                 h2 { "Licenses" }
                 (page::table(&["Key", "Created"], None, html! {
@@ -170,7 +204,29 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
         };
         Ok(page::shown(Nav::Customers, "Customer", content))
     };
-    page::answer(ctx, staff, None, outcome.await)
+    page::answer(ctx, staff, failure, outcome.await)
+}
+
+/// `POST /dashboard/customers/{id}`: the edit form; a refusal shows the page again with what
+/// was sent and why.
+pub(crate) async fn update_customer(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let customer_id = match page::id_of::<CustomerId>(id, "customer") {
+        Ok(customer_id) => customer_id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let body = CustomerBody {
+        full_name: patch(form, "fullName"),
+        email: patch(form, "email"),
+        username: patch(form, "username"),
+        ..CustomerBody::default()
+    };
+    match api::perform(ctx, staff, UpdateCustomer(customer_id, body)).await {
+        Ok(_) => page::redirect(&format!(
+            "/dashboard/customers/{customer_id}?notice=customer-updated"
+        )),
+        Err(f) if f.status == 400 => customer(ctx, staff, id, Some(form), Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
 }
 
 /// `GET /dashboard/customers/{id}/delete`.
@@ -288,16 +344,37 @@ pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Res
     }
 }
 
-/// `GET /dashboard/products/{id}`, with its branches.
+/// `GET /dashboard/products/{id}`, with its branches, and (for who may change products) the
+/// edit form. A refused branch shows its `failure` by the branch form; a refused edit (`edit`,
+/// what was sent) shows it by the edit form, filled with what was sent.
 pub(crate) async fn product(
     ctx: &Ctx,
     staff: &Staff,
     id: &str,
     failure: Option<&Failure>,
+    edit: Option<&Form>,
 ) -> Response {
     let outcome = async {
         let id = page::id_of::<ProductId>(id, "product")?;
         let p = api::perform(ctx, staff, GetProduct(id)).await?;
+        let (branch_failure, edit_failure) = match edit {
+            Some(_) => (None, failure),
+            None => (failure, None),
+        };
+        let shown = |name: &str, current: Option<&str>| -> String {
+            match edit {
+                Some(form) => form.get(name).unwrap_or("").to_owned(),
+                None => current.unwrap_or("").to_owned(),
+            }
+        };
+        let granted: Vec<String> = match edit {
+            Some(form) => form
+                .all("entitlementIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            None => p.entitlement_ids.iter().map(ToString::to_string).collect(),
+        };
         let branches = api::perform(ctx, staff, ListBranches(id)).await?;
         let entitlements = super::entitlements::readable(ctx, staff).await?;
         let write = staff.may(Scope::write(Resource::Products));
@@ -323,6 +400,32 @@ pub(crate) async fn product(
                     dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
                 }
             }
+            @if write {
+                details.edit open[edit_failure.is_some()] {
+                    summary { "Edit" }
+                    (page::problems(edit_failure))
+                    form method="post" action={ "/dashboard/products/" (id) } {
+                        (page::csrf(staff))
+                        label for="name" { "Name" (field_error(edit_failure, "name")) }
+                        input #name type="text" name="name" required value=(shown("name", Some(&p.name)));
+                        label for="url" { "Web address" span.hint { "Optional." } (field_error(edit_failure, "url")) }
+                        input #url type="text" name="url" value=(shown("url", p.url.as_ref().map(|u| u.as_str())));
+                        @if !entitlements.is_empty() {
+                            fieldset {
+                                legend { "Entitlements" span.hint { " Every license of the product grants them." } }
+                                (field_error(edit_failure, "entitlementIds"))
+                                @for e in &entitlements {
+                                    label.choice {
+                                        input type="checkbox" name="entitlementIds" value=(e.id) checked[granted.contains(&e.id.to_string())];
+                                        (e.name) " " code { (e.code) }
+                                    }
+                                }
+                            }
+                        }
+                        p { button type="submit" { "Save product" } }
+                    }
+                }
+            }
             h2 { "Branches" }
             (page::table(&["Name", "Since"], write.then_some("Action"), html! {
                 @if branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
@@ -342,7 +445,7 @@ pub(crate) async fn product(
                 }
             }))
             @if write {
-                (page::problems(failure))
+                (page::problems(branch_failure))
                 form.inline method="post" action={ "/dashboard/products/" (id) "/branches" } {
                     (page::csrf(staff))
                     label for="branch" { "New branch" }
@@ -357,6 +460,41 @@ pub(crate) async fn product(
     page::answer(ctx, staff, failure, outcome.await)
 }
 
+/// `POST /dashboard/products/{id}`: the edit form; a refusal shows the page again with what was
+/// sent and why. Entitlements are replaced only when the team has any (the form lists them).
+pub(crate) async fn update_product(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let product_id = match page::id_of::<ProductId>(id, "product") {
+        Ok(product_id) => product_id,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let lists_entitlements = match super::entitlements::readable(ctx, staff).await {
+        Ok(entitlements) => !entitlements.is_empty(),
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let body = ProductBody {
+        name: Patch::Value(form.get("name").unwrap_or("").trim().to_owned()),
+        url: patch(form, "url"),
+        entitlement_ids: if lists_entitlements {
+            Patch::Value(
+                form.all("entitlementIds")
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        } else {
+            Patch::Missing
+        },
+        ..ProductBody::default()
+    };
+    match api::perform(ctx, staff, UpdateProduct(product_id, body)).await {
+        Ok(_) => page::redirect(&format!(
+            "/dashboard/products/{product_id}?notice=product-updated"
+        )),
+        Err(f) if f.status == 400 => product(ctx, staff, id, Some(&f), Some(form)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
 /// `POST /dashboard/products/{id}/branches`.
 pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
     let Ok(pid) = page::id_of::<ProductId>(id, "product") else {
@@ -367,7 +505,7 @@ pub(crate) async fn create_branch(ctx: &Ctx, staff: &Staff, id: &str, form: &For
     };
     match api::perform(ctx, staff, CreateBranch(pid, body)).await {
         Ok(_) => page::redirect(&format!("/dashboard/products/{pid}?notice=branch-created")),
-        Err(f) if f.status == 400 => product(ctx, staff, id, Some(&f)).await,
+        Err(f) if f.status == 400 => product(ctx, staff, id, Some(&f), None).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

@@ -241,6 +241,7 @@ async fn dispatch(
         (true, _, ["licenses", id, "edit"]) => licenses::edit_page(ctx, staff, id).await,
         (_, true, ["licenses", id, "edit"]) => licenses::update(ctx, staff, id, form).await,
         (_, true, ["licenses", id, "email"]) => licenses::email(ctx, staff, id).await,
+        (_, true, ["licenses", id, "extend"]) => licenses::extend(ctx, staff, id, form).await,
         (_, true, ["licenses", id, "file"]) => licenses::file(ctx, staff, id, form).await,
         (true, _, ["licenses", id, "delete"]) => licenses::confirm_delete(ctx, staff, id).await,
         (_, true, ["licenses", id, "delete"]) => licenses::delete(ctx, staff, id).await,
@@ -263,14 +264,16 @@ async fn dispatch(
         }
         (true, _, ["customers"]) => catalog::customers(ctx, staff, form, None).await,
         (_, true, ["customers"]) => catalog::create_customer(ctx, staff, form).await,
-        (true, _, ["customers", id]) => catalog::customer(ctx, staff, id).await,
+        (true, _, ["customers", id]) => catalog::customer(ctx, staff, id, None, None).await,
+        (_, true, ["customers", id]) => catalog::update_customer(ctx, staff, id, form).await,
         (true, _, ["customers", id, "delete"]) => {
             catalog::confirm_delete_customer(ctx, staff, id).await
         }
         (_, true, ["customers", id, "delete"]) => catalog::delete_customer(ctx, staff, id).await,
         (true, _, ["products"]) => catalog::products(ctx, staff, form, None).await,
         (_, true, ["products"]) => catalog::create_product(ctx, staff, form).await,
-        (true, _, ["products", id]) => catalog::product(ctx, staff, id, None).await,
+        (true, _, ["products", id]) => catalog::product(ctx, staff, id, None, None).await,
+        (_, true, ["products", id]) => catalog::update_product(ctx, staff, id, form).await,
         (true, _, ["products", id, "delete"]) => {
             catalog::confirm_delete_product(ctx, staff, id).await
         }
@@ -313,7 +316,15 @@ async fn dispatch(
         (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(ctx, staff, id).await,
         (true, _, ["webhooks"]) => webhooks::list(ctx, staff, form, None, None).await,
         (_, true, ["webhooks"]) => webhooks::create(ctx, staff, form).await,
-        (true, _, ["webhooks", id]) => webhooks::show(ctx, staff, id).await,
+        (true, _, ["webhooks", id]) => webhooks::show(ctx, staff, id, None, None).await,
+        (_, true, ["webhooks", id]) => webhooks::update(ctx, staff, id, form).await,
+        (_, true, ["webhooks", id, action @ ("enable" | "disable")]) => {
+            webhooks::set_enabled(ctx, staff, id, *action == "enable").await
+        }
+        (true, _, ["webhooks", id, "rotate-secret"]) => {
+            webhooks::confirm_rotate(ctx, staff, id).await
+        }
+        (_, true, ["webhooks", id, "rotate-secret"]) => webhooks::rotate(ctx, staff, id).await,
         (_, true, ["webhooks", id, "test"]) => webhooks::send_test(ctx, staff, id).await,
         (true, _, ["webhooks", id, "delete"]) => webhooks::confirm_delete(ctx, staff, id).await,
         (_, true, ["webhooks", id, "delete"]) => webhooks::delete(ctx, staff, id).await,

@@ -293,6 +293,7 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
             "License suspended: its clients are refused until it is unsuspended."
         }
         "license-unsuspended" => "License unsuspended.",
+        "license-extended" => "License extended: its new expiry is below.",
         "device-forgotten" => "Device forgotten: its seat is free.",
         "device-remembered" => "Device remembered.",
         "address-forgotten" => "Address forgotten.",
@@ -305,8 +306,10 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "user-deleted" => "Account deleted.",
         "user-updated" => "Account updated.",
         "customer-created" => "Customer created.",
+        "customer-updated" => "Customer saved.",
         "customer-deleted" => "Customer deleted.",
         "product-created" => "Product created.",
+        "product-updated" => "Product saved.",
         "product-deleted" => "Product deleted.",
         "branch-created" => "Branch created.",
         "branch-deleted" => "Branch deleted.",
@@ -322,6 +325,9 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "webhook-test" => "Test event queued: it appears below once sent.",
         "webhook-redelivered" => "Delivery queued again.",
         "webhook-deleted" => "Webhook endpoint deleted.",
+        "webhook-updated" => "Webhook endpoint saved.",
+        "webhook-enabled" => "Webhook endpoint enabled: events go to it again.",
+        "webhook-disabled" => "Webhook endpoint disabled: no events go to it until it is enabled.",
         _ => return None,
     })
 }
@@ -398,6 +404,47 @@ pub(crate) fn page_number(ctx: &Ctx) -> u32 {
         .and_then(|p| p.parse().ok())
         .filter(|p| (1..=1_000_000).contains(p))
         .unwrap_or(1)
+}
+
+/// A list's pager: which items of `total` this page shows, Previous and Next, and numbered
+/// pages (the first, the last, and two either side of `page`, gaps marked), each linked by
+/// `link`.
+pub(crate) fn pager(total: u64, page: u32, size: u64, link: impl Fn(u32) -> String) -> Markup {
+    let size = size.max(1);
+    let pages = u32::try_from(total.div_ceil(size))
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let first = u64::from(page - 1) * size + 1;
+    let last = (u64::from(page) * size).min(total);
+    let mut numbers: Vec<u32> = [1, pages]
+        .into_iter()
+        .chain(page.saturating_sub(2).max(1)..=page.saturating_add(2).min(pages))
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    html! {
+        nav.pager aria-label="Pages" {
+            @if total > 0 && first <= total {
+                span { (first) "–" (last) " of " (total) }
+            }
+            @if page > 1 {
+                a href=(link(page - 1)) rel="prev" { "Previous" }
+            }
+            @if pages > 1 {
+                @for (i, n) in numbers.iter().enumerate() {
+                    @if i > 0 && numbers[i - 1] + 1 < *n { span.gap aria-hidden="true" { "…" } }
+                    @if *n == page {
+                        span.current aria-current="page" { (n) }
+                    } @else {
+                        a href=(link(*n)) aria-label={ "Page " (n) } { (n) }
+                    }
+                }
+            }
+            @if page < pages {
+                a href=(link(page + 1)) rel="next" { "Next" }
+            }
+        }
+    }
 }
 
 /// The id in a dashboard path, or a 404 that names what was looked for.

@@ -1,5 +1,6 @@
 //! Webhook endpoints: the list, a new endpoint (its signing secret shown once), an endpoint's
-//! delivery log with redelivery, a test event, and deleting one.
+//! delivery log with redelivery, a test event, editing (address, description, events from the
+//! known types), enabling and disabling, a new signing secret, and deleting one.
 
 use licensing_core::WebhookId;
 use licensing_core::api::requests::{Paging, WebhookBody};
@@ -11,7 +12,7 @@ use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::webhooks::{
     CreateWebhook, DeleteWebhook, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
-    SendTestEvent,
+    RotateWebhookSecret, SendTestEvent, UpdateWebhook,
 };
 use crate::http::Response;
 
@@ -125,11 +126,35 @@ fn webhook_id(text: &str) -> Result<WebhookId, Failure> {
     page::id_of(text, "webhook endpoint")
 }
 
-/// `GET /dashboard/webhooks/{id}`: the endpoint and its delivery log.
-pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+/// `GET /dashboard/webhooks/{id}`: the endpoint, its delivery log, and for who may change
+/// webhooks: enable or disable, a new signing secret (shown once, `rotated`), and the edit form
+/// (filled with what was sent when it was refused: `edit`, `failure`).
+pub(crate) async fn show(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    rotated: Option<&WebhookWithSecret>,
+    edit: Option<(&Form, &Failure)>,
+) -> Response {
     let outcome = async {
         let id = webhook_id(id)?;
         let w = api::perform(ctx, staff, GetWebhook(id)).await?;
+        let failure = edit.map(|(_, f)| f);
+        let sent = edit.map(|(form, _)| form);
+        let chosen: Vec<String> = match sent {
+            Some(form) => form
+                .all("eventTypes")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            None => w.event_types.clone(),
+        };
+        // The known types, then any pattern the endpoint has besides (`license.*`).
+        let known = licensing_core::model::event_types();
+        let patterns: Vec<&String> = chosen
+            .iter()
+            .filter(|c| *c != "*" && !known.contains(&c.as_str()))
+            .collect();
         let paging = Paging {
             page_size: 50,
             ..Paging::default()
@@ -142,12 +167,34 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                 h1 { (w.url) }
                 span.badge.(class) { (text) }
             }
+            @if let Some(made) = rotated {
+                div.card role="status" {
+                    h2 { "New signing secret" }
+                    p { "Give it to your receiver now: it is not shown again. The old secret keeps signing alongside it for a day, so that events are not refused while you switch." }
+                    p {
+                        code #new-secret { (made.secret) }
+                        button.secondary.small.copy type="button" data-copy=(made.secret) hidden { "Copy" }
+                    }
+                }
+            }
             @if write {
                 div.actions {
                     form method="post" action={ "/dashboard/webhooks/" (id) "/test" } {
                         (page::csrf(staff))
                         button.secondary type="submit" { "Send a test event" }
                     }
+                    @if w.enabled {
+                        form method="post" action={ "/dashboard/webhooks/" (id) "/disable" } {
+                            (page::csrf(staff))
+                            button.secondary type="submit" { "Disable" }
+                        }
+                    } @else {
+                        form method="post" action={ "/dashboard/webhooks/" (id) "/enable" } {
+                            (page::csrf(staff))
+                            button type="submit" { "Enable" }
+                        }
+                    }
+                    a.button.secondary href={ "/dashboard/webhooks/" (id) "/rotate-secret" } { "New signing secret…" }
                     a.button.danger href={ "/dashboard/webhooks/" (id) "/delete" } { "Delete…" }
                 }
             }
@@ -157,6 +204,39 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
                     dt { "Description" } dd { (w.description.as_deref().unwrap_or("None")) }
                     dt { "Failing since" } dd { (w.failing_since.map(page::when).unwrap_or_else(|| "Not failing".into())) }
                     dt { "Since" } dd { (page::when(w.created_at)) }
+                }
+            }
+            @if write {
+                details.edit open[failure.is_some()] {
+                    summary { "Edit" }
+                    (page::problems(failure))
+                    form method="post" action={ "/dashboard/webhooks/" (id) } {
+                        (page::csrf(staff))
+                        label for="url" { "Address" (super::catalog::field_error(failure, "url")) }
+                        input #url type="text" name="url" required value=(sent.map_or(w.url.as_str(), |f| f.get("url").unwrap_or("")));
+                        label for="description" { "Description" span.hint { "Optional." } }
+                        input #description type="text" name="description" value=(sent.map_or(w.description.as_deref().unwrap_or(""), |f| f.get("description").unwrap_or("")));
+                        fieldset {
+                            legend { "Events" (super::catalog::field_error(failure, "eventTypes")) }
+                            label.choice {
+                                input type="checkbox" name="eventTypes" value="*" checked[chosen.iter().any(|c| c == "*")];
+                                "Every event, those added later too"
+                            }
+                            @for pattern in &patterns {
+                                label.choice {
+                                    input type="checkbox" name="eventTypes" value=(pattern) checked;
+                                    code { (pattern) }
+                                }
+                            }
+                            @for t in &known {
+                                label.choice {
+                                    input type="checkbox" name="eventTypes" value=(t) checked[chosen.iter().any(|c| c == t)];
+                                    code { (t) }
+                                }
+                            }
+                        }
+                        p { button type="submit" { "Save endpoint" } }
+                    }
                 }
             }
             h2 { "Deliveries" }
@@ -187,7 +267,82 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
         };
         Ok(page::shown(Nav::Webhooks, "Webhook endpoint", content))
     };
+    page::answer(ctx, staff, edit.map(|(_, f)| f), outcome.await)
+}
+
+/// `POST /dashboard/webhooks/{id}`: the edit form (address, description, events); a refusal
+/// shows the page again with what was sent and why.
+pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let webhook = match webhook_id(id) {
+        Ok(webhook) => webhook,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    let events = form.all("eventTypes");
+    if events.is_empty() {
+        let f = Failure::new(400, "Choose at least one event, or every event.");
+        return show(ctx, staff, id, None, Some((form, &f))).await;
+    }
+    let body = WebhookBody {
+        url: Some(form.get("url").unwrap_or("").trim().to_owned()),
+        description: Some(form.get("description").unwrap_or("").trim().to_owned()),
+        event_types: Some(events.into_iter().map(str::to_owned).collect()),
+        ..WebhookBody::default()
+    };
+    match api::perform(ctx, staff, UpdateWebhook(webhook, body)).await {
+        Ok(_) => page::redirect(&format!(
+            "/dashboard/webhooks/{webhook}?notice=webhook-updated"
+        )),
+        Err(f) if f.status == 400 => show(ctx, staff, id, None, Some((form, &f))).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `POST /dashboard/webhooks/{id}/enable` and `…/disable`.
+pub(crate) async fn set_enabled(ctx: &Ctx, staff: &Staff, id: &str, enabled: bool) -> Response {
+    let op = webhook_id(id).map(|id| {
+        UpdateWebhook(
+            id,
+            WebhookBody {
+                enabled: Some(enabled),
+                ..WebhookBody::default()
+            },
+        )
+    });
+    let verb = if enabled { "enabled" } else { "disabled" };
+    let then = format!("/dashboard/webhooks/{id}?notice=webhook-{verb}");
+    page::done(ctx, staff, op, &then).await
+}
+
+/// `GET /dashboard/webhooks/{id}/rotate-secret`.
+pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let id = webhook_id(id)?;
+        let w = api::perform(ctx, staff, GetWebhook(id)).await?;
+        Ok(page::confirm(
+            staff,
+            Confirm {
+                nav: Nav::Webhooks,
+                title: "Make a new signing secret?",
+                what: html! { "Events to " strong { (w.url) } " are signed with a new secret, shown once; the old one keeps signing alongside it for a day while your receiver switches." },
+                action: format!("/dashboard/webhooks/{id}/rotate-secret"),
+                button: "Make a new secret",
+                back: format!("/dashboard/webhooks/{id}"),
+            },
+        ))
+    };
     page::answer(ctx, staff, None, outcome.await)
+}
+
+/// `POST /dashboard/webhooks/{id}/rotate-secret`: the page again, with the new secret.
+pub(crate) async fn rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let outcome = async {
+        let webhook = webhook_id(id)?;
+        api::perform(ctx, staff, RotateWebhookSecret(webhook)).await
+    };
+    match outcome.await {
+        Ok(made) => show(ctx, staff, id, Some(&made), None).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
 }
 
 /// `POST /dashboard/webhooks/{id}/test`.

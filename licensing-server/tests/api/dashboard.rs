@@ -1306,7 +1306,7 @@ impl Browser {
 }
 
 /// The text of the element whose opening tag ends with `marker` (such as `id="new-key">`).
-fn text_after(page: &Page, marker: &str) -> String {
+pub(crate) fn text_after(page: &Page, marker: &str) -> String {
     let at = page
         .text
         .find(marker)

@@ -263,3 +263,131 @@ async fn a_support_key_frees_a_seat_and_suspends_but_changes_nothing_else() {
     );
     assert_eq!(entries[1]["actor"]["name"], "desk");
 }
+
+/// The support desk's `licenses:extend`: the expiry moves later and nothing else changes; an
+/// expired license is valid again; a license that never expires, a day count out of range and
+/// every other change are refused; the audit log names the key with the old and new expiry.
+#[tokio::test]
+async fn a_support_key_extends_an_expiry_and_changes_nothing_else() {
+    use reqwest::Method;
+    let s = TestServer::start().await;
+    let support = s
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"desk","scopes":["licenses:extend"]}"#,
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let extend = |id: String, body: &'static str| {
+        let (s, support) = (&s, &support);
+        async move {
+            s.send(
+                Method::POST,
+                &s.dev(&format!("licenses/id/{id}/extend")),
+                Some(support),
+                Some(body),
+            )
+            .await
+        }
+    };
+    // Expired yesterday (written to the store as if time had passed: the API takes only
+    // future dates): extended from now, and valid again.
+    let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1)).to_rfc3339();
+    let l = s
+        .license(
+            &json!({"expirationType": "DATE", "expirationDate": tomorrow, "hwidLimit": 2})
+                .to_string(),
+        )
+        .await;
+    let (id, key) = (
+        l["id"].as_str().unwrap().to_owned(),
+        l["licenseKey"].as_str().unwrap().to_owned(),
+    );
+    {
+        use licensing_core::store::{Journal, LicenseStore};
+        let license_id = licensing_core::LicenseId::parse(&id).unwrap();
+        let mut stored = s
+            .store
+            .get_license(s.team_id(), license_id)
+            .await
+            .unwrap()
+            .unwrap();
+        stored.expiration_date =
+            Some(licensing_core::Timestamp::now().plus(-chrono::TimeDelta::days(1)));
+        s.store
+            .update_license(&stored, &Journal::NONE)
+            .await
+            .unwrap();
+    }
+    let verify = || {
+        let (s, key) = (&s, key.clone());
+        async move {
+            s.client(
+                "verify",
+                &json!({"licenseKey": key, "hardwareIdentifier": "device-aaaa-0001"}),
+                None,
+            )
+            .await
+        }
+    };
+    verify().await.err(403, "LICENSE_EXPIRED");
+    let extended = extend(id.clone(), r#"{"days":30}"#).await;
+    let date = extended.ok()["expirationDate"].as_str().unwrap().to_owned();
+    let until = chrono::DateTime::parse_from_rfc3339(&date).unwrap();
+    let days = (until.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_hours();
+    assert!((29 * 24..=30 * 24).contains(&days), "{date}");
+    assert_eq!(extended.ok()["hwidLimit"], 2, "nothing else changed");
+    verify().await.valid();
+
+    // A duration lasts longer.
+    let lasting = s
+        .license(r#"{"expirationType":"DURATION","expirationDays":10}"#)
+        .await;
+    let lasting_id = lasting["id"].as_str().unwrap().to_owned();
+    let longer = extend(lasting_id, r#"{"days":5}"#).await;
+    assert_eq!(longer.ok()["expirationDays"], 15);
+
+    // What is refused, and why.
+    let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let never_id = never["id"].as_str().unwrap().to_owned();
+    for (id, body, field) in [
+        (never_id, r#"{"days":30}"#, "days"),
+        (id.clone(), r#"{"days":0}"#, "days"),
+        (id.clone(), r#"{"days":3651}"#, "days"),
+        (id.clone(), r#"{}"#, "days"),
+        (id.clone(), r#"{"days":30,"hwidLimit":9}"#, "hwidLimit"),
+    ] {
+        let refused = extend(id, body).await;
+        refused.err(400, "BAD_REQUEST");
+        assert_eq!(refused.fields(), [field], "{body}: {}", refused.body);
+    }
+    for (method, path, body) in [
+        (
+            Method::PUT,
+            format!("licenses/id/{id}"),
+            Some(r#"{"hwidLimit":5}"#),
+        ),
+        (Method::POST, format!("licenses/id/{id}/suspend"), None),
+        (Method::POST, format!("licenses/id/{id}/email"), None),
+    ] {
+        let refused = s.send(method, &s.dev(&path), Some(&support), body).await;
+        refused.err(403, "FORBIDDEN");
+    }
+
+    let log = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=license.updated")))
+        .await;
+    let entry = log.ok()["entries"][0].clone();
+    assert_eq!(entry["actor"]["name"], "desk", "{entry}");
+    let change = entry["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["field"] == "expirationDate")
+        .cloned()
+        .unwrap_or_else(|| panic!("{entry}"));
+    assert_eq!(change["new"], date.as_str());
+}

@@ -1,7 +1,7 @@
-//! (ext) Request history per license (protocol.md section 6): every client request that reached
-//! a license, accepted or refused, listed by the developer API with filters and pages, shown on
-//! the license's page with refusals highlighted, and counted by reason in the statistics and
-//! the overview; both stores.
+//! (ext) The support desk on a license's page: its request history (every client request that
+//! reached the license, accepted or refused, listed by the developer API with filters and pages,
+//! shown with refusals highlighted, and counted by reason in the statistics and the overview),
+//! and extending its expiry; both stores.
 
 use licensing_core::model::Role;
 use serde_json::{Value, json};
@@ -247,4 +247,57 @@ async fn with_history_off_nothing_is_kept_and_the_page_says_so() {
     b.get(&format!("/dashboard/licenses/{id}"))
         .await
         .has("keeps no request history");
+}
+
+#[tokio::test]
+async fn support_extends_a_license_from_its_page_and_is_told_in_words_what_is_wrong() {
+    let s = TestServer::start().await;
+    let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1)).to_rfc3339();
+    let dated = s
+        .license(&json!({"expirationType": "DATE", "expirationDate": tomorrow}).to_string())
+        .await;
+    let id = dated["id"].as_str().unwrap().to_owned();
+    let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "desk@vendor.example",
+        Role::Support,
+    )
+    .await;
+    let path = format!("/dashboard/licenses/{id}");
+    let page = b.get(&path).await;
+    page.has(&format!("action=\"{path}/extend\""));
+    let done = b
+        .submit(&page, &format!("{path}/extend"), &[("days", "30")])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+    assert_eq!(done.location(), format!("{path}?notice=license-extended"));
+    let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
+    let date = after.ok()["expirationDate"].as_str().unwrap().to_owned();
+    let until = chrono::DateTime::parse_from_rfc3339(&date).unwrap();
+    let hours = (until.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_hours();
+    assert!((30 * 24..=31 * 24).contains(&hours), "{date}");
+    b.get(&format!("{path}?notice=license-extended"))
+        .await
+        .has("License extended");
+
+    let wrong = b
+        .submit(&page, &format!("{path}/extend"), &[("days", "a month")])
+        .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.text);
+    wrong
+        .has("a whole number from 1 to 3650")
+        .lacks("days: must");
+
+    // Nothing to extend on a license that never expires: no form.
+    let never_page = b
+        .get(&format!(
+            "/dashboard/licenses/{}",
+            never["id"].as_str().unwrap()
+        ))
+        .await;
+    never_page.lacks("/extend\"");
 }

@@ -49,6 +49,11 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         ),
         (Method::POST, format!("licenses/id/{license}/suspend"), None),
         (Method::POST, format!("licenses/id/{license}/email"), None),
+        (
+            Method::POST,
+            format!("licenses/id/{license}/extend"),
+            body(json!({"days": 30})),
+        ),
         (Method::POST, format!("licenses/id/{license}/file"), None),
         (
             Method::POST,
@@ -387,6 +392,9 @@ async fn no_route_shows_or_changes_another_teams_data() {
         ("name", "beta-2"),
         ("status", "ARCHIVED"),
         ("expirationType", "NEVER"),
+        ("days", "30"),
+        ("eventTypes", "*"),
+        ("url", "https://example.com/hook"),
     ];
     for (method, path) in dashboard_routes(&ids) {
         let url = format!("/dashboard/{path}");
@@ -458,15 +466,18 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("licenses/{license}/suspend")),
         post(format!("licenses/{license}/unsuspend")),
         post(format!("licenses/{license}/email")),
+        post(format!("licenses/{license}/extend")),
         post(format!("licenses/{license}/file")),
         post(format!("licenses/{license}/delete")),
         post(format!("licenses/{license}/devices/{hwid}/forget")),
         post(format!("licenses/{license}/addresses/{ip}/forget")),
         post(format!("licenses/{license}/sessions/{session}/revoke")),
         get(format!("customers/{customer}")),
+        post(format!("customers/{customer}")),
         get(format!("customers/{customer}/delete")),
         post(format!("customers/{customer}/delete")),
         get(format!("products/{product}")),
+        post(format!("products/{product}")),
         get(format!("products/{product}/delete")),
         post(format!("products/{product}/branches")),
         post(format!("products/{product}/branches/{branch}/delete")),
@@ -483,6 +494,11 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         get(format!("api-keys/{api_key}/revoke")),
         post(format!("api-keys/{api_key}/revoke")),
         get(format!("webhooks/{webhook}")),
+        post(format!("webhooks/{webhook}")),
+        post(format!("webhooks/{webhook}/enable")),
+        post(format!("webhooks/{webhook}/disable")),
+        get(format!("webhooks/{webhook}/rotate-secret")),
+        post(format!("webhooks/{webhook}/rotate-secret")),
         get(format!("webhooks/{webhook}/delete")),
         post(format!("webhooks/{webhook}/test")),
         post(format!(

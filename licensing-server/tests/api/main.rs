@@ -14,6 +14,7 @@ mod browser;
 mod chat;
 mod classloader;
 mod client;
+mod console;
 mod customers;
 mod dashboard;
 mod devices;

@@ -481,6 +481,66 @@ impl LicenseUpdate {
     }
 }
 
+/// (ext) `POST {dev}/licenses/id/{id}/extend`: `{"days": n}` moves the license's expiry `n` days
+/// later (1 to 3650), the one change of a license the narrow scope `licenses:extend` allows.
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"days": 30})))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExtendBody {
+    /// Days to add: 1 to 3650.
+    #[serde(default)]
+    pub days: Option<i64>,
+}
+
+/// The most days one extension adds.
+pub const MAX_EXTENSION_DAYS: i64 = 3650;
+
+impl ExtendBody {
+    /// `license` extended at `now`: a `DATE` license expires `days` after its date, or after
+    /// `now` when that has passed (an expired license gets the whole extension); a `DURATION`
+    /// license lasts `days` longer, counted from its start as before (its date moves with it
+    /// once it has one). A license that never expires cannot be extended (400).
+    pub fn apply_to(&self, license: &License, now: Timestamp) -> Result<License, ApiError> {
+        let days = match self.days {
+            None => return Err(ApiError::bad_field("days", "is required (1 to 3650)")),
+            Some(d) => {
+                int_in(d, 1, MAX_EXTENSION_DAYS).map_err(|e| ApiError::bad_field("days", &e))?
+            }
+        };
+        let mut next = license.clone();
+        match license.expiration_type {
+            ExpirationType::Never => {
+                return Err(ApiError::bad_field(
+                    "days",
+                    "cannot extend a license that never expires",
+                ));
+            }
+            ExpirationType::Date => {
+                let from = license.expiration_date.map_or(now, |d| d.max(now));
+                next.expiration_date = Some(from.plus_days(days));
+            }
+            ExpirationType::Duration => {
+                let total = i64::from(license.expiration_days.unwrap_or(0)) + i64::from(days);
+                let total = int_in(total, 1, MAX_DAYS).map_err(|_| {
+                    ApiError::bad_field(
+                        "days",
+                        &format!("would make the license last more than {MAX_DAYS} days"),
+                    )
+                })?;
+                next.expiration_days = Some(total);
+                next.expiration_date = expiry::date_on_update(
+                    &Expiration::of(license),
+                    &Expiration::of(&next),
+                    license.created_at,
+                );
+            }
+        }
+        next.updated_at = now;
+        Ok(next)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::problems;
@@ -526,6 +586,56 @@ mod tests {
             l.expiration_date,
             Some(Timestamp::parse("2027-01-01T00:00:00Z").unwrap())
         );
+    }
+
+    #[test]
+    fn an_extension_moves_the_expiry_later_and_only_later() {
+        let extend = |days: i64| ExtendBody { days: Some(days) };
+        let later = now().plus_days(100);
+        // A date in the future moves by the days; one passed counts from now.
+        let dated = license(r#"{"expirationType":"DATE","expirationDate":"2027-01-01T00:00:00Z"}"#);
+        let moved = extend(30).apply_to(&dated, now()).unwrap();
+        assert_eq!(
+            moved.expiration_date,
+            Some(Timestamp::parse("2027-01-31T00:00:00Z").unwrap())
+        );
+        assert_eq!(moved.updated_at, now());
+        let expired =
+            extend(30).apply_to(&dated, Timestamp::parse("2027-03-01T00:00:00Z").unwrap());
+        assert_eq!(
+            expired.unwrap().expiration_date,
+            Some(Timestamp::parse("2027-03-31T00:00:00Z").unwrap())
+        );
+        // A duration lasts longer, from its start: creation, or the first use once there was one.
+        let lasting = license(r#"{"expirationType":"DURATION","expirationDays":30}"#);
+        let longer = extend(10).apply_to(&lasting, later).unwrap();
+        assert_eq!(longer.expiration_days, Some(40));
+        assert_eq!(longer.expiration_date, Some(now().plus_days(40)));
+        let waiting = license(
+            r#"{"expirationType":"DURATION","expirationDays":30,"expirationStart":"ACTIVATION"}"#,
+        );
+        let longer = extend(10).apply_to(&waiting, later).unwrap();
+        assert_eq!(
+            (longer.expiration_days, longer.expiration_date),
+            (Some(40), None)
+        );
+        let mut started = waiting.clone();
+        started.expiration_date = Some(now().plus_days(31));
+        let longer = extend(10).apply_to(&started, later).unwrap();
+        assert_eq!(longer.expiration_date, Some(now().plus_days(41)));
+        // What cannot be extended, by how much.
+        let never = license(r#"{"expirationType":"NEVER"}"#);
+        for (body, l, message) in [
+            (ExtendBody { days: None }, &dated, "is required"),
+            (extend(0), &dated, "at least 1"),
+            (extend(3651), &dated, "at most 3650"),
+            (extend(30), &never, "never expires"),
+        ] {
+            let e = body.apply_to(l, now()).unwrap_err();
+            let (field, text) = problems(&e).remove(0);
+            assert_eq!(field, "days");
+            assert!(text.contains(message), "{text}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub use audit::{ActorFilter, AuditQuery};
 pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};
-pub use license::{LicenseCreate, LicenseUpdate, NewLicense};
+pub use license::{ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense};
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
     EntitlementListQuery, EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery,

@@ -92,10 +92,25 @@ impl LicenseStore for MemoryStore {
         query: &LicenseListQuery,
     ) -> StoreResult<Page<License>> {
         self.with(|s| {
+            // `customerSearch`: the team's customers it finds.
+            let found: Option<HashSet<CustomerId>> =
+                query.filter.customer_search.as_ref().map(|text| {
+                    s.customers
+                        .values()
+                        .filter(|c| c.team_id == team && customer_matches(c, Some(text)))
+                        .map(|c| c.id)
+                        .collect()
+                });
             let items = s
                 .licenses
                 .values()
-                .filter(|l| l.team_id == team && license_matches(l, &query.filter))
+                .filter(|l| {
+                    l.team_id == team
+                        && license_matches(l, &query.filter)
+                        && found
+                            .as_ref()
+                            .is_none_or(|f| l.customer_ids.iter().any(|c| f.contains(c)))
+                })
                 .cloned()
                 .collect();
             Ok(page_of(items, &query.paging, |a, b| {

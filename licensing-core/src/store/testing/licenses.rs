@@ -324,6 +324,49 @@ pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
         .await
         .unwrap();
     assert_eq!(by_customer.total, 6);
+    // By what a customer is called: any part of the name, e-mail address or user name, in any
+    // case; a second customer's licenses join in; another team's customer of the same name not.
+    let c2 = customer(t.id, "second@example.com", "Other C1 Person", t0());
+    store.create_customer(&c2, &Journal::NONE).await.unwrap();
+    let mut theirs = all[1].clone();
+    theirs.customer_ids = vec![c2.id];
+    store.update_license(&theirs, &Journal::NONE).await.unwrap();
+    let elsewhere = customer(other.id, "c1@example.com", "C1", t0());
+    store
+        .create_customer(&elsewhere, &Journal::NONE)
+        .await
+        .unwrap();
+    let mut foreign = license(other.id, t0());
+    foreign.customer_ids = vec![elsewhere.id];
+    store
+        .create_license(&foreign, &Journal::NONE)
+        .await
+        .unwrap();
+    for (search, expected) in [("C1@EXAMPLE", 6), ("c1", 7), ("second", 1), ("nobody", 0)] {
+        let found = store
+            .list_licenses(t.id, &q(&format!("pageSize=100&customerSearch={search}")))
+            .await
+            .unwrap();
+        assert_eq!(found.total, expected, "customerSearch={search}");
+        assert!(found.items.iter().all(|l| l.team_id == t.id));
+    }
+    // With the other filters.
+    let found = store
+        .list_licenses(
+            t.id,
+            &q(&format!(
+                "pageSize=100&customerSearch=c1&productIds={}",
+                p2.id
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        found.total, 2,
+        "licenses 0 and 15: the c1 customers' with product two"
+    );
+    theirs.customer_ids.clear();
+    store.update_license(&theirs, &Journal::NONE).await.unwrap();
     let by_meta = store
         .list_licenses(t.id, &q("metadataKey=tier&metadataValue=gold-1"))
         .await

@@ -7,10 +7,12 @@ pub(crate) mod history;
 mod show;
 
 pub(crate) use form::{create, edit_page, new_page, update};
-pub(crate) use show::{confirm_delete, delete, email, file, forget, revoke_session, show, suspend};
+pub(crate) use show::{
+    confirm_delete, delete, email, extend, file, forget, revoke_session, show, suspend,
+};
 
 use licensing_core::api::requests::{
-    CustomerListQuery, ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,
+    ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,
 };
 use licensing_core::expiry::Expiration;
 use licensing_core::model::{Customer, ExpirationType, License, Product, Resource, Scope};
@@ -22,7 +24,7 @@ use maud::{Markup, html};
 use super::api::{self, Failure};
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
-use crate::app::customers::ListCustomers;
+use crate::app::customers::GetCustomers;
 use crate::app::licenses::ListLicenses;
 use crate::http::Response;
 
@@ -143,7 +145,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     };
     query.filter.suspended = (!suspended.is_empty()).then_some(suspended == "true");
     // A key-shaped search looks for keys first; a name or address, or a key search that finds
-    // nothing, looks for customers and lists their licenses.
+    // nothing, lists the licenses of every customer it finds (however many).
     let text = if search.is_empty() {
         None
     } else {
@@ -164,26 +166,33 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         }
     }
     if let Some(text) = text.filter(|_| result.is_none()) {
-        let mut customers = CustomerListQuery::default();
-        customers.paging.page_size = 100;
-        customers.filter = Some(text);
-        let customers = api::perform(ctx, staff, ListCustomers(customers)).await?;
+        let mut theirs = query.clone();
+        theirs.filter.customer_search = Some(text);
         found_by = Some("customer");
-        result = Some(if customers.items.is_empty() {
-            Page {
-                items: Vec::new(),
-                total: 0,
-                has_next_page: false,
-            }
-        } else {
-            let mut theirs = query.clone();
-            theirs.filter.customer_ids = customers.items.iter().map(|c| c.id).collect();
-            api::perform(ctx, staff, ListLicenses(theirs)).await?
-        });
+        result = Some(api::perform(ctx, staff, ListLicenses(theirs)).await?);
     }
     let result = match result {
         Some(result) => result,
         None => api::perform(ctx, staff, ListLicenses(query)).await?,
+    };
+    // The customers the page's licenses name, for a role that may read them.
+    let customers = if staff.may(Scope::read(Resource::Customers)) {
+        let ids = result
+            .items
+            .iter()
+            .flat_map(|l| l.customer_ids.iter().copied())
+            .collect();
+        api::perform(ctx, staff, GetCustomers(ids)).await?
+    } else {
+        Vec::new()
+    };
+    let customers_of = |l: &License| {
+        l.customer_ids
+            .iter()
+            .filter_map(|id| customers.iter().find(|c| c.id == *id))
+            .map(customer_name)
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     let product_name = |id: &licensing_core::ProductId| {
         products
@@ -212,8 +221,6 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
         format!("/dashboard/licenses?{}", q.finish())
     };
     let size: u64 = page_size.parse().unwrap_or(25);
-    let first = (u64::from(page_number) - 1) * size + 1;
-    let last = first + result.items.len() as u64 - 1;
     let content = html! {
         div.heading {
             h1 { "Licenses" }
@@ -267,14 +274,15 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 @else { "Licenses of customers whose name or e-mail contains “" (search) "”." }
             }
         }
-        (page::table(&["Key", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
+        (page::table(&["Key", "Customer", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
             @if result.items.is_empty() {
-                tr { td.empty colspan="6" { "No licenses match." } }
+                tr { td.empty colspan="7" { "No licenses match." } }
             }
             @for l in &result.items {
                 @let (word, class) = status(l, ctx.now);
                 tr {
                     td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
+                    td { (customers_of(l)) }
                     td { span.badge.(class) { (word) } }
                     td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
                     td { (expiry_text(l)) }
@@ -283,17 +291,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 }
             }
         }))
-        nav.pager aria-label="Pages" {
-            @if result.total > 0 {
-                span { (first) "–" (last) " of " (result.total) }
-            }
-            @if page_number > 1 {
-                a href=(link(page_number - 1)) rel="prev" { "Previous" }
-            }
-            @if result.has_next_page {
-                a href=(link(page_number + 1)) rel="next" { "Next" }
-            }
-        }
+        (page::pager(result.total, page_number, size, link))
     };
     Ok(page::layout(ctx, staff, Nav::Licenses, "Licenses", content))
 }

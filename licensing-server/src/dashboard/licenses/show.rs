@@ -2,8 +2,10 @@
 //! history; suspend, e-mail, forget, revoke and delete.
 
 use licensing_core::api::LicenseFileBody;
-use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
-use licensing_core::model::{Resource, Scope, effective_codes};
+use licensing_core::api::requests::{
+    DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS,
+};
+use licensing_core::model::{ExpirationType, Resource, Scope, effective_codes};
 use licensing_core::{LicenseId, Timestamp};
 use maud::{Markup, html};
 
@@ -14,7 +16,7 @@ use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
 use crate::app::floating::{ListSessions, RevokeSession};
 use crate::app::license_files::IssueLicenseFile;
 use crate::app::licenses::{
-    DeleteLicense, EmailLicense, GetLicense, SuspendLicense, UnsuspendLicense,
+    DeleteLicense, EmailLicense, ExtendLicense, GetLicense, SuspendLicense, UnsuspendLicense,
 };
 use crate::http::Response;
 
@@ -55,6 +57,8 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
     let suspend_allowed = staff.may(Scope::LICENSE_SUSPEND);
     let write_allowed = staff.may(Scope::write(Resource::Licenses));
+    let extend_allowed = staff.may(Scope::LICENSE_EXTEND);
+    let email_allowed = staff.may(Scope::LICENSE_EMAIL);
     let limit = |n: Option<u32>| n.map_or_else(|| "No limit".to_owned(), |n| n.to_string());
     let content = html! {
         div.heading {
@@ -78,7 +82,16 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                     }
                 }
             }
-            @if write_allowed && ctx.state.mailer.is_some() && detail.customers.iter().any(|c| c.email.is_some()) {
+            @if extend_allowed && l.expiration_type != ExpirationType::Never {
+                form.inline method="post" action={ "/dashboard/licenses/" (l.id) "/extend" } {
+                    (page::csrf(staff))
+                    label for="extend-days" { "Extend by" }
+                    input #extend-days type="number" name="days" min="1" max="3650" value="30" required;
+                    span { "days" }
+                    button.secondary type="submit" { "Extend" }
+                }
+            }
+            @if email_allowed && ctx.state.mailer.is_some() && detail.customers.iter().any(|c| c.email.is_some()) {
                 form method="post" action={ "/dashboard/licenses/" (l.id) "/email" } {
                     (page::csrf(staff))
                     button.secondary type="submit" { "E-mail the key to its customers" }
@@ -283,6 +296,25 @@ pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -
     } else {
         page::done(ctx, staff, Ok(UnsuspendLicense(id)), &then("unsuspend")).await
     }
+}
+
+/// `POST /dashboard/licenses/{id}/extend`: the expiry moved `days` later.
+pub(crate) async fn extend(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
+    let op = license_id(id).and_then(|id| {
+        let days = form
+            .text("days")
+            .and_then(|d| d.trim().parse::<i64>().ok())
+            .filter(|d| (1..=MAX_EXTENSION_DAYS).contains(d))
+            .ok_or_else(|| {
+                Failure::new(
+                    400,
+                    "Give the days to extend the license by: a whole number from 1 to 3650.",
+                )
+            })?;
+        Ok(ExtendLicense(id, ExtendBody { days: Some(days) }))
+    });
+    let then = format!("/dashboard/licenses/{id}?notice=license-extended");
+    page::done(ctx, staff, op, &then).await
 }
 
 /// `POST /dashboard/licenses/{id}/file`: a license file, as a download named after the key.

@@ -145,13 +145,36 @@ pub(in crate::openapi) fn suspend_license() {}
         (status = 200, description = "The e-mails queued and their recipients", body = Envelope<LicenseEmailed>),
         (status = 400, description = "BAD_REQUEST: a malformed id; e-mail not configured on this server; no customer of the license has an address", body = Envelope<Option<ErrorData>>),
         (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
-        (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:write", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:email (which licenses:write includes)", body = Envelope<Option<ErrorData>>),
         NoLicense,
         (status = 429, description = "RATE_LIMIT: too many requests for this API key, or the team's e-mails of the day are used up (`Retry-After`)", body = Envelope<Option<ErrorData>>),
         (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
     )
 )]
 pub(in crate::openapi) fn email_license() {}
+
+/// (ext) Move the license's expiry `days` later (1 to 3650): a `DATE` license expires that many
+/// days after its date, or after now when the date has passed; a `DURATION` license lasts that
+/// many days longer, counted from its start as before. A license that never expires cannot be
+/// extended. Needs `licenses:extend` (which `licenses:write` includes), so that a support desk
+/// can extend without changing anything else; audited and announced as `license.updated`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/extend",
+    tag = "extensions",
+    params(LicensePath),
+    request_body = ExtendBody,
+    responses(
+        (status = 200, description = "The license, extended", body = Envelope<LicenseDetail>),
+        (status = 400, description = "BAD_REQUEST: a malformed id or body; `days` missing or out of range; a license that never expires", body = Envelope<Option<ErrorData>>),
+        (status = 401, description = "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key", body = Envelope<Option<ErrorData>>),
+        (status = 403, description = "FORBIDDEN: an API key of another team, or without licenses:extend", body = Envelope<Option<ErrorData>>),
+        NoLicense,
+        (status = 429, description = "RATE_LIMIT: too many requests for this API key (`Retry-After`)", body = Envelope<Option<ErrorData>>),
+        (status = 500, description = "INTERNAL_SERVER_ERROR", body = Envelope<Option<ErrorData>>),
+    )
+)]
+pub(in crate::openapi) fn extend_license() {}
 
 /// (ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so
 /// does `licenses:write`). A license already unsuspended is answered the same, unchanged.

@@ -18,8 +18,8 @@ pub(super) mod webhooks;
 use licensing_core::ResultCode;
 use licensing_core::api::requests::{
     AdminTeamBody, ApiKeyBody, BlacklistBody, BranchBody, ClientBody, CustomerBody,
-    EntitlementBody, FeaturesBody, ForgottenBody, LicenseCreate, LicenseUpdate, ProductBody,
-    SessionEndBody, SettingsBody, StaffBody, WebhookBody,
+    EntitlementBody, ExtendBody, FeaturesBody, ForgottenBody, LicenseCreate, LicenseUpdate,
+    ProductBody, SessionEndBody, SettingsBody, StaffBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BlacklistList, BranchList, CheckoutData, CustomerDeleted, CustomerPage,

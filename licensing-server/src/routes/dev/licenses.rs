@@ -5,8 +5,8 @@ use licensing_core::api::{LicenseDeleted, LicenseKeyDeleted, LicensePage};
 use licensing_core::{LicenseId, LicenseKey};
 
 use crate::app::licenses::{
-    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, GetLicense, GetLicenseByKey,
-    ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
+    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense, GetLicense,
+    GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
 };
 
 with_body!(CreateLicense() => 200, "License created");
@@ -18,6 +18,7 @@ with_body!(UpdateLicense(id: LicenseId) => 200, "License updated");
 by_ids!(SuspendLicense(id: LicenseId) => 200, "License suspended");
 by_ids!(UnsuspendLicense(id: LicenseId) => 200, "License unsuspended");
 by_ids!(EmailLicense(id: LicenseId) => 200, "License e-mails queued");
+with_body!(ExtendLicense(id: LicenseId) => 200, "License extended");
 by_ids!(DeleteLicenseByKey(key: LicenseKey) => 200
     |license| LicenseKeyDeleted { license_key: license.license_key, deleted: true },
     "License deleted");

@@ -216,6 +216,7 @@ pub(crate) fn operations() -> Vec<Route> {
         route::<app::licenses::SuspendLicense>(post.clone(), "licenses/id/{licenseId}/suspend"),
         route::<app::licenses::UnsuspendLicense>(post.clone(), "licenses/id/{licenseId}/unsuspend"),
         route::<app::licenses::EmailLicense>(post.clone(), "licenses/id/{licenseId}/email"),
+        route::<app::licenses::ExtendLicense>(post.clone(), "licenses/id/{licenseId}/extend"),
         route::<app::license_files::IssueLicenseFile>(post.clone(), "licenses/id/{licenseId}/file"),
         route::<app::devices::ListHwids>(get.clone(), "licenses/id/{licenseId}/hwid"),
         route::<app::devices::SetHwidForgotten>(

@@ -158,7 +158,8 @@ async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
-/// The license list's filters, `$1` to `$12` (see [`bind_filter`]).
+/// The license list's filters, `$1` to `$13` (see [`bind_filter`]); `$13`, `customerSearch`,
+/// finds the team's customers as their list's search does.
 const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
@@ -170,7 +171,11 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
         OR (expires_at IS NOT NULL AND expires_at <= $8) = $7)
    AND ($9::text IS NULL OR expiration_type = $9)
    AND ($10::boolean IS NULL OR suspended = $10)
-   AND ($11::text IS NULL OR doc -> 'entitlementIds' ? $11 OR product_ids && $12)";
+   AND ($11::text IS NULL OR doc -> 'entitlementIds' ? $11 OR product_ids && $12)
+   AND ($13::text IS NULL OR customer_ids && ARRAY(
+         SELECT c.id FROM customers c WHERE c.team_id = $1
+            AND (strpos(c.full_name_key, $13) > 0 OR strpos(c.email_key, $13) > 0
+                 OR strpos(c.username_key, $13) > 0)))";
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
@@ -198,6 +203,11 @@ fn bind_filter<'q>(
             f.entitlement
                 .as_ref()
                 .map_or_else(Vec::new, |e| uuids(&e.products, |p| *p.as_uuid())),
+        )
+        .bind(
+            f.customer_search
+                .as_ref()
+                .map(|text| text.as_str().to_lowercase()),
         )
 }
 
@@ -395,12 +405,13 @@ impl LicenseStore for PgStore {
             || f.expiry.is_some()
             || f.expiration_type.is_some()
             || f.suspended.is_some()
-            || f.entitlement.is_some();
+            || f.entitlement.is_some()
+            || f.customer_search.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $13 OFFSET $14",
+             LIMIT $14 OFFSET $15",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

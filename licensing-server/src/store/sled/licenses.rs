@@ -145,6 +145,39 @@ impl LicenseStore for SledStore {
         };
         // Product, customer or entitlement filters: candidates from the reverse indexes, sorted
         // in memory (`license_matches` then applies every filter).
+        // `customerSearch`: the licenses of the team's customers it finds (every customer
+        // read once), with the other filters applied to them.
+        if let Some(text) = &f.customer_search {
+            let mut ids: HashSet<LicenseId> = HashSet::new();
+            let prefix = key(&[&[tag::CUSTOMER], team.as_bytes()]);
+            for kv in self.inner.tree.scan_prefix(&prefix) {
+                let (k, v) = kv.map_err(backend)?;
+                if k.len() != prefix.len() + 16 {
+                    continue;
+                }
+                let customer: Customer = super::codec::decode(&v)?;
+                if customer_matches(&customer, Some(text))
+                    && (f.customer_ids.is_empty() || f.customer_ids.contains(&customer.id))
+                {
+                    ids.extend(self.license_ids_by(
+                        ix::BY_CUSTOMER,
+                        team,
+                        customer.id.as_bytes(),
+                    )?);
+                }
+            }
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(l) = load(*id.as_bytes())?
+                    && license_matches(&l, f)
+                {
+                    items.push(l);
+                }
+            }
+            return Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }));
+        }
         if !f.product_ids.is_empty() || !f.customer_ids.is_empty() || f.entitlement.is_some() {
             let mut ids: HashSet<LicenseId> = HashSet::new();
             let by_product = |ids: &mut HashSet<LicenseId>, products: &[ProductId]| {

@@ -191,6 +191,10 @@ pub struct LicenseFilter {
     pub suspended: Option<bool>,
     /// (ext) Licenses that grant this entitlement, themselves or through a product.
     pub entitlement: Option<EntitlementFilter>,
+    /// (ext) Licenses with a customer whose name, e-mail address or user name contains this,
+    /// case-insensitively (`customerSearch`; stores resolve the customers, so
+    /// [`license_matches`](crate::store::license_matches) leaves it out).
+    pub customer_search: Option<SearchText>,
 }
 
 /// The license list's `entitlementId` filter: licenses that list the entitlement, or have one
@@ -240,6 +244,7 @@ impl LicenseListQuery {
                 "expirationType",
                 "suspended",
                 "entitlementId",
+                "customerSearch",
             ]),
             &mut v,
         );
@@ -249,6 +254,9 @@ impl LicenseListQuery {
         let customer_ids = comma_ids(&q, &mut v, "customerIds");
         let search = v
             .optional("search", q.get("search"), SearchText::parse)
+            .flatten();
+        let customer_search = v
+            .optional("customerSearch", q.get("customerSearch"), SearchText::parse)
             .flatten();
         let metadata_key = v
             .optional("metadataKey", q.get("metadataKey"), |t| {
@@ -309,6 +317,7 @@ impl LicenseListQuery {
                 expiration_type,
                 suspended,
                 entitlement,
+                customer_search,
             },
         })
     }
@@ -593,6 +602,9 @@ impl QueryFilter for LicenseFilter {
         }
         if let Some(entitlement) = &self.entitlement {
             query.append_pair("entitlementId", &entitlement.id.to_string());
+        }
+        if let Some(text) = &self.customer_search {
+            query.append_pair("customerSearch", text.as_str());
         }
     }
 }
