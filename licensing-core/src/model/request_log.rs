@@ -57,7 +57,10 @@ impl ClientEndpoint {
     }
 }
 
-/// One client request that reached a license.
+/// One client request that reached a license, or several identical ones: requests with the
+/// same endpoint, answer, address, device, product and version answered within the same
+/// second of writing are kept as one entry, `count` saying how many (a client retrying in a
+/// loop fills no history).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -66,8 +69,14 @@ pub struct RequestLogEntry {
     pub team_id: TeamId,
     /// The license.
     pub license_id: LicenseId,
-    /// When the request was answered.
+    /// When the request was answered (the first, of several).
     pub at: Timestamp,
+    /// How many identical requests the entry stands for (1 unless `lastAt` is there).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// When the last of several identical requests was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_at: Option<Timestamp>,
     /// The endpoint.
     pub endpoint: ClientEndpoint,
     /// The answer's `result.code`: `VALID`, or why it was refused.
@@ -89,10 +98,35 @@ pub struct RequestLogEntry {
     pub version: Option<String>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 impl RequestLogEntry {
     /// Whether the request was refused.
     pub fn refused(&self) -> bool {
         !self.code.is_success()
+    }
+
+    /// Whether `other` is the same request again (everything but the time and count equal).
+    pub fn same_request(&self, other: &RequestLogEntry) -> bool {
+        self.team_id == other.team_id
+            && self.license_id == other.license_id
+            && self.endpoint == other.endpoint
+            && self.code == other.code
+            && self.ip_address == other.ip_address
+            && self.hardware_identifier == other.hardware_identifier
+            && self.product_id == other.product_id
+            && self.version == other.version
+            && self.country == other.country
+    }
+
+    /// Counts `other`, the same request again (see [`same_request`](Self::same_request)),
+    /// in this entry.
+    pub fn absorb(&mut self, other: &RequestLogEntry) {
+        self.count = self.count.saturating_add(other.count);
+        let last = other.last_at.unwrap_or(other.at);
+        self.last_at = Some(self.last_at.map_or(last, |l| l.max(last)));
     }
 }
 

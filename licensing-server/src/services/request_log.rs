@@ -1,10 +1,15 @@
 //! (ext) The request history of licenses, written behind: the client path hands each entry to
-//! [`RequestLog::record`] (a push under a short lock, nothing else), a task writes what gathered
-//! in batches every second, and the developer API's list writes what is waiting before it reads.
-//! Memory is bounded: past [`MAX_PENDING`] waiting entries (a store that cannot keep up) new
-//! ones are dropped and counted. A pruner deletes entries past the retention, and each team's
-//! oldest past its cap, every hour.
+//! [`RequestLog::record`] (a lookup and a push under a short lock, nothing else), a task writes
+//! what gathered in batches every second, and the developer API's list writes what is waiting
+//! before it reads. Identical requests waiting together (the same license, endpoint, answer,
+//! address, device, product and version) become one entry with a count, so that a client
+//! retrying in a loop, or a benchmark, writes one entry a second, not one per request. Memory is
+//! bounded: past [`MAX_PENDING`] waiting entries (a store that cannot keep up) new ones are
+//! dropped and counted. A pruner deletes entries past the retention, and each team's oldest past
+//! its cap, every hour.
 
+use std::collections::HashMap;
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,10 +40,36 @@ pub struct Retention {
     pub per_team: u64,
 }
 
+/// The entries waiting, and where each distinct request sits among them (by a hash of what
+/// makes requests the same; a hit is compared in full).
+#[derive(Debug, Default)]
+struct Pending {
+    entries: Vec<RequestLogEntry>,
+    by_request: HashMap<u64, usize>,
+}
+
 #[derive(Debug, Default)]
 struct Inner {
-    pending: Mutex<Vec<RequestLogEntry>>,
+    pending: Mutex<Pending>,
     dropped: AtomicU64,
+}
+
+/// What makes two requests the same, hashed (see [`RequestLogEntry::same_request`]).
+fn request_hash(e: &RequestLogEntry) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    (
+        e.team_id.as_bytes(),
+        e.license_id.as_bytes(),
+        e.endpoint,
+        e.code,
+        e.ip_address,
+        &e.hardware_identifier,
+        e.product_id.map(|p| *p.as_bytes()),
+        &e.version,
+        &e.country,
+    )
+        .hash(&mut h);
+    h.finish()
 }
 
 /// The recorder. Clones share the waiting entries.
@@ -69,7 +100,7 @@ impl RequestLog {
 
     /// Entries waiting to be written.
     pub fn waiting(&self) -> u64 {
-        self.lock().len() as u64
+        self.lock().entries.len() as u64
     }
 
     /// Entries dropped since the start (too many waited, or the store refused them).
@@ -77,21 +108,34 @@ impl RequestLog {
         self.inner.dropped.load(Ordering::Relaxed)
     }
 
-    /// Queues one entry to be written.
+    /// Queues one entry to be written, or counts it in the waiting entry of the same request.
     pub fn record(&self, entry: RequestLogEntry) {
         if !self.on() {
             return;
         }
+        let hash = request_hash(&entry);
         let mut pending = self.lock();
-        if pending.len() >= MAX_PENDING {
+        let Pending {
+            entries,
+            by_request,
+        } = &mut *pending;
+        if let Some(&i) = by_request.get(&hash)
+            && let Some(waiting) = entries.get_mut(i)
+            && waiting.same_request(&entry)
+        {
+            waiting.absorb(&entry);
+            return;
+        }
+        if entries.len() >= MAX_PENDING {
             drop(pending);
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        pending.push(entry);
+        by_request.insert(hash, entries.len());
+        entries.push(entry);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RequestLogEntry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         // Nothing panics while holding the lock; if something did, keep recording.
         self.inner.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -99,7 +143,7 @@ impl RequestLog {
     /// Writes every waiting entry. Entries a failed write could not store are dropped and
     /// counted: history is kept on a best-effort basis, never at the expense of the answers.
     pub async fn flush<S: RequestLogStore>(&self, store: &S) -> StoreResult<()> {
-        let taken = std::mem::take(&mut *self.lock());
+        let taken = std::mem::take(&mut *self.lock()).entries;
         let mut failure = Ok(());
         for chunk in taken.chunks(BATCH) {
             if let Err(e) = store.append_requests(chunk).await {
@@ -129,7 +173,7 @@ impl RequestLog {
         store.prune_requests(before, self.retention.per_team).await
     }
 
-    /// Prunes now and every [`PRUNE_EVERY`] until `stop`.
+    /// Prunes now and every hour until `stop`.
     pub async fn run_pruner<S: RequestLogStore>(self, store: S, stop: watch::Receiver<bool>) {
         let prune = || async {
             match self.prune(&store, Timestamp::now()).await {
@@ -155,6 +199,8 @@ mod tests {
             team_id: team,
             license_id: license,
             at,
+            count: 1,
+            last_at: None,
             endpoint: ClientEndpoint::Verify,
             code: ResultCode::LicenseSuspended,
             ip_address: "192.0.2.9".parse().unwrap(),
@@ -184,10 +230,32 @@ mod tests {
         let (team, license) = (TeamId::new(), LicenseId::new());
         let now = Timestamp::now();
         log.record(entry(team, license, now));
-        log.record(entry(team, license, now.plus_minutes(0)));
+        let mut other = entry(team, license, now);
+        other.hardware_identifier = Some("machine-2".into());
+        log.record(other);
+        // The same request again, three times: counted in the first entry.
+        for ms in 1..=3 {
+            log.record(entry(
+                team,
+                license,
+                Timestamp::from_millis(now.as_millis() + ms),
+            ));
+        }
         assert_eq!(listed(&store, team, license).await.total, 0);
         log.flush(&store).await.unwrap();
-        assert_eq!(listed(&store, team, license).await.total, 2);
+        let page = listed(&store, team, license).await;
+        assert_eq!(page.total, 2);
+        let repeated = page
+            .items
+            .iter()
+            .find(|e| e.hardware_identifier.is_none())
+            .unwrap();
+        assert_eq!(repeated.count, 4);
+        assert_eq!(repeated.at, now);
+        assert_eq!(
+            repeated.last_at,
+            Some(Timestamp::from_millis(now.as_millis() + 3))
+        );
         // 31 days on, both are past the retention.
         let later = Timestamp::from_millis(now.as_millis() + 31 * 86_400_000);
         assert_eq!(log.prune(&store, later).await.unwrap(), 2);
@@ -201,15 +269,17 @@ mod tests {
         });
         let (team, license) = (TeamId::new(), LicenseId::new());
         off.record(entry(team, license, Timestamp::now()));
-        assert!(off.lock().is_empty());
+        assert!(off.lock().entries.is_empty());
         let on = RequestLog::new(Retention {
             days: 1,
             per_team: 1_000,
         });
-        for _ in 0..MAX_PENDING + 3 {
-            on.record(entry(team, license, Timestamp::now()));
+        for i in 0..MAX_PENDING + 3 {
+            let mut distinct = entry(team, license, Timestamp::now());
+            distinct.hardware_identifier = Some(format!("machine-{i}"));
+            on.record(distinct);
         }
-        assert_eq!(on.lock().len(), MAX_PENDING);
+        assert_eq!(on.lock().entries.len(), MAX_PENDING);
         assert_eq!(on.dropped(), 3);
     }
 }

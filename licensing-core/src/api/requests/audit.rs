@@ -1,7 +1,7 @@
 //! `GET {dev}/audit-log`: paging and filters.
 
 use super::finish;
-use super::list::{Paging, Query, SortDirection};
+use super::list::{Paging, Query, SortDirection, time_range};
 use crate::error::{ApiError, Validator};
 use crate::ids::parse_uuid;
 use crate::model::{Action, ActorKind, AuditEntry, ProductRestriction, Scopes, Sight, sight};
@@ -92,20 +92,7 @@ impl AuditQuery {
                 })
             })
             .flatten();
-        let time = |name: &str, v: &mut Validator| {
-            v.optional(name, q.get(name), |t| {
-                Timestamp::parse(t)
-                    .map_err(|_| "must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z")
-            })
-            .flatten()
-        };
-        let from = time("from", &mut v);
-        let to = time("to", &mut v);
-        if let (Some(from), Some(to)) = (from, to)
-            && from > to
-        {
-            v.push("to", "must not be before from");
-        }
+        let (from, to) = time_range(&q, &mut v);
         finish(v)?;
         Ok(Self {
             paging,

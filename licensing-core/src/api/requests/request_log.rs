@@ -2,7 +2,7 @@
 //! unless `sortDirection=asc`.
 
 use super::finish;
-use super::list::{Paging, Query, SortDirection};
+use super::list::{Paging, Query, SortDirection, time_range};
 use crate::ApiError;
 use crate::code::ResultCode;
 use crate::error::Validator;
@@ -66,20 +66,7 @@ impl RequestLogQuery {
                 })
             })
             .flatten();
-        let time = |name: &str, v: &mut Validator| {
-            v.optional(name, q.get(name), |t| {
-                Timestamp::parse(t)
-                    .map_err(|_| "must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z")
-            })
-            .flatten()
-        };
-        let from = time("from", &mut v);
-        let to = time("to", &mut v);
-        if let (Some(from), Some(to)) = (from, to)
-            && from > to
-        {
-            v.push("to", "must not be before from");
-        }
+        let (from, to) = time_range(&q, &mut v);
         if let (Some(code), Some(refused)) = (code, refused)
             && code.is_success() == refused
         {

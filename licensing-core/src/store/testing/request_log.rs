@@ -10,6 +10,8 @@ fn entry(team: TeamId, license: LicenseId, minute: u32, code: ResultCode) -> Req
         team_id: team,
         license_id: license,
         at: at(minute),
+        count: 1,
+        last_at: None,
         endpoint: if minute.is_multiple_of(3) {
             ClientEndpoint::Heartbeat
         } else {
@@ -56,6 +58,8 @@ pub async fn request_history_lists_filters_pages_and_prunes<S: Store>(store: &S)
         })
         .collect();
     let full = RequestLogEntry {
+        count: 7,
+        last_at: Some(at(40).plus(chrono::TimeDelta::milliseconds(900))),
         country: Some("FI".into()),
         hardware_identifier: Some("machine-é-1".into()),
         product_id: Some(ProductId::new()),

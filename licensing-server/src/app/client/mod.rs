@@ -143,6 +143,8 @@ impl Seen {
                     team_id: context.team.id,
                     license_id: license,
                     at,
+                    count: 1,
+                    last_at: None,
                     endpoint: self.endpoint,
                     code,
                     ip_address: ip,

@@ -207,7 +207,16 @@ fn row(e: &RequestLogEntry, product_name: &dyn Fn(licensing_core::ProductId) -> 
     let refused = e.refused();
     html! {
         tr.refused[refused] {
-            td.nowrap { (to_the_second(e.at)) }
+            td.nowrap {
+                (to_the_second(e.at))
+                @if e.count > 1 {
+                    br;
+                    span.hint {
+                        "×" (e.count) " to "
+                        (e.last_at.map(|l| l.as_datetime().format("%H:%M:%S").to_string()).unwrap_or_default())
+                    }
+                }
+            }
             td { (endpoint_words(e.endpoint)) }
             td {
                 @if refused {

@@ -44,6 +44,12 @@ fn entry(row: &PgRow) -> StoreResult<RequestLogEntry> {
         team_id: TeamId::from_uuid(row.try_get("team_id").map_err(backend)?),
         license_id: LicenseId::from_uuid(row.try_get("license_id").map_err(backend)?),
         at: Timestamp::from_millis(row.try_get("at").map_err(backend)?),
+        count: u32::try_from(row.try_get::<i32, _>("count").map_err(backend)?)
+            .map_err(|_| bad("count"))?,
+        last_at: row
+            .try_get::<Option<i64>, _>("last_at")
+            .map_err(backend)?
+            .map(Timestamp::from_millis),
         endpoint: ClientEndpoint::parse(&endpoint).ok_or_else(|| bad("endpoint"))?,
         code: ResultCode::ALL
             .into_iter()
@@ -70,9 +76,10 @@ impl RequestLogStore for PgStore {
         };
         sqlx::query(
             "INSERT INTO request_log (team_id, license_id, at, endpoint, code, ip_address,
-               country, hardware_identifier, product_id, version)
+               country, hardware_identifier, product_id, version, count, last_at)
              SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[],
-               $6::text[], $7::text[], $8::text[], $9::uuid[], $10::text[])",
+               $6::text[], $7::text[], $8::text[], $9::uuid[], $10::text[], $11::integer[],
+               $12::bigint[])",
         )
         .bind(
             entries
@@ -99,6 +106,18 @@ impl RequestLogStore for PgStore {
                 .collect::<Vec<_>>(),
         )
         .bind(column(&|e| e.version.clone()))
+        .bind(
+            entries
+                .iter()
+                .map(|e| i32::try_from(e.count).unwrap_or(i32::MAX))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            entries
+                .iter()
+                .map(|e| e.last_at.map(ms))
+                .collect::<Vec<_>>(),
+        )
         .execute(&self.behind)
         .await
         .map_err(backend)?;

@@ -143,11 +143,10 @@ impl LicenseStore for SledStore {
         let load = |id: [u8; 16]| {
             self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))
         };
-        // Product, customer or entitlement filters: candidates from the reverse indexes, sorted
-        // in memory (`license_matches` then applies every filter).
-        // `customerSearch`: the licenses of the team's customers it finds (every customer
-        // read once), with the other filters applied to them.
-        if let Some(text) = &f.customer_search {
+        // Candidates from the reverse indexes, sorted in memory (`license_matches` then applies
+        // every filter): `customerSearch`'s from the team's customers it finds (every customer
+        // read once), or the product, customer or entitlement filters'.
+        let candidates = if let Some(text) = &f.customer_search {
             let mut ids: HashSet<LicenseId> = HashSet::new();
             let prefix = key(&[&[tag::CUSTOMER], team.as_bytes()]);
             for kv in self.inner.tree.scan_prefix(&prefix) {
@@ -166,19 +165,9 @@ impl LicenseStore for SledStore {
                     )?);
                 }
             }
-            let mut items = Vec::with_capacity(ids.len());
-            for id in ids {
-                if let Some(l) = load(*id.as_bytes())?
-                    && license_matches(&l, f)
-                {
-                    items.push(l);
-                }
-            }
-            return Ok(page_of(items, &query.paging, |a, b| {
-                compare_licenses(a, b, query.sort, query.paging.direction)
-            }));
-        }
-        if !f.product_ids.is_empty() || !f.customer_ids.is_empty() || f.entitlement.is_some() {
+            Some(ids)
+        } else if !f.product_ids.is_empty() || !f.customer_ids.is_empty() || f.entitlement.is_some()
+        {
             let mut ids: HashSet<LicenseId> = HashSet::new();
             let by_product = |ids: &mut HashSet<LicenseId>, products: &[ProductId]| {
                 for p in products {
@@ -203,6 +192,11 @@ impl LicenseStore for SledStore {
                     }
                 }
             }
+            Some(ids)
+        } else {
+            None
+        };
+        if let Some(ids) = candidates {
             let mut items = Vec::with_capacity(ids.len());
             for id in ids {
                 if let Some(l) = load(*id.as_bytes())?

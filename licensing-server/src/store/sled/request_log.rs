@@ -18,6 +18,9 @@ use licensing_core::{LicenseId, ProductId, ResultCode, TeamId, Timestamp};
 use super::keys::{self, key, tag};
 use super::{SledStore, backend};
 
+/// The most history entries one sled batch inserts.
+const HISTORY_BATCH: usize = 256;
+
 /// The sequence of the entries this process adds.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
@@ -36,7 +39,8 @@ fn time_of(k: &[u8]) -> Option<Timestamp> {
 }
 
 /// `endpoint (1) | code (1) | address (1 + 4 or 16) | country (2, or 0 0) | product (flag 1,
-/// then 16) | hardware identifier | version`, the two texts as `length (2) | bytes`.
+/// then 16) | hardware identifier | version`, the two texts as `length (2) | bytes`; then, for
+/// an entry of several requests, `count (4) | last (8)`.
 fn encode(e: &RequestLogEntry) -> Vec<u8> {
     let mut out = Vec::with_capacity(48);
     out.push(
@@ -74,6 +78,10 @@ fn encode(e: &RequestLogEntry) -> Vec<u8> {
     }
     put_text(&mut out, e.hardware_identifier.as_deref());
     put_text(&mut out, e.version.as_deref());
+    if e.count > 1 || e.last_at.is_some() {
+        out.extend_from_slice(&e.count.to_be_bytes());
+        out.extend_from_slice(&e.last_at.unwrap_or(e.at).as_millis().to_be_bytes());
+    }
     out
 }
 
@@ -159,10 +167,21 @@ fn decode(k: &[u8], v: &[u8]) -> StoreResult<RequestLogEntry> {
     };
     let hardware_identifier = take_text(v, &mut i).ok_or_else(bad)?;
     let version = take_text(v, &mut i).ok_or_else(bad)?;
+    let (count, last_at) = match v.get(i..) {
+        Some([]) => (1, None),
+        Some(rest) if rest.len() == 12 => {
+            let count = u32::from_be_bytes(rest[..4].try_into().map_err(|_| bad())?);
+            let last = i64::from_be_bytes(rest[4..].try_into().map_err(|_| bad())?);
+            (count, Some(Timestamp::from_millis(last)))
+        }
+        _ => return Err(bad()),
+    };
     Ok(RequestLogEntry {
         team_id: team,
         license_id: license,
         at,
+        count,
+        last_at,
         endpoint,
         code,
         ip_address,
@@ -178,21 +197,34 @@ impl RequestLogStore for SledStore {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut batch = sled::Batch::default();
-        for e in entries {
-            let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-            batch.insert(
-                key(&[
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = entries
+            .iter()
+            .map(|e| {
+                let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+                let k = key(&[
                     &license_prefix(e.team_id, e.license_id),
                     &keys::time(e.at),
                     &sequence.to_be_bytes(),
-                ]),
-                encode(e),
-            );
-        }
-        // Not counted among the batches a flush must cover: history rides along with the next.
-        let _gate = self.inner.locks.gate.read().await;
-        self.inner.tree.apply_batch(batch).map_err(backend)
+                ]);
+                (k, encode(e))
+            })
+            .collect();
+        // On a blocking thread, in small batches, and outside the flush's gate: history is not
+        // among the batches a flush must cover (it rides along with the next), so a second's
+        // worth of it never holds up a flush, or the writes waiting for one.
+        let tree = self.inner.tree.clone();
+        tokio::task::spawn_blocking(move || {
+            for chunk in rows.chunks(HISTORY_BATCH) {
+                let mut batch = sled::Batch::default();
+                for (k, v) in chunk {
+                    batch.insert(k.as_slice(), v.as_slice());
+                }
+                tree.apply_batch(batch).map_err(backend)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| StoreError::backend(format!("writing request history: {e}")))?
     }
 
     async fn list_requests(
@@ -328,6 +360,8 @@ mod tests {
             team_id: team,
             license_id: license,
             at,
+            count: 1,
+            last_at: None,
             endpoint: ClientEndpoint::SessionEnd,
             code: ResultCode::SessionNotFound,
             ip_address: "192.0.2.1".parse().unwrap(),
@@ -344,6 +378,8 @@ mod tests {
             hardware_identifier: Some(String::new()),
             product_id: Some(ProductId::new()),
             version: Some("1.0.0-é".into()),
+            count: 12,
+            last_at: Some(Timestamp::from_millis(1_764_000_000_999)),
             ..plain
         };
         assert_eq!(decode(&k, &encode(&full)).unwrap(), full);

@@ -136,6 +136,28 @@ impl Paging {
     }
 }
 
+/// The `from` (inclusive) and `to` (exclusive) times of a log's query, RFC 3339; `to` before
+/// `from` is refused.
+pub(crate) fn time_range(
+    q: &Query<'_>,
+    v: &mut Validator,
+) -> (Option<Timestamp>, Option<Timestamp>) {
+    let mut time = |name: &str| {
+        v.optional(name, q.get(name), |t| {
+            Timestamp::parse(t)
+                .map_err(|_| "must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z")
+        })
+        .flatten()
+    };
+    let (from, to) = (time("from"), time("to"));
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        v.push("to", "must not be before from");
+    }
+    (from, to)
+}
+
 const PAGING: [&str; 4] = ["page", "pageSize", "sortColumn", "sortDirection"];
 
 pub(crate) fn known(extra: &[&'static str]) -> Vec<&'static str> {
