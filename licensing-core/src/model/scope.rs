@@ -226,6 +226,32 @@ impl Scope {
                 .ok_or_else(unknown),
         }
     }
+
+    /// What the scope lets its holder do, in words for a person ("change licenses", "see the
+    /// audit log"): for messages that a person reads rather than a program.
+    pub fn words(self) -> String {
+        let what = match self.resource {
+            Resource::Licenses => "licenses",
+            Resource::Customers => "customers",
+            Resource::Products => "products",
+            Resource::Releases => "releases",
+            Resource::Blacklist => "the blacklist",
+            Resource::Settings => "the team's settings",
+            Resource::Statistics => "statistics",
+            Resource::ApiKeys => "API keys",
+            Resource::AuditLog => "the audit log",
+            Resource::Webhooks => "webhooks",
+            Resource::Entitlements => "entitlements",
+        };
+        match self.access {
+            Access::Read => format!("see {what}"),
+            Access::Write => format!("create, change or delete {what}"),
+            Access::Devices => "forget or restore a license's devices and addresses".to_owned(),
+            Access::Suspend => "suspend or unsuspend licenses".to_owned(),
+            Access::Extend => "extend licenses".to_owned(),
+            Access::Email => "send license keys by e-mail".to_owned(),
+        }
+    }
 }
 
 impl std::fmt::Display for Scope {

@@ -129,6 +129,10 @@ pub struct StaffUser {
     /// The second factor of signing in, when its owner turned it on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub two_step: Option<TwoStep>,
+    /// The time zone the account's owner reads times in (an IANA name such as
+    /// `Europe/Berlin`); none: UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
 }
 
 /// An account's second factor: an authenticator app's time-based codes (RFC 6238: SHA-1, six

@@ -59,8 +59,13 @@ impl Caller {
         if self.allows(scope) {
             return Ok(());
         }
-        Err(ApiError::forbidden(if self.name == "your role" {
-            format!("Your role lacks the permission {scope} this needs")
+        Err(ApiError::forbidden(if let Some(user) = &self.staff {
+            // A person in the dashboard reads this: the permission in words.
+            format!(
+                "Your role ({}) may not {}: an owner or admin of your team can give you a role that may",
+                user.role,
+                scope.words()
+            )
         } else {
             format!(
                 "This API key lacks the scope {scope} (it has: {})",

@@ -294,3 +294,84 @@ impl Operation for TurnOffTwoStep {
         Ok(true)
     }
 }
+
+/// Changes the member's own password, given the current one: every session of the account ends
+/// (the dashboard starts a new one for the browser that asked).
+pub(crate) struct ChangeOwnPassword {
+    /// The password now.
+    pub(crate) current: String,
+    /// The new one.
+    pub(crate) new: String,
+}
+
+impl Operation for ChangeOwnPassword {
+    type Output = StaffUser;
+    const SCOPE: Option<licensing_core::model::Scope> = None;
+
+    async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
+        let user = own(cx)?;
+        staff::change_password(
+            &cx.state.store,
+            user,
+            &self.current,
+            &self.new,
+            cx.now,
+            &cx.acting(),
+        )
+        .await
+    }
+}
+
+/// Changes the member's own sign-in address, given their password.
+pub(crate) struct ChangeOwnEmail {
+    /// The account's password.
+    pub(crate) password: String,
+    /// The new address.
+    pub(crate) email: String,
+}
+
+impl Operation for ChangeOwnEmail {
+    type Output = StaffUser;
+    const SCOPE: Option<licensing_core::model::Scope> = None;
+
+    async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
+        let user = own(cx)?;
+        staff::change_email(
+            &cx.state.store,
+            user,
+            &self.password,
+            &self.email,
+            cx.now,
+            &cx.acting(),
+        )
+        .await
+    }
+}
+
+/// Sets the time zone the member reads times in: an IANA name (`Europe/Berlin`), or empty for
+/// UTC.
+pub(crate) struct SetOwnTimeZone(pub(crate) String);
+
+impl Operation for SetOwnTimeZone {
+    type Output = StaffUser;
+    const SCOPE: Option<licensing_core::model::Scope> = None;
+
+    async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
+        let user = own(cx)?;
+        let zone = match self.0.trim() {
+            "" | "UTC" => None,
+            name => Some(
+                name.parse::<chrono_tz::Tz>()
+                    .map_err(|_| {
+                        ApiError::bad_field(
+                            "timeZone",
+                            "is not a time zone: choose one of the list, such as Europe/Berlin",
+                        )
+                    })?
+                    .name()
+                    .to_owned(),
+            ),
+        };
+        staff::set_time_zone(&cx.state.store, user, zone, cx.now, &cx.acting()).await
+    }
+}

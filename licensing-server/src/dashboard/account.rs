@@ -27,7 +27,10 @@ use super::api::{self, Failure};
 use super::page::{self, Form, Nav};
 use super::session;
 use super::{Ctx, Staff};
-use crate::app::sessions::{OwnTeamName, SignOut, TurnOffTwoStep, TurnOnTwoStep};
+use crate::app::sessions::{
+    ChangeOwnEmail, ChangeOwnPassword, OwnTeamName, SetOwnTimeZone, SignOut, TurnOffTwoStep,
+    TurnOnTwoStep,
+};
 use crate::http::Body;
 use crate::http::Response;
 use crate::services::ratelimit::{RateStatus, ip_key};
@@ -484,8 +487,36 @@ pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Resp
 
 /// `GET /dashboard/account`.
 pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
+    account_view(ctx, staff, None).await
+}
+
+/// One of the account page's forms refused: which (`password`, `email`, `time-zone`), why, and
+/// what was sent.
+struct Refused<'a> {
+    form: &'static str,
+    failure: &'a Failure,
+    sent: &'a Form,
+}
+
+/// The account page, with a refused form's problems beside it.
+async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) -> Response {
     let settings = ctx.settings();
-    let started = page::when(staff.session.created_at);
+    let problems = |form: &str| {
+        page::problems(
+            refused
+                .as_ref()
+                .filter(|r| r.form == form)
+                .map(|r| r.failure),
+        )
+    };
+    let sent_email = refused
+        .as_ref()
+        .filter(|r| r.form == "email")
+        .and_then(|r| r.sent.get("email"))
+        .unwrap_or_else(|| staff.user.email.as_str());
+    let zone = page::zone(staff);
+    let status = refused.as_ref().map_or(200, |r| r.failure.status);
+    let started = page::when(staff, staff.session.created_at);
     let team = match api::perform(ctx, staff, OwnTeamName).await {
         Ok(team) => team.unwrap_or_default(),
         Err(e) => return page::failure(ctx, Some(staff), &e),
@@ -504,10 +535,50 @@ pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
                 }
             }
         }
+        h2 #time-zone { "Time zone" }
+        form method="post" action="/dashboard/account/time-zone" {
+            (page::csrf(staff))
+            (problems("time-zone"))
+            label for="timeZone" {
+                "Show times in"
+                span.hint { "Now " (page::when_exact(staff, ctx.now)) ". Expiry dates stay days in UTC, as licenses keep them." }
+            }
+            select #timeZone name="timeZone" {
+                option value="UTC" selected[zone == chrono_tz::Tz::UTC] { "UTC" }
+                @for tz in chrono_tz::TZ_VARIANTS.iter().filter(|tz| **tz != chrono_tz::Tz::UTC && tz.name().contains('/')) {
+                    option value=(tz.name()) selected[*tz == zone] { (tz.name()) }
+                }
+            }
+            p { button type="submit" { "Save time zone" } }
+        }
+        h2 #password { "Password" }
+        form method="post" action="/dashboard/account/password" {
+            (page::csrf(staff))
+            (problems("password"))
+            input type="email" name="username" value=(staff.user.email.as_str()) autocomplete="username" hidden;
+            label for="currentPassword" { "Current password" }
+            input #currentPassword type="password" name="currentPassword" autocomplete="current-password" required;
+            label for="newPassword" {
+                "New password"
+                span.hint { "At least " (licensing_core::validate::MIN_PASSWORD_CHARS) " characters; a few unrelated words make a good one. Your other sessions end." }
+            }
+            input #newPassword type="password" name="newPassword" autocomplete="new-password" required minlength=(licensing_core::validate::MIN_PASSWORD_CHARS);
+            p { button type="submit" { "Change password" } }
+        }
+        h2 #email { "E-mail address" }
+        form method="post" action="/dashboard/account/email" {
+            (page::csrf(staff))
+            (problems("email"))
+            label for="new-email" { "E-mail address" span.hint { "You sign in with it." } }
+            input #new-email type="email" name="email" value=(sent_email) autocomplete="email" required;
+            label for="email-password" { "Your password" span.hint { "To confirm it is you." } }
+            input #email-password type="password" name="password" autocomplete="current-password" required;
+            p { button type="submit" { "Change e-mail address" } }
+        }
         h2 { "Two-step sign-in" }
         @if let Some(two_step) = &staff.user.two_step {
             p {
-                "On since " (page::when(two_step.since)) ": signing in takes your password and the code of your authenticator app. "
+                "On since " (page::when(staff, two_step.since)) ": signing in takes your password and the code of your authenticator app. "
                 (two_step.recovery_codes.len()) " of " (two_step::RECOVERY_CODES) " recovery codes are unused."
             }
             form method="post" action="/dashboard/account/two-step/off" {
@@ -528,9 +599,103 @@ pub(crate) async fn account_page(ctx: &Ctx, staff: &Staff) -> Response {
         }
     };
     page::html_response(
-        200,
+        status,
         page::layout(ctx, staff, Nav::Account, "Your account", content),
     )
+}
+
+/// The limiter key of a signed-in session's password checks: only its own wrong guesses hold
+/// it back.
+fn session_guesser(staff: &Staff) -> Guesser {
+    Guesser::Known(limit_key(b"session", &[staff.session.id_sha256.as_bytes()]))
+}
+
+/// Performs a change of the account page that checks the password (`field` holds it): a
+/// session that guessed wrong too often waits, and each wrong guess counts.
+async fn checked<O: crate::app::Operation>(
+    ctx: &Ctx,
+    staff: &Staff,
+    field: &str,
+    op: O,
+) -> Result<O::Output, Failure> {
+    let guesser = session_guesser(staff);
+    if let Some(status) = guesser.throttled(ctx).await {
+        let wait = wait_text(status.retry_after_secs.unwrap_or(1));
+        return Err(Failure::new(
+            429,
+            format!("Too many wrong passwords in this session. Wait {wait} before trying again."),
+        ));
+    }
+    let outcome = api::perform(ctx, staff, op).await;
+    if let Err(failure) = &outcome
+        && failure.field(field).is_some()
+    {
+        guesser.failed(ctx).await;
+    }
+    outcome
+}
+
+/// `POST /dashboard/account/password`: the password changes and every session ends; this
+/// browser signs in again at once.
+pub(crate) async fn change_password(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let changing = ChangeOwnPassword {
+        current: form.get("currentPassword").unwrap_or("").to_owned(),
+        new: form.get("newPassword").unwrap_or("").to_owned(),
+    };
+    match checked(ctx, staff, "currentPassword", changing).await {
+        Ok(user) => {
+            signed_in(
+                ctx,
+                user,
+                "/dashboard/account?notice=password-changed",
+                "password change",
+            )
+            .await
+        }
+        Err(failure) => {
+            let refused = Refused {
+                form: "password",
+                failure: &failure,
+                sent: form,
+            };
+            account_view(ctx, staff, Some(refused)).await
+        }
+    }
+}
+
+/// `POST /dashboard/account/email`.
+pub(crate) async fn change_email(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let changing = ChangeOwnEmail {
+        password: form.get("password").unwrap_or("").to_owned(),
+        email: form.get("email").unwrap_or("").to_owned(),
+    };
+    match checked(ctx, staff, "password", changing).await {
+        Ok(_) => page::redirect("/dashboard/account?notice=email-changed"),
+        Err(failure) => {
+            let refused = Refused {
+                form: "email",
+                failure: &failure,
+                sent: form,
+            };
+            account_view(ctx, staff, Some(refused)).await
+        }
+    }
+}
+
+/// `POST /dashboard/account/time-zone`.
+pub(crate) async fn set_time_zone(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
+    let zone = SetOwnTimeZone(form.get("timeZone").unwrap_or("").to_owned());
+    match api::perform(ctx, staff, zone).await {
+        Ok(_) => page::redirect("/dashboard/account?notice=time-zone-set"),
+        Err(failure) => {
+            let refused = Refused {
+                form: "time-zone",
+                failure: &failure,
+                sent: form,
+            };
+            account_view(ctx, staff, Some(refused)).await
+        }
+    }
 }
 
 /// The name an authenticator app shows the account under: the team's name.

@@ -47,7 +47,7 @@ pub(crate) async fn list(
                 p.hint { "Scopes: " (scopes_text(&created.scopes)) }
             }
         }
-        (table(&keys, write, ctx.now))
+        (table(staff, &keys, write, ctx.now))
         @if write {
             h2 { "New API key" }
             (page::problems(failure))
@@ -81,7 +81,7 @@ pub(crate) async fn list(
     )
 }
 
-fn table(keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
+fn table(staff: &Staff, keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
     html! {
         (page::table(&["Name", "Scopes", "Expires", "Last used", "Created"], write.then_some("Action"), html! {
             @for k in keys {
@@ -95,7 +95,7 @@ fn table(keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
                             None => "Never",
                         }
                     }
-                    td { (k.last_used_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+                    td { (k.last_used_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
                     td { (page::day(k.created_at)) }
                     @if write {
                         td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { "Revoke…" } }

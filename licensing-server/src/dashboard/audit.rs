@@ -129,7 +129,7 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
             }
             @for e in &entries.items {
                 tr {
-                    td.nowrap { (page::when(e.at)) }
+                    td.nowrap { (page::when_exact(staff, e.at)) }
                     td {
                         (actor(e))
                         @if let Some(address) = e.address { br; span.hint { (address) } }

@@ -168,7 +168,7 @@ pub(crate) async fn customer(
                 dl.facts {
                     dt { "E-mail address" } dd { (c.email.as_ref().map_or("None", |e| e.as_str())) }
                     dt { "User name" } dd { (c.username.as_deref().unwrap_or("None")) }
-                    dt { "Since" } dd { (page::when(c.created_at)) }
+                    dt { "Since" } dd { (page::when(staff, c.created_at)) }
                     @for m in &c.metadata { dt { code { (m.key) } } dd { (m.value) } }
                 }
             }
@@ -396,7 +396,7 @@ pub(crate) async fn product(
                             }
                         }
                     }
-                    dt { "Since" } dd { (page::when(p.created_at)) }
+                    dt { "Since" } dd { (page::when(staff, p.created_at)) }
                     dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
                 }
             }

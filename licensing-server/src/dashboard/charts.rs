@@ -9,7 +9,7 @@ use maud::{Markup, html};
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 220.0;
 /// Room for the axis labels.
-const LEFT: f64 = 44.0;
+const LEFT: f64 = 64.0;
 const BOTTOM: f64 = 24.0;
 const TOP: f64 = 10.0;
 
@@ -40,7 +40,7 @@ pub(crate) fn stacked_columns(title: &str, days: &[(String, u64, u64)]) -> Marku
     let y = |v: u64| TOP + plot_h - (v as f64 / max as f64) * plot_h;
     let label_every = days.len().div_ceil(6).max(1);
     html! {
-        svg.chart viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img" aria-label=(title) {
+        svg.chart.wide viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img" aria-label=(title) {
             title { (title) }
             @for fraction in [0.0, 0.5, 1.0] {
                 @let value = (max as f64 * fraction).round() as u64;

@@ -322,6 +322,12 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "signing-key-retired" => "Signing key retired.",
         "entitlement-created" => "Entitlement created.",
         "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
+        "licenses-suspended" => "The licenses chosen are suspended.",
+        "licenses-unsuspended" => "The licenses chosen are no longer suspended.",
+        "licenses-deleted" => "The licenses chosen are deleted.",
+        "password-changed" => "Password changed. Your other sessions have ended.",
+        "email-changed" => "E-mail address changed: sign in with the new one from now on.",
+        "time-zone-set" => "Time zone saved: times are shown in it.",
         "webhook-test" => "Test event queued: it appears below once sent.",
         "webhook-redelivered" => "Delivery queued again.",
         "webhook-deleted" => "Webhook endpoint deleted.",
@@ -332,9 +338,31 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
     })
 }
 
-/// A date and time as UTC, to the minute.
-pub(crate) fn when(at: Timestamp) -> String {
-    at.as_datetime().format("%Y-%m-%d %H:%M UTC").to_string()
+/// The time zone `staff` reads times in: the one they chose on their account page, else UTC.
+pub(crate) fn zone(staff: &Staff) -> chrono_tz::Tz {
+    staff
+        .user
+        .time_zone
+        .as_deref()
+        .and_then(|name| name.parse().ok())
+        .unwrap_or(chrono_tz::Tz::UTC)
+}
+
+/// A date and time in the reader's time zone, to the minute, with the zone's abbreviation.
+pub(crate) fn when(staff: &Staff, at: Timestamp) -> String {
+    at.as_datetime()
+        .with_timezone(&zone(staff))
+        .format("%Y-%m-%d %H:%M %Z")
+        .to_string()
+}
+
+/// A date and time in the reader's time zone, to the second: where the order of events
+/// matters (logs, deliveries, requests).
+pub(crate) fn when_exact(staff: &Staff, at: Timestamp) -> String {
+    at.as_datetime()
+        .with_timezone(&zone(staff))
+        .format("%Y-%m-%d %H:%M:%S %Z")
+        .to_string()
 }
 
 /// A date as UTC.
@@ -360,7 +388,45 @@ pub(crate) fn table(columns: &[&str], hint: Option<&str>, rows: Markup) -> Marku
     }
 }
 
-/// A form's problems: the summary and each field's message.
+/// A field of the API in a person's words, as its form labels it: `hwidLimit` is "Device limit";
+/// a field without a label of its own has its name split into words (`expirationDate`:
+/// "Expiration date").
+pub(crate) fn field_words(field: &str) -> String {
+    let known = match field {
+        "hwidLimit" => "Device limit",
+        "ipLimit" => "Address limit",
+        "customerIds" => "Customers",
+        "productIds" => "Products",
+        "entitlementIds" => "Entitlements",
+        "expirationDays" => "Days",
+        "expirationType" => "Expiration",
+        "email" => "E-mail address",
+        "url" => "Address",
+        "eventTypes" => "Events",
+        "ipAddress" => "IP address",
+        "hardwareIdentifier" => "Device",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_owned();
+    }
+    let mut words = String::with_capacity(field.len() + 4);
+    for (i, c) in field.chars().enumerate() {
+        if i == 0 {
+            words.extend(c.to_uppercase());
+        } else if c.is_ascii_uppercase() {
+            words.push(' ');
+            words.push(c.to_ascii_lowercase());
+        } else if c == '_' || c == '.' || c == '[' {
+            words.push(' ');
+        } else if c != ']' {
+            words.push(c);
+        }
+    }
+    words
+}
+
+/// A form's problems: the summary and each field's message, the field in words.
 pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
     html! {
         @if let Some(f) = failure {
@@ -369,7 +435,7 @@ pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
                 @if !f.fields.is_empty() {
                     ul {
                         @for e in &f.fields {
-                            li { code { (e.field) } " " (e.message) }
+                            li { strong { (field_words(&e.field)) } " " (e.message) }
                         }
                     }
                 }

@@ -242,7 +242,7 @@ pub(crate) async fn show(
                 dl.facts {
                     dt { "Status" } dd { (r.release.status.as_str()) }
                     dt { "Branch" } dd { (r.branch.as_ref().map_or("None", |b| b.name.as_str())) }
-                    dt { "Created" } dd { (page::when(r.release.created_at)) }
+                    dt { "Created" } dd { (page::when(staff, r.release.created_at)) }
                     @if let Some(f) = &r.release.file {
                         dt { "File" } dd { (f.name) " (" (size_text(f.size)) ")" }
                         dt { "Checksum (MD5)" } dd { code.checksum { (f.checksum) } }

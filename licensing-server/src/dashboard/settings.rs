@@ -45,7 +45,7 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 @if write { p { button type="submit" { "Save settings" } } }
                 @else { p.hint { "Your role may read the settings, not change them." } }
             }
-            (signing_keys(&keys, write))
+            (signing_keys(staff, &keys, write))
         };
         Ok(page::shown(Nav::Settings, "Settings", content))
     };
@@ -106,7 +106,7 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 }
 
 /// The signing keys: which one signs, since when, and the way to rotate and retire.
-fn signing_keys(keys: &[SigningKey], write: bool) -> maud::Markup {
+fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup {
     html! {
         h2 #signing-keys { "Signing keys" }
         p.hint { "Answers to applications and license files are signed with the active key. Applications that trust a key by its id keep accepting files it signed until it is retired." }
@@ -114,7 +114,7 @@ fn signing_keys(keys: &[SigningKey], write: bool) -> maud::Markup {
             @for k in keys {
                 tr {
                     td { code { (k.kid) } }
-                    td { (page::when(k.created_at)) }
+                    td { (page::when(staff, k.created_at)) }
                     td {
                         @if k.active { span.badge.ok { "Active" } }
                         @else { "Trusted until retired" }
@@ -180,7 +180,7 @@ pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Resp
             Confirm {
                 nav: Nav::Settings,
                 title: "Retire this signing key?",
-                what: html! { "Key " code { (key.kid) } " (created " (page::when(key.created_at)) ") leaves the list of keys applications trust: license files it signed stop verifying in applications that take their keys from this server." },
+                what: html! { "Key " code { (key.kid) } " (created " (page::when(staff, key.created_at)) ") leaves the list of keys applications trust: license files it signed stop verifying in applications that take their keys from this server." },
                 action: format!("/dashboard/settings/signing-keys/{}/retire", key.kid),
                 button: "Retire key",
                 back: "/dashboard/settings#signing-keys".to_owned(),

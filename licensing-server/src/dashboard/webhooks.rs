@@ -202,8 +202,8 @@ pub(crate) async fn show(
                 dl.facts {
                     dt { "Events" } dd { (w.event_types.join(", ")) }
                     dt { "Description" } dd { (w.description.as_deref().unwrap_or("None")) }
-                    dt { "Failing since" } dd { (w.failing_since.map(page::when).unwrap_or_else(|| "Not failing".into())) }
-                    dt { "Since" } dd { (page::when(w.created_at)) }
+                    dt { "Failing since" } dd { (w.failing_since.map(|at| page::when(staff, at)).unwrap_or_else(|| "Not failing".into())) }
+                    dt { "Since" } dd { (page::when(staff, w.created_at)) }
                 }
             }
             @if write {
@@ -244,7 +244,7 @@ pub(crate) async fn show(
                 @if deliveries.items.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
                 @for d in &deliveries.items {
                     tr {
-                        td.nowrap { (page::when(d.created_at)) }
+                        td.nowrap { (page::when_exact(staff, d.created_at)) }
                         td { code { (d.event_type) } }
                         td { (name_of(&d.status).to_lowercase()) }
                         td { (d.attempt_count) }

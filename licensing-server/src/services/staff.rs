@@ -146,6 +146,7 @@ pub async fn create_staff<S: StaffStore>(
         created_at: now,
         updated_at: now,
         two_step: None,
+        time_zone: None,
     };
     let journal = match acting {
         Some(acting) => acting.journal(
@@ -419,6 +420,124 @@ pub async fn set_password<S: StaffStore>(
     store.update_staff(&user, &journal).await?;
     store.delete_sessions_of(user.id).await?;
     Ok(Ok(user))
+}
+
+/// Whether `password` is `user`'s (an account without one has none that matches); checked on a
+/// blocking thread.
+pub async fn is_password(user: &StaffUser, password: &str) -> Result<bool, StoreError> {
+    let matches = verify_passwords(vec![user.password_hash.clone()], password).await?;
+    Ok(matches.first() == Some(&true))
+}
+
+/// The refusal of a change to one's own account when `field` does not hold the account's
+/// password.
+fn not_your_password(field: &str) -> ApiError {
+    ApiError::bad_field(field, "is not your current password")
+}
+
+/// Changes `user`'s own password, given the `current` one: every session of the account ends
+/// (the caller starts a new one for the browser that asked).
+pub async fn change_password<S: StaffStore>(
+    store: &S,
+    user: &StaffUser,
+    current: &str,
+    new: &str,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    if !is_password(user, current).await? {
+        return Err(not_your_password("currentPassword"));
+    }
+    check_new_password(new, user.email.as_str())
+        .map_err(|rule| ApiError::bad_field("newPassword", &rule))?;
+    if new == current {
+        return Err(ApiError::bad_field(
+            "newPassword",
+            "is your current password: choose a new one",
+        ));
+    }
+    let mut user = user.clone();
+    user.password_hash = Some(hash_password(new).await?);
+    user.password_link = None;
+    user.updated_at = now;
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffPasswordSet,
+        user.id,
+        vec![FieldChange::secret("password")],
+    );
+    store.update_staff(&user, &journal).await?;
+    store.delete_sessions_of(user.id).await?;
+    Ok(user)
+}
+
+/// Changes `user`'s own sign-in address to `email` (kept lower-cased), given the account's
+/// `password`. An address of another account of the team is refused (`email`).
+pub async fn change_email<S: StaffStore>(
+    store: &S,
+    user: &StaffUser,
+    password: &str,
+    email: &str,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    let email =
+        Email::parse(&email.trim().to_lowercase()).map_err(|e| ApiError::bad_field("email", &e))?;
+    if !is_password(user, password).await? {
+        return Err(not_your_password("password"));
+    }
+    if email == user.email {
+        return Ok(user.clone());
+    }
+    let mut changed = user.clone();
+    let change = FieldChange::of(
+        "email",
+        Some(user.email.as_str().into()),
+        Some(email.as_str().into()),
+    );
+    changed.email = email;
+    changed.updated_at = now;
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffUpdated,
+        user.id,
+        vec![change],
+    );
+    store.update_staff(&changed, &journal).await?;
+    Ok(changed)
+}
+
+/// Sets the time zone `user` reads times in (`None`: UTC); `zone` is an IANA name already
+/// checked by the caller.
+pub async fn set_time_zone<S: StaffStore>(
+    store: &S,
+    user: &StaffUser,
+    zone: Option<String>,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, ApiError> {
+    if zone == user.time_zone {
+        return Ok(user.clone());
+    }
+    let mut changed = user.clone();
+    let change = FieldChange::of(
+        "timeZone",
+        user.time_zone.as_deref().map(Into::into),
+        zone.as_deref().map(Into::into),
+    );
+    changed.time_zone = zone;
+    changed.updated_at = now;
+    let journal = acting.journal(
+        user.team_id,
+        now,
+        Action::StaffUpdated,
+        user.id,
+        vec![change],
+    );
+    store.update_staff(&changed, &journal).await?;
+    Ok(changed)
 }
 
 /// The most accounts of one address a sign-in checks (each check is an Argon2 hash): the

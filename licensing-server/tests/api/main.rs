@@ -8,6 +8,7 @@
 )]
 
 mod abuse;
+mod account;
 mod admin;
 mod audit;
 mod browser;

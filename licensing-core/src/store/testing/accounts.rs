@@ -155,6 +155,7 @@ pub(super) fn staff(team: TeamId, email: &str, minutes: u32) -> crate::model::St
         created_at: at(minutes),
         updated_at: at(minutes),
         two_step: None,
+        time_zone: None,
     }
 }
 

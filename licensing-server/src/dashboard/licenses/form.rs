@@ -239,7 +239,11 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
     if !staff.may(write) {
         return Err(Failure::new(
             403,
-            format!("Your role lacks the permission {write} this needs."),
+            format!(
+                "Your role ({}) may not {}: an owner or admin of your team can give you a role that may.",
+                staff.user.role,
+                write.words()
+            ),
         ));
     }
     let detail = api::perform(ctx, staff, GetLicense(id)).await?;

@@ -56,23 +56,18 @@ fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
     }
 }
 
-/// A time to the second, UTC: the order of requests matters here.
-fn to_the_second(at: Timestamp) -> String {
-    at.as_datetime().format("%Y-%m-%d %H:%M:%S UTC").to_string()
-}
-
 /// The filters the page's query asks for (`requests`, `code`, `day`, `requestsPage`): what a
 /// value the list does not know is dropped, as if not chosen.
 struct Chosen {
     outcome: &'static str,
     code: Option<ResultCode>,
-    /// A UTC day, `YYYY-MM-DD`, and its first moment.
-    day: Option<(String, Timestamp)>,
+    /// A day in the reader's time zone, `YYYY-MM-DD`, its first moment and the next day's.
+    day: Option<(String, Timestamp, Timestamp)>,
     page: u32,
 }
 
 impl Chosen {
-    fn of(ctx: &Ctx) -> Self {
+    fn of(ctx: &Ctx, zone: chrono_tz::Tz) -> Self {
         let outcome = match ctx.param("requests").as_deref() {
             Some("refused") => "refused",
             Some("accepted") => "accepted",
@@ -82,9 +77,10 @@ impl Chosen {
             .param("code")
             .and_then(|c| ResultCode::ALL.into_iter().find(|k| k.as_str() == c));
         let day = ctx.param("day").and_then(|d| {
-            let valid = d.len() == 10 && d.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-            let start = Timestamp::parse(&format!("{d}T00:00:00Z")).ok()?;
-            valid.then_some((d, start))
+            let date = chrono::NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok()?;
+            let start = day_start(zone, date)?;
+            let end = day_start(zone, date.succ_opt()?)?;
+            Some((d, start, end))
         });
         let page = ctx
             .param("requestsPage")
@@ -100,10 +96,7 @@ impl Chosen {
     }
 
     fn query(&self) -> RequestLogQuery {
-        let day = self
-            .day
-            .as_ref()
-            .map(|&(_, from)| (from, Timestamp::from_millis(from.as_millis() + 86_400_000)));
+        let day = self.day.as_ref().map(|&(_, from, to)| (from, to));
         RequestLogQuery {
             paging: Paging {
                 page: self.page,
@@ -131,12 +124,25 @@ impl Chosen {
         if let Some(code) = self.code {
             q.append_pair("code", code.as_str());
         }
-        if let Some((day, _)) = &self.day {
+        if let Some((day, _, _)) = &self.day {
             q.append_pair("day", day);
         }
         q.append_pair("requestsPage", &page.to_string());
         format!("/dashboard/licenses/{license}?{}#requests", q.finish())
     }
+}
+
+/// The first moment of `date` in `zone` (the earliest, where a clock change repeats it; the
+/// first after, where one skips it).
+fn day_start(zone: chrono_tz::Tz, date: chrono::NaiveDate) -> Option<Timestamp> {
+    use chrono::TimeZone as _;
+    let midnight = date.and_hms_opt(0, 0, 0)?;
+    let at = zone.from_local_datetime(&midnight).earliest().or_else(|| {
+        // Midnight skipped by a clock change: the day starts an hour later.
+        zone.from_local_datetime(&(midnight + chrono::Duration::hours(1)))
+            .earliest()
+    })?;
+    Some(Timestamp::from_millis(at.timestamp_millis()))
 }
 
 /// The section: filters, the table (refusals highlighted) and the pager.
@@ -146,7 +152,8 @@ pub(crate) async fn section(
     license: LicenseId,
     products: &[Product],
 ) -> Result<Markup, Failure> {
-    let chosen = Chosen::of(ctx);
+    let zone = page::zone(staff);
+    let chosen = Chosen::of(ctx, zone);
     let result = api::perform(ctx, staff, ListRequests(license, chosen.query())).await?;
     let product_name = |id: licensing_core::ProductId| {
         products
@@ -173,8 +180,8 @@ pub(crate) async fn section(
                     chosen.code.map_or("", ResultCode::as_str),
                 ))
                 div {
-                    label for="day" { "Day (UTC)" }
-                    input #day type="date" name="day" value=(chosen.day.as_ref().map_or("", |(d, _)| d.as_str()));
+                    label for="day" { "Day" span.hint { (zone.name()) } }
+                    input #day type="date" name="day" value=(chosen.day.as_ref().map_or("", |(d, _, _)| d.as_str()));
                 }
                 div { button type="submit" { "Show" } }
             }
@@ -185,7 +192,7 @@ pub(crate) async fn section(
                     } }
                 }
                 @for e in &result.items {
-                    (row(e, &product_name))
+                    (row(staff, e, &product_name))
                 }
             }))
             nav.pager aria-label="Request pages" {
@@ -203,17 +210,21 @@ pub(crate) async fn section(
     })
 }
 
-fn row(e: &RequestLogEntry, product_name: &dyn Fn(licensing_core::ProductId) -> String) -> Markup {
+fn row(
+    staff: &Staff,
+    e: &RequestLogEntry,
+    product_name: &dyn Fn(licensing_core::ProductId) -> String,
+) -> Markup {
     let refused = e.refused();
     html! {
         tr.refused[refused] {
             td.nowrap {
-                (to_the_second(e.at))
+                (page::when_exact(staff, e.at))
                 @if e.count > 1 {
                     br;
                     span.hint {
                         "×" (e.count) " to "
-                        (e.last_at.map(|l| l.as_datetime().format("%H:%M:%S").to_string()).unwrap_or_default())
+                        (e.last_at.map(|l| l.as_datetime().with_timezone(&page::zone(staff)).format("%H:%M:%S").to_string()).unwrap_or_default())
                     }
                 }
             }

@@ -2,10 +2,14 @@
 //! devices and addresses, suspend, forget and delete in `show`; the new-license and edit forms
 //! in `form`.
 
+mod bulk;
+mod export;
 mod form;
 pub(crate) mod history;
 mod show;
 
+pub(crate) use bulk::bulk;
+pub(crate) use export::export;
 pub(crate) use form::{create, edit_page, new_page, update};
 pub(crate) use show::{
     confirm_delete, delete, email, extend, file, forget, revoke_session, show, suspend,
@@ -74,107 +78,178 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff) -> Response {
     }
 }
 
-async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
-    let search = ctx.param("search").unwrap_or_default().trim().to_owned();
-    let product = ctx.param("product").unwrap_or_default();
-    let entitlement = ctx.param("entitlement").unwrap_or_default();
-    let sort = match ctx.param("sort").as_deref() {
-        Some("updatedAt") => "updatedAt",
-        _ => "createdAt",
-    };
-    let direction = match ctx.param("direction").as_deref() {
-        Some("asc") => "asc",
-        _ => "desc",
-    };
-    let page_number: u32 = page::page_number(ctx);
-    let page_size = match ctx.param("pageSize").as_deref() {
-        Some(size @ ("10" | "50" | "100")) => size.to_owned(),
-        _ => "25".to_owned(),
-    };
-    // The list's own filters: a value the API does not know is dropped, as if not chosen.
-    let chosen = |name: &str, known: &[&'static str]| {
-        let value = ctx.param(name).unwrap_or_default();
-        known.iter().find(|k| **k == value).copied().unwrap_or("")
-    };
-    let state = chosen("status", &["ACTIVE", "EXPIRED"]);
-    let kind = chosen("expirationType", &["NEVER", "DATE", "DURATION"]);
-    let suspended = chosen("suspended", &["true", "false"]);
-    let products = products(ctx, staff).await?;
-    let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
-    let mut query = LicenseListQuery {
-        paging: Paging {
-            page: page_number,
-            page_size: page_size.parse().unwrap_or(25),
-            direction: if direction == "asc" {
-                SortDirection::Asc
-            } else {
-                SortDirection::Desc
-            },
-        },
-        ..LicenseListQuery::default()
-    };
-    if sort == "updatedAt" {
-        query.sort = LicenseSort::UpdatedAt;
-    }
-    if !product.is_empty() {
-        let id = product
-            .parse()
-            .map_err(|_| ApiError::bad_field("product", "is not a product id"))?;
-        query.filter.product_ids = vec![id];
-    }
-    if !entitlement.is_empty() {
-        let id = entitlement
-            .parse()
-            .map_err(|_| ApiError::bad_field("entitlement", "is not an entitlement id"))?;
-        query.filter.entitlement = Some(licensing_core::api::requests::EntitlementFilter {
-            id,
-            products: Vec::new(),
-        });
-    }
-    if !state.is_empty() {
-        query.filter.expiry = Some(ExpiryFilter {
-            expired: state == "EXPIRED",
-            at: ctx.now,
-        });
-    }
-    query.filter.expiration_type = match kind {
-        "NEVER" => Some(ExpirationType::Never),
-        "DATE" => Some(ExpirationType::Date),
-        "DURATION" => Some(ExpirationType::Duration),
-        _ => None,
-    };
-    query.filter.suspended = (!suspended.is_empty()).then_some(suspended == "true");
-    // A key-shaped search looks for keys first; a name or address, or a key search that finds
-    // nothing, lists the licenses of every customer it finds (however many).
-    let text = if search.is_empty() {
-        None
-    } else {
-        Some(
-            SearchText::parse(&search)
-                .map_err(|e| ApiError::bad_field("search", &e.to_string()))?,
-        )
-    };
-    let mut found_by = None;
-    let mut result: Option<Page<License>> = None;
-    if let Some(text) = text.as_ref().filter(|_| key_like(&search)) {
-        let mut by_key = query.clone();
-        by_key.filter.search = Some(text.clone());
-        let page = api::perform(ctx, staff, ListLicenses(by_key)).await?;
-        if page.total > 0 {
-            found_by = Some("key");
-            result = Some(page);
+/// The list's filters as the page's query gives them: a value the list does not know is
+/// dropped, as if not chosen.
+struct Listing {
+    search: String,
+    product: String,
+    entitlement: String,
+    state: &'static str,
+    kind: &'static str,
+    suspended: &'static str,
+    sort: &'static str,
+    direction: &'static str,
+    page_size: &'static str,
+}
+
+impl Listing {
+    fn of(ctx: &Ctx) -> Self {
+        let chosen = |name: &str, known: &[&'static str]| {
+            let value = ctx.param(name).unwrap_or_default();
+            known.iter().find(|k| **k == value).copied().unwrap_or("")
+        };
+        let or = |chosen: &'static str, default| if chosen.is_empty() { default } else { chosen };
+        Self {
+            search: ctx.param("search").unwrap_or_default().trim().to_owned(),
+            product: ctx.param("product").unwrap_or_default(),
+            entitlement: ctx.param("entitlement").unwrap_or_default(),
+            state: chosen("status", &["ACTIVE", "EXPIRED"]),
+            kind: chosen("expirationType", &["NEVER", "DATE", "DURATION"]),
+            suspended: chosen("suspended", &["true", "false"]),
+            sort: or(chosen("sort", &["updatedAt"]), "createdAt"),
+            direction: or(chosen("direction", &["asc"]), "desc"),
+            page_size: or(chosen("pageSize", &["10", "50", "100"]), "25"),
         }
     }
-    if let Some(text) = text.filter(|_| result.is_none()) {
-        let mut theirs = query.clone();
-        theirs.filter.customer_search = Some(text);
-        found_by = Some("customer");
-        result = Some(api::perform(ctx, staff, ListLicenses(theirs)).await?);
+
+    /// The filters as query pairs (those chosen), for links to the same list.
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("search", self.search.as_str()),
+            ("product", self.product.as_str()),
+            ("entitlement", self.entitlement.as_str()),
+            ("status", self.state),
+            ("expirationType", self.kind),
+            ("suspended", self.suspended),
+            ("sort", self.sort),
+            ("direction", self.direction),
+            ("pageSize", self.page_size),
+        ]
+        .into_iter()
+        .filter(|(_, value)| !value.is_empty())
+        .collect()
     }
-    let result = match result {
-        Some(result) => result,
-        None => api::perform(ctx, staff, ListLicenses(query)).await?,
+
+    /// The address of the list (`page`) or of its export with these filters.
+    fn link(&self, path: &str, page: Option<u32>) -> String {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        for (name, value) in self.pairs() {
+            q.append_pair(name, value);
+        }
+        if let Some(page) = page {
+            q.append_pair("page", &page.to_string());
+        }
+        format!("{path}?{}", q.finish())
+    }
+
+    /// The operation's query (page 1 of the chosen size and order) and the search text.
+    fn query(&self, now: Timestamp) -> Result<(LicenseListQuery, Option<SearchText>), Failure> {
+        let mut query = LicenseListQuery {
+            paging: Paging {
+                page: 1,
+                page_size: self.page_size.parse().unwrap_or(25),
+                direction: if self.direction == "asc" {
+                    SortDirection::Asc
+                } else {
+                    SortDirection::Desc
+                },
+            },
+            ..LicenseListQuery::default()
+        };
+        if self.sort == "updatedAt" {
+            query.sort = LicenseSort::UpdatedAt;
+        }
+        if !self.product.is_empty() {
+            let id = self
+                .product
+                .parse()
+                .map_err(|_| ApiError::bad_field("product", "is not a product id"))?;
+            query.filter.product_ids = vec![id];
+        }
+        if !self.entitlement.is_empty() {
+            let id = self
+                .entitlement
+                .parse()
+                .map_err(|_| ApiError::bad_field("entitlement", "is not an entitlement id"))?;
+            query.filter.entitlement = Some(licensing_core::api::requests::EntitlementFilter {
+                id,
+                products: Vec::new(),
+            });
+        }
+        if !self.state.is_empty() {
+            query.filter.expiry = Some(ExpiryFilter {
+                expired: self.state == "EXPIRED",
+                at: now,
+            });
+        }
+        query.filter.expiration_type = match self.kind {
+            "NEVER" => Some(ExpirationType::Never),
+            "DATE" => Some(ExpirationType::Date),
+            "DURATION" => Some(ExpirationType::Duration),
+            _ => None,
+        };
+        query.filter.suspended = (!self.suspended.is_empty()).then_some(self.suspended == "true");
+        let text = if self.search.is_empty() {
+            None
+        } else {
+            Some(
+                SearchText::parse(&self.search)
+                    .map_err(|e| ApiError::bad_field("search", &e.to_string()))?,
+            )
+        };
+        Ok((query, text))
+    }
+}
+
+/// How a search found the licenses listed: by their key, or by their customers' names and
+/// addresses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FoundBy {
+    Key,
+    Customer,
+}
+
+/// `query` searching `text` the way `by` says.
+fn searching(mut query: LicenseListQuery, text: &SearchText, by: FoundBy) -> LicenseListQuery {
+    match by {
+        FoundBy::Key => query.filter.search = Some(text.clone()),
+        FoundBy::Customer => query.filter.customer_search = Some(text.clone()),
+    }
+    query
+}
+
+/// One page of the licenses `query` lists, searching `text`: a key-shaped search looks for keys
+/// first; a name or address, or a key search that finds nothing, lists the licenses of every
+/// customer it finds (however many).
+async fn find(
+    cx: &crate::app::Cx,
+    query: LicenseListQuery,
+    text: Option<&SearchText>,
+) -> Result<(Page<License>, Option<FoundBy>), ApiError> {
+    let Some(text) = text else {
+        return Ok((cx.perform(ListLicenses(query)).await?, None));
     };
+    if key_like(text.as_str()) {
+        let page = cx
+            .perform(ListLicenses(searching(query.clone(), text, FoundBy::Key)))
+            .await?;
+        if page.total > 0 {
+            return Ok((page, Some(FoundBy::Key)));
+        }
+    }
+    let by = FoundBy::Customer;
+    let page = cx.perform(ListLicenses(searching(query, text, by))).await?;
+    Ok((page, Some(by)))
+}
+
+async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
+    let listing = Listing::of(ctx);
+    let page_number: u32 = page::page_number(ctx);
+    let products = products(ctx, staff).await?;
+    let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
+    let (mut query, text) = listing.query(ctx.now)?;
+    query.paging.page = page_number;
+    let (result, found_by) = find(&api::cx(ctx, staff), query, text.as_ref()).await?;
     // The customers the page's licenses name, for a role that may read them.
     let customers = if staff.may(Scope::read(Resource::Customers)) {
         let ids = result
@@ -200,98 +275,82 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             .find(|p| p.id == *id)
             .map_or_else(|| id.to_string(), |p| p.name.clone())
     };
-    let link = |page: u32| {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        for (name, value) in [
-            ("search", search.as_str()),
-            ("product", product.as_str()),
-            ("entitlement", entitlement.as_str()),
-            ("status", state),
-            ("expirationType", kind),
-            ("suspended", suspended),
-            ("sort", sort),
-            ("direction", direction),
-            ("pageSize", page_size.as_str()),
-        ] {
-            if !value.is_empty() {
-                q.append_pair(name, value);
-            }
-        }
-        q.append_pair("page", &page.to_string());
-        format!("/dashboard/licenses?{}", q.finish())
-    };
-    let size: u64 = page_size.parse().unwrap_or(25);
+    let size: u64 = listing.page_size.parse().unwrap_or(25);
+    let bulk = bulk::actions(staff);
+    let l = &listing;
     let content = html! {
         div.heading {
             h1 { "Licenses" }
-            @if staff.may(Scope::write(Resource::Licenses)) {
-                a.button href="/dashboard/licenses/new" { "New license" }
+            div.actions {
+                a.button.secondary href=(l.link("/dashboard/licenses/export", None)) download { "Export CSV" }
+                @if staff.may(Scope::write(Resource::Licenses)) {
+                    a.button href="/dashboard/licenses/new" { "New license" }
+                }
             }
         }
         form.filters method="get" action="/dashboard/licenses" role="search" {
             div {
                 label for="search" { "Search" }
-                input #search type="search" name="search" value=(search) placeholder="Key, customer name or e-mail";
+                input #search type="search" name="search" value=(l.search) placeholder="Key, customer name or e-mail";
             }
-            (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &product))
+            (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &l.product))
             @if !entitlements.is_empty() {
-                (page::filter(("entitlement", "Entitlement", "Any"), entitlements.iter().map(|e| (e.id, &e.code)), &entitlement))
+                (page::filter(("entitlement", "Entitlement", "Any"), entitlements.iter().map(|e| (e.id, &e.code)), &l.entitlement))
             }
-            (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], state))
+            (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], l.state))
             (page::filter(
                 ("expirationType", "Expiration", "Any"),
                 [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a duration")],
-                kind,
+                l.kind,
             ))
-            (page::filter(("suspended", "Suspended", "Either"), [("true", "Suspended"), ("false", "Not suspended")], suspended))
-            div {
-                label for="sort" { "Sort by" }
-                select #sort name="sort" {
-                    option value="createdAt" selected[sort == "createdAt"] { "Created" }
-                    option value="updatedAt" selected[sort == "updatedAt"] { "Last changed" }
-                }
-            }
-            div {
-                label for="direction" { "Order" }
-                select #direction name="direction" {
-                    option value="desc" selected[direction == "desc"] { "Newest first" }
-                    option value="asc" selected[direction == "asc"] { "Oldest first" }
-                }
-            }
-            div {
-                label for="pageSize" { "Per page" }
-                select #pageSize name="pageSize" {
-                    @for n in ["10", "25", "50", "100"] {
-                        option value=(n) selected[page_size == n] { (n) }
-                    }
-                }
-            }
+            (page::filter(("suspended", "Suspended", "Either"), [("true", "Suspended"), ("false", "Not suspended")], l.suspended))
+            (page::filter(("sort", "Sort by", "Created"), [("updatedAt", "Last changed")], l.sort))
+            (page::filter(("direction", "Order", "Newest first"), [("asc", "Oldest first")], l.direction))
+            (page::filter(("pageSize", "Per page", "25"), [("10", "10"), ("50", "50"), ("100", "100")], l.page_size))
             div { button type="submit" { "Show" } }
         }
         @if let Some(by) = found_by {
             p.hint {
-                @if by == "key" { "Licenses whose key contains “" (search) "”." }
-                @else { "Licenses of customers whose name or e-mail contains “" (search) "”." }
+                @if by == FoundBy::Key { "Licenses whose key contains “" (l.search) "”." }
+                @else { "Licenses of customers whose name or e-mail contains “" (l.search) "”." }
             }
         }
-        (page::table(&["Key", "Customer", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
-            @if result.items.is_empty() {
-                tr { td.empty colspan="7" { "No licenses match." } }
-            }
-            @for l in &result.items {
-                @let (word, class) = status(l, ctx.now);
-                tr {
-                    td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
-                    td { (customers_of(l)) }
-                    td { span.badge.(class) { (word) } }
-                    td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
-                    td { (expiry_text(l)) }
-                    td { (page::day(l.created_at)) }
-                    td { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+        form #bulk method="post" action="/dashboard/licenses/bulk" {
+            (page::csrf(staff))
+            input type="hidden" name="back" value=(l.link("/dashboard/licenses", Some(page_number)));
+            (page::table(&["", "Key", "Customer", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
+                @if result.items.is_empty() {
+                    tr { td.empty colspan="8" { "No licenses match." } }
+                }
+                @for l in &result.items {
+                    @let (word, class) = status(l, ctx.now);
+                    tr {
+                        td.pick {
+                            @if !bulk.is_empty() {
+                                input type="checkbox" name="id" value=(l.id) aria-label={ "Choose " (l.license_key.as_str()) };
+                            }
+                        }
+                        td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
+                        td { (customers_of(l)) }
+                        td { span.badge.(class) { (word) } }
+                        td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
+                        td { (expiry_text(l)) }
+                        td { (page::day(l.created_at)) }
+                        td { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
+                    }
+                }
+            }))
+            @if !bulk.is_empty() && !result.items.is_empty() {
+                div.bulk {
+                    label for="bulk-action" { "With the licenses chosen" }
+                    select #bulk-action name="action" {
+                        @for (value, words) in &bulk { option value=(value) { (words) } }
+                    }
+                    button.secondary type="submit" { "Apply…" }
                 }
             }
-        }))
-        (page::pager(result.total, page_number, size, link))
+        }
+        (page::pager(result.total, page_number, size, |n| l.link("/dashboard/licenses", Some(n))))
     };
     Ok(page::layout(ctx, staff, Nav::Licenses, "Licenses", content))
 }

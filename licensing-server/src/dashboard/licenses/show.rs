@@ -131,9 +131,9 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 dt { "Device limit" } dd { (limit(l.hwid_limit)) }
                 dt { "Address limit" } dd { (limit(l.ip_limit)) }
                 dt { "Concurrent sessions" } dd { (limit(l.session_limit)) }
-                dt { "Created" } dd { (page::when(l.created_at)) }
-                dt { "Last changed" } dd { (page::when(l.updated_at)) }
-                dt { "Last active" } dd { (l.last_active_at.map(page::when).unwrap_or_else(|| "Never".into())) }
+                dt { "Created" } dd { (page::when(staff, l.created_at)) }
+                dt { "Last changed" } dd { (page::when(staff, l.updated_at)) }
+                dt { "Last active" } dd { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
                 @for m in &l.metadata {
                     dt { code { (m.key) } } dd { (m.value) }
                 }
@@ -212,9 +212,9 @@ fn live_sessions(
                 tr {
                     td.mono { (s.hardware_identifier.as_str()) }
                     td.mono { (s.ip_address) }
-                    td { (page::when(s.started_at)) }
-                    td { (page::when(s.last_seen_at)) }
-                    td { (page::when(s.expires_at)) }
+                    td { (page::when(staff, s.started_at)) }
+                    td { (page::when(staff, s.last_seen_at)) }
+                    td { (page::when(staff, s.expires_at)) }
                     @if allowed {
                         td {
                             form method="post" action={ "/dashboard/licenses/" (license) "/sessions/" (s.id) "/revoke" } {
@@ -263,7 +263,7 @@ fn records(
                             RecordStatus::Forgotten => span.badge.warn { "Forgotten" },
                         }
                     }
-                    td { (page::when(*seen)) }
+                    td { (page::when_exact(staff, *seen)) }
                     @if allowed {
                         td {
                             @let forgotten = *status == RecordStatus::Forgotten;

@@ -1,0 +1,283 @@
+//! A signed-in person's own account: their password (the current one asked, other sessions
+//! ended, wrong guesses limited), their sign-in address (the password asked, another account's
+//! address refused, 400 naming it) and their time zone (every time the dashboard shows is in it, to the second
+//! in logs); both stores.
+
+use licensing_core::model::Role;
+
+use crate::dashboard::{Browser, PASSWORD, staff};
+use crate::helpers::TestServer;
+
+#[tokio::test]
+async fn a_person_changes_their_own_password_and_their_other_sessions_end() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "ann@vendor.example", Role::Support).await;
+    // A second browser of the same person.
+    let mut other = Browser::new(&s);
+    assert_eq!(
+        other.sign_in("ann@vendor.example", PASSWORD).await.status,
+        303
+    );
+    assert_eq!(other.get("/dashboard/account").await.status, 200);
+
+    let page = b.get("/dashboard/account").await;
+    page.has("Change password")
+        .has("autocomplete=\"new-password\"");
+    // A wrong current password: refused in words, nothing changed.
+    let wrong = b
+        .submit(
+            &page,
+            "/dashboard/account/password",
+            &[
+                ("currentPassword", "not my password"),
+                ("newPassword", "a brand new lantern by the sea"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.text);
+    wrong
+        .has("Current password")
+        .has("is not your current password")
+        .lacks("currentPassword</code>");
+    // A weak new password: the rule, in words.
+    let weak = b
+        .submit(
+            &page,
+            "/dashboard/account/password",
+            &[("currentPassword", PASSWORD), ("newPassword", "short")],
+        )
+        .await;
+    assert_eq!(weak.status, 400, "{}", weak.text);
+    weak.has("New password").has("at least 12 characters");
+
+    let changed = b
+        .submit(
+            &page,
+            "/dashboard/account/password",
+            &[
+                ("currentPassword", PASSWORD),
+                ("newPassword", "a brand new lantern by the sea"),
+            ],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    assert_eq!(
+        changed.location(),
+        "/dashboard/account?notice=password-changed"
+    );
+    // This browser stays signed in (a new session); the other one is signed out.
+    b.get("/dashboard/account?notice=password-changed")
+        .await
+        .has("Password changed.");
+    let ended = other.get("/dashboard/account").await;
+    assert_eq!(ended.status, 303, "{}", ended.text);
+    assert!(ended.location().starts_with("/dashboard/sign-in"));
+    // The old password no longer signs in; the new one does.
+    let mut fresh = Browser::new(&s);
+    assert_eq!(
+        fresh.sign_in("ann@vendor.example", PASSWORD).await.status,
+        401
+    );
+    assert_eq!(
+        fresh
+            .sign_in("ann@vendor.example", "a brand new lantern by the sea")
+            .await
+            .status,
+        303
+    );
+    // Audited as the person's own change, the password itself never shown.
+    let log = s.get(&s.dev("audit-log?action=staff.password_set")).await;
+    let entry = &log.ok()["entries"][0];
+    assert_eq!(entry["actor"]["name"], "ann@vendor.example");
+    assert!(!log.ok().to_string().contains("lantern"));
+}
+
+#[tokio::test]
+async fn wrong_current_passwords_are_limited_per_session() {
+    // Five wrong passwords a minute per session, as for signing in.
+    let s = TestServer::start_with(|c| c.auth_failure_limit_per_minute = 50).await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "bo@vendor.example", Role::Viewer).await;
+    let page = b.get("/dashboard/account").await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let status = b
+            .submit(
+                &page,
+                "/dashboard/account/email",
+                &[("email", "bo2@vendor.example"), ("password", "guess")],
+            )
+            .await
+            .status;
+        statuses.push(status);
+    }
+    assert_eq!(statuses, [400, 400, 400, 400, 400, 429]);
+    let waited = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "bo2@vendor.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(waited.status, 429, "{}", waited.text);
+    waited.has("Too many wrong passwords");
+}
+
+#[tokio::test]
+async fn a_person_changes_their_own_address_given_their_password() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "cy@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let mut taken = Browser::new(&s);
+    staff(
+        &s,
+        &mut taken,
+        s.team_id(),
+        "dee@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    let page = b.get("/dashboard/account").await;
+
+    let wrong = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "cy.new@vendor.example"), ("password", "wrong")],
+        )
+        .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.text);
+    wrong
+        .has("Your password")
+        .has("is not your current password")
+        .has("value=\"cy.new@vendor.example\"");
+    let clash = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "DEE@vendor.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(clash.status, 400, "{}", clash.text);
+    clash.has("already has an account in this team");
+    let bad = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "not an address"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+
+    let changed = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "Cy.New@vendor.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    assert_eq!(
+        changed.location(),
+        "/dashboard/account?notice=email-changed"
+    );
+    b.get("/dashboard/account")
+        .await
+        .has("cy.new@vendor.example");
+    let mut fresh = Browser::new(&s);
+    assert_eq!(
+        fresh.sign_in("cy@vendor.example", PASSWORD).await.status,
+        401
+    );
+    assert_eq!(
+        fresh
+            .sign_in("cy.new@vendor.example", PASSWORD)
+            .await
+            .status,
+        303
+    );
+    let log = s.get(&s.dev("audit-log?action=staff.updated")).await;
+    let change = &log.ok()["entries"][0]["changes"][0];
+    assert_eq!(change["field"], "email");
+    assert_eq!(change["old"], "cy@vendor.example");
+    assert_eq!(change["new"], "cy.new@vendor.example");
+}
+
+#[tokio::test]
+async fn times_are_shown_in_the_persons_time_zone_to_the_second_in_logs() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "eve@vendor.example", Role::Owner).await;
+    s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let page = b.get("/dashboard/account").await;
+    page.has("<option value=\"Asia/Kolkata\"");
+    let refused = b
+        .submit(
+            &page,
+            "/dashboard/account/time-zone",
+            &[("timeZone", "Mars/Olympus")],
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused.has("is not a time zone");
+
+    // UTC first: the audit log's times end in UTC, to the second.
+    let utc = b.get("/dashboard/audit").await;
+    assert_eq!(utc.status, 200, "{}", utc.text);
+    let seconds_utc = regex_time(&utc.text, "UTC");
+    assert!(seconds_utc.is_some(), "{}", utc.text);
+
+    let saved = b
+        .submit(
+            &page,
+            "/dashboard/account/time-zone",
+            &[("timeZone", "Asia/Kolkata")],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    b.get("/dashboard/account")
+        .await
+        .has("<option value=\"Asia/Kolkata\" selected");
+    // India is UTC+5:30 all year: the same entry, five and a half hours later, marked IST.
+    let kolkata = b.get("/dashboard/audit").await;
+    let shown = regex_time(&kolkata.text, "IST").expect("a time in IST");
+    let (day, time) = seconds_utc.unwrap();
+    let utc_at =
+        chrono::NaiveDateTime::parse_from_str(&format!("{day} {time}"), "%Y-%m-%d %H:%M:%S")
+            .unwrap();
+    let ist_at = chrono::NaiveDateTime::parse_from_str(
+        &format!("{} {}", shown.0, shown.1),
+        "%Y-%m-%d %H:%M:%S",
+    )
+    .unwrap();
+    assert_eq!(ist_at - utc_at, chrono::Duration::minutes(330));
+    let log = s.get(&s.dev("audit-log?action=staff.updated")).await;
+    assert_eq!(log.ok()["entries"][0]["changes"][0]["new"], "Asia/Kolkata");
+    // Back to UTC.
+    let page = b.get("/dashboard/account").await;
+    b.submit(
+        &page,
+        "/dashboard/account/time-zone",
+        &[("timeZone", "UTC")],
+    )
+    .await;
+    assert!(regex_time(&b.get("/dashboard/audit").await.text, "UTC").is_some());
+}
+
+/// The first `YYYY-MM-DD HH:MM:SS ZONE` on a page: day and time.
+fn regex_time(text: &str, zone: &str) -> Option<(String, String)> {
+    let suffix = format!(" {zone}<");
+    let at = text.find(&suffix)?;
+    let start = at.checked_sub(19)?;
+    let stamp = &text[start..at];
+    let (day, time) = stamp.split_once(' ')?;
+    (day.len() == 10 && time.len() == 8).then(|| (day.to_owned(), time.to_owned()))
+}
