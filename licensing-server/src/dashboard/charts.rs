@@ -45,7 +45,10 @@ pub(crate) fn stacked_columns(title: &str, days: &[(String, u64, u64)]) -> Marku
             @for fraction in [0.0, 0.5, 1.0] {
                 @let value = (max as f64 * fraction).round() as u64;
                 line.grid x1=(LEFT) x2=(WIDTH) y1=(y(value)) y2=(y(value)) {}
-                text.axis x=(LEFT - 6.0) y=(y(value) + 4.0) text-anchor="end" { (value) }
+                // The base line needs no 0, which would crowd the first day's label.
+                @if fraction > 0.0 {
+                    text.axis x=(LEFT - 6.0) y=(y(value) + 4.0) text-anchor="end" { (value) }
+                }
             }
             @for (i, (label, ok, bad)) in days.iter().enumerate() {
                 @let x = LEFT + i as f64 * slot + (slot - bar) / 2.0;
@@ -61,7 +64,7 @@ pub(crate) fn stacked_columns(title: &str, days: &[(String, u64, u64)]) -> Marku
                 }
                 @if i + 1 == days.len() {
                     text.axis x=(x + bar) y=(HEIGHT - 6.0) text-anchor="end" { (label) }
-                } @else if i % label_every == 0 && i + label_every / 2 < days.len() {
+                } @else if i % label_every == 0 && i + label_every < days.len() {
                     text.axis x=(x + bar / 2.0) y=(HEIGHT - 6.0) text-anchor="middle" { (label) }
                 }
             }

@@ -24,6 +24,16 @@ use crate::app::releases::{
 };
 use crate::http::{Body, Response};
 
+/// A release's status in words.
+fn status_words(status: ReleaseStatus) -> &'static str {
+    match status {
+        ReleaseStatus::Published => "Published",
+        ReleaseStatus::Draft => "Draft (not offered)",
+        ReleaseStatus::Deprecated => "Deprecated (offered, to be replaced)",
+        ReleaseStatus::Archived => "Archived (withdrawn)",
+    }
+}
+
 /// Largest text field of an upload form.
 const MAX_FIELD: usize = 64 * 1024;
 
@@ -78,7 +88,7 @@ pub(crate) async fn list(
                             @if r.release.latest { " " span.badge.ok { "latest" } }
                         }
                         td { (r.product.name) }
-                        td { (r.release.status.as_str()) }
+                        td { (status_words(r.release.status)) }
                         td { (r.release.file.as_ref().map_or_else(|| "—".to_owned(), |f| format!("{} ({})", f.name, size_text(f.size)))) }
                         td { (page::day(r.release.created_at)) }
                     }
@@ -240,7 +250,7 @@ pub(crate) async fn show(
             (page::problems(failure))
             div.card {
                 dl.facts {
-                    dt { "Status" } dd { (r.release.status.as_str()) }
+                    dt { "Status" } dd { (status_words(r.release.status)) }
                     dt { "Branch" } dd { (r.branch.as_ref().map_or("None", |b| b.name.as_str())) }
                     dt { "Created" } dd { (page::when(staff, r.release.created_at)) }
                     @if let Some(f) = &r.release.file {
@@ -261,7 +271,7 @@ pub(crate) async fn show(
                     label for="status" { "Status" }
                     select #status name="status" {
                         @for s in [ReleaseStatus::Published, ReleaseStatus::Draft, ReleaseStatus::Deprecated, ReleaseStatus::Archived] {
-                            option value=(s.as_str()) selected[r.release.status == s] { (s.as_str()) }
+                            option value=(s.as_str()) selected[r.release.status == s] { (status_words(s)) }
                         }
                     }
                     label.choice { input type="checkbox" name="setAsLatest" value="true" checked[r.release.latest]; "The latest release" }

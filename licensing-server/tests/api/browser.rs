@@ -322,6 +322,8 @@ async fn staff_journeys_in_a_real_browser() {
     an_idle_session_ends(&driver, &s).await;
     a_release_is_uploaded_and_shows_its_checksum(&driver, &s).await;
     a_scoped_api_key_is_refused_beyond_its_scope(&driver, &s).await;
+    a_desk_works_from_the_list_and_its_own_time_zone(&driver, &s).await;
+    a_phone_reaches_every_button(&driver, &s).await;
     screenshots(&driver).await;
 }
 
@@ -658,6 +660,112 @@ async fn a_scoped_api_key_is_refused_beyond_its_scope(driver: &Driver, s: &TestS
 }
 
 /// Every page at a desktop's and a phone's size.
+/// A support desk's day: its own time zone chosen on the account page (times then read in it), a
+/// license extended from its page, two licenses chosen on the list and suspended after one
+/// confirmation, the list downloaded as CSV.
+async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &TestServer) {
+    let email = account(s, "tz-desk@vendor.example", Role::Support).await;
+    let a = s
+        .license(r#"{"expirationType":"DATE","expirationDate":"2030-01-01T00:00:00Z"}"#)
+        .await;
+    let b = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let c = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let id = |l: &serde_json::Value| l["id"].as_str().unwrap().to_owned();
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+
+    tab.goto("/dashboard/account").await;
+    tab.click("#timeZone option[value='Asia/Kolkata']").await;
+    tab.click("form[action$='/time-zone'] button[type=submit]")
+        .await;
+    tab.sees("Time zone saved").await;
+    tab.sees(" IST").await;
+
+    tab.goto(&format!("/dashboard/licenses/{}", id(&a))).await;
+    tab.sees(" IST").await;
+    tab.fill("#extend-days", "31").await;
+    tab.click("form[action$='/extend'] button[type=submit]")
+        .await;
+    tab.sees("2030-02-01").await;
+    let stored = s.get(&s.dev(&format!("licenses/id/{}", id(&a)))).await;
+    assert!(
+        stored.ok()["expirationDate"]
+            .as_str()
+            .unwrap()
+            .starts_with("2030-02-01"),
+        "{stored:?}"
+    );
+
+    tab.goto("/dashboard/licenses?pageSize=100").await;
+    for l in [&b, &c] {
+        tab.click(&format!("input[name=id][value='{}']", id(l)))
+            .await;
+    }
+    tab.click("#bulk-action option[value='suspend']").await;
+    tab.click("#bulk button[type=submit]").await;
+    tab.sees("Suspend 2 licenses?").await;
+    tab.sees(b["licenseKey"].as_str().unwrap()).await;
+    tab.click("main form button[type=submit]").await;
+    tab.sees("The licenses chosen are suspended.").await;
+    for (l, suspended) in [(&a, false), (&b, true), (&c, true)] {
+        let stored = s.get(&s.dev(&format!("licenses/id/{}", id(l)))).await;
+        assert_eq!(stored.ok()["suspended"], suspended);
+    }
+    assert!(
+        tab.has("a[href^='/dashboard/licenses/export'][download]")
+            .await,
+        "the list offers its CSV"
+    );
+    tab.close().await;
+}
+
+/// On a 390-pixel phone, a license's device buttons are on screen (no sideways scroll to reach
+/// them) and the overview chart's labels are at least 11 pixels tall.
+async fn a_phone_reaches_every_button(driver: &Driver, s: &TestServer) {
+    let email = account(s, "phone@vendor.example", Role::Support).await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":3}"#)
+        .await;
+    let device = "a-rather-long-hardware-identifier-0123456789abcdef0123456789abcdef";
+    s.client(
+        "verify",
+        &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device}),
+        None,
+    )
+    .await
+    .valid();
+    let tab = Tab::open_sized(driver, s, 390, 844).await;
+    tab.sign_in(&email, PASSWORD).await;
+    tab.goto(&format!(
+        "/dashboard/licenses/{}",
+        l["id"].as_str().unwrap()
+    ))
+    .await;
+    tab.sees(device).await;
+    let right = tab
+        .client
+        .execute(
+            "return document.querySelector(\"button[aria-label^='Forget']\").getBoundingClientRect().right",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let right = right.as_f64().unwrap();
+    assert!(right <= 390.0, "the Forget button ends at {right} px");
+    tab.goto("/dashboard/").await;
+    let height = tab
+        .client
+        .execute(
+            "return document.querySelector('svg.chart.wide text.axis').getBoundingClientRect().height",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let height = height.as_f64().unwrap();
+    assert!(height >= 11.0, "the chart's labels are {height} px tall");
+    tab.close().await;
+}
+
 async fn screenshots(driver: &Driver) {
     // A team of its own, with a little of everything, so that no page is empty.
     let server = TestServer::start_with(|c| {
@@ -761,6 +869,14 @@ async fn screenshots(driver: &Driver) {
             ("overview", "/dashboard/".to_owned()),
             ("licenses", "/dashboard/licenses".to_owned()),
             ("license", format!("/dashboard/licenses/{id}")),
+            (
+                "license-devices",
+                format!("/dashboard/licenses/{id}#devices"),
+            ),
+            (
+                "license-requests",
+                format!("/dashboard/licenses/{id}#requests"),
+            ),
             ("new-license", "/dashboard/licenses/new".to_owned()),
             ("edit-license", format!("/dashboard/licenses/{id}/edit")),
             ("account", "/dashboard/account".to_owned()),

@@ -139,7 +139,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 }
             }
         }
-        h2 { "Devices" }
+        h2 #devices { "Devices" }
         (records(
             staff,
             l.id,
