@@ -10,6 +10,16 @@ use super::{Ctx, Staff};
 use crate::app::team::ListAudit;
 use crate::http::Response;
 
+/// An action's name in words (`api_key.revoked`: "API key revoked"); the name itself is the
+/// entry's title, as the API and the filters spell it.
+fn action_words(name: &str) -> String {
+    let spaced = name.replace("api_key", "API key").replace(['.', '_'], " ");
+    let mut chars = spaced.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 /// `GET /dashboard/audit`.
 pub(crate) async fn list(ctx: &Ctx, staff: &Staff) -> Response {
     let outcome = page_of(ctx, staff).await;
@@ -134,7 +144,7 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
                         (actor(e))
                         @if let Some(address) = e.address { br; span.hint { (address) } }
                     }
-                    td { code.nowrap { (e.action.as_str()) } }
+                    td { span title=(e.action.as_str()) { (action_words(e.action.as_str())) } }
                     td {
                         a href=(history(&e.resource_id)) title={ "Every entry about " (e.resource_id) } {
                             code { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) }
@@ -157,4 +167,16 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
         200,
         page::layout(ctx, staff, Nav::Audit, "Audit log", content),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::action_words;
+
+    #[test]
+    fn actions_read_as_words() {
+        assert_eq!(action_words("license.created"), "License created");
+        assert_eq!(action_words("api_key.revoked"), "API key revoked");
+        assert_eq!(action_words("staff.sign_in_failed"), "Staff sign in failed");
+    }
 }

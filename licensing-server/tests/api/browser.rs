@@ -662,7 +662,7 @@ async fn a_scoped_api_key_is_refused_beyond_its_scope(driver: &Driver, s: &TestS
 /// Every page at a desktop's and a phone's size.
 /// A support desk's day: its own time zone chosen on the account page (times then read in it), a
 /// license extended from its page, two licenses chosen on the list and suspended after one
-/// confirmation, the list downloaded as CSV.
+/// confirmation, the list's CSV offered, the audit log read without a sideways scroll.
 async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &TestServer) {
     let email = account(s, "tz-desk@vendor.example", Role::Support).await;
     let a = s
@@ -715,6 +715,21 @@ async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &T
         tab.has("a[href^='/dashboard/licenses/export'][download]")
             .await,
         "the list offers its CSV"
+    );
+    // At 1280 pixels the audit log's long ids and values wrap inside their column.
+    tab.goto("/dashboard/audit").await;
+    tab.sees("License created").await;
+    let overflow = tab
+        .client
+        .execute(
+            "const w = document.querySelector('main .table-wrap'); return w.scrollWidth - w.clientWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        overflow.as_f64().unwrap() <= 0.0,
+        "the audit table is {overflow} px wider than the page"
     );
     tab.close().await;
 }
