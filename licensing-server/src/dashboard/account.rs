@@ -498,6 +498,22 @@ struct Refused<'a> {
     sent: &'a Form,
 }
 
+/// The account page again after form `which` was refused.
+async fn refused(
+    ctx: &Ctx,
+    staff: &Staff,
+    which: &'static str,
+    failure: &Failure,
+    sent: &Form,
+) -> Response {
+    let refused = Refused {
+        form: which,
+        failure,
+        sent,
+    };
+    account_view(ctx, staff, Some(refused)).await
+}
+
 /// The account page, with a refused form's problems beside it.
 async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) -> Response {
     let settings = ctx.settings();
@@ -652,14 +668,7 @@ pub(crate) async fn change_password(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
             )
             .await
         }
-        Err(failure) => {
-            let refused = Refused {
-                form: "password",
-                failure: &failure,
-                sent: form,
-            };
-            account_view(ctx, staff, Some(refused)).await
-        }
+        Err(failure) => refused(ctx, staff, "password", &failure, form).await,
     }
 }
 
@@ -671,14 +680,7 @@ pub(crate) async fn change_email(ctx: &Ctx, staff: &Staff, form: &Form) -> Respo
     };
     match checked(ctx, staff, "password", changing).await {
         Ok(_) => page::redirect("/dashboard/account?notice=email-changed"),
-        Err(failure) => {
-            let refused = Refused {
-                form: "email",
-                failure: &failure,
-                sent: form,
-            };
-            account_view(ctx, staff, Some(refused)).await
-        }
+        Err(failure) => refused(ctx, staff, "email", &failure, form).await,
     }
 }
 
@@ -687,14 +689,7 @@ pub(crate) async fn set_time_zone(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
     let zone = SetOwnTimeZone(form.get("timeZone").unwrap_or("").to_owned());
     match api::perform(ctx, staff, zone).await {
         Ok(_) => page::redirect("/dashboard/account?notice=time-zone-set"),
-        Err(failure) => {
-            let refused = Refused {
-                form: "time-zone",
-                failure: &failure,
-                sent: form,
-            };
-            account_view(ctx, staff, Some(refused)).await
-        }
+        Err(failure) => refused(ctx, staff, "time-zone", &failure, form).await,
     }
 }
 

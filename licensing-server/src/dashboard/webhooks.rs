@@ -315,6 +315,26 @@ pub(crate) async fn set_enabled(ctx: &Ctx, staff: &Staff, id: &str, enabled: boo
 
 /// `GET /dashboard/webhooks/{id}/rotate-secret`.
 pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    let what = |url: &str| {
+        html! { "Events to " strong { (url) } " are signed with a new secret, shown once; the old one keeps signing alongside it for a day while your receiver switches." }
+    };
+    let asking = (
+        "Make a new signing secret?",
+        "rotate-secret",
+        "Make a new secret",
+    );
+    ask(ctx, staff, id, asking, what).await
+}
+
+/// The confirmation page of an action on endpoint `id`: its (title, path after the endpoint's,
+/// button), and what follows, said of the endpoint's address by `what`.
+async fn ask(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    (title, action, button): (&str, &str, &str),
+    what: impl FnOnce(&str) -> maud::Markup,
+) -> Response {
     let outcome = async {
         let id = webhook_id(id)?;
         let w = api::perform(ctx, staff, GetWebhook(id)).await?;
@@ -322,10 +342,10 @@ pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Webhooks,
-                title: "Make a new signing secret?",
-                what: html! { "Events to " strong { (w.url) } " are signed with a new secret, shown once; the old one keeps signing alongside it for a day while your receiver switches." },
-                action: format!("/dashboard/webhooks/{id}/rotate-secret"),
-                button: "Make a new secret",
+                title,
+                what: what(&w.url),
+                action: format!("/dashboard/webhooks/{id}/{action}"),
+                button,
                 back: format!("/dashboard/webhooks/{id}"),
             },
         ))
@@ -367,22 +387,11 @@ pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str
 
 /// `GET /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = webhook_id(id)?;
-        let w = api::perform(ctx, staff, GetWebhook(id)).await?;
-        Ok(page::confirm(
-            staff,
-            Confirm {
-                nav: Nav::Webhooks,
-                title: "Delete this endpoint?",
-                what: html! { "Events stop going to " strong { (w.url) } ", and its delivery log is deleted." },
-                action: format!("/dashboard/webhooks/{id}/delete"),
-                button: "Delete endpoint",
-                back: format!("/dashboard/webhooks/{id}"),
-            },
-        ))
+    let what = |url: &str| {
+        html! { "Events stop going to " strong { (url) } ", and its delivery log is deleted." }
     };
-    page::answer(ctx, staff, None, outcome.await)
+    let asking = ("Delete this endpoint?", "delete", "Delete endpoint");
+    ask(ctx, staff, id, asking, what).await
 }
 
 /// `POST /dashboard/webhooks/{id}/delete`.

@@ -222,6 +222,22 @@ pub async fn account_named<S: StaffStore + licensing_core::store::TeamStore>(
     }
 }
 
+/// Saves `user` changed by its owner or a manager: stamped `now`, audited as `action` with
+/// `changes` by `acting`.
+async fn save<S: StaffStore>(
+    store: &S,
+    mut user: StaffUser,
+    action: Action,
+    changes: Vec<FieldChange>,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<StaffUser, StoreError> {
+    user.updated_at = now;
+    let journal = acting.journal(user.team_id, now, action, user.id, changes);
+    store.update_staff(&user, &journal).await?;
+    Ok(user)
+}
+
 /// Gives `user` a new set-password link (replacing any earlier one), for a forgotten password.
 /// Its password keeps working until the link is used.
 pub async fn issue_link<S: StaffStore>(
@@ -232,15 +248,15 @@ pub async fn issue_link<S: StaffStore>(
 ) -> Result<CreatedStaff, StoreError> {
     let (link_secret, link) = new_link(now);
     user.password_link = Some(link);
-    user.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
+    let user = save(
+        store,
+        user,
         Action::StaffLinkIssued,
-        user.id,
         Vec::new(),
-    );
-    store.update_staff(&user, &journal).await?;
+        now,
+        acting,
+    )
+    .await?;
     Ok(CreatedStaff { user, link_secret })
 }
 
@@ -298,16 +314,7 @@ pub async fn change_role<S: StaffStore>(
         redacted: false,
     };
     user.role = role;
-    user.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
-        Action::StaffUpdated,
-        user.id,
-        vec![change],
-    );
-    store.update_staff(&user, &journal).await?;
-    Ok(user)
+    Ok(save(store, user, Action::StaffUpdated, vec![change], now, acting).await?)
 }
 
 /// Deletes account `id` of `by`'s team (and its sessions), if `by` may. The API keys the
@@ -459,15 +466,8 @@ pub async fn change_password<S: StaffStore>(
     let mut user = user.clone();
     user.password_hash = Some(hash_password(new).await?);
     user.password_link = None;
-    user.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
-        Action::StaffPasswordSet,
-        user.id,
-        vec![FieldChange::secret("password")],
-    );
-    store.update_staff(&user, &journal).await?;
+    let changes = vec![FieldChange::secret("password")];
+    let user = save(store, user, Action::StaffPasswordSet, changes, now, acting).await?;
     store.delete_sessions_of(user.id).await?;
     Ok(user)
 }
@@ -497,16 +497,15 @@ pub async fn change_email<S: StaffStore>(
         Some(email.as_str().into()),
     );
     changed.email = email;
-    changed.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
+    Ok(save(
+        store,
+        changed,
         Action::StaffUpdated,
-        user.id,
         vec![change],
-    );
-    store.update_staff(&changed, &journal).await?;
-    Ok(changed)
+        now,
+        acting,
+    )
+    .await?)
 }
 
 /// Sets the time zone `user` reads times in (`None`: UTC); `zone` is an IANA name already
@@ -528,16 +527,15 @@ pub async fn set_time_zone<S: StaffStore>(
         zone.as_deref().map(Into::into),
     );
     changed.time_zone = zone;
-    changed.updated_at = now;
-    let journal = acting.journal(
-        user.team_id,
-        now,
+    Ok(save(
+        store,
+        changed,
         Action::StaffUpdated,
-        user.id,
         vec![change],
-    );
-    store.update_staff(&changed, &journal).await?;
-    Ok(changed)
+        now,
+        acting,
+    )
+    .await?)
 }
 
 /// The most accounts of one address a sign-in checks (each check is an Argon2 hash): the
