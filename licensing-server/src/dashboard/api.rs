@@ -71,12 +71,50 @@ impl From<ApiError> for Failure {
         } else {
             e.details().to_owned()
         };
+        let fields = e
+            .field_errors()
+            .iter()
+            .map(|f| FieldError {
+                field: f.field.clone(),
+                message: in_words(&f.message),
+            })
+            .collect();
         Self {
             status: e.status(),
             details,
-            fields: e.field_errors().to_vec(),
+            fields,
         }
     }
+}
+
+/// A field's message as a person reads it: the API names other fields and values
+/// ("is required when expirationType is DURATION"); the form calls them as its labels do ("is
+/// required when the license expires after a duration").
+fn in_words(message: &str) -> String {
+    let message = message
+        .replace("expirationType is NEVER", "the license never expires")
+        .replace("expirationType is DATE", "the license expires on a date")
+        .replace(
+            "expirationType is DURATION",
+            "the license expires after a duration",
+        )
+        .replace("ACTIVATION", "Counting from first use");
+    message
+        .split(' ')
+        .map(|word| {
+            let bare = word.trim_end_matches([',', '.', ':', ';', ')']);
+            let camel = bare.starts_with(|c: char| c.is_ascii_lowercase())
+                && bare.chars().any(|c| c.is_ascii_uppercase())
+                && bare.chars().all(|c| c.is_ascii_alphanumeric());
+            if camel {
+                let words = super::page::field_words(bare).to_lowercase();
+                format!("{words}{}", &word[bare.len()..])
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl From<StoreError> for Failure {
@@ -111,4 +149,22 @@ pub(crate) async fn all_products(ctx: &Ctx, staff: &Staff) -> Result<Page<Produc
     let mut query = ProductListQuery::default();
     query.paging.page_size = 100;
     perform(ctx, staff, ListProducts(query)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_words;
+
+    #[test]
+    fn messages_name_fields_and_values_as_the_forms_do() {
+        assert_eq!(
+            in_words("is required when expirationType is DURATION"),
+            "is required when the license expires after a duration"
+        );
+        assert_eq!(
+            in_words("must not exceed hwidLimit, ipLimit."),
+            "must not exceed device limit, address limit."
+        );
+        assert_eq!(in_words("must be 1 to 3650"), "must be 1 to 3650");
+    }
 }

@@ -509,3 +509,32 @@ async fn the_filtered_license_list_is_exported_as_csv() {
         assert!(csv.text.contains(customer["id"].as_str().unwrap()));
     }
 }
+
+/// A refused form speaks the form's words, not the API's: fields as their labels name them and
+/// values as the form offers them, in the summary and beside the field.
+#[tokio::test]
+async fn a_refused_form_names_fields_and_values_in_words() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let form = b.get("/dashboard/licenses/new").await;
+    let refused = b
+        .submit(
+            &form,
+            "/dashboard/licenses",
+            &[("expirationType", "DURATION"), ("expirationDays", "")],
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused
+        .has("is required when the license expires after a duration")
+        .lacks("expirationType is")
+        .lacks("<code>expirationDays</code>");
+}
