@@ -313,7 +313,13 @@ async fn staff_journeys_in_a_real_browser() {
     let Some(driver) = Driver::start().await else {
         return;
     };
-    let s = TestServer::start_with(|c| c.auth_failure_limit_per_minute = 50).await;
+    let s = TestServer::start_with(|c| {
+        c.auth_failure_limit_per_minute = 50;
+        // The webhook journey's endpoint is on this machine, over plain HTTP.
+        c.webhook_allow_http = true;
+        c.webhook_allow_private = true;
+    })
+    .await;
     first_password_then_a_license_created_and_found_by_its_customer(&driver, &s).await;
     support_frees_a_seat_and_suspends(&driver, &s).await;
     a_viewer_changes_nothing(&driver, &s).await;
@@ -323,6 +329,7 @@ async fn staff_journeys_in_a_real_browser() {
     a_release_is_uploaded_and_shows_its_checksum(&driver, &s).await;
     a_scoped_api_key_is_refused_beyond_its_scope(&driver, &s).await;
     a_desk_works_from_the_list_and_its_own_time_zone(&driver, &s).await;
+    an_admin_edits_a_customer_and_disables_a_webhook(&driver, &s).await;
     a_phone_reaches_every_button(&driver, &s).await;
     screenshots(&driver).await;
 }
@@ -731,6 +738,61 @@ async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &T
         overflow.as_f64().unwrap() <= 0.0,
         "the audit table is {overflow} px wider than the page"
     );
+    tab.close().await;
+}
+
+/// A customer renamed from its page's Edit form, and a webhook endpoint described and then
+/// disabled from its page: each stored, as the API reads it back.
+async fn an_admin_edits_a_customer_and_disables_a_webhook(driver: &Driver, s: &TestServer) {
+    // An admin: endpoints made with an all-scope key are for owners and admins to see.
+    let email = account(s, "editor@vendor.example", Role::Admin).await;
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Grace Old","email":"grace@navy.example"}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    let customer_id = customer["id"].as_str().unwrap();
+    let webhook = s
+        .post(
+            &s.dev("webhooks"),
+            r#"{"url":"http://127.0.0.1:9/hooks/edit","eventTypes":["license.created"]}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    let webhook_id = webhook["id"].as_str().unwrap();
+    let tab = Tab::open(driver, s).await;
+    tab.sign_in(&email, PASSWORD).await;
+
+    tab.goto(&format!("/dashboard/customers/{customer_id}"))
+        .await;
+    tab.click("details.edit summary").await;
+    tab.fill("#fullName", "Grace Hopper").await;
+    tab.click(&format!(
+        "form[action='/dashboard/customers/{customer_id}'] button[type=submit]"
+    ))
+    .await;
+    tab.sees("Customer saved.").await;
+    let stored = s.get(&s.dev(&format!("customers/{customer_id}"))).await;
+    assert_eq!(stored.ok()["fullName"], "Grace Hopper");
+    assert_eq!(stored.ok()["email"], "grace@navy.example");
+
+    tab.goto(&format!("/dashboard/webhooks/{webhook_id}")).await;
+    tab.click("details.edit summary").await;
+    tab.fill("#description", "The shop's receiver").await;
+    tab.click(&format!(
+        "form[action='/dashboard/webhooks/{webhook_id}'] button[type=submit]"
+    ))
+    .await;
+    tab.sees("Webhook endpoint saved.").await;
+    tab.click("form[action$='/disable'] button").await;
+    tab.sees("Webhook endpoint disabled").await;
+    let stored = s.get(&s.dev(&format!("webhooks/{webhook_id}"))).await;
+    assert_eq!(stored.ok()["description"], "The shop's receiver");
+    assert_eq!(stored.ok()["enabled"], false);
     tab.close().await;
 }
 
