@@ -554,6 +554,8 @@ async fn start_child(data: &Path, url: Option<&str>) -> (Child, String, Duration
 /// The developer write scenario, without and with an idempotency key.
 const DEV_WRITE: &str = "developer API: create customer";
 const DEV_WRITE_KEYED: &str = "developer API: create customer, keyed";
+const LICENSE_WRITE: &str = "developer API: create license";
+const LICENSE_WRITE_KEYED: &str = "developer API: create license, keyed";
 
 /// The suffix of the hot-path scenarios run with a webhook endpoint.
 const WITH_WEBHOOK: &str = " + webhook";
@@ -1418,10 +1420,24 @@ async fn run(plan: Plan, args: &Args) {
         );
     }
 
-    // A developer write, without and with an `Idempotency-Key` (a fresh one per request, as the
+    // Developer writes, without and with an `Idempotency-Key` (a fresh one per request, as the
     // SDK sends): the key's claim and the keeping of the answer are what the second one adds.
-    // The two alternate in rounds, so that neither gains from running first on a smaller store.
-    if plan.runs(DEV_WRITE) || plan.runs(DEV_WRITE_KEYED) {
+    // The lightest write (a customer) and the one a shop's back end retries (a license for a
+    // product). Each pair alternates in rounds, so that neither gains from running first on a
+    // smaller store.
+    let writes = [
+        (DEV_WRITE, DEV_WRITE_KEYED, "customers", None),
+        (
+            LICENSE_WRITE,
+            LICENSE_WRITE_KEYED,
+            "licenses",
+            Some(json!({"expirationType": "NEVER", "productIds": [product]})),
+        ),
+    ];
+    for (plain_name, keyed_name, resource, fixed) in writes {
+        if !plan.runs(plain_name) && !plan.runs(keyed_name) {
+            continue;
+        }
         const ROUNDS: u32 = 4;
         let round = Plan {
             seconds: plan.seconds / f64::from(ROUNDS),
@@ -1430,21 +1446,24 @@ async fn run(plan: Plan, args: &Args) {
         let mut rounds: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
         let sent = Arc::new(AtomicU64::new(0));
         for _ in 0..ROUNDS {
-            for (i, (name, keyed)) in [(DEV_WRITE, false), (DEV_WRITE_KEYED, true)]
+            for (i, (name, keyed)) in [(plain_name, false), (keyed_name, true)]
                 .into_iter()
                 .enumerate()
             {
-                let (urls, key, sent) = (
-                    each(&bases, &format!("{dev_path}/customers")),
+                let (urls, key, sent, fixed) = (
+                    each(&bases, &format!("{dev_path}/{resource}")),
                     seeded.api_key.clone(),
                     sent.clone(),
+                    fixed.clone(),
                 );
                 let make: MakeRequest = Arc::new(move |h, _| {
                     let n = sent.fetch_add(1, Ordering::Relaxed);
-                    let body = json!({"email": format!("bench-{n}@bench.example"), "username": format!("bench{n}")});
+                    let body = fixed.clone().unwrap_or_else(|| {
+                        json!({"email": format!("bench-{n}@bench.example"), "username": format!("bench{n}")})
+                    });
                     let request = h.post(pick(&urls, n)).bearer_auth(&key).json(&body);
                     if keyed {
-                        request.header("Idempotency-Key", format!("bench-{n}"))
+                        request.header("Idempotency-Key", format!("bench-{resource}-{n}"))
                     } else {
                         request
                     }
@@ -1577,10 +1596,15 @@ async fn run(plan: Plan, args: &Args) {
             n if n.starts_with("heartbeat") => {
                 format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
             }
-            DEV_WRITE_KEYED => {
+            DEV_WRITE_KEYED | LICENSE_WRITE_KEYED => {
+                let plain = if f.name == DEV_WRITE_KEYED {
+                    DEV_WRITE
+                } else {
+                    LICENSE_WRITE
+                };
                 results
                     .iter()
-                    .find(|w| w.name == DEV_WRITE)
+                    .find(|w| w.name == plain)
                     .map_or(String::new(), |w| {
                         format!(
                             "{:.0}% of the same without a key (p50 {:+.0}%)",

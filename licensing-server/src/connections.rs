@@ -659,15 +659,16 @@ impl AsyncWrite for SendTimeout {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.head_pending || this.rewritten.is_some() {
-            // Possibly an automatic error answer: write buffer by buffer so it can be seen.
-            let first = bufs
-                .iter()
-                .find(|b| !b.is_empty())
-                .map_or(&[][..], |b| &b[..]);
+        let mut filled = bufs.iter().filter(|b| !b.is_empty());
+        let first = filled.next().map_or(&[][..], |b| &b[..]);
+        // An automatic error answer is a bare head, one buffer: only then is it looked at (a
+        // head and its body go out in one write, one segment).
+        if this.rewritten.is_some() || (this.head_pending && filled.next().is_none()) {
             return this.write(cx, first);
         }
-        this.timed(cx, |stream, cx| stream.poll_write_vectored(cx, bufs))
+        let result = ready!(this.timed(cx, |stream, cx| stream.poll_write_vectored(cx, bufs)));
+        this.head_pending = false;
+        Poll::Ready(result)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -108,26 +108,45 @@ pub const ROUTES: &[&str] = &[
     "/dashboard/users/{staffId}/{action}",
 ];
 
+/// The templates of [`ROUTES`] by their count of segments, each split once: `None` stands for
+/// a placeholder. Order within a count is that of [`ROUTES`] (the first match wins).
+type Templates = Vec<Vec<(Vec<Option<&'static str>>, &'static str)>>;
+
+static TEMPLATES: std::sync::LazyLock<Templates> = std::sync::LazyLock::new(|| {
+    let mut by_count: Templates = Vec::new();
+    for template in ROUTES {
+        let segments: Vec<Option<&'static str>> = template
+            .split('/')
+            .map(|s| (!s.starts_with('{')).then_some(s))
+            .collect();
+        if by_count.len() <= segments.len() {
+            by_count.resize_with(segments.len() + 1, Vec::new);
+        }
+        by_count[segments.len()].push((segments, template));
+    }
+    by_count
+});
+
 /// The template a request path belongs to, or `unmatched`. Runs for every request, so it
-/// allocates nothing: segments are compared in place, templates with another segment count are
-/// skipped first.
+/// allocates nothing and compares only with the templates of the path's count of segments,
+/// split once at start-up.
 pub fn route_of(path: &str) -> &'static str {
     if path == "/" {
         return "/";
     }
     let path = path.trim_end_matches('/');
-    let count = path.split('/').count();
-    ROUTES
-        .iter()
-        .find(|template| {
-            template.split('/').count() == count
-                && template
-                    .split('/')
+    let count = path.bytes().filter(|&b| b == b'/').count() + 1;
+    TEMPLATES
+        .get(count)
+        .and_then(|templates| {
+            templates.iter().find(|(segments, _)| {
+                segments
+                    .iter()
                     .zip(path.split('/'))
-                    .all(|(t, s)| t.starts_with('{') || t == s)
+                    .all(|(t, s)| t.is_none_or(|t| t == s))
+            })
         })
-        .copied()
-        .unwrap_or("unmatched")
+        .map_or("unmatched", |(_, template)| *template)
 }
 
 /// The method as a label: the standard ones by name, anything else as `OTHER`, so that neither

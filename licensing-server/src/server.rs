@@ -246,7 +246,7 @@ impl Server {
             metrics,
             limits: config.connection_limits(),
             proxies: config.proxies(),
-            state: AppState {
+            state: AppState::new(crate::state::Shared {
                 store,
                 files,
                 stats: StatsCache::default(),
@@ -287,7 +287,7 @@ impl Server {
                     }),
                 public_url: config.public_url.as_ref().map(|url| Arc::from(url.as_str())),
                 alive: Arc::new(()),
-            },
+            }),
         })
     }
 

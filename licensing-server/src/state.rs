@@ -18,9 +18,29 @@ use crate::services::usage::UsageRecorder;
 use crate::store::AnyStore;
 use crate::store::shared::SharedCounters;
 
-/// Shared state of the running server.
+/// Shared state of the running server: one allocation that every handler's copy points to, so
+/// that a request's copy costs one reference count, not one per part.
 #[derive(Clone, Debug)]
-pub(crate) struct AppState {
+pub(crate) struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The state made of its parts.
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+#[derive(Debug)]
+pub(crate) struct Shared {
     /// The store.
     pub(crate) store: AnyStore,
     /// Release files.
@@ -64,7 +84,7 @@ pub(crate) struct AppState {
     pub(crate) public_url: Option<Arc<str>>,
     /// The staff dashboard's settings; `None` when it is off.
     pub(crate) dashboard: Option<DashboardSettings>,
-    /// Counts the copies of the state alive (the route tree, connection tasks), so that
+    /// Alive while any copy of the state is (the route tree, connection tasks), so that
     /// `Server::run` can wait for the last one before it returns.
     pub(crate) alive: Arc<()>,
 }
