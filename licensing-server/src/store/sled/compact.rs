@@ -45,6 +45,18 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
         let copy = super::open_db(&sled::Config::new().path(&fresh), super::REOPEN_LOCK_WAIT)?;
         copy.import(source.export());
         copy.flush().map_err(backend)?;
+        // The kept answers' database, inside the store's, is rewritten alike.
+        let answers = db.join(super::idempotency::ANSWERS_DIR);
+        if answers.exists() {
+            let source =
+                super::open_db(&sled::Config::new().path(&answers), super::REOPEN_LOCK_WAIT)?;
+            let copy = super::open_db(
+                &sled::Config::new().path(fresh.join(super::idempotency::ANSWERS_DIR)),
+                super::REOPEN_LOCK_WAIT,
+            )?;
+            copy.import(source.export());
+            copy.flush().map_err(backend)?;
+        }
     }
     // The copy is complete and durable: mark it so by the swap.
     std::fs::rename(&db, &old).map_err(io)?;
@@ -89,6 +101,12 @@ mod tests {
             tree.insert(b"team", b"sealed".as_slice()).unwrap();
             tree.insert(b"other", b"kept".as_slice()).unwrap();
             db.flush().unwrap();
+            let answers = sled::open(db_dir.join("answers")).unwrap();
+            answers
+                .insert(b"answer", b"SECRET-IN-THE-CLEAR".as_slice())
+                .unwrap();
+            answers.insert(b"answer", b"replaced".as_slice()).unwrap();
+            answers.flush().unwrap();
         }
         compact(dir.path()).unwrap();
         let db = sled::open(&db_dir).unwrap();
@@ -96,6 +114,12 @@ mod tests {
         assert_eq!(tree.get(b"team").unwrap().unwrap().as_ref(), b"sealed");
         assert_eq!(tree.get(b"other").unwrap().unwrap().as_ref(), b"kept");
         drop((tree, db));
+        let answers = sled::open(db_dir.join("answers")).unwrap();
+        assert_eq!(
+            answers.get(b"answer").unwrap().unwrap().as_ref(),
+            b"replaced"
+        );
+        drop(answers);
         let mut found = false;
         for entry in walk(dir.path()) {
             let bytes = std::fs::read(&entry).unwrap();

@@ -62,6 +62,13 @@ impl Drop for Inner {
     /// Stops the flusher (its last round flushes what is left) and waits for it, so that the
     /// database is closed and can be opened again as soon as the store is dropped.
     fn drop(&mut self) {
+        // The answer writer writes and flushes what is left once its sender is dropped.
+        if let Some((stop, thread)) = self.answer_writer.lock().ok().and_then(|mut w| w.take()) {
+            drop(stop);
+            if thread.join().is_err() {
+                tracing::error!("the answer writer panicked");
+            }
+        }
         self.flusher.stop();
         if let Some(thread) = self.flusher_thread.lock().ok().and_then(|mut t| t.take())
             && thread.join().is_err()
@@ -117,23 +124,21 @@ pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()
     Ok(())
 }
 
-/// The flusher thread: applies waiting refreshes (stripe by stripe, under each stripe's lock)
-/// and kept idempotent answers, and flushes (under the gate, exclusively), when asked, or every 500 ms when there is
+/// The flusher thread: applies waiting refreshes (stripe by stripe, under each stripe's lock),
+/// and flushes (under the gate, exclusively), when asked, or every 500 ms when there is
 /// something to write, and publishes how far each flush reached.
 pub(super) fn run_flusher(
     tree: sled::Tree,
     locks: Arc<Locks>,
     applied: Arc<AtomicU64>,
     refreshes: Arc<Refreshes>,
-    running: Arc<super::idempotency::Running>,
     flusher: Arc<Flusher>,
     progress: watch::Sender<FlushState>,
 ) {
     loop {
         let keep_going = flusher.wait();
         let covered = progress.borrow().covered;
-        if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() || running.has_kept()
-        {
+        if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
             for i in 0..shared_refresh::STRIPES {
                 // The licenses whose mutex is free now; a license held by a step is left to
                 // it (it writes its own refreshes first), or to the next round.
@@ -149,9 +154,6 @@ pub(super) fn run_flusher(
                     tracing::error!(error = %e, "writing device refreshes failed");
                 }
                 drop(guards);
-            }
-            if let Err(e) = super::idempotency::write_kept(&tree, &running, &locks.gate, &applied) {
-                tracing::error!(error = %e, "writing kept idempotent answers failed");
             }
             let gate = locks.gate.blocking_write();
             let target = applied.load(Ordering::Acquire);

@@ -1,10 +1,22 @@
 //! Idempotency keys (protocol.md section 6).
 //!
-//! Keys: `Y|name` (the name: SHA-256 of `owner|0|key`) holds the record (fingerprint, claim time, and the kept answer once
-//! there is one); `i Y|time|name` orders the records by claim time for the purge. Running
-//! claims are held in memory ([`Running`]); only kept answers are written, behind the answer and
-//! without a batch or a flush of their own: the next developer write carries them in its batch,
-//! or the flusher writes them before its next flush (within half a second).
+//! Kept answers live in a database of their own, `answers` inside the store's directory, apart
+//! from the records: they are many, short-lived and written behind, and in the records' database
+//! each one was an insert in the developer writes' batch and in the flush every write waits for
+//! (benches/README.md, "A developer write with an idempotency key"). Here a thread of their own
+//! writes them ([`run_answer_writer`]): every 50 ms what was kept since, one plain insert each
+//! (so that claims reading meanwhile wait for nothing), and a flush of their database at most
+//! every half second, so an answer is durable within about half a second of its reply, as
+//! before. Until it is written an answer is held in memory, where claims find it at once.
+//!
+//! Keys: `day | name`: the day (since 1970, 4 bytes big-endian) of the claim, so that the purge
+//! drops whole days without an index; the name is SHA-256 of `owner|0|key`. A claim looks in
+//! the day of its time and the days either side (a key is kept 24 hours, so its record is in
+//! one of them). Running claims are held in memory ([`Running`]): a sled store belongs to one
+//! process.
+//!
+//! Stores written before kept answers had their own database held them in the records' tree
+//! (`Y|name`, indexed by `i Y|time|name`); [`move_from_records`] moves them over at start-up.
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -12,10 +24,11 @@ use licensing_core::idempotency::{
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
-use super::keys::{self, key, tag};
+use super::keys::{key, tag};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
-use super::{SledStore, Tx, backend};
+use super::{SledStore, backend};
 
 /// SHA-256 of `owner|0|key` (an owner holds no NUL, a key only visible ASCII): short keys,
 /// which is most of what a kept answer costs to write besides its body.
@@ -29,17 +42,34 @@ fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> Vec<u8> {
     .to_vec()
 }
 
-fn record_key(name: &[u8]) -> Vec<u8> {
-    key(&[&[tag::IDEMPOTENCY], name])
+/// The day (since 1970) of `at`.
+fn day_of(at: Timestamp) -> u32 {
+    u32::try_from(at.as_millis().div_euclid(86_400_000).max(0)).unwrap_or(u32::MAX)
 }
 
-fn by_time_prefix() -> Vec<u8> {
-    vec![tag::INDEX, tag::IDEMPOTENCY]
+/// Where the answer kept under `name` on `day` is.
+fn answer_key(day: u32, name: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + name.len());
+    k.extend_from_slice(&day.to_be_bytes());
+    k.extend_from_slice(name);
+    k
 }
 
-fn by_time_key(at: Timestamp, name: &[u8]) -> Vec<u8> {
-    key(&[&by_time_prefix(), &keys::time(at), name])
+/// The database of kept answers for a store in `dir` (or a temporary one), opened with a small
+/// cache: what is read back is mostly the last minutes' answers.
+pub(super) fn open_answers(dir: Option<&std::path::Path>) -> StoreResult<sled::Db> {
+    let config = match dir {
+        Some(dir) => sled::Config::new().path(dir.join(ANSWERS_DIR)),
+        None => sled::Config::new().temporary(true),
+    };
+    super::open_db(
+        &config.cache_capacity(32 * 1024 * 1024).flush_every_ms(None),
+        super::FIRST_OPEN_LOCK_WAIT,
+    )
 }
+
+/// The directory of the kept answers' database, inside the store's.
+pub(crate) const ANSWERS_DIR: &str = "answers";
 
 /// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | content type |
 /// header count (1) | (name, value) each | body`, each text as `length (2) | bytes`.
@@ -145,10 +175,8 @@ enum Held {
 /// The running claims and freshly kept answers of this process, by name. A sled store
 /// belongs to one process, so a claim needs no more than this process's lock; a running claim
 /// written to disk would say nothing after a crash that the lost answer does not (the write may
-/// or may not have happened). A kept answer is answered from here at once; the next developer
-/// write stages the waiting ones in its own batch, or else the flusher writes them in one batch
-/// before its next flush, within half a second, as it does the devices' refreshes (one write of
-/// its own per answer made the developer API's writes a fifth slower).
+/// or may not have happened). A kept answer is answered from here at once, until the answer
+/// writer has written it to the answers' database (within 50 ms).
 #[derive(Default)]
 pub(super) struct Running(std::sync::Mutex<HashMap<Vec<u8>, Held>>);
 
@@ -157,13 +185,6 @@ impl Running {
         self.0
             .lock()
             .map_err(|_| StoreError::backend("idempotency claims lock poisoned"))
-    }
-
-    /// Whether answers wait to be written.
-    pub(super) fn has_kept(&self) -> bool {
-        self.lock()
-            .map(|held| held.values().any(|h| matches!(h, Held::Kept(_))))
-            .unwrap_or(false)
     }
 
     /// The answers waiting to be written (they stay answered from memory until they are).
@@ -178,8 +199,8 @@ impl Running {
             .collect())
     }
 
-    /// Forgets the answers `written` to the tree, unless they changed meanwhile.
-    pub(super) fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
+    /// Forgets the answers `written` to their database, unless they changed meanwhile.
+    fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
         let mut held = self.lock()?;
         for (name, record) in written {
             if matches!(held.get(name), Some(Held::Kept(r)) if r == record) {
@@ -190,71 +211,118 @@ impl Running {
     }
 }
 
-/// Stages the answers waiting in `running` in `tx`, each with its index entry: what to pass to
-/// [`Running::written`] once `tx` is applied. The entry of a record it replaces (one expired
-/// and claimed again) is left for the purge, which drops an entry whose record is newer.
-pub(super) fn stage_kept(
-    tx: &mut Tx<'_>,
-    running: &Running,
-) -> StoreResult<Vec<(Vec<u8>, IdempotencyRecord)>> {
+/// Writes the answers waiting in `running` to `answers`, one plain insert each, then answers
+/// them from there; how many it wrote.
+pub(super) fn write_kept(answers: &sled::Tree, running: &Running) -> StoreResult<usize> {
     let kept = running.kept()?;
     for (name, record) in &kept {
-        tx.put(by_time_key(record.created_at, name), Vec::new());
-        tx.put(record_key(name), encode(record));
+        answers
+            .insert(answer_key(day_of(record.created_at), name), encode(record))
+            .map_err(backend)?;
     }
-    Ok(kept)
+    running.written(&kept)?;
+    Ok(kept.len())
 }
 
-/// Writes the answers waiting in `running` to `tree` in one batch, counted in `applied` so that
-/// the flush that follows covers it; then answers them from the tree. The flusher calls it
-/// before each flush, for the answers no developer write has carried meanwhile.
-pub(super) fn write_kept(
-    tree: &sled::Tree,
-    running: &Running,
-    gate: &tokio::sync::RwLock<()>,
-    applied: &std::sync::atomic::AtomicU64,
-) -> StoreResult<()> {
-    let mut tx = Tx {
-        tree,
-        pending: Default::default(),
-    };
-    let kept = stage_kept(&mut tx, running)?;
-    if kept.is_empty() {
-        return Ok(());
+/// How often the answer writer writes what was kept since its last round.
+const WRITE_EVERY: Duration = Duration::from_millis(50);
+/// How often at most it flushes the answers' database (when it wrote something).
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+/// The answer writer thread: every [`WRITE_EVERY`] writes the answers kept since, and flushes
+/// them at most every [`FLUSH_EVERY`]; once `stop` is dropped, writes and flushes what is left.
+pub(super) fn run_answer_writer(
+    answers: sled::Db,
+    running: std::sync::Arc<Running>,
+    stop: std::sync::mpsc::Receiver<()>,
+) {
+    let mut unflushed = false;
+    let mut flushed_at = Instant::now();
+    loop {
+        let stopping = matches!(
+            stop.recv_timeout(WRITE_EVERY),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+        );
+        match write_kept(&answers, &running) {
+            Ok(0) => {}
+            Ok(_) => unflushed = true,
+            Err(e) => tracing::error!(error = %e, "writing kept idempotent answers failed"),
+        }
+        if unflushed && (stopping || flushed_at.elapsed() >= FLUSH_EVERY) {
+            match answers.flush() {
+                Ok(_) => unflushed = false,
+                Err(e) => tracing::error!(error = %e, "flushing kept idempotent answers failed"),
+            }
+            flushed_at = Instant::now();
+        }
+        if stopping {
+            return;
+        }
     }
-    {
-        let _gate = gate.blocking_read();
-        tx.commit()?;
-        applied.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+}
+
+/// Moves the kept answers of a store written before they had a database of their own from the
+/// records' tree to `answers` (made durable there first); how many.
+pub(super) fn move_from_records(tree: &sled::Tree, answers: &sled::Db) -> StoreResult<usize> {
+    let mut moved = Vec::new();
+    for entry in tree.scan_prefix([tag::IDEMPOTENCY]) {
+        let (k, v) = entry.map_err(backend)?;
+        let record = decode(&v)?;
+        answers
+            .insert(answer_key(day_of(record.created_at), &k[1..]), v)
+            .map_err(backend)?;
+        moved.push(k);
     }
-    running.written(&kept)
+    if moved.is_empty() {
+        return Ok(0);
+    }
+    answers.flush().map_err(backend)?;
+    let mut batch = sled::Batch::default();
+    for k in &moved {
+        batch.remove(k.clone());
+    }
+    for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
+        batch.remove(index.map_err(backend)?);
+    }
+    tree.apply_batch(batch).map_err(backend)?;
+    tree.flush().map_err(backend)?;
+    Ok(moved.len())
 }
 
 impl SledStore {
-    /// The kept answer of `name`, as stored.
-    fn kept_record(&self, name: &[u8]) -> StoreResult<Option<IdempotencyRecord>> {
-        self.inner
-            .tree
-            .get(record_key(name))
-            .map_err(backend)?
-            .map(|bytes| decode(&bytes))
-            .transpose()
+    /// The answer kept under `name`, as stored, looking in the day of `now` and the days either
+    /// side of it.
+    fn kept_record(&self, name: &[u8], now: Timestamp) -> StoreResult<Option<IdempotencyRecord>> {
+        let day = day_of(now);
+        for day in [day, day.saturating_sub(1), day.saturating_add(1)] {
+            if let Some(bytes) = self
+                .inner
+                .answers
+                .get(answer_key(day, name))
+                .map_err(backend)?
+            {
+                return decode(&bytes).map(Some);
+            }
+        }
+        Ok(None)
     }
 
-    /// Writes every kept answer still only in memory (before a purge and the store's last
-    /// flush).
+    /// Writes every kept answer still only in memory and flushes them (before a purge and the
+    /// store's last flush).
     pub(super) async fn write_kept_answers(&self) -> StoreResult<()> {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            write_kept(
-                &store.inner.tree,
-                &store.inner.running_claims,
-                &store.inner.locks.gate,
-                &store.inner.applied,
-            )
+            let answers = &store.inner.answers;
+            write_kept(answers, &store.inner.running_claims)?;
+            answers.flush().map(drop).map_err(backend)
         })
         .await
         .map_err(|e| StoreError::backend(format!("writing kept answers: {e}")))?
+    }
+
+    /// Bytes the kept answers' database occupies on disk.
+    pub(super) fn answers_on_disk(&self) -> StoreResult<u64> {
+        self.inner.answers.size_on_disk().map_err(backend)
     }
 }
 
@@ -277,7 +345,7 @@ impl IdempotencyStore for SledStore {
                 answer: None,
             }),
             Some(Held::Kept(record)) => Some(record.clone()),
-            None => self.kept_record(&name)?,
+            None => self.kept_record(&name, now)?,
         };
         let claim = Claim::decide(existing.as_ref(), fingerprint, now);
         if claim == Claim::Run {
@@ -327,26 +395,25 @@ impl IdempotencyStore for SledStore {
     }
 
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
-        // The answers still on their way to the tree first, so that they are purged alike.
+        // The answers still on their way to their database first, so that they are purged
+        // alike.
         self.write_kept_answers().await?;
-        let tree = &self.inner.tree;
-        let prefix = by_time_prefix();
-        let end = key(&[&prefix, &keys::time(before)]);
+        let answers = &self.inner.answers;
+        let last_day = day_of(before);
         let mut purged = 0;
-        for index in tree.range(prefix.clone()..end).keys().take(max as usize) {
-            let index = index.map_err(backend)?;
-            let name = index.get(prefix.len() + 8..).unwrap_or_default().to_vec();
-            let rk = record_key(&name);
-            // Only a record claimed before `before` (one kept again since stays), under the
-            // claims' lock, so that an answer being written is not deleted in between.
+        // Days before `before`'s whole; its own day by each record's claim time, under the
+        // claims' lock, so that an answer being written is not deleted in between.
+        for entry in answers.range(..answer_key(last_day.saturating_add(1), &[])) {
+            if purged >= u64::from(max) {
+                break;
+            }
+            let (k, v) = entry.map_err(backend)?;
             let _held = self.inner.running_claims.lock()?;
-            if let Some(bytes) = tree.get(&rk).map_err(backend)?
-                && decode(&bytes)?.created_at < before
-            {
-                tree.remove(&rk).map_err(backend)?;
+            let whole_day = k.get(..4).is_some_and(|d| d < &last_day.to_be_bytes()[..]);
+            if whole_day || decode(&v)?.created_at < before {
+                answers.remove(&k).map_err(backend)?;
                 purged += 1;
             }
-            tree.remove(&index).map_err(backend)?;
         }
         Ok(purged)
     }
@@ -375,5 +442,112 @@ mod tests {
         };
         assert_eq!(decode(&encode(&done)).unwrap(), done);
         assert!(decode(&encode(&done)[..40]).is_err());
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    fn answer(body: &str) -> KeptAnswer {
+        KeptAnswer {
+            status: 201,
+            content_type: "application/json".into(),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// An answer kept just before the store closes is replayed after it opens again (the
+    /// writer's last round writes and flushes it), and a key of yesterday is still found.
+    #[test]
+    fn kept_answers_survive_reopening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let owner = IdempotencyOwner::admin();
+        let (today, yesterday) = (
+            IdempotencyKey::parse(b"today").unwrap(),
+            IdempotencyKey::parse(b"yesterday").unwrap(),
+        );
+        let print = Fingerprint([1; 32]);
+        let now = Timestamp::now();
+        let earlier = Timestamp::from_millis(now.as_millis() - 20 * 3_600_000);
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("open");
+            for (k, at) in [(&today, now), (&yesterday, earlier)] {
+                assert_eq!(
+                    store
+                        .claim_idempotency_key(&owner, k, print, at)
+                        .await
+                        .unwrap(),
+                    Claim::Run
+                );
+                store
+                    .keep_idempotent_answer(&owner, k, print, &answer(k.as_str()))
+                    .await
+                    .unwrap();
+            }
+        });
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("reopen");
+            for k in [&today, &yesterday] {
+                assert_eq!(
+                    store
+                        .claim_idempotency_key(&owner, k, print, now)
+                        .await
+                        .unwrap(),
+                    Claim::Replay(answer(k.as_str())),
+                    "{}",
+                    k.as_str()
+                );
+            }
+        });
+    }
+
+    /// A store written when kept answers lived among the records (`Y|name` and its entry by
+    /// time) has them moved to their own database when it opens, and replays them.
+    #[test]
+    fn answers_kept_among_the_records_are_moved() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(SledStore::open(dir.path()).expect("open"));
+        let owner = IdempotencyOwner::admin();
+        let k = IdempotencyKey::parse(b"before-the-move").unwrap();
+        let record = IdempotencyRecord {
+            fingerprint: Fingerprint([2; 32]),
+            created_at: Timestamp::from_millis(Timestamp::now().as_millis() - 60_000),
+            answer: Some(answer("{\"id\":1}")),
+        };
+        {
+            let db = crate::store::sled::open_db(
+                &sled::Config::new().path(dir.path()),
+                crate::store::sled::REOPEN_LOCK_WAIT,
+            )
+            .expect("raw open");
+            let tree = db.open_tree("data").unwrap();
+            let n = name(&owner, &k);
+            tree.insert(key(&[&[tag::IDEMPOTENCY], &n]), encode(&record))
+                .unwrap();
+            let by_time = key(&[
+                &[tag::INDEX, tag::IDEMPOTENCY],
+                &super::super::keys::time(record.created_at),
+                &n,
+            ]);
+            tree.insert(by_time, Vec::new()).unwrap();
+            db.flush().unwrap();
+        }
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("reopen");
+            assert_eq!(
+                store
+                    .claim_idempotency_key(&owner, &k, record.fingerprint, Timestamp::now())
+                    .await
+                    .unwrap(),
+                Claim::Replay(answer("{\"id\":1}"))
+            );
+            let tree = &store.inner.tree;
+            assert_eq!(tree.scan_prefix([tag::IDEMPOTENCY]).count(), 0);
+            assert_eq!(tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).count(), 0);
+        });
     }
 }

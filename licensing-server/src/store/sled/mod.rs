@@ -133,6 +133,10 @@ struct Inner {
     /// Idempotency keys whose writes are running, and answers waiting to be written
     /// (`idempotency.rs`).
     running_claims: Arc<idempotency::Running>,
+    /// The kept answers' database (`idempotency.rs`).
+    answers: sled::Db,
+    /// The answer writer: dropping the sender stops it; joined on drop.
+    answer_writer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
 }
 
 /// The default size of sled's page cache, in MiB (sled's own default is 1 GiB). The load
@@ -316,6 +320,11 @@ impl SledStore {
             tree = db.open_tree("data").map_err(backend)?;
         }
         format::upgrade(&tree)?;
+        let answers = idempotency::open_answers(dir)?;
+        let moved = idempotency::move_from_records(&tree, &answers)?;
+        if moved > 0 {
+            tracing::info!(moved, "kept idempotent answers moved to their own database");
+        }
         let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
@@ -323,20 +332,26 @@ impl SledStore {
         let (progress, flushed) = watch::channel(FlushState::default());
         let running_claims = Arc::new(idempotency::Running::default());
         let flusher_thread = {
-            let (tree, locks, applied, refreshes, flusher, running) = (
+            let (tree, locks, applied, refreshes, flusher) = (
                 tree.clone(),
                 locks.clone(),
                 applied.clone(),
                 refreshes.clone(),
                 flusher.clone(),
-                running_claims.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
-                .spawn(move || {
-                    run_flusher(tree, locks, applied, refreshes, running, flusher, progress)
-                })
+                .spawn(move || run_flusher(tree, locks, applied, refreshes, flusher, progress))
                 .map_err(backend)?
+        };
+        let answer_writer = {
+            let (stop, stopped) = std::sync::mpsc::channel();
+            let (answers, running) = (answers.clone(), running_claims.clone());
+            let thread = std::thread::Builder::new()
+                .name("store-answers".into())
+                .spawn(move || idempotency::run_answer_writer(answers, running, stopped))
+                .map_err(backend)?;
+            (stop, thread)
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -351,6 +366,8 @@ impl SledStore {
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
                 running_claims,
+                answers,
+                answer_writer: Mutex::new(Some(answer_writer)),
             }),
         })
     }
@@ -394,9 +411,9 @@ impl SledStore {
             .is_none())
     }
 
-    /// Bytes the database occupies on disk.
+    /// Bytes the database occupies on disk, kept answers included.
     pub fn size_on_disk(&self) -> StoreResult<u64> {
-        self.inner.db.size_on_disk().map_err(backend)
+        Ok(self.inner.db.size_on_disk().map_err(backend)? + self.answers_on_disk()?)
     }
 
     /// Applies a staged write under the gate; the batch number to wait for to make it durable.
@@ -462,10 +479,7 @@ impl SledStore {
         };
         let out = f(&mut tx)?;
         tx.journal(journal)?;
-        // The answers kept since the last batch ride along: one batch fewer for the flusher.
-        let kept = idempotency::stage_kept(&mut tx, &self.inner.running_claims)?;
         let batch = self.commit(tx).await?;
-        self.inner.running_claims.written(&kept)?;
         Ok((out, batch))
     }
 
