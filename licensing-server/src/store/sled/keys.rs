@@ -48,7 +48,8 @@ pub(crate) mod tag {
     pub(crate) const ENTITLEMENT: u8 = b'N';
     /// A floating session, by team, license and id (`floating.rs`).
     pub(crate) const FLOATING: u8 = b'F';
-    /// An idempotency key and its kept answer, by owner and key (`idempotency.rs`).
+    /// An idempotency key and its kept answer, by owner and key, in stores written before kept
+    /// answers had a database of their own; moved there at open (`idempotency.rs`).
     pub(crate) const IDEMPOTENCY: u8 = b'Y';
     /// A license's request history, by team, license, time and a sequence number
     /// (`request_log.rs`).
