@@ -359,10 +359,13 @@ fn a_format_1_store_is_migrated_when_opened() {
     use licensing_core::verify::RecordChange;
     use licensing_core::{HwidId, IpId, Timestamp};
 
-    let dir = tempfile::tempdir().expect("tempdir");
+    // The store in a directory of the temporary one, so that the copy made beside it before
+    // the migration goes when the test ends, passed or not.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
     let t0 = Timestamp::from_millis(1_800_000_000_000);
     let (team, license) = Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("open");
+        let store = super::SledStore::open(dir.as_path()).expect("open");
         let team = testing::team(&store, "A").await;
         let mut license = testing::license(team.id, t0);
         license.hwid_limit = Some(2);
@@ -403,7 +406,7 @@ fn a_format_1_store_is_migrated_when_opened() {
         updated_at: t0,
     };
     {
-        let db = sled::open(dir.path()).expect("raw open");
+        let db = sled::open(dir.as_path()).expect("raw open");
         let tree = db.open_tree("data").expect("tree");
         tree.remove(super::format::version_key())
             .expect("unversion");
@@ -432,7 +435,7 @@ fn a_format_1_store_is_migrated_when_opened() {
         db.flush().expect("flush");
     }
     Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("migrating open");
+        let store = super::SledStore::open(dir.as_path()).expect("migrating open");
         assert_eq!(
             super::format::version(&store.inner.tree).expect("version"),
             super::format::FORMAT
@@ -480,7 +483,7 @@ fn a_format_1_store_is_migrated_when_opened() {
         assert!(record("device-c-0000").await.is_err(), "the limit holds");
     });
     // The store as it was is copied beside it before the migration.
-    let copy = super::format::backup_path(dir.path(), 1);
+    let copy = super::format::backup_path(dir.as_path(), 1);
     assert!(copy.join("conf").exists(), "{}", copy.display());
     std::fs::remove_dir_all(&copy).expect("remove the copy");
 }
@@ -510,10 +513,13 @@ fn a_format_2_store_keeps_its_pending_deliveries() {
     use licensing_core::store::{Journal, WebhookStore, testing};
     use licensing_core::{EventId, Timestamp};
 
-    let dir = tempfile::tempdir().expect("tempdir");
+    // The store in a directory of the temporary one, so that the copy made beside it before
+    // the migration goes when the test ends, passed or not.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
     let now = Timestamp::from_millis(1_800_000_000_000);
     let delivery = Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("open");
+        let store = super::SledStore::open(dir.as_path()).expect("open");
         let team = testing::team(&store, "A").await;
         let endpoint = testing::endpoint(team.id, &[], true);
         store
@@ -536,7 +542,7 @@ fn a_format_2_store_keeps_its_pending_deliveries() {
         d
     });
     {
-        let db = raw_open(dir.path());
+        let db = raw_open(dir.as_path());
         let tree = db.open_tree("data").expect("tree");
         set_format(&tree, 2);
         let prefix = [super::tag::INDEX, super::tag::DELIVERY];
@@ -551,7 +557,7 @@ fn a_format_2_store_keeps_its_pending_deliveries() {
         db.flush().expect("flush");
     }
     Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("migrating open");
+        let store = super::SledStore::open(dir.as_path()).expect("migrating open");
         assert_eq!(
             super::format::version(&store.inner.tree).expect("version"),
             super::format::FORMAT
@@ -566,7 +572,7 @@ fn a_format_2_store_keeps_its_pending_deliveries() {
         );
     });
     // The store as it was before, copied beside it, still of format 2.
-    let copy = super::format::backup_path(dir.path(), 2);
+    let copy = super::format::backup_path(dir.as_path(), 2);
     {
         let db = raw_open(&copy);
         let tree = db.open_tree("data").expect("tree");
@@ -574,7 +580,7 @@ fn a_format_2_store_keeps_its_pending_deliveries() {
     }
     std::fs::remove_dir_all(&copy).expect("remove the copy");
     // A store of this format is not copied again.
-    drop(super::SledStore::open(dir.path()).expect("reopen"));
+    drop(super::SledStore::open(dir.as_path()).expect("reopen"));
     assert!(!copy.exists());
 }
 
@@ -591,10 +597,13 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
     };
     use licensing_core::validate::{Email, HardwareId};
 
-    let dir = tempfile::tempdir().expect("tempdir");
+    // The store in a directory of the temporary one, so that the copy made beside it before
+    // the migration goes when the test ends, passed or not.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
     let now = Timestamp::from_millis(1_800_000_000_000);
     let ann = Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("open");
+        let store = super::SledStore::open(dir.as_path()).expect("open");
         let team = testing::team(&store, "A").await;
         let license = testing::license(team.id, now);
         store
@@ -638,7 +647,7 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
     });
     // Back to format 4's layout: the address alone as the key, no index by last use.
     {
-        let db = raw_open(dir.path());
+        let db = raw_open(dir.as_path());
         let tree = db.open_tree("data").expect("tree");
         set_format(&tree, 4);
         let new = super::staff::email_key("ann@example.com", ann.team_id);
@@ -660,7 +669,7 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
         db.flush().expect("flush");
     }
     Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("migrating open");
+        let store = super::SledStore::open(dir.as_path()).expect("migrating open");
         assert_eq!(
             super::format::version(&store.inner.tree).expect("version"),
             super::format::FORMAT
@@ -708,10 +717,13 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
     };
     use licensing_core::validate::HardwareId;
 
-    let dir = tempfile::tempdir().expect("tempdir");
+    // The store in a directory of the temporary one, so that the copy made beside it before
+    // the migration goes when the test ends, passed or not.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
     let now = Timestamp::from_millis(1_800_000_000_000);
     let (team, license) = Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("open");
+        let store = super::SledStore::open(dir.as_path()).expect("open");
         let team = testing::team(&store, "A").await;
         let license = testing::license(team.id, now);
         store
@@ -745,7 +757,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
     });
     let q = licensing_core::api::requests::DeviceListQuery::parse("").expect("query");
     let hwids_before = Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("open");
+        let store = super::SledStore::open(dir.as_path()).expect("open");
         store
             .list_hwids(team.id, license.id, &q)
             .await
@@ -756,7 +768,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
     // migration cut short leaves some records.
     let tables = [super::tag::LICENSE, super::tag::HWID, super::tag::IP];
     {
-        let db = raw_open(dir.path());
+        let db = raw_open(dir.as_path());
         let tree = db.open_tree("data").expect("tree");
         set_format(&tree, 3);
         let rewritten = as_json::<License>(&tree, super::tag::LICENSE)
@@ -765,7 +777,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
         db.flush().expect("flush");
     }
     Tokio.block_on(async {
-        let store = super::SledStore::open(dir.path()).expect("migrating open");
+        let store = super::SledStore::open(dir.as_path()).expect("migrating open");
         assert_eq!(
             super::format::version(&store.inner.tree).expect("version"),
             super::format::FORMAT
@@ -792,7 +804,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
             Some(team.clone())
         );
     });
-    let copy = super::format::backup_path(dir.path(), 3);
+    let copy = super::format::backup_path(dir.as_path(), 3);
     assert!(copy.join("conf").exists(), "{}", copy.display());
     std::fs::remove_dir_all(&copy).expect("remove the copy");
 }
