@@ -932,6 +932,8 @@ struct Figures {
     p99: Duration,
     p999: Duration,
     errors: u64,
+    /// CPU time the server spent meanwhile (see [`server_cpu`]), if it could be read.
+    cpu: Option<Duration>,
 }
 
 impl Figures {
@@ -952,7 +954,14 @@ impl Figures {
             p99: rounds.iter().map(|f| f.p99).max().unwrap_or_default(),
             p999: rounds.iter().map(|f| f.p999).max().unwrap_or_default(),
             errors: rounds.iter().map(|f| f.errors).sum(),
+            cpu: rounds.iter().map(|f| f.cpu).sum(),
         }
+    }
+
+    /// The server's CPU time per request, in microseconds.
+    fn cpu_us(&self) -> Option<f64> {
+        let cpu = self.cpu?;
+        (self.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / self.requests as f64)
     }
 
     fn rps(&self) -> f64 {
@@ -982,6 +991,7 @@ async fn drive_at_most(
 ) -> Figures {
     let deadline = Instant::now() + Duration::from_secs_f64(plan.seconds);
     let counter = Arc::new(AtomicU64::new(0));
+    let cpu_before = server_cpu();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
@@ -1024,6 +1034,9 @@ async fn drive_at_most(
         errors += e;
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = server_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     all.sort_unstable();
     let at = |q: f64| {
         all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1)))
@@ -1039,7 +1052,43 @@ async fn drive_at_most(
         p99: at(0.99),
         p999: at(0.999),
         errors,
+        cpu,
     }
+}
+
+/// The server processes whose CPU time [`server_cpu`] adds up, and whether the machine's
+/// `postgres` processes count too (a cluster this benchmark started).
+static SERVERS: std::sync::OnceLock<(Vec<u32>, bool)> = std::sync::OnceLock::new();
+
+/// The CPU time (user and system) the server processes have used so far, with the database's
+/// when it runs on this machine: what a request costs the machine, apart from the load
+/// generator that shares it. `None` off Linux.
+fn server_cpu() -> Option<Duration> {
+    let (pids, postgres) = SERVERS.get()?;
+    let mut ticks = 0;
+    for pid in pids {
+        ticks += cpu_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    }
+    if *postgres {
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat"))
+                && stat.contains(" (postgres) ")
+            {
+                ticks += cpu_ticks(&stat).unwrap_or(0);
+            }
+        }
+    }
+    // /proc counts in USER_HZ, 100 per second on Linux.
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// `utime + stime` of a `/proc/PID/stat` line (fields 14 and 15; the command name, in
+/// parentheses, may hold spaces).
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
 }
 
 /// RSA-2048 PKCS#1 v1.5 SHA-256 signatures per second, on every core at once.
@@ -1187,6 +1236,12 @@ async fn run(plan: Plan, args: &Args) {
         .chain(others.iter().map(|(_, b, _)| b.clone()))
         .collect();
     println!("instances: {}", bases.len());
+    let _ = SERVERS.set((
+        std::iter::once(pid)
+            .chain(others.iter().map(|(c, ..)| c.id()))
+            .collect(),
+        args.postgres,
+    ));
     let http = reqwest::Client::new();
     let dev_path = format!("/api/v1/dev/teams/{}", seeded.team);
     let client_path = format!("/api/v1/client/teams/{}/verification", seeded.team);
@@ -1450,6 +1505,9 @@ async fn run(plan: Plan, args: &Args) {
                 .into_iter()
                 .enumerate()
             {
+                if !plan.runs(name) {
+                    continue;
+                }
                 let (urls, key, sent, fixed) = (
                     each(&bases, &format!("{dev_path}/{resource}")),
                     seeded.api_key.clone(),
@@ -1471,9 +1529,12 @@ async fn run(plan: Plan, args: &Args) {
                 rounds[i].push(drive(name, round, c, make).await);
             }
         }
-        let [plain, keyed] = rounds;
-        results.push(Figures::merged(plain));
-        results.push(Figures::merged(keyed));
+        results.extend(
+            rounds
+                .into_iter()
+                .filter(|r| !r.is_empty())
+                .map(Figures::merged),
+        );
     }
 
     let name = "developer API: license list page";
@@ -1576,8 +1637,8 @@ async fn run(plan: Plan, args: &Args) {
 
     println!();
     println!(
-        "{:<40} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8}  ratio to its limit",
-        "scenario", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "MiB/s", "errors"
+        "{:<40} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}  ratio to its limit",
+        "scenario", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "MiB/s", "errors", "CPU µs"
     );
     for f in &results {
         let ratio = match f.name {
@@ -1606,8 +1667,11 @@ async fn run(plan: Plan, args: &Args) {
                     .iter()
                     .find(|w| w.name == plain)
                     .map_or(String::new(), |w| {
+                        let cpu = f.cpu_us().zip(w.cpu_us()).map_or(String::new(), |(k, p)| {
+                            format!("; server CPU per request {:+.0}%", 100.0 * (k / p - 1.0))
+                        });
                         format!(
-                            "{:.0}% of the same without a key (p50 {:+.0}%)",
+                            "{:.0}% of the same without a key (p50 {:+.0}%{cpu})",
                             100.0 * f.rps() / w.rps(),
                             100.0 * (f.p50.as_secs_f64() / w.p50.as_secs_f64() - 1.0)
                         )
@@ -1622,14 +1686,15 @@ async fn run(plan: Plan, args: &Args) {
             _ => String::new(),
         };
         println!(
-            "{:<40} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8}  {ratio}",
+            "{:<40} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8} {:>8}  {ratio}",
             f.name,
             f.rps(),
             f.p50.as_secs_f64() * 1e3,
             f.p99.as_secs_f64() * 1e3,
             f.p999.as_secs_f64() * 1e3,
             f.mib_s(),
-            f.errors
+            f.errors,
+            f.cpu_us().map_or("?".into(), |us| format!("{us:.0}"))
         );
     }
     println!();
