@@ -20,6 +20,7 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -82,9 +83,14 @@ struct Args {
     /// Device records per license.
     #[arg(long, value_name = "N")]
     devices: Option<usize>,
-    /// Only the scenarios whose name contains TEXT (for profiling one of them).
+    /// Only the scenarios whose name contains TEXT, or is TEXT after a leading `=` (for
+    /// profiling one of them).
     #[arg(long, value_name = "TEXT")]
     only: Option<String>,
+    /// Under each scenario, the server's CPU per request by thread (request workers, the
+    /// store's threads), for profiling.
+    #[arg(long)]
+    threads: bool,
     /// Run on a throw-away PostgreSQL cluster started from the installed binaries (fsync on).
     #[arg(long, conflicts_with = "database_url")]
     postgres: bool,
@@ -145,7 +151,10 @@ impl Plan {
     }
 
     fn runs(&self, scenario: &str) -> bool {
-        self.only.is_none_or(|only| scenario.contains(only))
+        self.only.is_none_or(|only| match only.strip_prefix('=') {
+            Some(name) => scenario == name,
+            None => scenario.contains(only),
+        })
     }
 }
 
@@ -934,6 +943,8 @@ struct Figures {
     errors: u64,
     /// CPU time the server spent meanwhile (see [`server_cpu`]), if it could be read.
     cpu: Option<Duration>,
+    /// The same by thread name (see [`server_threads`]), in ticks of 10 ms.
+    threads: BTreeMap<String, u64>,
 }
 
 impl Figures {
@@ -955,6 +966,13 @@ impl Figures {
             p999: rounds.iter().map(|f| f.p999).max().unwrap_or_default(),
             errors: rounds.iter().map(|f| f.errors).sum(),
             cpu: rounds.iter().map(|f| f.cpu).sum(),
+            threads: rounds.iter().flat_map(|f| &f.threads).fold(
+                BTreeMap::new(),
+                |mut all, (name, ticks)| {
+                    *all.entry(name.clone()).or_default() += ticks;
+                    all
+                },
+            ),
         }
     }
 
@@ -992,6 +1010,7 @@ async fn drive_at_most(
     let deadline = Instant::now() + Duration::from_secs_f64(plan.seconds);
     let counter = Arc::new(AtomicU64::new(0));
     let cpu_before = server_cpu();
+    let threads_before = server_threads();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
@@ -1037,6 +1056,13 @@ async fn drive_at_most(
     let cpu = server_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));
+    let threads = server_threads()
+        .into_iter()
+        .map(|(name, after)| {
+            let before = threads_before.get(&name).copied().unwrap_or(0);
+            (name, after.saturating_sub(before))
+        })
+        .collect();
     all.sort_unstable();
     let at = |q: f64| {
         all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1)))
@@ -1053,6 +1079,7 @@ async fn drive_at_most(
         p999: at(0.999),
         errors,
         cpu,
+        threads,
     }
 }
 
@@ -1080,6 +1107,37 @@ fn server_cpu() -> Option<Duration> {
     }
     // /proc counts in USER_HZ, 100 per second on Linux.
     Some(Duration::from_millis(ticks * 10))
+}
+
+/// The CPU time (in ticks of 10 ms) the live threads of the server processes have used so
+/// far, by thread name without a trailing number (`sled-io-3` counts as `sled-io`). A thread
+/// that ends between two readings takes its time with it: the threads' sum can fall short of
+/// [`server_cpu`]'s. Empty off Linux.
+fn server_threads() -> BTreeMap<String, u64> {
+    let mut by_name = BTreeMap::new();
+    let Some((pids, _)) = SERVERS.get() else {
+        return by_name;
+    };
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                continue;
+            };
+            let name = stat
+                .split_once('(')
+                .and_then(|(_, rest)| rest.rsplit_once(')'))
+                .map_or("?", |(name, _)| name);
+            let name = match name.rsplit_once('-') {
+                Some((stem, n)) if n.bytes().all(|b| b.is_ascii_digit()) => stem,
+                _ => name,
+            };
+            *by_name.entry(name.to_owned()).or_default() += cpu_ticks(&stat).unwrap_or(0);
+        }
+    }
+    by_name
 }
 
 /// `utime + stime` of a `/proc/PID/stat` line (fields 14 and 15; the command name, in
@@ -1478,8 +1536,8 @@ async fn run(plan: Plan, args: &Args) {
     // Developer writes, without and with an `Idempotency-Key` (a fresh one per request, as the
     // SDK sends): the key's claim and the keeping of the answer are what the second one adds.
     // The lightest write (a customer) and the one a shop's back end retries (a license for a
-    // product). Each pair alternates in rounds, so that neither gains from running first on a
-    // smaller store.
+    // product). Each pair alternates in four rounds, in the order plain-keyed, keyed-plain,
+    // keyed-plain, plain-keyed, so that neither gains from running earlier on a smaller store.
     let writes = [
         (DEV_WRITE, DEV_WRITE_KEYED, "customers", None),
         (
@@ -1500,11 +1558,12 @@ async fn run(plan: Plan, args: &Args) {
         };
         let mut rounds: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
         let sent = Arc::new(AtomicU64::new(0));
-        for _ in 0..ROUNDS {
-            for (i, (name, keyed)) in [(plain_name, false), (keyed_name, true)]
-                .into_iter()
-                .enumerate()
-            {
+        for r in 0..ROUNDS {
+            let mut order = [(0, plain_name, false), (1, keyed_name, true)];
+            if r % 3 != 0 {
+                order.reverse();
+            }
+            for (i, name, keyed) in order {
                 if !plan.runs(name) {
                     continue;
                 }
@@ -1696,6 +1755,16 @@ async fn run(plan: Plan, args: &Args) {
             f.errors,
             f.cpu_us().map_or("?".into(), |us| format!("{us:.0}"))
         );
+        if args.threads && f.requests > 0 {
+            let mut threads: Vec<_> = f.threads.iter().filter(|(_, t)| **t > 0).collect();
+            threads.sort_by_key(|(_, t)| std::cmp::Reverse(**t));
+            let us = |ticks: u64| ticks as f64 * 1e4 / f.requests as f64;
+            let listed: Vec<String> = threads
+                .iter()
+                .map(|(name, ticks)| format!("{name} {:.1}", us(**ticks)))
+                .collect();
+            println!("    CPU µs per request by thread: {}", listed.join(", "));
+        }
     }
     println!();
     println!(

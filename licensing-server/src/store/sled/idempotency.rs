@@ -27,6 +27,7 @@ use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
 use super::keys::{key, tag};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{SledStore, backend};
@@ -166,11 +167,12 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
 }
 
 /// What this process holds of a key: a claim whose write is running, or an answer kept but not
-/// yet written to the tree.
+/// yet written to the tree (shared with the answer writer, which tells by its address whether
+/// it is still the one it wrote).
 #[derive(Clone, Debug)]
 enum Held {
     Running(Fingerprint, Timestamp),
-    Kept(IdempotencyRecord),
+    Kept(Arc<IdempotencyRecord>),
 }
 
 /// The running claims and freshly kept answers of this process, by name. A sled store
@@ -202,9 +204,9 @@ impl Claims {
         !self.complete || self.written.contains_key(&prefix(name))
     }
 
-    /// Counts an answer named `name` as written.
-    fn count(&mut self, name: &[u8]) {
-        *self.written.entry(prefix(name)).or_default() += 1;
+    /// Counts an answer whose name begins with `prefix` as written.
+    fn count(&mut self, prefix: u64) {
+        *self.written.entry(prefix).or_default() += 1;
     }
 
     /// Counts an answer named `name` as removed from the database.
@@ -235,7 +237,7 @@ impl Running {
     }
 
     /// The answers waiting to be written (they stay answered from memory until they are).
-    fn kept(&self) -> StoreResult<Vec<(Vec<u8>, IdempotencyRecord)>> {
+    fn kept(&self) -> StoreResult<Vec<(Vec<u8>, Arc<IdempotencyRecord>)>> {
         Ok(self
             .lock()?
             .held
@@ -249,11 +251,11 @@ impl Running {
 
     /// Counts the answers `written` to their database and forgets them, unless they changed
     /// meanwhile.
-    fn written(&self, written: &[(Vec<u8>, IdempotencyRecord)]) -> StoreResult<()> {
+    fn written(&self, written: &[(Vec<u8>, Arc<IdempotencyRecord>)]) -> StoreResult<()> {
         let mut claims = self.lock()?;
         for (name, record) in written {
-            claims.count(name);
-            if matches!(claims.held.get(name), Some(Held::Kept(r)) if r == record) {
+            claims.count(prefix(name));
+            if matches!(claims.held.get(name), Some(Held::Kept(r)) if Arc::ptr_eq(r, record)) {
                 claims.held.remove(name);
             }
         }
@@ -269,8 +271,8 @@ impl Running {
             names.push(prefix(k.get(4..).unwrap_or_default()));
         }
         let mut claims = self.lock()?;
-        for name in &names {
-            *claims.written.entry(*name).or_default() += 1;
+        for &name in &names {
+            claims.count(name);
         }
         claims.complete = true;
         Ok(names.len())
@@ -413,7 +415,7 @@ impl IdempotencyStore for SledStore {
                 created_at: *created_at,
                 answer: None,
             }),
-            Some(Held::Kept(record)) => Some(record.clone()),
+            Some(Held::Kept(record)) => Some(IdempotencyRecord::clone(record)),
             None if claims.may_be_written(&name) => self.kept_record(&name, now)?,
             None => None,
         };
@@ -445,7 +447,7 @@ impl IdempotencyStore for SledStore {
                 created_at,
                 answer: Some(answer.clone()),
             };
-            claims.held.insert(name, Held::Kept(record));
+            claims.held.insert(name, Held::Kept(Arc::new(record)));
         }
         Ok(())
     }
