@@ -72,7 +72,7 @@ runuser -u licensing -- env LICENSING_LISTEN="127.0.0.1:$port" LICENSING_ADMIN_T
   /usr/bin/licensing-server --config /etc/licensing-server/server.toml >"$log" 2>&1 &
 pid=$!
 stop() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-trap 'stop; cat "$log"' EXIT
+trap 'stop; cat "$log"; rm -f "$log"' EXIT
 for _ in $(seq 1 100); do
   curl -sf "$base/healthz" >/dev/null && break
   sleep 0.2
@@ -96,6 +96,7 @@ runuser -u licensing -- env LICENSING_ADMIN_TOKEN="$token" /usr/bin/licensing-se
 ls /var/lib/licensing-server-backups/licensing-backup-*.jsonl
 stop
 trap - EXIT
+rm -f "$log"
 runuser -u licensing -- /usr/bin/licensing-server check --data-dir /var/lib/licensing-server
 
 echo "-- dpkg -r keeps the data and the config"

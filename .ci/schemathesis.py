@@ -10,6 +10,7 @@ server error (5xx) or any answer that does not match the document.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,20 @@ SCHEMATHESIS = os.path.join(os.path.dirname(sys.executable), "schemathesis")
 
 def main() -> int:
     data = tempfile.mkdtemp(prefix="licensing-schemathesis-")
+    code = 1
+    try:
+        code = fuzz(data)
+    finally:
+        # Kept when something failed: the server's output is in it.
+        if code == 0:
+            shutil.rmtree(data, ignore_errors=True)
+        else:
+            print(f"the server's store and output are kept in {data}", file=sys.stderr)
+    return code
+
+
+def fuzz(data: str) -> int:
+    """Starts the server on a store in `data` and runs schemathesis against it."""
     team = json.loads(
         subprocess.check_output([SERVER, "team", "create", "--name", "Fuzz", "--data-dir", data])
     )
