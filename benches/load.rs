@@ -91,6 +91,9 @@ struct Args {
     /// store's threads), for profiling.
     #[arg(long)]
     threads: bool,
+    /// At the end, where a sled store's space goes: its live entries by kind beside its files.
+    #[arg(long)]
+    space: bool,
     /// Run on a throw-away PostgreSQL cluster started from the installed binaries (fsync on).
     #[arg(long, conflicts_with = "database_url")]
     postgres: bool,
@@ -1149,6 +1152,56 @@ fn cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// The table of `--space`: a sled store's live entries by kind, and its files.
+fn print_space(space: &licensing_server::store::sled::Space, compacted: u64) {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!();
+    println!(
+        "{:<44} {:>10} {:>10} {:>10} {:>8}",
+        "live entries by kind", "entries", "keys MiB", "values MiB", "B/entry"
+    );
+    for k in space.kinds.iter().chain([&space.answers]) {
+        let bytes = k.key_bytes + k.value_bytes;
+        println!(
+            "{:<44} {:>10} {:>10.1} {:>10.1} {:>8.0}",
+            k.kind,
+            k.entries,
+            mib(k.key_bytes),
+            mib(k.value_bytes),
+            bytes as f64 / k.entries.max(1) as f64
+        );
+    }
+    let entries: u64 = space.kinds.iter().map(|k| k.entries).sum::<u64>() + space.answers.entries;
+    println!(
+        "live: {entries} entries, {:.1} MiB; files: records {:.1} MiB, kept answers {:.1} MiB; \
+         all of them rewritten into fresh files (a copy, compacted): {:.1} MiB",
+        mib(space.live_bytes()),
+        mib(space.records_on_disk),
+        mib(space.answers_on_disk),
+        mib(compacted)
+    );
+}
+
+/// The size of the store in `data` once rewritten into fresh files (as `master-key` does), so
+/// without the earlier versions sled's log still holds: measured on a copy, which is removed.
+fn compacted_size(data: &Path) -> u64 {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    copy(&data.join("db"), &scratch.path().join("db"));
+    licensing_server::compact_store(scratch.path()).unwrap();
+    dir_size(&scratch.path().join("db"))
+}
+
 /// RSA-2048 PKCS#1 v1.5 SHA-256 signatures per second, on every core at once.
 fn rsa_signatures_per_second(seconds: f64) -> f64 {
     let keys = Arc::new(TeamKeys::generate().unwrap());
@@ -1685,6 +1738,18 @@ async fn run(plan: Plan, args: &Args) {
             .await
             .unwrap(),
     };
+    // Measured after the disk figure: opening the store again writes to its files.
+    let space = match (&url, args.space) {
+        (None, true) => {
+            let cache = licensing_server::store::DEFAULT_CACHE_MB;
+            let space = match open_configured_store(&data, None, cache, 1).await.unwrap() {
+                licensing_server::store::AnyStore::Sled(sled) => sled.space().unwrap(),
+                _ => unreachable!("a store without a database URL is sled"),
+            };
+            Some((space, compacted_size(&data)))
+        }
+        _ => None,
+    };
 
     let limit_seconds = plan.seconds.max(0.5);
     let rsa = rsa_signatures_per_second(limit_seconds);
@@ -1786,6 +1851,9 @@ async fn run(plan: Plan, args: &Args) {
             waited.as_secs_f64()
         );
         assert!(got >= expected, "webhook events were not delivered");
+    }
+    if let Some((space, compacted)) = &space {
+        print_space(space, *compacted);
     }
     let failed: u64 = results.iter().map(|f| f.errors).sum();
     assert!(failed == 0, "{failed} requests failed");

@@ -53,6 +53,7 @@ mod refresh;
 mod replay;
 mod request_log;
 mod seen;
+mod space;
 mod staff;
 mod teams;
 mod webhooks;
@@ -87,6 +88,7 @@ use licensing_core::{
     LicenseKey, MessageId, ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
+pub use space::{Space, SpaceUse};
 use tokio::sync::watch;
 
 use keys::{key, tag};

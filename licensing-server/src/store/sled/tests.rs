@@ -831,3 +831,70 @@ licensing_core::store_test_suite!(
     runner: Tokio,
     store: async { super::SledStore::temporary().expect("temporary store") },
 );
+
+/// The space breakdown counts every live entry once, by kind (a license's record, its entry by
+/// key and its index entries apart), and the kept answers apart.
+#[test]
+fn the_space_breakdown_counts_each_kind_of_entry() {
+    use licensing_core::idempotency::{
+        Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer,
+    };
+    use licensing_core::store::{IdempotencyStore, LicenseStore, testing};
+
+    Tokio.block_on(async {
+        let store = super::SledStore::temporary().expect("open");
+        let team = testing::team(&store, "A").await;
+        let before = store.space().expect("space");
+        for _ in 0..3 {
+            let license = testing::license(team.id, licensing_core::Timestamp::now());
+            store
+                .create_license(&license, &licensing_core::store::Journal::NONE)
+                .await
+                .expect("create");
+        }
+        let (owner, key, print) = (
+            IdempotencyOwner::admin(),
+            IdempotencyKey::parse(b"space").expect("key"),
+            Fingerprint([4; 32]),
+        );
+        let now = licensing_core::Timestamp::now();
+        assert_eq!(
+            store
+                .claim_idempotency_key(&owner, &key, print, now)
+                .await
+                .expect("claim"),
+            Claim::Run
+        );
+        let answer = KeptAnswer {
+            status: 201,
+            content_type: "application/json".into(),
+            headers: Vec::new(),
+            body: b"{\"id\":1}".to_vec(),
+        };
+        store
+            .keep_idempotent_answer(&owner, &key, print, &answer)
+            .await
+            .expect("keep");
+        store.write_kept_answers().await.expect("write answers");
+        let after = store.space().expect("space");
+        let entries = |space: &super::Space, kind: &str| {
+            space
+                .kinds
+                .iter()
+                .find(|k| k.kind == kind)
+                .map_or(0, |k| k.entries)
+        };
+        assert_eq!(entries(&after, "license") - entries(&before, "license"), 3);
+        assert_eq!(entries(&after, "license by key"), 3);
+        assert!(entries(&after, "index: license") >= 3, "{:?}", after.kinds);
+        assert_eq!(entries(&after, "team"), 1);
+        assert_eq!(after.answers.entries, 1);
+        assert!(after.answers.value_bytes > answer.body.len() as u64);
+        let mut names: Vec<&str> = after.kinds.iter().map(|k| k.kind.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), after.kinds.len(), "each kind once");
+        assert!(after.live_bytes() > before.live_bytes());
+        assert!(after.records_on_disk > 0);
+    });
+}

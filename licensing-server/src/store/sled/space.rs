@@ -1,0 +1,131 @@
+//! Where a sled store's space goes: its live entries by kind, with the bytes of their keys and
+//! values, beside what its files take (benches/README.md, "What bounds the disk figure"). What
+//! the files hold beyond the live bytes is sled's own: its framing of each entry and node, and
+//! the earlier versions of pages its log has not cleaned yet.
+
+use licensing_core::store::StoreResult;
+
+use super::keys::tag;
+use super::{SledStore, backend};
+
+/// The live entries of one kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpaceUse {
+    /// What the entries are: a kind of record (`license`), or `index: ` and the kind an index
+    /// entry leads to.
+    pub kind: String,
+    /// How many there are.
+    pub entries: u64,
+    /// The bytes of their keys.
+    pub key_bytes: u64,
+    /// The bytes of their values, as stored (sealed, for the kinds that are).
+    pub value_bytes: u64,
+}
+
+/// The space a store takes: its live entries by kind, largest first, and its files.
+#[derive(Clone, Debug, Default)]
+pub struct Space {
+    /// The records' database, by kind.
+    pub kinds: Vec<SpaceUse>,
+    /// The kept idempotent answers (their database of their own).
+    pub answers: SpaceUse,
+    /// Bytes the records' database's files take.
+    pub records_on_disk: u64,
+    /// Bytes the kept answers' database's files take.
+    pub answers_on_disk: u64,
+}
+
+impl Space {
+    /// The live bytes of every kind, keys and values, answers included.
+    pub fn live_bytes(&self) -> u64 {
+        self.kinds
+            .iter()
+            .chain([&self.answers])
+            .map(|k| k.key_bytes + k.value_bytes)
+            .sum()
+    }
+}
+
+/// The name of the kind tagged `t`.
+fn kind(t: u8) -> &'static str {
+    match t {
+        tag::TEAM => "team",
+        tag::API_KEY => "API key",
+        tag::TEAM_API_KEY => "team's API key",
+        tag::LICENSE => "license",
+        tag::LICENSE_KEY => "license by key",
+        tag::CUSTOMER => "customer",
+        tag::PRODUCT => "product",
+        tag::BRANCH => "branch",
+        tag::RELEASE => "release",
+        tag::HWID => "device",
+        tag::IP => "address",
+        tag::BLACKLIST => "blacklist entry",
+        tag::STATS => "statistics",
+        tag::OUTBOX => "mail outbox",
+        tag::MAIL_DAY => "mail per day",
+        tag::COUNT => "count",
+        tag::META => "store metadata",
+        tag::SESSION_KEY => "used session key",
+        tag::AUDIT => "audit entry",
+        tag::WEBHOOK => "webhook",
+        tag::EVENT => "event",
+        tag::DELIVERY => "delivery",
+        tag::EVENT_MARK => "event mark",
+        tag::STAFF => "staff account",
+        tag::STAFF_EMAIL => "staff by e-mail",
+        tag::TEAM_STAFF => "team's staff",
+        tag::WEB_SESSION => "web session",
+        tag::STAFF_WEB_SESSION => "account's web sessions",
+        tag::SEEN => "by last use",
+        tag::ENTITLEMENT => "entitlement",
+        tag::FLOATING => "floating session",
+        tag::IDEMPOTENCY => "kept answer (before their database)",
+        tag::REQUEST_LOG => "request history",
+        _ => "other",
+    }
+}
+
+impl SledStore {
+    /// Where the store's space goes (see [`Space`]). Reads every entry: for measuring, not for
+    /// a running server's requests.
+    pub fn space(&self) -> StoreResult<Space> {
+        let mut by_kind = std::collections::BTreeMap::<(bool, u8), SpaceUse>::new();
+        for entry in self.inner.tree.iter() {
+            let (k, v) = entry.map_err(backend)?;
+            let of = match (k.first(), k.get(1)) {
+                (Some(&tag::INDEX), Some(&t)) => (true, t),
+                (Some(&t), _) => (false, t),
+                (None, _) => (false, 0),
+            };
+            let used = by_kind.entry(of).or_insert_with(|| SpaceUse {
+                kind: match of {
+                    (true, t) => format!("index: {}", kind(t)),
+                    (false, t) => kind(t).to_owned(),
+                },
+                ..SpaceUse::default()
+            });
+            used.entries += 1;
+            used.key_bytes += k.len() as u64;
+            used.value_bytes += v.len() as u64;
+        }
+        let mut kinds: Vec<SpaceUse> = by_kind.into_values().collect();
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.key_bytes + k.value_bytes));
+        let mut answers = SpaceUse {
+            kind: "kept answer".to_owned(),
+            ..SpaceUse::default()
+        };
+        for entry in self.inner.answers.iter() {
+            let (k, v) = entry.map_err(backend)?;
+            answers.entries += 1;
+            answers.key_bytes += k.len() as u64;
+            answers.value_bytes += v.len() as u64;
+        }
+        Ok(Space {
+            kinds,
+            answers,
+            records_on_disk: self.inner.db.size_on_disk().map_err(backend)?,
+            answers_on_disk: self.answers_on_disk()?,
+        })
+    }
+}
