@@ -1161,14 +1161,13 @@ fn print_space(space: &licensing_server::store::sled::Space, compacted: u64) {
         "live entries by kind", "entries", "keys MiB", "values MiB", "B/entry"
     );
     for k in space.kinds.iter().chain([&space.answers]) {
-        let bytes = k.key_bytes + k.value_bytes;
         println!(
             "{:<44} {:>10} {:>10.1} {:>10.1} {:>8.0}",
             k.kind,
             k.entries,
             mib(k.key_bytes),
             mib(k.value_bytes),
-            bytes as f64 / k.entries.max(1) as f64
+            k.bytes() as f64 / k.entries.max(1) as f64
         );
     }
     let entries: u64 = space.kinds.iter().map(|k| k.entries).sum::<u64>() + space.answers.entries;

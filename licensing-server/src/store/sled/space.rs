@@ -35,13 +35,27 @@ pub struct Space {
     pub answers_on_disk: u64,
 }
 
+impl SpaceUse {
+    /// The bytes of their keys and values together.
+    pub fn bytes(&self) -> u64 {
+        self.key_bytes + self.value_bytes
+    }
+
+    /// Counts one more entry.
+    fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.entries += 1;
+        self.key_bytes += key.len() as u64;
+        self.value_bytes += value.len() as u64;
+    }
+}
+
 impl Space {
     /// The live bytes of every kind, keys and values, answers included.
     pub fn live_bytes(&self) -> u64 {
         self.kinds
             .iter()
             .chain([&self.answers])
-            .map(|k| k.key_bytes + k.value_bytes)
+            .map(SpaceUse::bytes)
             .sum()
     }
 }
@@ -98,28 +112,26 @@ impl SledStore {
                 (Some(&t), _) => (false, t),
                 (None, _) => (false, 0),
             };
-            let used = by_kind.entry(of).or_insert_with(|| SpaceUse {
-                kind: match of {
-                    (true, t) => format!("index: {}", kind(t)),
-                    (false, t) => kind(t).to_owned(),
-                },
-                ..SpaceUse::default()
-            });
-            used.entries += 1;
-            used.key_bytes += k.len() as u64;
-            used.value_bytes += v.len() as u64;
+            by_kind
+                .entry(of)
+                .or_insert_with(|| SpaceUse {
+                    kind: match of {
+                        (true, t) => format!("index: {}", kind(t)),
+                        (false, t) => kind(t).to_owned(),
+                    },
+                    ..SpaceUse::default()
+                })
+                .add(&k, &v);
         }
         let mut kinds: Vec<SpaceUse> = by_kind.into_values().collect();
-        kinds.sort_by_key(|k| std::cmp::Reverse(k.key_bytes + k.value_bytes));
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.bytes()));
         let mut answers = SpaceUse {
             kind: "kept answer".to_owned(),
             ..SpaceUse::default()
         };
         for entry in self.inner.answers.iter() {
             let (k, v) = entry.map_err(backend)?;
-            answers.entries += 1;
-            answers.key_bytes += k.len() as u64;
-            answers.value_bytes += v.len() as u64;
+            answers.add(&k, &v);
         }
         Ok(Space {
             kinds,
