@@ -45,7 +45,24 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
         let copy = super::open_db(&sled::Config::new().path(&fresh), super::REOPEN_LOCK_WAIT)?;
         copy.import(source.export());
         copy.flush().map_err(backend)?;
-        // The kept answers' database, inside the store's, is rewritten alike.
+        // The kept answers' files, inside the store's directory, are copied as they are (an
+        // append-only file holds nothing stale); a store not opened since its answers had a
+        // sled database of their own has that database rewritten alike.
+        let log = db.join(super::answer_log::LOG_DIR);
+        if log.exists() {
+            let to = fresh.join(super::answer_log::LOG_DIR);
+            std::fs::create_dir_all(&to).map_err(io)?;
+            for entry in std::fs::read_dir(&log).map_err(io)? {
+                let entry = entry.map_err(io)?;
+                let copied = to.join(entry.file_name());
+                std::fs::copy(entry.path(), &copied).map_err(io)?;
+                std::fs::File::open(&copied)
+                    .and_then(|f| f.sync_all())
+                    .map_err(io)?;
+            }
+            sync_dir(&to)?;
+            sync_dir(&fresh)?;
+        }
         let answers = db.join(super::idempotency::ANSWERS_DIR);
         if answers.exists() {
             let source =
@@ -107,8 +124,13 @@ mod tests {
                 .unwrap();
             answers.insert(b"answer", b"replaced".as_slice()).unwrap();
             answers.flush().unwrap();
+            let log = db_dir.join(crate::store::sled::answer_log::LOG_DIR);
+            std::fs::create_dir(&log).unwrap();
+            std::fs::write(log.join("20000.log"), b"frames").unwrap();
         }
         compact(dir.path()).unwrap();
+        let log = db_dir.join(crate::store::sled::answer_log::LOG_DIR);
+        assert_eq!(std::fs::read(log.join("20000.log")).unwrap(), b"frames");
         let db = sled::open(&db_dir).unwrap();
         let tree = db.open_tree("data").unwrap();
         assert_eq!(tree.get(b"team").unwrap().unwrap().as_ref(), b"sealed");

@@ -1,23 +1,20 @@
 //! Idempotency keys (protocol.md section 6).
 //!
-//! Kept answers live in a database of their own, `answers` inside the store's directory, apart
-//! from the records: they are many, short-lived and written behind, and in the records' database
-//! each one was an insert in the developer writes' batch and in the flush every write waits for
-//! (benches/README.md, "A developer write with an idempotency key"). Here a thread of their own
-//! writes them ([`run_answer_writer`]): every 50 ms what was kept since, one plain insert each
-//! (so that claims reading meanwhile wait for nothing), and a flush of their database at most
-//! every half second, so an answer is durable within about half a second of its reply, as
-//! before. Until it is written an answer is held in memory, where claims find it at once.
+//! Kept answers live apart from the records, in files of their own (`answer_log.rs`): they are
+//! many, short-lived and written behind, and in the records' database each one was an insert in
+//! the developer writes' batch and in the flush every write waits for (benches/README.md, "A
+//! developer write with an idempotency key"). A thread of their own writes them
+//! ([`run_answer_writer`]): every 50 ms it appends what was kept since, and syncs the files at
+//! most every half second, so an answer is durable within about half a second of its reply.
+//! Until it is written an answer is held in memory, where claims find it at once.
 //!
-//! Keys: `day | name`: the day (since 1970, 4 bytes big-endian) of the claim, so that the purge
-//! drops whole days without an index; the name is SHA-256 of `owner|0|key`. A claim looks in
-//! the day of its time and the days either side (a key is kept 24 hours, so its record is in
-//! one of them), but only when an answer of its name may be there: the names written are
-//! counted in memory ([`Claims`]), so a new key reads nothing. Running claims are held in
-//! memory too ([`Running`]): a sled store belongs to one process.
+//! An answer's name is SHA-256 of `owner|0|key`. Where each written answer is, is indexed in
+//! memory, so a claim of a new key reads nothing, and a retry reads one frame. Running claims
+//! are held in memory too ([`Running`]): a sled store belongs to one process.
 //!
-//! Stores written before kept answers had their own database held them in the records' tree
-//! (`Y|name`, indexed by `i Y|time|name`); [`move_from_records`] moves them over at start-up.
+//! Earlier stores kept answers among the records (`Y|name`, indexed by `i Y|time|name`), then in
+//! a sled database of their own (`answers`); [`move_from_records`] and
+//! [`move_from_answers_db`] move them to the files at start-up.
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -25,6 +22,7 @@ use licensing_core::idempotency::{
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
+use super::answer_log::{Appender, Frame, Index, prefix};
 use super::keys::{key, tag};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,33 +42,8 @@ fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> Vec<u8> {
     .to_vec()
 }
 
-/// The day (since 1970) of `at`.
-fn day_of(at: Timestamp) -> u32 {
-    u32::try_from(at.as_millis().div_euclid(86_400_000).max(0)).unwrap_or(u32::MAX)
-}
-
-/// Where the answer kept under `name` on `day` is.
-fn answer_key(day: u32, name: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(4 + name.len());
-    k.extend_from_slice(&day.to_be_bytes());
-    k.extend_from_slice(name);
-    k
-}
-
-/// The database of kept answers for a store in `dir` (or a temporary one), opened with a small
-/// cache: what is read back is mostly the last minutes' answers.
-pub(super) fn open_answers(dir: Option<&std::path::Path>) -> StoreResult<sled::Db> {
-    let config = match dir {
-        Some(dir) => sled::Config::new().path(dir.join(ANSWERS_DIR)),
-        None => sled::Config::new().temporary(true),
-    };
-    super::open_db(
-        &config.cache_capacity(32 * 1024 * 1024).flush_every_ms(None),
-        super::FIRST_OPEN_LOCK_WAIT,
-    )
-}
-
-/// The directory of the kept answers' database, inside the store's.
+/// The directory of the kept answers' sled database, where stores before the answers' files
+/// kept them; moved to the files at open ([`move_from_answers_db`]).
 pub(crate) const ANSWERS_DIR: &str = "answers";
 
 /// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | content type |
@@ -167,7 +140,7 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
 }
 
 /// What this process holds of a key: a claim whose write is running, or an answer kept but not
-/// yet written to the tree (shared with the answer writer, which tells by its address whether
+/// yet written to the files (shared with the answer writer, which tells by its address whether
 /// it is still the one it wrote).
 #[derive(Clone, Debug)]
 enum Held {
@@ -175,65 +148,48 @@ enum Held {
     Kept(Arc<IdempotencyRecord>),
 }
 
-/// The running claims and freshly kept answers of this process, by name. A sled store
-/// belongs to one process, so a claim needs no more than this process's lock; a running claim
-/// written to disk would say nothing after a crash that the lost answer does not (the write may
-/// or may not have happened). A kept answer is answered from here at once, until the answer
-/// writer has written it to the answers' database (within 50 ms).
-#[derive(Default)]
-pub(super) struct Running(std::sync::Mutex<Claims>);
+/// The running claims and freshly kept answers of this process, by name, and the kept answers'
+/// files. A sled store belongs to one process, so a claim needs no more than this process's
+/// lock; a running claim written to disk would say nothing after a crash that the lost answer
+/// does not (the write may or may not have happened). A kept answer is answered from memory at
+/// once, until the answer writer has appended it to its file (within 50 ms).
+pub(super) struct Running {
+    claims: std::sync::Mutex<Claims>,
+    /// Taken before `claims` when both are.
+    appender: std::sync::Mutex<Appender>,
+}
 
 /// What [`Running`] guards.
-#[derive(Default)]
 pub(super) struct Claims {
     held: HashMap<Vec<u8>, Held>,
-    /// How many answers in the answers' database have a name beginning with these 8 bytes,
-    /// once `complete`: a key never seen, which is what almost every claim is, is told from
-    /// memory without looking in the database (three reads in a tree of random keys, which
-    /// measured the larger part of a key's cost on sled). About 16 bytes per answer kept. A
-    /// count too high (an answer written twice) costs only those reads; it is never too low.
-    written: HashMap<u64, u32>,
-    /// Whether `written` counts every answer in the database (the answer writer counts them
-    /// when the store opens; until then claims look in the database).
-    complete: bool,
+    /// Where the answers written to the files are: a key never seen, which is what almost
+    /// every claim is, is told from memory without reading anything.
+    index: Index,
 }
 
-impl Claims {
-    /// Whether an answer named `name` may be in the answers' database.
-    fn may_be_written(&self, name: &[u8]) -> bool {
-        !self.complete || self.written.contains_key(&prefix(name))
-    }
-
-    /// Counts an answer whose name begins with `prefix` as written.
-    fn count(&mut self, prefix: u64) {
-        *self.written.entry(prefix).or_default() += 1;
-    }
-
-    /// Counts an answer named `name` as removed from the database.
-    fn uncount(&mut self, name: &[u8]) {
-        let prefix = prefix(name);
-        if let Some(n) = self.written.get_mut(&prefix) {
-            *n -= 1;
-            if *n == 0 {
-                self.written.remove(&prefix);
-            }
-        }
-    }
-}
-
-/// The first 8 bytes of a name (a SHA-256 digest, so as good as random).
-fn prefix(name: &[u8]) -> u64 {
-    let mut first = [0; 8];
-    let n = name.len().min(8);
-    first[..n].copy_from_slice(&name[..n]);
-    u64::from_be_bytes(first)
+fn poisoned<T>(_: T) -> StoreError {
+    StoreError::backend("idempotency claims lock poisoned")
 }
 
 impl Running {
+    /// Opens the kept answers' files of the store in `dir` (or temporary ones) and indexes them.
+    pub(super) fn open(dir: Option<&std::path::Path>) -> StoreResult<Self> {
+        let (appender, index) = Appender::open(dir)?;
+        Ok(Self {
+            claims: std::sync::Mutex::new(Claims {
+                held: HashMap::new(),
+                index,
+            }),
+            appender: std::sync::Mutex::new(appender),
+        })
+    }
+
     fn lock(&self) -> StoreResult<std::sync::MutexGuard<'_, Claims>> {
-        self.0
-            .lock()
-            .map_err(|_| StoreError::backend("idempotency claims lock poisoned"))
+        self.claims.lock().map_err(poisoned)
+    }
+
+    fn appender(&self) -> StoreResult<std::sync::MutexGuard<'_, Appender>> {
+        self.appender.lock().map_err(poisoned)
     }
 
     /// The answers waiting to be written (they stay answered from memory until they are).
@@ -249,82 +205,94 @@ impl Running {
             .collect())
     }
 
-    /// Counts the answers `written` to their database and forgets them, unless they changed
-    /// meanwhile.
-    fn written(&self, written: &[(Vec<u8>, Arc<IdempotencyRecord>)]) -> StoreResult<()> {
+    /// Appends the answers waiting in memory to their files, then answers them from there (the
+    /// ones that did not change meanwhile); how many it wrote. Not synced: see [`Self::sync`].
+    pub(super) fn write_kept(&self) -> StoreResult<usize> {
+        let mut appender = self.appender()?;
+        let kept = self.kept()?;
+        if kept.is_empty() {
+            return Ok(0);
+        }
+        let records: Vec<Vec<u8>> = kept.iter().map(|(_, record)| encode(record)).collect();
+        let frames: Vec<Frame<'_>> = kept
+            .iter()
+            .zip(&records)
+            .map(|((name, record), bytes)| Frame {
+                name,
+                created: record.created_at,
+                record: bytes,
+            })
+            .collect();
         let mut claims = self.lock()?;
-        for (name, record) in written {
-            claims.count(prefix(name));
+        appender.append(&frames, &mut claims.index)?;
+        for (name, record) in &kept {
             if matches!(claims.held.get(name), Some(Held::Kept(r)) if Arc::ptr_eq(r, record)) {
                 claims.held.remove(name);
             }
         }
-        Ok(())
+        Ok(kept.len())
     }
 
-    /// Counts the answers in `answers` (at start-up, before the writer's first round); claims
-    /// meanwhile look in the database.
-    fn count_written(&self, answers: &sled::Tree) -> StoreResult<usize> {
-        let mut names = Vec::new();
-        for k in answers.iter().keys() {
-            let k = k.map_err(backend)?;
-            names.push(prefix(k.get(4..).unwrap_or_default()));
-        }
-        let mut claims = self.lock()?;
-        for &name in &names {
-            claims.count(name);
-        }
-        claims.complete = true;
-        Ok(names.len())
+    /// Makes the answers appended so far durable; whether there were any.
+    pub(super) fn sync(&self) -> StoreResult<bool> {
+        self.appender()?.sync()
     }
-}
 
-/// Writes the answers waiting in `running` to `answers`, one plain insert each, then answers
-/// them from there; how many it wrote.
-pub(super) fn write_kept(answers: &sled::Tree, running: &Running) -> StoreResult<usize> {
-    let kept = running.kept()?;
-    for (name, record) in &kept {
-        answers
-            .insert(answer_key(day_of(record.created_at), name), encode(record))
-            .map_err(backend)?;
+    /// Appends answers read from an older store's keeping (`(name, encoded record)`) to the
+    /// files, durably.
+    fn take_over(&self, answers: &[(Vec<u8>, Vec<u8>)]) -> StoreResult<()> {
+        let frames = answers
+            .iter()
+            .map(|(name, record)| {
+                Ok(Frame {
+                    name,
+                    created: decode(record)?.created_at,
+                    record,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let mut appender = self.appender()?;
+        appender.append(&frames, &mut self.lock()?.index)?;
+        appender.sync().map(drop)
     }
-    running.written(&kept)?;
-    Ok(kept.len())
+
+    /// Bytes the kept answers' files take.
+    pub(super) fn on_disk(&self) -> StoreResult<u64> {
+        Ok(self.appender()?.on_disk())
+    }
+
+    /// How many answers the files hold, and their bytes after the name.
+    pub(super) fn usage(&self) -> StoreResult<(u64, u64)> {
+        Ok(self.lock()?.index.usage())
+    }
 }
 
 /// How often the answer writer writes what was kept since its last round.
 const WRITE_EVERY: Duration = Duration::from_millis(50);
-/// How often at most it flushes the answers' database (when it wrote something).
+/// How often at most it syncs the files (when it wrote something).
 const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
-/// The answer writer thread: every [`WRITE_EVERY`] writes the answers kept since, and flushes
-/// them at most every [`FLUSH_EVERY`]; once `stop` is dropped, writes and flushes what is left.
-pub(super) fn run_answer_writer(
-    answers: sled::Db,
-    running: std::sync::Arc<Running>,
-    stop: std::sync::mpsc::Receiver<()>,
-) {
-    if let Err(e) = running.count_written(&answers) {
-        tracing::error!(error = %e, "counting kept idempotent answers failed");
-    }
-    let mut unflushed = false;
-    let mut flushed_at = Instant::now();
+/// The answer writer thread: every [`WRITE_EVERY`] appends the answers kept since, and syncs
+/// them at most every [`FLUSH_EVERY`]; once `stop` is dropped, writes and syncs what is left.
+pub(super) fn run_answer_writer(running: Arc<Running>, stop: std::sync::mpsc::Receiver<()>) {
+    let mut unsynced = false;
+    let mut synced_at = Instant::now();
     loop {
         let stopping = matches!(
             stop.recv_timeout(WRITE_EVERY),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
         );
-        match write_kept(&answers, &running) {
+        match running.write_kept() {
             Ok(0) => {}
-            Ok(_) => unflushed = true,
+            Ok(_) => unsynced = true,
             Err(e) => tracing::error!(error = %e, "writing kept idempotent answers failed"),
         }
-        if unflushed && (stopping || flushed_at.elapsed() >= FLUSH_EVERY) {
-            match answers.flush() {
-                Ok(_) => unflushed = false,
-                Err(e) => tracing::error!(error = %e, "flushing kept idempotent answers failed"),
+        if unsynced && (stopping || synced_at.elapsed() >= FLUSH_EVERY) {
+            match running.sync() {
+                Ok(_) => unsynced = false,
+                Err(e) => tracing::error!(error = %e, "syncing kept idempotent answers failed"),
             }
-            flushed_at = Instant::now();
+            synced_at = Instant::now();
         }
         if stopping {
             return;
@@ -332,25 +300,21 @@ pub(super) fn run_answer_writer(
     }
 }
 
-/// Moves the kept answers of a store written before they had a database of their own from the
-/// records' tree to `answers` (made durable there first); how many.
-pub(super) fn move_from_records(tree: &sled::Tree, answers: &sled::Db) -> StoreResult<usize> {
+/// Moves the kept answers of a store written when they lived among the records to the files
+/// (made durable there first); how many.
+pub(super) fn move_from_records(tree: &sled::Tree, running: &Running) -> StoreResult<usize> {
     let mut moved = Vec::new();
     for entry in tree.scan_prefix([tag::IDEMPOTENCY]) {
         let (k, v) = entry.map_err(backend)?;
-        let record = decode(&v)?;
-        answers
-            .insert(answer_key(day_of(record.created_at), &k[1..]), v)
-            .map_err(backend)?;
-        moved.push(k);
+        moved.push((k[1..].to_vec(), v.to_vec()));
     }
     if moved.is_empty() {
         return Ok(0);
     }
-    answers.flush().map_err(backend)?;
+    running.take_over(&moved)?;
     let mut batch = sled::Batch::default();
-    for k in &moved {
-        batch.remove(k.clone());
+    for (name, _) in &moved {
+        batch.remove(key(&[&[tag::IDEMPOTENCY], name]));
     }
     for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
         batch.remove(index.map_err(backend)?);
@@ -360,45 +324,53 @@ pub(super) fn move_from_records(tree: &sled::Tree, answers: &sled::Db) -> StoreR
     Ok(moved.len())
 }
 
-impl SledStore {
-    /// The answer kept under `name`, as stored, looking in the day of `now` and the days either
-    /// side of it.
-    fn kept_record(&self, name: &[u8], now: Timestamp) -> StoreResult<Option<IdempotencyRecord>> {
-        let day = day_of(now);
-        for day in [day, day.saturating_sub(1), day.saturating_add(1)] {
-            if let Some(bytes) = self
-                .inner
-                .answers
-                .get(answer_key(day, name))
-                .map_err(backend)?
-            {
-                return decode(&bytes).map(Some);
-            }
-        }
-        Ok(None)
+/// Moves the kept answers of a store written when they had a sled database of their own
+/// (`answers`, keys `day (4) | name`) to the files (made durable there first), and removes
+/// the database; how many. A crash in between moves them again at the next open (an answer
+/// written twice is read once).
+pub(super) fn move_from_answers_db(dir: &std::path::Path, running: &Running) -> StoreResult<usize> {
+    let path = dir.join(ANSWERS_DIR);
+    if !path.exists() {
+        return Ok(0);
     }
+    let mut moved = Vec::new();
+    {
+        let db = super::open_db(&sled::Config::new().path(&path), super::REOPEN_LOCK_WAIT)?;
+        for entry in db.iter() {
+            let (k, v) = entry.map_err(backend)?;
+            moved.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
+        }
+    }
+    running.take_over(&moved)?;
+    std::fs::remove_dir_all(&path).map_err(backend)?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(backend)?;
+    Ok(moved.len())
+}
 
-    /// Writes every kept answer still only in memory and flushes them (before a purge and the
+impl SledStore {
+    /// Writes every kept answer still only in memory and syncs them (before a purge and the
     /// store's last flush).
     pub(super) async fn write_kept_answers(&self) -> StoreResult<()> {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            let answers = &store.inner.answers;
-            write_kept(answers, &store.inner.running_claims)?;
-            answers.flush().map(drop).map_err(backend)
+            let running = &store.inner.running_claims;
+            running.write_kept()?;
+            running.sync().map(drop)
         })
         .await
         .map_err(|e| StoreError::backend(format!("writing kept answers: {e}")))?
     }
 
-    /// Bytes the kept answers' database occupies on disk.
+    /// Bytes the kept answers' files take.
     pub(super) fn answers_on_disk(&self) -> StoreResult<u64> {
-        self.inner.answers.size_on_disk().map_err(backend)
+        self.inner.running_claims.on_disk()
     }
 }
 
-// A claim is decided under the lock of this process's claims, from them and the kept answers
-// on disk.
+// A claim is decided under the lock of this process's claims, from them and the kept answers'
+// files.
 impl IdempotencyStore for SledStore {
     async fn claim_idempotency_key(
         &self,
@@ -416,7 +388,7 @@ impl IdempotencyStore for SledStore {
                 answer: None,
             }),
             Some(Held::Kept(record)) => Some(IdempotencyRecord::clone(record)),
-            None if claims.may_be_written(&name) => self.kept_record(&name, now)?,
+            None if claims.index.may_hold(prefix(&name)) => claims.index.find(&name, decode)?,
             None => None,
         };
         let claim = Claim::decide(existing.as_ref(), fingerprint, now);
@@ -467,29 +439,18 @@ impl IdempotencyStore for SledStore {
     }
 
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
-        // The answers still on their way to their database first, so that they are purged
-        // alike.
+        // The answers still on their way to their files first, so that they are purged alike.
         self.write_kept_answers().await?;
-        let answers = &self.inner.answers;
-        let last_day = day_of(before);
-        let mut purged = 0;
-        // Days before `before`'s whole; its own day by each record's claim time, under the
-        // claims' lock, so that an answer being written is not deleted in between.
-        for entry in answers.range(..answer_key(last_day.saturating_add(1), &[])) {
-            if purged >= u64::from(max) {
-                break;
-            }
-            let (k, v) = entry.map_err(backend)?;
-            let mut claims = self.inner.running_claims.lock()?;
-            let whole_day = k.get(..4).is_some_and(|d| d < &last_day.to_be_bytes()[..]);
-            if whole_day || decode(&v)?.created_at < before {
-                if answers.remove(&k).map_err(backend)?.is_some() {
-                    claims.uncount(k.get(4..).unwrap_or_default());
-                }
-                purged += 1;
-            }
-        }
-        Ok(purged)
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let running = &store.inner.running_claims;
+            let mut appender = running.appender()?;
+            let (purged, emptied) = running.lock()?.index.purge(before, u64::from(max));
+            appender.remove(&emptied)?;
+            Ok(purged)
+        })
+        .await
+        .map_err(|e| StoreError::backend(format!("purging kept answers: {e}")))?
     }
 }
 
@@ -579,27 +540,17 @@ mod tests {
         });
     }
 
-    /// Answers written to their database are counted by name, so that a claim of a new key
-    /// looks in no tree; a replay is still found, and a purged answer is counted out.
+    /// Answers written to their files are indexed by name, so that a claim of a new key reads
+    /// nothing; a replay is still found, and a purged answer is forgotten.
     #[test]
-    fn written_answers_are_counted_and_purged_ones_counted_out() {
+    fn written_answers_are_indexed_and_purged_ones_forgotten() {
         let owner = IdempotencyOwner::admin();
-        let k = IdempotencyKey::parse(b"counted").unwrap();
+        let k = IdempotencyKey::parse(b"indexed").unwrap();
         let print = Fingerprint([3; 32]);
         let now = Timestamp::now();
-        let counted = |store: &SledStore| {
-            let claims = store.inner.running_claims.lock().unwrap();
-            (claims.complete, claims.written.values().sum::<u32>())
-        };
+        let indexed = |store: &SledStore| store.inner.running_claims.usage().unwrap().0;
         runtime().block_on(async {
             let store = SledStore::temporary().expect("open");
-            // The writer counts the database when it starts (an answer written meanwhile may
-            // be counted twice, which is harmless); wait for it, so that the count is exact.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !counted(&store).0 {
-                assert!(Instant::now() < deadline, "the answers were never counted");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
             store
                 .claim_idempotency_key(&owner, &k, print, now)
                 .await
@@ -609,8 +560,9 @@ mod tests {
                 .await
                 .unwrap();
             store.write_kept_answers().await.unwrap();
-            assert_eq!(counted(&store), (true, 1));
+            assert_eq!(indexed(&store), 1);
             assert!(store.inner.running_claims.lock().unwrap().held.is_empty());
+            assert!(store.answers_on_disk().unwrap() > 0);
             assert_eq!(
                 store
                     .claim_idempotency_key(&owner, &k, print, now)
@@ -618,9 +570,14 @@ mod tests {
                     .unwrap(),
                 Claim::Replay(answer("{}"))
             );
-            let later = Timestamp::from_millis(now.as_millis() + 25 * 3_600_000);
+            let later = Timestamp::from_millis(now.as_millis() + 49 * 3_600_000);
             assert_eq!(store.purge_idempotency_keys(later, 100).await.unwrap(), 1);
-            assert_eq!(counted(&store), (true, 0));
+            assert_eq!(indexed(&store), 0);
+            assert_eq!(
+                store.answers_on_disk().unwrap(),
+                0,
+                "the day's file is gone"
+            );
             assert_eq!(
                 store
                     .claim_idempotency_key(&owner, &k, print, now)
@@ -629,6 +586,40 @@ mod tests {
                 Claim::Run
             );
         });
+    }
+
+    /// A store written when kept answers had a sled database of their own (`answers`, keys
+    /// `day | name`) has them moved to the files when it opens, and the database removed.
+    #[test]
+    fn answers_kept_in_their_own_database_are_moved() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(SledStore::open(dir.path()).expect("open"));
+        let owner = IdempotencyOwner::admin();
+        let k = IdempotencyKey::parse(b"in-the-database").unwrap();
+        let record = IdempotencyRecord {
+            fingerprint: Fingerprint([4; 32]),
+            created_at: Timestamp::from_millis(Timestamp::now().as_millis() - 60_000),
+            answer: Some(answer("{\"id\":2}")),
+        };
+        {
+            let db = sled::open(dir.path().join(ANSWERS_DIR)).expect("answers db");
+            let day = (record.created_at.as_millis() / 86_400_000) as u32;
+            let mut key = day.to_be_bytes().to_vec();
+            key.extend_from_slice(&name(&owner, &k));
+            db.insert(key, encode(&record)).unwrap();
+            db.flush().unwrap();
+        }
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("reopen");
+            assert_eq!(
+                store
+                    .claim_idempotency_key(&owner, &k, record.fingerprint, Timestamp::now())
+                    .await
+                    .unwrap(),
+                Claim::Replay(answer("{\"id\":2}"))
+            );
+        });
+        assert!(!dir.path().join(ANSWERS_DIR).exists());
     }
 
     /// A store written when kept answers lived among the records (`Y|name` and its entry by

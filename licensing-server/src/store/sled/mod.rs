@@ -34,6 +34,7 @@
 //!   at start-up, a newer one refused.
 
 mod activity;
+mod answer_log;
 mod catalog;
 mod check;
 mod codec;
@@ -132,11 +133,9 @@ struct Inner {
     key_ids: key_ids::KeyIds,
     /// Entries read through the index by last use (`seen.rs`).
     seen_reads: seen::Reads,
-    /// Idempotency keys whose writes are running, and answers waiting to be written
-    /// (`idempotency.rs`).
+    /// Idempotency keys whose writes are running, answers waiting to be written, and the kept
+    /// answers' files (`idempotency.rs`, `answer_log.rs`).
     running_claims: Arc<idempotency::Running>,
-    /// The kept answers' database (`idempotency.rs`).
-    answers: sled::Db,
     /// The answer writer: dropping the sender stops it; joined on drop.
     answer_writer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
 }
@@ -322,17 +321,19 @@ impl SledStore {
             tree = db.open_tree("data").map_err(backend)?;
         }
         format::upgrade(&tree)?;
-        let answers = idempotency::open_answers(dir)?;
-        let moved = idempotency::move_from_records(&tree, &answers)?;
+        let running_claims = Arc::new(idempotency::Running::open(dir)?);
+        let moved = match dir {
+            Some(dir) => idempotency::move_from_answers_db(dir, &running_claims)?,
+            None => 0,
+        } + idempotency::move_from_records(&tree, &running_claims)?;
         if moved > 0 {
-            tracing::info!(moved, "kept idempotent answers moved to their own database");
+            tracing::info!(moved, "kept idempotent answers moved to their files");
         }
         let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
         let refreshes = Arc::new(Refreshes::default());
         let (progress, flushed) = watch::channel(FlushState::default());
-        let running_claims = Arc::new(idempotency::Running::default());
         let flusher_thread = {
             let (tree, locks, applied, refreshes, flusher) = (
                 tree.clone(),
@@ -348,10 +349,10 @@ impl SledStore {
         };
         let answer_writer = {
             let (stop, stopped) = std::sync::mpsc::channel();
-            let (answers, running) = (answers.clone(), running_claims.clone());
+            let running = running_claims.clone();
             let thread = std::thread::Builder::new()
                 .name("store-answers".into())
-                .spawn(move || idempotency::run_answer_writer(answers, running, stopped))
+                .spawn(move || idempotency::run_answer_writer(running, stopped))
                 .map_err(backend)?;
             (stop, thread)
         };
@@ -368,7 +369,6 @@ impl SledStore {
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
                 running_claims,
-                answers,
                 answer_writer: Mutex::new(Some(answer_writer)),
             }),
         })

@@ -27,11 +27,11 @@ pub struct SpaceUse {
 pub struct Space {
     /// The records' database, by kind.
     pub kinds: Vec<SpaceUse>,
-    /// The kept idempotent answers (their database of their own).
+    /// The kept idempotent answers (their files of their own): names as keys, records as values.
     pub answers: SpaceUse,
     /// Bytes the records' database's files take.
     pub records_on_disk: u64,
-    /// Bytes the kept answers' database's files take.
+    /// Bytes the kept answers' files take.
     pub answers_on_disk: u64,
 }
 
@@ -129,10 +129,10 @@ impl SledStore {
             kind: "kept answer".to_owned(),
             ..SpaceUse::default()
         };
-        for entry in self.inner.answers.iter() {
-            let (k, v) = entry.map_err(backend)?;
-            answers.add(&k, &v);
-        }
+        let (entries, value_bytes) = self.inner.running_claims.usage()?;
+        answers.entries = entries;
+        answers.key_bytes = entries * super::answer_log::NAME as u64;
+        answers.value_bytes = value_bytes;
         Ok(Space {
             kinds,
             answers,
