@@ -5,9 +5,10 @@
 //! header it runs the write as it is. With it, it reads the body (whole: the fingerprint covers
 //! it; a multipart body by its parts, so that a new boundary matches), computes the request's
 //! fingerprint and claims the key in the store, which every instance shares:
-//! - a key never seen (or expired) runs the write, in a task of its own, so that a client that
-//!   goes away (the reason it retries) does not cancel the write half-way or its answer's
-//!   keeping; the answer is then kept (unless it is a 5xx or a 429) before it is sent;
+//! - a key never seen (or expired) runs the write, to its end even when the client goes away
+//!   (the reason it retries), so that neither the write nor its answer's keeping is cancelled
+//!   half-way ([`RunToEnd`]); the answer is then kept (unless it is a 5xx or a 429) before it
+//!   is sent;
 //! - the same request again answers the kept status, content type and body, with
 //!   `Idempotent-Replayed: true`, and runs nothing;
 //! - another request with the key: 422 `IDEMPOTENCY_KEY_MISMATCH`; the same one still running:
@@ -16,7 +17,7 @@
 use std::future::Future;
 
 use bytes::Bytes;
-use futures_util::StreamExt as _;
+use futures_util::{FutureExt as _, StreamExt as _};
 use licensing_core::ApiError;
 use licensing_core::idempotency::{
     self, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, MultipartDigest,
@@ -105,29 +106,76 @@ pub(crate) async fn run_once(
             e,
         )),
         Ok(Claim::Replay(answer)) => replay(answer),
-        Ok(Claim::Run) => {
-            let (store, task_owner, task_key) = (state.store.clone(), owner.clone(), key.clone());
-            let task = tokio::spawn(async move {
-                let response = write.await;
-                settle(&store, &task_owner, &task_key, fingerprint, response).await
-            });
-            match task.await {
-                Ok(response) => response,
-                Err(e) => {
-                    // The write panicked: nothing is kept, so a retry runs.
-                    tracing::error!(error = %e, "a write with an idempotency key failed");
-                    let _ = state
-                        .store
-                        .release_idempotency_key(&owner, &key, fingerprint)
-                        .await;
-                    error(&ApiError::internal())
-                }
-            }
-        }
+        Ok(Claim::Run) => run_claimed(state.store.clone(), owner, key, fingerprint, write).await,
         Ok(refused) => match refused.refusal() {
             Some(e) => error(&e),
             None => error(&ApiError::internal()),
         },
+    }
+}
+
+/// Runs `write`, claimed under `key`, to its end (even if the request is dropped meanwhile),
+/// and keeps its answer (see [`settle`]).
+async fn run_claimed<S: IdempotencyStore + Send + Sync + 'static>(
+    store: S,
+    owner: IdempotencyOwner,
+    key: IdempotencyKey,
+    fingerprint: Fingerprint,
+    write: impl Future<Output = Response> + Send + 'static,
+) -> Response {
+    RunToEnd::new(async move {
+        match std::panic::AssertUnwindSafe(write).catch_unwind().await {
+            Ok(response) => settle(&store, &owner, &key, fingerprint, response).await,
+            Err(_) => {
+                // The write panicked: nothing is kept, so a retry runs.
+                tracing::error!("a write with an idempotency key panicked");
+                let _ = store
+                    .release_idempotency_key(&owner, &key, fingerprint)
+                    .await;
+                error(&ApiError::internal())
+            }
+        }
+    })
+    .await
+}
+
+/// A claimed write and the keeping of its answer, run in the request's own task; if the
+/// request is dropped before they end (the client went away, the reason it retries), what is
+/// left runs on in a task of its own, so that the write is not cancelled half-way and its
+/// answer is kept for the retry. (A task of its own from the start costs a spawn and a wake-up
+/// across threads on every keyed write.)
+struct RunToEnd<F: Future<Output = Response> + Send + 'static>(Option<std::pin::Pin<Box<F>>>);
+
+impl<F: Future<Output = Response> + Send + 'static> RunToEnd<F> {
+    fn new(run: F) -> Self {
+        Self(Some(Box::pin(run)))
+    }
+}
+
+impl<F: Future<Output = Response> + Send + 'static> Future for RunToEnd<F> {
+    type Output = Response;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Response> {
+        let Some(run) = self.0.as_mut() else {
+            return std::task::Poll::Ready(error(&ApiError::internal()));
+        };
+        let done = std::task::ready!(run.as_mut().poll(cx));
+        self.0 = None;
+        std::task::Poll::Ready(done)
+    }
+}
+
+impl<F: Future<Output = Response> + Send + 'static> Drop for RunToEnd<F> {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(run)),
+                Err(_) => tracing::error!("a write with an idempotency key dropped unfinished"),
+            }
+        }
     }
 }
 
@@ -322,5 +370,63 @@ mod tests {
                 other => panic!("{status}: {other:?}"),
             }
         }
+    }
+
+    /// A write whose request is dropped half-way (the client went away) runs to its end and
+    /// its answer is kept for the retry; a write that panics frees its key.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_runs_to_its_end_when_its_request_is_dropped() {
+        let store = MemoryStore::new();
+        let owner = IdempotencyOwner::admin();
+        let print = Fingerprint([2; 32]);
+        let now = Timestamp::now();
+        let key = IdempotencyKey::parse(b"dropped").unwrap();
+        let claim = store.claim_idempotency_key(&owner, &key, print, now).await;
+        assert_eq!(claim.unwrap(), Claim::Run);
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let (go, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let write = async move {
+            let _ = started_tx.send(());
+            let _ = go_rx.await;
+            answer(201)
+        };
+        let request = tokio::spawn(run_claimed(
+            store.clone(),
+            owner.clone(),
+            key.clone(),
+            print,
+            write,
+        ));
+        started.await.unwrap();
+        request.abort();
+        assert!(request.await.unwrap_err().is_cancelled());
+        assert_eq!(
+            store
+                .claim_idempotency_key(&owner, &key, print, now)
+                .await
+                .unwrap(),
+            Claim::InUse,
+            "the write still runs"
+        );
+        go.send(()).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match store.claim_idempotency_key(&owner, &key, print, now).await {
+                Ok(Claim::Replay(kept)) => break assert_eq!(kept.status, 201),
+                Ok(Claim::InUse) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                other => panic!("the dropped write's answer was not kept: {other:?}"),
+            }
+        }
+
+        let key = IdempotencyKey::parse(b"panicked").unwrap();
+        let claim = store.claim_idempotency_key(&owner, &key, print, now).await;
+        assert_eq!(claim.unwrap(), Claim::Run);
+        let write = async { panic!("the write failed") };
+        let sent = run_claimed(store.clone(), owner.clone(), key.clone(), print, write).await;
+        assert_eq!(sent.status().as_u16(), 500);
+        let again = store.claim_idempotency_key(&owner, &key, print, now).await;
+        assert_eq!(again.unwrap(), Claim::Run);
     }
 }
