@@ -12,7 +12,7 @@
 //! At open every file is read through once to rebuild the index; a frame cut short or
 //! failing its CRC ends a file (a crash in the middle of an append) and is cut off.
 //!
-//! The index keys by the first 8 bytes of a name (a SHA-256 digest): about 40 bytes per answer
+//! The index keys by the first 8 bytes of a name (a SHA-256 digest): about 50 bytes per answer
 //! kept. Two names sharing them are told apart by the names in their frames.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -588,44 +588,13 @@ mod tests {
         });
     }
 
-    /// A store written when kept answers had a sled database of their own (`answers`, keys
-    /// `day | name`) has them moved to the files when it opens, and the database removed.
-    #[test]
-    fn answers_kept_in_their_own_database_are_moved() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        drop(SledStore::open(dir.path()).expect("open"));
-        let owner = IdempotencyOwner::admin();
-        let k = IdempotencyKey::parse(b"in-the-database").unwrap();
-        let record = IdempotencyRecord {
-            fingerprint: Fingerprint([4; 32]),
-            created_at: Timestamp::from_millis(Timestamp::now().as_millis() - 60_000),
-            answer: Some(answer("{\"id\":2}")),
-        };
-        {
-            let db = sled::open(dir.path().join(ANSWERS_DIR)).expect("answers db");
-            let day = (record.created_at.as_millis() / 86_400_000) as u32;
-            let mut key = day.to_be_bytes().to_vec();
-            key.extend_from_slice(&name(&owner, &k));
-            db.insert(key, encode(&record)).unwrap();
-            db.flush().unwrap();
-        }
-        runtime().block_on(async {
-            let store = SledStore::open(dir.path()).expect("reopen");
-            assert_eq!(
-                store
-                    .claim_idempotency_key(&owner, &k, record.fingerprint, Timestamp::now())
-                    .await
-                    .unwrap(),
-                Claim::Replay(answer("{\"id\":2}"))
-            );
-        });
-        assert!(!dir.path().join(ANSWERS_DIR).exists());
-    }
-
-    /// A store written when kept answers lived among the records (`Y|name` and its entry by
-    /// time) has them moved to their own database when it opens, and replays them.
-    #[test]
-    fn answers_kept_among_the_records_are_moved() {
+    /// Writes an answer into a closed store the way an older version kept it (`put`, given the
+    /// store's directory, the answer's name and its record), opens the store and checks that
+    /// the answer is replayed; then `after` looks at the open store.
+    fn an_older_stores_answer_is_replayed(
+        put: impl FnOnce(&std::path::Path, &[u8], &IdempotencyRecord),
+        after: impl FnOnce(&SledStore),
+    ) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(SledStore::open(dir.path()).expect("open"));
         let owner = IdempotencyOwner::admin();
@@ -635,24 +604,7 @@ mod tests {
             created_at: Timestamp::from_millis(Timestamp::now().as_millis() - 60_000),
             answer: Some(answer("{\"id\":1}")),
         };
-        {
-            let db = crate::store::sled::open_db(
-                &sled::Config::new().path(dir.path()),
-                crate::store::sled::REOPEN_LOCK_WAIT,
-            )
-            .expect("raw open");
-            let tree = db.open_tree("data").unwrap();
-            let n = name(&owner, &k);
-            tree.insert(key(&[&[tag::IDEMPOTENCY], &n]), encode(&record))
-                .unwrap();
-            let by_time = key(&[
-                &[tag::INDEX, tag::IDEMPOTENCY],
-                &super::super::keys::time(record.created_at),
-                &n,
-            ]);
-            tree.insert(by_time, Vec::new()).unwrap();
-            db.flush().unwrap();
-        }
+        put(dir.path(), &name(&owner, &k), &record);
         runtime().block_on(async {
             let store = SledStore::open(dir.path()).expect("reopen");
             assert_eq!(
@@ -662,6 +614,48 @@ mod tests {
                     .unwrap(),
                 Claim::Replay(answer("{\"id\":1}"))
             );
+            after(&store);
+        });
+        dir
+    }
+
+    /// A store written when kept answers had a sled database of their own (`answers`, keys
+    /// `day | name`) has them moved to the files when it opens, and the database removed.
+    #[test]
+    fn answers_kept_in_their_own_database_are_moved() {
+        let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
+            let db = sled::open(dir.join(ANSWERS_DIR)).expect("answers db");
+            let day = (record.created_at.as_millis() / 86_400_000) as u32;
+            db.insert(key(&[&day.to_be_bytes(), name]), encode(record))
+                .unwrap();
+            db.flush().unwrap();
+        };
+        let dir = an_older_stores_answer_is_replayed(put, |_| {});
+        assert!(!dir.path().join(ANSWERS_DIR).exists());
+    }
+
+    /// A store written when kept answers lived among the records (`Y|name` and its entry by
+    /// time) has them moved to the files when it opens, and replays them.
+    #[test]
+    fn answers_kept_among_the_records_are_moved() {
+        let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
+            let db = crate::store::sled::open_db(
+                &sled::Config::new().path(dir),
+                crate::store::sled::REOPEN_LOCK_WAIT,
+            )
+            .expect("raw open");
+            let tree = db.open_tree("data").unwrap();
+            tree.insert(key(&[&[tag::IDEMPOTENCY], name]), encode(record))
+                .unwrap();
+            let by_time = key(&[
+                &[tag::INDEX, tag::IDEMPOTENCY],
+                &super::super::keys::time(record.created_at),
+                name,
+            ]);
+            tree.insert(by_time, Vec::new()).unwrap();
+            db.flush().unwrap();
+        };
+        an_older_stores_answer_is_replayed(put, |store| {
             let tree = &store.inner.tree;
             assert_eq!(tree.scan_prefix([tag::IDEMPOTENCY]).count(), 0);
             assert_eq!(tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).count(), 0);
