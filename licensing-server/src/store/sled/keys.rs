@@ -49,7 +49,7 @@ pub(crate) mod tag {
     /// A floating session, by team, license and id (`floating.rs`).
     pub(crate) const FLOATING: u8 = b'F';
     /// An idempotency key and its kept answer, by owner and key, in stores written before kept
-    /// answers had a database of their own; moved there at open (`idempotency.rs`).
+    /// answers were kept apart; moved to their files at open (`idempotency.rs`).
     pub(crate) const IDEMPOTENCY: u8 = b'Y';
     /// A license's request history, by team, license, time and a sequence number
     /// (`request_log.rs`).
