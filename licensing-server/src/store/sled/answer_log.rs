@@ -46,7 +46,7 @@ pub(super) fn day_of(at: Timestamp) -> u32 {
 }
 
 /// The first 8 bytes of a name (a SHA-256 digest, so as good as random).
-pub(super) fn prefix(name: &[u8]) -> u64 {
+fn prefix(name: &[u8]) -> u64 {
     let mut first = [0; 8];
     let n = name.len().min(8);
     first[..n].copy_from_slice(&name[..n]);
@@ -123,11 +123,6 @@ pub(super) struct Index {
 }
 
 impl Index {
-    /// Whether an answer whose name begins with `prefix` was written.
-    pub(super) fn may_hold(&self, prefix: u64) -> bool {
-        self.slots.contains_key(&prefix)
-    }
-
     /// Notes that the answer named `name` is at `place` in `file`.
     fn add(&mut self, name: &[u8], place: Place, file: &Arc<File>) {
         let prefix = prefix(name);
@@ -147,7 +142,8 @@ impl Index {
         }
     }
 
-    /// The record written last under `name` (`decode` reads it), if any.
+    /// The record written last under `name` (`decode` reads it), if any: a name never written
+    /// reads nothing.
     pub(super) fn find<T>(
         &self,
         name: &[u8],
