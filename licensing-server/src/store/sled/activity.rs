@@ -81,10 +81,7 @@ impl SledStore {
         license: &License,
         activity: &Activity,
     ) -> StoreResult<(Option<Hwid>, Option<IpRecord>)> {
-        let reads = Tx {
-            tree: &self.inner.tree,
-            pending: Default::default(),
-        };
+        let reads = self.tx();
         own_records(&reads, license.team_id, license.id, activity)
     }
 
@@ -166,10 +163,7 @@ impl SledStore {
         let (team, license) = (current.team_id, current.id);
         let stripe = self.inner.locks.license(license).await;
         self.apply_license_refresh(license).await?;
-        let mut tx = Tx {
-            tree: &self.inner.tree,
-            pending: Default::default(),
-        };
+        let mut tx = self.tx();
         let outcome = self.stage_activity(&mut tx, team, license, rules, activity, now)?;
         let Ok(recorded) = outcome else {
             return Ok(outcome);

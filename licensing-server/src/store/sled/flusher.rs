@@ -80,14 +80,12 @@ impl Drop for Inner {
 
 /// Stages waiting refreshes (of licenses whose locks the caller holds) in one batch: the
 /// licenses and their indexes, the device and address records and their entries by last use.
-pub(super) fn stage_refreshes(
-    tree: &sled::Tree,
+pub(super) fn stage_refreshes<'a>(
+    tree: &'a sled::Tree,
+    tables: &'a LicenseTables,
     taken: Vec<(LicenseId, shared_refresh::Refresh)>,
-) -> StoreResult<Tx<'_>> {
-    let mut tx = Tx {
-        tree,
-        pending: BTreeMap::new(),
-    };
+) -> StoreResult<Tx<'a>> {
+    let mut tx = Tx::new(tree, tables);
     for entry in taken {
         refresh::stage(&mut tx, entry)?;
     }
@@ -129,6 +127,7 @@ pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()
 /// something to write, and publishes how far each flush reached.
 pub(super) fn run_flusher(
     tree: sled::Tree,
+    tables: Arc<LicenseTables>,
     locks: Arc<Locks>,
     applied: Arc<AtomicU64>,
     refreshes: Arc<Refreshes>,
@@ -146,7 +145,7 @@ pub(super) fn run_flusher(
                 if taken.is_empty() {
                     continue;
                 }
-                let written = stage_refreshes(&tree, taken).and_then(|tx| {
+                let written = stage_refreshes(&tree, &tables, taken).and_then(|tx| {
                     let _gate = locks.gate.blocking_read();
                     write_refreshes(tx, &applied)
                 });

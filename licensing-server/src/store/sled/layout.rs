@@ -15,6 +15,17 @@ pub(super) fn team_api_key_key(team: TeamId, id: ApiKeyId) -> Vec<u8> {
 pub(super) fn license_key(team: TeamId, id: LicenseId) -> Vec<u8> {
     key(&[&[tag::LICENSE], team.as_bytes(), id.as_bytes()])
 }
+/// The team and id of a license record's key (none for any other key).
+pub(super) fn written_license(k: &[u8]) -> Option<(TeamId, LicenseId)> {
+    if k.len() != 33 || k[0] != tag::LICENSE {
+        return None;
+    }
+    let id = |b: &[u8]| uuid::Uuid::from_slice(b).ok();
+    Some((
+        TeamId::from_uuid(id(&k[1..17])?),
+        LicenseId::from_uuid(id(&k[17..33])?),
+    ))
+}
 pub(super) fn license_by_key(team: TeamId, k: &LicenseKey) -> Vec<u8> {
     key(&[&[tag::LICENSE_KEY], team.as_bytes(), k.as_bytes()])
 }

@@ -143,11 +143,12 @@ impl LicenseStore for SledStore {
         let load = |id: [u8; 16]| {
             self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))
         };
-        // Candidates from the reverse indexes, sorted in memory (`license_matches` then applies
-        // every filter): `customerSearch`'s from the team's customers it finds (every customer
-        // read once), or the product, customer or entitlement filters'.
-        let candidates = if let Some(text) = &f.customer_search {
-            let mut ids: HashSet<LicenseId> = HashSet::new();
+        // Candidates from the reverse indexes: of each filter given, the licenses it lets
+        // through, intersected (`customerSearch`'s from the team's customers it finds, every
+        // customer read once).
+        let mut sets: Vec<HashSet<LicenseId>> = Vec::new();
+        if let Some(text) = &f.customer_search {
+            let mut ids = HashSet::new();
             let prefix = key(&[&[tag::CUSTOMER], team.as_bytes()]);
             for kv in self.inner.tree.scan_prefix(&prefix) {
                 let (k, v) = kv.map_err(backend)?;
@@ -155,9 +156,7 @@ impl LicenseStore for SledStore {
                     continue;
                 }
                 let customer: Customer = super::codec::decode(&v)?;
-                if customer_matches(&customer, Some(text))
-                    && (f.customer_ids.is_empty() || f.customer_ids.contains(&customer.id))
-                {
+                if customer_matches(&customer, Some(text)) {
                     ids.extend(self.license_ids_by(
                         ix::BY_CUSTOMER,
                         team,
@@ -165,37 +164,70 @@ impl LicenseStore for SledStore {
                     )?);
                 }
             }
-            Some(ids)
-        } else if !f.product_ids.is_empty() || !f.customer_ids.is_empty() || f.entitlement.is_some()
+            sets.push(ids);
+        }
+        let any_of = |index: u8, owners: &mut dyn Iterator<Item = &[u8; 16]>| {
+            let mut ids = HashSet::new();
+            for owner in owners {
+                ids.extend(self.license_ids_by(index, team, owner)?);
+            }
+            Ok::<_, StoreError>(ids)
+        };
+        if !f.product_ids.is_empty() {
+            sets.push(any_of(
+                ix::BY_PRODUCT,
+                &mut f.product_ids.iter().map(|p| p.as_bytes()),
+            )?);
+        }
+        if !f.customer_ids.is_empty() {
+            sets.push(any_of(
+                ix::BY_CUSTOMER,
+                &mut f.customer_ids.iter().map(|c| c.as_bytes()),
+            )?);
+        }
+        if let Some(e) = &f.entitlement {
+            // The licenses that list it and those of its products.
+            let mut ids = any_of(ix::BY_ENTITLEMENT, &mut std::iter::once(e.id.as_bytes()))?;
+            ids.extend(any_of(
+                ix::BY_PRODUCT,
+                &mut e.products.iter().map(|p| p.as_bytes()),
+            )?);
+            sets.push(ids);
+        }
+        sets.sort_by_key(HashSet::len);
+        let candidates = sets.into_iter().reduce(|mut smallest, other| {
+            smallest.retain(|id| other.contains(id));
+            smallest
+        });
+        // The key search, status, expiration type and suspension filters, and the order, from
+        // the team's table when it is built (`license_table.rs`): only the page is read.
+        let by_row = f.search.is_some()
+            || f.expiry.is_some()
+            || f.expiration_type.is_some()
+            || f.suspended.is_some();
+        if f.metadata_key.is_none()
+            && (by_row || candidates.is_some())
+            && let Some(table) = self.license_table(team)?
         {
-            let mut ids: HashSet<LicenseId> = HashSet::new();
-            let by_product = |ids: &mut HashSet<LicenseId>, products: &[ProductId]| {
-                for p in products {
-                    ids.extend(self.license_ids_by(ix::BY_PRODUCT, team, p.as_bytes())?);
-                }
-                Ok::<_, StoreError>(())
-            };
-            match (
-                &f.entitlement,
-                f.product_ids.is_empty(),
-                f.customer_ids.is_empty(),
-            ) {
-                // Only the entitlement: the licenses that list it and those of its products.
-                (Some(e), true, true) => {
-                    ids.extend(self.license_ids_by(ix::BY_ENTITLEMENT, team, e.id.as_bytes())?);
-                    by_product(&mut ids, &e.products)?;
-                }
-                _ => {
-                    by_product(&mut ids, &f.product_ids)?;
-                    for c in &f.customer_ids {
-                        ids.extend(self.license_ids_by(ix::BY_CUSTOMER, team, c.as_bytes())?);
-                    }
+            let (ids, total, has_next_page) = table
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .select(f, candidates.as_ref(), query.sort, &query.paging);
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                // A license changed since the table was read is checked again.
+                if let Some(l) = load(*id.as_bytes())?
+                    && license_matches(&l, f)
+                {
+                    items.push(l);
                 }
             }
-            Some(ids)
-        } else {
-            None
-        };
+            return Ok(Page {
+                items,
+                total,
+                has_next_page,
+            });
+        }
         if let Some(ids) = candidates {
             let mut items = Vec::with_capacity(ids.len());
             for id in ids {
@@ -213,11 +245,7 @@ impl LicenseStore for SledStore {
             LicenseSort::CreatedAt => ix::CREATED,
             LicenseSort::UpdatedAt => ix::UPDATED,
         };
-        let filtered = f.search.is_some()
-            || f.metadata_key.is_some()
-            || f.expiry.is_some()
-            || f.expiration_type.is_some()
-            || f.suspended.is_some();
+        let filtered = by_row || f.metadata_key.is_some();
         let accept = |l: &License| license_matches(l, f);
         self.walk_index(
             &index_prefix(tag::LICENSE, index, team),

@@ -47,6 +47,7 @@ mod idempotency;
 mod key_ids;
 mod keys;
 mod layout;
+mod license_table;
 mod licenses;
 mod locks;
 mod misc;
@@ -71,6 +72,7 @@ pub use check::Findings;
 use codec::{Record, decode, encode};
 pub(crate) use compact::{compact, finish_compaction};
 pub use format::{FORMAT, migration_copies};
+use license_table::LicenseTables;
 use licensing_core::api::requests::{
     AuditQuery, CustomerListQuery, CustomerSort, DeviceListQuery, LicenseListQuery, LicenseSort,
     Paging, ProductListQuery, ReleaseListQuery, SortDirection,
@@ -129,6 +131,8 @@ struct Inner {
     flushed: watch::Receiver<FlushState>,
     /// Refreshes waiting to be written.
     refreshes: Arc<Refreshes>,
+    /// Teams' licenses as filtered lists read them (`license_table.rs`).
+    license_tables: Arc<LicenseTables>,
     /// License ids by key, remembered (`key_ids.rs`).
     key_ids: key_ids::KeyIds,
     /// Entries read through the index by last use (`seen.rs`).
@@ -214,10 +218,20 @@ enum Touch {
 /// Staged changes of one write, readable before they are applied.
 struct Tx<'a> {
     tree: &'a sled::Tree,
+    /// Told which licenses the write changed once it is applied.
+    tables: &'a LicenseTables,
     pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
-impl Tx<'_> {
+impl<'a> Tx<'a> {
+    fn new(tree: &'a sled::Tree, tables: &'a LicenseTables) -> Self {
+        Self {
+            tree,
+            tables,
+            pending: BTreeMap::new(),
+        }
+    }
+
     fn get(&self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         match self.pending.get(k) {
             Some(v) => Ok(v.clone()),
@@ -265,13 +279,25 @@ impl Tx<'_> {
 
     fn commit(self) -> StoreResult<()> {
         let mut batch = sled::Batch::default();
+        let mut licenses = Vec::new();
         for (k, v) in self.pending {
+            if let Some(written) = written_license(&k) {
+                licenses.push(written);
+            }
             match v {
                 Some(v) => batch.insert(k, v),
                 None => batch.remove(k),
             }
         }
-        self.tree.apply_batch(batch).map_err(backend)
+        self.tree.apply_batch(batch).map_err(backend)?;
+        let tree = self.tree;
+        self.tables.written(&licenses, |team, id| {
+            tree.get(license_key(team, id))
+                .map_err(backend)?
+                .map(|v| decode(&v))
+                .transpose()
+        });
+        Ok(())
     }
 }
 
@@ -333,10 +359,12 @@ impl SledStore {
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
         let refreshes = Arc::new(Refreshes::default());
+        let license_tables = Arc::new(LicenseTables::default());
         let (progress, flushed) = watch::channel(FlushState::default());
         let flusher_thread = {
-            let (tree, locks, applied, refreshes, flusher) = (
+            let (tree, tables, locks, applied, refreshes, flusher) = (
                 tree.clone(),
+                license_tables.clone(),
                 locks.clone(),
                 applied.clone(),
                 refreshes.clone(),
@@ -344,7 +372,9 @@ impl SledStore {
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
-                .spawn(move || run_flusher(tree, locks, applied, refreshes, flusher, progress))
+                .spawn(move || {
+                    run_flusher(tree, tables, locks, applied, refreshes, flusher, progress)
+                })
                 .map_err(backend)?
         };
         let answer_writer = {
@@ -366,6 +396,7 @@ impl SledStore {
                 flusher_thread: Mutex::new(Some(flusher_thread)),
                 flushed,
                 refreshes,
+                license_tables,
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
                 running_claims,
@@ -418,6 +449,11 @@ impl SledStore {
         Ok(self.inner.db.size_on_disk().map_err(backend)? + self.answers_on_disk()?)
     }
 
+    /// An empty write.
+    fn tx(&self) -> Tx<'_> {
+        Tx::new(&self.inner.tree, &self.inner.license_tables)
+    }
+
     /// Applies a staged write under the gate; the batch number to wait for to make it durable.
     async fn commit(&self, tx: Tx<'_>) -> StoreResult<u64> {
         if tx.pending.is_empty() {
@@ -434,7 +470,7 @@ impl SledStore {
         let Some(taken) = self.inner.refreshes.take_license(license) else {
             return Ok(());
         };
-        let tx = stage_refreshes(&self.inner.tree, vec![taken])?;
+        let tx = stage_refreshes(&self.inner.tree, &self.inner.license_tables, vec![taken])?;
         let _gate = self.inner.locks.gate.read().await;
         write_refreshes(tx, &self.inner.applied)
     }
@@ -445,7 +481,7 @@ impl SledStore {
         if taken.is_empty() {
             return Ok(());
         }
-        let tx = stage_refreshes(&self.inner.tree, taken)?;
+        let tx = stage_refreshes(&self.inner.tree, &self.inner.license_tables, taken)?;
         let _gate = self.inner.locks.gate.read().await;
         write_refreshes(tx, &self.inner.applied)
     }
@@ -475,10 +511,7 @@ impl SledStore {
                 (None, Some(all))
             }
         };
-        let mut tx = Tx {
-            tree: &self.inner.tree,
-            pending: BTreeMap::new(),
-        };
+        let mut tx = self.tx();
         let out = f(&mut tx)?;
         tx.journal(journal)?;
         let batch = self.commit(tx).await?;
@@ -495,7 +528,7 @@ impl SledStore {
         for i in 0..shared_refresh::STRIPES {
             let (guards, taken) = take_free(locks, &self.inner.refreshes, i);
             if !taken.is_empty() {
-                let tx = stage_refreshes(&self.inner.tree, taken)?;
+                let tx = stage_refreshes(&self.inner.tree, &self.inner.license_tables, taken)?;
                 let _gate = locks.gate.read().await;
                 write_refreshes(tx, &self.inner.applied)?;
             }
@@ -637,6 +670,42 @@ impl SledStore {
             total,
             has_next_page,
         })
+    }
+
+    /// The team's license table (`license_table.rs`), built now if no list has built it yet;
+    /// `None` while another list builds it.
+    fn license_table(
+        &self,
+        team: TeamId,
+    ) -> StoreResult<Option<Arc<std::sync::RwLock<license_table::Table>>>> {
+        let tables = &self.inner.license_tables;
+        match tables.usable(team) {
+            license_table::Use::Ready(table) => Ok(Some(table)),
+            license_table::Use::Busy => Ok(None),
+            license_table::Use::Build => {
+                // Given up unless finished (a failed read, or a panic).
+                struct Building<'a>(&'a LicenseTables, TeamId, bool);
+                impl Drop for Building<'_> {
+                    fn drop(&mut self) {
+                        if !self.2 {
+                            self.0.abandon(self.1);
+                        }
+                    }
+                }
+                let mut building = Building(tables, team, false);
+                let licenses = self
+                    .inner
+                    .tree
+                    .scan_prefix(key(&[&[tag::LICENSE], team.as_bytes()]))
+                    .map(|kv| decode::<License>(&kv.map_err(backend)?.1));
+                let table = LicenseTables::table_of(licenses)?;
+                let table = tables.finish(team, table, |id| {
+                    self.get_record::<License>(&license_key(team, id))
+                })?;
+                building.2 = true;
+                Ok(Some(table))
+            }
+        }
     }
 
     fn license_ids_by(&self, index: u8, team: TeamId, owner: &[u8]) -> StoreResult<Vec<LicenseId>> {

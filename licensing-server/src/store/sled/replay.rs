@@ -10,7 +10,7 @@ use licensing_core::store::{SessionKeyRefused, SessionKeyStore, StoreResult};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
 use super::keys::{self, key, tag};
-use super::{SledStore, Tx, backend, decode_count};
+use super::{SledStore, backend, decode_count};
 
 fn used_key(team: TeamId, fingerprint: &[u8; 16]) -> Vec<u8> {
     key(&[&[tag::SESSION_KEY], team.as_bytes(), fingerprint])
@@ -43,10 +43,7 @@ impl SessionKeyStore for SledStore {
             .locks
             .license(LicenseId::from_uuid(*team.as_uuid()))
             .await;
-        let mut tx = Tx {
-            tree: &self.inner.tree,
-            pending: Default::default(),
-        };
+        let mut tx = self.tx();
         let since = Timestamp::from_millis(now.as_millis() - window_ms);
         // Forget what left the window, oldest first.
         let prefix = by_time_prefix(team);

@@ -898,3 +898,128 @@ fn the_space_breakdown_counts_each_kind_of_entry() {
         assert!(after.records_on_disk > 0);
     });
 }
+
+/// A filtered list answered from the team's license table (`license_table.rs`) is what every
+/// license read and filtered one by one gives, after each kind of write: created, suspended, key
+/// changed, expired, deleted, and written by another task while the table is being built.
+#[test]
+fn filtered_lists_follow_every_write_once_their_table_is_built() {
+    use licensing_core::api::requests::LicenseListQuery;
+    use licensing_core::model::{ExpirationType, License};
+    use licensing_core::store::{Journal, LicenseStore, license_matches, page_of, testing};
+    use licensing_core::{LicenseKey, Timestamp};
+
+    let store = super::SledStore::temporary().expect("store");
+    Tokio.block_on(async {
+        let team = testing::team(&store, "A").await.id;
+        let other = testing::team(&store, "B").await.id;
+        let mut licenses: Vec<License> = Vec::new();
+        for i in 0..40 {
+            let mut l = testing::license(team, Timestamp::from_millis(1_000 + i / 4));
+            l.suspended = i % 3 == 0;
+            store.create_license(&l, &Journal::NONE).await.unwrap();
+            licenses.push(l);
+        }
+        // Another team's license with a key sharing a group: never listed.
+        let mut foreign = testing::license(other, Timestamp::from_millis(1_000));
+        foreign.license_key = licenses[0].license_key;
+        store
+            .create_license(&foreign, &Journal::NONE)
+            .await
+            .unwrap();
+
+        let queries = |l: &License| {
+            let key = l.license_key.as_str();
+            [
+                "suspended=true".to_owned(),
+                "suspended=false&sortDirection=asc&pageSize=10&page=2".to_owned(),
+                format!("search={}", &key[3..14].to_lowercase()),
+                format!("search={}&suspended=false", &key[6..11]),
+                "status=EXPIRED".to_owned(),
+                "status=ACTIVE&sortColumn=updatedAt&pageSize=10&page=3".to_owned(),
+                "expirationType=DATE".to_owned(),
+                "search=A&pageSize=10&page=2".to_owned(),
+            ]
+        };
+        let check = |licenses: Vec<License>, probe: License| {
+            let store = &store;
+            async move {
+                for raw in queries(&probe) {
+                    let query = LicenseListQuery::parse(&raw).unwrap();
+                    let got = store.list_licenses(team, &query).await.unwrap();
+                    let mut current = Vec::new();
+                    for l in &licenses {
+                        if let Some(l) = store.get_license(team, l.id).await.unwrap() {
+                            current.push(l);
+                        }
+                    }
+                    current.retain(|l| license_matches(l, &query.filter));
+                    let want = page_of(current, &query.paging, |a, b| {
+                        licensing_core::store::compare_licenses(
+                            a,
+                            b,
+                            query.sort,
+                            query.paging.direction,
+                        )
+                    });
+                    assert_eq!(
+                        (got.items, got.total, got.has_next_page),
+                        (want.items, want.total, want.has_next_page),
+                        "{raw}"
+                    );
+                }
+            }
+        };
+        // The first filtered list builds the table.
+        check(licenses.clone(), licenses[1].clone()).await;
+        assert!(matches!(
+            store.inner.license_tables.usable(team),
+            super::license_table::Use::Ready(_)
+        ));
+
+        // Suspended, a new key, expired, deleted, created.
+        let mut l = licenses[1].clone();
+        l.suspended = true;
+        l.updated_at = Timestamp::from_millis(9_000);
+        store.update_license(&l, &Journal::NONE).await.unwrap();
+        check(licenses.clone(), l.clone()).await;
+        l.license_key = LicenseKey::generate();
+        store.update_license(&l, &Journal::NONE).await.unwrap();
+        check(licenses.clone(), l.clone()).await;
+        let mut dated = licenses[2].clone();
+        dated.expiration_type = ExpirationType::Date;
+        dated.expiration_date = Some(Timestamp::from_millis(5_000));
+        store.update_license(&dated, &Journal::NONE).await.unwrap();
+        check(licenses.clone(), dated).await;
+        store
+            .delete_license(team, licenses[4].id, &Journal::NONE)
+            .await
+            .unwrap();
+        check(licenses.clone(), licenses[4].clone()).await;
+        let added = testing::license(team, Timestamp::from_millis(2_000));
+        store.create_license(&added, &Journal::NONE).await.unwrap();
+        licenses.push(added.clone());
+        check(licenses.clone(), added).await;
+
+        // Written while a table is being built: noted, and read again when it is installed.
+        let tables = &store.inner.license_tables;
+        let third = testing::team(&store, "C").await.id;
+        let mut late = testing::license(third, Timestamp::from_millis(1));
+        assert!(matches!(
+            tables.usable(third),
+            super::license_table::Use::Build
+        ));
+        store.create_license(&late, &Journal::NONE).await.unwrap();
+        late.suspended = true;
+        store.update_license(&late, &Journal::NONE).await.unwrap();
+        let built = tables
+            .finish(third, Default::default(), |id| {
+                super::SledStore::get_record(&store, &super::license_key(third, id))
+            })
+            .unwrap();
+        drop(built);
+        let query = LicenseListQuery::parse("suspended=true").unwrap();
+        let page = store.list_licenses(third, &query).await.unwrap();
+        assert_eq!((page.items, page.total), (vec![late], 1));
+    });
+}
