@@ -365,6 +365,21 @@ pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
         found.total, 2,
         "licenses 0 and 15: the c1 customers' with product two"
     );
+    // Each filter holds on its own: a customer the search finds and one of the listed
+    // customers, not necessarily the same one.
+    theirs.customer_ids = vec![c2.id, c1.id];
+    store.update_license(&theirs, &Journal::NONE).await.unwrap();
+    let found = store
+        .list_licenses(
+            t.id,
+            &q(&format!("customerSearch=second&customerIds={}", c1.id)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        found.items.iter().map(|l| l.id).collect::<Vec<_>>(),
+        vec![theirs.id]
+    );
     theirs.customer_ids.clear();
     store.update_license(&theirs, &Journal::NONE).await.unwrap();
     let by_meta = store

@@ -447,6 +447,15 @@ mod tests {
         );
     }
 
+    /// The memory the module documentation states: a row, a key and an entry of the id map
+    /// (24 bytes and a control byte), before the slack of growing vectors and maps.
+    #[test]
+    fn a_license_costs_about_what_the_documentation_says() {
+        let row = std::mem::size_of::<Row>();
+        let entry = std::mem::size_of::<(LicenseId, usize)>() + 1;
+        assert!(row + STRIDE + entry <= 112, "{row} + {STRIDE} + {entry}");
+    }
+
     #[test]
     fn status_and_expiration_type_follow_the_license_rules() {
         let now = Timestamp::now();
