@@ -326,22 +326,14 @@ impl PgStore {
         };
         drop_records(tx, license_id, RecordKind::Hwid, &drop_hwids).await?;
         drop_records(tx, license_id, RecordKind::Ip, &drop_ips).await?;
-        let license = apply(&mut *tx, &found, &admission, rules, activity, now).await?;
         // The license's counts follow the records made and dropped.
         let hwids = i64::from(hwid_new) - drop_hwids.len() as i64;
         let ips = i64::from(ip_new) - drop_ips.len() as i64;
-        if hwids != 0 || ips != 0 {
-            sqlx::query(
-                "UPDATE licenses SET hwid_records = hwid_records + $2, ip_records = ip_records + $3
-                 WHERE id = $1",
-            )
-            .bind(license_id.as_uuid())
-            .bind(i32::try_from(hwids).unwrap_or(0))
-            .bind(i32::try_from(ips).unwrap_or(0))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        }
+        let counts = (
+            i32::try_from(hwids).unwrap_or(0),
+            i32::try_from(ips).unwrap_or(0),
+        );
+        let license = apply(&mut *tx, &found, &admission, (rules, counts), activity, now).await?;
         if let Some(session) = &session {
             super::floating::write(&mut *tx, session).await?;
             if matches!(activity.session, SessionStep::Start { .. })

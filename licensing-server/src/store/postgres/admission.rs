@@ -226,84 +226,120 @@ pub(super) async fn decide(
     }
 }
 
+/// The fragments of step 8's statement, each a data-modifying `WITH` member or the final
+/// `UPDATE` of the license; `$1` is the license, `$2` the moment, and each fragment's own values
+/// follow in the order the fragments are written (see [`apply`]).
+const HWID_CREATE: &str = "hwid AS (INSERT INTO hwids (license_id, digest, id, identifier,
+     forgotten, last_seen_at, created_at, updated_at)
+   VALUES ($1, ${digest}, ${id}, ${identifier}, false, $2, $2, $2))";
+const HWID_REFRESH: &str = "hwid AS (UPDATE hwids SET last_seen_at = $2,
+     updated_at = CASE WHEN forgotten THEN $2 ELSE updated_at END, forgotten = false
+   WHERE license_id = $1 AND digest = ${digest})";
+const IP_CREATE: &str = "ip AS (INSERT INTO ips (license_id, address, id, forgotten, country,
+     alpha2, alpha3, last_seen_at, created_at, updated_at)
+   VALUES ($1, ${address}, ${id}, false, ${country}, ${alpha2}, ${alpha3}, $2, $2, $2))";
+const IP_REFRESH: &str = "ip AS (UPDATE ips SET last_seen_at = $2,
+     updated_at = CASE WHEN forgotten THEN $2 ELSE updated_at END, forgotten = false,
+     country = coalesce(${country}, country), alpha2 = coalesce(${alpha2}, alpha2),
+     alpha3 = coalesce(${alpha3}, alpha3)
+   WHERE license_id = $1 AND address = ${address})";
+const LICENSE_AFTER: &str = "UPDATE licenses SET last_active_at = ${last_active},
+     hwid_records = hwid_records + ${hwids}, ip_records = ip_records + ${ips}
+   WHERE id = $1";
+
+/// Numbers a fragment's named values `${name}` from `next` on, in the order they appear.
+fn numbered(fragment: &str, next: &mut usize) -> String {
+    let mut out = String::with_capacity(fragment.len());
+    let mut rest = fragment;
+    while let Some(at) = rest.find("${") {
+        let end = at + rest[at..].find('}').unwrap_or(rest.len() - at);
+        out.push_str(&rest[..at]);
+        out.push('$');
+        out.push_str(&next.to_string());
+        *next += 1;
+        rest = &rest[(end + 1).min(rest.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Writes step 8 of an admission whose license row the transaction holds, with the events the
-/// team wants of it. Returns the license after it.
+/// team wants of it: the device and address records made or refreshed, and the license's
+/// `lastActiveAt` and record counts (`counts`: made minus dropped, of each kind), in one
+/// statement, so one round trip (a license's first request, which starts its clock, also
+/// writes the license whole). Returns the license after it.
 pub(super) async fn apply(
     conn: &mut PgConnection,
     own: &Own,
     admission: &Admission,
-    rules: &ActivityRules<'_>,
+    (rules, counts): (&ActivityRules<'_>, (i32, i32)),
     activity: &Activity,
     now: Timestamp,
 ) -> StoreResult<License> {
     let l = &own.license;
-    let at = ms(now);
+    let next = license_after(l, admission, now);
+    let hwid = match (admission.hwid, &activity.hardware_id) {
+        (Some(RecordChange::Create), Some(h)) => Some((HWID_CREATE, h)),
+        (Some(RecordChange::Refresh { .. }), Some(h)) => Some((HWID_REFRESH, h)),
+        _ => None,
+    };
+    let ip = match admission.ip {
+        RecordChange::Create => IP_CREATE,
+        RecordChange::Refresh { .. } => IP_REFRESH,
+    };
+    // The statement, its values numbered in the order they are bound below.
+    let mut n = 3;
+    let mut members = Vec::with_capacity(2);
+    if let Some((fragment, _)) = hwid {
+        members.push(numbered(fragment, &mut n));
+    }
+    members.push(numbered(ip, &mut n));
+    let sql = format!(
+        "WITH {} {}",
+        members.join(", "),
+        numbered(LICENSE_AFTER, &mut n)
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(l.id.as_uuid())
+        .bind(ms(now));
     let mut new_device = None;
-    match (admission.hwid, &activity.hardware_id) {
-        (Some(RecordChange::Create), Some(h)) => {
+    if let Some((fragment, h)) = hwid {
+        query = query.bind(hwid_digest(h).to_vec());
+        if fragment == HWID_CREATE {
             let record = licensing_core::store::new_hwid(l, h, now);
-            sqlx::query(
-                "INSERT INTO hwids (license_id, digest, id, identifier, forgotten, last_seen_at,
-                   created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, false, $5, $5, $5)",
-            )
-            .bind(l.id.as_uuid())
-            .bind(hwid_digest(h).as_slice())
-            .bind(record.id.as_uuid())
-            .bind(h.as_str())
-            .bind(at)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
+            query = query.bind(*record.id.as_uuid()).bind(h.as_str().to_owned());
             new_device = Some(record);
         }
-        (Some(RecordChange::Refresh { .. }), Some(h)) => {
-            sqlx::query(
-                "UPDATE hwids SET last_seen_at = $3,
-                   updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
-                   forgotten = false
-                 WHERE license_id = $1 AND digest = $2",
-            )
-            .bind(l.id.as_uuid())
-            .bind(hwid_digest(h).as_slice())
-            .bind(at)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-        }
-        _ => {}
     }
     let country = activity.country;
-    match admission.ip {
-        RecordChange::Create => {
-            sqlx::query(
-                "INSERT INTO ips (license_id, address, id, forgotten, country, alpha2, alpha3,
-                   last_seen_at, created_at, updated_at)
-                 VALUES ($1, $2, $3, false, $4, $5, $6, $7, $7, $7)",
-            )
-            .bind(l.id.as_uuid())
-            .bind(addr16(activity.ip).as_slice())
+    let place = (
+        country.map(|c| c.name),
+        country.map(|c| c.alpha2),
+        country.map(|c| c.alpha3),
+    );
+    query = if ip == IP_CREATE {
+        query
+            .bind(addr16(activity.ip).to_vec())
             .bind(uuid::Uuid::new_v4())
-            .bind(country.map(|c| c.name))
-            .bind(country.map(|c| c.alpha2))
-            .bind(country.map(|c| c.alpha3))
-            .bind(at)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-        }
-        RecordChange::Refresh { .. } => refresh_ip(conn, l.id, activity, at).await?,
-    }
-    let next = license_after(l, admission, now);
+            .bind(place.0)
+            .bind(place.1)
+            .bind(place.2)
+    } else {
+        query
+            .bind(place.0)
+            .bind(place.1)
+            .bind(place.2)
+            .bind(addr16(activity.ip).to_vec())
+    };
+    query
+        .bind(opt_ms(next.last_active_at))
+        .bind(counts.0)
+        .bind(counts.1)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
     if admission.activate.is_some() {
         super::licenses::write(conn, &next).await?;
-    } else {
-        sqlx::query("UPDATE licenses SET last_active_at = $2 WHERE id = $1")
-            .bind(l.id.as_uuid())
-            .bind(opt_ms(next.last_active_at))
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
     }
     for event in admission_events(
         rules.events,
@@ -317,29 +353,36 @@ pub(super) async fn apply(
     Ok(next)
 }
 
-pub(super) async fn refresh_ip(
-    conn: &mut PgConnection,
-    license: LicenseId,
-    activity: &Activity,
-    at: i64,
-) -> StoreResult<()> {
-    let country = activity.country;
-    sqlx::query(
-        "UPDATE ips SET last_seen_at = $3,
-           updated_at = CASE WHEN forgotten THEN $3 ELSE updated_at END,
-           forgotten = false,
-           country = coalesce($4, country), alpha2 = coalesce($5, alpha2),
-           alpha3 = coalesce($6, alpha3)
-         WHERE license_id = $1 AND address = $2",
-    )
-    .bind(license.as_uuid())
-    .bind(addr16(activity.ip).as_slice())
-    .bind(at)
-    .bind(country.map(|c| c.name))
-    .bind(country.map(|c| c.alpha2))
-    .bind(country.map(|c| c.alpha3))
-    .execute(conn)
-    .await
-    .map_err(backend)?;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each fragment's named values are numbered on from where the last one stopped, in the
+    /// order `apply` binds them.
+    #[test]
+    fn step_8_is_one_statement_with_its_values_numbered_in_order() {
+        let mut n = 3;
+        let hwid = numbered(HWID_CREATE, &mut n);
+        assert!(
+            hwid.contains("VALUES ($1, $3, $4, $5, false, $2, $2, $2)"),
+            "{hwid}"
+        );
+        let ip = numbered(IP_REFRESH, &mut n);
+        assert!(ip.contains("coalesce($6, country)"), "{ip}");
+        assert!(ip.contains("coalesce($8, alpha3)"), "{ip}");
+        assert!(ip.ends_with("address = $9)"), "{ip}");
+        let after = numbered(LICENSE_AFTER, &mut n);
+        assert!(after.contains("last_active_at = $10"), "{after}");
+        assert!(after.contains("ip_records = ip_records + $12"), "{after}");
+        assert_eq!(n, 13);
+        for fragment in [
+            HWID_CREATE,
+            HWID_REFRESH,
+            IP_CREATE,
+            IP_REFRESH,
+            LICENSE_AFTER,
+        ] {
+            assert!(!numbered(fragment, &mut 3).contains("${"), "{fragment}");
+        }
+    }
 }
