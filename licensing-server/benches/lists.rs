@@ -87,7 +87,12 @@ async fn main() {
         t.elapsed().as_secs_f64() * 1000.0,
         page.total
     );
-    for query in ["search=AAAA", "search=A", "suspended=true", "status=ACTIVE&page=2"] {
+    for query in [
+        "search=AAAA",
+        "search=A",
+        "suspended=true",
+        "status=ACTIVE&page=2",
+    ] {
         let q = LicenseListQuery::parse(query).unwrap();
         let mut samples = Vec::new();
         let mut found = 0;

@@ -12,7 +12,7 @@
 //! first time a list needs it (one read of the team's licenses, about what the list cost before);
 //! the licenses written while it is being built are noted and read again before it is used, so a
 //! write is never missed whatever the order of the build and the write. A list that finds the
-//! table being built reads the team as before. Memory: about 110 bytes per license of a team that
+//! table being built waits for it (and reads the team as before if the build fails). Memory: about 110 bytes per license of a team that
 //! was listed with these filters since the store opened.
 
 use std::collections::hash_map::Entry;
@@ -189,8 +189,9 @@ impl Table {
 }
 
 enum Slot {
-    /// A list is reading the team's licenses; the ids written meanwhile, to read again.
-    Building(HashSet<LicenseId>),
+    /// A list is reading the team's licenses: the ids written meanwhile, to read again, and the
+    /// sender whose drop (when the slot is replaced or removed) tells waiting lists it is over.
+    Building(HashSet<LicenseId>, tokio::sync::watch::Sender<()>),
     Ready(Arc<RwLock<Table>>),
 }
 
@@ -206,8 +207,8 @@ pub(super) enum Use {
     Ready(Arc<RwLock<Table>>),
     /// Build it (nobody else is), then [`LicenseTables::finish`] or [`LicenseTables::abandon`].
     Build,
-    /// Another list is building it: read the records.
-    Busy,
+    /// Another list is building it: wait until this says it is over, then ask again.
+    Busy(tokio::sync::watch::Receiver<()>),
 }
 
 impl LicenseTables {
@@ -219,10 +220,13 @@ impl LicenseTables {
         match self.teams().entry(team) {
             Entry::Occupied(slot) => match slot.get() {
                 Slot::Ready(table) => Use::Ready(table.clone()),
-                Slot::Building(_) => Use::Busy,
+                Slot::Building(_, over) => Use::Busy(over.subscribe()),
             },
             Entry::Vacant(slot) => {
-                slot.insert(Slot::Building(HashSet::new()));
+                slot.insert(Slot::Building(
+                    HashSet::new(),
+                    tokio::sync::watch::Sender::new(()),
+                ));
                 Use::Build
             }
         }
@@ -237,7 +241,7 @@ impl LicenseTables {
         read: impl Fn(LicenseId) -> StoreResult<Option<License>>,
     ) -> StoreResult<Arc<RwLock<Table>>> {
         let mut teams = self.teams();
-        if let Some(Slot::Building(written)) = teams.get(&team) {
+        if let Some(Slot::Building(written, _)) = teams.get(&team) {
             for &id in written {
                 match read(id) {
                     Ok(license) => table.set(id, license.as_ref()),
@@ -256,7 +260,7 @@ impl LicenseTables {
     /// Gives up a build (the read failed): the next list tries again.
     pub(super) fn abandon(&self, team: TeamId) {
         let mut teams = self.teams();
-        if let Some(Slot::Building(_)) = teams.get(&team) {
+        if let Some(Slot::Building(..)) = teams.get(&team) {
             teams.remove(&team);
         }
     }
@@ -281,7 +285,7 @@ impl LicenseTables {
             }
             for &(team, id) in written {
                 match teams.get_mut(&team) {
-                    Some(Slot::Building(ids)) => {
+                    Some(Slot::Building(ids, _)) => {
                         ids.insert(id);
                     }
                     Some(Slot::Ready(table)) => ready.push((table.clone(), team, id)),
@@ -505,7 +509,9 @@ mod tests {
         let mut l = license("AAAAA-AAAAA-AAAAA-AAAAA-AAAAA", 1, false);
         l.team_id = team;
         assert!(matches!(tables.usable(team), Use::Build));
-        assert!(matches!(tables.usable(team), Use::Busy));
+        let Use::Busy(over) = tables.usable(team) else {
+            panic!("not busy")
+        };
         // Written while the build reads: the build's read missed it.
         tables.written(&[(team, l.id)], |_, _| {
             unreachable!("not read while building")
@@ -516,6 +522,8 @@ mod tests {
             })
             .unwrap();
         assert_eq!(table.read().unwrap().len(), 1);
+        // A list that waited is told the build is over.
+        assert!(over.has_changed().is_err());
         // Once ready, a write is read back at once: here the license is gone.
         tables.written(&[(team, l.id)], |_, _| Ok(None));
         assert_eq!(table.read().unwrap().len(), 0);

@@ -207,7 +207,7 @@ impl LicenseStore for SledStore {
             || f.suspended.is_some();
         if f.metadata_key.is_none()
             && (by_row || candidates.is_some())
-            && let Some(table) = self.license_table(team)?
+            && let Some(table) = self.license_table(team).await?
         {
             let (ids, total, has_next_page) = table
                 .read()

@@ -672,16 +672,22 @@ impl SledStore {
         })
     }
 
-    /// The team's license table (`license_table.rs`), built now if no list has built it yet;
-    /// `None` while another list builds it.
-    fn license_table(
+    /// The team's license table (`license_table.rs`), built now if no list has built it yet,
+    /// or once another list has built it; `None` if that build failed.
+    async fn license_table(
         &self,
         team: TeamId,
     ) -> StoreResult<Option<Arc<std::sync::RwLock<license_table::Table>>>> {
         let tables = &self.inner.license_tables;
-        match tables.usable(team) {
+        let mut used = tables.usable(team);
+        if let license_table::Use::Busy(mut over) = used {
+            // Dropped with the build's slot (the sender is never used to send).
+            let _ = over.changed().await;
+            used = tables.usable(team);
+        }
+        match used {
             license_table::Use::Ready(table) => Ok(Some(table)),
-            license_table::Use::Busy => Ok(None),
+            license_table::Use::Busy(_) => Ok(None),
             license_table::Use::Build => {
                 // Given up unless finished (a failed read, or a panic).
                 struct Building<'a>(&'a LicenseTables, TeamId, bool);
