@@ -12,8 +12,10 @@
 //! first time a list needs it (one read of the team's licenses, about what the list cost before);
 //! the licenses written while it is being built are noted and read again before it is used, so a
 //! write is never missed whatever the order of the build and the write. A list that finds the
-//! table being built waits for it (and reads the team as before if the build fails). Memory: about 110 bytes per license of a team that
-//! was listed with these filters since the store opened.
+//! table being built waits for it (and reads the team as before if the build fails).
+//!
+//! Memory: about 150 bytes per license (110 and the slack of growing vectors and maps) of each
+//! team listed with these filters since the store opened.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
