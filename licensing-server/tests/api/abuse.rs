@@ -120,7 +120,6 @@ async fn connections_past_the_cap_wait_for_one_to_close() {
     let _second = TcpStream::connect(host(&s)).await.unwrap();
     let health = format!("{}/healthz", s.base);
     let waiting = tokio::spawn(async move {
-        let started = Instant::now();
         let status = reqwest::Client::new()
             .get(health)
             .timeout(Duration::from_secs(10))
@@ -128,14 +127,21 @@ async fn connections_past_the_cap_wait_for_one_to_close() {
             .await
             .unwrap()
             .status();
-        (status, started.elapsed())
+        (status, Instant::now())
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!waiting.is_finished(), "a third connection was served");
+    // Served once a connection closed, not before (compared with the moment it closed, so that
+    // however late the waiting task started, this cannot pass early or fail late).
+    let closed = Instant::now();
     drop(first);
-    let (status, after) = waiting.await.unwrap();
+    let (status, served) = waiting.await.unwrap();
     assert_eq!(status, 200);
-    assert!(after >= Duration::from_millis(700), "{after:?}");
+    assert!(
+        served >= closed,
+        "served {:?} before the close",
+        closed - served
+    );
 }
 
 #[tokio::test]
