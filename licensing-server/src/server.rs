@@ -256,6 +256,7 @@ impl Server {
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
                 metrics_access,
                 contexts,
+                licenses: Arc::default(),
                 keyring: keyring.clone(),
                 usage: UsageRecorder::default(),
                 request_log: crate::services::request_log::RequestLog::new(
@@ -347,6 +348,7 @@ impl Server {
             tokio::spawn(crate::services::changes::run(
                 feed,
                 self.state.contexts.clone(),
+                self.state.licenses.clone(),
                 stop.clone(),
             ))
         });

@@ -11,6 +11,7 @@ use crate::services::contexts::TeamContexts;
 use crate::services::geo::Geo;
 use crate::services::key_uses::KeyUses;
 use crate::services::keyring::Keyring;
+use crate::services::license_cache::LicenseCache;
 use crate::services::mail::Mailer;
 use crate::services::ratelimit::RateLimiter;
 use crate::services::stats::StatsCache;
@@ -61,6 +62,8 @@ pub(crate) struct Shared {
     pub(crate) keyring: Keyring,
     /// Teams as the client API reads them.
     pub(crate) contexts: TeamContexts,
+    /// Licenses as the client API reads them (see [`LicenseCache`]).
+    pub(crate) licenses: Arc<LicenseCache>,
     /// Client request counts and blacklist hits on their way to the store.
     pub(crate) usage: UsageRecorder,
     /// (ext) The request history, written behind.

@@ -68,6 +68,7 @@ impl Operation for CreateApiKey {
 impl Operation for ListApiKeys {
     type Output = Vec<ApiKeyView>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::ApiKeys));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyView>, ApiError> {
         let mut keys = cx.state.store.list_api_keys(cx.team).await?;
@@ -129,6 +130,7 @@ impl Operation for CreateBlacklistEntry {
 impl Operation for ListBlacklist {
     type Output = Vec<BlacklistEntry>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Blacklist));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<BlacklistEntry>, ApiError> {
         let state = &cx.state;

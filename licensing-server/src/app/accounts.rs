@@ -69,6 +69,7 @@ fn manager(cx: &Cx) -> Result<&StaffUser, ApiError> {
 impl Operation for ListAccounts {
     type Output = Vec<StaffUser>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<StaffUser>, ApiError> {
         manager(cx)?;
@@ -79,6 +80,7 @@ impl Operation for ListAccounts {
 impl Operation for GetAccount {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         manager(cx)?;

@@ -46,6 +46,7 @@ impl Operation for CreateCustomer {
 impl Operation for ListCustomers {
     type Output = Page<Customer>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<Customer>, ApiError> {
         Ok(cx.state.store.list_customers(cx.team, &self.0).await?)
@@ -55,6 +56,7 @@ impl Operation for ListCustomers {
 impl Operation for GetCustomers {
     type Output = Vec<Customer>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<Customer>, ApiError> {
         let mut ids = self.0;
@@ -67,6 +69,7 @@ impl Operation for GetCustomers {
 impl Operation for GetCustomer {
     type Output = Customer;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
         lookup(cx, self.0).await

@@ -41,6 +41,7 @@ const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
 impl Operation for ListRequests {
     type Output = Page<RequestLogEntry>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<RequestLogEntry>, ApiError> {
         let Self(license, query) = self;
@@ -62,6 +63,7 @@ impl Operation for ListRequests {
 impl Operation for ListHwids {
     type Output = Page<HwidView>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<HwidView>, ApiError> {
         let Self(license, query) = self;
@@ -90,6 +92,7 @@ impl Operation for ListHwids {
 impl Operation for ListIps {
     type Output = Page<IpRecordView>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<IpRecordView>, ApiError> {
         let Self(license, query) = self;

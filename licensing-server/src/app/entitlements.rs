@@ -53,6 +53,7 @@ impl Operation for CreateEntitlement {
 impl Operation for ListEntitlements {
     type Output = Page<Entitlement>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<Entitlement>, ApiError> {
         let query = self.0;
@@ -71,6 +72,7 @@ impl Operation for ListEntitlements {
 impl Operation for AllEntitlements {
     type Output = Vec<Entitlement>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<Entitlement>, ApiError> {
         Ok(cx.state.store.list_entitlements(cx.team).await?)
@@ -80,6 +82,7 @@ impl Operation for AllEntitlements {
 impl Operation for GetEntitlement {
     type Output = Entitlement;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Entitlement, ApiError> {
         lookup(cx, self.0).await

@@ -20,6 +20,7 @@ pub(crate) struct RevokeSession(pub(crate) LicenseId, pub(crate) LicenseSessionI
 impl Operation for ListSessions {
     type Output = SessionList;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Licenses));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<SessionList, ApiError> {
         let Self(license) = self;

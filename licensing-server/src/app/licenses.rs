@@ -108,6 +108,7 @@ impl Operation for CreateLicense {
 impl Operation for ListLicenses {
     type Output = Page<License>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<License>, ApiError> {
         let mut query = self.0;
@@ -165,6 +166,7 @@ async fn products_granting(
 impl Operation for GetLicense {
     type Output = LicenseDetail;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = visible(cx, self.0).await?;
@@ -175,6 +177,7 @@ impl Operation for GetLicense {
 impl Operation for GetLicenseByKey {
     type Output = LicenseDetail;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = by_key(cx, &self.0).await?;

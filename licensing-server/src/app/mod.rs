@@ -46,8 +46,21 @@ pub(crate) trait Operation: Send + Sized {
     type Output: Send;
     /// The scope it needs; `None`: any caller of the team.
     const SCOPE: Option<Scope>;
+    /// Whether it only reads. Any other operation may change the team's licenses or their
+    /// records, so the client API's cached licenses of the team are dropped once it has run.
+    const READ_ONLY: bool = false;
     /// Does it, for `cx`'s caller and team.
     fn run(self, cx: &Cx) -> impl Future<Output = Result<Self::Output, ApiError>> + Send;
+}
+
+/// Drops the team's cached licenses when dropped: after an operation that may have written, or
+/// one that was abandoned half-way.
+struct Written<'a>(&'a Cx);
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        self.0.state.licenses.forget_team(self.0.team);
+    }
 }
 
 /// Who asks, for which team, when and from where: what every operation runs in.
@@ -66,10 +79,13 @@ pub(crate) struct Cx {
 
 impl Cx {
     /// Performs `op` after checking that the caller has its scope (403 naming it otherwise).
+    /// After an operation that may write, the client API's cached licenses of the team are
+    /// dropped, whatever its outcome, even when the caller went away before it finished.
     pub(crate) async fn perform<O: Operation>(&self, op: O) -> Result<O::Output, ApiError> {
         if let Some(scope) = O::SCOPE {
             self.caller.require(scope)?;
         }
+        let _written = (!O::READ_ONLY).then(|| Written(self));
         op.run(self).await
     }
 

@@ -59,6 +59,7 @@ impl Operation for CreateProduct {
 impl Operation for ListProducts {
     type Output = Page<Product>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<Product>, ApiError> {
         let mut query = self.0;
@@ -70,6 +71,7 @@ impl Operation for ListProducts {
 impl Operation for GetProduct {
     type Output = Product;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         visible(cx, self.0).await
@@ -152,6 +154,7 @@ impl Operation for CreateBranch {
 impl Operation for ListBranches {
     type Output = Vec<Branch>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<Branch>, ApiError> {
         let product = visible(cx, self.0).await?;

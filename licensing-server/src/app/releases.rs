@@ -297,6 +297,7 @@ impl Operation for UpdateRelease {
 impl Operation for ListReleases {
     type Output = Page<ReleaseView>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<ReleaseView>, ApiError> {
         let mut query = self.0;
@@ -318,6 +319,7 @@ impl Operation for ListReleases {
 impl Operation for GetRelease {
     type Output = ReleaseView;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
         let release = visible(cx, self.0).await?;

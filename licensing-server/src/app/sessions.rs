@@ -236,6 +236,7 @@ pub(crate) struct OwnTeamName;
 impl Operation for OwnTeamName {
     type Output = Option<String>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Option<String>, ApiError> {
         Ok(cx.state.store.get_team(cx.team).await?.map(|t| t.name))

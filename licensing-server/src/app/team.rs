@@ -53,6 +53,7 @@ async fn team(cx: &Cx) -> Result<Team, ApiError> {
 impl Operation for GetSettings {
     type Output = TeamSettings;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Settings));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<TeamSettings, ApiError> {
         Ok(team(cx).await?.settings)
@@ -89,6 +90,7 @@ impl Operation for UpdateSettings {
 impl Operation for GetPublicKeys {
     type Output = PublicKeys;
     const SCOPE: Option<Scope> = None;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<PublicKeys, ApiError> {
         let context = context(cx).await?;
@@ -163,6 +165,7 @@ impl Operation for RetireSigningKey {
 impl Operation for GetStatistics {
     type Output = Arc<Statistics>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Arc<Statistics>, ApiError> {
         let state = &cx.state;
@@ -183,6 +186,7 @@ impl Operation for GetStatistics {
 impl Operation for GetOverview {
     type Output = Overview;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Overview, ApiError> {
         let hour_ago = licensing_core::Timestamp::from_millis(cx.now.as_millis() - 3_600_000);
@@ -193,6 +197,7 @@ impl Operation for GetOverview {
 impl Operation for ListAudit {
     type Output = Page<AuditEntry>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::AuditLog));
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<AuditEntry>, ApiError> {
         let mut query = self.0;

@@ -117,6 +117,7 @@ impl Operation for CreateWebhook {
 impl Operation for ListWebhooks {
     type Output = Vec<WebhookView>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Vec<WebhookView>, ApiError> {
         Ok(cx
@@ -134,6 +135,7 @@ impl Operation for ListWebhooks {
 impl Operation for GetWebhook {
     type Output = WebhookView;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<WebhookView, ApiError> {
         Ok(WebhookView::of(&existing(cx, self.0).await?, cx.now))
@@ -262,6 +264,7 @@ impl Operation for SendTestEvent {
 impl Operation for ListDeliveries {
     type Output = Page<WebhookDelivery>;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<Page<WebhookDelivery>, ApiError> {
         let endpoint = existing(cx, self.0).await?;
@@ -276,6 +279,7 @@ impl Operation for ListDeliveries {
 impl Operation for GetDelivery {
     type Output = WebhookDelivery;
     const SCOPE: Option<Scope> = READ;
+    const READ_ONLY: bool = true;
 
     async fn run(self, cx: &Cx) -> Result<WebhookDelivery, ApiError> {
         delivery(cx, self.0, self.1).await

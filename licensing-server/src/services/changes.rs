@@ -1,6 +1,6 @@
-//! Changes made through other instances: the store announces each change to a team's cached
-//! state (see [`ChangeFeed`]); this task drops the team's entry from this instance's cache.
-//! When the feed's connection drops, announcements may have been missed: the whole cache is
+//! Changes made through other instances: the store announces each change to a team's or a
+//! license's cached state (see [`ChangeFeed`]); this task drops the entry from this instance's
+//! caches. When the feed's connection drops, announcements may have been missed: the caches are
 //! cleared and the task reconnects.
 
 use std::sync::Arc;
@@ -10,12 +10,14 @@ use futures_util::StreamExt as _;
 use tokio::sync::watch;
 
 use crate::services::contexts::TeamContexts;
-use crate::store::shared::ChangeFeed;
+use crate::services::license_cache::LicenseCache;
+use crate::store::shared::{Change, ChangeFeed};
 
 /// Listens until `stop` turns true.
 pub async fn run(
     feed: Arc<dyn ChangeFeed>,
     contexts: TeamContexts,
+    licenses: Arc<LicenseCache>,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -26,10 +28,15 @@ pub async fn run(
             let mut changes = feed.listen().await?;
             // Anything changed while no one listened is reloaded.
             contexts.clear();
+            licenses.clear();
             while let Some(change) = changes.next().await {
                 match change? {
-                    Some(team) => contexts.invalidate(team),
-                    None => contexts.clear(),
+                    Change::Team(team) => contexts.invalidate(team),
+                    Change::License(team, key) => licenses.forget(team, &key),
+                    Change::Any => {
+                        contexts.clear();
+                        licenses.clear();
+                    }
                 }
             }
             Err(licensing_core::store::StoreError::backend(
@@ -43,6 +50,7 @@ pub async fn run(
                     tracing::warn!(error = %e, "listening for changes from other instances failed; reconnecting");
                 }
                 contexts.clear();
+                licenses.clear();
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     _ = stop.changed() => return,

@@ -9,6 +9,7 @@ pub mod geo;
 pub(crate) mod idempotency_purger;
 pub mod key_uses;
 pub mod keyring;
+pub mod license_cache;
 pub mod mail;
 pub mod periodic;
 pub mod ratelimit;

@@ -51,16 +51,26 @@ pub trait SharedCounters: Send + Sync {
     fn sweep(&self, name: &'static str, before: i64) -> BoxFuture<'_, Result<(), StoreError>>;
 }
 
-/// The teams whose cached state changed, as announced (`None`: any may have).
-pub type Changes = BoxStream<'static, Result<Option<TeamId>, StoreError>>;
+/// A change to what instances cache, as announced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The team's cached state (its record, blacklist, webhook endpoints, entitlements).
+    Team(TeamId),
+    /// The license with this key, or its records' standing (a forgotten or dropped record).
+    License(TeamId, String),
+    /// Anything may have changed (an announcement could not be read).
+    Any,
+}
+
+/// The changes to cached state, as announced.
+pub type Changes = BoxStream<'static, Result<Change, StoreError>>;
 
 /// A stored file's bytes, a chunk at a time.
 pub type Chunks = BoxStream<'static, std::io::Result<Bytes>>;
 
-/// Announcements of changes to a team's cached state, made by any instance.
+/// Announcements of changes to cached state (a team's, a license's), made by any instance.
 pub trait ChangeFeed: Send + Sync {
-    /// Connects and listens: each item names the team whose state changed (`None`: any may
-    /// have). The stream ends or fails when the connection is lost; announcements may then
+    /// Connects and listens: each item names what changed. The stream ends or fails when the connection is lost; announcements may then
     /// have been missed.
     fn listen(&self) -> BoxFuture<'_, Result<Changes, StoreError>>;
 }

@@ -31,6 +31,7 @@ mod history;
 mod idempotency;
 mod instances;
 mod isolation;
+mod license_cache;
 mod license_files;
 mod licenses;
 mod mail;

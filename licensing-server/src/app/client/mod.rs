@@ -555,6 +555,15 @@ pub(crate) async fn download(
     })
 }
 
+/// What the client steps record besides the answer, and the licenses they cache.
+fn recorders(state: &AppState) -> Recorders<'_> {
+    Recorders {
+        usage: &state.usage,
+        events: &state.client_events,
+        licenses: &state.licenses,
+    }
+}
+
 /// Steps 2 to 6 of `request`, noting the product it is counted under.
 async fn check(
     state: &AppState,
@@ -563,13 +572,9 @@ async fn check(
     seen: &mut Seen,
     now: Timestamp,
 ) -> Result<steps::Checked, ApiError> {
-    let recorders = Recorders {
-        usage: &state.usage,
-        events: &state.client_events,
-    };
     seen.note(state, request);
     let (product, license, checked) =
-        steps::check(&state.store, recorders, context, request, now).await;
+        steps::check(&state.store, recorders(state), context, request, now).await;
     seen.product = product;
     seen.license = license;
     checked
@@ -584,7 +589,7 @@ async fn record_checked(
 ) -> Result<(licensing_core::model::License, Option<LicenseSession>), ApiError> {
     steps::record(
         &state.store,
-        &state.client_events,
+        recorders(state),
         context,
         state.max_records,
         request,

@@ -17,6 +17,7 @@ use licensing_core::{
 
 use crate::services::client_events::{ClientEventQueue, Refused};
 use crate::services::contexts::TeamContext;
+use crate::services::license_cache::LicenseCache;
 use crate::services::usage::UsageRecorder;
 
 /// A validated client request, as steps 2 to 8 need it.
@@ -66,13 +67,15 @@ impl Request<'_> {
 }
 
 /// What steps 2 to 8 record besides the answer: request counts, blacklist hits and the
-/// refusals' webhook events, each written behind.
+/// refusals' webhook events, each written behind; and the licenses they read, cached.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Recorders<'a> {
     /// Request counts and blacklist hits.
     pub(crate) usage: &'a UsageRecorder,
     /// The refusals' events.
     pub(crate) events: &'a ClientEventQueue,
+    /// Licenses as read, with the records of the devices and addresses that used them.
+    pub(crate) licenses: &'a LicenseCache,
 }
 
 /// A request that passed steps 2 to 6.
@@ -116,12 +119,23 @@ pub(crate) async fn check<S: Store>(
     Result<Checked, ApiError>,
 ) {
     let activity = request.activity();
-    let read = match store
-        .read_license_for_activity(team.team.id, request.license_key, &activity)
-        .await
+    let read = match recorders
+        .licenses
+        .get(team.team.id, request.license_key, &activity)
     {
-        Ok(read) => read,
-        Err(e) => return (None, None, Err(ApiError::from(e))),
+        Ok(hit) => Some(hit),
+        Err(ticket) => match store
+            .read_license_for_activity(team.team.id, request.license_key, &activity)
+            .await
+        {
+            Ok(read) => {
+                if let Some(read) = &read {
+                    recorders.licenses.store(ticket, &activity, read);
+                }
+                read
+            }
+            Err(e) => return (None, None, Err(ApiError::from(e))),
+        },
     };
     let license = read.as_ref().map(|r| &r.license);
     let found = license.map(|l| l.id);
@@ -184,10 +198,11 @@ pub(crate) async fn check<S: Store>(
 
 /// Steps 7 and 8 in the store's atomic unit: the limits (and a session's), then the device and
 /// address records, the activation clock and `lastActiveAt`. Returns the license after it, and
-/// the session started or extended.
+/// the session started or extended. A request that changed more than the times of records that
+/// counted already (or that the atomic step refused) drops its license from the cache.
 pub(crate) async fn record<S: Store>(
     store: &S,
-    events: &ClientEventQueue,
+    recorders: Recorders<'_>,
     team: &TeamContext,
     max_records: u32,
     (request, checked): (&Request<'_>, &Checked),
@@ -204,11 +219,17 @@ pub(crate) async fn record<S: Store>(
             &checked.activity,
             now,
         )
-        .await?;
-    match recorded {
+        .await;
+    let settled = matches!(&recorded, Ok(Ok(r)) if !r.admission.creates_state());
+    if !settled {
+        recorders
+            .licenses
+            .forget(team.team.id, checked.license.license_key.as_str());
+    }
+    match recorded? {
         Ok(recorded) => Ok((recorded.license, recorded.session)),
         Err(denial) => {
-            events.refused(
+            recorders.events.refused(
                 team.client_events,
                 &request.refused(team, Some(&checked.license)),
                 &denial,

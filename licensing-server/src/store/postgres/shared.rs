@@ -1,6 +1,7 @@
 //! The shared capabilities on PostgreSQL: rate-limit counters in table `rate_limits`, and the
-//! change feed on channel `licensing_team_changed`, which the schema's triggers notify with the
-//! team id on commit (so that any writer counts).
+//! change feed on channels `licensing_team_changed` (the schema's triggers notify it with the
+//! team id on commit) and `licensing_license_changed` (with the team id and the license's key),
+//! so that any writer counts.
 
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt as _, StreamExt as _};
@@ -9,10 +10,27 @@ use licensing_core::store::StoreError;
 use sqlx::postgres::PgListener;
 
 use super::PgStore;
-use crate::store::shared::{ChangeFeed, Changes, SharedCounters, Window};
+use crate::store::shared::{Change, ChangeFeed, Changes, SharedCounters, Window};
 
-/// The channel the schema's triggers notify.
-const CHANNEL: &str = "licensing_team_changed";
+/// The channel the schema's triggers notify of a team's change.
+const TEAMS: &str = "licensing_team_changed";
+
+/// The channel the schema's triggers notify of a license's change.
+const LICENSES: &str = "licensing_license_changed";
+
+/// What a notification announces: on [`TEAMS`] the team's id, on [`LICENSES`] the team's id, a
+/// space and the license's key.
+fn change(channel: &str, payload: &str) -> Change {
+    let team = |id: &str| uuid::Uuid::parse_str(id).ok().map(TeamId::from_uuid);
+    let change = match channel {
+        TEAMS => team(payload).map(Change::Team),
+        LICENSES => payload
+            .split_once(' ')
+            .and_then(|(id, key)| Some(Change::License(team(id)?, key.to_owned()))),
+        _ => None,
+    };
+    change.unwrap_or(Change::Any)
+}
 
 fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("postgres", e)
@@ -99,15 +117,34 @@ impl ChangeFeed for PgStore {
             let mut listener = PgListener::connect_with(self.pool())
                 .await
                 .map_err(backend)?;
-            listener.listen(CHANNEL).await.map_err(backend)?;
+            listener
+                .listen_all([TEAMS, LICENSES])
+                .await
+                .map_err(backend)?;
             let notes = listener.into_stream().map(|note| {
                 let note = note.map_err(backend)?;
-                Ok(uuid::Uuid::parse_str(note.payload())
-                    .ok()
-                    .map(TeamId::from_uuid))
+                Ok(change(note.channel(), note.payload()))
             });
             Ok(notes.boxed())
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_read_as_changes() {
+        let team = TeamId::new();
+        assert_eq!(change(TEAMS, &team.to_string()), Change::Team(team));
+        assert_eq!(
+            change(LICENSES, &format!("{team} AAAAA-BBBBB")),
+            Change::License(team, "AAAAA-BBBBB".to_owned())
+        );
+        assert_eq!(change(TEAMS, "not an id"), Change::Any);
+        assert_eq!(change(LICENSES, &team.to_string()), Change::Any);
+        assert_eq!(change("elsewhere", ""), Change::Any);
     }
 }
