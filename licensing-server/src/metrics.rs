@@ -205,6 +205,9 @@ pub struct Metrics {
     pool: Family<PoolLabels, Gauge>,
     history_waiting: Gauge,
     history_dropped: Counter,
+    cache_hits: Counter,
+    cache_misses: Counter,
+    cache_pairs: Gauge,
 }
 
 /// The state of the store's database connections.
@@ -304,6 +307,24 @@ impl Default for Metrics {
             "Request history entries dropped because too many waited or the store refused them",
             history_dropped.clone(),
         );
+        let cache_hits = Counter::default();
+        registry.register(
+            "license_cache_hits",
+            "Client requests whose license and records were read from memory, not the store",
+            cache_hits.clone(),
+        );
+        let cache_misses = Counter::default();
+        registry.register(
+            "license_cache_misses",
+            "Client requests whose license was read from the store",
+            cache_misses.clone(),
+        );
+        let cache_pairs = Gauge::default();
+        registry.register(
+            "license_cache_pairs",
+            "Device and address pairs held in the license cache, at the scrape",
+            cache_pairs.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(root)),
             requests,
@@ -317,6 +338,9 @@ impl Default for Metrics {
             pool,
             history_waiting,
             history_dropped,
+            cache_hits,
+            cache_misses,
+            cache_pairs,
         }
     }
 }
@@ -366,6 +390,18 @@ impl Metrics {
         if dropped > counted {
             self.history_dropped.inc_by(dropped - counted);
         }
+    }
+
+    /// Sets the license cache's figures: hits and misses since the start, pairs held.
+    pub fn license_cache(&self, hits: u64, misses: u64, pairs: usize) {
+        for (counter, total) in [(&self.cache_hits, hits), (&self.cache_misses, misses)] {
+            let counted = counter.get();
+            if total > counted {
+                counter.inc_by(total - counted);
+            }
+        }
+        self.cache_pairs
+            .set(i64::try_from(pairs).unwrap_or(i64::MAX));
     }
 
     /// Sets the gauges of the store's database connections: `open`, `idle`, `max`.

@@ -143,6 +143,8 @@ fn metrics_route(state: AppState, access: MetricsAccess) -> BoxedFilter<(Respons
                     state
                         .metrics
                         .request_history(state.request_log.waiting(), state.request_log.dropped());
+                    let (hits, misses) = state.licenses.lookups();
+                    state.metrics.license_cache(hits, misses, state.licenses.len());
                     if let Some((open, idle, max)) = state.store.pool_connections() {
                         state.metrics.pool_connections(open, idle, max);
                     }

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher as _;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -127,6 +128,8 @@ pub struct LicenseCache {
     hasher: std::hash::RandomState,
     max_age: Duration,
     pairs_per_shard: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl Default for LicenseCache {
@@ -144,6 +147,8 @@ impl LicenseCache {
             hasher: std::hash::RandomState::new(),
             max_age,
             pairs_per_shard: capacity.div_ceil(SHARDS).max(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -177,11 +182,17 @@ impl LicenseCache {
                 })
             });
         match hit {
-            Some(read) => Ok(read),
-            None => Err(Ticket {
-                shard,
-                generation: guard.generation,
-            }),
+            Some(read) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Ok(read)
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                Err(Ticket {
+                    shard,
+                    generation: guard.generation,
+                })
+            }
         }
     }
 
@@ -271,6 +282,14 @@ impl LicenseCache {
             shard.teams.clear();
             shard.pairs = 0;
         }
+    }
+
+    /// Lookups answered from memory and lookups that missed, since the start.
+    pub fn lookups(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Device and address pairs held (for tests and metrics).

@@ -2,6 +2,8 @@
 //! many records count against each limit (counted no further than the decision needs), which
 //! records make room at the cap, core's decision, and its writes with their events.
 
+use std::sync::LazyLock;
+
 use licensing_core::model::{Hwid, IpRecord, License, admission_events};
 use licensing_core::store::{ActivityRules, StoreResult, cap_reached, license_after, prune_batch};
 use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
@@ -263,6 +265,37 @@ fn numbered(fragment: &str, next: &mut usize) -> String {
     out
 }
 
+/// Step 8's statement for a device record's fragment (none when the request names no device)
+/// and an address record's, numbered once for each of the six pairs.
+fn statement(hwid: Option<&'static str>, ip: &'static str) -> &'static str {
+    /// A device record's fragment and an address record's.
+    type Pair = (Option<&'static str>, &'static str);
+    static STATEMENTS: LazyLock<Vec<(Pair, String)>> = LazyLock::new(|| {
+        let mut all = Vec::with_capacity(6);
+        for hwid in [None, Some(HWID_CREATE), Some(HWID_REFRESH)] {
+            for ip in [IP_CREATE, IP_REFRESH] {
+                let mut n = 3;
+                let mut members = Vec::with_capacity(2);
+                if let Some(fragment) = hwid {
+                    members.push(numbered(fragment, &mut n));
+                }
+                members.push(numbered(ip, &mut n));
+                let sql = format!(
+                    "WITH {} {}",
+                    members.join(", "),
+                    numbered(LICENSE_AFTER, &mut n)
+                );
+                all.push(((hwid, ip), sql));
+            }
+        }
+        all
+    });
+    STATEMENTS
+        .iter()
+        .find(|(pair, _)| *pair == (hwid, ip))
+        .map_or("", |(_, sql)| sql.as_str())
+}
+
 /// Writes step 8 of an admission whose license row the transaction holds, with the events the
 /// team wants of it: the device and address records made or refreshed, and the license's
 /// `lastActiveAt` and record counts (`counts`: made minus dropped, of each kind), in one
@@ -278,32 +311,21 @@ pub(super) async fn apply(
 ) -> StoreResult<License> {
     let l = &own.license;
     let next = license_after(l, admission, now);
-    let hwid = match (admission.hwid, &activity.hardware_id) {
-        (Some(RecordChange::Create), Some(h)) => Some((HWID_CREATE, h)),
-        (Some(RecordChange::Refresh { .. }), Some(h)) => Some((HWID_REFRESH, h)),
-        _ => None,
+    let (hwid, h) = match (admission.hwid, &activity.hardware_id) {
+        (Some(RecordChange::Create), Some(h)) => (Some(HWID_CREATE), Some(h)),
+        (Some(RecordChange::Refresh { .. }), Some(h)) => (Some(HWID_REFRESH), Some(h)),
+        _ => (None, None),
     };
     let ip = match admission.ip {
         RecordChange::Create => IP_CREATE,
         RecordChange::Refresh { .. } => IP_REFRESH,
     };
     // The statement, its values numbered in the order they are bound below.
-    let mut n = 3;
-    let mut members = Vec::with_capacity(2);
-    if let Some((fragment, _)) = hwid {
-        members.push(numbered(fragment, &mut n));
-    }
-    members.push(numbered(ip, &mut n));
-    let sql = format!(
-        "WITH {} {}",
-        members.join(", "),
-        numbered(LICENSE_AFTER, &mut n)
-    );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+    let mut query = sqlx::query(statement(hwid, ip))
         .bind(l.id.as_uuid())
         .bind(ms(now));
     let mut new_device = None;
-    if let Some((fragment, h)) = hwid {
+    if let (Some(fragment), Some(h)) = (hwid, h) {
         query = query.bind(hwid_digest(h).to_vec());
         if fragment == HWID_CREATE {
             let record = licensing_core::store::new_hwid(l, h, now);
@@ -375,6 +397,10 @@ mod tests {
         assert!(after.contains("last_active_at = $10"), "{after}");
         assert!(after.contains("ip_records = ip_records + $12"), "{after}");
         assert_eq!(n, 13);
+        assert_eq!(
+            statement(Some(HWID_CREATE), IP_REFRESH),
+            format!("WITH {hwid}, {ip} {after}")
+        );
         for fragment in [
             HWID_CREATE,
             HWID_REFRESH,
