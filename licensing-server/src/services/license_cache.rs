@@ -5,7 +5,7 @@
 //! goes through the store's atomic step, which reads the store.
 //!
 //! Coherence, on the same instance: every operation that may change a team's licenses or
-//! records drops the team's entries when it has run ([`crate::app::Cx::perform`]), and a client
+//! records drops the team's entries when it has run (`Cx::perform` in `app`), and a client
 //! request that went through the atomic step (a new or un-forgotten record, an activation, a
 //! refusal) drops its license's entry. A generation counter per shard keeps a read that raced
 //! with such a change from storing what it read before it. So the request after a change's
