@@ -122,9 +122,10 @@ pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()
     Ok(())
 }
 
-/// The flusher thread: applies waiting refreshes (stripe by stripe, under each stripe's lock),
-/// and flushes (under the gate, exclusively), when asked, or every 500 ms when there is
-/// something to write, and publishes how far each flush reached.
+/// The flusher thread: when asked, or every 500 ms when there is something to write, flushes
+/// what was applied (under the gate, exclusively) and publishes how far it reached, then applies
+/// the waiting refreshes (stripe by stripe, under each stripe's lock), which the next round
+/// flushes.
 pub(super) fn run_flusher(
     tree: sled::Tree,
     tables: Arc<LicenseTables>,
@@ -134,10 +135,36 @@ pub(super) fn run_flusher(
     flusher: Arc<Flusher>,
     progress: watch::Sender<FlushState>,
 ) {
+    let flush = |covered: u64| {
+        let gate = locks.gate.blocking_write();
+        let target = applied.load(Ordering::Acquire);
+        let result = tree.flush();
+        drop(gate);
+        let state = match result {
+            Ok(_) => FlushState {
+                covered: target,
+                failure: None,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "store flush failed");
+                FlushState {
+                    covered,
+                    failure: Some(Arc::from(e.to_string())),
+                }
+            }
+        };
+        progress.send_replace(state);
+    };
     loop {
         let keep_going = flusher.wait();
+        // First what steps applied, so that a step waiting for its flush does not wait for the
+        // refreshes to be written too; the refreshes written below are flushed by the next
+        // round (at most 500 ms later, sooner when asked) or the last one.
         let covered = progress.borrow().covered;
-        if applied.load(Ordering::Acquire) > covered || !refreshes.is_empty() {
+        if applied.load(Ordering::Acquire) > covered {
+            flush(covered);
+        }
+        if !refreshes.is_empty() {
             for i in 0..shared_refresh::STRIPES {
                 // The licenses whose mutex is free now; a license held by a step is left to
                 // it (it writes its own refreshes first), or to the next round.
@@ -154,26 +181,12 @@ pub(super) fn run_flusher(
                 }
                 drop(guards);
             }
-            let gate = locks.gate.blocking_write();
-            let target = applied.load(Ordering::Acquire);
-            let result = tree.flush();
-            drop(gate);
-            let state = match result {
-                Ok(_) => FlushState {
-                    covered: target,
-                    failure: None,
-                },
-                Err(e) => {
-                    tracing::error!(error = %e, "store flush failed");
-                    FlushState {
-                        covered,
-                        failure: Some(Arc::from(e.to_string())),
-                    }
-                }
-            };
-            progress.send_replace(state);
         }
         if !keep_going {
+            let covered = progress.borrow().covered;
+            if applied.load(Ordering::Acquire) > covered {
+                flush(covered);
+            }
             return;
         }
     }
