@@ -60,6 +60,17 @@ struct Entry {
     pairs: Vec<Pair>,
 }
 
+impl Entry {
+    /// An entry loaded now, with its first pair.
+    fn new(license: &License, pair: Pair) -> Self {
+        Self {
+            license: license.clone(),
+            loaded: Instant::now(),
+            pairs: vec![pair],
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Shard {
     teams: HashMap<TeamId, HashMap<Box<str>, Entry>>,
@@ -80,6 +91,11 @@ impl Shard {
 
     fn forget(&mut self, team: TeamId, key: &str) {
         self.generation += 1;
+        self.remove(team, key);
+    }
+
+    /// Removes one entry, with its pairs from the count and its team's map if emptied.
+    fn remove(&mut self, team: TeamId, key: &str) {
         if let Some(entries) = self.teams.get_mut(&team)
             && let Some(entry) = entries.remove(key)
         {
@@ -102,14 +118,7 @@ impl Shard {
         let Some((team, key)) = victim else {
             return false;
         };
-        if let Some(entries) = self.teams.get_mut(&team) {
-            if let Some(entry) = entries.remove(&key) {
-                self.pairs -= entry.pairs.len();
-            }
-            if entries.is_empty() {
-                self.teams.remove(&team);
-            }
-        }
+        self.remove(team, &key);
         true
     }
 }
@@ -239,20 +248,12 @@ impl LicenseCache {
             }
             Some(entry) => {
                 removed = entry.pairs.len();
-                *entry = Entry {
-                    license: license.clone(),
-                    loaded: Instant::now(),
-                    pairs: vec![pair],
-                };
+                *entry = Entry::new(license, pair);
             }
             None => {
                 entries.insert(
                     license.license_key.as_str().into(),
-                    Entry {
-                        license: license.clone(),
-                        loaded: Instant::now(),
-                        pairs: vec![pair],
-                    },
+                    Entry::new(license, pair),
                 );
             }
         }

@@ -264,6 +264,7 @@ impl ActivityStore for MemoryStore {
                 license: next,
                 admission,
                 session,
+                decided_from_read: false,
             }))
         })
     }

@@ -224,20 +224,8 @@ pub(crate) async fn record<S: Store>(
     // written: the cached copy stays true. Otherwise (a record past its timeout as read, a new
     // or un-forgotten record, an activation, a session's start, a refusal) the next request
     // reads the store again.
-    let from_read = !matches!(checked.activity.session, SessionStep::Start { .. })
-        && checked.read.own.as_ref().is_some_and(|(hwid, ip)| {
-            verify::admit_counted_own(
-                &checked.read.license,
-                &team.team.settings,
-                hwid.as_ref(),
-                ip.as_ref(),
-                checked.activity.hardware_id.as_ref(),
-                checked.activity.ip,
-                now,
-            )
-            .is_some()
-        });
-    let settled = from_read && matches!(&recorded, Ok(Ok(r)) if !r.admission.creates_state());
+    let settled =
+        matches!(&recorded, Ok(Ok(r)) if r.decided_from_read && !r.admission.creates_state());
     if !settled {
         recorders
             .licenses

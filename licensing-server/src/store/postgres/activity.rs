@@ -239,6 +239,7 @@ impl PgStore {
             license: license_after(license, &admission, now),
             admission,
             session,
+            decided_from_read: true,
         })))
     }
 
@@ -347,6 +348,7 @@ impl PgStore {
             license,
             admission,
             session,
+            decided_from_read: false,
         }))
     }
 }

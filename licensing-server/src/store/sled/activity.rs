@@ -147,6 +147,7 @@ impl SledStore {
                 license: license_after(current, &admission, now),
                 admission,
                 session,
+                decided_from_read: true,
             }));
         }
         self.record_locked(current, rules, activity, now).await
@@ -361,6 +362,7 @@ impl SledStore {
             license: next,
             admission,
             session,
+            decided_from_read: false,
         }))
     }
 
