@@ -42,6 +42,14 @@ impl Flusher {
         self.wake.notify_one();
     }
 
+    /// Whether a flush was asked for since the last wait or look; takes the request.
+    pub(super) fn take_request(&self) -> bool {
+        self.state
+            .lock()
+            .map(|mut st| std::mem::take(&mut st.requested))
+            .unwrap_or(false)
+    }
+
     /// Waits for a request, a stop, or the background interval; `false` means stop.
     pub(super) fn wait(&self) -> bool {
         let Ok(guard) = self.state.lock() else {
@@ -155,17 +163,26 @@ pub(super) fn run_flusher(
         };
         progress.send_replace(state);
     };
+    let flush_applied = || {
+        let covered = progress.borrow().covered;
+        if applied.load(Ordering::Acquire) > covered {
+            flush(covered);
+        }
+    };
     loop {
         let keep_going = flusher.wait();
         // First what steps applied, so that a step waiting for its flush does not wait for the
         // refreshes to be written too; the refreshes written below are flushed by the next
         // round (at most 500 ms later, sooner when asked) or the last one.
-        let covered = progress.borrow().covered;
-        if applied.load(Ordering::Acquire) > covered {
-            flush(covered);
-        }
+        flush_applied();
         if !refreshes.is_empty() {
             for i in 0..shared_refresh::STRIPES {
+                // A step that asked for a flush meanwhile waits for one stripe's refreshes at
+                // most, not for all of them: writing them reads records sled may have to fetch
+                // from disk (the license cache answers their requests without reading them).
+                if flusher.take_request() {
+                    flush_applied();
+                }
                 // The licenses whose mutex is free now; a license held by a step is left to
                 // it (it writes its own refreshes first), or to the next round.
                 let (guards, taken) = take_free(&locks, &refreshes, i);
@@ -183,10 +200,7 @@ pub(super) fn run_flusher(
             }
         }
         if !keep_going {
-            let covered = progress.borrow().covered;
-            if applied.load(Ordering::Acquire) > covered {
-                flush(covered);
-            }
+            flush_applied();
             return;
         }
     }

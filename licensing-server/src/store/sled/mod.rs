@@ -11,7 +11,8 @@
 //!   run on one flusher thread and group-commit: every batch applied before a flush starts is
 //!   covered by it. The only writes that do not wait are the plain `lastSeenAt`/`lastActiveAt`
 //!   refreshes of devices that already count, which wait in memory (`refresh.rs`), are applied
-//!   by the next writer of the license, and are made durable by the flusher within 500 ms.
+//!   by the next writer of the license or the flusher within 500 ms, and are durable after the
+//!   flush that follows (within a second).
 //! - **Flushes never overlap batches**: in sled 0.34, `apply_batch` takes a global exclusive
 //!   lock, and a flush holds the shared side of it while it waits for sled's I/O threads, which
 //!   need the shared side too; a batch applied while a flush runs deadlocks the store (seen under

@@ -2,7 +2,7 @@
 //!
 //! They are written by whoever next takes the license's lock (its atomic step, a developer
 //! write to it), before the developer API lists devices, licenses or statistics, and on every
-//! flusher round, which makes them durable within the same 500 ms as other unflushed writes. So
+//! flusher round (at most 500 ms apart), whose next flush makes them durable: within a second. So
 //! a limit check always counts with exact `lastSeenAt`s. A license's record, its activity
 //! index, and its device and address records with their entries in the index by last use
 //! (`seen.rs`) are written in one batch, so that the index never disagrees with a record.
