@@ -132,8 +132,8 @@ pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()
 
 /// The flusher thread: when asked, or every 500 ms when there is something to write, flushes
 /// what was applied (under the gate, exclusively) and publishes how far it reached, then applies
-/// the waiting refreshes (stripe by stripe, under each stripe's lock), which the next round
-/// flushes.
+/// the waiting refreshes (stripe by stripe, under each stripe's lock, flushing between stripes
+/// when a step asks), which the next round flushes.
 pub(super) fn run_flusher(
     tree: sled::Tree,
     tables: Arc<LicenseTables>,
