@@ -110,9 +110,11 @@ pub struct Recorded {
     pub admission: Admission,
     /// The session started or extended, for a request with a [`SessionStep`].
     pub session: Option<LicenseSession>,
-    /// Whether the [`LicenseRead`] handed to [`ActivityStore::record_activity_after`] decided
-    /// the request alone (its device and address counted already), without the atomic step:
-    /// what was read then still holds for the next request of that device and address.
+    /// Whether what the store read decided the request alone (its device and address counted
+    /// already), without the atomic step: the [`LicenseRead`] handed to
+    /// [`ActivityStore::record_activity_after`], or the store's own read in
+    /// [`ActivityStore::record_activity`]. What was read then still holds for the next request
+    /// of that device and address.
     pub decided_from_read: bool,
 }
 
