@@ -8,25 +8,54 @@
 # Usage: .ci/deb-systemd.sh PACKAGE.deb (as root; .ci/deb.sh calls it). Where this machine cannot
 # boot a container (no systemd-nspawn support in its sandbox), it says so and stops: .ci/deb.sh
 # has already installed and run the package on the machine itself.
+#
+# .ci/deb-systemd.sh --prepare only makes the Debian root (mostly downloads), so that .ci/run can
+# do it in the background while the tests build and run; the run with a package then takes that
+# root (waiting for it if it is still being made), or makes its own when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deb=$(realpath "$1")
 
 need=()
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 \
+    --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+mkdir -p target
 root="$PWD/target/deb-systemd-root"
-suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-rm -rf "$root"
-echo "-- debootstrap $suite into $root"
-debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,adduser,curl \
-  "$suite" "$root" http://deb.debian.org/debian >"$root.log" 2>&1 \
-  || { tail -20 "$root.log"; exit 1; }
+# A root is ready to use once made in full, and used once: the mark goes when a run takes it.
+ready="$root.ready"
+# Held while a root is made, so that a run waits for the one made in the background.
+exec 9>"$root.lock"
+flock 9
+make_root() {
+  local suite
+  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  rm -rf "$root" "$ready"
+  echo "-- debootstrap $suite into $root"
+  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,adduser,curl \
+    "$suite" "$root" http://deb.debian.org/debian >"$root.log" 2>&1 \
+    || { tail -20 "$root.log"; exit 1; }
+}
+
+if [ "${1:-}" = --prepare ]; then
+  make_root
+  touch "$ready"
+  exit 0
+fi
+
+deb=$(realpath "$1")
+if [ -f "$ready" ]; then
+  echo "-- the Debian root made beside the tests: $root"
+  rm -f "$ready"
+else
+  make_root
+fi
+flock -u 9
 cp "$deb" "$root/root/licensing-server.deb"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # The port, in a drop-in made before the package arrives (the environment wins over the file).
