@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use licensing_core::Timestamp;
 use licensing_core::model::Role;
@@ -176,7 +177,8 @@ impl Tab {
     async fn sees(&self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let html = self.html().await;
+            // A page still loading may answer with an error: not seen yet.
+            let html = self.client.source().await.unwrap_or_default();
             if html.contains(text) {
                 return;
             }
@@ -185,6 +187,20 @@ impl Tab {
                 "{text:?} not on {}: {html}",
                 self.path().await
             );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits (up to `seconds`) for an element matching `css`. On a busy machine a search may
+    /// meet a navigation still under way (the driver answers "aborted by navigation"): that is
+    /// tried again, as a miss is.
+    async fn element(&self, css: &str, seconds: u64) -> Element {
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        loop {
+            match self.client.find(Locator::Css(css)).await {
+                Ok(element) => return element,
+                Err(e) => assert!(Instant::now() < deadline, "{css} not found: {e}"),
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -497,11 +513,7 @@ async fn a_viewer_changes_nothing(driver: &Driver, s: &TestServer) {
         )
         .await
         .unwrap();
-    tab.client
-        .wait()
-        .for_element(Locator::Css("main h1"))
-        .await
-        .unwrap();
+    tab.element("main h1", 30).await;
     tab.sees("may not suspend or unsuspend licenses").await;
     let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
     assert_eq!(after.ok()["suspended"], false);
@@ -523,11 +535,7 @@ async fn a_form_without_its_token_is_refused(driver: &Driver, s: &TestServer) {
         )
         .await
         .unwrap();
-    tab.client
-        .wait()
-        .for_element(Locator::Css("main h1"))
-        .await
-        .unwrap();
+    tab.element("main h1", 30).await;
     tab.sees("did not come from a page of your current session")
         .await;
     let after = s.get(&s.dev(&format!("licenses/id/{id}"))).await;
@@ -622,12 +630,7 @@ async fn a_release_is_uploaded_and_shows_its_checksum(driver: &Driver, s: &TestS
         .unwrap();
     tab.click("form[data-upload] button[type=submit]").await;
     // The script uploads with a progress bar, then opens the new release's page.
-    tab.client
-        .wait()
-        .at_most(Duration::from_secs(20))
-        .for_element(Locator::Css("code.checksum"))
-        .await
-        .unwrap();
+    tab.element("code.checksum", 20).await;
     tab.sees(&licensing_core::crypto::md5_hex(&bytes)).await;
     tab.sees("Release uploaded").await;
     tab.close().await;
@@ -642,16 +645,7 @@ async fn a_scoped_api_key_is_refused_beyond_its_scope(driver: &Driver, s: &TestS
     tab.click("input[name=scopes][value='licenses:read']").await;
     tab.click("main form[action='/dashboard/api-keys'] button[type=submit]")
         .await;
-    let key = tab
-        .client
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("#new-key"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let key = tab.element("#new-key", 15).await.text().await.unwrap();
     s.send(reqwest::Method::GET, &s.dev("licenses"), Some(&key), None)
         .await
         .ok();
