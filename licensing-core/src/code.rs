@@ -43,11 +43,15 @@ pub enum ResultCode {
     IdempotencyKeyMismatch,
     /// (ext) The request first sent with this `Idempotency-Key` is still running.
     IdempotencyKeyInUse,
+    /// (ext) The team has no signing key of that id.
+    SigningKeyNotFound,
+    /// (ext) The change conflicts with the state of a record (a second `next` signing key).
+    Conflict,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 27] = [
+    pub const ALL: [ResultCode; 29] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -75,6 +79,8 @@ impl ResultCode {
         Self::SessionNotFound,
         Self::IdempotencyKeyMismatch,
         Self::IdempotencyKeyInUse,
+        Self::SigningKeyNotFound,
+        Self::Conflict,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -103,8 +109,9 @@ impl ResultCode {
             | Self::CustomerNotFound
             | Self::ProductNotFound
             | Self::ReleaseNotFound
-            | Self::SessionNotFound => 404,
-            Self::IdempotencyKeyInUse => 409,
+            | Self::SessionNotFound
+            | Self::SigningKeyNotFound => 404,
+            Self::IdempotencyKeyInUse | Self::Conflict => 409,
             Self::IdempotencyKeyMismatch => 422,
             Self::RateLimit => 429,
             Self::InternalServerError => 500,
@@ -141,6 +148,8 @@ impl ResultCode {
             Self::SessionNotFound => "SESSION_NOT_FOUND",
             Self::IdempotencyKeyMismatch => "IDEMPOTENCY_KEY_MISMATCH",
             Self::IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
+            Self::SigningKeyNotFound => "SIGNING_KEY_NOT_FOUND",
+            Self::Conflict => "CONFLICT",
         }
     }
 
@@ -200,6 +209,8 @@ mod tests {
             (SessionNotFound, 404),
             (IdempotencyKeyMismatch, 422),
             (IdempotencyKeyInUse, 409),
+            (SigningKeyNotFound, 404),
+            (Conflict, 409),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -208,8 +219,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_of_the_specification_five_of_ours_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_seven_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 26);
+        assert_eq!(errors, 28);
     }
 }

@@ -55,6 +55,20 @@ impl Expiration {
         }
     }
 
+    /// The latest moment an offline license file issued at `issued` may be valid (protocol.md
+    /// section 6): the expiration date, or for a `DURATION` + `ACTIVATION` license whose clock
+    /// has not started, `issued + expirationDays` (as if it started when the file was issued);
+    /// `None` for a license that never expires.
+    pub fn end_for_file(&self, issued: Timestamp) -> Option<Timestamp> {
+        match self.kind {
+            ExpirationType::Never => None,
+            ExpirationType::Date => self.date,
+            ExpirationType::Duration => self
+                .date
+                .or_else(|| self.days.map(|days| issued.plus_days(days))),
+        }
+    }
+
     /// When the clock of an activated `DURATION` + `ACTIVATION` license started.
     fn activated_at(&self) -> Option<Timestamp> {
         match (self.kind, self.start, self.date, self.days) {

@@ -1,8 +1,10 @@
 //! Offline licensing: a [`LicenseFile`] (from [`LicenseClient::checkout`](crate::LicenseClient::checkout),
 //! or issued by the vendor) checked with no network: its signature with a trusted key chosen by
 //! its `kid`, its decryption with the license key (and this machine's hardware identifier for a
-//! machine file), its expiry, the license's own expiration, and a clock that has not been set
-//! back (the latest time seen is kept in a [`Clock`] file the application names).
+//! machine file, armored `MACHINE FILE`; machine files issued earlier under `LICENSE FILE` are
+//! read too), the license key it names, its expiry, the license's own expiration, and a clock
+//! that has not been set back (the latest time seen is kept in a [`Clock`] file the application
+//! names).
 //!
 //! Every refusal is its own [`FileError`], so an application can tell a file for another
 //! machine from a forged one, or an expired one from a clock set back.
@@ -205,6 +207,11 @@ impl LicenseFile {
         };
         let payload: LicenseFilePayload = serde_json::from_slice(&bytes)
             .map_err(|e| FileError::Malformed(format!("its payload: {e}")))?;
+        // An encrypted file is this license's if it decrypts; an unencrypted one says whose it
+        // is, and must say this license.
+        if payload.data.license.key.as_str() != license_key {
+            return Err(FileError::WrongKey);
+        }
         if let Some(bound) = &payload.meta.hardware_identifier
             && machine != Some(bound.as_str())
         {

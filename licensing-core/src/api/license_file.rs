@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::requests::{finish, parse_json};
 use super::{VerifyCustomer, VerifyData, VerifyLicense, VerifyProduct};
 use crate::error::{ApiError, Validator};
+use crate::expiry::Expiration;
 use crate::model::License;
 use crate::validate::HardwareId;
-use crate::{LicenseId, LicenseKey, TeamId, Timestamp};
+use crate::{LicenseId, LicenseKey, LicenseSessionId, TeamId, Timestamp};
 
 /// The shortest `ttl` of a license file, in seconds (an hour).
 pub const MIN_FILE_TTL: u32 = 3_600;
@@ -33,7 +34,9 @@ pub struct LicenseFilePayload {
 pub struct LicenseFileMeta {
     /// When it was issued.
     pub issued: Timestamp,
-    /// When it stops being valid (`issued` + `ttl`); `null`: as long as the license.
+    /// When it stops being valid: the earliest of `issued` + `ttl` and the license's end (its
+    /// expiration date; for a duration whose clock has not started, `issued` + its days);
+    /// `null` only for a license that never expires, issued without a `ttl`.
     pub expiry: Option<Timestamp>,
     /// Its time to live in seconds; `null`: as long as the license.
     pub ttl: Option<u32>,
@@ -41,6 +44,13 @@ pub struct LicenseFileMeta {
     pub team_id: TeamId,
     /// The machine it is bound to; `null`: any machine.
     pub hardware_identifier: Option<String>,
+    /// (checkout of a license with a `sessionLimit`) The floating session the file holds until
+    /// its `expiry`: a seat borrowed for offline use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LicenseSessionId>,
+    /// (with `sessionId`) The license's `sessionLimit` when the seat was borrowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_limit: Option<u32>,
 }
 
 /// `data` of a license file.
@@ -73,7 +83,8 @@ pub struct LicenseFileLicense {
 
 impl LicenseFilePayload {
     /// The payload of a file of `license`, whose verify data is `data`, issued `issued` for
-    /// `ttl` seconds (none: as long as the license), bound to `machine` when given.
+    /// `ttl` seconds (none: as long as the license), bound to `machine` when given. Its
+    /// `expiry` never passes the license's end ([`file_expiry`]).
     pub fn new(
         license: &License,
         data: VerifyData,
@@ -84,10 +95,12 @@ impl LicenseFilePayload {
         Self {
             meta: LicenseFileMeta {
                 issued,
-                expiry: ttl.map(|t| issued.plus_seconds(t)),
+                expiry: file_expiry(license, issued, ttl),
                 ttl,
                 team_id: license.team_id,
                 hardware_identifier: machine.map(|m| m.as_str().to_owned()),
+                session_id: None,
+                session_limit: None,
             },
             data: LicenseFileData {
                 license: LicenseFileLicense {
@@ -100,6 +113,18 @@ impl LicenseFilePayload {
                 products: data.products,
             },
         }
+    }
+}
+
+/// When a file of `license` issued at `issued` for `ttl` seconds stops being valid: the earliest
+/// of `issued + ttl` and the license's end ([`Expiration::end_for_file`]); `None` only when
+/// neither exists.
+pub fn file_expiry(license: &License, issued: Timestamp, ttl: Option<u32>) -> Option<Timestamp> {
+    let by_ttl = ttl.map(|t| issued.plus_seconds(t));
+    let end = Expiration::of(license).end_for_file(issued);
+    match (by_ttl, end) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -178,7 +203,8 @@ pub struct LicenseFileIssued {
     pub certificate: String,
     /// When it was issued.
     pub issued_at: Timestamp,
-    /// When it stops being valid; `null`: as long as the license.
+    /// When it stops being valid (never after the license's end); `null`: never (a license
+    /// that never expires, issued without a `ttl`).
     pub expires_at: Option<Timestamp>,
     /// The machine it is bound to; `null`: any.
     pub hardware_identifier: Option<String>,
@@ -193,8 +219,13 @@ pub struct CheckedOutFile {
     pub certificate: String,
     /// When it was issued.
     pub issued_at: Timestamp,
-    /// When it stops being valid; `null`: as long as the license.
+    /// When it stops being valid: the `ttl` asked, at most the team's `checkoutMaxTtl`, and
+    /// never after the license's end (always set).
     pub expires_at: Option<Timestamp>,
+    /// (a license with a `sessionLimit`) The session whose seat the file holds until
+    /// `expiresAt`; it is listed and may be revoked like any session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<LicenseSessionId>,
 }
 
 /// (ext) `data` of a checkout: a verify's, and the license file.

@@ -9,6 +9,6 @@ pub use envelope::{Envelope, ErrorData, ResultMeta};
 pub use license_file::{
     CheckedOutFile, CheckoutData, LicenseFileBody, LicenseFileData, LicenseFileIssued,
     LicenseFileLicense, LicenseFileMeta, LicenseFilePayload, LicenseFileRequest, MAX_FILE_TTL,
-    MIN_FILE_TTL, file_ttl,
+    MIN_FILE_TTL, file_expiry, file_ttl,
 };
 pub use views::*;

@@ -471,11 +471,7 @@ pub struct LicenseEmailed {
     pub recipients: Vec<String>,
 }
 
-/// (ext) `data` of `GET {dev}/licenses/id/{licenseId}/sessions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct SessionList {
-    /// The live sessions, oldest first.
-    pub sessions: Vec<crate::model::LicenseSession>,
-}
+page_type!(
+    /// (ext) `GET {dev}/licenses/id/{licenseId}/sessions`: live sessions, newest first.
+    SessionPage, sessions: crate::model::LicenseSession, "sessions"
+);

@@ -9,6 +9,11 @@
 //! -----END LICENSE FILE-----
 //! ```
 //!
+//! A file bound to a machine says `MACHINE FILE` in both armor lines instead (Keygen's name for
+//! it, so that Keygen's machine-file verifiers read it as it is), and the armor tells which
+//! prefix its signature covers. Machine files issued before this armor (under `LICENSE FILE`,
+//! signed as machine files) still open when the machine is named.
+//!
 //! - `alg` `base64+ed25519`: `enc` is the base64 of the payload's UTF-8 JSON.
 //! - `alg` `aes-256-gcm+ed25519`: `enc` is `base64(ciphertext) "." base64(iv) "." base64(tag)`,
 //!   AES-256-GCM with a 12-byte random IV and no associated data, under the SHA-256 of the
@@ -35,6 +40,10 @@ use super::TeamPublicKeys;
 pub const BEGIN: &str = "-----BEGIN LICENSE FILE-----";
 /// The armor's last line.
 pub const END: &str = "-----END LICENSE FILE-----";
+/// The first line of a machine file's armor.
+pub const BEGIN_MACHINE: &str = "-----BEGIN MACHINE FILE-----";
+/// The last line of a machine file's armor.
+pub const END_MACHINE: &str = "-----END MACHINE FILE-----";
 /// `alg` of a signed file in the clear.
 pub const ALG_PLAIN: &str = "base64+ed25519";
 /// `alg` of a signed, encrypted file.
@@ -118,19 +127,25 @@ pub fn encode_payload(
     ))
 }
 
-/// The text of `envelope`: the armor around its base64, in lines of 76 characters.
-pub fn armor(envelope: &Envelope) -> String {
+/// The text of `envelope`: the armor around its base64, in lines of 76 characters (`MACHINE
+/// FILE` for a file bound to a machine, `LICENSE FILE` otherwise).
+pub fn armor(envelope: &Envelope, machine: bool) -> String {
     let json = serde_json::to_vec(envelope).unwrap_or_default();
     let body = BASE64.encode(json);
+    let (begin, end) = if machine {
+        (BEGIN_MACHINE, END_MACHINE)
+    } else {
+        (BEGIN, END)
+    };
     let mut text = String::with_capacity(body.len() + body.len() / 76 + 64);
-    text.push_str(BEGIN);
+    text.push_str(begin);
     text.push('\n');
     for line in body.as_bytes().chunks(76) {
         // Base64 is ASCII: every chunk is valid UTF-8.
         text.push_str(std::str::from_utf8(line).unwrap_or_default());
         text.push('\n');
     }
-    text.push_str(END);
+    text.push_str(end);
     text.push('\n');
     text
 }
@@ -139,6 +154,8 @@ pub fn armor(envelope: &Envelope) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LicenseFile {
     envelope: Envelope,
+    /// Whether its armor says `MACHINE FILE`.
+    machine_armor: bool,
 }
 
 impl LicenseFile {
@@ -149,13 +166,20 @@ impl LicenseFile {
                 "longer than a license file can be",
             ));
         }
-        let inner = text
-            .trim()
-            .strip_prefix(BEGIN)
-            .and_then(|rest| rest.strip_suffix(END))
-            .ok_or(LicenseFileError::Malformed(
-                "it does not begin and end with the LICENSE FILE lines",
-            ))?;
+        let text = text.trim();
+        let armored = |begin: &str, end: &str| {
+            text.strip_prefix(begin)
+                .and_then(|rest| rest.strip_suffix(end))
+        };
+        let (inner, machine_armor) = match armored(BEGIN, END) {
+            Some(inner) => (inner, false),
+            None => (
+                armored(BEGIN_MACHINE, END_MACHINE).ok_or(LicenseFileError::Malformed(
+                    "it does not begin and end with the LICENSE FILE (or MACHINE FILE) lines",
+                ))?,
+                true,
+            ),
+        };
         let body: String = inner.split_whitespace().collect();
         let json = BASE64
             .decode(body.as_bytes())
@@ -165,7 +189,15 @@ impl LicenseFile {
         if envelope.alg != ALG_PLAIN && envelope.alg != ALG_ENCRYPTED {
             return Err(LicenseFileError::UnknownAlgorithm(envelope.alg));
         }
-        Ok(Self { envelope })
+        Ok(Self {
+            envelope,
+            machine_armor,
+        })
+    }
+
+    /// Whether its armor says `MACHINE FILE` (a file bound to one machine).
+    pub fn is_machine_file(&self) -> bool {
+        self.machine_armor
     }
 
     /// The envelope.
@@ -180,8 +212,9 @@ impl LicenseFile {
 
     /// Checks the signature with the trusted key the file names, then returns the payload's
     /// JSON bytes: decoded, or decrypted with `license_key` (and `hardware_identifier`, the
-    /// machine's own, for a machine file). A file is checked as a machine file when a hardware
-    /// identifier is given, and as a license file otherwise: the signature's prefix binds it to
+    /// machine's own, for a machine file). A `MACHINE FILE` is checked as a machine file; a
+    /// `LICENSE FILE` as a machine file when a hardware identifier is given (machine files
+    /// issued before their armor), else as a license file: the signature's prefix binds it to
     /// one kind, so neither passes for the other.
     pub fn open(
         &self,
@@ -193,7 +226,7 @@ impl LicenseFile {
         let key = trusted
             .signing_key(Some(&e.kid))
             .ok_or_else(|| LicenseFileError::UntrustedKey(e.kid.clone()))?;
-        let machine = hardware_identifier.is_some();
+        let machine = self.machine_armor || hardware_identifier.is_some();
         key.verify(&signed_message(&e.enc, machine), &e.sig)
             .map_err(|_| LicenseFileError::BadSignature)?;
         if !self.is_encrypted() {
@@ -243,14 +276,18 @@ pub fn issue(
 ) -> Result<String, super::CryptoError> {
     let key = encrypt.then(|| file_key(license_key, hardware_identifier));
     let enc = encode_payload(payload, key.as_deref())?;
-    let sig = keys.sign(&signed_message(&enc, hardware_identifier.is_some()));
+    let machine = hardware_identifier.is_some();
+    let sig = keys.sign(&signed_message(&enc, machine));
     let alg = if encrypt { ALG_ENCRYPTED } else { ALG_PLAIN };
-    Ok(armor(&Envelope {
-        enc,
-        sig,
-        alg: alg.to_owned(),
-        kid: keys.signing_kid().to_owned(),
-    }))
+    Ok(armor(
+        &Envelope {
+            enc,
+            sig,
+            alg: alg.to_owned(),
+            kid: keys.signing_kid().to_owned(),
+        },
+        machine,
+    ))
 }
 
 #[cfg(feature = "private-keys")]
@@ -279,11 +316,13 @@ mod tests {
             (Some("machine-0001"), false),
         ] {
             let text = issue(keys(), PAYLOAD, KEY, hwid, encrypt).unwrap();
-            assert!(text.starts_with("-----BEGIN LICENSE FILE-----\n"));
-            assert!(text.ends_with("\n-----END LICENSE FILE-----\n"));
+            let kind = if hwid.is_some() { "MACHINE" } else { "LICENSE" };
+            assert!(text.starts_with(&format!("-----BEGIN {kind} FILE-----\n")));
+            assert!(text.ends_with(&format!("\n-----END {kind} FILE-----\n")));
             assert!(text.lines().all(|l| l.len() <= 76));
             let file = LicenseFile::parse(&text).unwrap();
             assert_eq!(file.is_encrypted(), encrypt);
+            assert_eq!(file.is_machine_file(), hwid.is_some());
             assert_eq!(file.envelope().kid, keys().signing_kid());
             assert_eq!(file.open(trusted, KEY, hwid).unwrap(), PAYLOAD);
             // Pasted with Windows line ends and indentation: the same file.
@@ -310,10 +349,30 @@ mod tests {
             ),
             Err(LicenseFileError::WrongKey)
         );
-        // A machine file does not pass as a license file (its signature's prefix differs).
+        // A machine file's armor says so: opened without the machine it does not decrypt,
+        // and re-armored as a license file its signature does not verify (its prefix differs).
         assert_eq!(
             file.open(trusted, KEY, None),
+            Err(LicenseFileError::WrongKey)
+        );
+        let as_license = LicenseFile::parse(&armor(file.envelope(), false)).unwrap();
+        assert_eq!(
+            as_license.open(trusted, KEY, None),
             Err(LicenseFileError::BadSignature)
+        );
+        // A license file re-armored as a machine file does not verify either.
+        let plain = LicenseFile::parse(&issue(keys(), PAYLOAD, KEY, None, true).unwrap()).unwrap();
+        assert_eq!(
+            LicenseFile::parse(&armor(plain.envelope(), true))
+                .unwrap()
+                .open(trusted, KEY, None),
+            Err(LicenseFileError::BadSignature)
+        );
+        // A machine file issued before its armor (under LICENSE FILE) still opens with its
+        // machine.
+        assert_eq!(
+            as_license.open(trusted, KEY, Some("machine-0001")).unwrap(),
+            PAYLOAD
         );
         // An untrusted key.
         let other = TeamKeys::generate().unwrap();
@@ -329,7 +388,7 @@ mod tests {
             "A"
         };
         envelope.enc.replace_range(0..1, flipped);
-        let tampered = LicenseFile::parse(&armor(&envelope)).unwrap();
+        let tampered = LicenseFile::parse(&armor(&envelope, true)).unwrap();
         assert_eq!(
             tampered.open(trusted, KEY, Some("machine-0001")),
             Err(LicenseFileError::BadSignature)
@@ -348,7 +407,7 @@ mod tests {
         let mut unknown = file.envelope().clone();
         unknown.alg = "rot13+ed25519".into();
         assert_eq!(
-            LicenseFile::parse(&armor(&unknown)),
+            LicenseFile::parse(&armor(&unknown, true)),
             Err(LicenseFileError::UnknownAlgorithm("rot13+ed25519".into()))
         );
     }

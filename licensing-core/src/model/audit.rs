@@ -177,7 +177,10 @@ actions! {
     ApiKeyRevoked = "api_key.revoked", "api_key";
     /// The team's settings were changed.
     SettingsUpdated = "settings.updated", "settings";
-    /// The team's signing key was rotated: a new key signs from now on.
+    /// A next signing key was made: listed for applications to ship, signing nothing yet.
+    SigningKeyCreated = "signing_key.created", "signing_key";
+    /// The team's signing key was rotated (or a next key activated): a new key signs from now
+    /// on.
     SigningKeyRotated = "signing_key.rotated", "signing_key";
     /// A former signing key of the team was retired: clients stop trusting it.
     SigningKeyRetired = "signing_key.retired", "signing_key";

@@ -47,9 +47,10 @@ pub use stats::{
     RequestsByType, Statistics, TopCountry, TopProduct, TopRefusal,
 };
 pub use team::{
-    ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType, Kid, PublicKeys,
-    SigningKey, SigningKeyChange, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView,
-    active_key_conflict,
+    ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType,
+    DEFAULT_CHECKOUT_MAX_TTL, DEFAULT_MAX_LIVE_SESSIONS, Kid, MAX_LIVE_SESSIONS_CAP, PublicKeys,
+    SigningKey, SigningKeyChange, SigningKeyState, Team, TeamCreated, TeamFeatures, TeamSettings,
+    TeamView, active_key_conflict,
 };
 pub use webhook::{
     ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,

@@ -24,6 +24,10 @@ pub struct Team {
     /// the one in [`keys`](Self::keys), made with the team.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signing_keys: Vec<SigningKey>,
+    /// The private keys of the staged `next` signing key (the team's keys with it as signing
+    /// key), sealed like [`keys`](Self::keys); they replace those when it is activated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_keys: Option<StoredTeamKeys>,
     /// Creation time.
     pub created_at: Timestamp,
     /// Last change.
@@ -44,6 +48,24 @@ pub struct SigningKey {
     pub created_at: Timestamp,
     /// Whether the server signs with it now (exactly one is active).
     pub active: bool,
+    /// `next` (made to be shipped in applications, signs nothing yet), `active` (signs
+    /// answers and new files) or `former` (signs nothing; still verifies what it signed).
+    #[serde(default)]
+    pub state: SigningKeyState,
+}
+
+/// Where a signing key stands in a rotation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum SigningKeyState {
+    /// Made, not signing yet: publish it in an application release, then activate it.
+    Next,
+    /// Signs every answer and new license file.
+    Active,
+    /// Was active; still listed so that applications verify what it signed.
+    #[default]
+    Former,
 }
 
 /// A signing key's id as a path names it: 16 lower-case hex characters.
@@ -73,9 +95,10 @@ impl std::str::FromStr for Kid {
 /// ([`Team::change_signing_keys`]).
 #[derive(Clone, Debug)]
 pub enum SigningKeyChange {
-    /// A new active key: `keys` (the team's private keys with the new signing key, as stored)
-    /// replace the stored ones; `new` is the new key's public half, `current` the active one's
-    /// (listed too when the team has no list yet).
+    /// A new active key at once: `keys` (the team's private keys with the new signing key, as
+    /// stored) replace the stored ones; `new` is the new key's public half, `current` the
+    /// active one's (listed too when the team has no list yet). Refused while a `next` key is
+    /// staged.
     Rotate {
         /// The private keys to store.
         keys: StoredTeamKeys,
@@ -84,7 +107,22 @@ pub enum SigningKeyChange {
         /// The key it replaces, as the caller read it.
         current: SigningKey,
     },
-    /// A former key is no longer trusted: it leaves the list.
+    /// A `next` key, listed and kept (its private half in `keys`, the team's keys with it as
+    /// signing key) until it is activated; at most one at a time.
+    Stage {
+        /// The private keys the team will have once the key is activated.
+        keys: StoredTeamKeys,
+        /// The new key (state `next`).
+        new: SigningKey,
+        /// The active key, as the caller read it (listed too when the team has no list yet).
+        current: SigningKey,
+    },
+    /// The staged `next` key becomes the active one; the active one becomes `former`.
+    Activate {
+        /// Its id.
+        kid: String,
+    },
+    /// A former or next key is no longer trusted: it leaves the list.
     Retire {
         /// Its id.
         kid: String,
@@ -92,13 +130,14 @@ pub enum SigningKeyChange {
 }
 
 impl SigningKey {
-    /// The listing of `key`, made at `created_at`.
-    pub fn of(key: &SigningPublicKey, created_at: Timestamp, active: bool) -> Self {
+    /// The listing of `key`, made at `created_at`, in `state`.
+    pub fn of(key: &SigningPublicKey, created_at: Timestamp, state: SigningKeyState) -> Self {
         Self {
             kid: key.kid().to_owned(),
             key: key.to_base64(),
             created_at,
-            active,
+            active: state == SigningKeyState::Active,
+            state,
         }
     }
 }
@@ -109,27 +148,102 @@ impl Team {
     /// team.
     pub fn signing_key_list(&self, active: &SigningPublicKey) -> Vec<SigningKey> {
         if self.signing_keys.is_empty() {
-            vec![SigningKey::of(active, self.created_at, true)]
-        } else {
-            self.signing_keys.clone()
+            return vec![SigningKey::of(
+                active,
+                self.created_at,
+                SigningKeyState::Active,
+            )];
+        }
+        let mut keys = self.signing_keys.clone();
+        // Keys listed before keys had states: the active one, and former ones.
+        for key in &mut keys {
+            if key.active {
+                key.state = SigningKeyState::Active;
+            }
+        }
+        keys
+    }
+
+    /// Replaces the stored private keys, and the staged next key's with `next` when one is
+    /// still staged (re-sealing under a master key).
+    pub fn set_keys(&mut self, keys: &StoredTeamKeys, next: Option<&StoredTeamKeys>) {
+        self.keys = keys.clone();
+        if let (Some(next), Some(staged)) = (next, self.next_keys.as_mut()) {
+            *staged = next.clone();
         }
     }
 
+    /// The staged `next` key, if any.
+    pub fn next_signing_key(&self) -> Option<&SigningKey> {
+        self.signing_keys
+            .iter()
+            .find(|k| k.state == SigningKeyState::Next)
+    }
+
     /// Applies `change` (under the store's lock of the team): a rotation lists the key it
-    /// replaces as no longer active and the new one as active; retiring removes a key that is
-    /// not the active one (`NotFound` for a key the team does not list, `Conflict` for the
-    /// active one).
+    /// replaces as former and the new one as active; staging lists a `next` key and keeps its
+    /// private half; activation makes the `next` key active; retiring removes a key that is not
+    /// the active one. `NotFound` for a key the team does not list, `Conflict` for retiring
+    /// the active one, `State` for a change the keys' states do not allow (a second `next`
+    /// key, a rotation while one is staged, activating a former key).
     pub fn change_signing_keys(&mut self, change: &SigningKeyChange) -> Result<(), StoreError> {
         match change {
             SigningKeyChange::Rotate { keys, new, current } => {
+                if let Some(next) = self.next_signing_key() {
+                    return Err(StoreError::State(format!(
+                        "a next signing key ({}) is staged: activate it (signing-keys/{}/activate) or retire it, then rotate",
+                        next.kid, next.kid
+                    )));
+                }
                 if self.signing_keys.is_empty() {
                     self.signing_keys.push(current.clone());
                 }
                 for key in &mut self.signing_keys {
                     key.active = false;
+                    key.state = SigningKeyState::Former;
                 }
                 self.signing_keys.push(new.clone());
                 self.keys = keys.clone();
+            }
+            SigningKeyChange::Stage { keys, new, current } => {
+                if let Some(next) = self.next_signing_key() {
+                    return Err(StoreError::State(format!(
+                        "a next signing key ({}) is already staged: activate or retire it first",
+                        next.kid
+                    )));
+                }
+                if self.signing_keys.is_empty() {
+                    self.signing_keys.push(current.clone());
+                }
+                self.signing_keys.push(new.clone());
+                self.next_keys = Some(keys.clone());
+            }
+            SigningKeyChange::Activate { kid } => {
+                let at = self
+                    .signing_keys
+                    .iter()
+                    .position(|k| k.kid == *kid)
+                    .ok_or(StoreError::NotFound(Entity::SigningKey))?;
+                let key = &self.signing_keys[at];
+                if key.active {
+                    return Ok(());
+                }
+                if key.state != SigningKeyState::Next {
+                    return Err(StoreError::State(
+                        "a former signing key cannot be made active again: create a next key and activate that"
+                            .into(),
+                    ));
+                }
+                let keys = self.next_keys.take().ok_or_else(|| {
+                    StoreError::State("the next key's private half is missing".into())
+                })?;
+                for key in &mut self.signing_keys {
+                    key.active = false;
+                    key.state = SigningKeyState::Former;
+                }
+                self.signing_keys[at].active = true;
+                self.signing_keys[at].state = SigningKeyState::Active;
+                self.keys = keys;
             }
             SigningKeyChange::Retire { kid } => {
                 let at = self
@@ -139,6 +253,9 @@ impl Team {
                     .ok_or(StoreError::NotFound(Entity::SigningKey))?;
                 if self.signing_keys[at].active {
                     return Err(active_key_conflict());
+                }
+                if self.signing_keys[at].state == SigningKeyState::Next {
+                    self.next_keys = None;
                 }
                 self.signing_keys.remove(at);
             }
@@ -181,10 +298,39 @@ pub struct TeamSettings {
     /// `sessionTtl` (10 to 86,400).
     #[serde(default = "default_session_ttl")]
     pub session_ttl: u32,
+    /// (ext) Live floating sessions one license may hold, whether or not it has a
+    /// `sessionLimit` (1 to 100,000; default 1,000): a start or a checkout past it is refused
+    /// with `SESSION_LIMIT_REACHED`.
+    #[serde(default = "default_max_live_sessions")]
+    pub max_live_sessions_per_license: u32,
+    /// (ext) Whether the client API's checkout issues license files (default `true`; off:
+    /// 403 `FORBIDDEN`).
+    #[serde(default = "yes")]
+    pub checkout_enabled: bool,
+    /// (ext) The longest life of a file issued by checkout, in seconds (3,600 to 315,360,000;
+    /// default 2,592,000, 30 days): a checkout without `ttl` gets this, a longer `ttl` is cut
+    /// to it.
+    #[serde(default = "default_checkout_max_ttl")]
+    pub checkout_max_ttl: u32,
 }
+
+/// Live sessions per license unless the team sets another cap.
+pub const DEFAULT_MAX_LIVE_SESSIONS: u32 = 1_000;
+/// The highest cap of live sessions per license a team may set.
+pub const MAX_LIVE_SESSIONS_CAP: u32 = 100_000;
+/// The longest checkout unless the team sets another, in seconds (30 days).
+pub const DEFAULT_CHECKOUT_MAX_TTL: u32 = 2_592_000;
 
 fn default_session_ttl() -> u32 {
     super::DEFAULT_SESSION_TTL
+}
+
+fn default_max_live_sessions() -> u32 {
+    DEFAULT_MAX_LIVE_SESSIONS
+}
+
+fn default_checkout_max_ttl() -> u32 {
+    DEFAULT_CHECKOUT_MAX_TTL
 }
 
 fn yes() -> bool {
@@ -201,6 +347,9 @@ impl Default for TeamSettings {
             hwid_timeout: None,
             ip_timeout: None,
             session_ttl: super::DEFAULT_SESSION_TTL,
+            max_live_sessions_per_license: DEFAULT_MAX_LIVE_SESSIONS,
+            checkout_enabled: true,
+            checkout_max_ttl: DEFAULT_CHECKOUT_MAX_TTL,
         }
     }
 }

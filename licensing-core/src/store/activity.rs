@@ -218,13 +218,15 @@ pub trait SessionKeyStore: Send + Sync {
 
 /// (ext) Floating sessions, besides the atomic step that starts and extends them.
 pub trait LicenseSessionStore: Send + Sync {
-    /// The license's sessions live at `now`, oldest first (the license must exist).
+    /// One page of the license's sessions live at `now`, newest first (`paging`'s direction
+    /// `desc`; `asc`: oldest first), by start (the license must exist).
     fn list_license_sessions(
         &self,
         team: TeamId,
         license: LicenseId,
         now: Timestamp,
-    ) -> impl Future<Output = StoreResult<Vec<LicenseSession>>> + Send;
+        paging: &Paging,
+    ) -> impl Future<Output = StoreResult<Page<LicenseSession>>> + Send;
     /// Session `id` of the license, live or not, while the server keeps it.
     fn get_license_session(
         &self,

@@ -41,6 +41,9 @@ pub enum StoreError {
         /// What is wrong.
         message: String,
     },
+    /// The change does not fit the record's state (answered as 409 `CONFLICT`): what to do.
+    #[error("conflicting state: {0}")]
+    State(String),
     /// A quota would be exceeded (answered as 429 `RATE_LIMIT`).
     #[error("limit reached: {0}")]
     Limit(String),
@@ -137,7 +140,10 @@ impl From<StoreError> for ApiError {
                 Entity::ApiKey => ApiError::record_not_found("API key not found"),
                 Entity::Blacklist => ApiError::record_not_found("Blacklist entry not found"),
                 Entity::Webhook => ApiError::record_not_found("Webhook endpoint not found"),
-                Entity::SigningKey => ApiError::record_not_found("Signing key not found"),
+                Entity::SigningKey => ApiError::new(
+                    ResultCode::SigningKeyNotFound,
+                    "Signing key not found: GET public-key lists the team's signing keys (signingKeys[].kid)",
+                ),
                 Entity::Entitlement => ApiError::record_not_found("Entitlement not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
@@ -146,6 +152,7 @@ impl From<StoreError> for ApiError {
                 }
             },
             StoreError::Conflict { field, message } => ApiError::bad_field(field, &message),
+            StoreError::State(message) => ApiError::new(ResultCode::Conflict, message),
             StoreError::Limit(message) => ApiError::new(ResultCode::RateLimit, message),
             StoreError::Backend(cause) => ApiError::internal_because("store failure", cause),
         }

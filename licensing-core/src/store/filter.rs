@@ -228,6 +228,19 @@ pub fn page_of<T>(
     }
 }
 
+/// (ext) One page of a license's live sessions, by start, newest first unless `paging` says
+/// `asc` (ties by id, so that pages never overlap).
+pub fn sessions_page(
+    live: Vec<crate::model::LicenseSession>,
+    paging: &Paging,
+) -> Page<crate::model::LicenseSession> {
+    let desc = paging.direction == crate::api::requests::SortDirection::Desc;
+    page_of(live, paging, |a, b| {
+        let order = (a.started_at, a.id).cmp(&(b.started_at, b.id));
+        if desc { order.reverse() } else { order }
+    })
+}
+
 /// How many records to drop at once when a license reaches the cap on stored records: a tenth
 /// of it, so that a license at the cap looks its records over once per that many new ones.
 pub fn prune_batch(max_records: u32) -> usize {

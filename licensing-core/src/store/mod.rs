@@ -150,11 +150,13 @@ pub trait TeamStore: Send + Sync {
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<Team>> + Send;
     /// Replaces a team's stored private keys (sealing them under a master key, or re-sealing
-    /// them under a new one).
+    /// them under a new one), and those of its staged next signing key with `next` when it
+    /// still has one.
     fn update_team_keys(
         &self,
         id: TeamId,
         keys: &StoredTeamKeys,
+        next: Option<&StoredTeamKeys>,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Team>> + Send;
 }

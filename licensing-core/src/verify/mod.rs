@@ -258,6 +258,13 @@ pub fn precheck<'a>(
         _ => None,
     };
     // 6. Suspended, expired.
+    standing(license, now)?;
+    Ok((license, release))
+}
+
+/// Step 6: a suspended license is refused with `LICENSE_SUSPENDED`, an expired one with
+/// `LICENSE_EXPIRED` (the client API's refusals, and the developer API's for a license file).
+pub fn standing(license: &License, now: Timestamp) -> Result<(), Denial> {
     if license.suspended {
         return Err(Denial::new(
             ResultCode::LicenseSuspended,
@@ -270,7 +277,7 @@ pub fn precheck<'a>(
             "License has expired",
         ));
     }
-    Ok((license, release))
+    Ok(())
 }
 
 fn check_membership<Id: PartialEq + Copy>(
@@ -578,14 +585,22 @@ pub fn admit_counted(
     admit_counted_own(license, settings, own_hwid, own_ip, hardware_id, ip, now)
 }
 
+/// (ext) How many live sessions of `license` a start must find fewer than: its `sessionLimit`,
+/// at most the team's `maxLiveSessionsPerLicense` (which bounds licenses without a limit too).
+pub fn live_session_bound(license: &License, settings: &TeamSettings) -> u32 {
+    let cap = settings.max_live_sessions_per_license.max(1);
+    license.session_limit.map_or(cap, |limit| limit.min(cap))
+}
+
 /// (ext) The session step of an admitted request, inside the store's atomic step for the
 /// license. A start is refused with `SESSION_LIMIT_REACHED` when the license's live sessions,
-/// `live(limit)` (asked only when the license has a `sessionLimit`; a store may stop counting
-/// at `limit`), reach its `sessionLimit`. An extension is refused with `SESSION_NOT_FOUND`
-/// unless `own` (the session it names, as stored) is live and the request's device's. Returns
-/// the session to write: the new one, or the one extended.
+/// `live(bound)` (a store may stop counting at `bound`, [`live_session_bound`]), reach its
+/// `sessionLimit` or the team's cap of live sessions per license. An extension is refused with
+/// `SESSION_NOT_FOUND` unless `own` (the session it names, as stored) is live and the request's
+/// device's. Returns the session to write: the new one, or the one extended.
 pub fn admit_session<E>(
     license: &License,
+    settings: &TeamSettings,
     step: SessionStep,
     (hardware_id, ip): (Option<&HardwareId>, IpAddr),
     own: Option<&LicenseSession>,
@@ -598,12 +613,16 @@ pub fn admit_session<E>(
             let Some(hardware_id) = hardware_id else {
                 return Ok(Err(Denial::new(ResultCode::BadRequest, "is required")));
             };
-            if let Some(limit) = license.session_limit
-                && live(limit)? >= u64::from(limit)
-            {
+            let bound = live_session_bound(license, settings);
+            if live(bound)? >= u64::from(bound) {
+                let limited_by_license = license.session_limit.is_some_and(|l| l <= bound);
                 return Ok(Err(Denial::new(
                     ResultCode::SessionLimitReached,
-                    "Session limit reached: as many copies run as the license allows",
+                    if limited_by_license {
+                        "Session limit reached: as many copies run as the license allows"
+                    } else {
+                        "Session limit reached: this license holds as many live sessions as its team allows (maxLiveSessionsPerLicense); end sessions or let them expire"
+                    },
                 )));
             }
             Ok(Ok(Some(LicenseSession::start(

@@ -1,9 +1,9 @@
 //! (ext) A license's floating sessions: the live ones listed, one revoked (its seat free at
 //! once), and the sweep that deletes the expired ones.
 
-use licensing_core::api::SessionList;
+use licensing_core::api::requests::Paging;
 use licensing_core::model::{Action, ClientEvent, FieldChange, LicenseSession, Resource, Scope};
-use licensing_core::store::LicenseSessionStore;
+use licensing_core::store::{LicenseSessionStore, Page};
 use licensing_core::{ApiError, LicenseId, LicenseSessionId, Timestamp};
 
 use super::licenses::{changeable, visible};
@@ -11,28 +11,27 @@ use super::{Cx, Operation};
 use crate::services::audit::tied_to;
 use crate::services::contexts::TeamContexts;
 
-/// The live sessions of a license.
-pub(crate) struct ListSessions(pub(crate) LicenseId);
+/// One page of the live sessions of a license, newest first.
+pub(crate) struct ListSessions(pub(crate) LicenseId, pub(crate) Paging);
 
 /// Revokes a live session of a license.
 pub(crate) struct RevokeSession(pub(crate) LicenseId, pub(crate) LicenseSessionId);
 
 impl Operation for ListSessions {
-    type Output = SessionList;
+    type Output = Page<LicenseSession>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Licenses));
     const READ_ONLY: bool = true;
 
-    async fn run(self, cx: &Cx) -> Result<SessionList, ApiError> {
-        let Self(license) = self;
+    async fn run(self, cx: &Cx) -> Result<Page<LicenseSession>, ApiError> {
+        let Self(license, paging) = self;
         if cx.products().is_some() {
             visible(cx, license).await?;
         }
-        let sessions = cx
+        Ok(cx
             .state
             .store
-            .list_license_sessions(cx.team, license, cx.now)
-            .await?;
-        Ok(SessionList { sessions })
+            .list_license_sessions(cx.team, license, cx.now, &paging)
+            .await?)
     }
 }
 

@@ -8,7 +8,7 @@ use licensing_core::crypto::license_file;
 use licensing_core::model::{Action, License, Resource, Scope};
 use licensing_core::store::AuditStore;
 use licensing_core::validate::HardwareId;
-use licensing_core::{ApiError, LicenseId, LicenseKey, ProductId, Timestamp};
+use licensing_core::{ApiError, LicenseId, LicenseKey, LicenseSessionId, ProductId, Timestamp};
 use serde::Serialize;
 
 use super::client::steps;
@@ -38,19 +38,25 @@ impl Operation for IssueLicenseFile {
     async fn run(self, cx: &Cx) -> Result<LicenseFileIssued, ApiError> {
         let request = self.1.validate()?;
         let license = super::licenses::changeable(cx, self.0).await?;
+        // A file of a license its application would be refused: the client API's refusal.
+        licensing_core::verify::standing(&license, cx.now)?;
         let state = &cx.state;
         let context = super::client::team_context(state, cx.team).await?;
         let granted = steps::granted(&state.store, &context, &license).await?;
         let mut data =
             steps::verify_data(&state.store, &license, granted.products, None, None, None).await?;
         data.license.entitlements = granted.codes;
+        if !cx.caller.allows(Scope::read(Resource::Customers)) {
+            // Who the customers are is for callers that may read customers.
+            data.customers.clear();
+        }
         let machine = request.hardware_id.as_ref();
         let (certificate, payload) = certificate(
             &context,
             &license,
             data,
             machine,
-            request.ttl,
+            (request.ttl, None),
             request.encrypt,
             cx.now,
         )?;
@@ -73,17 +79,23 @@ impl Operation for IssueLicenseFile {
     }
 }
 
-/// The certificate of a file of `license` (whose verify answer is `data`) and what it holds.
+/// The certificate of a file of `license` (whose verify answer is `data`) and what it holds:
+/// valid for `ttl` seconds (never past the license's end), holding `seat` (a session and the
+/// license's `sessionLimit`) when a checkout lent it one.
 pub(crate) fn certificate(
     context: &TeamContext,
     license: &License,
     data: VerifyData,
     machine: Option<&HardwareId>,
-    ttl: Option<u32>,
+    (ttl, seat): (Option<u32>, Option<(LicenseSessionId, u32)>),
     encrypt: bool,
     now: Timestamp,
 ) -> Result<(String, LicenseFilePayload), ApiError> {
-    let payload = LicenseFilePayload::new(license, data, now, ttl, machine);
+    let mut payload = LicenseFilePayload::new(license, data, now, ttl, machine);
+    if let Some((session, limit)) = seat {
+        payload.meta.session_id = Some(session);
+        payload.meta.session_limit = Some(limit);
+    }
     let json = serde_json::to_vec(&payload)
         .map_err(|e| ApiError::internal_because("license file payload", e))?;
     let certificate = license_file::issue(

@@ -306,12 +306,17 @@ impl Operation for EmailLicense {
     }
 }
 
-/// A license with its customers and products.
+/// A license with its customers and products. The customers themselves only for a caller that
+/// may read customers; for another, the license's `customerIds` are all it learns of them.
 async fn detail(cx: &Cx, license: License) -> Result<LicenseDetail, ApiError> {
     let store = &cx.state.store;
-    let customers = store
-        .get_customers(license.team_id, &license.customer_ids)
-        .await?;
+    let customers = if cx.caller.allows(Scope::read(Resource::Customers)) {
+        store
+            .get_customers(license.team_id, &license.customer_ids)
+            .await?
+    } else {
+        Vec::new()
+    };
     let products = store
         .get_products(license.team_id, &license.product_ids)
         .await?;

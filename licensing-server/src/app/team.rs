@@ -27,6 +27,13 @@ pub(crate) struct GetPublicKeys;
 /// keep trusting them until they are retired.
 pub(crate) struct RotateSigningKey;
 
+/// Makes a `next` signing key: listed for applications to ship, signing nothing until it is
+/// activated (at most one at a time).
+pub(crate) struct CreateSigningKey;
+
+/// Makes the staged `next` signing key the active one.
+pub(crate) struct ActivateSigningKey(pub(crate) Kid);
+
 /// Retires a former signing key (by its `kid`; the active one cannot be retired).
 pub(crate) struct RetireSigningKey(pub(crate) Kid);
 
@@ -125,6 +132,39 @@ impl Operation for RotateSigningKey {
                 .await?;
         state.contexts.invalidate(cx.team);
         Ok(new)
+    }
+}
+
+impl Operation for CreateSigningKey {
+    type Output = SigningKey;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
+
+    async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
+        let state = &cx.state;
+        let new =
+            teams::stage_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
+                .await?;
+        state.contexts.invalidate(cx.team);
+        Ok(new)
+    }
+}
+
+impl Operation for ActivateSigningKey {
+    type Output = SigningKey;
+    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
+
+    async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
+        let state = &cx.state;
+        let active = teams::activate_signing_key(
+            &state.store,
+            &state.keyring,
+            cx.team,
+            self.0.as_str(),
+            (&cx.acting(), cx.now),
+        )
+        .await?;
+        state.contexts.invalidate(cx.team);
+        Ok(active)
     }
 }
 

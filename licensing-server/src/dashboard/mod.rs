@@ -304,6 +304,13 @@ async fn dispatch(
             settings::confirm_rotate(ctx, staff).await
         }
         (_, true, ["settings", "signing-keys", "rotate"]) => settings::rotate(ctx, staff).await,
+        (_, true, ["settings", "signing-keys"]) => settings::create_next(ctx, staff).await,
+        (true, _, ["settings", "signing-keys", kid, "activate"]) => {
+            settings::confirm_activate(ctx, staff, kid).await
+        }
+        (_, true, ["settings", "signing-keys", kid, "activate"]) => {
+            settings::activate(ctx, staff, kid).await
+        }
         (true, _, ["settings", "signing-keys", kid, "retire"]) => {
             settings::confirm_retire(ctx, staff, kid).await
         }

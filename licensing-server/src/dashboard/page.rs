@@ -320,6 +320,9 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
             "Signing key rotated: the new key signs from now on; the former one stays trusted until you retire it."
         }
         "signing-key-retired" => "Signing key retired.",
+        "signing-key-created" => {
+            "Next signing key created: publish it in an application release, then activate it."
+        }
         "entitlement-created" => "Entitlement created.",
         "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
         "licenses-suspended" => "The licenses chosen are suspended.",

@@ -2,7 +2,7 @@
 //! signing keys (rotate, retire).
 
 use licensing_core::api::requests::{Patch, SettingsBody};
-use licensing_core::model::{Kid, Resource, Scope, SigningKey};
+use licensing_core::model::{Kid, Resource, Scope, SigningKey, SigningKeyState};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -10,7 +10,8 @@ use super::catalog::field_error;
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::team::{
-    GetPublicKeys, GetSettings, RetireSigningKey, RotateSigningKey, UpdateSettings,
+    ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, RetireSigningKey,
+    RotateSigningKey, UpdateSettings,
 };
 use crate::http::Response;
 
@@ -41,6 +42,14 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                     input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
                     label for="sessionTtl" { "Floating session freed after (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long, unless its license sets its own (10 to 86400)." } (field_error(failure, "sessionTtl")) }
                     input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(s.session_ttl) required;
+                    label for="maxLiveSessionsPerLicense" { "Live sessions one license may hold" span.hint { "With or without a concurrent-session limit: a start past it is refused (1 to 100000)." } (field_error(failure, "maxLiveSessionsPerLicense")) }
+                    input #maxLiveSessionsPerLicense type="number" min="1" max="100000" name="maxLiveSessionsPerLicense" value=(s.max_live_sessions_per_license) required;
+                }
+                fieldset disabled[!write] {
+                    legend { "Offline use" }
+                    label.choice { input type="checkbox" name="checkoutEnabled" value="true" checked[s.checkout_enabled]; "Applications may check out a license file for offline use" }
+                    label for="checkoutMaxTtl" { "Longest checkout (seconds)" span.hint { "A checked-out file is valid at most this long, and never past its license's end; a license with a concurrent-session limit lends a seat until the file expires (3600 to 315360000; 2592000 is 30 days)." } (field_error(failure, "checkoutMaxTtl")) }
+                    input #checkoutMaxTtl type="number" min="3600" max="315360000" name="checkoutMaxTtl" value=(s.checkout_max_ttl) required;
                 }
                 @if write { p { button type="submit" { "Save settings" } } }
                 @else { p.hint { "Your role may read the settings, not change them." } }
@@ -50,6 +59,28 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
         Ok(page::shown(Nav::Settings, "Settings", content))
     };
     page::answer(ctx, staff, failure, outcome.await)
+}
+
+/// A required whole number of `unit` from the form (left as it is when the form lacks it).
+fn whole(
+    form: &Form,
+    name: &str,
+    unit: &str,
+    problems: &mut Vec<licensing_core::FieldError>,
+) -> Patch<i64> {
+    match form.text(name) {
+        None => Patch::Missing,
+        Some(t) => t.parse::<i64>().map_or_else(
+            |_| {
+                problems.push(licensing_core::FieldError::new(
+                    name,
+                    format!("must be a whole number of {unit}"),
+                ));
+                Patch::Missing
+            },
+            Patch::Value,
+        ),
+    }
 }
 
 /// `POST /dashboard/settings`.
@@ -68,27 +99,24 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
             Patch::Value,
         ),
     };
+    let (hwid_timeout, ip_timeout) = (minutes("hwidTimeout"), minutes("ipTimeout"));
     let checked = |name: &str| Patch::Value(form.get(name).is_some());
     let body = SettingsBody {
         require_hardware_identifier: checked("requireHardwareIdentifier"),
         strict_customers: checked("strictCustomers"),
         strict_products: checked("strictProducts"),
         strict_releases: checked("strictReleases"),
-        hwid_timeout: minutes("hwidTimeout"),
-        ip_timeout: minutes("ipTimeout"),
-        session_ttl: match form.text("sessionTtl") {
-            None => Patch::Missing,
-            Some(t) => t.parse::<i64>().map_or_else(
-                |_| {
-                    problems.push(licensing_core::FieldError::new(
-                        "sessionTtl",
-                        "must be a whole number of seconds",
-                    ));
-                    Patch::Missing
-                },
-                Patch::Value,
-            ),
-        },
+        hwid_timeout,
+        ip_timeout,
+        session_ttl: whole(form, "sessionTtl", "seconds", &mut problems),
+        max_live_sessions_per_license: whole(
+            form,
+            "maxLiveSessionsPerLicense",
+            "sessions",
+            &mut problems,
+        ),
+        checkout_enabled: checked("checkoutEnabled"),
+        checkout_max_ttl: whole(form, "checkoutMaxTtl", "seconds", &mut problems),
     };
     if !problems.is_empty() {
         let f = Failure {
@@ -105,22 +133,33 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
     }
 }
 
-/// The signing keys: which one signs, since when, and the way to rotate and retire.
+/// The signing keys: which one signs, which is next, since when, and the way to change keys
+/// in the order that keeps applications working (publish the next key, then activate it).
 fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup {
+    let next = keys.iter().find(|k| k.state == SigningKeyState::Next);
     html! {
         h2 #signing-keys { "Signing keys" }
         p.hint { "Answers to applications and license files are signed with the active key. Applications that trust a key by its id keep accepting files it signed until it is retired." }
-        (page::table(&["Key id", "Created", "Status"], write.then_some("Action"), html! {
+        p.hint { "To change keys without breaking applications that embed their keys: " strong { "1." } " create the next key; " strong { "2." } " publish it in an application release (its id and key are listed here and in the API's public keys) and wait until your users have it; " strong { "3." } " activate it. The key it replaces stays trusted until you retire it." }
+        (page::table(&["Key id", "Key", "Created", "Status"], write.then_some("Action"), html! {
             @for k in keys {
                 tr {
                     td { code { (k.kid) } }
+                    td { code.key { (k.key) } }
                     td { (page::when(staff, k.created_at)) }
                     td {
-                        @if k.active { span.badge.ok { "Active" } }
-                        @else { "Trusted until retired" }
+                        @match k.state {
+                            SigningKeyState::Active => span.badge.ok { "Active" },
+                            SigningKeyState::Next => span.badge { "Next: signs nothing yet" },
+                            SigningKeyState::Former => "Former: trusted until retired",
+                        }
                     }
                     @if write {
                         td {
+                            @if k.state == SigningKeyState::Next {
+                                a.button.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/activate" } { "Activate…" }
+                                " "
+                            }
                             @if !k.active {
                                 a.button.secondary.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/retire" } { "Retire…" }
                             }
@@ -130,9 +169,64 @@ fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup
             }
         }))
         @if write {
-            p { a.button.secondary href="/dashboard/settings/signing-keys/rotate" { "Rotate signing key…" } }
+            @if next.is_none() {
+                form method="post" action="/dashboard/settings/signing-keys" {
+                    (page::csrf(staff))
+                    p {
+                        button.secondary type="submit" { "Create the next signing key" }
+                        " "
+                        a.button.secondary href="/dashboard/settings/signing-keys/rotate" { "Rotate at once…" }
+                    }
+                }
+            }
         }
     }
+}
+
+/// `POST /dashboard/settings/signing-keys`: a next key, signing nothing yet.
+pub(crate) async fn create_next(ctx: &Ctx, staff: &Staff) -> Response {
+    page::done(
+        ctx,
+        staff,
+        Ok(CreateSigningKey),
+        "/dashboard/settings?notice=signing-key-created#signing-keys",
+    )
+    .await
+}
+
+/// `GET /dashboard/settings/signing-keys/{kid}/activate`: the confirmation.
+pub(crate) async fn confirm_activate(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
+    let outcome = async {
+        let kid = kid(text)?;
+        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+        let key = keys
+            .iter()
+            .find(|k| k.kid == kid.as_str() && k.state == SigningKeyState::Next)
+            .ok_or_else(|| Failure::new(404, "There is no such next signing key."))?;
+        Ok(page::confirm(
+            staff,
+            Confirm {
+                nav: Nav::Settings,
+                title: "Activate the next signing key?",
+                what: html! { "Key " code { (key.kid) } " (created " (page::when(staff, key.created_at)) ") signs every answer and license file from now on. Applications that do not trust it yet refuse the new signatures: activate it once your application releases carry it. The current key stays trusted until you retire it." },
+                action: format!("/dashboard/settings/signing-keys/{}/activate", key.kid),
+                button: "Activate key",
+                back: "/dashboard/settings#signing-keys".to_owned(),
+            },
+        ))
+    };
+    page::answer(ctx, staff, None, outcome.await)
+}
+
+/// `POST /dashboard/settings/signing-keys/{kid}/activate`.
+pub(crate) async fn activate(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
+    page::done(
+        ctx,
+        staff,
+        kid(text).map(ActivateSigningKey),
+        "/dashboard/settings?notice=signing-key-rotated#signing-keys",
+    )
+    .await
 }
 
 /// `GET /dashboard/settings/signing-keys/rotate`: the confirmation.
@@ -142,7 +236,7 @@ pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff) -> Response {
         Confirm {
             nav: Nav::Settings,
             title: "Rotate the signing key?",
-            what: html! { "A new key signs every answer and license file from now on. Applications that know only the current key refuse the new signatures until they trust the new key (its id and key are listed here and in the API's public keys); the current key stays trusted until you retire it." },
+            what: html! { "A new key signs every answer and license file from now on, at once. Applications that know only the current key refuse the new signatures until they trust the new key: to avoid that, create the next key instead, publish it in a release, then activate it. The current key stays trusted until you retire it." },
             action: "/dashboard/settings/signing-keys/rotate".to_owned(),
             button: "Rotate key",
             back: "/dashboard/settings#signing-keys".to_owned(),
@@ -174,7 +268,7 @@ pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Resp
         let key = keys
             .iter()
             .find(|k| k.kid == kid.as_str() && !k.active)
-            .ok_or_else(|| Failure::new(404, "There is no such former signing key."))?;
+            .ok_or_else(|| Failure::new(404, "There is no such former or next signing key."))?;
         Ok(page::confirm(
             staff,
             Confirm {

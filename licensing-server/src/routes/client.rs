@@ -225,11 +225,14 @@ where
             Validation::SessionEnd => {
                 let input = SessionEndBody::parse(&request)?;
                 let ended = client::end_session(&state, team, &input, ip, &mut seen).await?;
+                let now = ended.session.ended_at;
                 Ok(Validated {
                     data: Valid::Ended(ended),
                     challenge: None,
                     license: None,
                     session: None,
+                    file: None,
+                    now,
                 })
             }
             Validation::Verify | Validation::Heartbeat => {

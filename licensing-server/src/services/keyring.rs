@@ -145,6 +145,27 @@ impl Keyring {
         self.seal_secret(purpose, &plain).map(Some)
     }
 
+    /// `team`'s private keys, and its staged next signing key's, opened with `from` and stored
+    /// as this keyring stores keys.
+    fn resealed(
+        &self,
+        team: &Team,
+        from: &Keyring,
+    ) -> Result<(StoredTeamKeys, Option<StoredTeamKeys>), String> {
+        let stored = self.store_form(team.id, &from.open(team)?)?;
+        let next = match &team.next_keys {
+            None => None,
+            Some(next) => {
+                let staged = Team {
+                    keys: next.clone(),
+                    ..team.clone()
+                };
+                Some(self.store_form(team.id, &from.open(&staged)?)?)
+            }
+        };
+        Ok((stored, next))
+    }
+
     /// Checks that every team's keys and secrets can be opened, and with a master key seals
     /// those found in the clear. Returns how many records it sealed.
     pub async fn prepare<S: TeamStore + WebhookStore + StaffStore>(
@@ -172,10 +193,9 @@ impl Keyring {
                 }
                 (StoredTeamKeys::Plain(_), None) => {}
                 (StoredTeamKeys::Plain(_), Some(_)) => {
-                    let keys = self.open(&team)?;
-                    let stored = self.store_form(team.id, &keys)?;
+                    let (stored, next) = self.resealed(&team, self)?;
                     store
-                        .update_team_keys(team.id, &stored, Timestamp::now())
+                        .update_team_keys(team.id, &stored, next.as_ref(), Timestamp::now())
                         .await
                         .map_err(|e| format!("sealing team {}'s keys failed: {e}", team.id))?;
                     sealed += 1;
@@ -258,10 +278,9 @@ impl Keyring {
             .await
             .map_err(|e| format!("reading the teams failed: {e}"))?;
         for team in &teams {
-            let keys = self.open(team)?;
-            let stored = new.store_form(team.id, &keys)?;
+            let (stored, next) = new.resealed(team, self)?;
             store
-                .update_team_keys(team.id, &stored, Timestamp::now())
+                .update_team_keys(team.id, &stored, next.as_ref(), Timestamp::now())
                 .await
                 .map_err(|e| format!("re-sealing team {}'s keys failed: {e}", team.id))?;
             new.reseal_secrets(store, team.id, self).await?;

@@ -5,7 +5,8 @@ use licensing_core::api::requests::ApiKeyInput;
 use licensing_core::crypto::{ApiKeySecret, TeamKeys};
 use licensing_core::model::{
     Action, ApiKeyCreated, ApiKeyRecord, ApiKeyView, FieldChange, Scopes, SigningKey,
-    SigningKeyChange, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView, changes,
+    SigningKeyChange, SigningKeyState, Team, TeamCreated, TeamFeatures, TeamSettings, TeamView,
+    changes,
 };
 use licensing_core::store::{ApiKeyStore, Entity, ProductStore, StoreError, TeamStore};
 
@@ -23,10 +24,40 @@ pub async fn rotate_signing_key<S: TeamStore>(
     by: &Acting,
     now: Timestamp,
 ) -> Result<SigningKey, ApiError> {
+    new_signing_key(store, keyring, (team, by, now), SigningKeyState::Active).await
+}
+
+/// Makes a new Ed25519 signing key `team`'s `next` one: listed, its private half kept (sealed
+/// as `keyring` stores keys), signing nothing until it is activated. Audited as
+/// `signing_key.created`; 409 while another is staged.
+pub async fn stage_signing_key<S: TeamStore>(
+    store: &S,
+    keyring: &Keyring,
+    team: TeamId,
+    by: &Acting,
+    now: Timestamp,
+) -> Result<SigningKey, ApiError> {
+    new_signing_key(store, keyring, (team, by, now), SigningKeyState::Next).await
+}
+
+/// A new signing key of `team`, active at once or staged as `next` (`state`).
+async fn new_signing_key<S: TeamStore>(
+    store: &S,
+    keyring: &Keyring,
+    (team, by, now): (TeamId, &Acting, Timestamp),
+    state: SigningKeyState,
+) -> Result<SigningKey, ApiError> {
     let team = store
         .get_team(team)
         .await?
         .ok_or(StoreError::NotFound(Entity::Team))?;
+    if let Some(next) = team.next_signing_key() {
+        return Err(StoreError::State(format!(
+            "a next signing key ({kid}) is already staged: activate it (signing-keys/{kid}/activate) or retire it (DELETE signing-keys/{kid}) first",
+            kid = next.kid
+        ))
+        .into());
+    }
     let keyring = keyring.clone();
     let opened = team.clone();
     // Opening the RSA key and making the new pair cost milliseconds: off the runtime.
@@ -46,23 +77,84 @@ pub async fn rotate_signing_key<S: TeamStore>(
         .signing_key_list(active)
         .into_iter()
         .find(|k| k.active)
-        .unwrap_or_else(|| SigningKey::of(active, team.created_at, true));
-    let new = SigningKey::of(&rotated.public_keys().signing, now, true);
-    let journal = by.change(
-        team.id,
-        now,
-        Action::SigningKeyRotated,
-        &new.kid,
-        Some(&current),
-        Some(&new),
-    );
-    let change = SigningKeyChange::Rotate {
-        keys: stored,
-        new: new.clone(),
-        current,
+        .unwrap_or_else(|| SigningKey::of(active, team.created_at, SigningKeyState::Active));
+    let new = SigningKey::of(&rotated.public_keys().signing, now, state);
+    let (action, change) = match state {
+        SigningKeyState::Next => (
+            Action::SigningKeyCreated,
+            SigningKeyChange::Stage {
+                keys: stored,
+                new: new.clone(),
+                current: current.clone(),
+            },
+        ),
+        _ => (
+            Action::SigningKeyRotated,
+            SigningKeyChange::Rotate {
+                keys: stored,
+                new: new.clone(),
+                current: current.clone(),
+            },
+        ),
+    };
+    let journal = match state {
+        SigningKeyState::Next => by.change(team.id, now, action, &new.kid, None, Some(&new)),
+        _ => by.change(team.id, now, action, &new.kid, Some(&current), Some(&new)),
     };
     store
         .change_signing_keys(team.id, &change, now, &journal)
+        .await?;
+    Ok(new)
+}
+
+/// Makes `team`'s staged `next` signing key `kid` the active one: answers and new files are
+/// signed with it from then on; the former active key stays listed (and trusted) until retired.
+/// Audited as `signing_key.rotated`; the caller drops the team's cached context.
+pub async fn activate_signing_key<S: TeamStore>(
+    store: &S,
+    keyring: &Keyring,
+    team: TeamId,
+    kid: &str,
+    (by, now): (&Acting, Timestamp),
+) -> Result<SigningKey, ApiError> {
+    let found = store
+        .get_team(team)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Team))?;
+    let keys = keyring
+        .open(&found)
+        .map_err(|e| ApiError::internal_because("opening the team's keys", e))?;
+    let listed = found.signing_key_list(&keys.public_keys().signing);
+    let key = listed
+        .iter()
+        .find(|k| k.kid == kid)
+        .ok_or(StoreError::NotFound(Entity::SigningKey))?;
+    if key.active {
+        return Ok(key.clone());
+    }
+    let current = listed.iter().find(|k| k.active).cloned();
+    let new = SigningKey {
+        active: true,
+        state: SigningKeyState::Active,
+        ..key.clone()
+    };
+    let journal = by.change(
+        team,
+        now,
+        Action::SigningKeyRotated,
+        kid,
+        current.as_ref(),
+        Some(&new),
+    );
+    store
+        .change_signing_keys(
+            team,
+            &SigningKeyChange::Activate {
+                kid: kid.to_owned(),
+            },
+            now,
+            &journal,
+        )
         .await?;
     Ok(new)
 }
@@ -98,7 +190,12 @@ pub async fn create_team_with<S: TeamStore>(
         settings: TeamSettings::default(),
         features: TeamFeatures::default(),
         keys: stored,
-        signing_keys: vec![SigningKey::of(&keys.public_keys().signing, now, true)],
+        signing_keys: vec![SigningKey::of(
+            &keys.public_keys().signing,
+            now,
+            SigningKeyState::Active,
+        )],
+        next_keys: None,
         created_at: now,
         updated_at: now,
     };

@@ -205,7 +205,7 @@ delegate!(TeamStore {
     fn update_settings(&self, id: TeamId, settings: &TeamSettings, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn update_features(&self, id: TeamId, features: TeamFeatures, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
     fn change_signing_keys(&self, id: TeamId, change: &SigningKeyChange, now: Timestamp, journal: &Journal) -> StoreResult<Team>;
-    fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, now: Timestamp) -> StoreResult<Team>;
+    fn update_team_keys(&self, id: TeamId, keys: &StoredTeamKeys, next: Option<&StoredTeamKeys>, now: Timestamp) -> StoreResult<Team>;
 });
 
 delegate!(EntitlementStore {
@@ -279,7 +279,7 @@ delegate!(ActivityStore {
 });
 
 delegate!(LicenseSessionStore {
-    fn list_license_sessions(&self, team: TeamId, license: LicenseId, now: Timestamp) -> StoreResult<Vec<LicenseSession>>;
+    fn list_license_sessions(&self, team: TeamId, license: LicenseId, now: Timestamp, paging: &Paging) -> StoreResult<Page<LicenseSession>>;
     fn get_license_session(&self, team: TeamId, license: LicenseId, id: LicenseSessionId) -> StoreResult<Option<LicenseSession>>;
     fn remove_license_session(&self, team: TeamId, license: LicenseId, id: LicenseSessionId, now: Timestamp, expired: bool, journal: &Journal) -> StoreResult<Option<LicenseSession>>;
     fn expired_license_sessions(&self, now: Timestamp, max: u32) -> StoreResult<Vec<LicenseSession>>;

@@ -1757,7 +1757,10 @@ async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
     )
     .await;
     let page = dev.get("/dashboard/settings").await;
-    page.has(&old_kid).has("Active").lacks("Rotate signing key");
+    page.has(&old_kid)
+        .has("Active")
+        .lacks("Rotate at once")
+        .lacks("Create the next signing key");
     let forged = dev
         .submit(&page, "/dashboard/settings/signing-keys/rotate", &[])
         .await;
@@ -1773,7 +1776,9 @@ async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
     )
     .await;
     let page = owner.get("/dashboard/settings").await;
-    page.has("Rotate signing key");
+    page.has("Rotate at once")
+        .has("Create the next signing key")
+        .has("publish it in an application release");
     let confirm = owner.get("/dashboard/settings/signing-keys/rotate").await;
     confirm.has("Rotate the signing key?");
     let rotated = owner
@@ -1790,7 +1795,7 @@ async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
         .get("/dashboard/settings?notice=signing-key-rotated")
         .await;
     page.has(&new_kid)
-        .has("Trusted until retired")
+        .has("Former: trusted until retired")
         .has(&format!(
             "/dashboard/settings/signing-keys/{old_kid}/retire"
         ))
@@ -1843,6 +1848,42 @@ async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
         .await;
     assert_eq!(refused.status, 400, "{}", refused.text);
     refused.has("active signing key");
+
+    // In two steps: the next key is listed as such, then activated after a confirmation.
+    let page = owner.get("/dashboard/settings").await;
+    let created = owner
+        .submit(&page, "/dashboard/settings/signing-keys", &[])
+        .await;
+    assert_eq!(created.status, 303, "{}", created.text);
+    let keys = s.get(&s.dev("public-key")).await.ok()["signingKeys"].clone();
+    let next_kid = keys[1]["kid"].as_str().unwrap().to_owned();
+    assert_eq!(keys[1]["state"], "next");
+    let page = owner
+        .get("/dashboard/settings?notice=signing-key-created")
+        .await;
+    page.has("Next: signs nothing yet")
+        .has(&format!(
+            "/dashboard/settings/signing-keys/{next_kid}/activate"
+        ))
+        .lacks("Create the next signing key");
+    let confirm = owner
+        .get(&format!(
+            "/dashboard/settings/signing-keys/{next_kid}/activate"
+        ))
+        .await;
+    confirm.has("Activate the next signing key?").has(&next_kid);
+    let activated = owner
+        .submit(
+            &confirm,
+            &format!("/dashboard/settings/signing-keys/{next_kid}/activate"),
+            &[],
+        )
+        .await;
+    assert_eq!(activated.status, 303, "{}", activated.text);
+    assert_eq!(
+        s.get(&s.dev("public-key")).await.ok()["signingKeys"][1]["state"],
+        "active"
+    );
 }
 
 /// Entitlements in the dashboard: created on their page (a malformed code shown as the form's

@@ -38,10 +38,12 @@ except ImportError:
     sys.exit(3)
 given = json.load(sys.stdin)
 lines = given["certificate"].strip().split("\n")
-assert lines[0] == "-----BEGIN LICENSE FILE-----" and lines[-1] == "-----END LICENSE FILE-----"
+machine = given["machine"]
+# Keygen's convention: a machine file's armor says so, and its signature covers "machine/".
+kind = "MACHINE" if machine else "LICENSE"
+assert lines[0] == f"-----BEGIN {kind} FILE-----" and lines[-1] == f"-----END {kind} FILE-----", lines[0]
 assert all(len(l) <= 76 for l in lines)
 envelope = json.loads(base64.b64decode("".join(lines[1:-1]), validate=True))
-machine = given["machine"]
 prefix = b"machine/" if machine else b"license/"
 public = Ed25519PublicKey.from_public_bytes(base64.b64decode(given["signingKey"]))
 public.verify(base64.b64decode(envelope["sig"]), prefix + envelope["enc"].encode("ascii"))
@@ -177,10 +179,10 @@ async fn license_files_are_issued_in_the_documented_format() {
         file.open(&keys, key, Some("machine-0000-0002")),
         Err(LicenseFileError::WrongKey)
     );
-    assert_eq!(
-        file.open(&keys, key, None),
-        Err(LicenseFileError::BadSignature)
-    );
+    // Its armor says it is a machine file: without the machine it does not open.
+    assert!(file.is_machine_file());
+    assert!(certificate.starts_with("-----BEGIN MACHINE FILE-----\n"));
+    assert_eq!(file.open(&keys, key, None), Err(LicenseFileError::WrongKey));
     if let Some(python) = python_opens(certificate, &s.team.signing_key, key, Some(machine)) {
         assert_eq!(python, payload);
     }
@@ -226,6 +228,57 @@ async fn license_files_are_issued_in_the_documented_format() {
     s.send(reqwest::Method::POST, &url, Some(&reader), Some(""))
         .await
         .err(403, "FORBIDDEN");
+    // A key that may write licenses but not read customers learns them only as ids: not in
+    // the license's view, not in a file it issues.
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"email":"ann@example.com","fullName":"Ann"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    s.put(
+        &s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap())),
+        &json!({"customerIds": [customer]}).to_string(),
+    )
+    .await
+    .ok();
+    let writer = s
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"w","scopes":["licenses:read","licenses:write"]}"#,
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let view_url = s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap()));
+    let seen = s
+        .send(reqwest::Method::GET, &view_url, Some(&writer), None)
+        .await;
+    assert_eq!(seen.ok()["customerIds"], json!([customer]));
+    assert_eq!(seen.ok()["customers"], json!([]));
+    assert_eq!(
+        s.get(&view_url).await.ok()["customers"][0]["email"],
+        "ann@example.com",
+        "a key with customers:read sees them"
+    );
+    let file = s
+        .send(
+            reqwest::Method::POST,
+            &url,
+            Some(&writer),
+            Some(r#"{"encrypt":false}"#),
+        )
+        .await;
+    let certificate = file.ok()["certificate"].as_str().unwrap().to_owned();
+    let payload = opened(&keys, &certificate, key, None);
+    assert_eq!(payload["data"]["customers"], json!([]));
+    let file = s.post(&url, r#"{"encrypt":false}"#).await;
+    let payload = opened(&keys, file.ok()["certificate"].as_str().unwrap(), key, None);
+    assert_eq!(payload["data"]["customers"][0]["email"], "ann@example.com");
 
     // Audited, with what was issued.
     let audit = s
@@ -234,8 +287,114 @@ async fn license_files_are_issued_in_the_documented_format() {
         .ok()
         .clone();
     let entries = audit["entries"].as_array().unwrap();
-    assert_eq!(entries.len(), 3);
+    assert_eq!(entries.len(), 5);
     assert_eq!(entries[1]["resourceId"], license["id"]);
+}
+
+/// A file never outlives its license: a duration whose clock has not started ends `days` after
+/// the file is issued (and the vendor's file does not start the clock), a date ends the file, a
+/// longer `ttl` is cut to the license's end; a suspended or expired license gets no file.
+#[tokio::test]
+async fn a_file_ends_with_its_license() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let expiry_of = |issued: &Value| -> (licensing_core::Timestamp, licensing_core::Timestamp) {
+        (
+            serde_json::from_value(issued["issuedAt"].clone()).unwrap(),
+            serde_json::from_value(issued["expiresAt"].clone()).unwrap(),
+        )
+    };
+    let file_url = |license: &Value| {
+        s.dev(&format!(
+            "licenses/id/{}/file",
+            license["id"].as_str().unwrap()
+        ))
+    };
+
+    // A one-day license whose clock starts at activation, never used: its file ends a day
+    // after it was issued, whatever the ttl asked, and the clock is still not started.
+    let unstarted = s
+        .license(
+            r#"{"expirationType":"DURATION","expirationStart":"ACTIVATION","expirationDays":1}"#,
+        )
+        .await;
+    let key = unstarted["licenseKey"].as_str().unwrap();
+    for body in [json!({}), json!({"ttl": 315_360_000})] {
+        let issued = s.post(&file_url(&unstarted), &body.to_string()).await;
+        assert_eq!(issued.status, 201, "{}", issued.body);
+        let issued = issued.ok().clone();
+        let (at, expiry) = expiry_of(&issued);
+        assert_eq!(expiry, at.plus_days(1), "{body}");
+        let payload = opened(&keys, issued["certificate"].as_str().unwrap(), key, None);
+        assert_eq!(payload["meta"]["expiry"], issued["expiresAt"]);
+    }
+    let again = s
+        .get(&s.dev(&format!(
+            "licenses/id/{}",
+            unstarted["id"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(
+        again.ok()["expirationDate"],
+        Value::Null,
+        "the clock waits for the application"
+    );
+    // A shorter ttl stays shorter.
+    let short = s
+        .post(&file_url(&unstarted), r#"{"ttl":3600}"#)
+        .await
+        .ok()
+        .clone();
+    let (at, expiry) = expiry_of(&short);
+    assert_eq!(expiry, at.plus_seconds(3600));
+
+    // A dated license: its date ends the file.
+    let date = licensing_core::Timestamp::now().plus_days(3);
+    let dated = s
+        .license(&json!({"expirationType": "DATE", "expirationDate": date}).to_string())
+        .await;
+    let issued = s.post(&file_url(&dated), "").await.ok().clone();
+    assert_eq!(issued["expiresAt"], dated["expirationDate"]);
+    let issued = s
+        .post(&file_url(&dated), r#"{"ttl":86400}"#)
+        .await
+        .ok()
+        .clone();
+    let (at, expiry) = expiry_of(&issued);
+    assert_eq!(expiry, at.plus_days(1));
+    // A license that never expires, without a ttl: a file without an expiry.
+    let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    assert_eq!(
+        s.post(&file_url(&never), "").await.ok()["expiresAt"],
+        Value::Null
+    );
+
+    // Suspended and expired licenses: the client API's refusals.
+    s.put(
+        &s.dev(&format!("licenses/id/{}", dated["id"].as_str().unwrap())),
+        r#"{"suspended":true}"#,
+    )
+    .await
+    .ok();
+    s.post(&file_url(&dated), "")
+        .await
+        .err(403, "LICENSE_SUSPENDED");
+    let ended = s
+        .license(
+            &json!({"expirationType": "DATE", "expirationDate": licensing_core::Timestamp::now().plus_seconds(2)})
+                .to_string(),
+        )
+        .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let answer = s.post(&file_url(&ended), "").await;
+        if answer.status == 403 {
+            answer.err(403, "LICENSE_EXPIRED");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", answer.body);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// Checkout: every verify check and the device recorded as by verify, then a machine file.
@@ -314,15 +473,77 @@ async fn checkout_answers_a_verify_and_a_machine_file() {
     )
     .await
     .err(400, "BAD_REQUEST");
-    // Without a ttl: as long as the license.
+    // Without a ttl: the team's longest checkout (30 days unless set), never forever; a longer
+    // one is cut to it.
+    for ttl in [Value::Null, json!(315_360_000)] {
+        let answer = s
+            .client(
+                "checkout",
+                &json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": ttl}),
+                None,
+            )
+            .await;
+        let file = &answer.valid()["licenseFile"];
+        let issued: licensing_core::Timestamp =
+            serde_json::from_value(file["issuedAt"].clone()).unwrap();
+        assert_eq!(
+            file["expiresAt"],
+            serde_json::to_value(issued.plus_days(30)).unwrap(),
+            "{ttl}"
+        );
+        let payload = opened(
+            &keys,
+            file["certificate"].as_str().unwrap(),
+            key,
+            Some(machine),
+        );
+        assert_eq!(payload["meta"]["ttl"], 2_592_000);
+        assert!(
+            payload["meta"].get("sessionId").is_none(),
+            "no seat without a session limit"
+        );
+    }
+    s.put(&s.dev("settings"), r#"{"checkoutMaxTtl":7200}"#)
+        .await
+        .ok();
     let answer = s
         .client(
             "checkout",
-            &json!({"licenseKey": key, "hardwareIdentifier": machine}),
+            &json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": 86400}),
             None,
         )
         .await;
-    assert_eq!(answer.valid()["licenseFile"]["expiresAt"], Value::Null);
+    let file = &answer.valid()["licenseFile"];
+    let issued: licensing_core::Timestamp =
+        serde_json::from_value(file["issuedAt"].clone()).unwrap();
+    assert_eq!(
+        file["expiresAt"],
+        serde_json::to_value(issued.plus_seconds(7200)).unwrap()
+    );
+    // A team may turn checkout off.
+    s.put(&s.dev("settings"), r#"{"checkoutEnabled":false}"#)
+        .await
+        .ok();
+    s.client(
+        "checkout",
+        &json!({"licenseKey": key, "hardwareIdentifier": machine}),
+        None,
+    )
+    .await
+    .err(403, "FORBIDDEN")
+    .signed_by(&keys);
+    for bad in [
+        json!({"checkoutMaxTtl": 3599}),
+        json!({"checkoutMaxTtl": null}),
+        json!({"checkoutEnabled": "no"}),
+    ] {
+        s.put(&s.dev("settings"), &bad.to_string())
+            .await
+            .err(400, "BAD_REQUEST");
+    }
+    s.put(&s.dev("settings"), r#"{"checkoutEnabled":true}"#)
+        .await
+        .ok();
     // Refused like a verify.
     s.put(
         &s.dev(&format!("licenses/id/{}", license["id"].as_str().unwrap())),
@@ -340,4 +561,98 @@ async fn checkout_answers_a_verify_and_a_machine_file() {
     // GET is not a checkout.
     let got = s.client.get(s.client_url("checkout")).send().await.unwrap();
     assert_eq!(got.status(), 405);
+}
+
+/// A license with a `sessionLimit` lends a checked-out file a seat until the file expires:
+/// none free, no file; the seat is listed and revocable like any session, and ending it gives
+/// it back.
+#[tokio::test]
+async fn checkout_of_a_floating_license_borrows_a_seat() {
+    let s = TestServer::start().await;
+    let keys = s.public_keys().await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","sessionLimit":1}"#)
+        .await;
+    let key = license["licenseKey"].as_str().unwrap();
+    let sessions_url = s.dev(&format!(
+        "licenses/id/{}/sessions",
+        license["id"].as_str().unwrap()
+    ));
+    // The only seat is taken by a running copy: twenty other machines get no file.
+    let running = s
+        .client(
+            "sessions/start",
+            &json!({"licenseKey": key, "hardwareIdentifier": "machine-run-0001"}),
+            None,
+        )
+        .await;
+    let running_id = running.valid()["session"]["id"].clone();
+    for i in 0..20 {
+        s.client(
+            "checkout",
+            &json!({"licenseKey": key, "hardwareIdentifier": format!("machine-off-{i:04}")}),
+            None,
+        )
+        .await
+        .err(403, "SESSION_LIMIT_REACHED")
+        .signed_by(&keys);
+    }
+    // The copy ends: a checkout borrows the seat until its file expires.
+    s.client(
+        "sessions/end",
+        &json!({"licenseKey": key, "sessionId": running_id}),
+        None,
+    )
+    .await
+    .valid();
+    let machine = "machine-off-0000";
+    let answer = s
+        .client(
+            "checkout",
+            &json!({"licenseKey": key, "hardwareIdentifier": machine, "ttl": 7200}),
+            None,
+        )
+        .await;
+    let file = answer.valid()["licenseFile"].clone();
+    let payload = opened(
+        &keys,
+        file["certificate"].as_str().unwrap(),
+        key,
+        Some(machine),
+    );
+    let session = payload["meta"]["sessionId"].clone();
+    assert!(session.is_string(), "{payload}");
+    assert_eq!(file["sessionId"], session);
+    assert_eq!(payload["meta"]["sessionLimit"], 1);
+    let listed = s.get(&sessions_url).await.ok().clone();
+    assert_eq!(listed["totalResults"], 1);
+    assert_eq!(listed["sessions"][0]["id"], session);
+    assert_eq!(listed["sessions"][0]["hardwareIdentifier"], machine);
+    assert_eq!(listed["sessions"][0]["expiresAt"], file["expiresAt"]);
+    // While it is out, no copy starts and no other machine checks out.
+    s.client(
+        "sessions/start",
+        &json!({"licenseKey": key, "hardwareIdentifier": "machine-run-0001"}),
+        None,
+    )
+    .await
+    .err(403, "SESSION_LIMIT_REACHED");
+    s.client(
+        "checkout",
+        &json!({"licenseKey": key, "hardwareIdentifier": "machine-off-0001"}),
+        None,
+    )
+    .await
+    .err(403, "SESSION_LIMIT_REACHED");
+    // The vendor revokes the borrowed seat: it is free at once.
+    s.delete(&format!("{sessions_url}/{}", session.as_str().unwrap()))
+        .await
+        .ok();
+    s.client(
+        "sessions/start",
+        &json!({"licenseKey": key, "hardwareIdentifier": "machine-run-0001"}),
+        None,
+    )
+    .await
+    .valid();
 }

@@ -21,7 +21,8 @@ async fn public_key_forms_match_the_team() {
 #[tokio::test]
 async fn settings_read_and_partial_update() {
     let s = TestServer::start().await;
-    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null, "sessionTtl": 900});
+    let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null, "sessionTtl": 900,
+                          "maxLiveSessionsPerLicense": 1000, "checkoutEnabled": true, "checkoutMaxTtl": 2_592_000});
     assert_eq!(s.get(&s.dev("settings")).await.ok(), &defaults);
     let updated = s
         .put(
@@ -44,6 +45,16 @@ async fn settings_read_and_partial_update() {
         (r#"{"sessionTtl":null}"#, "sessionTtl"),
         (r#"{"strictReleases":null}"#, "strictReleases"),
         (r#"{"strict":true}"#, "strict"),
+        (
+            r#"{"maxLiveSessionsPerLicense":0}"#,
+            "maxLiveSessionsPerLicense",
+        ),
+        (
+            r#"{"maxLiveSessionsPerLicense":100001}"#,
+            "maxLiveSessionsPerLicense",
+        ),
+        (r#"{"checkoutMaxTtl":315360001}"#, "checkoutMaxTtl"),
+        (r#"{"checkoutEnabled":null}"#, "checkoutEnabled"),
     ] {
         assert_eq!(
             s.put(&s.dev("settings"), body)
@@ -131,6 +142,7 @@ async fn signing_keys_rotate_and_retire() {
     assert_eq!(listed[0]["kid"], old.kid());
     assert_eq!(listed[0]["key"], first["signingKey"]);
     assert_eq!(listed[0]["active"], true);
+    assert_eq!(listed[0]["state"], "active");
     assert!(listed[0]["createdAt"].is_string());
 
     let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
@@ -147,6 +159,7 @@ async fn signing_keys_rotate_and_retire() {
     assert_eq!(new["kid"], new_key.kid());
     assert_ne!(new_key.kid(), old.kid());
     assert_eq!(new["active"], true);
+    assert_eq!(new["state"], "active");
 
     let after = s.get(&s.dev("public-key")).await.ok().clone();
     assert_eq!(after["signingKey"], new["key"]);
@@ -196,7 +209,7 @@ async fn signing_keys_rotate_and_retire() {
     assert_eq!(malformed.err(400, "BAD_REQUEST").fields(), ["kid"]);
     s.delete(&s.dev("signing-keys/0123456789abcdef"))
         .await
-        .err(404, "BAD_REQUEST");
+        .err(404, "SIGNING_KEY_NOT_FOUND");
     // Another team's key id is unknown here.
     let other = s.other_team().await;
     let other_kid = SigningPublicKey::from_base64(&other.signing_key)
@@ -205,7 +218,7 @@ async fn signing_keys_rotate_and_retire() {
         .to_owned();
     s.delete(&s.dev(&format!("signing-keys/{other_kid}")))
         .await
-        .err(404, "BAD_REQUEST");
+        .err(404, "SIGNING_KEY_NOT_FOUND");
 
     let retired = s
         .delete(&s.dev(&format!("signing-keys/{}", old.kid())))
@@ -216,7 +229,7 @@ async fn signing_keys_rotate_and_retire() {
     assert_eq!(listed[0]["kid"], new_key.kid());
     s.delete(&s.dev(&format!("signing-keys/{}", old.kid())))
         .await
-        .err(404, "BAD_REQUEST");
+        .err(404, "SIGNING_KEY_NOT_FOUND");
 
     let audit = s
         .get(&s.dev("audit-log?resourceType=signing_key"))
@@ -243,6 +256,146 @@ async fn signing_keys_rotate_and_retire() {
             answer.header("x-signature").unwrap(),
         )
         .unwrap();
+}
+
+/// Rotation in two steps, so that applications ship the next key before it signs: a `next` key
+/// is listed and signs nothing; activating it makes it sign; the former active key stays
+/// trusted until retired. At most one next key; the actions take no body.
+#[tokio::test]
+async fn a_next_signing_key_signs_nothing_until_it_is_activated() {
+    use licensing_core::crypto::SigningPublicKey;
+
+    let s = TestServer::start().await;
+    let first = s.get(&s.dev("public-key")).await.ok().clone();
+    let old = SigningPublicKey::from_base64(first["signingKey"].as_str().unwrap()).unwrap();
+    let license = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let verify = json!({"licenseKey": license["licenseKey"], "hardwareIdentifier": "device-0001"});
+    let file_url = s.dev(&format!(
+        "licenses/id/{}/file",
+        license["id"].as_str().unwrap()
+    ));
+    let file_kid = |answer: &crate::helpers::Answer| {
+        licensing_core::crypto::license_file::LicenseFile::parse(
+            answer.ok()["certificate"].as_str().unwrap(),
+        )
+        .unwrap()
+        .envelope()
+        .kid
+        .clone()
+    };
+
+    let created = s.post(&s.dev("signing-keys"), "{}").await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let next = created.ok().clone();
+    let next_key = SigningPublicKey::from_base64(next["key"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&next["state"], &next["active"], next["kid"].as_str()),
+        (&json!("next"), &json!(false), Some(next_key.kid()))
+    );
+    let listed = s.get(&s.dev("public-key")).await.ok().clone();
+    assert_eq!(
+        listed["signingKey"], first["signingKey"],
+        "the active key is unchanged"
+    );
+    let states: Vec<(&str, &str)> = listed["signingKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kid"].as_str().unwrap(), k["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [(old.kid(), "active"), (next_key.kid(), "next")]);
+    // It signs nothing yet: answers and files are the active key's.
+    let answer = s.client("verify", &verify, None).await;
+    answer.valid();
+    assert_eq!(answer.header("x-signature-key-id"), Some(old.kid()));
+    assert_eq!(file_kid(&s.post(&file_url, "").await), old.kid());
+    // One next key at a time, and no one-step rotation while it is staged.
+    s.post(&s.dev("signing-keys"), "")
+        .await
+        .err(409, "CONFLICT");
+    s.post(&s.dev("signing-keys/rotate"), "")
+        .await
+        .err(409, "CONFLICT");
+    // The actions take no body.
+    for (url, body) in [
+        (s.dev("signing-keys/rotate"), r#"{"force":true}"#),
+        (s.dev("signing-keys"), "[]"),
+        (
+            s.dev(&format!("signing-keys/{}/activate", next_key.kid())),
+            r#"{"kid":"x"}"#,
+        ),
+    ] {
+        s.post(&url, body).await.err(400, "BAD_REQUEST");
+    }
+    // An unknown key; a former key cannot come back.
+    s.post(&s.dev("signing-keys/0123456789abcdef/activate"), "")
+        .await
+        .err(404, "SIGNING_KEY_NOT_FOUND");
+
+    let activated = s
+        .post(
+            &s.dev(&format!("signing-keys/{}/activate", next_key.kid())),
+            "",
+        )
+        .await;
+    assert_eq!(activated.status, 200, "{}", activated.body);
+    assert_eq!(activated.ok()["state"], "active");
+    let answer = s.client("verify", &verify, None).await;
+    answer.valid();
+    assert_eq!(answer.header("x-signature-key-id"), Some(next_key.kid()));
+    next_key
+        .verify_response(
+            &answer.request,
+            &answer.bytes,
+            answer.header("x-signature").unwrap(),
+        )
+        .unwrap();
+    assert_eq!(file_kid(&s.post(&file_url, "").await), next_key.kid());
+    let listed = s.get(&s.dev("public-key")).await.ok().clone();
+    assert_eq!(listed["signingKey"], next["key"]);
+    let states: Vec<(&str, &str)> = listed["signingKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["kid"].as_str().unwrap(), k["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [(old.kid(), "former"), (next_key.kid(), "active")]);
+    s.post(&s.dev(&format!("signing-keys/{}/activate", old.kid())), "")
+        .await
+        .err(409, "CONFLICT");
+
+    // A staged key may be retired instead of activated; it leaves with its private half.
+    let another = s.post(&s.dev("signing-keys"), "").await.ok().clone();
+    let retired = s
+        .delete(&s.dev(&format!(
+            "signing-keys/{}",
+            another["kid"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(retired.ok()["kid"], another["kid"]);
+    use licensing_core::store::TeamStore;
+    let team = s.store.get_team(s.team_id()).await.unwrap().unwrap();
+    assert!(team.next_keys.is_none());
+    let audit = s
+        .get(&s.dev("audit-log?resourceType=signing_key"))
+        .await
+        .ok()
+        .clone();
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "signing_key.retired",
+            "signing_key.created",
+            "signing_key.rotated",
+            "signing_key.created"
+        ]
+    );
 }
 
 /// With a master key, a rotated signing key is stored sealed like the others, and the server
@@ -275,4 +428,14 @@ async fn a_rotated_signing_key_is_sealed_under_the_master_key() {
         trusted.trust(new.ok()["key"].as_str().unwrap()).unwrap();
         trusted
     });
+    // A staged next key's private half is sealed too.
+    s.post(&s.dev("signing-keys"), "").await.ok();
+    let team = s.store.get_team(s.team_id()).await.unwrap().unwrap();
+    assert!(
+        team.next_keys
+            .as_ref()
+            .is_some_and(|k| k.sealed_by().is_some()),
+        "{:?}",
+        team.next_keys
+    );
 }

@@ -41,8 +41,8 @@ pub struct ClientBody {
     /// is refused with `ENTITLEMENTS_MISSING`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entitlements: Option<Vec<String>>,
-    /// (ext) Checkout only: seconds the license file is valid (3,600 to 315,360,000; left out:
-    /// as long as the license).
+    /// (ext) Checkout only: seconds the license file is valid (at least 3,600; left out or
+    /// `null`: the team's `checkoutMaxTtl`, which also caps a longer one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<u32>,
     /// (ext) Heartbeat only: the floating session the heartbeat extends.
@@ -169,7 +169,7 @@ impl ClientBody {
                 v.push("ttl", "is taken by checkout only");
                 None
             }
-            Some(t) => v.check("ttl", crate::api::file_ttl(t)),
+            Some(t) => v.check("ttl", checkout_ttl(t)),
         };
         let session_id = match raw.session_id {
             None => None,
@@ -216,6 +216,18 @@ fn one_device_name<T: AsRef<str>>(
         }
         (h, d) => h.or(d),
     }
+}
+
+/// A checkout's `ttl`: at least an hour; a longer one than the team allows is cut to its
+/// `checkoutMaxTtl` when the file is issued.
+fn checkout_ttl(ttl: i64) -> Result<u32, String> {
+    if ttl < i64::from(crate::api::MIN_FILE_TTL) {
+        return Err(format!(
+            "must be at least {} seconds (got {ttl}); leave it out for the longest the team allows",
+            crate::api::MIN_FILE_TTL
+        ));
+    }
+    Ok(u32::try_from(ttl).unwrap_or(u32::MAX))
 }
 
 fn session_id(text: &str) -> Result<LicenseSessionId, String> {

@@ -34,7 +34,7 @@ pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
     ForgottenBody, SettingsBody, StaffBody,
 };
-pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query};
+pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query, parse_paging_query};
 
 use std::collections::HashSet;
 
@@ -70,6 +70,20 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
     end_of_body(&mut de)?;
     Ok(value)
+}
+
+/// The body of an action that takes none: empty (white space alone) or `{}`; anything else is
+/// 400, naming the members it does not take, so that a client that meant to send options
+/// learns they are not read.
+pub fn parse_empty_body(body: &[u8]) -> Result<(), ApiError> {
+    /// An object with no members.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    parse_json::<Nothing>(body).map(drop)
 }
 
 /// Like [`parse_json`] for bodies whose `T` borrows from the input (the client hot path).

@@ -73,6 +73,20 @@ pub struct SettingsBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub session_ttl: Patch<i64>,
+    /// (ext) `maxLiveSessionsPerLicense`: live floating sessions one license may hold
+    /// (1 to 100,000; default 1,000).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub max_live_sessions_per_license: Patch<i64>,
+    /// (ext) `checkoutEnabled`: whether checkout issues license files (default `true`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub checkout_enabled: Patch<bool>,
+    /// (ext) `checkoutMaxTtl`: the longest life of a checked-out file, in seconds (3,600 to
+    /// 315,360,000; default 2,592,000).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub checkout_max_ttl: Patch<i64>,
 }
 
 impl SettingsBody {
@@ -116,6 +130,24 @@ impl SettingsBody {
             && let Some(ttl) = v.check("sessionTtl", super::license::session_ttl_in(ttl))
         {
             next.session_ttl = ttl;
+        }
+        if let Some(cap) = not_null(
+            &mut v,
+            "maxLiveSessionsPerLicense",
+            raw.max_live_sessions_per_license,
+        ) && let Some(cap) = v.check(
+            "maxLiveSessionsPerLicense",
+            super::int_in(cap, 1, i64::from(crate::model::MAX_LIVE_SESSIONS_CAP)),
+        ) {
+            next.max_live_sessions_per_license = cap;
+        }
+        if let Some(b) = not_null(&mut v, "checkoutEnabled", raw.checkout_enabled) {
+            next.checkout_enabled = b;
+        }
+        if let Some(ttl) = not_null(&mut v, "checkoutMaxTtl", raw.checkout_max_ttl)
+            && let Some(ttl) = v.check("checkoutMaxTtl", crate::api::file_ttl(ttl))
+        {
+            next.checkout_max_ttl = ttl;
         }
         finish(v)?;
         Ok(next)

@@ -143,6 +143,12 @@ impl WebhookBody {
 /// Parses the query of the delivery log: `page`, `pageSize`, `sortDirection` (newest first by
 /// default).
 pub fn parse_delivery_query(raw: &str) -> Result<Paging, ApiError> {
+    parse_paging_query(raw)
+}
+
+/// A query of `page`, `pageSize` and `sortDirection` only (a license's sessions, a webhook's
+/// deliveries).
+pub fn parse_paging_query(raw: &str) -> Result<Paging, ApiError> {
     let mut v = Validator::new();
     let q = Query::parse(raw, &known(&[]), &mut v);
     let paging = Paging::parse(&q, &mut v);

@@ -160,6 +160,7 @@ impl ActivityStore for MemoryStore {
             };
             let session = match verify::admit_session(
                 &current,
+                rules.settings,
                 activity.session,
                 (activity.hardware_id.as_ref(), activity.ip),
                 own_session,
@@ -276,17 +277,17 @@ impl LicenseSessionStore for MemoryStore {
         team: TeamId,
         license: LicenseId,
         now: Timestamp,
-    ) -> StoreResult<Vec<LicenseSession>> {
+        paging: &Paging,
+    ) -> StoreResult<Page<LicenseSession>> {
         self.with(|s| {
             s.license(team, license)?;
-            let mut live: Vec<LicenseSession> = s
+            let live: Vec<LicenseSession> = s
                 .floating
                 .values()
                 .filter(|f| f.license_id == license && f.is_live(now))
                 .cloned()
                 .collect();
-            live.sort_by_key(|f| (f.started_at, f.id));
-            Ok(live)
+            Ok(crate::store::filter::sessions_page(live, paging))
         })
     }
 

@@ -265,6 +265,7 @@ impl TeamStore for MemoryStore {
         &self,
         id: TeamId,
         keys: &crate::crypto::StoredTeamKeys,
+        next: Option<&crate::crypto::StoredTeamKeys>,
         now: Timestamp,
     ) -> StoreResult<Team> {
         self.with(|s| {
@@ -272,7 +273,7 @@ impl TeamStore for MemoryStore {
                 .teams
                 .get_mut(&id)
                 .ok_or(StoreError::NotFound(Entity::Team))?;
-            team.keys = keys.clone();
+            team.set_keys(keys, next);
             team.updated_at = now;
             Ok(team.clone())
         })

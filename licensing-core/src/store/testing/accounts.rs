@@ -35,11 +35,16 @@ pub async fn teams_are_created_read_listed_and_updated<S: Store>(store: &S) {
         nonce: "bm9uY2U=".into(),
         sealed: "c2VhbGVk".into(),
     });
-    let updated = store.update_team_keys(a.id, &sealed, at(1)).await.unwrap();
+    let updated = store
+        .update_team_keys(a.id, &sealed, None, at(1))
+        .await
+        .unwrap();
     assert_eq!(updated.keys, sealed);
     assert_eq!(store.get_team(a.id).await.unwrap().unwrap().keys, sealed);
     assert!(is_not_found(
-        store.update_team_keys(TeamId::new(), &sealed, at(1)).await,
+        store
+            .update_team_keys(TeamId::new(), &sealed, None, at(1))
+            .await,
         Entity::Team
     ));
     let updated = store

@@ -22,6 +22,7 @@ pub async fn team<S: Store>(store: &S, name: &str) -> Team {
             ed25519_seed: "placeholder".into(),
         }),
         signing_keys: Vec::new(),
+        next_keys: None,
         created_at: t0(),
         updated_at: t0(),
     };

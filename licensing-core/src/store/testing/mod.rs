@@ -31,6 +31,7 @@ use crate::crypto::{ApiKeySecret, PlainTeamKeys, StoredTeamKeys};
 use crate::model::{
     Address, BlacklistType, Entitlement, ExpirationStart, ExpirationType, MetadataItem,
     OutboxMessage, ReleaseFile, ReleaseStatus, RequestType, SigningKey, SigningKeyChange,
+    SigningKeyState,
 };
 use crate::validate::{BranchName, Email, Version};
 use crate::verify::RecordChange;

@@ -3,6 +3,16 @@
 
 use super::*;
 use crate::api::ResultCode;
+use crate::api::requests::{Paging, SortDirection};
+
+/// A page of a hundred sessions, oldest first.
+fn oldest_first() -> Paging {
+    Paging {
+        page: 1,
+        page_size: 100,
+        direction: SortDirection::Asc,
+    }
+}
 
 /// A start counts the license's live sessions against its `sessionLimit` in the atomic step; an
 /// expired session stops counting before anything deletes it; a heartbeat extends only a live
@@ -66,10 +76,10 @@ pub async fn floating_sessions_count_while_live_and_end_once<S: Store>(store: &S
         .unwrap();
     assert_eq!(devices.total, 1, "a refused start records no device");
     let live = store
-        .list_license_sessions(t.id, l.id, at(1))
+        .list_license_sessions(t.id, l.id, at(1), &oldest_first())
         .await
         .unwrap();
-    assert_eq!(live.iter().map(|s| s.id).collect::<Vec<_>>().len(), 2);
+    assert_eq!((live.items.len(), live.total), (2, 2));
     assert_eq!(store.count_live_sessions(at(1)).await.unwrap(), 2);
 
     // A heartbeat extends its own device's live session only.
@@ -113,14 +123,23 @@ pub async fn floating_sessions_count_while_live_and_end_once<S: Store>(store: &S
     step(session_activity("machine-b-0000", 2, c, true, ttl), past)
         .await
         .unwrap();
-    let live: Vec<LicenseSessionId> = store
-        .list_license_sessions(t.id, l.id, past)
+    let ids = |page: Page<LicenseSession>| page.items.iter().map(|s| s.id).collect::<Vec<_>>();
+    let live = store
+        .list_license_sessions(t.id, l.id, past, &oldest_first())
         .await
-        .unwrap()
-        .iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(live, [a, c]);
+        .unwrap();
+    assert_eq!(ids(live), [a, c]);
+    // Newest first by default, a page at a time.
+    let first_page = Paging {
+        page_size: 10,
+        ..Paging::default()
+    };
+    let newest = store
+        .list_license_sessions(t.id, l.id, past, &first_page)
+        .await
+        .unwrap();
+    assert_eq!((newest.total, newest.has_next_page), (2, false));
+    assert_eq!(ids(newest), [c, a]);
 
     // The sweep's list, and removal by state: a live session is not removed as expired, nor an
     // expired one as live; each is removed once, with its journal.
@@ -201,7 +220,9 @@ pub async fn floating_sessions_count_while_live_and_end_once<S: Store>(store: &S
             .is_none()
     );
     assert!(is_not_found(
-        store.list_license_sessions(other.id, l.id, past).await,
+        store
+            .list_license_sessions(other.id, l.id, past, &oldest_first())
+            .await,
         Entity::License
     ));
 
@@ -231,11 +252,36 @@ pub async fn floating_sessions_count_while_live_and_end_once<S: Store>(store: &S
     }
     assert_eq!(
         store
-            .list_license_sessions(t.id, free.id, past)
+            .list_license_sessions(t.id, free.id, past, &oldest_first())
             .await
             .unwrap()
-            .len(),
+            .total,
         5
+    );
+    // The team's cap of live sessions per license holds a license without a limit too (and
+    // one whose limit is higher).
+    let mut capped_settings = t.settings.clone();
+    capped_settings.max_live_sessions_per_license = 5;
+    let capped = ActivityRules {
+        events: ClientEvents::ALL,
+        ..ActivityRules::new(&capped_settings)
+    };
+    let refused = store
+        .record_activity(
+            t.id,
+            free.id,
+            &capped,
+            &session_activity("machine-6-free0", 9, LicenseSessionId::new(), true, ttl),
+            past,
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.code, ResultCode::SessionLimitReached);
+    assert!(
+        refused.details.contains("maxLiveSessionsPerLicense"),
+        "{}",
+        refused.details
     );
     let events = delivered(store, t.id, past).await;
     let started = events
@@ -304,7 +350,7 @@ pub fn concurrent_session_starts_admit_exactly_the_limit<S: Store, R: BlockOn>(
     });
     assert_eq!(admitted.into_inner(), LIMIT as usize);
     let live = runner
-        .block_on(store.list_license_sessions(t.id, l.id, at(1)))
+        .block_on(store.list_license_sessions(t.id, l.id, at(1), &oldest_first()))
         .unwrap();
-    assert_eq!(live.len(), LIMIT as usize);
+    assert_eq!(live.total, u64::from(LIMIT));
 }

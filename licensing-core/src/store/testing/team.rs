@@ -161,6 +161,11 @@ pub async fn signing_keys_rotate_and_retire_under_the_teams_lock<S: Store>(store
         key: format!("{kid}=="),
         created_at: t0(),
         active,
+        state: if active {
+            SigningKeyState::Active
+        } else {
+            SigningKeyState::Former
+        },
     };
     let sealed = |seed: &str| {
         StoredTeamKeys::Plain(PlainTeamKeys {
@@ -220,4 +225,63 @@ pub async fn signing_keys_rotate_and_retire_under_the_teams_lock<S: Store>(store
         store.get_team(t.id).await.unwrap().unwrap().signing_keys,
         after.signing_keys
     );
+
+    // In two steps: a next key is listed and kept, signs nothing until activated; one at a
+    // time; a rotation waits for it.
+    let next = |kid: &str| SigningKey {
+        state: SigningKeyState::Next,
+        ..key(kid, false)
+    };
+    let stage = |seed: &str, kid: &str| SigningKeyChange::Stage {
+        keys: sealed(seed),
+        new: next(kid),
+        current: key("stale", true),
+    };
+    let staged = store
+        .change_signing_keys(t.id, &stage("s4", "k4"), at(5), &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(
+        staged.signing_keys,
+        vec![key("k2", false), key("k3", true), next("k4")]
+    );
+    assert_eq!(
+        (staged.keys.clone(), staged.next_keys.clone()),
+        (sealed("s3"), Some(sealed("s4")))
+    );
+    for refused in [stage("s5", "k5"), rotate("s5", "k5", "k3")] {
+        assert!(matches!(
+            store
+                .change_signing_keys(t.id, &refused, at(6), &Journal::NONE)
+                .await,
+            Err(StoreError::State(_))
+        ));
+    }
+    let activate = |kid: &str| SigningKeyChange::Activate { kid: kid.into() };
+    assert!(matches!(
+        store
+            .change_signing_keys(t.id, &activate("k2"), at(6), &Journal::NONE)
+            .await,
+        Err(StoreError::State(_))
+    ));
+    let active = store
+        .change_signing_keys(t.id, &activate("k4"), at(7), &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!(
+        active.signing_keys,
+        vec![key("k2", false), key("k3", false), key("k4", true)]
+    );
+    assert_eq!((active.keys, active.next_keys), (sealed("s4"), None));
+    // A staged key retired takes its private half with it.
+    store
+        .change_signing_keys(t.id, &stage("s6", "k6"), at(8), &Journal::NONE)
+        .await
+        .unwrap();
+    let retired = store
+        .change_signing_keys(t.id, &retire("k6"), at(9), &Journal::NONE)
+        .await
+        .unwrap();
+    assert_eq!((retired.signing_keys.len(), retired.next_keys), (3, None));
+    assert_eq!(store.get_team(t.id).await.unwrap().unwrap().next_keys, None);
 }

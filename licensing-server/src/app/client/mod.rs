@@ -205,6 +205,9 @@ pub(crate) enum SessionAsk {
     Start,
     /// Extend this one (a heartbeat).
     Extend(LicenseSessionId),
+    /// (checkout) Issue a file valid for the `ttl` asked (none: the team's longest), and for a
+    /// license with a `sessionLimit`, lend it a seat until the file expires.
+    Checkout(Option<u32>),
 }
 
 /// A request that passed: its data, and the signed challenge when it sent one.
@@ -217,11 +220,18 @@ pub(crate) struct Validated {
     pub(crate) license: Option<licensing_core::model::License>,
     /// (ext) The session the request started or extended.
     pub(crate) session: Option<LicenseSession>,
+    /// (ext) A checkout's file: its seconds to live, and when it expires.
+    pub(crate) file: Option<(u32, Timestamp)>,
+    /// When the request was decided.
+    pub(crate) now: Timestamp,
 }
 
-/// (ext) A checkout of `input` from `ip` to `team`: everything a verify does (the device is
-/// recorded the same way), then a license file bound to the request's machine and encrypted,
-/// valid for the `ttl` asked (or as long as the license).
+/// (ext) A checkout of `input` from `ip` to `team` (when the team allows checkouts):
+/// everything a verify does (the device is recorded the same way), then a license file bound to
+/// the request's machine and encrypted, valid for the `ttl` asked, at most the team's
+/// `checkoutMaxTtl` and never past the license's end. A license with a `sessionLimit` lends the
+/// file a seat: a session, taken in the same atomic step as the device, that lives until the
+/// file expires (refused with `SESSION_LIMIT_REACHED` when none is free).
 pub(crate) async fn checkout(
     state: &AppState,
     team: TeamId,
@@ -229,21 +239,32 @@ pub(crate) async fn checkout(
     ip: IpAddr,
     seen: &mut Seen,
 ) -> Result<Validated, ApiError> {
-    let validated = validate(state, RequestKind::Verify, team, input, ip, seen).await?;
-    let Valid::Verify(data) = validated.data else {
+    let validated = validate_with(
+        state,
+        RequestKind::Verify,
+        (team, input, ip),
+        SessionAsk::Checkout(input.ttl),
+        seen,
+    )
+    .await?;
+    let (Valid::Verify(data), Some((ttl, _))) = (validated.data, validated.file) else {
         return Err(ApiError::internal());
     };
     let context = seen.context.clone().ok_or_else(ApiError::internal)?;
-    let now = Timestamp::now();
     let license = validated.license.as_ref().ok_or_else(ApiError::internal)?;
+    let seat = validated
+        .session
+        .as_ref()
+        .zip(license.session_limit)
+        .map(|(session, limit)| (session.id, limit));
     let (certificate, payload) = crate::app::license_files::certificate(
         &context,
         license,
         data.clone(),
         input.hardware_id.as_ref(),
-        input.ttl,
+        (Some(ttl), seat),
         true,
-        now,
+        validated.now,
     )?;
     Ok(Validated {
         data: Valid::Checkout(CheckoutData {
@@ -252,6 +273,7 @@ pub(crate) async fn checkout(
                 certificate,
                 issued_at: payload.meta.issued,
                 expires_at: payload.meta.expiry,
+                session_id: payload.meta.session_id,
             },
         }),
         ..validated
@@ -365,6 +387,11 @@ async fn validate_with(
     }
     let context = team_context(state, team).await?;
     seen.context = Some(context.clone());
+    if matches!(ask, SessionAsk::Checkout(_)) && !context.team.settings.checkout_enabled {
+        return Err(ApiError::forbidden(
+            "Checkout is off for this team (its setting checkoutEnabled): verify online instead",
+        ));
+    }
     let country = state.geo.country(ip);
     seen.country = country;
     let request = Request {
@@ -386,7 +413,9 @@ async fn validate_with(
     if let Some(requested) = &input.entitlements {
         steps::require_entitlements(requested, &granted.codes)?;
     }
-    let ttl = session_ttl(&checked.license, &context.team.settings);
+    let settings = &context.team.settings;
+    let ttl = session_ttl(&checked.license, settings);
+    let mut file = None;
     checked.activity.session = match ask {
         SessionAsk::None => SessionStep::None,
         SessionAsk::Start => SessionStep::Start {
@@ -394,6 +423,24 @@ async fn validate_with(
             ttl,
         },
         SessionAsk::Extend(id) => SessionStep::Extend { id, ttl },
+        SessionAsk::Checkout(asked) => {
+            let max = settings.checkout_max_ttl;
+            let life = asked.map_or(max, |t| t.min(max));
+            let expiry = licensing_core::api::file_expiry(&checked.license, now, Some(life))
+                .unwrap_or_else(|| now.plus_seconds(life));
+            file = Some((life, expiry));
+            // The borrowed seat lives exactly as long as the file (at least a second).
+            let lent = u32::try_from((expiry.as_millis() - now.as_millis() + 999) / 1000)
+                .unwrap_or(life)
+                .max(1);
+            match checked.license.session_limit {
+                Some(_) => SessionStep::Start {
+                    id: LicenseSessionId::new(),
+                    ttl: lent,
+                },
+                None => SessionStep::None,
+            }
+        }
     };
     let (license, session) = record_checked(state, &context, (&request, &checked), now).await?;
 
@@ -437,6 +484,8 @@ async fn validate_with(
         challenge,
         license: Some(license),
         session,
+        file,
+        now,
     })
 }
 

@@ -41,6 +41,8 @@ pub(crate) fn code_words(code: ResultCode) -> &'static str {
         ResultCode::SessionNotFound => "Session not found",
         ResultCode::IdempotencyKeyMismatch => "Retried with other content",
         ResultCode::IdempotencyKeyInUse => "Retried too soon",
+        ResultCode::SigningKeyNotFound => "Signing key not found",
+        ResultCode::Conflict => "Conflicting change",
     }
 }
 

@@ -3,7 +3,7 @@
 
 use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{
-    DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS,
+    DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS, Paging,
 };
 use licensing_core::model::{ExpirationType, Resource, Scope, effective_codes};
 use licensing_core::{LicenseId, Timestamp};
@@ -39,7 +39,14 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     every.filter = true;
     let hwids = api::perform(ctx, staff, ListHwids(id, every.clone())).await?;
     let ips = api::perform(ctx, staff, ListIps(id, every)).await?;
-    let sessions = api::perform(ctx, staff, ListSessions(id)).await?.sessions;
+    // The newest sessions (a license may hold many: the page shows a hundred and their count).
+    let newest = Paging {
+        page_size: SESSIONS_SHOWN,
+        ..Paging::default()
+    };
+    let sessions = api::perform(ctx, staff, ListSessions(id, newest)).await?;
+    let live = sessions.total;
+    let sessions = sessions.items;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let requests = super::history::section(ctx, staff, id, &detail.products).await?;
     let l = &detail.license;
@@ -160,8 +167,11 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             h2 #sessions { "Sessions" }
             p.hint {
                 @match l.session_limit {
-                    Some(limit) => { (sessions.len()) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
-                    None => { "Sessions are not limited. " },
+                    Some(limit) => { (live) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
+                    None => { (live) " live; sessions are not limited. " },
+                }
+                @if live > sessions.len() as u64 {
+                    "The newest " (sessions.len()) " are shown. "
                 }
                 "A running copy of the application holds a session while it heartbeats; closing it, or revoking its session here, frees the seat at once."
             }
@@ -195,6 +205,9 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         content,
     ))
 }
+
+/// How many of a license's live sessions its page shows, newest first.
+const SESSIONS_SHOWN: u32 = 100;
 
 /// The live sessions, with a revoke button each.
 fn live_sessions(

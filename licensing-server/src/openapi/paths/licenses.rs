@@ -295,14 +295,20 @@ pub(in crate::openapi) fn list_ips() {}
 pub(in crate::openapi) fn set_ip_forgotten() {}
 
 /// (ext) The license's live floating sessions (started or heartbeated within their TTL, not
-/// ended or revoked), oldest first.
+/// ended or revoked; a seat borrowed by a checkout until its file expires), one page, newest
+/// first.
 #[utoipa::path(
     get,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
     tag = "extensions",
-    params(LicensePath),
+    params(
+        LicensePath,
+        ("page" = Option<u32>, Query, description = "1-based page (default 1)"),
+        ("pageSize" = Option<u32>, Query, description = "10, 25, 50 or 100 (default 25)"),
+        ("sortDirection" = Option<String>, Query, description = "`desc` (newest first, the default) or `asc`, by start"),
+    ),
     responses(
-        (status = 200, description = "The live sessions", body = Envelope<SessionList>),
+        (status = 200, description = "One page of live sessions", body = Envelope<SessionPage>),
         NoLicense,
         Refused,
         OtherTeam,

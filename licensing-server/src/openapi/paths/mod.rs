@@ -26,7 +26,7 @@ use licensing_core::api::{
     Deleted, DeliveryPage, EntitlementPage, Envelope, ErrorData, HeartbeatData, HwidForgotten,
     HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseFileBody,
     LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, RequestLogPage,
-    SessionEndData, SessionList, SessionStartData, TeamList, VerifyData, WebhookList,
+    SessionEndData, SessionPage, SessionStartData, TeamList, VerifyData, WebhookList,
 };
 use licensing_core::model::ClientEndpoint;
 use licensing_core::model::{

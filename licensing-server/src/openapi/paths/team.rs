@@ -184,9 +184,52 @@ pub(in crate::openapi) fn audit_log() {}
 )]
 pub(in crate::openapi) fn public_keys() {}
 
-/// (ext) Rotate the Ed25519 signing key: a new key signs answers and license files from now on;
-/// the former keys stay listed (inactive) and trusted until retired. The RSA key stays. Audited
+/// (ext) Make the next Ed25519 signing key (state `next`): listed in `signingKeys` for
+/// applications to ship, it signs nothing until activated. At most one at a time. No body (an
+/// empty one or `{}`). Audited (`signing_key.created`).
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/signing-keys",
+    tag = "extensions",
+    params(TeamPath),
+    responses(
+        (status = 201, description = "The next key", body = Envelope<SigningKey>),
+        (status = 400, description = "BAD_REQUEST: a body other than empty or `{}`", body = Envelope<Option<ErrorData>>),
+        (status = 409, description = "CONFLICT: a next key is already staged (activate or retire it first)", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn create_signing_key() {}
+
+/// (ext) Activate the staged next signing key: it signs answers and license files from now on;
+/// the former active key stays listed (`former`) and trusted until retired. Publish the next
+/// key in an application release before activating it. No body. Audited
 /// (`signing_key.rotated`).
+#[utoipa::path(
+    post,
+    path = "/api/v1/dev/teams/{teamId}/signing-keys/{kid}/activate",
+    tag = "extensions",
+    params(
+        TeamPath,
+        ("kid" = String, Path, pattern = "^[0-9a-f]{16}$", description = "The next key's id"),
+    ),
+    responses(
+        (status = 200, description = "The key, now active", body = Envelope<SigningKey>),
+        (status = 400, description = "BAD_REQUEST: a malformed key id, or a body other than empty or `{}`", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "SIGNING_KEY_NOT_FOUND: the team has no such key", body = Envelope<Option<ErrorData>>),
+        (status = 409, description = "CONFLICT: a former key (make a next one instead)", body = Envelope<Option<ErrorData>>),
+        Refused,
+        OtherTeam,
+    )
+)]
+pub(in crate::openapi) fn activate_signing_key() {}
+
+/// (ext) Rotate the Ed25519 signing key in one step (create and activate): a new key signs
+/// answers and license files from now on; the former keys stay listed (`former`) and trusted
+/// until retired. Applications that embed only the active key reject new answers at once:
+/// prefer creating a next key, shipping it, then activating it. The RSA key stays. No body.
+/// Audited (`signing_key.rotated`).
 #[utoipa::path(
     post,
     path = "/api/v1/dev/teams/{teamId}/signing-keys/rotate",
@@ -194,13 +237,16 @@ pub(in crate::openapi) fn public_keys() {}
     params(TeamPath),
     responses(
         (status = 201, description = "The new active key", body = Envelope<SigningKey>),
+        (status = 400, description = "BAD_REQUEST: a body other than empty or `{}`", body = Envelope<Option<ErrorData>>),
+        (status = 409, description = "CONFLICT: a next key is staged (activate or retire it)", body = Envelope<Option<ErrorData>>),
         Refused,
         OtherTeam,
     )
 )]
 pub(in crate::openapi) fn rotate_signing_key() {}
 
-/// (ext) Retire a former signing key: clients stop trusting it. Audited (`signing_key.retired`).
+/// (ext) Retire a former or next signing key: clients stop trusting it. Audited
+/// (`signing_key.retired`).
 #[utoipa::path(
     delete,
     path = "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
@@ -212,7 +258,7 @@ pub(in crate::openapi) fn rotate_signing_key() {}
     responses(
         (status = 200, description = "The retired key", body = Envelope<SigningKey>),
         (status = 400, description = "BAD_REQUEST: a malformed key id, or the active key (rotate first)", body = Envelope<Option<ErrorData>>),
-        (status = 404, description = "BAD_REQUEST (the team has no such key)", body = Envelope<Option<ErrorData>>),
+        (status = 404, description = "SIGNING_KEY_NOT_FOUND: the team has no such key", body = Envelope<Option<ErrorData>>),
         Refused,
         OtherTeam,
     )

@@ -1,7 +1,7 @@
 //! A license's hardware identifiers and IP addresses over HTTP.
 
-use licensing_core::api::requests::{DeviceListQuery, RequestLogQuery};
-use licensing_core::api::{HwidPage, IpPage, RequestLogPage};
+use licensing_core::api::requests::{DeviceListQuery, RequestLogQuery, parse_paging_query};
+use licensing_core::api::{HwidPage, IpPage, RequestLogPage, SessionPage};
 use licensing_core::{HwidId, IpId, LicenseId, LicenseSessionId};
 
 use crate::app::devices::{ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten};
@@ -12,5 +12,5 @@ listed!(ListIps(license: LicenseId) query DeviceListQuery::parse => IpPage { ip_
 listed!(ListRequests(license: LicenseId) query RequestLogQuery::parse => RequestLogPage { requests }, "Request history retrieved");
 with_body!(SetHwidForgotten(license: LicenseId, id: HwidId) => 200, "Hardware identifier updated");
 with_body!(SetIpForgotten(license: LicenseId, id: IpId) => 200, "IP address updated");
-by_ids!(ListSessions(license: LicenseId) => 200, "Sessions retrieved");
+listed!(ListSessions(license: LicenseId) query parse_paging_query => SessionPage { sessions }, "Sessions retrieved");
 by_ids!(RevokeSession(license: LicenseId, id: LicenseSessionId) => 200, "Session revoked");

@@ -68,6 +68,37 @@ macro_rules! by_ids {
     };
 }
 
+/// The endpoint of an action made of its path's ids alone that takes no body: an empty body
+/// or `{}` passes, anything else is 400 (`by_ids!` ignores a body; an action refuses one it
+/// would not read): `no_body!(RotateSigningKey() => 201, "Signing key rotated");`.
+macro_rules! no_body {
+    ($op:ident() => $status:literal, $details:expr) => {
+        no_body!(@ $op() => Self, $status, $details);
+    };
+    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
+        no_body!(@ $op($($id: $ty),+) => Self($($id),+), $status, $details);
+    };
+    (@ $op:ident($($id:ident: $ty:ty),*) => $made:expr, $status:literal, $details:expr) => {
+        impl $crate::routes::dev::Endpoint for $op {
+            type Ids = ($($ty,)*);
+            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
+
+            async fn from_request(
+                _: &$crate::routes::dev::Dev,
+                ($($id,)*): Self::Ids,
+                input: $crate::routes::dev::Input,
+            ) -> Result<Self, licensing_core::ApiError> {
+                licensing_core::api::requests::parse_empty_body(&input.json().await?)?;
+                Ok($made)
+            }
+
+            fn answer(output: Self::Output) -> $crate::http::Response {
+                $crate::http::success($status, output, $details)
+            }
+        }
+    };
+}
+
 /// The endpoint of an operation made of its path's ids and its JSON body, parsed (400, 413)
 /// before the operation looks anything up, answering its output as it is:
 /// `with_body!(UpdateProduct(id: ProductId) => 200, "Product updated");`.
@@ -264,7 +295,9 @@ pub(crate) fn operations() -> Vec<Route> {
         route::<app::team::GetSettings>(get.clone(), "settings"),
         route::<app::team::UpdateSettings>(put, "settings"),
         route::<app::team::GetPublicKeys>(get.clone(), "public-key"),
+        route::<app::team::CreateSigningKey>(post.clone(), "signing-keys"),
         route::<app::team::RotateSigningKey>(post.clone(), "signing-keys/rotate"),
+        route::<app::team::ActivateSigningKey>(post.clone(), "signing-keys/{kid}/activate"),
         route::<app::team::RetireSigningKey>(delete.clone(), "signing-keys/{kid}"),
         route::<app::access::CreateBlacklistEntry>(post.clone(), "blacklist"),
         route::<app::access::ListBlacklist>(get.clone(), "blacklist"),

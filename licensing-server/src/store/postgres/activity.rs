@@ -297,14 +297,16 @@ impl PgStore {
             }
             _ => None,
         };
-        let live = match (activity.session, found.license.session_limit) {
-            (SessionStep::Start { .. }, Some(limit)) => {
-                Some(super::floating::count_live(&mut *tx, license_id, now, limit).await?)
+        let live = match activity.session {
+            SessionStep::Start { .. } => {
+                let bound = verify::live_session_bound(&found.license, rules.settings);
+                Some(super::floating::count_live(&mut *tx, license_id, now, bound).await?)
             }
             _ => None,
         };
         let session = match verify::admit_session(
             &found.license,
+            rules.settings,
             activity.session,
             (activity.hardware_id.as_ref(), activity.ip),
             own_session.as_ref(),

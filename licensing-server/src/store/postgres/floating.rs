@@ -2,8 +2,9 @@
 //! license's live sessions and writes a started or extended one; removing a session takes the
 //! license row too, so that an end never races an extension that would write it back.
 
+use licensing_core::api::requests::{Paging, SortDirection};
 use licensing_core::model::LicenseSession;
-use licensing_core::store::{Entity, Journal, LicenseSessionStore, StoreError, StoreResult};
+use licensing_core::store::{Entity, Journal, LicenseSessionStore, Page, StoreError, StoreResult};
 use licensing_core::{LicenseId, LicenseSessionId, TeamId, Timestamp};
 use sqlx::PgConnection;
 
@@ -110,20 +111,41 @@ impl LicenseSessionStore for PgStore {
         team: TeamId,
         license: LicenseId,
         now: Timestamp,
-    ) -> StoreResult<Vec<LicenseSession>> {
+        paging: &Paging,
+    ) -> StoreResult<Page<LicenseSession>> {
         self.require_license(team, license).await?;
-        let rows = sqlx::query(
-            "SELECT doc FROM license_sessions
-             WHERE license_id = $1 AND team_id = $2 AND expires_at > $3
-             ORDER BY started_at, id",
+        let sql = match paging.direction {
+            SortDirection::Desc => {
+                "SELECT doc FROM license_sessions
+                 WHERE license_id = $1 AND team_id = $2 AND expires_at > $3
+                 ORDER BY started_at DESC, id DESC LIMIT $4 OFFSET $5"
+            }
+            SortDirection::Asc => {
+                "SELECT doc FROM license_sessions
+                 WHERE license_id = $1 AND team_id = $2 AND expires_at > $3
+                 ORDER BY started_at, id LIMIT $4 OFFSET $5"
+            }
+        };
+        let select = sqlx::query(sql)
+            .bind(license.as_uuid())
+            .bind(team.as_uuid())
+            .bind(ms(now));
+        let items = super::fetch_page(&self.pool, select, paging)
+            .await?
+            .iter()
+            .map(doc)
+            .collect::<StoreResult<Vec<LicenseSession>>>()?;
+        let total: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM license_sessions
+             WHERE license_id = $1 AND team_id = $2 AND expires_at > $3",
         )
         .bind(license.as_uuid())
         .bind(team.as_uuid())
         .bind(ms(now))
-        .fetch_all(&self.pool)
+        .fetch_one(&self.pool)
         .await
         .map_err(backend)?;
-        rows.iter().map(doc).collect()
+        Ok(super::page(items, total, paging))
     }
 
     async fn get_license_session(

@@ -129,10 +129,11 @@ impl TeamStore for PgStore {
         &self,
         id: TeamId,
         keys: &StoredTeamKeys,
+        next: Option<&StoredTeamKeys>,
         now: Timestamp,
     ) -> StoreResult<Team> {
         self.change_team(id, &Journal::NONE, |team| {
-            team.keys = keys.clone();
+            team.set_keys(keys, next);
             team.updated_at = now;
             Ok(())
         })

@@ -244,6 +244,7 @@ impl SledStore {
         };
         let session = match verify::admit_session(
             &current,
+            rules.settings,
             activity.session,
             (hardware_id, activity.ip),
             own_session.as_ref(),

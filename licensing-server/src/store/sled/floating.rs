@@ -2,8 +2,9 @@
 //! step of a license reads its sessions as one range (under the license's stripe, which every
 //! start, extension and removal of its sessions holds) and a heartbeat reads its own by key.
 
+use licensing_core::api::requests::Paging;
 use licensing_core::model::LicenseSession;
-use licensing_core::store::{Entity, Journal, LicenseSessionStore, StoreError, StoreResult};
+use licensing_core::store::{Entity, Journal, LicenseSessionStore, Page, StoreError, StoreResult};
 use licensing_core::{LicenseId, LicenseSessionId, TeamId, Timestamp};
 
 use super::keys::{key, tag};
@@ -128,11 +129,11 @@ impl LicenseSessionStore for SledStore {
         team: TeamId,
         license: LicenseId,
         now: Timestamp,
-    ) -> StoreResult<Vec<LicenseSession>> {
+        paging: &Paging,
+    ) -> StoreResult<Page<LicenseSession>> {
         self.require_license(team, license)?;
-        let mut live = self.sessions_where(license_prefix(team, license), |s| s.is_live(now))?;
-        live.sort_by_key(|s| (s.started_at, s.id));
-        Ok(live)
+        let live = self.sessions_where(license_prefix(team, license), |s| s.is_live(now))?;
+        Ok(licensing_core::store::sessions_page(live, paging))
     }
 
     async fn get_license_session(

@@ -67,11 +67,12 @@ impl TeamStore for SledStore {
         &self,
         id: TeamId,
         keys: &licensing_core::crypto::StoredTeamKeys,
+        next: Option<&licensing_core::crypto::StoredTeamKeys>,
         now: Timestamp,
     ) -> StoreResult<Team> {
         self.durable(|tx| {
             change_team(tx, id, now, |team| {
-                team.keys = keys.clone();
+                team.set_keys(keys, next);
                 Ok(())
             })
         })
