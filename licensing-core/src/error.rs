@@ -145,6 +145,12 @@ impl Validator {
         }
     }
 
+    /// Whether a problem with `field` was recorded already (so that a check of a value the
+    /// request did send is not followed by a spurious "is required").
+    pub fn noted(&self, field: &str) -> bool {
+        self.errors.iter().any(|e| e.field == field)
+    }
+
     /// Records a problem directly.
     pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.errors.push(FieldError::new(field, message));

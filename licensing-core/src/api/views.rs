@@ -67,7 +67,11 @@ pub struct VerifyProduct {
     pub name: String,
     /// Homepage.
     pub url: Option<String>,
-    /// The latest `PUBLISHED` release in the requested branch (no branch: branchless releases).
+    /// The latest release in the requested branch, the one a download without a version
+    /// serves: the release marked latest when it is `PUBLISHED` or `DEPRECATED` (a deprecated
+    /// release is still served), else the most recently created `PUBLISHED` one; with no branch
+    /// named, among releases without a branch first, else the most recent of every branch's.
+    /// Never a `DRAFT` or `ARCHIVED` release.
     pub latest_release: Option<LatestRelease>,
     /// Metadata as `{key, value}`.
     pub metadata: Vec<ClientMetadata>,

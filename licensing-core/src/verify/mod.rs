@@ -512,14 +512,8 @@ pub fn admit_own<E>(
     mut counted: impl FnMut(RecordKind) -> Result<u64, E>,
 ) -> Result<Result<Admission, Denial>, E> {
     let hwid_limit = license.hwid_limit.filter(|&l| l > 0);
-    if hardware_id.is_none() && hwid_limit.is_some() && settings.require_hardware_identifier {
-        return Ok(Err(Denial::new(
-            ResultCode::BadRequest,
-            "is required: this license limits hardware identifiers and the team's setting \
-             requireHardwareIdentifier is on (send the device's identifier, or turn the setting \
-             off to let such a license verify without one)",
-        )));
-    }
+    let missing_hardware =
+        hardware_id.is_none() && hwid_limit.is_some() && settings.require_hardware_identifier;
     let own = |r: Option<&IpRecord>| r.map(|r| (r.id, r.forgotten, r.last_seen_at));
     let Some(ip_change) = plan(
         own(own_ip.filter(|r| r.address == ip.to_canonical())),
@@ -534,6 +528,25 @@ pub fn admit_own<E>(
             "IP address limit reached",
         )));
     };
+    if missing_hardware {
+        // Without an identifier no device can count as the license's own: a license whose
+        // devices are all taken is refused as full (what a client written for the hosted
+        // service expects), one with room as a request that must name its device.
+        if let Some(limit) = hwid_limit
+            && counted(RecordKind::Hwid)? >= u64::from(limit)
+        {
+            return Ok(Err(Denial::new(
+                ResultCode::HwidLimitReached,
+                "Hardware identifier limit reached",
+            )));
+        }
+        return Ok(Err(Denial::new(
+            ResultCode::BadRequest,
+            "is required: this license limits hardware identifiers and the team's setting \
+             requireHardwareIdentifier is on (send the device's identifier, or turn the setting \
+             off to let such a license verify without one)",
+        )));
+    }
     let hwid_change = match hardware_id {
         None => None,
         Some(h) => {

@@ -846,6 +846,32 @@ fn verify_without_hardware_identifier_cannot_bypass_a_limit() {
     assert_eq!(denial.code, ResultCode::BadRequest);
     let api: ApiError = denial.into();
     assert_eq!(api.field_errors()[0].field, "hardwareIdentifier");
+    // When the limit is full (devices, or addresses before them), the limit's refusal: the
+    // request could not pass with any identifier it might have sent.
+    let taken = [hwid_record(&lic, "device-a-0000", false, now())];
+    let full = admit(
+        &lic,
+        &TeamSettings::default(),
+        &taken,
+        &[],
+        None,
+        ip(1),
+        now(),
+    );
+    assert_eq!(full.unwrap_err().code, ResultCode::HwidLimitReached);
+    lic.ip_limit = Some(1);
+    let addresses = [ip_record(&lic, ip(2), false, now())];
+    let full = admit(
+        &lic,
+        &TeamSettings::default(),
+        &[],
+        &addresses,
+        None,
+        ip(1),
+        now(),
+    );
+    assert_eq!(full.unwrap_err().code, ResultCode::IpLimitReached);
+    lic.ip_limit = None;
     lic.hwid_limit = None;
     let ok = admit(&lic, &TeamSettings::default(), &[], &[], None, ip(1), now()).unwrap();
     assert_eq!(ok.hwid, None);

@@ -133,7 +133,8 @@ impl ClientBody {
         let mut v = Validator::new();
         let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
         let hardware = one_device_name(raw.hardware_identifier, raw.device_identifier, &mut v);
-        let hardware_id = if endpoint == Endpoint::Verify {
+        let hardware_id = if endpoint == Endpoint::Verify || v.noted("deviceIdentifier") {
+            // (A conflict between the two names was recorded: the identifier was sent.)
             v.optional("hardwareIdentifier", hardware, HardwareId::parse)
         } else {
             v.required("hardwareIdentifier", hardware, HardwareId::parse)
@@ -305,6 +306,11 @@ impl ClassloaderQuery {
     pub fn parse(raw_query: &str) -> Result<Self, ApiError> {
         let mut v = Validator::new();
         let q = Query::parse_lenient(raw_query, Self::KNOWN, &mut v);
+        if v.noted("query") {
+            // A query that does not decode names no parameter: what is wrong with it is all
+            // there is to say (not that every parameter is missing).
+            return Err(finish(v).err().unwrap_or_else(ApiError::internal));
+        }
         let hardware = one_device_name(
             q.get("hardwareIdentifier"),
             q.get("deviceIdentifier"),
@@ -313,7 +319,13 @@ impl ClassloaderQuery {
         let license_key = v.required("licenseKey", q.get("licenseKey"), LicenseKey::parse);
         let product_id = v.required("productId", q.get("productId"), ProductId::parse);
         let session_key = v.required("sessionKey", q.get("sessionKey"), SessionKeyText::parse);
-        let hardware_id = v.required("hardwareIdentifier", hardware, HardwareId::parse);
+        let hardware_id = if v.noted("deviceIdentifier") {
+            // Both names were sent, with different values: that is the problem, not a
+            // missing identifier.
+            None
+        } else {
+            v.required("hardwareIdentifier", hardware, HardwareId::parse)
+        };
         let version = v.optional("version", q.get("version"), Version::parse);
         let branch = v.optional("branch", q.get("branch"), BranchName::parse);
         let customer_id = v.optional("customerId", q.get("customerId"), CustomerId::parse);
@@ -394,6 +406,9 @@ mod tests {
         let differ = both.replacen("device-0001", "device-0002", 1);
         let e = verify(&differ).unwrap_err();
         assert_eq!(problems(&e)[0].0, "deviceIdentifier");
+        // A heartbeat (which requires the identifier) names only the conflict.
+        let e = ClientBody::parse(RequestKind::Heartbeat, differ.as_bytes()).unwrap_err();
+        assert_eq!(problems(&e).len(), 1, "{:?}", problems(&e));
         assert!(
             problems(&e)[0]
                 .1
@@ -582,9 +597,22 @@ mod tests {
         // Both names of the device: equal, fine; different, refused.
         let both = ClassloaderQuery::parse(&format!("{q}&hardwareIdentifier=device-0001")).unwrap();
         assert_eq!(both, parsed);
+        // Different: that is the one problem (the identifier was sent, it is not missing).
         let e =
             ClassloaderQuery::parse(&format!("{q}&hardwareIdentifier=device-0002")).unwrap_err();
-        assert_eq!(problems(&e)[0].0, "deviceIdentifier");
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["deviceIdentifier"]);
+        // A query that does not decode: that alone, not every parameter "required".
+        let e = ClassloaderQuery::parse(&format!("{q}&branch=%zz")).unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["query"]);
+        // Only what is missing or malformed is named.
+        let e = ClassloaderQuery::parse(&format!(
+            "licenseKey={KEY}&productId=nope&sessionKey={session}"
+        ))
+        .unwrap_err();
+        let fields: Vec<String> = problems(&e).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["productId", "hardwareIdentifier"]);
         let e = ClassloaderQuery::parse(&format!("{q}&version=2.0.0")).unwrap_err();
         assert_eq!(
             problems(&e),
