@@ -1160,7 +1160,7 @@ fn print_space(space: &licensing_server::store::sled::Space, compacted: u64) {
         "{:<44} {:>10} {:>10} {:>10} {:>8}",
         "live entries by kind", "entries", "keys MiB", "values MiB", "B/entry"
     );
-    for k in space.kinds.iter().chain([&space.answers]) {
+    for k in &space.kinds {
         println!(
             "{:<44} {:>10} {:>10.1} {:>10.1} {:>8.0}",
             k.kind,
@@ -1170,13 +1170,12 @@ fn print_space(space: &licensing_server::store::sled::Space, compacted: u64) {
             k.bytes() as f64 / k.entries.max(1) as f64
         );
     }
-    let entries: u64 = space.kinds.iter().map(|k| k.entries).sum::<u64>() + space.answers.entries;
+    let entries: u64 = space.kinds.iter().map(|k| k.entries).sum::<u64>();
     println!(
-        "live: {entries} entries, {:.1} MiB; files: records {:.1} MiB, kept answers {:.1} MiB; \
+        "live: {entries} entries, {:.1} MiB; files: {:.1} MiB; \
          all of them rewritten into fresh files (a copy, compacted): {:.1} MiB",
         mib(space.live_bytes()),
         mib(space.records_on_disk),
-        mib(space.answers_on_disk),
         mib(compacted)
     );
 }

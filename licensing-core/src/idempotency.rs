@@ -187,6 +187,38 @@ pub struct IdempotencyRecord {
     pub created_at: Timestamp,
     /// Its answer; `None` while the request runs.
     pub answer: Option<KeptAnswer>,
+    /// Whether a write of the request is stored: written in the same atomic step as the write
+    /// ([`KeyedWrite`]), so that a request whose write landed runs no more, even if the server
+    /// stopped before its answer was kept.
+    pub applied: bool,
+}
+
+/// The claim a write runs under, carried by its [`Journal`](crate::store::Journal): a store
+/// marks the claim applied in the same atomic step as the write, and need not make the write
+/// durable before it returns (the kept answer, written next, is made durable with it before
+/// the request is answered).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyedWrite {
+    /// Whose key.
+    pub owner: IdempotencyOwner,
+    /// The key.
+    pub key: IdempotencyKey,
+    /// The request's fingerprint.
+    pub fingerprint: Fingerprint,
+    /// When the key was claimed.
+    pub claimed_at: Timestamp,
+}
+
+impl KeyedWrite {
+    /// The record marking the claim applied, before its answer is kept.
+    pub fn applied(&self) -> IdempotencyRecord {
+        IdempotencyRecord {
+            fingerprint: self.fingerprint,
+            created_at: self.claimed_at,
+            answer: None,
+            applied: true,
+        }
+    }
 }
 
 /// What a request finds under its key.
@@ -200,6 +232,10 @@ pub enum Claim {
     Mismatch,
     /// The same request is still running.
     InUse,
+    /// The same request ran and its write is stored, but the server stopped before its answer
+    /// was kept (a crash in the moment between them, before any answer was sent): it does not
+    /// run again, and there is nothing to replay.
+    AnswerLost,
 }
 
 impl Claim {
@@ -218,8 +254,9 @@ impl Claim {
             return Self::Run;
         }
         match &record.answer {
-            None if age >= ABANDONED_AFTER_MS => Self::Run,
+            None if !record.applied && age >= ABANDONED_AFTER_MS => Self::Run,
             _ if record.fingerprint != fingerprint => Self::Mismatch,
+            None if record.applied => Self::AnswerLost,
             None => Self::InUse,
             Some(answer) => Self::Replay(answer.clone()),
         }
@@ -239,6 +276,10 @@ impl Claim {
                 )
                 .retry_after_secs(1),
             ),
+            Self::AnswerLost => Some(ApiError::new(
+                ResultCode::Conflict,
+                "The request first sent with this Idempotency-Key was carried out, but the server stopped before its answer could be kept: it will not run again; read the record it changed (or send a new key for a new request)",
+            )),
             Self::Run | Self::Replay(_) => None,
         }
     }
@@ -356,6 +397,7 @@ mod tests {
             fingerprint: print,
             created_at: t0,
             answer: None,
+            applied: false,
         };
         let done = IdempotencyRecord {
             answer: Some(answer.clone()),
@@ -377,6 +419,24 @@ mod tests {
             Claim::decide(Some(&done), other, at(KEPT_FOR_MS)),
             Claim::Run
         );
+        // Applied without an answer (a crash between the write and its answer): never run
+        // again, never abandoned, until the key expires.
+        let applied = IdempotencyRecord {
+            applied: true,
+            ..running.clone()
+        };
+        assert_eq!(
+            Claim::decide(Some(&applied), print, at(ABANDONED_AFTER_MS)),
+            Claim::AnswerLost
+        );
+        assert_eq!(Claim::decide(Some(&applied), other, at(1)), Claim::Mismatch);
+        assert_eq!(
+            Claim::decide(Some(&applied), print, at(KEPT_FOR_MS)),
+            Claim::Run
+        );
+        let lost = Claim::AnswerLost.refusal().unwrap();
+        assert_eq!((lost.status(), lost.code()), (409, ResultCode::Conflict));
+        assert_eq!(lost.retry_after(), None);
         let in_use = Claim::InUse.refusal().unwrap();
         assert_eq!(in_use.status(), 409);
         assert_eq!(in_use.retry_after(), Some(1));

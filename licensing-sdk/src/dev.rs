@@ -735,8 +735,27 @@ impl DevClient {
             .await
     }
 
-    /// (ext) `DELETE {dev}/signing-keys/{kid}`: clients stop trusting a former key (the
-    /// active one cannot be retired).
+    /// (ext) `POST {dev}/signing-keys`: the next signing key (state `next`), listed for
+    /// applications to ship and signing nothing until [`activate_signing_key`](Self::activate_signing_key).
+    pub async fn create_signing_key(&self) -> Result<SigningKey, Error> {
+        self.call(Method::POST, "signing-keys", None, None::<&()>)
+            .await
+    }
+
+    /// (ext) `POST {dev}/signing-keys/{kid}/activate`: the next key signs from now on; the
+    /// one it replaces stays listed (`former`) until retired.
+    pub async fn activate_signing_key(&self, kid: &str) -> Result<SigningKey, Error> {
+        self.call(
+            Method::POST,
+            &format!("signing-keys/{kid}/activate"),
+            None,
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// (ext) `DELETE {dev}/signing-keys/{kid}`: clients stop trusting a former or next key
+    /// (the active one cannot be retired).
     pub async fn retire_signing_key(&self, kid: &str) -> Result<SigningKey, Error> {
         self.call(
             Method::DELETE,

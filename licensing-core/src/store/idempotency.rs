@@ -9,10 +9,12 @@ use crate::time::Timestamp;
 /// Idempotency keys and their kept answers, shared by every instance of a store.
 pub trait IdempotencyStore: Send + Sync {
     /// Applies [`Claim::decide`] to what `owner` holds under `key` and, when it says
-    /// [`Claim::Run`], writes a running claim of `fingerprint` at `now` in the same atomic step:
-    /// of concurrent claims of one key, exactly one runs. The claim need not be durable when
-    /// this returns, as long as any write made durable after it makes it durable too (the write
-    /// it runs for flushes it).
+    /// [`Claim::Run`], holds a running claim of `fingerprint` at `now` in the same atomic step:
+    /// of concurrent claims of one key, exactly one runs, across instances. A running claim
+    /// whose server stopped is free again at once (or, where a store cannot tell, after
+    /// [`ABANDONED_AFTER_MS`](crate::idempotency::ABANDONED_AFTER_MS)); one whose write is
+    /// stored (marked applied by the write's journal, [`Journal::keyed`](super::Journal)) is
+    /// never run again ([`Claim::AnswerLost`] until its answer is kept).
     fn claim_idempotency_key(
         &self,
         owner: &IdempotencyOwner,
@@ -21,10 +23,9 @@ pub trait IdempotencyStore: Send + Sync {
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Claim>> + Send;
     /// Keeps `answer` under the running claim of `key` with `fingerprint`; nothing when there is
-    /// no such claim (it was abandoned and taken again). It is visible to this instance's claims
-    /// when this returns, and to other instances' claims (which see the claim running until
-    /// then) and durable within the store's flush interval (well under a second): lost in a
-    /// crash, the claim stays running, so a retry waits until it counts as abandoned.
+    /// no such claim (it was abandoned and taken again). When this returns, the answer and
+    /// every write made under the claim (the writes whose journals carry it) are durable and
+    /// visible to every instance's claims: an answer sent after it is replayed after any crash.
     fn keep_idempotent_answer(
         &self,
         owner: &IdempotencyOwner,
@@ -33,7 +34,8 @@ pub trait IdempotencyStore: Send + Sync {
         answer: &KeptAnswer,
     ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Drops the running claim of `key` with `fingerprint` (its answer is not kept: a 5xx, a
-    /// 429, or a request that never finished), so that a retry runs.
+    /// 429, or a request that never finished), so that a retry runs; a claim marked applied
+    /// stays (its write happened: a retry is told so rather than run again).
     fn release_idempotency_key(
         &self,
         owner: &IdempotencyOwner,

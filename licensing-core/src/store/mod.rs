@@ -72,6 +72,11 @@ pub struct Journal {
     pub audit: Vec<AuditEntry>,
     /// The webhook events, queued for [`WebhookStore::fan_out_events`].
     pub events: Vec<WebhookEvent>,
+    /// (ext) The idempotency claim the write runs under, marked applied in the same atomic
+    /// step ([`crate::idempotency::KeyedWrite`]). With one, a store need not wait for the write
+    /// to be durable before returning: the caller keeps the request's answer next
+    /// ([`IdempotencyStore::keep_idempotent_answer`]), which makes both durable.
+    pub keyed: Option<crate::idempotency::KeyedWrite>,
 }
 
 impl Journal {
@@ -79,6 +84,7 @@ impl Journal {
     pub const NONE: Journal = Journal {
         audit: Vec::new(),
         events: Vec::new(),
+        keyed: None,
     };
 
     /// A journal of one audit entry.
@@ -86,6 +92,7 @@ impl Journal {
         Self {
             audit: vec![entry],
             events: Vec::new(),
+            keyed: None,
         }
     }
 
@@ -93,6 +100,7 @@ impl Journal {
     pub fn and(mut self, other: Journal) -> Self {
         self.audit.extend(other.audit);
         self.events.extend(other.events);
+        self.keyed = self.keyed.or(other.keyed);
         self
     }
 

@@ -7,8 +7,9 @@
 //! fingerprint and claims the key in the store, which every instance shares:
 //! - a key never seen (or expired) runs the write, to its end even when the client goes away
 //!   (the reason it retries), so that neither the write nor its answer's keeping is cancelled
-//!   half-way ([`RunToEnd`]); the answer is then kept (unless it is a 5xx or a 429) before it
-//!   is sent;
+//!   half-way ([`RunToEnd`]), under the claim (every write it makes marks the claim applied in
+//!   its own atomic step and leaves its flush to the answer's); the answer is then kept (unless
+//!   it is a 5xx or a 429), durably with the write, before it is sent;
 //! - the same request again answers the kept status, content type and body, with
 //!   `Idempotent-Replayed: true`, and runs nothing;
 //! - another request with the key: 422 `IDEMPOTENCY_KEY_MISMATCH`; the same one still running:
@@ -20,8 +21,8 @@ use bytes::Bytes;
 use futures_util::{FutureExt as _, StreamExt as _};
 use licensing_core::ApiError;
 use licensing_core::idempotency::{
-    self, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, MultipartDigest,
-    body_digest,
+    self, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, KeyedWrite,
+    MultipartDigest, body_digest,
 };
 use licensing_core::store::IdempotencyStore;
 use licensing_core::{Timestamp, api::requests::MAX_JSON_BODY};
@@ -88,16 +89,17 @@ pub(crate) async fn run_once(
     write: impl Future<Output = Response> + Send + 'static,
 ) -> Response {
     let deadline = wait.map(|w| tokio::time::Instant::now() + w);
-    let claim = loop {
+    let (claim, claimed_at) = loop {
+        let now = Timestamp::now();
         let claim = state
             .store
-            .claim_idempotency_key(&owner, &key, fingerprint, Timestamp::now())
+            .claim_idempotency_key(&owner, &key, fingerprint, now)
             .await;
         match (&claim, deadline) {
             (Ok(Claim::InUse), Some(deadline)) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
-            _ => break claim,
+            _ => break (claim, now),
         }
     };
     match claim {
@@ -106,7 +108,16 @@ pub(crate) async fn run_once(
             e,
         )),
         Ok(Claim::Replay(answer)) => replay(answer),
-        Ok(Claim::Run) => run_claimed(state.store.clone(), owner, key, fingerprint, write).await,
+        Ok(Claim::Run) => {
+            let claim = KeyedWrite {
+                owner: owner.clone(),
+                key: key.clone(),
+                fingerprint,
+                claimed_at,
+            };
+            let write = crate::services::audit::under_claim(claim, write);
+            run_claimed(state.store.clone(), owner, key, fingerprint, write).await
+        }
         Ok(refused) => match refused.refusal() {
             Some(e) => error(&e),
             None => error(&ApiError::internal()),
@@ -225,10 +236,13 @@ async fn settle<S: IdempotencyStore>(
         .keep_idempotent_answer(owner, key, fingerprint, &answer)
         .await
     {
-        // The write is done and durable; only its replay is lost. Its claim stays running,
-        // so a retry waits (409) rather than running again until the claim counts as
-        // abandoned.
-        tracing::error!(error = %e, "keeping an idempotent answer failed");
+        // Neither the answer nor (for certain) the write is durable: no success is sent. A
+        // retry finds the write marked applied if it landed (and is told so), else runs.
+        let _ = store.release_idempotency_key(owner, key, fingerprint).await;
+        return error(&crate::http::internal(
+            "keeping an idempotent answer failed",
+            e,
+        ));
     }
     Response::from_parts(parts, body.into())
 }

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use licensing_core::idempotency::KeyedWrite;
 use licensing_core::model::{
     Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes, products_in,
 };
@@ -143,7 +144,7 @@ impl Acting {
         changed_fields: Option<Vec<String>>,
         product_ids: Option<Vec<ProductId>>,
     ) -> Journal {
-        let journal = Journal::audit(AuditEntry {
+        let mut journal = Journal::audit(AuditEntry {
             id: AuditId::ordered(),
             team_id: team,
             at: now,
@@ -155,6 +156,7 @@ impl Acting {
             changes,
             product_ids: product_ids.clone(),
         });
+        journal.keyed = claim_in_scope();
         if !action.raises_event() {
             return journal;
         }
@@ -170,6 +172,23 @@ impl Acting {
             product_ids,
         })
     }
+}
+
+tokio::task_local! {
+    /// The idempotency claim the request being served runs under.
+    static CLAIM: KeyedWrite;
+}
+
+/// Runs `write` under `claim`: every journal built while it runs carries it, so that each
+/// write it makes marks the claim applied in its own atomic step (see
+/// [`Journal::keyed`](licensing_core::store::Journal)).
+pub(crate) async fn under_claim<F: std::future::Future>(claim: KeyedWrite, write: F) -> F::Output {
+    CLAIM.scope(claim, write).await
+}
+
+/// The claim the current task runs under, if any.
+fn claim_in_scope() -> Option<KeyedWrite> {
+    CLAIM.try_with(Clone::clone).ok()
 }
 
 /// Ties every entry and event of `journal` to `products` (a device's or address's changes,

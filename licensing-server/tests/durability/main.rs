@@ -16,6 +16,7 @@ mod crash;
 mod downloads;
 mod events;
 mod fixture;
+mod idempotency;
 
 mod postgres;
 mod shutdown;

@@ -27,6 +27,7 @@ impl IdempotencyStore for MemoryStore {
                         fingerprint,
                         created_at: now,
                         answer: None,
+                        applied: false,
                     },
                 );
             }
@@ -62,7 +63,7 @@ impl IdempotencyStore for MemoryStore {
             let slot = slot(owner, key);
             if s.idempotency
                 .get(&slot)
-                .is_some_and(|r| r.fingerprint == fingerprint && r.answer.is_none())
+                .is_some_and(|r| r.fingerprint == fingerprint && r.answer.is_none() && !r.applied)
             {
                 s.idempotency.remove(&slot);
             }

@@ -83,6 +83,15 @@ impl MemoryStore {
             for event in &journal.events {
                 s.events.insert(event.id, event.clone());
             }
+            if let Some(keyed) = &journal.keyed {
+                let slot = (
+                    keyed.owner.as_str().to_owned(),
+                    keyed.key.as_str().to_owned(),
+                );
+                if s.idempotency.get(&slot).is_none_or(|r| r.answer.is_none()) {
+                    s.idempotency.insert(slot, keyed.applied());
+                }
+            }
             Ok(out)
         })
     }

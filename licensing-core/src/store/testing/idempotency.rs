@@ -159,3 +159,120 @@ pub fn concurrent_claims_of_one_key_run_exactly_once<S: Store, R: BlockOn>(store
     assert_eq!(runs.into_inner(), 1);
     assert_eq!(waits.into_inner(), CLAIMS - 1);
 }
+
+/// A write made under a claim (its journal carries it) marks the claim applied in its own
+/// atomic step: if the answer is never kept (the server stopped, or the request failed after
+/// writing), the request is not run again ([`Claim::AnswerLost`]), and another request with the
+/// key is refused as ever; a write whose step failed marks nothing; once its answer is kept, it
+/// is replayed.
+pub async fn a_keyed_write_marks_its_claim_applied_in_its_own_step<S: Store>(store: &S) {
+    use crate::idempotency::KeyedWrite;
+    let t = team(store, "A").await;
+    let owner = IdempotencyOwner::api_key(t.id, "key-a");
+    let now = t0();
+    let keyed = |key: &IdempotencyKey, print| KeyedWrite {
+        owner: owner.clone(),
+        key: key.clone(),
+        fingerprint: print,
+        claimed_at: now,
+    };
+    let (print, other) = (Fingerprint([5; 32]), Fingerprint([6; 32]));
+
+    let lost = IdempotencyKey::parse(b"crashed-before-its-answer").unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &lost, print, now)
+            .await
+            .unwrap(),
+        Claim::Run
+    );
+    let journal = Journal {
+        keyed: Some(keyed(&lost, print)),
+        ..Journal::NONE
+    };
+    store
+        .create_customer(&customer(t.id, "kept@example.com", "Kept", now), &journal)
+        .await
+        .unwrap();
+    // The answer is never kept: the claim is given up (as after a 5xx, or as a restart
+    // forgets what ran).
+    store
+        .release_idempotency_key(&owner, &lost, print)
+        .await
+        .unwrap();
+    let later = ms(now, ABANDONED_AFTER_MS + 1);
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &lost, print, later)
+            .await
+            .unwrap(),
+        Claim::AnswerLost
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &lost, other, later)
+            .await
+            .unwrap(),
+        Claim::Mismatch
+    );
+
+    // A write whose step fails (a reference that does not exist) marks nothing.
+    let failed = IdempotencyKey::parse(b"failed-write").unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &failed, print, now)
+            .await
+            .unwrap(),
+        Claim::Run
+    );
+    let mut orphan = license(t.id, now);
+    orphan.customer_ids = vec![crate::CustomerId::new()];
+    let journal = Journal {
+        keyed: Some(keyed(&failed, print)),
+        ..Journal::NONE
+    };
+    assert!(store.create_license(&orphan, &journal).await.is_err());
+    store
+        .release_idempotency_key(&owner, &failed, print)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &failed, print, ms(now, 1))
+            .await
+            .unwrap(),
+        Claim::Run
+    );
+
+    // Kept after its write: replayed.
+    let kept = IdempotencyKey::parse(b"answered").unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &kept, print, now)
+            .await
+            .unwrap(),
+        Claim::Run
+    );
+    let journal = Journal {
+        keyed: Some(keyed(&kept, print)),
+        ..Journal::NONE
+    };
+    store
+        .create_customer(
+            &customer(t.id, "answered@example.com", "Answered", now),
+            &journal,
+        )
+        .await
+        .unwrap();
+    store
+        .keep_idempotent_answer(&owner, &kept, print, &answer("{}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&owner, &kept, print, ms(now, 2))
+            .await
+            .unwrap(),
+        Claim::Replay(answer("{}"))
+    );
+}

@@ -149,6 +149,7 @@ macro_rules! store_test_suite {
             entitlements_have_unique_codes_and_deleting_detaches_them,
             floating_sessions_count_while_live_and_end_once,
             idempotency_keys_are_claimed_once_kept_replayed_and_purged,
+            a_keyed_write_marks_its_claim_applied_in_its_own_step,
             request_history_lists_filters_pages_and_prunes,
         );
         #[test]

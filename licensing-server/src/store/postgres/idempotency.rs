@@ -1,36 +1,150 @@
 //! Idempotency keys (protocol.md section 6), one row per owner and key, shared by every instance.
 //!
-//! A claim is one upsert that takes the row only when it is free (expired, or a claim abandoned
-//! by a stopped server): two instances claiming one key at once serialize on the row, and the
-//! second reads what the first wrote. Keeping an answer and releasing a claim each touch only a
-//! running claim of the same fingerprint.
-//!
-//! Claims are committed without waiting for the disk: a claim is flushed by its write's own
-//! (synchronous) commit, which the log orders after it. Kept answers wait in this instance's
-//! memory ([`Keeping`]), where its own claims find them at once, and a task of their own writes
-//! them every [`ROUND`], the waiting ones in one statement: no request waits for an answer's
-//! row. Until its row is written another instance sees the claim as running (409,
-//! `Retry-After: 1`), for at most about 100 ms; a claim here of a key whose answer still waits
-//! writes it first. A crash in that moment loses the answer, and a retry waits until the claim
-//! counts as abandoned.
+//! - **A running request holds a session advisory lock** on its key, on a connection of its own
+//!   (`PgStore::locks`), from its claim to its answer. Another claim of the key, through any
+//!   instance, finds the lock taken (409) unless the row already holds the answer (replayed). A
+//!   server that stops loses its connections, and with them its locks: a retry after a crash
+//!   never waits for a claim to count as abandoned.
+//! - **The write marks the row applied in its own transaction** ([`mark_applied`], called with
+//!   the write's journal), and that transaction commits without waiting for the disk: the
+//!   answer, written next with a commit that waits, makes both durable (the log is flushed in
+//!   order). So a write and its answer cost one flush, as a write alone did, and the answer is
+//!   durable before the request is answered; a crash between the two leaves the write marked
+//!   applied without an answer, which is never run again ([`Claim::AnswerLost`]).
 
 use std::collections::HashMap;
-use std::sync::Weak;
-use std::time::Duration;
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
     ABANDONED_AFTER_MS, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, IdempotencyRecord,
-    KEPT_FOR_MS, KeptAnswer,
+    KEPT_FOR_MS, KeptAnswer, KeyedWrite,
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
-use sqlx::PgPool;
 use sqlx::Row as _;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, Postgres};
 
 use super::{PgStore, backend, ms};
 
-/// How often a claim is tried when the row it found went away in between.
-const CLAIM_ATTEMPTS: usize = 4;
+/// The advisory lock of `owner`'s `key`: the first 8 bytes of SHA-256 of `owner|0|key`.
+fn lock_of(owner: &IdempotencyOwner, key: &IdempotencyKey) -> i64 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::new()
+        .chain_update(owner.as_str().as_bytes())
+        .chain_update([0])
+        .chain_update(key.as_str().as_bytes())
+        .finalize();
+    i64::from_be_bytes(digest[..8].try_into().unwrap_or_default())
+}
+
+/// A claim's lock: the connection that holds it, and when the key was claimed.
+struct Held {
+    /// `None` for a claim taken over after its holder ran past
+    /// [`ABANDONED_AFTER_MS`] (its lock is still the holder's).
+    conn: Option<PoolConnection<Postgres>>,
+    lock: i64,
+    fingerprint: Fingerprint,
+    claimed_at: Timestamp,
+}
+
+impl Drop for Held {
+    /// Lets go of the lock however the claim ends (kept, released, replaced by a claim that
+    /// took it over): never back to the pool still locked.
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            unlock(conn, self.lock);
+        } else {
+            // A store dropped after its runtime (the end of a test): the connection, and its
+            // lock, go with the process.
+            std::mem::forget(conn);
+        }
+    }
+}
+
+/// The claims this instance runs, by owner and key.
+#[derive(Default)]
+pub(super) struct Claims {
+    held: std::sync::Mutex<HashMap<(String, String), Held>>,
+}
+
+impl Claims {
+    fn slot(owner: &IdempotencyOwner, key: &IdempotencyKey) -> (String, String) {
+        (owner.as_str().to_owned(), key.as_str().to_owned())
+    }
+
+    fn hold(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, held: Held) {
+        if let Ok(mut map) = self.held.lock() {
+            map.insert(Self::slot(owner, key), held);
+        }
+    }
+
+    /// The claim of `key` run for a request of `fingerprint`, taken out.
+    fn take(
+        &self,
+        owner: &IdempotencyOwner,
+        key: &IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> Option<Held> {
+        let mut map = self.held.lock().ok()?;
+        let slot = Self::slot(owner, key);
+        if map.get(&slot)?.fingerprint != fingerprint {
+            return None;
+        }
+        map.remove(&slot)
+    }
+
+    /// When the claim of `key` run for a request of `fingerprint` was made.
+    fn claimed_at(
+        &self,
+        owner: &IdempotencyOwner,
+        key: &IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> Option<Timestamp> {
+        let map = self.held.lock().ok()?;
+        map.get(&Self::slot(owner, key))
+            .filter(|h| h.fingerprint == fingerprint)
+            .map(|h| h.claimed_at)
+    }
+}
+
+/// Lets go of a lock, in a task of its own (the request needs not wait for it): the
+/// connection goes back to the pool, or is closed (which lets go of the lock too) when the
+/// unlock fails.
+fn unlock(mut conn: PoolConnection<Postgres>, lock: i64) {
+    tokio::spawn(async move {
+        let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(lock)
+            .execute(&mut *conn)
+            .await;
+        if unlocked.is_err() {
+            conn.close_on_drop();
+        }
+    });
+}
+
+/// Marks `keyed`'s row applied in the transaction of the write it runs for (`conn`), and lets
+/// that transaction commit without waiting for the disk: the answer's commit will.
+pub(super) async fn mark_applied(conn: &mut PgConnection, keyed: &KeyedWrite) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at, applied)
+         SELECT $1, $2, $3, $4, true
+         FROM (SELECT set_config('synchronous_commit', 'off', true)) AS deferred
+         ON CONFLICT (owner, key) DO UPDATE
+         SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
+             applied = true, status = NULL, content_type = NULL, headers = NULL, body = NULL",
+    )
+    .bind(keyed.owner.as_str())
+    .bind(keyed.key.as_str())
+    .bind(keyed.fingerprint.0.as_slice())
+    .bind(ms(keyed.claimed_at))
+    .execute(conn)
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
 
 impl IdempotencyStore for PgStore {
     async fn claim_idempotency_key(
@@ -40,56 +154,104 @@ impl IdempotencyStore for PgStore {
         fingerprint: Fingerprint,
         now: Timestamp,
     ) -> StoreResult<Claim> {
-        // An answer of this key still waiting here is written first, so that the row says
-        // what the claim finds (kept, not running or abandoned). Rare: a retry within a round.
-        while self.keeping.holds(owner, key)? {
-            write_waiting(&self.behind, &self.keeping).await?;
-        }
-        for _ in 0..CLAIM_ATTEMPTS {
-            let taken = sqlx::query(
-                "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (owner, key) DO UPDATE
-                 SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
-                     status = NULL, content_type = NULL, headers = NULL, body = NULL
-                 WHERE idempotency_keys.created_at <= $5
-                    OR (idempotency_keys.status IS NULL AND idempotency_keys.created_at <= $6)",
-            )
-            .bind(owner.as_str())
-            .bind(key.as_str())
-            .bind(fingerprint.0.as_slice())
-            .bind(ms(now))
-            .bind(ms(now) - KEPT_FOR_MS)
-            .bind(ms(now) - ABANDONED_AFTER_MS)
-            .execute(&self.behind)
-            .await
-            .map_err(backend)?;
-            if taken.rows_affected() == 1 {
-                return Ok(Claim::Run);
-            }
-            let row = sqlx::query(
-                "SELECT fingerprint, created_at, status, content_type, headers, body
-                 FROM idempotency_keys WHERE owner = $1 AND key = $2",
-            )
-            .bind(owner.as_str())
-            .bind(key.as_str())
-            .fetch_optional(&self.behind)
-            .await
-            .map_err(backend)?;
-            let Some(row) = row else {
-                continue; // released in between: claim again
+        let lock = lock_of(owner, key);
+        let mut conn = self.locks.acquire().await.map_err(backend)?;
+        // One statement: the lock tried, the row read as it was, and when the lock is taken and
+        // the row holds no answer or applied write of the last 24 hours, the running claim
+        // written in its place (its fingerprint tells another request with the key apart).
+        let row = sqlx::query(
+            "WITH deferred AS (SELECT set_config('synchronous_commit', 'off', true)),
+                  l AS (SELECT pg_try_advisory_lock($1) AS got FROM deferred),
+                  k AS (SELECT fingerprint, created_at, status, content_type, headers, body, applied
+                        FROM idempotency_keys WHERE owner = $2 AND key = $3),
+                  ran AS (
+                      INSERT INTO idempotency_keys (owner, key, fingerprint, created_at)
+                      SELECT $2, $3, $4, $5 FROM l
+                      WHERE l.got AND NOT EXISTS (
+                          SELECT 1 FROM k
+                          WHERE k.created_at > $6 AND (k.status IS NOT NULL OR k.applied))
+                      ON CONFLICT (owner, key) DO UPDATE
+                      SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
+                          status = NULL, content_type = NULL, headers = NULL, body = NULL,
+                          applied = false
+                      RETURNING 1)
+             SELECT l.got, EXISTS (SELECT 1 FROM ran) AS runs, k.fingerprint, k.created_at,
+                    k.status, k.content_type, k.headers, k.body, k.applied
+             FROM l LEFT JOIN k ON true",
+        )
+        .bind(lock)
+        .bind(owner.as_str())
+        .bind(key.as_str())
+        .bind(fingerprint.0.as_slice())
+        .bind(ms(now))
+        .bind(ms(now) - KEPT_FOR_MS)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+        let got: bool = row.try_get("got").map_err(backend)?;
+        let runs: bool = row.try_get("runs").map_err(backend)?;
+        let record =
+            read_record(&row)?.filter(|r| now.as_millis() - r.created_at.as_millis() < KEPT_FOR_MS);
+        if !got {
+            // The request runs now, through this or another instance: its answer, if it is
+            // kept already, else a wait (or a mismatch); one running past the time a claim
+            // counts as abandoned is run again, as every store does.
+            let claim = match record {
+                Some(r) if r.answer.is_some() || r.applied => {
+                    Claim::decide(Some(&r), fingerprint, now)
+                }
+                Some(r) if now.as_millis() - r.created_at.as_millis() >= ABANDONED_AFTER_MS => {
+                    Claim::Run
+                }
+                Some(r) if r.fingerprint != fingerprint => Claim::Mismatch,
+                _ => Claim::InUse,
             };
-            let mut record = read_record(&row)?;
-            if record.answer.is_none() {
-                record.answer = self.keeping.answer(owner, key, record.fingerprint)?;
+            if claim == Claim::Run {
+                // Taken over: the row names this request from now on.
+                sqlx::query(
+                    "UPDATE idempotency_keys SET fingerprint = $3, created_at = $4
+                     WHERE owner = $1 AND key = $2 AND status IS NULL AND NOT applied",
+                )
+                .bind(owner.as_str())
+                .bind(key.as_str())
+                .bind(fingerprint.0.as_slice())
+                .bind(ms(now))
+                .execute(&mut *conn)
+                .await
+                .map_err(backend)?;
+                self.claims.hold(
+                    owner,
+                    key,
+                    Held {
+                        conn: None,
+                        lock,
+                        fingerprint,
+                        claimed_at: now,
+                    },
+                );
             }
-            match Claim::decide(Some(&record), fingerprint, now) {
-                Claim::Run => continue, // freed in between: claim again
-                found => return Ok(found),
-            }
+            return Ok(claim);
         }
-        // Claimed and released again each time: as if running.
-        Ok(Claim::InUse)
+        if runs {
+            self.claims.hold(
+                owner,
+                key,
+                Held {
+                    conn: Some(conn),
+                    lock,
+                    fingerprint,
+                    claimed_at: now,
+                },
+            );
+            return Ok(Claim::Run);
+        }
+        // The lock is ours, and the row holds an answer or an applied write.
+        unlock(conn, lock);
+        Ok(match Claim::decide(record.as_ref(), fingerprint, now) {
+            // (Not reached: such a row is replaced by the statement.)
+            Claim::Run => Claim::InUse,
+            claim => claim,
+        })
     }
 
     async fn keep_idempotent_answer(
@@ -99,7 +261,46 @@ impl IdempotencyStore for PgStore {
         fingerprint: Fingerprint,
         answer: &KeptAnswer,
     ) -> StoreResult<()> {
-        self.keeping.keep(owner, key, fingerprint, answer)
+        let Some(claimed_at) = self.claims.claimed_at(owner, key, fingerprint) else {
+            return Ok(());
+        };
+        let headers = serde_json::to_string(&answer.headers)
+            .map_err(|e| StoreError::backend(format!("kept answer headers: {e}")))?;
+        let Some(mut held) = self.claims.take(owner, key, fingerprint) else {
+            return Ok(());
+        };
+        // On the lock's own connection: the answer, with a commit that waits for the disk (so
+        // it makes the write's, which did not wait, durable too); then, once it is committed,
+        // the lock let go (a session's lock goes at once, not at a commit).
+        let keep = sqlx::query(
+            "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at, status,
+                                           content_type, headers, body, applied)
+             VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, true)
+             ON CONFLICT (owner, key) DO UPDATE
+             SET status = EXCLUDED.status, content_type = EXCLUDED.content_type,
+                 headers = EXCLUDED.headers, body = EXCLUDED.body, applied = true
+             WHERE idempotency_keys.fingerprint = EXCLUDED.fingerprint",
+        )
+        .bind(owner.as_str())
+        .bind(key.as_str())
+        .bind(fingerprint.0.as_slice())
+        .bind(ms(claimed_at))
+        .bind(i32::from(answer.status))
+        .bind(answer.content_type.as_str())
+        .bind(headers)
+        .bind(answer.body.as_slice());
+        let Some(conn) = held.conn.as_mut() else {
+            return keep.execute(&self.pool).await.map(drop).map_err(backend);
+        };
+        // (On an error the drop lets go of the lock.)
+        keep.execute(&mut **conn).await.map_err(backend)?;
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(held.lock)
+            .execute(&mut **conn)
+            .await
+            .map_err(backend)?;
+        held.conn = None;
+        Ok(())
     }
 
     async fn release_idempotency_key(
@@ -108,20 +309,18 @@ impl IdempotencyStore for PgStore {
         key: &IdempotencyKey,
         fingerprint: Fingerprint,
     ) -> StoreResult<()> {
-        // A claim whose answer waits here to be written is kept, not running.
-        if self.keeping.answer(owner, key, fingerprint)?.is_some() {
+        // A row marked applied stays: its write happened.
+        let Some(mut held) = self.claims.take(owner, key, fingerprint) else {
             return Ok(());
+        };
+        if let Some(conn) = held.conn.as_mut() {
+            sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(held.lock)
+                .execute(&mut **conn)
+                .await
+                .map_err(backend)?;
+            held.conn = None;
         }
-        sqlx::query(
-            "DELETE FROM idempotency_keys
-             WHERE owner = $1 AND key = $2 AND fingerprint = $3 AND status IS NULL",
-        )
-        .bind(owner.as_str())
-        .bind(key.as_str())
-        .bind(fingerprint.0.as_slice())
-        .execute(&self.behind)
-        .await
-        .map_err(backend)?;
         Ok(())
     }
 
@@ -140,154 +339,22 @@ impl IdempotencyStore for PgStore {
     }
 }
 
-/// Kept answers waiting to be written: the claim's fingerprint and the answer, by owner and key.
-type Waiting = HashMap<(String, String), (Fingerprint, KeptAnswer)>;
-
-/// Kept answers waiting to be written (see the module documentation).
-#[derive(Default)]
-pub(super) struct Keeping {
-    waiting: std::sync::Mutex<Waiting>,
-}
-
-/// Answers per statement.
-const CHUNK: usize = 500;
-
-impl Keeping {
-    fn lock(&self) -> StoreResult<std::sync::MutexGuard<'_, Waiting>> {
-        self.waiting
-            .lock()
-            .map_err(|_| StoreError::backend("kept answers lock poisoned"))
-    }
-
-    fn keep(
-        &self,
-        owner: &IdempotencyOwner,
-        key: &IdempotencyKey,
-        fingerprint: Fingerprint,
-        answer: &KeptAnswer,
-    ) -> StoreResult<()> {
-        self.lock()?.insert(
-            (owner.as_str().to_owned(), key.as_str().to_owned()),
-            (fingerprint, answer.clone()),
-        );
-        Ok(())
-    }
-
-    /// The answer waiting for the claim of `key` with `fingerprint`, if any.
-    fn answer(
-        &self,
-        owner: &IdempotencyOwner,
-        key: &IdempotencyKey,
-        fingerprint: Fingerprint,
-    ) -> StoreResult<Option<KeptAnswer>> {
-        let waiting = self.lock()?;
-        Ok(waiting
-            .get(&(owner.as_str().to_owned(), key.as_str().to_owned()))
-            .filter(|(f, _)| *f == fingerprint)
-            .map(|(_, answer)| answer.clone()))
-    }
-
-    /// Whether an answer of `key` waits to be written.
-    fn holds(&self, owner: &IdempotencyOwner, key: &IdempotencyKey) -> StoreResult<bool> {
-        let waiting = self.lock()?;
-        Ok(waiting.contains_key(&(owner.as_str().to_owned(), key.as_str().to_owned())))
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.lock().map(|w| w.is_empty()).unwrap_or(true)
-    }
-}
-
-/// Writes up to [`CHUNK`] waiting answers in one statement, then forgets those that did not
-/// change meanwhile (they are answered from the table from then on).
-pub(super) async fn write_waiting(pool: &PgPool, keeping: &Keeping) -> StoreResult<()> {
-    type Entry = ((String, String), (Fingerprint, KeptAnswer));
-    let taken: Vec<Entry> = keeping
-        .lock()?
-        .iter()
-        .take(CHUNK)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if taken.is_empty() {
-        return Ok(());
-    }
-    let mut owners = Vec::with_capacity(taken.len());
-    let mut keys = Vec::with_capacity(taken.len());
-    let mut fingerprints: Vec<&[u8]> = Vec::with_capacity(taken.len());
-    let mut statuses = Vec::with_capacity(taken.len());
-    let mut content_types = Vec::with_capacity(taken.len());
-    let mut headers = Vec::with_capacity(taken.len());
-    let mut bodies: Vec<&[u8]> = Vec::with_capacity(taken.len());
-    for ((owner, key), (fingerprint, answer)) in &taken {
-        owners.push(owner.as_str());
-        keys.push(key.as_str());
-        fingerprints.push(fingerprint.0.as_slice());
-        statuses.push(i32::from(answer.status));
-        content_types.push(answer.content_type.as_str());
-        headers.push(
-            serde_json::to_string(&answer.headers)
-                .map_err(|e| StoreError::backend(format!("kept answer headers: {e}")))?,
-        );
-        bodies.push(answer.body.as_slice());
-    }
-    sqlx::query(
-        "UPDATE idempotency_keys AS k
-         SET status = a.status, content_type = a.content_type, headers = a.headers::jsonb,
-             body = a.body
-         FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int4[], $5::text[], $6::text[],
-                     $7::bytea[])
-              AS a(owner, key, fingerprint, status, content_type, headers, body)
-         WHERE k.owner = a.owner AND k.key = a.key AND k.fingerprint = a.fingerprint
-           AND k.status IS NULL",
-    )
-    .bind(&owners)
-    .bind(&keys)
-    .bind(&fingerprints)
-    .bind(&statuses)
-    .bind(&content_types)
-    .bind(&headers)
-    .bind(&bodies)
-    .execute(pool)
-    .await
-    .map_err(backend)?;
-    let mut waiting = keeping.lock()?;
-    for (k, written) in taken {
-        if waiting.get(&k) == Some(&written) {
-            waiting.remove(&k);
-        }
-    }
-    Ok(())
-}
-
-/// How often the writer writes the answers kept meanwhile: a round writes many rows in one
-/// statement, where one statement per answer made a keyed write a third slower at 8
-/// connections (benches/README.md).
-pub(super) const ROUND: Duration = Duration::from_millis(100);
-
-/// The writer of kept answers: every [`ROUND`] while some wait, until the store is dropped.
-pub(super) async fn run(keeping: Weak<Keeping>, pool: PgPool) {
-    let mut round = tokio::time::interval(ROUND);
-    round.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        round.tick().await;
-        let Some(keeping) = keeping.upgrade() else {
-            return;
-        };
-        while !keeping.is_empty() {
-            if let Err(e) = write_waiting(&pool, &keeping).await {
-                tracing::error!(error = %e, "writing kept idempotent answers failed");
-                break;
-            }
-        }
-    }
-}
-
-fn read_record(row: &sqlx::postgres::PgRow) -> StoreResult<IdempotencyRecord> {
+/// The row a claim read, if there is one.
+fn read_record(row: &sqlx::postgres::PgRow) -> StoreResult<Option<IdempotencyRecord>> {
     let bad = || StoreError::backend("bad idempotency row");
-    let fingerprint: Vec<u8> = row.try_get("fingerprint").map_err(backend)?;
+    let Some(fingerprint) = row
+        .try_get::<Option<Vec<u8>>, _>("fingerprint")
+        .map_err(backend)?
+    else {
+        return Ok(None);
+    };
     let fingerprint: [u8; 32] = fingerprint.try_into().map_err(|_| bad())?;
     let created_at: i64 = row.try_get("created_at").map_err(backend)?;
     let status: Option<i32> = row.try_get("status").map_err(backend)?;
+    let applied: bool = row
+        .try_get::<Option<bool>, _>("applied")
+        .map_err(backend)?
+        .unwrap_or(false);
     let answer = match status {
         None => None,
         Some(status) => Some(KeptAnswer {
@@ -307,9 +374,75 @@ fn read_record(row: &sqlx::postgres::PgRow) -> StoreResult<IdempotencyRecord> {
                 .unwrap_or_default(),
         }),
     };
-    Ok(IdempotencyRecord {
+    Ok(Some(IdempotencyRecord {
         fingerprint: Fingerprint(fingerprint),
         created_at: Timestamp::from_millis(created_at),
+        applied: applied || answer.is_some(),
         answer,
-    })
+    }))
+}
+
+impl PgStore {
+    /// Loses the locks of the claims running here the way a crash does (their connections
+    /// closed, nothing unlocked), for tests.
+    #[cfg(test)]
+    pub(super) fn lose_claims(&self) {
+        let held: Vec<Held> = match self.claims.held.lock() {
+            Ok(mut map) => map.drain().map(|(_, held)| held).collect(),
+            Err(_) => Vec::new(),
+        };
+        for mut held in held {
+            if let Some(mut conn) = held.conn.take() {
+                conn.close_on_drop();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A claim is held by its instance's connection: another instance is told to wait while it
+    /// runs, and takes the key at once when that instance dies (no waiting for the claim to
+    /// count as abandoned).
+    #[test]
+    fn a_claim_dies_with_its_instance() {
+        if !crate::testing::postgres::available() {
+            return;
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let url = crate::testing::postgres::database().await.unwrap();
+            let (first, second) = (
+                PgStore::connect(&url, 4).await.unwrap(),
+                PgStore::connect(&url, 4).await.unwrap(),
+            );
+            let owner = IdempotencyOwner::admin();
+            let key = IdempotencyKey::parse(b"dies-with-its-instance").unwrap();
+            let print = Fingerprint([4; 32]);
+            let now = Timestamp::now();
+            let (owner, key) = (&owner, &key);
+            let claim = move |store: PgStore| async move {
+                store.claim_idempotency_key(owner, key, print, now).await
+            };
+            assert_eq!(claim(first.clone()).await.unwrap(), Claim::Run);
+            assert_eq!(claim(second.clone()).await.unwrap(), Claim::InUse);
+            first.lose_claims();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                match claim(second.clone()).await.unwrap() {
+                    Claim::Run => break,
+                    Claim::InUse if std::time::Instant::now() < deadline => {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                    other => panic!("the key was not freed by the instance's end: {other:?}"),
+                }
+            }
+        });
+    }
 }

@@ -47,10 +47,11 @@ const MIGRATIONS: &[Migration] = migrations![
     15 "request history" "0015_request_log.sql",
     16 "room for kept answers" "0016_idempotency_fillfactor.sql",
     17 "license changes announced" "0017_license_changes.sql",
+    18 "writes mark their idempotency keys" "0018_idempotency_applied.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -53,17 +53,19 @@ pub const DEFAULT_POOL_SIZE: u32 = 16;
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
-    /// Connections (made when first needed) whose commits do not wait for the disk (`synchronous_commit = off`):
-    /// for writes made durable by a later synchronous commit (an idempotency key's claim, which
-    /// its write's own commit flushes with it) or whose loss in a crash's last moments costs no
-    /// data (kept idempotent answers).
+    /// Connections (made when first needed) whose commits do not wait for the disk
+    /// (`synchronous_commit = off`): for writes whose loss in a crash's last moments costs no
+    /// data (request history).
     behind: PgPool,
+    /// Connections that hold the advisory locks of running idempotency claims, one each, from
+    /// the claim to the answer (`idempotency.rs`).
+    locks: PgPool,
     /// Heartbeat refreshes waiting to be written (`refresh.rs`).
     refreshes: Arc<crate::store::refresh::Refreshes>,
     /// Wakes the flusher before its round when many wait.
     wake: Arc<tokio::sync::Notify>,
-    /// Kept idempotent answers waiting to be written (`idempotency.rs`).
-    keeping: Arc<idempotency::Keeping>,
+    /// The idempotency claims this instance runs, with their locks (`idempotency.rs`).
+    claims: Arc<idempotency::Claims>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -87,6 +89,10 @@ impl PgStore {
             .connect_with(options.clone())
             .await
             .map_err(|e| StoreError::backend_from("cannot connect to PostgreSQL", e))?;
+        let locks = PgPoolOptions::new()
+            .max_connections(pool_size.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options.clone());
         let behind = PgPoolOptions::new()
             .max_connections(pool_size.max(1))
             .acquire_timeout(Duration::from_secs(10))
@@ -99,24 +105,19 @@ impl PgStore {
             pool.clone(),
             wake.clone(),
         ));
-        let keeping = Arc::new(idempotency::Keeping::default());
-        tokio::spawn(idempotency::run(Arc::downgrade(&keeping), behind.clone()));
         Ok(Self {
             pool,
             behind,
+            locks,
             refreshes,
             wake,
-            keeping,
+            claims: Default::default(),
         })
     }
 
-    /// Writes the kept idempotent answers and the heartbeat refreshes waiting in memory (the
-    /// server calls it when it stops).
+    /// Writes the heartbeat refreshes waiting in memory (the server calls it when it stops).
     /// Those of licenses that another transaction holds are retried for a moment.
     pub async fn flush(&self) -> StoreResult<()> {
-        while !self.keeping.is_empty() {
-            idempotency::write_waiting(&self.behind, &self.keeping).await?;
-        }
         for _ in 0..40 {
             refresh::flush(&self.pool, &self.refreshes).await?;
             if self.refreshes.is_empty() {
@@ -182,7 +183,8 @@ impl PgStore {
     }
 }
 
-/// Inserts a write's journal in its transaction: the audit entries and the webhook events.
+/// Inserts a write's journal in its transaction: the audit entries, the webhook events, and
+/// the mark of the idempotency claim it runs under (whose answer's commit makes it durable).
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
     journal: &licensing_core::store::Journal,
@@ -192,6 +194,9 @@ pub(crate) async fn write_journal(
     }
     for entry in &journal.audit {
         insert_audit(&mut *conn, entry).await?;
+    }
+    if let Some(keyed) = &journal.keyed {
+        idempotency::mark_applied(&mut *conn, keyed).await?;
     }
     Ok(())
 }

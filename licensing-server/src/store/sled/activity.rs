@@ -357,6 +357,7 @@ impl SledStore {
             tx.journal(&Journal {
                 audit: Vec::new(),
                 events,
+                keyed: None,
             })?;
         }
         Ok(Ok(Recorded {

@@ -1,29 +1,17 @@
-//! The kept answers' files: one append-only file per day of claims (`kept-answers/<day>.log`
-//! inside the store's directory, the day counted from 1970), found through an index in memory.
-//!
-//! In a sled tree an answer was an insert among random keys: the answer writer's largest cost,
-//! and a share of sled's I/O threads (benches/README.md, "A developer write with an idempotency
-//! key"). Answers are written once, read back rarely (a retry) and dropped a day later, all of
-//! a day at once: an append to the day's file, a read at a known place, and the deletion of a
-//! whole file do all of that.
+//! The kept answers' files of earlier stores: one append-only file per day of claims
+//! (`kept-answers/<day>.log` inside the store's directory). Kept answers now live among the
+//! records, where a write's own batch reaches them (`idempotency.rs`); a store that still has
+//! these files has them read once when it opens ([`read_all`]), moved, and removed
+//! ([`remove`]).
 //!
 //! A frame: `length (4) | CRC-32 (4) | name (32) | record`, the length and CRC (both
-//! big-endian) covering the name and the record, the record as `idempotency.rs` encodes it.
-//! At open every file is read through once to rebuild the index; a frame cut short or
-//! failing its CRC ends a file (a crash in the middle of an append) and is cut off.
-//!
-//! The index keys by the first 8 bytes of a name (a SHA-256 digest): about 50 bytes per answer
-//! kept. Two names sharing them are told apart by the names in their frames.
+//! big-endian) covering the name and the record. A frame cut short or failing its CRC ends a
+//! file (a crash in the middle of an append).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::io::Read as _;
-use std::os::unix::fs::FileExt as _;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
-use licensing_core::Timestamp;
-use licensing_core::store::{StoreError, StoreResult};
+use licensing_core::store::StoreResult;
 
 use super::backend;
 
@@ -33,553 +21,98 @@ pub(crate) const LOG_DIR: &str = "kept-answers";
 /// A frame's length and CRC.
 const HEADER: usize = 8;
 /// A name's bytes.
-pub(super) const NAME: usize = 32;
-/// Where a record's claim time is, in a frame after its header: after the name and the
-/// fingerprint.
-const CREATED_AT: usize = NAME + 32;
-/// The longest frame believed when a file is read back (a longer length is a torn header).
+const NAME: usize = 32;
+/// The shortest frame: a name, a fingerprint and a claim time.
+const MIN_FRAME: u32 = (NAME + 32 + 8) as u32;
+/// The longest frame believed (a longer length is a torn header).
 const MAX_FRAME: u32 = 256 * 1024 * 1024;
 
-/// The day (since 1970) of `at`.
-pub(super) fn day_of(at: Timestamp) -> u32 {
-    u32::try_from(at.as_millis().div_euclid(86_400_000).max(0)).unwrap_or(u32::MAX)
-}
-
-/// The first 8 bytes of a name (a SHA-256 digest, so as good as random).
-fn prefix(name: &[u8]) -> u64 {
-    let mut first = [0; 8];
-    let n = name.len().min(8);
-    first[..n].copy_from_slice(&name[..n]);
-    u64::from_be_bytes(first)
-}
-
-/// Where one kept answer is: its day's file, the frame's offset and length (after the
-/// header), and its claim time (for the purge of the last day, which keeps the later ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Place {
-    day: u32,
-    len: u32,
-    offset: u64,
-    created: i64,
-}
-
-/// The places of the answers whose names share their first 8 bytes: one almost always.
-#[derive(Debug)]
-enum Slot {
-    One(Place),
-    Many(Vec<Place>),
-}
-
-impl Slot {
-    fn places(&self) -> &[Place] {
-        match self {
-            Self::One(place) => std::slice::from_ref(place),
-            Self::Many(places) => places,
+/// Every whole frame of every file in `store_dir`'s files: `(name, record)`, oldest day first,
+/// in the order written (of a name written twice, the later one last).
+pub(super) fn read_all(store_dir: &Path) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let dir = store_dir.join(LOG_DIR);
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut days = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(backend)? {
+        let path = entry.map_err(backend)?.path();
+        let day = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+            .and_then(|d| d.parse::<u32>().ok());
+        if let Some(day) = day {
+            days.push((day, path));
         }
     }
-
-    fn push(&mut self, place: Place) {
-        match self {
-            Self::One(first) => *self = Self::Many(vec![*first, place]),
-            Self::Many(places) => places.push(place),
-        }
+    days.sort();
+    let mut frames = Vec::new();
+    for (_, path) in days {
+        let file = std::fs::File::open(&path).map_err(backend)?;
+        read_frames(file, &mut frames)?;
     }
-
-    /// Removes at most `limit` places for which `purged` holds; how many. `None` when no place
-    /// is left.
-    fn take(mut self, limit: u64, purged: impl Fn(&Place) -> bool) -> (u64, Option<Self>) {
-        match self {
-            Self::One(place) if limit > 0 && purged(&place) => (1, None),
-            Self::One(_) => (0, Some(self)),
-            Self::Many(ref mut places) => {
-                let mut taken = 0;
-                places.retain(|p| {
-                    let take = taken < limit && purged(p);
-                    taken += u64::from(take);
-                    !take
-                });
-                match places.len() {
-                    0 => (taken, None),
-                    1 => (taken, Some(Self::One(places[0]))),
-                    _ => (taken, Some(self)),
-                }
-            }
-        }
-    }
+    Ok(frames)
 }
 
-/// One day's file, as the index reads it, and the names of the answers in it.
-#[derive(Debug)]
-struct Day {
-    file: Arc<File>,
-    names: Vec<u64>,
-}
-
-/// Where every kept answer written to the files is, by name. Guarded by the claims' lock.
-#[derive(Debug, Default)]
-pub(super) struct Index {
-    slots: HashMap<u64, Slot>,
-    days: BTreeMap<u32, Day>,
-}
-
-impl Index {
-    /// Notes that the answer named `name` is at `place` in `file`.
-    fn add(&mut self, name: &[u8], place: Place, file: &Arc<File>) {
-        let prefix = prefix(name);
-        self.days
-            .entry(place.day)
-            .or_insert_with(|| Day {
-                file: file.clone(),
-                names: Vec::new(),
-            })
-            .names
-            .push(prefix);
-        match self.slots.get_mut(&prefix) {
-            Some(slot) => slot.push(place),
-            None => {
-                self.slots.insert(prefix, Slot::One(place));
-            }
-        }
-    }
-
-    /// The record written last under `name` (`decode` reads it), if any: a name never written
-    /// reads nothing.
-    pub(super) fn find<T>(
-        &self,
-        name: &[u8],
-        decode: impl Fn(&[u8]) -> StoreResult<T>,
-    ) -> StoreResult<Option<T>> {
-        let Some(slot) = self.slots.get(&prefix(name)) else {
-            return Ok(None);
-        };
-        let mut found: Option<(i64, Vec<u8>)> = None;
-        for place in slot.places() {
-            if found.as_ref().is_some_and(|(at, _)| *at > place.created) {
-                continue;
-            }
-            let day = self.days.get(&place.day).ok_or_else(|| {
-                StoreError::backend(format!("kept answers: no file for day {}", place.day))
-            })?;
-            let mut frame = vec![0; place.len as usize];
-            day.file
-                .read_exact_at(&mut frame, place.offset + HEADER as u64)
-                .map_err(backend)?;
-            if frame.get(..NAME) == Some(name) {
-                found = Some((place.created, frame));
-            }
-        }
-        found.map(|(_, frame)| decode(&frame[NAME..])).transpose()
-    }
-
-    /// Forgets at most `max` answers claimed before `before`: every one of the days before its
-    /// day, those of its day claimed earlier. How many, and the days left with none (whose files
-    /// can go).
-    pub(super) fn purge(&mut self, before: Timestamp, max: u64) -> (u64, Vec<u32>) {
-        let last_day = day_of(before);
-        let mut purged = 0;
-        for (&day, entry) in self.days.range_mut(..=last_day) {
-            let whole = day < last_day;
-            let mut i = 0;
-            while i < entry.names.len() && purged < max {
-                let prefix = entry.names[i];
-                let of_day = |p: &Place| p.day == day;
-                let gone = |p: &Place| of_day(p) && (whole || p.created < before.as_millis());
-                let mut left_of_day = false;
-                if let Some(slot) = self.slots.remove(&prefix) {
-                    let (taken, rest) = slot.take(max - purged, gone);
-                    purged += taken;
-                    if let Some(rest) = rest {
-                        left_of_day = rest.places().iter().any(of_day);
-                        self.slots.insert(prefix, rest);
-                    }
-                }
-                if left_of_day {
-                    i += 1;
-                } else {
-                    entry.names.swap_remove(i);
-                }
-            }
-        }
-        let emptied: Vec<u32> = self
-            .days
-            .range(..last_day)
-            .filter(|(_, d)| d.names.is_empty())
-            .map(|(&day, _)| day)
-            .collect();
-        for day in &emptied {
-            self.days.remove(day);
-        }
-        (purged, emptied)
-    }
-
-    /// How many answers, and their frames' bytes after the name.
-    pub(super) fn usage(&self) -> (u64, u64) {
-        self.slots
-            .values()
-            .flat_map(Slot::places)
-            .fold((0, 0), |(n, bytes), p| {
-                (n + 1, bytes + u64::from(p.len) - NAME as u64)
-            })
-    }
-}
-
-/// One answer to write: its name, its day, its claim time and its encoded record.
-pub(super) struct Frame<'a> {
-    pub(super) name: &'a [u8],
-    pub(super) created: Timestamp,
-    pub(super) record: &'a [u8],
-}
-
-/// The files being appended to, and their lengths. One at a time appends (the answer writer,
-/// a purge, the store's close), under their own lock, taken before the claims'.
-#[derive(Debug)]
-pub(super) struct Appender {
-    dir: PathBuf,
-    files: BTreeMap<u32, (Arc<File>, u64)>,
-    /// Days written since the last sync.
-    unsynced: BTreeSet<u32>,
-    /// A temporary store's directory, removed with it.
-    _temporary: Option<tempfile::TempDir>,
-}
-
-fn path_of(dir: &Path, day: u32) -> PathBuf {
-    dir.join(format!("{day}.log"))
-}
-
-fn sync_dir(dir: &Path) -> StoreResult<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(backend)
-}
-
-impl Appender {
-    /// Opens the files in `store_dir`'s (or a temporary) directory, cuts off what a crash left
-    /// half-written, and indexes what they hold.
-    pub(super) fn open(store_dir: Option<&Path>) -> StoreResult<(Self, Index)> {
-        let (dir, temporary) = match store_dir {
-            Some(store_dir) => (store_dir.join(LOG_DIR), None),
-            None => {
-                let temporary = tempfile::Builder::new()
-                    .prefix("licensing-kept-answers-")
-                    .tempdir()
-                    .map_err(backend)?;
-                (temporary.path().to_owned(), Some(temporary))
-            }
-        };
-        if !dir.exists() {
-            std::fs::create_dir_all(&dir).map_err(backend)?;
-            if let Some(parent) = dir.parent() {
-                sync_dir(parent)?;
-            }
-        }
-        let mut appender = Self {
-            dir,
-            files: BTreeMap::new(),
-            unsynced: BTreeSet::new(),
-            _temporary: temporary,
-        };
-        let mut index = Index::default();
-        for entry in std::fs::read_dir(&appender.dir).map_err(backend)? {
-            let path = entry.map_err(backend)?.path();
-            let Some(day) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".log"))
-                .and_then(|d| d.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let file = Arc::new(
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(&path)
-                    .map_err(backend)?,
-            );
-            let len = read_back(&file, day, &mut index)?;
-            if file.metadata().map_err(backend)?.len() > len {
-                tracing::warn!(file = %path.display(), len, "a half-written kept answer cut off");
-                file.set_len(len).map_err(backend)?;
-                file.sync_all().map_err(backend)?;
-            }
-            index.days.entry(day).or_insert_with(|| Day {
-                file: file.clone(),
-                names: Vec::new(),
-            });
-            appender.files.insert(day, (file, len));
-        }
-        Ok((appender, index))
-    }
-
-    /// The file of `day`, created if need be.
-    fn file(&mut self, day: u32) -> StoreResult<&mut (Arc<File>, u64)> {
-        if !self.files.contains_key(&day) {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path_of(&self.dir, day))
-                .map_err(backend)?;
-            let len = file.metadata().map_err(backend)?.len();
-            sync_dir(&self.dir)?;
-            self.files.insert(day, (Arc::new(file), len));
-        }
-        Ok(self.files.get_mut(&day).expect("just inserted"))
-    }
-
-    /// Appends `frames` to their days' files (not yet synced) and notes them in `index`. On an
-    /// error nothing is noted: what was appended of it is found again at the next open (a
-    /// duplicate of an answer written again is harmless: the last one is read).
-    pub(super) fn append(&mut self, frames: &[Frame<'_>], index: &mut Index) -> StoreResult<()> {
-        // By day: the bytes to append, and each frame's place (by its position in `frames`).
-        type Appends = (Vec<u8>, Vec<(usize, Place)>);
-        let mut by_day: BTreeMap<u32, Appends> = BTreeMap::new();
-        for (i, frame) in frames.iter().enumerate() {
-            let day = day_of(frame.created);
-            let body_len = u32::try_from(NAME + frame.record.len())
-                .ok()
-                .filter(|&n| n <= MAX_FRAME)
-                .ok_or_else(|| StoreError::backend("a kept answer too large to write"))?;
-            let start = self.file(day)?.1;
-            let (buf, places) = by_day.entry(day).or_default();
-            let offset = start + buf.len() as u64;
-            let mut crc = crc32fast::Hasher::new();
-            crc.update(frame.name);
-            crc.update(frame.record);
-            buf.extend_from_slice(&body_len.to_be_bytes());
-            buf.extend_from_slice(&crc.finalize().to_be_bytes());
-            buf.extend_from_slice(frame.name);
-            buf.extend_from_slice(frame.record);
-            places.push((
-                i,
-                Place {
-                    day,
-                    len: body_len,
-                    offset,
-                    created: frame.created.as_millis(),
-                },
-            ));
-        }
-        let mut noted = Vec::with_capacity(frames.len());
-        for (day, (buf, places)) in by_day {
-            let (file, len) = self.file(day)?;
-            file.write_all_at(&buf, *len).map_err(backend)?;
-            *len += buf.len() as u64;
-            noted.push((file.clone(), places));
-            self.unsynced.insert(day);
-        }
-        for (file, places) in noted {
-            for (i, place) in places {
-                index.add(frames[i].name, place, &file);
-            }
-        }
-        Ok(())
-    }
-
-    /// Makes what was appended durable; whether there was anything.
-    pub(super) fn sync(&mut self) -> StoreResult<bool> {
-        let days = std::mem::take(&mut self.unsynced);
-        for day in &days {
-            if let Some((file, _)) = self.files.get(day)
-                && let Err(e) = file.sync_data()
-            {
-                self.unsynced.extend(&days);
-                return Err(backend(e));
-            }
-        }
-        Ok(!days.is_empty())
-    }
-
-    /// Deletes the files of `days`.
-    pub(super) fn remove(&mut self, days: &[u32]) -> StoreResult<()> {
-        for day in days {
-            self.files.remove(day);
-            self.unsynced.remove(day);
-            match std::fs::remove_file(path_of(&self.dir, *day)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(backend(e)),
-                _ => {}
-            }
-        }
-        if !days.is_empty() {
-            sync_dir(&self.dir)?;
-        }
-        Ok(())
-    }
-
-    /// Bytes the files take.
-    pub(super) fn on_disk(&self) -> u64 {
-        self.files.values().map(|(_, len)| len).sum()
-    }
-}
-
-/// Reads `file` (of `day`) through, noting each whole frame in `index`; the length of what it
-/// holds whole.
-fn read_back(file: &Arc<File>, day: u32, index: &mut Index) -> StoreResult<u64> {
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file.as_ref());
-    let mut offset = 0u64;
+/// Reads the whole frames of `file` into `frames`.
+fn read_frames(file: std::fs::File, frames: &mut Vec<(Vec<u8>, Vec<u8>)>) -> StoreResult<()> {
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut header = [0u8; HEADER];
-    let mut body = Vec::new();
     loop {
         match reader.read_exact(&mut header) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(offset),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(backend(e)),
         }
-        let len = u32::from_be_bytes(header[..4].try_into().expect("4 bytes"));
-        let crc = u32::from_be_bytes(header[4..].try_into().expect("4 bytes"));
-        if !(CREATED_AT as u32 + 8..=MAX_FRAME).contains(&len) {
-            return Ok(offset);
+        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+        let crc = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+        if !(MIN_FRAME..=MAX_FRAME).contains(&len) {
+            return Ok(());
         }
-        body.resize(len as usize, 0);
+        let mut body = vec![0; len as usize];
         match reader.read_exact(&mut body) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(offset),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(backend(e)),
         }
         if crc32fast::hash(&body) != crc {
-            return Ok(offset);
+            return Ok(());
         }
-        let created = i64::from_be_bytes(
-            body[CREATED_AT..CREATED_AT + 8]
-                .try_into()
-                .expect("8 bytes"),
-        );
-        let place = Place {
-            day,
-            len,
-            offset,
-            created,
-        };
-        index.add(&body[..NAME], place, file);
-        offset += (HEADER as u64) + u64::from(len);
+        let record = body.split_off(NAME);
+        frames.push((body, record));
     }
 }
 
+/// Removes the files (once what they held is durable elsewhere).
+pub(super) fn remove(store_dir: &Path) -> StoreResult<()> {
+    let dir = store_dir.join(LOG_DIR);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(backend)?;
+        std::fs::File::open(store_dir)
+            .and_then(|d| d.sync_all())
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Appends a frame as earlier stores did (for the tests of the move).
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(created: i64, body: &[u8]) -> Vec<u8> {
-        let mut r = vec![7; 32];
-        r.extend_from_slice(&created.to_be_bytes());
-        r.push(0);
-        r.extend_from_slice(body);
-        r
-    }
-
-    fn read(index: &Index, name: &[u8]) -> Option<Vec<u8>> {
-        index.find(name, |r| Ok(r.to_vec())).unwrap()
-    }
-
-    /// What is appended is found again after reopening; a frame cut in the middle of its
-    /// append is cut off, and what is appended next is found after it.
-    #[test]
-    fn appended_answers_are_read_back_and_a_torn_tail_is_cut_off() {
-        let dir = tempfile::tempdir().unwrap();
-        let at = Timestamp::from_millis(1_764_000_000_000);
-        let (a, b) = ([1u8; NAME], [2u8; NAME]);
-        let (ra, rb) = (record(at.as_millis(), b"a"), record(at.as_millis(), b"b"));
-        {
-            let (mut appender, mut index) = Appender::open(Some(dir.path())).unwrap();
-            let frames = [
-                Frame {
-                    name: &a,
-                    created: at,
-                    record: &ra,
-                },
-                Frame {
-                    name: &b,
-                    created: at,
-                    record: &rb,
-                },
-            ];
-            appender.append(&frames, &mut index).unwrap();
-            assert!(appender.sync().unwrap());
-            assert_eq!(read(&index, &a), Some(ra.clone()));
-        }
-        let path = path_of(&dir.path().join(LOG_DIR), day_of(at));
-        let whole = std::fs::metadata(&path).unwrap().len();
-        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        file.set_len(whole - 3).unwrap();
-        drop(file);
-        let (mut appender, mut index) = Appender::open(Some(dir.path())).unwrap();
-        assert_eq!(read(&index, &a), Some(ra.clone()));
-        assert_eq!(read(&index, &b), None, "the torn frame is gone");
-        assert_eq!(appender.on_disk(), whole / 2);
-        let frame = Frame {
-            name: &b,
-            created: at,
-            record: &rb,
-        };
-        appender.append(&[frame], &mut index).unwrap();
-        drop((appender, index));
-        let (_, index) = Appender::open(Some(dir.path())).unwrap();
-        assert_eq!(read(&index, &b), Some(rb));
-        assert_eq!(index.usage().0, 2);
-    }
-
-    /// Names sharing their first 8 bytes are told apart; of one name written twice the last is
-    /// read; the purge takes whole earlier days (and deletes their files) and of the last day
-    /// what was claimed before the time, at most `max` at once.
-    #[test]
-    fn shared_prefixes_rewrites_and_the_purge() {
-        let (mut appender, mut index) = Appender::open(None).unwrap();
-        let day = 86_400_000;
-        let t = Timestamp::from_millis(20_000 * day + 10_000);
-        let yesterday = Timestamp::from_millis(t.as_millis() - day);
-        let (mut a, mut b) = ([1u8; NAME], [1u8; NAME]);
-        a[31] = 0xa;
-        b[31] = 0xb;
-        let c = [3u8; NAME];
-        let (old, ra, rb, rc) = (
-            record(yesterday.as_millis(), b"old"),
-            record(t.as_millis(), b"a"),
-            record(t.as_millis() + 2_000, b"b"),
-            record(t.as_millis() + 5_000, b"c"),
-        );
-        let frames = [
-            Frame {
-                name: &a,
-                created: yesterday,
-                record: &old,
-            },
-            Frame {
-                name: &a,
-                created: t,
-                record: &ra,
-            },
-            Frame {
-                name: &b,
-                created: Timestamp::from_millis(t.as_millis() + 2_000),
-                record: &rb,
-            },
-            Frame {
-                name: &c,
-                created: Timestamp::from_millis(t.as_millis() + 5_000),
-                record: &rc,
-            },
-        ];
-        appender.append(&frames, &mut index).unwrap();
-        assert_eq!(read(&index, &a), Some(ra));
-        assert_eq!(read(&index, &b), Some(rb));
-        assert_eq!(read(&index, &[0xa; NAME]), None);
-        let yesterday_file = path_of(&appender.dir, day_of(yesterday));
-        assert!(yesterday_file.exists());
-
-        let before = Timestamp::from_millis(t.as_millis() + 1_000);
-        let (purged, emptied) = index.purge(before, 1);
-        assert_eq!(
-            (purged, emptied.as_slice()),
-            (1, [day_of(yesterday)].as_slice())
-        );
-        appender.remove(&emptied).unwrap();
-        assert!(!yesterday_file.exists());
-        let (purged, emptied) = index.purge(before, 100);
-        assert_eq!((purged, emptied.len()), (1, 0), "a at t; b and c are later");
-        assert_eq!(read(&index, &a), None);
-        assert!(read(&index, &b).is_some() && read(&index, &c).is_some());
-        assert_eq!(index.usage().0, 2);
-        let (purged, _) = index.purge(Timestamp::from_millis(t.as_millis() + day), 100);
-        assert_eq!(purged, 2);
-        assert!(index.slots.is_empty());
-    }
+pub(super) fn write_for_tests(store_dir: &Path, name: &[u8], record: &[u8]) {
+    use std::io::Write as _;
+    let dir = store_dir.join(LOG_DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut body = name.to_vec();
+    body.extend_from_slice(record);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("20000.log"))
+        .unwrap();
+    file.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    file.write_all(&crc32fast::hash(&body).to_be_bytes())
+        .unwrap();
+    file.write_all(&body).unwrap();
+    // A torn frame after it is cut off.
+    file.write_all(&[0, 0, 1]).unwrap();
 }

@@ -70,13 +70,6 @@ impl Drop for Inner {
     /// Stops the flusher (its last round flushes what is left) and waits for it, so that the
     /// database is closed and can be opened again as soon as the store is dropped.
     fn drop(&mut self) {
-        // The answer writer writes and flushes what is left once its sender is dropped.
-        if let Some((stop, thread)) = self.answer_writer.lock().ok().and_then(|mut w| w.take()) {
-            drop(stop);
-            if thread.join().is_err() {
-                tracing::error!("the answer writer panicked");
-            }
-        }
         self.flusher.stop();
         if let Some(thread) = self.flusher_thread.lock().ok().and_then(|mut t| t.take())
             && thread.join().is_err()

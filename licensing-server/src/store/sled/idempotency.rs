@@ -1,52 +1,59 @@
 //! Idempotency keys (protocol.md section 6).
 //!
-//! Kept answers live apart from the records, in files of their own (`answer_log.rs`): they are
-//! many, short-lived and written behind, and in the records' database each one was an insert in
-//! the developer writes' batch and in the flush every write waits for (benches/README.md, "A
-//! developer write with an idempotency key"). A thread of their own writes them
-//! ([`run_answer_writer`]): every 50 ms it appends what was kept since, and syncs the files at
-//! most every half second, so an answer is durable within about half a second of its reply.
-//! Until it is written an answer is held in memory, where claims find it at once.
+//! A running claim lives in this process's memory ([`Running`]): a sled store belongs to one
+//! process, and a claim whose process stopped is free again when the store opens. Kept answers
+//! live among the records (`J | day | name`, the day of the claim first so that the purge drops
+//! whole days), where a write's own atomic step can reach them:
+//! - a write made under a claim (its journal carries [`KeyedWrite`]) marks the claim applied in
+//!   its own batch, and does not wait for a flush;
+//! - keeping the answer is one batch applied after it; the request waits for the flush that
+//!   covers it, which covers the write too (batches are applied, and recovered after a crash,
+//!   in order). So one flush makes the write and its answer durable before the reply, and a
+//!   crash before it leaves neither, or the write marked applied without an answer
+//!   ([`Claim::AnswerLost`]: never run twice).
 //!
-//! An answer's name is SHA-256 of `owner|0|key`. Where each written answer is, is indexed in
-//! memory, so a claim of a new key reads nothing, and a retry reads one frame. Running claims
-//! are held in memory too ([`Running`]): a sled store belongs to one process.
-//!
-//! Earlier stores kept answers among the records (`Y|name`, indexed by `i Y|time|name`), then in
-//! a sled database of their own (`answers`); [`move_from_records`] and
-//! [`move_from_answers_db`] move them to the files at start-up.
+//! An answer's name is SHA-256 of `owner|0|key`. Earlier stores kept answers in files of their
+//! own (`kept-answers/`), in a sled database of their own (`answers`), or among the records
+//! under another tag (`Y|name`); [`take_over`] moves them here when the store opens.
+
+use std::collections::HashMap;
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
-    Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, IdempotencyRecord, KeptAnswer,
+    Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, IdempotencyRecord, KeptAnswer, KeyedWrite,
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
-use super::answer_log::{Appender, Frame, Index};
 use super::keys::{key, tag};
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use super::{SledStore, Tx, backend};
 
-use super::{SledStore, backend};
-
-/// SHA-256 of `owner|0|key` (an owner holds no NUL, a key only visible ASCII): short keys,
-/// which is most of what a kept answer costs to write besides its body.
-fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> Vec<u8> {
+/// SHA-256 of `owner|0|key` (an owner holds no NUL, a key only visible ASCII).
+fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> [u8; 32] {
     use sha2::Digest as _;
     sha2::Sha256::digest(key(&[
         owner.as_str().as_bytes(),
         &[0],
         k.as_str().as_bytes(),
     ]))
-    .to_vec()
+    .into()
+}
+
+/// The day (since 1970) of `at`.
+fn day_of(at: Timestamp) -> u32 {
+    u32::try_from(at.as_millis().div_euclid(86_400_000).max(0)).unwrap_or(u32::MAX)
+}
+
+/// Where the answer of a claim made at `claimed_at` named `name` is kept.
+fn kept_key(claimed_at: Timestamp, name: &[u8]) -> Vec<u8> {
+    key(&[&[tag::KEPT], &day_of(claimed_at).to_be_bytes(), name])
 }
 
 /// The directory of the kept answers' sled database, where stores before the answers' files
-/// kept them; moved to the files at open ([`move_from_answers_db`]).
+/// kept them.
 pub(crate) const ANSWERS_DIR: &str = "answers";
 
-/// `fingerprint (32) | created (8, big-endian) | 0`, or `… | 1 | status (2) | content type |
+/// `fingerprint (32) | created (8, big-endian) | state`: state `0` running (stores that wrote
+/// running claims down), `2` applied without an answer, or `1 | status (2) | content type |
 /// header count (1) | (name, value) each | body`, each text as `length (2) | bytes`.
 fn encode(record: &IdempotencyRecord) -> Vec<u8> {
     let extra = record.answer.as_ref().map_or(0, |a| {
@@ -61,7 +68,7 @@ fn encode(record: &IdempotencyRecord) -> Vec<u8> {
     out.extend_from_slice(&record.fingerprint.0);
     out.extend_from_slice(&record.created_at.as_millis().to_be_bytes());
     match &record.answer {
-        None => out.push(0),
+        None => out.push(if record.applied { 2 } else { 0 }),
         Some(answer) => {
             out.push(1);
             out.extend_from_slice(&answer.status.to_be_bytes());
@@ -96,18 +103,22 @@ fn take_text(v: &[u8], at: &mut usize) -> Option<String> {
     Some(text.to_owned())
 }
 
+/// The claim time of an encoded record.
+fn created_of(v: &[u8]) -> Option<Timestamp> {
+    let created: [u8; 8] = v.get(32..40)?.try_into().ok()?;
+    Some(Timestamp::from_millis(i64::from_be_bytes(created)))
+}
+
 fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
     let bad = || StoreError::backend("bad idempotency record");
     let fingerprint: [u8; 32] = v
         .get(..32)
         .and_then(|b| b.try_into().ok())
         .ok_or_else(bad)?;
-    let created: [u8; 8] = v
-        .get(32..40)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(bad)?;
-    let answer = match v.get(40) {
-        Some(0) => None,
+    let created_at = created_of(v).ok_or_else(bad)?;
+    let (answer, applied) = match v.get(40) {
+        Some(0) => (None, false),
+        Some(2) => (None, true),
         Some(1) => {
             let status: [u8; 2] = v
                 .get(41..43)
@@ -123,254 +134,113 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
                 let value = take_text(v, &mut at).ok_or_else(bad)?;
                 headers.push((name, value));
             }
-            Some(KeptAnswer {
+            let answer = KeptAnswer {
                 status: u16::from_be_bytes(status),
                 content_type,
                 headers,
                 body: v.get(at..).ok_or_else(bad)?.to_vec(),
-            })
+            };
+            (Some(answer), true)
         }
         _ => return Err(bad()),
     };
     Ok(IdempotencyRecord {
         fingerprint: Fingerprint(fingerprint),
-        created_at: Timestamp::from_millis(i64::from_be_bytes(created)),
+        created_at,
         answer,
+        applied,
     })
 }
 
-/// What this process holds of a key: a claim whose write is running, or an answer kept but not
-/// yet written to the files (shared with the answer writer, which tells by its address whether
-/// it is still the one it wrote).
-#[derive(Clone, Debug)]
-enum Held {
-    Running(Fingerprint, Timestamp),
-    Kept(Arc<IdempotencyRecord>),
-}
+/// Running claims: fingerprint and claim time, by name.
+type Claims = HashMap<[u8; 32], (Fingerprint, Timestamp)>;
 
-/// The running claims and freshly kept answers of this process, by name, and the kept answers'
-/// files. A sled store belongs to one process, so a claim needs no more than this process's
-/// lock; a running claim written to disk would say nothing after a crash that the lost answer
-/// does not (the write may or may not have happened). A kept answer is answered from memory at
-/// once, until the answer writer has appended it to its file (within 50 ms).
+/// The claims whose requests run in this process.
+#[derive(Default)]
 pub(super) struct Running {
     claims: std::sync::Mutex<Claims>,
-    /// Taken before `claims` when both are.
-    appender: std::sync::Mutex<Appender>,
-}
-
-/// What [`Running`] guards.
-pub(super) struct Claims {
-    held: HashMap<Vec<u8>, Held>,
-    /// Where the answers written to the files are: a key never seen, which is what almost
-    /// every claim is, is told from memory without reading anything.
-    index: Index,
-}
-
-fn poisoned<T>(_: T) -> StoreError {
-    StoreError::backend("idempotency claims lock poisoned")
 }
 
 impl Running {
-    /// Opens the kept answers' files of the store in `dir` (or temporary ones) and indexes them.
-    pub(super) fn open(dir: Option<&std::path::Path>) -> StoreResult<Self> {
-        let (appender, index) = Appender::open(dir)?;
-        Ok(Self {
-            claims: std::sync::Mutex::new(Claims {
-                held: HashMap::new(),
-                index,
-            }),
-            appender: std::sync::Mutex::new(appender),
-        })
-    }
-
     fn lock(&self) -> StoreResult<std::sync::MutexGuard<'_, Claims>> {
-        self.claims.lock().map_err(poisoned)
-    }
-
-    fn appender(&self) -> StoreResult<std::sync::MutexGuard<'_, Appender>> {
-        self.appender.lock().map_err(poisoned)
-    }
-
-    /// The answers waiting to be written (they stay answered from memory until they are).
-    fn kept(&self) -> StoreResult<Vec<(Vec<u8>, Arc<IdempotencyRecord>)>> {
-        Ok(self
-            .lock()?
-            .held
-            .iter()
-            .filter_map(|(name, held)| match held {
-                Held::Kept(record) => Some((name.clone(), record.clone())),
-                Held::Running(..) => None,
-            })
-            .collect())
-    }
-
-    /// Appends the answers waiting in memory to their files, then answers them from there (the
-    /// ones that did not change meanwhile); how many it wrote. Not synced: see [`Self::sync`].
-    pub(super) fn write_kept(&self) -> StoreResult<usize> {
-        let mut appender = self.appender()?;
-        let kept = self.kept()?;
-        if kept.is_empty() {
-            return Ok(0);
-        }
-        let records: Vec<Vec<u8>> = kept.iter().map(|(_, record)| encode(record)).collect();
-        let frames: Vec<Frame<'_>> = kept
-            .iter()
-            .zip(&records)
-            .map(|((name, record), bytes)| Frame {
-                name,
-                created: record.created_at,
-                record: bytes,
-            })
-            .collect();
-        let mut claims = self.lock()?;
-        appender.append(&frames, &mut claims.index)?;
-        for (name, record) in &kept {
-            if matches!(claims.held.get(name), Some(Held::Kept(r)) if Arc::ptr_eq(r, record)) {
-                claims.held.remove(name);
-            }
-        }
-        Ok(kept.len())
-    }
-
-    /// Makes the answers appended so far durable; whether there were any.
-    pub(super) fn sync(&self) -> StoreResult<bool> {
-        self.appender()?.sync()
-    }
-
-    /// Appends answers read from an older store's keeping (`(name, encoded record)`) to the
-    /// files, durably.
-    fn take_over(&self, answers: &[(Vec<u8>, Vec<u8>)]) -> StoreResult<()> {
-        let frames = answers
-            .iter()
-            .map(|(name, record)| {
-                Ok(Frame {
-                    name,
-                    created: decode(record)?.created_at,
-                    record,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        let mut appender = self.appender()?;
-        appender.append(&frames, &mut self.lock()?.index)?;
-        appender.sync().map(drop)
-    }
-
-    /// Bytes the kept answers' files take.
-    pub(super) fn on_disk(&self) -> StoreResult<u64> {
-        Ok(self.appender()?.on_disk())
-    }
-
-    /// How many answers the files hold, and their bytes after the name.
-    pub(super) fn usage(&self) -> StoreResult<(u64, u64)> {
-        Ok(self.lock()?.index.usage())
+        self.claims
+            .lock()
+            .map_err(|_| StoreError::backend("idempotency claims lock poisoned"))
     }
 }
 
-/// How often the answer writer writes what was kept since its last round.
-const WRITE_EVERY: Duration = Duration::from_millis(50);
-/// How often at most it syncs the files (when it wrote something).
-const FLUSH_EVERY: Duration = Duration::from_millis(500);
-
-/// The answer writer thread: every [`WRITE_EVERY`] appends the answers kept since, and syncs
-/// them at most every [`FLUSH_EVERY`]; once `stop` is dropped, writes and syncs what is left.
-pub(super) fn run_answer_writer(running: Arc<Running>, stop: std::sync::mpsc::Receiver<()>) {
-    let mut unsynced = false;
-    let mut synced_at = Instant::now();
-    loop {
-        let stopping = matches!(
-            stop.recv_timeout(WRITE_EVERY),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
-        );
-        match running.write_kept() {
-            Ok(0) => {}
-            Ok(_) => unsynced = true,
-            Err(e) => tracing::error!(error = %e, "writing kept idempotent answers failed"),
-        }
-        if unsynced && (stopping || synced_at.elapsed() >= FLUSH_EVERY) {
-            match running.sync() {
-                Ok(_) => unsynced = false,
-                Err(e) => tracing::error!(error = %e, "syncing kept idempotent answers failed"),
-            }
-            synced_at = Instant::now();
-        }
-        if stopping {
-            return;
-        }
+impl Tx<'_> {
+    /// Marks the claim a write runs under applied, in the write's own batch.
+    pub(super) fn mark_applied(&mut self, keyed: &KeyedWrite) {
+        let name = name(&keyed.owner, &keyed.key);
+        self.put(kept_key(keyed.claimed_at, &name), encode(&keyed.applied()));
     }
 }
 
-/// Moves the kept answers of a store written when they lived among the records to the files
-/// (made durable there first); how many.
-pub(super) fn move_from_records(tree: &sled::Tree, running: &Running) -> StoreResult<usize> {
-    let mut moved = Vec::new();
+/// Moves the kept answers of stores written by earlier versions among the records (`J|day|name`)
+/// and removes where they were, made durable first; how many. A crash in between moves them
+/// again at the next open (an answer written twice is read once).
+pub(super) fn take_over(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreResult<usize> {
+    let mut moved: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    // Among the records under the tag of the first stores, with an entry by time.
     for entry in tree.scan_prefix([tag::IDEMPOTENCY]) {
         let (k, v) = entry.map_err(backend)?;
         moved.push((k[1..].to_vec(), v.to_vec()));
     }
-    if moved.is_empty() {
-        return Ok(0);
+    let answers_db = dir.map(|d| d.join(ANSWERS_DIR)).filter(|p| p.exists());
+    if let Some(path) = &answers_db {
+        let db = super::open_db(&sled::Config::new().path(path), super::REOPEN_LOCK_WAIT)?;
+        for entry in db.iter() {
+            let (k, v) = entry.map_err(backend)?;
+            moved.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
+        }
     }
-    running.take_over(&moved)?;
+    let files = match dir {
+        Some(dir) => super::answer_log::read_all(dir)?,
+        None => Vec::new(),
+    };
+    moved.extend(files);
     let mut batch = sled::Batch::default();
-    for (name, _) in &moved {
-        batch.remove(key(&[&[tag::IDEMPOTENCY], name]));
+    let mut count = 0;
+    for (name, record) in &moved {
+        let Some(created) = created_of(record) else {
+            continue;
+        };
+        batch.insert(kept_key(created, name), record.as_slice());
+        count += 1;
+    }
+    for k in tree.scan_prefix([tag::IDEMPOTENCY]).keys() {
+        batch.remove(k.map_err(backend)?);
     }
     for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
         batch.remove(index.map_err(backend)?);
     }
     tree.apply_batch(batch).map_err(backend)?;
     tree.flush().map_err(backend)?;
-    Ok(moved.len())
-}
-
-/// Moves the kept answers of a store written when they had a sled database of their own
-/// (`answers`, keys `day (4) | name`) to the files (made durable there first), and removes
-/// the database; how many. A crash in between moves them again at the next open (an answer
-/// written twice is read once).
-pub(super) fn move_from_answers_db(dir: &std::path::Path, running: &Running) -> StoreResult<usize> {
-    let path = dir.join(ANSWERS_DIR);
-    if !path.exists() {
-        return Ok(0);
+    if let Some(path) = answers_db {
+        std::fs::remove_dir_all(&path).map_err(backend)?;
     }
-    let mut moved = Vec::new();
-    {
-        let db = super::open_db(&sled::Config::new().path(&path), super::REOPEN_LOCK_WAIT)?;
-        for entry in db.iter() {
-            let (k, v) = entry.map_err(backend)?;
-            moved.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
-        }
+    if let Some(dir) = dir {
+        super::answer_log::remove(dir)?;
     }
-    running.take_over(&moved)?;
-    std::fs::remove_dir_all(&path).map_err(backend)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(backend)?;
-    Ok(moved.len())
+    Ok(count)
 }
 
 impl SledStore {
-    /// Writes every kept answer still only in memory and syncs them (before a purge and the
-    /// store's last flush).
-    pub(super) async fn write_kept_answers(&self) -> StoreResult<()> {
-        let store = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let running = &store.inner.running_claims;
-            running.write_kept()?;
-            running.sync().map(drop)
-        })
-        .await
-        .map_err(|e| StoreError::backend(format!("writing kept answers: {e}")))?
-    }
-
-    /// Bytes the kept answers' files take.
-    pub(super) fn answers_on_disk(&self) -> StoreResult<u64> {
-        self.inner.running_claims.on_disk()
+    /// The kept record of `name`, claimed today or the day before (a key is kept 24 hours).
+    fn kept(&self, name: &[u8], now: Timestamp) -> StoreResult<Option<IdempotencyRecord>> {
+        let today = day_of(now);
+        for day in [today, today.saturating_sub(1)] {
+            let k = key(&[&[tag::KEPT], &day.to_be_bytes(), name]);
+            if let Some(v) = self.inner.tree.get(k).map_err(backend)? {
+                return decode(&v).map(Some);
+            }
+        }
+        Ok(None)
     }
 }
 
-// A claim is decided under the lock of this process's claims, from them and the kept answers'
-// files.
+// A claim is decided under the lock of this process's claims, from them and the records.
 impl IdempotencyStore for SledStore {
     async fn claim_idempotency_key(
         &self,
@@ -381,18 +251,18 @@ impl IdempotencyStore for SledStore {
     ) -> StoreResult<Claim> {
         let name = name(owner, k);
         let mut claims = self.inner.running_claims.lock()?;
-        let existing = match claims.held.get(&name) {
-            Some(Held::Running(fingerprint, created_at)) => Some(IdempotencyRecord {
-                fingerprint: *fingerprint,
-                created_at: *created_at,
+        let existing = match claims.get(&name) {
+            Some(&(fingerprint, created_at)) => Some(IdempotencyRecord {
+                fingerprint,
+                created_at,
                 answer: None,
+                applied: false,
             }),
-            Some(Held::Kept(record)) => Some(IdempotencyRecord::clone(record)),
-            None => claims.index.find(&name, decode)?,
+            None => self.kept(&name, now)?,
         };
         let claim = Claim::decide(existing.as_ref(), fingerprint, now);
         if claim == Claim::Run {
-            claims.held.insert(name, Held::Running(fingerprint, now));
+            claims.insert(name, (fingerprint, now));
         }
         Ok(claim)
     }
@@ -405,22 +275,41 @@ impl IdempotencyStore for SledStore {
         answer: &KeptAnswer,
     ) -> StoreResult<()> {
         let name = name(owner, k);
-        {
-            let mut claims = self.inner.running_claims.lock()?;
-            let Some(&Held::Running(claimed, created_at)) = claims.held.get(&name) else {
-                return Ok(());
-            };
-            if claimed != fingerprint {
-                return Ok(());
-            }
-            let record = IdempotencyRecord {
-                fingerprint,
-                created_at,
-                answer: Some(answer.clone()),
-            };
-            claims.held.insert(name, Held::Kept(Arc::new(record)));
+        let Some(created_at) = ({
+            let claims = self.inner.running_claims.lock()?;
+            claims
+                .get(&name)
+                .filter(|(claimed, _)| *claimed == fingerprint)
+                .map(|&(_, created_at)| created_at)
+        }) else {
+            return Ok(());
+        };
+        let record = IdempotencyRecord {
+            fingerprint,
+            created_at,
+            answer: Some(answer.clone()),
+            applied: true,
+        };
+        let mut tx = self.tx();
+        tx.put(kept_key(created_at, &name), encode(&record));
+        // An expired answer of the name, kept the day before, goes (a name has one record).
+        let day_before = key(&[
+            &[tag::KEPT],
+            &day_of(created_at).saturating_sub(1).to_be_bytes(),
+            &name,
+        ]);
+        if self.inner.tree.contains_key(&day_before).map_err(backend)? {
+            tx.del(day_before);
         }
-        Ok(())
+        // Applied after every write of the claim: the flush that covers it covers them.
+        let batch = self.commit(tx).await?;
+        let durable = self.flushed_up_to(batch).await;
+        // From here a claim finds the answer among the records.
+        let mut claims = self.inner.running_claims.lock()?;
+        if claims.get(&name).is_some_and(|(f, _)| *f == fingerprint) {
+            claims.remove(&name);
+        }
+        durable
     }
 
     async fn release_idempotency_key(
@@ -431,25 +320,39 @@ impl IdempotencyStore for SledStore {
     ) -> StoreResult<()> {
         let name = name(owner, k);
         let mut claims = self.inner.running_claims.lock()?;
-        if matches!(claims.held.get(&name), Some(Held::Running(f, _)) if *f == fingerprint) {
-            claims.held.remove(&name);
+        if claims.get(&name).is_some_and(|(f, _)| *f == fingerprint) {
+            claims.remove(&name);
         }
         Ok(())
     }
 
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
-        // The answers still on their way to their files first, so that they are purged alike.
-        self.write_kept_answers().await?;
-        let store = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let running = &store.inner.running_claims;
-            let mut appender = running.appender()?;
-            let (purged, emptied) = running.lock()?.index.purge(before, u64::from(max));
-            appender.remove(&emptied)?;
-            Ok(purged)
-        })
-        .await
-        .map_err(|e| StoreError::backend(format!("purging kept answers: {e}")))?
+        let last_day = day_of(before);
+        let mut purged = Vec::new();
+        for entry in self.inner.tree.scan_prefix([tag::KEPT]) {
+            let (k, v) = entry.map_err(backend)?;
+            let day = k
+                .get(1..5)
+                .and_then(|d| d.try_into().ok())
+                .map_or(0, u32::from_be_bytes);
+            if day > last_day || purged.len() >= max as usize {
+                break;
+            }
+            if created_of(&v).is_none_or(|created| created < before) {
+                purged.push(k.to_vec());
+            }
+        }
+        let count = purged.len() as u64;
+        if count > 0 {
+            self.durable(|tx| {
+                for k in purged {
+                    tx.del(k);
+                }
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(count)
     }
 }
 
@@ -463,8 +366,14 @@ mod tests {
             fingerprint: Fingerprint([9; 32]),
             created_at: Timestamp::from_millis(1_764_000_000_000),
             answer: None,
+            applied: false,
         };
         assert_eq!(decode(&encode(&running)).unwrap(), running);
+        let applied = IdempotencyRecord {
+            applied: true,
+            ..running.clone()
+        };
+        assert_eq!(decode(&encode(&applied)).unwrap(), applied);
         let done = IdempotencyRecord {
             answer: Some(KeptAnswer {
                 status: 201,
@@ -472,6 +381,7 @@ mod tests {
                 headers: vec![("location".into(), "/dashboard/é".into())],
                 body: vec![0, 1, 2, 255],
             }),
+            applied: true,
             ..running
         };
         assert_eq!(decode(&encode(&done)).unwrap(), done);
@@ -494,10 +404,11 @@ mod tests {
         }
     }
 
-    /// An answer kept just before the store closes is replayed after it opens again (the
-    /// writer's last round writes and flushes it), and a key of yesterday is still found.
+    /// A kept answer is durable when keeping it returns: the store dropped without closing
+    /// (as a crash leaves it) replays it, and a key of yesterday is still found; a purge
+    /// forgets what was claimed before its time.
     #[test]
-    fn kept_answers_survive_reopening() {
+    fn kept_answers_are_durable_at_once_and_purged_by_day() {
         let dir = tempfile::tempdir().expect("tempdir");
         let owner = IdempotencyOwner::admin();
         let (today, yesterday) = (
@@ -507,6 +418,7 @@ mod tests {
         let print = Fingerprint([1; 32]);
         let now = Timestamp::now();
         let earlier = Timestamp::from_millis(now.as_millis() - 20 * 3_600_000);
+        let copy = tempfile::tempdir().expect("tempdir");
         runtime().block_on(async {
             let store = SledStore::open(dir.path()).expect("open");
             for (k, at) in [(&today, now), (&yesterday, earlier)] {
@@ -522,9 +434,11 @@ mod tests {
                     .await
                     .unwrap();
             }
+            // What is on disk now, copied while the store is open (no closing flush).
+            copy_dir(dir.path(), copy.path());
         });
         runtime().block_on(async {
-            let store = SledStore::open(dir.path()).expect("reopen");
+            let store = SledStore::open(copy.path()).expect("reopen the copy");
             for k in [&today, &yesterday] {
                 assert_eq!(
                     store
@@ -536,55 +450,29 @@ mod tests {
                     k.as_str()
                 );
             }
-        });
-    }
-
-    /// Answers written to their files are indexed by name, so that a claim of a new key reads
-    /// nothing; a replay is still found, and a purged answer is forgotten.
-    #[test]
-    fn written_answers_are_indexed_and_purged_ones_forgotten() {
-        let owner = IdempotencyOwner::admin();
-        let k = IdempotencyKey::parse(b"indexed").unwrap();
-        let print = Fingerprint([3; 32]);
-        let now = Timestamp::now();
-        let indexed = |store: &SledStore| store.inner.running_claims.usage().unwrap().0;
-        runtime().block_on(async {
-            let store = SledStore::temporary().expect("open");
-            store
-                .claim_idempotency_key(&owner, &k, print, now)
-                .await
-                .unwrap();
-            store
-                .keep_idempotent_answer(&owner, &k, print, &answer("{}"))
-                .await
-                .unwrap();
-            store.write_kept_answers().await.unwrap();
-            assert_eq!(indexed(&store), 1);
-            assert!(store.inner.running_claims.lock().unwrap().held.is_empty());
-            assert!(store.answers_on_disk().unwrap() > 0);
-            assert_eq!(
-                store
-                    .claim_idempotency_key(&owner, &k, print, now)
-                    .await
-                    .unwrap(),
-                Claim::Replay(answer("{}"))
-            );
-            let later = Timestamp::from_millis(now.as_millis() + 49 * 3_600_000);
+            let later = Timestamp::from_millis(now.as_millis() - 3_600_000);
             assert_eq!(store.purge_idempotency_keys(later, 100).await.unwrap(), 1);
-            assert_eq!(indexed(&store), 0);
-            assert_eq!(
-                store.answers_on_disk().unwrap(),
-                0,
-                "the day's file is gone"
-            );
             assert_eq!(
                 store
-                    .claim_idempotency_key(&owner, &k, print, now)
+                    .claim_idempotency_key(&owner, &yesterday, print, now)
                     .await
                     .unwrap(),
                 Claim::Run
             );
         });
+    }
+
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                std::fs::create_dir_all(&target).unwrap();
+                copy_dir(&entry.path(), &target);
+            } else if entry.file_name() != "lock" {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
     }
 
     /// Writes an answer into a closed store the way an older version kept it (`put`, given the
@@ -602,6 +490,7 @@ mod tests {
             fingerprint: Fingerprint([2; 32]),
             created_at: Timestamp::from_millis(Timestamp::now().as_millis() - 60_000),
             answer: Some(answer("{\"id\":1}")),
+            applied: true,
         };
         put(dir.path(), &name(&owner, &k), &record);
         runtime().block_on(async {
@@ -619,12 +508,12 @@ mod tests {
     }
 
     /// A store written when kept answers had a sled database of their own (`answers`, keys
-    /// `day | name`) has them moved to the files when it opens, and the database removed.
+    /// `day | name`) has them moved among the records when it opens, and the database removed.
     #[test]
     fn answers_kept_in_their_own_database_are_moved() {
         let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
             let db = sled::open(dir.join(ANSWERS_DIR)).expect("answers db");
-            let day = super::super::answer_log::day_of(record.created_at);
+            let day = day_of(record.created_at);
             db.insert(key(&[&day.to_be_bytes(), name]), encode(record))
                 .unwrap();
             db.flush().unwrap();
@@ -633,8 +522,19 @@ mod tests {
         assert!(!dir.path().join(ANSWERS_DIR).exists());
     }
 
-    /// A store written when kept answers lived among the records (`Y|name` and its entry by
-    /// time) has them moved to the files when it opens, and replays them.
+    /// A store written when kept answers were files of their own has them moved among the
+    /// records when it opens, and the files removed.
+    #[test]
+    fn answers_kept_in_files_are_moved() {
+        let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
+            super::super::answer_log::write_for_tests(dir, name, &encode(record));
+        };
+        let dir = an_older_stores_answer_is_replayed(put, |_| {});
+        assert!(!dir.path().join(super::super::answer_log::LOG_DIR).exists());
+    }
+
+    /// A store written when kept answers lived among the records under their first tag
+    /// (`Y|name` and its entry by time) has them moved, and replays them.
     #[test]
     fn answers_kept_among_the_records_are_moved() {
         let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {

@@ -49,8 +49,11 @@ pub(crate) mod tag {
     /// A floating session, by team, license and id (`floating.rs`).
     pub(crate) const FLOATING: u8 = b'F';
     /// An idempotency key and its kept answer, by owner and key, in stores written before kept
-    /// answers were kept apart; moved to their files at open (`idempotency.rs`).
+    /// answers were kept apart; moved under [`KEPT`] at open (`idempotency.rs`).
     pub(crate) const IDEMPOTENCY: u8 = b'Y';
+    /// A kept idempotent answer (or a claim marked applied), by the day of its claim and its
+    /// name (`idempotency.rs`).
+    pub(crate) const KEPT: u8 = b'J';
     /// A license's request history, by team, license, time and a sequence number
     /// (`request_log.rs`).
     pub(crate) const REQUEST_LOG: u8 = b'Q';

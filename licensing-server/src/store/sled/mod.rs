@@ -138,11 +138,8 @@ struct Inner {
     key_ids: key_ids::KeyIds,
     /// Entries read through the index by last use (`seen.rs`).
     seen_reads: seen::Reads,
-    /// Idempotency keys whose writes are running, answers waiting to be written, and the kept
-    /// answers' files (`idempotency.rs`, `answer_log.rs`).
-    running_claims: Arc<idempotency::Running>,
-    /// The answer writer: dropping the sender stops it; joined on drop.
-    answer_writer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
+    /// Idempotency keys whose writes are running (`idempotency.rs`).
+    running_claims: idempotency::Running,
 }
 
 /// The default size of sled's page cache, in MiB (sled's own default is 1 GiB). The load
@@ -348,13 +345,9 @@ impl SledStore {
             tree = db.open_tree("data").map_err(backend)?;
         }
         format::upgrade(&tree)?;
-        let running_claims = Arc::new(idempotency::Running::open(dir)?);
-        let moved = match dir {
-            Some(dir) => idempotency::move_from_answers_db(dir, &running_claims)?,
-            None => 0,
-        } + idempotency::move_from_records(&tree, &running_claims)?;
+        let moved = idempotency::take_over(&tree, dir)?;
         if moved > 0 {
-            tracing::info!(moved, "kept idempotent answers moved to their files");
+            tracing::info!(moved, "kept idempotent answers moved among the records");
         }
         let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
@@ -378,15 +371,6 @@ impl SledStore {
                 })
                 .map_err(backend)?
         };
-        let answer_writer = {
-            let (stop, stopped) = std::sync::mpsc::channel();
-            let running = running_claims.clone();
-            let thread = std::thread::Builder::new()
-                .name("store-answers".into())
-                .spawn(move || idempotency::run_answer_writer(running, stopped))
-                .map_err(backend)?;
-            (stop, thread)
-        };
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
@@ -400,15 +384,13 @@ impl SledStore {
                 license_tables,
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
-                running_claims,
-                answer_writer: Mutex::new(Some(answer_writer)),
+                running_claims: Default::default(),
             }),
         })
     }
 
     /// Makes everything written so far durable.
     pub async fn flush(&self) -> StoreResult<()> {
-        self.write_kept_answers().await?;
         self.flushed_up_to(self.inner.applied.load(Ordering::Acquire))
             .await
     }
@@ -447,7 +429,7 @@ impl SledStore {
 
     /// Bytes the database occupies on disk, kept answers included.
     pub fn size_on_disk(&self) -> StoreResult<u64> {
-        Ok(self.inner.db.size_on_disk().map_err(backend)? + self.answers_on_disk()?)
+        self.inner.db.size_on_disk().map_err(backend)
     }
 
     /// An empty write.
@@ -515,6 +497,9 @@ impl SledStore {
         let mut tx = self.tx();
         let out = f(&mut tx)?;
         tx.journal(journal)?;
+        if let Some(keyed) = &journal.keyed {
+            tx.mark_applied(keyed);
+        }
         let batch = self.commit(tx).await?;
         Ok((out, batch))
     }
@@ -569,7 +554,8 @@ impl SledStore {
     }
 
     /// A developer write that changes the licenses `touch` names, with its journal (staged in
-    /// the same batch when `f` succeeds), flushed before it returns.
+    /// the same batch when `f` succeeds), flushed before it returns; a write under an
+    /// idempotency claim is flushed with its kept answer instead (`idempotency.rs`).
     async fn journaled_touching<T>(
         &self,
         journal: &Journal,
@@ -577,7 +563,9 @@ impl SledStore {
         f: impl FnOnce(&mut Tx<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
         let (out, batch) = self.write(touch, journal, f).await?;
-        self.flushed_up_to(batch).await?;
+        if journal.keyed.is_none() {
+            self.flushed_up_to(batch).await?;
+        }
         Ok(out)
     }
 

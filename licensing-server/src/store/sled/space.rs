@@ -25,14 +25,10 @@ pub struct SpaceUse {
 /// The space a store takes: its live entries by kind, largest first, and its files.
 #[derive(Clone, Debug, Default)]
 pub struct Space {
-    /// The records' database, by kind.
+    /// The records' database, by kind (the kept idempotent answers among them).
     pub kinds: Vec<SpaceUse>,
-    /// The kept idempotent answers (their files of their own): names as keys, records as values.
-    pub answers: SpaceUse,
     /// Bytes the records' database's files take.
     pub records_on_disk: u64,
-    /// Bytes the kept answers' files take.
-    pub answers_on_disk: u64,
 }
 
 impl SpaceUse {
@@ -52,11 +48,7 @@ impl SpaceUse {
 impl Space {
     /// The live bytes of every kind, keys and values, answers included.
     pub fn live_bytes(&self) -> u64 {
-        self.kinds
-            .iter()
-            .chain([&self.answers])
-            .map(SpaceUse::bytes)
-            .sum()
+        self.kinds.iter().map(SpaceUse::bytes).sum()
     }
 }
 
@@ -94,7 +86,8 @@ fn kind(t: u8) -> &'static str {
         tag::SEEN => "by last use",
         tag::ENTITLEMENT => "entitlement",
         tag::FLOATING => "floating session",
-        tag::IDEMPOTENCY => "kept answer (before their database)",
+        tag::IDEMPOTENCY => "kept answer (first format)",
+        tag::KEPT => "kept answer",
         tag::REQUEST_LOG => "request history",
         _ => "other",
     }
@@ -125,19 +118,9 @@ impl SledStore {
         }
         let mut kinds: Vec<SpaceUse> = by_kind.into_values().collect();
         kinds.sort_by_key(|k| std::cmp::Reverse(k.bytes()));
-        let mut answers = SpaceUse {
-            kind: "kept answer".to_owned(),
-            ..SpaceUse::default()
-        };
-        let (entries, value_bytes) = self.inner.running_claims.usage()?;
-        answers.entries = entries;
-        answers.key_bytes = entries * super::answer_log::NAME as u64;
-        answers.value_bytes = value_bytes;
         Ok(Space {
             kinds,
-            answers,
             records_on_disk: self.inner.db.size_on_disk().map_err(backend)?,
-            answers_on_disk: self.answers_on_disk()?,
         })
     }
 }
