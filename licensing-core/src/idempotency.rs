@@ -178,6 +178,92 @@ impl KeptAnswer {
     }
 }
 
+/// What a kept answer holds where the answer sent showed a secret once.
+pub const REDACTED: &str = "[shown once; not kept for replays]";
+
+/// The secrets an answer may show once, and only once: an API key (`lsk_…`), a webhook
+/// signing secret (`whsec_…`), the secret of a set-password link
+/// (`…/set-password/{account}/{secret}`), a two-step recovery code (`abcd-efgh-jkmn`). Kept
+/// answers hold [`REDACTED`] in their place, so that no secret stays stored in the clear for a
+/// day to serve a retry; the replay of such an answer says so where the secret was.
+fn secret_at(text: &[u8], at: usize) -> Option<(usize, usize)> {
+    let rest = &text[at..];
+    let run = |from: usize, ok: fn(u8) -> bool| {
+        rest.get(from..)
+            .map_or(0, |r| r.iter().take_while(|b| ok(**b)).count())
+    };
+    // An API key: 38 letters and digits (64 hex digits in the first format).
+    let key = run(4, |b| b.is_ascii_alphanumeric());
+    if rest.starts_with(b"lsk_") && key >= 38 {
+        return Some((at, at + 4 + key));
+    }
+    if rest.starts_with(b"whsec_") {
+        let len = run(6, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
+        });
+        if len > 0 {
+            return Some((at, at + 6 + len));
+        }
+    }
+    const LINK: &[u8] = b"/set-password/";
+    if rest.starts_with(LINK) {
+        let account = run(LINK.len(), |b| b.is_ascii_alphanumeric() || b == b'-');
+        let slash = LINK.len() + account;
+        if account > 0 && rest.get(slash) == Some(&b'/') {
+            let secret = run(slash + 1, |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
+            });
+            if secret > 0 {
+                return Some((at + slash + 1, at + slash + 1 + secret));
+            }
+        }
+    }
+    // A recovery code, not inside a longer word or id (a UUID has runs like it).
+    let code = |b: u8| b"abcdefghjkmnpqrstuvwxyz23456789".contains(&b);
+    let joined = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+    if rest.len() >= 14
+        && (at == 0 || !joined(text[at - 1]))
+        && rest[..14].iter().enumerate().all(|(i, b)| {
+            if i == 4 || i == 9 {
+                *b == b'-'
+            } else {
+                code(*b)
+            }
+        })
+        && rest.get(14).is_none_or(|b| !joined(*b))
+    {
+        return Some((at, at + 14));
+    }
+    None
+}
+
+/// `body` with every secret it shows once replaced by [`REDACTED`]; `None` when it shows none.
+pub fn redact_secrets(body: &[u8]) -> Option<Vec<u8>> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < body.len() {
+        match secret_at(body, at) {
+            Some((start, end)) => {
+                let out = out.get_or_insert_with(|| Vec::with_capacity(body.len()));
+                out.extend_from_slice(&body[copied..start]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                copied = end;
+                at = end;
+            }
+            None => at += 1,
+        }
+    }
+    let mut out = out?;
+    out.extend_from_slice(&body[copied..]);
+    Some(out)
+}
+
+/// Whether `body` shows a secret ([`redact_secrets`]).
+pub fn holds_secret(body: &[u8]) -> bool {
+    (0..body.len()).any(|at| secret_at(body, at).is_some())
+}
+
 /// A key's record in a store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdempotencyRecord {
@@ -288,6 +374,39 @@ impl Claim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_shown_once_are_not_kept() {
+        let key = "lsk_l9ANlhwqcQWU4Kk4zzPAEU0UQO2Ynr3s1KsWu3";
+        let body = format!(
+            r#"{{"data":{{"key":"{key}","secret":"whsec_c2VjcmV0K2Jhc2U2NA==","setPasswordPath":"/dashboard/set-password/6f9619ff-8b86-4011-b42d-00c04fc964ff/Ab_c-9","codes":["abcd-efgh-jkmn","x"]}},"id":"6f9619ff-8b86-4011-b42d-00c04fc964ff"}}"#
+        );
+        assert!(holds_secret(body.as_bytes()));
+        let kept = String::from_utf8(redact_secrets(body.as_bytes()).unwrap()).unwrap();
+        assert!(!holds_secret(kept.as_bytes()), "{kept}");
+        for secret in [key, "whsec_", "Ab_c-9", "abcd-efgh-jkmn"] {
+            assert!(!kept.contains(secret), "{secret} in {kept}");
+        }
+        assert_eq!(kept.matches(REDACTED).count(), 4, "{kept}");
+        let legacy = format!("lsk_{}", "0123456789abcdef".repeat(4));
+        assert!(holds_secret(legacy.as_bytes()));
+        // Still JSON, and what is no secret is kept as it was.
+        let value: serde_json::Value = serde_json::from_str(&kept).unwrap();
+        assert_eq!(value["id"], "6f9619ff-8b86-4011-b42d-00c04fc964ff");
+        assert!(
+            value["data"]["setPasswordPath"]
+                .as_str()
+                .unwrap()
+                .starts_with("/dashboard/set-password/6f9619ff-8b86-4011-b42d-00c04fc964ff/")
+        );
+        // Answers without secrets are kept as they are: UUIDs, license keys, short prefixes.
+        for plain in [
+            r#"{"id":"6f9619ff-8b86-4a2d-b42d-00c04fc964ff","licenseKey":"ABCDE-FGHJK-MNPQR-STUVW-XYZ23"}"#,
+            "abcd-efgh-jkmn-pqrs and lsk_short whsec_",
+        ] {
+            assert_eq!(redact_secrets(plain.as_bytes()), None, "{plain}");
+        }
+    }
 
     #[test]
     fn only_writes_take_a_key() {

@@ -279,6 +279,10 @@ impl DevClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
             .map(|s| Duration::from_secs(s.min(60)));
+        let replayed = response
+            .headers()
+            .get(licensing_core::idempotency::REPLAYED_HEADER)
+            .is_some_and(|v| v == "true");
         let bytes = response.bytes().await.map_err(transport)?;
         let failed = |e: Error| {
             if status >= 500 {
@@ -302,6 +306,17 @@ impl DevClient {
                 ));
             }
             return Err(failed(e));
+        }
+        // A retry answered with the first answer, whose secret (a new API key, a webhook's
+        // secret) was shown only then: what stands in its place is no secret to hand on.
+        if replayed
+            && bytes
+                .windows(licensing_core::idempotency::REDACTED.len())
+                .any(|w| w == licensing_core::idempotency::REDACTED.as_bytes())
+        {
+            return Err(Failed::Final(Error::Protocol(
+                "the request was carried out by an earlier try whose answer was lost; the secret it showed is shown only once and is not replayed: make a new one (a new key, or rotate the secret)".into(),
+            )));
         }
         serde_json::from_value(envelope.data)
             .map_err(|e| Failed::Final(Error::Protocol(format!("the answer's data: {e}"))))

@@ -11,7 +11,7 @@ use licensing_core::api::requests::ReleaseListQuery;
 use licensing_core::crypto::Md5Hasher;
 use licensing_core::crypto::is_sealed_secret;
 use licensing_core::store::{
-    ReleaseStore as _, StaffStore as _, TeamStore as _, WebhookStore as _,
+    IdempotencyStore as _, ReleaseStore as _, StaffStore as _, TeamStore as _, WebhookStore as _,
 };
 use serde::Serialize;
 use tokio::io::AsyncReadExt as _;
@@ -109,6 +109,17 @@ pub async fn check(
     report
         .checked
         .insert("private keys and secrets in the clear", clear);
+    // Kept idempotent answers hold no secret shown once; an earlier version's may, for the
+    // day they are kept.
+    let kept_secrets = store.count_kept_secrets().await?;
+    report
+        .checked
+        .insert("kept answers holding a secret", kept_secrets);
+    if kept_secrets > 0 {
+        report.problems.push(format!(
+            "{kept_secrets} kept idempotent answers hold a secret in the clear (an API key, webhook secret, set-password link or recovery code), kept by an earlier version to replay retries: they are deleted with their keys within 24 hours of their requests"
+        ));
+    }
     if sealed > 0 && clear > 0 {
         report.problems.push(format!(
             "{clear} private keys or secrets are stored in the clear while {sealed} are sealed under a master key: start the server with that key, which seals them"

@@ -42,6 +42,9 @@ pub trait IdempotencyStore: Send + Sync {
         key: &IdempotencyKey,
         fingerprint: Fingerprint,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// How many kept answers show a secret ([`crate::idempotency::holds_secret`]): none are
+    /// kept so now, but stores written by earlier versions kept them for a day.
+    fn count_kept_secrets(&self) -> impl Future<Output = StoreResult<u64>> + Send;
     /// Deletes at most `max` keys of any owner claimed before `before`: how many it deleted.
     fn purge_idempotency_keys(
         &self,

@@ -215,6 +215,9 @@ async fn settle<S: IdempotencyStore>(
             return error(&ApiError::internal());
         }
     };
+    // A secret shown once is not kept for a day to serve retries: the replay says so where it
+    // was.
+    let kept_body = idempotency::redact_secrets(&body).unwrap_or_else(|| body.to_vec());
     let answer = KeptAnswer {
         status,
         content_type: parts
@@ -230,7 +233,7 @@ async fn settle<S: IdempotencyStore>(
                 Some(((*name).to_owned(), value.to_owned()))
             })
             .collect(),
-        body: body.to_vec(),
+        body: kept_body,
     };
     if let Err(e) = store
         .keep_idempotent_answer(owner, key, fingerprint, &answer)

@@ -290,6 +290,7 @@ delegate!(IdempotencyStore {
     fn claim_idempotency_key(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint, now: Timestamp) -> StoreResult<Claim>;
     fn keep_idempotent_answer(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint, answer: &KeptAnswer) -> StoreResult<()>;
     fn release_idempotency_key(&self, owner: &IdempotencyOwner, key: &IdempotencyKey, fingerprint: Fingerprint) -> StoreResult<()>;
+    fn count_kept_secrets(&self) -> StoreResult<u64>;
     fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64>;
 });
 

@@ -1447,6 +1447,22 @@ async fn an_api_key_made_in_the_dashboard_is_shown_once_and_held_to_its_scopes()
         .await
         .lacks(&key)
         .has("reporting");
+    // The form sent twice makes one key; the second answer does not show it again.
+    let page = b.get("/dashboard/api-keys").await;
+    let token = page.field("formToken");
+    let fields = [
+        ("formToken", token.as_str()),
+        ("name", "twice"),
+        ("scopes", "licenses:read"),
+    ];
+    let first = b.submit(&page, "/dashboard/api-keys", &fields).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    let shown = text_after(&first, r#"id="new-key">"#);
+    let again = b.submit(&page, "/dashboard/api-keys", &fields).await;
+    assert_eq!(again.headers.get("idempotent-replayed").unwrap(), "true");
+    again
+        .lacks(&shown)
+        .has(licensing_core::idempotency::REDACTED);
     let read = s
         .send(reqwest::Method::GET, &s.dev("licenses"), Some(&key), None)
         .await;

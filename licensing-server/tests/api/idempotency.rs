@@ -434,7 +434,10 @@ async fn the_admin_api_runs_a_retried_write_once() {
     assert_eq!(first.status, 201, "{}", first.json());
     let again = send(&s, Method::POST, &url, TOKEN, Some("team-1"), Some(body)).await;
     assert_eq!((again.status, again.replayed()), (201, true));
-    assert_eq!(again.body, first.body);
+    // The same answer, but for the team's first API key, shown only once.
+    let mut expected = first.json();
+    expected["data"]["apiKey"] = json!(licensing_core::idempotency::REDACTED);
+    assert_eq!(again.json(), expected);
     let teams = send(&s, Method::GET, &url, TOKEN, None, None).await;
     let named = teams.json()["data"]["teams"]
         .as_array()
@@ -503,4 +506,124 @@ async fn instances_on_one_database_share_the_keys() {
     .await;
     assert_eq!(refused.status, 422);
     assert_eq!(customer_count(&a).await, 1);
+}
+
+/// A secret an answer shows once (a new API key, a webhook's signing secret) is not kept in the
+/// clear to serve retries: the replay has the first answer's status and body but for the
+/// secret, in whose place it says it was shown once; nothing stored holds it, and `check`
+/// reports a kept answer that does (kept by an earlier version).
+#[tokio::test]
+async fn kept_answers_hold_no_secret_shown_once() {
+    use licensing_core::idempotency::{KeptAnswer, REDACTED};
+    let s = TestServer::start().await;
+    let token = s.team.api_key.clone();
+    let created = send(
+        &s,
+        Method::POST,
+        &s.dev("api-keys"),
+        &token,
+        Some("new-key-1"),
+        Some(r#"{"name":"shop"}"#),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    let key = created.json()["data"]["key"].as_str().unwrap().to_owned();
+    assert!(key.starts_with("lsk_"));
+    let again = send(
+        &s,
+        Method::POST,
+        &s.dev("api-keys"),
+        &token,
+        Some("new-key-1"),
+        Some(r#"{"name":"shop"}"#),
+    )
+    .await;
+    assert!(again.replayed());
+    assert_eq!(again.status, 201);
+    assert_eq!(again.json()["data"]["key"], REDACTED);
+    assert_eq!(again.json()["data"]["id"], created.json()["data"]["id"]);
+    let text = String::from_utf8(again.body.clone()).unwrap();
+    assert!(!text.contains(&key[4..]), "{text}");
+    // The webhook's secret alike, and a rotated one.
+    let hook = send(
+        &s,
+        Method::POST,
+        &s.dev("webhooks"),
+        &token,
+        Some("new-hook-1"),
+        Some(r#"{"url":"https://hooks.example.com/in"}"#),
+    )
+    .await;
+    assert_eq!(hook.status, 201, "{}", hook.json());
+    let secret = hook.json()["data"]["secret"].as_str().unwrap().to_owned();
+    let replay = send(
+        &s,
+        Method::POST,
+        &s.dev("webhooks"),
+        &token,
+        Some("new-hook-1"),
+        Some(r#"{"url":"https://hooks.example.com/in"}"#),
+    )
+    .await;
+    assert_eq!(replay.json()["data"]["secret"], REDACTED);
+    let rotate = s.dev(&format!(
+        "webhooks/{}/rotate-secret",
+        hook.json()["data"]["id"].as_str().unwrap()
+    ));
+    let rotated = send(&s, Method::POST, &rotate, &token, Some("rotate-1"), None).await;
+    assert_eq!(rotated.status, 200, "{}", rotated.json());
+    let new_secret = rotated.json()["data"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let replay = send(&s, Method::POST, &rotate, &token, Some("rotate-1"), None).await;
+    assert_eq!(replay.json()["data"]["secret"], REDACTED);
+    // Nothing kept holds a secret.
+    assert_eq!(s.store.count_kept_secrets().await.unwrap(), 0);
+    for shown in [&key, &secret, &new_secret] {
+        assert!(!shown.is_empty());
+    }
+    let report = licensing_server::check::check(&s.store, &s.files, s.dir.path())
+        .await
+        .unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    // An answer kept in the clear by an earlier version is reported.
+    let owner = IdempotencyOwner::admin();
+    let old = IdempotencyKey::parse(b"kept-by-an-earlier-version").unwrap();
+    let print = Fingerprint([9; 32]);
+    let now = licensing_core::Timestamp::now();
+    assert_eq!(
+        s.store
+            .claim_idempotency_key(&owner, &old, print, now)
+            .await
+            .unwrap(),
+        Claim::Run
+    );
+    let body = format!(r#"{{"data":{{"key":"{key}"}}}}"#);
+    s.store
+        .keep_idempotent_answer(
+            &owner,
+            &old,
+            print,
+            &KeptAnswer {
+                status: 201,
+                content_type: "application/json".into(),
+                headers: Vec::new(),
+                body: body.into_bytes(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.store.count_kept_secrets().await.unwrap(), 1);
+    let report = licensing_server::check::check(&s.store, &s.files, s.dir.path())
+        .await
+        .unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("kept idempotent answers hold a secret")),
+        "{:?}",
+        report.problems
+    );
 }

@@ -53,6 +53,16 @@ impl IdempotencyStore for MemoryStore {
         })
     }
 
+    async fn count_kept_secrets(&self) -> StoreResult<u64> {
+        self.with(|s| {
+            Ok(s.idempotency
+                .values()
+                .filter_map(|r| r.answer.as_ref())
+                .filter(|a| crate::idempotency::holds_secret(&a.body))
+                .count() as u64)
+        })
+    }
+
     async fn release_idempotency_key(
         &self,
         owner: &IdempotencyOwner,

@@ -324,6 +324,21 @@ impl IdempotencyStore for PgStore {
         Ok(())
     }
 
+    async fn count_kept_secrets(&self) -> StoreResult<u64> {
+        use futures_util::TryStreamExt as _;
+        let mut rows = sqlx::query_scalar::<_, Vec<u8>>(
+            "SELECT body FROM idempotency_keys WHERE body IS NOT NULL",
+        )
+        .fetch(&self.pool);
+        let mut found = 0;
+        while let Some(body) = rows.try_next().await.map_err(backend)? {
+            if licensing_core::idempotency::holds_secret(&body) {
+                found += 1;
+            }
+        }
+        Ok(found)
+    }
+
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
         let deleted = sqlx::query(
             "DELETE FROM idempotency_keys WHERE ctid IN (

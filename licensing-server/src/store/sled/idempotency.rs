@@ -326,6 +326,20 @@ impl IdempotencyStore for SledStore {
         Ok(())
     }
 
+    async fn count_kept_secrets(&self) -> StoreResult<u64> {
+        let mut found = 0;
+        for entry in self.inner.tree.scan_prefix([tag::KEPT]) {
+            let (_, v) = entry.map_err(backend)?;
+            if decode(&v)?
+                .answer
+                .is_some_and(|a| licensing_core::idempotency::holds_secret(&a.body))
+            {
+                found += 1;
+            }
+        }
+        Ok(found)
+    }
+
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
         let last_day = day_of(before);
         let mut purged = Vec::new();
