@@ -169,6 +169,14 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub request_history_per_team: u64,
 
+    /// Request history entries kept per license (the newest): one license's flood of
+    /// requests pushes out its own history, never its team's. The oldest beyond it are deleted
+    /// hourly.
+    #[arg(long, env = "LICENSING_REQUEST_HISTORY_PER_LICENSE",
+          default_value_t = licensing_core::model::REQUEST_LOG_PER_LICENSE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_history_per_license: u64,
+
     /// Accept plain `http://` webhook endpoints (otherwise `https://` only).
     #[arg(long, env = "LICENSING_WEBHOOK_ALLOW_HTTP", default_value_t = false,
           action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -315,6 +323,7 @@ impl Config {
             audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
             request_history_days: licensing_core::model::REQUEST_LOG_DAYS,
             request_history_per_team: licensing_core::model::REQUEST_LOG_PER_TEAM,
+            request_history_per_license: licensing_core::model::REQUEST_LOG_PER_LICENSE,
             webhook_allow_http: false,
             webhook_allow_private: false,
             webhook_retry_delays: crate::services::webhooks::RetryDelays(

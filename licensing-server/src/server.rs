@@ -263,6 +263,7 @@ impl Server {
                     crate::services::request_log::Retention {
                         days: config.request_history_days,
                         per_team: config.request_history_per_team,
+                        per_license: config.request_history_per_license,
                     },
                 ),
                 client_events: Default::default(),

@@ -36,7 +36,10 @@ pub use product::{Product, ProductRef};
 pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
 };
-pub use request_log::{ClientEndpoint, REQUEST_LOG_DAYS, REQUEST_LOG_PER_TEAM, RequestLogEntry};
+pub use request_log::{
+    ClientEndpoint, REQUEST_LOG_DAYS, REQUEST_LOG_PER_LICENSE, REQUEST_LOG_PER_TEAM,
+    RequestLogEntry,
+};
 pub use scope::{
     Access, PRODUCT_TIED_KINDS, ProductRestriction, Resource, Scope, Scopes, Sight, cannot_grant,
     covers_products, read_scopes_of, sees_products, sight, tied_to_products,

@@ -135,3 +135,6 @@ pub const REQUEST_LOG_DAYS: u32 = 30;
 
 /// How many entries of one team are kept by default (the oldest go first beyond it).
 pub const REQUEST_LOG_PER_TEAM: u64 = 1_000_000;
+
+/// How many entries of one license are kept by default (the oldest go first beyond it).
+pub const REQUEST_LOG_PER_LICENSE: u64 = 10_000;

@@ -27,6 +27,13 @@ pub trait RequestLogStore: Send + Sync {
         license: LicenseId,
         query: &RequestLogQuery,
     ) -> impl Future<Output = StoreResult<Page<RequestLogEntry>>> + Send;
+    /// Deletes each license's oldest entries beyond its newest `per_license` (any team), so
+    /// that one license's flood never pushes its team's other licenses out of the history;
+    /// how many.
+    fn cap_license_requests(
+        &self,
+        per_license: u64,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
     /// Deletes the entries (any team) older than `before`, and each team's oldest beyond its
     /// newest `per_team`; how many.
     fn prune_requests(

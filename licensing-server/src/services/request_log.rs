@@ -3,10 +3,14 @@
 //! what gathered in batches every second, and the developer API's list writes what is waiting
 //! before it reads. Identical requests waiting together (the same license, endpoint, answer,
 //! address, device, product and version) become one entry with a count, so that a client
-//! retrying in a loop, or a benchmark, writes one entry a second, not one per request. Memory is
-//! bounded: past [`MAX_PENDING`] waiting entries (a store that cannot keep up) new ones are
-//! dropped and counted. A pruner deletes entries past the retention, and each team's oldest past
-//! its cap, every hour.
+//! retrying in a loop, or a benchmark, writes one entry a second, not one per request. One
+//! license gets at most [`NEW_PER_LICENSE`] entries of its own in a second; past them, its
+//! requests are counted in the waiting entry of the same endpoint and answer (a flood of
+//! refusals with ever new devices or versions writes a few entries a second, not thousands), and
+//! the device and version kept are cut to [`MAX_TEXT`] characters. Memory is bounded: past
+//! [`MAX_PENDING`] waiting entries (a store that cannot keep up) new ones are dropped and
+//! counted. A pruner deletes entries past the retention, each license's oldest past its cap,
+//! then each team's oldest past its cap, every hour.
 
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
@@ -31,21 +35,49 @@ const BATCH: usize = 5_000;
 /// How often old entries are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
-/// How long history is kept, and how much of it per team.
+/// Entries of their own one license gets per write (a second); its other requests are counted
+/// in the waiting entry of the same endpoint and answer.
+pub const NEW_PER_LICENSE: u32 = 20;
+
+/// The longest hardware identifier or version kept, in characters (longer ones are cut and end
+/// in `…`).
+pub const MAX_TEXT: usize = 100;
+
+/// How long history is kept, and how much of it per team and per license.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
     /// Days an entry is kept; 0 records no history at all.
     pub days: u32,
     /// Entries kept per team, the newest.
     pub per_team: u64,
+    /// Entries kept per license, the newest.
+    pub per_license: u64,
 }
 
 /// The entries waiting, and where each distinct request sits among them (by a hash of what
-/// makes requests the same; a hit is compared in full).
+/// makes requests the same; a hit is compared in full); per license, how many entries of its
+/// own it has, and where its first entry of each endpoint and answer is.
 #[derive(Debug, Default)]
 struct Pending {
     entries: Vec<RequestLogEntry>,
     by_request: HashMap<u64, usize>,
+    per_license: HashMap<licensing_core::LicenseId, u32>,
+    by_outcome: HashMap<
+        (
+            licensing_core::LicenseId,
+            licensing_core::model::ClientEndpoint,
+            licensing_core::ResultCode,
+        ),
+        usize,
+    >,
+}
+
+/// `text` cut to [`MAX_TEXT`] characters.
+fn bounded(text: Option<String>) -> Option<String> {
+    text.map(|t| match t.char_indices().nth(MAX_TEXT) {
+        Some((cut, _)) => format!("{}…", &t[..cut]),
+        None => t,
+    })
 }
 
 #[derive(Debug, Default)]
@@ -108,20 +140,34 @@ impl RequestLog {
         self.inner.dropped.load(Ordering::Relaxed)
     }
 
-    /// Queues one entry to be written, or counts it in the waiting entry of the same request.
-    pub fn record(&self, entry: RequestLogEntry) {
+    /// Queues one entry to be written, or counts it in the waiting entry of the same request
+    /// (or, past its license's share of the second, of the same endpoint and answer).
+    pub fn record(&self, mut entry: RequestLogEntry) {
         if !self.on() {
             return;
         }
+        entry.hardware_identifier = bounded(entry.hardware_identifier.take());
+        entry.version = bounded(entry.version.take());
         let hash = request_hash(&entry);
         let mut pending = self.lock();
         let Pending {
             entries,
             by_request,
+            per_license,
+            by_outcome,
         } = &mut *pending;
         if let Some(&i) = by_request.get(&hash)
             && let Some(waiting) = entries.get_mut(i)
             && waiting.same_request(&entry)
+        {
+            waiting.absorb(&entry);
+            return;
+        }
+        let outcome = (entry.license_id, entry.endpoint, entry.code);
+        let own = per_license.entry(entry.license_id).or_default();
+        if *own >= NEW_PER_LICENSE
+            && let Some(&i) = by_outcome.get(&outcome)
+            && let Some(waiting) = entries.get_mut(i)
         {
             waiting.absorb(&entry);
             return;
@@ -131,7 +177,9 @@ impl RequestLog {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        *own += 1;
         by_request.insert(hash, entries.len());
+        by_outcome.entry(outcome).or_insert(entries.len());
         entries.push(entry);
     }
 
@@ -166,11 +214,18 @@ impl RequestLog {
         super::periodic::every_then_once_more(WRITE_EVERY, stop, write).await;
     }
 
-    /// Deletes what is past the retention: how many.
+    /// Deletes what is past the retention: how many. Each license is held to its cap before
+    /// the team is, so that a license's flood pushes out its own history, not its team's.
     pub async fn prune<S: RequestLogStore>(&self, store: &S, now: Timestamp) -> StoreResult<u64> {
         let before =
             Timestamp::from_millis(now.as_millis() - i64::from(self.retention.days) * 86_400_000);
-        store.prune_requests(before, self.retention.per_team).await
+        let capped = store
+            .cap_license_requests(self.retention.per_license)
+            .await?;
+        Ok(capped
+            + store
+                .prune_requests(before, self.retention.per_team)
+                .await?)
     }
 
     /// Prunes now and every hour until `stop`.
@@ -226,6 +281,7 @@ mod tests {
         let log = RequestLog::new(Retention {
             days: 30,
             per_team: 1_000,
+            per_license: 1_000,
         });
         let (team, license) = (TeamId::new(), LicenseId::new());
         let now = Timestamp::now();
@@ -261,11 +317,70 @@ mod tests {
         assert_eq!(log.prune(&store, later).await.unwrap(), 2);
     }
 
+    /// A flood of distinct requests on one license (new devices, versions, refused) writes a
+    /// few entries a second, each counting its share; another license's requests are kept as
+    /// they are; long identifiers are cut.
+    #[tokio::test]
+    async fn one_license_floods_no_history() {
+        let store = MemoryStore::default();
+        let log = RequestLog::new(Retention {
+            days: 30,
+            per_team: 1_000_000,
+            per_license: 1_000,
+        });
+        let (team, flooded, quiet) = (TeamId::new(), LicenseId::new(), LicenseId::new());
+        let now = Timestamp::now();
+        for i in 0..5_000u32 {
+            let mut e = entry(team, flooded, now);
+            e.hardware_identifier = Some(format!("machine-{i:06}-{}", "x".repeat(900)));
+            e.version = Some(format!("1.{i}"));
+            e.code = if i % 2 == 0 {
+                ResultCode::HwidLimitReached
+            } else {
+                ResultCode::LicenseSuspended
+            };
+            log.record(e);
+        }
+        for i in 0..5u32 {
+            let mut e = entry(team, quiet, now);
+            e.hardware_identifier = Some(format!("machine-{i}"));
+            log.record(e);
+        }
+        log.flush(&store).await.unwrap();
+        let page = listed(&store, team, flooded).await;
+        assert!(
+            page.total <= u64::from(NEW_PER_LICENSE),
+            "{} entries",
+            page.total
+        );
+        let mut query = licensing_core::api::requests::RequestLogQuery::default();
+        query.paging.page_size = 100;
+        let all = store.list_requests(team, flooded, &query).await.unwrap();
+        let counted: u64 = all.items.iter().map(|e| u64::from(e.count)).sum();
+        assert_eq!(counted, 5_000, "every request counted");
+        assert!(all.items.iter().all(|e| {
+            e.hardware_identifier
+                .as_ref()
+                .is_some_and(|h| h.chars().count() == MAX_TEXT + 1 && h.ends_with('…'))
+        }));
+        assert_eq!(listed(&store, team, quiet).await.total, 5);
+        // The pruner holds each license to its cap before the team's.
+        let capped = RequestLog::new(Retention {
+            days: 30,
+            per_team: 1_000_000,
+            per_license: 3,
+        });
+        capped.prune(&store, now).await.unwrap();
+        assert_eq!(listed(&store, team, flooded).await.total, 3);
+        assert_eq!(listed(&store, team, quiet).await.total, 3);
+    }
+
     #[tokio::test]
     async fn nothing_is_recorded_when_off_and_the_queue_is_bounded() {
         let off = RequestLog::new(Retention {
             days: 0,
             per_team: 1_000,
+            per_license: 1_000,
         });
         let (team, license) = (TeamId::new(), LicenseId::new());
         off.record(entry(team, license, Timestamp::now()));
@@ -273,9 +388,11 @@ mod tests {
         let on = RequestLog::new(Retention {
             days: 1,
             per_team: 1_000,
+            per_license: 1_000,
         });
         for i in 0..MAX_PENDING + 3 {
-            let mut distinct = entry(team, license, Timestamp::now());
+            // (Each of another license: one license's share of a second is far smaller.)
+            let mut distinct = entry(team, LicenseId::new(), Timestamp::now());
             distinct.hardware_identifier = Some(format!("machine-{i}"));
             on.record(distinct);
         }

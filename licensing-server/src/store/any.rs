@@ -297,6 +297,7 @@ delegate!(IdempotencyStore {
 delegate!(RequestLogStore {
     fn append_requests(&self, entries: &[RequestLogEntry]) -> StoreResult<()>;
     fn list_requests(&self, team: TeamId, license: LicenseId, query: &RequestLogQuery) -> StoreResult<Page<RequestLogEntry>>;
+    fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64>;
     fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64>;
 });
 

@@ -42,6 +42,30 @@ impl RequestLogStore for MemoryStore {
         })
     }
 
+    async fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64> {
+        self.with(|s| {
+            let count = s.requests.len();
+            let mut order: Vec<usize> = (0..s.requests.len()).collect();
+            order.sort_by(|&a, &b| s.requests[b].at.cmp(&s.requests[a].at).then(b.cmp(&a)));
+            let mut kept: HashMap<(TeamId, crate::LicenseId), u64> = HashMap::new();
+            let mut keep = vec![false; s.requests.len()];
+            for i in order {
+                let e = &s.requests[i];
+                let n = kept.entry((e.team_id, e.license_id)).or_default();
+                if *n < per_license {
+                    *n += 1;
+                    keep[i] = true;
+                }
+            }
+            let mut i = 0;
+            s.requests.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+            Ok((count - s.requests.len()) as u64)
+        })
+    }
+
     async fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64> {
         self.with(|s| {
             let count = s.requests.len();

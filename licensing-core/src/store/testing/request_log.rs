@@ -130,8 +130,16 @@ pub async fn request_history_lists_filters_pages_and_prunes<S: Store>(store: &S)
     assert_eq!(crossed.items[0].code, ResultCode::LicenseExpired);
     assert_eq!(listed(store, other.id, two, "").await.total, 0);
 
+    // The cap per license: each keeps its newest, whatever its team holds.
+    assert_eq!(store.cap_license_requests(1_000).await.unwrap(), 0);
+    assert_eq!(store.cap_license_requests(28).await.unwrap(), 2);
+    let kept = listed(store, team.id, one, "pageSize=100").await;
+    assert_eq!(kept.total, 28);
+    assert!(!minutes(&kept).contains(&at(0)) && !minutes(&kept).contains(&at(1)));
+    assert_eq!(listed(store, team.id, two, "").await.total, 3);
+    assert_eq!(listed(store, other.id, one, "").await.total, 1);
     // Retention: everything before minute 5, of every team.
-    assert_eq!(store.prune_requests(at(5), 1_000).await.unwrap(), 5);
+    assert_eq!(store.prune_requests(at(5), 1_000).await.unwrap(), 3);
     assert_eq!(listed(store, team.id, one, "").await.total, 25);
     // The cap: each team keeps its newest 10, whichever licenses they are of.
     assert_eq!(store.prune_requests(at(0), 10).await.unwrap(), 18);

@@ -154,6 +154,31 @@ impl RequestLogStore for PgStore {
         Ok(page(items, total, &query.paging))
     }
 
+    async fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64> {
+        let cap = i64::try_from(per_license).unwrap_or(i64::MAX);
+        // Each license over the cap loses what is older than its cap-th newest entry.
+        let over = sqlx::query(
+            "DELETE FROM request_log r USING (
+               SELECT team_id, license_id, at, seq FROM (
+                 SELECT team_id, license_id, at, seq,
+                        row_number() OVER (PARTITION BY team_id, license_id
+                                           ORDER BY at DESC, seq DESC) AS n
+                   FROM request_log
+                  WHERE (team_id, license_id) IN (
+                        SELECT team_id, license_id FROM request_log
+                         GROUP BY team_id, license_id HAVING count(*) > $1)) ranked
+               WHERE n = $1) edge
+             WHERE r.team_id = edge.team_id AND r.license_id = edge.license_id
+               AND (r.at, r.seq) < (edge.at, edge.seq)",
+        )
+        .bind(cap.max(1))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?
+        .rows_affected();
+        Ok(over)
+    }
+
     async fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64> {
         let old = sqlx::query("DELETE FROM request_log WHERE at < $1")
             .bind(ms(before))

@@ -267,12 +267,46 @@ impl RequestLogStore for SledStore {
         })
     }
 
+    async fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || cap_licenses(&store.inner.tree, per_license))
+            .await
+            .map_err(|e| StoreError::backend(format!("capping request history: {e}")))?
+    }
+
     async fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64> {
         let store = self.clone();
         tokio::task::spawn_blocking(move || prune(&store.inner.tree, before, per_team))
             .await
             .map_err(|e| StoreError::backend(format!("pruning request history: {e}")))?
     }
+}
+
+/// Each license's entries beyond its newest `per_license` removed, on a blocking thread: one
+/// pass counts the entries per license (their keys are in time order within the license), a
+/// second removes the oldest of those over the cap.
+fn cap_licenses(tree: &sled::Tree, per_license: u64) -> StoreResult<u64> {
+    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
+    for k in tree.scan_prefix([tag::REQUEST_LOG]).keys() {
+        let k = k.map_err(backend)?;
+        if let Some(license) = k.get(..LICENSE_PREFIX) {
+            *counts.entry(license.to_vec()).or_default() += 1;
+        }
+    }
+    let mut removed = 0;
+    for (prefix, count) in counts {
+        let Some(over) = count.checked_sub(per_license.max(1)).filter(|o| *o > 0) else {
+            continue;
+        };
+        let oldest: Vec<sled::IVec> = tree
+            .scan_prefix(&prefix)
+            .keys()
+            .take(usize::try_from(over).unwrap_or(usize::MAX))
+            .collect::<Result<_, _>>()
+            .map_err(backend)?;
+        removed += remove_all(tree, oldest)?;
+    }
+    Ok(removed)
 }
 
 /// Removes `keys` in batches; how many.
