@@ -44,7 +44,7 @@ pub use scope::{
     Access, PRODUCT_TIED_KINDS, ProductRestriction, Resource, Scope, Scopes, Sight, cannot_grant,
     covers_products, read_scopes_of, sees_products, sight, tied_to_products,
 };
-pub use staff::{PasswordLink, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
+pub use staff::{PasswordLink, PendingEmail, Role, StaffInvited, StaffSession, StaffUser, TwoStep};
 pub use stats::{
     Backlog, DailyRequests, HourlyStats, Overview, RecentActivity, RequestCounts, RequestType,
     RequestsByType, Statistics, TopCountry, TopProduct, TopRefusal,

@@ -133,6 +133,20 @@ pub struct StaffUser {
     /// `Europe/Berlin`); none: UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    /// A new sign-in address asked for and not confirmed yet: it takes effect only when the
+    /// link mailed to it is followed, so that nobody takes an address they cannot read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_email: Option<PendingEmail>,
+}
+
+/// A change of an account's address waiting for the link mailed to the new address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingEmail {
+    /// The new address.
+    pub email: Email,
+    /// The link's secret and when it stops working (as a set-password link's).
+    pub link: PasswordLink,
 }
 
 /// An account's second factor: an authenticator app's time-based codes (RFC 6238: SHA-1, six

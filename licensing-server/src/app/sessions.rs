@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 
 use licensing_core::model::{Action, FieldChange, StaffSession, StaffUser};
-use licensing_core::store::{AuditStore, Journal, StaffStore, StoreError, TeamStore};
+use licensing_core::store::{AuditStore, Journal, OutboxStore, StaffStore, StoreError, TeamStore};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 
 use super::{Cx, Operation};
@@ -160,6 +160,16 @@ impl<'a> Visitor<'a> {
         secret: &str,
     ) -> Result<Option<StaffUser>, ApiError> {
         Ok(staff::link_user(&self.state.store, id, secret, self.now).await?)
+    }
+
+    /// Confirms the address change of account `id` through the link mailed to the new
+    /// address; `None` for a link that does not open.
+    pub(crate) async fn confirm_email(
+        &self,
+        id: StaffId,
+        secret: &str,
+    ) -> Result<Option<StaffUser>, ApiError> {
+        staff::confirm_email(&self.state.store, id, secret, self.now, Some(self.client)).await
     }
 
     /// Sets the password of account `id` through its link: the link is used up, and every
@@ -323,29 +333,57 @@ impl Operation for ChangeOwnPassword {
     }
 }
 
-/// Changes the member's own sign-in address, given their password.
+/// Asks for the member's own sign-in address to change, given their password: a link is
+/// mailed to the new address, and the change takes effect when it is followed. `false` when the
+/// address is the one the account has (nothing to confirm).
 pub(crate) struct ChangeOwnEmail {
     /// The account's password.
     pub(crate) password: String,
     /// The new address.
     pub(crate) email: String,
+    /// The dashboard's address (`https://host`), for the link.
+    pub(crate) base: String,
 }
 
 impl Operation for ChangeOwnEmail {
-    type Output = StaffUser;
+    type Output = bool;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 
-    async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
+    async fn run(self, cx: &Cx) -> Result<bool, ApiError> {
         let user = own(cx)?;
-        staff::change_email(
-            &cx.state.store,
+        let mailer = cx.state.mailer.as_ref();
+        let store = &cx.state.store;
+        let Some((user, secret)) = staff::request_email_change(
+            store,
             user,
-            &self.password,
-            &self.email,
+            (&self.password, &self.email),
+            mailer.is_some(),
             cx.now,
             &cx.acting(),
         )
-        .await
+        .await?
+        else {
+            return Ok(false);
+        };
+        let Some(mailer) = mailer else {
+            return Err(ApiError::internal());
+        };
+        let Some(pending) = &user.pending_email else {
+            return Err(ApiError::internal());
+        };
+        let link = format!("{}/dashboard/confirm-email/{}/{secret}", self.base, user.id);
+        let message = crate::services::mail::email_change_message(
+            user.team_id,
+            pending.email.as_str(),
+            user.email.as_str(),
+            &link,
+            staff::LINK_LIFETIME_HOURS,
+            cx.now,
+        );
+        store
+            .queue_messages(user.team_id, &[message], mailer.daily_limit, cx.now)
+            .await?;
+        Ok(true)
     }
 }
 

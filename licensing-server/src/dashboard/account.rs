@@ -368,7 +368,7 @@ fn link_refused() -> Response {
             "Link not valid",
             html! {
                 h1 { "This link is not valid" }
-                p { "Set-password links work once, for three days. Ask an owner or admin of your team for a new one." }
+                p { "Set-password and address links work once, for three days. Ask an owner or admin of your team for a new set-password link, or change your address again from your account page." }
                 p { a href="/dashboard/sign-in" { "Sign in" } }
             },
         ),
@@ -582,6 +582,9 @@ async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) ->
             p { button type="submit" { "Change password" } }
         }
         h2 #email { "E-mail address" }
+        @if let Some(pending) = staff.user.pending_email.as_ref().filter(|p| p.link.expires_at > ctx.now) {
+            p.hint { "Waiting for confirmation: " strong { (pending.email.as_str()) } " (follow the link sent to it). Until then you sign in with " (staff.user.email.as_str()) "." }
+        }
         form method="post" action="/dashboard/account/email" {
             (page::csrf(staff))
             (problems("email"))
@@ -677,10 +680,47 @@ pub(crate) async fn change_email(ctx: &Ctx, staff: &Staff, form: &Form) -> Respo
     let changing = ChangeOwnEmail {
         password: form.get("password").unwrap_or("").to_owned(),
         email: form.get("email").unwrap_or("").to_owned(),
+        base: super::users::base(ctx),
     };
     match checked(ctx, staff, "password", changing).await {
-        Ok(_) => page::redirect("/dashboard/account?notice=email-changed"),
+        Ok(true) => page::redirect("/dashboard/account?notice=email-confirm-sent"),
+        Ok(false) => page::redirect("/dashboard/account"),
         Err(failure) => refused(ctx, staff, "email", &failure, form).await,
+    }
+}
+
+/// `GET /dashboard/confirm-email/{id}/{secret}`: one click confirms (a mail scanner that opens
+/// the link changes nothing).
+pub(crate) async fn confirm_email_page(id: &str, secret: &str) -> Response {
+    if id.parse::<StaffId>().is_err() {
+        return link_refused();
+    }
+    let action = format!("/dashboard/confirm-email/{id}/{secret}");
+    page::html_response(
+        200,
+        page::bare(
+            "Confirm your new address",
+            html! {
+                h1 { "Confirm your new sign-in address" }
+                p { "Your dashboard account will sign in with the address this link was sent to." }
+                form method="post" action=(action) {
+                    button type="submit" { "Confirm the address" }
+                }
+            },
+        ),
+    )
+}
+
+/// `POST /dashboard/confirm-email/{id}/{secret}`: the account signs in with the new address
+/// from now on.
+pub(crate) async fn confirm_email(ctx: &Ctx, id: &str, secret: &str) -> Response {
+    let Ok(id) = id.parse::<StaffId>() else {
+        return link_refused();
+    };
+    match ctx.visitor().confirm_email(id, secret).await {
+        Ok(Some(_)) => page::redirect("/dashboard/sign-in?notice=email-changed"),
+        Ok(None) => link_refused(),
+        Err(e) => page::failure(ctx, None, &e.into()),
     }
 }
 

@@ -137,7 +137,15 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         ["set-password", id, secret] if post => {
             return account::set_password(&ctx, id, secret, body).await;
         }
-        ["static", _] | ["sign-in"] | ["set-password", _, _] => return page::method_not_allowed(),
+        ["confirm-email", id, secret] if get => {
+            return account::confirm_email_page(id, secret).await;
+        }
+        ["confirm-email", id, secret] if post => {
+            return account::confirm_email(&ctx, id, secret).await;
+        }
+        ["static", _] | ["sign-in"] | ["set-password", _, _] | ["confirm-email", _, _] => {
+            return page::method_not_allowed();
+        }
         _ => {}
     }
     let staff = match session::current(&ctx).await {

@@ -330,6 +330,9 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "licenses-deleted" => "The licenses chosen are deleted.",
         "password-changed" => "Password changed. Your other sessions have ended.",
         "email-changed" => "E-mail address changed: sign in with the new one from now on.",
+        "email-confirm-sent" => {
+            "A link was sent to the new address: your account signs in with it once you follow the link (within 72 hours). Until then, sign in with the address you have."
+        }
         "time-zone-set" => "Time zone saved: times are shown in it.",
         "webhook-test" => "Test event queued: it appears below once sent.",
         "webhook-redelivered" => "Delivery queued again.",

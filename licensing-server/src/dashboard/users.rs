@@ -17,7 +17,7 @@ use crate::services::staff::{self as service, CreatedStaff};
 
 /// The dashboard's public address (`--public-url`), else the one the browser used:
 /// `scheme://host`.
-fn base(ctx: &Ctx) -> String {
+pub(crate) fn base(ctx: &Ctx) -> String {
     if let Some(url) = &ctx.state.public_url {
         return url.to_string();
     }

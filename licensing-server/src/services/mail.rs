@@ -141,6 +141,30 @@ pub fn invitation_message(
     }
 }
 
+/// The message that confirms a new sign-in address of an account (`from`: its address now).
+pub fn email_change_message(
+    team: licensing_core::TeamId,
+    to: &str,
+    from: &str,
+    link: &str,
+    hours: i64,
+    now: Timestamp,
+) -> OutboxMessage {
+    OutboxMessage {
+        id: MessageId::new(),
+        team_id: team,
+        to: to.to_owned(),
+        subject: "Confirm your new sign-in address".to_owned(),
+        body: format!(
+            "Hello,\n\nThe licensing dashboard account {from} asked to sign in with this address from now on.\n\nTo confirm, open this link (it works once, within {hours} hours):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: nothing changes.\n"
+        ),
+        attempts: 0,
+        next_attempt_at: now,
+        last_error: None,
+        created_at: now,
+    }
+}
+
 /// Delivers due messages until `stop` turns true.
 pub async fn run_worker<S: OutboxStore>(store: S, mailer: Mailer, stop: watch::Receiver<bool>) {
     super::periodic::every(POLL, stop, || deliver_due(&store, &mailer)).await;

@@ -14,7 +14,7 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use licensing_core::crypto::sha256_hex;
-use licensing_core::model::{Action, FieldChange, PasswordLink, Role, StaffUser};
+use licensing_core::model::{Action, FieldChange, PasswordLink, PendingEmail, Role, StaffUser};
 use licensing_core::store::{Journal, StaffStore, StoreError};
 use licensing_core::validate::{Email, check_new_password};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
@@ -147,6 +147,7 @@ pub async fn create_staff<S: StaffStore>(
         updated_at: now,
         two_step: None,
         time_zone: None,
+        pending_email: None,
     };
     let journal = match acting {
         Some(acting) => acting.journal(
@@ -472,32 +473,54 @@ pub async fn change_password<S: StaffStore>(
     Ok(user)
 }
 
-/// Changes `user`'s own sign-in address to `email` (kept lower-cased), given the account's
-/// `password`. An address of another account of the team is refused (`email`).
-pub async fn change_email<S: StaffStore>(
+/// Asks for `user`'s sign-in address to become `email`, given their password: nothing changes
+/// until the link to the new address is followed ([`confirm_email`]), so that nobody takes an
+/// address they cannot read (and with it, that address's failed sign-ins in their team's log).
+/// Returns the account and the link's secret (to mail, never to show); `None` when `email` is
+/// the address it has. An address with an account in the team is 400, and so is any change on
+/// a server that cannot mail the link (`mails`).
+pub async fn request_email_change<S: StaffStore>(
     store: &S,
     user: &StaffUser,
-    password: &str,
-    email: &str,
+    (password, email): (&str, &str),
+    mails: bool,
     now: Timestamp,
     acting: &Acting,
-) -> Result<StaffUser, ApiError> {
+) -> Result<Option<(StaffUser, String)>, ApiError> {
     let email =
         Email::parse(&email.trim().to_lowercase()).map_err(|e| ApiError::bad_field("email", &e))?;
     if !is_password(user, password).await? {
         return Err(not_your_password("password"));
     }
-    if email == user.email {
-        return Ok(user.clone());
+    if !mails {
+        return Err(ApiError::bad_field(
+            "email",
+            "cannot change here: this server sends no e-mail, and a new address must be confirmed by a link sent to it (ask an owner to invite you under the new address)",
+        ));
     }
+    if email == user.email {
+        return Ok(None);
+    }
+    if store
+        .find_staff_by_email(email.as_str())
+        .await?
+        .iter()
+        .any(|other| other.team_id == user.team_id)
+    {
+        return Err(ApiError::bad_field(
+            "email",
+            "already has an account in this team",
+        ));
+    }
+    let (secret, link) = new_link(now);
     let mut changed = user.clone();
+    changed.pending_email = Some(PendingEmail { email, link });
     let change = FieldChange::of(
-        "email",
-        Some(user.email.as_str().into()),
-        Some(email.as_str().into()),
+        "pendingEmail",
+        None,
+        Some("(sent a confirmation link)".into()),
     );
-    changed.email = email;
-    Ok(save(
+    let user = save(
         store,
         changed,
         Action::StaffUpdated,
@@ -505,7 +528,58 @@ pub async fn change_email<S: StaffStore>(
         now,
         acting,
     )
-    .await?)
+    .await?;
+    Ok(Some((user, secret)))
+}
+
+/// Confirms the address change of account `id` through the link mailed to the new address:
+/// the account signs in with it from now on. `None` for a link that does not open (unknown,
+/// used, expired) or an address taken in the team meanwhile.
+pub async fn confirm_email<S: StaffStore>(
+    store: &S,
+    id: StaffId,
+    secret: &str,
+    now: Timestamp,
+    address: Option<std::net::IpAddr>,
+) -> Result<Option<StaffUser>, ApiError> {
+    let Some(user) = store.get_staff(id).await? else {
+        return Ok(None);
+    };
+    let Some(pending) = user
+        .pending_email
+        .clone()
+        .filter(|p| opens(&p.link, secret, now))
+    else {
+        return Ok(None);
+    };
+    let mut changed = user.clone();
+    changed.pending_email = None;
+    if store
+        .find_staff_by_email(pending.email.as_str())
+        .await?
+        .iter()
+        .any(|other| other.team_id == user.team_id && other.id != user.id)
+    {
+        return Ok(None);
+    }
+    let change = FieldChange::of(
+        "email",
+        Some(user.email.as_str().into()),
+        Some(pending.email.as_str().into()),
+    );
+    changed.email = pending.email;
+    let acting = Acting::staff(&user, address);
+    Ok(Some(
+        save(
+            store,
+            changed,
+            Action::StaffUpdated,
+            vec![change],
+            now,
+            &acting,
+        )
+        .await?,
+    ))
 }
 
 /// Sets the time zone `user` reads times in (`None`: UTC); `zone` is an IANA name already

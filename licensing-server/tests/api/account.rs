@@ -124,9 +124,43 @@ async fn wrong_current_passwords_are_limited_per_session() {
     waited.has("Too many wrong passwords");
 }
 
+/// A test server that sends e-mail to an SMTP server of the test's, and the mail it receives.
+async fn with_mail() -> (TestServer, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(listener, tx));
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+    })
+    .await;
+    (s, rx)
+}
+
+/// The next message's confirmation link's path.
+async fn confirm_link(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> (String, String) {
+    let message = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv())
+        .await
+        .expect("no e-mail arrived in time")
+        .unwrap()
+        // Long lines may come quoted-printable: undo its soft line breaks.
+        .replace("=\n", "")
+        .replace("=3D", "=");
+    let at = message.find("/dashboard/confirm-email/").expect("a link");
+    let path: String = message[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    (message, path)
+}
+
+/// A new sign-in address takes effect only when the link mailed to it is followed: the
+/// password is asked, another account's address in the team is refused, and until the link is
+/// followed the account signs in with its address as it was; the change is audited.
 #[tokio::test]
-async fn a_person_changes_their_own_address_given_their_password() {
-    let s = TestServer::start().await;
+async fn a_person_changes_their_own_address_by_a_link_sent_to_it() {
+    let (s, mut rx) = with_mail().await;
     let mut b = Browser::new(&s);
     staff(
         &s,
@@ -177,21 +211,45 @@ async fn a_person_changes_their_own_address_given_their_password() {
         .await;
     assert_eq!(bad.status, 400, "{}", bad.text);
 
-    let changed = b
+    let asked = b
         .submit(
             &page,
             "/dashboard/account/email",
             &[("email", "Cy.New@vendor.example"), ("password", PASSWORD)],
         )
         .await;
-    assert_eq!(changed.status, 303, "{}", changed.text);
+    assert_eq!(asked.status, 303, "{}", asked.text);
     assert_eq!(
-        changed.location(),
-        "/dashboard/account?notice=email-changed"
+        asked.location(),
+        "/dashboard/account?notice=email-confirm-sent"
     );
+    let (message, link) = confirm_link(&mut rx).await;
+    assert!(message.contains("To: cy.new@vendor.example"), "{message}");
+    // Nothing changed yet: the old address signs in, the new one does not.
     b.get("/dashboard/account")
         .await
+        .has("Waiting for confirmation")
         .has("cy.new@vendor.example");
+    let mut fresh = Browser::new(&s);
+    assert_eq!(
+        fresh
+            .sign_in("cy.new@vendor.example", PASSWORD)
+            .await
+            .status,
+        401
+    );
+    // The link's page asks for one click (a mail scanner that opens it changes nothing).
+    let mut mailbox = Browser::new(&s);
+    let confirm = mailbox.get(&link).await;
+    assert_eq!(confirm.status, 200, "{}", confirm.text);
+    confirm.has("Confirm the address");
+    let confirmed = mailbox.post(&link, &[]).await;
+    assert_eq!(confirmed.status, 303, "{}", confirmed.text);
+    assert_eq!(
+        mailbox.post(&link, &[]).await.status,
+        404,
+        "the link works once"
+    );
     let mut fresh = Browser::new(&s);
     assert_eq!(
         fresh.sign_in("cy@vendor.example", PASSWORD).await.status,
@@ -209,6 +267,83 @@ async fn a_person_changes_their_own_address_given_their_password() {
     assert_eq!(change["field"], "email");
     assert_eq!(change["old"], "cy@vendor.example");
     assert_eq!(change["new"], "cy.new@vendor.example");
+}
+
+/// Nobody takes an address of another team's staff without reading its mail: asking for it
+/// changes nothing, and the failed sign-ins of that address stay out of the asking team's log.
+/// Without e-mail the server cannot prove an address, and refuses to change one.
+#[tokio::test]
+async fn another_teams_address_cannot_be_taken_without_its_mail() {
+    let (s, mut rx) = with_mail().await;
+    let other = s.other_team().await;
+    let other_id = other.team_id;
+    let mut victim = Browser::new(&s);
+    staff(
+        &s,
+        &mut victim,
+        other_id,
+        "vic@elsewhere.example",
+        Role::Owner,
+    )
+    .await;
+    let mut taker = Browser::new(&s);
+    staff(
+        &s,
+        &mut taker,
+        s.team_id(),
+        "tak@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = taker.get("/dashboard/account").await;
+    let asked = taker
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "vic@elsewhere.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(asked.status, 303, "{}", asked.text);
+    let (message, _) = confirm_link(&mut rx).await;
+    assert!(message.contains("To: vic@elsewhere.example"), "{message}");
+    // The victim's failed sign-ins are not the taker's team's to read.
+    let mut guesser = Browser::new(&s);
+    assert_eq!(
+        guesser
+            .sign_in("vic@elsewhere.example", "not the password at all")
+            .await
+            .status,
+        401
+    );
+    let log = s.get(&s.dev("audit-log?pageSize=100")).await;
+    let failed: Vec<_> = log.ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "staff.sign_in_failed")
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    // Without e-mail: refused in words.
+    let plain = TestServer::start().await;
+    let mut b = Browser::new(&plain);
+    staff(
+        &plain,
+        &mut b,
+        plain.team_id(),
+        "no.mail@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = b.get("/dashboard/account").await;
+    let refused = b
+        .submit(
+            &page,
+            "/dashboard/account/email",
+            &[("email", "other@vendor.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused.has("sends no e-mail");
 }
 
 #[tokio::test]

@@ -155,7 +155,7 @@ impl Browser {
         self.send(reqwest::Method::GET, path, None).await
     }
 
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
         self.send(reqwest::Method::POST, path, Some(form)).await
     }
 

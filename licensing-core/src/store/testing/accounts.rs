@@ -161,6 +161,7 @@ pub(super) fn staff(team: TeamId, email: &str, minutes: u32) -> crate::model::St
         updated_at: at(minutes),
         two_step: None,
         time_zone: None,
+        pending_email: None,
     }
 }
 

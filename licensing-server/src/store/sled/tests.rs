@@ -638,6 +638,7 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
             updated_at: now,
             two_step: None,
             time_zone: None,
+            pending_email: None,
         };
         store
             .create_staff(&ann, &Journal::NONE)
