@@ -319,8 +319,10 @@ pub(in crate::openapi) fn list_sessions() {}
 /// (ext) The license's request history: every client request that reached it (verify,
 /// heartbeat, classloader, checkout, session start and end), accepted or refused, with its
 /// result code, address, country, device, product and version; newest first. Kept for the
-/// server's `request-history-days` (default 30) and at most `request-history-per-team` entries
-/// per team.
+/// server's `request-history-days` (default 30), at most `request-history-per-license` (10,000)
+/// entries per license and `request-history-per-team` per team; a license gets at most 20
+/// entries of its own a second (its other requests counted in the entry of the same endpoint
+/// and answer).
 #[utoipa::path(
     get,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/requests",
