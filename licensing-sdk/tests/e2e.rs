@@ -915,6 +915,18 @@ async fn a_checked_out_file_is_checked_offline_and_every_refusal_is_its_own() {
     let out = client.checkout(&body, Some(7200), &path).await.unwrap();
     assert!(!out.verified.offline);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), out.file.text());
+    assert!(out.file.text().starts_with("-----BEGIN MACHINE FILE-----"));
+    // A file in the clear of another license, for any machine: it opens with any key, so the
+    // license key it names must be the one given (NIT-16).
+    let (_, other_license) = server.license(json!({})).await;
+    let plain = server
+        .dev_send(
+            reqwest::Method::POST,
+            &format!("licenses/id/{}/file", other_license["id"].as_str().unwrap()),
+            json!({"encrypt": false}),
+        )
+        .await;
+    let plain = LicenseFile::parse(plain["certificate"].as_str().unwrap()).unwrap();
     server.shutdown().await;
 
     // The network is gone: the stored file is all there is.
@@ -927,6 +939,21 @@ async fn a_checked_out_file_is_checked_offline_and_every_refusal_is_its_own() {
     assert_eq!(payload.data.license.key.as_str(), key);
     assert_eq!(payload.meta.ttl, Some(7200));
     let issued = payload.meta.issued;
+    assert_eq!(
+        plain.verify(keys, key, Some(&machine), &clock),
+        Err(FileError::WrongKey),
+        "another license's file in the clear"
+    );
+    assert!(
+        plain
+            .verify(
+                keys,
+                other_license["licenseKey"].as_str().unwrap(),
+                None,
+                &clock
+            )
+            .is_ok()
+    );
 
     let other_machine = HardwareId::parse("sdk-device-0002").unwrap();
     assert_eq!(

@@ -1,10 +1,11 @@
 //! Idempotency keys (protocol.md section 6), one row per owner and key, shared by every instance.
 //!
 //! - **A running request holds a session advisory lock** on its key, on a connection of its own
-//!   (`PgStore::locks`), from its claim to its answer. Another claim of the key, through any
-//!   instance, finds the lock taken (409) unless the row already holds the answer (replayed). A
-//!   server that stops loses its connections, and with them its locks: a retry after a crash
-//!   never waits for a claim to count as abandoned.
+//!   (`PgStore::locks`), from its claim to its answer; a claim writes nothing. Another claim of
+//!   the key, through any instance, finds the lock taken (409; 422 for another request when the
+//!   claim runs on the same instance, which knows its fingerprint) unless the row already holds
+//!   the answer (replayed). A server that stops loses its connections, and with them its locks:
+//!   a retry after a crash never waits for a claim to count as abandoned.
 //! - **The write marks the row applied in its own transaction** ([`mark_applied`], called with
 //!   the write's journal), and that transaction commits without waiting for the disk: the
 //!   answer, written next with a commit that waits, makes both durable (the log is flushed in
@@ -96,6 +97,17 @@ impl Claims {
         map.remove(&slot)
     }
 
+    /// The fingerprint and claim time of the claim of `key` running here, if any.
+    fn running(
+        &self,
+        owner: &IdempotencyOwner,
+        key: &IdempotencyKey,
+    ) -> Option<(Fingerprint, Timestamp)> {
+        let map = self.held.lock().ok()?;
+        map.get(&Self::slot(owner, key))
+            .map(|h| (h.fingerprint, h.claimed_at))
+    }
+
     /// When the claim of `key` run for a request of `fingerprint` was made.
     fn claimed_at(
         &self,
@@ -156,102 +168,76 @@ impl IdempotencyStore for PgStore {
     ) -> StoreResult<Claim> {
         let lock = lock_of(owner, key);
         let mut conn = self.locks.acquire().await.map_err(backend)?;
-        // One statement: the lock tried, the row read as it was, and when the lock is taken and
-        // the row holds no answer or applied write of the last 24 hours, the running claim
-        // written in its place (its fingerprint tells another request with the key apart).
+        // One statement, writing nothing: the lock tried, and the key's row read.
         let row = sqlx::query(
-            "WITH deferred AS (SELECT set_config('synchronous_commit', 'off', true)),
-                  l AS (SELECT pg_try_advisory_lock($1) AS got FROM deferred),
-                  k AS (SELECT fingerprint, created_at, status, content_type, headers, body, applied
-                        FROM idempotency_keys WHERE owner = $2 AND key = $3),
-                  ran AS (
-                      INSERT INTO idempotency_keys (owner, key, fingerprint, created_at)
-                      SELECT $2, $3, $4, $5 FROM l
-                      WHERE l.got AND NOT EXISTS (
-                          SELECT 1 FROM k
-                          WHERE k.created_at > $6 AND (k.status IS NOT NULL OR k.applied))
-                      ON CONFLICT (owner, key) DO UPDATE
-                      SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
-                          status = NULL, content_type = NULL, headers = NULL, body = NULL,
-                          applied = false
-                      RETURNING 1)
-             SELECT l.got, EXISTS (SELECT 1 FROM ran) AS runs, k.fingerprint, k.created_at,
-                    k.status, k.content_type, k.headers, k.body, k.applied
-             FROM l LEFT JOIN k ON true",
+            "SELECT pg_try_advisory_lock($1) AS got, k.fingerprint, k.created_at, k.status,
+                    k.content_type, k.headers, k.body, k.applied
+             FROM (SELECT 1) AS one
+             LEFT JOIN idempotency_keys AS k ON k.owner = $2 AND k.key = $3",
         )
         .bind(lock)
         .bind(owner.as_str())
         .bind(key.as_str())
-        .bind(fingerprint.0.as_slice())
-        .bind(ms(now))
-        .bind(ms(now) - KEPT_FOR_MS)
         .fetch_one(&mut *conn)
         .await
         .map_err(backend)?;
         let got: bool = row.try_get("got").map_err(backend)?;
-        let runs: bool = row.try_get("runs").map_err(backend)?;
-        let record =
-            read_record(&row)?.filter(|r| now.as_millis() - r.created_at.as_millis() < KEPT_FOR_MS);
-        if !got {
-            // The request runs now, through this or another instance: its answer, if it is
-            // kept already, else a wait (or a mismatch); one running past the time a claim
-            // counts as abandoned is run again, as every store does.
-            let claim = match record {
-                Some(r) if r.answer.is_some() || r.applied => {
-                    Claim::decide(Some(&r), fingerprint, now)
-                }
-                Some(r) if now.as_millis() - r.created_at.as_millis() >= ABANDONED_AFTER_MS => {
-                    Claim::Run
-                }
-                Some(r) if r.fingerprint != fingerprint => Claim::Mismatch,
-                _ => Claim::InUse,
-            };
-            if claim == Claim::Run {
-                // Taken over: the row names this request from now on.
-                sqlx::query(
-                    "UPDATE idempotency_keys SET fingerprint = $3, created_at = $4
-                     WHERE owner = $1 AND key = $2 AND status IS NULL AND NOT applied",
-                )
-                .bind(owner.as_str())
-                .bind(key.as_str())
-                .bind(fingerprint.0.as_slice())
-                .bind(ms(now))
-                .execute(&mut *conn)
-                .await
-                .map_err(backend)?;
+        let record = read_record(&row)?
+            .filter(|r| now.as_millis() - r.created_at.as_millis() < KEPT_FOR_MS)
+            .filter(|r| r.answer.is_some() || r.applied);
+        if got {
+            if record.is_none() {
                 self.claims.hold(
                     owner,
                     key,
                     Held {
-                        conn: None,
+                        conn: Some(conn),
                         lock,
                         fingerprint,
                         claimed_at: now,
                     },
                 );
+                return Ok(Claim::Run);
             }
-            return Ok(claim);
+            // Its answer (or its applied write) is stored: the lock is not needed, and is let go
+            // before the answer (a replay is rare; the next claim finds the lock free).
+            sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(lock)
+                .execute(&mut *conn)
+                .await
+                .map_err(backend)?;
+            return Ok(Claim::decide(record.as_ref(), fingerprint, now));
         }
-        if runs {
+        drop(conn);
+        // The request runs now, through this or another instance: its answer when it is kept
+        // already; else, when it runs here, a mismatch, a wait, or (past the time a claim
+        // counts as abandoned) a run again, as every store does; else a wait.
+        if record.as_ref().is_some_and(|r| r.answer.is_some()) {
+            return Ok(Claim::decide(record.as_ref(), fingerprint, now));
+        }
+        let running = self.claims.running(owner, key);
+        let claim = match running {
+            Some((_, claimed_at))
+                if now.as_millis() - claimed_at.as_millis() >= ABANDONED_AFTER_MS =>
+            {
+                Claim::Run
+            }
+            Some((running, _)) if running != fingerprint => Claim::Mismatch,
+            _ => Claim::InUse,
+        };
+        if claim == Claim::Run {
             self.claims.hold(
                 owner,
                 key,
                 Held {
-                    conn: Some(conn),
+                    conn: None,
                     lock,
                     fingerprint,
                     claimed_at: now,
                 },
             );
-            return Ok(Claim::Run);
         }
-        // The lock is ours, and the row holds an answer or an applied write.
-        unlock(conn, lock);
-        Ok(match Claim::decide(record.as_ref(), fingerprint, now) {
-            // (Not reached: such a row is replaced by the statement.)
-            Claim::Run => Claim::InUse,
-            claim => claim,
-        })
+        Ok(claim)
     }
 
     async fn keep_idempotent_answer(
@@ -266,20 +252,19 @@ impl IdempotencyStore for PgStore {
         };
         let headers = serde_json::to_string(&answer.headers)
             .map_err(|e| StoreError::backend(format!("kept answer headers: {e}")))?;
-        let Some(mut held) = self.claims.take(owner, key, fingerprint) else {
-            return Ok(());
-        };
-        // On the lock's own connection: the answer, with a commit that waits for the disk (so
-        // it makes the write's, which did not wait, durable too); then, once it is committed,
-        // the lock let go (a session's lock goes at once, not at a commit).
+        // A commit that waits for the disk: it makes the write's (which did not wait) durable
+        // too. Then the lock is let go, after the answer is visible (a session's lock goes
+        // the moment it is let go, not at a commit).
         let keep = sqlx::query(
             "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at, status,
                                            content_type, headers, body, applied)
              VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, true)
              ON CONFLICT (owner, key) DO UPDATE
-             SET status = EXCLUDED.status, content_type = EXCLUDED.content_type,
+             SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
+                 status = EXCLUDED.status, content_type = EXCLUDED.content_type,
                  headers = EXCLUDED.headers, body = EXCLUDED.body, applied = true
-             WHERE idempotency_keys.fingerprint = EXCLUDED.fingerprint",
+             WHERE idempotency_keys.fingerprint = EXCLUDED.fingerprint
+                OR idempotency_keys.created_at < EXCLUDED.created_at",
         )
         .bind(owner.as_str())
         .bind(key.as_str())
@@ -289,18 +274,10 @@ impl IdempotencyStore for PgStore {
         .bind(answer.content_type.as_str())
         .bind(headers)
         .bind(answer.body.as_slice());
-        let Some(conn) = held.conn.as_mut() else {
-            return keep.execute(&self.pool).await.map(drop).map_err(backend);
-        };
-        // (On an error the drop lets go of the lock.)
-        keep.execute(&mut **conn).await.map_err(backend)?;
-        sqlx::query("SELECT pg_advisory_unlock($1)")
-            .bind(held.lock)
-            .execute(&mut **conn)
-            .await
-            .map_err(backend)?;
-        held.conn = None;
-        Ok(())
+        let kept = keep.execute(&self.pool).await.map_err(backend);
+        // (Taken out after the answer is visible: until then a claim here waits for it.)
+        drop(self.claims.take(owner, key, fingerprint));
+        kept.map(drop)
     }
 
     async fn release_idempotency_key(
