@@ -8,13 +8,13 @@ pub(in crate::openapi) enum ClientRefused {
     /// A malformed request.
     #[response(
         status = 400,
-        description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit"
+        description = "BAD_REQUEST: a malformed team id or body (`data.errors` names each field); also a verify without `hardwareIdentifier` for a license with a device limit that has room (a full one answers its limit's 403)"
     )]
     Malformed(Envelope<Option<ErrorData>>),
     /// A refusal of the license or the device, signed.
     #[response(
         status = 403,
-        description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, (ext) ENTITLEMENTS_MISSING (`details` names the codes the license lacks, in request order), IP_LIMIT_REACHED or HWID_LIMIT_REACHED",
+        description = "IP_BLACKLISTED, COUNTRY_BLACKLISTED, HARDWARE_IDENTIFIER_BLACKLISTED, RELEASE_ARCHIVED, RELEASE_DRAFT, NO_ACCESS_TO_RELEASE, LICENSE_SUSPENDED, LICENSE_EXPIRED, (ext) ENTITLEMENTS_MISSING (`details` names the codes the license lacks, in request order), IP_LIMIT_REACHED or HWID_LIMIT_REACHED; (ext) SESSION_LIMIT_REACHED for a session start or a floating license's checkout; FORBIDDEN for a checkout when the team turned checkout off",
         headers(
             ("X-Signature" = String, description = "Signature of this exchange"),
             ("X-Signature-Key-Id" = String, description = "(ext) The `kid` of the signing key")
@@ -119,7 +119,12 @@ pub(in crate::openapi) fn classloader() {}
 
 /// (ext) Check a license out for offline use: everything verify does (the device is recorded the
 /// same way; `hardwareIdentifier` is required), then a license file bound to this machine and
-/// encrypted, valid for `ttl` seconds (3,600 to 315,360,000; left out: as long as the license).
+/// encrypted (armored `MACHINE FILE`), valid for `ttl` seconds (at least 3,600; left out or
+/// longer: the team's `checkoutMaxTtl`, 30 days unless set), never past the license's end. A
+/// license with a `sessionLimit` lends the file a seat: a session, listed and revocable like
+/// any, that lives until the file expires (403 `SESSION_LIMIT_REACHED` when none is free;
+/// `licenseFile.sessionId` and the file's `meta.sessionId` name it). A team with
+/// `checkoutEnabled` off answers 403 `FORBIDDEN`.
 #[utoipa::path(
     post,
     path = "/api/v1/client/teams/{teamId}/verification/checkout",

@@ -368,10 +368,13 @@ pub(in crate::openapi) fn list_requests() {}
 pub(in crate::openapi) fn revoke_session() {}
 
 /// (ext) Issue a license file: the license's data as a verify answers it (with its id, key,
-/// suspension and entitlements), signed with the team's active Ed25519 key (`kid` in the
-/// envelope), encrypted under the license key (and the machine's hardware identifier, for a
-/// file bound to one) unless `encrypt` is `false`. An application checks it offline with the
-/// team's signing keys. Audited (`license.file_issued`).
+/// suspension and entitlements; its customers only for a key with `customers:read`), signed
+/// with the team's active Ed25519 key (`kid` in the envelope), encrypted under the license key
+/// (and the machine's hardware identifier, for a file bound to one, armored `MACHINE FILE`)
+/// unless `encrypt` is `false`. Its `expiry` is the earliest of `issued + ttl` and the
+/// license's end (a duration not started yet: `issued` + its days; issuing does not start the
+/// clock). An application checks it offline with the team's signing keys. Audited
+/// (`license.file_issued`).
 #[utoipa::path(
     post,
     path = "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/file",
@@ -380,6 +383,7 @@ pub(in crate::openapi) fn revoke_session() {}
     request_body(content = LicenseFileBody, description = "Every member is optional; an empty body asks for an encrypted file for any machine, valid as long as the license"),
     responses(
         (status = 201, description = "The file", body = Envelope<LicenseFileIssued>),
+        (status = 403, description = "LICENSE_SUSPENDED or LICENSE_EXPIRED: no file for a license its application would be refused; FORBIDDEN: the key lacks `licenses:write` or the license's products", body = Envelope<Option<ErrorData>>),
         NoLicense,
         Refused,
         OtherTeam,
