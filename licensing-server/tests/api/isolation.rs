@@ -151,7 +151,9 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::GET, "api-keys".into(), None),
         (Method::DELETE, format!("api-keys/{api_key}"), None),
         (Method::GET, "public-key".into(), None),
+        (Method::POST, "signing-keys".into(), None),
         (Method::POST, "signing-keys/rotate".into(), None),
+        (Method::POST, format!("signing-keys/{kid}/activate"), None),
         (Method::DELETE, format!("signing-keys/{kid}"), None),
         (Method::GET, "audit-log".into(), None),
         (
@@ -491,6 +493,8 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("entitlements/{entitlement}/delete")),
         get(format!("settings/signing-keys/{kid}/retire")),
         post(format!("settings/signing-keys/{kid}/retire")),
+        get(format!("settings/signing-keys/{kid}/activate")),
+        post(format!("settings/signing-keys/{kid}/activate")),
         get(format!("api-keys/{api_key}/revoke")),
         post(format!("api-keys/{api_key}/revoke")),
         get(format!("webhooks/{webhook}")),
