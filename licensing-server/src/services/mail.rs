@@ -126,19 +126,14 @@ pub fn invitation_message(
     hours: i64,
     now: Timestamp,
 ) -> OutboxMessage {
-    OutboxMessage {
-        id: MessageId::new(),
-        team_id: team,
-        to: to.to_owned(),
-        subject: format!("You are invited to the {team_name} licensing dashboard"),
-        body: format!(
+    staff_message(
+        (team, to),
+        format!("You are invited to the {team_name} licensing dashboard"),
+        format!(
             "Hello,\n\n{inviter} invited you to the licensing dashboard of {team_name}.\n\nChoose your password here (the link works once, within {hours} hours):\n\n    {link}\n\nIf you did not expect this, ignore this e-mail.\n"
         ),
-        attempts: 0,
-        next_attempt_at: now,
-        last_error: None,
-        created_at: now,
-    }
+        now,
+    )
 }
 
 /// The message that confirms a new sign-in address of an account (`from`: its address now).
@@ -150,14 +145,29 @@ pub fn email_change_message(
     hours: i64,
     now: Timestamp,
 ) -> OutboxMessage {
+    staff_message(
+        (team, to),
+        "Confirm your new sign-in address".to_owned(),
+        format!(
+            "Hello,\n\nThe licensing dashboard account {from} asked to sign in with this address from now on.\n\nTo confirm, open this link (it works once, within {hours} hours):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: nothing changes.\n"
+        ),
+        now,
+    )
+}
+
+/// A message to a staff member's address `to` of `team`, due at once.
+fn staff_message(
+    (team, to): (licensing_core::TeamId, &str),
+    subject: String,
+    body: String,
+    now: Timestamp,
+) -> OutboxMessage {
     OutboxMessage {
         id: MessageId::new(),
         team_id: team,
         to: to.to_owned(),
-        subject: "Confirm your new sign-in address".to_owned(),
-        body: format!(
-            "Hello,\n\nThe licensing dashboard account {from} asked to sign in with this address from now on.\n\nTo confirm, open this link (it works once, within {hours} hours):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: nothing changes.\n"
-        ),
+        subject,
+        body,
         attempts: 0,
         next_attempt_at: now,
         last_error: None,

@@ -44,50 +44,45 @@ impl RequestLogStore for MemoryStore {
 
     async fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64> {
         self.with(|s| {
-            let count = s.requests.len();
-            let mut order: Vec<usize> = (0..s.requests.len()).collect();
-            order.sort_by(|&a, &b| s.requests[b].at.cmp(&s.requests[a].at).then(b.cmp(&a)));
-            let mut kept: HashMap<(TeamId, crate::LicenseId), u64> = HashMap::new();
-            let mut keep = vec![false; s.requests.len()];
-            for i in order {
-                let e = &s.requests[i];
-                let n = kept.entry((e.team_id, e.license_id)).or_default();
-                if *n < per_license {
-                    *n += 1;
-                    keep[i] = true;
-                }
-            }
-            let mut i = 0;
-            s.requests.retain(|_| {
-                i += 1;
-                keep[i - 1]
-            });
-            Ok((count - s.requests.len()) as u64)
+            Ok(keep_newest(&mut s.requests, per_license, |e| {
+                (e.team_id, Some(e.license_id))
+            }))
         })
     }
 
     async fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64> {
         self.with(|s| {
-            let count = s.requests.len();
+            let count = s.requests.len() as u64;
             s.requests.retain(|e| e.at >= before);
-            // Newest first per team: keep the first `per_team` of each.
-            let mut order: Vec<usize> = (0..s.requests.len()).collect();
-            order.sort_by(|&a, &b| s.requests[b].at.cmp(&s.requests[a].at).then(b.cmp(&a)));
-            let mut kept: HashMap<TeamId, u64> = HashMap::new();
-            let mut keep = vec![false; s.requests.len()];
-            for i in order {
-                let n = kept.entry(s.requests[i].team_id).or_default();
-                if *n < per_team {
-                    *n += 1;
-                    keep[i] = true;
-                }
-            }
-            let mut i = 0;
-            s.requests.retain(|_| {
-                i += 1;
-                keep[i - 1]
-            });
-            Ok((count - s.requests.len()) as u64)
+            keep_newest(&mut s.requests, per_team, |e| (e.team_id, None));
+            Ok(count - s.requests.len() as u64)
         })
     }
+}
+
+/// Keeps the newest `cap` entries of each group `group_of` names (the later added first among
+/// entries of one time); how many went.
+fn keep_newest(
+    requests: &mut Vec<RequestLogEntry>,
+    cap: u64,
+    group_of: impl Fn(&RequestLogEntry) -> (TeamId, Option<crate::LicenseId>),
+) -> u64 {
+    let count = requests.len();
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_by(|&a, &b| requests[b].at.cmp(&requests[a].at).then(b.cmp(&a)));
+    let mut kept: HashMap<(TeamId, Option<crate::LicenseId>), u64> = HashMap::new();
+    let mut keep = vec![false; requests.len()];
+    for i in order {
+        let n = kept.entry(group_of(&requests[i])).or_default();
+        if *n < cap {
+            *n += 1;
+            keep[i] = true;
+        }
+    }
+    let mut i = 0;
+    requests.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    (count - requests.len()) as u64
 }
