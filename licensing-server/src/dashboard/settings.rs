@@ -197,11 +197,8 @@ pub(crate) async fn create_next(ctx: &Ctx, staff: &Staff) -> Response {
 /// `GET /dashboard/settings/signing-keys/{kid}/activate`: the confirmation.
 pub(crate) async fn confirm_activate(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
     let outcome = async {
-        let kid = kid(text)?;
-        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
-        let key = keys
-            .iter()
-            .find(|k| k.kid == kid.as_str() && k.state == SigningKeyState::Next)
+        let key = signing_key(ctx, staff, text, |k| k.state == SigningKeyState::Next)
+            .await?
             .ok_or_else(|| Failure::new(404, "There is no such next signing key."))?;
         Ok(page::confirm(
             staff,
@@ -260,14 +257,25 @@ fn kid(text: &str) -> Result<Kid, Failure> {
     page::id_of(text, "signing key")
 }
 
+/// The team's signing key named by the path's `text`, when it is one `wanted` accepts.
+async fn signing_key(
+    ctx: &Ctx,
+    staff: &Staff,
+    text: &str,
+    wanted: impl Fn(&SigningKey) -> bool,
+) -> Result<Option<SigningKey>, Failure> {
+    let kid = kid(text)?;
+    let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+    Ok(keys
+        .into_iter()
+        .find(|k| k.kid == kid.as_str() && wanted(k)))
+}
+
 /// `GET /dashboard/settings/signing-keys/{kid}/retire`: the confirmation.
 pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Response {
     let outcome = async {
-        let kid = kid(text)?;
-        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
-        let key = keys
-            .iter()
-            .find(|k| k.kid == kid.as_str() && !k.active)
+        let key = signing_key(ctx, staff, text, |k| !k.active)
+            .await?
             .ok_or_else(|| Failure::new(404, "There is no such former or next signing key."))?;
         Ok(page::confirm(
             staff,

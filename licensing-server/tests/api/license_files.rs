@@ -18,6 +18,14 @@ fn opened(
     serde_json::from_slice(&file.open(s_keys, key, machine).unwrap()).unwrap()
 }
 
+/// A file's `issuedAt` and `expiresAt`, as read from its view.
+fn issued_and_expiry(file: &Value) -> (licensing_core::Timestamp, licensing_core::Timestamp) {
+    (
+        serde_json::from_value(file["issuedAt"].clone()).unwrap(),
+        serde_json::from_value(file["expiresAt"].clone()).unwrap(),
+    )
+}
+
 /// The payload of `certificate` as Python's `cryptography` reads it from the format's
 /// description alone (armor, envelope, Ed25519 over the prefixed `enc`, AES-256-GCM under
 /// SHA-256 of the license key and machine); `None` when the package is missing (a notice; a
@@ -298,12 +306,6 @@ async fn license_files_are_issued_in_the_documented_format() {
 async fn a_file_ends_with_its_license() {
     let s = TestServer::start().await;
     let keys = s.public_keys().await;
-    let expiry_of = |issued: &Value| -> (licensing_core::Timestamp, licensing_core::Timestamp) {
-        (
-            serde_json::from_value(issued["issuedAt"].clone()).unwrap(),
-            serde_json::from_value(issued["expiresAt"].clone()).unwrap(),
-        )
-    };
     let file_url = |license: &Value| {
         s.dev(&format!(
             "licenses/id/{}/file",
@@ -323,7 +325,7 @@ async fn a_file_ends_with_its_license() {
         let issued = s.post(&file_url(&unstarted), &body.to_string()).await;
         assert_eq!(issued.status, 201, "{}", issued.body);
         let issued = issued.ok().clone();
-        let (at, expiry) = expiry_of(&issued);
+        let (at, expiry) = issued_and_expiry(&issued);
         assert_eq!(expiry, at.plus_days(1), "{body}");
         let payload = opened(&keys, issued["certificate"].as_str().unwrap(), key, None);
         assert_eq!(payload["meta"]["expiry"], issued["expiresAt"]);
@@ -345,7 +347,7 @@ async fn a_file_ends_with_its_license() {
         .await
         .ok()
         .clone();
-    let (at, expiry) = expiry_of(&short);
+    let (at, expiry) = issued_and_expiry(&short);
     assert_eq!(expiry, at.plus_seconds(3600));
 
     // A dated license: its date ends the file.
@@ -360,7 +362,7 @@ async fn a_file_ends_with_its_license() {
         .await
         .ok()
         .clone();
-    let (at, expiry) = expiry_of(&issued);
+    let (at, expiry) = issued_and_expiry(&issued);
     assert_eq!(expiry, at.plus_days(1));
     // A license that never expires, without a ttl: a file without an expiry.
     let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
@@ -484,13 +486,8 @@ async fn checkout_answers_a_verify_and_a_machine_file() {
             )
             .await;
         let file = &answer.valid()["licenseFile"];
-        let issued: licensing_core::Timestamp =
-            serde_json::from_value(file["issuedAt"].clone()).unwrap();
-        assert_eq!(
-            file["expiresAt"],
-            serde_json::to_value(issued.plus_days(30)).unwrap(),
-            "{ttl}"
-        );
+        let (issued, expiry) = issued_and_expiry(file);
+        assert_eq!(expiry, issued.plus_days(30), "{ttl}");
         let payload = opened(
             &keys,
             file["certificate"].as_str().unwrap(),
@@ -513,13 +510,8 @@ async fn checkout_answers_a_verify_and_a_machine_file() {
             None,
         )
         .await;
-    let file = &answer.valid()["licenseFile"];
-    let issued: licensing_core::Timestamp =
-        serde_json::from_value(file["issuedAt"].clone()).unwrap();
-    assert_eq!(
-        file["expiresAt"],
-        serde_json::to_value(issued.plus_seconds(7200)).unwrap()
-    );
+    let (issued, expiry) = issued_and_expiry(&answer.valid()["licenseFile"]);
+    assert_eq!(expiry, issued.plus_seconds(7200));
     // A team may turn checkout off.
     s.put(&s.dev("settings"), r#"{"checkoutEnabled":false}"#)
         .await
