@@ -48,9 +48,12 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
         // The kept answers' files, inside the store's directory, are copied as they are (an
         // append-only file holds nothing stale); a store not opened since its answers had a
         // sled database of their own has that database rewritten alike.
-        let log = db.join(super::answer_log::LOG_DIR);
-        if log.exists() {
-            let to = fresh.join(super::answer_log::LOG_DIR);
+        for files in [super::kept_files::DIR, super::answer_log::LOG_DIR] {
+            let log = db.join(files);
+            if !log.exists() {
+                continue;
+            }
+            let to = fresh.join(files);
             std::fs::create_dir_all(&to).map_err(io)?;
             for entry in std::fs::read_dir(&log).map_err(io)? {
                 let entry = entry.map_err(io)?;
@@ -106,6 +109,12 @@ pub(crate) fn finish_compaction(data_dir: &Path) -> StoreResult<()> {
 mod tests {
     use super::*;
 
+    /// Opens a database closed a moment ago (its lock may not be free yet).
+    fn reopen(path: impl AsRef<Path>) -> sled::Db {
+        let config = sled::Config::new().path(path.as_ref());
+        super::super::open_db(&config, super::super::REOPEN_LOCK_WAIT).unwrap()
+    }
+
     #[test]
     fn a_compacted_store_keeps_every_record_and_no_earlier_version() {
         let dir = tempfile::tempdir().unwrap();
@@ -124,19 +133,32 @@ mod tests {
                 .unwrap();
             answers.insert(b"answer", b"replaced".as_slice()).unwrap();
             answers.flush().unwrap();
-            let log = db_dir.join(crate::store::sled::answer_log::LOG_DIR);
-            std::fs::create_dir(&log).unwrap();
-            std::fs::write(log.join("20000.log"), b"frames").unwrap();
+            for files in [
+                super::super::kept_files::DIR,
+                super::super::answer_log::LOG_DIR,
+            ] {
+                let log = db_dir.join(files);
+                std::fs::create_dir(&log).unwrap();
+                std::fs::write(log.join("20000.log"), files).unwrap();
+            }
         }
         compact(dir.path()).unwrap();
-        let log = db_dir.join(crate::store::sled::answer_log::LOG_DIR);
-        assert_eq!(std::fs::read(log.join("20000.log")).unwrap(), b"frames");
-        let db = sled::open(&db_dir).unwrap();
+        for files in [
+            super::super::kept_files::DIR,
+            super::super::answer_log::LOG_DIR,
+        ] {
+            let log = db_dir.join(files);
+            assert_eq!(
+                std::fs::read(log.join("20000.log")).unwrap(),
+                files.as_bytes()
+            );
+        }
+        let db = reopen(&db_dir);
         let tree = db.open_tree("data").unwrap();
         assert_eq!(tree.get(b"team").unwrap().unwrap().as_ref(), b"sealed");
         assert_eq!(tree.get(b"other").unwrap().unwrap().as_ref(), b"kept");
         drop((tree, db));
-        let answers = sled::open(db_dir.join("answers")).unwrap();
+        let answers = reopen(db_dir.join("answers"));
         assert_eq!(
             answers.get(b"answer").unwrap().unwrap().as_ref(),
             b"replaced"
@@ -162,7 +184,7 @@ mod tests {
         }
         std::fs::create_dir(dir.path().join("db.old")).unwrap();
         finish_compaction(dir.path()).unwrap();
-        let db = sled::open(dir.path().join("db")).unwrap();
+        let db = reopen(dir.path().join("db"));
         assert_eq!(db.get(b"k").unwrap().unwrap().as_ref(), b"v");
         assert!(!dir.path().join("db.old").exists());
     }

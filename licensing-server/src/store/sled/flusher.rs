@@ -123,24 +123,35 @@ pub(super) fn write_refreshes(tx: Tx<'_>, applied: &AtomicU64) -> StoreResult<()
     Ok(())
 }
 
+/// What the flusher writes and makes durable: the records (and the license tables the
+/// refreshes it writes update), and the kept answers' files.
+pub(super) struct FlushTargets {
+    pub(super) tree: sled::Tree,
+    pub(super) tables: Arc<LicenseTables>,
+    pub(super) kept: Arc<super::idempotency::Kept>,
+}
+
 /// The flusher thread: when asked, or every 500 ms when there is something to write, flushes
-/// what was applied (under the gate, exclusively) and publishes how far it reached, then applies
+/// what was applied (under the gate, exclusively), appends and syncs the kept answers queued
+/// before (`idempotency.rs`), and publishes how far it reached, then applies
 /// the waiting refreshes (stripe by stripe, under each stripe's lock, flushing between stripes
 /// when a step asks), which the next round flushes.
 pub(super) fn run_flusher(
-    tree: sled::Tree,
-    tables: Arc<LicenseTables>,
+    targets: FlushTargets,
     locks: Arc<Locks>,
     applied: Arc<AtomicU64>,
     refreshes: Arc<Refreshes>,
     flusher: Arc<Flusher>,
     progress: watch::Sender<FlushState>,
 ) {
+    let FlushTargets { tree, tables, kept } = targets;
     let flush = |covered: u64| {
         let gate = locks.gate.blocking_write();
         let target = applied.load(Ordering::Acquire);
-        let result = tree.flush();
+        let result = tree.flush().map_err(|e| e.to_string());
         drop(gate);
+        // The kept answers counted up to `target` were queued before they were counted.
+        let result = result.and_then(|_| kept.write().map_err(|e| e.to_string()));
         let state = match result {
             Ok(_) => FlushState {
                 covered: target,
@@ -150,7 +161,7 @@ pub(super) fn run_flusher(
                 tracing::error!(error = %e, "store flush failed");
                 FlushState {
                     covered,
-                    failure: Some(Arc::from(e.to_string())),
+                    failure: Some(Arc::from(e)),
                 }
             }
         };

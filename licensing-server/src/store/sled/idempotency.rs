@@ -1,22 +1,30 @@
 //! Idempotency keys (protocol.md section 6).
 //!
-//! A running claim lives in this process's memory ([`Running`]): a sled store belongs to one
-//! process, and a claim whose process stopped is free again when the store opens. Kept answers
-//! live among the records (`J | day | name`, the day of the claim first so that the purge drops
-//! whole days), where a write's own atomic step can reach them:
+//! What a claim needs is in this process's memory ([`Kept`]): the running claims (a sled store
+//! belongs to one process, and a claim whose process stopped is free again when the store
+//! opens), where each kept answer is in its file (`kept_files.rs`), and the claims whose write
+//! landed without an answer. A claim of a new key reads nothing from disk. On disk:
 //! - a write made under a claim (its journal carries [`KeyedWrite`]) marks the claim applied in
-//!   its own batch, and does not wait for a flush;
-//! - keeping the answer is one batch applied after it; the request waits for the flush that
-//!   covers it, which covers the write too (batches are applied, and recovered after a crash,
-//!   in order). So one flush makes the write and its answer durable before the reply, and a
-//!   crash before it leaves neither, or the write marked applied without an answer
-//!   ([`Claim::AnswerLost`]: never run twice).
+//!   its own batch (`J | day | name`, the day of the claim first so that the purge drops whole
+//!   days), and does not wait for a flush;
+//! - its answer is queued after that batch is applied, and counted like a batch: the flush
+//!   the request waits for makes the records (the write and its mark) durable, then appends
+//!   the answers queued before it to their day's file in one write and syncs it, before the
+//!   reply (one sync of the records and one of the answers per round of the flusher, however
+//!   many requests it covers);
+//! - at open an answer is believed only where its mark is among the records: a crash that kept
+//!   the answer but not the write leaves the key free, one that kept the write but not the
+//!   answer leaves it applied without an answer ([`Claim::AnswerLost`]: never run twice).
 //!
-//! An answer's name is SHA-256 of `owner|0|key`. Earlier stores kept answers in files of their
-//! own (`kept-answers/`), in a sled database of their own (`answers`), or among the records
-//! under another tag (`Y|name`); [`take_over`] moves them here when the store opens.
+//! An answer that no write marked (a refusal, which writes nothing) has its mark written with
+//! it. An answer's name is SHA-256 of `owner|0|key`. Earlier stores kept answers among the
+//! records (`J|day|name`, holding the answer; before that `Y|name`), in a sled database of
+//! their own (`answers`), or in files without marks (`kept-answers/`); [`open`] moves them to
+//! the files when the store opens.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -24,11 +32,15 @@ use licensing_core::idempotency::{
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
+use super::kept_files::{Appender, Frame, Index, NAME, day_of};
 use super::keys::{key, tag};
 use super::{SledStore, Tx, backend};
 
+/// An answer's name: SHA-256 of `owner|0|key`.
+type Name = [u8; NAME];
+
 /// SHA-256 of `owner|0|key` (an owner holds no NUL, a key only visible ASCII).
-fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> [u8; 32] {
+fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> Name {
     use sha2::Digest as _;
     sha2::Sha256::digest(key(&[
         owner.as_str().as_bytes(),
@@ -38,16 +50,10 @@ fn name(owner: &IdempotencyOwner, k: &IdempotencyKey) -> [u8; 32] {
     .into()
 }
 
-/// The day (since 1970) of `at`.
-fn day_of(at: Timestamp) -> u32 {
-    u32::try_from(at.as_millis().div_euclid(86_400_000).max(0)).unwrap_or(u32::MAX)
-}
-
-/// Where the answer of a claim made at `claimed_at` named `name` is kept.
-fn kept_key(claimed_at: Timestamp, name: &[u8]) -> Vec<u8> {
+/// Where the mark of a claim made at `claimed_at` named `name` is.
+fn mark_key(claimed_at: Timestamp, name: &[u8]) -> Vec<u8> {
     key(&[&[tag::KEPT], &day_of(claimed_at).to_be_bytes(), name])
 }
-
 /// The directory of the kept answers' sled database, where stores before the answers' files
 /// kept them.
 pub(crate) const ANSWERS_DIR: &str = "answers";
@@ -56,7 +62,22 @@ pub(crate) const ANSWERS_DIR: &str = "answers";
 /// running claims down), `2` applied without an answer, or `1 | status (2) | content type |
 /// header count (1) | (name, value) each | body`, each text as `length (2) | bytes`.
 fn encode(record: &IdempotencyRecord) -> Vec<u8> {
-    let extra = record.answer.as_ref().map_or(0, |a| {
+    encode_parts(
+        record.fingerprint,
+        record.created_at,
+        record.answer.as_ref(),
+        record.applied,
+    )
+}
+
+/// [`encode`], of a record's parts.
+fn encode_parts(
+    fingerprint: Fingerprint,
+    created_at: Timestamp,
+    answer: Option<&KeptAnswer>,
+    applied: bool,
+) -> Vec<u8> {
+    let extra = answer.map_or(0, |a| {
         8 + a.content_type.len()
             + a.headers
                 .iter()
@@ -65,10 +86,10 @@ fn encode(record: &IdempotencyRecord) -> Vec<u8> {
             + a.body.len()
     });
     let mut out = Vec::with_capacity(41 + extra);
-    out.extend_from_slice(&record.fingerprint.0);
-    out.extend_from_slice(&record.created_at.as_millis().to_be_bytes());
-    match &record.answer {
-        None => out.push(if record.applied { 2 } else { 0 }),
+    out.extend_from_slice(&fingerprint.0);
+    out.extend_from_slice(&created_at.as_millis().to_be_bytes());
+    match answer {
+        None => out.push(if applied { 2 } else { 0 }),
         Some(answer) => {
             out.push(1);
             out.extend_from_slice(&answer.status.to_be_bytes());
@@ -152,95 +173,270 @@ fn decode(v: &[u8]) -> StoreResult<IdempotencyRecord> {
     })
 }
 
-/// Running claims: fingerprint and claim time, by name.
-type Claims = HashMap<[u8; 32], (Fingerprint, Timestamp)>;
-
-/// The claims whose requests run in this process.
-#[derive(Default)]
-pub(super) struct Running {
-    claims: std::sync::Mutex<Claims>,
+/// A claim this process holds, or one whose answer was lost.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    /// Its request runs; `applied` once a write made under it is applied. `superseded`: the
+    /// claim time of the name's record it replaces (expired), when that record's mark is under
+    /// another day, for the answer's batch to delete (a name has one mark).
+    Running {
+        fingerprint: Fingerprint,
+        created_at: Timestamp,
+        applied: bool,
+        superseded: Option<Timestamp>,
+    },
+    /// Its write landed and its answer was not kept (a crash, or a failure to keep it).
+    Lost {
+        fingerprint: Fingerprint,
+        created_at: Timestamp,
+    },
 }
 
-impl Running {
+/// What [`Kept`]'s lock guards.
+struct Claims {
+    held: HashMap<Name, Held>,
+    /// Where the kept answers are: a key never seen, which is what almost every claim is, is
+    /// told from memory without reading anything.
+    index: Index,
+}
+
+/// An answer waiting for the flusher to append it.
+struct Queued {
+    name: Name,
+    created: Timestamp,
+    record: Vec<u8>,
+}
+
+/// The claims of this process and the kept answers' files.
+pub(super) struct Kept {
+    claims: Mutex<Claims>,
+    /// Taken before `claims` when both are.
+    appender: Mutex<Appender>,
+    /// Answers kept since the flusher's last round.
+    queue: Mutex<Vec<Queued>>,
+}
+
+fn poisoned<T>(_: T) -> StoreError {
+    StoreError::backend("idempotency claims lock poisoned")
+}
+
+impl Kept {
     fn lock(&self) -> StoreResult<std::sync::MutexGuard<'_, Claims>> {
-        self.claims
-            .lock()
-            .map_err(|_| StoreError::backend("idempotency claims lock poisoned"))
+        self.claims.lock().map_err(poisoned)
+    }
+
+    fn appender(&self) -> StoreResult<std::sync::MutexGuard<'_, Appender>> {
+        self.appender.lock().map_err(poisoned)
+    }
+
+    /// Appends the answers kept since the last round to their files, in one write, makes them
+    /// durable, and notes where they are: from then claims find them. The flusher calls it after
+    /// each flush of the records. What fails is tried again by the next round.
+    pub(super) fn write(&self) -> StoreResult<()> {
+        let queued = std::mem::take(&mut *self.queue.lock().map_err(poisoned)?);
+        let (appended, files) = {
+            let mut appender = self.appender()?;
+            let frames: Vec<Frame<'_>> = queued
+                .iter()
+                .map(|q| Frame {
+                    name: &q.name,
+                    created: q.created,
+                    record: &q.record,
+                })
+                .collect();
+            let appended = match appender.append(&frames) {
+                Ok(appended) => appended,
+                Err(e) => {
+                    drop(frames);
+                    let mut queue = self.queue.lock().map_err(poisoned)?;
+                    let later = std::mem::replace(&mut *queue, queued);
+                    queue.extend(later);
+                    return Err(e);
+                }
+            };
+            (appended, appender.take_unsynced())
+        };
+        if let Err(e) = super::kept_files::sync_files(&files) {
+            self.appender()?.unsynced_again(&files);
+            return Err(e);
+        }
+        if !appended.is_empty() {
+            let mut claims = self.lock()?;
+            for answer in &appended {
+                claims.index.note(answer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes that a write made under the claim named `name` is applied.
+    pub(super) fn applied(&self, name: &Name, fingerprint: Fingerprint) -> StoreResult<()> {
+        if let Some(Held::Running {
+            fingerprint: f,
+            applied,
+            ..
+        }) = self.lock()?.held.get_mut(name)
+            && *f == fingerprint
+        {
+            *applied = true;
+        }
+        Ok(())
+    }
+
+    /// Bytes the kept answers' files take.
+    pub(super) fn on_disk(&self) -> StoreResult<u64> {
+        Ok(self.appender()?.on_disk())
+    }
+
+    /// How many answers the files hold, and their bytes after the name.
+    pub(super) fn usage(&self) -> StoreResult<(u64, u64)> {
+        Ok(self.lock()?.index.usage())
     }
 }
 
 impl Tx<'_> {
-    /// Marks the claim a write runs under applied, in the write's own batch.
-    pub(super) fn mark_applied(&mut self, keyed: &KeyedWrite) {
+    /// Marks the claim a write runs under applied, in the write's own batch; its name.
+    pub(super) fn mark_applied(&mut self, keyed: &KeyedWrite) -> Name {
         let name = name(&keyed.owner, &keyed.key);
-        self.put(kept_key(keyed.claimed_at, &name), encode(&keyed.applied()));
+        self.put(mark_key(keyed.claimed_at, &name), encode(&keyed.applied()));
+        name
     }
 }
 
-/// Moves the kept answers of stores written by earlier versions among the records (`J|day|name`)
-/// and removes where they were, made durable first; how many. A crash in between moves them
-/// again at the next open (an answer written twice is read once).
-pub(super) fn take_over(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreResult<usize> {
-    let mut moved: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+/// Opens the kept answers of the store in `dir` (temporary files when it has none) beside its
+/// records `tree`: moves what earlier stores kept elsewhere to the files (durably, then removes
+/// it), and reads the marks and the files.
+pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreResult<Kept> {
+    // Every mark, and the answers kept among the records by earlier stores.
+    let mut marks: HashMap<Name, (Fingerprint, Timestamp)> = HashMap::new();
+    let mut moved: Vec<(Name, IdempotencyRecord)> = Vec::new();
+    for entry in tree.scan_prefix([tag::KEPT]) {
+        let (k, v) = entry.map_err(backend)?;
+        let Some(name) = k.get(5..).and_then(|n| Name::try_from(n).ok()) else {
+            continue;
+        };
+        let record = decode(&v)?;
+        marks.insert(name, (record.fingerprint, record.created_at));
+        if record.answer.is_some() {
+            moved.push((name, record));
+        }
+    }
+    let older = older_answers(tree, dir)?;
+    let from_elsewhere = !older.is_empty();
+    for (name, v) in older {
+        let (Ok(name), Ok(record)) = (Name::try_from(name.as_slice()), decode(&v)) else {
+            continue;
+        };
+        if record.answer.is_some() {
+            marks.insert(name, (record.fingerprint, record.created_at));
+            moved.push((name, record));
+        }
+    }
+    let mut answered = HashSet::new();
+    let (mut appender, mut index) = Appender::open(dir, |name| {
+        let believed = marks.contains_key(name);
+        if believed {
+            answered.extend(Name::try_from(name).ok());
+        }
+        believed
+    })?;
+    if !moved.is_empty() {
+        let mut batch = sled::Batch::default();
+        for (name, record) in &moved {
+            let encoded = encode(record);
+            let frame = Frame {
+                name,
+                created: record.created_at,
+                record: &encoded,
+            };
+            for appended in appender.append(&[frame])? {
+                index.note(&appended);
+            }
+            answered.insert(*name);
+            let mark = IdempotencyRecord {
+                answer: None,
+                ..record.clone()
+            };
+            batch.insert(mark_key(record.created_at, name), encode(&mark));
+        }
+        appender.sync()?;
+        // The old places go once the answers and their marks are durable.
+        for k in tree.scan_prefix([tag::IDEMPOTENCY]).keys() {
+            batch.remove(k.map_err(backend)?);
+        }
+        for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
+            batch.remove(index.map_err(backend)?);
+        }
+        tree.apply_batch(batch).map_err(backend)?;
+        tree.flush().map_err(backend)?;
+        tracing::info!(
+            moved = moved.len(),
+            "kept idempotent answers moved to their files"
+        );
+    }
+    if from_elsewhere && let Some(dir) = dir {
+        let answers_db = dir.join(ANSWERS_DIR);
+        if answers_db.exists() {
+            std::fs::remove_dir_all(&answers_db).map_err(backend)?;
+        }
+        super::answer_log::remove(dir)?;
+    }
+    let held = marks
+        .into_iter()
+        .filter(|(name, _)| !answered.contains(name))
+        .map(|(name, (fingerprint, created_at))| {
+            let lost = Held::Lost {
+                fingerprint,
+                created_at,
+            };
+            (name, lost)
+        })
+        .collect();
+    Ok(Kept {
+        claims: Mutex::new(Claims { held, index }),
+        appender: Mutex::new(appender),
+        queue: Mutex::new(Vec::new()),
+    })
+}
+
+/// The answers earlier stores kept apart from the marks: `(name, encoded record)`.
+fn older_answers(
+    tree: &sled::Tree,
+    dir: Option<&std::path::Path>,
+) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     // Among the records under the tag of the first stores, with an entry by time.
     for entry in tree.scan_prefix([tag::IDEMPOTENCY]) {
         let (k, v) = entry.map_err(backend)?;
-        moved.push((k[1..].to_vec(), v.to_vec()));
+        found.push((k[1..].to_vec(), v.to_vec()));
     }
-    let answers_db = dir.map(|d| d.join(ANSWERS_DIR)).filter(|p| p.exists());
-    if let Some(path) = &answers_db {
-        let db = super::open_db(&sled::Config::new().path(path), super::REOPEN_LOCK_WAIT)?;
+    let Some(dir) = dir else {
+        return Ok(found);
+    };
+    let answers_db = dir.join(ANSWERS_DIR);
+    if answers_db.exists() {
+        let db = super::open_db(
+            &sled::Config::new().path(&answers_db),
+            super::REOPEN_LOCK_WAIT,
+        )?;
         for entry in db.iter() {
             let (k, v) = entry.map_err(backend)?;
-            moved.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
+            found.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
         }
     }
-    let files = match dir {
-        Some(dir) => super::answer_log::read_all(dir)?,
-        None => Vec::new(),
-    };
-    moved.extend(files);
-    let mut batch = sled::Batch::default();
-    let mut count = 0;
-    for (name, record) in &moved {
-        let Some(created) = created_of(record) else {
-            continue;
-        };
-        batch.insert(kept_key(created, name), record.as_slice());
-        count += 1;
-    }
-    for k in tree.scan_prefix([tag::IDEMPOTENCY]).keys() {
-        batch.remove(k.map_err(backend)?);
-    }
-    for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
-        batch.remove(index.map_err(backend)?);
-    }
-    tree.apply_batch(batch).map_err(backend)?;
-    tree.flush().map_err(backend)?;
-    if let Some(path) = answers_db {
-        std::fs::remove_dir_all(&path).map_err(backend)?;
-    }
-    if let Some(dir) = dir {
-        super::answer_log::remove(dir)?;
-    }
-    Ok(count)
+    found.extend(super::answer_log::read_all(dir)?);
+    Ok(found)
 }
 
 impl SledStore {
-    /// The kept record of `name`, claimed today or the day before (a key is kept 24 hours).
-    fn kept(&self, name: &[u8], now: Timestamp) -> StoreResult<Option<IdempotencyRecord>> {
-        let today = day_of(now);
-        for day in [today, today.saturating_sub(1)] {
-            let k = key(&[&[tag::KEPT], &day.to_be_bytes(), name]);
-            if let Some(v) = self.inner.tree.get(k).map_err(backend)? {
-                return decode(&v).map(Some);
-            }
-        }
-        Ok(None)
+    /// Bytes the kept answers' files take.
+    pub(super) fn answers_on_disk(&self) -> StoreResult<u64> {
+        self.inner.kept.on_disk()
     }
 }
 
-// A claim is decided under the lock of this process's claims, from them and the records.
+// A claim is decided under the lock of this process's claims, from them and the index of the
+// kept answers.
 impl IdempotencyStore for SledStore {
     async fn claim_idempotency_key(
         &self,
@@ -250,19 +446,51 @@ impl IdempotencyStore for SledStore {
         now: Timestamp,
     ) -> StoreResult<Claim> {
         let name = name(owner, k);
-        let mut claims = self.inner.running_claims.lock()?;
-        let existing = match claims.get(&name) {
-            Some(&(fingerprint, created_at)) => Some(IdempotencyRecord {
+        let mut claims = self.inner.kept.lock()?;
+        let (existing, running_applied) = match claims.held.get(&name) {
+            Some(&Held::Running {
                 fingerprint,
                 created_at,
-                answer: None,
-                applied: false,
-            }),
-            None => self.kept(&name, now)?,
+                applied,
+                ..
+            }) => {
+                let running = IdempotencyRecord {
+                    fingerprint,
+                    created_at,
+                    answer: None,
+                    applied: false,
+                };
+                (Some(running), applied)
+            }
+            Some(&Held::Lost {
+                fingerprint,
+                created_at,
+            }) => {
+                let lost = IdempotencyRecord {
+                    fingerprint,
+                    created_at,
+                    answer: None,
+                    applied: true,
+                };
+                (Some(lost), false)
+            }
+            None => (claims.index.find(&name, decode)?, false),
         };
-        let claim = Claim::decide(existing.as_ref(), fingerprint, now);
+        let claim = match Claim::decide(existing.as_ref(), fingerprint, now) {
+            // A request whose write landed is never run again, however long it takes to end.
+            Claim::Run if running_applied => Claim::InUse,
+            claim => claim,
+        };
         if claim == Claim::Run {
-            claims.insert(name, (fingerprint, now));
+            let running = Held::Running {
+                fingerprint,
+                created_at: now,
+                applied: false,
+                superseded: existing
+                    .map(|r| r.created_at)
+                    .filter(|at| day_of(*at) != day_of(now)),
+            };
+            claims.held.insert(name, running);
         }
         Ok(claim)
     }
@@ -275,41 +503,49 @@ impl IdempotencyStore for SledStore {
         answer: &KeptAnswer,
     ) -> StoreResult<()> {
         let name = name(owner, k);
-        let Some(created_at) = ({
-            let claims = self.inner.running_claims.lock()?;
-            claims
-                .get(&name)
-                .filter(|(claimed, _)| *claimed == fingerprint)
-                .map(|&(_, created_at)| created_at)
+        let kept = &self.inner.kept;
+        let Some((created_at, applied, superseded)) = (match kept.lock()?.held.get(&name) {
+            Some(&Held::Running {
+                fingerprint: f,
+                created_at,
+                applied,
+                superseded,
+            }) if f == fingerprint => Some((created_at, applied, superseded)),
+            _ => None,
         }) else {
             return Ok(());
         };
-        let record = IdempotencyRecord {
-            fingerprint,
-            created_at,
-            answer: Some(answer.clone()),
-            applied: true,
+        if !applied || superseded.is_some() {
+            // No write marked it (a refusal writes nothing): its mark goes first. The mark of
+            // an expired record of the name under another day goes with it.
+            let mut tx = self.tx();
+            if !applied {
+                let mark = encode_parts(fingerprint, created_at, None, true);
+                tx.put(mark_key(created_at, &name), mark);
+            }
+            if let Some(old) = superseded {
+                tx.del(mark_key(old, &name));
+            }
+            self.commit(tx).await?;
+            kept.applied(&name, fingerprint)?;
+        }
+        let queued = Queued {
+            name,
+            created: created_at,
+            record: encode_parts(fingerprint, created_at, Some(answer), true),
         };
-        let mut tx = self.tx();
-        tx.put(kept_key(created_at, &name), encode(&record));
-        // An expired answer of the name, kept the day before, goes (a name has one record).
-        let day_before = key(&[
-            &[tag::KEPT],
-            &day_of(created_at).saturating_sub(1).to_be_bytes(),
-            &name,
-        ]);
-        if self.inner.tree.contains_key(&day_before).map_err(backend)? {
-            tx.del(day_before);
+        kept.queue.lock().map_err(poisoned)?.push(queued);
+        // Counted like a batch: the flush that covers it appends and syncs the answers after
+        // the records (`flusher.rs`), and covers the write and its mark, applied before.
+        let batch = self.inner.applied.fetch_add(1, Ordering::AcqRel) + 1;
+        self.flushed_up_to(batch).await?;
+        // The flusher noted the answer: from here a claim finds it in its file.
+        let mut claims = kept.lock()?;
+        if matches!(claims.held.get(&name), Some(Held::Running { fingerprint: f, .. }) if *f == fingerprint)
+        {
+            claims.held.remove(&name);
         }
-        // Applied after every write of the claim: the flush that covers it covers them.
-        let batch = self.commit(tx).await?;
-        let durable = self.flushed_up_to(batch).await;
-        // From here a claim finds the answer among the records.
-        let mut claims = self.inner.running_claims.lock()?;
-        if claims.get(&name).is_some_and(|(f, _)| *f == fingerprint) {
-            claims.remove(&name);
-        }
-        durable
+        Ok(())
     }
 
     async fn release_idempotency_key(
@@ -319,25 +555,35 @@ impl IdempotencyStore for SledStore {
         fingerprint: Fingerprint,
     ) -> StoreResult<()> {
         let name = name(owner, k);
-        let mut claims = self.inner.running_claims.lock()?;
-        if claims.get(&name).is_some_and(|(f, _)| *f == fingerprint) {
-            claims.remove(&name);
+        let mut claims = self.inner.kept.lock()?;
+        if let Some(&Held::Running {
+            fingerprint: f,
+            created_at,
+            applied,
+            ..
+        }) = claims.held.get(&name)
+            && f == fingerprint
+        {
+            if applied {
+                // Its write landed: never run again.
+                let lost = Held::Lost {
+                    fingerprint,
+                    created_at,
+                };
+                claims.held.insert(name, lost);
+            } else {
+                claims.held.remove(&name);
+            }
         }
         Ok(())
     }
 
     async fn count_kept_secrets(&self) -> StoreResult<u64> {
-        let mut found = 0;
-        for entry in self.inner.tree.scan_prefix([tag::KEPT]) {
-            let (_, v) = entry.map_err(backend)?;
-            if decode(&v)?
+        self.inner.kept.lock()?.index.count(|record| {
+            Ok(decode(record)?
                 .answer
-                .is_some_and(|a| licensing_core::idempotency::holds_secret(&a.body))
-            {
-                found += 1;
-            }
-        }
-        Ok(found)
+                .is_some_and(|a| licensing_core::idempotency::holds_secret(&a.body)))
+        })
     }
 
     async fn purge_idempotency_keys(&self, before: Timestamp, max: u32) -> StoreResult<u64> {
@@ -366,6 +612,19 @@ impl IdempotencyStore for SledStore {
             })
             .await?;
         }
+        // The answers of the marks gone (a file whose answers are all gone is deleted), and the
+        // lost ones.
+        let kept = &self.inner.kept;
+        let mut appender = kept.appender()?;
+        let emptied = {
+            let mut claims = kept.lock()?;
+            claims.held.retain(|_, held| match held {
+                Held::Lost { created_at, .. } => *created_at >= before,
+                Held::Running { .. } => true,
+            });
+            claims.index.purge(before, u64::from(max)).1
+        };
+        appender.remove(&emptied)?;
         Ok(count)
     }
 }
@@ -473,6 +732,83 @@ mod tests {
                     .unwrap(),
                 Claim::Run
             );
+        });
+    }
+
+    /// At open an answer is believed only where its write's mark is among the records: a
+    /// crash can make the answers' file durable and not the write (its mark removed here),
+    /// which leaves the key free; a mark without its answer (the write landed, the answer was
+    /// lost) is never run again.
+    #[test]
+    fn an_answer_is_believed_only_beside_its_mark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let owner = IdempotencyOwner::admin();
+        let [kept, unmarked, lost] =
+            [b"kept".as_slice(), b"unmarked", b"lost"].map(|k| IdempotencyKey::parse(k).unwrap());
+        let (print, other) = (Fingerprint([1; 32]), Fingerprint([2; 32]));
+        let now = Timestamp::now();
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("open");
+            for k in [&kept, &unmarked] {
+                let claim = store.claim_idempotency_key(&owner, k, print, now);
+                assert_eq!(claim.await.unwrap(), Claim::Run);
+                store
+                    .keep_idempotent_answer(&owner, k, print, &answer(k.as_str()))
+                    .await
+                    .unwrap();
+            }
+            let tree = &store.inner.tree;
+            let marks = tree.scan_prefix([tag::KEPT]).count();
+            assert_eq!(marks, 2, "each kept answer has its mark");
+            tree.remove(mark_key(now, &name(&owner, &unmarked)))
+                .unwrap();
+            let keyed = KeyedWrite {
+                owner: owner.clone(),
+                key: lost.clone(),
+                fingerprint: print,
+                claimed_at: now,
+            };
+            tree.insert(
+                mark_key(now, &name(&owner, &lost)),
+                encode(&keyed.applied()),
+            )
+            .unwrap();
+            tree.flush().unwrap();
+        });
+        runtime().block_on(async {
+            let store = SledStore::open(dir.path()).expect("reopen");
+            let claim = |k, print| store.claim_idempotency_key(&owner, k, print, now);
+            assert_eq!(
+                claim(&kept, print).await.unwrap(),
+                Claim::Replay(answer("kept"))
+            );
+            assert_eq!(claim(&lost, print).await.unwrap(), Claim::AnswerLost);
+            assert_eq!(claim(&lost, other).await.unwrap(), Claim::Mismatch);
+            assert_eq!(claim(&unmarked, print).await.unwrap(), Claim::Run);
+        });
+    }
+
+    /// A store written when kept answers lived among the records with their marks
+    /// (`J|day|name` holding the answer) has them moved to the files, its marks left.
+    #[test]
+    fn answers_kept_with_their_marks_are_moved() {
+        let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
+            let db = crate::store::sled::open_db(
+                &sled::Config::new().path(dir),
+                crate::store::sled::REOPEN_LOCK_WAIT,
+            )
+            .expect("raw open");
+            let tree = db.open_tree("data").unwrap();
+            tree.insert(mark_key(record.created_at, name), encode(record))
+                .unwrap();
+            db.flush().unwrap();
+        };
+        an_older_stores_answer_is_replayed(put, |store| {
+            let marks: Vec<_> = store.inner.tree.scan_prefix([tag::KEPT]).collect();
+            assert_eq!(marks.len(), 1);
+            let mark = decode(&marks[0].as_ref().unwrap().1).unwrap();
+            assert!(mark.applied && mark.answer.is_none(), "{mark:?}");
+            assert_eq!(store.inner.kept.usage().unwrap().0, 1);
         });
     }
 

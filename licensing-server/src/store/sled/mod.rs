@@ -45,6 +45,7 @@ mod floating;
 mod flusher;
 mod format;
 mod idempotency;
+mod kept_files;
 mod key_ids;
 mod keys;
 mod layout;
@@ -138,8 +139,8 @@ struct Inner {
     key_ids: key_ids::KeyIds,
     /// Entries read through the index by last use (`seen.rs`).
     seen_reads: seen::Reads,
-    /// Idempotency keys whose writes are running (`idempotency.rs`).
-    running_claims: idempotency::Running,
+    /// Idempotency claims and the kept answers' files (`idempotency.rs`, `kept_files.rs`).
+    kept: Arc<idempotency::Kept>,
 }
 
 /// The default size of sled's page cache, in MiB (sled's own default is 1 GiB). The load
@@ -345,10 +346,7 @@ impl SledStore {
             tree = db.open_tree("data").map_err(backend)?;
         }
         format::upgrade(&tree)?;
-        let moved = idempotency::take_over(&tree, dir)?;
-        if moved > 0 {
-            tracing::info!(moved, "kept idempotent answers moved among the records");
-        }
+        let kept = Arc::new(idempotency::open(&tree, dir)?);
         let locks = Arc::new(Locks::default());
         let applied = Arc::new(AtomicU64::new(0));
         let flusher = Arc::new(Flusher::default());
@@ -356,18 +354,20 @@ impl SledStore {
         let license_tables = Arc::new(LicenseTables::default());
         let (progress, flushed) = watch::channel(FlushState::default());
         let flusher_thread = {
-            let (tree, tables, locks, applied, refreshes, flusher) = (
+            let (tree, tables, locks, applied, refreshes, flusher, kept) = (
                 tree.clone(),
                 license_tables.clone(),
                 locks.clone(),
                 applied.clone(),
                 refreshes.clone(),
                 flusher.clone(),
+                kept.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
                 .spawn(move || {
-                    run_flusher(tree, tables, locks, applied, refreshes, flusher, progress)
+                    let targets = FlushTargets { tree, tables, kept };
+                    run_flusher(targets, locks, applied, refreshes, flusher, progress)
                 })
                 .map_err(backend)?
         };
@@ -384,7 +384,7 @@ impl SledStore {
                 license_tables,
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
-                running_claims: Default::default(),
+                kept,
             }),
         })
     }
@@ -429,7 +429,7 @@ impl SledStore {
 
     /// Bytes the database occupies on disk, kept answers included.
     pub fn size_on_disk(&self) -> StoreResult<u64> {
-        self.inner.db.size_on_disk().map_err(backend)
+        Ok(self.inner.db.size_on_disk().map_err(backend)? + self.answers_on_disk()?)
     }
 
     /// An empty write.
@@ -497,10 +497,11 @@ impl SledStore {
         let mut tx = self.tx();
         let out = f(&mut tx)?;
         tx.journal(journal)?;
-        if let Some(keyed) = &journal.keyed {
-            tx.mark_applied(keyed);
-        }
+        let marked = journal.keyed.as_ref().map(|keyed| tx.mark_applied(keyed));
         let batch = self.commit(tx).await?;
+        if let (Some(name), Some(keyed)) = (marked, &journal.keyed) {
+            self.inner.kept.applied(&name, keyed.fingerprint)?;
+        }
         Ok((out, batch))
     }
 

@@ -25,10 +25,13 @@ pub struct SpaceUse {
 /// The space a store takes: its live entries by kind, largest first, and its files.
 #[derive(Clone, Debug, Default)]
 pub struct Space {
-    /// The records' database, by kind (the kept idempotent answers among them).
+    /// The records' database, by kind, and the kept idempotent answers (in files of their
+    /// own: names as keys, records as values).
     pub kinds: Vec<SpaceUse>,
     /// Bytes the records' database's files take.
     pub records_on_disk: u64,
+    /// Bytes the kept answers' files take.
+    pub answers_on_disk: u64,
 }
 
 impl SpaceUse {
@@ -87,7 +90,7 @@ fn kind(t: u8) -> &'static str {
         tag::ENTITLEMENT => "entitlement",
         tag::FLOATING => "floating session",
         tag::IDEMPOTENCY => "kept answer (first format)",
-        tag::KEPT => "kept answer",
+        tag::KEPT => "kept answer's mark",
         tag::REQUEST_LOG => "request history",
         _ => "other",
     }
@@ -117,10 +120,20 @@ impl SledStore {
                 .add(&k, &v);
         }
         let mut kinds: Vec<SpaceUse> = by_kind.into_values().collect();
+        let (entries, value_bytes) = self.inner.kept.usage()?;
+        if entries > 0 {
+            kinds.push(SpaceUse {
+                kind: "kept answer".to_owned(),
+                entries,
+                key_bytes: entries * super::kept_files::NAME as u64,
+                value_bytes,
+            });
+        }
         kinds.sort_by_key(|k| std::cmp::Reverse(k.bytes()));
         Ok(Space {
             kinds,
             records_on_disk: self.inner.db.size_on_disk().map_err(backend)?,
+            answers_on_disk: self.answers_on_disk()?,
         })
     }
 }
