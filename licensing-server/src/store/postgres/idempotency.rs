@@ -137,24 +137,44 @@ fn unlock(mut conn: PoolConnection<Postgres>, lock: i64) {
     });
 }
 
-/// Marks `keyed`'s row applied in the transaction of the write it runs for (`conn`), and lets
-/// that transaction commit without waiting for the disk: the answer's commit will.
+/// The statement marking a claim's row applied, given its parameters (owner, key,
+/// fingerprint, claim time), which lets the transaction it runs in commit without waiting for
+/// the disk: the answer's commit will. A write's first audit entry carries it in its own
+/// statement (`WITH mark AS (…) INSERT INTO audit_log …`: a data-modifying `WITH` always runs),
+/// so that marking costs no statement of its own.
+macro_rules! mark_sql {
+    ($owner:literal, $key:literal, $fingerprint:literal, $at:literal) => {
+        concat!(
+            "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at, applied)
+             SELECT ", $owner, ", ", $key, ", ", $fingerprint, ", ", $at, ", true
+             FROM (SELECT set_config('synchronous_commit', 'off', true)) AS deferred
+             ON CONFLICT (owner, key) DO UPDATE
+             SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
+                 applied = true, status = NULL, content_type = NULL, headers = NULL, body = NULL"
+        )
+    };
+}
+pub(super) use mark_sql;
+
+/// Binds the parameters of [`mark_sql`] (after the statement's others).
+pub(super) fn bind_mark<'q>(
+    query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    keyed: &'q KeyedWrite,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(keyed.owner.as_str())
+        .bind(keyed.key.as_str())
+        .bind(keyed.fingerprint.0.as_slice())
+        .bind(ms(keyed.claimed_at))
+}
+
+/// Marks `keyed`'s row applied in the transaction of the write it runs for (`conn`), in a
+/// statement of its own (a write without an audit entry).
 pub(super) async fn mark_applied(conn: &mut PgConnection, keyed: &KeyedWrite) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO idempotency_keys (owner, key, fingerprint, created_at, applied)
-         SELECT $1, $2, $3, $4, true
-         FROM (SELECT set_config('synchronous_commit', 'off', true)) AS deferred
-         ON CONFLICT (owner, key) DO UPDATE
-         SET fingerprint = EXCLUDED.fingerprint, created_at = EXCLUDED.created_at,
-             applied = true, status = NULL, content_type = NULL, headers = NULL, body = NULL",
-    )
-    .bind(keyed.owner.as_str())
-    .bind(keyed.key.as_str())
-    .bind(keyed.fingerprint.0.as_slice())
-    .bind(ms(keyed.claimed_at))
-    .execute(conn)
-    .await
-    .map_err(backend)?;
+    bind_mark(sqlx::query(mark_sql!("$1", "$2", "$3", "$4")), keyed)
+        .execute(conn)
+        .await
+        .map_err(backend)?;
     Ok(())
 }
 

@@ -184,7 +184,8 @@ impl PgStore {
 }
 
 /// Inserts a write's journal in its transaction: the audit entries, the webhook events, and
-/// the mark of the idempotency claim it runs under (whose answer's commit makes it durable).
+/// the mark of the idempotency claim it runs under (whose answer's commit makes it durable),
+/// in the first audit entry's statement when there is one.
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
     journal: &licensing_core::store::Journal,
@@ -192,47 +193,62 @@ pub(crate) async fn write_journal(
     for event in &journal.events {
         webhooks::insert_event(&mut *conn, event).await?;
     }
+    let mut mark = journal.keyed.as_ref();
     for entry in &journal.audit {
-        insert_audit(&mut *conn, entry).await?;
+        insert_audit(&mut *conn, entry, mark.take()).await?;
     }
-    if let Some(keyed) = &journal.keyed {
+    if let Some(keyed) = mark {
         idempotency::mark_applied(&mut *conn, keyed).await?;
     }
     Ok(())
 }
 
-/// Inserts one audit entry.
+/// Inserts one audit entry, and marks `mark`'s row applied in the same statement
+/// (`idempotency::mark_sql`).
 async fn insert_audit(
     conn: &mut sqlx::PgConnection,
     e: &licensing_core::model::AuditEntry,
+    mark: Option<&licensing_core::idempotency::KeyedWrite>,
 ) -> StoreResult<()> {
+    macro_rules! insert {
+        () => {
+            "INSERT INTO audit_log
+               (id, team_id, at, actor_kind, actor_id, action, resource_type, resource_id, doc,
+                product_ids)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        };
+    }
+    const MARKED: &str = concat!(
+        "WITH mark AS (",
+        idempotency::mark_sql!("$11", "$12", "$13", "$14"),
+        ") ",
+        insert!()
+    );
     let kind = serde_json::to_value(e.actor.kind)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
-    sqlx::query(
-        "INSERT INTO audit_log
-           (id, team_id, at, actor_kind, actor_id, action, resource_type, resource_id, doc,
-            product_ids)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(e.id.as_uuid())
-    .bind(e.team_id.as_uuid())
-    .bind(ms(e.at))
-    .bind(kind)
-    .bind(e.actor.id)
-    .bind(e.action.as_str())
-    .bind(&e.resource_type)
-    .bind(&e.resource_id)
-    .bind(json(e))
-    .bind(e.product_ids.as_ref().map(|ids| {
-        ids.iter()
-            .map(|p| *p.as_uuid())
-            .collect::<Vec<uuid::Uuid>>()
-    }))
-    .execute(conn)
-    .await
-    .map_err(backend)?;
+    let sql = if mark.is_some() { MARKED } else { insert!() };
+    let query = sqlx::query(sql)
+        .bind(e.id.as_uuid())
+        .bind(e.team_id.as_uuid())
+        .bind(ms(e.at))
+        .bind(kind)
+        .bind(e.actor.id)
+        .bind(e.action.as_str())
+        .bind(&e.resource_type)
+        .bind(&e.resource_id)
+        .bind(json(e))
+        .bind(e.product_ids.as_ref().map(|ids| {
+            ids.iter()
+                .map(|p| *p.as_uuid())
+                .collect::<Vec<uuid::Uuid>>()
+        }));
+    let query = match mark {
+        None => query,
+        Some(keyed) => idempotency::bind_mark(query, keyed),
+    };
+    query.execute(conn).await.map_err(backend)?;
     Ok(())
 }
 
