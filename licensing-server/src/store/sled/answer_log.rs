@@ -1,8 +1,8 @@
 //! The kept answers' files of earlier stores: one append-only file per day of claims
-//! (`kept-answers/<day>.log` inside the store's directory). Kept answers now live among the
-//! records, where a write's own batch reaches them (`idempotency.rs`); a store that still has
-//! these files has them read once when it opens ([`read_all`]), moved, and removed
-//! ([`remove`]).
+//! (`kept-answers/<day>.log` inside the store's directory), written behind the reply and
+//! without marks. Kept answers now live in `kept/` beside their writes' marks
+//! (`kept_files.rs`, `idempotency.rs`); a store that still has these files has them read once
+//! when it opens ([`read_all`]), moved, and removed ([`remove`]).
 //!
 //! A frame: `length (4) | CRC-32 (4) | name (32) | record`, the length and CRC (both
 //! big-endian) covering the name and the record. A frame cut short or failing its CRC ends a

@@ -51,8 +51,9 @@ pub(crate) mod tag {
     /// An idempotency key and its kept answer, by owner and key, in stores written before kept
     /// answers were kept apart; moved under [`KEPT`] at open (`idempotency.rs`).
     pub(crate) const IDEMPOTENCY: u8 = b'Y';
-    /// A kept idempotent answer (or a claim marked applied), by the day of its claim and its
-    /// name (`idempotency.rs`).
+    /// The mark of an idempotency claim whose write is applied, by the day of the claim and
+    /// its name (`idempotency.rs`); its answer is in the kept answers' files
+    /// (`kept_files.rs`). The previous store kept the answer here too.
     pub(crate) const KEPT: u8 = b'J';
     /// A license's request history, by team, license, time and a sequence number
     /// (`request_log.rs`).
