@@ -788,20 +788,24 @@ mod tests {
         });
     }
 
+    /// Writes to the records of the closed store in `dir` with `write`, durably.
+    fn write_records(dir: &std::path::Path, write: impl FnOnce(&sled::Tree)) {
+        let config = sled::Config::new().path(dir);
+        let db = crate::store::sled::open_db(&config, crate::store::sled::REOPEN_LOCK_WAIT)
+            .expect("raw open");
+        write(&db.open_tree("data").unwrap());
+        db.flush().unwrap();
+    }
+
     /// A store written when kept answers lived among the records with their marks
     /// (`J|day|name` holding the answer) has them moved to the files, its marks left.
     #[test]
     fn answers_kept_with_their_marks_are_moved() {
         let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
-            let db = crate::store::sled::open_db(
-                &sled::Config::new().path(dir),
-                crate::store::sled::REOPEN_LOCK_WAIT,
-            )
-            .expect("raw open");
-            let tree = db.open_tree("data").unwrap();
-            tree.insert(mark_key(record.created_at, name), encode(record))
-                .unwrap();
-            db.flush().unwrap();
+            write_records(dir, |tree| {
+                tree.insert(mark_key(record.created_at, name), encode(record))
+                    .unwrap();
+            });
         };
         an_older_stores_answer_is_replayed(put, |store| {
             let marks: Vec<_> = store.inner.tree.scan_prefix([tag::KEPT]).collect();
@@ -888,21 +892,16 @@ mod tests {
     #[test]
     fn answers_kept_among_the_records_are_moved() {
         let put = |dir: &std::path::Path, name: &[u8], record: &IdempotencyRecord| {
-            let db = crate::store::sled::open_db(
-                &sled::Config::new().path(dir),
-                crate::store::sled::REOPEN_LOCK_WAIT,
-            )
-            .expect("raw open");
-            let tree = db.open_tree("data").unwrap();
-            tree.insert(key(&[&[tag::IDEMPOTENCY], name]), encode(record))
-                .unwrap();
-            let by_time = key(&[
-                &[tag::INDEX, tag::IDEMPOTENCY],
-                &super::super::keys::time(record.created_at),
-                name,
-            ]);
-            tree.insert(by_time, Vec::new()).unwrap();
-            db.flush().unwrap();
+            write_records(dir, |tree| {
+                tree.insert(key(&[&[tag::IDEMPOTENCY], name]), encode(record))
+                    .unwrap();
+                let by_time = key(&[
+                    &[tag::INDEX, tag::IDEMPOTENCY],
+                    &super::super::keys::time(record.created_at),
+                    name,
+                ]);
+                tree.insert(by_time, Vec::new()).unwrap();
+            });
         };
         an_older_stores_answer_is_replayed(put, |store| {
             let tree = &store.inner.tree;
