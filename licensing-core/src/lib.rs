@@ -82,6 +82,7 @@ pub mod key;
 pub mod model;
 #[cfg(feature = "openapi")]
 pub mod openapi;
+pub mod operations;
 pub mod store;
 pub mod time;
 pub mod validate;

@@ -285,6 +285,16 @@ macro_rules! page_type {
             /// Whether a next page exists.
             pub has_next_page: bool,
         }
+
+        impl From<crate::store::Page<$item>> for $name {
+            fn from(page: crate::store::Page<$item>) -> Self {
+                Self {
+                    $member: page.items,
+                    total_results: page.total,
+                    has_next_page: page.has_next_page,
+                }
+            }
+        }
     };
 }
 

@@ -79,6 +79,12 @@ impl Kid {
     }
 }
 
+impl std::fmt::Display for Kid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl std::str::FromStr for Kid {
     type Err = &'static str;
 

@@ -1,44 +1,19 @@
 //! (ext) Who may call the developer API (its keys) and who may not call the client API (the
 //! blacklist).
 
+pub(crate) use licensing_core::operations::access::{
+    CreateApiKey, CreateBlacklistEntry, DeleteBlacklistEntry, ListApiKeys, ListBlacklist,
+    NewApiKey, RevokeApiKey,
+};
+
 use licensing_core::api::Deleted;
-use licensing_core::api::requests::{ApiKeyBody, BlacklistBody};
-use licensing_core::model::{Action, ApiKeyCreated, ApiKeyView, BlacklistEntry, Resource, Scope};
+use licensing_core::model::{Action, ApiKeyView, BlacklistEntry};
 use licensing_core::store::{ApiKeyStore, BlacklistStore};
 use licensing_core::{ApiError, ApiKeyId, BlacklistId};
 
-use super::{Cx, Operation};
+use super::{Cx, Run};
 
-/// Creates an API key with no more access than the caller's own.
-pub(crate) struct CreateApiKey(pub(crate) ApiKeyBody);
-
-/// A new key, shown this once.
-pub(crate) struct NewApiKey {
-    /// The key and what it may do.
-    pub(crate) created: ApiKeyCreated,
-    /// Whether its expiry was brought forward to its maker's.
-    pub(crate) capped: bool,
-}
-
-/// The team's API keys, without the keys themselves.
-pub(crate) struct ListApiKeys;
-
-/// Revokes an API key and every key it made (transitively).
-pub(crate) struct RevokeApiKey(pub(crate) ApiKeyId);
-
-/// Adds an entry to the blacklist.
-pub(crate) struct CreateBlacklistEntry(pub(crate) BlacklistBody);
-
-/// The team's blacklist, with hit counts up to now.
-pub(crate) struct ListBlacklist;
-
-/// Removes an entry from the blacklist.
-pub(crate) struct DeleteBlacklistEntry(pub(crate) BlacklistId);
-
-impl Operation for CreateApiKey {
-    type Output = NewApiKey;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::ApiKeys));
-
+impl Run for CreateApiKey {
     async fn run(self, cx: &Cx) -> Result<NewApiKey, ApiError> {
         let mut input = self.0.validate(cx.now)?;
         if let Some(why) = cx.cannot_grant(&input.scopes, &input.product_ids) {
@@ -65,11 +40,7 @@ impl Operation for CreateApiKey {
     }
 }
 
-impl Operation for ListApiKeys {
-    type Output = Vec<ApiKeyView>;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::ApiKeys));
-    const READ_ONLY: bool = true;
-
+impl Run for ListApiKeys {
     async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyView>, ApiError> {
         let mut keys = cx.state.store.list_api_keys(cx.team).await?;
         cx.state.key_uses.overlay(&mut keys);
@@ -77,11 +48,7 @@ impl Operation for ListApiKeys {
     }
 }
 
-impl Operation for RevokeApiKey {
-    /// The keys revoked, the one asked for first.
-    type Output = Vec<ApiKeyId>;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::ApiKeys));
-
+impl Run for RevokeApiKey {
     async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyId>, ApiError> {
         crate::services::teams::revoke_api_key(
             &cx.state.store,
@@ -102,10 +69,7 @@ impl Operation for RevokeApiKey {
     }
 }
 
-impl Operation for CreateBlacklistEntry {
-    type Output = BlacklistEntry;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Blacklist));
-
+impl Run for CreateBlacklistEntry {
     async fn run(self, cx: &Cx) -> Result<BlacklistEntry, ApiError> {
         let input = self.0.validate()?;
         let entry = BlacklistEntry {
@@ -127,11 +91,7 @@ impl Operation for CreateBlacklistEntry {
     }
 }
 
-impl Operation for ListBlacklist {
-    type Output = Vec<BlacklistEntry>;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Blacklist));
-    const READ_ONLY: bool = true;
-
+impl Run for ListBlacklist {
     async fn run(self, cx: &Cx) -> Result<Vec<BlacklistEntry>, ApiError> {
         let state = &cx.state;
         // Hits counted by the client API but not yet written are written first.
@@ -140,10 +100,7 @@ impl Operation for ListBlacklist {
     }
 }
 
-impl Operation for DeleteBlacklistEntry {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Blacklist));
-
+impl Run for DeleteBlacklistEntry {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let id = self.0;
         let old = cx

@@ -7,7 +7,7 @@ use licensing_core::model::{Role, StaffUser};
 use licensing_core::store::{OutboxStore, StaffStore, TeamStore};
 use licensing_core::{ApiError, StaffId};
 
-use super::{Cx, Operation};
+use super::{Cx, Operation, Run};
 use crate::services::mail;
 use crate::services::staff::{self, CreatedStaff};
 
@@ -70,7 +70,9 @@ impl Operation for ListAccounts {
     type Output = Vec<StaffUser>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
+}
 
+impl Run for ListAccounts {
     async fn run(self, cx: &Cx) -> Result<Vec<StaffUser>, ApiError> {
         manager(cx)?;
         Ok(cx.state.store.list_staff(cx.team).await?)
@@ -81,7 +83,9 @@ impl Operation for GetAccount {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
+}
 
+impl Run for GetAccount {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         manager(cx)?;
         cx.state
@@ -96,7 +100,9 @@ impl Operation for GetAccount {
 impl Operation for InviteAccount {
     type Output = Invited;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for InviteAccount {
     async fn run(self, cx: &Cx) -> Result<Invited, ApiError> {
         let by = manager(cx)?;
         if !by.role.manages(self.role) {
@@ -148,7 +154,9 @@ impl Operation for InviteAccount {
 impl Operation for ChangeRole {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for ChangeRole {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         let by = manager(cx)?;
         staff::change_role(&cx.state.store, by, self.0, self.1, cx.now, &cx.acting()).await
@@ -158,7 +166,9 @@ impl Operation for ChangeRole {
 impl Operation for NewLink {
     type Output = CreatedStaff;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for NewLink {
     async fn run(self, cx: &Cx) -> Result<CreatedStaff, ApiError> {
         let by = manager(cx)?;
         staff::new_link_for(&cx.state.store, by, self.0, cx.now, &cx.acting()).await
@@ -168,7 +178,9 @@ impl Operation for NewLink {
 impl Operation for ResetTwoStep {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for ResetTwoStep {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         let by = manager(cx)?;
         staff::reset_two_step(&cx.state.store, by, self.0, cx.now, &cx.acting()).await
@@ -178,7 +190,9 @@ impl Operation for ResetTwoStep {
 impl Operation for DeleteAccount {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for DeleteAccount {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         let by = manager(cx)?;
         staff::delete_account(&cx.state.store, by, self.0, cx.now, &cx.acting()).await

@@ -1,38 +1,21 @@
 //! Customers: create, list with search, read, update, delete.
 
+pub(crate) use licensing_core::operations::customers::{
+    CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
+};
+
 use licensing_core::api::CustomerDeleted;
-use licensing_core::api::requests::{CustomerBody, CustomerInput, CustomerListQuery, Patch};
+use licensing_core::api::requests::{CustomerInput, Patch};
 use licensing_core::model::{Action, Customer, Resource, Scope};
 use licensing_core::store::{CustomerStore, Entity, Page, StoreError};
 use licensing_core::{ApiError, CustomerId};
 
-use super::{Cx, Operation};
-
-/// Creates a customer.
-pub(crate) struct CreateCustomer(pub(crate) CustomerBody);
-
-/// One page of the team's customers.
-pub(crate) struct ListCustomers(pub(crate) CustomerListQuery);
-
-/// A customer.
-pub(crate) struct GetCustomer(pub(crate) CustomerId);
+use super::{Cx, Operation, Run};
 
 /// The team's customers among these ids (those that exist), for lists that name them.
 pub(crate) struct GetCustomers(pub(crate) Vec<CustomerId>);
 
-/// Changes a customer: members left out keep their value.
-pub(crate) struct UpdateCustomer(pub(crate) CustomerId, pub(crate) CustomerBody);
-
-/// Deletes a customer (its licenses keep going without it).
-pub(crate) struct DeleteCustomer(pub(crate) CustomerId);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Customers));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Customers));
-
-impl Operation for CreateCustomer {
-    type Output = Customer;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateCustomer {
     async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
         let input = self.0.validate()?;
         let mut customer = input.into_new(cx.team, cx.user(), cx.now)?;
@@ -43,11 +26,7 @@ impl Operation for CreateCustomer {
     }
 }
 
-impl Operation for ListCustomers {
-    type Output = Page<Customer>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListCustomers {
     async fn run(self, cx: &Cx) -> Result<Page<Customer>, ApiError> {
         Ok(cx.state.store.list_customers(cx.team, &self.0).await?)
     }
@@ -55,9 +34,11 @@ impl Operation for ListCustomers {
 
 impl Operation for GetCustomers {
     type Output = Vec<Customer>;
-    const SCOPE: Option<Scope> = READ;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Customers));
     const READ_ONLY: bool = true;
+}
 
+impl Run for GetCustomers {
     async fn run(self, cx: &Cx) -> Result<Vec<Customer>, ApiError> {
         let mut ids = self.0;
         ids.sort_unstable();
@@ -66,20 +47,13 @@ impl Operation for GetCustomers {
     }
 }
 
-impl Operation for GetCustomer {
-    type Output = Customer;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetCustomer {
     async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
         lookup(cx, self.0).await
     }
 }
 
-impl Operation for UpdateCustomer {
-    type Output = Customer;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateCustomer {
     async fn run(self, cx: &Cx) -> Result<Customer, ApiError> {
         // The body is checked (400) before the customer is looked up (404).
         let input = self.1.validate()?;
@@ -102,10 +76,7 @@ impl Operation for UpdateCustomer {
     }
 }
 
-impl Operation for DeleteCustomer {
-    type Output = CustomerDeleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteCustomer {
     async fn run(self, cx: &Cx) -> Result<CustomerDeleted, ApiError> {
         let customer = lookup(cx, self.0).await?;
         cx.state

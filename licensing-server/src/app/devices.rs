@@ -1,48 +1,21 @@
 //! A license's hardware identifiers and IP addresses: list, forget, remember.
 
-use licensing_core::api::requests::{DeviceListQuery, ForgottenBody, RequestLogQuery};
+pub(crate) use licensing_core::operations::devices::{
+    ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten,
+};
+
 use licensing_core::api::{HwidForgotten, IpForgotten};
 use licensing_core::model::{
-    Action, FieldChange, HwidView, IpRecordView, RecordStatus, RequestLogEntry, Resource, Scope,
-    TeamSettings,
+    Action, FieldChange, HwidView, IpRecordView, RecordStatus, RequestLogEntry, TeamSettings,
 };
 use licensing_core::store::{DeviceStore, Entity, Page, RequestLogStore, StoreError, TeamStore};
-use licensing_core::{ApiError, HwidId, IpId, LicenseId, ProductId};
+use licensing_core::{ApiError, LicenseId, ProductId};
 
 use super::licenses::{changeable, visible};
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::services::audit::tied_to;
 
-/// One page of a license's hardware identifiers, with their status.
-pub(crate) struct ListHwids(pub(crate) LicenseId, pub(crate) DeviceListQuery);
-
-/// One page of a license's IP addresses, with their status.
-pub(crate) struct ListIps(pub(crate) LicenseId, pub(crate) DeviceListQuery);
-
-/// Forgets a hardware identifier (its seat is free) or remembers it again.
-pub(crate) struct SetHwidForgotten(
-    pub(crate) LicenseId,
-    pub(crate) HwidId,
-    pub(crate) ForgottenBody,
-);
-
-/// Forgets an IP address (its seat is free) or remembers it again.
-pub(crate) struct SetIpForgotten(
-    pub(crate) LicenseId,
-    pub(crate) IpId,
-    pub(crate) ForgottenBody,
-);
-
-/// (ext) One page of a license's request history.
-pub(crate) struct ListRequests(pub(crate) LicenseId, pub(crate) RequestLogQuery);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
-
-impl Operation for ListRequests {
-    type Output = Page<RequestLogEntry>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListRequests {
     async fn run(self, cx: &Cx) -> Result<Page<RequestLogEntry>, ApiError> {
         let Self(license, query) = self;
         // 404 for a license of another team, or of products the caller may not see.
@@ -60,11 +33,7 @@ impl Operation for ListRequests {
     }
 }
 
-impl Operation for ListHwids {
-    type Output = Page<HwidView>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListHwids {
     async fn run(self, cx: &Cx) -> Result<Page<HwidView>, ApiError> {
         let Self(license, query) = self;
         let settings = listed(cx, license).await?;
@@ -89,11 +58,7 @@ impl Operation for ListHwids {
     }
 }
 
-impl Operation for ListIps {
-    type Output = Page<IpRecordView>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListIps {
     async fn run(self, cx: &Cx) -> Result<Page<IpRecordView>, ApiError> {
         let Self(license, query) = self;
         let settings = listed(cx, license).await?;
@@ -118,10 +83,7 @@ impl Operation for ListIps {
     }
 }
 
-impl Operation for SetHwidForgotten {
-    type Output = HwidForgotten;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_DEVICES);
-
+impl Run for SetHwidForgotten {
     async fn run(self, cx: &Cx) -> Result<HwidForgotten, ApiError> {
         let Self(license, id, body) = self;
         let forgotten = body.validate()?;
@@ -147,10 +109,7 @@ impl Operation for SetHwidForgotten {
     }
 }
 
-impl Operation for SetIpForgotten {
-    type Output = IpForgotten;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_DEVICES);
-
+impl Run for SetIpForgotten {
     async fn run(self, cx: &Cx) -> Result<IpForgotten, ApiError> {
         let Self(license, id, body) = self;
         let forgotten = body.validate()?;

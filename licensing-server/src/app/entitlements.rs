@@ -2,42 +2,24 @@
 //! detaches it from every license and product). Licenses and products name theirs by id; the
 //! client API checks codes.
 
+pub(crate) use licensing_core::operations::entitlements::{
+    CreateEntitlement, DeleteEntitlement, GetEntitlement, ListEntitlements, UpdateEntitlement,
+};
+
 use licensing_core::api::Deleted;
-use licensing_core::api::requests::{EntitlementBody, EntitlementListQuery};
 use licensing_core::model::{Action, Entitlement, Resource, Scope};
 use licensing_core::store::{
     EntitlementStore, Entity, Page, StoreError, compare_entitlements, entitlement_matches, page_of,
 };
 use licensing_core::{ApiError, EntitlementId};
 
-use super::{Cx, Operation};
-
-/// Creates an entitlement.
-pub(crate) struct CreateEntitlement(pub(crate) EntitlementBody);
-
-/// One page of the team's entitlements.
-pub(crate) struct ListEntitlements(pub(crate) EntitlementListQuery);
+use super::{Cx, Operation, Run};
 
 /// Every entitlement of the team, oldest first (the dashboard's lists and forms: a team has at
 /// most a thousand).
 pub(crate) struct AllEntitlements;
 
-/// An entitlement.
-pub(crate) struct GetEntitlement(pub(crate) EntitlementId);
-
-/// Changes an entitlement's name or metadata: members left out keep their value.
-pub(crate) struct UpdateEntitlement(pub(crate) EntitlementId, pub(crate) EntitlementBody);
-
-/// Deletes an entitlement: no license or product grants it any more.
-pub(crate) struct DeleteEntitlement(pub(crate) EntitlementId);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Entitlements));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Entitlements));
-
-impl Operation for CreateEntitlement {
-    type Output = Entitlement;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateEntitlement {
     async fn run(self, cx: &Cx) -> Result<Entitlement, ApiError> {
         let entitlement = self.0.validate(true)?.into_new(cx.team, cx.now);
         let journal = cx.created(Action::EntitlementCreated, entitlement.id, &entitlement);
@@ -50,11 +32,7 @@ impl Operation for CreateEntitlement {
     }
 }
 
-impl Operation for ListEntitlements {
-    type Output = Page<Entitlement>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListEntitlements {
     async fn run(self, cx: &Cx) -> Result<Page<Entitlement>, ApiError> {
         let query = self.0;
         // A team has at most MAX_ENTITLEMENTS: the list is read whole and paged here.
@@ -71,28 +49,23 @@ impl Operation for ListEntitlements {
 
 impl Operation for AllEntitlements {
     type Output = Vec<Entitlement>;
-    const SCOPE: Option<Scope> = READ;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Entitlements));
     const READ_ONLY: bool = true;
+}
 
+impl Run for AllEntitlements {
     async fn run(self, cx: &Cx) -> Result<Vec<Entitlement>, ApiError> {
         Ok(cx.state.store.list_entitlements(cx.team).await?)
     }
 }
 
-impl Operation for GetEntitlement {
-    type Output = Entitlement;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetEntitlement {
     async fn run(self, cx: &Cx) -> Result<Entitlement, ApiError> {
         lookup(cx, self.0).await
     }
 }
 
-impl Operation for UpdateEntitlement {
-    type Output = Entitlement;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateEntitlement {
     async fn run(self, cx: &Cx) -> Result<Entitlement, ApiError> {
         // The body is checked (400) before the entitlement is looked up (404).
         let input = self.1.validate(false)?;
@@ -112,10 +85,7 @@ impl Operation for UpdateEntitlement {
     }
 }
 
-impl Operation for DeleteEntitlement {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteEntitlement {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let entitlement = lookup(cx, self.0).await?;
         let journal = cx.change(

@@ -1,27 +1,18 @@
 //! (ext) A license's floating sessions: the live ones listed, one revoked (its seat free at
 //! once), and the sweep that deletes the expired ones.
 
-use licensing_core::api::requests::Paging;
-use licensing_core::model::{Action, ClientEvent, FieldChange, LicenseSession, Resource, Scope};
+pub(crate) use licensing_core::operations::floating::{ListSessions, RevokeSession};
+
+use licensing_core::model::{Action, ClientEvent, FieldChange, LicenseSession};
 use licensing_core::store::{LicenseSessionStore, Page};
-use licensing_core::{ApiError, LicenseId, LicenseSessionId, Timestamp};
+use licensing_core::{ApiError, Timestamp};
 
 use super::licenses::{changeable, visible};
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::services::audit::tied_to;
 use crate::services::contexts::TeamContexts;
 
-/// One page of the live sessions of a license, newest first.
-pub(crate) struct ListSessions(pub(crate) LicenseId, pub(crate) Paging);
-
-/// Revokes a live session of a license.
-pub(crate) struct RevokeSession(pub(crate) LicenseId, pub(crate) LicenseSessionId);
-
-impl Operation for ListSessions {
-    type Output = Page<LicenseSession>;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Licenses));
-    const READ_ONLY: bool = true;
-
+impl Run for ListSessions {
     async fn run(self, cx: &Cx) -> Result<Page<LicenseSession>, ApiError> {
         let Self(license, paging) = self;
         if cx.products().is_some() {
@@ -35,10 +26,7 @@ impl Operation for ListSessions {
     }
 }
 
-impl Operation for RevokeSession {
-    type Output = LicenseSession;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_DEVICES);
-
+impl Run for RevokeSession {
     async fn run(self, cx: &Cx) -> Result<LicenseSession, ApiError> {
         let Self(license, id) = self;
         let found = changeable(cx, license).await?;

@@ -3,7 +3,9 @@
 //! that run offline. Issued here for the developer API and the dashboard; the client API's
 //! checkout issues one for the machine that asks ([`certificate`]).
 
-use licensing_core::api::{LicenseFileBody, LicenseFileIssued, LicenseFilePayload, VerifyData};
+pub(crate) use licensing_core::operations::licenses::IssueLicenseFile;
+
+use licensing_core::api::{LicenseFileIssued, LicenseFilePayload, VerifyData};
 use licensing_core::crypto::license_file;
 use licensing_core::model::{Action, License, Resource, Scope};
 use licensing_core::store::AuditStore;
@@ -12,12 +14,8 @@ use licensing_core::{ApiError, LicenseId, LicenseKey, LicenseSessionId, ProductI
 use serde::Serialize;
 
 use super::client::steps;
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::services::contexts::TeamContext;
-
-/// Issues a file of a license: bound to one machine or to none, valid for `ttl` seconds or as
-/// long as the license, encrypted unless asked not to be.
-pub(crate) struct IssueLicenseFile(pub(crate) LicenseId, pub(crate) LicenseFileBody);
 
 /// What the audit log and the `license.file_issued` event say of an issued file.
 #[derive(Serialize)]
@@ -31,10 +29,7 @@ struct FileIssued<'a> {
     encrypted: bool,
 }
 
-impl Operation for IssueLicenseFile {
-    type Output = LicenseFileIssued;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Licenses));
-
+impl Run for IssueLicenseFile {
     async fn run(self, cx: &Cx) -> Result<LicenseFileIssued, ApiError> {
         let request = self.1.validate()?;
         let license = super::licenses::changeable(cx, self.0).await?;

@@ -1,62 +1,26 @@
 //! Licenses: create, list, read, change, suspend, extend, e-mail and delete, by id and by key.
 
+pub(crate) use licensing_core::operations::licenses::{
+    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense, GetLicense,
+    GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
+};
+
 use licensing_core::api::LicenseEmailed;
-use licensing_core::api::requests::{ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate};
 use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
 use licensing_core::store::{
     CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
 };
 use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
 
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::services::mail;
-
-/// Creates a license under a fresh key (and e-mails it, when asked).
-pub(crate) struct CreateLicense(pub(crate) LicenseCreate);
-
-/// One page of the team's licenses (a restricted key's own products' only).
-pub(crate) struct ListLicenses(pub(crate) LicenseListQuery);
-
-/// A license with its customers and products.
-pub(crate) struct GetLicense(pub(crate) LicenseId);
-
-/// A license with its customers and products, by key.
-pub(crate) struct GetLicenseByKey(pub(crate) LicenseKey);
-
-/// Changes a license: members left out keep their value, `null` clears a nullable one.
-pub(crate) struct UpdateLicense(pub(crate) LicenseId, pub(crate) LicenseUpdate);
-
-/// Deletes a license; answers what was deleted.
-pub(crate) struct DeleteLicense(pub(crate) LicenseId);
-
-/// Deletes a license by key; answers what was deleted.
-pub(crate) struct DeleteLicenseByKey(pub(crate) LicenseKey);
-
-/// Suspends a license (unchanged when it already is).
-pub(crate) struct SuspendLicense(pub(crate) LicenseId);
-
-/// Lifts a license's suspension (unchanged when it is not suspended).
-pub(crate) struct UnsuspendLicense(pub(crate) LicenseId);
-
-/// (ext) Moves a license's expiry later: what the narrow scope `licenses:extend` allows.
-pub(crate) struct ExtendLicense(pub(crate) LicenseId, pub(crate) ExtendBody);
-
-/// (ext) E-mails the license key again to each of its customers with an address (one who lost
-/// it, a new customer added to the license).
-pub(crate) struct EmailLicense(pub(crate) LicenseId);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Licenses));
 
 /// Attempts at drawing a free license key before giving up (a collision needs 36^25 luck).
 const KEY_ATTEMPTS: usize = 5;
 
 const NO_MAIL: &str = "e-mail delivery is not configured on this server (set LICENSING_SMTP_URL and LICENSING_SMTP_FROM)";
 
-impl Operation for CreateLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let new = self.0.validate(cx.now)?;
         cx.must_cover(&new.product_ids)?;
@@ -105,11 +69,7 @@ impl Operation for CreateLicense {
     }
 }
 
-impl Operation for ListLicenses {
-    type Output = Page<License>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListLicenses {
     async fn run(self, cx: &Cx) -> Result<Page<License>, ApiError> {
         let mut query = self.0;
         if let Some(expiry) = &mut query.filter.expiry {
@@ -163,32 +123,21 @@ async fn products_granting(
     }
 }
 
-impl Operation for GetLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = visible(cx, self.0).await?;
         detail(cx, license).await
     }
 }
 
-impl Operation for GetLicenseByKey {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetLicenseByKey {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = by_key(cx, &self.0).await?;
         detail(cx, license).await
     }
 }
 
-impl Operation for UpdateLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let existing = changeable(cx, self.0).await?;
         let updated = self.1.apply_to(&existing, cx.now)?;
@@ -220,46 +169,31 @@ impl Operation for UpdateLicense {
     }
 }
 
-impl Operation for DeleteLicense {
-    type Output = License;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteLicense {
     async fn run(self, cx: &Cx) -> Result<License, ApiError> {
         delete(cx, visible(cx, self.0).await?).await
     }
 }
 
-impl Operation for DeleteLicenseByKey {
-    type Output = License;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteLicenseByKey {
     async fn run(self, cx: &Cx) -> Result<License, ApiError> {
         delete(cx, by_key(cx, &self.0).await?).await
     }
 }
 
-impl Operation for SuspendLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_SUSPEND);
-
+impl Run for SuspendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         set_suspended(cx, self.0, true).await
     }
 }
 
-impl Operation for UnsuspendLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_SUSPEND);
-
+impl Run for UnsuspendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         set_suspended(cx, self.0, false).await
     }
 }
 
-impl Operation for ExtendLicense {
-    type Output = LicenseDetail;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_EXTEND);
-
+impl Run for ExtendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let existing = changeable(cx, self.0).await?;
         let extended = self.1.apply_to(&existing, cx.now)?;
@@ -274,10 +208,7 @@ impl Operation for ExtendLicense {
     }
 }
 
-impl Operation for EmailLicense {
-    type Output = LicenseEmailed;
-    const SCOPE: Option<Scope> = Some(Scope::LICENSE_EMAIL);
-
+impl Run for EmailLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseEmailed, ApiError> {
         let license = changeable(cx, self.0).await?;
         let Some(mailer) = cx.state.mailer.as_ref() else {

@@ -29,8 +29,7 @@ use std::future::Future;
 use std::net::IpAddr;
 
 use licensing_core::model::{
-    Action, FieldChange, ProductRestriction, Scope, Scopes, cannot_grant, covers_products,
-    sees_products,
+    Action, FieldChange, ProductRestriction, Scopes, cannot_grant, covers_products, sees_products,
 };
 use licensing_core::store::Journal;
 use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
@@ -40,15 +39,12 @@ pub(crate) use caller::Caller;
 use crate::services::audit::Acting;
 use crate::state::AppState;
 
-/// One operation: its input is the value itself.
-pub(crate) trait Operation: Send + Sized {
-    /// What it answers.
-    type Output: Send;
-    /// The scope it needs; `None`: any caller of the team.
-    const SCOPE: Option<Scope>;
-    /// Whether it only reads. Any other operation may change the team's licenses or their
-    /// records, so the client API's cached licenses of the team are dropped once it has run.
-    const READ_ONLY: bool = false;
+pub(crate) use licensing_core::operations::Operation;
+
+/// An operation this server runs: what it does, for `cx`'s caller and team. What it is (its
+/// input, scope and output) is declared by [`Operation`], in `licensing-core` for the
+/// operations of the developer API.
+pub(crate) trait Run: Operation {
     /// Does it, for `cx`'s caller and team.
     fn run(self, cx: &Cx) -> impl Future<Output = Result<Self::Output, ApiError>> + Send;
 }
@@ -81,7 +77,7 @@ impl Cx {
     /// Performs `op` after checking that the caller has its scope (403 naming it otherwise).
     /// After an operation that may write, the client API's cached licenses of the team are
     /// dropped, whatever its outcome, even when the caller went away before it finished.
-    pub(crate) async fn perform<O: Operation>(&self, op: O) -> Result<O::Output, ApiError> {
+    pub(crate) async fn perform<O: Run>(&self, op: O) -> Result<O::Output, ApiError> {
         if let Some(scope) = O::SCOPE {
             self.caller.require(scope)?;
         }

@@ -1,44 +1,18 @@
 //! (ext) Products and their branches.
 
+pub(crate) use licensing_core::operations::products::{
+    CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
+    ListProducts, UpdateProduct,
+};
+
 use licensing_core::api::Deleted;
-use licensing_core::api::requests::{BranchBody, ProductBody, ProductListQuery};
-use licensing_core::model::{Action, Branch, Product, Resource, Scope};
+use licensing_core::model::{Action, Branch, Product};
 use licensing_core::store::{Entity, Page, ProductStore, StoreError};
 use licensing_core::{ApiError, BranchId, ProductId};
 
-use super::{Cx, Operation};
+use super::{Cx, Run};
 
-/// Creates a product (not for a key restricted to products).
-pub(crate) struct CreateProduct(pub(crate) ProductBody);
-
-/// One page of the team's products (a restricted key's own only).
-pub(crate) struct ListProducts(pub(crate) ProductListQuery);
-
-/// A product.
-pub(crate) struct GetProduct(pub(crate) ProductId);
-
-/// Changes a product: members left out keep their value.
-pub(crate) struct UpdateProduct(pub(crate) ProductId, pub(crate) ProductBody);
-
-/// Deletes a product with its releases and branches (its licenses lose it).
-pub(crate) struct DeleteProduct(pub(crate) ProductId);
-
-/// Creates a branch of a product.
-pub(crate) struct CreateBranch(pub(crate) ProductId, pub(crate) BranchBody);
-
-/// A product's branches.
-pub(crate) struct ListBranches(pub(crate) ProductId);
-
-/// Deletes a branch with its releases.
-pub(crate) struct DeleteBranch(pub(crate) ProductId, pub(crate) BranchId);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Products));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Products));
-
-impl Operation for CreateProduct {
-    type Output = Product;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         let input = self.0.validate(true)?;
         if cx.products().is_some() {
@@ -56,11 +30,7 @@ impl Operation for CreateProduct {
     }
 }
 
-impl Operation for ListProducts {
-    type Output = Page<Product>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListProducts {
     async fn run(self, cx: &Cx) -> Result<Page<Product>, ApiError> {
         let mut query = self.0;
         query.filter.within.clone_from(cx.products());
@@ -68,20 +38,13 @@ impl Operation for ListProducts {
     }
 }
 
-impl Operation for GetProduct {
-    type Output = Product;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         visible(cx, self.0).await
     }
 }
 
-impl Operation for UpdateProduct {
-    type Output = Product;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         let input = self.1.validate(false)?;
         let existing = visible(cx, self.0).await?;
@@ -106,10 +69,7 @@ impl Operation for UpdateProduct {
     }
 }
 
-impl Operation for DeleteProduct {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteProduct {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let product = visible(cx, self.0).await?;
         let releases = cx
@@ -130,10 +90,7 @@ impl Operation for DeleteProduct {
     }
 }
 
-impl Operation for CreateBranch {
-    type Output = Branch;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateBranch {
     async fn run(self, cx: &Cx) -> Result<Branch, ApiError> {
         let name = self.1.validate()?;
         let product = visible(cx, self.0).await?;
@@ -151,21 +108,14 @@ impl Operation for CreateBranch {
     }
 }
 
-impl Operation for ListBranches {
-    type Output = Vec<Branch>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListBranches {
     async fn run(self, cx: &Cx) -> Result<Vec<Branch>, ApiError> {
         let product = visible(cx, self.0).await?;
         Ok(cx.state.store.list_branches(cx.team, product.id).await?)
     }
 }
 
-impl Operation for DeleteBranch {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteBranch {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let (product, branch) = (visible(cx, self.0).await?, self.1);
         let old = cx

@@ -7,59 +7,46 @@
 //! removed again if the record cannot be written; an incoming file that is never used (a
 //! refused request, a client gone mid-upload) leaves nothing behind.
 
+pub(crate) use licensing_core::operations::releases::{
+    CreateRelease, DeleteRelease, GetRelease, ListReleases, UpdateRelease,
+};
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use licensing_core::api::Deleted;
-use licensing_core::api::requests::{ReleaseInput, ReleaseListQuery};
+use licensing_core::api::requests::ReleaseInput;
 use licensing_core::model::{
     Action, BranchRef, LicenseRef, ProductRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,
-    Resource, Scope,
 };
 use licensing_core::store::{
     Entity, LicenseStore, Page, ProductStore, ReleaseStore, StoreError, TeamStore,
 };
 use licensing_core::{ApiError, FileId, ProductId, ReleaseId};
 
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::files::{FileError, PendingFile};
 
 /// Bytes of an oversize file still read (and thrown away) so that a client still sending sees
 /// the 413 rather than a reset connection.
 pub(crate) const DRAIN_BUDGET: usize = 4 * 1024 * 1024;
 
-const READ: Option<Scope> = Some(Scope::read(Resource::Releases));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Releases));
-
-/// Creates a release, with its file if one came.
-pub(crate) struct CreateRelease {
+/// A release's form as this server received it: its members checked, its file (if one came)
+/// streamed into the file store, not yet committed.
+pub(crate) struct Received {
     /// Its members.
     pub(crate) input: ReleaseInput,
     /// Its file.
     pub(crate) file: Option<IncomingFile>,
 }
 
-/// Replaces a release's members; a new file replaces the stored one, else `keepExistingFile`
-/// keeps or removes it.
-pub(crate) struct UpdateRelease {
-    /// The release.
-    pub(crate) id: ReleaseId,
-    /// Its new members.
-    pub(crate) input: ReleaseInput,
-    /// A new file.
-    pub(crate) file: Option<IncomingFile>,
+impl licensing_core::operations::releases::ReleaseForm for Received {
+    fn parts(&self) -> Option<licensing_core::operations::Form<'_>> {
+        None
+    }
 }
-
-/// One page of the team's releases (a restricted key's products' only).
-pub(crate) struct ListReleases(pub(crate) ReleaseListQuery);
-
-/// A release.
-pub(crate) struct GetRelease(pub(crate) ReleaseId);
-
-/// Deletes a release and its file.
-pub(crate) struct DeleteRelease(pub(crate) ReleaseId);
 
 /// 429 when the team is over its upload limit; checked before any of an upload is read.
 pub(crate) async fn upload_allowed(cx: &Cx) -> Result<(), ApiError> {
@@ -199,12 +186,9 @@ fn file_name(raw: Option<&str>) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-impl Operation for CreateRelease {
-    type Output = ReleaseView;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateRelease<Received> {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
-        let Self { input, file } = self;
+        let Received { input, file } = self.0;
         cx.must_cover(&[input.product_id])?;
         let file = match file {
             Some(incoming) => Some(incoming.store(cx).await?),
@@ -237,12 +221,9 @@ impl Operation for CreateRelease {
     }
 }
 
-impl Operation for UpdateRelease {
-    type Output = ReleaseView;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateRelease<Received> {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
-        let Self { id, input, file } = self;
+        let (id, Received { input, file }) = (self.0, self.1);
         let existing = visible(cx, id).await?;
         cx.must_cover(&[existing.product_id, input.product_id])?;
         // The three file rules: a new file replaces, else keep or remove.
@@ -294,11 +275,7 @@ impl Operation for UpdateRelease {
     }
 }
 
-impl Operation for ListReleases {
-    type Output = Page<ReleaseView>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListReleases {
     async fn run(self, cx: &Cx) -> Result<Page<ReleaseView>, ApiError> {
         let mut query = self.0;
         query.filter.within_products.clone_from(cx.products());
@@ -316,21 +293,14 @@ impl Operation for ListReleases {
     }
 }
 
-impl Operation for GetRelease {
-    type Output = ReleaseView;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetRelease {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
         let release = visible(cx, self.0).await?;
         Viewer::default().view(cx, release).await
     }
 }
 
-impl Operation for DeleteRelease {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteRelease {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let release = visible(cx, self.0).await?;
         cx.must_cover(&[release.product_id])?;

@@ -11,7 +11,7 @@ use licensing_core::model::{Action, FieldChange, StaffSession, StaffUser};
 use licensing_core::store::{AuditStore, Journal, OutboxStore, StaffStore, StoreError, TeamStore};
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 
-use super::{Cx, Operation};
+use super::{Cx, Operation, Run};
 use crate::services::audit::Acting;
 pub(crate) use crate::services::session_purger::Lifetime;
 use crate::services::staff::{self, LinkRefused};
@@ -210,7 +210,9 @@ pub(crate) struct SignOut {
 impl Operation for SignOut {
     type Output = ();
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for SignOut {
     async fn run(self, cx: &Cx) -> Result<(), ApiError> {
         let user = own(cx)?;
         let store = &cx.state.store;
@@ -247,7 +249,9 @@ impl Operation for OwnTeamName {
     type Output = Option<String>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
+}
 
+impl Run for OwnTeamName {
     async fn run(self, cx: &Cx) -> Result<Option<String>, ApiError> {
         Ok(cx.state.store.get_team(cx.team).await?.map(|t| t.name))
     }
@@ -265,7 +269,9 @@ pub(crate) struct TurnOnTwoStep {
 impl Operation for TurnOnTwoStep {
     type Output = Vec<String>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for TurnOnTwoStep {
     async fn run(self, cx: &Cx) -> Result<Vec<String>, ApiError> {
         let user = own(cx)?;
         two_step::turn_on(
@@ -291,7 +297,9 @@ pub(crate) struct TurnOffTwoStep {
 impl Operation for TurnOffTwoStep {
     type Output = bool;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for TurnOffTwoStep {
     async fn run(self, cx: &Cx) -> Result<bool, ApiError> {
         let user = own(cx)?;
         let Some(current) = &user.two_step else {
@@ -318,7 +326,9 @@ pub(crate) struct ChangeOwnPassword {
 impl Operation for ChangeOwnPassword {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for ChangeOwnPassword {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         let user = own(cx)?;
         staff::change_password(
@@ -348,7 +358,9 @@ pub(crate) struct ChangeOwnEmail {
 impl Operation for ChangeOwnEmail {
     type Output = bool;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for ChangeOwnEmail {
     async fn run(self, cx: &Cx) -> Result<bool, ApiError> {
         let user = own(cx)?;
         let mailer = cx.state.mailer.as_ref();
@@ -394,7 +406,9 @@ pub(crate) struct SetOwnTimeZone(pub(crate) String);
 impl Operation for SetOwnTimeZone {
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
+}
 
+impl Run for SetOwnTimeZone {
     async fn run(self, cx: &Cx) -> Result<StaffUser, ApiError> {
         let user = own(cx)?;
         let zone = match self.0.trim() {

@@ -1,52 +1,26 @@
 //! (ext) The team's settings, public keys, statistics and audit log.
 
+pub(crate) use licensing_core::operations::team::{
+    ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, GetStatistics, ListAudit,
+    RetireSigningKey, RotateSigningKey, UpdateSettings,
+};
+
 use std::sync::Arc;
 
 use licensing_core::ApiError;
-use licensing_core::api::requests::{AuditQuery, SettingsBody};
 use licensing_core::model::{
-    Action, AuditEntry, Kid, Overview, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange,
+    Action, AuditEntry, Overview, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange,
     Statistics, Team, TeamSettings, active_key_conflict,
 };
 use licensing_core::store::{AuditStore, Entity, Page, StatsStore, StoreError, TeamStore};
 
-use super::{Cx, Operation};
+use super::{Cx, Operation, Run};
 use crate::services::contexts::TeamContext;
 use crate::services::teams;
-
-/// The team's settings.
-pub(crate) struct GetSettings;
-
-/// Changes the team's settings: members left out keep their value.
-pub(crate) struct UpdateSettings(pub(crate) SettingsBody);
-
-/// The keys the team's clients check its answers with (any caller of the team).
-pub(crate) struct GetPublicKeys;
-
-/// Makes a new Ed25519 signing key the active one; the former keys stay listed, and clients
-/// keep trusting them until they are retired.
-pub(crate) struct RotateSigningKey;
-
-/// Makes a `next` signing key: listed for applications to ship, signing nothing until it is
-/// activated (at most one at a time).
-pub(crate) struct CreateSigningKey;
-
-/// Makes the staged `next` signing key the active one.
-pub(crate) struct ActivateSigningKey(pub(crate) Kid);
-
-/// Retires a former signing key (by its `kid`; the active one cannot be retired).
-pub(crate) struct RetireSigningKey(pub(crate) Kid);
-
-/// The team's statistics (a restricted key's own products only among the top products).
-pub(crate) struct GetStatistics;
 
 /// The team's headline counts (licenses, customers, products, licenses active in the last
 /// hour) as they are now: counted by the store, not from the statistics' 15-minute cache.
 pub(crate) struct GetOverview;
-
-/// One page of the audit log, newest first: entries about other products left out, and the
-/// values of records the caller may not read withheld.
-pub(crate) struct ListAudit(pub(crate) AuditQuery);
 
 async fn team(cx: &Cx) -> Result<Team, ApiError> {
     Ok(cx
@@ -57,20 +31,13 @@ async fn team(cx: &Cx) -> Result<Team, ApiError> {
         .ok_or(StoreError::NotFound(Entity::Team))?)
 }
 
-impl Operation for GetSettings {
-    type Output = TeamSettings;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Settings));
-    const READ_ONLY: bool = true;
-
+impl Run for GetSettings {
     async fn run(self, cx: &Cx) -> Result<TeamSettings, ApiError> {
         Ok(team(cx).await?.settings)
     }
 }
 
-impl Operation for UpdateSettings {
-    type Output = TeamSettings;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
-
+impl Run for UpdateSettings {
     async fn run(self, cx: &Cx) -> Result<TeamSettings, ApiError> {
         let team = team(cx).await?;
         let settings = self.0.apply_to(&team.settings)?;
@@ -94,11 +61,7 @@ impl Operation for UpdateSettings {
     }
 }
 
-impl Operation for GetPublicKeys {
-    type Output = PublicKeys;
-    const SCOPE: Option<Scope> = None;
-    const READ_ONLY: bool = true;
-
+impl Run for GetPublicKeys {
     async fn run(self, cx: &Cx) -> Result<PublicKeys, ApiError> {
         let context = context(cx).await?;
         let keys = &context.keys;
@@ -121,10 +84,7 @@ async fn context(cx: &Cx) -> Result<Arc<TeamContext>, ApiError> {
         .ok_or(StoreError::NotFound(Entity::Team))?)
 }
 
-impl Operation for RotateSigningKey {
-    type Output = SigningKey;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
-
+impl Run for RotateSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
         let state = &cx.state;
         let new =
@@ -135,10 +95,7 @@ impl Operation for RotateSigningKey {
     }
 }
 
-impl Operation for CreateSigningKey {
-    type Output = SigningKey;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
-
+impl Run for CreateSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
         let state = &cx.state;
         let new =
@@ -149,10 +106,7 @@ impl Operation for CreateSigningKey {
     }
 }
 
-impl Operation for ActivateSigningKey {
-    type Output = SigningKey;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
-
+impl Run for ActivateSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
         let state = &cx.state;
         let active = teams::activate_signing_key(
@@ -168,10 +122,7 @@ impl Operation for ActivateSigningKey {
     }
 }
 
-impl Operation for RetireSigningKey {
-    type Output = SigningKey;
-    const SCOPE: Option<Scope> = Some(Scope::write(Resource::Settings));
-
+impl Run for RetireSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
         let context = context(cx).await?;
         let listed = context
@@ -202,11 +153,7 @@ impl Operation for RetireSigningKey {
     }
 }
 
-impl Operation for GetStatistics {
-    type Output = Arc<Statistics>;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
-    const READ_ONLY: bool = true;
-
+impl Run for GetStatistics {
     async fn run(self, cx: &Cx) -> Result<Arc<Statistics>, ApiError> {
         let state = &cx.state;
         let stats = state
@@ -227,18 +174,16 @@ impl Operation for GetOverview {
     type Output = Overview;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
     const READ_ONLY: bool = true;
+}
 
+impl Run for GetOverview {
     async fn run(self, cx: &Cx) -> Result<Overview, ApiError> {
         let hour_ago = licensing_core::Timestamp::from_millis(cx.now.as_millis() - 3_600_000);
         Ok(cx.state.store.overview(cx.team, hour_ago).await?)
     }
 }
 
-impl Operation for ListAudit {
-    type Output = Page<AuditEntry>;
-    const SCOPE: Option<Scope> = Some(Scope::read(Resource::AuditLog));
-    const READ_ONLY: bool = true;
-
+impl Run for ListAudit {
     async fn run(self, cx: &Cx) -> Result<Page<AuditEntry>, ApiError> {
         let mut query = self.0;
         // Entries about other products are left out by the store, so that pages and counts

@@ -1,52 +1,23 @@
 //! (ext) Webhook endpoints: create, list, read, change, delete, rotate the secret, send a test
 //! event; the delivery log and redelivery.
 
+pub(crate) use licensing_core::operations::webhooks::{
+    CreateWebhook, DeleteWebhook, GetDelivery, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
+    RotateWebhookSecret, SendTestEvent, UpdateWebhook,
+};
+
 use licensing_core::api::Deleted;
-use licensing_core::api::requests::{Paging, WebhookBody, WebhookInput};
+use licensing_core::api::requests::WebhookInput;
 use licensing_core::crypto::webhook::WebhookSecret;
 use licensing_core::model::{
-    Action, FieldChange, Resource, Scope, WebhookDelivery, WebhookEndpoint, WebhookView,
-    WebhookWithSecret,
+    Action, FieldChange, WebhookDelivery, WebhookEndpoint, WebhookView, WebhookWithSecret,
 };
 use licensing_core::store::{Entity, Page, StoreError, WebhookStore};
 use licensing_core::{ApiError, DeliveryId, EventId, Timestamp, WebhookId};
 
-use super::{Cx, Operation};
+use super::{Cx, Run};
 use crate::services::keyring::webhook_purpose;
 use crate::services::webhooks::check_url;
-
-/// Creates an endpoint; it receives what its creator may read, and no more.
-pub(crate) struct CreateWebhook(pub(crate) WebhookBody);
-
-/// The endpoints the caller may manage.
-pub(crate) struct ListWebhooks;
-
-/// An endpoint.
-pub(crate) struct GetWebhook(pub(crate) WebhookId);
-
-/// Changes an endpoint: members left out keep their value.
-pub(crate) struct UpdateWebhook(pub(crate) WebhookId, pub(crate) WebhookBody);
-
-/// Deletes an endpoint with its delivery log.
-pub(crate) struct DeleteWebhook(pub(crate) WebhookId);
-
-/// A new secret for an endpoint; the old one still signs for 24 hours.
-pub(crate) struct RotateWebhookSecret(pub(crate) WebhookId);
-
-/// Queues a `webhook.test` event for one endpoint alone.
-pub(crate) struct SendTestEvent(pub(crate) WebhookId);
-
-/// One page of an endpoint's delivery log, newest first by default.
-pub(crate) struct ListDeliveries(pub(crate) WebhookId, pub(crate) Paging);
-
-/// One delivery of an endpoint.
-pub(crate) struct GetDelivery(pub(crate) WebhookId, pub(crate) DeliveryId);
-
-/// The same event again (same `webhook-id` and body) as a new delivery, due now.
-pub(crate) struct Redeliver(pub(crate) WebhookId, pub(crate) DeliveryId);
-
-const READ: Option<Scope> = Some(Scope::read(Resource::Webhooks));
-const WRITE: Option<Scope> = Some(Scope::write(Resource::Webhooks));
 
 /// Endpoints a team may have.
 const MAX_ENDPOINTS: usize = 20;
@@ -54,10 +25,7 @@ const MAX_ENDPOINTS: usize = 20;
 /// Hours the previous secret still signs after a rotation.
 const ROTATION_OVERLAP_HOURS: i64 = 24;
 
-impl Operation for CreateWebhook {
-    type Output = WebhookWithSecret;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for CreateWebhook {
     async fn run(self, cx: &Cx) -> Result<WebhookWithSecret, ApiError> {
         let WebhookInput {
             url,
@@ -114,11 +82,7 @@ impl Operation for CreateWebhook {
     }
 }
 
-impl Operation for ListWebhooks {
-    type Output = Vec<WebhookView>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListWebhooks {
     async fn run(self, cx: &Cx) -> Result<Vec<WebhookView>, ApiError> {
         Ok(cx
             .state
@@ -132,20 +96,13 @@ impl Operation for ListWebhooks {
     }
 }
 
-impl Operation for GetWebhook {
-    type Output = WebhookView;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetWebhook {
     async fn run(self, cx: &Cx) -> Result<WebhookView, ApiError> {
         Ok(WebhookView::of(&existing(cx, self.0).await?, cx.now))
     }
 }
 
-impl Operation for UpdateWebhook {
-    type Output = WebhookView;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for UpdateWebhook {
     async fn run(self, cx: &Cx) -> Result<WebhookView, ApiError> {
         let change = self.1.validate(false)?;
         let old = existing(cx, self.0).await?;
@@ -177,10 +134,7 @@ impl Operation for UpdateWebhook {
     }
 }
 
-impl Operation for DeleteWebhook {
-    type Output = Deleted;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for DeleteWebhook {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
         let old = existing(cx, self.0).await?;
         cx.state
@@ -200,10 +154,7 @@ impl Operation for DeleteWebhook {
     }
 }
 
-impl Operation for RotateWebhookSecret {
-    type Output = WebhookWithSecret;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for RotateWebhookSecret {
     async fn run(self, cx: &Cx) -> Result<WebhookWithSecret, ApiError> {
         let old = existing(cx, self.0).await?;
         let secret = WebhookSecret::generate();
@@ -221,10 +172,7 @@ impl Operation for RotateWebhookSecret {
     }
 }
 
-impl Operation for SendTestEvent {
-    type Output = WebhookDelivery;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for SendTestEvent {
     async fn run(self, cx: &Cx) -> Result<WebhookDelivery, ApiError> {
         let endpoint = existing(cx, self.0).await?;
         let event = licensing_core::model::WebhookEvent {
@@ -261,11 +209,7 @@ impl Operation for SendTestEvent {
     }
 }
 
-impl Operation for ListDeliveries {
-    type Output = Page<WebhookDelivery>;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for ListDeliveries {
     async fn run(self, cx: &Cx) -> Result<Page<WebhookDelivery>, ApiError> {
         let endpoint = existing(cx, self.0).await?;
         Ok(cx
@@ -276,20 +220,13 @@ impl Operation for ListDeliveries {
     }
 }
 
-impl Operation for GetDelivery {
-    type Output = WebhookDelivery;
-    const SCOPE: Option<Scope> = READ;
-    const READ_ONLY: bool = true;
-
+impl Run for GetDelivery {
     async fn run(self, cx: &Cx) -> Result<WebhookDelivery, ApiError> {
         delivery(cx, self.0, self.1).await
     }
 }
 
-impl Operation for Redeliver {
-    type Output = WebhookDelivery;
-    const SCOPE: Option<Scope> = WRITE;
-
+impl Run for Redeliver {
     async fn run(self, cx: &Cx) -> Result<WebhookDelivery, ApiError> {
         let id = self.0;
         let d = delivery(cx, id, self.1).await?;

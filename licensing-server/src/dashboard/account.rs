@@ -631,7 +631,7 @@ fn session_guesser(staff: &Staff) -> Guesser {
 
 /// Performs a change of the account page that checks the password (`field` holds it): a
 /// session that guessed wrong too often waits, and each wrong guess counts.
-async fn checked<O: crate::app::Operation>(
+async fn checked<O: crate::app::Run>(
     ctx: &Ctx,
     staff: &Staff,
     field: &str,

@@ -9,7 +9,7 @@ use licensing_core::store::{Page, StoreError};
 
 use super::{Ctx, Staff};
 use crate::app::products::ListProducts;
-use crate::app::{Caller, Cx, Operation};
+use crate::app::{Caller, Cx, Run};
 
 /// Why an operation did not succeed, in the words of its error.
 #[derive(Clone, Debug)]
@@ -135,11 +135,7 @@ pub(crate) fn cx(ctx: &Ctx, staff: &Staff) -> Cx {
 }
 
 /// Performs `op` as the signed-in staff member, for their team.
-pub(crate) async fn perform<O: Operation>(
-    ctx: &Ctx,
-    staff: &Staff,
-    op: O,
-) -> Result<O::Output, Failure> {
+pub(crate) async fn perform<O: Run>(ctx: &Ctx, staff: &Staff, op: O) -> Result<O::Output, Failure> {
     cx(ctx, staff).perform(op).await.map_err(Failure::from)
 }
 

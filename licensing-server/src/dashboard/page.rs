@@ -527,7 +527,7 @@ pub(crate) fn id_of<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, F
 
 /// Performs what a form asks (`op`, or why it cannot be asked, such as an id that is no id) and
 /// sends the browser to `then`, or shows what went wrong in plain words.
-pub(crate) async fn done<O: crate::app::Operation>(
+pub(crate) async fn done<O: crate::app::Run>(
     ctx: &Ctx,
     staff: &Staff,
     op: Result<O, Failure>,

@@ -19,7 +19,7 @@ use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::licenses::GetLicenseByKey;
 use crate::app::releases::{
-    CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases,
+    CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases, Received,
     UpdateRelease, upload_allowed,
 };
 use crate::http::{Body, Response};
@@ -210,7 +210,7 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
             ..ReleaseData::default()
         };
         let input = data.validate(ReleaseMode::Create)?;
-        cx.perform(CreateRelease { input, file }).await
+        cx.perform(CreateRelease(Received { input, file })).await
     };
     match outcome.await.map_err(Failure::from) {
         Ok(created) => page::redirect(&format!(
@@ -351,11 +351,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
             license_ids,
             keep_existing_file: true,
         };
-        let update = UpdateRelease {
-            id: rid,
-            input,
-            file: None,
-        };
+        let update = UpdateRelease(rid, Received { input, file: None });
         api::perform(ctx, staff, update).await?;
         Ok(page::redirect(&format!(
             "/dashboard/releases/{rid}?notice=release-updated"

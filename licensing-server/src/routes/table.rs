@@ -5,57 +5,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::str::FromStr;
 
 use licensing_core::ApiError;
 use licensing_core::model::Scope;
 use warp::http::Method;
 
-use crate::http::{Handled, path_param};
+use crate::http::Handled;
 
 pub(crate) use crate::http::Input;
 
-/// The ids of a path, parsed in order; each names itself in its 400.
-pub(crate) trait PathIds: Sized + Send + 'static {
-    /// Parses `(name, text)` pairs, in path order.
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError>;
-}
-
-impl PathIds for () {
-    fn parse(_: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok(())
-    }
-}
-
-fn nth<T: FromStr>(values: &[(&'static str, &str)], i: usize) -> Result<T, ApiError>
-where
-    T::Err: std::fmt::Display,
-{
-    let (name, text) = values.get(i).ok_or_else(ApiError::internal)?;
-    path_param(name, text)
-}
-
-impl<A> PathIds for (A,)
-where
-    A: FromStr + Send + 'static,
-    A::Err: std::fmt::Display,
-{
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok((nth(values, 0)?,))
-    }
-}
-
-impl<A, B> PathIds for (A, B)
-where
-    A: FromStr + Send + 'static,
-    A::Err: std::fmt::Display,
-    B: FromStr + Send + 'static,
-    B::Err: std::fmt::Display,
-{
-    fn parse(values: &[(&'static str, &str)]) -> Result<Self, ApiError> {
-        Ok((nth(values, 0)?, nth(values, 1)?))
-    }
-}
+pub(crate) use licensing_core::operations::PathIds;
 
 /// A route's answer, on its way.
 pub(crate) type Reply = Pin<Box<dyn Future<Output = Handled> + Send>>;

@@ -18,165 +18,23 @@
 //! then reads the operation from the request (its body: 400, 413) and performs it for the
 //! key, which looks records up (404) and changes them.
 
-/// The endpoint of an operation made of its path's ids alone (a read, a delete, an action
-/// without a body), answering its output with `status` and `details`, as it is or as the
-/// closure-like `|output| …` shapes it:
-/// `by_ids!(GetProduct(id: ProductId) => 200, "Product retrieved");`,
-/// `by_ids!(ListWebhooks => 200 |webhooks| WebhookList { webhooks }, "Webhooks retrieved");`.
-macro_rules! by_ids {
-    ($op:ident => $status:literal, $details:expr) => {
-        by_ids!($op => $status |output| output, $details);
-    };
-    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
-        by_ids!($op($($id: $ty),+) => $status |output| output, $details);
-    };
-    ($op:ident => $status:literal |$out:ident| $answer:expr, $details:expr) => {
-        impl $crate::routes::dev::Endpoint for $op {
-            type Ids = ();
-            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
-
-            async fn from_request(
-                _: &$crate::routes::dev::Dev,
-                (): (),
-                _: $crate::routes::dev::Input,
-            ) -> Result<Self, licensing_core::ApiError> {
-                Ok(Self)
-            }
-
-            fn answer($out: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, $answer, $details)
-            }
-        }
-    };
-    ($op:ident($($id:ident: $ty:ty),+) => $status:literal |$out:ident| $answer:expr, $details:expr) => {
-        impl $crate::routes::dev::Endpoint for $op {
-            type Ids = ($($ty,)+);
-            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
-
-            async fn from_request(
-                _: &$crate::routes::dev::Dev,
-                ($($id,)+): Self::Ids,
-                _: $crate::routes::dev::Input,
-            ) -> Result<Self, licensing_core::ApiError> {
-                Ok(Self($($id),+))
-            }
-
-            fn answer($out: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, $answer, $details)
-            }
-        }
-    };
-}
-
-/// The endpoint of an action made of its path's ids alone that takes no body: an empty body
-/// or `{}` passes, anything else is 400 (`by_ids!` ignores a body; an action refuses one it
-/// would not read): `no_body!(RotateSigningKey() => 201, "Signing key rotated");`.
-macro_rules! no_body {
-    ($op:ident() => $status:literal, $details:expr) => {
-        no_body!(@ $op() => Self, $status, $details);
-    };
-    ($op:ident($($id:ident: $ty:ty),+) => $status:literal, $details:expr) => {
-        no_body!(@ $op($($id: $ty),+) => Self($($id),+), $status, $details);
-    };
-    (@ $op:ident($($id:ident: $ty:ty),*) => $made:expr, $status:literal, $details:expr) => {
-        impl $crate::routes::dev::Endpoint for $op {
-            type Ids = ($($ty,)*);
-            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
-
-            async fn from_request(
-                _: &$crate::routes::dev::Dev,
-                ($($id,)*): Self::Ids,
-                input: $crate::routes::dev::Input,
-            ) -> Result<Self, licensing_core::ApiError> {
-                licensing_core::api::requests::parse_empty_body(&input.json().await?)?;
-                Ok($made)
-            }
-
-            fn answer(output: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, output, $details)
-            }
-        }
-    };
-}
-
-/// The endpoint of an operation made of its path's ids and its JSON body, parsed (400, 413)
-/// before the operation looks anything up, answering its output as it is:
-/// `with_body!(UpdateProduct(id: ProductId) => 200, "Product updated");`.
-macro_rules! with_body {
-    ($op:ident($($id:ident: $ty:ty),*) => $status:literal, $details:expr) => {
-        impl $crate::routes::dev::Endpoint for $op {
-            type Ids = ($($ty,)*);
-            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::None;
-
-            async fn from_request(
-                _: &$crate::routes::dev::Dev,
-                ($($id,)*): Self::Ids,
-                input: $crate::routes::dev::Input,
-            ) -> Result<Self, licensing_core::ApiError> {
-                let body = licensing_core::api::requests::parse_json(&input.json().await?)?;
-                Ok(Self($($id,)* body))
-            }
-
-            fn answer(output: Self::Output) -> $crate::http::Response {
-                $crate::http::success($status, output, $details)
-            }
-        }
-    };
-}
-
-/// The endpoint of a list: its operation made of its path's ids and its query, parsed by
-/// `parse`; its page answered as `$page { $items, totalResults, hasNextPage }`:
-/// `listed!(ListProducts() query ProductListQuery::parse => ProductPage { products }, "Products retrieved");`.
-macro_rules! listed {
-    ($op:ident($($id:ident: $ty:ty),*) query $parse:path => $page:ident { $items:ident }, $details:expr) => {
-        impl $crate::routes::dev::Endpoint for $op {
-            type Ids = ($($ty,)*);
-            const QUERY: $crate::routes::dev::Query = $crate::routes::dev::Query::Parsed;
-
-            async fn from_request(
-                _: &$crate::routes::dev::Dev,
-                ($($id,)*): Self::Ids,
-                input: $crate::routes::dev::Input,
-            ) -> Result<Self, licensing_core::ApiError> {
-                Ok(Self($($id,)* $parse(&input.query)?))
-            }
-
-            fn answer(page: Self::Output) -> $crate::http::Response {
-                let page = $page {
-                    $items: page.items,
-                    total_results: page.total,
-                    has_next_page: page.has_next_page,
-                };
-                $crate::http::success(200, page, $details)
-            }
-        }
-    };
-}
-
-mod access;
-mod customers;
-mod devices;
-mod entitlements;
-mod licenses;
-mod products;
 mod releases;
-mod team;
-mod webhooks;
 
-use std::future::Future;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use licensing_core::api::requests::parse_no_query;
 use licensing_core::model::{ApiKeyRecord, Scope};
+use licensing_core::operations::{self as ops, Body, DevOperation};
 use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, Method};
 
-use crate::app;
+use crate::app::Run;
 use crate::http::{Incoming, Response, auth, idempotency, path_param, respond};
 use crate::routes::table::find;
-pub(crate) use crate::routes::table::{Input, PathIds, Query};
+pub(crate) use crate::routes::table::{Input, Query};
 use licensing_core::idempotency::IdempotencyOwner;
 
 /// A route of the developer API.
@@ -193,136 +51,81 @@ impl Route {
 pub(crate) use crate::app::{Caller, Cx as Dev};
 use crate::state::{AppState, Principal};
 
-/// A typed operation as the developer API reaches it: the operation a request asks for (from
-/// its path's ids, query and body), and the answer to what it did.
-pub(crate) trait Endpoint: crate::app::Operation + 'static {
-    /// The ids of its path, in order.
-    type Ids: PathIds;
-    /// Whether it reads a query string.
-    const QUERY: Query;
-    /// The operation the request asks for; its body is read and parsed here (400, 413), before
-    /// the operation looks anything up. `cx` is there for a body that goes somewhere as it
-    /// arrives (an upload streams into the file store).
-    fn from_request(
-        cx: &Dev,
-        ids: Self::Ids,
-        input: Input,
-    ) -> impl Future<Output = Result<Self, ApiError>> + Send;
-    /// The answer.
-    fn answer(output: Self::Output) -> Response;
+/// The HTTP method of a declared one.
+fn method(method: ops::Method) -> Method {
+    match method {
+        ops::Method::Get => Method::GET,
+        ops::Method::Post => Method::POST,
+        ops::Method::Put => Method::PUT,
+        ops::Method::Patch => Method::PATCH,
+        ops::Method::Delete => Method::DELETE,
+    }
 }
 
-/// The table's entry of endpoint `E` at `method path`.
-fn route<E: Endpoint>(method: Method, path: &'static str) -> Route {
+/// How the gate treats a declared operation's query string.
+fn query(query: ops::Query) -> Query {
+    match query {
+        ops::Query::None => Query::None,
+        ops::Query::Parsed => Query::Parsed,
+    }
+}
+
+/// An operation's success, as its declaration answers it.
+fn answer<O: DevOperation>(output: O::Output) -> Response {
+    let (data, details) = O::answer(output);
+    crate::http::success(O::STATUS, data, details)
+}
+
+/// The route of operation `O`, as it declares itself: its body is read and parsed (400, 413)
+/// before the operation looks anything up.
+fn route<O: DevOperation + Run>() -> Route {
     Route::new(
-        method,
-        path,
-        E::SCOPE,
-        E::QUERY,
-        |cx: Dev, ids: E::Ids, input: Input| async move {
-            let op = E::from_request(&cx, ids, input).await?;
+        method(O::METHOD),
+        O::PATH,
+        O::SCOPE,
+        query(O::QUERY),
+        |cx: Dev, ids: O::Ids, input: Input| async move {
+            let Input { query, body, .. } = input;
+            let body = match O::BODY {
+                Body::Ignored => Bytes::new(),
+                Body::Empty | Body::Json | Body::OptionalJson => {
+                    crate::http::read_body(body, licensing_core::api::requests::MAX_JSON_BODY)
+                        .await?
+                }
+                Body::Form => return Err(ApiError::internal()),
+            };
+            let op = O::from_parts(ids, &query, &body)?;
             let output = cx.perform(op).await?;
-            Ok(E::answer(output))
+            Ok(answer::<O>(output))
         },
     )
 }
 
-/// Every route of the developer API: method, path and the operation it performs.
+/// The route of operation `O`, whose body is a multipart form read as it arrives.
+fn upload<O: DevOperation + Run + releases::Upload>() -> Route {
+    Route::new(
+        method(O::METHOD),
+        O::PATH,
+        O::SCOPE,
+        query(O::QUERY),
+        |cx: Dev, ids: O::Ids, input: Input| async move {
+            let op = O::receive(&cx, ids, input).await?;
+            let output = cx.perform(op).await?;
+            Ok(answer::<O>(output))
+        },
+    )
+}
+
+/// The table of every declared operation.
+macro_rules! table {
+    ([$($op:ty),* $(,)?] [$($form:ty),* $(,)?]) => {
+        vec![$(route::<$op>(),)* $(upload::<$form>(),)*]
+    };
+}
+
+/// Every route of the developer API: each declared operation, at its method and path.
 pub(crate) fn operations() -> Vec<Route> {
-    let (get, post, put, patch, delete) = (
-        Method::GET,
-        Method::POST,
-        Method::PUT,
-        Method::PATCH,
-        Method::DELETE,
-    );
-    vec![
-        route::<app::licenses::CreateLicense>(post.clone(), "licenses"),
-        route::<app::licenses::ListLicenses>(get.clone(), "licenses"),
-        route::<app::licenses::GetLicenseByKey>(get.clone(), "licenses/{licenseKey}"),
-        route::<app::licenses::DeleteLicenseByKey>(delete.clone(), "licenses/{licenseKey}"),
-        route::<app::licenses::GetLicense>(get.clone(), "licenses/id/{licenseId}"),
-        route::<app::licenses::UpdateLicense>(put.clone(), "licenses/id/{licenseId}"),
-        route::<app::licenses::DeleteLicense>(delete.clone(), "licenses/id/{licenseId}"),
-        route::<app::licenses::SuspendLicense>(post.clone(), "licenses/id/{licenseId}/suspend"),
-        route::<app::licenses::UnsuspendLicense>(post.clone(), "licenses/id/{licenseId}/unsuspend"),
-        route::<app::licenses::EmailLicense>(post.clone(), "licenses/id/{licenseId}/email"),
-        route::<app::licenses::ExtendLicense>(post.clone(), "licenses/id/{licenseId}/extend"),
-        route::<app::license_files::IssueLicenseFile>(post.clone(), "licenses/id/{licenseId}/file"),
-        route::<app::devices::ListHwids>(get.clone(), "licenses/id/{licenseId}/hwid"),
-        route::<app::devices::SetHwidForgotten>(
-            patch.clone(),
-            "licenses/id/{licenseId}/hwid/{hwidId}",
-        ),
-        route::<app::devices::ListIps>(get.clone(), "licenses/id/{licenseId}/ip-address"),
-        route::<app::devices::SetIpForgotten>(patch, "licenses/id/{licenseId}/ip-address/{ipId}"),
-        route::<app::floating::ListSessions>(get.clone(), "licenses/id/{licenseId}/sessions"),
-        route::<app::devices::ListRequests>(get.clone(), "licenses/id/{licenseId}/requests"),
-        route::<app::floating::RevokeSession>(
-            delete.clone(),
-            "licenses/id/{licenseId}/sessions/{sessionId}",
-        ),
-        route::<app::customers::CreateCustomer>(post.clone(), "customers"),
-        route::<app::customers::ListCustomers>(get.clone(), "customers"),
-        route::<app::customers::GetCustomer>(get.clone(), "customers/{customerId}"),
-        route::<app::customers::UpdateCustomer>(put.clone(), "customers/{customerId}"),
-        route::<app::customers::DeleteCustomer>(delete.clone(), "customers/{customerId}"),
-        route::<app::entitlements::CreateEntitlement>(post.clone(), "entitlements"),
-        route::<app::entitlements::ListEntitlements>(get.clone(), "entitlements"),
-        route::<app::entitlements::GetEntitlement>(get.clone(), "entitlements/{entitlementId}"),
-        route::<app::entitlements::UpdateEntitlement>(put.clone(), "entitlements/{entitlementId}"),
-        route::<app::entitlements::DeleteEntitlement>(
-            delete.clone(),
-            "entitlements/{entitlementId}",
-        ),
-        route::<app::products::CreateProduct>(post.clone(), "products"),
-        route::<app::products::ListProducts>(get.clone(), "products"),
-        route::<app::products::GetProduct>(get.clone(), "products/{productId}"),
-        route::<app::products::UpdateProduct>(put.clone(), "products/{productId}"),
-        route::<app::products::DeleteProduct>(delete.clone(), "products/{productId}"),
-        route::<app::products::CreateBranch>(post.clone(), "products/{productId}/branches"),
-        route::<app::products::ListBranches>(get.clone(), "products/{productId}/branches"),
-        route::<app::products::DeleteBranch>(
-            delete.clone(),
-            "products/{productId}/branches/{branchId}",
-        ),
-        route::<app::releases::CreateRelease>(post.clone(), "releases"),
-        route::<app::releases::ListReleases>(get.clone(), "releases"),
-        route::<app::releases::GetRelease>(get.clone(), "releases/{releaseId}"),
-        route::<app::releases::UpdateRelease>(put.clone(), "releases/{releaseId}"),
-        route::<app::releases::DeleteRelease>(delete.clone(), "releases/{releaseId}"),
-        route::<app::team::GetStatistics>(get.clone(), "statistics"),
-        route::<app::team::GetSettings>(get.clone(), "settings"),
-        route::<app::team::UpdateSettings>(put, "settings"),
-        route::<app::team::GetPublicKeys>(get.clone(), "public-key"),
-        route::<app::team::CreateSigningKey>(post.clone(), "signing-keys"),
-        route::<app::team::RotateSigningKey>(post.clone(), "signing-keys/rotate"),
-        route::<app::team::ActivateSigningKey>(post.clone(), "signing-keys/{kid}/activate"),
-        route::<app::team::RetireSigningKey>(delete.clone(), "signing-keys/{kid}"),
-        route::<app::access::CreateBlacklistEntry>(post.clone(), "blacklist"),
-        route::<app::access::ListBlacklist>(get.clone(), "blacklist"),
-        route::<app::access::DeleteBlacklistEntry>(delete.clone(), "blacklist/{blacklistId}"),
-        route::<app::access::CreateApiKey>(post.clone(), "api-keys"),
-        route::<app::access::ListApiKeys>(get.clone(), "api-keys"),
-        route::<app::team::ListAudit>(get.clone(), "audit-log"),
-        route::<app::webhooks::CreateWebhook>(post.clone(), "webhooks"),
-        route::<app::webhooks::ListWebhooks>(get.clone(), "webhooks"),
-        route::<app::webhooks::GetWebhook>(get.clone(), "webhooks/{webhookId}"),
-        route::<app::webhooks::UpdateWebhook>(Method::PATCH, "webhooks/{webhookId}"),
-        route::<app::webhooks::DeleteWebhook>(delete.clone(), "webhooks/{webhookId}"),
-        route::<app::webhooks::RotateWebhookSecret>(
-            post.clone(),
-            "webhooks/{webhookId}/rotate-secret",
-        ),
-        route::<app::webhooks::SendTestEvent>(post.clone(), "webhooks/{webhookId}/test"),
-        route::<app::webhooks::ListDeliveries>(get.clone(), "webhooks/{webhookId}/deliveries"),
-        route::<app::webhooks::GetDelivery>(get, "webhooks/{webhookId}/deliveries/{deliveryId}"),
-        route::<app::webhooks::Redeliver>(
-            post.clone(),
-            "webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
-        ),
-        route::<app::access::RevokeApiKey>(delete, "api-keys/{apiKeyId}"),
-    ]
+    licensing_core::dev_operations!(table, crate::app::releases::Received)
 }
 
 /// Every developer route, behind the gate.

@@ -1,55 +1,41 @@
-//! Releases over HTTP: a create or update is a multipart body of a `data` part (JSON) and an
-//! optional `file` part, whose bytes go to the file store as they arrive; list, and (ext) get
-//! and delete.
+//! A release's create or update over HTTP: a multipart body of a `data` part (JSON) and an
+//! optional `file` part, whose bytes go to the file store as they arrive.
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use licensing_core::ApiError;
 use licensing_core::ReleaseId;
-use licensing_core::api::ReleasePage;
-use licensing_core::api::requests::{
-    MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseListQuery, ReleaseMode,
-};
-use licensing_core::model::ReleaseView;
+use licensing_core::api::requests::{MAX_JSON_BODY, ReleaseData, ReleaseInput, ReleaseMode};
 use multer::{Field, Multipart};
 
-use super::{Dev, Endpoint, Input, Query};
+use super::{Dev, Input};
 use crate::app::releases::{
-    CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases,
-    UpdateRelease, upload_allowed,
+    CreateRelease, DRAIN_BUDGET, IncomingFile, Received, UpdateRelease, upload_allowed,
 };
-use crate::http::{Response, success};
 
-listed!(ListReleases() query ReleaseListQuery::parse => ReleasePage { releases }, "Releases retrieved");
-by_ids!(GetRelease(id: ReleaseId) => 200, "Release retrieved");
-by_ids!(DeleteRelease(id: ReleaseId) => 200, "Release deleted");
+/// An operation whose body is a release's multipart form, read as it arrives.
+pub(super) trait Upload: licensing_core::operations::DevOperation {
+    /// The operation the request asks for: the form's `data` checked (400, 413) and its file
+    /// streamed into the file store, before the operation looks anything up.
+    fn receive(
+        cx: &Dev,
+        ids: Self::Ids,
+        input: Input,
+    ) -> impl std::future::Future<Output = Result<Self, ApiError>> + Send;
+}
 
-impl Endpoint for CreateRelease {
-    type Ids = ();
-    const QUERY: Query = Query::None;
-
-    async fn from_request(cx: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
+impl Upload for CreateRelease<Received> {
+    async fn receive(cx: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         let (input, file) = read_upload(cx, input, ReleaseMode::Create).await?;
-        Ok(Self { input, file })
-    }
-
-    fn answer(release: ReleaseView) -> Response {
-        success(201, release, "Release created")
+        Ok(Self(Received { input, file }))
     }
 }
 
-impl Endpoint for UpdateRelease {
-    type Ids = (ReleaseId,);
-    const QUERY: Query = Query::None;
-
+impl Upload for UpdateRelease<Received> {
     // The body is read and checked (400, 413) before the release is looked up (404).
-    async fn from_request(cx: &Dev, (id,): (ReleaseId,), input: Input) -> Result<Self, ApiError> {
+    async fn receive(cx: &Dev, (id,): (ReleaseId,), input: Input) -> Result<Self, ApiError> {
         let (input, file) = read_upload(cx, input, ReleaseMode::Update).await?;
-        Ok(Self { id, input, file })
-    }
-
-    fn answer(release: ReleaseView) -> Response {
-        success(200, release, "Release updated")
+        Ok(Self(id, Received { input, file }))
     }
 }
 

@@ -96,6 +96,21 @@ impl Default for Paging {
 }
 
 impl Paging {
+    /// The query string `parse_paging_query` reads back (what the SDK sends).
+    pub fn to_query_string(&self) -> String {
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("page", &self.page.to_string())
+            .append_pair("pageSize", &self.page_size.to_string())
+            .append_pair(
+                "sortDirection",
+                match self.direction {
+                    SortDirection::Asc => "asc",
+                    SortDirection::Desc => "desc",
+                },
+            )
+            .finish()
+    }
+
     /// Items to skip.
     pub fn offset(&self) -> u64 {
         u64::from(self.page - 1) * u64::from(self.page_size)
