@@ -7,24 +7,59 @@ use std::time::Duration;
 
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
-    DeviceListQuery, ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate,
-    Paging, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
-    SettingsBody, SortDirection, WebhookBody,
+    DeviceListQuery, EntitlementBody, EntitlementListQuery, ExtendBody, ForgottenBody,
+    LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, ProductBody, ProductListQuery,
+    ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody, WebhookBody,
 };
 use licensing_core::api::{
-    ApiKeyList, AuditPage, BlacklistList, BranchList, CustomerDeleted, CustomerPage, Deleted,
-    DeliveryPage, Envelope, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted,
-    LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, RequestLogPage, ResultCode,
-    WebhookList,
+    ApiKeyList, AuditPage, CustomerDeleted, CustomerPage, Deleted, DeliveryPage, EntitlementPage,
+    Envelope, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
+    LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage,
+    RequestLogPage, ResultCode, SessionPage, WebhookList,
 };
 use licensing_core::model::{
-    ApiKeyCreated, BlacklistEntry, Branch, Customer, License, LicenseDetail, Product, PublicKeys,
-    ReleaseView, SigningKey, Statistics, TeamSettings, WebhookDelivery, WebhookView,
-    WebhookWithSecret,
+    ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, Kid, License, LicenseDetail,
+    LicenseSession, Product, PublicKeys, ReleaseView, SigningKey, Statistics, TeamSettings,
+    WebhookDelivery, WebhookView, WebhookWithSecret,
 };
+use licensing_core::operations::access::{
+    CreateApiKey, CreateBlacklistEntry, DeleteBlacklistEntry, ListApiKeys, ListBlacklist,
+    RevokeApiKey,
+};
+use licensing_core::operations::customers::{
+    CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
+};
+use licensing_core::operations::devices::{
+    ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten,
+};
+use licensing_core::operations::entitlements::{
+    CreateEntitlement, DeleteEntitlement, GetEntitlement, ListEntitlements, UpdateEntitlement,
+};
+use licensing_core::operations::floating::{ListSessions, RevokeSession};
+use licensing_core::operations::licenses::{
+    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense, GetLicense,
+    GetLicenseByKey, IssueLicenseFile, ListLicenses, SuspendLicense, UnsuspendLicense,
+    UpdateLicense,
+};
+use licensing_core::operations::products::{
+    CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
+    ListProducts, UpdateProduct,
+};
+use licensing_core::operations::releases::{
+    CreateRelease, DeleteRelease, GetRelease, ListReleases, ReleaseForm, UpdateRelease,
+};
+use licensing_core::operations::team::{
+    ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, GetStatistics, ListAudit,
+    RetireSigningKey, RotateSigningKey, UpdateSettings,
+};
+use licensing_core::operations::webhooks::{
+    CreateWebhook, DeleteWebhook, GetDelivery, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
+    RotateWebhookSecret, SendTestEvent, UpdateWebhook,
+};
+use licensing_core::operations::{self, DevOperation, Form};
 use licensing_core::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, HwidId, IpId, LicenseId, LicenseKey,
-    ProductId, ReleaseId, TeamId, WebhookId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
+    LicenseId, LicenseKey, LicenseSessionId, ProductId, ReleaseId, TeamId, WebhookId,
 };
 use reqwest::Method;
 use serde::de::DeserializeOwned;
@@ -60,6 +95,43 @@ impl Upload {
         let bytes = tokio::fs::read(path).await?;
         Ok(Self { name, bytes })
     }
+}
+
+/// A release's form as this client sends it: its `data` and, optionally, a file.
+#[derive(Clone, Debug)]
+pub struct ReleaseUpload {
+    /// The `data` part.
+    pub data: ReleaseData,
+    /// The `file` part.
+    pub file: Option<Upload>,
+}
+
+impl ReleaseUpload {
+    /// The form of `data` and `file`.
+    pub fn new(data: &ReleaseData, file: Option<Upload>) -> Self {
+        Self {
+            data: data.clone(),
+            file,
+        }
+    }
+}
+
+impl ReleaseForm for ReleaseUpload {
+    fn parts(&self) -> Option<Form<'_>> {
+        Some(Form {
+            data: &self.data,
+            file: self
+                .file
+                .as_ref()
+                .map(|f| (f.name.as_str(), f.bytes.as_slice())),
+        })
+    }
+}
+
+/// A signing key's id, checked before it is sent.
+fn kid_of(kid: &str) -> Result<Kid, Error> {
+    kid.parse()
+        .map_err(|e: &str| Error::Config(format!("{kid:?}: {e}")))
 }
 
 /// The developer API of one team, with one API key.
@@ -156,6 +228,7 @@ paged!(LicensePage, licenses, License);
 paged!(CustomerPage, customers, Customer);
 paged!(ProductPage, products, Product);
 paged!(ReleasePage, releases, ReleaseView);
+paged!(EntitlementPage, entitlements, Entitlement);
 
 /// Pages are fetched until one says there is no next page (at most this many, as a guard).
 const MAX_PAGES: u32 = 100_000;
@@ -322,65 +395,63 @@ impl DevClient {
             .map_err(|e| Failed::Final(Error::Protocol(format!("the answer's data: {e}"))))
     }
 
-    async fn call<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        query: Option<String>,
-        body: Option<&impl serde::Serialize>,
-    ) -> Result<T, Error> {
-        let url = match query {
+    /// Performs `op`, an operation of the developer API as `licensing-core` declares it (the
+    /// very value the server reads from the request): its method, path, query and body come
+    /// from its declaration, and its answer's `data` is typed by it. Every named method below
+    /// is this with its arguments; `perform` reaches any operation, named or not.
+    ///
+    /// ```no_run
+    /// # async fn demo(dev: &licensing_sdk::DevClient, id: licensing_sdk::core::LicenseId)
+    /// # -> Result<(), licensing_sdk::Error> {
+    /// use licensing_sdk::core::operations::licenses::SuspendLicense;
+    ///
+    /// let suspended = dev.perform(&SuspendLicense(id)).await?;
+    /// assert!(suspended.license.suspended);
+    /// # Ok(()) }
+    /// ```
+    pub async fn perform<O: DevOperation>(&self, op: &O) -> Result<O::Answer, Error> {
+        let path = operations::path_of(op);
+        let url = match op.query_string() {
             Some(q) => format!("{}/{path}?{q}", self.base),
             None => format!("{}/{path}", self.base),
         };
-        let json = body
-            .map(|body| serde_json::to_vec(body).map_err(|e| Error::Protocol(e.to_string())))
-            .transpose()?;
-        self.send(&method, || {
-            let request = self.http.request(method.clone(), &url);
-            Ok(match &json {
-                Some(json) => request
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(json.clone()),
-                None => request,
-            })
-        })
-        .await
-    }
-
-    async fn get<T: DeserializeOwned>(
-        &self,
-        path: &str,
-        query: Option<String>,
-    ) -> Result<T, Error> {
-        self.call(Method::GET, path, query, None::<&()>).await
-    }
-
-    async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, Error> {
-        self.call(Method::DELETE, path, None, None::<&()>).await
-    }
-
-    async fn multipart<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        data: &ReleaseData,
-        file: Option<Upload>,
-    ) -> Result<T, Error> {
-        let json = serde_json::to_string(data).map_err(|e| Error::Protocol(e.to_string()))?;
-        let url = format!("{}/{path}", self.base);
+        let method = match O::METHOD {
+            operations::Method::Get => Method::GET,
+            operations::Method::Post => Method::POST,
+            operations::Method::Put => Method::PUT,
+            operations::Method::Patch => Method::PATCH,
+            operations::Method::Delete => Method::DELETE,
+        };
+        let json = op
+            .json_body()
+            .transpose()
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+        let form = op.form();
+        let data = form
+            .map(|form| serde_json::to_string(form.data))
+            .transpose()
+            .map_err(|e| Error::Protocol(e.to_string()))?;
         // A retry sends the same parts in a new form (with a new boundary): the server matches
         // a retried upload by its parts.
         self.send(&method, || {
-            let mut form = reqwest::multipart::Form::new().text("data", json.clone());
-            if let Some(file) = &file {
-                form = form.part(
-                    "file",
-                    reqwest::multipart::Part::bytes(file.bytes.clone())
-                        .file_name(file.name.clone()),
-                );
-            }
-            Ok(self.http.request(method.clone(), &url).multipart(form))
+            let request = self.http.request(method.clone(), &url);
+            Ok(match (&json, form, &data) {
+                (Some(json), _, _) => request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(json.clone()),
+                (None, Some(form), Some(data)) => {
+                    let mut parts = reqwest::multipart::Form::new().text("data", data.clone());
+                    if let Some((name, bytes)) = form.file {
+                        parts = parts.part(
+                            "file",
+                            reqwest::multipart::Part::bytes(bytes.to_vec())
+                                .file_name(name.to_owned()),
+                        );
+                    }
+                    request.multipart(parts)
+                }
+                _ => request,
+            })
         })
         .await
     }
@@ -389,12 +460,12 @@ impl DevClient {
 
     /// `POST {dev}/licenses`.
     pub async fn create_license(&self, body: &LicenseCreate) -> Result<LicenseDetail, Error> {
-        self.call(Method::POST, "licenses", None, Some(body)).await
+        self.perform(&CreateLicense(body.clone())).await
     }
 
     /// `GET {dev}/licenses`: one page.
     pub async fn list_licenses(&self, query: &LicenseListQuery) -> Result<LicensePage, Error> {
-        self.get("licenses", Some(query.to_query_string())).await
+        self.perform(&ListLicenses(query.clone())).await
     }
 
     /// Every license matching the query's filters, page after page.
@@ -409,12 +480,12 @@ impl DevClient {
 
     /// `GET {dev}/licenses/{licenseKey}`.
     pub async fn get_license(&self, key: &LicenseKey) -> Result<LicenseDetail, Error> {
-        self.get(&format!("licenses/{key}"), None).await
+        self.perform(&GetLicenseByKey(*key)).await
     }
 
     /// `GET {dev}/licenses/id/{licenseId}`.
     pub async fn get_license_by_id(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
-        self.get(&format!("licenses/id/{id}"), None).await
+        self.perform(&GetLicense(id)).await
     }
 
     /// `PUT {dev}/licenses/id/{licenseId}`: members left out keep their values.
@@ -423,8 +494,7 @@ impl DevClient {
         id: LicenseId,
         body: &LicenseUpdate,
     ) -> Result<LicenseDetail, Error> {
-        self.call(Method::PUT, &format!("licenses/id/{id}"), None, Some(body))
-            .await
+        self.perform(&UpdateLicense(id, body.clone())).await
     }
 
     /// (ext) `POST {dev}/licenses/id/{licenseId}/extend`: the expiry moved `days` later (1 to
@@ -433,49 +503,49 @@ impl DevClient {
         let body = ExtendBody {
             days: Some(i64::from(days)),
         };
-        self.call(
-            Method::POST,
-            &format!("licenses/id/{id}/extend"),
-            None,
-            Some(&body),
-        )
-        .await
+        self.perform(&ExtendLicense(id, body)).await
     }
 
     /// `POST {dev}/licenses/id/{licenseId}/suspend` (scope `licenses:suspend`); a license
     /// already suspended is answered unchanged.
     pub async fn suspend_license(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
-        self.call(
-            Method::POST,
-            &format!("licenses/id/{id}/suspend"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&SuspendLicense(id)).await
     }
 
     /// `POST {dev}/licenses/id/{licenseId}/unsuspend` (scope `licenses:suspend`).
     pub async fn unsuspend_license(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
-        self.call(
-            Method::POST,
-            &format!("licenses/id/{id}/unsuspend"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&UnsuspendLicense(id)).await
+    }
+
+    /// (ext) `POST {dev}/licenses/id/{licenseId}/email`: the license key e-mailed again to
+    /// each of the license's customers with an address (scope `licenses:email`; the server
+    /// needs SMTP).
+    pub async fn email_license(&self, id: LicenseId) -> Result<LicenseEmailed, Error> {
+        self.perform(&EmailLicense(id)).await
+    }
+
+    /// (ext) `POST {dev}/licenses/id/{licenseId}/file`: a signed license file for offline use
+    /// (bound to one machine or to none, encrypted unless asked not to be); check it with
+    /// [`crate::license_file`].
+    pub async fn issue_license_file(
+        &self,
+        id: LicenseId,
+        body: &LicenseFileBody,
+    ) -> Result<LicenseFileIssued, Error> {
+        self.perform(&IssueLicenseFile(id, body.clone())).await
     }
 
     /// `DELETE {dev}/licenses/{licenseKey}`.
     pub async fn delete_license(&self, key: &LicenseKey) -> Result<LicenseKeyDeleted, Error> {
-        self.delete(&format!("licenses/{key}")).await
+        self.perform(&DeleteLicenseByKey(*key)).await
     }
 
     /// `DELETE {dev}/licenses/id/{licenseId}`.
     pub async fn delete_license_by_id(&self, id: LicenseId) -> Result<LicenseDeleted, Error> {
-        self.delete(&format!("licenses/id/{id}")).await
+        self.perform(&DeleteLicense(id)).await
     }
 
-    // Devices.
+    // Devices and seats.
 
     /// `GET {dev}/licenses/id/{licenseId}/hwid`.
     pub async fn list_hwids(
@@ -483,11 +553,7 @@ impl DevClient {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> Result<HwidPage, Error> {
-        self.get(
-            &format!("licenses/id/{license}/hwid"),
-            Some(query.to_query_string()),
-        )
-        .await
+        self.perform(&ListHwids(license, query.clone())).await
     }
 
     /// (ext) `GET {dev}/licenses/id/{licenseId}/requests`: one page of the license's request
@@ -498,11 +564,7 @@ impl DevClient {
         license: LicenseId,
         query: &RequestLogQuery,
     ) -> Result<RequestLogPage, Error> {
-        self.get(
-            &format!("licenses/id/{license}/requests"),
-            Some(query.to_query_string()),
-        )
-        .await
+        self.perform(&ListRequests(license, query.clone())).await
     }
 
     /// `PATCH {dev}/licenses/id/{licenseId}/hwid/{hwidId}`.
@@ -515,13 +577,7 @@ impl DevClient {
         let body = ForgottenBody {
             forgotten: Some(forgotten),
         };
-        self.call(
-            Method::PATCH,
-            &format!("licenses/id/{license}/hwid/{hwid}"),
-            None,
-            Some(&body),
-        )
-        .await
+        self.perform(&SetHwidForgotten(license, hwid, body)).await
     }
 
     /// `GET {dev}/licenses/id/{licenseId}/ip-address`.
@@ -530,11 +586,7 @@ impl DevClient {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> Result<IpPage, Error> {
-        self.get(
-            &format!("licenses/id/{license}/ip-address"),
-            Some(query.to_query_string()),
-        )
-        .await
+        self.perform(&ListIps(license, query.clone())).await
     }
 
     /// `PATCH {dev}/licenses/id/{licenseId}/ip-address/{ipId}`.
@@ -547,25 +599,39 @@ impl DevClient {
         let body = ForgottenBody {
             forgotten: Some(forgotten),
         };
-        self.call(
-            Method::PATCH,
-            &format!("licenses/id/{license}/ip-address/{ip}"),
-            None,
-            Some(&body),
-        )
-        .await
+        self.perform(&SetIpForgotten(license, ip, body)).await
+    }
+
+    /// (ext) `GET {dev}/licenses/id/{licenseId}/sessions`: one page of the license's live
+    /// floating sessions, newest first unless `paging` says otherwise.
+    pub async fn list_sessions(
+        &self,
+        license: LicenseId,
+        paging: &Paging,
+    ) -> Result<SessionPage, Error> {
+        self.perform(&ListSessions(license, *paging)).await
+    }
+
+    /// (ext) `DELETE {dev}/licenses/id/{licenseId}/sessions/{sessionId}`: the session ends and
+    /// its seat is free at once (scope `licenses:devices`).
+    pub async fn revoke_session(
+        &self,
+        license: LicenseId,
+        session: LicenseSessionId,
+    ) -> Result<LicenseSession, Error> {
+        self.perform(&RevokeSession(license, session)).await
     }
 
     // Customers.
 
     /// (ext) `POST {dev}/customers`.
     pub async fn create_customer(&self, body: &CustomerBody) -> Result<Customer, Error> {
-        self.call(Method::POST, "customers", None, Some(body)).await
+        self.perform(&CreateCustomer(body.clone())).await
     }
 
     /// `GET {dev}/customers`: one page.
     pub async fn list_customers(&self, query: &CustomerListQuery) -> Result<CustomerPage, Error> {
-        self.get("customers", Some(query.to_query_string())).await
+        self.perform(&ListCustomers(query.clone())).await
     }
 
     /// Every customer matching the query, page after page.
@@ -580,7 +646,7 @@ impl DevClient {
 
     /// `GET {dev}/customers/{customerId}`.
     pub async fn get_customer(&self, id: CustomerId) -> Result<Customer, Error> {
-        self.get(&format!("customers/{id}"), None).await
+        self.perform(&GetCustomer(id)).await
     }
 
     /// `PUT {dev}/customers/{customerId}`.
@@ -589,25 +655,74 @@ impl DevClient {
         id: CustomerId,
         body: &CustomerBody,
     ) -> Result<Customer, Error> {
-        self.call(Method::PUT, &format!("customers/{id}"), None, Some(body))
-            .await
+        self.perform(&UpdateCustomer(id, body.clone())).await
     }
 
     /// `DELETE {dev}/customers/{customerId}`.
     pub async fn delete_customer(&self, id: CustomerId) -> Result<CustomerDeleted, Error> {
-        self.delete(&format!("customers/{id}")).await
+        self.perform(&DeleteCustomer(id)).await
+    }
+
+    // Entitlements (ext).
+
+    /// (ext) `POST {dev}/entitlements`: a feature licenses grant, directly or through their
+    /// products (`code` is what applications check, and never changes).
+    pub async fn create_entitlement(&self, body: &EntitlementBody) -> Result<Entitlement, Error> {
+        self.perform(&CreateEntitlement(body.clone())).await
+    }
+
+    /// (ext) `GET {dev}/entitlements`: one page.
+    pub async fn list_entitlements(
+        &self,
+        query: &EntitlementListQuery,
+    ) -> Result<EntitlementPage, Error> {
+        self.perform(&ListEntitlements(query.clone())).await
+    }
+
+    /// Every entitlement matching the query, page after page.
+    pub async fn all_entitlements(
+        &self,
+        query: &EntitlementListQuery,
+    ) -> Result<Vec<Entitlement>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_entitlements(&q).await }
+        })
+        .await
+    }
+
+    /// (ext) `GET {dev}/entitlements/{entitlementId}`.
+    pub async fn get_entitlement(&self, id: EntitlementId) -> Result<Entitlement, Error> {
+        self.perform(&GetEntitlement(id)).await
+    }
+
+    /// (ext) `PUT {dev}/entitlements/{entitlementId}`: its name or metadata (members left out
+    /// keep their values).
+    pub async fn update_entitlement(
+        &self,
+        id: EntitlementId,
+        body: &EntitlementBody,
+    ) -> Result<Entitlement, Error> {
+        self.perform(&UpdateEntitlement(id, body.clone())).await
+    }
+
+    /// (ext) `DELETE {dev}/entitlements/{entitlementId}`: no license or product grants it any
+    /// more.
+    pub async fn delete_entitlement(&self, id: EntitlementId) -> Result<Deleted, Error> {
+        self.perform(&DeleteEntitlement(id)).await
     }
 
     // Products and branches (ext).
 
     /// (ext) `POST {dev}/products`.
     pub async fn create_product(&self, body: &ProductBody) -> Result<Product, Error> {
-        self.call(Method::POST, "products", None, Some(body)).await
+        self.perform(&CreateProduct(body.clone())).await
     }
 
     /// (ext) `GET {dev}/products`: one page.
     pub async fn list_products(&self, query: &ProductListQuery) -> Result<ProductPage, Error> {
-        self.get("products", Some(query.to_query_string())).await
+        self.perform(&ListProducts(query.clone())).await
     }
 
     /// Every product, page after page.
@@ -622,7 +737,7 @@ impl DevClient {
 
     /// (ext) `GET {dev}/products/{productId}`.
     pub async fn get_product(&self, id: ProductId) -> Result<Product, Error> {
-        self.get(&format!("products/{id}"), None).await
+        self.perform(&GetProduct(id)).await
     }
 
     /// (ext) `PUT {dev}/products/{productId}`.
@@ -631,13 +746,12 @@ impl DevClient {
         id: ProductId,
         body: &ProductBody,
     ) -> Result<Product, Error> {
-        self.call(Method::PUT, &format!("products/{id}"), None, Some(body))
-            .await
+        self.perform(&UpdateProduct(id, body.clone())).await
     }
 
     /// (ext) `DELETE {dev}/products/{productId}`: its releases and branches go with it.
     pub async fn delete_product(&self, id: ProductId) -> Result<Deleted, Error> {
-        self.delete(&format!("products/{id}")).await
+        self.perform(&DeleteProduct(id)).await
     }
 
     /// (ext) `POST {dev}/products/{productId}/branches`.
@@ -645,21 +759,12 @@ impl DevClient {
         let body = BranchBody {
             name: Some(name.to_owned()),
         };
-        self.call(
-            Method::POST,
-            &format!("products/{product}/branches"),
-            None,
-            Some(&body),
-        )
-        .await
+        self.perform(&CreateBranch(product, body)).await
     }
 
     /// (ext) `GET {dev}/products/{productId}/branches`.
     pub async fn list_branches(&self, product: ProductId) -> Result<Vec<Branch>, Error> {
-        let list: BranchList = self
-            .get(&format!("products/{product}/branches"), None)
-            .await?;
-        Ok(list.branches)
+        Ok(self.perform(&ListBranches(product)).await?.branches)
     }
 
     /// (ext) `DELETE {dev}/products/{productId}/branches/{branchId}`.
@@ -668,8 +773,7 @@ impl DevClient {
         product: ProductId,
         branch: BranchId,
     ) -> Result<Deleted, Error> {
-        self.delete(&format!("products/{product}/branches/{branch}"))
-            .await
+        self.perform(&DeleteBranch(product, branch)).await
     }
 
     // Releases.
@@ -680,12 +784,13 @@ impl DevClient {
         data: &ReleaseData,
         file: Option<Upload>,
     ) -> Result<ReleaseView, Error> {
-        self.multipart(Method::POST, "releases", data, file).await
+        self.perform(&CreateRelease(ReleaseUpload::new(data, file)))
+            .await
     }
 
     /// `GET {dev}/releases`: one page.
     pub async fn list_releases(&self, query: &ReleaseListQuery) -> Result<ReleasePage, Error> {
-        self.get("releases", Some(query.to_query_string())).await
+        self.perform(&ListReleases(query.clone())).await
     }
 
     /// Every release matching the query, page after page.
@@ -700,7 +805,7 @@ impl DevClient {
 
     /// (ext) `GET {dev}/releases/{releaseId}`.
     pub async fn get_release(&self, id: ReleaseId) -> Result<ReleaseView, Error> {
-        self.get(&format!("releases/{id}"), None).await
+        self.perform(&GetRelease(id)).await
     }
 
     /// `PUT {dev}/releases/{releaseId}` (multipart): with a file to replace it, or with
@@ -711,74 +816,60 @@ impl DevClient {
         data: &ReleaseData,
         file: Option<Upload>,
     ) -> Result<ReleaseView, Error> {
-        self.multipart(Method::PUT, &format!("releases/{id}"), data, file)
+        self.perform(&UpdateRelease(id, ReleaseUpload::new(data, file)))
             .await
     }
 
     /// (ext) `DELETE {dev}/releases/{releaseId}`.
     pub async fn delete_release(&self, id: ReleaseId) -> Result<Deleted, Error> {
-        self.delete(&format!("releases/{id}")).await
+        self.perform(&DeleteRelease(id)).await
     }
 
     // The team.
 
     /// `GET {dev}/statistics` (cached 15 minutes by the server).
     pub async fn statistics(&self) -> Result<Statistics, Error> {
-        self.get("statistics", None).await
+        self.perform(&GetStatistics).await
     }
 
     /// (ext) `GET {dev}/settings`.
     pub async fn settings(&self) -> Result<TeamSettings, Error> {
-        self.get("settings", None).await
+        self.perform(&GetSettings).await
     }
 
     /// (ext) `PUT {dev}/settings`: members left out keep their values.
     pub async fn update_settings(&self, body: &SettingsBody) -> Result<TeamSettings, Error> {
-        self.call(Method::PUT, "settings", None, Some(body)).await
+        self.perform(&UpdateSettings(body.clone())).await
     }
 
     /// (ext) `GET {dev}/public-key`: what [`crate::LicenseClient`] is configured with.
     pub async fn public_keys(&self) -> Result<PublicKeys, Error> {
-        self.get("public-key", None).await
+        self.perform(&GetPublicKeys).await
     }
 
     /// (ext) `POST {dev}/signing-keys/rotate`: a new Ed25519 key signs answers and license
     /// files from now on; the former ones stay listed in [`public_keys`](Self::public_keys)
     /// until retired.
     pub async fn rotate_signing_key(&self) -> Result<SigningKey, Error> {
-        self.call(Method::POST, "signing-keys/rotate", None, None::<&()>)
-            .await
+        self.perform(&RotateSigningKey).await
     }
 
     /// (ext) `POST {dev}/signing-keys`: the next signing key (state `next`), listed for
     /// applications to ship and signing nothing until [`activate_signing_key`](Self::activate_signing_key).
     pub async fn create_signing_key(&self) -> Result<SigningKey, Error> {
-        self.call(Method::POST, "signing-keys", None, None::<&()>)
-            .await
+        self.perform(&CreateSigningKey).await
     }
 
     /// (ext) `POST {dev}/signing-keys/{kid}/activate`: the next key signs from now on; the
     /// one it replaces stays listed (`former`) until retired.
     pub async fn activate_signing_key(&self, kid: &str) -> Result<SigningKey, Error> {
-        self.call(
-            Method::POST,
-            &format!("signing-keys/{kid}/activate"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&ActivateSigningKey(kid_of(kid)?)).await
     }
 
     /// (ext) `DELETE {dev}/signing-keys/{kid}`: clients stop trusting a former or next key
     /// (the active one cannot be retired).
     pub async fn retire_signing_key(&self, kid: &str) -> Result<SigningKey, Error> {
-        self.call(
-            Method::DELETE,
-            &format!("signing-keys/{kid}"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&RetireSigningKey(kid_of(kid)?)).await
     }
 
     /// (ext) `POST {dev}/blacklist`.
@@ -786,18 +877,17 @@ impl DevClient {
         &self,
         body: &BlacklistBody,
     ) -> Result<BlacklistEntry, Error> {
-        self.call(Method::POST, "blacklist", None, Some(body)).await
+        self.perform(&CreateBlacklistEntry(body.clone())).await
     }
 
     /// (ext) `GET {dev}/blacklist`, with hit counts.
     pub async fn list_blacklist(&self) -> Result<Vec<BlacklistEntry>, Error> {
-        let list: BlacklistList = self.get("blacklist", None).await?;
-        Ok(list.blacklist)
+        Ok(self.perform(&ListBlacklist).await?.blacklist)
     }
 
     /// (ext) `DELETE {dev}/blacklist/{id}`.
     pub async fn delete_blacklist_entry(&self, id: BlacklistId) -> Result<Deleted, Error> {
-        self.delete(&format!("blacklist/{id}")).await
+        self.perform(&DeleteBlacklistEntry(id)).await
     }
 
     /// (ext) `POST {dev}/api-keys`: the key is in the answer, this once. Build the body with
@@ -823,17 +913,17 @@ impl DevClient {
     /// # Ok(()) }
     /// ```
     pub async fn create_api_key(&self, body: &ApiKeyBody) -> Result<ApiKeyCreated, Error> {
-        self.call(Method::POST, "api-keys", None, Some(body)).await
+        self.perform(&CreateApiKey(body.clone())).await
     }
 
     /// (ext) `GET {dev}/api-keys` (without the keys).
     pub async fn list_api_keys(&self) -> Result<ApiKeyList, Error> {
-        self.get("api-keys", None).await
+        self.perform(&ListApiKeys).await
     }
 
     /// (ext) `DELETE {dev}/api-keys/{id}`: revokes the key.
     pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<Deleted, Error> {
-        self.delete(&format!("api-keys/{id}")).await
+        self.perform(&RevokeApiKey(id)).await
     }
 
     // The audit log.
@@ -841,24 +931,24 @@ impl DevClient {
     /// (ext) `GET {dev}/audit-log`: one page of the team's audit log, newest first unless the
     /// query says otherwise (the key needs `audit-log:read`).
     pub async fn audit_log(&self, query: &AuditQuery) -> Result<AuditPage, Error> {
-        self.get("audit-log", Some(query.to_query_string())).await
+        self.perform(&ListAudit(query.clone())).await
     }
 
     // Webhooks.
 
     /// (ext) `POST {dev}/webhooks`: a new endpoint, with its signing secret (shown only here).
     pub async fn create_webhook(&self, body: &WebhookBody) -> Result<WebhookWithSecret, Error> {
-        self.call(Method::POST, "webhooks", None, Some(body)).await
+        self.perform(&CreateWebhook(body.clone())).await
     }
 
     /// (ext) `GET {dev}/webhooks`.
     pub async fn list_webhooks(&self) -> Result<WebhookList, Error> {
-        self.get("webhooks", None).await
+        self.perform(&ListWebhooks).await
     }
 
     /// (ext) `GET {dev}/webhooks/{id}`.
     pub async fn get_webhook(&self, id: WebhookId) -> Result<WebhookView, Error> {
-        self.get(&format!("webhooks/{id}"), None).await
+        self.perform(&GetWebhook(id)).await
     }
 
     /// (ext) `PATCH {dev}/webhooks/{id}`: the members given change.
@@ -867,36 +957,23 @@ impl DevClient {
         id: WebhookId,
         body: &WebhookBody,
     ) -> Result<WebhookView, Error> {
-        self.call(Method::PATCH, &format!("webhooks/{id}"), None, Some(body))
-            .await
+        self.perform(&UpdateWebhook(id, body.clone())).await
     }
 
     /// (ext) `DELETE {dev}/webhooks/{id}`, with its delivery log.
     pub async fn delete_webhook(&self, id: WebhookId) -> Result<Deleted, Error> {
-        self.delete(&format!("webhooks/{id}")).await
+        self.perform(&DeleteWebhook(id)).await
     }
 
     /// (ext) `POST {dev}/webhooks/{id}/rotate-secret`: the new secret (the old one signs too
     /// for 24 hours).
     pub async fn rotate_webhook_secret(&self, id: WebhookId) -> Result<WebhookWithSecret, Error> {
-        self.call(
-            Method::POST,
-            &format!("webhooks/{id}/rotate-secret"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&RotateWebhookSecret(id)).await
     }
 
     /// (ext) `POST {dev}/webhooks/{id}/test`: queues a `webhook.test` event.
     pub async fn test_webhook(&self, id: WebhookId) -> Result<WebhookDelivery, Error> {
-        self.call(
-            Method::POST,
-            &format!("webhooks/{id}/test"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&SendTestEvent(id)).await
     }
 
     /// (ext) `GET {dev}/webhooks/{id}/deliveries`: one page of the delivery log.
@@ -905,18 +982,17 @@ impl DevClient {
         id: WebhookId,
         paging: &Paging,
     ) -> Result<DeliveryPage, Error> {
-        let query = format!(
-            "page={}&pageSize={}&sortDirection={}",
-            paging.page,
-            paging.page_size,
-            if paging.direction == SortDirection::Asc {
-                "asc"
-            } else {
-                "desc"
-            }
-        );
-        self.get(&format!("webhooks/{id}/deliveries"), Some(query))
-            .await
+        self.perform(&ListDeliveries(id, *paging)).await
+    }
+
+    /// (ext) `GET {dev}/webhooks/{id}/deliveries/{delivery}`: one delivery, with its attempts
+    /// and the exact body sent.
+    pub async fn webhook_delivery(
+        &self,
+        id: WebhookId,
+        delivery: DeliveryId,
+    ) -> Result<WebhookDelivery, Error> {
+        self.perform(&GetDelivery(id, delivery)).await
     }
 
     /// (ext) `POST {dev}/webhooks/{id}/deliveries/{delivery}/redeliver`: the same event again.
@@ -925,12 +1001,6 @@ impl DevClient {
         id: WebhookId,
         delivery: DeliveryId,
     ) -> Result<WebhookDelivery, Error> {
-        self.call(
-            Method::POST,
-            &format!("webhooks/{id}/deliveries/{delivery}/redeliver"),
-            None,
-            None::<&()>,
-        )
-        .await
+        self.perform(&Redeliver(id, delivery)).await
     }
 }

@@ -487,10 +487,13 @@ fn dev_client(server: &Running) -> licensing_sdk::DevClient {
 #[tokio::test]
 async fn the_developer_client_covers_every_endpoint() {
     use licensing_sdk::Upload;
+    use licensing_sdk::core::LicenseSessionId;
+    use licensing_sdk::core::api::LicenseFileBody;
     use licensing_sdk::core::api::requests::{
-        ApiKeyBody, BlacklistBody, CustomerBody, CustomerListQuery, DeviceListQuery, LicenseCreate,
-        LicenseListQuery, LicenseUpdate, Patch, ProductBody, ProductListQuery, RawMetadata,
-        ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody,
+        ApiKeyBody, BlacklistBody, CustomerBody, CustomerListQuery, DeviceListQuery,
+        EntitlementBody, EntitlementListQuery, LicenseCreate, LicenseListQuery, LicenseUpdate,
+        Paging, Patch, ProductBody, ProductListQuery, RawMetadata, ReleaseData, ReleaseListQuery,
+        RequestLogQuery, SettingsBody,
     };
     use licensing_sdk::core::model::{Resource, Scope};
 
@@ -822,6 +825,80 @@ async fn the_developer_client_covers_every_endpoint() {
     assert_eq!(stats.overview.total_licenses, 13);
     assert_eq!(stats.requests.by_type.verify, 1);
 
+    // Entitlements.
+    let export = dev
+        .create_entitlement(&EntitlementBody {
+            name: Patch::Value("Export".into()),
+            code: Patch::Value("EXPORT".into()),
+            ..EntitlementBody::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(dev.get_entitlement(export.id).await.unwrap(), export);
+    let renamed = dev
+        .update_entitlement(
+            export.id,
+            &EntitlementBody {
+                name: Patch::Value("Export to PDF".into()),
+                ..EntitlementBody::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (renamed.name.as_str(), renamed.code.as_str()),
+        ("Export to PDF", "EXPORT")
+    );
+    assert_eq!(
+        dev.list_entitlements(&EntitlementListQuery::default())
+            .await
+            .unwrap()
+            .entitlements,
+        [renamed.clone()]
+    );
+    assert_eq!(
+        dev.all_entitlements(&EntitlementListQuery::default())
+            .await
+            .unwrap(),
+        [renamed]
+    );
+    dev.delete_entitlement(export.id).await.unwrap();
+    match dev.get_entitlement(export.id).await.unwrap_err() {
+        Error::Api { status, .. } => assert_eq!(status, 404),
+        other => panic!("{other:?}"),
+    }
+
+    // A license's file, sessions and e-mail (refused: this server has no SMTP).
+    let file = dev
+        .issue_license_file(id, &LicenseFileBody::default())
+        .await
+        .unwrap();
+    assert!(
+        file.certificate.contains("LICENSE FILE"),
+        "{}",
+        file.certificate
+    );
+    assert_eq!(
+        dev.list_sessions(id, &Paging::default())
+            .await
+            .unwrap()
+            .total_results,
+        0
+    );
+    assert_eq!(
+        dev.revoke_session(id, LicenseSessionId::new())
+            .await
+            .unwrap_err()
+            .code(),
+        Some(ResultCode::SessionNotFound)
+    );
+    match dev.email_license(id).await.unwrap_err() {
+        Error::Api { status, code, .. } => {
+            assert_eq!((status, code), (400, ResultCode::BadRequest))
+        }
+        other => panic!("{other:?}"),
+    }
+
     // Deletes.
     dev.delete_license(&key).await.unwrap();
     assert_eq!(
@@ -855,6 +932,76 @@ async fn the_developer_client_covers_every_endpoint() {
         ..Default::default()
     };
     assert_eq!(dev.audit_log(&query).await.unwrap().total_results, 2);
+}
+
+/// Every operation of the developer API, walked from the one list the server's routes are
+/// made of, performed through the SDK's [`licensing_sdk::DevClient::perform`] with ids that
+/// parse but name nothing: each request reaches its route (answered by the operation, with
+/// its own refusal or a success), never "no such endpoint" (404) or "method not allowed" (405).
+#[tokio::test]
+async fn the_sdk_reaches_every_declared_operation() {
+    use licensing_sdk::ReleaseUpload;
+    use licensing_sdk::core::api::requests::ReleaseData;
+    use licensing_sdk::core::operations::releases::{CreateRelease, UpdateRelease};
+    use licensing_sdk::core::operations::{Body, DevOperation, PathIds};
+
+    /// The operation a request of `O` with sample ids (and `{}` as its body) asks for.
+    fn sample<O: DevOperation>() -> O {
+        let ids: Vec<(&'static str, String)> = O::PATH
+            .split('/')
+            .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
+            .map(|name| {
+                let text = match name {
+                    "licenseKey" => "ABCDE-12345-FGHIJ-67890-KLMNO".to_owned(),
+                    "kid" => "0123456789abcdef".to_owned(),
+                    _ => uuid::Uuid::new_v4().to_string(),
+                };
+                (name, text)
+            })
+            .collect();
+        let pairs: Vec<(&'static str, &str)> = ids.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        let ids = O::Ids::parse(&pairs).unwrap_or_else(|e| panic!("{}: {e:?}", O::NAME));
+        let body: &[u8] = match O::BODY {
+            Body::Json | Body::Empty => b"{}",
+            _ => b"",
+        };
+        O::from_parts(ids, "", body).unwrap_or_else(|e| panic!("{}: {e:?}", O::NAME))
+    }
+
+    async fn reaches<O: DevOperation>(dev: &licensing_sdk::DevClient, op: O) -> &'static str {
+        match dev.perform(&op).await {
+            Ok(_) => {}
+            Err(Error::Api {
+                status, details, ..
+            }) => assert!(
+                !(status == 404 && details.starts_with("No such endpoint")) && status != 405,
+                "{} {} {}: {status} {details}",
+                O::NAME,
+                O::METHOD.as_str(),
+                O::PATH
+            ),
+            Err(other) => panic!("{}: {other:?}", O::NAME),
+        }
+        O::NAME
+    }
+
+    macro_rules! walk {
+        ([$($op:ty),* $(,)?] [$($form:ty),* $(,)?]) => {{
+            let server = Running::start().await;
+            let dev = dev_client(&server);
+            let mut reached = Vec::new();
+            $(reached.push(reaches(&dev, sample::<$op>()).await);)*
+            // A form is sent by its holder: a release's, here with no file.
+            let form = || ReleaseUpload::new(&ReleaseData::default(), None);
+            reached.push(reaches(&dev, CreateRelease(form())).await);
+            reached.push(reaches(&dev, UpdateRelease(licensing_sdk::core::ReleaseId::new(), form())).await);
+            let forms = [$(<$form as DevOperation>::NAME),*];
+            assert_eq!(forms, ["create_release", "update_release"]);
+            reached
+        }};
+    }
+    let reached = licensing_core::dev_operations!(walk, ReleaseUpload);
+    assert!(reached.len() >= 67, "{}", reached.len());
 }
 
 /// After a rotation, answers name the new key: a client that trusts only the former key fails

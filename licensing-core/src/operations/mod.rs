@@ -182,22 +182,13 @@ impl QueryText for Paging {
     }
 }
 
-/// A file to upload with a release.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Upload {
-    /// The file name (it must have an extension; `.jar` files get their `Main-Class` read).
-    pub name: String,
-    /// The content.
-    pub bytes: Vec<u8>,
-}
-
-/// The parts of a multipart form, as a client sends them.
+/// The parts of a release's multipart form, as a client sends them.
 #[derive(Clone, Copy, Debug)]
 pub struct Form<'a> {
     /// The `data` part.
     pub data: &'a ReleaseData,
-    /// The `file` part.
-    pub file: Option<&'a Upload>,
+    /// The `file` part: its file name (with an extension) and its bytes.
+    pub file: Option<(&'a str, &'a [u8])>,
 }
 
 /// An operation of the developer API (`/api/v1/dev/teams/{teamId}/…`): how a request reaches

@@ -1,37 +1,19 @@
 //! Releases and their files. A create or an update is a multipart form (a `data` part and an
-//! optional `file` part), held as the caller holds it: the SDK's [`ReleaseUpload`] in memory,
+//! optional `file` part), held as the caller holds it ([`ReleaseForm`]): a client's in memory,
 //! the server's file streamed into its store as it arrives.
 
-use crate::api::requests::{ReleaseData, ReleaseListQuery};
+use crate::api::requests::ReleaseListQuery;
 use crate::api::{Deleted, ReleasePage};
 use crate::model::{ReleaseView, Resource, Scope};
 use crate::store::Page;
 use crate::{ApiError, ReleaseId};
 
-use super::{Body, DevOperation, Form, Method, Operation, Query, Upload, declare};
-
-/// A release's form as a client sends it.
-#[derive(Clone, Debug)]
-pub struct ReleaseUpload {
-    /// The `data` part.
-    pub data: ReleaseData,
-    /// The `file` part.
-    pub file: Option<Upload>,
-}
+use super::{Body, DevOperation, Form, Method, Operation, Query, declare};
 
 /// A release's form, as whoever holds it holds it.
 pub trait ReleaseForm: Send + 'static {
     /// The parts to send, for a form a client holds (`None` for one already received).
     fn parts(&self) -> Option<Form<'_>>;
-}
-
-impl ReleaseForm for ReleaseUpload {
-    fn parts(&self) -> Option<Form<'_>> {
-        Some(Form {
-            data: &self.data,
-            file: self.file.as_ref(),
-        })
-    }
 }
 
 /// Creates a release, with its file if one came.

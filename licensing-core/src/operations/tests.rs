@@ -4,6 +4,15 @@ use crate::operations::licenses::{GetLicense, UpdateLicense};
 use crate::operations::products::{DeleteBranch, ListProducts};
 use crate::{BranchId, LicenseId, ProductId};
 
+/// A form held by no one: the list's forms, for the tests that walk it.
+struct NoForm;
+
+impl releases::ReleaseForm for NoForm {
+    fn parts(&self) -> Option<Form<'_>> {
+        None
+    }
+}
+
 #[test]
 fn a_path_is_its_template_with_its_ids_in_order() {
     let (product, branch) = (ProductId::new(), BranchId::new());
@@ -46,7 +55,7 @@ fn reads_are_gets_and_only_gets() {
             );
         )*)*};
     }
-    crate::dev_operations!(check, releases::ReleaseUpload);
+    crate::dev_operations!(check, NoForm);
 }
 
 #[test]
@@ -80,7 +89,7 @@ fn every_declared_operation_is_listed_once() {
     macro_rules! names {
         ($([$($op:ty),* $(,)?])*) => { vec![$($(<$op as DevOperation>::NAME),*),*] };
     }
-    let mut listed = crate::dev_operations!(names, releases::ReleaseUpload);
+    let mut listed = crate::dev_operations!(names, NoForm);
     assert_eq!(
         listed.len(),
         declared,
