@@ -1,7 +1,7 @@
 //! API keys: the list, a new key with its scopes (shown once), and revoking one.
 
 use licensing_core::api::requests::ApiKeyBody;
-use licensing_core::model::{ApiKeyCreated, ApiKeyView, Resource, Scope, Scopes};
+use licensing_core::model::{ApiKeyCreated, ApiKeyView, Scope, Scopes};
 use licensing_core::{ApiKeyId, Timestamp};
 use maud::{Markup, html};
 
@@ -31,7 +31,7 @@ pub(crate) async fn list(
         Ok(keys) => keys,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
-    let write = staff.may(Scope::write(Resource::ApiKeys));
+    let write = staff.may_perform::<crate::app::access::CreateApiKey>();
     let chosen = form.all("scopes");
     let content = html! {
         h1 { "API keys" }

@@ -4,7 +4,6 @@ use licensing_core::api::requests::{
     BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, LicenseListQuery, Patch,
     ProductBody,
 };
-use licensing_core::model::{Resource, Scope};
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::{Markup, html};
@@ -86,7 +85,7 @@ pub(crate) async fn customers(
                 @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
                 @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
             }
-            @if staff.may(Scope::write(Resource::Customers)) {
+            @if staff.may_perform::<crate::app::customers::CreateCustomer>() {
                 h2 { "New customer" }
                 (page::problems(failure))
                 form method="post" action="/dashboard/customers" {
@@ -149,7 +148,7 @@ pub(crate) async fn customer(
                 None => current.unwrap_or("").to_owned(),
             }
         };
-        let licenses = if staff.may(Scope::read(Resource::Licenses)) {
+        let licenses = if staff.may_perform::<crate::app::licenses::ListLicenses>() {
             let mut theirs = LicenseListQuery::default();
             theirs.paging.page_size = 100;
             theirs.filter.customer_ids = vec![id];
@@ -160,7 +159,7 @@ pub(crate) async fn customer(
         let content = html! {
             div.heading {
                 h1 { (c.full_name.as_deref().unwrap_or("Customer")) }
-                @if staff.may(Scope::write(Resource::Customers)) {
+                @if staff.may_perform::<crate::app::customers::DeleteCustomer>() {
                     a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { "Delete…" }
                 }
             }
@@ -172,7 +171,7 @@ pub(crate) async fn customer(
                     @for m in &c.metadata { dt { code { (m.key) } } dd { (m.value) } }
                 }
             }
-            @if staff.may(Scope::write(Resource::Customers)) {
+            @if staff.may_perform::<crate::app::customers::UpdateCustomer>() {
                 details.edit open[failure.is_some()] {
                     summary { "Edit" }
                     (page::problems(failure))
@@ -291,7 +290,7 @@ pub(crate) async fn products(
                     }
                 }
             }))
-            @if staff.may(Scope::write(Resource::Products)) {
+            @if staff.may_perform::<crate::app::products::CreateProduct>() {
                 h2 { "New product" }
                 (page::problems(failure))
                 form method="post" action="/dashboard/products" {
@@ -377,7 +376,7 @@ pub(crate) async fn product(
         };
         let branches = api::perform(ctx, staff, ListBranches(id)).await?;
         let entitlements = super::entitlements::readable(ctx, staff).await?;
-        let write = staff.may(Scope::write(Resource::Products));
+        let write = staff.may_perform::<crate::app::products::UpdateProduct>();
         let content = html! {
             div.heading {
                 h1 { (p.name) }
@@ -558,7 +557,7 @@ pub(crate) async fn blacklist(
 ) -> Response {
     let outcome = async {
         let list = api::perform(ctx, staff, ListBlacklist).await?;
-        let write = staff.may(Scope::write(Resource::Blacklist));
+        let write = staff.may_perform::<crate::app::access::CreateBlacklistEntry>();
         let kind = form.get("type").unwrap_or("IP");
         let content = html! {
             h1 { "Blacklist" }

@@ -3,7 +3,6 @@
 
 use licensing_core::EntitlementId;
 use licensing_core::api::requests::{EntitlementBody, Patch};
-use licensing_core::model::{Resource, Scope};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -21,7 +20,7 @@ pub(super) async fn readable(
     ctx: &Ctx,
     staff: &Staff,
 ) -> Result<Vec<licensing_core::model::Entitlement>, Failure> {
-    if staff.may(Scope::read(Resource::Entitlements)) {
+    if staff.may_perform::<AllEntitlements>() {
         api::perform(ctx, staff, AllEntitlements).await
     } else {
         Ok(Vec::new())
@@ -37,7 +36,7 @@ pub(crate) async fn list(
 ) -> Response {
     let outcome = async {
         let all = api::perform(ctx, staff, AllEntitlements).await?;
-        let write = staff.may(Scope::write(Resource::Entitlements));
+        let write = staff.may_perform::<crate::app::entitlements::UpdateEntitlement>();
         let content = html! {
             h1 { "Entitlements" }
             p.hint { "Features a license grants, directly or through its products. Applications ask for their codes when they verify; a license that lacks one is refused." }

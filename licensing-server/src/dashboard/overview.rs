@@ -1,6 +1,5 @@
 //! The overview: the team's statistics as numbers and charts.
 
-use licensing_core::model::{Resource, Scope};
 use maud::html;
 
 use super::api;
@@ -12,7 +11,7 @@ use crate::http::Response;
 
 /// `GET /dashboard/`: the overview, or the licenses for a role without statistics.
 pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
-    if !staff.may(Scope::read(Resource::Statistics)) {
+    if !staff.may_perform::<crate::app::team::GetStatistics>() {
         return page::redirect("/dashboard/licenses");
     }
     let outcome = async {

@@ -38,7 +38,7 @@ fn status_words(status: ReleaseStatus) -> &'static str {
 const MAX_FIELD: usize = 64 * 1024;
 
 fn may_write(staff: &Staff) -> bool {
-    staff.may(Scope::write(Resource::Releases))
+    staff.may_perform::<CreateRelease<Received>>()
 }
 
 fn size_text(bytes: u64) -> String {

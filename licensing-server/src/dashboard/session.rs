@@ -60,6 +60,12 @@ impl Staff {
     pub(crate) fn may(&self, scope: licensing_core::model::Scope) -> bool {
         self.user.role.scopes().allows(scope)
     }
+
+    /// Whether the staff member's role may perform operation `O` (its declared scope): what a
+    /// page asks before it offers the link, button or form that performs it.
+    pub(crate) fn may_perform<O: crate::app::Operation>(&self) -> bool {
+        O::SCOPE.is_none_or(|scope| self.may(scope))
+    }
 }
 
 /// Whether the browser reached us over HTTPS: anything but a plain-HTTP request from this

@@ -2,7 +2,7 @@
 //! signing keys (rotate, retire).
 
 use licensing_core::api::requests::{Patch, SettingsBody};
-use licensing_core::model::{Kid, Resource, Scope, SigningKey, SigningKeyState};
+use licensing_core::model::{Kid, SigningKey, SigningKeyState};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -20,7 +20,7 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
     let outcome = async {
         let s = api::perform(ctx, staff, GetSettings).await?;
         let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
-        let write = staff.may(Scope::write(Resource::Settings));
+        let write = staff.may_perform::<crate::app::team::UpdateSettings>();
         let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
         let content = html! {
             h1 { "Settings" }

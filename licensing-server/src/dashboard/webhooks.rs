@@ -4,7 +4,7 @@
 
 use licensing_core::WebhookId;
 use licensing_core::api::requests::{Paging, WebhookBody};
-use licensing_core::model::{Resource, Scope, WebhookView, WebhookWithSecret};
+use licensing_core::model::{WebhookView, WebhookWithSecret};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -17,7 +17,7 @@ use crate::app::webhooks::{
 use crate::http::Response;
 
 fn may_write(staff: &Staff) -> bool {
-    staff.may(Scope::write(Resource::Webhooks))
+    staff.may_perform::<crate::app::webhooks::CreateWebhook>()
 }
 
 /// A serialized enum's name (`"DELIVERED"`), for display.

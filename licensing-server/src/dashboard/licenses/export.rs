@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use licensing_core::api::requests::{LicenseSort, SortDirection};
-use licensing_core::model::{Customer, License, Product, Resource, Scope};
+use licensing_core::model::{Customer, License, Product};
 use warp::Reply as _;
 use warp::http::{HeaderValue, header};
 
@@ -122,7 +122,7 @@ pub(crate) async fn export(ctx: &Ctx, staff: &Staff) -> Response {
             query = searching(query, text, by);
         }
         let products = super::products(ctx, staff).await?;
-        let names = staff.may(Scope::read(Resource::Customers));
+        let names = staff.may_perform::<crate::app::customers::GetCustomers>();
         Ok::<_, api::Failure>((cx, query, first, products, names))
     };
     let (cx, query, first, products, names) = match outcome.await {

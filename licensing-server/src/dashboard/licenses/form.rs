@@ -5,9 +5,7 @@ use licensing_core::api::requests::{
     CustomerListQuery, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
 };
 use licensing_core::error::FieldError;
-use licensing_core::model::{
-    Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Resource, Scope,
-};
+use licensing_core::model::{Customer, ExpirationStart, ExpirationType, License, LicenseDetail};
 use maud::html;
 
 use super::super::api::{self, Failure};
@@ -42,7 +40,7 @@ async fn form_page(
 ) -> Response {
     let lists = async {
         let products = products(ctx, staff).await?;
-        let mut customers = if staff.may(Scope::read(Resource::Customers)) {
+        let mut customers = if staff.may_perform::<ListCustomers>() {
             let mut newest = CustomerListQuery::default();
             newest.paging.page_size = 100;
             api::perform(ctx, staff, ListCustomers(newest)).await?.items
@@ -235,14 +233,16 @@ fn form_of(detail: &LicenseDetail) -> Form {
 async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, LicenseDetail), Failure> {
     let id = license_id(id)?;
     // The form is of no use to a role that cannot save it (the API refuses the save anyway).
-    let write = Scope::write(Resource::Licenses);
-    if !staff.may(write) {
+    type Save = crate::app::licenses::UpdateLicense;
+    if let Some(scope) = <Save as crate::app::Operation>::SCOPE
+        && !staff.may_perform::<Save>()
+    {
         return Err(Failure::new(
             403,
             format!(
                 "Your role ({}) may not {}: an owner or admin of your team can give you a role that may.",
                 staff.user.role,
-                write.words()
+                scope.words()
             ),
         ));
     }

@@ -19,7 +19,7 @@ use licensing_core::api::requests::{
     ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,
 };
 use licensing_core::expiry::Expiration;
-use licensing_core::model::{Customer, ExpirationType, License, Product, Resource, Scope};
+use licensing_core::model::{Customer, ExpirationType, License, Product};
 use licensing_core::store::Page;
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, LicenseId, Timestamp};
@@ -64,7 +64,7 @@ fn key_like(text: &str) -> bool {
 /// All products of the team (for names and filters), at most 100; none for a role that may
 /// not read them.
 async fn products(ctx: &Ctx, staff: &Staff) -> Result<Vec<Product>, Failure> {
-    if !staff.may(Scope::read(Resource::Products)) {
+    if !staff.may_perform::<crate::app::products::ListProducts>() {
         return Ok(Vec::new());
     }
     Ok(api::all_products(ctx, staff).await?.items)
@@ -251,7 +251,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     query.paging.page = page_number;
     let (result, found_by) = find(&api::cx(ctx, staff), query, text.as_ref()).await?;
     // The customers the page's licenses name, for a role that may read them.
-    let customers = if staff.may(Scope::read(Resource::Customers)) {
+    let customers = if staff.may_perform::<crate::app::customers::GetCustomers>() {
         let ids = result
             .items
             .iter()
@@ -283,7 +283,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             h1 { "Licenses" }
             div.actions {
                 a.button.secondary href=(l.link("/dashboard/licenses/export", None)) download { "Export CSV" }
-                @if staff.may(Scope::write(Resource::Licenses)) {
+                @if staff.may_perform::<crate::app::licenses::CreateLicense>() {
                     a.button href="/dashboard/licenses/new" { "New license" }
                 }
             }

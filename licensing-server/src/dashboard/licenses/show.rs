@@ -5,7 +5,7 @@ use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{
     DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS, Paging,
 };
-use licensing_core::model::{ExpirationType, Resource, Scope, effective_codes};
+use licensing_core::model::{ExpirationType, effective_codes};
 use licensing_core::{LicenseId, Timestamp};
 use maud::{Markup, html};
 
@@ -61,11 +61,11 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         },
     );
     let (word, class) = status(l, ctx.now);
-    let devices_allowed = staff.may(Scope::LICENSE_DEVICES);
-    let suspend_allowed = staff.may(Scope::LICENSE_SUSPEND);
-    let write_allowed = staff.may(Scope::write(Resource::Licenses));
-    let extend_allowed = staff.may(Scope::LICENSE_EXTEND);
-    let email_allowed = staff.may(Scope::LICENSE_EMAIL);
+    let devices_allowed = staff.may_perform::<crate::app::devices::SetHwidForgotten>();
+    let suspend_allowed = staff.may_perform::<crate::app::licenses::SuspendLicense>();
+    let write_allowed = staff.may_perform::<crate::app::licenses::UpdateLicense>();
+    let extend_allowed = staff.may_perform::<crate::app::licenses::ExtendLicense>();
+    let email_allowed = staff.may_perform::<crate::app::licenses::EmailLicense>();
     let limit = |n: Option<u32>| n.map_or_else(|| "No limit".to_owned(), |n| n.to_string());
     let content = html! {
         div.heading {
