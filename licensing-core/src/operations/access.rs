@@ -5,6 +5,7 @@ use crate::api::{ApiKeyList, BlacklistList, Deleted};
 use crate::model::{ApiKeyCreated, ApiKeyView, BlacklistEntry, Resource, Scope};
 use crate::{ApiError, ApiKeyId, BlacklistId};
 
+use super::doc::*;
 use super::{Body, DevOperation, Method, Operation, Query, declare};
 
 /// Creates an API key with no more access than the caller's own.
@@ -40,18 +41,56 @@ declare! {
     CreateBlacklistEntry() by json BlacklistBody;
     Post "blacklist" "create_blacklist_entry" BLACKLIST_WRITE;
     BlacklistEntry => 201 "Blacklist entry created";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Blacklist an IP (address or CIDR), a country (alpha-2 or alpha-3) or a hardware identifier.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED],
+    };
 
     ListBlacklist by ids;
     Get "blacklist" "list_blacklist" Some(Scope::read(Resource::Blacklist));
     Vec<BlacklistEntry> => 200 BlacklistList: |blacklist| BlacklistList { blacklist }, "Blacklist retrieved";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) The blacklist, with hit counts.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "The entries",
+        refusals: &[REFUSED, OTHER_TEAM],
+    };
 
     DeleteBlacklistEntry(id: BlacklistId) by ids;
     Delete "blacklist/{blacklistId}" "delete_blacklist_entry" BLACKLIST_WRITE;
     Deleted => 200 "Blacklist entry deleted";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Delete a blacklist entry.",
+        description: "",
+        params: &[
+            Param::path("blacklistId", "The blacklist entry", Kind::Uuid),
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, crate::refusals![(404, "BAD_REQUEST (no such entry)")]],
+    };
 
     ListApiKeys by ids;
     Get "api-keys" "list_api_keys" Some(Scope::read(Resource::ApiKeys));
     Vec<ApiKeyView> => 200 ApiKeyList: |api_keys| ApiKeyList { api_keys }, "API keys retrieved";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) The team's API keys, without the keys.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "The keys",
+        refusals: &[REFUSED, OTHER_TEAM],
+    };
 }
 
 impl Operation for CreateApiKey {
@@ -61,6 +100,15 @@ impl Operation for CreateApiKey {
 
 impl DevOperation for CreateApiKey {
     const NAME: &'static str = "create_api_key";
+    const DOC: Doc = Doc {
+        tag: "extensions",
+        summary: "(ext) Create an API key: the key is in this answer only.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED],
+    };
     const METHOD: Method = Method::Post;
     const PATH: &'static str = "api-keys";
     const QUERY: Query = Query::None;
@@ -68,6 +116,7 @@ impl DevOperation for CreateApiKey {
     const STATUS: u16 = 201;
     type Ids = ();
     type Answer = ApiKeyCreated;
+    type Payload = ApiKeyBody;
 
     fn from_parts((): (), _: &str, body: &[u8]) -> Result<Self, ApiError> {
         Ok(Self(crate::api::requests::parse_json(body)?))
@@ -99,6 +148,19 @@ impl Operation for RevokeApiKey {
 
 impl DevOperation for RevokeApiKey {
     const NAME: &'static str = "revoke_api_key";
+    const DOC: Doc = Doc {
+        tag: "extensions",
+        summary: "(ext) Revoke an API key.",
+        description: "",
+        params: &[Param::path("apiKeyId", "The API key", Kind::Uuid)],
+        body: "",
+        success: "Revoked",
+        refusals: &[
+            REFUSED,
+            OTHER_TEAM,
+            crate::refusals![(404, "BAD_REQUEST (no such key)")],
+        ],
+    };
     const METHOD: Method = Method::Delete;
     const PATH: &'static str = "api-keys/{apiKeyId}";
     const QUERY: Query = Query::None;
@@ -106,6 +168,7 @@ impl DevOperation for RevokeApiKey {
     const STATUS: u16 = 200;
     type Ids = (ApiKeyId,);
     type Answer = Deleted;
+    type Payload = ();
 
     fn from_parts((id,): (ApiKeyId,), _: &str, _: &[u8]) -> Result<Self, ApiError> {
         Ok(Self(id))

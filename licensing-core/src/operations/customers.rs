@@ -7,6 +7,7 @@ use crate::model::{Customer, Resource, Scope};
 use crate::store::Page;
 
 use super::declare;
+use super::doc::*;
 
 /// Creates a customer.
 pub struct CreateCustomer(pub CustomerBody);
@@ -30,20 +31,77 @@ declare! {
     CreateCustomer() by json CustomerBody;
     Post "customers" "create_customer" WRITE;
     Customer => 201 "Customer created";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Create a customer.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED],
+    };
 
     ListCustomers() by query CustomerListQuery;
     Get "customers" "list_customers" READ;
     Page<Customer> => 200 CustomerPage: |page| page.into(), "Customers retrieved";
+    doc Doc {
+        tag: "customers",
+        summary: "List customers, a page at a time.",
+        description: "",
+        params: &[
+            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
+            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            Param::query("sortColumn", "One of fullName, createdAt, updatedAt, email, username (default createdAt)", Kind::Text),
+            Param::query("search", "1 to 255 characters: part of the e-mail, full name or username", Kind::Text),
+        ],
+        body: "",
+        success: "A page of customers",
+        refusals: &[REFUSED, OTHER_TEAM],
+    };
 
     GetCustomer(id: CustomerId) by ids;
     Get "customers/{customerId}" "get_customer" READ;
     Customer => 200 "Customer retrieved";
+    doc Doc {
+        tag: "customers",
+        summary: "A customer.",
+        description: "",
+        params: &[
+            Param::path("customerId", "The customer", Kind::Uuid),
+        ],
+        body: "",
+        success: "The customer",
+        refusals: &[REFUSED, OTHER_TEAM, NO_CUSTOMER],
+    };
 
     UpdateCustomer(id: CustomerId) by json CustomerBody;
     Put "customers/{customerId}" "update_customer" WRITE;
     Customer => 200 "Customer updated";
+    doc Doc {
+        tag: "customers",
+        summary: "Update a customer: members left out keep their values, null clears.",
+        description: "",
+        params: &[
+            Param::path("customerId", "The customer", Kind::Uuid),
+        ],
+        body: "",
+        success: "Updated",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED, NO_CUSTOMER],
+    };
 
     DeleteCustomer(id: CustomerId) by ids;
     Delete "customers/{customerId}" "delete_customer" WRITE;
     CustomerDeleted => 200 "Customer deleted";
+    doc Doc {
+        tag: "customers",
+        summary: "Delete a customer (licenses lose it).",
+        description: "",
+        params: &[
+            Param::path("customerId", "The customer", Kind::Uuid),
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, NO_CUSTOMER],
+    };
 }

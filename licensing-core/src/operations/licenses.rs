@@ -11,6 +11,7 @@ use crate::store::Page;
 use crate::{LicenseId, LicenseKey};
 
 use super::declare;
+use super::doc::*;
 
 /// Creates a license under a fresh key (and e-mails it, when asked).
 pub struct CreateLicense(pub LicenseCreate);
@@ -57,14 +58,57 @@ declare! {
     CreateLicense() by json LicenseCreate;
     Post "licenses" "create_license" WRITE;
     LicenseDetail => 200 "License created";
+    doc Doc {
+        tag: "licenses",
+        summary: "Create a license. Only `expirationType` is required.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "License created (200 for compatibility)",
+        refusals: &[OTHER_TEAM, BODY_REFUSED, crate::refusals![(400, "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (404, "CUSTOMER_NOT_FOUND or PRODUCT_NOT_FOUND: an unknown id in customerIds or productIds"), (429, "RATE_LIMIT: too many requests, or the day's 50 license e-mails are queued"), (500, "INTERNAL_SERVER_ERROR")]],
+    };
 
     ListLicenses() by query LicenseListQuery;
     Get "licenses" "list_licenses" READ;
     Page<License> => 200 LicensePage: |page| page.into(), "Licenses retrieved";
+    doc Doc {
+        tag: "licenses",
+        summary: "List licenses, a page at a time.",
+        description: "",
+        params: &[
+            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
+            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            Param::query("sortColumn", "One of createdAt, updatedAt (default createdAt)", Kind::Text),
+            Param::query("productIds", "Comma-separated product ids: licenses with any of them", Kind::Text),
+            Param::query("customerIds", "Comma-separated customer ids: licenses with any of them", Kind::Text),
+            Param::query("search", "Part of the license key, case-insensitive, hyphens left out of both (a key typed without its hyphens is found)", Kind::Text),
+            Param::query("metadataKey", "A metadata key the license has", Kind::Text),
+            Param::query("metadataValue", "Text the value of metadataKey contains (needs metadataKey)", Kind::Text),
+            Param::query("status", "EXPIRED: licenses whose expiration date has passed; ACTIVE: the others (suspended or not)", Kind::Text),
+            Param::query("expirationType", "One of NEVER, DATE, DURATION", Kind::Text),
+            Param::query("suspended", "true: suspended licenses only; false: the others", Kind::Boolean),
+            Param::query("entitlementId", "(ext) Licenses that grant this entitlement, themselves or through one of their products", Kind::Uuid),
+        ],
+        body: "",
+        success: "A page of licenses",
+        refusals: &[REFUSED, OTHER_TEAM],
+    };
 
     GetLicenseByKey(key: LicenseKey) by ids;
     Get "licenses/{licenseKey}" "get_license" READ;
     LicenseDetail => 200 "License retrieved";
+    doc Doc {
+        tag: "licenses",
+        summary: "A license by key.",
+        description: "",
+        params: &[
+            Param::path("licenseKey", "The license key", Kind::Pattern("^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$")),
+        ],
+        body: "",
+        success: "The license",
+        refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
+    };
 
     DeleteLicenseByKey(key: LicenseKey) by ids;
     Delete "licenses/{licenseKey}" "delete_license" WRITE;
@@ -72,15 +116,48 @@ declare! {
         license_key: license.license_key,
         deleted: true,
     }, "License deleted";
+    doc Doc {
+        tag: "licenses",
+        summary: "Delete a license by key, with its devices and addresses.",
+        description: "",
+        params: &[
+            Param::path("licenseKey", "The license key", Kind::Pattern("^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$")),
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
+    };
 
     GetLicense(id: LicenseId) by ids;
     Get "licenses/id/{licenseId}" "get_license_by_id" READ;
     LicenseDetail => 200 "License retrieved";
+    doc Doc {
+        tag: "licenses",
+        summary: "A license by id.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "The license",
+        refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
+    };
 
     // The protocol's order: ids and credentials, then the body (400), then the record (404).
     UpdateLicense(id: LicenseId) by json LicenseUpdate;
     Put "licenses/id/{licenseId}" "update_license" WRITE;
     LicenseDetail => 200 "License updated";
+    doc Doc {
+        tag: "licenses",
+        summary: "Update a license: members left out keep their values, null clears.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "Updated",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED, crate::refusals![(404, "LICENSE_NOT_FOUND, CUSTOMER_NOT_FOUND or PRODUCT_NOT_FOUND")]],
+    };
 
     DeleteLicense(id: LicenseId) by ids;
     Delete "licenses/id/{licenseId}" "delete_license_by_id" WRITE;
@@ -88,26 +165,92 @@ declare! {
         license_id: license.id,
         deleted: true,
     }, "License deleted";
+    doc Doc {
+        tag: "licenses",
+        summary: "Delete a license by id.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
+    };
 
     SuspendLicense(id: LicenseId) by ids;
     Post "licenses/id/{licenseId}/suspend" "suspend_license" Some(Scope::LICENSE_SUSPEND);
     LicenseDetail => 200 "License suspended";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Suspend a license: the one change the scope `licenses:suspend` allows (so\ndoes `licenses:write`). A license already suspended is answered the same, unchanged.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "The license, suspended",
+        refusals: &[OTHER_TEAM, NO_LICENSE, crate::refusals![(400, "BAD_REQUEST: a malformed id (`data.errors` names it)"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (429, "RATE_LIMIT: too many requests for this API key (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
+    };
 
     UnsuspendLicense(id: LicenseId) by ids;
     Post "licenses/id/{licenseId}/unsuspend" "unsuspend_license" Some(Scope::LICENSE_SUSPEND);
     LicenseDetail => 200 "License unsuspended";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so\ndoes `licenses:write`). A license already unsuspended is answered the same, unchanged.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "The license, unsuspended",
+        refusals: &[OTHER_TEAM, NO_LICENSE, crate::refusals![(400, "BAD_REQUEST: a malformed id (`data.errors` names it)"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (429, "RATE_LIMIT: too many requests for this API key (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
+    };
 
     EmailLicense(id: LicenseId) by ids;
     Post "licenses/id/{licenseId}/email" "email_license" Some(Scope::LICENSE_EMAIL);
     LicenseEmailed => 200 "License e-mails queued";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) E-mail the license key again to each of the license's customers that has an address,\nthrough the server's outbox (delivered and retried in the background). Counts against the\nteam's daily e-mail limit.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "The e-mails queued and their recipients",
+        refusals: &[NO_LICENSE, crate::refusals![(400, "BAD_REQUEST: a malformed id; e-mail not configured on this server; no customer of the license has an address"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (403, "FORBIDDEN: an API key of another team, or without licenses:email (which licenses:write includes)"), (429, "RATE_LIMIT: too many requests for this API key, or the team's e-mails of the day are used up (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
+    };
 
     ExtendLicense(id: LicenseId) by json ExtendBody;
     Post "licenses/id/{licenseId}/extend" "extend_license" Some(Scope::LICENSE_EXTEND);
     LicenseDetail => 200 "License extended";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Move the license's expiry `days` later (1 to 3650): a `DATE` license expires that many\ndays after its date, or after now when the date has passed; a `DURATION` license lasts that\nmany days longer, counted from its start as before. A license that never expires cannot be\nextended. Needs `licenses:extend` (which `licenses:write` includes), so that a support desk\ncan extend without changing anything else; audited and announced as `license.updated`.",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "",
+        success: "The license, extended",
+        refusals: &[NO_LICENSE, crate::refusals![(400, "BAD_REQUEST: a malformed id or body; `days` missing or out of range; a license that never expires"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (403, "FORBIDDEN: an API key of another team, or without licenses:extend"), (429, "RATE_LIMIT: too many requests for this API key (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
+    };
 
     // Every member is optional: an empty body asks for an encrypted file for any machine,
     // valid as long as the license.
     IssueLicenseFile(id: LicenseId) by optional LicenseFileBody;
     Post "licenses/id/{licenseId}/file" "issue_license_file" WRITE;
     LicenseFileIssued => 201 "License file issued";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Issue a license file: the license's data as a verify answers it (with its id, key,\nsuspension and entitlements; its customers only for a key with `customers:read`), signed\nwith the team's active Ed25519 key (`kid` in the envelope), encrypted under the license key\n(and the machine's hardware identifier, for a file bound to one, armored `MACHINE FILE`)\nunless `encrypt` is `false`. Its `expiry` is the earliest of `issued + ttl` and the\nlicense's end (a duration not started yet: `issued` + its days; issuing does not start the\nclock). An application checks it offline with the team's signing keys. Audited\n(`license.file_issued`).",
+        description: "",
+        params: &[
+            Param::path("licenseId", "The license", Kind::Uuid),
+        ],
+        body: "Every member is optional; an empty body asks for an encrypted file for any machine, valid as long as the license",
+        success: "The file",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED, NO_LICENSE],
+    };
 }

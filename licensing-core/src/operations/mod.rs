@@ -11,6 +11,7 @@
 pub mod access;
 pub mod customers;
 pub mod devices;
+pub mod doc;
 pub mod entitlements;
 pub mod floating;
 pub mod licenses;
@@ -206,10 +207,14 @@ pub trait DevOperation: Operation {
     const BODY: Body;
     /// The status of a success.
     const STATUS: u16;
+    /// Its documentation.
+    const DOC: doc::Doc;
     /// The ids of its path, in order.
     type Ids: PathIds;
     /// The `data` of a success.
     type Answer: Serialize + DeserializeOwned + Send;
+    /// Its JSON body (`()` for none; a form's parts are its own).
+    type Payload;
 
     /// The operation a request asks for, from its path's ids, its query string and its body
     /// (400, 413), before anything is looked up. An operation whose body is a
@@ -254,6 +259,7 @@ pub fn path_of<O: DevOperation>(op: &O) -> String {
 /// Name(id: Type, …) by kind [BodyOrQuery];
 /// METHOD "path/{id}" "operation_id" SCOPE;
 /// Output => status [Answer: |output| answer,] "details";
+/// doc Doc { … };
 /// ```
 /// (`Name by kind` for an operation without ids or body). The kinds: `ids` (path ids only; a
 /// body is ignored), `empty` (no body: empty or `{}`), `json T` (a JSON body), `optional T`
@@ -265,13 +271,15 @@ macro_rules! declare {
         $name:ident $(($($id:ident: $ty:ty),*))? by $kind:ident $($part:ty)?;
         $method:ident $path:literal $opid:literal $scope:expr;
         $out:ty => $status:literal $($answer:ty: |$o:pat_param| $map:expr,)? $details:literal;
+        doc $doc:expr;
     )*) => {$(
         declare!(@one $name [$($($id: $ty),*)?] [$(($($id),*))?] $kind [$($part)?];
-            $method $path $opid $scope; $out => $status [$($answer: |$o| $map)?] $details);
+            $method $path $opid $scope; $out => $status [$($answer: |$o| $map)?] $details; $doc);
     )*};
     (@one $name:ident [$($id:ident: $ty:ty),*] [$($shape:tt)?] $kind:ident [$($part:ty)?];
         $method:ident $path:literal $opid:literal $scope:expr;
-        $out:ty => $status:literal [$($answer:ty: |$o:pat_param| $map:expr)?] $details:literal) => {
+        $out:ty => $status:literal [$($answer:ty: |$o:pat_param| $map:expr)?] $details:literal;
+        $doc:expr) => {
         impl $crate::operations::Operation for $name {
             type Output = $out;
             const SCOPE: Option<$crate::model::Scope> = $scope;
@@ -286,8 +294,10 @@ macro_rules! declare {
             const QUERY: $crate::operations::Query = declare!(@query $kind);
             const BODY: $crate::operations::Body = declare!(@body $kind);
             const STATUS: u16 = $status;
+            const DOC: $crate::operations::doc::Doc = $doc;
             type Ids = ($($ty,)*);
             type Answer = declare!(@answer $out $(, $answer)?);
+            type Payload = declare!(@payload $kind [$($part)?]);
 
             #[allow(unused_variables)]
             fn from_parts(
@@ -317,6 +327,9 @@ macro_rules! declare {
     (@body empty) => { $crate::operations::Body::Empty };
     (@body json) => { $crate::operations::Body::Json };
     (@body optional) => { $crate::operations::Body::OptionalJson };
+    (@payload json [$part:ty]) => { $part };
+    (@payload optional [$part:ty]) => { $part };
+    (@payload $kind:ident [$($part:ty)?]) => { () };
     (@answer $out:ty) => { $out };
     (@answer $out:ty, $answer:ty) => { $answer };
     (@map $output:ident) => { $output };

@@ -8,6 +8,7 @@ use crate::model::{ReleaseView, Resource, Scope};
 use crate::store::Page;
 use crate::{ApiError, ReleaseId};
 
+use super::doc::*;
 use super::{Body, DevOperation, Form, Method, Operation, Query, declare};
 
 /// A release's form, as whoever holds it holds it.
@@ -39,14 +40,53 @@ declare! {
     ListReleases() by query ReleaseListQuery;
     Get "releases" "list_releases" READ;
     Page<ReleaseView> => 200 ReleasePage: |page| page.into(), "Releases retrieved";
+    doc Doc {
+        tag: "releases",
+        summary: "List releases, a page at a time.",
+        description: "",
+        params: &[
+            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
+            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            Param::query("sortColumn", "One of version, createdAt, updatedAt, latest (default createdAt)", Kind::Text),
+            Param::query("productId", "Releases of this product", Kind::Uuid),
+            Param::query("search", "Part of the version, case-insensitive", Kind::Text),
+            Param::query("status", "PUBLISHED, DRAFT, ARCHIVED or DEPRECATED", Kind::Text),
+        ],
+        body: "",
+        success: "A page of releases",
+        refusals: &[REFUSED, OTHER_TEAM],
+    };
 
     GetRelease(id: ReleaseId) by ids;
     Get "releases/{releaseId}" "get_release" READ;
     ReleaseView => 200 "Release retrieved";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) A release.",
+        description: "",
+        params: &[
+            Param::path("releaseId", "The release", Kind::Uuid),
+        ],
+        body: "",
+        success: "The release",
+        refusals: &[REFUSED, OTHER_TEAM, NO_RELEASE],
+    };
 
     DeleteRelease(id: ReleaseId) by ids;
     Delete "releases/{releaseId}" "delete_release" WRITE;
     Deleted => 200 "Release deleted";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Delete a release and its file.",
+        description: "",
+        params: &[
+            Param::path("releaseId", "The release", Kind::Uuid),
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, NO_RELEASE],
+    };
 }
 
 /// What receiving a form takes: a multipart body is read by whoever receives it, streaming.
@@ -61,6 +101,42 @@ impl<F: ReleaseForm> Operation for CreateRelease<F> {
 
 impl<F: ReleaseForm> DevOperation for CreateRelease<F> {
     const NAME: &'static str = "create_release";
+    const DOC: Doc = Doc {
+        tag: "releases",
+        summary: "Create a release, with an optional file (multipart: `data` is the JSON, `file` the file).",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created",
+        refusals: &[crate::refusals![
+            (
+                400,
+                "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)"
+            ),
+            (
+                401,
+                "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"
+            ),
+            (
+                403,
+                "FORBIDDEN: another team's key, or a file without the classloader feature"
+            ),
+            (
+                404,
+                "PRODUCT_NOT_FOUND, LICENSE_NOT_FOUND or RELEASE_NOT_FOUND (branch)"
+            ),
+            (
+                408,
+                "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)"
+            ),
+            (413, "BAD_REQUEST: the file is over 10 MiB"),
+            (
+                429,
+                "RATE_LIMIT: too many requests for this API key, or too many release uploads for this team (`Retry-After`)"
+            ),
+            (500, "INTERNAL_SERVER_ERROR")
+        ]],
+    };
     const METHOD: Method = Method::Post;
     const PATH: &'static str = "releases";
     const QUERY: Query = Query::None;
@@ -68,6 +144,7 @@ impl<F: ReleaseForm> DevOperation for CreateRelease<F> {
     const STATUS: u16 = 201;
     type Ids = ();
     type Answer = ReleaseView;
+    type Payload = ();
 
     fn from_parts((): (), _: &str, _: &[u8]) -> Result<Self, ApiError> {
         Err(received_elsewhere())
@@ -93,6 +170,42 @@ impl<F: ReleaseForm> Operation for UpdateRelease<F> {
 
 impl<F: ReleaseForm> DevOperation for UpdateRelease<F> {
     const NAME: &'static str = "update_release";
+    const DOC: Doc = Doc {
+        tag: "releases",
+        summary: "Update a release (multipart): every member of `data`, and a new file or `keepExistingFile`.",
+        description: "",
+        params: &[Param::path("releaseId", "The release", Kind::Uuid)],
+        body: "",
+        success: "Updated",
+        refusals: &[crate::refusals![
+            (
+                400,
+                "BAD_REQUEST: a malformed id, body or query parameter (`data.errors` names each)"
+            ),
+            (
+                401,
+                "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"
+            ),
+            (
+                403,
+                "FORBIDDEN: another team's key, or a file without the classloader feature"
+            ),
+            (
+                404,
+                "RELEASE_NOT_FOUND, PRODUCT_NOT_FOUND or LICENSE_NOT_FOUND"
+            ),
+            (
+                408,
+                "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)"
+            ),
+            (413, "BAD_REQUEST: the file is over 10 MiB"),
+            (
+                429,
+                "RATE_LIMIT: too many requests for this API key, or too many release uploads for this team (`Retry-After`)"
+            ),
+            (500, "INTERNAL_SERVER_ERROR")
+        ]],
+    };
     const METHOD: Method = Method::Put;
     const PATH: &'static str = "releases/{releaseId}";
     const QUERY: Query = Query::None;
@@ -100,6 +213,7 @@ impl<F: ReleaseForm> DevOperation for UpdateRelease<F> {
     const STATUS: u16 = 200;
     type Ids = (ReleaseId,);
     type Answer = ReleaseView;
+    type Payload = ();
 
     fn from_parts(_: (ReleaseId,), _: &str, _: &[u8]) -> Result<Self, ApiError> {
         Err(received_elsewhere())

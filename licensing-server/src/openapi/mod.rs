@@ -1,12 +1,17 @@
-//! The OpenAPI document (`GET /api/openapi.json`, checked in as `openapi.json`): utoipa path
-//! declarations for every route, the schemas of `licensing-core`'s API types, and the error
-//! answers each operation can give.
+//! The OpenAPI document (`GET /api/openapi.json`, checked in as `openapi.json`): each developer
+//! operation's path item built from its declaration in `licensing-core` (method, path, scope,
+//! body, answer, documentation, refusals), utoipa path declarations for the client API and the
+//! operator's endpoints, and the schemas of `licensing-core`'s API types.
 
 mod paths;
 
+use licensing_core::api::Envelope;
 use licensing_core::model::{Access, Resource, Scope};
+use licensing_core::operations::doc::{In, Kind, Param};
+use licensing_core::operations::{Body, DevOperation};
 use utoipa::OpenApi;
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use warp::http::Method;
 
@@ -19,7 +24,7 @@ use warp::http::Method;
         description = "License management and verification: a developer API (bearer API keys) and a client API (no credentials) for applications."
     ),
     paths(
-        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::licenses::create_license, paths::licenses::list_licenses, paths::licenses::get_license, paths::licenses::delete_license, paths::licenses::get_license_by_id, paths::licenses::update_license, paths::licenses::suspend_license, paths::licenses::email_license, paths::licenses::extend_license, paths::licenses::issue_license_file, paths::licenses::unsuspend_license, paths::licenses::delete_license_by_id, paths::licenses::list_hwids, paths::licenses::set_hwid_forgotten, paths::licenses::list_ips, paths::licenses::set_ip_forgotten, paths::licenses::list_sessions, paths::licenses::revoke_session, paths::licenses::list_requests, paths::catalog::create_customer, paths::catalog::list_customers, paths::catalog::get_customer, paths::catalog::update_customer, paths::catalog::delete_customer, paths::entitlements::create_entitlement, paths::entitlements::list_entitlements, paths::entitlements::get_entitlement, paths::entitlements::update_entitlement, paths::entitlements::delete_entitlement, paths::catalog::create_product, paths::catalog::list_products, paths::catalog::get_product, paths::catalog::update_product, paths::catalog::delete_product, paths::catalog::create_branch, paths::catalog::list_branches, paths::catalog::delete_branch, paths::releases::create_release, paths::releases::list_releases, paths::releases::get_release, paths::releases::update_release, paths::releases::delete_release, paths::team::statistics, paths::team::get_settings, paths::team::update_settings, paths::team::create_blacklist_entry, paths::team::list_blacklist, paths::team::delete_blacklist_entry, paths::team::create_api_key, paths::team::list_api_keys, paths::team::revoke_api_key, paths::team::audit_log, paths::webhooks::create_webhook, paths::webhooks::list_webhooks, paths::webhooks::get_webhook, paths::webhooks::update_webhook, paths::webhooks::delete_webhook, paths::webhooks::rotate_webhook_secret, paths::webhooks::test_webhook, paths::webhooks::list_webhook_deliveries, paths::webhooks::get_webhook_delivery, paths::webhooks::redeliver_webhook, paths::team::public_keys, paths::team::create_signing_key, paths::team::activate_signing_key, paths::team::rotate_signing_key, paths::team::retire_signing_key, paths::operator::create_team, paths::operator::list_teams, paths::operator::set_features, paths::operator::admin_create_api_key, paths::operator::admin_create_user, paths::operator::admin_backup, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
+        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::operator::create_team, paths::operator::list_teams, paths::operator::set_features, paths::operator::admin_create_api_key, paths::operator::admin_create_user, paths::operator::admin_backup, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
     ),
     components(schemas(licensing_core::api::requests::ReleaseData)),
     tags(
@@ -223,10 +228,180 @@ fn idempotency_keys_of_writes(doc: &mut utoipa::openapi::OpenApi) {
     }
 }
 
+/// The path items of the developer API, one per declared operation, and the schemas they
+/// name: built from each operation's declaration (method, path, scope, body, answer) and its
+/// documentation, so that the document lists what the gate routes, no more and no less.
+fn developer_operations(doc: &mut utoipa::openapi::OpenApi) {
+    macro_rules! each {
+        ([$($op:ty),* $(,)?] [$($form:ty),* $(,)?]) => {{
+            let mut schemas = Vec::new();
+            $(declared::<$op>(doc, &mut schemas);)*
+            $(declared::<$form>(doc, &mut schemas);)*
+            schemas
+        }};
+    }
+    let schemas = licensing_core::dev_operations!(each, crate::app::releases::Received);
+    let components = doc.components.get_or_insert_with(Default::default);
+    for (name, schema) in schemas {
+        components.schemas.entry(name).or_insert(schema);
+    }
+}
+
+/// Adds operation `O`'s path item to `doc`, and the schemas it names to `schemas`.
+fn declared<O>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Vec<(String, RefOr<Schema>)>)
+where
+    O: DevOperation,
+    O::Answer: utoipa::ToSchema,
+    O::Payload: utoipa::ToSchema,
+{
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
+    use utoipa::{PartialSchema, ToSchema};
+
+    let documented = O::DOC;
+    let text = |t: &str| (!t.is_empty()).then(|| t.to_owned());
+    let mut operation = OperationBuilder::new()
+        .tag(documented.tag)
+        .summary(text(documented.summary))
+        .description(text(documented.description))
+        .operation_id(Some(O::NAME))
+        .parameter(parameter(&TEAM));
+    for param in documented.params {
+        operation = operation.parameter(parameter(param));
+    }
+    let json = |name: String| {
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name(name)))
+            .build()
+    };
+    let body = match O::BODY {
+        Body::Json | Body::OptionalJson => {
+            let name = <O::Payload as ToSchema>::name().into_owned();
+            schemas.push((name.clone(), <O::Payload as PartialSchema>::schema()));
+            <O::Payload as ToSchema>::schemas(schemas);
+            Some(("application/json", json(name)))
+        }
+        Body::Form => {
+            let name = paths::ReleaseForm::name().into_owned();
+            schemas.push((name.clone(), paths::ReleaseForm::schema()));
+            Some(("multipart/form-data", json(name)))
+        }
+        Body::Ignored | Body::Empty => None,
+    };
+    if let Some((media, content)) = body {
+        operation = operation.request_body(Some(
+            RequestBodyBuilder::new()
+                .description(text(documented.body))
+                .content(media, content)
+                .required(Some(Required::True))
+                .build(),
+        ));
+    }
+    // The answer: the envelope of `O::Answer`, named and composed as utoipa's path macro names
+    // and composes a generic's instance (through its `ComposeSchema`), so that the schemas are
+    // the ones a `#[utoipa::path]` would have collected.
+    let answer = format!(
+        "{}_{}",
+        <Envelope<O::Answer> as ToSchema>::name(),
+        <O::Answer as ToSchema>::name()
+    );
+    schemas.push((
+        answer.clone(),
+        <Envelope<O::Answer> as utoipa::__dev::ComposeSchema>::compose(vec![
+            <O::Answer as PartialSchema>::schema(),
+        ]),
+    ));
+    <Envelope<O::Answer> as ToSchema>::schemas(schemas);
+    schemas.push((
+        <O::Answer as ToSchema>::name().into_owned(),
+        <O::Answer as PartialSchema>::schema(),
+    ));
+    <O::Answer as ToSchema>::schemas(schemas);
+    operation = operation.response(
+        O::STATUS.to_string(),
+        ResponseBuilder::new()
+            .description(documented.success)
+            .content("application/json", json(answer))
+            .build(),
+    );
+    let mut refusals = std::collections::BTreeMap::new();
+    for set in documented.refusals {
+        for refusal in *set {
+            refusals.insert(refusal.status, refusal.description);
+        }
+    }
+    for (status, description) in refusals {
+        operation = operation.response(
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    json("Envelope_Option_ErrorData".to_owned()),
+                )
+                .build(),
+        );
+    }
+    let method = match O::METHOD {
+        licensing_core::operations::Method::Get => HttpMethod::Get,
+        licensing_core::operations::Method::Post => HttpMethod::Post,
+        licensing_core::operations::Method::Put => HttpMethod::Put,
+        licensing_core::operations::Method::Patch => HttpMethod::Patch,
+        licensing_core::operations::Method::Delete => HttpMethod::Delete,
+    };
+    doc.paths.add_path_operation(
+        format!("/api/v1/dev/teams/{{teamId}}/{}", O::PATH),
+        vec![method],
+        operation.build(),
+    );
+}
+
+/// `{teamId}`, the first parameter of every developer operation.
+const TEAM: Param = Param::path("teamId", "The team", Kind::Uuid);
+
+/// A parameter as the document declares it.
+fn parameter(param: &Param) -> utoipa::openapi::path::Parameter {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    use utoipa::openapi::{Ref, Required};
+
+    let string = ObjectBuilder::new().schema_type(Type::String);
+    let schema: RefOr<Schema> = match param.kind {
+        Kind::Uuid => string
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+            .into(),
+        Kind::DateTime => string
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .into(),
+        Kind::Pattern(pattern) => string.pattern(Some(pattern)).into(),
+        Kind::Text => string.into(),
+        Kind::Boolean => ObjectBuilder::new().schema_type(Type::Boolean).into(),
+        Kind::Integer(minimum) => ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+            .minimum(Some(minimum))
+            .into(),
+        Kind::Schema(name) => Ref::from_schema_name(name).into(),
+    };
+    let (place, required) = match param.place {
+        In::Path => (ParameterIn::Path, Required::True),
+        In::Query => (ParameterIn::Query, Required::False),
+    };
+    ParameterBuilder::new()
+        .name(param.name)
+        .parameter_in(place)
+        .description(Some(param.description))
+        .required(required)
+        .schema(Some(schema))
+        .build()
+}
+
 /// The document as pretty JSON, as checked in, with the scopes of `operations` (the developer
 /// API's table) written into it.
 pub fn document(operations: &[Scoped]) -> String {
     let mut doc = ApiDoc::openapi();
+    developer_operations(&mut doc);
     scopes_of_operations(&mut doc, operations);
     idempotency_keys_of_writes(&mut doc);
     doc.to_pretty_json()
