@@ -224,6 +224,23 @@ impl Action {
             )
     }
 
+    /// Whether the action changes what the client API reads about its team on every request
+    /// (the team's settings and features, its keys, its blacklist, what its webhook endpoints
+    /// want, its entitlements and products): a server that keeps that in memory drops it after
+    /// such a change.
+    pub fn changes_team_context(self) -> bool {
+        matches!(
+            self.resource(),
+            "settings" | "signing_key" | "blacklist" | "entitlement" | "product" | "branch"
+        ) || matches!(
+            self,
+            Action::FeaturesUpdated
+                | Action::WebhookCreated
+                | Action::WebhookUpdated
+                | Action::WebhookDeleted
+        )
+    }
+
     /// The action named `text`.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|a| a.as_str() == text)

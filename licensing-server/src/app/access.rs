@@ -86,7 +86,6 @@ impl Run for CreateBlacklistEntry {
             .store
             .create_blacklist_entry(&entry, &journal)
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(entry)
     }
 }
@@ -118,7 +117,6 @@ impl Run for DeleteBlacklistEntry {
                 &cx.change(Action::BlacklistDeleted, id, old.as_ref(), None),
             )
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *id.as_uuid(),
             deleted: true,

@@ -27,7 +27,6 @@ impl Run for CreateEntitlement {
             .store
             .create_entitlement(&entitlement, &journal)
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(entitlement)
     }
 }
@@ -98,7 +97,6 @@ impl Run for DeleteEntitlement {
             .store
             .delete_entitlement(cx.team, entitlement.id, &journal)
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *entitlement.id.as_uuid(),
             deleted: true,

@@ -1,7 +1,8 @@
 //! The operations: what the server does, whoever asks. Each is a type (its typed input), with
 //! the scope it needs and a typed output, and runs through one [`Cx::perform`], which checks the
-//! scope; the operation itself checks product restrictions, writes the audit actor into its
-//! journal and invalidates what it changes. The developer API, the admin API, the dashboard and
+//! scope and, once the operation is over, drops what the client API keeps in memory that the
+//! operation's journals changed; the operation itself checks product restrictions and writes
+//! its journal (the audit actor with it). The developer API, the admin API, the dashboard and
 //! the command line all perform the same operations, so each rule is enforced in one place.
 //!
 //! Nothing here speaks HTTP, JSON or HTML: an operation takes typed values and answers typed
@@ -36,7 +37,7 @@ use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
 
 pub(crate) use caller::Caller;
 
-use crate::services::audit::Acting;
+use crate::services::audit::{Acting, Journaled};
 use crate::state::AppState;
 
 pub(crate) use licensing_core::operations::Operation;
@@ -49,13 +50,19 @@ pub(crate) trait Run: Operation {
     fn run(self, cx: &Cx) -> impl Future<Output = Result<Self::Output, ApiError>> + Send;
 }
 
-/// Drops the team's cached licenses when dropped: after an operation that may have written, or
-/// one that was abandoned half-way.
+/// Drops what the client API keeps in memory about the team when dropped, after an operation
+/// that may have written or one that was abandoned half-way: its cached licenses, and the
+/// context of each team the operation's journals changed (see
+/// [`Action::changes_team_context`](licensing_core::model::Action::changes_team_context)).
 struct Written<'a>(&'a Cx);
 
 impl Drop for Written<'_> {
     fn drop(&mut self) {
-        self.0.state.licenses.forget_team(self.0.team);
+        let state = &self.0.state;
+        state.licenses.forget_team(self.0.team);
+        for team in self.0.journaled.take() {
+            state.contexts.invalidate(team);
+        }
     }
 }
 
@@ -71,9 +78,29 @@ pub(crate) struct Cx {
     pub(crate) now: Timestamp,
     /// The client's address (protocol.md section 3's rule behind proxies).
     pub(crate) client: IpAddr,
+    /// The teams whose context this operation's journals changed.
+    journaled: Journaled,
 }
 
 impl Cx {
+    /// The context of `caller`'s operations on `team`, from `client` at `now`.
+    pub(crate) fn new(
+        state: AppState,
+        team: TeamId,
+        caller: Caller,
+        now: Timestamp,
+        client: IpAddr,
+    ) -> Self {
+        Self {
+            state,
+            team,
+            caller,
+            now,
+            client,
+            journaled: Journaled::default(),
+        }
+    }
+
     /// Performs `op` after checking that the caller has its scope (403 naming it otherwise).
     /// After an operation that may write, the client API's cached licenses of the team are
     /// dropped, whatever its outcome, even when the caller went away before it finished.
@@ -125,6 +152,7 @@ impl Cx {
         Acting {
             actor: self.caller.actor.clone(),
             address: Some(self.client),
+            journaled: Some(self.journaled.clone()),
         }
     }
 

@@ -15,7 +15,7 @@ use licensing_core::store::{AuditStore, Entity, Journal, StoreError, TeamStore};
 use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 
 use crate::files::FileStore;
-use crate::services::audit::Acting;
+use crate::services::audit::{Acting, Journaled};
 use crate::services::contexts::TeamContexts;
 use crate::services::keyring::Keyring;
 use crate::services::staff::CreatedStaff;
@@ -39,8 +39,8 @@ pub trait OperatorOperation: Send + Sized {
 pub struct Operator {
     store: AnyStore,
     keyring: Keyring,
-    /// The running server's team caches, invalidated by what changes a team's behaviour; the
-    /// command line has none.
+    /// The running server's team caches, invalidated after an operation by what its journals
+    /// changed; the command line has none.
     contexts: Option<TeamContexts>,
     /// The running server's release files, for an online backup; the command line has none.
     files: Option<FileStore>,
@@ -56,7 +56,10 @@ impl Operator {
             keyring: state.keyring.clone(),
             contexts: Some(state.contexts.clone()),
             files: Some(state.files.clone()),
-            acting: Acting::admin(client),
+            acting: Acting {
+                journaled: Some(Journaled::default()),
+                ..Acting::admin(client)
+            },
             now: Timestamp::now(),
         }
     }
@@ -74,9 +77,16 @@ impl Operator {
         }
     }
 
-    /// Performs `operation`.
+    /// Performs `operation`; then the running server drops the context of each team the
+    /// operation's journals changed.
     pub async fn perform<O: OperatorOperation>(&self, operation: O) -> Result<O::Output, ApiError> {
-        operation.run(self).await
+        let done = operation.run(self).await;
+        if let (Some(contexts), Some(journaled)) = (&self.contexts, &self.acting.journaled) {
+            for team in journaled.take() {
+                contexts.invalidate(team);
+            }
+        }
+        done
     }
 
     /// 404 unless `team` exists.
@@ -140,9 +150,6 @@ impl OperatorOperation for SetFeatures {
             .store
             .update_features(self.team, self.features, op.now, &journal)
             .await?;
-        if let Some(contexts) = &op.contexts {
-            contexts.invalidate(self.team);
-        }
         Ok(updated)
     }
 }
@@ -185,9 +192,6 @@ impl OperatorOperation for RotateSigningKey {
     async fn run(self, op: &Operator) -> Result<SigningKey, ApiError> {
         let new = teams::rotate_signing_key(&op.store, &op.keyring, self.team, &op.acting, op.now)
             .await?;
-        if let Some(contexts) = &op.contexts {
-            contexts.invalidate(self.team);
-        }
         Ok(new)
     }
 }

@@ -25,7 +25,6 @@ impl Run for CreateProduct {
         let journal = cx.created(Action::ProductCreated, product.id, &product);
         cx.state.store.create_product(&product, &journal).await?;
         // The client API reads the entitlements products grant from the team's context.
-        cx.state.contexts.invalidate(cx.team);
         Ok(product)
     }
 }
@@ -64,7 +63,6 @@ impl Run for UpdateProduct {
                 ),
             )
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(updated)
     }
 }
@@ -82,7 +80,6 @@ impl Run for DeleteProduct {
             )
             .await?;
         cx.state.files.remove_release_files(&releases).await;
-        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *product.id.as_uuid(),
             deleted: true,
@@ -133,7 +130,6 @@ impl Run for DeleteBranch {
             .delete_branch(cx.team, product.id, branch, &journal)
             .await?;
         cx.state.files.remove_release_files(&releases).await;
-        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *branch.as_uuid(),
             deleted: true,

@@ -56,7 +56,6 @@ impl Run for UpdateSettings {
                 ),
             )
             .await?;
-        cx.state.contexts.invalidate(team.id);
         Ok(updated.settings)
     }
 }
@@ -90,7 +89,6 @@ impl Run for RotateSigningKey {
         let new =
             teams::rotate_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
                 .await?;
-        state.contexts.invalidate(cx.team);
         Ok(new)
     }
 }
@@ -101,7 +99,6 @@ impl Run for CreateSigningKey {
         let new =
             teams::stage_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
                 .await?;
-        state.contexts.invalidate(cx.team);
         Ok(new)
     }
 }
@@ -117,7 +114,6 @@ impl Run for ActivateSigningKey {
             (&cx.acting(), cx.now),
         )
         .await?;
-        state.contexts.invalidate(cx.team);
         Ok(active)
     }
 }
@@ -148,7 +144,6 @@ impl Run for RetireSigningKey {
                 &journal,
             )
             .await?;
-        cx.state.contexts.invalidate(cx.team);
         Ok(key)
     }
 }

@@ -74,7 +74,6 @@ impl Run for CreateWebhook {
             )
             .await?;
         // The client events the team's endpoints want are read with the team.
-        cx.state.contexts.invalidate(cx.team);
         Ok(WebhookWithSecret {
             endpoint: WebhookView::of(&endpoint, cx.now),
             secret: secret.expose().to_string(),
@@ -129,7 +128,6 @@ impl Run for UpdateWebhook {
         }
         update(cx, &old, &mut new, false).await?;
         // The client events the team's endpoints want are read with the team.
-        cx.state.contexts.invalidate(cx.team);
         Ok(WebhookView::of(&new, cx.now))
     }
 }
@@ -146,7 +144,6 @@ impl Run for DeleteWebhook {
             )
             .await?;
         // The client events the team's endpoints want are read with the team.
-        cx.state.contexts.invalidate(cx.team);
         Ok(Deleted {
             id: *old.id.as_uuid(),
             deleted: true,

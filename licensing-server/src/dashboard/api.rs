@@ -125,13 +125,13 @@ impl From<StoreError> for Failure {
 
 /// The context of the signed-in staff member's operations, for their team.
 pub(crate) fn cx(ctx: &Ctx, staff: &Staff) -> Cx {
-    Cx {
-        state: ctx.state.clone(),
-        team: staff.user.team_id,
-        caller: Caller::staff(&staff.user),
-        now: ctx.now,
-        client: ctx.client,
-    }
+    Cx::new(
+        ctx.state.clone(),
+        staff.user.team_id,
+        Caller::staff(&staff.user),
+        ctx.now,
+        ctx.client,
+    )
 }
 
 /// Performs `op` as the signed-in staff member, for their team.

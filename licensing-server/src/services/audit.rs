@@ -27,6 +27,42 @@ pub struct Acting {
     pub actor: Actor,
     /// The client's address; `None` on the command line.
     pub address: Option<IpAddr>,
+    /// Where the journals it builds note the teams whose client-API context they change, for
+    /// whoever performs the operation to drop once it is over; none: no one keeps contexts.
+    pub journaled: Option<Journaled>,
+}
+
+/// The teams whose client-API context (see [`Action::changes_team_context`]) the journals of
+/// an operation change, noted as they are built: what the operation's performer drops from
+/// its caches once the operation is over, whatever its outcome. No operation invalidates a
+/// cache by hand.
+#[derive(Clone, Debug, Default)]
+pub struct Journaled(std::sync::Arc<std::sync::Mutex<Vec<TeamId>>>);
+
+impl Journaled {
+    /// Notes `team`'s context as changed by `action`, when it is.
+    fn note(&self, team: TeamId, action: Action) {
+        if !action.changes_team_context() {
+            return;
+        }
+        let mut teams = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !teams.contains(&team) {
+            teams.push(team);
+        }
+    }
+
+    /// The teams noted so far, forgotten here.
+    pub fn take(&self) -> Vec<TeamId> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 impl Acting {
@@ -35,6 +71,7 @@ impl Acting {
         Self {
             actor: Actor::admin(),
             address: Some(address),
+            journaled: None,
         }
     }
 
@@ -43,6 +80,7 @@ impl Acting {
         Self {
             actor: Actor::user(user.id, user.email.as_str()),
             address,
+            journaled: None,
         }
     }
 
@@ -51,6 +89,7 @@ impl Acting {
         Self {
             actor: Actor::system("command line"),
             address: None,
+            journaled: None,
         }
     }
 
@@ -144,6 +183,9 @@ impl Acting {
         changed_fields: Option<Vec<String>>,
         product_ids: Option<Vec<ProductId>>,
     ) -> Journal {
+        if let Some(journaled) = &self.journaled {
+            journaled.note(team, action);
+        }
         let mut journal = Journal::audit(AuditEntry {
             id: AuditId::ordered(),
             team_id: team,

@@ -186,13 +186,7 @@ async fn gate(table: &[Route], request: Incoming) -> Response {
     {
         crate::http::error(&e)
     } else {
-        let dev = Dev {
-            state: state.clone(),
-            team,
-            caller: Caller::api_key(&key),
-            now,
-            client,
-        };
+        let dev = Dev::new(state.clone(), team, Caller::api_key(&key), now, client);
         // 6. The idempotency key of a write.
         let path = format!("/api/v1/dev/teams/{}", request.path.as_str());
         let owner = IdempotencyOwner::api_key(team, key.id);
