@@ -16,7 +16,7 @@ use super::{Cx, Run};
 impl Run for CreateApiKey {
     async fn run(self, cx: &Cx) -> Result<NewApiKey, ApiError> {
         let mut input = self.0.validate(cx.now)?;
-        if let Some(why) = cx.cannot_grant(&input.scopes, &input.product_ids) {
+        if let Some(why) = cx.reach().cannot_grant(&input.scopes, &input.product_ids) {
             return Err(ApiError::forbidden(why));
         }
         // A key made by a key that expires expires no later: it cannot outlive its maker.
@@ -56,7 +56,7 @@ impl Run for RevokeApiKey {
             self.0,
             &cx.acting(),
             cx.now,
-            |target| match cx.cannot_grant(&target.scopes, &target.product_ids) {
+            |target| match cx.reach().cannot_grant(&target.scopes, &target.product_ids) {
                 // A key may revoke only keys with no more access than its own.
                 Some(why) => Err(ApiError::forbidden(why.replace(
                     "cannot give it to a new key",

@@ -11,7 +11,8 @@ use licensing_core::model::{
 use licensing_core::store::{DeviceStore, Entity, Page, RequestLogStore, StoreError, TeamStore};
 use licensing_core::{ApiError, LicenseId, ProductId};
 
-use super::licenses::{changeable, visible};
+use licensing_core::model::License;
+
 use super::{Cx, Run};
 use crate::services::audit::tied_to;
 
@@ -19,7 +20,7 @@ impl Run for ListRequests {
     async fn run(self, cx: &Cx) -> Result<Page<RequestLogEntry>, ApiError> {
         let Self(license, query) = self;
         // 404 for a license of another team, or of products the caller may not see.
-        visible(cx, license).await?;
+        cx.read::<License>(license).await?;
         // What waits to be written is part of the history: the request a customer just made
         // shows.
         if let Err(e) = cx.state.request_log.flush(&cx.state.store).await {
@@ -144,7 +145,7 @@ fn forgotten_change(forgotten: bool) -> Vec<FieldChange> {
 /// unless it may see the license, 403 unless it may change it. The audit entry and the event
 /// of the change are tied to them.
 async fn changed_license_products(cx: &Cx, license: LicenseId) -> Result<Vec<ProductId>, ApiError> {
-    let found = changeable(cx, license).await?;
+    let found = cx.write::<License>(license).await?;
     Ok(found.product_ids)
 }
 
@@ -152,9 +153,7 @@ async fn changed_license_products(cx: &Cx, license: LicenseId) -> Result<Vec<Pro
 /// license (unrestricted callers need no read here: the store checks the license exists); the
 /// team's settings, which decide each record's status.
 async fn listed(cx: &Cx, license: LicenseId) -> Result<TeamSettings, ApiError> {
-    if cx.products().is_some() {
-        visible(cx, license).await?;
-    }
+    cx.reachable::<License>(license).await?;
     Ok(cx
         .state
         .store

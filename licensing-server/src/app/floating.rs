@@ -7,7 +7,8 @@ use licensing_core::model::{Action, ClientEvent, FieldChange, LicenseSession};
 use licensing_core::store::{LicenseSessionStore, Page};
 use licensing_core::{ApiError, Timestamp};
 
-use super::licenses::{changeable, visible};
+use licensing_core::model::License;
+
 use super::{Cx, Run};
 use crate::services::audit::tied_to;
 use crate::services::contexts::TeamContexts;
@@ -15,9 +16,7 @@ use crate::services::contexts::TeamContexts;
 impl Run for ListSessions {
     async fn run(self, cx: &Cx) -> Result<Page<LicenseSession>, ApiError> {
         let Self(license, paging) = self;
-        if cx.products().is_some() {
-            visible(cx, license).await?;
-        }
+        cx.reachable::<License>(license).await?;
         Ok(cx
             .state
             .store
@@ -29,7 +28,7 @@ impl Run for ListSessions {
 impl Run for RevokeSession {
     async fn run(self, cx: &Cx) -> Result<LicenseSession, ApiError> {
         let Self(license, id) = self;
-        let found = changeable(cx, license).await?;
+        let found = cx.write::<License>(license).await?;
         let not_found = || ApiError::from(licensing_core::verify::session_not_found());
         let session = cx
             .state

@@ -32,7 +32,7 @@ struct FileIssued<'a> {
 impl Run for IssueLicenseFile {
     async fn run(self, cx: &Cx) -> Result<LicenseFileIssued, ApiError> {
         let request = self.1.validate()?;
-        let license = super::licenses::changeable(cx, self.0).await?;
+        let license = cx.write::<License>(self.0).await?;
         // A file of a license its application would be refused: the client API's refusal.
         licensing_core::verify::standing(&license, cx.now)?;
         let state = &cx.state;

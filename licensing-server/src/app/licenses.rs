@@ -23,7 +23,7 @@ const NO_MAIL: &str = "e-mail delivery is not configured on this server (set LIC
 impl Run for CreateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let new = self.0.validate(cx.now)?;
-        cx.must_cover(&new.product_ids)?;
+        cx.reach().may_change(&new)?;
         super::entitlements::require(cx, &new.entitlement_ids).await?;
         let state = &cx.state;
         let mail = new.send_email_delivery;
@@ -76,20 +76,12 @@ impl Run for ListLicenses {
             expiry.at = cx.now;
         }
         // A key restricted to products sees the licenses of its products only.
-        if let Some(allowed) = cx.products() {
-            let wanted = &mut query.filter.product_ids;
-            if wanted.is_empty() {
-                wanted.clone_from(allowed);
-            } else {
-                wanted.retain(|p| allowed.contains(p));
-                if wanted.is_empty() {
-                    return Ok(Page {
-                        items: Vec::new(),
-                        total: 0,
-                        has_next_page: false,
-                    });
-                }
-            }
+        if !cx.reach().bound(&mut query) {
+            return Ok(Page {
+                items: Vec::new(),
+                total: 0,
+                has_next_page: false,
+            });
         }
         // Licenses that grant an entitlement: those that list it, and those of the products
         // that grant it.
@@ -125,7 +117,7 @@ async fn products_granting(
 
 impl Run for GetLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        let license = visible(cx, self.0).await?;
+        let license = cx.read::<License>(self.0).await?;
         detail(cx, license).await
     }
 }
@@ -139,9 +131,9 @@ impl Run for GetLicenseByKey {
 
 impl Run for UpdateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        let existing = changeable(cx, self.0).await?;
+        let existing = cx.write::<License>(self.0).await?;
         let updated = self.1.apply_to(&existing, cx.now)?;
-        cx.must_cover(&updated.product_ids)?;
+        cx.reach().may_change(&updated)?;
         if updated.entitlement_ids != existing.entitlement_ids {
             super::entitlements::require(cx, &updated.entitlement_ids).await?;
         }
@@ -171,13 +163,15 @@ impl Run for UpdateLicense {
 
 impl Run for DeleteLicense {
     async fn run(self, cx: &Cx) -> Result<License, ApiError> {
-        delete(cx, visible(cx, self.0).await?).await
+        delete(cx, cx.write::<License>(self.0).await?).await
     }
 }
 
 impl Run for DeleteLicenseByKey {
     async fn run(self, cx: &Cx) -> Result<License, ApiError> {
-        delete(cx, by_key(cx, &self.0).await?).await
+        let license = by_key(cx, &self.0).await?;
+        cx.reach().may_change(&license)?;
+        delete(cx, license).await
     }
 }
 
@@ -195,7 +189,7 @@ impl Run for UnsuspendLicense {
 
 impl Run for ExtendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        let existing = changeable(cx, self.0).await?;
+        let existing = cx.write::<License>(self.0).await?;
         let extended = self.1.apply_to(&existing, cx.now)?;
         let journal = cx.change(
             Action::LicenseUpdated,
@@ -210,7 +204,7 @@ impl Run for ExtendLicense {
 
 impl Run for EmailLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseEmailed, ApiError> {
-        let license = changeable(cx, self.0).await?;
+        let license = cx.write::<License>(self.0).await?;
         let Some(mailer) = cx.state.mailer.as_ref() else {
             return Err(ApiError::bad_request(NO_MAIL));
         };
@@ -289,32 +283,14 @@ fn daily_limit_reached(message: String, now: Timestamp) -> ApiError {
         .retry_after_secs(u64::try_from(seconds).unwrap_or(1))
 }
 
-/// The license, when it exists in the team and the caller may see it (else 404).
-fn seen(cx: &Cx, license: Option<License>) -> Result<License, ApiError> {
-    license
-        .filter(|l| cx.sees(&l.product_ids))
-        .ok_or_else(|| StoreError::NotFound(Entity::License).into())
-}
-
-/// License `id` of the team, 404 unless the caller may see it.
-pub(crate) async fn visible(cx: &Cx, id: LicenseId) -> Result<License, ApiError> {
-    seen(cx, cx.state.store.get_license(cx.team, id).await?)
-}
-
-/// License `id` of the team, 404 unless the caller may see it and 403 unless it may change it
-/// (a key restricted to products must cover all of the license's).
-pub(crate) async fn changeable(cx: &Cx, id: LicenseId) -> Result<License, ApiError> {
-    let license = visible(cx, id).await?;
-    cx.must_cover(&license.product_ids)?;
-    Ok(license)
-}
-
+/// The license of key `key`, 404 unless it exists in the team and the caller may see it.
 async fn by_key(cx: &Cx, key: &LicenseKey) -> Result<License, ApiError> {
-    seen(cx, cx.state.store.get_license_by_key(cx.team, key).await?)
+    cx.reach()
+        .seen(cx.state.store.get_license_by_key(cx.team, key).await?)
 }
 
+/// Deletes `license`, which the caller may change.
 async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
-    cx.must_cover(&license.product_ids)?;
     let journal = cx.change(Action::LicenseDeleted, license.id, Some(&license), None);
     cx.state
         .store
@@ -326,7 +302,7 @@ async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
 /// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
 /// that state is answered unchanged (nothing written, nothing audited).
 async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<LicenseDetail, ApiError> {
-    let existing = changeable(cx, id).await?;
+    let existing = cx.write::<License>(id).await?;
     if existing.suspended == suspended {
         return detail(cx, existing).await;
     }

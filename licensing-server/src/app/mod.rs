@@ -21,6 +21,7 @@ pub(crate) mod license_files;
 pub(crate) mod licenses;
 pub mod operator;
 pub(crate) mod products;
+mod reach;
 pub(crate) mod releases;
 pub(crate) mod sessions;
 pub(crate) mod team;
@@ -29,11 +30,9 @@ pub(crate) mod webhooks;
 use std::future::Future;
 use std::net::IpAddr;
 
-use licensing_core::model::{
-    Action, FieldChange, ProductRestriction, Scopes, cannot_grant, covers_products, sees_products,
-};
+use licensing_core::model::{Action, FieldChange};
 use licensing_core::store::Journal;
-use licensing_core::{ApiError, ProductId, TeamId, Timestamp, UserId};
+use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 
 pub(crate) use caller::Caller;
 
@@ -159,43 +158,5 @@ impl Cx {
     /// The `createdByUserId` of what this operation creates.
     pub(crate) fn user(&self) -> UserId {
         self.caller.user
-    }
-
-    /// The products the caller is restricted to.
-    pub(crate) fn products(&self) -> &ProductRestriction {
-        &self.caller.product_ids
-    }
-
-    /// Whether the caller may see a record tied to `products`.
-    pub(crate) fn sees(&self, products: &[ProductId]) -> bool {
-        sees_products(&self.caller.product_ids, products)
-    }
-
-    /// 403 unless the caller may change a record tied to `products` (all of them among its
-    /// own).
-    pub(crate) fn must_cover(&self, products: &[ProductId]) -> Result<(), ApiError> {
-        if covers_products(&self.caller.product_ids, products) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(
-                "This API key is restricted to some products: it can only change records whose products are all among them",
-            ))
-        }
-    }
-
-    /// Why the caller may not create (or revoke) a key with `scopes` and `products`, if it may
-    /// not.
-    pub(crate) fn cannot_grant(
-        &self,
-        scopes: &Scopes,
-        products: &ProductRestriction,
-    ) -> Option<String> {
-        cannot_grant(
-            self.caller.name,
-            &self.caller.scopes,
-            &self.caller.product_ids,
-            scopes,
-            products,
-        )
     }
 }

@@ -8,18 +8,14 @@ pub(crate) use licensing_core::operations::products::{
 use licensing_core::api::Deleted;
 use licensing_core::model::{Action, Branch, Product};
 use licensing_core::store::{Entity, Page, ProductStore, StoreError};
-use licensing_core::{ApiError, BranchId, ProductId};
+use licensing_core::{ApiError, BranchId};
 
 use super::{Cx, Run};
 
 impl Run for CreateProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         let input = self.0.validate(true)?;
-        if cx.products().is_some() {
-            return Err(ApiError::forbidden(
-                "This API key is restricted to some products: it cannot create products",
-            ));
-        }
+        cx.reach().must_be_whole_team("it cannot create products")?;
         let product = input.into_new(cx.team, cx.user(), cx.now);
         super::entitlements::require(cx, &product.entitlement_ids).await?;
         let journal = cx.created(Action::ProductCreated, product.id, &product);
@@ -32,21 +28,21 @@ impl Run for CreateProduct {
 impl Run for ListProducts {
     async fn run(self, cx: &Cx) -> Result<Page<Product>, ApiError> {
         let mut query = self.0;
-        query.filter.within.clone_from(cx.products());
+        cx.reach().bound(&mut query);
         Ok(cx.state.store.list_products(cx.team, &query).await?)
     }
 }
 
 impl Run for GetProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
-        visible(cx, self.0).await
+        cx.read::<Product>(self.0).await
     }
 }
 
 impl Run for UpdateProduct {
     async fn run(self, cx: &Cx) -> Result<Product, ApiError> {
         let input = self.1.validate(false)?;
-        let existing = visible(cx, self.0).await?;
+        let existing = cx.read::<Product>(self.0).await?;
         let updated = input.apply_to(&existing, cx.now);
         if updated.entitlement_ids != existing.entitlement_ids {
             super::entitlements::require(cx, &updated.entitlement_ids).await?;
@@ -69,7 +65,7 @@ impl Run for UpdateProduct {
 
 impl Run for DeleteProduct {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
-        let product = visible(cx, self.0).await?;
+        let product = cx.read::<Product>(self.0).await?;
         let releases = cx
             .state
             .store
@@ -90,7 +86,7 @@ impl Run for DeleteProduct {
 impl Run for CreateBranch {
     async fn run(self, cx: &Cx) -> Result<Branch, ApiError> {
         let name = self.1.validate()?;
-        let product = visible(cx, self.0).await?;
+        let product = cx.read::<Product>(self.0).await?;
         let branch = Branch {
             id: BranchId::new(),
             name,
@@ -107,14 +103,14 @@ impl Run for CreateBranch {
 
 impl Run for ListBranches {
     async fn run(self, cx: &Cx) -> Result<Vec<Branch>, ApiError> {
-        let product = visible(cx, self.0).await?;
+        let product = cx.read::<Product>(self.0).await?;
         Ok(cx.state.store.list_branches(cx.team, product.id).await?)
     }
 }
 
 impl Run for DeleteBranch {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
-        let (product, branch) = (visible(cx, self.0).await?, self.1);
+        let (product, branch) = (cx.read::<Product>(self.0).await?, self.1);
         let old = cx
             .state
             .store
@@ -135,15 +131,4 @@ impl Run for DeleteBranch {
             deleted: true,
         })
     }
-}
-
-/// Product `id` of the team, when the caller may see it (404 otherwise).
-pub(crate) async fn visible(cx: &Cx, id: ProductId) -> Result<Product, ApiError> {
-    Ok(cx
-        .state
-        .store
-        .get_product(cx.team, id)
-        .await?
-        .filter(|p| cx.sees(&[p.id]))
-        .ok_or(StoreError::NotFound(Entity::Product))?)
 }

@@ -189,7 +189,7 @@ fn file_name(raw: Option<&str>) -> Result<String, ApiError> {
 impl Run for CreateRelease<Received> {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
         let Received { input, file } = self.0;
-        cx.must_cover(&[input.product_id])?;
+        cx.reach().may_change(&input)?;
         let file = match file {
             Some(incoming) => Some(incoming.store(cx).await?),
             None => None,
@@ -224,8 +224,8 @@ impl Run for CreateRelease<Received> {
 impl Run for UpdateRelease<Received> {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
         let (id, Received { input, file }) = (self.0, self.1);
-        let existing = visible(cx, id).await?;
-        cx.must_cover(&[existing.product_id, input.product_id])?;
+        let existing = cx.write::<Release>(id).await?;
+        cx.reach().may_change(&input)?;
         // The three file rules: a new file replaces, else keep or remove.
         let new_file = match file {
             Some(incoming) => Some(incoming.store(cx).await?),
@@ -278,7 +278,7 @@ impl Run for UpdateRelease<Received> {
 impl Run for ListReleases {
     async fn run(self, cx: &Cx) -> Result<Page<ReleaseView>, ApiError> {
         let mut query = self.0;
-        query.filter.within_products.clone_from(cx.products());
+        cx.reach().bound(&mut query);
         let page = cx.state.store.list_releases(cx.team, &query).await?;
         let mut viewer = Viewer::default();
         let mut items = Vec::with_capacity(page.items.len());
@@ -295,15 +295,14 @@ impl Run for ListReleases {
 
 impl Run for GetRelease {
     async fn run(self, cx: &Cx) -> Result<ReleaseView, ApiError> {
-        let release = visible(cx, self.0).await?;
+        let release = cx.read::<Release>(self.0).await?;
         Viewer::default().view(cx, release).await
     }
 }
 
 impl Run for DeleteRelease {
     async fn run(self, cx: &Cx) -> Result<Deleted, ApiError> {
-        let release = visible(cx, self.0).await?;
-        cx.must_cover(&[release.product_id])?;
+        let release = cx.write::<Release>(self.0).await?;
         let deleted = cx
             .state
             .store
@@ -322,18 +321,6 @@ impl Run for DeleteRelease {
             deleted: true,
         })
     }
-}
-
-/// The release, when it exists in the team and the caller may see its product (404
-/// otherwise).
-async fn visible(cx: &Cx, id: ReleaseId) -> Result<Release, ApiError> {
-    Ok(cx
-        .state
-        .store
-        .get_release(cx.team, id)
-        .await?
-        .filter(|r| cx.sees(&[r.product_id]))
-        .ok_or(StoreError::NotFound(Entity::Release))?)
 }
 
 /// Builds release views, remembering products and branches across one page.

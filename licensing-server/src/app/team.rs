@@ -155,12 +155,12 @@ impl Run for GetStatistics {
             .stats
             .get(&state.store, &state.usage, cx.team, cx.now)
             .await?;
-        let Some(allowed) = cx.products() else {
+        if cx.reach().is_whole_team() {
             return Ok(stats);
-        };
+        }
         // The figures are the team's, governed by the scope; the products named are the key's.
         let mut own = (*stats).clone();
-        own.top_products.retain(|p| allowed.contains(&p.id));
+        cx.reach().retain(&mut own.top_products);
         Ok(Arc::new(own))
     }
 }
@@ -181,15 +181,13 @@ impl Run for GetOverview {
 impl Run for ListAudit {
     async fn run(self, cx: &Cx) -> Result<Page<AuditEntry>, ApiError> {
         let mut query = self.0;
-        // Entries about other products are left out by the store, so that pages and counts
-        // are right.
-        query.products = cx.products().clone();
+        cx.reach().bound(&mut query);
         let found = cx.state.store.list_audit(cx.team, &query).await?;
         Ok(Page {
             items: found
                 .items
                 .into_iter()
-                .filter_map(|e| e.seen_by(&cx.caller.scopes, &cx.caller.product_ids))
+                .filter_map(|e| cx.reach().entry(e))
                 .collect(),
             ..found
         })

@@ -89,7 +89,7 @@ impl Run for ListWebhooks {
             .list_webhooks(cx.team)
             .await?
             .iter()
-            .filter(|e| visible(cx, e))
+            .filter(|e| cx.reach().manages(e))
             .map(|e| WebhookView::of(e, cx.now))
             .collect())
     }
@@ -284,7 +284,7 @@ async fn existing(cx: &Cx, id: WebhookId) -> Result<WebhookEndpoint, ApiError> {
         .store
         .get_webhook(cx.team, id)
         .await?
-        .filter(|e| visible(cx, e))
+        .filter(|e| cx.reach().manages(e))
         .ok_or(StoreError::NotFound(Entity::Webhook).into())
 }
 
@@ -294,13 +294,6 @@ fn sealed(cx: &Cx, endpoint: WebhookId, secret: &str) -> Result<String, ApiError
         .keyring
         .seal_secret(&webhook_purpose(endpoint), secret)
         .map_err(|e| ApiError::internal_because("sealing a webhook secret failed", e))
-}
-
-/// Whether the caller may see (and manage) endpoint `e`: only when it could have created it,
-/// its scopes and products within the caller's. An endpoint receives what its creator could
-/// read, so its delivery log is no more than that either.
-fn visible(cx: &Cx, e: &WebhookEndpoint) -> bool {
-    cx.cannot_grant(&e.scopes, &e.product_ids).is_none()
 }
 
 /// The journal of a change to an endpoint: the view's fields, the secret as changed.
