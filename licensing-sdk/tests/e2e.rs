@@ -995,7 +995,7 @@ async fn the_sdk_reaches_every_declared_operation() {
             let form = || ReleaseUpload::new(&ReleaseData::default(), None);
             reached.push(reaches(&dev, CreateRelease(form())).await);
             reached.push(reaches(&dev, UpdateRelease(licensing_sdk::core::ReleaseId::new(), form())).await);
-            let forms = [$(<$form as DevOperation>::NAME),*];
+            let forms = [$(<$form as licensing_sdk::core::operations::Operation>::NAME),*];
             assert_eq!(forms, ["create_release", "update_release"]);
             reached
         }};

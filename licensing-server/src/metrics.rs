@@ -12,57 +12,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// Every route, as a template; `{…}` stands for one path segment.
+/// Every route but the developer API's (whose templates come from the operations'
+/// declarations, see [`templates`]), as a template; `{…}` stands for one path segment.
 pub const ROUTES: &[&str] = &[
     "/",
     "/healthz",
     "/metrics",
     "/api/openapi.json",
     "/docs",
-    "/api/v1/dev/teams/{teamId}/licenses",
-    "/api/v1/dev/teams/{teamId}/licenses/{licenseKey}",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/suspend",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/unsuspend",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/email",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid/{hwidId}",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/ip-address/{ipId}",
-    "/api/v1/dev/teams/{teamId}/customers",
-    "/api/v1/dev/teams/{teamId}/customers/{customerId}",
-    "/api/v1/dev/teams/{teamId}/products",
-    "/api/v1/dev/teams/{teamId}/products/{productId}",
-    "/api/v1/dev/teams/{teamId}/products/{productId}/branches",
-    "/api/v1/dev/teams/{teamId}/products/{productId}/branches/{branchId}",
-    "/api/v1/dev/teams/{teamId}/releases",
-    "/api/v1/dev/teams/{teamId}/releases/{releaseId}",
-    "/api/v1/dev/teams/{teamId}/statistics",
-    "/api/v1/dev/teams/{teamId}/settings",
-    "/api/v1/dev/teams/{teamId}/blacklist",
-    "/api/v1/dev/teams/{teamId}/blacklist/{blacklistId}",
-    "/api/v1/dev/teams/{teamId}/api-keys",
-    "/api/v1/dev/teams/{teamId}/api-keys/{apiKeyId}",
-    "/api/v1/dev/teams/{teamId}/audit-log",
-    "/api/v1/dev/teams/{teamId}/webhooks",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/rotate-secret",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/test",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}",
-    "/api/v1/dev/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
-    "/api/v1/dev/teams/{teamId}/public-key",
-    "/api/v1/dev/teams/{teamId}/signing-keys",
-    "/api/v1/dev/teams/{teamId}/signing-keys/rotate",
-    "/api/v1/dev/teams/{teamId}/signing-keys/{kid}/activate",
-    "/api/v1/dev/teams/{teamId}/entitlements",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/file",
-    "/api/v1/dev/teams/{teamId}/entitlements/{entitlementId}",
-    "/api/v1/dev/teams/{teamId}/signing-keys/{kid}",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/sessions/{sessionId}",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/requests",
-    "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/extend",
     "/api/v1/client/teams/{teamId}/verification/verify",
     "/api/v1/client/teams/{teamId}/verification/heartbeat",
     "/api/v1/client/teams/{teamId}/verification/checkout",
@@ -111,12 +68,34 @@ pub const ROUTES: &[&str] = &[
 ];
 
 /// The templates of [`ROUTES`] by their count of segments, each split once: `None` stands for
-/// a placeholder. Order within a count is that of [`ROUTES`] (the first match wins).
+/// a placeholder. Within a count, templates with fewer placeholders come first (the first
+/// match wins: `…/signing-keys/rotate` before `…/signing-keys/{kid}`).
 type Templates = Vec<Vec<(Vec<Option<&'static str>>, &'static str)>>;
+
+/// The developer operations' path templates, each once.
+static DEVELOPER: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    let mut all: Vec<String> = Vec::new();
+    for (_, path) in licensing_core::operations::paths() {
+        let template = format!("/api/v1/dev/teams/{{teamId}}/{path}");
+        if !all.contains(&template) {
+            all.push(template);
+        }
+    }
+    all
+});
+
+/// Every route, as a template: [`ROUTES`] and each developer operation's path.
+pub fn templates() -> Vec<&'static str> {
+    ROUTES
+        .iter()
+        .copied()
+        .chain(DEVELOPER.iter().map(String::as_str))
+        .collect()
+}
 
 static TEMPLATES: std::sync::LazyLock<Templates> = std::sync::LazyLock::new(|| {
     let mut by_count: Templates = Vec::new();
-    for template in ROUTES {
+    for template in templates() {
         let segments: Vec<Option<&'static str>> = template
             .split('/')
             .map(|s| (!s.starts_with('{')).then_some(s))
@@ -125,6 +104,9 @@ static TEMPLATES: std::sync::LazyLock<Templates> = std::sync::LazyLock::new(|| {
             by_count.resize_with(segments.len() + 1, Vec::new);
         }
         by_count[segments.len()].push((segments, template));
+    }
+    for templates in &mut by_count {
+        templates.sort_by_key(|(segments, _)| segments.iter().filter(|s| s.is_none()).count());
     }
     by_count
 });
@@ -183,6 +165,12 @@ struct OperationLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeOfOperation {
+    operation: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -200,6 +188,8 @@ pub struct Metrics {
     latency: Family<RouteLabels, Histogram>,
     outcomes: Family<OutcomeLabels, Counter>,
     rsa: Family<OperationLabels, Counter>,
+    operations: Family<OutcomeOfOperation, Counter>,
+    operation_latency: Family<OperationLabels, Histogram>,
     sessions: Gauge,
     outbox: Gauge,
     events: Gauge,
@@ -267,6 +257,21 @@ impl Default for Metrics {
             "RSA private-key operations by kind (sign_challenge, decrypt_session_key)",
             rsa.clone(),
         );
+        let operations = Family::<OutcomeOfOperation, Counter>::default();
+        registry.register(
+            "operations",
+            "Operations performed (developer API, dashboard, admin API), by name and outcome (`ok` or the refusal's result code)",
+            operations.clone(),
+        );
+        let operation_latency = Family::<OperationLabels, Histogram>::new_with_constructor(|| {
+            // 0.1 ms to about 3.3 s.
+            Histogram::new(exponential_buckets(0.000_1, 2.0, 16))
+        });
+        registry.register(
+            "operation_duration_seconds",
+            "Time an operation took, by name",
+            operation_latency.clone(),
+        );
         let sessions = Gauge::default();
         registry.register(
             "floating_sessions_live",
@@ -333,6 +338,8 @@ impl Default for Metrics {
             latency,
             outcomes,
             rsa,
+            operations,
+            operation_latency,
             sessions,
             outbox,
             events,
@@ -369,6 +376,17 @@ impl Metrics {
         self.outcomes
             .get_or_create(&OutcomeLabels { endpoint, code })
             .inc();
+    }
+
+    /// Counts one operation performed: its name, its outcome (`ok`, or the refusal's result
+    /// code) and how long it took.
+    pub fn operation(&self, operation: &'static str, outcome: &'static str, elapsed: Duration) {
+        self.operations
+            .get_or_create(&OutcomeOfOperation { operation, outcome })
+            .inc();
+        self.operation_latency
+            .get_or_create(&OperationLabels { operation })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Sets the gauge of live floating sessions.
@@ -546,6 +564,16 @@ mod tests {
         assert_eq!(
             route_of(&format!("/api/v1/dev/teams/{id}/licenses/id/{id}/hwid")),
             "/api/v1/dev/teams/{teamId}/licenses/id/{licenseId}/hwid"
+        );
+        assert_eq!(
+            route_of(&format!("/api/v1/dev/teams/{id}/signing-keys/rotate")),
+            "/api/v1/dev/teams/{teamId}/signing-keys/rotate"
+        );
+        assert_eq!(
+            route_of(&format!(
+                "/api/v1/dev/teams/{id}/signing-keys/0123456789abcdef"
+            )),
+            "/api/v1/dev/teams/{teamId}/signing-keys/{kid}"
         );
         assert_eq!(route_of("/healthz"), "/healthz");
         assert_eq!(route_of("/"), "/");

@@ -94,12 +94,12 @@ declare! {
 }
 
 impl Operation for CreateApiKey {
+    const NAME: &'static str = "create_api_key";
     type Output = NewApiKey;
     const SCOPE: Option<Scope> = KEYS_WRITE;
 }
 
 impl DevOperation for CreateApiKey {
-    const NAME: &'static str = "create_api_key";
     const DOC: Doc = Doc {
         tag: "extensions",
         summary: "(ext) Create an API key: the key is in this answer only.",
@@ -141,13 +141,13 @@ impl DevOperation for CreateApiKey {
 }
 
 impl Operation for RevokeApiKey {
+    const NAME: &'static str = "revoke_api_key";
     /// The keys revoked: this one first, then those it made.
     type Output = Vec<ApiKeyId>;
     const SCOPE: Option<Scope> = KEYS_WRITE;
 }
 
 impl DevOperation for RevokeApiKey {
-    const NAME: &'static str = "revoke_api_key";
     const DOC: Doc = Doc {
         tag: "extensions",
         summary: "(ext) Revoke an API key.",

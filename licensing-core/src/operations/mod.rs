@@ -84,6 +84,9 @@ pub enum Query {
 /// What every operation declares, whoever performs it (an API key, a staff member, the
 /// operator): the scope it needs and what it yields.
 pub trait Operation: Send + Sized + 'static {
+    /// Its name (a developer operation's is its OpenAPI `operationId`): its tracing span's and
+    /// metric's.
+    const NAME: &'static str;
     /// What it yields to whoever performs it.
     type Output: Send;
     /// The scope it needs; `None`: any caller of the team.
@@ -195,8 +198,6 @@ pub struct Form<'a> {
 /// An operation of the developer API (`/api/v1/dev/teams/{teamId}/…`): how a request reaches
 /// it and how its answer looks.
 pub trait DevOperation: Operation {
-    /// Its name, the OpenAPI `operationId` (also its tracing span's and metric's name).
-    const NAME: &'static str;
     /// The method.
     const METHOD: Method;
     /// The path template under `/api/v1/dev/teams/{teamId}/`, with `{name}` for each id.
@@ -281,6 +282,7 @@ macro_rules! declare {
         $out:ty => $status:literal [$($answer:ty: |$o:pat_param| $map:expr)?] $details:literal;
         $doc:expr) => {
         impl $crate::operations::Operation for $name {
+            const NAME: &'static str = $opid;
             type Output = $out;
             const SCOPE: Option<$crate::model::Scope> = $scope;
             const READ_ONLY: bool =
@@ -288,7 +290,6 @@ macro_rules! declare {
         }
 
         impl $crate::operations::DevOperation for $name {
-            const NAME: &'static str = $opid;
             const METHOD: $crate::operations::Method = $crate::operations::Method::$method;
             const PATH: &'static str = $path;
             const QUERY: $crate::operations::Query = declare!(@query $kind);
@@ -385,6 +386,30 @@ macro_rules! declare {
     (@sent $kind:ident [$($shape:tt)?]) => {};
 }
 pub(crate) use declare;
+
+/// A release's form no one sends: what walking the declarations of the list takes for the
+/// forms' type.
+pub struct Unsent;
+
+impl releases::ReleaseForm for Unsent {
+    fn parts(&self) -> Option<Form<'_>> {
+        None
+    }
+}
+
+/// Every developer operation's method and path template (under `/api/v1/dev/teams/{teamId}/`),
+/// in the list's order; several operations share a path.
+pub fn paths() -> Vec<(Method, &'static str)> {
+    macro_rules! paths {
+        ([$($op:ty),* $(,)?] [$($form:ty),* $(,)?]) => {
+            vec![
+                $((<$op as DevOperation>::METHOD, <$op as DevOperation>::PATH),)*
+                $((<$form as DevOperation>::METHOD, <$form as DevOperation>::PATH),)*
+            ]
+        };
+    }
+    crate::dev_operations!(paths, Unsent)
+}
 
 /// Calls `$then!` with every operation of the developer API, as two bracketed lists: those
 /// whose body is JSON (or none), then those whose body is a multipart form (with `$form`, the

@@ -95,12 +95,12 @@ fn received_elsewhere() -> ApiError {
 }
 
 impl<F: ReleaseForm> Operation for CreateRelease<F> {
+    const NAME: &'static str = "create_release";
     type Output = ReleaseView;
     const SCOPE: Option<Scope> = WRITE;
 }
 
 impl<F: ReleaseForm> DevOperation for CreateRelease<F> {
-    const NAME: &'static str = "create_release";
     const DOC: Doc = Doc {
         tag: "releases",
         summary: "Create a release, with an optional file (multipart: `data` is the JSON, `file` the file).",
@@ -164,12 +164,12 @@ impl<F: ReleaseForm> DevOperation for CreateRelease<F> {
 }
 
 impl<F: ReleaseForm> Operation for UpdateRelease<F> {
+    const NAME: &'static str = "update_release";
     type Output = ReleaseView;
     const SCOPE: Option<Scope> = WRITE;
 }
 
 impl<F: ReleaseForm> DevOperation for UpdateRelease<F> {
-    const NAME: &'static str = "update_release";
     const DOC: Doc = Doc {
         tag: "releases",
         summary: "Update a release (multipart): every member of `data`, and a new file or `keepExistingFile`.",

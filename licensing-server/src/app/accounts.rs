@@ -67,6 +67,7 @@ fn manager(cx: &Cx) -> Result<&StaffUser, ApiError> {
 }
 
 impl Operation for ListAccounts {
+    const NAME: &'static str = "list_accounts";
     type Output = Vec<StaffUser>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
@@ -80,6 +81,7 @@ impl Run for ListAccounts {
 }
 
 impl Operation for GetAccount {
+    const NAME: &'static str = "get_account";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
@@ -98,6 +100,7 @@ impl Run for GetAccount {
 }
 
 impl Operation for InviteAccount {
+    const NAME: &'static str = "invite_account";
     type Output = Invited;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -152,6 +155,7 @@ impl Run for InviteAccount {
 }
 
 impl Operation for ChangeRole {
+    const NAME: &'static str = "change_role";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -164,6 +168,7 @@ impl Run for ChangeRole {
 }
 
 impl Operation for NewLink {
+    const NAME: &'static str = "new_link";
     type Output = CreatedStaff;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -176,6 +181,7 @@ impl Run for NewLink {
 }
 
 impl Operation for ResetTwoStep {
+    const NAME: &'static str = "reset_two_step";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -188,6 +194,7 @@ impl Run for ResetTwoStep {
 }
 
 impl Operation for DeleteAccount {
+    const NAME: &'static str = "delete_account";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }

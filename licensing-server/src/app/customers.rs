@@ -33,6 +33,7 @@ impl Run for ListCustomers {
 }
 
 impl Operation for GetCustomers {
+    const NAME: &'static str = "get_customers";
     type Output = Vec<Customer>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Customers));
     const READ_ONLY: bool = true;

@@ -47,6 +47,7 @@ impl Run for ListEntitlements {
 }
 
 impl Operation for AllEntitlements {
+    const NAME: &'static str = "all_entitlements";
     type Output = Vec<Entitlement>;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Entitlements));
     const READ_ONLY: bool = true;

@@ -28,7 +28,9 @@ pub(crate) mod team;
 pub(crate) mod webhooks;
 
 use std::future::Future;
+
 use std::net::IpAddr;
+use tracing::Instrument;
 
 use licensing_core::model::{Action, FieldChange};
 use licensing_core::store::Journal;
@@ -100,15 +102,30 @@ impl Cx {
         }
     }
 
-    /// Performs `op` after checking that the caller has its scope (403 naming it otherwise).
-    /// After an operation that may write, the client API's cached licenses of the team are
-    /// dropped, whatever its outcome, even when the caller went away before it finished.
+    /// Performs `op` after checking that the caller has its scope (403 naming it otherwise),
+    /// in a tracing span named after it, counted by name and outcome. After an operation that
+    /// may write, what the client API keeps in memory that it changed is dropped, whatever its
+    /// outcome, even when the caller went away before it finished.
     pub(crate) async fn perform<O: Run>(&self, op: O) -> Result<O::Output, ApiError> {
-        if let Some(scope) = O::SCOPE {
-            self.caller.require(scope)?;
+        let started = std::time::Instant::now();
+        let span = tracing::info_span!("operation", name = O::NAME, team = %self.team);
+        let done = async {
+            if let Some(scope) = O::SCOPE {
+                self.caller.require(scope)?;
+            }
+            let _written = (!O::READ_ONLY).then(|| Written(self));
+            op.run(self).await
         }
-        let _written = (!O::READ_ONLY).then(|| Written(self));
-        op.run(self).await
+        .instrument(span)
+        .await;
+        let outcome = match &done {
+            Ok(_) => "ok",
+            Err(e) => e.code().as_str(),
+        };
+        self.state
+            .metrics
+            .operation(O::NAME, outcome, started.elapsed());
+        done
     }
 
     /// The journal of a change this operation makes: its audit entry, naming the caller and

@@ -208,6 +208,7 @@ pub(crate) struct SignOut {
 }
 
 impl Operation for SignOut {
+    const NAME: &'static str = "sign_out";
     type Output = ();
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -246,6 +247,7 @@ impl Run for SignOut {
 pub(crate) struct OwnTeamName;
 
 impl Operation for OwnTeamName {
+    const NAME: &'static str = "own_team_name";
     type Output = Option<String>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
     const READ_ONLY: bool = true;
@@ -267,6 +269,7 @@ pub(crate) struct TurnOnTwoStep {
 }
 
 impl Operation for TurnOnTwoStep {
+    const NAME: &'static str = "turn_on_two_step";
     type Output = Vec<String>;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -295,6 +298,7 @@ pub(crate) struct TurnOffTwoStep {
 }
 
 impl Operation for TurnOffTwoStep {
+    const NAME: &'static str = "turn_off_two_step";
     type Output = bool;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -324,6 +328,7 @@ pub(crate) struct ChangeOwnPassword {
 }
 
 impl Operation for ChangeOwnPassword {
+    const NAME: &'static str = "change_own_password";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -356,6 +361,7 @@ pub(crate) struct ChangeOwnEmail {
 }
 
 impl Operation for ChangeOwnEmail {
+    const NAME: &'static str = "change_own_email";
     type Output = bool;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }
@@ -404,6 +410,7 @@ impl Run for ChangeOwnEmail {
 pub(crate) struct SetOwnTimeZone(pub(crate) String);
 
 impl Operation for SetOwnTimeZone {
+    const NAME: &'static str = "set_own_time_zone";
     type Output = StaffUser;
     const SCOPE: Option<licensing_core::model::Scope> = None;
 }

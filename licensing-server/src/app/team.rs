@@ -166,6 +166,7 @@ impl Run for GetStatistics {
 }
 
 impl Operation for GetOverview {
+    const NAME: &'static str = "get_overview";
     type Output = Overview;
     const SCOPE: Option<Scope> = Some(Scope::read(Resource::Statistics));
     const READ_ONLY: bool = true;

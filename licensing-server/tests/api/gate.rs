@@ -590,3 +590,25 @@ async fn a_short_admin_token_is_refused_at_start() {
         "{text}"
     );
 }
+
+/// Each operation is counted in the metrics under its declared name, by outcome: a success as
+/// `ok`, a refusal by its result code.
+#[tokio::test]
+async fn operations_are_counted_by_name_and_outcome() {
+    let s = TestServer::start().await;
+    let ok = "licensing_operations_total{operation=\"create_product\",outcome=\"ok\"}";
+    let missing =
+        "licensing_operations_total{operation=\"get_product\",outcome=\"PRODUCT_NOT_FOUND\"}";
+    assert_eq!(s.metric(ok).await, 0.0, "metrics are per process");
+    s.post(&s.dev("products"), r#"{"name":"Counted"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Counted too"}"#).await.ok();
+    let unknown = uuid::Uuid::new_v4();
+    s.get(&s.dev(&format!("products/{unknown}"))).await;
+    assert_eq!(s.metric(ok).await, 2.0);
+    assert_eq!(s.metric(missing).await, 1.0);
+    assert!(
+        s.metric("licensing_operation_duration_seconds_count{operation=\"create_product\"}")
+            .await
+            >= 2.0
+    );
+}
