@@ -35,7 +35,7 @@ use licensing_core::store::{
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
-use licensing_server::{Config, Server, open_configured_store, services};
+use licensing_server::{Config, Server, open_configured_store};
 use serde_json::json;
 
 /// The sizes and durations of one run.
@@ -329,7 +329,7 @@ async fn seed_capped(
     store: &licensing_server::store::AnyStore,
     records: usize,
 ) -> (TeamId, Vec<String>) {
-    let created = services::teams::create_team(store, "Capped", Timestamp::now())
+    let created = licensing_server::teams::create_team(store, "Capped", Timestamp::now())
         .await
         .unwrap();
     let settings = licensing_core::model::TeamSettings {
@@ -401,9 +401,10 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
     let devices = Arc::new(AtomicU64::new(0));
     let bulk = url.is_some();
     for t in 0..plan.teams {
-        let created = services::teams::create_team(&store, &format!("Team {t}"), Timestamp::now())
-            .await
-            .unwrap();
+        let created =
+            licensing_server::teams::create_team(&store, &format!("Team {t}"), Timestamp::now())
+                .await
+                .unwrap();
         let team = store.get_team(created.team_id).await.unwrap().unwrap();
         // Every license grants one entitlement, so that asking for it costs what it costs.
         let entitlement = licensing_core::model::Entitlement {
@@ -1442,7 +1443,7 @@ async fn run(plan: Plan, args: &Args) {
             assert_eq!(answer.status(), 200, "the webhook endpoint was not changed");
             if instances > 1 {
                 // The other instances see the change when their cached team expires.
-                tokio::time::sleep(services::contexts::SHARED_MAX_AGE).await;
+                tokio::time::sleep(licensing_server::runtime::contexts::SHARED_MAX_AGE).await;
             }
         }
     };

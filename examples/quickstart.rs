@@ -13,14 +13,14 @@ use licensing_sdk::core::api::requests::{
 };
 use licensing_sdk::core::validate::HardwareId;
 use licensing_sdk::{DevClient, DownloadRequest, LicenseClient, Upload, hwid};
-use licensing_server::{Config, Server, open_store, services};
+use licensing_server::{Config, Server, open_store};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // A server on 127.0.0.1 with a free port and a temporary data directory.
     let dir = tempfile::tempdir()?;
     let store = open_store(dir.path())?;
-    let team = services::teams::create_team(&store, "Quickstart", Timestamp::now()).await?;
+    let team = licensing_server::teams::create_team(&store, "Quickstart", Timestamp::now()).await?;
     let server = Server::bind_with_store(Config::for_data_dir(dir.path()), store).await?;
     let base = format!("http://{}", server.local_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

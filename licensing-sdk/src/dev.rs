@@ -526,7 +526,7 @@ impl DevClient {
 
     /// (ext) `POST {dev}/licenses/id/{licenseId}/file`: a signed license file for offline use
     /// (bound to one machine or to none, encrypted unless asked not to be); check it with
-    /// [`crate::license_file`].
+    /// [`crate::LicenseFile`].
     pub async fn issue_license_file(
         &self,
         id: LicenseId,

@@ -21,7 +21,7 @@ use licensing_sdk::core::{LicenseKey, ProductId, Timestamp};
 use licensing_sdk::{
     DownloadRequest, Error, HeartbeatSchedule, LicenseClient, LicenseState, OfflineCache,
 };
-use licensing_server::{Config, Server, open_store, services};
+use licensing_server::{Config, Server, open_store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -40,7 +40,7 @@ impl Running {
     async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = open_store(dir.path()).unwrap();
-        let team = services::teams::create_team(&store, "SDK team", Timestamp::now())
+        let team = licensing_server::teams::create_team(&store, "SDK team", Timestamp::now())
             .await
             .unwrap();
         let mut config = Config::for_data_dir(dir.path());

@@ -678,7 +678,7 @@ mod tests {
             )
         }));
         store.restore_audit(&entries).await.expect("restore");
-        let created = crate::services::staff::create_staff(
+        let created = crate::app::staff::create_staff(
             &store,
             team.id,
             "ann@example.com",

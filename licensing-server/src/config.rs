@@ -75,7 +75,7 @@ pub struct Config {
 
     /// License e-mails a team may queue per day (UTC); a license create past it is refused
     /// with 429 and nothing is stored.
-    #[arg(long, env = "LICENSING_MAIL_DAILY_LIMIT", default_value_t = crate::services::mail::DEFAULT_DAILY_LIMIT,
+    #[arg(long, env = "LICENSING_MAIL_DAILY_LIMIT", default_value_t = crate::runtime::mail::DEFAULT_DAILY_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub mail_daily_limit: u32,
 
@@ -153,7 +153,7 @@ pub struct Config {
     /// Days the audit log keeps an entry; older entries are deleted in the background (hourly).
     /// 0 keeps every entry.
     #[arg(long, env = "LICENSING_AUDIT_RETENTION_DAYS",
-          default_value_t = crate::services::audit::DEFAULT_RETENTION_DAYS)]
+          default_value_t = crate::workers::audit_pruner::DEFAULT_RETENTION_DAYS)]
     pub audit_retention_days: u32,
 
     /// Days a license's request history keeps an entry (every client request that reached the
@@ -192,13 +192,13 @@ pub struct Config {
     /// Seconds to wait after each failed webhook attempt, comma-separated; a delivery fails
     /// after the last (the default spans about three days). Each delay varies by up to 20%.
     #[arg(long, env = "LICENSING_WEBHOOK_RETRY_DELAYS",
-          default_value = crate::services::webhooks::DEFAULT_RETRY_DELAYS,
-          value_parser = crate::services::webhooks::parse_delays_arg)]
-    pub webhook_retry_delays: crate::services::webhooks::RetryDelays,
+          default_value = crate::runtime::webhooks::DEFAULT_RETRY_DELAYS,
+          value_parser = crate::runtime::webhooks::parse_delays_arg)]
+    pub webhook_retry_delays: crate::runtime::webhooks::RetryDelays,
 
     /// Seconds a webhook endpoint may fail every delivery before it is disabled (three days).
     #[arg(long, env = "LICENSING_WEBHOOK_DISABLE_AFTER_SECS",
-          default_value_t = crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
+          default_value_t = crate::runtime::webhooks::DEFAULT_DISABLE_AFTER_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub webhook_disable_after_secs: u64,
 
@@ -305,7 +305,7 @@ impl Config {
             admin_token: None,
             smtp_url: None,
             smtp_from: None,
-            mail_daily_limit: crate::services::mail::DEFAULT_DAILY_LIMIT,
+            mail_daily_limit: crate::runtime::mail::DEFAULT_DAILY_LIMIT,
             max_upload_mb: crate::files::DEFAULT_MAX_FILE_MB,
             chat_api_url: None,
             chat_bot_token: None,
@@ -320,19 +320,19 @@ impl Config {
             auth_failure_limit_per_minute: 20,
             cache_mb: crate::store::DEFAULT_CACHE_MB,
             max_records_per_license: licensing_core::store::DEFAULT_MAX_RECORDS,
-            audit_retention_days: crate::services::audit::DEFAULT_RETENTION_DAYS,
+            audit_retention_days: crate::workers::audit_pruner::DEFAULT_RETENTION_DAYS,
             request_history_days: licensing_core::model::REQUEST_LOG_DAYS,
             request_history_per_team: licensing_core::model::REQUEST_LOG_PER_TEAM,
             request_history_per_license: licensing_core::model::REQUEST_LOG_PER_LICENSE,
             webhook_allow_http: false,
             webhook_allow_private: false,
-            webhook_retry_delays: crate::services::webhooks::RetryDelays(
-                crate::services::webhooks::parse_delays(
-                    crate::services::webhooks::DEFAULT_RETRY_DELAYS,
+            webhook_retry_delays: crate::runtime::webhooks::RetryDelays(
+                crate::runtime::webhooks::parse_delays(
+                    crate::runtime::webhooks::DEFAULT_RETRY_DELAYS,
                 )
                 .unwrap_or_default(),
             ),
-            webhook_disable_after_secs: crate::services::webhooks::DEFAULT_DISABLE_AFTER_SECS,
+            webhook_disable_after_secs: crate::runtime::webhooks::DEFAULT_DISABLE_AFTER_SECS,
             webhook_timeout_secs: 10,
             dashboard: true,
             owner_email: "owner@localhost".into(),
@@ -349,8 +349,8 @@ impl Config {
     }
 
     /// The webhook settings these settings describe.
-    pub fn webhook_settings(&self) -> crate::services::webhooks::WebhookSettings {
-        crate::services::webhooks::WebhookSettings {
+    pub fn webhook_settings(&self) -> crate::runtime::webhooks::WebhookSettings {
+        crate::runtime::webhooks::WebhookSettings {
             allow_http: self.webhook_allow_http,
             allow_private: self.webhook_allow_private,
             retry_delays: self.webhook_retry_delays.0.clone().into(),

@@ -10,7 +10,9 @@
 //! | [`files`] | release files, on disk or in PostgreSQL |
 //! | `routes` | the route tree; thin handlers over core and the store |
 //! | `http` | the envelope on the wire, body limits, authentication, rejection handling |
-//! | [`services`] | operations spanning several stores (team creation) |
+//! | [`runtime`] | what a running server keeps besides its store: caches, limiters, write-behind recorders, the keyring, outbound clients |
+//! | `app` | the operations, whoever performs them (re-exported: [`operator`], [`teams`], [`staff`]) |
+//! | `workers` | the background jobs a running server starts and stops as one |
 //!
 //! A server you can start from a test:
 //!
@@ -41,14 +43,15 @@ mod jar;
 pub mod metrics;
 pub mod openapi;
 mod routes;
+pub mod runtime;
 pub mod server;
-pub mod services;
 mod state;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
+mod workers;
 
-pub use app::operator;
+pub use app::{journal, operator, staff, teams, two_step};
 pub use config::{Config, LogFormat};
 pub use connections::ConnectionLimits;
 pub use routes::openapi_json;

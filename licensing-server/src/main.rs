@@ -133,7 +133,7 @@ impl StoreArgs {
     /// The operator of the command line on that store (private keys of new teams in the clear:
     /// the command line that makes a team loads the master key itself).
     async fn operator(&self) -> anyhow::Result<licensing_server::operator::Operator> {
-        self.operator_with(&licensing_server::services::keyring::Keyring::plain())
+        self.operator_with(&licensing_server::runtime::keyring::Keyring::plain())
             .await
     }
 
@@ -142,7 +142,7 @@ impl StoreArgs {
     /// while `keyring` has none, is refused with what to do).
     async fn operator_with(
         &self,
-        keyring: &licensing_server::services::keyring::Keyring,
+        keyring: &licensing_server::runtime::keyring::Keyring,
     ) -> anyhow::Result<licensing_server::operator::Operator> {
         let store = self.open().await?;
         keyring.prepare(&store).await.map_err(anyhow::Error::msg)?;

@@ -13,14 +13,14 @@ use crate::config::Config;
 use crate::connections::ConnectionLimits;
 use crate::files::FileStore;
 use crate::routes;
-use crate::services::chat::ChatDirectory;
-use crate::services::contexts::TeamContexts;
-use crate::services::geo::Geo;
-use crate::services::key_uses::KeyUses;
-use crate::services::keyring::Keyring;
-use crate::services::mail::{self, Mailer};
-use crate::services::stats::StatsCache;
-use crate::services::usage::UsageRecorder;
+use crate::runtime::chat::ChatDirectory;
+use crate::runtime::contexts::TeamContexts;
+use crate::runtime::geo::Geo;
+use crate::runtime::key_uses::KeyUses;
+use crate::runtime::keyring::Keyring;
+use crate::runtime::mail::Mailer;
+use crate::runtime::stats::StatsCache;
+use crate::runtime::usage::UsageRecorder;
 use crate::state::{AppState, Limits, MetricsAccess};
 use crate::store::AnyStore;
 use crate::store::open::{
@@ -168,7 +168,7 @@ impl Server {
         let contexts = match store.change_feed() {
             None => TeamContexts::new(keyring.clone()),
             Some(_) => {
-                TeamContexts::expiring(keyring.clone(), crate::services::contexts::SHARED_MAX_AGE)
+                TeamContexts::expiring(keyring.clone(), crate::runtime::contexts::SHARED_MAX_AGE)
             }
         };
         let files = file_store_for(&store, &config.data_dir)
@@ -259,8 +259,8 @@ impl Server {
                 licenses: Arc::default(),
                 keyring: keyring.clone(),
                 usage: UsageRecorder::default(),
-                request_log: crate::services::request_log::RequestLog::new(
-                    crate::services::request_log::Retention {
+                request_log: crate::runtime::request_log::RequestLog::new(
+                    crate::runtime::request_log::Retention {
                         days: config.request_history_days,
                         per_team: config.request_history_per_team,
                         per_license: config.request_history_per_license,
@@ -271,7 +271,7 @@ impl Server {
                 limits: Arc::new(limits),
                 max_records: config.max_records_per_license,
                 audit_retention_days: config.audit_retention_days,
-                webhooks: crate::services::webhooks::Sender::new(
+                webhooks: crate::runtime::webhooks::Sender::new(
                     config.webhook_settings(),
                     keyring.clone(),
                 )
@@ -325,66 +325,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let store = self.state.store.clone();
-        let (stop_worker, stop) = tokio::sync::watch::channel(false);
-        let worker = self
-            .state
-            .mailer
-            .clone()
-            .map(|mailer| tokio::spawn(mail::run_worker(store.clone(), mailer, stop.clone())));
-        let usage = tokio::spawn(self.state.usage.clone().run(store.clone(), stop.clone()));
-        let history = self.state.request_log.on().then(|| {
-            let log = self.state.request_log.clone();
-            (
-                tokio::spawn(log.clone().run(store.clone(), stop.clone())),
-                tokio::spawn(log.run_pruner(store.clone(), stop.clone())),
-            )
-        });
-        let client_events = tokio::spawn(
-            self.state
-                .client_events
-                .clone()
-                .run(store.clone(), stop.clone()),
-        );
-        let changes = store.change_feed().map(|feed| {
-            tokio::spawn(crate::services::changes::run(
-                feed,
-                self.state.contexts.clone(),
-                self.state.licenses.clone(),
-                stop.clone(),
-            ))
-        });
-        let pruner = (self.state.audit_retention_days > 0).then(|| {
-            tokio::spawn(crate::services::audit::run_pruner(
-                store.clone(),
-                self.state.audit_retention_days,
-                stop.clone(),
-            ))
-        });
-        let sessions = self.state.dashboard.map(|settings| {
-            let lifetime = crate::services::session_purger::Lifetime {
-                idle_minutes: settings.idle_minutes,
-                hours: settings.session_hours,
-            };
-            tokio::spawn(crate::services::session_purger::run_purger(
-                store.clone(),
-                lifetime,
-                stop.clone(),
-            ))
-        });
-        let webhooks = tokio::spawn(crate::services::webhooks::run_worker(
-            store.clone(),
-            self.state.webhooks.clone(),
-            stop.clone(),
-        ));
-        let sweeper = tokio::spawn(crate::services::session_sweeper::run(
-            self.state.clone(),
-            stop.clone(),
-        ));
-        let idempotency = tokio::spawn(crate::services::idempotency_purger::run(
-            store.clone(),
-            stop.clone(),
-        ));
-        let key_uses = tokio::spawn(self.state.key_uses.clone().run(store.clone(), stop));
+        let workers = crate::workers::spawn_all(&self.state);
         let alive = Arc::downgrade(&self.state.alive);
         // One shutdown for every listener.
         let (stop_listeners, stopping) = tokio::sync::watch::channel(false);
@@ -416,30 +357,8 @@ impl Server {
         if let Some(metrics) = metrics {
             metrics.await.ok();
         }
-        stop_worker.send(true).ok();
-        if let Some(worker) = worker {
-            worker.await.ok();
-        }
-        // The usage tasks write what was counted up to the last request before they end.
-        usage.await.ok();
-        if let Some((writer, pruner)) = history {
-            writer.await.ok();
-            pruner.await.ok();
-        }
-        client_events.await.ok();
-        key_uses.await.ok();
-        sweeper.await.ok();
-        idempotency.await.ok();
-        if let Some(changes) = changes {
-            changes.await.ok();
-        }
-        if let Some(sessions) = sessions {
-            sessions.await.ok();
-        }
-        if let Some(pruner) = pruner {
-            pruner.await.ok();
-        }
-        webhooks.await.ok();
+        // The recorders write what was counted up to the last request before they end.
+        workers.stop().await;
         // Connection tasks drop their copies of the state (and so of the store) a moment after
         // the server stops. Wait for them (bounded), so that when `run` returns the store is
         // closed as soon as the caller drops its own handles, and can be opened again.

@@ -6,16 +6,16 @@ use licensing_core::{ApiKeyId, LicenseKey, TeamId};
 
 use crate::files::FileStore;
 use crate::metrics::Metrics;
-use crate::services::chat::ChatDirectory;
-use crate::services::contexts::TeamContexts;
-use crate::services::geo::Geo;
-use crate::services::key_uses::KeyUses;
-use crate::services::keyring::Keyring;
-use crate::services::license_cache::LicenseCache;
-use crate::services::mail::Mailer;
-use crate::services::ratelimit::RateLimiter;
-use crate::services::stats::StatsCache;
-use crate::services::usage::UsageRecorder;
+use crate::runtime::chat::ChatDirectory;
+use crate::runtime::contexts::TeamContexts;
+use crate::runtime::geo::Geo;
+use crate::runtime::key_uses::KeyUses;
+use crate::runtime::keyring::Keyring;
+use crate::runtime::license_cache::LicenseCache;
+use crate::runtime::mail::Mailer;
+use crate::runtime::ratelimit::RateLimiter;
+use crate::runtime::stats::StatsCache;
+use crate::runtime::usage::UsageRecorder;
 use crate::store::AnyStore;
 use crate::store::shared::SharedCounters;
 
@@ -67,9 +67,9 @@ pub(crate) struct Shared {
     /// Client request counts and blacklist hits on their way to the store.
     pub(crate) usage: UsageRecorder,
     /// (ext) The request history, written behind.
-    pub(crate) request_log: crate::services::request_log::RequestLog,
+    pub(crate) request_log: crate::runtime::request_log::RequestLog,
     /// The client API's refusal events on their way to the store.
-    pub(crate) client_events: crate::services::client_events::ClientEventQueue,
+    pub(crate) client_events: crate::runtime::client_events::ClientEventQueue,
     /// Countries of client addresses.
     pub(crate) geo: Arc<Geo>,
     /// The rate limiters.
@@ -79,7 +79,7 @@ pub(crate) struct Shared {
     /// Days the audit log keeps an entry (0: forever).
     pub(crate) audit_retention_days: u32,
     /// Sends webhook deliveries (and holds the operator's webhook settings).
-    pub(crate) webhooks: crate::services::webhooks::Sender,
+    pub(crate) webhooks: crate::runtime::webhooks::Sender,
     /// API key uses waiting to be written (`lastUsedAt`).
     pub(crate) key_uses: KeyUses,
     /// The address links point to (`--public-url`: `scheme://host`); `None`: the one the
@@ -114,7 +114,7 @@ pub(crate) enum Principal {
     Admin,
 }
 
-impl crate::services::ratelimit::LimitKey for Principal {
+impl crate::runtime::ratelimit::LimitKey for Principal {
     fn limit_key(&self) -> Vec<u8> {
         match self {
             Self::ApiKey(id) => id.as_bytes().to_vec(),
@@ -194,7 +194,7 @@ impl Limits {
             name: &'static str,
         ) -> Option<RateLimiter<K>>
         where
-            K: std::hash::Hash + Eq + Clone + crate::services::ratelimit::LimitKey,
+            K: std::hash::Hash + Eq + Clone + crate::runtime::ratelimit::LimitKey,
         {
             limiter.map(|l| l.shared(pool.clone(), name))
         }
@@ -231,7 +231,7 @@ fn tiers(auth_failures: u32, tiers: &[(u32, std::time::Duration)]) -> Vec<RateLi
     tiers
         .iter()
         .map(|(limit, window)| {
-            RateLimiter::new(*limit, *window, crate::services::ratelimit::MAX_KEYS)
+            RateLimiter::new(*limit, *window, crate::runtime::ratelimit::MAX_KEYS)
         })
         .collect()
 }

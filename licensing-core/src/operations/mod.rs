@@ -5,7 +5,7 @@
 //! value it would hand the server (`DevClient::perform`), so the two cannot drift apart.
 //!
 //! An operation is a plain value: `GetProduct(id)`, `UpdateLicense(id, body)`. Adding one is
-//! one declaration here (a struct and a `declare!` entry, listed in [`dev_operations!`]); the
+//! one declaration here (a struct and a `declare!` entry, listed in [`crate::dev_operations!`]); the
 //! server then needs its `run`, and the compiler says so.
 
 pub mod access;

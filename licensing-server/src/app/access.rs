@@ -27,7 +27,7 @@ impl Run for CreateApiKey {
             }
             _ => false,
         };
-        let created = crate::services::teams::create_api_key(
+        let created = crate::app::teams::create_api_key(
             &cx.state.store,
             cx.team,
             input,
@@ -50,7 +50,7 @@ impl Run for ListApiKeys {
 
 impl Run for RevokeApiKey {
     async fn run(self, cx: &Cx) -> Result<Vec<ApiKeyId>, ApiError> {
-        crate::services::teams::revoke_api_key(
+        crate::app::teams::revoke_api_key(
             &cx.state.store,
             cx.team,
             self.0,

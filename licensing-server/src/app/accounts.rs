@@ -8,8 +8,8 @@ use licensing_core::store::{OutboxStore, StaffStore, TeamStore};
 use licensing_core::{ApiError, StaffId};
 
 use super::{Cx, Operation, Run};
-use crate::services::mail;
-use crate::services::staff::{self, CreatedStaff};
+use crate::app::staff::{self, CreatedStaff};
+use crate::runtime::mail;
 
 /// The team's accounts.
 pub(crate) struct ListAccounts;

@@ -14,7 +14,7 @@ use licensing_core::{ApiError, LicenseId, ProductId};
 use licensing_core::model::License;
 
 use super::{Cx, Run};
-use crate::services::audit::tied_to;
+use crate::app::journal::tied_to;
 
 impl Run for ListRequests {
     async fn run(self, cx: &Cx) -> Result<Page<RequestLogEntry>, ApiError> {

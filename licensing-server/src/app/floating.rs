@@ -10,8 +10,8 @@ use licensing_core::{ApiError, Timestamp};
 use licensing_core::model::License;
 
 use super::{Cx, Run};
-use crate::services::audit::tied_to;
-use crate::services::contexts::TeamContexts;
+use crate::app::journal::tied_to;
+use crate::runtime::contexts::TeamContexts;
 
 impl Run for ListSessions {
     async fn run(self, cx: &Cx) -> Result<Page<LicenseSession>, ApiError> {

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::client::steps;
 use super::{Cx, Run};
-use crate::services::contexts::TeamContext;
+use crate::runtime::contexts::TeamContext;
 
 /// What the audit log and the `license.file_issued` event say of an issued file.
 #[derive(Serialize)]

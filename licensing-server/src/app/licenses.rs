@@ -13,7 +13,7 @@ use licensing_core::store::{
 use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
 
 use super::{Cx, Run};
-use crate::services::mail;
+use crate::runtime::mail;
 
 /// Attempts at drawing a free license key before giving up (a collision needs 36^25 luck).
 const KEY_ATTEMPTS: usize = 5;

@@ -17,14 +17,18 @@ pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod entitlements;
 pub(crate) mod floating;
+pub mod journal;
 pub(crate) mod license_files;
 pub(crate) mod licenses;
 pub mod operator;
 pub(crate) mod products;
 mod reach;
 pub(crate) mod releases;
-pub(crate) mod sessions;
+pub(crate) mod sign_in;
+pub mod staff;
 pub(crate) mod team;
+pub mod teams;
+pub mod two_step;
 pub(crate) mod webhooks;
 
 use std::future::Future;
@@ -38,7 +42,7 @@ use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 
 pub(crate) use caller::Caller;
 
-use crate::services::audit::{Acting, Journaled};
+use crate::app::journal::{Acting, Journaled};
 use crate::state::AppState;
 
 pub(crate) use licensing_core::operations::Operation;

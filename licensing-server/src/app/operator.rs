@@ -14,12 +14,12 @@ use licensing_core::model::{
 use licensing_core::store::{AuditStore, Entity, Journal, StoreError, TeamStore};
 use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 
+use crate::app::journal::{Acting, Journaled};
+use crate::app::staff::CreatedStaff;
+use crate::app::{staff, teams};
 use crate::files::FileStore;
-use crate::services::audit::{Acting, Journaled};
-use crate::services::contexts::TeamContexts;
-use crate::services::keyring::Keyring;
-use crate::services::staff::CreatedStaff;
-use crate::services::{staff, teams};
+use crate::runtime::contexts::TeamContexts;
+use crate::runtime::keyring::Keyring;
 use crate::store::AnyStore;
 
 /// The name of the team a first start creates.

@@ -15,8 +15,8 @@ use licensing_core::model::{
 use licensing_core::store::{AuditStore, Entity, Page, StatsStore, StoreError, TeamStore};
 
 use super::{Cx, Operation, Run};
-use crate::services::contexts::TeamContext;
-use crate::services::teams;
+use crate::app::teams;
+use crate::runtime::contexts::TeamContext;
 
 /// The team's headline counts (licenses, customers, products, licenses active in the last
 /// hour) as they are now: counted by the store, not from the statistics' 15-minute cache.

@@ -16,8 +16,8 @@ use licensing_core::store::{Entity, Page, StoreError, WebhookStore};
 use licensing_core::{ApiError, DeliveryId, EventId, Timestamp, WebhookId};
 
 use super::{Cx, Run};
-use crate::services::keyring::webhook_purpose;
-use crate::services::webhooks::check_url;
+use crate::runtime::keyring::webhook_purpose;
+use crate::runtime::webhooks::check_url;
 
 /// Endpoints a team may have.
 const MAX_ENDPOINTS: usize = 20;

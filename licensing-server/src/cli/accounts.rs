@@ -6,14 +6,14 @@ use licensing_core::{ResultCode, TeamId, Timestamp};
 use licensing_server::operator::{
     CreateStaff, CreateTeam, CreateTeamKey, NewPasswordLink, Operator, RotateSigningKey,
 };
-use licensing_server::services;
-use licensing_server::services::keyring::Keyring;
+use licensing_server::runtime::keyring::Keyring;
+use licensing_server::staff;
 
 use super::{describe, open_for_command};
 use crate::StoreArgs;
 
 /// The set-password link of an account.
-pub(crate) fn password_link(base: &str, created: &services::staff::CreatedStaff) -> String {
+pub(crate) fn password_link(base: &str, created: &staff::CreatedStaff) -> String {
     format!(
         "{}/dashboard/set-password/{}/{}",
         base.trim_end_matches('/'),
@@ -65,7 +65,7 @@ pub(crate) async fn user_create(
         "Created {} ({}). Its set-password link works once, for {} hours:\n{}",
         created.user.email.as_str(),
         created.user.role,
-        services::staff::LINK_LIFETIME_HOURS,
+        staff::LINK_LIFETIME_HOURS,
         password_link(url, &created)
     );
     Ok(())
@@ -89,7 +89,7 @@ pub(crate) async fn user_link(
     println!(
         "A new set-password link for {}, valid once for {} hours:\n{}",
         issued.user.email.as_str(),
-        services::staff::LINK_LIFETIME_HOURS,
+        staff::LINK_LIFETIME_HOURS,
         password_link(url, &issued)
     );
     Ok(())

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use licensing_core::crypto::MasterKey;
 use licensing_server::compact_store;
-use licensing_server::services::keyring::Keyring;
+use licensing_server::runtime::keyring::Keyring;
 
 use super::open_for_command;
 

@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 use licensing_core::model::TeamCreated;
 use licensing_server::operator::{FirstStart, Operator};
-use licensing_server::{Config, LogFormat, Server, services};
+use licensing_server::{Config, LogFormat, Server, staff};
 
 use super::accounts::password_link;
 use super::describe;
@@ -79,7 +79,7 @@ pub(crate) fn first_team_text(
         format!(
             "\nThe dashboard is at {base}/dashboard/: open this link once (within {hours} hours) to set the\
              \npassword of the owner account {email}, and sign in:\n\n  {link}\n",
-            hours = services::staff::LINK_LIFETIME_HOURS
+            hours = staff::LINK_LIFETIME_HOURS
         )
     });
     let api = format!(

@@ -25,22 +25,22 @@ use warp::http::header;
 
 use super::api::{self, Failure};
 use super::page::{self, Form, Nav};
-use super::session;
+use super::sign_in;
 use super::{Ctx, Staff};
-use crate::app::sessions::{
+use crate::app::sign_in::{
     ChangeOwnEmail, ChangeOwnPassword, OwnTeamName, SetOwnTimeZone, SignOut, TurnOffTwoStep,
     TurnOnTwoStep,
 };
+use crate::app::staff::{LinkRefused, check_sign_in};
+use crate::app::two_step;
 use crate::http::Body;
 use crate::http::Response;
-use crate::services::ratelimit::{RateStatus, ip_key};
-use crate::services::staff::{LinkRefused, check_sign_in};
-use crate::services::two_step;
+use crate::runtime::ratelimit::{RateStatus, ip_key};
 
 /// `GET /dashboard/sign-in`.
 pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
-    if let Ok(session::Current::SignedIn(_)) = session::current(ctx).await {
-        return page::redirect(&session::safe_next(ctx.param("next").as_deref()));
+    if let Ok(sign_in::Current::SignedIn(_)) = sign_in::current(ctx).await {
+        return page::redirect(&sign_in::safe_next(ctx.param("next").as_deref()));
     }
     let notice = match ctx.param("notice").as_deref() {
         Some("session-ended") => Some("Your session has ended. Please sign in again."),
@@ -76,7 +76,7 @@ impl SignInForm<'_> {
     fn render(&self, ctx: &Ctx) -> Response {
         let ask_code = self.status == 401 && self.problem == Some(CODE_NEEDED);
         let choose = !self.teams.is_empty();
-        let (token, cookie) = session::sign_in_token(ctx);
+        let (token, cookie) = sign_in::sign_in_token(ctx);
         let markup = page::bare(
             "Sign in",
             html! {
@@ -146,7 +146,7 @@ enum Guesser {
 }
 
 impl Guesser {
-    fn of(ctx: &Ctx, email: &str, device: Option<session::KnownDevice>) -> Self {
+    fn of(ctx: &Ctx, email: &str, device: Option<sign_in::KnownDevice>) -> Self {
         if let Some(device) = device {
             return Self::Known(limit_key(
                 b"device",
@@ -247,7 +247,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         }
         .render(ctx)
     };
-    if !session::sign_in_token_ok(ctx, &form) {
+    if !sign_in::sign_in_token_ok(ctx, &form) {
         return again(403, "This sign-in form has expired. Please try again.");
     }
     let password = form.get("password").unwrap_or("");
@@ -265,7 +265,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         Ok(accounts) => accounts,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
-    let guesser = Guesser::of(ctx, email, session::known_device(ctx, &accounts));
+    let guesser = Guesser::of(ctx, email, sign_in::known_device(ctx, &accounts));
     if let Some(status) = guesser.throttled(ctx).await {
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
         let mut response = again(
@@ -332,7 +332,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     } else {
         (user, "password")
     };
-    signed_in(ctx, user, &session::safe_next(next), how).await
+    signed_in(ctx, user, &sign_in::safe_next(next), how).await
 }
 
 /// What the sign-in form says when the password was right and the second step is missing.
@@ -346,8 +346,8 @@ async fn signed_in(
     target: &str,
     how: &str,
 ) -> Response {
-    let device = session::device_cookie(ctx, &user);
-    match session::start(ctx, user, how).await {
+    let device = sign_in::device_cookie(ctx, &user);
+    match sign_in::start(ctx, user, how).await {
         Ok((_, cookie)) => {
             let mut response = page::redirect(target);
             response.headers_mut().append(header::SET_COOKIE, cookie);
@@ -481,7 +481,7 @@ pub(crate) async fn sign_out(ctx: &Ctx, staff: &Staff, everywhere: bool) -> Resp
     let mut response = page::redirect(&format!("/dashboard/sign-in?notice={notice}"));
     response
         .headers_mut()
-        .append(header::SET_COOKIE, session::clear(ctx));
+        .append(header::SET_COOKIE, sign_in::clear(ctx));
     response
 }
 

@@ -25,8 +25,8 @@ mod licenses;
 mod overview;
 mod page;
 mod releases;
-mod session;
 mod settings;
+mod sign_in;
 mod users;
 mod webhooks;
 
@@ -42,8 +42,8 @@ use crate::http::{Body, Response};
 use crate::state::AppState;
 
 pub(crate) use page::redirect;
-pub(crate) use session::Staff;
-pub use session::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
+pub(crate) use sign_in::Staff;
+pub use sign_in::{DEFAULT_IDLE_MINUTES, DEFAULT_SESSION_HOURS};
 
 use crate::state::DashboardSettings;
 
@@ -68,8 +68,8 @@ pub(crate) struct Ctx {
 
 impl Ctx {
     /// The request's sender as someone at the dashboard's door.
-    pub(crate) fn visitor(&self) -> crate::app::sessions::Visitor<'_> {
-        crate::app::sessions::Visitor::new(&self.state, self.client, self.now)
+    pub(crate) fn visitor(&self) -> crate::app::sign_in::Visitor<'_> {
+        crate::app::sign_in::Visitor::new(&self.state, self.client, self.now)
     }
 
     /// The dashboard settings (the dashboard is only routed when they exist).
@@ -103,7 +103,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
             if state.dashboard.is_none() {
                 return crate::http::error(&licensing_core::ApiError::route_not_found());
             }
-            let secure = session::is_secure(client, &input.headers);
+            let secure = sign_in::is_secure(client, &input.headers);
             let ctx = Ctx {
                 state,
                 client,
@@ -148,10 +148,10 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         }
         _ => {}
     }
-    let staff = match session::current(&ctx).await {
-        Ok(session::Current::SignedIn(staff)) => staff,
-        Ok(session::Current::Ended) => return session::to_sign_in(&ctx, get, true),
-        Ok(session::Current::None) => return session::to_sign_in(&ctx, get, false),
+    let staff = match sign_in::current(&ctx).await {
+        Ok(sign_in::Current::SignedIn(staff)) => staff,
+        Ok(sign_in::Current::Ended) => return sign_in::to_sign_in(&ctx, get, true),
+        Ok(sign_in::Current::None) => return sign_in::to_sign_in(&ctx, get, false),
         Err(e) => return page::failure(&ctx, None, &e.into()),
     };
     // A release upload streams its file on; its token is checked among its fields.
@@ -163,7 +163,7 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         match crate::http::read_body(body, page::MAX_FORM).await {
             Ok(raw) => {
                 let form = page::Form::parse(&raw);
-                if !session::csrf_ok(&staff, &form) {
+                if !sign_in::csrf_ok(&staff, &form) {
                     return page::csrf_refused(&ctx, &staff);
                 }
                 (form, raw)
@@ -200,7 +200,7 @@ const FORM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// the same form sent with other values (back, edit, send) is a new write.
 fn form_key(
     ctx: &Ctx,
-    staff: &session::Staff,
+    staff: &sign_in::Staff,
     form: &page::Form,
     raw: &[u8],
 ) -> Option<(IdempotencyOwner, IdempotencyKey, Fingerprint)> {
@@ -227,7 +227,7 @@ fn form_key(
 /// The page or change a signed-in staff member's request asks for.
 async fn dispatch(
     ctx: &Ctx,
-    staff: &session::Staff,
+    staff: &sign_in::Staff,
     form: &page::Form,
     method: &Method,
 ) -> Response {

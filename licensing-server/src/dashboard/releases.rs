@@ -181,7 +181,7 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
         fields.push((name, String::from_utf8_lossy(&value).into_owned()));
     }
     let form = Form::from_pairs(fields);
-    if !super::session::csrf_ok(staff, &form) {
+    if !super::sign_in::csrf_ok(staff, &form) {
         return page::csrf_refused(ctx, staff);
     }
     let cx = api::cx(ctx, staff);

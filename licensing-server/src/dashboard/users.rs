@@ -12,8 +12,8 @@ use crate::app::accounts::{
     ChangeRole, DeleteAccount, GetAccount, InviteAccount, Invited, ListAccounts, NewLink,
     ResetTwoStep, set_password_link,
 };
+use crate::app::staff::{self as service, CreatedStaff};
 use crate::http::Response;
-use crate::services::staff::{self as service, CreatedStaff};
 
 /// The dashboard's public address (`--public-url`), else the one the browser used:
 /// `scheme://host`.

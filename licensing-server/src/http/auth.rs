@@ -21,7 +21,7 @@ use licensing_core::{ApiError, TeamId, Timestamp};
 use subtle::ConstantTimeEq;
 use warp::http::HeaderMap;
 
-use crate::services::ratelimit::{RateStatus, ip_key};
+use crate::runtime::ratelimit::{RateStatus, ip_key};
 use crate::state::AppState;
 
 /// A refused authentication: the error, and the limiter's status when it is a 429.

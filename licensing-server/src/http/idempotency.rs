@@ -115,7 +115,7 @@ pub(crate) async fn run_once(
                 fingerprint,
                 claimed_at,
             };
-            let write = crate::services::audit::under_claim(claim, write);
+            let write = crate::app::journal::under_claim(claim, write);
             run_claimed(state.store.clone(), owner, key, fingerprint, write).await
         }
         Ok(refused) => match refused.refusal() {

@@ -313,10 +313,10 @@ pub(crate) fn raw_query() -> impl Filter<Extract = (String,), Error = Infallible
     warp::query::raw().or(warp::any().map(String::new)).unify()
 }
 
-/// [`RateStatus::refusal`](crate::services::ratelimit::RateStatus::refusal) as an answer, with
+/// [`RateStatus::refusal`](crate::runtime::ratelimit::RateStatus::refusal) as an answer, with
 /// the limiter's `X-RateLimit-*` and `Retry-After`.
 pub(crate) fn rate_limited(
-    status: &crate::services::ratelimit::RateStatus,
+    status: &crate::runtime::ratelimit::RateStatus,
     what: &str,
     per: &str,
 ) -> Response {

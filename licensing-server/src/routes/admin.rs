@@ -25,13 +25,13 @@ use warp::Reply as _;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, Method, header};
 
+use crate::app::staff::CreatedStaff;
 use crate::http::{Incoming, Response, auth, idempotency, respond, success};
 use crate::operator::{
     Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, OperatorOperation,
     SetFeatures,
 };
 use crate::routes::table::{Input, PathIds, Query, Route, find};
-use crate::services::staff::CreatedStaff;
 use crate::state::{AppState, Principal};
 use licensing_core::idempotency::IdempotencyOwner;
 

@@ -16,7 +16,6 @@ use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use licensing_core::Timestamp;
 use licensing_core::model::Role;
-use licensing_server::services;
 use serde_json::json;
 
 use crate::helpers::TestServer;
@@ -305,11 +304,17 @@ impl Tab {
 
 /// An account of the server's team with its password set; its e-mail address.
 async fn account(s: &TestServer, email: &str, role: Role) -> String {
-    let created =
-        services::staff::create_staff(&s.store, s.team_id(), email, role, Timestamp::now(), None)
-            .await
-            .unwrap();
-    services::staff::set_password(
+    let created = licensing_server::staff::create_staff(
+        &s.store,
+        s.team_id(),
+        email,
+        role,
+        Timestamp::now(),
+        None,
+    )
+    .await
+    .unwrap();
+    licensing_server::staff::set_password(
         &s.store,
         created.user.id,
         &created.link_secret,
@@ -354,7 +359,7 @@ async fn first_password_then_a_license_created_and_found_by_its_customer(
     driver: &Driver,
     s: &TestServer,
 ) {
-    let created = services::staff::create_staff(
+    let created = licensing_server::staff::create_staff(
         &s.store,
         s.team_id(),
         "owner@vendor.example",

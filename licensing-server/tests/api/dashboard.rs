@@ -8,7 +8,6 @@ use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{Role, StaffSession};
 use licensing_core::store::{Journal, StaffStore};
 use licensing_core::{TeamId, Timestamp};
-use licensing_server::services;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
 
@@ -206,7 +205,7 @@ pub(crate) async fn staff(
     role: Role,
 ) -> String {
     let created =
-        services::staff::create_staff(&s.store, team, email, role, Timestamp::now(), None)
+        licensing_server::staff::create_staff(&s.store, team, email, role, Timestamp::now(), None)
             .await
             .unwrap();
     let link = format!(
@@ -231,7 +230,7 @@ async fn an_owner_sets_a_password_through_the_link_and_creates_a_license_the_aud
  {
     let s = TestServer::start().await;
     let mut b = Browser::new(&s);
-    let created = services::staff::create_staff(
+    let created = licensing_server::staff::create_staff(
         &s.store,
         s.team_id(),
         "Ann@Example.com",
@@ -2513,14 +2512,14 @@ async fn two_step_sign_in_takes_the_apps_code_or_a_recovery_code_once() {
     assert_eq!(audit.ok()["entries"][0]["changes"][0]["new"], "9");
 
     // A set-password link replaces the password, not the second step.
-    let account = services::staff::account_named(&s.store, "dev@vendor.example", None)
+    let account = licensing_server::staff::account_named(&s.store, "dev@vendor.example", None)
         .await
         .unwrap();
-    let link = services::staff::issue_link(
+    let link = licensing_server::staff::issue_link(
         &s.store,
         account,
         Timestamp::now(),
-        &services::audit::Acting::command_line(),
+        &licensing_server::journal::Acting::command_line(),
     )
     .await
     .unwrap();

@@ -600,8 +600,12 @@ async fn operations_are_counted_by_name_and_outcome() {
     let missing =
         "licensing_operations_total{operation=\"get_product\",outcome=\"PRODUCT_NOT_FOUND\"}";
     assert_eq!(s.metric(ok).await, 0.0, "metrics are per process");
-    s.post(&s.dev("products"), r#"{"name":"Counted"}"#).await.ok();
-    s.post(&s.dev("products"), r#"{"name":"Counted too"}"#).await.ok();
+    s.post(&s.dev("products"), r#"{"name":"Counted"}"#)
+        .await
+        .ok();
+    s.post(&s.dev("products"), r#"{"name":"Counted too"}"#)
+        .await
+        .ok();
     let unknown = uuid::Uuid::new_v4();
     s.get(&s.dev(&format!("products/{unknown}"))).await;
     assert_eq!(s.metric(ok).await, 2.0);

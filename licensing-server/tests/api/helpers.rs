@@ -7,7 +7,7 @@ use licensing_core::validate::HardwareId;
 use licensing_core::{LicenseId, TeamId, Timestamp};
 use licensing_server::files::FileStore;
 use licensing_server::store::AnyStore;
-use licensing_server::{Config, Server, open_configured_store, services};
+use licensing_server::{Config, Server, open_configured_store};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -124,7 +124,7 @@ impl TestServer {
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (store, database_url) = open_test_store(dir.path()).await;
-        let team = services::teams::create_team(&store, "Team A", Timestamp::now())
+        let team = licensing_server::teams::create_team(&store, "Team A", Timestamp::now())
             .await
             .unwrap();
         let mut config = test_config(dir.path());
@@ -233,7 +233,7 @@ impl TestServer {
 
     /// Another team in the same server.
     pub async fn other_team(&self) -> TeamCreated {
-        services::teams::create_team(&self.store, "Team B", Timestamp::now())
+        licensing_server::teams::create_team(&self.store, "Team B", Timestamp::now())
             .await
             .unwrap()
     }

@@ -366,7 +366,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
     // The dashboard: an owner of team B, signed in, asks for every page and posts every form
     // about A's records (with a valid token of B's session and a body that would be valid): each
     // is 404, B's lists show none of A's records, and nothing of A changes.
-    let a_user = licensing_server::services::staff::create_staff(
+    let a_user = licensing_server::staff::create_staff(
         &s.store,
         s.team_id(),
         "a-owner@vendor.example",

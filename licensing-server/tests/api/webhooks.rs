@@ -243,8 +243,7 @@ async fn hooked(adjust: impl FnOnce(&mut licensing_server::config::Config)) -> T
     TestServer::start_with(|c| {
         c.webhook_allow_http = true;
         c.webhook_allow_private = true;
-        c.webhook_retry_delays =
-            licensing_server::services::webhooks::RetryDelays(vec![1, 1, 1, 1]);
+        c.webhook_retry_delays = licensing_server::runtime::webhooks::RetryDelays(vec![1, 1, 1, 1]);
         adjust(c);
     })
     .await
@@ -549,7 +548,7 @@ async fn failures_are_retried_then_disable_the_endpoint_and_redelivery_sends_aga
 async fn destinations_inside_the_network_are_refused() {
     let s = TestServer::start_with(|c| {
         c.webhook_allow_http = true;
-        c.webhook_retry_delays = licensing_server::services::webhooks::RetryDelays(vec![1]);
+        c.webhook_retry_delays = licensing_server::runtime::webhooks::RetryDelays(vec![1]);
     })
     .await;
     let receiver = Receiver::start().await;
@@ -601,7 +600,7 @@ async fn destinations_inside_the_network_are_refused() {
 #[tokio::test]
 async fn redirects_are_not_followed() {
     let s = hooked(|c| {
-        c.webhook_retry_delays = licensing_server::services::webhooks::RetryDelays(vec![1])
+        c.webhook_retry_delays = licensing_server::runtime::webhooks::RetryDelays(vec![1])
     })
     .await;
     let inside = Receiver::start().await;

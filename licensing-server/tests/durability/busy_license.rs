@@ -12,7 +12,7 @@ use licensing_core::Timestamp;
 use licensing_core::store::{
     Activity, ActivityRules, ActivityStore, LicenseStore, TeamStore, testing,
 };
-use licensing_server::{open_store, services};
+use licensing_server::open_store;
 use serde_json::{Value, json};
 
 use crate::child::ChildServer;
@@ -67,10 +67,10 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
     // Seed through the store: team A's license without limits holds 20,000 addresses.
     let (busy_team, busy_key, quiet_team, quiet_key) = {
         let store = open_store(dir.path()).unwrap();
-        let a = services::teams::create_team(&store, "Busy", Timestamp::now())
+        let a = licensing_server::teams::create_team(&store, "Busy", Timestamp::now())
             .await
             .unwrap();
-        let b = services::teams::create_team(&store, "Quiet", Timestamp::now())
+        let b = licensing_server::teams::create_team(&store, "Quiet", Timestamp::now())
             .await
             .unwrap();
         let busy = testing::license(a.team_id, Timestamp::now());

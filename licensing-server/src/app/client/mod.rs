@@ -32,9 +32,9 @@ use steps::Recorders;
 use steps::Request;
 
 use crate::files::FileReader;
-use crate::services::contexts::TeamContext;
-use crate::services::ratelimit::{RateLimiter, RateStatus, ip_key};
-use crate::services::usage::Counted;
+use crate::runtime::contexts::TeamContext;
+use crate::runtime::ratelimit::{RateLimiter, RateStatus, ip_key};
+use crate::runtime::usage::Counted;
 use crate::state::AppState;
 
 /// What a client request came to besides its answer: the team once known (every answer from

@@ -15,10 +15,10 @@ use licensing_core::{
     ApiError, CustomerId, LicenseId, LicenseKey, ProductId, ResultCode, Timestamp,
 };
 
-use crate::services::client_events::{ClientEventQueue, Refused};
-use crate::services::contexts::TeamContext;
-use crate::services::license_cache::LicenseCache;
-use crate::services::usage::UsageRecorder;
+use crate::runtime::client_events::{ClientEventQueue, Refused};
+use crate::runtime::contexts::TeamContext;
+use crate::runtime::license_cache::LicenseCache;
+use crate::runtime::usage::UsageRecorder;
 
 /// A validated client request, as steps 2 to 8 need it.
 #[derive(Clone, Copy, Debug)]

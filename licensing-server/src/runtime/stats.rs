@@ -9,7 +9,7 @@ use licensing_core::model::{HourlyStats, Statistics};
 use licensing_core::store::{BlacklistStore, StatsStore, StoreError};
 use licensing_core::{TeamId, Timestamp};
 
-use crate::services::usage::UsageRecorder;
+use crate::runtime::usage::UsageRecorder;
 
 /// How long an answer is reused.
 pub const CACHE_TTL: Duration = Duration::from_secs(15 * 60);

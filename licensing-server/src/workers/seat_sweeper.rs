@@ -35,7 +35,7 @@ pub(crate) async fn sweep_once(state: &AppState) -> u64 {
 
 /// Sweeps now and every [`SWEEP_EVERY`], until `stop`.
 pub(crate) async fn run(state: AppState, stop: tokio::sync::watch::Receiver<bool>) {
-    crate::services::periodic::every(SWEEP_EVERY, stop, || async {
+    crate::runtime::periodic::every(SWEEP_EVERY, stop, || async {
         sweep_once(&state).await;
     })
     .await;

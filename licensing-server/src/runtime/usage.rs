@@ -182,7 +182,7 @@ impl UsageRecorder {
                 tracing::error!(error = %e, "writing request statistics failed");
             }
         };
-        crate::services::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
+        crate::runtime::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
     }
 }
 

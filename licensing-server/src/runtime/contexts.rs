@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use licensing_core::TeamId;
 use licensing_core::crypto::TeamKeys;
 
-use crate::services::keyring::Keyring;
+use crate::runtime::keyring::Keyring;
 use licensing_core::EntitlementId;
 use licensing_core::model::{ClientEvents, Team};
 use licensing_core::store::{

@@ -243,7 +243,7 @@ impl ClientEventQueue {
                 tracing::error!(error = %e, "queueing client events failed");
             }
         };
-        crate::services::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
+        crate::runtime::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
     }
 }
 

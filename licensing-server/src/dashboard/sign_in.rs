@@ -9,7 +9,7 @@
 //! A session ends after [`DashboardSettings::idle_minutes`](crate::state::DashboardSettings::idle_minutes) without a request, and in any case
 //! [`DashboardSettings::session_hours`](crate::state::DashboardSettings::session_hours) after signing in. Its `lastSeenAt` is written at most
 //! once a minute, so that browsing costs no write per page. A session that times out is deleted
-//! when it is next presented, and the session purger (`services::session_purger`) deletes the ones never presented again.
+//! when it is next presented, and the session purger (`workers::sign_in_purger`) deletes the ones never presented again.
 
 use std::net::IpAddr;
 
@@ -22,7 +22,7 @@ use warp::http::{HeaderMap, HeaderValue, header};
 
 use super::Ctx;
 use super::page::{self, Form};
-use crate::app::sessions::Lifetime;
+use crate::app::sign_in::Lifetime;
 use crate::http::Response;
 
 /// The cookie's name over HTTPS.
@@ -269,7 +269,7 @@ pub(crate) fn sign_in_token(ctx: &Ctx) -> (String, Option<HeaderValue>) {
     match cookie(&ctx.headers, sign_in_cookie_name(ctx.secure)) {
         Some(token) if token.len() == 43 => (token.to_owned(), None),
         _ => {
-            let token = crate::services::staff::random_secret();
+            let token = crate::app::staff::random_secret();
             let cookie = set_cookie(ctx.secure, sign_in_cookie_name(ctx.secure), &token, 3600);
             (token, Some(cookie))
         }

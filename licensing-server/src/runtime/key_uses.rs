@@ -74,6 +74,6 @@ impl KeyUses {
                 tracing::error!(error = %e, "writing API key uses failed");
             }
         };
-        crate::services::periodic::every_then_once_more(WRITE_EVERY, stop, flush).await;
+        crate::runtime::periodic::every_then_once_more(WRITE_EVERY, stop, flush).await;
     }
 }

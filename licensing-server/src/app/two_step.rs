@@ -14,8 +14,8 @@ use licensing_core::{ApiError, Timestamp};
 use rand::RngCore as _;
 use totp_rs::{Algorithm, Secret, TOTP};
 
-use super::audit::Acting;
-use super::keyring::{Keyring, two_step_purpose};
+use super::journal::Acting;
+use crate::runtime::keyring::{Keyring, two_step_purpose};
 
 /// How many recovery codes an account gets.
 pub const RECOVERY_CODES: usize = 10;

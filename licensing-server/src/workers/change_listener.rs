@@ -9,12 +9,12 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use tokio::sync::watch;
 
-use crate::services::contexts::TeamContexts;
-use crate::services::license_cache::LicenseCache;
+use crate::runtime::contexts::TeamContexts;
+use crate::runtime::license_cache::LicenseCache;
 use crate::store::shared::{Change, ChangeFeed};
 
 /// Listens until `stop` turns true.
-pub async fn run(
+pub(crate) async fn run(
     feed: Arc<dyn ChangeFeed>,
     contexts: TeamContexts,
     licenses: Arc<LicenseCache>,

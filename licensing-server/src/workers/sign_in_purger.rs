@@ -37,5 +37,5 @@ pub(crate) async fn run_purger<S: StaffStore>(
             Err(e) => tracing::error!(error = %e, "deleting timed-out dashboard sessions failed"),
         }
     };
-    crate::services::periodic::every(PURGE_EVERY, stop, purge).await;
+    crate::runtime::periodic::every(PURGE_EVERY, stop, purge).await;
 }

@@ -10,8 +10,8 @@ use licensing_core::model::{
 };
 use licensing_core::store::{ApiKeyStore, Entity, ProductStore, StoreError, TeamStore};
 
-use crate::services::audit::Acting;
-use crate::services::keyring::Keyring;
+use crate::app::journal::Acting;
+use crate::runtime::keyring::Keyring;
 use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
 
 /// Makes a new Ed25519 signing key `team`'s active one (sealed as `keyring` stores keys); the

@@ -12,11 +12,11 @@ use licensing_core::store::{AuditStore, Journal, OutboxStore, StaffStore, StoreE
 use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 
 use super::{Cx, Operation, Run};
-use crate::services::audit::Acting;
-pub(crate) use crate::services::session_purger::Lifetime;
-use crate::services::staff::{self, LinkRefused};
-use crate::services::two_step;
+use crate::app::journal::Acting;
+use crate::app::staff::{self, LinkRefused};
+use crate::app::two_step;
 use crate::state::AppState;
+pub(crate) use crate::workers::sign_in_purger::Lifetime;
 
 /// Someone at the dashboard's door, from `client`, at `now`.
 pub(crate) struct Visitor<'a> {
@@ -390,7 +390,7 @@ impl Run for ChangeOwnEmail {
             return Err(ApiError::internal());
         };
         let link = format!("{}/dashboard/confirm-email/{}/{secret}", self.base, user.id);
-        let message = crate::services::mail::email_change_message(
+        let message = crate::runtime::mail::email_change_message(
             user.team_id,
             pending.email.as_str(),
             user.email.as_str(),

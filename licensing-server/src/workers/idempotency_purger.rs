@@ -45,7 +45,7 @@ pub(crate) async fn run<S: IdempotencyStore + Clone + 'static>(
     store: S,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    crate::services::periodic::every(PURGE_EVERY, stop, || async {
+    crate::runtime::periodic::every(PURGE_EVERY, stop, || async {
         purge_once(&store, Timestamp::now()).await;
     })
     .await;

@@ -1,24 +1,18 @@
-//! The audit log's server side: who acts (an API key, the operator, the command line) and from
-//! where, the journal of a change, and the background pruning of entries past the retention.
+//! The journal of a change: who acts (an API key, a staff member, the operator, the command
+//! line) and from where, the audit entry and webhook event a write records in its own atomic
+//! step, and the teams whose cached context it changes. (Old entries are pruned by
+//! `workers::audit_pruner`.)
 
 use std::net::IpAddr;
-use std::time::Duration;
 
 use licensing_core::idempotency::KeyedWrite;
 use licensing_core::model::{
     Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes, products_in,
 };
-use licensing_core::store::{AuditStore, Journal};
+use licensing_core::store::Journal;
 use licensing_core::{AuditId, EventId, ProductId, TeamId, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::watch;
-
-/// Days an audit entry is kept unless the operator says otherwise.
-pub const DEFAULT_RETENTION_DAYS: u32 = 365;
-
-/// Entries deleted per round of pruning, so that a round is one short write.
-const PRUNE_BATCH: usize = 1_000;
 
 /// Who makes a change, and from which address.
 #[derive(Clone, Debug)]
@@ -243,33 +237,4 @@ pub fn tied_to(mut journal: Journal, products: &[ProductId]) -> Journal {
         event.product_ids = Some(products.to_vec());
     }
     journal
-}
-
-/// Deletes entries older than `retention_days`, a batch at a time, at start and then hourly,
-/// until `stop`.
-pub async fn run_pruner<S: AuditStore>(store: S, retention_days: u32, stop: watch::Receiver<bool>) {
-    let prune = || async {
-        let before = Timestamp::from_millis(
-            Timestamp::now().as_millis() - i64::from(retention_days) * 86_400_000,
-        );
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            match store.prune_audit(before, PRUNE_BATCH).await {
-                Ok(n) if n as usize == PRUNE_BATCH => continue,
-                Ok(n) => {
-                    if n > 0 {
-                        tracing::info!(pruned = n, retention_days, "old audit entries deleted");
-                    }
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "pruning the audit log failed");
-                    break;
-                }
-            }
-        }
-    };
-    super::periodic::every(Duration::from_secs(3600), stop.clone(), prune).await;
 }

@@ -21,7 +21,7 @@ use licensing_core::{ApiError, StaffId, TeamId, Timestamp};
 use rand::RngCore as _;
 use subtle::ConstantTimeEq as _;
 
-use crate::services::audit::Acting;
+use crate::app::journal::Acting;
 
 /// How long a set-password link works.
 pub const LINK_LIFETIME_HOURS: i64 = 72;
@@ -653,7 +653,7 @@ mod tests {
     use super::*;
 
     async fn team(store: &MemoryStore) -> TeamId {
-        crate::services::teams::create_team(store, "A", Timestamp::now())
+        crate::app::teams::create_team(store, "A", Timestamp::now())
             .await
             .unwrap()
             .team_id
