@@ -16,7 +16,14 @@ use crate::app::journal::Acting;
 use crate::app::staff::{self, LinkRefused};
 use crate::app::two_step;
 use crate::state::AppState;
-pub(crate) use crate::workers::sign_in_purger::Lifetime;
+/// How long a staff member's sign-in (a dashboard session) lasts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lifetime {
+    /// Minutes without a request after which it ends.
+    pub(crate) idle_minutes: u32,
+    /// Hours after signing in after which it ends whatever happens.
+    pub(crate) hours: u32,
+}
 
 /// Someone at the dashboard's door, from `client`, at `now`.
 pub(crate) struct Visitor<'a> {

@@ -107,7 +107,7 @@ fn in_words(message: &str) -> String {
                 && bare.chars().any(|c| c.is_ascii_uppercase())
                 && bare.chars().all(|c| c.is_ascii_alphanumeric());
             if camel {
-                let words = super::page::field_words(bare).to_lowercase();
+                let words = field_words(bare).to_lowercase();
                 format!("{words}{}", &word[bare.len()..])
             } else {
                 word.to_owned()
@@ -145,6 +145,44 @@ pub(crate) async fn all_products(ctx: &Ctx, staff: &Staff) -> Result<Page<Produc
     let mut query = ProductListQuery::default();
     query.paging.page_size = 100;
     perform(ctx, staff, ListProducts(query)).await
+}
+
+/// A field of the API in a person's words, as its form labels it: `hwidLimit` is "Device limit";
+/// a field without a label of its own has its name split into words (`expirationDate`:
+/// "Expiration date").
+pub(crate) fn field_words(field: &str) -> String {
+    let known = match field {
+        "hwidLimit" => "Device limit",
+        "ipLimit" => "Address limit",
+        "customerIds" => "Customers",
+        "productIds" => "Products",
+        "entitlementIds" => "Entitlements",
+        "expirationDays" => "Days",
+        "expirationType" => "Expiration",
+        "email" => "E-mail address",
+        "url" => "Address",
+        "eventTypes" => "Events",
+        "ipAddress" => "IP address",
+        "hardwareIdentifier" => "Device",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_owned();
+    }
+    let mut words = String::with_capacity(field.len() + 4);
+    for (i, c) in field.chars().enumerate() {
+        if i == 0 {
+            words.extend(c.to_uppercase());
+        } else if c.is_ascii_uppercase() {
+            words.push(' ');
+            words.push(c.to_ascii_lowercase());
+        } else if c == '_' || c == '.' || c == '[' {
+            words.push(' ');
+        } else if c != ']' {
+            words.push(c);
+        }
+    }
+    words
 }
 
 #[cfg(test)]

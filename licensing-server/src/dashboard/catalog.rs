@@ -6,10 +6,10 @@ use licensing_core::api::requests::{
 };
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, CustomerId, ProductId};
-use maud::{Markup, html};
+use maud::html;
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, Confirm, Form, Nav, field_error};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateBlacklistEntry, DeleteBlacklistEntry, ListBlacklist};
 use crate::app::customers::{
@@ -21,14 +21,6 @@ use crate::app::products::{
     UpdateProduct,
 };
 use crate::http::Response;
-
-pub(super) fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
-    html! {
-        @if let Some(message) = failure.and_then(|f| f.field(name)) {
-            span.field-error { (message) }
-        }
-    }
-}
 
 // Customers.
 

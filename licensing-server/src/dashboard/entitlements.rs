@@ -6,7 +6,7 @@ use licensing_core::api::requests::{EntitlementBody, Patch};
 use maud::html;
 
 use super::api::{self, Failure};
-use super::catalog::field_error;
+use super::page::field_error;
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::entitlements::{

@@ -394,44 +394,6 @@ pub(crate) fn table(columns: &[&str], hint: Option<&str>, rows: Markup) -> Marku
     }
 }
 
-/// A field of the API in a person's words, as its form labels it: `hwidLimit` is "Device limit";
-/// a field without a label of its own has its name split into words (`expirationDate`:
-/// "Expiration date").
-pub(crate) fn field_words(field: &str) -> String {
-    let known = match field {
-        "hwidLimit" => "Device limit",
-        "ipLimit" => "Address limit",
-        "customerIds" => "Customers",
-        "productIds" => "Products",
-        "entitlementIds" => "Entitlements",
-        "expirationDays" => "Days",
-        "expirationType" => "Expiration",
-        "email" => "E-mail address",
-        "url" => "Address",
-        "eventTypes" => "Events",
-        "ipAddress" => "IP address",
-        "hardwareIdentifier" => "Device",
-        _ => "",
-    };
-    if !known.is_empty() {
-        return known.to_owned();
-    }
-    let mut words = String::with_capacity(field.len() + 4);
-    for (i, c) in field.chars().enumerate() {
-        if i == 0 {
-            words.extend(c.to_uppercase());
-        } else if c.is_ascii_uppercase() {
-            words.push(' ');
-            words.push(c.to_ascii_lowercase());
-        } else if c == '_' || c == '.' || c == '[' {
-            words.push(' ');
-        } else if c != ']' {
-            words.push(c);
-        }
-    }
-    words
-}
-
 /// A form's problems: the summary and each field's message, the field in words.
 pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
     html! {
@@ -441,7 +403,7 @@ pub(crate) fn problems(failure: Option<&Failure>) -> Markup {
                 @if !f.fields.is_empty() {
                     ul {
                         @for e in &f.fields {
-                            li { strong { (field_words(&e.field)) } " " (e.message) }
+                            li { strong { (api::field_words(&e.field)) } " " (e.message) }
                         }
                     }
                 }
@@ -628,4 +590,13 @@ pub(crate) fn csrf_refused(ctx: &Ctx, staff: &Staff) -> Response {
             "This form did not come from a page of your current session, so nothing was changed. Go back, reload the page, and try again.",
         ),
     )
+}
+
+/// The message of a form's field `name` that `failure` names, beside the field.
+pub(crate) fn field_error(failure: Option<&Failure>, name: &str) -> Markup {
+    html! {
+        @if let Some(message) = failure.and_then(|f| f.field(name)) {
+            span.field-error { (message) }
+        }
+    }
 }

@@ -212,12 +212,12 @@ pub(crate) async fn show(
                     (page::problems(failure))
                     form method="post" action={ "/dashboard/webhooks/" (id) } {
                         (page::csrf(staff))
-                        label for="url" { "Address" (super::catalog::field_error(failure, "url")) }
+                        label for="url" { "Address" (super::page::field_error(failure, "url")) }
                         input #url type="text" name="url" required value=(sent.map_or(w.url.as_str(), |f| f.get("url").unwrap_or("")));
                         label for="description" { "Description" span.hint { "Optional." } }
                         input #description type="text" name="description" value=(sent.map_or(w.description.as_deref().unwrap_or(""), |f| f.get("description").unwrap_or("")));
                         fieldset {
-                            legend { "Events" (super::catalog::field_error(failure, "eventTypes")) }
+                            legend { "Events" (super::page::field_error(failure, "eventTypes")) }
                             label.choice {
                                 input type="checkbox" name="eventTypes" value="*" checked[chosen.iter().any(|c| c == "*")];
                                 "Every event, those added later too"

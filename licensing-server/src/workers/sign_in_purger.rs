@@ -1,19 +1,12 @@
-//! The dashboard's session purger: deletes the sessions that timed out and were never
+//! The purger of staff sign-ins: deletes the dashboard sessions that timed out and were never
 //! presented again (one presented after its time ends there and then).
 
 use licensing_core::store::StaffStore;
 
+pub(crate) use crate::app::sign_in::Lifetime;
+
 /// How often timed-out sessions are deleted.
 const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
-/// How long a session lasts.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Lifetime {
-    /// Minutes without a request after which it ends.
-    pub(crate) idle_minutes: u32,
-    /// Hours after signing in after which it ends whatever happens.
-    pub(crate) hours: u32,
-}
 
 /// Deletes sessions past `lifetime` now and every [`PURGE_EVERY`], until `stop`.
 pub(crate) async fn run_purger<S: StaffStore>(

@@ -4,7 +4,10 @@
 //! license, the product, the device and the limits in [`steps`]), the store's atomic step, the
 //! answer's data, and what is counted. The routes parse the request, call them, sign and render.
 
+mod certificate;
 pub(crate) mod steps;
+
+pub(crate) use certificate::certificate;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -257,7 +260,7 @@ pub(crate) async fn checkout(
         .as_ref()
         .zip(license.session_limit)
         .map(|(session, limit)| (session.id, limit));
-    let (certificate, payload) = crate::app::license_files::certificate(
+    let (certificate, payload) = certificate(
         &context,
         license,
         data.clone(),
