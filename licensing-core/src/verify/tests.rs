@@ -3,7 +3,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::{ExpirationStart, ExpirationType, ReleaseFile};
+use crate::model::{BlacklistEntry, BlacklistType, ExpirationStart, ExpirationType, ReleaseFile};
 use crate::{BranchId, FileId, LicenseId, ReleaseId, TeamId, UserId};
 
 fn now() -> Timestamp {

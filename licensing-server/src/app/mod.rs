@@ -25,6 +25,7 @@ pub(crate) mod products;
 mod reach;
 pub(crate) mod releases;
 pub(crate) mod sign_in;
+pub(crate) mod sign_in_throttle;
 pub mod staff;
 pub(crate) mod team;
 pub mod teams;

@@ -31,11 +31,11 @@ use crate::app::sign_in::{
     ChangeOwnEmail, ChangeOwnPassword, OwnTeamName, SetOwnTimeZone, SignOut, TurnOffTwoStep,
     TurnOnTwoStep,
 };
+use crate::app::sign_in_throttle::Guesser;
 use crate::app::staff::{LinkRefused, check_sign_in};
 use crate::app::two_step;
 use crate::http::Body;
 use crate::http::Response;
-use crate::runtime::ratelimit::{RateStatus, ip_key};
 
 /// `GET /dashboard/sign-in`.
 pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
@@ -119,107 +119,6 @@ impl SignInForm<'_> {
     }
 }
 
-/// A digest that keys a sign-in limiter: `kind`, then each part, each ended by a newline.
-fn limit_key(kind: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    use sha2::Digest as _;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(kind);
-    for part in parts {
-        hasher.update(b"\n");
-        hasher.update(part);
-    }
-    hasher.finalize().into()
-}
-
-/// Whom a failed sign-in counts against.
-enum Guesser {
-    /// A browser that signed in to the account before: only its own failures hold it back,
-    /// so that nobody else's can lock the account's people out.
-    Known([u8; 32]),
-    /// Anyone else: the client address, the account name from that address, and the account
-    /// name from every such browser together.
-    Unknown {
-        address: u128,
-        from_address: [u8; 32],
-        account: [u8; 32],
-    },
-}
-
-impl Guesser {
-    fn of(ctx: &Ctx, email: &str, device: Option<sign_in::KnownDevice>) -> Self {
-        if let Some(device) = device {
-            return Self::Known(limit_key(
-                b"device",
-                &[device.user.as_bytes(), &device.nonce],
-            ));
-        }
-        let name = email.trim().to_lowercase();
-        let address = ip_key(ctx.client);
-        Self::Unknown {
-            address,
-            from_address: limit_key(b"address", &[name.as_bytes(), &address.to_be_bytes()]),
-            account: limit_key(b"account", &[name.as_bytes()]),
-        }
-    }
-
-    /// The first limit this guesser has passed, if any.
-    async fn throttled(&self, ctx: &Ctx) -> Option<RateStatus> {
-        let limits = &ctx.state.limits;
-        let (own, account) = match self {
-            Self::Known(key) => (key, None),
-            Self::Unknown {
-                address,
-                from_address,
-                account,
-            } => {
-                if let Some(limiter) = &limits.auth_failures
-                    && let Some(status) = limiter.blocked(address).await
-                {
-                    return Some(status);
-                }
-                (from_address, Some(account))
-            }
-        };
-        for limiter in &limits.sign_in_account {
-            if let Some(status) = limiter.blocked(own).await {
-                return Some(status);
-            }
-        }
-        if let Some(account) = account {
-            for limiter in &limits.sign_in_total {
-                if let Some(status) = limiter.blocked(account).await {
-                    return Some(status);
-                }
-            }
-        }
-        None
-    }
-
-    /// Counts a failure against every limit of this guesser.
-    async fn failed(&self, ctx: &Ctx) {
-        let limits = &ctx.state.limits;
-        let own = match self {
-            Self::Known(key) => key,
-            Self::Unknown {
-                address,
-                from_address,
-                account,
-            } => {
-                if let Some(limiter) = &limits.auth_failures {
-                    limiter.check(address).await;
-                }
-                for limiter in &limits.sign_in_total {
-                    limiter.check(account).await;
-                }
-                from_address
-            }
-        };
-        for limiter in &limits.sign_in_account {
-            limiter.check(own).await;
-        }
-    }
-}
-
 /// "N seconds" or "N minutes" or "N hours", rounded up.
 fn wait_text(seconds: u64) -> String {
     match seconds {
@@ -265,8 +164,12 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         Ok(accounts) => accounts,
         Err(e) => return page::failure(ctx, None, &e.into()),
     };
-    let guesser = Guesser::of(ctx, email, sign_in::known_device(ctx, &accounts));
-    if let Some(status) = guesser.throttled(ctx).await {
+    let guesser = Guesser::of(
+        ctx.client,
+        email,
+        sign_in::known_device(ctx, &accounts).map(|d| (d.user, d.nonce)),
+    );
+    if let Some(status) = guesser.throttled(&ctx.state.limits).await {
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
         let mut response = again(
             429,
@@ -286,7 +189,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         .filter(|u| team.is_none_or(|t| u.team_id == t))
         .collect();
     if matching.is_empty() {
-        guesser.failed(ctx).await;
+        guesser.failed(&ctx.state.limits).await;
         ctx.visitor().record_failure(&accounts, "password").await;
         return again(
             401,
@@ -318,7 +221,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         match ctx.visitor().second_step(&user, code).await {
             Ok(Some(user)) => (user, "password and second step"),
             Ok(None) => {
-                guesser.failed(ctx).await;
+                guesser.failed(&ctx.state.limits).await;
                 ctx.visitor()
                     .record_failure(std::slice::from_ref(&user), "second step")
                     .await;
@@ -626,7 +529,7 @@ async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) ->
 /// The limiter key of a signed-in session's password checks: only its own wrong guesses hold
 /// it back.
 fn session_guesser(staff: &Staff) -> Guesser {
-    Guesser::Known(limit_key(b"session", &[staff.session.id_sha256.as_bytes()]))
+    Guesser::session(staff.session.id_sha256.as_bytes())
 }
 
 /// Performs a change of the account page that checks the password (`field` holds it): a
@@ -638,7 +541,7 @@ async fn checked<O: crate::app::Run>(
     op: O,
 ) -> Result<O::Output, Failure> {
     let guesser = session_guesser(staff);
-    if let Some(status) = guesser.throttled(ctx).await {
+    if let Some(status) = guesser.throttled(&ctx.state.limits).await {
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
         return Err(Failure::new(
             429,
@@ -649,7 +552,7 @@ async fn checked<O: crate::app::Run>(
     if let Err(failure) = &outcome
         && failure.field(field).is_some()
     {
-        guesser.failed(ctx).await;
+        guesser.failed(&ctx.state.limits).await;
     }
     outcome
 }

@@ -60,9 +60,10 @@ mod seen;
 mod space;
 mod staff;
 mod teams;
+mod tx;
 mod webhooks;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -202,110 +203,9 @@ fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
         .ok_or_else(|| StoreError::backend("index key too short"))
 }
 
-/// The licenses a developer write changes (records, not just references to them): their locks
-/// are held while it stages and applies.
-#[derive(Clone, Copy, Debug)]
-enum Touch {
-    /// None.
-    Nothing,
-    /// This one.
-    License(LicenseId),
-    /// Any number (the wide lock is held).
-    Licenses,
-}
-
-/// Staged changes of one write, readable before they are applied.
-struct Tx<'a> {
-    tree: &'a sled::Tree,
-    /// Told which licenses the write changed once it is applied.
-    tables: &'a LicenseTables,
-    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-}
-
-impl<'a> Tx<'a> {
-    fn new(tree: &'a sled::Tree, tables: &'a LicenseTables) -> Self {
-        Self {
-            tree,
-            tables,
-            pending: BTreeMap::new(),
-        }
-    }
-
-    fn get(&self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        match self.pending.get(k) {
-            Some(v) => Ok(v.clone()),
-            None => Ok(self.tree.get(k).map_err(backend)?.map(|v| v.to_vec())),
-        }
-    }
-
-    fn get_record<T: Record>(&self, k: &[u8]) -> StoreResult<Option<T>> {
-        self.get(k)?.map(|v| decode(&v)).transpose()
-    }
-
-    fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
-        self.pending.insert(k, Some(v));
-    }
-
-    fn put_record<T: Record>(&mut self, k: Vec<u8>, v: &T) -> StoreResult<()> {
-        self.put(k, encode(v)?);
-        Ok(())
-    }
-
-    fn del(&mut self, k: Vec<u8>) {
-        self.pending.insert(k, None);
-    }
-
-    fn add_count(&mut self, k: Vec<u8>, delta: i64) -> StoreResult<()> {
-        let current = self.get(&k)?.map_or(0, |v| decode_count(&v));
-        let next = current.saturating_add_signed(delta);
-        self.put(k, next.to_be_bytes().to_vec());
-        Ok(())
-    }
-
-    /// Stages a write's journal: its audit entry, by team and time, and by time alone for
-    /// pruning; its webhook events, in the queue.
-    fn journal(&mut self, journal: &Journal) -> StoreResult<()> {
-        for entry in &journal.audit {
-            let (by_team, by_time) = audit_keys(entry.team_id, entry.at, entry.id);
-            self.put_record(by_team, entry)?;
-            self.put(by_time, Vec::new());
-        }
-        for event in &journal.events {
-            self.put_record(webhooks::event_key(event.id), event)?;
-        }
-        Ok(())
-    }
-
-    fn commit(self) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        let mut licenses = Vec::new();
-        for (k, v) in self.pending {
-            if let Some(written) = written_license(&k) {
-                licenses.push(written);
-            }
-            match v {
-                Some(v) => batch.insert(k, v),
-                None => batch.remove(k),
-            }
-        }
-        self.tree.apply_batch(batch).map_err(backend)?;
-        let tree = self.tree;
-        self.tables.written(&licenses, |team, id| {
-            tree.get(license_key(team, id))
-                .map_err(backend)?
-                .map(|v| decode(&v))
-                .transpose()
-        });
-        Ok(())
-    }
-}
-
-fn decode_count(v: &[u8]) -> u64 {
-    v.try_into().map(u64::from_be_bytes).unwrap_or(0)
-}
-
 use flusher::*;
 use layout::*;
+use tx::{Touch, Tx, decode_count};
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, with the default cache.
