@@ -255,6 +255,12 @@ impl From<StaffId> for UserId {
     }
 }
 
+impl From<CustomerId> for UserId {
+    fn from(id: CustomerId) -> Self {
+        Self(id.0)
+    }
+}
+
 impl UserId {
     /// The principal of operator actions (CLI, admin API): the nil UUID.
     pub const ADMIN: UserId = UserId(Uuid::nil());

@@ -84,7 +84,7 @@ pub struct Server {
     addr: SocketAddr,
     /// The separate metrics listener, when configured, and who may read it.
     metrics: Option<(TcpListener, SocketAddr, MetricsAccess)>,
-    state: AppState,
+    pub(crate) state: AppState,
     limits: ConnectionLimits,
     proxies: TrustedProxies,
 }

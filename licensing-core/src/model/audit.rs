@@ -39,6 +39,10 @@ pub enum ActorKind {
     User,
     /// The server itself or its command line.
     System,
+    /// A customer, through the customer portal (its own licenses only).
+    Customer,
+    /// A payment provider's integration (its events, applied as operations).
+    Integration,
 }
 
 impl Actor {
@@ -66,6 +70,24 @@ impl Actor {
             kind: ActorKind::Admin,
             id: None,
             name: None,
+        }
+    }
+
+    /// A customer, through the customer portal, by id and e-mail address.
+    pub fn customer(id: crate::CustomerId, email: Option<&str>) -> Self {
+        Self {
+            kind: ActorKind::Customer,
+            id: Some(*id.as_uuid()),
+            name: email.map(str::to_owned),
+        }
+    }
+
+    /// A payment provider's integration (`"stripe"`, say).
+    pub fn integration(provider: &str) -> Self {
+        Self {
+            kind: ActorKind::Integration,
+            id: None,
+            name: Some(provider.to_owned()),
         }
     }
 

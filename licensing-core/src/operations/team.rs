@@ -166,7 +166,7 @@ declare! {
             Param::query("sortDirection", "`desc` (newest first, the default) or `asc`", Kind::Text),
             Param::query("resourceType", "Entries about this type of record: team, license, device, ip, customer, product, branch, release, blacklist, api_key, settings", Kind::Text),
             Param::query("resourceId", "Entries about the record with this id", Kind::Text),
-            Param::query("actor", "Entries of one API key (its id) or of a kind of principal: API_KEY, ADMIN, USER, SYSTEM", Kind::Text),
+            Param::query("actor", "Entries of one API key (its id) or of a kind of principal: API_KEY, ADMIN, USER, SYSTEM, CUSTOMER, INTEGRATION", Kind::Text),
             Param::query("action", "Entries of one action, such as `license.suspended`", Kind::Text),
             Param::query("from", "Entries at or after this time (RFC 3339)", Kind::DateTime),
             Param::query("to", "Entries before this time (RFC 3339)", Kind::DateTime),

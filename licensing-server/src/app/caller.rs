@@ -1,9 +1,13 @@
 //! Who performs an operation: what it may do, and how the audit log and refusals name it.
 
-use licensing_core::model::{Actor, ApiKeyRecord, ProductRestriction, Scope, Scopes, StaffUser};
-use licensing_core::{ApiError, Timestamp, UserId};
+use licensing_core::model::{
+    Actor, ApiKeyRecord, ProductRestriction, Resource, Scope, Scopes, StaffUser,
+};
+use licensing_core::{ApiError, CustomerId, Timestamp, UserId};
 
-/// A caller: an API key, or a staff member signed in to the dashboard.
+/// A caller: an API key, a staff member signed in to the dashboard, a customer in the portal,
+/// or a payment provider's integration. Each performs the same operations, within its scopes
+/// and its reach (see `reach.rs`).
 #[derive(Clone, Debug)]
 pub(crate) struct Caller {
     /// The audit log's actor.
@@ -20,6 +24,8 @@ pub(crate) struct Caller {
     pub(crate) name: &'static str,
     /// The staff member, when one acts through the dashboard.
     pub(crate) staff: Option<StaffUser>,
+    /// The customer, when one acts through the portal: their own licenses are all it reaches.
+    pub(crate) customer: Option<CustomerId>,
 }
 
 impl Caller {
@@ -33,6 +39,7 @@ impl Caller {
             expires_at: key.expires_at,
             name: "this API key",
             staff: None,
+            customer: None,
         }
     }
 
@@ -46,6 +53,66 @@ impl Caller {
             expires_at: None,
             name: "your role",
             staff: Some(user.clone()),
+            customer: None,
+        }
+    }
+
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the customer portal is its door, next in this round"
+        )
+    )]
+    /// A customer in the customer portal: reads their own licenses and what those grant
+    /// (releases), and frees their own devices; the audit log names them `customer:<id>`.
+    pub(crate) fn customer(id: CustomerId, email: Option<&str>) -> Self {
+        Self {
+            actor: Actor::customer(id, email),
+            user: id.into(),
+            scopes: Scopes::Only(
+                [
+                    Scope::read(Resource::Licenses),
+                    Scope::LICENSE_DEVICES,
+                    Scope::read(Resource::Releases),
+                ]
+                .into(),
+            ),
+            product_ids: None,
+            expires_at: None,
+            name: "a customer",
+            staff: None,
+            customer: Some(id),
+        }
+    }
+
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the payment providers' inboxes are its door, next in this round"
+        )
+    )]
+    /// A payment provider's integration (`"stripe"`, say): creates, renews and ends the team's
+    /// licenses and customers as its events say; the audit log names it `integration:<provider>`.
+    pub(crate) fn integration(provider: &'static str) -> Self {
+        Self {
+            actor: Actor::integration(provider),
+            user: UserId::ADMIN,
+            scopes: Scopes::Only(
+                [
+                    Scope::write(Resource::Licenses),
+                    Scope::write(Resource::Customers),
+                    Scope::read(Resource::Products),
+                    Scope::read(Resource::Entitlements),
+                ]
+                .into(),
+            ),
+            product_ids: None,
+            expires_at: None,
+            name: "this integration",
+            staff: None,
+            customer: None,
         }
     }
 

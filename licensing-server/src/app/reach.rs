@@ -1,5 +1,6 @@
-//! What a caller may reach of its team's records: every record, or (a key restricted to
-//! products) those tied to its products. Operations ask it once per record they read or change
+//! What a caller may reach of its team's records: every record (a staff member, an
+//! unrestricted key, an integration), those tied to some products (a key restricted to
+//! products), or a customer's own licenses (a customer in the portal). Operations ask it once per record they read or change
 //! (`cx.read::<License>(id)`, `cx.write::<License>(id)`, `cx.reach().may_change(&new)`) and
 //! once per list (`cx.reach().bound(&mut query)`); no operation compares product lists itself.
 //! A new kind of caller (a customer in the portal, a payment integration) is a new reach, and
@@ -16,14 +17,18 @@ use licensing_core::model::{
     cannot_grant, covers_products, sees_products,
 };
 use licensing_core::store::{Entity, LicenseStore, ProductStore, ReleaseStore, StoreError};
-use licensing_core::{ApiError, LicenseId, ProductId, ReleaseId};
+use licensing_core::{ApiError, CustomerId, LicenseId, ProductId, ReleaseId};
 
 use super::{Caller, Cx};
 
-/// A record (or a record to be) tied to products.
+/// A record (or a record to be) tied to products, and to customers.
 pub(crate) trait Tied {
     /// Its products.
     fn products(&self) -> &[ProductId];
+    /// Its customers (a license's; none for other records).
+    fn customers(&self) -> &[CustomerId] {
+        &[]
+    }
 }
 
 /// A record an operation looks up by id: 404 when it does not exist or is out of reach.
@@ -49,7 +54,7 @@ impl<'a> Reach<'a> {
 
     /// Whether it reaches every record of the team.
     pub(crate) fn is_whole_team(self) -> bool {
-        self.0.product_ids.is_none()
+        self.0.product_ids.is_none() && self.0.customer.is_none()
     }
 
     /// 403 unless it reaches every record of the team (`what`: what the others may not do).
@@ -63,8 +68,12 @@ impl<'a> Reach<'a> {
         }
     }
 
-    /// Whether it sees `record`.
+    /// Whether it sees `record`: a customer their own licenses only; a key restricted to
+    /// products the records of at least one of them.
     pub(crate) fn sees(self, record: &impl Tied) -> bool {
+        if let Some(customer) = self.0.customer {
+            return record.customers().contains(&customer);
+        }
         sees_products(&self.0.product_ids, record.products())
     }
 
@@ -76,6 +85,15 @@ impl<'a> Reach<'a> {
     /// 403 unless it may change `record` (or make it, or make a record into it): all of its
     /// products in reach.
     pub(crate) fn may_change(self, record: &impl Tied) -> Result<(), ApiError> {
+        if let Some(customer) = self.0.customer {
+            return if record.customers().contains(&customer) {
+                Ok(())
+            } else {
+                Err(ApiError::forbidden(
+                    "A customer can only change their own licenses",
+                ))
+            };
+        }
         if covers_products(&self.0.product_ids, record.products()) {
             Ok(())
         } else {
@@ -92,9 +110,12 @@ impl<'a> Reach<'a> {
 
     /// Keeps `query` to what is in reach; `false` when nothing in reach can match it.
     pub(crate) fn bound<Q: Bounded>(self, query: &mut Q) -> bool {
+        if let Some(customer) = self.0.customer {
+            return query.bound_to(Limit::Customer(customer));
+        }
         match &self.0.product_ids {
             None => true,
-            Some(products) => query.bound_to(products),
+            Some(products) => query.bound_to(Limit::Products(products)),
         }
     }
 
@@ -124,14 +145,35 @@ impl<'a> Reach<'a> {
     }
 }
 
-/// A list's query, kept to a restriction's products.
+/// What a reach short of the whole team keeps a list to.
+#[derive(Clone, Copy)]
+pub(crate) enum Limit<'a> {
+    /// The records of these products.
+    Products(&'a [ProductId]),
+    /// A customer's own licenses.
+    Customer(CustomerId),
+}
+
+/// A list's query, kept to a reach.
 pub(crate) trait Bounded {
-    /// Keeps it to `products`; `false` when nothing can match.
-    fn bound_to(&mut self, products: &[ProductId]) -> bool;
+    /// Keeps it to `limit`; `false` when nothing can match.
+    fn bound_to(&mut self, limit: Limit<'_>) -> bool;
 }
 
 impl Bounded for LicenseListQuery {
-    fn bound_to(&mut self, products: &[ProductId]) -> bool {
+    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
+        let products = match limit {
+            Limit::Products(products) => products,
+            Limit::Customer(customer) => {
+                let wanted = &mut self.filter.customer_ids;
+                if wanted.is_empty() {
+                    wanted.push(customer);
+                } else {
+                    wanted.retain(|c| *c == customer);
+                }
+                return !wanted.is_empty();
+            }
+        };
         let wanted = &mut self.filter.product_ids;
         if wanted.is_empty() {
             wanted.extend_from_slice(products);
@@ -143,25 +185,43 @@ impl Bounded for LicenseListQuery {
 }
 
 impl Bounded for ProductListQuery {
-    fn bound_to(&mut self, products: &[ProductId]) -> bool {
-        self.filter.within = Some(products.to_vec());
-        true
+    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
+        match limit {
+            Limit::Products(products) => {
+                self.filter.within = Some(products.to_vec());
+                true
+            }
+            // A customer reaches the products of their licenses through the licenses.
+            Limit::Customer(_) => false,
+        }
     }
 }
 
 impl Bounded for ReleaseListQuery {
-    fn bound_to(&mut self, products: &[ProductId]) -> bool {
-        self.filter.within_products = Some(products.to_vec());
-        true
+    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
+        match limit {
+            Limit::Products(products) => {
+                self.filter.within_products = Some(products.to_vec());
+                true
+            }
+            // A customer reaches the products of their licenses through the licenses.
+            Limit::Customer(_) => false,
+        }
     }
 }
 
 impl Bounded for AuditQuery {
-    fn bound_to(&mut self, products: &[ProductId]) -> bool {
-        // Entries about other products are left out by the store, so that pages and counts
-        // are right.
-        self.products = Some(products.to_vec());
-        true
+    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
+        match limit {
+            // Entries about other products are left out by the store, so that pages and counts
+            // are right.
+            Limit::Products(products) => {
+                self.products = Some(products.to_vec());
+                true
+            }
+            // The audit log is the vendor's.
+            Limit::Customer(_) => false,
+        }
     }
 }
 
@@ -169,11 +229,19 @@ impl Tied for License {
     fn products(&self) -> &[ProductId] {
         &self.product_ids
     }
+
+    fn customers(&self) -> &[CustomerId] {
+        &self.customer_ids
+    }
 }
 
 impl Tied for NewLicense {
     fn products(&self) -> &[ProductId] {
         &self.product_ids
+    }
+
+    fn customers(&self) -> &[CustomerId] {
+        &self.customer_ids
     }
 }
 
@@ -263,5 +331,113 @@ impl Cx {
             self.read::<A>(id).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use licensing_core::api::requests::{
+        AuditQuery, CustomerBody, LicenseCreate, LicenseListQuery, Patch,
+    };
+    use licensing_core::model::ActorKind;
+    use licensing_core::store::AuditStore;
+    use licensing_core::{ResultCode, Timestamp};
+
+    use crate::app::Caller;
+    use crate::app::customers::CreateCustomer;
+    use crate::app::licenses::{CreateLicense, GetLicense, ListLicenses};
+
+    use super::Cx;
+
+    /// The two callers without a door yet perform the same operations as staff: an integration
+    /// reaches the whole team (and the audit log names it), a customer their own licenses.
+    #[tokio::test]
+    async fn a_customer_reaches_their_own_licenses_and_an_integration_the_team() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::open_store(dir.path()).unwrap();
+        let team = crate::app::teams::create_team(&store, "Shop", Timestamp::now())
+            .await
+            .unwrap()
+            .team_id;
+        let config = crate::Config::for_data_dir(dir.path());
+        let server = crate::Server::bind_with_store(config, store).await.unwrap();
+        let state = server.state.clone();
+        let here: IpAddr = "127.0.0.1".parse().unwrap();
+        let as_caller =
+            |caller: Caller| Cx::new(state.clone(), team, caller, Timestamp::now(), here);
+
+        let stripe = as_caller(Caller::integration("stripe"));
+        let mut customers = Vec::new();
+        for email in ["jane@example.com", "john@example.com"] {
+            let body = CustomerBody {
+                email: Patch::Value(email.into()),
+                ..CustomerBody::default()
+            };
+            customers.push(stripe.perform(CreateCustomer(body)).await.unwrap());
+        }
+        let mut licenses = Vec::new();
+        for customer in &customers {
+            let body = LicenseCreate {
+                expiration_type: Some("NEVER".into()),
+                customer_ids: Some(vec![customer.id.to_string()]),
+                ..LicenseCreate::default()
+            };
+            licenses.push(stripe.perform(CreateLicense(body)).await.unwrap().license);
+        }
+        let (jane, john) = (&customers[0], &customers[1]);
+        let log = state
+            .store
+            .list_audit(team, &AuditQuery::default())
+            .await
+            .unwrap();
+        // The team's creation, then the integration's four writes, named after it.
+        let by_stripe = log.items.iter().filter(|e| {
+            e.actor.kind == ActorKind::Integration && e.actor.name.as_deref() == Some("stripe")
+        });
+        assert_eq!((log.items.len(), by_stripe.count()), (5, 4));
+
+        let as_jane = as_caller(Caller::customer(
+            jane.id,
+            jane.email.as_ref().map(|e| e.as_str()),
+        ));
+        let own = as_jane.perform(GetLicense(licenses[0].id)).await.unwrap();
+        assert_eq!(own.license.customer_ids, [jane.id]);
+        let others = as_jane
+            .perform(GetLicense(licenses[1].id))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            others.code(),
+            ResultCode::LicenseNotFound,
+            "John's is out of reach"
+        );
+        let listed = as_jane
+            .perform(ListLicenses(LicenseListQuery::default()))
+            .await
+            .unwrap();
+        assert_eq!(listed.items.len(), 1);
+        assert_eq!(listed.items[0].id, licenses[0].id);
+        let mut johns = LicenseListQuery::default();
+        johns.filter.customer_ids = vec![john.id];
+        assert!(
+            as_jane
+                .perform(ListLicenses(johns))
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+        let body = LicenseCreate {
+            expiration_type: Some("NEVER".into()),
+            ..LicenseCreate::default()
+        };
+        let refused = as_jane.perform(CreateLicense(body)).await.unwrap_err();
+        assert_eq!(
+            refused.code(),
+            ResultCode::Forbidden,
+            "a customer creates nothing"
+        );
     }
 }

@@ -70,6 +70,9 @@ fn actor(entry: &AuditEntry) -> String {
         ActorKind::ApiKey => format!("API key “{name}”"),
         ActorKind::Admin => "the operator (admin API)".to_owned(),
         ActorKind::System => format!("the server ({name})"),
+        ActorKind::Customer if name.is_empty() => "a customer (portal)".to_owned(),
+        ActorKind::Customer => format!("{name} (customer, portal)"),
+        ActorKind::Integration => format!("the {name} integration"),
     }
 }
 

@@ -80,7 +80,7 @@ impl AuditQuery {
                 serde_json::from_value(serde_json::Value::from(t))
                     .map(ActorFilter::Kind)
                     .map_err(|_| {
-                        "must be an API key's or user's id, or one of API_KEY, ADMIN, USER, SYSTEM"
+                        "must be an API key's or user's id, or one of API_KEY, ADMIN, USER, SYSTEM, CUSTOMER, INTEGRATION"
                     })
             })
             .flatten();
