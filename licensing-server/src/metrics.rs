@@ -260,7 +260,7 @@ impl Default for Metrics {
         let operations = Family::<OutcomeOfOperation, Counter>::default();
         registry.register(
             "operations",
-            "Operations performed (developer API, dashboard, admin API), by name and outcome (`ok` or the refusal's result code)",
+            "Operations performed (developer API, dashboard), by name and outcome (`ok` or the refusal's result code)",
             operations.clone(),
         );
         let operation_latency = Family::<OperationLabels, Histogram>::new_with_constructor(|| {
