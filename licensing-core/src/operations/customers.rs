@@ -49,9 +49,9 @@ declare! {
         summary: "List customers, a page at a time.",
         description: "",
         params: &[
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            PAGE,
+            PAGE_SIZE,
+            DIRECTION,
             Param::query("sortColumn", "One of fullName, createdAt, updatedAt, email, username (default createdAt)", Kind::Text),
             Param::query("search", "1 to 255 characters: part of the e-mail, full name or username", Kind::Text),
         ],
@@ -68,7 +68,7 @@ declare! {
         summary: "A customer.",
         description: "",
         params: &[
-            Param::path("customerId", "The customer", Kind::Uuid),
+            CUSTOMER_ID,
         ],
         body: "",
         success: "The customer",
@@ -83,7 +83,7 @@ declare! {
         summary: "Update a customer: members left out keep their values, null clears.",
         description: "",
         params: &[
-            Param::path("customerId", "The customer", Kind::Uuid),
+            CUSTOMER_ID,
         ],
         body: "",
         success: "Updated",
@@ -98,7 +98,7 @@ declare! {
         summary: "Delete a customer (licenses lose it).",
         description: "",
         params: &[
-            Param::path("customerId", "The customer", Kind::Uuid),
+            CUSTOMER_ID,
         ],
         body: "",
         success: "Deleted",

@@ -26,6 +26,24 @@ pub struct ListRequests(pub LicenseId, pub RequestLogQuery);
 
 const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
 
+/// The parameters of a list of a license's devices or addresses.
+const DEVICE_LIST: &[Param] = &[
+    LICENSE_ID,
+    PAGE,
+    PAGE_SIZE,
+    DIRECTION,
+    Param::query(
+        "sortColumn",
+        "One of lastSeenAt, createdAt (default lastSeenAt)",
+        Kind::Text,
+    ),
+    Param::query(
+        "showForgotten",
+        "Also list forgotten records (default false)",
+        Kind::Boolean,
+    ),
+];
+
 declare! {
     ListHwids(license: LicenseId) by query DeviceListQuery;
     Get "licenses/id/{licenseId}/hwid" "list_hwids" READ;
@@ -34,14 +52,7 @@ declare! {
         tag: "devices",
         summary: "The license's hardware identifiers.",
         description: "",
-        params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
-            Param::query("sortColumn", "One of lastSeenAt, createdAt (default lastSeenAt)", Kind::Text),
-            Param::query("showForgotten", "Also list forgotten records (default false)", Kind::Boolean),
-        ],
+        params: DEVICE_LIST,
         body: "",
         success: "A page of records",
         refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
@@ -55,7 +66,7 @@ declare! {
         summary: "Forget (or remember) a hardware identifier: forgotten ones do not count against the limit.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
             Param::path("hwidId", "The hardware identifier record", Kind::Uuid),
         ],
         body: "",
@@ -70,14 +81,7 @@ declare! {
         tag: "devices",
         summary: "The license's IP address records.",
         description: "",
-        params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
-            Param::query("sortColumn", "One of lastSeenAt, createdAt (default lastSeenAt)", Kind::Text),
-            Param::query("showForgotten", "Also list forgotten records (default false)", Kind::Boolean),
-        ],
+        params: DEVICE_LIST,
         body: "",
         success: "A page of records",
         refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
@@ -91,7 +95,7 @@ declare! {
         summary: "Forget (or remember) an IP address record.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
             Param::path("ipId", "The IP address record", Kind::Uuid),
         ],
         body: "",
@@ -107,9 +111,9 @@ declare! {
         summary: "(ext) The license's request history: every client request that reached it (verify,\nheartbeat, classloader, checkout, session start and end), accepted or refused, with its\nresult code, address, country, device, product and version; newest first. Kept for the\nserver's `request-history-days` (default 30), at most `request-history-per-license` (10,000)\nentries per license and `request-history-per-team` per team; a license gets at most 20\nentries of its own a second (its other requests counted in the entry of the same endpoint\nand answer).",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            LICENSE_ID,
+            PAGE,
+            PAGE_SIZE,
             Param::query("sortDirection", "asc or desc by time (default desc)", Kind::Text),
             Param::query("code", "Only requests answered with this result code", Kind::Schema("ResultCode")),
             Param::query("refused", "Only refused requests (true) or accepted ones (false)", Kind::Boolean),

@@ -86,6 +86,40 @@ impl Param {
     }
 }
 
+// The parameters that many operations share.
+
+/// `{licenseId}`.
+pub const LICENSE_ID: Param = Param::path("licenseId", "The license", Kind::Uuid);
+/// `{webhookId}`.
+pub const WEBHOOK_ID: Param = Param::path("webhookId", "The endpoint", Kind::Uuid);
+/// `{deliveryId}`.
+pub const DELIVERY_ID: Param = Param::path("deliveryId", "The delivery", Kind::Uuid);
+/// `{productId}`.
+pub const PRODUCT_ID: Param = Param::path("productId", "The product", Kind::Uuid);
+/// `{customerId}`.
+pub const CUSTOMER_ID: Param = Param::path("customerId", "The customer", Kind::Uuid);
+/// `{entitlementId}`.
+pub const ENTITLEMENT_ID: Param = Param::path("entitlementId", "The entitlement", Kind::Uuid);
+/// `{releaseId}`.
+pub const RELEASE_ID: Param = Param::path("releaseId", "The release", Kind::Uuid);
+/// `{licenseKey}`.
+pub const LICENSE_KEY: Param = Param::path(
+    "licenseKey",
+    "The license key",
+    Kind::Pattern("^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$"),
+);
+/// `page` of a list.
+pub const PAGE: Param = Param::query("page", "1-based page (default 1)", Kind::Integer(1));
+/// `pageSize` of a list.
+pub const PAGE_SIZE: Param = Param::query(
+    "pageSize",
+    "10, 25, 50 or 100 (default 25)",
+    Kind::Integer(0),
+);
+/// `sortDirection` of a list.
+pub const DIRECTION: Param =
+    Param::query("sortDirection", "asc or desc (default desc)", Kind::Text);
+
 /// A refusal: a status and what it means.
 #[derive(Clone, Copy, Debug)]
 pub struct Refusal {

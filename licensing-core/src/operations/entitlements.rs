@@ -49,9 +49,9 @@ declare! {
         summary: "(ext) List entitlements, a page at a time.",
         description: "",
         params: &[
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            PAGE,
+            PAGE_SIZE,
+            DIRECTION,
             Param::query("sortColumn", "One of name, code, createdAt (default createdAt)", Kind::Text),
             Param::query("search", "1 to 255 characters: part of the name or the code", Kind::Text),
         ],
@@ -68,7 +68,7 @@ declare! {
         summary: "(ext) An entitlement.",
         description: "",
         params: &[
-            Param::path("entitlementId", "The entitlement", Kind::Uuid),
+            ENTITLEMENT_ID,
         ],
         body: "",
         success: "The entitlement",
@@ -83,7 +83,7 @@ declare! {
         summary: "(ext) Update an entitlement's name or metadata; its `code` never changes (sending the same\ncode is allowed, another one is 400).",
         description: "",
         params: &[
-            Param::path("entitlementId", "The entitlement", Kind::Uuid),
+            ENTITLEMENT_ID,
         ],
         body: "",
         success: "Updated",
@@ -98,7 +98,7 @@ declare! {
         summary: "(ext) Delete an entitlement: it is detached from every license and product at once.",
         description: "",
         params: &[
-            Param::path("entitlementId", "The entitlement", Kind::Uuid),
+            ENTITLEMENT_ID,
         ],
         body: "",
         success: "Deleted",

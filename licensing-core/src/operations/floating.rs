@@ -24,9 +24,9 @@ declare! {
         summary: "(ext) The license's live floating sessions (started or heartbeated within their TTL, not\nended or revoked; a seat borrowed by a checkout until its file expires), one page, newest\nfirst.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
             Param::query("page", "1-based page (default 1)", Kind::Integer(0)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            PAGE_SIZE,
             Param::query("sortDirection", "`desc` (newest first, the default) or `asc`, by start", Kind::Text),
         ],
         body: "",
@@ -42,7 +42,7 @@ declare! {
         summary: "(ext) Revoke a live floating session: its seat is free at once, and the application's next\nheartbeat with it is answered 404 `SESSION_NOT_FOUND`. Scope `licenses:devices`; audited,\nevent `session.revoked`.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
             Param::path("sessionId", "The session", Kind::Uuid),
         ],
         body: "",

@@ -76,9 +76,9 @@ declare! {
         summary: "List licenses, a page at a time.",
         description: "",
         params: &[
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            PAGE,
+            PAGE_SIZE,
+            DIRECTION,
             Param::query("sortColumn", "One of createdAt, updatedAt (default createdAt)", Kind::Text),
             Param::query("productIds", "Comma-separated product ids: licenses with any of them", Kind::Text),
             Param::query("customerIds", "Comma-separated customer ids: licenses with any of them", Kind::Text),
@@ -103,7 +103,7 @@ declare! {
         summary: "A license by key.",
         description: "",
         params: &[
-            Param::path("licenseKey", "The license key", Kind::Pattern("^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$")),
+            LICENSE_KEY,
         ],
         body: "",
         success: "The license",
@@ -121,7 +121,7 @@ declare! {
         summary: "Delete a license by key, with its devices and addresses.",
         description: "",
         params: &[
-            Param::path("licenseKey", "The license key", Kind::Pattern("^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$")),
+            LICENSE_KEY,
         ],
         body: "",
         success: "Deleted",
@@ -136,7 +136,7 @@ declare! {
         summary: "A license by id.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "The license",
@@ -152,7 +152,7 @@ declare! {
         summary: "Update a license: members left out keep their values, null clears.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "Updated",
@@ -170,7 +170,7 @@ declare! {
         summary: "Delete a license by id.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "Deleted",
@@ -185,7 +185,7 @@ declare! {
         summary: "(ext) Suspend a license: the one change the scope `licenses:suspend` allows (so\ndoes `licenses:write`). A license already suspended is answered the same, unchanged.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "The license, suspended",
@@ -200,7 +200,7 @@ declare! {
         summary: "(ext) Unsuspend a license: the one change the scope `licenses:suspend` allows (so\ndoes `licenses:write`). A license already unsuspended is answered the same, unchanged.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "The license, unsuspended",
@@ -215,7 +215,7 @@ declare! {
         summary: "(ext) E-mail the license key again to each of the license's customers that has an address,\nthrough the server's outbox (delivered and retried in the background). Counts against the\nteam's daily e-mail limit.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "The e-mails queued and their recipients",
@@ -230,7 +230,7 @@ declare! {
         summary: "(ext) Move the license's expiry `days` later (1 to 3650): a `DATE` license expires that many\ndays after its date, or after now when the date has passed; a `DURATION` license lasts that\nmany days longer, counted from its start as before. A license that never expires cannot be\nextended. Needs `licenses:extend` (which `licenses:write` includes), so that a support desk\ncan extend without changing anything else; audited and announced as `license.updated`.",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "",
         success: "The license, extended",
@@ -247,7 +247,7 @@ declare! {
         summary: "(ext) Issue a license file: the license's data as a verify answers it (with its id, key,\nsuspension and entitlements; its customers only for a key with `customers:read`), signed\nwith the team's active Ed25519 key (`kid` in the envelope), encrypted under the license key\n(and the machine's hardware identifier, for a file bound to one, armored `MACHINE FILE`)\nunless `encrypt` is `false`. Its `expiry` is the earliest of `issued + ttl` and the\nlicense's end (a duration not started yet: `issued` + its days; issuing does not start the\nclock). An application checks it offline with the team's signing keys. Audited\n(`license.file_issued`).",
         description: "",
         params: &[
-            Param::path("licenseId", "The license", Kind::Uuid),
+            LICENSE_ID,
         ],
         body: "Every member is optional; an empty body asks for an encrypted file for any machine, valid as long as the license",
         success: "The file",

@@ -58,9 +58,9 @@ declare! {
         summary: "(ext) List products.",
         description: "",
         params: &[
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            PAGE,
+            PAGE_SIZE,
+            DIRECTION,
             Param::query("sortColumn", "One of name, createdAt, updatedAt (default createdAt)", Kind::Text),
         ],
         body: "",
@@ -76,7 +76,7 @@ declare! {
         summary: "(ext) A product.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
         ],
         body: "",
         success: "The product",
@@ -91,7 +91,7 @@ declare! {
         summary: "(ext) Update a product.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
         ],
         body: "",
         success: "Updated",
@@ -106,7 +106,7 @@ declare! {
         summary: "(ext) Delete a product with its releases and branches; licenses lose it.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
         ],
         body: "",
         success: "Deleted",
@@ -121,7 +121,7 @@ declare! {
         summary: "(ext) Create a branch of a product.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
         ],
         body: "",
         success: "Created",
@@ -136,7 +136,7 @@ declare! {
         summary: "(ext) The product's branches.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
         ],
         body: "",
         success: "The branches",
@@ -151,7 +151,7 @@ declare! {
         summary: "(ext) Delete a branch with its releases.",
         description: "",
         params: &[
-            Param::path("productId", "The product", Kind::Uuid),
+            PRODUCT_ID,
             Param::path("branchId", "The branch", Kind::Uuid),
         ],
         body: "",

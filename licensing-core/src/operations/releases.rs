@@ -45,9 +45,9 @@ declare! {
         summary: "List releases, a page at a time.",
         description: "",
         params: &[
-            Param::query("page", "1-based page (default 1)", Kind::Integer(1)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
-            Param::query("sortDirection", "asc or desc (default desc)", Kind::Text),
+            PAGE,
+            PAGE_SIZE,
+            DIRECTION,
             Param::query("sortColumn", "One of version, createdAt, updatedAt, latest (default createdAt)", Kind::Text),
             Param::query("productId", "Releases of this product", Kind::Uuid),
             Param::query("search", "Part of the version, case-insensitive", Kind::Text),
@@ -66,7 +66,7 @@ declare! {
         summary: "(ext) A release.",
         description: "",
         params: &[
-            Param::path("releaseId", "The release", Kind::Uuid),
+            RELEASE_ID,
         ],
         body: "",
         success: "The release",
@@ -81,7 +81,7 @@ declare! {
         summary: "(ext) Delete a release and its file.",
         description: "",
         params: &[
-            Param::path("releaseId", "The release", Kind::Uuid),
+            RELEASE_ID,
         ],
         body: "",
         success: "Deleted",
@@ -174,7 +174,7 @@ impl<F: ReleaseForm> DevOperation for UpdateRelease<F> {
         tag: "releases",
         summary: "Update a release (multipart): every member of `data`, and a new file or `keepExistingFile`.",
         description: "",
-        params: &[Param::path("releaseId", "The release", Kind::Uuid)],
+        params: &[RELEASE_ID],
         body: "",
         success: "Updated",
         refusals: &[crate::refusals![

@@ -162,7 +162,7 @@ declare! {
         description: "",
         params: &[
             Param::query("page", "1-based page (default 1)", Kind::Integer(0)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            PAGE_SIZE,
             Param::query("sortDirection", "`desc` (newest first, the default) or `asc`", Kind::Text),
             Param::query("resourceType", "Entries about this type of record: team, license, device, ip, customer, product, branch, release, blacklist, api_key, settings", Kind::Text),
             Param::query("resourceId", "Entries about the record with this id", Kind::Text),

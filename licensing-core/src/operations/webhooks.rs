@@ -77,7 +77,7 @@ declare! {
         summary: "(ext) One webhook endpoint: `enabled`, and `disabledReason: FAILING` with `failingSince` when the server disabled it after three days of failed deliveries.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
         ],
         body: "",
         success: "The endpoint",
@@ -92,7 +92,7 @@ declare! {
         summary: "(ext) Changes a webhook endpoint: any of `url`, `description`, `eventTypes`, `enabled` (enabling clears a server-side disable).",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
         ],
         body: "",
         success: "The endpoint",
@@ -107,7 +107,7 @@ declare! {
         summary: "(ext) Deletes a webhook endpoint with its delivery log.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
         ],
         body: "",
         success: "Deleted",
@@ -122,7 +122,7 @@ declare! {
         summary: "(ext) Gives the endpoint a new signing secret (in this answer only); for 24 hours deliveries carry signatures of both the old and the new secret.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
         ],
         body: "",
         success: "The endpoint, with its new secret",
@@ -137,7 +137,7 @@ declare! {
         summary: "(ext) Queues a `webhook.test` event for this endpoint alone.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
         ],
         body: "",
         success: "The queued delivery",
@@ -152,9 +152,9 @@ declare! {
         summary: "(ext) The endpoint's delivery log, newest first: each delivery's status and attempts (time, status code, duration, error, the start of the answer).",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
+            WEBHOOK_ID,
             Param::query("page", "1-based page (default 1)", Kind::Integer(0)),
-            Param::query("pageSize", "10, 25, 50 or 100 (default 25)", Kind::Integer(0)),
+            PAGE_SIZE,
             Param::query("sortDirection", "`desc` (newest first, the default) or `asc`", Kind::Text),
         ],
         body: "",
@@ -170,8 +170,8 @@ declare! {
         summary: "(ext) One delivery with its attempts and exact body.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
-            Param::path("deliveryId", "The delivery", Kind::Uuid),
+            WEBHOOK_ID,
+            DELIVERY_ID,
         ],
         body: "",
         success: "The delivery",
@@ -186,8 +186,8 @@ declare! {
         summary: "(ext) Sends a delivery's event again (same `webhook-id` and body) as a new delivery.",
         description: "",
         params: &[
-            Param::path("webhookId", "The endpoint", Kind::Uuid),
-            Param::path("deliveryId", "The delivery", Kind::Uuid),
+            WEBHOOK_ID,
+            DELIVERY_ID,
         ],
         body: "",
         success: "The new delivery",
