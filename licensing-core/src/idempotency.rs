@@ -92,6 +92,24 @@ impl IdempotencyOwner {
         Self("admin".to_owned())
     }
 
+    /// The keys of whoever `actor` is, acting on `team`: an API key's and a staff member's as
+    /// [`api_key`](Self::api_key) and [`staff`](Self::staff) name them, a customer's in the
+    /// portal, an integration's (a payment provider's events), the command line's, the
+    /// operator's.
+    pub fn acting(team: TeamId, actor: &crate::model::Actor) -> Self {
+        use crate::model::ActorKind;
+        let id = || actor.id.map(|id| id.to_string()).unwrap_or_default();
+        let name = || actor.name.clone().unwrap_or_default();
+        match actor.kind {
+            ActorKind::ApiKey => Self::api_key(team, id()),
+            ActorKind::User => Self::staff(team, id()),
+            ActorKind::Customer => Self(format!("{team}/customer/{}", id())),
+            ActorKind::Integration => Self(format!("{team}/integration/{}", name())),
+            ActorKind::System => Self(format!("{team}/system/{}", name())),
+            ActorKind::Admin => Self::admin(),
+        }
+    }
+
     /// The owner as stored: ASCII, no NUL.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -439,6 +457,31 @@ mod tests {
             assert_eq!(e.code(), ResultCode::BadRequest);
             assert!(e.details().contains("Idempotency-Key"), "{}", e.details());
         }
+    }
+
+    /// A caller's keys are those its HTTP requests use: an API key's and a staff member's
+    /// owners are the ones the gates name; customers and integrations each have their own.
+    #[test]
+    fn a_callers_keys_are_its_requests_keys() {
+        use crate::model::Actor;
+        let team = TeamId::new();
+        let key = crate::ApiKeyId::new();
+        let staff = crate::StaffId::new();
+        assert_eq!(
+            IdempotencyOwner::acting(team, &Actor::api_key(key, "ci")),
+            IdempotencyOwner::api_key(team, key)
+        );
+        assert_eq!(
+            IdempotencyOwner::acting(team, &Actor::user(staff, "a@example.com")),
+            IdempotencyOwner::staff(team, staff)
+        );
+        let stripe = IdempotencyOwner::acting(team, &Actor::integration("stripe"));
+        let paddle = IdempotencyOwner::acting(team, &Actor::integration("paddle"));
+        let customer =
+            IdempotencyOwner::acting(team, &Actor::customer(crate::CustomerId::new(), None));
+        assert_ne!(stripe, paddle);
+        assert_ne!(stripe.as_str(), customer.as_str());
+        assert!(stripe.as_str().starts_with(&team.to_string()));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) mod floating;
 pub mod journal;
 pub(crate) mod license_files;
 pub(crate) mod licenses;
+pub(crate) mod once;
 pub mod operator;
 pub(crate) mod products;
 mod reach;

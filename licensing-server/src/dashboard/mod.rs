@@ -38,6 +38,7 @@ use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, Method};
 
+use crate::http::idempotency::Keyed;
 use crate::http::{Body, Response};
 use crate::state::AppState;
 
@@ -176,18 +177,10 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
     // A form sent again (a double click, a reload that posts again) is answered what it was
     // answered the first time, and does nothing twice: its token makes it a write with an
     // idempotency key, like the API's.
-    if let Some((owner, key, fingerprint)) = form_key(&ctx, &staff, &form, &raw) {
+    if let Some(keyed) = form_key(&ctx, &staff, &form, &raw) {
         let state = ctx.state.clone();
         let write = async move { dispatch(&ctx, &staff, &form, &method).await };
-        return crate::http::idempotency::run_once(
-            &state,
-            owner,
-            key,
-            fingerprint,
-            Some(FORM_WAIT),
-            write,
-        )
-        .await;
+        return crate::http::idempotency::run_once(&state, keyed, Some(FORM_WAIT), write).await;
     }
     dispatch(&ctx, &staff, &form, &method).await
 }
@@ -198,12 +191,7 @@ const FORM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The idempotency key of a posted form with a [`page::FORM_TOKEN`] (every form the dashboard
 /// renders has one): the staff member's, named by the token and the form's fingerprint, so that
 /// the same form sent with other values (back, edit, send) is a new write.
-fn form_key(
-    ctx: &Ctx,
-    staff: &sign_in::Staff,
-    form: &page::Form,
-    raw: &[u8],
-) -> Option<(IdempotencyOwner, IdempotencyKey, Fingerprint)> {
+fn form_key(ctx: &Ctx, staff: &sign_in::Staff, form: &page::Form, raw: &[u8]) -> Option<Keyed> {
     let token = form.get(page::FORM_TOKEN)?;
     // Signing out ends the session whatever happened before.
     if ctx.path.starts_with("sign-out") {
@@ -217,11 +205,11 @@ fn form_key(
     );
     let name = format!("form:{token}:{}", hex::encode(&fingerprint.0[..8]));
     let key = IdempotencyKey::parse(name.as_bytes()).ok()?;
-    Some((
-        IdempotencyOwner::staff(staff.user.team_id, staff.user.id),
+    Some(Keyed {
+        owner: IdempotencyOwner::staff(staff.user.team_id, staff.user.id),
         key,
         fingerprint,
-    ))
+    })
 }
 
 /// The page or change a signed-in staff member's request asks for.

@@ -1,34 +1,29 @@
-//! `Idempotency-Key` at the gates (protocol.md section 6): a write sent again with the same key
-//! runs once.
+//! `Idempotency-Key` at the gates (protocol.md section 6): the HTTP adapter of the typed claim
+//! every caller has ([`crate::app::once`]).
 //!
 //! [`guard`] wraps a write of the developer API, the admin API or the dashboard. Without the
 //! header it runs the write as it is. With it, it reads the body (whole: the fingerprint covers
 //! it; a multipart body by its parts, so that a new boundary matches), computes the request's
-//! fingerprint and claims the key in the store, which every instance shares:
-//! - a key never seen (or expired) runs the write, to its end even when the client goes away
-//!   (the reason it retries), so that neither the write nor its answer's keeping is cancelled
-//!   half-way ([`RunToEnd`]), under the claim (every write it makes marks the claim applied in
-//!   its own atomic step and leaves its flush to the answer's); the answer is then kept (unless
-//!   it is a 5xx or a 429), durably with the write, before it is sent;
-//! - the same request again answers the kept status, content type and body, with
-//!   `Idempotent-Replayed: true`, and runs nothing;
-//! - another request with the key: 422 `IDEMPOTENCY_KEY_MISMATCH`; the same one still running:
-//!   409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After: 1`.
+//! fingerprint and runs the write under the claim, which keeps the response (its status,
+//! content type and body) and answers it again byte for byte, with
+//! `Idempotent-Replayed: true`; another request with the key is 422
+//! `IDEMPOTENCY_KEY_MISMATCH`, the same one still running 409 `IDEMPOTENCY_KEY_IN_USE` with
+//! `Retry-After: 1`.
 
 use std::future::Future;
 
 use bytes::Bytes;
-use futures_util::{FutureExt as _, StreamExt as _};
+use futures_util::StreamExt as _;
 use licensing_core::ApiError;
+use licensing_core::api::requests::MAX_JSON_BODY;
 use licensing_core::idempotency::{
-    self, Claim, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, KeyedWrite,
-    MultipartDigest, body_digest,
+    self, Fingerprint, IdempotencyKey, IdempotencyOwner, KeptAnswer, MultipartDigest, body_digest,
 };
-use licensing_core::store::IdempotencyStore;
-use licensing_core::{Timestamp, api::requests::MAX_JSON_BODY};
 use warp::http::{HeaderValue, Method, header};
 
 use super::{Body, Input, Response, error, read_body};
+pub(crate) use crate::app::once::Keyed;
+use crate::app::once::{self, Keep};
 use crate::state::AppState;
 
 /// The request's key: `None` without the header, 400 for an invalid or repeated one.
@@ -72,208 +67,90 @@ where
         Ok(read) => read,
         Err(e) => return error(&e),
     };
-    let fingerprint = Fingerprint::of(method.as_str(), path, &input.query, digest);
-    run_once(state, owner, key, fingerprint, None, write(input)).await
+    let keyed = Keyed {
+        owner,
+        key,
+        fingerprint: Fingerprint::of(method.as_str(), path, &input.query, digest),
+    };
+    run_once(state, keyed, None, write(input)).await
 }
 
-/// Runs `write` once for `key` of `owner` and a request of `fingerprint`: claims the key and
-/// runs it (in a task of its own), or replays the kept answer, or refuses (409, 422). With
-/// `wait`, a claim still running is waited for (polling) up to that long before the 409: a
-/// browser that sent a form twice gets the answer rather than an error.
+/// Runs `write` once for `keyed` (see [`crate::app::once`]). With `wait`, a claim still
+/// running is waited for up to that long before the 409.
 pub(crate) async fn run_once(
     state: &AppState,
-    owner: IdempotencyOwner,
-    key: IdempotencyKey,
-    fingerprint: Fingerprint,
+    keyed: Keyed,
     wait: Option<std::time::Duration>,
     write: impl Future<Output = Response> + Send + 'static,
 ) -> Response {
-    let deadline = wait.map(|w| tokio::time::Instant::now() + w);
-    let (claim, claimed_at) = loop {
-        let now = Timestamp::now();
-        let claim = state
-            .store
-            .claim_idempotency_key(&owner, &key, fingerprint, now)
-            .await;
-        match (&claim, deadline) {
-            (Ok(Claim::InUse), Some(deadline)) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            _ => break (claim, now),
-        }
-    };
-    match claim {
-        Err(e) => error(&crate::http::internal(
-            "claiming an idempotency key failed",
-            e,
-        )),
-        Ok(Claim::Replay(answer)) => replay(answer),
-        Ok(Claim::Run) => {
-            let claim = KeyedWrite {
-                owner: owner.clone(),
-                key: key.clone(),
-                fingerprint,
-                claimed_at,
-            };
-            let write = crate::app::journal::under_claim(claim, write);
-            run_claimed(state.store.clone(), owner, key, fingerprint, write).await
-        }
-        Ok(refused) => match refused.refusal() {
-            Some(e) => error(&e),
-            None => error(&ApiError::internal()),
-        },
+    once::claimed(&state.store, keyed, wait, write).await
+}
+
+/// A response, as a claim keeps it: its status, content type, the headers of
+/// [`REPLAYED_HEADERS`](idempotency::REPLAYED_HEADERS) and its body; replayed with
+/// `Idempotent-Replayed: true`.
+impl Keep for Response {
+    fn status(&self) -> u16 {
+        self.status().as_u16()
     }
-}
 
-/// Runs `write`, claimed under `key`, to its end (even if the request is dropped meanwhile),
-/// and keeps its answer (see [`settle`]).
-async fn run_claimed<S: IdempotencyStore + Send + Sync + 'static>(
-    store: S,
-    owner: IdempotencyOwner,
-    key: IdempotencyKey,
-    fingerprint: Fingerprint,
-    write: impl Future<Output = Response> + Send + 'static,
-) -> Response {
-    RunToEnd::new(async move {
-        match std::panic::AssertUnwindSafe(write).catch_unwind().await {
-            Ok(response) => settle(&store, &owner, &key, fingerprint, response).await,
-            Err(_) => {
-                // The write panicked: nothing is kept, so a retry runs.
-                tracing::error!("a write with an idempotency key panicked");
-                let _ = store
-                    .release_idempotency_key(&owner, &key, fingerprint)
-                    .await;
-                error(&ApiError::internal())
-            }
-        }
-    })
-    .await
-}
-
-/// A claimed write and the keeping of its answer, run in the request's own task; if the
-/// request is dropped before they end (the client went away, the reason it retries), what is
-/// left runs on in a task of its own, so that the write is not cancelled half-way and its
-/// answer is kept for the retry. (A task of its own from the start costs a spawn and a wake-up
-/// across threads on every keyed write.)
-struct RunToEnd<F: Future<Output = Response> + Send + 'static>(Option<std::pin::Pin<Box<F>>>);
-
-impl<F: Future<Output = Response> + Send + 'static> RunToEnd<F> {
-    fn new(run: F) -> Self {
-        Self(Some(Box::pin(run)))
-    }
-}
-
-impl<F: Future<Output = Response> + Send + 'static> Future for RunToEnd<F> {
-    type Output = Response;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Response> {
-        let Some(run) = self.0.as_mut() else {
-            return std::task::Poll::Ready(error(&ApiError::internal()));
+    async fn keep(self) -> Result<(KeptAnswer, Self), ApiError> {
+        let (parts, body) = self.into_parts();
+        let body = http_body_util::BodyExt::collect(body)
+            .await
+            .map_err(|e| ApiError::internal_because("reading an answer to keep failed", e))?
+            .to_bytes();
+        // A secret shown once is not kept for a day to serve retries: the replay says so where
+        // it was.
+        let kept_body = idempotency::redact_secrets(&body).unwrap_or_else(|| body.to_vec());
+        let answer = KeptAnswer {
+            status: parts.status.as_u16(),
+            content_type: parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned(),
+            headers: idempotency::REPLAYED_HEADERS
+                .iter()
+                .filter_map(|name| {
+                    let value = parts.headers.get(*name)?.to_str().ok()?;
+                    Some(((*name).to_owned(), value.to_owned()))
+                })
+                .collect(),
+            body: kept_body,
         };
-        let done = std::task::ready!(run.as_mut().poll(cx));
-        self.0 = None;
-        std::task::Poll::Ready(done)
+        Ok((answer, Response::from_parts(parts, body.into())))
     }
-}
 
-impl<F: Future<Output = Response> + Send + 'static> Drop for RunToEnd<F> {
-    fn drop(&mut self) {
-        if let Some(run) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => drop(runtime.spawn(run)),
-                Err(_) => tracing::error!("a write with an idempotency key dropped unfinished"),
+    fn replay(answer: KeptAnswer) -> Self {
+        let mut response = Response::new(answer.body.into());
+        *response.status_mut() =
+            warp::http::StatusCode::from_u16(answer.status).unwrap_or(warp::http::StatusCode::OK);
+        let headers = response.headers_mut();
+        if let Ok(value) = HeaderValue::from_str(&answer.content_type)
+            && !answer.content_type.is_empty()
+        {
+            headers.insert(header::CONTENT_TYPE, value);
+        }
+        for (name, value) in &answer.headers {
+            if let (Ok(name), Ok(value)) = (
+                header::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.insert(name, value);
             }
         }
+        headers.insert(
+            idempotency::REPLAYED_HEADER,
+            HeaderValue::from_static("true"),
+        );
+        response
     }
-}
 
-/// Keeps `response` under the claim (or releases the claim for a 5xx or a 429), and answers
-/// it.
-async fn settle<S: IdempotencyStore>(
-    store: &S,
-    owner: &IdempotencyOwner,
-    key: &IdempotencyKey,
-    fingerprint: Fingerprint,
-    response: Response,
-) -> Response {
-    let status = response.status().as_u16();
-    if !KeptAnswer::is_kept(status) {
-        if let Err(e) = store.release_idempotency_key(owner, key, fingerprint).await {
-            tracing::error!(error = %e, "releasing an idempotency key failed");
-        }
-        return response;
+    fn refused(e: ApiError) -> Self {
+        error(&e)
     }
-    let (parts, body) = response.into_parts();
-    let body = match http_body_util::BodyExt::collect(body).await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            tracing::error!(error = %e, "reading an answer to keep failed");
-            let _ = store.release_idempotency_key(owner, key, fingerprint).await;
-            return error(&ApiError::internal());
-        }
-    };
-    // A secret shown once is not kept for a day to serve retries: the replay says so where it
-    // was.
-    let kept_body = idempotency::redact_secrets(&body).unwrap_or_else(|| body.to_vec());
-    let answer = KeptAnswer {
-        status,
-        content_type: parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned(),
-        headers: idempotency::REPLAYED_HEADERS
-            .iter()
-            .filter_map(|name| {
-                let value = parts.headers.get(*name)?.to_str().ok()?;
-                Some(((*name).to_owned(), value.to_owned()))
-            })
-            .collect(),
-        body: kept_body,
-    };
-    if let Err(e) = store
-        .keep_idempotent_answer(owner, key, fingerprint, &answer)
-        .await
-    {
-        // Neither the answer nor (for certain) the write is durable: no success is sent. A
-        // retry finds the write marked applied if it landed (and is told so), else runs.
-        let _ = store.release_idempotency_key(owner, key, fingerprint).await;
-        return error(&crate::http::internal(
-            "keeping an idempotent answer failed",
-            e,
-        ));
-    }
-    Response::from_parts(parts, body.into())
-}
-
-/// The kept answer, again.
-fn replay(answer: KeptAnswer) -> Response {
-    let mut response = Response::new(answer.body.into());
-    *response.status_mut() =
-        warp::http::StatusCode::from_u16(answer.status).unwrap_or(warp::http::StatusCode::OK);
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&answer.content_type)
-        && !answer.content_type.is_empty()
-    {
-        headers.insert(header::CONTENT_TYPE, value);
-    }
-    for (name, value) in &answer.headers {
-        if let (Ok(name), Ok(value)) = (
-            header::HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.insert(name, value);
-        }
-    }
-    headers.insert(
-        idempotency::REPLAYED_HEADER,
-        HeaderValue::from_static("true"),
-    );
-    response
 }
 
 /// Reads the whole body (a JSON body: at most 1 MiB; a multipart one: the upload limit and 1
@@ -338,9 +215,20 @@ async fn multipart_digest(bytes: Bytes, boundary: String) -> Result<[u8; 32], Ap
 
 #[cfg(test)]
 mod tests {
-    use licensing_core::store::MemoryStore;
+    use licensing_core::Timestamp;
+    use licensing_core::idempotency::Claim;
+    use licensing_core::store::{IdempotencyStore as _, MemoryStore};
 
     use super::*;
+    use crate::app::once::run_claimed;
+
+    fn keyed(owner: &IdempotencyOwner, key: &IdempotencyKey, print: Fingerprint) -> Keyed {
+        Keyed {
+            owner: owner.clone(),
+            key: key.clone(),
+            fingerprint: print,
+        }
+    }
 
     fn answer(status: u16) -> Response {
         crate::http::json(status, &serde_json::json!({"status": status}))
@@ -364,7 +252,8 @@ mod tests {
             let key = IdempotencyKey::parse(format!("k{status}").as_bytes()).unwrap();
             let claim = store.claim_idempotency_key(&owner, &key, print, now).await;
             assert_eq!(claim.unwrap(), Claim::Run);
-            let sent = settle(&store, &owner, &key, print, answer(status)).await;
+            let write = std::future::ready(answer(status));
+            let sent = run_claimed(store.clone(), keyed(&owner, &key, print), write).await;
             assert_eq!(sent.status().as_u16(), status);
             let again = store
                 .claim_idempotency_key(&owner, &key, print, now)
@@ -375,7 +264,7 @@ mod tests {
                     assert!(kept, "{status} was kept");
                     assert_eq!(kept_answer.status, status);
                     assert_eq!(kept_answer.content_type, "application/json");
-                    let replayed = replay(kept_answer);
+                    let replayed = <Response as Keep>::replay(kept_answer);
                     assert_eq!(replayed.headers()[idempotency::REPLAYED_HEADER], "true");
                     let body = http_body_util::BodyExt::collect(replayed.into_body())
                         .await
@@ -409,9 +298,7 @@ mod tests {
         };
         let request = tokio::spawn(run_claimed(
             store.clone(),
-            owner.clone(),
-            key.clone(),
-            print,
+            keyed(&owner, &key, print),
             write,
         ));
         started.await.unwrap();
@@ -441,7 +328,7 @@ mod tests {
         let claim = store.claim_idempotency_key(&owner, &key, print, now).await;
         assert_eq!(claim.unwrap(), Claim::Run);
         let write = async { panic!("the write failed") };
-        let sent = run_claimed(store.clone(), owner.clone(), key.clone(), print, write).await;
+        let sent: Response = run_claimed(store.clone(), keyed(&owner, &key, print), write).await;
         assert_eq!(sent.status().as_u16(), 500);
         let again = store.claim_idempotency_key(&owner, &key, print, now).await;
         assert_eq!(again.unwrap(), Claim::Run);

@@ -14,6 +14,7 @@
 //!   applied without an answer, which is never run again ([`Claim::AnswerLost`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use licensing_core::Timestamp;
 use licensing_core::idempotency::{
@@ -46,6 +47,31 @@ struct Held {
     lock: i64,
     fingerprint: Fingerprint,
     claimed_at: Timestamp,
+    /// Where it notes its lock while letting it go.
+    letting: Arc<Letting>,
+}
+
+/// The locks this instance is letting go of (each in a task of its own): a claim that finds
+/// one of them taken waits for it to go rather than answer that its key is in use.
+#[derive(Default)]
+pub(super) struct Letting {
+    locks: std::sync::Mutex<std::collections::HashSet<i64>>,
+    gone: tokio::sync::Notify,
+}
+
+impl Letting {
+    /// Waits (up to a second) until `lock` is let go, if it is being let go here; whether it
+    /// was.
+    async fn wait_for(&self, lock: i64) -> bool {
+        let gone = self.gone.notified();
+        tokio::pin!(gone);
+        gone.as_mut().enable();
+        let pending = self.locks.lock().is_ok_and(|locks| locks.contains(&lock));
+        if pending {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), gone).await;
+        }
+        pending
+    }
 }
 
 impl Drop for Held {
@@ -56,7 +82,7 @@ impl Drop for Held {
             return;
         };
         if tokio::runtime::Handle::try_current().is_ok() {
-            unlock(conn, self.lock);
+            unlock(conn, self.lock, self.letting.clone());
         } else {
             // A store dropped after its runtime (the end of a test): the connection, and its
             // lock, go with the process.
@@ -69,6 +95,7 @@ impl Drop for Held {
 #[derive(Default)]
 pub(super) struct Claims {
     held: std::sync::Mutex<HashMap<(String, String), Held>>,
+    letting: Arc<Letting>,
 }
 
 impl Claims {
@@ -125,7 +152,10 @@ impl Claims {
 /// Lets go of a lock, in a task of its own (the request needs not wait for it): the
 /// connection goes back to the pool, or is closed (which lets go of the lock too) when the
 /// unlock fails.
-fn unlock(mut conn: PoolConnection<Postgres>, lock: i64) {
+fn unlock(mut conn: PoolConnection<Postgres>, lock: i64, letting: Arc<Letting>) {
+    if let Ok(mut locks) = letting.locks.lock() {
+        locks.insert(lock);
+    }
     tokio::spawn(async move {
         let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(lock)
@@ -134,6 +164,11 @@ fn unlock(mut conn: PoolConnection<Postgres>, lock: i64) {
         if unlocked.is_err() {
             conn.close_on_drop();
         }
+        drop(conn);
+        if let Ok(mut locks) = letting.locks.lock() {
+            locks.remove(&lock);
+        }
+        letting.gone.notify_waiters();
     });
 }
 
@@ -178,8 +213,9 @@ pub(super) async fn mark_applied(conn: &mut PgConnection, keyed: &KeyedWrite) ->
     Ok(())
 }
 
-impl IdempotencyStore for PgStore {
-    async fn claim_idempotency_key(
+impl PgStore {
+    /// Claims `key` (see [`IdempotencyStore::claim_idempotency_key`]), once.
+    async fn try_claim(
         &self,
         owner: &IdempotencyOwner,
         key: &IdempotencyKey,
@@ -187,6 +223,7 @@ impl IdempotencyStore for PgStore {
         now: Timestamp,
     ) -> StoreResult<Claim> {
         let lock = lock_of(owner, key);
+
         let mut conn = self.locks.acquire().await.map_err(backend)?;
         // One statement, writing nothing: the lock tried, and the key's row read.
         let row = sqlx::query(
@@ -215,6 +252,7 @@ impl IdempotencyStore for PgStore {
                         lock,
                         fingerprint,
                         claimed_at: now,
+                        letting: self.claims.letting.clone(),
                     },
                 );
                 return Ok(Claim::Run);
@@ -254,10 +292,30 @@ impl IdempotencyStore for PgStore {
                     lock,
                     fingerprint,
                     claimed_at: now,
+                    letting: self.claims.letting.clone(),
                 },
             );
         }
         Ok(claim)
+    }
+}
+
+impl IdempotencyStore for PgStore {
+    async fn claim_idempotency_key(
+        &self,
+        owner: &IdempotencyOwner,
+        key: &IdempotencyKey,
+        fingerprint: Fingerprint,
+        now: Timestamp,
+    ) -> StoreResult<Claim> {
+        match self.try_claim(owner, key, fingerprint, now).await? {
+            // The lock is this instance's own, being let go after an answer was kept: once it
+            // is gone, the key is claimed again.
+            Claim::InUse if self.claims.letting.wait_for(lock_of(owner, key)).await => {
+                self.try_claim(owner, key, fingerprint, now).await
+            }
+            claim => Ok(claim),
+        }
     }
 
     async fn keep_idempotent_answer(
