@@ -405,6 +405,33 @@ pub struct LicenseDeleted {
     pub deleted: bool,
 }
 
+/// (ext) `POST {dev}/licenses/bulk`: what was done and what was refused, license by license.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct BulkLicenseResult {
+    /// The action.
+    pub action: crate::api::requests::BulkAction,
+    /// The licenses it was done to, in the order given.
+    pub done: Vec<LicenseId>,
+    /// The licenses it was not done to, each with why (the code and details its own route
+    /// would have answered), in the order given.
+    pub refused: Vec<BulkRefusal>,
+}
+
+/// A license a bulk action was not done to, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct BulkRefusal {
+    /// The license.
+    pub license_id: LicenseId,
+    /// What its own route would have answered (`LICENSE_NOT_FOUND`, say).
+    pub code: crate::ResultCode,
+    /// In words.
+    pub details: String,
+}
+
 /// `DELETE {dev}/customers/{customerId}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

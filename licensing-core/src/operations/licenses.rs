@@ -1,10 +1,12 @@
 //! Licenses: create, list, read, change, suspend, extend, e-mail, issue a file and delete, by
 //! id and by key.
 
-use crate::api::requests::{ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate};
+use crate::api::requests::{
+    BulkLicenseBody, ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate,
+};
 use crate::api::{
-    LicenseDeleted, LicenseEmailed, LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted,
-    LicensePage,
+    BulkLicenseResult, LicenseDeleted, LicenseEmailed, LicenseFileBody, LicenseFileIssued,
+    LicenseKeyDeleted, LicensePage,
 };
 use crate::model::{License, LicenseDetail, Resource, Scope};
 use crate::store::Page;
@@ -50,6 +52,11 @@ pub struct EmailLicense(pub LicenseId);
 /// (ext) Issues a file of a license: bound to one machine or to none, valid for `ttl` seconds
 /// or as long as the license, encrypted unless asked not to be.
 pub struct IssueLicenseFile(pub LicenseId, pub LicenseFileBody);
+
+/// (ext) Suspends, unsuspends or deletes up to 100 licenses at once, each through its own
+/// operation (its scope, restriction, audit entry and webhook event): what one of them refuses is
+/// listed, the others are done.
+pub struct BulkLicenses(pub BulkLicenseBody);
 
 const READ: Option<Scope> = Some(Scope::read(Resource::Licenses));
 const WRITE: Option<Scope> = Some(Scope::write(Resource::Licenses));
@@ -175,6 +182,19 @@ declare! {
         body: "",
         success: "Deleted",
         refusals: &[REFUSED, OTHER_TEAM, NO_LICENSE],
+    };
+
+    BulkLicenses() by json BulkLicenseBody;
+    Post "licenses/bulk" "bulk_licenses" Some(Scope::LICENSE_SUSPEND);
+    BulkLicenseResult => 200 "Bulk action applied";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Suspend, unsuspend or delete up to 100 licenses at once.",
+        description: "Each license goes through its own operation, as if its own route were called: the same scope, product restriction, audit entry and webhook event. The answer is 200 when the request itself is sound, whatever each license's outcome: `data.done` lists the licenses the action was done to, `data.refused` each one it was not, with the code and details its own route would have answered (`LICENSE_NOT_FOUND` for an id of no license of the team, say). Suspending or unsuspending takes `licenses:suspend` (or `licenses:write`); deleting takes `licenses:write`. With an `Idempotency-Key` the whole action runs once.",
+        params: &[],
+        body: "The action and the licenses' ids (1 to 100; an id given twice counts once)",
+        success: "What was done and what was refused, license by license",
+        refusals: &[OTHER_TEAM, BODY_REFUSED, crate::refusals![(400, "BAD_REQUEST: no or an unknown action, no ids, more than 100, or an id that is not one (`data.errors` names each)"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (429, "RATE_LIMIT: too many requests for this API key (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
     };
 
     SuspendLicense(id: LicenseId) by ids;

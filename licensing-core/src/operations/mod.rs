@@ -426,6 +426,7 @@ macro_rules! dev_operations {
             $crate::operations::licenses::GetLicense,
             $crate::operations::licenses::UpdateLicense,
             $crate::operations::licenses::DeleteLicense,
+            $crate::operations::licenses::BulkLicenses,
             $crate::operations::licenses::SuspendLicense,
             $crate::operations::licenses::UnsuspendLicense,
             $crate::operations::licenses::EmailLicense,

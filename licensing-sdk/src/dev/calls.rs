@@ -2,16 +2,16 @@
 //! its arguments (and the `all_*` helpers walk every page of a list).
 
 use licensing_core::api::requests::{
-    ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, CustomerBody, CustomerListQuery,
-    DeviceListQuery, EntitlementBody, EntitlementListQuery, ExtendBody, ForgottenBody,
-    LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, ProductBody, ProductListQuery,
-    ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody, WebhookBody,
+    ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, BulkAction, BulkLicenseBody, CustomerBody,
+    CustomerListQuery, DeviceListQuery, EntitlementBody, EntitlementListQuery, ExtendBody,
+    ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, ProductBody,
+    ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody, WebhookBody,
 };
 use licensing_core::api::{
-    ApiKeyList, AuditPage, CustomerDeleted, CustomerPage, Deleted, DeliveryPage, EntitlementPage,
-    HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed, LicenseFileBody,
-    LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage, RequestLogPage,
-    SessionPage, WebhookList,
+    ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
+    EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
+    LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage,
+    RequestLogPage, SessionPage, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, License, LicenseDetail,
@@ -33,8 +33,8 @@ use licensing_core::operations::entitlements::{
 };
 use licensing_core::operations::floating::{ListSessions, RevokeSession};
 use licensing_core::operations::licenses::{
-    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense, GetLicense,
-    GetLicenseByKey, IssueLicenseFile, ListLicenses, SuspendLicense, UnsuspendLicense,
+    BulkLicenses, CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense,
+    GetLicense, GetLicenseByKey, IssueLicenseFile, ListLicenses, SuspendLicense, UnsuspendLicense,
     UpdateLicense,
 };
 use licensing_core::operations::products::{
@@ -109,6 +109,18 @@ impl DevClient {
             days: Some(i64::from(days)),
         };
         self.perform(&ExtendLicense(id, body)).await
+    }
+
+    /// (ext) `POST {dev}/licenses/bulk`: suspends, unsuspends or deletes up to 100 licenses at
+    /// once (scope `licenses:suspend`, `licenses:write` to delete); the answer lists what was
+    /// done and, with why, what was refused, license by license.
+    pub async fn bulk_licenses(
+        &self,
+        action: BulkAction,
+        ids: &[LicenseId],
+    ) -> Result<BulkLicenseResult, Error> {
+        self.perform(&BulkLicenses(BulkLicenseBody::new(action, ids)))
+            .await
     }
 
     /// `POST {dev}/licenses/id/{licenseId}/suspend` (scope `licenses:suspend`); a license

@@ -1,11 +1,12 @@
 //! Licenses: create, list, read, change, suspend, extend, e-mail and delete, by id and by key.
 
 pub(crate) use licensing_core::operations::licenses::{
-    CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense, GetLicense,
-    GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
+    BulkLicenses, CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense,
+    GetLicense, GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
 };
 
-use licensing_core::api::LicenseEmailed;
+use licensing_core::api::requests::BulkAction;
+use licensing_core::api::{BulkLicenseResult, BulkRefusal, LicenseEmailed};
 use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
 use licensing_core::store::{
     CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
@@ -172,6 +173,37 @@ impl Run for DeleteLicenseByKey {
         let license = by_key(cx, &self.0).await?;
         cx.reach().may_change(&license)?;
         delete(cx, license).await
+    }
+}
+
+impl Run for BulkLicenses {
+    /// Each license through its own operation, one after the other (so that the store sees one
+    /// write at a time from one request); a refusal of one, even a failure of the store, is
+    /// listed and the others go on, so that the answer says exactly what was done.
+    async fn run(self, cx: &Cx) -> Result<BulkLicenseResult, ApiError> {
+        let (action, ids) = self.0.parse()?;
+        cx.caller.require(action.scope())?;
+        let mut result = BulkLicenseResult {
+            action,
+            done: Vec::with_capacity(ids.len()),
+            refused: Vec::new(),
+        };
+        for id in ids {
+            let outcome = match action {
+                BulkAction::Suspend => cx.perform(SuspendLicense(id)).await.map(drop),
+                BulkAction::Unsuspend => cx.perform(UnsuspendLicense(id)).await.map(drop),
+                BulkAction::Delete => cx.perform(DeleteLicense(id)).await.map(drop),
+            };
+            match outcome {
+                Ok(()) => result.done.push(id),
+                Err(e) => result.refused.push(BulkRefusal {
+                    license_id: id,
+                    code: e.code(),
+                    details: e.details().to_owned(),
+                }),
+            }
+        }
+        Ok(result)
     }
 }
 

@@ -76,14 +76,16 @@ where
 }
 
 /// Runs `write` once for `keyed` (see [`crate::app::once`]). With `wait`, a claim still
-/// running is waited for up to that long before the 409.
-pub(crate) async fn run_once(
+/// running is waited for up to that long before the 409. (The write, a whole page's or
+/// operation's future, is moved to the heap first, so that the layers that claim and keep do
+/// not each hold a copy of it.)
+pub(crate) fn run_once(
     state: &AppState,
     keyed: Keyed,
     wait: Option<std::time::Duration>,
     write: impl Future<Output = Response> + Send + 'static,
-) -> Response {
-    once::claimed(&state.store, keyed, wait, write).await
+) -> impl Future<Output = Response> + Send + '_ {
+    once::claimed(&state.store, keyed, wait, Box::pin(write))
 }
 
 /// A response, as a claim keeps it: its status, content type, the headers of

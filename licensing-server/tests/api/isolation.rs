@@ -48,6 +48,11 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             body(json!({"suspended": true})),
         ),
         (Method::POST, format!("licenses/id/{license}/suspend"), None),
+        (
+            Method::POST,
+            "licenses/bulk".into(),
+            body(json!({"action": "SUSPEND", "licenseIds": [license]})),
+        ),
         (Method::POST, format!("licenses/id/{license}/email"), None),
         (
             Method::POST,
@@ -325,6 +330,12 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .any(|k| path.contains(ids[*k].as_str().unwrap()));
         if mentions_a_id {
             assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+        } else if path == "licenses/bulk" {
+            // A's license named in B's bulk action: refused as no license of B's, the id
+            // given echoed back and nothing else.
+            let result = answer.ok();
+            assert_eq!(result["done"], json!([]), "{}", answer.body);
+            assert_eq!(result["refused"][0]["code"], "LICENSE_NOT_FOUND");
         } else {
             assert!(answer.status < 500, "{method} {path}: {}", answer.body);
             // Lists under B show none of A's records.

@@ -455,3 +455,131 @@ async fn an_update_checks_the_body_before_looking_the_license_up() {
         .await;
     bad_key.err(401, "UNAUTHORIZED");
 }
+
+/// One action on many licenses: each goes through its own operation (a suspended license is
+/// refused by verify, a deleted one is gone, each has its audit entry); what one refuses (an id
+/// of no license, another team's) is listed with its route's code, the others are done; the
+/// request's own problems are 400 naming each; deleting takes `licenses:write`.
+#[tokio::test]
+async fn a_bulk_action_does_each_license_and_lists_what_it_refused() {
+    let s = TestServer::start().await;
+    let mut ids = Vec::new();
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+        ids.push(l["id"].as_str().unwrap().to_owned());
+        keys.push(l["licenseKey"].as_str().unwrap().to_owned());
+    }
+    let theirs = {
+        let b = s.other_team().await;
+        let url = format!("{}/api/v1/dev/teams/{}/licenses", s.base, b.team_id);
+        let answer = s
+            .send(
+                reqwest::Method::POST,
+                &url,
+                Some(&b.api_key),
+                Some(r#"{"expirationType":"NEVER"}"#),
+            )
+            .await;
+        answer.ok()["id"].as_str().unwrap().to_owned()
+    };
+    let nobody = licensing_core::LicenseId::new().to_string();
+
+    let body = json!({
+        "action": "SUSPEND",
+        "licenseIds": [ids[0], ids[1], theirs, ids[0], nobody],
+    });
+    let answer = s.post(&s.dev("licenses/bulk"), &body.to_string()).await;
+    let result = answer.ok();
+    assert_eq!(result["action"], "SUSPEND");
+    assert_eq!(
+        result["done"],
+        json!([ids[0], ids[1]]),
+        "each once, in order"
+    );
+    let refused = result["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 2);
+    for (refusal, id) in refused.iter().zip([&theirs, &nobody]) {
+        assert_eq!(refusal["licenseId"], json!(id));
+        assert_eq!(refusal["code"], "LICENSE_NOT_FOUND");
+        assert!(!refusal["details"].as_str().unwrap().is_empty());
+    }
+    for (i, key) in keys.iter().enumerate() {
+        let verify = s.client("verify", &json!({"licenseKey": key}), None).await;
+        if i < 2 {
+            verify.err(403, "LICENSE_SUSPENDED");
+        } else {
+            verify.valid();
+        }
+    }
+    let audit = s
+        .get(&s.dev("audit-log?pageSize=100&action=license.suspended"))
+        .await;
+    assert_eq!(
+        audit.ok()["entries"].as_array().unwrap().len(),
+        2,
+        "one entry each"
+    );
+
+    // Unsuspend, then delete with a key that may only suspend: refused whole.
+    let back = json!({"action": "unsuspend", "licenseIds": [ids[0], ids[1]]});
+    let answer = s.post(&s.dev("licenses/bulk"), &back.to_string()).await;
+    assert_eq!(answer.ok()["done"].as_array().unwrap().len(), 2);
+    s.client("verify", &json!({"licenseKey": keys[0]}), None)
+        .await
+        .valid();
+    let support = s
+        .post(
+            &s.dev("api-keys"),
+            r#"{"name":"desk","scopes":["licenses:suspend"]}"#,
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let delete = json!({"action": "DELETE", "licenseIds": [ids[2]]}).to_string();
+    s.send(
+        reqwest::Method::POST,
+        &s.dev("licenses/bulk"),
+        Some(&support),
+        Some(&delete),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    let answer = s.post(&s.dev("licenses/bulk"), &delete).await;
+    assert_eq!(answer.ok()["done"], json!([ids[2]]));
+    s.get(&s.dev(&format!("licenses/id/{}", ids[2])))
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
+
+    // The request's own problems, each named; nothing done.
+    let many: Vec<String> = (0..101)
+        .map(|_| licensing_core::LicenseId::new().to_string())
+        .collect();
+    for (body, fields) in [
+        (json!({"licenseIds": [ids[0]]}), vec!["action"]),
+        (
+            json!({"action": "ARCHIVE", "licenseIds": []}),
+            vec!["action", "licenseIds"],
+        ),
+        (
+            json!({"action": "SUSPEND", "licenseIds": ["x", ids[0]]}),
+            vec!["licenseIds[0]"],
+        ),
+        (
+            json!({"action": "SUSPEND", "licenseIds": many}),
+            vec!["licenseIds"],
+        ),
+    ] {
+        let answer = s.post(&s.dev("licenses/bulk"), &body.to_string()).await;
+        answer.err(400, "BAD_REQUEST");
+        assert_eq!(answer.fields(), fields, "{body}");
+    }
+    s.post(&s.dev("licenses/bulk"), r#"{"action":"SUSPEND","ids":[]}"#)
+        .await
+        .err(400, "BAD_REQUEST");
+    s.client("verify", &json!({"licenseKey": keys[0]}), None)
+        .await
+        .valid();
+}

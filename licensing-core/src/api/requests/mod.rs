@@ -5,6 +5,7 @@
 //! validated field by field so that one answer lists every problem.
 
 mod audit;
+mod bulk;
 mod client;
 mod customer;
 mod entitlement;
@@ -17,6 +18,7 @@ mod team;
 mod webhook;
 
 pub use audit::{ActorFilter, AuditQuery};
+pub use bulk::{BulkAction, BulkLicenseBody, MAX_BULK_LICENSES};
 pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};

@@ -1,33 +1,34 @@
 //! Bulk actions on the license list: the licenses chosen with the list's boxes are suspended,
-//! unsuspended or deleted after one confirmation that names each of them. Each license goes
-//! through the same operation as on its own page (its permission, audit entry and webhook
-//! event); what one of them refuses is listed, the others are done.
+//! unsuspended or deleted after one confirmation that names each of them, by the operation the
+//! API's `POST …/licenses/bulk` performs: each license goes through the same operation as on
+//! its own page (its permission, audit entry and webhook event); what one of them refuses is
+//! listed, the others are done.
 
-use licensing_core::model::{Resource, Scope};
+use licensing_core::api::requests::{BulkAction as Action, BulkLicenseBody, MAX_BULK_LICENSES};
 use licensing_core::{ApiError, LicenseId};
 use maud::html;
 
 use super::{license_id, status};
-use crate::app::licenses::{DeleteLicense, GetLicense, SuspendLicense, UnsuspendLicense};
+use crate::app::licenses::{BulkLicenses, GetLicense};
 use crate::dashboard::api::{self, Failure};
 use crate::dashboard::page::{self, Form, Nav};
 use crate::dashboard::{Ctx, Staff};
 use crate::http::Response;
 
 /// The most licenses one bulk action takes: a list's largest page.
-const MOST: usize = 100;
+const MOST: usize = MAX_BULK_LICENSES;
 
-/// What can be done to the licenses chosen.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Action {
-    Suspend,
-    Unsuspend,
-    Delete,
+/// How the dashboard words an action.
+trait Words {
+    /// The value of the list menu's choice.
+    fn value(self) -> &'static str;
+    /// The choice in the list's menu.
+    fn words(self) -> &'static str;
+    /// What follows from it, after the list of licenses on the confirmation page.
+    fn consequence(self) -> &'static str;
 }
 
-impl Action {
-    const ALL: [Action; 3] = [Action::Suspend, Action::Unsuspend, Action::Delete];
-
+impl Words for Action {
     fn value(self) -> &'static str {
         match self {
             Action::Suspend => "suspend",
@@ -36,7 +37,6 @@ impl Action {
         }
     }
 
-    /// The choice in the list's menu.
     fn words(self) -> &'static str {
         match self {
             Action::Suspend => "Suspend",
@@ -45,15 +45,6 @@ impl Action {
         }
     }
 
-    /// The permission it takes.
-    fn scope(self) -> Scope {
-        match self {
-            Action::Suspend | Action::Unsuspend => Scope::LICENSE_SUSPEND,
-            Action::Delete => Scope::write(Resource::Licenses),
-        }
-    }
-
-    /// What follows from it, after the list of licenses on the confirmation page.
     fn consequence(self) -> &'static str {
         match self {
             Action::Suspend => {
@@ -63,16 +54,6 @@ impl Action {
             Action::Delete => {
                 "They are deleted with their devices and addresses, and their applications are refused from then on. This cannot be undone."
             }
-        }
-    }
-
-    async fn perform(self, ctx: &Ctx, staff: &Staff, id: LicenseId) -> Result<(), Failure> {
-        match self {
-            Action::Suspend => api::perform(ctx, staff, SuspendLicense(id)).await.map(drop),
-            Action::Unsuspend => api::perform(ctx, staff, UnsuspendLicense(id))
-                .await
-                .map(drop),
-            Action::Delete => api::perform(ctx, staff, DeleteLicense(id)).await.map(drop),
         }
     }
 }
@@ -199,12 +180,12 @@ async fn perform(
     ids: &[LicenseId],
     back: &str,
 ) -> Response {
-    let mut refused = Vec::new();
-    for id in ids {
-        if let Err(failure) = action.perform(ctx, staff, *id).await {
-            refused.push((*id, failure));
-        }
-    }
+    let bulk = BulkLicenses(BulkLicenseBody::new(action, ids));
+    let result = match api::perform(ctx, staff, bulk).await {
+        Ok(result) => result,
+        Err(failure) => return page::failure(ctx, Some(staff), &failure),
+    };
+    let refused = result.refused;
     let done = ids.len() - refused.len();
     if refused.is_empty() {
         let joiner = if back.contains('?') { '&' } else { '?' };
@@ -227,8 +208,9 @@ async fn perform(
         div.problems role="alert" {
             p { strong { "These were not changed:" } }
             ul {
-                @for (id, failure) in &refused {
-                    li { a href={ "/dashboard/licenses/" (id) } { (id) } ": " (failure.details) }
+                @for refusal in &refused {
+                    @let id = refusal.license_id;
+                    li { a href={ "/dashboard/licenses/" (id) } { (id) } ": " (refusal.details) }
                 }
             }
         }
