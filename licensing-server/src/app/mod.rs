@@ -183,3 +183,44 @@ impl Cx {
         self.caller.user
     }
 }
+
+/// A team named "Shop" on a server of its own (a sled store in a directory of its own), for
+/// the operations' tests: contexts of any caller on it.
+#[cfg(test)]
+pub(crate) struct Shop {
+    /// The team.
+    pub(crate) team: TeamId,
+    server: crate::Server,
+    _dir: tempfile::TempDir,
+}
+
+#[cfg(test)]
+impl Shop {
+    /// The team, created the way the command line creates one, and its server.
+    pub(crate) async fn open() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::open_store(dir.path()).unwrap();
+        let team = teams::create_team(&store, "Shop", Timestamp::now())
+            .await
+            .unwrap()
+            .team_id;
+        let config = crate::Config::for_data_dir(dir.path());
+        let server = crate::Server::bind_with_store(config, store).await.unwrap();
+        Self {
+            team,
+            server,
+            _dir: dir,
+        }
+    }
+
+    /// The server's state.
+    pub(crate) fn state(&self) -> AppState {
+        self.server.state.clone()
+    }
+
+    /// The context of `caller`'s operations on the team, now, from this machine.
+    pub(crate) fn as_caller(&self, caller: Caller) -> Cx {
+        let here = IpAddr::from([127, 0, 0, 1]);
+        Cx::new(self.state(), self.team, caller, Timestamp::now(), here)
+    }
+}

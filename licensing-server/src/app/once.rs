@@ -410,17 +410,13 @@ impl Cx {
 
 #[cfg(test)]
 mod tests {
-    use std::net::IpAddr;
-
     use licensing_core::api::requests::{CustomerBody, CustomerListQuery, Patch};
     use licensing_core::idempotency::{Fingerprint, IdempotencyKey, body_digest};
     use licensing_core::store::CustomerStore as _;
-    use licensing_core::{CustomerId, ResultCode, Timestamp};
+    use licensing_core::{CustomerId, ResultCode};
 
     use crate::app::Caller;
     use crate::app::customers::{CreateCustomer, GetCustomer};
-
-    use super::Cx;
 
     fn customer(email: &str) -> CustomerBody {
         CustomerBody {
@@ -434,18 +430,9 @@ mod tests {
     /// kept like a success; another caller's keys are its own.
     #[tokio::test]
     async fn an_operation_runs_once_under_its_key_whoever_performs_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::open_store(dir.path()).unwrap();
-        let team = crate::app::teams::create_team(&store, "Shop", Timestamp::now())
-            .await
-            .unwrap()
-            .team_id;
-        let config = crate::Config::for_data_dir(dir.path());
-        let server = crate::Server::bind_with_store(config, store).await.unwrap();
-        let state = server.state.clone();
-        let here: IpAddr = "127.0.0.1".parse().unwrap();
-        let as_caller =
-            |caller: Caller| Cx::new(state.clone(), team, caller, Timestamp::now(), here);
+        let shop = crate::app::Shop::open().await;
+        let (state, team) = (shop.state(), shop.team);
+        let as_caller = |caller: Caller| shop.as_caller(caller);
         let key = |text: &str| IdempotencyKey::parse(text.as_bytes()).unwrap();
         let stripe = as_caller(Caller::integration("stripe"));
 

@@ -336,37 +336,24 @@ impl Cx {
 
 #[cfg(test)]
 mod tests {
-    use std::net::IpAddr;
-
+    use licensing_core::ResultCode;
     use licensing_core::api::requests::{
         AuditQuery, CustomerBody, LicenseCreate, LicenseListQuery, Patch,
     };
     use licensing_core::model::ActorKind;
     use licensing_core::store::AuditStore;
-    use licensing_core::{ResultCode, Timestamp};
 
     use crate::app::Caller;
     use crate::app::customers::CreateCustomer;
     use crate::app::licenses::{CreateLicense, GetLicense, ListLicenses};
 
-    use super::Cx;
-
     /// The two callers without a door yet perform the same operations as staff: an integration
     /// reaches the whole team (and the audit log names it), a customer their own licenses.
     #[tokio::test]
     async fn a_customer_reaches_their_own_licenses_and_an_integration_the_team() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::open_store(dir.path()).unwrap();
-        let team = crate::app::teams::create_team(&store, "Shop", Timestamp::now())
-            .await
-            .unwrap()
-            .team_id;
-        let config = crate::Config::for_data_dir(dir.path());
-        let server = crate::Server::bind_with_store(config, store).await.unwrap();
-        let state = server.state.clone();
-        let here: IpAddr = "127.0.0.1".parse().unwrap();
-        let as_caller =
-            |caller: Caller| Cx::new(state.clone(), team, caller, Timestamp::now(), here);
+        let shop = crate::app::Shop::open().await;
+        let (state, team) = (shop.state(), shop.team);
+        let as_caller = |caller: Caller| shop.as_caller(caller);
 
         let stripe = as_caller(Caller::integration("stripe"));
         let mut customers = Vec::new();
