@@ -16,6 +16,7 @@ use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
+use super::PgResult;
 use super::admission::*;
 use super::devices::Prefixed;
 use super::licenses::license;
@@ -53,28 +54,22 @@ const READ: &str = own_read!("WHERE l.team_id = $1 AND l.id = $2");
 const READ_BY_KEY: &str = own_read!("WHERE l.team_id = $1 AND l.license_key = $2");
 
 /// Reads the `h_`/`i_` prefixed columns of a joined row as records.
-fn own(row: &PgRow, team: TeamId, activity: &Activity) -> StoreResult<Own> {
+fn own(row: &PgRow, team: TeamId, activity: &Activity) -> PgResult<Own> {
     let l = license(row)?;
     let license_id = l.id;
-    let hwid = match row
-        .try_get::<Option<uuid::Uuid>, _>("h_id")
-        .map_err(backend)?
-    {
+    let hwid = match row.try_get::<Option<uuid::Uuid>, _>("h_id")? {
         None => None,
         Some(_) => Some(Prefixed { row, prefix: "h_" }.hwid(team, license_id)?),
     }
     .filter(|h| activity.hardware_id.as_ref() == Some(&h.identifier));
-    let ip = match row
-        .try_get::<Option<uuid::Uuid>, _>("i_id")
-        .map_err(backend)?
-    {
+    let ip = match row.try_get::<Option<uuid::Uuid>, _>("i_id")? {
         None => None,
         Some(_) => Some(Prefixed { row, prefix: "i_" }.ip(team, license_id)?),
     }
     .filter(|r| r.address == activity.ip.to_canonical());
     let held = (
-        i64::from(row.try_get::<i32, _>("hwid_records").map_err(backend)?),
-        i64::from(row.try_get::<i32, _>("ip_records").map_err(backend)?),
+        i64::from(row.try_get::<i32, _>("hwid_records")?),
+        i64::from(row.try_get::<i32, _>("ip_records")?),
     );
     Ok(Own {
         license: l,
@@ -92,13 +87,12 @@ async fn read_own<'e>(
     select: super::DocQuery<'_>,
     team: TeamId,
     activity: &Activity,
-) -> StoreResult<Option<Own>> {
+) -> PgResult<Option<Own>> {
     let row = select
         .bind(activity.hardware_id.as_ref().map(hwid_digest))
         .bind(addr16(activity.ip))
         .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     row.map(|row| own(&row, team, activity)).transpose()
 }
 
@@ -144,8 +138,9 @@ impl ActivityStore for PgStore {
         if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
             return Ok(decided);
         }
-        self.locked_step(read.license.team_id, read.license.id, rules, activity, now)
-            .await
+        Ok(self
+            .locked_step(read.license.team_id, read.license.id, rules, activity, now)
+            .await?)
     }
 
     async fn record_activity(
@@ -166,8 +161,9 @@ impl ActivityStore for PgStore {
         if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
             return Ok(decided);
         }
-        self.locked_step(team, license_id, rules, activity, now)
-            .await
+        Ok(self
+            .locked_step(team, license_id, rules, activity, now)
+            .await?)
     }
 }
 
@@ -184,7 +180,7 @@ impl PgStore {
         rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
-    ) -> StoreResult<Option<Result<Recorded, Denial>>> {
+    ) -> PgResult<Option<Result<Recorded, Denial>>> {
         if matches!(activity.session, SessionStep::Start { .. }) {
             return Ok(None);
         }
@@ -253,7 +249,7 @@ impl PgStore {
         rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
-    ) -> StoreResult<Result<Recorded, Denial>> {
+    ) -> PgResult<Result<Recorded, Denial>> {
         in_tx!(self.pool, |tx| {
             self.step_in(&mut tx, (team, license_id), rules, activity, now)
                 .await
@@ -268,7 +264,7 @@ impl PgStore {
         rules: &ActivityRules<'_>,
         activity: &Activity,
         now: Timestamp,
-    ) -> StoreResult<Result<Recorded, Denial>> {
+    ) -> PgResult<Result<Recorded, Denial>> {
         // Lock first, then read in a statement of its own: under READ COMMITTED a
         // statement sees what committed before it started, so the read sees every record
         // the previous holder of the lock wrote (a join locked in one statement would not).
@@ -363,7 +359,7 @@ impl PgStore {
         license: LicenseId,
         activity: &Activity,
         now: Timestamp,
-    ) -> StoreResult<()> {
+    ) -> PgResult<()> {
         let digest = activity.hardware_id.as_ref().map(hwid_digest);
         let country = activity.country;
         sqlx::query(
@@ -386,8 +382,7 @@ impl PgStore {
         .bind(country.map(|c| c.alpha2))
         .bind(country.map(|c| c.alpha3))
         .execute(&self.pool)
-        .await
-        .map_err(backend)?;
+        .await?;
         Ok(())
     }
 }

@@ -5,12 +5,13 @@
 use std::sync::LazyLock;
 
 use licensing_core::model::{Hwid, IpRecord, License, admission_events};
-use licensing_core::store::{ActivityRules, StoreResult, cap_reached, license_after, prune_batch};
+use licensing_core::store::{ActivityRules, cap_reached, license_after, prune_batch};
 use licensing_core::verify::{self, Admission, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, Timestamp};
 use sqlx::PgConnection;
 
-use super::{backend, ms, opt_ms};
+use super::PgResult;
+use super::{ms, opt_ms};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
 
@@ -37,7 +38,7 @@ pub(super) async fn counted(
     kind: RecordKind,
     timeout: Option<u32>,
     now: Timestamp,
-) -> StoreResult<u64> {
+) -> PgResult<u64> {
     let limit = match kind {
         RecordKind::Hwid => license.hwid_limit,
         RecordKind::Ip => license.ip_limit,
@@ -47,7 +48,7 @@ pub(super) async fn counted(
     if let Some(since) = cutoff(timeout, now) {
         query = query.bind(since);
     }
-    let n: i64 = query.bind(at_most).fetch_one(conn).await.map_err(backend)?;
+    let n: i64 = query.bind(at_most).fetch_one(conn).await?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
@@ -120,7 +121,7 @@ pub(super) async fn room(
     (kind, new): (RecordKind, bool),
     rules: &ActivityRules<'_>,
     now: Timestamp,
-) -> StoreResult<Result<Vec<Vec<u8>>, Denial>> {
+) -> PgResult<Result<Vec<Vec<u8>>, Denial>> {
     let (license, held) = match kind {
         RecordKind::Hwid => (&found.license, found.held.0),
         RecordKind::Ip => (&found.license, found.held.1),
@@ -140,7 +141,7 @@ pub(super) async fn room(
     if timed {
         query = query.bind(cutoff(timeout, now));
     }
-    let victims: Vec<Vec<u8>> = query.fetch_all(&mut *conn).await.map_err(backend)?;
+    let victims: Vec<Vec<u8>> = query.fetch_all(&mut *conn).await?;
     if victims.is_empty() {
         return Ok(Err(cap_reached(kind, rules.max_records)));
     }
@@ -153,7 +154,7 @@ pub(super) async fn drop_records(
     license: LicenseId,
     kind: RecordKind,
     keys: &[Vec<u8>],
-) -> StoreResult<()> {
+) -> PgResult<()> {
     if keys.is_empty() {
         return Ok(());
     }
@@ -165,8 +166,7 @@ pub(super) async fn drop_records(
         .bind(license.as_uuid())
         .bind(keys)
         .execute(conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(())
 }
 
@@ -197,7 +197,7 @@ pub(super) async fn decide(
     rules: &ActivityRules<'_>,
     activity: &Activity,
     now: Timestamp,
-) -> StoreResult<Result<Admission, Denial>> {
+) -> PgResult<Result<Admission, Denial>> {
     let settings = rules.settings;
     let mut known: [Option<u64>; 2] = [None, None];
     let slot = |kind: RecordKind| match kind {
@@ -308,7 +308,7 @@ pub(super) async fn apply(
     (rules, counts): (&ActivityRules<'_>, (i32, i32)),
     activity: &Activity,
     now: Timestamp,
-) -> StoreResult<License> {
+) -> PgResult<License> {
     let l = &own.license;
     let next = license_after(l, admission, now);
     let (hwid, h) = match (admission.hwid, &activity.hardware_id) {
@@ -358,8 +358,7 @@ pub(super) async fn apply(
         .bind(counts.0)
         .bind(counts.1)
         .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     if admission.activate.is_some() {
         super::licenses::write(conn, &next).await?;
     }

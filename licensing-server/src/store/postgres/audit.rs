@@ -8,6 +8,7 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
+use super::PgResult;
 use super::{PgStore, backend, doc, ms, page};
 use super::{fetch_page, window_total};
 
@@ -87,7 +88,7 @@ impl AuditStore for PgStore {
                     .map_err(backend)?
             }
         };
-        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 
@@ -107,6 +108,6 @@ impl AuditStore for PgStore {
     async fn prune_audit(&self, before: Timestamp, limit: usize) -> StoreResult<u64> {
         const DELETE: &str = "DELETE FROM audit_log WHERE id IN
                (SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)";
-        super::prune(&self.pool, DELETE, before, limit).await
+        Ok(super::prune(&self.pool, DELETE, before, limit).await?)
     }
 }

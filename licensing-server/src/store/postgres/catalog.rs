@@ -10,6 +10,7 @@ use licensing_core::{BranchId, EntitlementId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
+use super::PgResult;
 use super::tables::{PRODUCTS, RELEASES};
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, team_missing};
 use super::{fetch_doc, fetch_docs, fetch_page, window_total};
@@ -44,19 +45,17 @@ impl EntitlementStore for PgStore {
                 sqlx::query_scalar("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE")
                     .bind(e.team_id.as_uuid())
                     .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             if team.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
+                return Err(StoreError::NotFound(Entity::Team).into());
             }
             let existing = sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1")
                 .bind(e.team_id.as_uuid())
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(backend)?
+                .await?
                 .iter()
                 .map(doc)
-                .collect::<StoreResult<Vec<Entitlement>>>()?;
+                .collect::<PgResult<Vec<Entitlement>>>()?;
             admit_entitlement(&existing, e)?;
             sqlx::query(
                 "INSERT INTO entitlements (id, team_id, code, created_at, doc)
@@ -79,22 +78,22 @@ impl EntitlementStore for PgStore {
         team: TeamId,
         id: EntitlementId,
     ) -> StoreResult<Option<Entitlement>> {
-        fetch_doc(
+        Ok(fetch_doc(
             &self.pool,
             sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1 AND id = $2")
                 .bind(team.as_uuid())
                 .bind(id.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query("SELECT doc FROM entitlements WHERE team_id = $1 ORDER BY created_at, id")
                 .bind(team.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn update_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
@@ -108,10 +107,9 @@ impl EntitlementStore for PgStore {
             .bind(e.id.as_uuid())
             .bind(json(e))
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Entitlement));
+                return Err(StoreError::NotFound(Entity::Entitlement).into());
             }
             Ok(())
         })
@@ -128,10 +126,9 @@ impl EntitlementStore for PgStore {
                 .bind(team.as_uuid())
                 .bind(id.as_uuid())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(Entity::Entitlement));
+                return Err(StoreError::NotFound(Entity::Entitlement).into());
             }
             let text = id.to_string();
             for sql in [
@@ -145,7 +142,7 @@ impl EntitlementStore for PgStore {
                     .bind(&text)
                     .execute(&mut *tx)
                     .await
-                    .map_err(backend)?;
+                    ?;
             }
             Ok(())
         })
@@ -153,14 +150,13 @@ impl EntitlementStore for PgStore {
 }
 
 /// Locks a product of the team; `false` when the team has no such product.
-async fn lock_product(conn: &mut PgConnection, team: TeamId, id: ProductId) -> StoreResult<bool> {
+async fn lock_product(conn: &mut PgConnection, team: TeamId, id: ProductId) -> PgResult<bool> {
     let found: Option<i32> =
         sqlx::query_scalar("SELECT 1 FROM products WHERE team_id = $1 AND id = $2 FOR SHARE")
             .bind(team.as_uuid())
             .bind(id.as_uuid())
             .fetch_optional(conn)
-            .await
-            .map_err(backend)?;
+            .await?;
     Ok(found.is_some())
 }
 
@@ -169,13 +165,12 @@ async fn delete_releases_returning(
     sql: &'static str,
     team: TeamId,
     owner: &Uuid,
-) -> StoreResult<Vec<Release>> {
+) -> PgResult<Vec<Release>> {
     sqlx::query(sql)
         .bind(team.as_uuid())
         .bind(owner)
         .fetch_all(conn)
-        .await
-        .map_err(backend)?
+        .await?
         .iter()
         .map(doc)
         .collect()
@@ -202,13 +197,13 @@ impl ProductStore for PgStore {
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
-        PRODUCTS.get(&self.pool, team, id.as_uuid()).await
+        Ok(PRODUCTS.get(&self.pool, team, id.as_uuid()).await?)
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
-        PRODUCTS
+        Ok(PRODUCTS
             .get_many(&self.pool, team, ids, |p: &Product| p.id)
-            .await
+            .await?)
     }
 
     async fn update_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
@@ -223,8 +218,7 @@ impl ProductStore for PgStore {
             .bind(ms(p.updated_at))
             .bind(json(p))
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             PRODUCTS.changed(done)
         })
     }
@@ -248,8 +242,7 @@ impl ProductStore for PgStore {
                 .bind(team.as_uuid())
                 .bind(id.as_uuid())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             super::licenses::detach(&mut tx, team, "product_ids", "productIds", id.as_uuid())
                 .await?;
             Ok(gone)
@@ -294,7 +287,7 @@ impl ProductStore for PgStore {
             .await
             .map_err(backend)?,
         };
-        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 
@@ -332,15 +325,17 @@ impl ProductStore for PgStore {
         if !lock_product(&mut conn, team, product).await? {
             return Err(StoreError::NotFound(Entity::Product));
         }
-        sqlx::query("SELECT doc FROM branches WHERE team_id = $1 AND product_id = $2 ORDER BY name")
-            .bind(team.as_uuid())
-            .bind(product.as_uuid())
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(doc)
-            .collect()
+        Ok(sqlx::query(
+            "SELECT doc FROM branches WHERE team_id = $1 AND product_id = $2 ORDER BY name",
+        )
+        .bind(team.as_uuid())
+        .bind(product.as_uuid())
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(doc)
+        .collect::<PgResult<_>>()?)
     }
 
     async fn delete_branch(
@@ -352,7 +347,7 @@ impl ProductStore for PgStore {
     ) -> StoreResult<Vec<Release>> {
         in_tx!(self.pool, journal, |tx| {
             if !lock_product(&mut tx, team, product).await? {
-                return Err(StoreError::NotFound(Entity::Product));
+                return Err(StoreError::NotFound(Entity::Product).into());
             }
             let found: Option<i32> = sqlx::query_scalar(
                 "SELECT 1 FROM branches WHERE team_id = $1 AND product_id = $2 AND id = $3
@@ -362,10 +357,9 @@ impl ProductStore for PgStore {
             .bind(product.as_uuid())
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             if found.is_none() {
-                return Err(StoreError::NotFound(Entity::Branch));
+                return Err(StoreError::NotFound(Entity::Branch).into());
             }
             let gone = delete_releases_returning(
                 &mut tx,
@@ -377,8 +371,7 @@ impl ProductStore for PgStore {
             sqlx::query("DELETE FROM branches WHERE id = $1")
                 .bind(id.as_uuid())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             Ok(gone)
         })
     }
@@ -387,9 +380,9 @@ impl ProductStore for PgStore {
 /// The checks of create and update (references in the team, the version free), then the row
 /// written, with the latest rule: a latest release makes the others of its product and branch
 /// not latest.
-async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> StoreResult<()> {
+async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> PgResult<()> {
     if !lock_product(conn, r.team_id, r.product_id).await? {
-        return Err(StoreError::NotFound(Entity::Product));
+        return Err(StoreError::NotFound(Entity::Product).into());
     }
     if let Some(b) = r.branch_id {
         let found: Option<i32> = sqlx::query_scalar(
@@ -399,15 +392,14 @@ async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> Stor
         .bind(r.product_id.as_uuid())
         .bind(b.as_uuid())
         .fetch_optional(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
         if found.is_none() {
-            return Err(StoreError::NotFound(Entity::Branch));
+            return Err(StoreError::NotFound(Entity::Branch).into());
         }
     }
     let allowed: Vec<Uuid> = r.allowed_license_ids.iter().map(|l| *l.as_uuid()).collect();
     if !super::licenses::present(conn, "licenses", r.team_id, &allowed).await? {
-        return Err(StoreError::NotFound(Entity::License));
+        return Err(StoreError::NotFound(Entity::License).into());
     }
     let taken: Option<i32> = sqlx::query_scalar(
         "SELECT 1 FROM releases WHERE product_id = $1 AND branch_id IS NOT DISTINCT FROM $2
@@ -418,10 +410,9 @@ async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> Stor
     .bind(r.version.as_str())
     .bind(r.id.as_uuid())
     .fetch_optional(&mut *conn)
-    .await
-    .map_err(backend)?;
+    .await?;
     if taken.is_some() {
-        return Err(version_taken());
+        return Err(version_taken().into());
     }
     if r.latest {
         sqlx::query(
@@ -434,8 +425,7 @@ async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> Stor
         .bind(r.branch_id.map(|b| *b.as_uuid()))
         .bind(r.id.as_uuid())
         .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     }
     let sql = if insert {
         "INSERT INTO releases (id, team_id, product_id, branch_id, version, version_key, status,
@@ -472,7 +462,7 @@ impl ReleaseStore for PgStore {
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
-        RELEASES.get(&self.pool, team, id.as_uuid()).await
+        Ok(RELEASES.get(&self.pool, team, id.as_uuid()).await?)
     }
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
@@ -496,8 +486,7 @@ impl ReleaseStore for PgStore {
                     .bind(team.as_uuid())
                     .bind(id.as_uuid())
                     .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(backend)?
+                    .await?
                     .ok_or(StoreError::NotFound(Entity::Release))?;
             doc(&row)
         })
@@ -554,7 +543,7 @@ impl ReleaseStore for PgStore {
             .await
             .map_err(backend)?,
         };
-        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 

@@ -5,6 +5,7 @@ use licensing_core::model::Customer;
 use licensing_core::store::{CustomerStore, Journal, Page, StoreResult};
 use licensing_core::{CustomerId, TeamId};
 
+use super::PgResult;
 use super::tables::CUSTOMERS;
 use super::{
     DocQuery, PgStore, backend, constraint, doc, in_tx, json, ms, order, page, team_missing,
@@ -47,13 +48,13 @@ impl CustomerStore for PgStore {
     }
 
     async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
-        CUSTOMERS.get(&self.pool, team, id.as_uuid()).await
+        Ok(CUSTOMERS.get(&self.pool, team, id.as_uuid()).await?)
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
-        CUSTOMERS
+        Ok(CUSTOMERS
             .get_many(&self.pool, team, ids, |c: &Customer| c.id)
-            .await
+            .await?)
     }
 
     async fn update_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
@@ -65,10 +66,7 @@ impl CustomerStore for PgStore {
             )
             .bind(c.team_id.as_uuid())
             .bind(c.id.as_uuid());
-            let done = with_keys(update, c)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+            let done = with_keys(update, c).execute(&mut *tx).await?;
             CUSTOMERS.changed(done)
         })
     }
@@ -127,7 +125,7 @@ impl CustomerStore for PgStore {
             }
             None => self.count_customers(team, query).await?,
         };
-        let items = rows.iter().map(doc).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 }
@@ -135,9 +133,9 @@ impl CustomerStore for PgStore {
 impl PgStore {
     /// Customers matching a list's filter (for a page past the end, which has no rows to carry
     /// the total).
-    async fn count_customers(&self, team: TeamId, query: &CustomerListQuery) -> StoreResult<i64> {
+    async fn count_customers(&self, team: TeamId, query: &CustomerListQuery) -> PgResult<i64> {
         let needle = query.filter.as_ref().map(|s| s.as_str().to_lowercase());
-        sqlx::query_scalar(
+        Ok(sqlx::query_scalar(
             "SELECT count(*) FROM customers
              WHERE team_id = $1 AND ($2::text IS NULL
                 OR strpos(full_name_key, $2) > 0 OR strpos(email_key, $2) > 0
@@ -147,6 +145,6 @@ impl PgStore {
         .bind(needle)
         .fetch_one(&self.pool)
         .await
-        .map_err(backend)
+        .map_err(backend)?)
     }
 }

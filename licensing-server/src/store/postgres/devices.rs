@@ -14,18 +14,19 @@ use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
+use super::PgResult;
 use super::licenses::uuids;
 use super::tables::LICENSES;
 use super::{PgStore, backend, in_tx, ms, page};
 use super::{fetch_page, window_total};
 
 /// A device record from a row of [`HWID_COLUMNS`].
-pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
+pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> PgResult<Hwid> {
     Prefixed { row, prefix: "" }.hwid(team, license)
 }
 
 /// An address record from a row of [`IP_COLUMNS`].
-pub(super) fn ip(row: &PgRow, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
+pub(super) fn ip(row: &PgRow, team: TeamId, license: LicenseId) -> PgResult<IpRecord> {
     Prefixed { row, prefix: "" }.ip(team, license)
 }
 
@@ -39,17 +40,18 @@ impl Prefixed<'_> {
     fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
         &'r self,
         name: &str,
-    ) -> StoreResult<T> {
-        self.row
+    ) -> PgResult<T> {
+        Ok(self
+            .row
             .try_get(format!("{}{name}", self.prefix).as_str())
-            .map_err(backend)
+            .map_err(backend)?)
     }
 
-    fn time(&self, name: &str) -> StoreResult<Timestamp> {
+    fn time(&self, name: &str) -> PgResult<Timestamp> {
         self.get::<i64>(name).map(Timestamp::from_millis)
     }
 
-    pub(super) fn hwid(&self, team: TeamId, license: LicenseId) -> StoreResult<Hwid> {
+    pub(super) fn hwid(&self, team: TeamId, license: LicenseId) -> PgResult<Hwid> {
         let identifier: String = self.get("identifier")?;
         Ok(Hwid {
             id: HwidId::from_uuid(self.get("id")?),
@@ -64,7 +66,7 @@ impl Prefixed<'_> {
         })
     }
 
-    pub(super) fn ip(&self, team: TeamId, license: LicenseId) -> StoreResult<IpRecord> {
+    pub(super) fn ip(&self, team: TeamId, license: LicenseId) -> PgResult<IpRecord> {
         let address: Vec<u8> = self.get("address")?;
         let octets: [u8; 16] = address
             .as_slice()
@@ -93,21 +95,16 @@ pub(super) const IP_COLUMNS: &str =
 
 impl PgStore {
     /// `NotFound` unless the team has the license.
-    pub(super) async fn require_license(
-        &self,
-        team: TeamId,
-        license: LicenseId,
-    ) -> StoreResult<()> {
+    pub(super) async fn require_license(&self, team: TeamId, license: LicenseId) -> PgResult<()> {
         let found: Option<i32> =
             sqlx::query_scalar("SELECT 1 FROM licenses WHERE team_id = $1 AND id = $2")
                 .bind(team.as_uuid())
                 .bind(license.as_uuid())
                 .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
+                .await?;
         found
             .map(|_| ())
-            .ok_or(StoreError::NotFound(Entity::License))
+            .ok_or(StoreError::NotFound(Entity::License).into())
     }
 
     /// One page of a license's records of `table` (`hwids` or `ips`).
@@ -116,7 +113,7 @@ impl PgStore {
         table: &'static str,
         license: LicenseId,
         query: &DeviceListQuery,
-    ) -> StoreResult<(Vec<PgRow>, i64)> {
+    ) -> PgResult<(Vec<PgRow>, i64)> {
         let column = match query.sort {
             DeviceSort::LastSeenAt => "last_seen_at",
             DeviceSort::CreatedAt => "created_at",
@@ -150,8 +147,7 @@ impl PgStore {
                     .bind(license.as_uuid())
                     .bind(query.filter)
                     .fetch_one(&self.pool)
-                    .await
-                    .map_err(backend)?
+                    .await?
             }
         };
         Ok((rows, total))
@@ -166,7 +162,7 @@ impl PgStore {
         forgotten: bool,
         now: Timestamp,
         journal: &Journal,
-    ) -> StoreResult<PgRow> {
+    ) -> PgResult<PgRow> {
         let missing = if table == "hwids" {
             Entity::Hwid
         } else {
@@ -191,9 +187,8 @@ impl PgStore {
                 .bind(forgotten)
                 .bind(ms(now))
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?
-                .ok_or(StoreError::NotFound(missing))
+                .await?
+                .ok_or(StoreError::NotFound(missing).into())
         })
     }
 }
@@ -249,8 +244,7 @@ impl DeviceStore for PgStore {
                 .bind(hwids.iter().map(|h| ms(h.created_at)).collect::<Vec<_>>())
                 .bind(hwids.iter().map(|h| ms(h.updated_at)).collect::<Vec<_>>())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             }
             let mut seen = std::collections::HashSet::new();
             let ips: Vec<&IpRecord> = ips
@@ -285,8 +279,7 @@ impl DeviceStore for PgStore {
                 .bind(ips.iter().map(|r| ms(r.created_at)).collect::<Vec<_>>())
                 .bind(ips.iter().map(|r| ms(r.updated_at)).collect::<Vec<_>>())
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             }
             sqlx::query(
                 "UPDATE licenses SET
@@ -296,8 +289,7 @@ impl DeviceStore for PgStore {
             )
             .bind(license.as_uuid())
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             Ok(())
         })
     }
@@ -308,7 +300,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<Hwid>> {
-        self.usage_list(Usage::HWIDS, team, license, query).await
+        Ok(self.usage_list(Usage::HWIDS, team, license, query).await?)
     }
 
     async fn set_hwid_forgotten(
@@ -321,8 +313,9 @@ impl DeviceStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<Hwid> {
         let key = (team, license, *id.as_uuid());
-        self.usage_forgotten(Usage::HWIDS, key, forgotten, now, journal)
-            .await
+        Ok(self
+            .usage_forgotten(Usage::HWIDS, key, forgotten, now, journal)
+            .await?)
     }
 
     async fn list_ips(
@@ -331,7 +324,7 @@ impl DeviceStore for PgStore {
         license: LicenseId,
         query: &DeviceListQuery,
     ) -> StoreResult<Page<IpRecord>> {
-        self.usage_list(Usage::IPS, team, license, query).await
+        Ok(self.usage_list(Usage::IPS, team, license, query).await?)
     }
 
     async fn set_ip_forgotten(
@@ -344,8 +337,9 @@ impl DeviceStore for PgStore {
         journal: &Journal,
     ) -> StoreResult<IpRecord> {
         let key = (team, license, *id.as_uuid());
-        self.usage_forgotten(Usage::IPS, key, forgotten, now, journal)
-            .await
+        Ok(self
+            .usage_forgotten(Usage::IPS, key, forgotten, now, journal)
+            .await?)
     }
 }
 
@@ -353,7 +347,7 @@ impl DeviceStore for PgStore {
 /// a row of it reads.
 struct Usage<R> {
     table: &'static str,
-    read: fn(&PgRow, TeamId, LicenseId) -> StoreResult<R>,
+    read: fn(&PgRow, TeamId, LicenseId) -> PgResult<R>,
 }
 
 impl Usage<Hwid> {
@@ -378,14 +372,14 @@ impl PgStore {
         team: TeamId,
         license: LicenseId,
         query: &DeviceListQuery,
-    ) -> StoreResult<Page<R>> {
+    ) -> PgResult<Page<R>> {
         self.settle().await?;
         self.require_license(team, license).await?;
         let (rows, total) = self.usage_page(usage.table, license, query).await?;
         let items = rows
             .iter()
             .map(|row| (usage.read)(row, team, license))
-            .collect::<StoreResult<_>>()?;
+            .collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 
@@ -397,7 +391,7 @@ impl PgStore {
         forgotten: bool,
         now: Timestamp,
         journal: &Journal,
-    ) -> StoreResult<R> {
+    ) -> PgResult<R> {
         let row = self
             .set_forgotten(usage.table, key, forgotten, now, journal)
             .await?;

@@ -8,6 +8,7 @@ use licensing_core::store::{Entity, Journal, LicenseSessionStore, Page, StoreErr
 use licensing_core::{LicenseId, LicenseSessionId, TeamId, Timestamp};
 use sqlx::PgConnection;
 
+use super::PgResult;
 use super::tables::LICENSES;
 use super::{PgStore, backend, doc, in_tx, json, ms};
 
@@ -16,13 +17,12 @@ pub(super) async fn own_session(
     conn: &mut PgConnection,
     license: LicenseId,
     id: LicenseSessionId,
-) -> StoreResult<Option<LicenseSession>> {
+) -> PgResult<Option<LicenseSession>> {
     let row = sqlx::query("SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2")
         .bind(id.as_uuid())
         .bind(license.as_uuid())
         .fetch_optional(conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     row.map(|row| doc(&row)).transpose()
 }
 
@@ -32,7 +32,7 @@ pub(super) async fn count_live(
     license: LicenseId,
     now: Timestamp,
     up_to: u32,
-) -> StoreResult<u64> {
+) -> PgResult<u64> {
     let live: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM license_sessions
            WHERE license_id = $1 AND expires_at > $2 LIMIT $3) live",
@@ -41,8 +41,7 @@ pub(super) async fn count_live(
     .bind(ms(now))
     .bind(i64::from(up_to))
     .fetch_one(conn)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(live.max(0) as u64)
 }
 
@@ -58,7 +57,7 @@ pub(super) async fn extend(
     ),
     ttl: u32,
     now: Timestamp,
-) -> StoreResult<Option<LicenseSession>> {
+) -> PgResult<Option<LicenseSession>> {
     let Some(hardware_id) = hardware_id else {
         return Ok(None);
     };
@@ -81,13 +80,12 @@ pub(super) async fn extend(
     .bind(i32::try_from(ttl).unwrap_or(i32::MAX))
     .bind(hardware_id.as_str())
     .fetch_optional(pool)
-    .await
-    .map_err(backend)?;
+    .await?;
     row.map(|row| doc(&row)).transpose()
 }
 
 /// Writes a started or extended session.
-pub(super) async fn write(conn: &mut PgConnection, session: &LicenseSession) -> StoreResult<()> {
+pub(super) async fn write(conn: &mut PgConnection, session: &LicenseSession) -> PgResult<()> {
     sqlx::query(
         "INSERT INTO license_sessions (id, team_id, license_id, expires_at, started_at, doc)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -100,8 +98,7 @@ pub(super) async fn write(conn: &mut PgConnection, session: &LicenseSession) -> 
     .bind(ms(session.started_at))
     .bind(json(session))
     .execute(conn)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
@@ -134,7 +131,7 @@ impl LicenseSessionStore for PgStore {
             .await?
             .iter()
             .map(doc)
-            .collect::<StoreResult<Vec<LicenseSession>>>()?;
+            .collect::<PgResult<Vec<LicenseSession>>>()?;
         let total: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM license_sessions
              WHERE license_id = $1 AND team_id = $2 AND expires_at > $3",
@@ -163,7 +160,7 @@ impl LicenseSessionStore for PgStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(backend)?;
-        row.map(|row| doc(&row)).transpose()
+        Ok(row.map(|row| doc(&row)).transpose()?)
     }
 
     async fn remove_license_session(
@@ -193,8 +190,7 @@ impl LicenseSessionStore for PgStore {
                 .bind(ms(now))
                 .bind(expired)
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
                 // Nothing in that state: the transaction (and its journal) is dropped.
                 let row = row.ok_or(StoreError::NotFound(Entity::LicenseSession))?;
                 doc::<LicenseSession>(&row)
@@ -222,7 +218,7 @@ impl LicenseSessionStore for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend)?;
-        rows.iter().map(doc).collect()
+        Ok(rows.iter().map(doc).collect::<PgResult<_>>()?)
     }
 
     async fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64> {

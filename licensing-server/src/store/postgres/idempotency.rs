@@ -26,6 +26,7 @@ use sqlx::Row as _;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres};
 
+use super::PgResult;
 use super::{PgStore, backend, ms};
 
 /// The advisory lock of `owner`'s `key`: the first 8 bytes of SHA-256 of `owner|0|key`.
@@ -205,11 +206,10 @@ pub(super) fn bind_mark<'q>(
 
 /// Marks `keyed`'s row applied in the transaction of the write it runs for (`conn`), in a
 /// statement of its own (a write without an audit entry).
-pub(super) async fn mark_applied(conn: &mut PgConnection, keyed: &KeyedWrite) -> StoreResult<()> {
+pub(super) async fn mark_applied(conn: &mut PgConnection, keyed: &KeyedWrite) -> PgResult<()> {
     bind_mark(sqlx::query(mark_sql!("$1", "$2", "$3", "$4")), keyed)
         .execute(conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(())
 }
 
@@ -221,10 +221,10 @@ impl PgStore {
         key: &IdempotencyKey,
         fingerprint: Fingerprint,
         now: Timestamp,
-    ) -> StoreResult<Claim> {
+    ) -> PgResult<Claim> {
         let lock = lock_of(owner, key);
 
-        let mut conn = self.locks.acquire().await.map_err(backend)?;
+        let mut conn = self.locks.acquire().await?;
         // One statement, writing nothing: the lock tried, and the key's row read.
         let row = sqlx::query(
             "SELECT pg_try_advisory_lock($1) AS got, k.fingerprint, k.created_at, k.status,
@@ -236,9 +236,8 @@ impl PgStore {
         .bind(owner.as_str())
         .bind(key.as_str())
         .fetch_one(&mut *conn)
-        .await
-        .map_err(backend)?;
-        let got: bool = row.try_get("got").map_err(backend)?;
+        .await?;
+        let got: bool = row.try_get("got")?;
         let record = read_record(&row)?
             .filter(|r| now.as_millis() - r.created_at.as_millis() < KEPT_FOR_MS)
             .filter(|r| r.answer.is_some() || r.applied);
@@ -262,8 +261,7 @@ impl PgStore {
             sqlx::query("SELECT pg_advisory_unlock($1)")
                 .bind(lock)
                 .execute(&mut *conn)
-                .await
-                .map_err(backend)?;
+                .await?;
             return Ok(Claim::decide(record.as_ref(), fingerprint, now));
         }
         drop(conn);
@@ -312,7 +310,7 @@ impl IdempotencyStore for PgStore {
             // The lock is this instance's own, being let go after an answer was kept: once it
             // is gone, the key is claimed again.
             Claim::InUse if self.claims.letting.wait_for(lock_of(owner, key)).await => {
-                self.try_claim(owner, key, fingerprint, now).await
+                Ok(self.try_claim(owner, key, fingerprint, now).await?)
             }
             claim => Ok(claim),
         }
@@ -410,37 +408,28 @@ impl IdempotencyStore for PgStore {
 }
 
 /// The row a claim read, if there is one.
-fn read_record(row: &sqlx::postgres::PgRow) -> StoreResult<Option<IdempotencyRecord>> {
+fn read_record(row: &sqlx::postgres::PgRow) -> PgResult<Option<IdempotencyRecord>> {
     let bad = || StoreError::backend("bad idempotency row");
-    let Some(fingerprint) = row
-        .try_get::<Option<Vec<u8>>, _>("fingerprint")
-        .map_err(backend)?
-    else {
+    let Some(fingerprint) = row.try_get::<Option<Vec<u8>>, _>("fingerprint")? else {
         return Ok(None);
     };
     let fingerprint: [u8; 32] = fingerprint.try_into().map_err(|_| bad())?;
-    let created_at: i64 = row.try_get("created_at").map_err(backend)?;
-    let status: Option<i32> = row.try_get("status").map_err(backend)?;
-    let applied: bool = row
-        .try_get::<Option<bool>, _>("applied")
-        .map_err(backend)?
-        .unwrap_or(false);
+    let created_at: i64 = row.try_get("created_at")?;
+    let status: Option<i32> = row.try_get("status")?;
+    let applied: bool = row.try_get::<Option<bool>, _>("applied")?.unwrap_or(false);
     let answer = match status {
         None => None,
         Some(status) => Some(KeptAnswer {
             status: u16::try_from(status).map_err(|_| bad())?,
             content_type: row
-                .try_get::<Option<String>, _>("content_type")
-                .map_err(backend)?
+                .try_get::<Option<String>, _>("content_type")?
                 .unwrap_or_default(),
             headers: row
-                .try_get::<Option<sqlx::types::Json<Vec<(String, String)>>>, _>("headers")
-                .map_err(backend)?
+                .try_get::<Option<sqlx::types::Json<Vec<(String, String)>>>, _>("headers")?
                 .map(|h| h.0)
                 .unwrap_or_default(),
             body: row
-                .try_get::<Option<Vec<u8>>, _>("body")
-                .map_err(backend)?
+                .try_get::<Option<Vec<u8>>, _>("body")?
                 .unwrap_or_default(),
         }),
     };

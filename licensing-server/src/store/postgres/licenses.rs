@@ -8,6 +8,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
+use super::PgResult;
 use super::tables::LICENSES;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, team_missing,
@@ -15,9 +16,9 @@ use super::{
 use super::{fetch_page, window_total};
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
-pub(super) fn license(row: &PgRow) -> StoreResult<License> {
+pub(super) fn license(row: &PgRow) -> PgResult<License> {
     let mut l: License = doc(row)?;
-    let active: Option<i64> = row.try_get("last_active_at").map_err(backend)?;
+    let active: Option<i64> = row.try_get("last_active_at")?;
     l.last_active_at = active.map(Timestamp::from_millis);
     Ok(l)
 }
@@ -39,7 +40,7 @@ pub(super) async fn add_count(
     team: TeamId,
     what: &'static str,
     delta: i64,
-) -> StoreResult<()> {
+) -> PgResult<()> {
     let sql: &'static str = match what {
         "licenses" => {
             "INSERT INTO team_counts (team_id, licenses, customers) VALUES ($1, $2, 0)
@@ -60,7 +61,7 @@ pub(super) async fn add_count(
 }
 
 /// A team's count of licenses or customers.
-pub(super) async fn count(pool: &sqlx::PgPool, team: TeamId, what: &str) -> StoreResult<i64> {
+pub(super) async fn count(pool: &sqlx::PgPool, team: TeamId, what: &str) -> PgResult<i64> {
     let sql: &'static str = match what {
         "licenses" => "SELECT licenses FROM team_counts WHERE team_id = $1",
         _ => "SELECT customers FROM team_counts WHERE team_id = $1",
@@ -68,31 +69,29 @@ pub(super) async fn count(pool: &sqlx::PgPool, team: TeamId, what: &str) -> Stor
     let n: Option<i64> = sqlx::query_scalar(sql)
         .bind(team.as_uuid())
         .fetch_optional(pool)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(n.unwrap_or(0))
 }
 
 /// The checks of create and update: the key free in the team, the customers and products
 /// present in it (read `FOR SHARE`, so that deleting one waits for this transaction).
-async fn check_refs(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
+async fn check_refs(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     let owner: Option<Uuid> =
         sqlx::query_scalar("SELECT id FROM licenses WHERE team_id = $1 AND license_key = $2")
             .bind(l.team_id.as_uuid())
             .bind(l.license_key.as_str())
             .fetch_optional(&mut *conn)
-            .await
-            .map_err(backend)?;
+            .await?;
     if owner.is_some_and(|o| o != *l.id.as_uuid()) {
-        return Err(key_taken());
+        return Err(key_taken().into());
     }
     let customers = uuids(&l.customer_ids, |c| *c.as_uuid());
     if !present(conn, "customers", l.team_id, &customers).await? {
-        return Err(StoreError::NotFound(Entity::Customer));
+        return Err(StoreError::NotFound(Entity::Customer).into());
     }
     let products = uuids(&l.product_ids, |p| *p.as_uuid());
     if !present(conn, "products", l.team_id, &products).await? {
-        return Err(StoreError::NotFound(Entity::Product));
+        return Err(StoreError::NotFound(Entity::Product).into());
     }
     Ok(())
 }
@@ -104,7 +103,7 @@ pub(super) async fn present(
     table: &'static str,
     team: TeamId,
     ids: &[Uuid],
-) -> StoreResult<bool> {
+) -> PgResult<bool> {
     if ids.is_empty() {
         return Ok(true);
     }
@@ -126,15 +125,14 @@ pub(super) async fn present(
         .bind(team.as_uuid())
         .bind(ids)
         .fetch_one(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     let mut distinct = ids.to_vec();
     distinct.sort_unstable();
     distinct.dedup();
     Ok(found == distinct.len() as i64)
 }
 
-async fn insert(conn: &mut PgConnection, l: &License) -> StoreResult<()> {
+async fn insert(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     let insert = sqlx::query(
         "INSERT INTO licenses (id, team_id, created_at, license_key, updated_at, last_active_at,
            customer_ids, product_ids, doc, suspended, expiration_type, expires_at)
@@ -237,7 +235,7 @@ fn with_columns<'q>(query: super::DocQuery<'q>, l: &'q License) -> super::DocQue
 }
 
 /// Replaces a license's row.
-pub(super) async fn write(conn: &mut PgConnection, l: &License) -> StoreResult<u64> {
+pub(super) async fn write(conn: &mut PgConnection, l: &License) -> PgResult<u64> {
     let update = sqlx::query(
         "UPDATE licenses SET license_key = $3, updated_at = $4, last_active_at = $5,
            customer_ids = $6, product_ids = $7, doc = $8, suspended = $9, expiration_type = $10,
@@ -261,7 +259,7 @@ pub(super) async fn detach(
     column: &'static str,
     field: &'static str,
     id: &Uuid,
-) -> StoreResult<()> {
+) -> PgResult<()> {
     let sql: &'static str = match (column, field) {
         ("customer_ids", "customerIds") => {
             "UPDATE licenses SET customer_ids = array_remove(customer_ids, $2),
@@ -278,8 +276,7 @@ pub(super) async fn detach(
         .bind(team.as_uuid())
         .bind(id)
         .execute(conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(())
 }
 
@@ -292,14 +289,16 @@ impl LicenseStore for PgStore {
     }
 
     async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
-        sqlx::query("SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND id = $2")
-            .bind(team.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend)?
-            .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
-            .transpose()
+        Ok(
+            sqlx::query("SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?
+                .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
+                .transpose()?,
+        )
     }
 
     async fn get_license_by_key(
@@ -307,7 +306,7 @@ impl LicenseStore for PgStore {
         team: TeamId,
         key: &LicenseKey,
     ) -> StoreResult<Option<License>> {
-        sqlx::query(
+        Ok(sqlx::query(
             "SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND license_key = $2",
         )
         .bind(team.as_uuid())
@@ -316,7 +315,7 @@ impl LicenseStore for PgStore {
         .await
         .map_err(backend)?
         .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
-        .transpose()
+        .transpose()?)
     }
 
     async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
@@ -343,8 +342,7 @@ impl LicenseStore for PgStore {
             .bind(team.as_uuid())
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?
+            .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
             sqlx::query(
                 "UPDATE releases SET allowed_license_ids = array_remove(allowed_license_ids, $2),
@@ -355,8 +353,7 @@ impl LicenseStore for PgStore {
             .bind(team.as_uuid())
             .bind(id.as_uuid())
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             add_count(&mut tx, team, "licenses", -1).await?;
             license(&row)
         })
@@ -434,7 +431,7 @@ impl LicenseStore for PgStore {
                 .try_get("total")
                 .map_err(backend)?
         };
-        let items = rows.iter().map(license).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(license).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 }

@@ -5,9 +5,10 @@
 //! transaction with its record. A database that records a migration this server does not know
 //! was written by a newer server, and is refused.
 
-use licensing_core::store::{StoreError, StoreResult};
+use licensing_core::store::StoreError;
 use sqlx::PgPool;
 
+use super::PgResult;
 use super::backend;
 
 /// A migration: its number, name and SQL.
@@ -57,29 +58,27 @@ pub const SCHEMA_VERSION: i64 = 18;
 const LOCK: i64 = 0x6c69_6365_6e73_696e;
 
 /// Applies the migrations the database lacks; refuses a newer schema.
-pub(super) async fn apply(pool: &PgPool) -> StoreResult<()> {
-    let mut conn = pool.acquire().await.map_err(backend)?;
+pub(super) async fn apply(pool: &PgPool) -> PgResult<()> {
+    let mut conn = pool.acquire().await?;
     sqlx::query("SELECT pg_advisory_lock($1)")
         .bind(LOCK)
         .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     let result = apply_locked(&mut conn).await;
     let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK)
         .execute(&mut *conn)
         .await
         .map_err(backend);
-    result.and(unlocked.map(|_| ()))
+    result.and(Ok(unlocked.map(|_| ())?))
 }
 
-async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
+async fn apply_locked(conn: &mut sqlx::PgConnection) -> PgResult<()> {
     // Looked up first rather than `CREATE TABLE IF NOT EXISTS`, whose notice ("already exists")
     // every start would log; the lock makes the two steps one.
     let known: bool = sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
         .fetch_one(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     if !known {
         sqlx::query(
             "CREATE TABLE schema_migrations (
@@ -89,22 +88,21 @@ async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
             )",
         )
         .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     }
     let newest: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM schema_migrations")
         .fetch_one(&mut *conn)
-        .await
-        .map_err(backend)?;
+        .await?;
     let newest = newest.unwrap_or(0);
     if newest > SCHEMA_VERSION {
         return Err(StoreError::backend(format!(
             "the database's schema is version {newest}, newer than this server knows \
              ({SCHEMA_VERSION}); run a server of that version or newer"
-        )));
+        ))
+        .into());
     }
     for m in MIGRATIONS.iter().filter(|m| m.version > newest) {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(backend)?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
             StoreError::backend(format!(
                 "schema migration {} ({}) failed: {e}",
@@ -115,9 +113,8 @@ async fn apply_locked(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
             .bind(m.version)
             .bind(m.name)
             .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
+            .await?;
+        tx.commit().await?;
         tracing::info!(
             version = m.version,
             name = m.name,

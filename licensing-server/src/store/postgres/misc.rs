@@ -8,11 +8,12 @@ use licensing_core::store::{
 use licensing_core::{BlacklistId, ProductId, TeamId, Timestamp};
 use sqlx::{PgConnection, Row as _};
 
+use super::PgResult;
 use super::fetch_docs;
 use super::tables::BLACKLIST;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, team_missing};
 
-pub(super) async fn insert_message(conn: &mut PgConnection, m: &OutboxMessage) -> StoreResult<()> {
+pub(super) async fn insert_message(conn: &mut PgConnection, m: &OutboxMessage) -> PgResult<()> {
     sqlx::query("INSERT INTO outbox (id, team_id, next_attempt_at, doc) VALUES ($1, $2, $3, $4)")
         .bind(m.id.as_uuid())
         .bind(m.team_id.as_uuid())
@@ -24,17 +25,17 @@ pub(super) async fn insert_message(conn: &mut PgConnection, m: &OutboxMessage) -
     Ok(())
 }
 
-fn blacklist_entry(row: &sqlx::postgres::PgRow) -> StoreResult<BlacklistEntry> {
+fn blacklist_entry(row: &sqlx::postgres::PgRow) -> PgResult<BlacklistEntry> {
     let mut entry: BlacklistEntry = doc(row)?;
-    let hits: i64 = row.try_get("hits").map_err(backend)?;
+    let hits: i64 = row.try_get("hits")?;
     entry.hits = u64::try_from(hits).unwrap_or(0);
     Ok(entry)
 }
 
-fn kind_text(entry: &BlacklistEntry) -> StoreResult<String> {
+fn kind_text(entry: &BlacklistEntry) -> PgResult<String> {
     match serde_json::to_value(entry.kind) {
         Ok(serde_json::Value::String(s)) => Ok(s),
-        _ => Err(StoreError::backend("a blacklist type is not a string")),
+        _ => Err(StoreError::backend("a blacklist type is not a string").into()),
     }
 }
 
@@ -74,14 +75,16 @@ impl BlacklistStore for PgStore {
     }
 
     async fn list_blacklist(&self, team: TeamId) -> StoreResult<Vec<BlacklistEntry>> {
-        sqlx::query("SELECT doc, hits FROM blacklist WHERE team_id = $1 ORDER BY created_at, id")
-            .bind(team.as_uuid())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?
-            .iter()
-            .map(blacklist_entry)
-            .collect()
+        Ok(sqlx::query(
+            "SELECT doc, hits FROM blacklist WHERE team_id = $1 ORDER BY created_at, id",
+        )
+        .bind(team.as_uuid())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(blacklist_entry)
+        .collect::<PgResult<_>>()?)
     }
 
     async fn delete_blacklist_entry(
@@ -149,8 +152,7 @@ impl StatsStore for PgStore {
             .bind(team.as_uuid())
             .bind(counts.hour)
             .fetch_one(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             let mut bucket: HourlyStats = doc(&row)?;
             bucket.merge(counts);
             sqlx::query("UPDATE hourly_stats SET doc = $3 WHERE team_id = $1 AND hour = $2")
@@ -158,14 +160,13 @@ impl StatsStore for PgStore {
                 .bind(counts.hour)
                 .bind(json(&bucket))
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            Ok::<_, StoreError>(())
+                .await?;
+            Ok(())
         })
     }
 
     async fn hourly_since(&self, team: TeamId, since: i64) -> StoreResult<Vec<HourlyStats>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query(
                 "SELECT doc FROM hourly_stats WHERE team_id = $1 AND hour >= $2 ORDER BY hour",
@@ -173,7 +174,7 @@ impl StatsStore for PgStore {
             .bind(team.as_uuid())
             .bind(since),
         )
-        .await
+        .await?)
     }
 
     async fn overview(&self, team: TeamId, active_since: Timestamp) -> StoreResult<Overview> {
@@ -222,7 +223,7 @@ impl StatsStore for PgStore {
                         .unwrap_or(0),
                 })
             })
-            .collect::<StoreResult<Vec<_>>>()?;
+            .collect::<PgResult<Vec<_>>>()?;
         Ok(rank_top_products(products, limit))
     }
 
@@ -253,7 +254,7 @@ pub(super) async fn count_mail(
     n: usize,
     (day, daily_limit): (i64, u32),
     what: &str,
-) -> StoreResult<()> {
+) -> PgResult<()> {
     let queued: i64 = sqlx::query_scalar(
         "INSERT INTO mail_days (team_id, day, queued) VALUES ($1, $2, $3)
          ON CONFLICT (team_id, day) DO UPDATE SET queued = mail_days.queued + $3
@@ -268,7 +269,8 @@ pub(super) async fn count_mail(
     if queued > i64::from(daily_limit) {
         return Err(StoreError::Limit(format!(
             "at most {daily_limit} {what} a day per team; try again tomorrow"
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
@@ -292,7 +294,7 @@ impl OutboxStore for PgStore {
     }
 
     async fn due_messages(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<OutboxMessage>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query(
                 "SELECT doc FROM outbox WHERE next_attempt_at <= $1 ORDER BY next_attempt_at, id
@@ -301,7 +303,7 @@ impl OutboxStore for PgStore {
             .bind(ms(now))
             .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
         )
-        .await
+        .await?)
     }
 
     async fn claim_messages(
@@ -316,12 +318,12 @@ impl OutboxStore for PgStore {
                ORDER BY next_attempt_at, id LIMIT $3
                FOR UPDATE SKIP LOCKED)
              RETURNING doc";
-        super::claim(&self.pool, CLAIM, now, lease_ms, limit)
+        Ok(super::claim(&self.pool, CLAIM, now, lease_ms, limit)
             .await
             .map(|mut claimed: Vec<OutboxMessage>| {
                 claimed.sort_by_key(|m| (m.next_attempt_at, m.id));
                 claimed
-            })
+            })?)
     }
 
     async fn message_sent(&self, message: &OutboxMessage) -> StoreResult<()> {
@@ -362,16 +364,14 @@ impl SessionKeyStore for PgStore {
                 .bind(team.as_uuid())
                 .bind(since)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             let used: Option<i32> = sqlx::query_scalar(
                 "SELECT 1 FROM session_keys WHERE team_id = $1 AND fingerprint = $2",
             )
             .bind(team.as_uuid())
             .bind(fingerprint.as_slice())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             if used.is_some() {
                 return Ok(Err(SessionKeyRefused::Reused));
             }
@@ -379,8 +379,7 @@ impl SessionKeyStore for PgStore {
                 sqlx::query_scalar("SELECT count(*) FROM session_keys WHERE team_id = $1")
                     .bind(team.as_uuid())
                     .fetch_one(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             if held >= i64::from(per_team) {
                 return Ok(Err(SessionKeyRefused::Full));
             }
@@ -398,14 +397,15 @@ impl SessionKeyStore for PgStore {
             if taken.rows_affected() == 0 {
                 return Ok(Err(SessionKeyRefused::Reused));
             }
-            Ok::<_, StoreError>(Ok(()))
+            Ok(Ok(()))
         })
     }
 }
 
 /// A `count(*)` column of `row`.
-fn count_of(row: &sqlx::postgres::PgRow, name: &str) -> StoreResult<u64> {
-    row.try_get::<i64, _>(name)
+fn count_of(row: &sqlx::postgres::PgRow, name: &str) -> PgResult<u64> {
+    Ok(row
+        .try_get::<i64, _>(name)
         .map(|v| u64::try_from(v).unwrap_or(0))
-        .map_err(backend)
+        .map_err(backend)?)
 }

@@ -147,7 +147,7 @@ impl PgStore {
 
     /// Writes waiting refreshes before a read of many records (lists, statistics), so that
     /// this instance's own heartbeats show in them.
-    pub(crate) async fn settle(&self) -> StoreResult<()> {
+    pub(crate) async fn settle(&self) -> PgResult<()> {
         if self.refreshes.is_empty() {
             return Ok(());
         }
@@ -189,7 +189,7 @@ impl PgStore {
 pub(crate) async fn write_journal(
     conn: &mut sqlx::PgConnection,
     journal: &licensing_core::store::Journal,
-) -> StoreResult<()> {
+) -> PgResult<()> {
     for event in &journal.events {
         webhooks::insert_event(&mut *conn, event).await?;
     }
@@ -209,7 +209,7 @@ async fn insert_audit(
     conn: &mut sqlx::PgConnection,
     e: &licensing_core::model::AuditEntry,
     mark: Option<&licensing_core::idempotency::KeyedWrite>,
-) -> StoreResult<()> {
+) -> PgResult<()> {
     macro_rules! insert {
         () => {
             "INSERT INTO audit_log
@@ -248,7 +248,7 @@ async fn insert_audit(
         None => query,
         Some(keyed) => idempotency::bind_mark(query, keyed),
     };
-    query.execute(conn).await.map_err(backend)?;
+    query.execute(conn).await?;
     Ok(())
 }
 
@@ -256,6 +256,39 @@ async fn insert_audit(
 pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("PostgreSQL", e)
 }
+
+/// A failure as this store's own functions answer it: the database's (a `sqlx::Error` becomes
+/// one with `?`) or a store error decided here (so does a [`StoreError`]); it becomes the
+/// [`StoreError`] the storage traits answer, with `?` again.
+#[derive(Debug)]
+pub(crate) struct PgError(StoreError);
+
+impl From<sqlx::Error> for PgError {
+    fn from(e: sqlx::Error) -> Self {
+        Self(backend(e))
+    }
+}
+
+impl From<StoreError> for PgError {
+    fn from(e: StoreError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<PgError> for StoreError {
+    fn from(e: PgError) -> Self {
+        e.0
+    }
+}
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What this store's own functions answer.
+pub(crate) type PgResult<T> = Result<T, PgError>;
 
 /// A constraint's name and the store error its violation means.
 pub(crate) type Violation<'a> = (&'a str, fn() -> StoreError);
@@ -290,9 +323,9 @@ pub(crate) fn json<T: Serialize>(value: &T) -> Json<&T> {
 }
 
 /// Reads the `doc` column.
-pub(crate) fn doc<T: DeserializeOwned>(row: &PgRow) -> StoreResult<T> {
+pub(crate) fn doc<T: DeserializeOwned>(row: &PgRow) -> PgResult<T> {
     use sqlx::Row as _;
-    let Json(value): Json<T> = row.try_get("doc").map_err(backend)?;
+    let Json(value): Json<T> = row.try_get("doc")?;
     Ok(value)
 }
 
@@ -303,25 +336,18 @@ pub(crate) type DocQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::post
 pub(crate) async fn fetch_docs<T: DeserializeOwned>(
     pool: &PgPool,
     query: DocQuery<'_>,
-) -> StoreResult<Vec<T>> {
-    query
-        .fetch_all(pool)
-        .await
-        .map_err(backend)?
-        .iter()
-        .map(doc)
-        .collect()
+) -> PgResult<Vec<T>> {
+    query.fetch_all(pool).await?.iter().map(doc).collect()
 }
 
 /// The document of the row `query` finds, if it finds one.
 pub(crate) async fn fetch_doc<T: DeserializeOwned>(
     pool: &PgPool,
     query: DocQuery<'_>,
-) -> StoreResult<Option<T>> {
+) -> PgResult<Option<T>> {
     query
         .fetch_optional(pool)
-        .await
-        .map_err(backend)?
+        .await?
         .map(|row| doc(&row))
         .transpose()
 }
@@ -355,13 +381,12 @@ pub(crate) async fn prune(
     delete: &'static str,
     before: Timestamp,
     limit: usize,
-) -> StoreResult<u64> {
+) -> PgResult<u64> {
     let done = sqlx::query(delete)
         .bind(ms(before))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .execute(pool)
-        .await
-        .map_err(backend)?;
+        .await?;
     Ok(done.rows_affected())
 }
 
@@ -373,7 +398,7 @@ pub(crate) async fn claim<T: DeserializeOwned>(
     now: Timestamp,
     lease_ms: i64,
     limit: usize,
-) -> StoreResult<Vec<T>> {
+) -> PgResult<Vec<T>> {
     let query = sqlx::query(claim)
         .bind(ms(now))
         .bind(ms(now) + lease_ms)
@@ -395,23 +420,24 @@ pub(crate) async fn fetch_page(
     pool: &PgPool,
     select: DocQuery<'_>,
     paging: &licensing_core::api::requests::Paging,
-) -> StoreResult<Vec<PgRow>> {
+) -> PgResult<Vec<PgRow>> {
     let (limit, offset) = page_bounds(paging);
-    select
+    Ok(select
         .bind(limit)
         .bind(offset)
         .fetch_all(pool)
         .await
-        .map_err(backend)
+        .map_err(backend)?)
 }
 
 /// The total a page's `count(*) OVER () AS total` column carries; `None` for a page past the
 /// end, which has no row to carry it.
-pub(crate) fn window_total(rows: &[PgRow]) -> StoreResult<Option<i64>> {
-    rows.first()
+pub(crate) fn window_total(rows: &[PgRow]) -> PgResult<Option<i64>> {
+    Ok(rows
+        .first()
         .map(|row| sqlx::Row::try_get(row, "total"))
         .transpose()
-        .map_err(backend)
+        .map_err(backend)?)
 }
 
 /// Builds a page from a query's rows and the total.
@@ -429,9 +455,9 @@ pub(crate) fn page<T>(
     }
 }
 
-/// Runs `body` in a transaction and commits it when it evaluates to `Ok`. The body is not a
-/// closure: a `return` in it leaves the enclosing function without committing (the
-/// transaction rolls back). A body that must commit on every outcome calls a function.
+/// Runs `body` in a transaction and commits it when it evaluates to `Ok`. The body runs as an
+/// async block answering [`PgResult`]: `?` takes the database's errors and the store's alike,
+/// and an `Err` (returned, or passed on with `?`) rolls the transaction back.
 macro_rules! in_tx {
     ($pool:expr, |$tx:ident| $body:expr) => {
         $crate::store::postgres::in_tx!($pool, &licensing_core::store::Journal::NONE, |$tx| $body)
@@ -441,7 +467,7 @@ macro_rules! in_tx {
             .begin()
             .await
             .map_err($crate::store::postgres::backend)?;
-        let out = $body;
+        let out: $crate::store::postgres::PgResult<_> = async { $body }.await;
         match out {
             Ok(value) => {
                 $crate::store::postgres::write_journal(&mut $tx, $journal).await?;
@@ -450,7 +476,7 @@ macro_rules! in_tx {
                     .map_err($crate::store::postgres::backend)?;
                 Ok(value)
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }};
 }

@@ -27,7 +27,8 @@ use sqlx::{PgConnection, PgPool};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use super::{backend, in_tx, ms};
+use super::PgResult;
+use super::{in_tx, ms};
 use crate::store::refresh::{Refresh, Refreshes};
 
 /// How often waiting refreshes are written.
@@ -43,7 +44,7 @@ const CHUNK: usize = 1_000;
 pub(super) async fn write(
     conn: &mut PgConnection,
     taken: &[&(LicenseId, Refresh)],
-) -> StoreResult<()> {
+) -> PgResult<()> {
     let mut h_license = Vec::new();
     let mut h_digest: Vec<Vec<u8>> = Vec::new();
     let mut h_at = Vec::new();
@@ -106,14 +107,13 @@ pub(super) async fn write(
     .bind(&l_id)
     .bind(&l_at)
     .execute(conn)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(())
 }
 
 /// Writes every refresh waiting now, [`CHUNK`] licenses per transaction. Licenses locked by
 /// another transaction wait for the next round; deleted ones are dropped.
-pub(super) async fn flush(pool: &PgPool, refreshes: &Refreshes) -> StoreResult<()> {
+pub(super) async fn flush(pool: &PgPool, refreshes: &Refreshes) -> PgResult<()> {
     let mut taken = refreshes.take_all();
     while !taken.is_empty() {
         let rest = taken.split_off(taken.len().min(CHUNK));
@@ -125,8 +125,7 @@ pub(super) async fn flush(pool: &PgPool, refreshes: &Refreshes) -> StoreResult<(
             )
             .bind(&ids)
             .fetch_all(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             let held: HashSet<Uuid> = locked.iter().copied().collect();
             let now: Vec<&(LicenseId, Refresh)> = chunk
                 .iter()
@@ -135,14 +134,14 @@ pub(super) async fn flush(pool: &PgPool, refreshes: &Refreshes) -> StoreResult<(
             if !now.is_empty() {
                 write(&mut tx, &now).await?;
             }
-            Ok::<_, licensing_core::store::StoreError>(locked)
+            Ok(locked)
         });
         let locked = match written {
             Ok(locked) => locked,
             Err(e) => {
                 refreshes.put_back(chunk);
                 refreshes.put_back(taken);
-                return Err(e);
+                return Err(e.into());
             }
         };
         if locked.len() < chunk.len() {
@@ -156,8 +155,7 @@ pub(super) async fn flush(pool: &PgPool, refreshes: &Refreshes) -> StoreResult<(
                 sqlx::query_scalar::<_, Uuid>("SELECT id FROM licenses WHERE id = ANY($1)")
                     .bind(&ids)
                     .fetch_all(pool)
-                    .await
-                    .map_err(backend)?
+                    .await?
                     .into_iter()
                     .collect();
             refreshes.put_back(

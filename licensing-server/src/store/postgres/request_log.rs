@@ -9,6 +9,7 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::query::Query;
 
+use super::PgResult;
 use super::{PgStore, backend, ms, page};
 use super::{fetch_page, window_total};
 
@@ -35,20 +36,18 @@ fn bind_filters<'q>(
         .bind(query.to.map(ms))
 }
 
-fn entry(row: &PgRow) -> StoreResult<RequestLogEntry> {
+fn entry(row: &PgRow) -> PgResult<RequestLogEntry> {
     let bad = |what: &str| StoreError::backend(format!("bad request history row: {what}"));
     let text = |name: &str| row.try_get::<String, _>(name).map_err(backend);
     let endpoint = text("endpoint")?;
     let code = text("code")?;
     Ok(RequestLogEntry {
-        team_id: TeamId::from_uuid(row.try_get("team_id").map_err(backend)?),
-        license_id: LicenseId::from_uuid(row.try_get("license_id").map_err(backend)?),
-        at: Timestamp::from_millis(row.try_get("at").map_err(backend)?),
-        count: u32::try_from(row.try_get::<i32, _>("count").map_err(backend)?)
-            .map_err(|_| bad("count"))?,
+        team_id: TeamId::from_uuid(row.try_get("team_id")?),
+        license_id: LicenseId::from_uuid(row.try_get("license_id")?),
+        at: Timestamp::from_millis(row.try_get("at")?),
+        count: u32::try_from(row.try_get::<i32, _>("count")?).map_err(|_| bad("count"))?,
         last_at: row
-            .try_get::<Option<i64>, _>("last_at")
-            .map_err(backend)?
+            .try_get::<Option<i64>, _>("last_at")?
             .map(Timestamp::from_millis),
         endpoint: ClientEndpoint::parse(&endpoint).ok_or_else(|| bad("endpoint"))?,
         code: ResultCode::ALL
@@ -56,13 +55,12 @@ fn entry(row: &PgRow) -> StoreResult<RequestLogEntry> {
             .find(|c| c.as_str() == code)
             .ok_or_else(|| bad("code"))?,
         ip_address: text("ip_address")?.parse().map_err(|_| bad("address"))?,
-        country: row.try_get("country").map_err(backend)?,
-        hardware_identifier: row.try_get("hardware_identifier").map_err(backend)?,
+        country: row.try_get("country")?,
+        hardware_identifier: row.try_get("hardware_identifier")?,
         product_id: row
-            .try_get::<Option<uuid::Uuid>, _>("product_id")
-            .map_err(backend)?
+            .try_get::<Option<uuid::Uuid>, _>("product_id")?
             .map(ProductId::from_uuid),
-        version: row.try_get("version").map_err(backend)?,
+        version: row.try_get("version")?,
     })
 }
 
@@ -150,7 +148,7 @@ impl RequestLogStore for PgStore {
                     .map_err(backend)?
             }
         };
-        let items = rows.iter().map(entry).collect::<StoreResult<_>>()?;
+        let items = rows.iter().map(entry).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
 

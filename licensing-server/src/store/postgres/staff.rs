@@ -41,35 +41,35 @@ impl StaffStore for PgStore {
                         ("staff_users_team_id_fkey", team_missing),
                     ],
                 )
-            })
-            .map(drop)
+            })?;
+            Ok(())
         })
     }
 
     async fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>> {
-        fetch_doc(
+        Ok(fetch_doc(
             &self.pool,
             sqlx::query("SELECT doc FROM staff_users WHERE id = $1").bind(id.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query("SELECT doc FROM staff_users WHERE email = $1 ORDER BY created_at, id")
                 .bind(email.to_lowercase()),
         )
-        .await
+        .await?)
     }
 
     async fn list_staff(&self, team: TeamId) -> StoreResult<Vec<StaffUser>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query("SELECT doc FROM staff_users WHERE team_id = $1 ORDER BY created_at, id")
                 .bind(team.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn update_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()> {
@@ -107,8 +107,8 @@ impl StaffStore for PgStore {
             .bind(json(session))
             .execute(&mut *tx)
             .await
-            .map_err(|e| constraint(e, &[("staff_sessions_user_id_fkey", user_missing)]))
-            .map(drop)
+            .map_err(|e| constraint(e, &[("staff_sessions_user_id_fkey", user_missing)]))?;
+            Ok(())
         })
     }
 

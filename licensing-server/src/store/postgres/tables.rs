@@ -2,13 +2,14 @@
 //! and the statements every such table answers (read one, read several, lock one, delete one).
 
 use licensing_core::TeamId;
-use licensing_core::store::{Entity, StoreError, StoreResult};
+use licensing_core::store::{Entity, StoreError};
 use serde::de::DeserializeOwned;
 use sqlx::PgPool;
 use sqlx::postgres::PgQueryResult;
 use uuid::Uuid;
 
-use super::{backend, fetch_doc, fetch_docs};
+use super::PgResult;
+use super::{fetch_doc, fetch_docs};
 
 /// A table of a team's records and its statements (`$1` the team, `$2` the id or ids).
 pub(crate) struct Table {
@@ -50,7 +51,7 @@ impl Table {
         pool: &PgPool,
         team: TeamId,
         id: &Uuid,
-    ) -> StoreResult<Option<T>> {
+    ) -> PgResult<Option<T>> {
         fetch_doc(pool, sqlx::query(self.get).bind(team.as_uuid()).bind(id)).await
     }
 
@@ -62,7 +63,7 @@ impl Table {
         team: TeamId,
         ids: &[I],
         id_of: fn(&T) -> I,
-    ) -> StoreResult<Vec<T>>
+    ) -> PgResult<Vec<T>>
     where
         T: DeserializeOwned + Clone,
         I: AsRef<Uuid> + PartialEq,
@@ -86,14 +87,15 @@ impl Table {
         conn: &mut sqlx::PgConnection,
         team: &Uuid,
         id: &Uuid,
-    ) -> StoreResult<()> {
+    ) -> PgResult<()> {
         let found: Option<i32> = sqlx::query_scalar(self.lock)
             .bind(team)
             .bind(id)
             .fetch_optional(conn)
-            .await
-            .map_err(backend)?;
-        found.map(|_| ()).ok_or(StoreError::NotFound(self.entity))
+            .await?;
+        found
+            .map(|_| ())
+            .ok_or(StoreError::NotFound(self.entity).into())
     }
 
     /// Deletes the row; `NotFound` when the team has none with that id.
@@ -102,21 +104,20 @@ impl Table {
         conn: &mut sqlx::PgConnection,
         team: &Uuid,
         id: &Uuid,
-    ) -> StoreResult<()> {
+    ) -> PgResult<()> {
         let done = sqlx::query(self.delete)
             .bind(team)
             .bind(id)
             .execute(conn)
-            .await
-            .map_err(backend)?;
+            .await?;
         self.changed(done)
     }
 
     /// `NotFound` when a statement on the table changed no row (an update of a record that is
     /// not there).
-    pub(crate) fn changed(&self, done: PgQueryResult) -> StoreResult<()> {
+    pub(crate) fn changed(&self, done: PgQueryResult) -> PgResult<()> {
         if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(self.entity));
+            return Err(StoreError::NotFound(self.entity).into());
         }
         Ok(())
     }

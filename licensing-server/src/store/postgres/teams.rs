@@ -7,12 +7,13 @@ use licensing_core::{ApiKeyId, TeamId, Timestamp};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 
+use super::PgResult;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, team_missing};
 use super::{fetch_doc, fetch_docs};
 
-fn api_key(row: &PgRow) -> StoreResult<ApiKeyRecord> {
+fn api_key(row: &PgRow) -> PgResult<ApiKeyRecord> {
     let mut key: ApiKeyRecord = doc(row)?;
-    let last: Option<i64> = row.try_get("last_used_at").map_err(backend)?;
+    let last: Option<i64> = row.try_get("last_used_at")?;
     key.last_used_at = last.map(Timestamp::from_millis);
     Ok(key)
 }
@@ -24,13 +25,12 @@ impl PgStore {
         id: TeamId,
         journal: &Journal,
         change: impl FnOnce(&mut Team) -> StoreResult<()>,
-    ) -> StoreResult<Team> {
+    ) -> PgResult<Team> {
         in_tx!(self.pool, journal, |tx| {
             let row = sqlx::query("SELECT doc FROM teams WHERE id = $1 FOR UPDATE")
                 .bind(id.as_uuid())
                 .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend)?
+                .await?
                 .ok_or(StoreError::NotFound(Entity::Team))?;
             let mut team: Team = doc(&row)?;
             change(&mut team)?;
@@ -38,9 +38,8 @@ impl PgStore {
                 .bind(id.as_uuid())
                 .bind(json(&team))
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            Ok::<_, StoreError>(team)
+                .await?;
+            Ok(team)
         })
     }
 }
@@ -58,26 +57,25 @@ impl TeamStore for PgStore {
                 .bind(ms(team.created_at))
                 .bind(json(team))
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
+                .await?;
             insert_api_key(&mut tx, first_key).await
         })
     }
 
     async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
-        fetch_doc(
+        Ok(fetch_doc(
             &self.pool,
             sqlx::query("SELECT doc FROM teams WHERE id = $1").bind(id.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn list_teams(&self) -> StoreResult<Vec<Team>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query("SELECT doc FROM teams ORDER BY created_at, id"),
         )
-        .await
+        .await?)
     }
 
     async fn update_settings(
@@ -87,12 +85,13 @@ impl TeamStore for PgStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<Team> {
-        self.change_team(id, journal, |team| {
-            team.settings = settings.clone();
-            team.updated_at = now;
-            Ok(())
-        })
-        .await
+        Ok(self
+            .change_team(id, journal, |team| {
+                team.settings = settings.clone();
+                team.updated_at = now;
+                Ok(())
+            })
+            .await?)
     }
 
     async fn update_features(
@@ -102,12 +101,13 @@ impl TeamStore for PgStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<Team> {
-        self.change_team(id, journal, |team| {
-            team.features = features;
-            team.updated_at = now;
-            Ok(())
-        })
-        .await
+        Ok(self
+            .change_team(id, journal, |team| {
+                team.features = features;
+                team.updated_at = now;
+                Ok(())
+            })
+            .await?)
     }
 
     async fn change_signing_keys(
@@ -117,12 +117,13 @@ impl TeamStore for PgStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<Team> {
-        self.change_team(id, journal, |team| {
-            team.change_signing_keys(change)?;
-            team.updated_at = now;
-            Ok(())
-        })
-        .await
+        Ok(self
+            .change_team(id, journal, |team| {
+                team.change_signing_keys(change)?;
+                team.updated_at = now;
+                Ok(())
+            })
+            .await?)
     }
 
     async fn update_team_keys(
@@ -132,16 +133,17 @@ impl TeamStore for PgStore {
         next: Option<&StoredTeamKeys>,
         now: Timestamp,
     ) -> StoreResult<Team> {
-        self.change_team(id, &Journal::NONE, |team| {
-            team.set_keys(keys, next);
-            team.updated_at = now;
-            Ok(())
-        })
-        .await
+        Ok(self
+            .change_team(id, &Journal::NONE, |team| {
+                team.set_keys(keys, next);
+                team.updated_at = now;
+                Ok(())
+            })
+            .await?)
     }
 }
 
-async fn insert_api_key(conn: &mut sqlx::PgConnection, key: &ApiKeyRecord) -> StoreResult<()> {
+async fn insert_api_key(conn: &mut sqlx::PgConnection, key: &ApiKeyRecord) -> PgResult<()> {
     sqlx::query(
         "INSERT INTO api_keys (id, team_id, hash, created_at, last_used_at, doc)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -170,13 +172,14 @@ impl ApiKeyStore for PgStore {
             .await
             .map_err(backend)?;
         // The index found the row by its hash; compare in constant time all the same.
-        row.map(|row| api_key(&row))
+        Ok(row
+            .map(|row| api_key(&row))
             .transpose()
-            .map(|key| key.filter(|k| k.hash.ct_eq(hash)))
+            .map(|key| key.filter(|k| k.hash.ct_eq(hash)))?)
     }
 
     async fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>> {
-        sqlx::query(
+        Ok(sqlx::query(
             "SELECT doc, last_used_at FROM api_keys WHERE team_id = $1 ORDER BY created_at, id",
         )
         .bind(team.as_uuid())
@@ -185,7 +188,7 @@ impl ApiKeyStore for PgStore {
         .map_err(backend)?
         .iter()
         .map(api_key)
-        .collect()
+        .collect::<PgResult<_>>()?)
     }
 
     async fn delete_api_keys(
@@ -200,11 +203,10 @@ impl ApiKeyStore for PgStore {
                 .bind(team.as_uuid())
                 .bind(&ids)
                 .execute(&mut *tx)
-                .await
-                .map_err(backend)?
+                .await?
                 .rows_affected();
             if deleted == 0 {
-                return Err(StoreError::NotFound(Entity::ApiKey));
+                return Err(StoreError::NotFound(Entity::ApiKey).into());
             }
             Ok(deleted)
         })

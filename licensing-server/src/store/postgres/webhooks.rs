@@ -13,12 +13,13 @@ use licensing_core::store::{
 use licensing_core::{DeliveryId, TeamId, Timestamp, WebhookId};
 use sqlx::{PgConnection, Row as _};
 
+use super::PgResult;
 use super::fetch_page;
 use super::tables::WEBHOOKS;
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, opt_ms, page, team_missing};
 use super::{fetch_doc, fetch_docs};
 
-pub(super) async fn insert_event(conn: &mut PgConnection, e: &WebhookEvent) -> StoreResult<()> {
+pub(super) async fn insert_event(conn: &mut PgConnection, e: &WebhookEvent) -> PgResult<()> {
     sqlx::query("INSERT INTO webhook_events (id, team_id, doc) VALUES ($1, $2, $3)")
         .bind(e.id.as_uuid())
         .bind(e.team_id.as_uuid())
@@ -37,7 +38,7 @@ fn status_text(status: DeliveryStatus) -> &'static str {
     }
 }
 
-async fn insert_delivery_row(conn: &mut PgConnection, d: &WebhookDelivery) -> StoreResult<u64> {
+async fn insert_delivery_row(conn: &mut PgConnection, d: &WebhookDelivery) -> PgResult<u64> {
     // The endpoint must be the delivery's team's.
     let done = sqlx::query(
         "INSERT INTO webhook_deliveries
@@ -55,8 +56,7 @@ async fn insert_delivery_row(conn: &mut PgConnection, d: &WebhookDelivery) -> St
     .bind(ms(d.created_at))
     .bind(json(d))
     .execute(conn)
-    .await
-    .map_err(backend)?;
+    .await?;
     Ok(done.rows_affected())
 }
 
@@ -72,8 +72,8 @@ impl WebhookStore for PgStore {
             .bind(json(e))
             .execute(&mut *tx)
             .await
-            .map_err(|err| constraint(err, &[("webhook_endpoints_team_id_fkey", team_missing)]))
-            .map(|_| ())
+            .map_err(|err| constraint(err, &[("webhook_endpoints_team_id_fkey", team_missing)]))?;
+            Ok(())
         })
     }
 
@@ -82,18 +82,18 @@ impl WebhookStore for PgStore {
         team: TeamId,
         id: WebhookId,
     ) -> StoreResult<Option<WebhookEndpoint>> {
-        WEBHOOKS.get(&self.pool, team, id.as_uuid()).await
+        Ok(WEBHOOKS.get(&self.pool, team, id.as_uuid()).await?)
     }
 
     async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
-        fetch_docs(
+        Ok(fetch_docs(
             &self.pool,
             sqlx::query(
                 "SELECT doc FROM webhook_endpoints WHERE team_id = $1 ORDER BY created_at, id",
             )
             .bind(team.as_uuid()),
         )
-        .await
+        .await?)
     }
 
     async fn update_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
@@ -104,8 +104,7 @@ impl WebhookStore for PgStore {
                     .bind(e.id.as_uuid())
                     .bind(json(e))
                     .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             WEBHOOKS.changed(done)
         })
     }
@@ -149,8 +148,7 @@ impl WebhookStore for PgStore {
             .bind(team.as_uuid())
             .bind(id.as_uuid())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend)?;
+            .await?;
             match row {
                 None => Ok(None),
                 Some(row) => {
@@ -162,8 +160,7 @@ impl WebhookStore for PgStore {
                             .bind(id.as_uuid())
                             .bind(json(&endpoint))
                             .execute(&mut *tx)
-                            .await
-                            .map_err(backend)?;
+                            .await?;
                     }
                     if let Some(to) = endpoint
                         .alert_email
@@ -189,11 +186,10 @@ impl WebhookStore for PgStore {
             )
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&mut *tx)
-            .await
-            .map_err(backend)?
+            .await?
             .iter()
             .map(doc)
-            .collect::<StoreResult<Vec<WebhookEvent>>>()?;
+            .collect::<PgResult<Vec<WebhookEvent>>>()?;
             if !events.is_empty() {
                 let mut teams: Vec<uuid::Uuid> =
                     events.iter().map(|e| *e.team_id.as_uuid()).collect();
@@ -205,11 +201,10 @@ impl WebhookStore for PgStore {
                 )
                 .bind(&teams)
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(backend)?
+                .await?
                 .iter()
                 .map(doc)
-                .collect::<StoreResult<Vec<WebhookEndpoint>>>()?;
+                .collect::<PgResult<Vec<WebhookEndpoint>>>()?;
                 for event in &events {
                     for d in fan_out(event, &endpoints, now) {
                         insert_delivery_row(&mut tx, &d).await?;
@@ -219,8 +214,7 @@ impl WebhookStore for PgStore {
                 sqlx::query("DELETE FROM webhook_events WHERE id = ANY($1)")
                     .bind(&ids)
                     .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
             }
             Ok(events.len())
         })
@@ -253,7 +247,7 @@ impl WebhookStore for PgStore {
     async fn insert_delivery(&self, d: &WebhookDelivery, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
             if insert_delivery_row(&mut tx, d).await? == 0 {
-                return Err(StoreError::NotFound(Entity::Webhook));
+                return Err(StoreError::NotFound(Entity::Webhook).into());
             }
             Ok(())
         })
@@ -281,10 +275,10 @@ impl WebhookStore for PgStore {
         endpoint: WebhookId,
         id: DeliveryId,
     ) -> StoreResult<Option<WebhookDelivery>> {
-        fetch_doc(&self.pool, sqlx::query("SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2 AND id = $3")
+        Ok(fetch_doc(&self.pool, sqlx::query("SELECT doc FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2 AND id = $3")
         .bind(team.as_uuid())
         .bind(endpoint.as_uuid())
-        .bind(id.as_uuid())).await
+        .bind(id.as_uuid())).await?)
     }
 
     async fn list_deliveries(
@@ -307,7 +301,7 @@ impl WebhookStore for PgStore {
             .await?
             .iter()
             .map(doc)
-            .collect::<StoreResult<Vec<WebhookDelivery>>>()?;
+            .collect::<PgResult<Vec<WebhookDelivery>>>()?;
         let total: i64 = sqlx::query(
             "SELECT count(*) AS total FROM webhook_deliveries WHERE team_id = $1 AND endpoint_id = $2",
         )
@@ -342,8 +336,7 @@ impl WebhookStore for PgStore {
                     .bind(raised.event.team_id.as_uuid())
                     .bind(mark)
                     .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    .await?;
                     if changed.is_none() {
                         continue;
                     }
@@ -359,6 +352,6 @@ impl WebhookStore for PgStore {
         const DELETE: &str = "DELETE FROM webhook_deliveries WHERE id IN
                (SELECT id FROM webhook_deliveries
                 WHERE status <> 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2)";
-        super::prune(&self.pool, DELETE, before, limit).await
+        Ok(super::prune(&self.pool, DELETE, before, limit).await?)
     }
 }
