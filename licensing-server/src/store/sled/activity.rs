@@ -19,6 +19,7 @@ use licensing_core::store::{
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
+use super::SledResult;
 use super::floating;
 use super::keys::{key, tag};
 use super::seen::Keyed;
@@ -214,7 +215,7 @@ impl SledStore {
             match timeout {
                 None => Ok(tally.counting()),
                 // Only the records seen within the timeout are read, and no more than the limit.
-                Some(timeout) => seen::count_since(
+                Some(timeout) => Ok(seen::count_since(
                     tree,
                     reads,
                     table,
@@ -222,7 +223,7 @@ impl SledStore {
                     license,
                     cutoff(now, timeout),
                     limit.map_or(u64::MAX, u64::from).max(1),
-                ),
+                )?),
             }
         };
         let admission = match verify::admit_own(
@@ -377,41 +378,42 @@ impl SledStore {
         id: uuid::Uuid,
         forgotten: bool,
         now: Timestamp,
-    ) -> StoreResult<R>
+    ) -> SledResult<R>
     where
         R: UsageRecord + Record + Keyed + Clone,
     {
         let table = R::TABLE;
-        self.journaled_touching(journal, super::Touch::License(license), |tx| {
-            tx.get(&license_key(team, license))?
-                .ok_or(StoreError::NotFound(Entity::License))?;
-            let prefix = key(&[&[table], team.as_bytes(), license.as_bytes()]);
-            let mut found = None;
-            for kv in self.inner.tree.scan_prefix(&prefix) {
-                let (k, v) = kv.map_err(backend)?;
-                let record: R = decode(&v)?;
-                if record.record_id() == id {
-                    found = Some((k.to_vec(), record));
-                    break;
+        Ok(self
+            .journaled_touching(journal, super::Touch::License(license), |tx| {
+                tx.get(&license_key(team, license))?
+                    .ok_or(StoreError::NotFound(Entity::License))?;
+                let prefix = key(&[&[table], team.as_bytes(), license.as_bytes()]);
+                let mut found = None;
+                for kv in self.inner.tree.scan_prefix(&prefix) {
+                    let (k, v) = kv.map_err(backend)?;
+                    let record: R = decode(&v)?;
+                    if record.record_id() == id {
+                        found = Some((k.to_vec(), record));
+                        break;
+                    }
                 }
-            }
-            let (_, old) = found.ok_or(StoreError::NotFound(R::MISSING))?;
-            let was = old.forgotten();
-            let mut record: R = old.clone();
-            record.set_forgotten(forgotten, now);
-            if was != forgotten {
-                let tally_k = tally_key(table, team, license);
-                let mut tally = Tally::read(tx, &tally_k)?;
-                if forgotten {
-                    tally.forget();
-                } else {
-                    tally.unforget();
+                let (_, old) = found.ok_or(StoreError::NotFound(R::MISSING))?;
+                let was = old.forgotten();
+                let mut record: R = old.clone();
+                record.set_forgotten(forgotten, now);
+                if was != forgotten {
+                    let tally_k = tally_key(table, team, license);
+                    let mut tally = Tally::read(tx, &tally_k)?;
+                    if forgotten {
+                        tally.forget();
+                    } else {
+                        tally.unforget();
+                    }
+                    tx.put(tally_k, tally.encode().to_vec());
                 }
-                tx.put(tally_k, tally.encode().to_vec());
-            }
-            tx.put_usage(Some(&old), &record)?;
-            Ok(record)
-        })
-        .await
+                tx.put_usage(Some(&old), &record)?;
+                Ok(record)
+            })
+            .await?)
     }
 }

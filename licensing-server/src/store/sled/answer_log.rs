@@ -13,6 +13,7 @@ use std::path::Path;
 
 use licensing_core::store::StoreResult;
 
+use super::SledResult;
 use super::backend;
 
 /// The directory of the kept answers' files, inside the store's.
@@ -29,14 +30,14 @@ const MAX_FRAME: u32 = 256 * 1024 * 1024;
 
 /// Every whole frame of every file in `store_dir`'s files: `(name, record)`, oldest day first,
 /// in the order written (of a name written twice, the later one last).
-pub(super) fn read_all(store_dir: &Path) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+pub(super) fn read_all(store_dir: &Path) -> SledResult<Vec<(Vec<u8>, Vec<u8>)>> {
     let dir = store_dir.join(LOG_DIR);
     if !dir.exists() {
         return Ok(Vec::new());
     }
     let mut days = Vec::new();
-    for entry in std::fs::read_dir(&dir).map_err(backend)? {
-        let path = entry.map_err(backend)?.path();
+    for entry in std::fs::read_dir(&dir)? {
+        let path = entry?.path();
         let day = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -49,7 +50,7 @@ pub(super) fn read_all(store_dir: &Path) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>>
     days.sort();
     let mut frames = Vec::new();
     for (_, path) in days {
-        let file = std::fs::File::open(&path).map_err(backend)?;
+        let file = std::fs::File::open(&path)?;
         read_frames(file, &mut frames)?;
     }
     Ok(frames)
@@ -85,13 +86,11 @@ fn read_frames(file: std::fs::File, frames: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Sto
 }
 
 /// Removes the files (once what they held is durable elsewhere).
-pub(super) fn remove(store_dir: &Path) -> StoreResult<()> {
+pub(super) fn remove(store_dir: &Path) -> SledResult<()> {
     let dir = store_dir.join(LOG_DIR);
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(backend)?;
-        std::fs::File::open(store_dir)
-            .and_then(|d| d.sync_all())
-            .map_err(backend)?;
+        std::fs::remove_dir_all(&dir)?;
+        std::fs::File::open(store_dir).and_then(|d| d.sync_all())?;
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ impl EntitlementStore for SledStore {
         team: TeamId,
         id: EntitlementId,
     ) -> StoreResult<Option<Entitlement>> {
-        self.get_record(&entitlement_key(team, id))
+        Ok(self.get_record(&entitlement_key(team, id))?)
     }
 
     async fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>> {
@@ -80,7 +80,7 @@ impl ProductStore for SledStore {
     }
 
     async fn get_product(&self, team: TeamId, id: ProductId) -> StoreResult<Option<Product>> {
-        self.get_record(&product_key(team, id))
+        Ok(self.get_record(&product_key(team, id))?)
     }
 
     async fn get_products(&self, team: TeamId, ids: &[ProductId]) -> StoreResult<Vec<Product>> {
@@ -198,7 +198,7 @@ impl ReleaseStore for SledStore {
     }
 
     async fn get_release(&self, team: TeamId, id: ReleaseId) -> StoreResult<Option<Release>> {
-        self.get_record(&release_key(team, id))
+        Ok(self.get_record(&release_key(team, id))?)
     }
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {

@@ -7,6 +7,7 @@ use licensing_core::model::{Customer, Hwid, IpRecord, License};
 use licensing_core::store::StoreResult;
 use licensing_core::{LicenseId, TeamId};
 
+use super::SledResult;
 use super::keys::{key, tag};
 use super::{
     SledStore, Tally, backend, customer_indexes, decode, hwid_key, ip_key, license_by_key,
@@ -39,10 +40,10 @@ fn compare_index(
     expected: &HashSet<Vec<u8>>,
     what: &str,
     found: &mut Findings,
-) -> StoreResult<()> {
+) -> SledResult<()> {
     let mut present = 0usize;
     for kv in store.inner.tree.scan_prefix(prefix) {
-        let (k, _) = kv.map_err(backend)?;
+        let (k, _) = kv?;
         if expected.contains(k.as_ref()) {
             present += 1;
         } else {
@@ -68,10 +69,10 @@ fn compare_count(
     counted: &HashMap<TeamId, u64>,
     what: &str,
     found: &mut Findings,
-) -> StoreResult<()> {
+) -> SledResult<()> {
     let mut teams: HashSet<TeamId> = counted.keys().copied().collect();
     for kv in store.inner.tree.scan_prefix(key(&[&[tag::COUNT, table]])) {
-        let (k, _) = kv.map_err(backend)?;
+        let (k, _) = kv?;
         // [#, table] | team: per-license tallies have a license id after the team.
         if k.len() != 2 + 16 {
             continue;

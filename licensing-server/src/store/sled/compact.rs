@@ -12,6 +12,7 @@ use std::path::Path;
 
 use licensing_core::store::{StoreError, StoreResult};
 
+use super::SledResult;
 use super::backend;
 
 fn paths(data_dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
@@ -33,7 +34,7 @@ fn io(e: std::io::Error) -> StoreError {
 }
 
 /// Rewrites the store of `data_dir` (which must not be open) into fresh files.
-pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
+pub(crate) fn compact(data_dir: &Path) -> SledResult<()> {
     let (db, fresh, old) = paths(data_dir);
     finish_compaction(data_dir)?;
     if fresh.exists() {
@@ -44,7 +45,7 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
         let source = super::open_db(&sled::Config::new().path(&db), super::REOPEN_LOCK_WAIT)?;
         let copy = super::open_db(&sled::Config::new().path(&fresh), super::REOPEN_LOCK_WAIT)?;
         copy.import(source.export());
-        copy.flush().map_err(backend)?;
+        copy.flush()?;
         // The kept answers' files, inside the store's directory, are copied as they are (an
         // append-only file holds nothing stale); a store not opened since its answers had a
         // sled database of their own has that database rewritten alike.
@@ -75,7 +76,7 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
                 super::REOPEN_LOCK_WAIT,
             )?;
             copy.import(source.export());
-            copy.flush().map_err(backend)?;
+            copy.flush()?;
         }
     }
     // The copy is complete and durable: mark it so by the swap.
@@ -84,7 +85,7 @@ pub(crate) fn compact(data_dir: &Path) -> StoreResult<()> {
     std::fs::rename(&fresh, &db).map_err(io)?;
     sync_dir(data_dir)?;
     std::fs::remove_dir_all(&old).map_err(io)?;
-    sync_dir(data_dir)
+    Ok(sync_dir(data_dir)?)
 }
 
 /// Finishes a compaction a crash interrupted (see the module documentation).

@@ -14,7 +14,7 @@ impl CustomerStore for SledStore {
     }
 
     async fn get_customer(&self, team: TeamId, id: CustomerId) -> StoreResult<Option<Customer>> {
-        self.get_record(&customer_key(team, id))
+        Ok(self.get_record(&customer_key(team, id))?)
     }
 
     async fn get_customers(&self, team: TeamId, ids: &[CustomerId]) -> StoreResult<Vec<Customer>> {
@@ -74,7 +74,7 @@ impl CustomerStore for SledStore {
         self.walk_index(
             &index_prefix(tag::CUSTOMER, index, team),
             &query.paging,
-            |id| self.get_record(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id])),
+            |id| Ok(self.get_record(&key(&[&[tag::CUSTOMER], team.as_bytes(), &id]))?),
             search
                 .is_some()
                 .then_some(&accept as &dyn Fn(&Customer) -> bool),

@@ -7,6 +7,7 @@ use licensing_core::model::LicenseSession;
 use licensing_core::store::{Entity, Journal, LicenseSessionStore, Page, StoreError, StoreResult};
 use licensing_core::{LicenseId, LicenseSessionId, TeamId, Timestamp};
 
+use super::SledResult;
 use super::keys::{key, tag};
 use super::{SledStore, Touch, Tx, backend, decode};
 
@@ -32,10 +33,10 @@ pub(super) fn count_live(
     license: LicenseId,
     now: Timestamp,
     up_to: u64,
-) -> StoreResult<u64> {
+) -> SledResult<u64> {
     let mut live = 0;
     for kv in tree.scan_prefix(license_prefix(team, license)) {
-        let (_, v) = kv.map_err(backend)?;
+        let (_, v) = kv?;
         let session: LicenseSession = decode(&v)?;
         if session.is_live(now) {
             live += 1;
@@ -81,11 +82,11 @@ impl SledStore {
         ),
         (id, ttl): (LicenseSessionId, u32),
         now: Timestamp,
-    ) -> StoreResult<Extended> {
+    ) -> SledResult<Extended> {
         let tree = &self.inner.tree;
         let k = session_key(team, license, id);
         for _ in 0..4 {
-            let Some(old) = tree.get(&k).map_err(backend)? else {
+            let Some(old) = tree.get(&k)? else {
                 return Ok(Extended::NotFound);
             };
             let session: LicenseSession = decode(&old)?;
@@ -96,8 +97,7 @@ impl SledStore {
             let bytes = super::encode(&next)?;
             let swapped = {
                 let _gate = self.inner.locks.gate.read().await;
-                tree.compare_and_swap(&k, Some(old), Some(bytes))
-                    .map_err(backend)?
+                tree.compare_and_swap(&k, Some(old), Some(bytes))?
             };
             if swapped.is_ok() {
                 return Ok(Extended::Done(next));
@@ -110,10 +110,10 @@ impl SledStore {
         &self,
         prefix: Vec<u8>,
         keep: impl Fn(&LicenseSession) -> bool,
-    ) -> StoreResult<Vec<LicenseSession>> {
+    ) -> SledResult<Vec<LicenseSession>> {
         let mut out = Vec::new();
         for kv in self.inner.tree.scan_prefix(prefix) {
-            let (_, v) = kv.map_err(backend)?;
+            let (_, v) = kv?;
             let session: LicenseSession = decode(&v)?;
             if keep(&session) {
                 out.push(session);
@@ -142,7 +142,7 @@ impl LicenseSessionStore for SledStore {
         license: LicenseId,
         id: LicenseSessionId,
     ) -> StoreResult<Option<LicenseSession>> {
-        self.get_record(&session_key(team, license, id))
+        Ok(self.get_record(&session_key(team, license, id))?)
     }
 
     async fn remove_license_session(

@@ -25,9 +25,10 @@ use std::os::unix::fs::DirBuilderExt as _;
 
 use licensing_core::store::{StoreError, StoreResult};
 
+use super::SledResult;
 use super::codec::{self, Record};
 use super::keys::{key, tag};
-use super::{Tally, backend, decode, encode, hwid_key, ip_key, tally_key};
+use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
 pub const FORMAT: u32 = 7;
@@ -37,14 +38,14 @@ pub(super) fn version_key() -> Vec<u8> {
 }
 
 /// The store's format version (1 when it has none).
-pub(crate) fn version(tree: &sled::Tree) -> StoreResult<u32> {
-    match tree.get(version_key()).map_err(backend)? {
+pub(crate) fn version(tree: &sled::Tree) -> SledResult<u32> {
+    match tree.get(version_key())? {
         None => Ok(1),
-        Some(v) => v
+        Some(v) => Ok(v
             .as_ref()
             .try_into()
             .map(u32::from_be_bytes)
-            .map_err(|_| StoreError::backend("the store's format version is unreadable")),
+            .map_err(|_| StoreError::backend("the store's format version is unreadable"))?),
     }
 }
 
@@ -135,12 +136,12 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()
 }
 
 /// Brings the store to [`FORMAT`], or refuses a newer one.
-pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
+pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
     let found = version(tree)?;
     if found > FORMAT {
         return Err(StoreError::backend(format!(
             "this store was written by a newer licensing-server (format {found}); this server reads formats up to {FORMAT}: run the newer version, or restore a backup made for this one"
-        )));
+        )).into());
     }
     if found < 2 {
         let licenses = v1_to_v2(tree)?;
@@ -185,9 +186,8 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
         }
     }
     if found < FORMAT {
-        tree.insert(version_key(), &FORMAT.to_be_bytes())
-            .map_err(backend)?;
-        tree.flush().map_err(backend)?;
+        tree.insert(version_key(), &FORMAT.to_be_bytes())?;
+        tree.flush()?;
     }
     Ok(())
 }
@@ -195,16 +195,16 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> StoreResult<()> {
 /// Format 1 to 2: every license's device and address records re-keyed by value (a device seen
 /// twice keeps its most recent record), and its record counts written. Returns the licenses
 /// migrated.
-fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
+fn v1_to_v2(tree: &sled::Tree) -> SledResult<usize> {
     let mut migrated = 0;
     for entry in tree.scan_prefix([tag::LICENSE]) {
-        let (_, value) = entry.map_err(backend)?;
+        let (_, value) = entry?;
         let license: License = decode(&value)?;
         let (team, id) = (license.team_id, license.id);
         let mut batch = sled::Batch::default();
         let mut hwids: std::collections::BTreeMap<Vec<u8>, Hwid> = Default::default();
         for kv in tree.scan_prefix(key(&[&[tag::HWID], team.as_bytes(), id.as_bytes()])) {
-            let (old, value) = kv.map_err(backend)?;
+            let (old, value) = kv?;
             let record: Hwid = decode(&value)?;
             batch.remove(old);
             let new = hwid_key(team, id, &record.identifier);
@@ -217,7 +217,7 @@ fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
         }
         let mut ips: std::collections::BTreeMap<Vec<u8>, IpRecord> = Default::default();
         for kv in tree.scan_prefix(key(&[&[tag::IP], team.as_bytes(), id.as_bytes()])) {
-            let (old, value) = kv.map_err(backend)?;
+            let (old, value) = kv?;
             let record: IpRecord = decode(&value)?;
             batch.remove(old);
             let new = ip_key(team, id, record.address);
@@ -238,7 +238,7 @@ fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
         }
         batch.insert(tally_key(tag::HWID, team, id), hwid_tally.encode().to_vec());
         batch.insert(tally_key(tag::IP, team, id), ip_tally.encode().to_vec());
-        tree.apply_batch(batch).map_err(backend)?;
+        tree.apply_batch(batch)?;
         migrated += 1;
     }
     Ok(migrated)
@@ -246,10 +246,10 @@ fn v1_to_v2(tree: &sled::Tree) -> StoreResult<usize> {
 
 /// Format 2 to 3: each pending delivery's index entry (`[i, D]` | delivery, valued team |
 /// endpoint) rewritten in chain order (see `webhooks.rs`). Returns the entries rewritten.
-fn v2_to_v3(tree: &sled::Tree) -> StoreResult<usize> {
+fn v2_to_v3(tree: &sled::Tree) -> SledResult<usize> {
     let mut migrated = 0;
     for entry in tree.scan_prefix([tag::INDEX, tag::DELIVERY]) {
-        let (old, owner) = entry.map_err(backend)?;
+        let (old, owner) = entry?;
         // Entries of the new layout (a crash half way) are longer: team, endpoint and time.
         if owner.len() != 32 || old.len() != 2 + 16 {
             continue;
@@ -257,13 +257,13 @@ fn v2_to_v3(tree: &sled::Tree) -> StoreResult<usize> {
         let mut batch = sled::Batch::default();
         batch.remove(old.clone());
         let record = key(&[&[tag::DELIVERY], &owner, &old[2..]]);
-        if let Some(value) = tree.get(record).map_err(backend)? {
+        if let Some(value) = tree.get(record)? {
             let delivery: WebhookDelivery = decode(&value)?;
             if let Some((k, v)) = super::webhooks::pending_entry(&delivery) {
                 batch.insert(k, v);
             }
         }
-        tree.apply_batch(batch).map_err(backend)?;
+        tree.apply_batch(batch)?;
         migrated += 1;
     }
     Ok(migrated)
@@ -286,23 +286,23 @@ fn v3_to_v4(tree: &sled::Tree) -> StoreResult<usize> {
 /// Format 4 to 5: each staff account's address index entry (`u` | address, valued id)
 /// rewritten as `u` | address | 0 | team. Entries of the new layout (a crash half way) hold the
 /// 0 byte, which no address does, and are left. Returns the entries rewritten.
-fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
+fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
     let mut rewritten = 0;
     for entry in tree.scan_prefix([tag::STAFF_EMAIL]) {
-        let (old, id) = entry.map_err(backend)?;
+        let (old, id) = entry?;
         if old.contains(&0) {
             continue;
         }
         let mut batch = sled::Batch::default();
         batch.remove(old.clone());
-        if let Some(value) = tree.get(key(&[&[tag::STAFF], &id])).map_err(backend)? {
+        if let Some(value) = tree.get(key(&[&[tag::STAFF], &id]))? {
             let user: StaffUser = decode(&value)?;
             batch.insert(
                 super::staff::email_key(user.email.as_str(), user.team_id),
                 id,
             );
         }
-        tree.apply_batch(batch).map_err(backend)?;
+        tree.apply_batch(batch)?;
         rewritten += 1;
     }
     Ok(rewritten)
@@ -316,7 +316,7 @@ fn v4_to_v5(tree: &sled::Tree) -> StoreResult<usize> {
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the
 /// records rewritten.
 fn append_zeros<T: Record>(tree: &sled::Tree, table: u8, most: usize) -> StoreResult<usize> {
-    rewrite_where(tree, table, |v| {
+    Ok(rewrite_where(tree, table, |v| {
         if decode::<T>(v).is_ok() {
             return Ok(None);
         }
@@ -332,18 +332,18 @@ fn append_zeros<T: Record>(tree: &sled::Tree, table: u8, most: usize) -> StoreRe
         // What no appended member makes readable is not a record of an older format: say so.
         decode::<T>(&extended)?;
         Ok(Some(extended))
-    })
+    })?)
 }
 
 /// Rewrites the records of one table in `T`'s current encoding.
 fn rewrite<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
-    rewrite_where(tree, table, |v| {
+    Ok(rewrite_where(tree, table, |v| {
         if codec::is_current::<T>(v) {
             return Ok(None);
         }
         let record: T = decode(v)?;
-        encode(&record).map(Some)
-    })
+        Ok(encode(&record).map(Some)?)
+    })?)
 }
 
 /// Rewrites each record of one table that `change` gives new bytes for (`None`: left as it
@@ -351,26 +351,25 @@ fn rewrite<T: Record>(tree: &sled::Tree, table: u8) -> StoreResult<usize> {
 fn rewrite_where(
     tree: &sled::Tree,
     table: u8,
-    change: impl Fn(&[u8]) -> StoreResult<Option<Vec<u8>>>,
-) -> StoreResult<usize> {
+    change: impl Fn(&[u8]) -> SledResult<Option<Vec<u8>>>,
+) -> SledResult<usize> {
     const PER_BATCH: usize = 1000;
     let mut rewritten = 0;
     let mut batch = sled::Batch::default();
     let mut staged = 0;
     for entry in tree.scan_prefix([table]) {
-        let (k, v) = entry.map_err(backend)?;
+        let (k, v) = entry?;
         let Some(new) = change(&v)? else {
             continue;
         };
         batch.insert(k, new);
         staged += 1;
         if staged == PER_BATCH {
-            tree.apply_batch(std::mem::take(&mut batch))
-                .map_err(backend)?;
+            tree.apply_batch(std::mem::take(&mut batch))?;
             rewritten += staged;
             staged = 0;
         }
     }
-    tree.apply_batch(batch).map_err(backend)?;
+    tree.apply_batch(batch)?;
     Ok(rewritten + staged)
 }

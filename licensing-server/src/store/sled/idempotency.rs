@@ -32,6 +32,7 @@ use licensing_core::idempotency::{
 };
 use licensing_core::store::{IdempotencyStore, StoreError, StoreResult};
 
+use super::SledResult;
 use super::kept_files::{Appender, Frame, Index, NAME, day_of};
 use super::keys::{key, tag};
 use super::{SledStore, Tx, backend};
@@ -251,14 +252,14 @@ impl Kept {
                     let mut queue = self.queue.lock().map_err(poisoned)?;
                     let later = std::mem::replace(&mut *queue, queued);
                     queue.extend(later);
-                    return Err(e);
+                    return Err(e.into());
                 }
             };
             (appended, appender.take_unsynced())
         };
         if let Err(e) = super::kept_files::sync_files(&files) {
             self.appender()?.unsynced_again(&files);
-            return Err(e);
+            return Err(e.into());
         }
         if !appended.is_empty() {
             let mut claims = self.lock()?;
@@ -306,12 +307,12 @@ impl Tx<'_> {
 /// Opens the kept answers of the store in `dir` (temporary files when it has none) beside its
 /// records `tree`: moves what earlier stores kept elsewhere to the files (durably, then removes
 /// it), and reads the marks and the files.
-pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreResult<Kept> {
+pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> SledResult<Kept> {
     // Every mark, and the answers kept among the records by earlier stores.
     let mut marks: HashMap<Name, (Fingerprint, Timestamp)> = HashMap::new();
     let mut moved: Vec<(Name, IdempotencyRecord)> = Vec::new();
     for entry in tree.scan_prefix([tag::KEPT]) {
-        let (k, v) = entry.map_err(backend)?;
+        let (k, v) = entry?;
         let Some(name) = k.get(5..).and_then(|n| Name::try_from(n).ok()) else {
             continue;
         };
@@ -362,13 +363,13 @@ pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreRes
         appender.sync()?;
         // The old places go once the answers and their marks are durable.
         for k in tree.scan_prefix([tag::IDEMPOTENCY]).keys() {
-            batch.remove(k.map_err(backend)?);
+            batch.remove(k?);
         }
         for index in tree.scan_prefix([tag::INDEX, tag::IDEMPOTENCY]).keys() {
-            batch.remove(index.map_err(backend)?);
+            batch.remove(index?);
         }
-        tree.apply_batch(batch).map_err(backend)?;
-        tree.flush().map_err(backend)?;
+        tree.apply_batch(batch)?;
+        tree.flush()?;
         tracing::info!(
             moved = moved.len(),
             "kept idempotent answers moved to their files"
@@ -377,7 +378,7 @@ pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreRes
     if from_elsewhere && let Some(dir) = dir {
         let answers_db = dir.join(ANSWERS_DIR);
         if answers_db.exists() {
-            std::fs::remove_dir_all(&answers_db).map_err(backend)?;
+            std::fs::remove_dir_all(&answers_db)?;
         }
         super::answer_log::remove(dir)?;
     }
@@ -403,11 +404,11 @@ pub(super) fn open(tree: &sled::Tree, dir: Option<&std::path::Path>) -> StoreRes
 fn older_answers(
     tree: &sled::Tree,
     dir: Option<&std::path::Path>,
-) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+) -> SledResult<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     // Among the records under the tag of the first stores, with an entry by time.
     for entry in tree.scan_prefix([tag::IDEMPOTENCY]) {
-        let (k, v) = entry.map_err(backend)?;
+        let (k, v) = entry?;
         found.push((k[1..].to_vec(), v.to_vec()));
     }
     let Some(dir) = dir else {
@@ -420,7 +421,7 @@ fn older_answers(
             super::REOPEN_LOCK_WAIT,
         )?;
         for entry in db.iter() {
-            let (k, v) = entry.map_err(backend)?;
+            let (k, v) = entry?;
             found.push((k.get(4..).unwrap_or_default().to_vec(), v.to_vec()));
         }
     }

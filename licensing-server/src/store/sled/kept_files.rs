@@ -28,6 +28,7 @@ use std::sync::Arc;
 use licensing_core::Timestamp;
 use licensing_core::store::{StoreError, StoreResult};
 
+use super::SledResult;
 use super::backend;
 
 /// The directory of the kept answers' files, inside the store's.
@@ -159,14 +160,13 @@ impl Index {
     }
 
     /// Reads the frame at `place`.
-    fn read(&self, place: &Place) -> StoreResult<Vec<u8>> {
+    fn read(&self, place: &Place) -> SledResult<Vec<u8>> {
         let day = self.days.get(&place.day).ok_or_else(|| {
             StoreError::backend(format!("kept answers: no file for day {}", place.day))
         })?;
         let mut frame = vec![0; place.len as usize];
         day.file
-            .read_exact_at(&mut frame, place.offset + HEADER as u64)
-            .map_err(backend)?;
+            .read_exact_at(&mut frame, place.offset + HEADER as u64)?;
         Ok(frame)
     }
 
@@ -304,19 +304,18 @@ impl Appender {
     pub(super) fn open(
         store_dir: Option<&Path>,
         mut believe: impl FnMut(&[u8]) -> bool,
-    ) -> StoreResult<(Self, Index)> {
+    ) -> SledResult<(Self, Index)> {
         let (dir, temporary) = match store_dir {
             Some(store_dir) => (store_dir.join(DIR), None),
             None => {
                 let temporary = tempfile::Builder::new()
                     .prefix("licensing-kept-answers-")
-                    .tempdir()
-                    .map_err(backend)?;
+                    .tempdir()?;
                 (temporary.path().to_owned(), Some(temporary))
             }
         };
         if !dir.exists() {
-            std::fs::create_dir_all(&dir).map_err(backend)?;
+            std::fs::create_dir_all(&dir)?;
             if let Some(parent) = dir.parent() {
                 sync_dir(parent)?;
             }
@@ -328,8 +327,8 @@ impl Appender {
             _temporary: temporary,
         };
         let mut index = Index::default();
-        for entry in std::fs::read_dir(&appender.dir).map_err(backend)? {
-            let path = entry.map_err(backend)?.path();
+        for entry in std::fs::read_dir(&appender.dir)? {
+            let path = entry?.path();
             let Some(day) = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -342,21 +341,20 @@ impl Appender {
                 std::fs::OpenOptions::new()
                     .read(true)
                     .write(true)
-                    .open(&path)
-                    .map_err(backend)?,
+                    .open(&path)?,
             );
             let len = read_back(&file, day, &mut index, &mut believe)?;
-            let size = file.metadata().map_err(backend)?.len();
+            let size = file.metadata()?.len();
             if size > len {
                 // Past the frames: room made ahead (zeros), or what a crash left half-written.
                 let mut next = [0u8; HEADER];
                 let n = (size - len).min(HEADER as u64) as usize;
-                file.read_exact_at(&mut next[..n], len).map_err(backend)?;
+                file.read_exact_at(&mut next[..n], len)?;
                 if next != [0; HEADER] {
                     tracing::warn!(file = %path.display(), len, "a half-written kept answer cut off");
                 }
-                file.set_len(len).map_err(backend)?;
-                file.sync_all().map_err(backend)?;
+                file.set_len(len)?;
+                file.sync_all()?;
             }
             index.days.entry(day).or_insert_with(|| Day {
                 file: file.clone(),
@@ -373,16 +371,15 @@ impl Appender {
     }
 
     /// The file of `day`, created if need be, with room for `bytes` more.
-    fn file(&mut self, day: u32, bytes: u64) -> StoreResult<&mut DayFile> {
+    fn file(&mut self, day: u32, bytes: u64) -> SledResult<&mut DayFile> {
         if !self.files.contains_key(&day) {
             let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
-                .open(path_of(&self.dir, day))
-                .map_err(backend)?;
-            let len = file.metadata().map_err(backend)?.len();
+                .open(path_of(&self.dir, day))?;
+            let len = file.metadata()?.len();
             sync_dir(&self.dir)?;
             let day_file = DayFile {
                 file: Arc::new(file),
@@ -400,13 +397,10 @@ impl Appender {
             let mut at = day_file.allocated;
             while at < to {
                 let n = (to - at).min(zeros.len() as u64) as usize;
-                day_file
-                    .file
-                    .write_all_at(&zeros[..n], at)
-                    .map_err(backend)?;
+                day_file.file.write_all_at(&zeros[..n], at)?;
                 at += n as u64;
             }
-            day_file.file.sync_all().map_err(backend)?;
+            day_file.file.sync_all()?;
             day_file.allocated = to;
         }
         Ok(day_file)
@@ -415,7 +409,7 @@ impl Appender {
     /// Appends `frames` to their days' files, one write per day (not yet synced: see
     /// [`Self::sync`]); where each is, for the index, in their order. A failed append leaves
     /// the file's length as it was, so what it wrote is written over.
-    pub(super) fn append(&mut self, frames: &[Frame<'_>]) -> StoreResult<Vec<Appended>> {
+    pub(super) fn append(&mut self, frames: &[Frame<'_>]) -> SledResult<Vec<Appended>> {
         let mut by_day: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, frame) in frames.iter().enumerate() {
             by_day.entry(day_of(frame.created)).or_default().push(i);
@@ -440,10 +434,7 @@ impl Appender {
                 buf.extend_from_slice(frame.record);
             }
             let day_file = self.file(day, buf.len() as u64)?;
-            day_file
-                .file
-                .write_all_at(&buf, day_file.len)
-                .map_err(backend)?;
+            day_file.file.write_all_at(&buf, day_file.len)?;
             for (i, at, len) in places {
                 appended[i] = Some(Appended {
                     name: *frames[i].name,
@@ -484,7 +475,7 @@ impl Appender {
     /// Makes what was appended durable.
     pub(super) fn sync(&mut self) -> StoreResult<()> {
         let files = self.take_unsynced();
-        sync_files(&files).inspect_err(|_| self.unsynced_again(&files))
+        Ok(sync_files(&files).inspect_err(|_| self.unsynced_again(&files))?)
     }
 
     /// Deletes the files of `days`.
@@ -511,9 +502,9 @@ impl Appender {
 
 /// Makes what was written to `files` durable (without the appender's lock, so that appends go
 /// on meanwhile).
-pub(super) fn sync_files(files: &[(u32, Arc<File>)]) -> StoreResult<()> {
+pub(super) fn sync_files(files: &[(u32, Arc<File>)]) -> SledResult<()> {
     for (_, file) in files {
-        file.sync_data().map_err(backend)?;
+        file.sync_data()?;
     }
     Ok(())
 }

@@ -142,6 +142,7 @@ impl LicenseStore for SledStore {
         let f = &query.filter;
         let load = |id: [u8; 16]| {
             self.get_record::<License>(&key(&[&[tag::LICENSE], team.as_bytes(), &id]))
+                .map_err(StoreError::from)
         };
         // Candidates from the reverse indexes: of each filter given, the licenses it lets
         // through, intersected (`customerSearch`'s from the team's customers it finds, every
@@ -322,8 +323,9 @@ impl DeviceStore for SledStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<Hwid> {
-        self.set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
-            .await
+        Ok(self
+            .set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
+            .await?)
     }
 
     async fn list_ips(
@@ -346,8 +348,9 @@ impl DeviceStore for SledStore {
         now: Timestamp,
         journal: &Journal,
     ) -> StoreResult<IpRecord> {
-        self.set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
-            .await
+        Ok(self
+            .set_forgotten(journal, team, license, *id.as_uuid(), forgotten, now)
+            .await?)
     }
 }
 

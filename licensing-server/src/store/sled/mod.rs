@@ -196,6 +196,45 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::backend_from("sled", e)
 }
 
+/// A failure as this store's own functions answer it: sled's or the disk's (a `sled::Error` or
+/// an `io::Error` becomes one with `?`) or a store error decided here (so does a
+/// [`StoreError`]); it becomes the [`StoreError`] the storage traits answer, with `?` again.
+#[derive(Debug)]
+pub(crate) struct SledError(StoreError);
+
+impl From<sled::Error> for SledError {
+    fn from(e: sled::Error) -> Self {
+        Self(backend(e))
+    }
+}
+
+impl From<std::io::Error> for SledError {
+    fn from(e: std::io::Error) -> Self {
+        Self(backend(e))
+    }
+}
+
+impl From<StoreError> for SledError {
+    fn from(e: StoreError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<SledError> for StoreError {
+    fn from(e: SledError) -> Self {
+        e.0
+    }
+}
+
+impl std::fmt::Display for SledError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What this store's own functions answer.
+pub(crate) type SledResult<T> = Result<T, SledError>;
+
 fn id16(bytes: &[u8]) -> StoreResult<[u8; 16]> {
     bytes
         .get(bytes.len().saturating_sub(16)..)
@@ -218,32 +257,35 @@ impl SledStore {
     /// A store of an older format is copied first (to `<dir>.format-<N>-backup`, beside it), then
     /// migrated in place; see `format.rs`.
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> StoreResult<Self> {
-        Self::with_config(
+        Ok(Self::with_config(
             sled::Config::new().path(dir).cache_capacity(cache_bytes),
             Some(dir),
-        )
+        )?)
     }
 
     /// A store in a temporary directory that sled removes when the store is dropped (tests).
     pub fn temporary() -> StoreResult<Self> {
-        Self::with_config(sled::Config::new().temporary(true), None)
+        Ok(Self::with_config(
+            sled::Config::new().temporary(true),
+            None,
+        )?)
     }
 
     /// Opens the store `config` describes; one in `dir` that must be migrated is copied first.
-    fn with_config(config: sled::Config, dir: Option<&Path>) -> StoreResult<Self> {
+    fn with_config(config: sled::Config, dir: Option<&Path>) -> SledResult<Self> {
         // sled's own periodic flusher stays off: see the module documentation.
         let config = config.flush_every_ms(None);
         let mut db = open_db(&config, FIRST_OPEN_LOCK_WAIT)?;
-        let mut tree = db.open_tree("data").map_err(backend)?;
+        let mut tree = db.open_tree("data")?;
         if let Some(dir) = dir
             && let Some(found) = format::needs_migration(&tree)?
         {
             drop(tree);
-            db.flush().map_err(backend)?;
+            db.flush()?;
             drop(db);
             format::copy_before_migrating(dir, found)?;
             db = open_db(&config, REOPEN_LOCK_WAIT)?;
-            tree = db.open_tree("data").map_err(backend)?;
+            tree = db.open_tree("data")?;
         }
         format::upgrade(&tree)?;
         let kept = Arc::new(idempotency::open(&tree, dir)?);
@@ -268,8 +310,7 @@ impl SledStore {
                 .spawn(move || {
                     let targets = FlushTargets { tree, tables, kept };
                     run_flusher(targets, locks, applied, refreshes, flusher, progress)
-                })
-                .map_err(backend)?
+                })?
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -476,13 +517,8 @@ impl SledStore {
         keys.take(limit).map(|k| k.map_err(backend)).collect()
     }
 
-    fn get_record<T: Record>(&self, k: &[u8]) -> StoreResult<Option<T>> {
-        self.inner
-            .tree
-            .get(k)
-            .map_err(backend)?
-            .map(|v| decode(&v))
-            .transpose()
+    fn get_record<T: Record>(&self, k: &[u8]) -> SledResult<Option<T>> {
+        Ok(self.inner.tree.get(k)?.map(|v| decode(&v)).transpose()?)
     }
 
     fn scan<T: Record>(&self, prefix: &[u8]) -> StoreResult<Vec<T>> {
@@ -493,12 +529,11 @@ impl SledStore {
             .collect()
     }
 
-    fn count(&self, table: u8, team: TeamId) -> StoreResult<u64> {
+    fn count(&self, table: u8, team: TeamId) -> SledResult<u64> {
         Ok(self
             .inner
             .tree
-            .get(count_key(table, team))
-            .map_err(backend)?
+            .get(count_key(table, team))?
             .map_or(0, |v| decode_count(&v)))
     }
 
@@ -567,7 +602,7 @@ impl SledStore {
     async fn license_table(
         &self,
         team: TeamId,
-    ) -> StoreResult<Option<Arc<std::sync::RwLock<license_table::Table>>>> {
+    ) -> SledResult<Option<Arc<std::sync::RwLock<license_table::Table>>>> {
         let tables = &self.inner.license_tables;
         let mut used = tables.usable(team);
         if let license_table::Use::Busy(mut over) = used {
@@ -596,7 +631,7 @@ impl SledStore {
                     .map(|kv| decode::<License>(&kv.map_err(backend)?.1));
                 let table = LicenseTables::table_of(licenses)?;
                 let table = tables.finish(team, table, |id| {
-                    self.get_record::<License>(&license_key(team, id))
+                    Ok(self.get_record::<License>(&license_key(team, id))?)
                 })?;
                 building.2 = true;
                 Ok(Some(table))

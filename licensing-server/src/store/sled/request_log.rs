@@ -15,6 +15,7 @@ use licensing_core::model::{ClientEndpoint, RequestLogEntry};
 use licensing_core::store::{Page, RequestLogStore, StoreError, StoreResult};
 use licensing_core::{LicenseId, ProductId, ResultCode, TeamId, Timestamp};
 
+use super::SledResult;
 use super::keys::{self, key, tag};
 use super::{SledStore, backend};
 
@@ -269,26 +270,30 @@ impl RequestLogStore for SledStore {
 
     async fn cap_license_requests(&self, per_license: u64) -> StoreResult<u64> {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || cap_licenses(&store.inner.tree, per_license))
-            .await
-            .map_err(|e| StoreError::backend(format!("capping request history: {e}")))?
+        Ok(
+            tokio::task::spawn_blocking(move || cap_licenses(&store.inner.tree, per_license))
+                .await
+                .map_err(|e| StoreError::backend(format!("capping request history: {e}")))??,
+        )
     }
 
     async fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64> {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || prune(&store.inner.tree, before, per_team))
-            .await
-            .map_err(|e| StoreError::backend(format!("pruning request history: {e}")))?
+        Ok(
+            tokio::task::spawn_blocking(move || prune(&store.inner.tree, before, per_team))
+                .await
+                .map_err(|e| StoreError::backend(format!("pruning request history: {e}")))??,
+        )
     }
 }
 
 /// Each license's entries beyond its newest `per_license` removed, on a blocking thread: one
 /// pass counts the entries per license (their keys are in time order within the license), a
 /// second removes the oldest of those over the cap.
-fn cap_licenses(tree: &sled::Tree, per_license: u64) -> StoreResult<u64> {
+fn cap_licenses(tree: &sled::Tree, per_license: u64) -> SledResult<u64> {
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for k in tree.scan_prefix([tag::REQUEST_LOG]).keys() {
-        let k = k.map_err(backend)?;
+        let k = k?;
         if let Some(license) = k.get(..LICENSE_PREFIX) {
             *counts.entry(license.to_vec()).or_default() += 1;
         }
@@ -302,22 +307,21 @@ fn cap_licenses(tree: &sled::Tree, per_license: u64) -> StoreResult<u64> {
             .scan_prefix(&prefix)
             .keys()
             .take(usize::try_from(over).unwrap_or(usize::MAX))
-            .collect::<Result<_, _>>()
-            .map_err(backend)?;
+            .collect::<Result<_, _>>()?;
         removed += remove_all(tree, oldest)?;
     }
     Ok(removed)
 }
 
 /// Removes `keys` in batches; how many.
-fn remove_all(tree: &sled::Tree, keys: Vec<sled::IVec>) -> StoreResult<u64> {
+fn remove_all(tree: &sled::Tree, keys: Vec<sled::IVec>) -> SledResult<u64> {
     let removed = keys.len() as u64;
     for chunk in keys.chunks(1_000) {
         let mut batch = sled::Batch::default();
         for k in chunk {
             batch.remove(k.clone());
         }
-        tree.apply_batch(batch).map_err(backend)?;
+        tree.apply_batch(batch)?;
     }
     Ok(removed)
 }
@@ -325,12 +329,12 @@ fn remove_all(tree: &sled::Tree, keys: Vec<sled::IVec>) -> StoreResult<u64> {
 /// The prune, on a blocking thread: one pass over the history removes what is older than
 /// `before` and counts the rest per team; a team over `per_team` then has its time-and-sequence
 /// suffixes sorted to find the newest `per_team`, and the others go.
-fn prune(tree: &sled::Tree, before: Timestamp, per_team: u64) -> StoreResult<u64> {
+fn prune(tree: &sled::Tree, before: Timestamp, per_team: u64) -> SledResult<u64> {
     let mut removed = 0;
     let mut old = Vec::new();
     let mut counts: HashMap<[u8; 16], u64> = HashMap::new();
     for k in tree.scan_prefix([tag::REQUEST_LOG]).keys() {
-        let k = k.map_err(backend)?;
+        let k = k?;
         let (Some(at), Some(team)) = (time_of(&k), k.get(1..17)) else {
             continue;
         };
@@ -362,11 +366,8 @@ fn prune(tree: &sled::Tree, before: Timestamp, per_team: u64) -> StoreResult<u64
         suffixes.sort_unstable_by(|a, b| b.cmp(a));
         let Some(&threshold) = keep.checked_sub(1).and_then(|i| suffixes.get(i)) else {
             // Keep none.
-            let all: Vec<sled::IVec> = tree
-                .scan_prefix(&prefix)
-                .keys()
-                .collect::<Result<_, _>>()
-                .map_err(backend)?;
+            let all: Vec<sled::IVec> =
+                tree.scan_prefix(&prefix).keys().collect::<Result<_, _>>()?;
             removed += remove_all(tree, all)?;
             continue;
         };

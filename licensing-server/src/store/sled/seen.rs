@@ -20,6 +20,7 @@ use licensing_core::{LicenseId, TeamId, Timestamp};
 use licensing_core::model::{Hwid, IpRecord};
 use licensing_core::store::Entity;
 
+use super::SledResult;
 use super::keys::{self, key, tag};
 use super::{Record, Tx, backend};
 use super::{hwid_key, ip_key};
@@ -94,20 +95,19 @@ impl Tx<'_> {
 /// Writes the entry of every record of `R`'s table, a thousand per batch (the migration to
 /// format 5, which adds the index); how many. Writing an entry again changes nothing, so a
 /// migration cut short is finished by the next start.
-pub(super) fn build<R: UsageRecord + Keyed + Record>(tree: &sled::Tree) -> StoreResult<usize> {
+pub(super) fn build<R: UsageRecord + Keyed + Record>(tree: &sled::Tree) -> SledResult<usize> {
     let mut written = 0;
     let mut batch = sled::Batch::default();
     for kv in tree.scan_prefix([R::TABLE]) {
-        let (_, value) = kv.map_err(backend)?;
+        let (_, value) = kv?;
         let record: R = super::decode(&value)?;
         batch.insert(entry_key(&record), Vec::new());
         written += 1;
         if written % 1000 == 0 {
-            tree.apply_batch(std::mem::take(&mut batch))
-                .map_err(backend)?;
+            tree.apply_batch(std::mem::take(&mut batch))?;
         }
     }
-    tree.apply_batch(batch).map_err(backend)?;
+    tree.apply_batch(batch)?;
     Ok(written)
 }
 
@@ -163,12 +163,12 @@ pub(super) fn count_since(
     license: LicenseId,
     since: Timestamp,
     at_most: u64,
-) -> StoreResult<u64> {
+) -> SledResult<u64> {
     let counted = prefix(table, team, license, false);
     let start = key(&[&counted, &keys::time(since)]);
     let mut n = 0;
     for kv in tree.range(start..keys::prefix_end(&counted)).keys() {
-        kv.map_err(backend)?;
+        kv?;
         n += 1;
         if n >= at_most {
             break;
@@ -199,7 +199,7 @@ pub(super) fn victims(
     limited: bool,
     cutoff: Option<Timestamp>,
     want: usize,
-) -> StoreResult<Vec<Victim>> {
+) -> SledResult<Vec<Victim>> {
     let mut read = 0;
     let mut take = |forgotten: bool| -> StoreResult<Vec<(i64, Vec<u8>)>> {
         let p = prefix(table, team, license, forgotten);

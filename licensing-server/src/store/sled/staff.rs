@@ -6,6 +6,7 @@
 use licensing_core::StaffId;
 use licensing_core::model::{StaffSession, StaffUser};
 
+use super::SledResult;
 use super::*;
 
 fn staff_key(id: StaffId) -> Vec<u8> {
@@ -52,11 +53,11 @@ fn claim_email(tx: &mut Tx<'_>, email: &str, team: TeamId, id: StaffId) -> Store
 }
 
 /// Stages the deletion of every session of `user`; how many.
-fn end_sessions(tree: &sled::Tree, tx: &mut Tx<'_>, user: StaffId) -> StoreResult<u64> {
+fn end_sessions(tree: &sled::Tree, tx: &mut Tx<'_>, user: StaffId) -> SledResult<u64> {
     let prefix = key(&[&[tag::STAFF_WEB_SESSION], user.as_bytes()]);
     let mut ended = 0;
     for kv in tree.scan_prefix(&prefix) {
-        let (k, _) = kv.map_err(backend)?;
+        let (k, _) = kv?;
         let hash = &k[prefix.len()..];
         tx.del(key(&[&[tag::WEB_SESSION], hash]));
         tx.del(k.to_vec());
@@ -80,7 +81,7 @@ impl StaffStore for SledStore {
     }
 
     async fn get_staff(&self, id: StaffId) -> StoreResult<Option<StaffUser>> {
-        self.get_record(&staff_key(id))
+        Ok(self.get_record(&staff_key(id))?)
     }
 
     async fn find_staff_by_email(&self, email: &str) -> StoreResult<Vec<StaffUser>> {
@@ -157,7 +158,7 @@ impl StaffStore for SledStore {
     }
 
     async fn get_session(&self, id_sha256: &str) -> StoreResult<Option<StaffSession>> {
-        self.get_record(&session_key(id_sha256))
+        Ok(self.get_record(&session_key(id_sha256))?)
     }
 
     async fn touch_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()> {
@@ -192,7 +193,7 @@ impl StaffStore for SledStore {
 
     async fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64> {
         let tree = self.inner.tree.clone();
-        self.durable(|tx| end_sessions(&tree, tx, user)).await
+        self.durable(|tx| Ok(end_sessions(&tree, tx, user)?)).await
     }
 
     async fn delete_stale_sessions(

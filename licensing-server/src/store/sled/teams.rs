@@ -22,7 +22,7 @@ impl TeamStore for SledStore {
     }
 
     async fn get_team(&self, id: TeamId) -> StoreResult<Option<Team>> {
-        self.get_record(&team_key(id))
+        Ok(self.get_record(&team_key(id))?)
     }
 
     async fn list_teams(&self) -> StoreResult<Vec<Team>> {
@@ -127,7 +127,7 @@ impl ApiKeyStore for SledStore {
 
     async fn find_api_key(&self, hash: &ApiKeyHash) -> StoreResult<Option<ApiKeyRecord>> {
         // The key is the SHA-256 of a secret; looking it up by hash reveals nothing of the secret.
-        self.get_record(&api_key_key(hash))
+        Ok(self.get_record(&api_key_key(hash))?)
     }
 
     async fn list_api_keys(&self, team: TeamId) -> StoreResult<Vec<ApiKeyRecord>> {

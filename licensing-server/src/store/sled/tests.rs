@@ -1022,7 +1022,10 @@ fn filtered_lists_follow_every_write_once_their_table_is_built() {
         store.update_license(&late, &Journal::NONE).await.unwrap();
         let built = tables
             .finish(third, Default::default(), |id| {
-                super::SledStore::get_record(&store, &super::license_key(third, id))
+                Ok(super::SledStore::get_record(
+                    &store,
+                    &super::license_key(third, id),
+                )?)
             })
             .unwrap();
         drop(built);

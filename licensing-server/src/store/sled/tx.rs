@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::SledResult;
 use super::*;
 
 /// The licenses a developer write changes (records, not just references to them): their locks
@@ -34,10 +35,10 @@ impl<'a> Tx<'a> {
         }
     }
 
-    pub(super) fn get(&self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+    pub(super) fn get(&self, k: &[u8]) -> SledResult<Option<Vec<u8>>> {
         match self.pending.get(k) {
             Some(v) => Ok(v.clone()),
-            None => Ok(self.tree.get(k).map_err(backend)?.map(|v| v.to_vec())),
+            None => Ok(self.tree.get(k)?.map(|v| v.to_vec())),
         }
     }
 
@@ -79,7 +80,7 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
-    pub(super) fn commit(self) -> StoreResult<()> {
+    pub(super) fn commit(self) -> SledResult<()> {
         let mut batch = sled::Batch::default();
         let mut licenses = Vec::new();
         for (k, v) in self.pending {
@@ -91,7 +92,7 @@ impl<'a> Tx<'a> {
                 None => batch.remove(k),
             }
         }
-        self.tree.apply_batch(batch).map_err(backend)?;
+        self.tree.apply_batch(batch)?;
         let tree = self.tree;
         self.tables.written(&licenses, |team, id| {
             tree.get(license_key(team, id))

@@ -12,6 +12,7 @@ use licensing_core::model::{
 };
 use licensing_core::{DeliveryId, EventId, WebhookId};
 
+use super::SledResult;
 use super::*;
 
 /// Pending deliveries a claim looks at, at most (the oldest first).
@@ -81,7 +82,7 @@ impl SledStore {
     /// and resource), if due, oldest event first, at most `limit`; see
     /// [`first_of_chains`](licensing_core::model::first_of_chains). Walks the pending index in
     /// chain order and stops at `limit`, reading only the records it returns.
-    fn due_deliveries(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<WebhookDelivery>> {
+    fn due_deliveries(&self, now: Timestamp, limit: usize) -> SledResult<Vec<WebhookDelivery>> {
         let damaged = || StoreError::backend("a pending delivery index entry is damaged");
         let mut chains: HashSet<Vec<u8>> = HashSet::new();
         let mut out = Vec::new();
@@ -90,7 +91,7 @@ impl SledStore {
             if out.len() >= limit {
                 break;
             }
-            let (k, v) = kv.map_err(backend)?;
+            let (k, v) = kv?;
             let next = v.get(OWNER_END..NEXT_END).ok_or_else(damaged)?;
             let chain = [&v[16..OWNER_END], &v[NEXT_END..]].concat();
             if !chains.insert(chain) {
@@ -133,7 +134,7 @@ impl WebhookStore for SledStore {
         team: TeamId,
         id: WebhookId,
     ) -> StoreResult<Option<WebhookEndpoint>> {
-        self.get_record(&endpoint_key(team, id))
+        Ok(self.get_record(&endpoint_key(team, id))?)
     }
 
     async fn list_webhooks(&self, team: TeamId) -> StoreResult<Vec<WebhookEndpoint>> {
@@ -290,7 +291,7 @@ impl WebhookStore for SledStore {
     ) -> StoreResult<Vec<WebhookDelivery>> {
         // One process owns a sled store, and its worker claims a batch only after the last one
         // finished: no lease is needed.
-        self.due_deliveries(now, limit)
+        Ok(self.due_deliveries(now, limit)?)
     }
 
     async fn insert_delivery(&self, d: &WebhookDelivery, journal: &Journal) -> StoreResult<()> {
@@ -325,7 +326,7 @@ impl WebhookStore for SledStore {
         endpoint: WebhookId,
         id: DeliveryId,
     ) -> StoreResult<Option<WebhookDelivery>> {
-        self.get_record(&delivery_key(team, endpoint, id))
+        Ok(self.get_record(&delivery_key(team, endpoint, id))?)
     }
 
     async fn list_deliveries(
