@@ -1,13 +1,15 @@
 //! The OpenAPI document (`GET /api/openapi.json`, checked in as `openapi.json`): each developer
 //! operation's path item built from its declaration in `licensing-core` (method, path, scope,
-//! body, answer, documentation, refusals), utoipa path declarations for the client API and the
-//! operator's endpoints, and the schemas of `licensing-core`'s API types.
+//! body, answer, documentation, refusals), each admin operation's from its declaration beside
+//! its route (`routes::admin`), utoipa path declarations for the client API and the server's
+//! own endpoints (health, metrics, this document), and the schemas of `licensing-core`'s API
+//! types.
 
 mod paths;
 
 use licensing_core::api::Envelope;
 use licensing_core::model::{Access, Resource, Scope};
-use licensing_core::operations::doc::{In, Kind, Param};
+use licensing_core::operations::doc::{Doc, In, Kind, Param};
 use licensing_core::operations::{Body, DevOperation};
 use utoipa::OpenApi;
 use utoipa::openapi::RefOr;
@@ -24,7 +26,7 @@ use warp::http::Method;
         description = "License management and verification: a developer API (bearer API keys) and a client API (no credentials) for applications."
     ),
     paths(
-        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::operator::create_team, paths::operator::list_teams, paths::operator::set_features, paths::operator::admin_create_api_key, paths::operator::admin_create_user, paths::operator::admin_backup, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
+        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
     ),
     components(schemas(licensing_core::api::requests::ReleaseData)),
     tags(
@@ -247,82 +249,108 @@ fn developer_operations(doc: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// Adds operation `O`'s path item to `doc`, and the schemas it names to `schemas`.
-fn declared<O>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Vec<(String, RefOr<Schema>)>)
-where
-    O: DevOperation,
-    O::Answer: utoipa::ToSchema,
-    O::Payload: utoipa::ToSchema,
-{
+/// The schemas a path item names, collected as it is built.
+pub(crate) type Schemas = Vec<(String, RefOr<Schema>)>;
+
+/// A schema of the document: collects it (and the schemas it names) and answers its name.
+pub(crate) type Named = fn(&mut Schemas) -> String;
+
+/// How the document shows an operation declared outside `licensing-core` (the admin API's): the
+/// body it reads, and its answer.
+pub(crate) struct Shapes {
+    /// The body's schema; none: it reads none.
+    pub(crate) body: Option<Named>,
+    /// Its answer.
+    pub(crate) answer: Answered,
+}
+
+/// What a success answers.
+pub(crate) enum Answered {
+    /// `data` in the envelope, of this schema (an [`enveloped`] one).
+    Json(Named),
+    /// A stream of this media type.
+    Stream(&'static str),
+}
+
+/// `T`'s schema, named as utoipa names it.
+pub(crate) fn named<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
+    let name = T::name().into_owned();
+    schemas.push((name.clone(), <T as utoipa::PartialSchema>::schema()));
+    T::schemas(schemas);
+    name
+}
+
+/// The envelope of `T`, named and composed as utoipa's path macro names and composes a
+/// generic's instance (through its `ComposeSchema`), so that the schemas are the ones a
+/// `#[utoipa::path]` would have collected; `T`'s own schema too.
+pub(crate) fn enveloped<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
+    use utoipa::{PartialSchema, ToSchema};
+    let answer = format!("{}_{}", <Envelope<T> as ToSchema>::name(), T::name());
+    schemas.push((
+        answer.clone(),
+        <Envelope<T> as utoipa::__dev::ComposeSchema>::compose(
+            vec![<T as PartialSchema>::schema()],
+        ),
+    ));
+    <Envelope<T> as ToSchema>::schemas(schemas);
+    named::<T>(schemas);
+    answer
+}
+
+/// One operation as the document shows it.
+struct Item {
+    id: &'static str,
+    method: licensing_core::operations::Method,
+    path: String,
+    /// Its parameters, in order.
+    params: Vec<&'static Param>,
+    doc: &'static Doc,
+    /// The body's media type and schema.
+    body: Option<(&'static str, String)>,
+    status: u16,
+    /// The success's media type and schema.
+    answer: (&'static str, RefOr<Schema>),
+    /// Who may call it, when the document says it here.
+    security: Option<SecurityRequirement>,
+}
+
+/// A reference to schema `name`.
+fn schema_ref(name: String) -> RefOr<Schema> {
+    utoipa::openapi::Ref::from_schema_name(name).into()
+}
+
+/// Adds `item`'s path item to `doc`.
+fn add_item(doc: &mut utoipa::openapi::OpenApi, item: Item) {
     use utoipa::openapi::path::{HttpMethod, OperationBuilder};
     use utoipa::openapi::request_body::RequestBodyBuilder;
-    use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
-    use utoipa::{PartialSchema, ToSchema};
+    use utoipa::openapi::{ContentBuilder, Required, ResponseBuilder};
 
-    let documented = O::DOC;
+    let documented = item.doc;
     let text = |t: &str| (!t.is_empty()).then(|| t.to_owned());
     let mut operation = OperationBuilder::new()
         .tag(documented.tag)
         .summary(text(documented.summary))
         .description(text(documented.description))
-        .operation_id(Some(O::NAME))
-        .parameter(parameter(&TEAM));
-    for param in documented.params {
+        .operation_id(Some(item.id));
+    for param in item.params {
         operation = operation.parameter(parameter(param));
     }
-    let json = |name: String| {
-        ContentBuilder::new()
-            .schema(Some(Ref::from_schema_name(name)))
-            .build()
-    };
-    let body = match O::BODY {
-        Body::Json | Body::OptionalJson => {
-            let name = <O::Payload as ToSchema>::name().into_owned();
-            schemas.push((name.clone(), <O::Payload as PartialSchema>::schema()));
-            <O::Payload as ToSchema>::schemas(schemas);
-            Some(("application/json", json(name)))
-        }
-        Body::Form => {
-            let name = paths::ReleaseForm::name().into_owned();
-            schemas.push((name.clone(), paths::ReleaseForm::schema()));
-            Some(("multipart/form-data", json(name)))
-        }
-        Body::Ignored | Body::Empty => None,
-    };
-    if let Some((media, content)) = body {
+    let content = |schema: RefOr<Schema>| ContentBuilder::new().schema(Some(schema)).build();
+    if let Some((media, name)) = item.body {
         operation = operation.request_body(Some(
             RequestBodyBuilder::new()
                 .description(text(documented.body))
-                .content(media, content)
+                .content(media, content(schema_ref(name)))
                 .required(Some(Required::True))
                 .build(),
         ));
     }
-    // The answer: the envelope of `O::Answer`, named and composed as utoipa's path macro names
-    // and composes a generic's instance (through its `ComposeSchema`), so that the schemas are
-    // the ones a `#[utoipa::path]` would have collected.
-    let answer = format!(
-        "{}_{}",
-        <Envelope<O::Answer> as ToSchema>::name(),
-        <O::Answer as ToSchema>::name()
-    );
-    schemas.push((
-        answer.clone(),
-        <Envelope<O::Answer> as utoipa::__dev::ComposeSchema>::compose(vec![
-            <O::Answer as PartialSchema>::schema(),
-        ]),
-    ));
-    <Envelope<O::Answer> as ToSchema>::schemas(schemas);
-    schemas.push((
-        <O::Answer as ToSchema>::name().into_owned(),
-        <O::Answer as PartialSchema>::schema(),
-    ));
-    <O::Answer as ToSchema>::schemas(schemas);
+    let (media, schema) = item.answer;
     operation = operation.response(
-        O::STATUS.to_string(),
+        item.status.to_string(),
         ResponseBuilder::new()
             .description(documented.success)
-            .content("application/json", json(answer))
+            .content(media, content(schema))
             .build(),
     );
     let mut refusals = std::collections::BTreeMap::new();
@@ -338,23 +366,107 @@ where
                 .description(description)
                 .content(
                     "application/json",
-                    json("Envelope_Option_ErrorData".to_owned()),
+                    content(schema_ref("Envelope_Option_ErrorData".to_owned())),
                 )
                 .build(),
         );
     }
-    let method = match O::METHOD {
+    if let Some(security) = item.security {
+        operation = operation.security(security);
+    }
+    let method = match item.method {
         licensing_core::operations::Method::Get => HttpMethod::Get,
         licensing_core::operations::Method::Post => HttpMethod::Post,
         licensing_core::operations::Method::Put => HttpMethod::Put,
         licensing_core::operations::Method::Patch => HttpMethod::Patch,
         licensing_core::operations::Method::Delete => HttpMethod::Delete,
     };
-    doc.paths.add_path_operation(
-        format!("/api/v1/dev/teams/{{teamId}}/{}", O::PATH),
-        vec![method],
-        operation.build(),
+    doc.paths
+        .add_path_operation(item.path, vec![method], operation.build());
+}
+
+/// Adds operation `O`'s path item to `doc`, and the schemas it names to `schemas`.
+fn declared<O>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Schemas)
+where
+    O: DevOperation,
+    O::Answer: utoipa::ToSchema,
+    O::Payload: utoipa::ToSchema,
+{
+    let body = match O::BODY {
+        Body::Json | Body::OptionalJson => Some(("application/json", named::<O::Payload>(schemas))),
+        Body::Form => Some(("multipart/form-data", named::<paths::ReleaseForm>(schemas))),
+        Body::Ignored | Body::Empty => None,
+    };
+    let answer = enveloped::<O::Answer>(schemas);
+    let mut params = vec![&TEAM];
+    params.extend(O::DOC.params);
+    add_item(
+        doc,
+        Item {
+            id: O::NAME,
+            method: O::METHOD,
+            path: format!("/api/v1/dev/teams/{{teamId}}/{}", O::PATH),
+            params,
+            doc: &O::DOC,
+            body,
+            status: O::STATUS,
+            answer: ("application/json", schema_ref(answer)),
+            security: None,
+        },
     );
+}
+
+/// The path items of the admin API, one per declared operation (see
+/// `routes::admin::AdminEndpoint`), and the schemas they name.
+fn admin_operations(doc: &mut utoipa::openapi::OpenApi) {
+    use crate::routes::admin::{AdminEndpoint, admin_endpoints};
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+
+    fn admin<E: AdminEndpoint>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Schemas) {
+        let body = E::SHAPES
+            .body
+            .map(|named| ("application/json", named(schemas)));
+        let answer = match E::SHAPES.answer {
+            Answered::Json(named) => ("application/json", schema_ref(named(schemas))),
+            Answered::Stream(media) => {
+                (media, ObjectBuilder::new().schema_type(Type::String).into())
+            }
+        };
+        let params = if E::PATH.contains("{teamId}") {
+            vec![&TEAM]
+        } else {
+            Vec::new()
+        };
+        add_item(
+            doc,
+            Item {
+                id: E::ID,
+                method: E::METHOD,
+                path: format!("/api/v1/admin/{}", E::PATH),
+                params,
+                doc: &E::DOC,
+                body,
+                status: E::STATUS,
+                answer,
+                security: Some(SecurityRequirement::new::<&str, [&str; 0], &str>(
+                    "adminToken",
+                    [],
+                )),
+            },
+        );
+    }
+    macro_rules! each {
+        ($($endpoint:ty),*) => {{
+            let mut schemas = Vec::new();
+            $(admin::<$endpoint>(doc, &mut schemas);)*
+            schemas
+        }};
+    }
+    let schemas = admin_endpoints!(each);
+    let components = doc.components.get_or_insert_with(Default::default);
+    for (name, schema) in schemas {
+        components.schemas.entry(name).or_insert(schema);
+    }
 }
 
 /// `{teamId}`, the first parameter of every developer operation.
@@ -402,6 +514,7 @@ fn parameter(param: &Param) -> utoipa::openapi::path::Parameter {
 pub fn document(operations: &[Scoped]) -> String {
     let mut doc = ApiDoc::openapi();
     developer_operations(&mut doc);
+    admin_operations(&mut doc);
     scopes_of_operations(&mut doc, operations);
     idempotency_keys_of_writes(&mut doc);
     doc.to_pretty_json()

@@ -23,10 +23,11 @@ use licensing_core::{ApiError, TeamId, Timestamp};
 use warp::Filter;
 use warp::Reply as _;
 use warp::filters::BoxedFilter;
-use warp::http::{HeaderValue, Method, header};
+use warp::http::{HeaderValue, header};
 
 use crate::app::staff::CreatedStaff;
 use crate::http::{Incoming, Response, auth, idempotency, respond, success};
+use crate::openapi::{Answered, Shapes, enveloped, named};
 use crate::operator::{
     Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, OperatorOperation,
     SetFeatures,
@@ -34,10 +35,26 @@ use crate::operator::{
 use crate::routes::table::{Input, PathIds, Query, Route, find};
 use crate::state::{AppState, Principal};
 use licensing_core::idempotency::IdempotencyOwner;
+use licensing_core::operations::doc::{Doc, Refusal};
+use licensing_core::operations::{self as ops};
 
-/// An operator's operation as the admin API reaches it: the operation a request asks for (from
-/// its path's ids and body), and the answer to what it did.
-trait AdminEndpoint: OperatorOperation + 'static {
+/// An operator's operation as the admin API reaches it, declared once: its method and path,
+/// how the document shows it, the operation a request asks for (from its path's ids and body),
+/// and the answer to what it did. The route table and the document's path items are both built
+/// from these declarations ([`admin_endpoints`]).
+pub(crate) trait AdminEndpoint: OperatorOperation + 'static {
+    /// Its method.
+    const METHOD: ops::Method;
+    /// Its path under `/api/v1/admin/`.
+    const PATH: &'static str;
+    /// Its operation id in the document.
+    const ID: &'static str;
+    /// The status of its success.
+    const STATUS: u16;
+    /// Its documentation: summary, success and refusals (besides [`ADMIN_REFUSED`]).
+    const DOC: Doc;
+    /// The body it reads and the answer it sends, as the document names them.
+    const SHAPES: Shapes;
     /// The ids of its path, in order.
     type Ids: PathIds;
     /// Whether it reads a query string.
@@ -51,11 +68,35 @@ trait AdminEndpoint: OperatorOperation + 'static {
     fn answer(output: Self::Output) -> Response;
 }
 
-/// The table's entry of endpoint `E` at `method path`.
-fn route<E: AdminEndpoint>(method: Method, path: &'static str) -> Route<Operator> {
+/// What every admin operation may answer: a malformed request, a bad admin token, the token's
+/// rate limit, a failure.
+pub(crate) const ADMIN_REFUSED: &[Refusal] = licensing_core::refusals![
+    (400, "BAD_REQUEST"),
+    (401, "UNAUTHORIZED: missing or wrong admin token"),
+    (429, "RATE_LIMIT"),
+    (500, "INTERNAL_SERVER_ERROR"),
+];
+
+/// Every admin operation, in the document's order: `$then!(A, B, …)`.
+macro_rules! admin_endpoints {
+    ($then:ident) => {
+        $then!(
+            crate::operator::CreateTeam,
+            crate::operator::ListTeams,
+            crate::operator::SetFeatures,
+            crate::operator::CreateTeamKey,
+            crate::operator::CreateStaff,
+            crate::operator::Backup
+        )
+    };
+}
+pub(crate) use admin_endpoints;
+
+/// The table's entry of endpoint `E`, at its method and path.
+fn route<E: AdminEndpoint>() -> Route<Operator> {
     Route::new(
-        method,
-        path,
+        super::dev::method(E::METHOD),
+        E::PATH,
         None,
         E::QUERY,
         |operator: Operator, ids: E::Ids, input: Input| async move {
@@ -67,14 +108,12 @@ fn route<E: AdminEndpoint>(method: Method, path: &'static str) -> Route<Operator
 
 /// Every route of the admin API, under `/api/v1/admin/`.
 fn operations() -> Vec<Route<Operator>> {
-    vec![
-        route::<CreateTeam>(Method::POST, "teams"),
-        route::<ListTeams>(Method::GET, "teams"),
-        route::<SetFeatures>(Method::PUT, "teams/{teamId}/features"),
-        route::<CreateTeamKey>(Method::POST, "teams/{teamId}/api-keys"),
-        route::<CreateStaff>(Method::POST, "teams/{teamId}/users"),
-        route::<Backup>(Method::GET, "backup"),
-    ]
+    macro_rules! table {
+        ($($endpoint:ty),*) => {
+            vec![$(route::<$endpoint>()),*]
+        };
+    }
+    admin_endpoints!(table)
 }
 
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
@@ -136,6 +175,29 @@ async fn gate(table: &[Route<Operator>], request: Incoming) -> Response {
 }
 
 impl AdminEndpoint for CreateTeam {
+    const STATUS: u16 = 201;
+    const METHOD: ops::Method = ops::Method::Post;
+    const PATH: &'static str = "teams";
+    const ID: &'static str = "create_team";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) Create a team with its key pairs and a first API key.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created: the API key is in this answer only",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: Some(named::<AdminTeamBody>),
+        answer: Answered::Json(enveloped::<TeamCreated>),
+    };
     type Ids = ();
     const QUERY: Query = Query::Ignored;
 
@@ -147,7 +209,7 @@ impl AdminEndpoint for CreateTeam {
 
     fn answer(team: TeamCreated) -> Response {
         success(
-            201,
+            Self::STATUS,
             team,
             "Team created; its API key is shown only in this answer",
         )
@@ -155,6 +217,29 @@ impl AdminEndpoint for CreateTeam {
 }
 
 impl AdminEndpoint for ListTeams {
+    const STATUS: u16 = 200;
+    const METHOD: ops::Method = ops::Method::Get;
+    const PATH: &'static str = "teams";
+    const ID: &'static str = "list_teams";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) List the teams.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "The teams",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: None,
+        answer: Answered::Json(enveloped::<TeamList>),
+    };
     type Ids = ();
     const QUERY: Query = Query::None;
 
@@ -166,11 +251,34 @@ impl AdminEndpoint for ListTeams {
         let teams = TeamList {
             teams: teams.iter().map(TeamView::from).collect(),
         };
-        success(200, teams, "Teams retrieved")
+        success(Self::STATUS, teams, "Teams retrieved")
     }
 }
 
 impl AdminEndpoint for SetFeatures {
+    const STATUS: u16 = 200;
+    const METHOD: ops::Method = ops::Method::Put;
+    const PATH: &'static str = "teams/{teamId}/features";
+    const ID: &'static str = "set_features";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) Turn a team's classloader feature on or off.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Updated",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: Some(named::<FeaturesBody>),
+        answer: Answered::Json(enveloped::<TeamView>),
+    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -180,11 +288,34 @@ impl AdminEndpoint for SetFeatures {
     }
 
     fn answer(team: Team) -> Response {
-        success(200, TeamView::from(&team), "Features updated")
+        success(Self::STATUS, TeamView::from(&team), "Features updated")
     }
 }
 
 impl AdminEndpoint for CreateTeamKey {
+    const STATUS: u16 = 201;
+    const METHOD: ops::Method = ops::Method::Post;
+    const PATH: &'static str = "teams/{teamId}/api-keys";
+    const ID: &'static str = "admin_create_api_key";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) Give a team a new API key, with any scopes (a team whose keys are all lost has no\nother way back); the key is shown only in this answer.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created: the key is in this answer only",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "TEAM_NOT_FOUND, PRODUCT_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: Some(named::<ApiKeyBody>),
+        answer: Answered::Json(enveloped::<ApiKeyCreated>),
+    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -195,7 +326,7 @@ impl AdminEndpoint for CreateTeamKey {
 
     fn answer(created: ApiKeyCreated) -> Response {
         success(
-            201,
+            Self::STATUS,
             created,
             "API key created; it is shown only in this answer",
         )
@@ -203,6 +334,35 @@ impl AdminEndpoint for CreateTeamKey {
 }
 
 impl AdminEndpoint for CreateStaff {
+    const STATUS: u16 = 201;
+    const METHOD: ops::Method = ops::Method::Post;
+    const PATH: &'static str = "teams/{teamId}/users";
+    const ID: &'static str = "admin_create_user";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) Create a staff account of a team for the dashboard; the answer carries its one-time\nset-password link (valid 72 hours), which is shown only there.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "Created: the set-password link is in this answer only",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![
+                (
+                    400,
+                    "BAD_REQUEST: a bad address or role, or an address that has an account"
+                ),
+                (
+                    404,
+                    "TEAM_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+                )
+            ],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: Some(named::<StaffBody>),
+        answer: Answered::Json(enveloped::<StaffInvited>),
+    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -227,7 +387,7 @@ impl AdminEndpoint for CreateStaff {
             set_password_expires_at: link.expires_at,
         };
         success(
-            201,
+            Self::STATUS,
             invited,
             "Account created; its set-password link is shown only in this answer",
         )
@@ -235,6 +395,29 @@ impl AdminEndpoint for CreateStaff {
 }
 
 impl AdminEndpoint for Backup {
+    const STATUS: u16 = 200;
+    const METHOD: ops::Method = ops::Method::Get;
+    const PATH: &'static str = "backup";
+    const ID: &'static str = "admin_backup";
+    const DOC: Doc = Doc {
+        tag: "admin",
+        summary: "(admin) An online backup: every team's records and release files as the export archive\n(JSON lines: a header, the records, a trailer counting the lines), streamed while the server\ngoes on serving. `licensing-server backup --to FILE` saves it; `licensing-server restore`\nloads it into an empty store. An archive that ends without its trailer is incomplete (the\nexport failed half way) and is refused by `restore`.",
+        description: "",
+        params: &[],
+        body: "",
+        success: "The archive, streamed",
+        refusals: &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    };
+    const SHAPES: Shapes = Shapes {
+        body: None,
+        answer: Answered::Stream("application/jsonl"),
+    };
     type Ids = ();
     const QUERY: Query = Query::None;
 

@@ -1,7 +1,7 @@
 //! The route tree. Each route matches its path first and its method second, so a known path with
 //! the wrong method is 405 and an unknown path 404. Handlers return replies, never rejections.
 
-mod admin;
+pub(crate) mod admin;
 mod client;
 pub(crate) mod dev;
 mod docs;

@@ -12,14 +12,10 @@
 pub(super) mod client;
 pub(super) mod operator;
 
-use licensing_core::api::requests::{
-    AdminTeamBody, ApiKeyBody, ClientBody, FeaturesBody, SessionEndBody, StaffBody,
-};
+use licensing_core::api::requests::{ClientBody, SessionEndBody};
 use licensing_core::api::{
-    CheckoutData, Envelope, ErrorData, HeartbeatData, SessionEndData, SessionStartData, TeamList,
-    VerifyData,
+    CheckoutData, Envelope, ErrorData, HeartbeatData, SessionEndData, SessionStartData, VerifyData,
 };
-use licensing_core::model::{ApiKeyCreated, StaffInvited, TeamCreated, TeamView};
 use utoipa::ToSchema;
 
 /// The multipart body of release create and update.
@@ -71,19 +67,6 @@ refusals! {
         Timeout = 408 "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)",
         /// The body's size.
         TooLarge = 413 "BAD_REQUEST: the body is over 1 MiB",
-    }
-
-    /// The refusals every admin operation may answer: a malformed request, a missing or wrong admin
-    /// token, the admin token's rate limit, a server failure.
-    AdminRefused {
-        /// A malformed request.
-        Malformed = 400 "BAD_REQUEST",
-        /// No usable admin token.
-        Unauthorized = 401 "UNAUTHORIZED: missing or wrong admin token",
-        /// The admin token's rate limit.
-        RateLimit = 429 "RATE_LIMIT",
-        /// A failure of the server.
-        Internal = 500 "INTERNAL_SERVER_ERROR",
     }
 }
 

@@ -52,7 +52,7 @@ pub(crate) use crate::app::{Caller, Cx as Dev};
 use crate::state::{AppState, Principal};
 
 /// The HTTP method of a declared one.
-fn method(method: ops::Method) -> Method {
+pub(in crate::routes) fn method(method: ops::Method) -> Method {
     match method {
         ops::Method::Get => Method::GET,
         ops::Method::Post => Method::POST,
