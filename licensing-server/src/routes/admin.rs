@@ -77,6 +77,30 @@ pub(crate) const ADMIN_REFUSED: &[Refusal] = licensing_core::refusals![
     (500, "INTERNAL_SERVER_ERROR"),
 ];
 
+/// The admin API off: its paths are unknown.
+const OFF: &[Refusal] = licensing_core::refusals![(
+    404,
+    "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
+)];
+
+/// The documentation of an admin operation: its summary, what its success is, and what it may
+/// refuse ([`ADMIN_REFUSED`] and its own).
+const fn documented(
+    summary: &'static str,
+    success: &'static str,
+    refusals: &'static [&'static [Refusal]],
+) -> Doc {
+    Doc {
+        tag: "admin",
+        summary,
+        description: "",
+        params: &[],
+        body: "",
+        success,
+        refusals,
+    }
+}
+
 /// Every admin operation, in the document's order: `$then!(A, B, …)`.
 macro_rules! admin_endpoints {
     ($then:ident) => {
@@ -179,21 +203,11 @@ impl AdminEndpoint for CreateTeam {
     const METHOD: ops::Method = ops::Method::Post;
     const PATH: &'static str = "teams";
     const ID: &'static str = "create_team";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) Create a team with its key pairs and a first API key.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "Created: the API key is in this answer only",
-        refusals: &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![(
-                404,
-                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-            )],
-        ],
-    };
+    const DOC: Doc = documented(
+        "(admin) Create a team with its key pairs and a first API key.",
+        "Created: the API key is in this answer only",
+        &[ADMIN_REFUSED, OFF],
+    );
     const SHAPES: Shapes = Shapes {
         body: Some(named::<AdminTeamBody>),
         answer: Answered::Json(enveloped::<TeamCreated>),
@@ -221,21 +235,11 @@ impl AdminEndpoint for ListTeams {
     const METHOD: ops::Method = ops::Method::Get;
     const PATH: &'static str = "teams";
     const ID: &'static str = "list_teams";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) List the teams.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "The teams",
-        refusals: &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![(
-                404,
-                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-            )],
-        ],
-    };
+    const DOC: Doc = documented(
+        "(admin) List the teams.",
+        "The teams",
+        &[ADMIN_REFUSED, OFF],
+    );
     const SHAPES: Shapes = Shapes {
         body: None,
         answer: Answered::Json(enveloped::<TeamList>),
@@ -260,21 +264,11 @@ impl AdminEndpoint for SetFeatures {
     const METHOD: ops::Method = ops::Method::Put;
     const PATH: &'static str = "teams/{teamId}/features";
     const ID: &'static str = "set_features";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) Turn a team's classloader feature on or off.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "Updated",
-        refusals: &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![(
-                404,
-                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-            )],
-        ],
-    };
+    const DOC: Doc = documented(
+        "(admin) Turn a team's classloader feature on or off.",
+        "Updated",
+        &[ADMIN_REFUSED, OFF],
+    );
     const SHAPES: Shapes = Shapes {
         body: Some(named::<FeaturesBody>),
         answer: Answered::Json(enveloped::<TeamView>),
@@ -297,21 +291,17 @@ impl AdminEndpoint for CreateTeamKey {
     const METHOD: ops::Method = ops::Method::Post;
     const PATH: &'static str = "teams/{teamId}/api-keys";
     const ID: &'static str = "admin_create_api_key";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) Give a team a new API key, with any scopes (a team whose keys are all lost has no\nother way back); the key is shown only in this answer.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "Created: the key is in this answer only",
-        refusals: &[
+    const DOC: Doc = documented(
+        "(admin) Give a team a new API key, with any scopes (a team whose keys are all lost has no\nother way back); the key is shown only in this answer.",
+        "Created: the key is in this answer only",
+        &[
             ADMIN_REFUSED,
             licensing_core::refusals![(
                 404,
                 "TEAM_NOT_FOUND, PRODUCT_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
             )],
         ],
-    };
+    );
     const SHAPES: Shapes = Shapes {
         body: Some(named::<ApiKeyBody>),
         answer: Answered::Json(enveloped::<ApiKeyCreated>),
@@ -338,14 +328,10 @@ impl AdminEndpoint for CreateStaff {
     const METHOD: ops::Method = ops::Method::Post;
     const PATH: &'static str = "teams/{teamId}/users";
     const ID: &'static str = "admin_create_user";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) Create a staff account of a team for the dashboard; the answer carries its one-time\nset-password link (valid 72 hours), which is shown only there.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "Created: the set-password link is in this answer only",
-        refusals: &[
+    const DOC: Doc = documented(
+        "(admin) Create a staff account of a team for the dashboard; the answer carries its one-time\nset-password link (valid 72 hours), which is shown only there.",
+        "Created: the set-password link is in this answer only",
+        &[
             ADMIN_REFUSED,
             licensing_core::refusals![
                 (
@@ -358,7 +344,7 @@ impl AdminEndpoint for CreateStaff {
                 )
             ],
         ],
-    };
+    );
     const SHAPES: Shapes = Shapes {
         body: Some(named::<StaffBody>),
         answer: Answered::Json(enveloped::<StaffInvited>),
@@ -399,21 +385,11 @@ impl AdminEndpoint for Backup {
     const METHOD: ops::Method = ops::Method::Get;
     const PATH: &'static str = "backup";
     const ID: &'static str = "admin_backup";
-    const DOC: Doc = Doc {
-        tag: "admin",
-        summary: "(admin) An online backup: every team's records and release files as the export archive\n(JSON lines: a header, the records, a trailer counting the lines), streamed while the server\ngoes on serving. `licensing-server backup --to FILE` saves it; `licensing-server restore`\nloads it into an empty store. An archive that ends without its trailer is incomplete (the\nexport failed half way) and is refused by `restore`.",
-        description: "",
-        params: &[],
-        body: "",
-        success: "The archive, streamed",
-        refusals: &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![(
-                404,
-                "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-            )],
-        ],
-    };
+    const DOC: Doc = documented(
+        "(admin) An online backup: every team's records and release files as the export archive\n(JSON lines: a header, the records, a trailer counting the lines), streamed while the server\ngoes on serving. `licensing-server backup --to FILE` saves it; `licensing-server restore`\nloads it into an empty store. An archive that ends without its trailer is incomplete (the\nexport failed half way) and is refused by `restore`.",
+        "The archive, streamed",
+        &[ADMIN_REFUSED, OFF],
+    );
     const SHAPES: Shapes = Shapes {
         body: None,
         answer: Answered::Stream("application/jsonl"),
