@@ -11,6 +11,7 @@
 
 pub(crate) mod access;
 pub(crate) mod accounts;
+pub(crate) mod admin;
 mod caller;
 pub(crate) mod client;
 pub(crate) mod customers;

@@ -1,7 +1,7 @@
 //! The OpenAPI document (`GET /api/openapi.json`, checked in as `openapi.json`): each developer
 //! operation's path item built from its declaration in `licensing-core` (method, path, scope,
-//! body, answer, documentation, refusals), each admin operation's from its declaration beside
-//! its route (`routes::admin`), utoipa path declarations for the client API and the server's
+//! body, answer, documentation, refusals), each admin operation's from its declaration in
+//! `app::admin`, utoipa path declarations for the client API and the server's
 //! own endpoints (health, metrics, this document), and the schemas of `licensing-core`'s API
 //! types.
 
@@ -250,30 +250,10 @@ fn developer_operations(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The schemas a path item names, collected as it is built.
-pub(crate) type Schemas = Vec<(String, RefOr<Schema>)>;
-
-/// A schema of the document: collects it (and the schemas it names) and answers its name.
-pub(crate) type Named = fn(&mut Schemas) -> String;
-
-/// How the document shows an operation declared outside `licensing-core` (the admin API's): the
-/// body it reads, and its answer.
-pub(crate) struct Shapes {
-    /// The body's schema; none: it reads none.
-    pub(crate) body: Option<Named>,
-    /// Its answer.
-    pub(crate) answer: Answered,
-}
-
-/// What a success answers.
-pub(crate) enum Answered {
-    /// `data` in the envelope, of this schema (an [`enveloped`] one).
-    Json(Named),
-    /// A stream of this media type.
-    Stream(&'static str),
-}
+type Schemas = Vec<(String, RefOr<Schema>)>;
 
 /// `T`'s schema, named as utoipa names it.
-pub(crate) fn named<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
+fn named<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
     let name = T::name().into_owned();
     schemas.push((name.clone(), <T as utoipa::PartialSchema>::schema()));
     T::schemas(schemas);
@@ -283,7 +263,7 @@ pub(crate) fn named<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
 /// The envelope of `T`, named and composed as utoipa's path macro names and composes a
 /// generic's instance (through its `ComposeSchema`), so that the schemas are the ones a
 /// `#[utoipa::path]` would have collected; `T`'s own schema too.
-pub(crate) fn enveloped<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
+fn enveloped<T: utoipa::ToSchema>(schemas: &mut Schemas) -> String {
     use utoipa::{PartialSchema, ToSchema};
     let answer = format!("{}_{}", <Envelope<T> as ToSchema>::name(), T::name());
     schemas.push((
@@ -417,20 +397,25 @@ where
 }
 
 /// The path items of the admin API, one per declared operation (see
-/// `routes::admin::AdminEndpoint`), and the schemas they name.
+/// `app::admin::AdminOperation`), and the schemas they name.
 fn admin_operations(doc: &mut utoipa::openapi::OpenApi) {
-    use crate::routes::admin::{AdminEndpoint, admin_endpoints};
+    use crate::app::admin::{AdminOperation, admin_operations};
     use utoipa::openapi::schema::{ObjectBuilder, Type};
 
-    fn admin<E: AdminEndpoint>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Schemas) {
-        let body = E::SHAPES
-            .body
-            .map(|named| ("application/json", named(schemas)));
-        let answer = match E::SHAPES.answer {
-            Answered::Json(named) => ("application/json", schema_ref(named(schemas))),
-            Answered::Stream(media) => {
-                (media, ObjectBuilder::new().schema_type(Type::String).into())
-            }
+    fn admin<E>(doc: &mut utoipa::openapi::OpenApi, schemas: &mut Schemas)
+    where
+        E: AdminOperation,
+        E::Payload: utoipa::ToSchema,
+        E::Data: utoipa::ToSchema,
+    {
+        let body =
+            (E::BODY == Body::Json).then(|| ("application/json", named::<E::Payload>(schemas)));
+        let answer = match E::STREAMED {
+            None => (
+                "application/json",
+                schema_ref(enveloped::<E::Data>(schemas)),
+            ),
+            Some(media) => (media, ObjectBuilder::new().schema_type(Type::String).into()),
         };
         let params = if E::PATH.contains("{teamId}") {
             vec![&TEAM]
@@ -462,7 +447,7 @@ fn admin_operations(doc: &mut utoipa::openapi::OpenApi) {
             schemas
         }};
     }
-    let schemas = admin_endpoints!(each);
+    let schemas = admin_operations!(each);
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas {
         components.schemas.entry(name).or_insert(schema);

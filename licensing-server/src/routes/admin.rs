@@ -25,36 +25,21 @@ use warp::Reply as _;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, header};
 
+use crate::app::admin::{AdminOperation, admin_operations};
 use crate::app::staff::CreatedStaff;
 use crate::http::{Incoming, Response, auth, idempotency, respond, success};
-use crate::openapi::{Answered, Shapes, enveloped, named};
 use crate::operator::{
-    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, OperatorOperation,
-    SetFeatures,
+    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, SetFeatures,
 };
 use crate::routes::table::{Input, PathIds, Query, Route, find};
 use crate::state::{AppState, Principal};
 use licensing_core::idempotency::IdempotencyOwner;
-use licensing_core::operations::doc::{Doc, Refusal};
-use licensing_core::operations::{self as ops};
 
-/// An operator's operation as the admin API reaches it, declared once: its method and path,
-/// how the document shows it, the operation a request asks for (from its path's ids and body),
-/// and the answer to what it did. The route table and the document's path items are both built
-/// from these declarations ([`admin_endpoints`]).
-pub(crate) trait AdminEndpoint: OperatorOperation + 'static {
-    /// Its method.
-    const METHOD: ops::Method;
-    /// Its path under `/api/v1/admin/`.
-    const PATH: &'static str;
-    /// Its operation id in the document.
-    const ID: &'static str;
-    /// The status of its success.
-    const STATUS: u16;
-    /// Its documentation: summary, success and refusals (besides [`ADMIN_REFUSED`]).
-    const DOC: Doc;
-    /// The body it reads and the answer it sends, as the document names them.
-    const SHAPES: Shapes;
+/// An admin operation as the admin API reaches it: the operation a request asks for (from its
+/// path's ids and body), and the answer to what it did. What it is (method, path, status,
+/// documentation) is declared with the operation ([`AdminOperation`]); the route table is built
+/// from those declarations, as the document's path items are.
+pub(crate) trait AdminEndpoint: AdminOperation + 'static {
     /// The ids of its path, in order.
     type Ids: PathIds;
     /// Whether it reads a query string.
@@ -67,54 +52,6 @@ pub(crate) trait AdminEndpoint: OperatorOperation + 'static {
     /// The answer.
     fn answer(output: Self::Output) -> Response;
 }
-
-/// What every admin operation may answer: a malformed request, a bad admin token, the token's
-/// rate limit, a failure.
-pub(crate) const ADMIN_REFUSED: &[Refusal] = licensing_core::refusals![
-    (400, "BAD_REQUEST"),
-    (401, "UNAUTHORIZED: missing or wrong admin token"),
-    (429, "RATE_LIMIT"),
-    (500, "INTERNAL_SERVER_ERROR"),
-];
-
-/// The admin API off: its paths are unknown.
-const OFF: &[Refusal] = licensing_core::refusals![(
-    404,
-    "BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-)];
-
-/// The documentation of an admin operation: its summary, what its success is, and what it may
-/// refuse ([`ADMIN_REFUSED`] and its own).
-const fn documented(
-    summary: &'static str,
-    success: &'static str,
-    refusals: &'static [&'static [Refusal]],
-) -> Doc {
-    Doc {
-        tag: "admin",
-        summary,
-        description: "",
-        params: &[],
-        body: "",
-        success,
-        refusals,
-    }
-}
-
-/// Every admin operation, in the document's order: `$then!(A, B, …)`.
-macro_rules! admin_endpoints {
-    ($then:ident) => {
-        $then!(
-            crate::operator::CreateTeam,
-            crate::operator::ListTeams,
-            crate::operator::SetFeatures,
-            crate::operator::CreateTeamKey,
-            crate::operator::CreateStaff,
-            crate::operator::Backup
-        )
-    };
-}
-pub(crate) use admin_endpoints;
 
 /// The table's entry of endpoint `E`, at its method and path.
 fn route<E: AdminEndpoint>() -> Route<Operator> {
@@ -137,7 +74,7 @@ fn operations() -> Vec<Route<Operator>> {
             vec![$(route::<$endpoint>()),*]
         };
     }
-    admin_endpoints!(table)
+    admin_operations!(table)
 }
 
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
@@ -199,19 +136,6 @@ async fn gate(table: &[Route<Operator>], request: Incoming) -> Response {
 }
 
 impl AdminEndpoint for CreateTeam {
-    const STATUS: u16 = 201;
-    const METHOD: ops::Method = ops::Method::Post;
-    const PATH: &'static str = "teams";
-    const ID: &'static str = "create_team";
-    const DOC: Doc = documented(
-        "(admin) Create a team with its key pairs and a first API key.",
-        "Created: the API key is in this answer only",
-        &[ADMIN_REFUSED, OFF],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: Some(named::<AdminTeamBody>),
-        answer: Answered::Json(enveloped::<TeamCreated>),
-    };
     type Ids = ();
     const QUERY: Query = Query::Ignored;
 
@@ -231,19 +155,6 @@ impl AdminEndpoint for CreateTeam {
 }
 
 impl AdminEndpoint for ListTeams {
-    const STATUS: u16 = 200;
-    const METHOD: ops::Method = ops::Method::Get;
-    const PATH: &'static str = "teams";
-    const ID: &'static str = "list_teams";
-    const DOC: Doc = documented(
-        "(admin) List the teams.",
-        "The teams",
-        &[ADMIN_REFUSED, OFF],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: None,
-        answer: Answered::Json(enveloped::<TeamList>),
-    };
     type Ids = ();
     const QUERY: Query = Query::None;
 
@@ -260,19 +171,6 @@ impl AdminEndpoint for ListTeams {
 }
 
 impl AdminEndpoint for SetFeatures {
-    const STATUS: u16 = 200;
-    const METHOD: ops::Method = ops::Method::Put;
-    const PATH: &'static str = "teams/{teamId}/features";
-    const ID: &'static str = "set_features";
-    const DOC: Doc = documented(
-        "(admin) Turn a team's classloader feature on or off.",
-        "Updated",
-        &[ADMIN_REFUSED, OFF],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: Some(named::<FeaturesBody>),
-        answer: Answered::Json(enveloped::<TeamView>),
-    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -287,25 +185,6 @@ impl AdminEndpoint for SetFeatures {
 }
 
 impl AdminEndpoint for CreateTeamKey {
-    const STATUS: u16 = 201;
-    const METHOD: ops::Method = ops::Method::Post;
-    const PATH: &'static str = "teams/{teamId}/api-keys";
-    const ID: &'static str = "admin_create_api_key";
-    const DOC: Doc = documented(
-        "(admin) Give a team a new API key, with any scopes (a team whose keys are all lost has no\nother way back); the key is shown only in this answer.",
-        "Created: the key is in this answer only",
-        &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![(
-                404,
-                "TEAM_NOT_FOUND, PRODUCT_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-            )],
-        ],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: Some(named::<ApiKeyBody>),
-        answer: Answered::Json(enveloped::<ApiKeyCreated>),
-    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -324,31 +203,6 @@ impl AdminEndpoint for CreateTeamKey {
 }
 
 impl AdminEndpoint for CreateStaff {
-    const STATUS: u16 = 201;
-    const METHOD: ops::Method = ops::Method::Post;
-    const PATH: &'static str = "teams/{teamId}/users";
-    const ID: &'static str = "admin_create_user";
-    const DOC: Doc = documented(
-        "(admin) Create a staff account of a team for the dashboard; the answer carries its one-time\nset-password link (valid 72 hours), which is shown only there.",
-        "Created: the set-password link is in this answer only",
-        &[
-            ADMIN_REFUSED,
-            licensing_core::refusals![
-                (
-                    400,
-                    "BAD_REQUEST: a bad address or role, or an address that has an account"
-                ),
-                (
-                    404,
-                    "TEAM_NOT_FOUND; BAD_REQUEST: the admin API is off (no LICENSING_ADMIN_TOKEN)"
-                )
-            ],
-        ],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: Some(named::<StaffBody>),
-        answer: Answered::Json(enveloped::<StaffInvited>),
-    };
     type Ids = (TeamId,);
     const QUERY: Query = Query::Ignored;
 
@@ -381,19 +235,6 @@ impl AdminEndpoint for CreateStaff {
 }
 
 impl AdminEndpoint for Backup {
-    const STATUS: u16 = 200;
-    const METHOD: ops::Method = ops::Method::Get;
-    const PATH: &'static str = "backup";
-    const ID: &'static str = "admin_backup";
-    const DOC: Doc = documented(
-        "(admin) An online backup: every team's records and release files as the export archive\n(JSON lines: a header, the records, a trailer counting the lines), streamed while the server\ngoes on serving. `licensing-server backup --to FILE` saves it; `licensing-server restore`\nloads it into an empty store. An archive that ends without its trailer is incomplete (the\nexport failed half way) and is refused by `restore`.",
-        "The archive, streamed",
-        &[ADMIN_REFUSED, OFF],
-    );
-    const SHAPES: Shapes = Shapes {
-        body: None,
-        answer: Answered::Stream("application/jsonl"),
-    };
     type Ids = ();
     const QUERY: Query = Query::None;
 
