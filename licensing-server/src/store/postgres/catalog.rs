@@ -166,14 +166,7 @@ async fn delete_releases_returning(
     team: TeamId,
     owner: &Uuid,
 ) -> PgResult<Vec<Release>> {
-    sqlx::query(sql)
-        .bind(team.as_uuid())
-        .bind(owner)
-        .fetch_all(conn)
-        .await?
-        .iter()
-        .map(doc)
-        .collect()
+    fetch_docs(conn, sqlx::query(sql).bind(team.as_uuid()).bind(owner)).await
 }
 
 impl ProductStore for PgStore {
@@ -325,17 +318,11 @@ impl ProductStore for PgStore {
         if !lock_product(&mut conn, team, product).await? {
             return Err(StoreError::NotFound(Entity::Product));
         }
-        Ok(sqlx::query(
+        let query = sqlx::query(
             "SELECT doc FROM branches WHERE team_id = $1 AND product_id = $2 ORDER BY name",
-        )
-        .bind(team.as_uuid())
-        .bind(product.as_uuid())
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(backend)?
-        .iter()
-        .map(doc)
-        .collect::<PgResult<_>>()?)
+        );
+        let select = query.bind(team.as_uuid()).bind(product.as_uuid());
+        Ok(fetch_docs(&mut *conn, select).await?)
     }
 
     async fn delete_branch(

@@ -209,16 +209,12 @@ impl LicenseSessionStore for PgStore {
         now: Timestamp,
         max: u32,
     ) -> StoreResult<Vec<LicenseSession>> {
-        let rows = sqlx::query(
+        let query = sqlx::query(
             "SELECT doc FROM license_sessions WHERE expires_at <= $1
              ORDER BY expires_at, id LIMIT $2",
-        )
-        .bind(ms(now))
-        .bind(i64::from(max))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        Ok(rows.iter().map(doc).collect::<PgResult<_>>()?)
+        );
+        let select = query.bind(ms(now)).bind(i64::from(max));
+        Ok(super::fetch_docs(&self.pool, select).await?)
     }
 
     async fn count_live_sessions(&self, now: Timestamp) -> StoreResult<u64> {

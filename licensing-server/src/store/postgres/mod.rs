@@ -333,11 +333,11 @@ pub(crate) fn doc<T: DeserializeOwned>(row: &PgRow) -> PgResult<T> {
 pub(crate) type DocQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// The documents of every row `query` finds, in its order.
-pub(crate) async fn fetch_docs<T: DeserializeOwned>(
-    pool: &PgPool,
+pub(crate) async fn fetch_docs<'c, T: DeserializeOwned>(
+    conn: impl sqlx::PgExecutor<'c>,
     query: DocQuery<'_>,
 ) -> PgResult<Vec<T>> {
-    query.fetch_all(pool).await?.iter().map(doc).collect()
+    query.fetch_all(conn).await?.iter().map(doc).collect()
 }
 
 /// The document of the row `query` finds, if it finds one.

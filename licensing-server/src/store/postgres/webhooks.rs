@@ -181,30 +181,22 @@ impl WebhookStore for PgStore {
 
     async fn fan_out_events(&self, now: Timestamp, limit: usize) -> StoreResult<usize> {
         in_tx!(self.pool, |tx| {
-            let events = sqlx::query(
+            let query = sqlx::query(
                 "SELECT doc FROM webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
-            )
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(doc)
-            .collect::<PgResult<Vec<WebhookEvent>>>()?;
+            );
+            let select = query.bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let events: Vec<WebhookEvent> = super::fetch_docs(&mut *tx, select).await?;
             if !events.is_empty() {
                 let mut teams: Vec<uuid::Uuid> =
                     events.iter().map(|e| *e.team_id.as_uuid()).collect();
                 teams.sort();
                 teams.dedup();
                 // FOR SHARE: an endpoint deleted meanwhile waits for this fan-out.
-                let endpoints = sqlx::query(
+                let query = sqlx::query(
                     "SELECT doc FROM webhook_endpoints WHERE team_id = ANY($1) FOR SHARE",
-                )
-                .bind(&teams)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(doc)
-                .collect::<PgResult<Vec<WebhookEndpoint>>>()?;
+                );
+                let endpoints: Vec<WebhookEndpoint> =
+                    super::fetch_docs(&mut *tx, query.bind(&teams)).await?;
                 for event in &events {
                     for d in fan_out(event, &endpoints, now) {
                         insert_delivery_row(&mut tx, &d).await?;
