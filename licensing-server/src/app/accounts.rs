@@ -135,13 +135,14 @@ impl Run for InviteAccount {
             .get_team(cx.team)
             .await?
             .map_or_else(|| "your team".to_owned(), |t| t.name);
-        let message = mail::invitation_message(
-            cx.team,
-            made.user.email.as_str(),
-            &team,
-            by.email.as_str(),
-            &set_password_link(&base, &made),
-            staff::LINK_LIFETIME_HOURS,
+        let message = mail::staff_message(
+            (cx.team, made.user.email.as_str()),
+            mail::StaffMail::Invitation {
+                team_name: &team,
+                inviter: by.email.as_str(),
+                link: &set_password_link(&base, &made),
+                hours: staff::LINK_LIFETIME_HOURS,
+            },
             cx.now,
         );
         // The account exists either way: when the mail cannot be queued, its link is shown to

@@ -9,7 +9,8 @@ use std::future::Future;
 
 use licensing_core::api::requests::ApiKeyInput;
 use licensing_core::model::{
-    Action, ApiKeyCreated, Role, SigningKey, Team, TeamCreated, TeamFeatures, changes,
+    Action, ApiKeyCreated, Role, SigningKey, SigningKeyState, Team, TeamCreated, TeamFeatures,
+    changes,
 };
 use licensing_core::store::{AuditStore, Entity, Journal, StoreError, TeamStore};
 use licensing_core::{ApiError, TeamId, Timestamp, UserId};
@@ -190,8 +191,13 @@ impl OperatorOperation for RotateSigningKey {
     type Output = SigningKey;
 
     async fn run(self, op: &Operator) -> Result<SigningKey, ApiError> {
-        let new = teams::rotate_signing_key(&op.store, &op.keyring, self.team, &op.acting, op.now)
-            .await?;
+        let new = teams::new_signing_key(
+            &op.store,
+            &op.keyring,
+            (self.team, &op.acting, op.now),
+            SigningKeyState::Active,
+        )
+        .await?;
         Ok(new)
     }
 }

@@ -397,12 +397,13 @@ impl Run for ChangeOwnEmail {
             return Err(ApiError::internal());
         };
         let link = format!("{}/dashboard/confirm-email/{}/{secret}", self.base, user.id);
-        let message = crate::runtime::mail::email_change_message(
-            user.team_id,
-            pending.email.as_str(),
-            user.email.as_str(),
-            &link,
-            staff::LINK_LIFETIME_HOURS,
+        let message = crate::runtime::mail::staff_message(
+            (user.team_id, pending.email.as_str()),
+            crate::runtime::mail::StaffMail::EmailChange {
+                from: user.email.as_str(),
+                link: &link,
+                hours: staff::LINK_LIFETIME_HOURS,
+            },
             cx.now,
         );
         store

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use licensing_core::ApiError;
 use licensing_core::model::{
     Action, AuditEntry, Overview, PublicKeys, Resource, Scope, SigningKey, SigningKeyChange,
-    Statistics, Team, TeamSettings, active_key_conflict,
+    SigningKeyState, Statistics, Team, TeamSettings, active_key_conflict,
 };
 use licensing_core::store::{AuditStore, Entity, Page, StatsStore, StoreError, TeamStore};
 
@@ -85,22 +85,21 @@ async fn context(cx: &Cx) -> Result<Arc<TeamContext>, ApiError> {
 
 impl Run for RotateSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
-        let state = &cx.state;
-        let new =
-            teams::rotate_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
-                .await?;
-        Ok(new)
+        new_signing_key(cx, SigningKeyState::Active).await
     }
 }
 
 impl Run for CreateSigningKey {
     async fn run(self, cx: &Cx) -> Result<SigningKey, ApiError> {
-        let state = &cx.state;
-        let new =
-            teams::stage_signing_key(&state.store, &state.keyring, cx.team, &cx.acting(), cx.now)
-                .await?;
-        Ok(new)
+        new_signing_key(cx, SigningKeyState::Next).await
     }
+}
+
+/// A new signing key of the team, active at once or staged as next (`state`).
+async fn new_signing_key(cx: &Cx, state: SigningKeyState) -> Result<SigningKey, ApiError> {
+    let acting = cx.acting();
+    let at = (cx.team, &acting, cx.now);
+    teams::new_signing_key(&cx.state.store, &cx.state.keyring, at, state).await
 }
 
 impl Run for ActivateSigningKey {

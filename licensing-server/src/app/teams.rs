@@ -14,34 +14,14 @@ use crate::app::journal::Acting;
 use crate::runtime::keyring::Keyring;
 use licensing_core::{ApiKeyId, TeamId, Timestamp, UserId};
 
-/// Makes a new Ed25519 signing key `team`'s active one (sealed as `keyring` stores keys); the
-/// former keys stay listed, inactive, until retired. Audited as `signing_key.rotated`. The
-/// caller drops the team's cached context.
-pub async fn rotate_signing_key<S: TeamStore>(
-    store: &S,
-    keyring: &Keyring,
-    team: TeamId,
-    by: &Acting,
-    now: Timestamp,
-) -> Result<SigningKey, ApiError> {
-    new_signing_key(store, keyring, (team, by, now), SigningKeyState::Active).await
-}
-
-/// Makes a new Ed25519 signing key `team`'s `next` one: listed, its private half kept (sealed
-/// as `keyring` stores keys), signing nothing until it is activated. Audited as
-/// `signing_key.created`; 409 while another is staged.
-pub async fn stage_signing_key<S: TeamStore>(
-    store: &S,
-    keyring: &Keyring,
-    team: TeamId,
-    by: &Acting,
-    now: Timestamp,
-) -> Result<SigningKey, ApiError> {
-    new_signing_key(store, keyring, (team, by, now), SigningKeyState::Next).await
-}
-
-/// A new signing key of `team`, active at once or staged as `next` (`state`).
-async fn new_signing_key<S: TeamStore>(
+/// Makes a new Ed25519 signing key of `team` (its private half sealed as `keyring` stores
+/// keys), in `state`:
+/// - `Active`: it signs from now on; the former keys stay listed, inactive, until retired.
+///   Audited as `signing_key.rotated`.
+/// - `Next`: listed, signing nothing until it is activated. Audited as `signing_key.created`.
+///
+/// 409 while another key is staged as next. The caller drops the team's cached context.
+pub async fn new_signing_key<S: TeamStore>(
     store: &S,
     keyring: &Keyring,
     (team, by, now): (TeamId, &Acting, Timestamp),

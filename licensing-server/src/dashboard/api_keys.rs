@@ -6,7 +6,7 @@ use licensing_core::{ApiKeyId, Timestamp};
 use maud::{Markup, html};
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateApiKey, ListApiKeys, RevokeApiKey};
 use crate::http::Response;
@@ -18,15 +18,10 @@ fn scopes_text(scopes: &Scopes) -> String {
     }
 }
 
-/// `GET /dashboard/api-keys`, or the same page after a create (`created`: the new key, shown
-/// this once; `failure`: what to fix in the form).
-pub(crate) async fn list(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    created: Option<&ApiKeyCreated>,
-    failure: Option<&Failure>,
-) -> Response {
+/// `GET /dashboard/api-keys`, or the same page after a create (the new key, shown this once)
+/// or a refused one (what to fix in the form).
+pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, ApiKeyCreated>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let keys = match api::perform(ctx, staff, ListApiKeys).await {
         Ok(keys) => keys,
         Err(f) => return page::failure(ctx, Some(staff), &f),
@@ -36,14 +31,11 @@ pub(crate) async fn list(
     let content = html! {
         h1 { "API keys" }
         p.hint { "Your back end uses these to call the developer API. A key is shown once, when it is made." }
-        @if let Some(created) = created {
+        @if let Some(created) = after.made() {
             div.card.created role="status" {
                 h2 { "New key “" (created.name) "”" }
                 p { "Copy it now: it is not shown again." }
-                p {
-                    code.key #new-key { (created.key) }
-                    button.secondary.small.copy type="button" data-copy=(created.key) hidden { "Copy" }
-                }
+                (page::shown_once("new-key", Some("key"), &created.key))
                 p.hint { "Scopes: " (scopes_text(&created.scopes)) }
             }
         }
@@ -74,9 +66,8 @@ pub(crate) async fn list(
             }
         }
     };
-    let status = failure.map_or(if created.is_some() { 201 } else { 200 }, |f| f.status);
     page::html_response(
-        status,
+        after.status(),
         page::layout(ctx, staff, Nav::ApiKeys, "API keys", content),
     )
 }
@@ -117,9 +108,9 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         product_ids: None,
     };
     match api::perform(ctx, staff, CreateApiKey(body)).await {
-        Ok(new) => list(ctx, staff, &Form::default(), Some(&new.created), None).await,
+        Ok(new) => list(ctx, staff, After::Made(&new.created)).await,
         Err(f) if f.status == 400 || f.status == 403 => {
-            list(ctx, staff, form, None, Some(&f)).await
+            list(ctx, staff, After::Refused(form, &f)).await
         }
         Err(f) => page::failure(ctx, Some(staff), &f),
     }

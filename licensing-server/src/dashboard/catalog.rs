@@ -9,7 +9,7 @@ use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::html;
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav, field_error};
+use super::page::{self, After, Confirm, Form, Nav, field_error};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateBlacklistEntry, DeleteBlacklistEntry, ListBlacklist};
 use crate::app::customers::{
@@ -25,12 +25,8 @@ use crate::http::Response;
 // Customers.
 
 /// `GET /dashboard/customers`, or the form again with what to fix.
-pub(crate) async fn customers(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn customers(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let outcome = async {
         let search = ctx.param("search").unwrap_or_default();
         let page_number: u32 = page::page_number(ctx);
@@ -116,28 +112,23 @@ pub(crate) async fn create_customer(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
             "/dashboard/customers/{}?notice=customer-created",
             c.id
         )),
-        Err(f) if f.status == 400 => customers(ctx, staff, form, Some(&f)).await,
+        Err(f) if f.status == 400 => customers(ctx, staff, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }
 
 /// `GET /dashboard/customers/{id}`: the customer, their licenses, and (for who may change
 /// customers) the edit form, filled with what was sent when it was refused (`form`, `failure`).
-pub(crate) async fn customer(
-    ctx: &Ctx,
-    staff: &Staff,
-    id: &str,
-    form: Option<&Form>,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str, after: After<'_>) -> Response {
+    let failure = after.failure();
     let outcome = async {
         let id = page::id_of::<CustomerId>(id, "customer")?;
         let c = api::perform(ctx, staff, GetCustomer(id)).await?;
         // What the form shows: what was sent, when it was refused; else the customer's.
         let shown = |name: &str, current: Option<&str>| -> String {
-            match form {
-                Some(form) => form.get(name).unwrap_or("").to_owned(),
-                None => current.unwrap_or("").to_owned(),
+            match after {
+                After::Refused(form, _) => form.get(name).unwrap_or("").to_owned(),
+                After::Nothing | After::Made(()) => current.unwrap_or("").to_owned(),
             }
         };
         let licenses = if staff.may_perform::<crate::app::licenses::ListLicenses>() {
@@ -215,7 +206,7 @@ pub(crate) async fn update_customer(ctx: &Ctx, staff: &Staff, id: &str, form: &F
         Ok(_) => page::redirect(&format!(
             "/dashboard/customers/{customer_id}?notice=customer-updated"
         )),
-        Err(f) if f.status == 400 => customer(ctx, staff, id, Some(form), Some(&f)).await,
+        Err(f) if f.status == 400 => customer(ctx, staff, id, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }
@@ -260,12 +251,8 @@ pub(crate) async fn delete_customer(ctx: &Ctx, staff: &Staff, id: &str) -> Respo
 // Products and branches.
 
 /// `GET /dashboard/products`, or the form again with what to fix.
-pub(crate) async fn products(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn products(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let outcome = async {
         let list = api::all_products(ctx, staff).await?;
         let entitlements = super::entitlements::readable(ctx, staff).await?;
@@ -330,7 +317,7 @@ pub(crate) async fn create_product(ctx: &Ctx, staff: &Staff, form: &Form) -> Res
             "/dashboard/products/{}?notice=product-created",
             p.id
         )),
-        Err(f) if f.status == 400 => products(ctx, staff, form, Some(&f)).await,
+        Err(f) if f.status == 400 => products(ctx, staff, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }
@@ -541,12 +528,8 @@ pub(crate) async fn delete_product(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 // The blacklist.
 
 /// `GET /dashboard/blacklist`, or the form again with what to fix.
-pub(crate) async fn blacklist(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn blacklist(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let outcome = async {
         let list = api::perform(ctx, staff, ListBlacklist).await?;
         let write = staff.may_perform::<crate::app::access::CreateBlacklistEntry>();
@@ -603,7 +586,9 @@ pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
     };
     match api::perform(ctx, staff, CreateBlacklistEntry(body)).await {
         Ok(_) => page::redirect("/dashboard/blacklist?notice=blacklist-added"),
-        Err(f) if f.status == 400 || f.status == 409 => blacklist(ctx, staff, form, Some(&f)).await,
+        Err(f) if f.status == 400 || f.status == 409 => {
+            blacklist(ctx, staff, After::Refused(form, &f)).await
+        }
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

@@ -7,7 +7,7 @@ use maud::html;
 
 use super::api::{self, Failure};
 use super::page::field_error;
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::entitlements::{
     AllEntitlements, CreateEntitlement, DeleteEntitlement, GetEntitlement,
@@ -28,12 +28,8 @@ pub(super) async fn readable(
 }
 
 /// `GET /dashboard/entitlements`, or the form again with what to fix.
-pub(crate) async fn list(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let outcome = async {
         let all = api::perform(ctx, staff, AllEntitlements).await?;
         let write = staff.may_perform::<crate::app::entitlements::UpdateEntitlement>();
@@ -80,7 +76,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     };
     match api::perform(ctx, staff, CreateEntitlement(body)).await {
         Ok(_) => page::redirect("/dashboard/entitlements?notice=entitlement-created"),
-        Err(f) if f.status == 400 => list(ctx, staff, form, Some(&f)).await,
+        Err(f) if f.status == 400 => list(ctx, staff, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

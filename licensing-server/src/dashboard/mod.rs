@@ -38,6 +38,7 @@ use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderMap, Method};
 
+use self::page::After;
 use crate::http::idempotency::Keyed;
 use crate::http::{Body, Response};
 use crate::state::AppState;
@@ -263,15 +264,15 @@ async fn dispatch(
         (_, true, ["licenses", id, "sessions", session, "revoke"]) => {
             licenses::revoke_session(ctx, staff, id, session).await
         }
-        (true, _, ["customers"]) => catalog::customers(ctx, staff, form, None).await,
+        (true, _, ["customers"]) => catalog::customers(ctx, staff, After::Nothing).await,
         (_, true, ["customers"]) => catalog::create_customer(ctx, staff, form).await,
-        (true, _, ["customers", id]) => catalog::customer(ctx, staff, id, None, None).await,
+        (true, _, ["customers", id]) => catalog::customer(ctx, staff, id, After::Nothing).await,
         (_, true, ["customers", id]) => catalog::update_customer(ctx, staff, id, form).await,
         (true, _, ["customers", id, "delete"]) => {
             catalog::confirm_delete_customer(ctx, staff, id).await
         }
         (_, true, ["customers", id, "delete"]) => catalog::delete_customer(ctx, staff, id).await,
-        (true, _, ["products"]) => catalog::products(ctx, staff, form, None).await,
+        (true, _, ["products"]) => catalog::products(ctx, staff, After::Nothing).await,
         (_, true, ["products"]) => catalog::create_product(ctx, staff, form).await,
         (true, _, ["products", id]) => catalog::product(ctx, staff, id, None, None).await,
         (_, true, ["products", id]) => catalog::update_product(ctx, staff, id, form).await,
@@ -285,13 +286,13 @@ async fn dispatch(
         (_, true, ["products", id, "branches", branch, "delete"]) => {
             catalog::delete_branch(ctx, staff, id, branch).await
         }
-        (true, _, ["entitlements"]) => entitlements::list(ctx, staff, form, None).await,
+        (true, _, ["entitlements"]) => entitlements::list(ctx, staff, After::Nothing).await,
         (_, true, ["entitlements"]) => entitlements::create(ctx, staff, form).await,
         (true, _, ["entitlements", id, "delete"]) => {
             entitlements::confirm_delete(ctx, staff, id).await
         }
         (_, true, ["entitlements", id, "delete"]) => entitlements::delete(ctx, staff, id).await,
-        (true, _, ["blacklist"]) => catalog::blacklist(ctx, staff, form, None).await,
+        (true, _, ["blacklist"]) => catalog::blacklist(ctx, staff, After::Nothing).await,
         (_, true, ["blacklist"]) => catalog::add_blacklist(ctx, staff, form).await,
         (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(ctx, staff, id).await,
         (true, _, ["settings"]) => settings::settings(ctx, staff, None).await,
@@ -313,16 +314,16 @@ async fn dispatch(
         (_, true, ["settings", "signing-keys", kid, "retire"]) => {
             settings::retire(ctx, staff, kid).await
         }
-        (true, _, ["releases"]) => releases::list(ctx, staff, form, None).await,
+        (true, _, ["releases"]) => releases::list(ctx, staff, After::Nothing).await,
         (true, _, ["releases", id]) => releases::show(ctx, staff, id, None).await,
         (_, true, ["releases", id]) => releases::update(ctx, staff, id, form).await,
         (true, _, ["releases", id, "delete"]) => releases::confirm_delete(ctx, staff, id).await,
         (_, true, ["releases", id, "delete"]) => releases::delete(ctx, staff, id).await,
-        (true, _, ["api-keys"]) => api_keys::list(ctx, staff, form, None, None).await,
+        (true, _, ["api-keys"]) => api_keys::list(ctx, staff, After::Nothing).await,
         (_, true, ["api-keys"]) => api_keys::create(ctx, staff, form).await,
         (true, _, ["api-keys", id, "revoke"]) => api_keys::confirm_revoke(ctx, staff, id).await,
         (_, true, ["api-keys", id, "revoke"]) => api_keys::revoke(ctx, staff, id).await,
-        (true, _, ["webhooks"]) => webhooks::list(ctx, staff, form, None, None).await,
+        (true, _, ["webhooks"]) => webhooks::list(ctx, staff, After::Nothing).await,
         (_, true, ["webhooks"]) => webhooks::create(ctx, staff, form).await,
         (true, _, ["webhooks", id]) => webhooks::show(ctx, staff, id, None, None).await,
         (_, true, ["webhooks", id]) => webhooks::update(ctx, staff, id, form).await,
@@ -340,7 +341,7 @@ async fn dispatch(
             webhooks::redeliver(ctx, staff, id, delivery).await
         }
         (true, _, ["audit"]) => audit::list(ctx, staff).await,
-        (true, _, ["users"]) => users::list(ctx, staff, form, None, None).await,
+        (true, _, ["users"]) => users::list(ctx, staff, After::Nothing).await,
         (_, true, ["users"]) => users::create(ctx, staff, form).await,
         (_, true, ["users", id, "role"]) => users::change_role(ctx, staff, id, form).await,
         (_, true, ["users", id, "link"]) => users::new_link(ctx, staff, id).await,

@@ -73,9 +73,20 @@ pub(crate) fn answer(
     failure: Option<&Failure>,
     outcome: Result<Shown, Failure>,
 ) -> Response {
+    answer_with(ctx, staff, failure.map_or(200, |f| f.status), outcome)
+}
+
+/// The page `outcome` shows, in the layout, answered with `status`; the failure's page when the
+/// outcome is a failure.
+pub(crate) fn answer_with(
+    ctx: &Ctx,
+    staff: &Staff,
+    status: u16,
+    outcome: Result<Shown, Failure>,
+) -> Response {
     match outcome {
         Ok(page) => html_response(
-            failure.map_or(200, |f| f.status),
+            status,
             layout(ctx, staff, page.nav, &page.title, page.content),
         ),
         Err(f) => self::failure(ctx, Some(staff), &f),
@@ -96,6 +107,66 @@ pub(crate) fn redirect(location: &str) -> Response {
         response.headers_mut().insert(header::LOCATION, value);
     }
     response
+}
+
+/// What a page with a form shows besides its records: nothing more (a plain `GET`), the form
+/// again as it was sent with why it was refused, or what the form made (a secret or a link,
+/// shown this once).
+pub(crate) enum After<'a, M = ()> {
+    /// A plain visit.
+    Nothing,
+    /// The form as sent, and why it was refused.
+    Refused(&'a Form, &'a Failure),
+    /// What the form made.
+    Made(&'a M),
+}
+
+impl<'a, M> After<'a, M> {
+    /// The form to fill the fields from: as sent when refused, else empty.
+    pub(crate) fn form(&self) -> &'a Form {
+        static EMPTY: Form = Form(Vec::new());
+        match self {
+            Self::Refused(form, _) => form,
+            Self::Nothing | Self::Made(_) => &EMPTY,
+        }
+    }
+
+    /// Why the form was refused.
+    pub(crate) fn failure(&self) -> Option<&'a Failure> {
+        match self {
+            Self::Refused(_, failure) => Some(failure),
+            Self::Nothing | Self::Made(_) => None,
+        }
+    }
+
+    /// What the form made.
+    pub(crate) fn made(&self) -> Option<&'a M> {
+        match self {
+            Self::Made(made) => Some(made),
+            Self::Nothing | Self::Refused(..) => None,
+        }
+    }
+
+    /// The page's status: the refusal's (a form shown again keeps the API's status), 201 after
+    /// a create, else 200.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            Self::Nothing => 200,
+            Self::Refused(_, failure) => failure.status,
+            Self::Made(_) => 201,
+        }
+    }
+}
+
+/// A value shown this once (a new key, secret or link), in `code` of element id `id` (and
+/// `class`, when given), with a button that copies it where the browser allows.
+pub(crate) fn shown_once(id: &str, class: Option<&str>, value: &str) -> Markup {
+    html! {
+        p {
+            code id=(id) class=[class] { (value) }
+            button.secondary.small.copy type="button" data-copy=(value) hidden { "Copy" }
+        }
+    }
 }
 
 /// A form's fields, in order.

@@ -15,7 +15,7 @@ use maud::html;
 use warp::http::header;
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::licenses::GetLicenseByKey;
 use crate::app::releases::{
@@ -50,12 +50,8 @@ fn size_text(bytes: u64) -> String {
 }
 
 /// `GET /dashboard/releases`, or the upload form again with what to fix.
-pub(crate) async fn list(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response {
+    let (form, failure) = (after.form(), after.failure());
     let outcome = async {
         let product = ctx.param("product").unwrap_or_default();
         let mut query = licensing_core::api::requests::ReleaseListQuery::default();
@@ -217,7 +213,9 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
             "/dashboard/releases/{}?notice=release-created",
             created.release.id
         )),
-        Err(f) if f.status == 400 || f.status == 413 => list(ctx, staff, &form, Some(&f)).await,
+        Err(f) if f.status == 400 || f.status == 413 => {
+            list(ctx, staff, After::Refused(&form, &f)).await
+        }
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

@@ -6,7 +6,7 @@ use licensing_core::model::Role;
 use maud::html;
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::accounts::{
     ChangeRole, DeleteAccount, GetAccount, InviteAccount, Invited, ListAccounts, NewLink,
@@ -36,13 +36,8 @@ fn link(ctx: &Ctx, created: &CreatedStaff) -> String {
 }
 
 /// `GET /dashboard/users`, or after a change: `made` is a new link to show once.
-pub(crate) async fn list(
-    ctx: &Ctx,
-    staff: &Staff,
-    form: &Form,
-    made: Option<&CreatedStaff>,
-    failure: Option<&Failure>,
-) -> Response {
+pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, CreatedStaff>) -> Response {
+    let (form, made, failure) = (after.form(), after.made(), after.failure());
     let outcome = async {
         let users = api::perform(ctx, staff, ListAccounts).await?;
         let role = form.get("role").unwrap_or("viewer");
@@ -53,10 +48,7 @@ pub(crate) async fn list(
                 div.card role="status" {
                     h2 { "Set-password link for " (made.user.email.as_str()) }
                     p { "Send it to them: it works once, within " (service::LINK_LIFETIME_HOURS) " hours, and is not shown again." }
-                    p {
-                        code #new-link { (link(ctx, made)) }
-                        button.secondary.small.copy type="button" data-copy=(link(ctx, made)) hidden { "Copy" }
-                    }
+                    (page::shown_once("new-link", None, &link(ctx, made)))
                 }
             }
             (page::table(&["E-mail address", "Role", "Password", "Two-step", "Since"], Some("Actions"), html! {
@@ -126,12 +118,9 @@ pub(crate) async fn list(
                 p { button type="submit" { "Create account" } }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(if made.is_some() { 201 } else { 200 }, |f| f.status),
-            page::layout(ctx, staff, Nav::Users, "Users", content),
-        ))
+        Ok(page::shown(Nav::Users, "Users", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer_with(ctx, staff, after.status(), outcome.await)
 }
 
 /// `POST /dashboard/users`.
@@ -141,7 +130,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         Err(e) => {
             let mut f = Failure::new(400, "");
             f.fields.push(licensing_core::FieldError::new("role", e));
-            return list(ctx, staff, form, None, Some(&f)).await;
+            return list(ctx, staff, After::Refused(form, &f)).await;
         }
     };
     let invite = InviteAccount {
@@ -151,11 +140,11 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     };
     match api::perform(ctx, staff, invite).await {
         Ok(Invited { mailed: true, .. }) => page::redirect("/dashboard/users?notice=user-invited"),
-        Ok(Invited { made, .. }) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Ok(Invited { made, .. }) => list(ctx, staff, After::Made(&made)).await,
         // A role the caller may not give is shown with the form; not managing accounts at all
         // is a page of its own.
         Err(f) if f.status == 400 || (f.status == 403 && staff.user.role.manages(Role::Viewer)) => {
-            list(ctx, staff, form, None, Some(&f)).await
+            list(ctx, staff, After::Refused(form, &f)).await
         }
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
@@ -195,7 +184,7 @@ pub(crate) async fn new_link(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
         api::perform(ctx, staff, NewLink(id)).await
     };
     match outcome.await {
-        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
+        Ok(made) => list(ctx, staff, After::Made(&made)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

@@ -8,7 +8,7 @@ use licensing_core::model::{WebhookView, WebhookWithSecret};
 use maud::html;
 
 use super::api::{self, Failure};
-use super::page::{self, Confirm, Form, Nav};
+use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::webhooks::{
     CreateWebhook, DeleteWebhook, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
@@ -46,10 +46,9 @@ fn state(w: &WebhookView) -> (&'static str, String) {
 pub(crate) async fn list(
     ctx: &Ctx,
     staff: &Staff,
-    form: &Form,
-    made: Option<&WebhookWithSecret>,
-    failure: Option<&Failure>,
+    after: After<'_, WebhookWithSecret>,
 ) -> Response {
+    let (form, made, failure) = (after.form(), after.made(), after.failure());
     let outcome = async {
         let list = api::perform(ctx, staff, ListWebhooks).await?;
         let content = html! {
@@ -59,10 +58,7 @@ pub(crate) async fn list(
                 div.card role="status" {
                     h2 { "Signing secret of " (made.endpoint.url) }
                     p { "Your receiver checks each event's signature with it. Copy it now: it is not shown again." }
-                    p {
-                        code #new-secret { (made.secret) }
-                        button.secondary.small.copy type="button" data-copy=(made.secret) hidden { "Copy" }
-                    }
+                    (page::shown_once("new-secret", None, &made.secret))
                 }
             }
             (page::table(&["Address", "Events", "State", "Since"], None, html! {
@@ -92,12 +88,9 @@ pub(crate) async fn list(
                 }
             }
         };
-        Ok::<_, Failure>(page::html_response(
-            failure.map_or(if made.is_some() { 201 } else { 200 }, |f| f.status),
-            page::layout(ctx, staff, Nav::Webhooks, "Webhooks", content),
-        ))
+        Ok(page::shown(Nav::Webhooks, "Webhooks", content))
     };
-    page::or_failure(ctx, staff, outcome.await)
+    page::answer_with(ctx, staff, after.status(), outcome.await)
 }
 
 /// `POST /dashboard/webhooks`.
@@ -116,8 +109,8 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         ..WebhookBody::default()
     };
     match api::perform(ctx, staff, CreateWebhook(body)).await {
-        Ok(made) => list(ctx, staff, &Form::default(), Some(&made), None).await,
-        Err(f) if f.status == 400 => list(ctx, staff, form, None, Some(&f)).await,
+        Ok(made) => list(ctx, staff, After::Made(&made)).await,
+        Err(f) if f.status == 400 => list(ctx, staff, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }
@@ -171,10 +164,7 @@ pub(crate) async fn show(
                 div.card role="status" {
                     h2 { "New signing secret" }
                     p { "Give it to your receiver now: it is not shown again. The old secret keeps signing alongside it for a day, so that events are not refused while you switch." }
-                    p {
-                        code #new-secret { (made.secret) }
-                        button.secondary.small.copy type="button" data-copy=(made.secret) hidden { "Copy" }
-                    }
+                    (page::shown_once("new-secret", None, &made.secret))
                 }
             }
             @if write {

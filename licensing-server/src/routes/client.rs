@@ -20,7 +20,7 @@ use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::{HeaderValue, StatusCode, header};
 
-use crate::app::client::{self, Seen, Valid, Validated};
+use crate::app::client::{self, Seen, SessionAsk, Valid, Validated};
 use crate::http::with_state;
 use crate::http::{Response, path_param, raw_query, read_body};
 use crate::state::AppState;
@@ -216,11 +216,13 @@ where
         match endpoint {
             Validation::Checkout => {
                 let input = ClientBody::parse_checkout(&request)?;
-                client::checkout(&state, team, &input, ip, &mut seen).await
+                let ask = SessionAsk::Checkout(input.ttl);
+                client::validate(&state, kind, (team, &input, ip), ask, &mut seen).await
             }
             Validation::SessionStart => {
                 let input = ClientBody::parse_session_start(&request)?;
-                client::start_session(&state, team, &input, ip, &mut seen).await
+                let ask = SessionAsk::Start;
+                client::validate(&state, kind, (team, &input, ip), ask, &mut seen).await
             }
             Validation::SessionEnd => {
                 let input = SessionEndBody::parse(&request)?;
@@ -237,7 +239,10 @@ where
             }
             Validation::Verify | Validation::Heartbeat => {
                 let input = ClientBody::parse(kind, &request)?;
-                client::validate(&state, kind, team, &input, ip, &mut seen).await
+                let ask = input
+                    .session_id
+                    .map_or(SessionAsk::None, SessionAsk::Extend);
+                client::validate(&state, kind, (team, &input, ip), ask, &mut seen).await
             }
         }
     }
@@ -251,39 +256,9 @@ where
         Ok(Validated {
             data, challenge, ..
         }) => {
-            let now = Timestamp::now();
-            match data {
-                Valid::Heartbeat(data) => json_answer(
-                    &seen,
-                    200,
-                    &Envelope::valid(data, "License heartbeat successful", challenge, now),
-                    &request,
-                ),
-                Valid::Verify(data) => json_answer(
-                    &seen,
-                    200,
-                    &Envelope::valid(data, "License is valid", challenge, now),
-                    &request,
-                ),
-                Valid::Checkout(data) => json_answer(
-                    &seen,
-                    200,
-                    &Envelope::valid(data, "License checked out", challenge, now),
-                    &request,
-                ),
-                Valid::Session(data) => json_answer(
-                    &seen,
-                    200,
-                    &Envelope::valid(data, "Session started", challenge, now),
-                    &request,
-                ),
-                Valid::Ended(data) => json_answer(
-                    &seen,
-                    200,
-                    &Envelope::valid(data, "Session ended", challenge, now),
-                    &request,
-                ),
-            }
+            let details = data.details();
+            let envelope = Envelope::valid(data, details, challenge, Timestamp::now());
+            json_answer(&seen, 200, &envelope, &request)
         }
         Err(error) => error_answer(&seen, &error, &request),
     }

@@ -116,52 +116,55 @@ pub fn license_messages(
         .collect()
 }
 
-/// The invitation of a new staff account: its set-password link, from `inviter`.
-pub fn invitation_message(
-    team: licensing_core::TeamId,
-    to: &str,
-    team_name: &str,
-    inviter: &str,
-    link: &str,
-    hours: i64,
-    now: Timestamp,
-) -> OutboxMessage {
-    staff_message(
-        (team, to),
-        format!("You are invited to the {team_name} licensing dashboard"),
-        format!(
-            "Hello,\n\n{inviter} invited you to the licensing dashboard of {team_name}.\n\nChoose your password here (the link works once, within {hours} hours):\n\n    {link}\n\nIf you did not expect this, ignore this e-mail.\n"
-        ),
-        now,
-    )
+/// What a message to a staff member says.
+pub enum StaffMail<'a> {
+    /// The invitation of a new account.
+    Invitation {
+        /// The team's name.
+        team_name: &'a str,
+        /// Who invites.
+        inviter: &'a str,
+        /// The set-password link.
+        link: &'a str,
+        /// How long the link works.
+        hours: i64,
+    },
+    /// The confirmation of a new sign-in address of an account.
+    EmailChange {
+        /// The account's address now.
+        from: &'a str,
+        /// The link that confirms the change.
+        link: &'a str,
+        /// How long the link works.
+        hours: i64,
+    },
 }
 
-/// The message that confirms a new sign-in address of an account (`from`: its address now).
-pub fn email_change_message(
-    team: licensing_core::TeamId,
-    to: &str,
-    from: &str,
-    link: &str,
-    hours: i64,
-    now: Timestamp,
-) -> OutboxMessage {
-    staff_message(
-        (team, to),
-        "Confirm your new sign-in address".to_owned(),
-        format!(
-            "Hello,\n\nThe licensing dashboard account {from} asked to sign in with this address from now on.\n\nTo confirm, open this link (it works once, within {hours} hours):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: nothing changes.\n"
-        ),
-        now,
-    )
-}
-
-/// A message to a staff member's address `to` of `team`, due at once.
-fn staff_message(
+/// A message to staff member's address `to` of `team`, due at once.
+pub fn staff_message(
     (team, to): (licensing_core::TeamId, &str),
-    subject: String,
-    body: String,
+    mail: StaffMail<'_>,
     now: Timestamp,
 ) -> OutboxMessage {
+    let (subject, body) = match mail {
+        StaffMail::Invitation {
+            team_name,
+            inviter,
+            link,
+            hours,
+        } => (
+            format!("You are invited to the {team_name} licensing dashboard"),
+            format!(
+                "Hello,\n\n{inviter} invited you to the licensing dashboard of {team_name}.\n\nChoose your password here (the link works once, within {hours} hours):\n\n    {link}\n\nIf you did not expect this, ignore this e-mail.\n"
+            ),
+        ),
+        StaffMail::EmailChange { from, link, hours } => (
+            "Confirm your new sign-in address".to_owned(),
+            format!(
+                "Hello,\n\nThe licensing dashboard account {from} asked to sign in with this address from now on.\n\nTo confirm, open this link (it works once, within {hours} hours):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: nothing changes.\n"
+            ),
+        ),
+    };
     OutboxMessage {
         id: MessageId::new(),
         team_id: team,

@@ -185,7 +185,9 @@ pub(crate) fn limiter(state: &AppState, kind: RequestKind) -> Option<&RateLimite
     }
 }
 
-/// A valid license's answer.
+/// A valid license's answer: its `data` member as the endpoint's own type (serialized as it).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
 pub(crate) enum Valid {
     /// Verify's: the license, its customers and products with their latest releases.
     Verify(VerifyData),
@@ -197,6 +199,19 @@ pub(crate) enum Valid {
     Session(SessionStartData),
     /// (ext) A session end's.
     Ended(SessionEndData),
+}
+
+impl Valid {
+    /// The answer's `result.details`.
+    pub(crate) fn details(&self) -> &'static str {
+        match self {
+            Self::Verify(_) => "License is valid",
+            Self::Heartbeat(_) => "License heartbeat successful",
+            Self::Checkout(_) => "License checked out",
+            Self::Session(_) => "Session started",
+            Self::Ended(_) => "Session ended",
+        }
+    }
 }
 
 /// (ext) What a verify or heartbeat does with a floating session.
@@ -229,27 +244,15 @@ pub(crate) struct Validated {
     pub(crate) now: Timestamp,
 }
 
-/// (ext) A checkout of `input` from `ip` to `team` (when the team allows checkouts):
-/// everything a verify does (the device is recorded the same way), then a license file bound to
-/// the request's machine and encrypted, valid for the `ttl` asked, at most the team's
-/// `checkoutMaxTtl` and never past the license's end. A license with a `sessionLimit` lends the
-/// file a seat: a session, taken in the same atomic step as the device, that lives until the
-/// file expires (refused with `SESSION_LIMIT_REACHED` when none is free).
-pub(crate) async fn checkout(
-    state: &AppState,
-    team: TeamId,
+/// (ext) A checkout's answer: the verify's, and a license file bound to the request's machine
+/// and encrypted, valid for the `ttl` asked, at most the team's `checkoutMaxTtl` and never past
+/// the license's end. A license with a `sessionLimit` lends the file a seat: the session taken
+/// in the same atomic step as the device, that lives until the file expires.
+fn checked_out(
+    validated: Validated,
     input: &ClientBody,
-    ip: IpAddr,
-    seen: &mut Seen,
+    seen: &Seen,
 ) -> Result<Validated, ApiError> {
-    let validated = validate_with(
-        state,
-        RequestKind::Verify,
-        (team, input, ip),
-        SessionAsk::Checkout(input.ttl),
-        seen,
-    )
-    .await?;
     let (Valid::Verify(data), Some((ttl, _))) = (validated.data, validated.file) else {
         return Err(ApiError::internal());
     };
@@ -283,23 +286,8 @@ pub(crate) async fn checkout(
     })
 }
 
-/// (ext) A session start of `input` from `ip` to `team`: everything a verify does, and in the
-/// same atomic step the license's `sessionLimit`; the answer carries the new session.
-pub(crate) async fn start_session(
-    state: &AppState,
-    team: TeamId,
-    input: &ClientBody,
-    ip: IpAddr,
-    seen: &mut Seen,
-) -> Result<Validated, ApiError> {
-    let validated = validate_with(
-        state,
-        RequestKind::Verify,
-        (team, input, ip),
-        SessionAsk::Start,
-        seen,
-    )
-    .await?;
+/// (ext) A session start's answer: the verify's, and the new session.
+fn started(validated: Validated) -> Result<Validated, ApiError> {
     let (Valid::Verify(data), Some(session)) = (validated.data, &validated.session) else {
         return Err(ApiError::internal());
     };
@@ -359,24 +347,27 @@ pub(crate) async fn end_session(
     })
 }
 
-/// Verify or heartbeat (`kind`) of `input` from `ip` to `team`: the rate limit, the team, steps
-/// 2 to 6, then 7 and 8 atomically in the store, and the answer's data. A heartbeat with a
-/// `sessionId` extends that session in the same step.
+/// Verify or heartbeat (`kind`) of `input` from `ip` to `team`, doing `ask` with a floating
+/// session: the rate limit, the team, steps 2 to 6, then 7 and 8 atomically in the store (with
+/// the session asked: extended, started, or lent to a checkout's file, where `sessionLimit`
+/// allows), and the answer's data. A checkout (a verify, when the team allows checkouts) also
+/// answers its license file; a start, its session.
 pub(crate) async fn validate(
     state: &AppState,
     kind: RequestKind,
-    team: TeamId,
-    input: &ClientBody,
-    ip: IpAddr,
+    asked: (TeamId, &ClientBody, IpAddr),
+    ask: SessionAsk,
     seen: &mut Seen,
 ) -> Result<Validated, ApiError> {
-    let ask = input
-        .session_id
-        .map_or(SessionAsk::None, SessionAsk::Extend);
-    validate_with(state, kind, (team, input, ip), ask, seen).await
+    let validated = validate_with(state, kind, asked, ask, seen).await?;
+    match ask {
+        SessionAsk::Checkout(_) => checked_out(validated, asked.1, seen),
+        SessionAsk::Start => started(validated),
+        SessionAsk::None | SessionAsk::Extend(_) => Ok(validated),
+    }
 }
 
-/// [`validate`], doing `ask` with a session in the atomic step.
+/// [`validate`] up to the answer's data of a verify or heartbeat.
 async fn validate_with(
     state: &AppState,
     kind: RequestKind,

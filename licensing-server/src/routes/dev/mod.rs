@@ -76,44 +76,48 @@ fn answer<O: DevOperation>(output: O::Output) -> Response {
     crate::http::success(O::STATUS, data, details)
 }
 
-/// The route of operation `O`, as it declares itself: its body is read and parsed (400, 413)
-/// before the operation looks anything up.
-fn route<O: DevOperation + Run>() -> Route {
+/// The route of operation `O`, at its declared method, path, scope and query, answered by
+/// `perform`.
+fn declared<O, F, Fut>(perform: F) -> Route
+where
+    O: DevOperation,
+    F: Fn(Dev, O::Ids, Input) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = crate::http::Handled> + Send + 'static,
+{
     Route::new(
         method(O::METHOD),
         O::PATH,
         O::SCOPE,
         query(O::QUERY),
-        |cx: Dev, ids: O::Ids, input: Input| async move {
-            let Input { query, body, .. } = input;
-            let body = match O::BODY {
-                Body::Ignored => Bytes::new(),
-                Body::Empty | Body::Json | Body::OptionalJson => {
-                    crate::http::read_body(body, licensing_core::api::requests::MAX_JSON_BODY)
-                        .await?
-                }
-                Body::Form => return Err(ApiError::internal()),
-            };
-            let op = O::from_parts(ids, &query, &body)?;
-            let output = cx.perform(op).await?;
-            Ok(answer::<O>(output))
-        },
+        perform,
     )
+}
+
+/// The route of operation `O`, as it declares itself: its body is read and parsed (400, 413)
+/// before the operation looks anything up.
+fn route<O: DevOperation + Run>() -> Route {
+    declared::<O, _, _>(|cx: Dev, ids: O::Ids, input: Input| async move {
+        let Input { query, body, .. } = input;
+        let body = match O::BODY {
+            Body::Ignored => Bytes::new(),
+            Body::Empty | Body::Json | Body::OptionalJson => {
+                crate::http::read_body(body, licensing_core::api::requests::MAX_JSON_BODY).await?
+            }
+            Body::Form => return Err(ApiError::internal()),
+        };
+        let op = O::from_parts(ids, &query, &body)?;
+        let output = cx.perform(op).await?;
+        Ok(answer::<O>(output))
+    })
 }
 
 /// The route of operation `O`, whose body is a multipart form read as it arrives.
 fn upload<O: DevOperation + Run + releases::Upload>() -> Route {
-    Route::new(
-        method(O::METHOD),
-        O::PATH,
-        O::SCOPE,
-        query(O::QUERY),
-        |cx: Dev, ids: O::Ids, input: Input| async move {
-            let op = O::receive(&cx, ids, input).await?;
-            let output = cx.perform(op).await?;
-            Ok(answer::<O>(output))
-        },
-    )
+    declared::<O, _, _>(|cx: Dev, ids: O::Ids, input: Input| async move {
+        let op = O::receive(&cx, ids, input).await?;
+        let output = cx.perform(op).await?;
+        Ok(answer::<O>(output))
+    })
 }
 
 /// The table of every declared operation.
