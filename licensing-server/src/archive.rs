@@ -253,35 +253,27 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
     .await?;
     for team in store.list_teams().await? {
         let id = team.id;
+        // Every `$record` of the team, read by the store's `$list` with a `$query` of each page.
+        macro_rules! every_of {
+            ($record:ty, $query:ty, $list:ident) => {
+                every(
+                    |r: &$record| r.id,
+                    |n| async move {
+                        let q = <$query>::parse(&all_pages(n)).map_err(bad_query)?;
+                        Ok(store.$list(id, &q).await?)
+                    },
+                )
+                .await?
+            };
+        }
         let api_keys = store.list_api_keys(id).await?;
         w.line(&Line::Team { team, api_keys }).await?;
         counts.teams += 1;
         // Those that refer first, those they refer to after them.
-        let mut licenses = every(
-            |l: &License| l.id,
-            |n| async move {
-                let q = LicenseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-                Ok(store.list_licenses(id, &q).await?)
-            },
-        )
-        .await?;
-        let mut releases = every(
-            |r: &Release| r.id,
-            |n| async move {
-                let q = ReleaseListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-                Ok(store.list_releases(id, &q).await?)
-            },
-        )
-        .await?;
+        let mut licenses = every_of!(License, LicenseListQuery, list_licenses);
+        let mut releases = every_of!(Release, ReleaseListQuery, list_releases);
         let entitlements = store.list_entitlements(id).await?;
-        let mut products = every(
-            |p: &Product| p.id,
-            |n| async move {
-                let q = ProductListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-                Ok(store.list_products(id, &q).await?)
-            },
-        )
-        .await?;
+        let mut products = every_of!(Product, ProductListQuery, list_products);
         let mut branches = Vec::new();
         for product in &products {
             match store.list_branches(id, product.id).await {
@@ -291,14 +283,7 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                 Err(e) => return Err(e.into()),
             }
         }
-        let customers = every(
-            |c: &Customer| c.id,
-            |n| async move {
-                let q = CustomerListQuery::parse(&all_pages(n)).map_err(bad_query)?;
-                Ok(store.list_customers(id, &q).await?)
-            },
-        )
-        .await?;
+        let customers = every_of!(Customer, CustomerListQuery, list_customers);
         let product_ids: HashSet<ProductId> = products.iter().map(|p| p.id).collect();
         let customer_ids: HashSet<CustomerId> = customers.iter().map(|c| c.id).collect();
         let branch_ids: HashSet<BranchId> = branches.iter().map(|b| b.id).collect();

@@ -245,64 +245,41 @@ impl Tied for NewLicense {
     }
 }
 
-impl Tied for Product {
-    fn products(&self) -> &[ProductId] {
-        std::slice::from_ref(&self.id)
-    }
+/// Records tied to one product, named by their field `$field`.
+macro_rules! tied_to_one {
+    ($($record:ty: $field:ident),* $(,)?) => {$(
+        impl Tied for $record {
+            fn products(&self) -> &[ProductId] {
+                std::slice::from_ref(&self.$field)
+            }
+        }
+    )*};
 }
 
-impl Tied for TopProduct {
-    fn products(&self) -> &[ProductId] {
-        std::slice::from_ref(&self.id)
-    }
+tied_to_one!(Product: id, TopProduct: id, Release: product_id, ReleaseInput: product_id);
+
+/// Records looked up by id, each `$record` (its `Entity` of the same name) with its `$id`, read
+/// by the store's `$get`.
+macro_rules! aggregates {
+    ($($record:ident: $id:ty, $get:ident;)*) => {$(
+        impl Aggregate for $record {
+            type Id = $id;
+
+            fn not_found() -> ApiError {
+                StoreError::NotFound(Entity::$record).into()
+            }
+
+            async fn load(cx: &Cx, id: $id) -> Result<Option<Self>, StoreError> {
+                cx.state.store.$get(cx.team, id).await
+            }
+        }
+    )*};
 }
 
-impl Tied for Release {
-    fn products(&self) -> &[ProductId] {
-        std::slice::from_ref(&self.product_id)
-    }
-}
-
-impl Tied for ReleaseInput {
-    fn products(&self) -> &[ProductId] {
-        std::slice::from_ref(&self.product_id)
-    }
-}
-
-impl Aggregate for License {
-    type Id = LicenseId;
-
-    fn not_found() -> ApiError {
-        StoreError::NotFound(Entity::License).into()
-    }
-
-    async fn load(cx: &Cx, id: LicenseId) -> Result<Option<Self>, StoreError> {
-        cx.state.store.get_license(cx.team, id).await
-    }
-}
-
-impl Aggregate for Product {
-    type Id = ProductId;
-
-    fn not_found() -> ApiError {
-        StoreError::NotFound(Entity::Product).into()
-    }
-
-    async fn load(cx: &Cx, id: ProductId) -> Result<Option<Self>, StoreError> {
-        cx.state.store.get_product(cx.team, id).await
-    }
-}
-
-impl Aggregate for Release {
-    type Id = ReleaseId;
-
-    fn not_found() -> ApiError {
-        StoreError::NotFound(Entity::Release).into()
-    }
-
-    async fn load(cx: &Cx, id: ReleaseId) -> Result<Option<Self>, StoreError> {
-        cx.state.store.get_release(cx.team, id).await
-    }
+aggregates! {
+    License: LicenseId, get_license;
+    Product: ProductId, get_product;
+    Release: ReleaseId, get_release;
 }
 
 impl Cx {

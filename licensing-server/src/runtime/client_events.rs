@@ -238,12 +238,9 @@ impl ClientEventQueue {
 
     /// Flushes every [`FLUSH_EVERY`] until `stop` turns true, then once more.
     pub async fn run<S: WebhookStore>(self, store: S, stop: tokio::sync::watch::Receiver<bool>) {
-        let flush = || async {
-            if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "queueing client events failed");
-            }
-        };
-        crate::runtime::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
+        let flush = || self.flush(&store);
+        let what = "queueing client events";
+        crate::runtime::periodic::flush_every(FLUSH_EVERY, stop, what, flush).await;
     }
 }
 

@@ -69,11 +69,8 @@ impl KeyUses {
 
     /// Writes waiting uses every minute until `stop`, then once more.
     pub async fn run<S: ApiKeyStore>(self, store: S, stop: tokio::sync::watch::Receiver<bool>) {
-        let flush = || async {
-            if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "writing API key uses failed");
-            }
-        };
-        crate::runtime::periodic::every_then_once_more(WRITE_EVERY, stop, flush).await;
+        let flush = || self.flush(&store);
+        crate::runtime::periodic::flush_every(WRITE_EVERY, stop, "writing API key uses", flush)
+            .await;
     }
 }

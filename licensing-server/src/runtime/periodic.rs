@@ -48,6 +48,30 @@ pub async fn every_then_once_more<F, Fut>(
     round().await;
 }
 
+/// [`every_then_once_more`] for a `flush` of what gathered in memory: a round that fails is
+/// logged as `what` failing (what it did not write stays for the next round, as each flush
+/// keeps it).
+pub async fn flush_every<F, Fut, T, E>(
+    pause: Duration,
+    stop: watch::Receiver<bool>,
+    what: &'static str,
+    mut flush: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let round = || {
+        let flushed = flush();
+        async move {
+            if let Err(e) = flushed.await {
+                tracing::error!(error = %e, "{what} failed");
+            }
+        }
+    };
+    every_then_once_more(pause, stop, round).await;
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

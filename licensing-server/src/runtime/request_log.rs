@@ -206,12 +206,8 @@ impl RequestLog {
 
     /// Writes every [`WRITE_EVERY`] until `stop` turns true, then once more.
     pub async fn run<S: RequestLogStore>(self, store: S, stop: watch::Receiver<bool>) {
-        let write = || async {
-            if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "writing request history failed");
-            }
-        };
-        super::periodic::every_then_once_more(WRITE_EVERY, stop, write).await;
+        let write = || self.flush(&store);
+        super::periodic::flush_every(WRITE_EVERY, stop, "writing request history", write).await;
     }
 
     /// Deletes what is past the retention: how many. Each license is held to its cap before

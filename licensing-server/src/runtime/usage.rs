@@ -177,12 +177,9 @@ impl UsageRecorder {
         store: S,
         stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let flush = || async {
-            if let Err(e) = self.flush(&store).await {
-                tracing::error!(error = %e, "writing request statistics failed");
-            }
-        };
-        crate::runtime::periodic::every_then_once_more(FLUSH_EVERY, stop, flush).await;
+        let flush = || self.flush(&store);
+        let what = "writing request statistics";
+        crate::runtime::periodic::flush_every(FLUSH_EVERY, stop, what, flush).await;
     }
 }
 

@@ -4,13 +4,12 @@ use licensing_core::api::requests::{ActorFilter, AuditQuery};
 use licensing_core::model::AuditEntry;
 use licensing_core::store::{AuditStore, Journal, Page, StoreResult};
 use licensing_core::{TeamId, Timestamp};
-use sqlx::Row as _;
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
 use super::PgResult;
 use super::{PgStore, backend, doc, ms, page};
-use super::{fetch_page, window_total};
+use super::{fetch_page, page_total};
 
 /// The filters of an audit query, `$1` to `$9`. `$9` is the caller's product restriction: an
 /// entry of a record tied to products passes when one of them is among it (an entry without
@@ -75,19 +74,11 @@ impl AuditStore for PgStore {
         );
         let select = bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query);
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = match window_total(&rows)? {
-            Some(total) => total,
-            // A page past the end still reports the total.
-            None => {
-                let sql = format!("SELECT count(*) AS total FROM audit_log WHERE {FILTERS}");
-                bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(backend)?
-                    .try_get("total")
-                    .map_err(backend)?
-            }
-        };
+        let total = page_total(&self.pool, &rows, || {
+            let sql = format!("SELECT count(*) AS total FROM audit_log WHERE {FILTERS}");
+            bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, query)
+        })
+        .await?;
         let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }

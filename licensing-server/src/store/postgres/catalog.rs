@@ -13,14 +13,7 @@ use uuid::Uuid;
 use super::PgResult;
 use super::tables::{PRODUCTS, RELEASES};
 use super::{PgStore, backend, constraint, doc, in_tx, json, ms, page, team_missing};
-use super::{fetch_doc, fetch_docs, fetch_page, window_total};
-
-fn direction(d: licensing_core::api::requests::SortDirection) -> &'static str {
-    match d {
-        licensing_core::api::requests::SortDirection::Asc => "ASC",
-        licensing_core::api::requests::SortDirection::Desc => "DESC",
-    }
-}
+use super::{fetch_doc, fetch_docs, fetch_page, page_total, sql_direction};
 
 fn version_taken() -> StoreError {
     StoreError::conflict("version", "already exists for this product and branch")
@@ -252,7 +245,7 @@ impl ProductStore for PgStore {
             ProductSort::CreatedAt => "created_at",
             ProductSort::UpdatedAt => "updated_at",
         };
-        let dir = direction(query.paging.direction);
+        let dir = sql_direction(query.paging.direction);
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, count(*) OVER () AS total FROM products
@@ -268,18 +261,15 @@ impl ProductStore for PgStore {
             .bind(team.as_uuid())
             .bind(&within);
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = match window_total(&rows)? {
-            Some(total) => total,
-            None => sqlx::query_scalar(
-                "SELECT count(*) FROM products
+        let total = page_total(&self.pool, &rows, || {
+            sqlx::query(
+                "SELECT count(*) AS total FROM products
                  WHERE team_id = $1 AND ($2::uuid[] IS NULL OR id = ANY($2))",
             )
             .bind(team.as_uuid())
             .bind(&within)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(backend)?,
-        };
+        })
+        .await?;
         let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }
@@ -485,7 +475,7 @@ impl ReleaseStore for PgStore {
         query: &ReleaseListQuery,
     ) -> StoreResult<Page<Release>> {
         let f = &query.filter;
-        let dir = direction(query.paging.direction);
+        let dir = sql_direction(query.paging.direction);
         let by = match query.sort {
             ReleaseSort::Version => format!("version {dir}"),
             ReleaseSort::CreatedAt => format!("created_at {dir}"),
@@ -516,20 +506,16 @@ impl ReleaseStore for PgStore {
             .bind(status)
             .bind(needle.as_deref());
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = match window_total(&rows)? {
-            Some(total) => total,
-            None => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                "SELECT count(*) FROM releases WHERE {FILTER}"
-            )))
-            .bind(team.as_uuid())
-            .bind(product)
-            .bind(&within)
-            .bind(status)
-            .bind(needle.as_deref())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(backend)?,
-        };
+        let total = page_total(&self.pool, &rows, || {
+            let sql = format!("SELECT count(*) AS total FROM releases WHERE {FILTER}");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(team.as_uuid())
+                .bind(product)
+                .bind(&within)
+                .bind(status)
+                .bind(needle.as_deref())
+        })
+        .await?;
         let items = rows.iter().map(doc).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }

@@ -100,10 +100,7 @@ impl CustomerStore for PgStore {
             CustomerSort::UpdatedAt => "updated_at",
         };
         let dir = order(query.paging.direction);
-        let id_dir = match query.paging.direction {
-            licensing_core::api::requests::SortDirection::Asc => "ASC",
-            licensing_core::api::requests::SortDirection::Desc => "DESC",
-        };
+        let id_dir = super::sql_direction(query.paging.direction);
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, count(*) OVER () AS total FROM customers

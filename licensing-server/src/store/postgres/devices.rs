@@ -18,7 +18,7 @@ use super::PgResult;
 use super::licenses::uuids;
 use super::tables::LICENSES;
 use super::{PgStore, backend, in_tx, ms, page};
-use super::{fetch_page, window_total};
+use super::{fetch_page, page_total, sql_direction};
 
 /// A device record from a row of [`HWID_COLUMNS`].
 pub(super) fn hwid(row: &PgRow, team: TeamId, license: LicenseId) -> PgResult<Hwid> {
@@ -118,10 +118,7 @@ impl PgStore {
             DeviceSort::LastSeenAt => "last_seen_at",
             DeviceSort::CreatedAt => "created_at",
         };
-        let dir = match query.paging.direction {
-            licensing_core::api::requests::SortDirection::Asc => "ASC",
-            licensing_core::api::requests::SortDirection::Desc => "DESC",
-        };
+        let dir = sql_direction(query.paging.direction);
         let columns = if table == "hwids" {
             HWID_COLUMNS
         } else {
@@ -137,19 +134,15 @@ impl PgStore {
             .bind(license.as_uuid())
             .bind(query.filter);
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = match window_total(&rows)? {
-            Some(total) => total,
-            None => {
-                let sql = format!(
-                    "SELECT count(*) FROM {table} WHERE license_id = $1 AND ($2 OR NOT forgotten)"
-                );
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                    .bind(license.as_uuid())
-                    .bind(query.filter)
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-        };
+        let total = page_total(&self.pool, &rows, || {
+            let sql = format!(
+                "SELECT count(*) AS total FROM {table} WHERE license_id = $1 AND ($2 OR NOT forgotten)"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(license.as_uuid())
+                .bind(query.filter)
+        })
+        .await?;
         Ok((rows, total))
     }
 

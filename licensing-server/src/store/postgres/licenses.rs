@@ -13,7 +13,7 @@ use super::tables::LICENSES;
 use super::{
     PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, team_missing,
 };
-use super::{fetch_page, window_total};
+use super::{fetch_page, page_total, sql_direction};
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
 pub(super) fn license(row: &PgRow) -> PgResult<License> {
@@ -391,10 +391,7 @@ impl LicenseStore for PgStore {
             LicenseSort::CreatedAt => "created_at",
             LicenseSort::UpdatedAt => "updated_at",
         };
-        let dir = match query.paging.direction {
-            licensing_core::api::requests::SortDirection::Asc => "ASC",
-            licensing_core::api::requests::SortDirection::Desc => "DESC",
-        };
+        let dir = sql_direction(query.paging.direction);
         let filtered = !f.product_ids.is_empty()
             || !f.customer_ids.is_empty()
             || f.search.is_some()
@@ -417,19 +414,14 @@ impl LicenseStore for PgStore {
         );
         let select = bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f);
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = if !filtered {
-            count(&self.pool, team, "licenses").await?
-        } else if let Some(total) = window_total(&rows)? {
-            total
+        let total = if filtered {
+            page_total(&self.pool, &rows, || {
+                let sql = format!("SELECT count(*) AS total FROM licenses {LICENSE_FILTER}");
+                bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f)
+            })
+            .await?
         } else {
-            // Past the last page: the window count has no row to ride on.
-            let sql = format!("SELECT count(*) AS total FROM licenses {LICENSE_FILTER}");
-            bind_filter(sqlx::query(sqlx::AssertSqlSafe(sql)), team, f)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(backend)?
-                .try_get("total")
-                .map_err(backend)?
+            count(&self.pool, team, "licenses").await?
         };
         let items = rows.iter().map(license).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))

@@ -366,6 +366,16 @@ pub(crate) fn like_contains(needle: &str) -> String {
     out
 }
 
+/// `ASC` or `DESC`.
+pub(crate) fn sql_direction(
+    direction: licensing_core::api::requests::SortDirection,
+) -> &'static str {
+    match direction {
+        licensing_core::api::requests::SortDirection::Asc => "ASC",
+        licensing_core::api::requests::SortDirection::Desc => "DESC",
+    }
+}
+
 /// `ASC` or `DESC`, with `NULLS FIRST` ascending (as `Option` orders: `None` first).
 pub(crate) fn order(direction: licensing_core::api::requests::SortDirection) -> &'static str {
     match direction {
@@ -438,6 +448,23 @@ pub(crate) fn window_total(rows: &[PgRow]) -> PgResult<Option<i64>> {
         .map(|row| sqlx::Row::try_get(row, "total"))
         .transpose()
         .map_err(backend)?)
+}
+
+/// The total of a page read with `count(*) OVER () AS total`: what its rows carry, or for a page
+/// past the end (no row to carry it) what `count`, a `SELECT count(*) AS total` of the same
+/// filter, answers.
+pub(crate) async fn page_total<'q>(
+    pool: &PgPool,
+    rows: &[PgRow],
+    count: impl FnOnce() -> DocQuery<'q>,
+) -> PgResult<i64> {
+    match window_total(rows)? {
+        Some(total) => Ok(total),
+        None => Ok(sqlx::Row::try_get(
+            &count().fetch_one(pool).await?,
+            "total",
+        )?),
+    }
 }
 
 /// Builds a page from a query's rows and the total.

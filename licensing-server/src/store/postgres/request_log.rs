@@ -11,7 +11,7 @@ use sqlx::query::Query;
 
 use super::PgResult;
 use super::{PgStore, backend, ms, page};
-use super::{fetch_page, window_total};
+use super::{fetch_page, page_total};
 
 /// The filters of a history query, `$1` to `$8`.
 const FILTERS: &str = "team_id = $1 AND license_id = $2
@@ -136,18 +136,11 @@ impl RequestLogStore for PgStore {
         );
         let select = bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, license, query);
         let rows = fetch_page(&self.pool, select, &query.paging).await?;
-        let total = match window_total(&rows)? {
-            Some(total) => total,
-            None => {
-                let sql = format!("SELECT count(*) AS total FROM request_log WHERE {FILTERS}");
-                bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, license, query)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(backend)?
-                    .try_get("total")
-                    .map_err(backend)?
-            }
-        };
+        let total = page_total(&self.pool, &rows, || {
+            let sql = format!("SELECT count(*) AS total FROM request_log WHERE {FILTERS}");
+            bind_filters(sqlx::query(sqlx::AssertSqlSafe(sql)), team, license, query)
+        })
+        .await?;
         let items = rows.iter().map(entry).collect::<PgResult<_>>()?;
         Ok(page(items, total, &query.paging))
     }

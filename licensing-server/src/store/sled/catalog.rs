@@ -5,9 +5,7 @@ use super::*;
 impl EntitlementStore for SledStore {
     async fn create_entitlement(&self, e: &Entitlement, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(e.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(e.team_id)?;
             // Developer writes are serialized: the scan sees every entitlement there is.
             let existing: Vec<Entitlement> =
                 self.scan(&key(&[&[tag::ENTITLEMENT], e.team_id.as_bytes()]))?;
@@ -71,9 +69,7 @@ impl EntitlementStore for SledStore {
 impl ProductStore for SledStore {
     async fn create_product(&self, p: &Product, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(p.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(p.team_id)?;
             tx.put_record(product_key(p.team_id, p.id), p)
         })
         .await

@@ -5,9 +5,7 @@ use super::*;
 impl CustomerStore for SledStore {
     async fn create_customer(&self, c: &Customer, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(c.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(c.team_id)?;
             put_customer(tx, c, None)
         })
         .await

@@ -449,31 +449,27 @@ impl IdempotencyStore for SledStore {
         let name = name(owner, k);
         let mut claims = self.inner.kept.lock()?;
         let (existing, running_applied) = match claims.held.get(&name) {
-            Some(&Held::Running {
-                fingerprint,
-                created_at,
-                applied,
-                ..
-            }) => {
-                let running = IdempotencyRecord {
+            // A claim held: decided as a record without an answer, applied when it was lost.
+            Some(held) => {
+                let (fingerprint, created_at, lost, running_applied) = match *held {
+                    Held::Running {
+                        fingerprint,
+                        created_at,
+                        applied,
+                        ..
+                    } => (fingerprint, created_at, false, applied),
+                    Held::Lost {
+                        fingerprint,
+                        created_at,
+                    } => (fingerprint, created_at, true, false),
+                };
+                let record = IdempotencyRecord {
                     fingerprint,
                     created_at,
                     answer: None,
-                    applied: false,
+                    applied: lost,
                 };
-                (Some(running), applied)
-            }
-            Some(&Held::Lost {
-                fingerprint,
-                created_at,
-            }) => {
-                let lost = IdempotencyRecord {
-                    fingerprint,
-                    created_at,
-                    answer: None,
-                    applied: true,
-                };
-                (Some(lost), false)
+                (Some(record), running_applied)
             }
             None => (claims.index.find(&name, decode)?, false),
         };

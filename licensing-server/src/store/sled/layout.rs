@@ -200,27 +200,21 @@ pub(super) fn license_indexes(l: &License) -> Vec<Vec<u8>> {
             id,
         ]),
     ];
-    for c in &l.customer_ids {
-        keys.push(key(&[
-            &index_prefix(tag::LICENSE, ix::BY_CUSTOMER, l.team_id),
-            c.as_bytes(),
-            id,
-        ]));
-    }
-    for p in &l.product_ids {
-        keys.push(key(&[
-            &index_prefix(tag::LICENSE, ix::BY_PRODUCT, l.team_id),
-            p.as_bytes(),
-            id,
-        ]));
-    }
-    for e in &l.entitlement_ids {
-        keys.push(key(&[
-            &index_prefix(tag::LICENSE, ix::BY_ENTITLEMENT, l.team_id),
-            e.as_bytes(),
-            id,
-        ]));
-    }
+    // One entry per record the license refers to, by the kind of reference.
+    let references = (l
+        .customer_ids
+        .iter()
+        .map(|c| (ix::BY_CUSTOMER, c.as_bytes())))
+    .chain(l.product_ids.iter().map(|p| (ix::BY_PRODUCT, p.as_bytes())))
+    .chain(
+        l.entitlement_ids
+            .iter()
+            .map(|e| (ix::BY_ENTITLEMENT, e.as_bytes())),
+    );
+    keys.extend(
+        references
+            .map(|(index, other)| key(&[&index_prefix(tag::LICENSE, index, l.team_id), other, id])),
+    );
     keys
 }
 

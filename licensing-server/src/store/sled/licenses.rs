@@ -21,19 +21,8 @@ impl LicenseStore for SledStore {
     ) -> StoreResult<()> {
         self.journaled(journal, |tx| {
             check_license_refs(tx, l)?;
-            let day = mail_day_key(l.team_id, OutboxMessage::day_of(now));
-            let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
-            if queued + mail.len() as u64 > u64::from(daily_limit) {
-                return Err(StoreError::Limit(format!(
-                    "at most {daily_limit} license e-mails a day per team; try again tomorrow"
-                )));
-            }
-            put_license(tx, l, None)?;
-            for m in mail {
-                tx.put_record(outbox_key(m.id), m)?;
-                tx.put(outbox_due_key(m), Vec::new());
-            }
-            tx.add_count(day, mail.len() as i64)
+            tx.queue_mail(l.team_id, mail, (daily_limit, "license e-mails"), now)?;
+            put_license(tx, l, None)
         })
         .await
     }

@@ -9,9 +9,7 @@ impl BlacklistStore for SledStore {
         journal: &Journal,
     ) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(e.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(e.team_id)?;
             let existing: Vec<BlacklistEntry> =
                 self.scan(&key(&[&[tag::BLACKLIST], e.team_id.as_bytes()]))?;
             if existing
@@ -74,21 +72,8 @@ impl OutboxStore for SledStore {
         now: Timestamp,
     ) -> StoreResult<()> {
         self.durable(|tx| {
-            if tx.get(&team_key(team))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
-            let day = mail_day_key(team, OutboxMessage::day_of(now));
-            let queued = tx.get(&day)?.map_or(0, |v| decode_count(&v));
-            if queued + mail.len() as u64 > u64::from(daily_limit) {
-                return Err(StoreError::Limit(format!(
-                    "at most {daily_limit} e-mails a day per team; try again tomorrow"
-                )));
-            }
-            for m in mail {
-                tx.put_record(outbox_key(m.id), m)?;
-                tx.put(outbox_due_key(m), Vec::new());
-            }
-            tx.add_count(day, mail.len() as i64)
+            tx.require_team(team)?;
+            tx.queue_mail(team, mail, (daily_limit, "e-mails"), now)
         })
         .await
     }

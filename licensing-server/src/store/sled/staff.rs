@@ -69,9 +69,7 @@ fn end_sessions(tree: &sled::Tree, tx: &mut Tx<'_>, user: StaffId) -> SledResult
 impl StaffStore for SledStore {
     async fn create_staff(&self, user: &StaffUser, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(user.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(user.team_id)?;
             claim_email(tx, user.email.as_str(), user.team_id, user.id)?;
             tx.put_record(staff_key(user.id), user)?;
             tx.put(team_staff_key(user.team_id, user.id), Vec::new());

@@ -112,9 +112,7 @@ fn change_team(
 impl ApiKeyStore for SledStore {
     async fn create_api_key(&self, k: &ApiKeyRecord, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(k.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(k.team_id)?;
             tx.put_record(api_key_key(&k.hash), k)?;
             tx.put(
                 team_api_key_key(k.team_id, k.id),

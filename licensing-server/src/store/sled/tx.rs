@@ -66,6 +66,37 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// 404 `Team` unless team `team` exists.
+    pub(super) fn require_team(&self, team: TeamId) -> StoreResult<()> {
+        match self.get(&team_key(team))? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::NotFound(Entity::Team)),
+        }
+    }
+
+    /// Stages `mail` of `team` in the outbox, due at once, counted in the team's mail of the
+    /// day (`now`'s); 429 `Limit` past `daily_limit` (`what`: the e-mails it counts).
+    pub(super) fn queue_mail(
+        &mut self,
+        team: TeamId,
+        mail: &[OutboxMessage],
+        (daily_limit, what): (u32, &str),
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let day = mail_day_key(team, OutboxMessage::day_of(now));
+        let queued = self.get(&day)?.map_or(0, |v| decode_count(&v));
+        if queued + mail.len() as u64 > u64::from(daily_limit) {
+            return Err(StoreError::Limit(format!(
+                "at most {daily_limit} {what} a day per team; try again tomorrow"
+            )));
+        }
+        for m in mail {
+            self.put_record(outbox_key(m.id), m)?;
+            self.put(outbox_due_key(m), Vec::new());
+        }
+        self.add_count(day, mail.len() as i64)
+    }
+
     /// Stages a write's journal: its audit entry, by team and time, and by time alone for
     /// pruning; its webhook events, in the queue.
     pub(super) fn journal(&mut self, journal: &Journal) -> StoreResult<()> {

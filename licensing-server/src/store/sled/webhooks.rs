@@ -121,9 +121,7 @@ impl SledStore {
 impl WebhookStore for SledStore {
     async fn create_webhook(&self, e: &WebhookEndpoint, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            if tx.get(&team_key(e.team_id))?.is_none() {
-                return Err(StoreError::NotFound(Entity::Team));
-            }
+            tx.require_team(e.team_id)?;
             tx.put_record(endpoint_key(e.team_id, e.id), e)
         })
         .await
