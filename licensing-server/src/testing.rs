@@ -57,6 +57,28 @@ pub mod postgres {
             .as_ref()
     }
 
+    /// Runs `test` with a fresh, empty database's URL, on a runtime of its own (two workers;
+    /// the store's pool lives on it). Nothing runs when PostgreSQL cannot be had (a notice, or
+    /// a panic under `CI=true`).
+    pub fn on_fresh_database<F, Fut>(test: F)
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        if !available() {
+            return;
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let url = database().await.expect("a test database");
+            test(url).await;
+        });
+    }
+
     /// A fresh, empty database: its URL. `None` when PostgreSQL cannot be had.
     pub async fn database() -> Option<String> {
         let server = server()?;

@@ -184,31 +184,25 @@ impl Bounded for LicenseListQuery {
     }
 }
 
-impl Bounded for ProductListQuery {
-    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
-        match limit {
-            Limit::Products(products) => {
-                self.filter.within = Some(products.to_vec());
-                true
+/// Lists of records of products, bounded by their filter's field `$within` of product ids.
+macro_rules! bounded_by_products {
+    ($($query:ty: $within:ident),* $(,)?) => {$(
+        impl Bounded for $query {
+            fn bound_to(&mut self, limit: Limit<'_>) -> bool {
+                match limit {
+                    Limit::Products(products) => {
+                        self.filter.$within = Some(products.to_vec());
+                        true
+                    }
+                    // A customer reaches the products of their licenses through the licenses.
+                    Limit::Customer(_) => false,
+                }
             }
-            // A customer reaches the products of their licenses through the licenses.
-            Limit::Customer(_) => false,
         }
-    }
+    )*};
 }
 
-impl Bounded for ReleaseListQuery {
-    fn bound_to(&mut self, limit: Limit<'_>) -> bool {
-        match limit {
-            Limit::Products(products) => {
-                self.filter.within_products = Some(products.to_vec());
-                true
-            }
-            // A customer reaches the products of their licenses through the licenses.
-            Limit::Customer(_) => false,
-        }
-    }
-}
+bounded_by_products!(ProductListQuery: within, ReleaseListQuery: within_products);
 
 impl Bounded for AuditQuery {
     fn bound_to(&mut self, limit: Limit<'_>) -> bool {

@@ -163,7 +163,7 @@ impl<'a, M> After<'a, M> {
 pub(crate) fn shown_once(id: &str, class: Option<&str>, value: &str) -> Markup {
     html! {
         p {
-            code id=(id) class=[class] { (value) }
+            code class=[class] id=(id) { (value) }
             button.secondary.small.copy type="button" data-copy=(value) hidden { "Copy" }
         }
     }

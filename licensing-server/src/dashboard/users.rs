@@ -169,12 +169,8 @@ pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form)
 /// `POST /dashboard/users/{id}/two-step/off`: for someone who lost their authenticator app and
 /// their recovery codes.
 pub(crate) async fn reset_two_step(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = user_id(id)?;
-        api::perform(ctx, staff, ResetTwoStep(id)).await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/users?notice=two-step-reset"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    let op = user_id(id).map(ResetTwoStep);
+    page::done(ctx, staff, op, "/dashboard/users?notice=two-step-reset").await
 }
 
 /// `POST /dashboard/users/{id}/link`.
@@ -211,10 +207,6 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
 
 /// `POST /dashboard/users/{id}/delete`.
 pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let outcome = async {
-        let id = user_id(id)?;
-        api::perform(ctx, staff, DeleteAccount(id)).await?;
-        Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-deleted"))
-    };
-    page::or_failure(ctx, staff, outcome.await)
+    let op = user_id(id).map(DeleteAccount);
+    page::done(ctx, staff, op, "/dashboard/users?notice=user-deleted").await
 }

@@ -50,11 +50,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
     .and(crate::http::client_addr())
     .and(warp::body::stream())
     .then(
-        |team: String, route: SessionRoute, state: AppState, ip, body| async move {
-            let endpoint = match route {
-                SessionRoute::Start => Validation::SessionStart,
-                SessionRoute::End => Validation::SessionEnd,
-            };
+        |team: String, SessionRoute(endpoint), state: AppState, ip, body| async move {
             json_endpoint(state, endpoint, team, ip, body).await
         },
     );
@@ -77,20 +73,17 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .boxed()
 }
 
-/// The last segment of a session path.
+/// The last segment of a session path: the session's start or end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SessionRoute {
-    Start,
-    End,
-}
+struct SessionRoute(Validation);
 
 impl std::str::FromStr for SessionRoute {
     type Err = ();
 
     fn from_str(segment: &str) -> Result<Self, ()> {
         match segment {
-            "start" => Ok(Self::Start),
-            "end" => Ok(Self::End),
+            "start" => Ok(Self(Validation::SessionStart)),
+            "end" => Ok(Self(Validation::SessionEnd)),
             _ => Err(()),
         }
     }

@@ -383,12 +383,21 @@ mod tests {
     const K1: &str = "AAAAA-BBBBB-CCCCC-DDDDD-EEEEE";
     const K2: &str = "FFFFF-GGGGG-HHHHH-IIIII-JJJJJ";
 
-    #[test]
-    fn a_read_is_served_for_its_own_device_and_address_only() {
-        let cache = LicenseCache::default();
+    /// An empty cache, a team, its license `K1` and a request of device-a from 10.0.0.1.
+    fn one_license() -> (LicenseCache, TeamId, License, Activity) {
         let team = TeamId::new();
         let l = license(team, K1);
-        let a = activity("device-a", [10, 0, 0, 1]);
+        (
+            LicenseCache::default(),
+            team,
+            l,
+            activity("device-a", [10, 0, 0, 1]),
+        )
+    }
+
+    #[test]
+    fn a_read_is_served_for_its_own_device_and_address_only() {
+        let (cache, team, l, a) = one_license();
         let ticket = cache.get(team, &key(K1), &a).unwrap_err();
         cache.store(ticket, &a, &counted(&l, &a));
         let hit = cache.get(team, &key(K1), &a).expect("a hit");
@@ -415,10 +424,7 @@ mod tests {
 
     #[test]
     fn records_that_do_not_count_yet_are_not_stored() {
-        let cache = LicenseCache::default();
-        let team = TeamId::new();
-        let l = license(team, K1);
-        let a = activity("device-a", [10, 0, 0, 1]);
+        let (cache, team, l, a) = one_license();
         let mut read = counted(&l, &a);
         read.own = Some((None, read.own.unwrap().1));
         let ticket = cache.get(team, &key(K1), &a).unwrap_err();
@@ -428,10 +434,7 @@ mod tests {
 
     #[test]
     fn a_change_during_a_read_keeps_the_read_out() {
-        let cache = LicenseCache::default();
-        let team = TeamId::new();
-        let l = license(team, K1);
-        let a = activity("device-a", [10, 0, 0, 1]);
+        let (cache, team, l, a) = one_license();
         for change in [
             &(|c: &LicenseCache, t: TeamId| c.forget(t, K1)) as &dyn Fn(&LicenseCache, TeamId),
             &|c: &LicenseCache, t: TeamId| c.forget_team(t),

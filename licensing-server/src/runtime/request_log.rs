@@ -271,14 +271,19 @@ mod tests {
         store.list_requests(team, license, &query).await.unwrap()
     }
 
+    /// A log keeping 30 days, at most `per_team` entries a team and 1,000 a license.
+    fn log_of(per_team: u64) -> RequestLog {
+        RequestLog::new(Retention {
+            days: 30,
+            per_team,
+            per_license: 1_000,
+        })
+    }
+
     #[tokio::test]
     async fn entries_wait_until_flushed_then_age_out() {
         let store = MemoryStore::default();
-        let log = RequestLog::new(Retention {
-            days: 30,
-            per_team: 1_000,
-            per_license: 1_000,
-        });
+        let log = log_of(1_000);
         let (team, license) = (TeamId::new(), LicenseId::new());
         let now = Timestamp::now();
         log.record(entry(team, license, now));
@@ -319,11 +324,7 @@ mod tests {
     #[tokio::test]
     async fn one_license_floods_no_history() {
         let store = MemoryStore::default();
-        let log = RequestLog::new(Retention {
-            days: 30,
-            per_team: 1_000_000,
-            per_license: 1_000,
-        });
+        let log = log_of(1_000_000);
         let (team, flooded, quiet) = (TeamId::new(), LicenseId::new(), LicenseId::new());
         let now = Timestamp::now();
         for i in 0..5_000u32 {

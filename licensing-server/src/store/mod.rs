@@ -9,6 +9,48 @@
 //! Both split their code by aggregate (teams and API keys, licenses and devices with the client
 //! API's atomic unit, customers, products and releases, the rest) and pass core's store suite.
 
+/// A store's own error type `$name`, answered by its own functions as `$result<T>`: a failure
+/// of its database (each `$cause` becomes one with `?`, a backend failure of `$backend`) or a
+/// store error it decided (so does a [`StoreError`](licensing_core::store::StoreError)); it
+/// becomes the `StoreError` the storage traits answer, with `?` again.
+macro_rules! store_error_type {
+    ($name:ident, $result:ident, $backend:literal, [$($cause:ty),* $(,)?]) => {
+        #[doc = concat!("A failure as the ", $backend, " store's own functions answer it.")]
+        #[derive(Debug)]
+        pub(crate) struct $name(licensing_core::store::StoreError);
+
+        $(
+            impl From<$cause> for $name {
+                fn from(e: $cause) -> Self {
+                    Self(licensing_core::store::StoreError::backend_from($backend, e))
+                }
+            }
+        )*
+
+        impl From<licensing_core::store::StoreError> for $name {
+            fn from(e: licensing_core::store::StoreError) -> Self {
+                Self(e)
+            }
+        }
+
+        impl From<$name> for licensing_core::store::StoreError {
+            fn from(e: $name) -> Self {
+                e.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        #[doc = concat!("What the ", $backend, " store's own functions answer.")]
+        pub(crate) type $result<T> = Result<T, $name>;
+    };
+}
+use store_error_type;
+
 mod any;
 pub mod open;
 pub mod postgres;

@@ -460,17 +460,8 @@ mod tests {
     /// (generic plans among them: the sixth execution of a prepared statement may use one).
     #[test]
     fn a_full_license_admits_reading_only_what_decides() {
-        if !crate::testing::postgres::available() {
-            return;
-        }
         const HELD: u32 = 2_000;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let url = crate::testing::postgres::database().await.unwrap();
+        crate::testing::postgres::on_fresh_database(|url| async move {
             let store = PgStore::connect(&url, 4).await.unwrap();
             let team = testing::team(&store, "A").await;
             let now = Timestamp::from_millis(1_800_000_000_000);

@@ -467,16 +467,7 @@ mod tests {
     /// count as abandoned).
     #[test]
     fn a_claim_dies_with_its_instance() {
-        if !crate::testing::postgres::available() {
-            return;
-        }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let url = crate::testing::postgres::database().await.unwrap();
+        crate::testing::postgres::on_fresh_database(|url| async move {
             let (first, second) = (
                 PgStore::connect(&url, 4).await.unwrap(),
                 PgStore::connect(&url, 4).await.unwrap(),

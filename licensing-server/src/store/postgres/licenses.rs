@@ -10,9 +10,7 @@ use uuid::Uuid;
 
 use super::PgResult;
 use super::tables::LICENSES;
-use super::{
-    PgStore, backend, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, team_missing,
-};
+use super::{PgStore, constraint, doc, in_tx, json, like_contains, ms, opt_ms, page, team_missing};
 use super::{fetch_page, page_total, sql_direction};
 
 /// A license from a row of `doc, last_active_at` (`last_active_at` moves without the record).
@@ -280,6 +278,16 @@ pub(super) async fn detach(
     Ok(())
 }
 
+impl PgStore {
+    /// The license `select` finds (its `doc` and `last_active_at`), with the activity not
+    /// written yet laid over it.
+    async fn read_license(&self, select: super::DocQuery<'_>) -> PgResult<Option<License>> {
+        let row = select.fetch_optional(&self.pool).await?;
+        row.map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
+            .transpose()
+    }
+}
+
 impl LicenseStore for PgStore {
     async fn create_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
@@ -289,16 +297,11 @@ impl LicenseStore for PgStore {
     }
 
     async fn get_license(&self, team: TeamId, id: LicenseId) -> StoreResult<Option<License>> {
-        Ok(
+        let select =
             sqlx::query("SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND id = $2")
                 .bind(team.as_uuid())
-                .bind(id.as_uuid())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?
-                .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
-                .transpose()?,
-        )
+                .bind(id.as_uuid());
+        Ok(self.read_license(select).await?)
     }
 
     async fn get_license_by_key(
@@ -306,16 +309,12 @@ impl LicenseStore for PgStore {
         team: TeamId,
         key: &LicenseKey,
     ) -> StoreResult<Option<License>> {
-        Ok(sqlx::query(
+        let select = sqlx::query(
             "SELECT doc, last_active_at FROM licenses WHERE team_id = $1 AND license_key = $2",
         )
         .bind(team.as_uuid())
-        .bind(key.as_str())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?
-        .map(|row| license(&row).map(|l| self.refreshes.overlay(l)))
-        .transpose()?)
+        .bind(key.as_str());
+        Ok(self.read_license(select).await?)
     }
 
     async fn update_license(&self, l: &License, journal: &Journal) -> StoreResult<()> {

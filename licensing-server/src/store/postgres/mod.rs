@@ -257,38 +257,9 @@ pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::backend_from("PostgreSQL", e)
 }
 
-/// A failure as this store's own functions answer it: the database's (a `sqlx::Error` becomes
-/// one with `?`) or a store error decided here (so does a [`StoreError`]); it becomes the
-/// [`StoreError`] the storage traits answer, with `?` again.
-#[derive(Debug)]
-pub(crate) struct PgError(StoreError);
-
-impl From<sqlx::Error> for PgError {
-    fn from(e: sqlx::Error) -> Self {
-        Self(backend(e))
-    }
-}
-
-impl From<StoreError> for PgError {
-    fn from(e: StoreError) -> Self {
-        Self(e)
-    }
-}
-
-impl From<PgError> for StoreError {
-    fn from(e: PgError) -> Self {
-        e.0
-    }
-}
-
-impl std::fmt::Display for PgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// What this store's own functions answer.
-pub(crate) type PgResult<T> = Result<T, PgError>;
+// A failure of the database (a `sqlx::Error` becomes one with `?`) or a store error decided
+// here.
+crate::store::store_error_type!(PgError, PgResult, "PostgreSQL", [sqlx::Error]);
 
 /// A constraint's name and the store error its violation means.
 pub(crate) type Violation<'a> = (&'a str, fn() -> StoreError);
@@ -550,12 +521,7 @@ mod tests {
     fn outbox_claims_exclude_other_workers() {
         use licensing_core::model::OutboxMessage;
         use licensing_core::store::{LicenseStore, OutboxStore};
-        if !crate::testing::postgres::available() {
-            return;
-        }
-        let rt = runner();
-        rt.0.block_on(async {
-            let url = crate::testing::postgres::database().await.unwrap();
+        crate::testing::postgres::on_fresh_database(|url| async move {
             let store = PgStore::connect(&url, 4).await.unwrap();
             let other = PgStore::connect(&url, 4).await.unwrap();
             let team = licensing_core::store::testing::team(&store, "A").await;
@@ -623,12 +589,7 @@ mod tests {
             Activity, ActivityRules, ActivityStore, DeviceStore, LicenseStore, TeamStore,
         };
         use licensing_core::validate::HardwareId;
-        if !crate::testing::postgres::available() {
-            return;
-        }
-        let rt = runner();
-        rt.0.block_on(async {
-            let url = crate::testing::postgres::database().await.unwrap();
+        crate::testing::postgres::on_fresh_database(|url| async move {
             let a = PgStore::connect(&url, 4).await.unwrap();
             let b = PgStore::connect(&url, 4).await.unwrap();
             let t0 = Timestamp::from_millis(1_800_000_000_000);

@@ -127,26 +127,18 @@ fn decode(k: &[u8], v: &[u8]) -> StoreResult<RequestLogEntry> {
     let code = *ResultCode::ALL
         .get(usize::from(*v.get(1).ok_or_else(bad)?))
         .ok_or_else(bad)?;
-    let mut i = 3;
-    let ip_address = match v.get(2) {
-        Some(4) => {
-            let octets: [u8; 4] = v
-                .get(3..7)
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(bad)?;
-            i += 4;
-            IpAddr::from(octets)
-        }
-        Some(6) => {
-            let octets: [u8; 16] = v
-                .get(3..19)
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(bad)?;
-            i += 16;
-            IpAddr::from(octets)
-        }
+    // The address: its version (4 or 6), then its 4 or 16 bytes.
+    let ip_len = match v.get(2) {
+        Some(4) => 4,
+        Some(6) => 16,
         _ => return Err(bad()),
     };
+    let octets = v.get(3..3 + ip_len).ok_or_else(bad)?;
+    let ip_address = match <[u8; 4]>::try_from(octets) {
+        Ok(v4) => IpAddr::from(v4),
+        Err(_) => IpAddr::from(<[u8; 16]>::try_from(octets).map_err(|_| bad())?),
+    };
+    let mut i = 3 + ip_len;
     let country = match v.get(i..i + 2).ok_or_else(bad)? {
         [0, 0] => None,
         pair => Some(std::str::from_utf8(pair).map_err(|_| bad())?.to_owned()),
