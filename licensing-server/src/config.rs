@@ -23,6 +23,19 @@ pub enum LogFormat {
     Json,
 }
 
+/// Where a first start puts the new team's credentials (its API key among them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum FirstStartCredentials {
+    /// Printed on a terminal; otherwise written to a file only.
+    #[default]
+    Auto,
+    /// Written to the file and printed once to the log as well (a container's log is where its
+    /// operator looks, and its image has no shell to read a file with).
+    Log,
+    /// Written to the file only.
+    File,
+}
+
 /// Server settings.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
@@ -290,6 +303,14 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "LICENSING_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Where a first start puts the new team's credentials: `auto`, printed on a terminal and
+    /// otherwise written to `first-start-credentials.txt` in the data directory (readable by
+    /// this user only) with only its path printed; `log`, that file and printed once to the log
+    /// as well (the container image's choice); `file`, the file only.
+    #[arg(long, env = "LICENSING_FIRST_START_CREDENTIALS", value_enum,
+          default_value_t = FirstStartCredentials::Auto)]
+    pub first_start_credentials: FirstStartCredentials,
 }
 
 impl Config {
@@ -312,6 +333,7 @@ impl Config {
             metrics_listen: None,
             metrics_token: None,
             log_format: LogFormat::Text,
+            first_start_credentials: FirstStartCredentials::Auto,
             trusted_proxies: List::default(),
             geoip_db: None,
             rate_limit_per_minute: 30,

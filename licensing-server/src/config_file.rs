@@ -55,6 +55,49 @@ pub fn file_args(
     Ok(out)
 }
 
+/// The flags (`--key=value`) that secrets kept in files add to a command line whose matches
+/// are `given`, for `command`'s settings: each secret setting (its value hidden from `--help`,
+/// read from `LICENSING_X`) that neither a flag nor `LICENSING_X` gave takes the contents of
+/// the file `LICENSING_X_FILE` names, without its final line break (Docker and Kubernetes
+/// secrets are files). `env` reads the environment.
+pub fn secret_file_args(
+    command: &clap::Command,
+    given: &clap::ArgMatches,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for arg in command.get_arguments() {
+        let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        if !arg.is_hide_env_values_set() {
+            continue;
+        }
+        let file_var = format!("{}_FILE", var.to_string_lossy());
+        let Some(path) = env(&file_var) else {
+            continue;
+        };
+        if matches!(
+            given.value_source(arg.get_id().as_str()),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        ) {
+            continue;
+        }
+        let shown = Path::new(&path).display().to_string();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{file_var} names {shown}, which cannot be read: {e}"))?;
+        let value = text
+            .strip_suffix("\r\n")
+            .or_else(|| text.strip_suffix('\n'))
+            .unwrap_or(&text);
+        if value.is_empty() {
+            return Err(format!("{file_var} names {shown}, which is empty"));
+        }
+        out.push(format!("--{long}={value}"));
+    }
+    Ok(out)
+}
+
 fn scalar(value: &toml::Value) -> Option<String> {
     match value {
         toml::Value::String(s) => Some(s.clone()),
@@ -111,6 +154,59 @@ mod tests {
         assert_eq!(config.max_upload_mb, 30, "a flag wins over the file");
         assert!(config.webhook_allow_http);
         assert_eq!(config.trusted_proxies.len(), 2);
+    }
+
+    /// A secret in a file: read when neither its flag nor its variable gives it, its final line
+    /// break dropped; a missing or empty file is refused by name; other settings have no
+    /// `_FILE` form.
+    #[test]
+    fn secrets_are_read_from_the_files_their_file_variables_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("admin-token");
+        std::fs::write(&token, "s3cret-token\n").expect("write");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").expect("write");
+        let parse = |args: &[&str], vars: &[(&str, &std::path::Path)]| {
+            let mut argv: Vec<String> = std::iter::once("licensing-server")
+                .chain(args.iter().copied())
+                .map(str::to_owned)
+                .collect();
+            let given = command()
+                .try_get_matches_from(&argv)
+                .map_err(|e| e.to_string())?;
+            let env = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, p)| p.as_os_str().to_owned())
+            };
+            argv.extend(secret_file_args(&command(), &given, env)?);
+            let matches = command()
+                .try_get_matches_from(&argv)
+                .map_err(|e| e.to_string())?;
+            Config::from_arg_matches(&matches).map_err(|e| e.to_string())
+        };
+        let from_file = parse(&[], &[("LICENSING_ADMIN_TOKEN_FILE", &token)]).expect("parses");
+        assert_eq!(from_file.admin_token.as_deref(), Some("s3cret-token"));
+        let flag = parse(
+            &["--admin-token", "from-flag"],
+            &[("LICENSING_ADMIN_TOKEN_FILE", &token)],
+        )
+        .expect("parses");
+        assert_eq!(
+            flag.admin_token.as_deref(),
+            Some("from-flag"),
+            "a flag wins"
+        );
+        let missing = parse(
+            &[],
+            &[("LICENSING_DATABASE_URL_FILE", &dir.path().join("nothing"))],
+        )
+        .expect_err("no such file");
+        assert!(missing.contains("LICENSING_DATABASE_URL_FILE"), "{missing}");
+        let blank = parse(&[], &[("LICENSING_SMTP_URL_FILE", &empty)]).expect_err("empty");
+        assert!(blank.contains("empty"), "{blank}");
+        let not_secret = parse(&[], &[("LICENSING_LISTEN_FILE", &token)]).expect("parses");
+        assert_eq!(not_secret.listen.to_string(), "127.0.0.1:3000");
     }
 
     /// The README's table of settings names every setting.

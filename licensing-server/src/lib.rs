@@ -52,7 +52,7 @@ pub mod testing;
 mod workers;
 
 pub use app::{journal, operator, staff, teams, two_step};
-pub use config::{Config, LogFormat};
+pub use config::{Config, FirstStartCredentials, LogFormat};
 pub use connections::ConnectionLimits;
 pub use routes::openapi_json;
 pub use server::{Server, ServerError, file_store_for};

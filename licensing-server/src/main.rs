@@ -16,7 +16,7 @@ use licensing_core::TeamId;
 use licensing_core::model::Role;
 use licensing_server::Config;
 
-use cli::{accounts, archive, backup, master_key, serve};
+use cli::{accounts, archive, backup, health, master_key, serve};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -89,6 +89,16 @@ enum Command {
     Check {
         #[command(flatten)]
         store: StoreArgs,
+    },
+    /// Exit 0 when the server answers `GET /healthz`, 1 when it does not (a container's
+    /// HEALTHCHECK: the image has no shell or curl).
+    Healthcheck {
+        /// The address the server listens on (an unspecified address is reached on loopback).
+        #[arg(long, env = "LICENSING_LISTEN", default_value = "127.0.0.1:3000")]
+        listen: String,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=60))]
+        timeout_secs: u64,
     },
     /// Load an archive into an empty store: restore a backup, or move from sled to PostgreSQL.
     #[command(visible_alias = "restore")]
@@ -310,9 +320,31 @@ enum ApiKeyCommand {
     },
 }
 
-/// The command line, with the settings of the config file (`--config`, `LICENSING_CONFIG`) that
-/// neither a flag nor the environment gave.
+/// The subcommand a command line runs (the deepest), and its matches.
+fn active<'a>(
+    command: &'a clap::Command,
+    matches: &'a clap::ArgMatches,
+) -> (&'a clap::Command, &'a clap::ArgMatches) {
+    match matches
+        .subcommand()
+        .and_then(|(name, sub)| Some((command.find_subcommand(name)?, sub)))
+    {
+        Some((command, sub)) => active(command, sub),
+        None => (command, matches),
+    }
+}
+
+/// The command line, with the secrets kept in files (`LICENSING_*_FILE`) that neither a flag nor
+/// the environment gave, then the settings of the config file (`--config`, `LICENSING_CONFIG`)
+/// that none of those gave.
 fn with_config_file(mut args: Vec<std::ffi::OsString>) -> anyhow::Result<Cli> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let matches = command.clone().get_matches_from(&args);
+    let (subcommand, given) = active(&command, &matches);
+    let env = |name: &str| std::env::var_os(name);
+    let secrets = licensing_server::config_file::secret_file_args(subcommand, given, env)
+        .map_err(anyhow::Error::msg)?;
+    args.extend(secrets.into_iter().map(Into::into));
     let cli = Cli::parse_from(&args);
     let path = match &cli.command {
         None => cli.serve.config.clone(),
@@ -381,6 +413,10 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Export { out, store }) => archive::export(&out, &store).await,
         Some(Command::Import { input, store }) => archive::import(&input, &store).await,
         Some(Command::Check { store }) => archive::check(&store).await,
+        Some(Command::Healthcheck {
+            listen,
+            timeout_secs,
+        }) => health::check(&listen, timeout_secs).await,
         Some(Command::Backup {
             target,
             keep,

@@ -6,6 +6,7 @@
 pub(crate) mod accounts;
 pub(crate) mod archive;
 pub(crate) mod backup;
+pub(crate) mod health;
 pub(crate) mod master_key;
 pub(crate) mod serve;
 

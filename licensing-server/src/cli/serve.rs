@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 use licensing_core::model::TeamCreated;
 use licensing_server::operator::{FirstStart, Operator};
-use licensing_server::{Config, LogFormat, Server, staff};
+use licensing_server::{Config, FirstStartCredentials, LogFormat, Server, staff};
 
 use super::accounts::password_link;
 use super::describe;
@@ -103,17 +103,19 @@ pub(crate) fn first_team_text(
 /// The file a first start writes its credentials to when its output is not a terminal.
 pub(crate) const CREDENTIALS_FILE: &str = "first-start-credentials.txt";
 
-/// Tells the operator about the first team: on a terminal, printed; otherwise (a service
-/// manager's journal, a log collector) written to a file in the data directory readable by this
-/// user only, and only its path is printed, so that the API key does not end up in logs.
+/// Tells the operator about the first team (`how`): with `auto`, printed on a terminal;
+/// otherwise (a service manager's journal, a log collector) written to a file in the data
+/// directory readable by this user only, and only its path is printed, so that the API key does
+/// not end up in logs; with `log` (a container's), the file and the credentials in the log,
+/// once; with `file`, the file only.
 pub(crate) fn announce_first_team(
     team: &TeamCreated,
     owner: Option<&(String, String)>,
     base: &str,
-    data_dir: &std::path::Path,
+    (data_dir, how): (&std::path::Path, FirstStartCredentials),
 ) -> anyhow::Result<()> {
     let text = first_team_text(team, owner, base);
-    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if how == FirstStartCredentials::Auto && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         println!("{text}");
         return Ok(());
     }
@@ -128,6 +130,9 @@ pub(crate) fn announce_first_team(
         path.display()
     );
     tracing::info!(target: LOG, path = %path.display(), "first start: the new team's credentials are in this file");
+    if how == FirstStartCredentials::Log {
+        println!("{text}");
+    }
     Ok(())
 }
 
@@ -138,6 +143,7 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<()> {
     let owner_email = config.owner_email.clone();
     let dashboard = config.dashboard;
     let public_url = config.public_url.clone();
+    let credentials = config.first_start_credentials;
     let server = Server::bind(config).await?;
     let addr = server.local_addr();
     let listening = format!("http://{addr}");
@@ -154,7 +160,7 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<()> {
                 password_link(&base, &owner),
             )
         });
-        announce_first_team(&team, owner.as_ref(), &base, &data_dir)?;
+        announce_first_team(&team, owner.as_ref(), &base, (&data_dir, credentials))?;
     }
     let data = licensing_server::store::open::location(server.store(), &data_dir);
     tracing::info!(target: LOG, %addr, store = server.store().backend_name(), "licensing-server listening");
