@@ -41,7 +41,8 @@ LABEL org.opencontainers.image.title="licensing-server" \
       org.opencontainers.image.licenses="MIT OR Apache-2.0"
 COPY --from=binary /out/usr/ /usr/
 COPY --from=binary /out/etc/ /etc/
-COPY --from=binary --chown=65532:65532 /out/data/ /data/
+# /data itself, 0700 and the server's (a new volume takes both from the image).
+COPY --from=binary --chown=65532:65532 /out/volume/ /
 USER 65532:65532
 ENV LICENSING_LISTEN=0.0.0.0:3000 \
     LICENSING_DATA_DIR=/data \

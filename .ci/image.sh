@@ -4,7 +4,8 @@
 #   bash .ci/image.sh --stage-only BINARY OUT   lays out the image's files in OUT: the binary as
 #                                               /usr/local/bin/licensing-server, CA certificates,
 #                                               /etc/passwd and /etc/group naming uid 65532, and an
-#                                               empty /data (the Dockerfile's build stage runs it)
+#                                               empty volume/data (0700; the image's /data, owned by
+#                                               65532); the Dockerfile's build stage runs it
 #   bash .ci/image.sh --stage                   builds the static binary here (musl, release) and
 #                                               stages target/image-root/ for `--build-arg BINARY=staged`
 #   bash .ci/image.sh                           stages, builds the image with podman (no image is
@@ -31,7 +32,7 @@ tag=localhost/licensing-server:ci
 stage_only() {
   local binary=$1 out=$2
   rm -rf "$out"
-  mkdir -p "$out/usr/local/bin" "$out/etc/ssl/certs" "$out/data"
+  mkdir -p "$out/usr/local/bin" "$out/etc/ssl/certs" "$out/volume/data"
   cp "$binary" "$out/usr/local/bin/licensing-server"
   # No symbols: the image carries the program, not its debugging aids.
   strip --strip-all "$out/usr/local/bin/licensing-server"
@@ -39,11 +40,11 @@ stage_only() {
   cp /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"
   printf 'root:x:0:0:root:/:/sbin/nologin\nlicensing:x:65532:65532:licensing-server:/data:/sbin/nologin\n' >"$out/etc/passwd"
   printf 'root:x:0:\nlicensing:x:65532:\n' >"$out/etc/group"
-  chmod 0700 "$out/data"
+  chmod 0700 "$out/volume/data"
 }
 
 stage() {
-  if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+  if ! grep -qx "$target" <<<"$(rustup target list --installed)"; then
     rustup target add "$target"
   fi
   # C parts (aws-lc, mimalloc) are compiled for musl with musl-gcc.
@@ -54,7 +55,7 @@ stage() {
   cargo build --release --locked --target "$target" -p licensing-server --bin licensing-server
   local binary="target/$target/release/licensing-server"
   # Static: no interpreter, no shared library.
-  if file "$binary" 2>/dev/null | grep -q 'dynamically linked'; then
+  if grep -q 'dynamically linked' <<<"$(file "$binary")"; then
     echo "image: $binary is not static" >&2
     exit 1
   fi
@@ -102,16 +103,36 @@ echo "size: $((size / 1024 / 1024)) MiB ($size bytes)"
 [ "$size" -lt $((40 * 1024 * 1024)) ] || { echo "image: larger than 40 MiB" >&2; exit 1; }
 config() { podman image inspect --format "$1" "$tag"; }
 [ "$(config '{{.Config.User}}')" = "65532:65532" ] || { echo "image: user is $(config '{{.Config.User}}')" >&2; exit 1; }
-config '{{json .Config.ExposedPorts}}' | grep -q '"3000/tcp"'
-config '{{json .Config.Volumes}}' | grep -q '"/data"'
-config '{{json .Config.Healthcheck}}' | grep -q 'licensing-server","healthcheck'
-config '{{json .Config.Labels}}' | grep -q "\"org.opencontainers.image.version\":\"$version\""
+grep -q '"3000/tcp"' <<<"$(config '{{json .Config.ExposedPorts}}')"
+grep -q '"/data"' <<<"$(config '{{json .Config.Volumes}}')"
+grep -q 'licensing-server","healthcheck' <<<"$(config '{{json .Config.Healthcheck}}')"
+grep -q "\"org.opencontainers.image.version\":\"$version\"" <<<"$(config '{{json .Config.Labels}}')"
 mounted=$(podman image mount "$tag")
+[ "$(stat -c '%a %u:%g' "$mounted/data")" = "700 65532:65532" ] || { echo "image: /data is $(stat -c '%a %u:%g' "$mounted/data")" >&2; exit 1; }
 files=$(cd "$mounted" && find . -mindepth 1 | sort | tr '\n' ' ')
 podman image unmount "$tag" >/dev/null
 echo "files: $files"
 expected="./data ./etc ./etc/group ./etc/passwd ./etc/ssl ./etc/ssl/certs ./etc/ssl/certs/ca-certificates.crt ./usr ./usr/local ./usr/local/bin ./usr/local/bin/licensing-server "
 [ "$files" = "$expected" ] || { echo "image: unexpected files" >&2; exit 1; }
+
+echo "-- compose.yaml: the server alone; the postgres profile's database and two servers"
+python3 - <<'PY'
+import yaml
+services = yaml.safe_load(open("compose.yaml"))["services"]
+alone = [name for name, s in services.items() if not s.get("profiles")]
+assert alone == ["server"], alone
+assert services["server"]["volumes"] == ["licensing-data:/data"], services["server"]
+profiled = sorted(name for name, s in services.items() if "postgres" in s.get("profiles", []))
+assert profiled == ["postgres", "server-a", "server-b"], profiled
+for name in ("server-a", "server-b"):
+    s = services[name]
+    assert s["environment"]["LICENSING_DATABASE_URL_FILE"] == "/run/secrets/database-url", s
+    assert s["depends_on"]["postgres"]["condition"] == "service_healthy", s
+    assert s["read_only"] is True, s
+ports = sorted(p for s in services.values() for p in s.get("ports", []))
+assert ports == ["3000:3000", "3001:3000", "3002:3000"], ports
+print("compose.yaml: ok")
+PY
 
 # How containers run here: the defaults, else runc with open-file and process limits this
 # machine grants (podman asks for more than some sandboxes allow; the highest that works).
@@ -207,7 +228,13 @@ creds="$data/first-start-credentials.txt"
 team=$(sed -n 's/^  team id: *//p' "$creds")
 key=$(sed -n 's/^  API key: *\([^ ]*\).*/\1/p' "$creds")
 [ -n "$team" ] && [ -n "$key" ]
-podman logs "$name" 2>&1 | grep -qF "$key" || { echo "image: the API key is not in the log" >&2; exit 1; }
+# (The log is read whole first: `grep -q` stopping early would fail the pipe under pipefail.)
+logs=$(podman logs "$name" 2>&1)
+grep -qF "$key" <<<"$logs" || { echo "image: the API key is not in the log" >&2; exit 1; }
+if grep -q 'took their permissions away' <<<"$logs"; then
+  echo "image: the volume's /data was not the server's alone" >&2
+  exit 1
+fi
 
 echo "-- the README's tour through the published port: create a license, verify it"
 auth=(-H "Authorization: Bearer $key" -H 'Content-Type: application/json')
@@ -228,7 +255,7 @@ status=$?
 set -e
 [ "$status" -ne 0 ] || { echo "image: a second server opened the same store" >&2; exit 1; }
 printf '%s\n' "$second" | tail -3
-printf '%s' "$second" | grep -qi 'lock\|in use' || { echo "image: the second server did not say why" >&2; exit 1; }
+grep -qi 'lock\|in use' <<<"$second" || { echo "image: the second server did not say why" >&2; exit 1; }
 
 echo "-- restart (SIGTERM, then start again): the data is kept"
 podman "${run_opts[@]}" restart -t 10 "$name" >/dev/null
@@ -244,5 +271,6 @@ exit_code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
 echo "stopped in ${took}s, exit code $exit_code"
 [ "$exit_code" = 0 ] || { echo "image: exit code $exit_code after SIGTERM" >&2; podman logs "$name" | tail -5 >&2; exit 1; }
 [ "$took" -lt 10 ]
-podman logs "$name" 2>&1 | grep -q 'shutting down' || { echo "image: no shutdown in the log" >&2; exit 1; }
+logs=$(podman logs "$name" 2>&1)
+grep -q 'shutting down' <<<"$logs" || { echo "image: no shutdown in the log" >&2; exit 1; }
 echo "image: every check passed"
