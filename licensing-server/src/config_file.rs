@@ -119,11 +119,11 @@ mod tests {
         Config::augment_args(Command::new("licensing-server"))
     }
 
-    /// Parses `args` with the file's values as the server would.
-    fn parse(file: &str, args: &[&str]) -> Result<Config, String> {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("server.toml");
-        std::fs::write(&path, file).expect("write");
+    /// Parses `args` with the flags `added` makes of what they give, as the server does.
+    fn parse_adding(
+        args: &[&str],
+        added: impl FnOnce(&clap::ArgMatches) -> Result<Vec<String>, String>,
+    ) -> Result<Config, String> {
         let mut argv: Vec<String> = std::iter::once("licensing-server")
             .chain(args.iter().copied())
             .map(str::to_owned)
@@ -131,11 +131,19 @@ mod tests {
         let given = command()
             .try_get_matches_from(&argv)
             .map_err(|e| e.to_string())?;
-        argv.extend(file_args(&path, &command(), &given)?);
+        argv.extend(added(&given)?);
         let matches = command()
             .try_get_matches_from(&argv)
             .map_err(|e| e.to_string())?;
         Config::from_arg_matches(&matches).map_err(|e| e.to_string())
+    }
+
+    /// Parses `args` with the file's values as the server would.
+    fn parse(file: &str, args: &[&str]) -> Result<Config, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("server.toml");
+        std::fs::write(&path, file).expect("write");
+        parse_adding(args, |given| file_args(&path, &command(), given))
     }
 
     #[test]
@@ -167,23 +175,12 @@ mod tests {
         let empty = dir.path().join("empty");
         std::fs::write(&empty, "").expect("write");
         let parse = |args: &[&str], vars: &[(&str, &std::path::Path)]| {
-            let mut argv: Vec<String> = std::iter::once("licensing-server")
-                .chain(args.iter().copied())
-                .map(str::to_owned)
-                .collect();
-            let given = command()
-                .try_get_matches_from(&argv)
-                .map_err(|e| e.to_string())?;
             let env = |name: &str| {
                 vars.iter()
                     .find(|(n, _)| *n == name)
                     .map(|(_, p)| p.as_os_str().to_owned())
             };
-            argv.extend(secret_file_args(&command(), &given, env)?);
-            let matches = command()
-                .try_get_matches_from(&argv)
-                .map_err(|e| e.to_string())?;
-            Config::from_arg_matches(&matches).map_err(|e| e.to_string())
+            parse_adding(args, |given| secret_file_args(&command(), given, env))
         };
         let from_file = parse(&[], &[("LICENSING_ADMIN_TOKEN_FILE", &token)]).expect("parses");
         assert_eq!(from_file.admin_token.as_deref(), Some("s3cret-token"));
