@@ -356,6 +356,85 @@ async fn a_first_start_without_a_terminal_writes_its_credentials_to_a_private_fi
     assert!(!output.contains(&key), "the key is not in the output");
 }
 
+/// What the container image sets and uses: a first start's credentials in the output as well as
+/// in the file (`LICENSING_FIRST_START_CREDENTIALS=log`), a secret read from the file its
+/// `_FILE` variable names, and `healthcheck`, which exits 0 for a server that answers and 1 for
+/// an address where none does.
+#[tokio::test]
+async fn a_containers_settings_and_its_health_check() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let token = "t".repeat(40);
+    let token_file = parent.path().join("admin-token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(
+        &dir,
+        &[
+            ("RUST_LOG", "info"),
+            ("LICENSING_FIRST_START_CREDENTIALS", "log"),
+            ("LICENSING_ADMIN_TOKEN_FILE", token_file.to_str().unwrap()),
+        ],
+        Some(log.clone()),
+    );
+    let file = dir.join("first-start-credentials.txt");
+    let started = Instant::now();
+    while !file.exists() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    let key = text
+        .split_whitespace()
+        .find(|w| w.starts_with("lsk_"))
+        .unwrap()
+        .to_owned();
+    // Printed once, after the file is written: wait for the line that carries the key.
+    let started = Instant::now();
+    while !log.lock().unwrap().contains(&key) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the key is not in the output: {}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        log.lock().unwrap().matches(&key).count(),
+        text.matches(&key).count(),
+        "the file's text, printed once"
+    );
+    // The admin token came from its file, without the line break.
+    let teams = reqwest::Client::new()
+        .get(format!("{}/api/v1/admin/teams", server.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(teams.status(), 200);
+    let listen = server.base.trim_start_matches("http://");
+    let healthy = run(&["healthcheck", "--listen", listen], &[]);
+    assert!(healthy.status.success(), "{healthy:?}");
+    // A socket that listens and never answers (held open: a port let go may be taken).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap().to_string();
+    let unhealthy = run(
+        &[
+            "healthcheck",
+            "--listen",
+            &silent_addr,
+            "--timeout-secs",
+            "2",
+        ],
+        &[],
+    );
+    drop(silent);
+    assert_eq!(unhealthy.status.code(), Some(1), "{unhealthy:?}");
+    assert!(
+        String::from_utf8_lossy(&unhealthy.stderr).contains("did not answer"),
+        "{unhealthy:?}"
+    );
+}
+
 #[test]
 fn settings_that_would_run_an_unsafe_server_refuse_to_start() {
     let dir = tempfile::tempdir().unwrap();
