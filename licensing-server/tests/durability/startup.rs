@@ -316,12 +316,9 @@ async fn a_master_key_seals_private_keys_at_rest() {
 
 /// Under a service manager (stdout is no terminal) the first start's API key goes to a file
 /// for this user only; the output names the file, never the key.
-#[tokio::test]
-async fn a_first_start_without_a_terminal_writes_its_credentials_to_a_private_file() {
-    let parent = tempfile::tempdir().unwrap();
-    let dir = parent.path().join("data");
-    let log = Arc::new(Mutex::new(String::new()));
-    let server = ChildServer::start_logging(&dir, &[("RUST_LOG", "info")], Some(log.clone()));
+/// The first start's credentials file in `dir` (waited for, at most 10 s; mode 0600): its text
+/// and the API key in it.
+fn first_start_credentials(dir: &Path) -> (String, String) {
     let file = dir.join("first-start-credentials.txt");
     let started = Instant::now();
     while !file.exists() && started.elapsed() < Duration::from_secs(10) {
@@ -337,6 +334,16 @@ async fn a_first_start_without_a_terminal_writes_its_credentials_to_a_private_fi
         .find(|w| w.starts_with("lsk_"))
         .unwrap()
         .to_owned();
+    (text, key)
+}
+
+#[tokio::test]
+async fn a_first_start_without_a_terminal_writes_its_credentials_to_a_private_file() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = ChildServer::start_logging(&dir, &[("RUST_LOG", "info")], Some(log.clone()));
+    let (text, key) = first_start_credentials(&dir);
     let team = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("team id:"))
@@ -377,17 +384,7 @@ async fn a_containers_settings_and_its_health_check() {
         ],
         Some(log.clone()),
     );
-    let file = dir.join("first-start-credentials.txt");
-    let started = Instant::now();
-    while !file.exists() && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let text = std::fs::read_to_string(&file).unwrap();
-    let key = text
-        .split_whitespace()
-        .find(|w| w.starts_with("lsk_"))
-        .unwrap()
-        .to_owned();
+    let (text, key) = first_start_credentials(&dir);
     // Printed once, after the file is written: wait for the line that carries the key.
     let started = Instant::now();
     while !log.lock().unwrap().contains(&key) {
