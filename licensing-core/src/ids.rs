@@ -155,6 +155,10 @@ typed_id!(
     EntitlementId
 );
 typed_id!(
+    /// (ext) Id of a policy.
+    PolicyId
+);
+typed_id!(
     /// (ext) Id of a floating session of a license.
     LicenseSessionId
 );

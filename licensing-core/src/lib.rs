@@ -46,7 +46,7 @@
 //!
 //! let settings = TeamSettings::default();
 //! let blacklist = Blacklist::default();
-//! let ctx = Context { settings: &settings, blacklist: &blacklist, license: Some(&license), catalog: None };
+//! let ctx = Context { settings: &settings, blacklist: &blacklist, license: Some(&license), catalog: None, grace_days: 0 };
 //! let req = ClientRequest {
 //!     kind: RequestKind::Verify,
 //!     hardware_id: request.hardware_id.as_ref(),

@@ -95,7 +95,7 @@ impl LicenseFilePayload {
         Self {
             meta: LicenseFileMeta {
                 issued,
-                expiry: file_expiry(license, issued, ttl),
+                expiry: file_expiry(license, data.license.grace_until, issued, ttl),
                 ttl,
                 team_id: license.team_id,
                 hardware_identifier: machine.map(|m| m.as_str().to_owned()),
@@ -117,11 +117,16 @@ impl LicenseFilePayload {
 }
 
 /// When a file of `license` issued at `issued` for `ttl` seconds stops being valid: the earliest
-/// of `issued + ttl` and the license's end ([`Expiration::end_for_file`]); `None` only when
-/// neither exists.
-pub fn file_expiry(license: &License, issued: Timestamp, ttl: Option<u32>) -> Option<Timestamp> {
+/// of `issued + ttl` and the license's end: `grace_until` while a grace period applies, else
+/// [`Expiration::end_for_file`]; `None` only when neither exists.
+pub fn file_expiry(
+    license: &License,
+    grace_until: Option<Timestamp>,
+    issued: Timestamp,
+    ttl: Option<u32>,
+) -> Option<Timestamp> {
     let by_ttl = ttl.map(|t| issued.plus_seconds(t));
-    let end = Expiration::of(license).end_for_file(issued);
+    let end = grace_until.or_else(|| Expiration::of(license).end_for_file(issued));
     match (by_ttl, end) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -30,6 +30,10 @@ pub struct VerifyLicense {
     /// (ext) The entitlement codes the license grants (its own and its products'), sorted.
     #[serde(default)]
     pub entitlements: Vec<String>,
+    /// (ext) When the grace period ends, while the license is in one (expired, within its
+    /// policy's `graceDays`); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_until: Option<Timestamp>,
 }
 
 /// `data.customers[]` of a verify answer.
@@ -120,6 +124,7 @@ impl VerifyData {
                 expiration_days: license.expiration_days,
                 metadata: client_metadata(&license.metadata),
                 entitlements: Vec::new(),
+                grace_until: None,
             },
             customers: customers
                 .iter()
@@ -161,6 +166,9 @@ pub struct HeartbeatLicense {
     /// (ext) The entitlement codes the license grants, sorted.
     #[serde(default)]
     pub entitlements: Vec<String>,
+    /// (ext) When the grace period ends, while the license is in one; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_until: Option<Timestamp>,
 }
 
 /// `data` of a successful heartbeat.
@@ -183,6 +191,7 @@ impl HeartbeatData {
                 hwid_limit: license.hwid_limit,
                 expiration_type: license.expiration_type,
                 entitlements,
+                grace_until: None,
             },
             session: None,
         }
@@ -327,6 +336,10 @@ page_type!(
     EntitlementPage, entitlements: crate::model::Entitlement, "entitlements"
 );
 page_type!(
+    /// (ext) `GET {dev}/policies`.
+    PolicyPage, policies: crate::model::Policy, "policies"
+);
+page_type!(
     /// (ext) `GET {dev}/audit-log`.
     AuditPage, entries: crate::model::AuditEntry, "entries"
 );
@@ -451,6 +464,19 @@ pub struct Deleted {
     pub id: uuid::Uuid,
     /// Always true.
     pub deleted: bool,
+}
+
+/// (ext) `DELETE {dev}/policies/{policyId}`: `{id, deleted, detachedLicenses}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyDeleted {
+    /// The policy's id.
+    pub id: crate::PolicyId,
+    /// Always true.
+    pub deleted: bool,
+    /// How many licenses were taken off it, its terms written into them (`?detach=true`).
+    pub detached_licenses: u64,
 }
 
 /// `PATCH …/hwid/{hwidId}`.

@@ -171,6 +171,12 @@ actions! {
     EntitlementUpdated = "entitlement.updated", "entitlement";
     /// An entitlement was deleted, and detached from every license and product.
     EntitlementDeleted = "entitlement.deleted", "entitlement";
+    /// A policy was created.
+    PolicyCreated = "policy.created", "policy";
+    /// A policy was changed: every license on it follows.
+    PolicyUpdated = "policy.updated", "policy";
+    /// A policy was deleted (its licenses, if any, detached with its terms written into them).
+    PolicyDeleted = "policy.deleted", "policy";
     /// A product was created.
     ProductCreated = "product.created", "product";
     /// A product was changed.
@@ -253,7 +259,13 @@ impl Action {
     pub fn changes_team_context(self) -> bool {
         matches!(
             self.resource(),
-            "settings" | "signing_key" | "blacklist" | "entitlement" | "product" | "branch"
+            "settings"
+                | "signing_key"
+                | "blacklist"
+                | "entitlement"
+                | "policy"
+                | "product"
+                | "branch"
         ) || matches!(
             self,
             Action::FeaturesUpdated

@@ -1,8 +1,9 @@
 use serde::{Deserialize, Serialize};
 
-use super::{Customer, MetadataItem, Product};
+use super::{Customer, MetadataItem, Product, Term};
 use crate::{
-    CustomerId, EntitlementId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId,
+    CustomerId, EntitlementId, LicenseId, LicenseKey, PolicyId, ProductId, TeamId, Timestamp,
+    UserId,
 };
 
 /// How a license's expiration is calculated.
@@ -101,6 +102,15 @@ pub struct License {
     /// (ext) Seconds a session lives without a heartbeat; `null`: the team's `sessionTtl`.
     #[serde(default)]
     pub session_ttl: Option<u32>,
+    /// (ext) The policy whose terms the license inherits; `null`: none. (After `sessionTtl`,
+    /// with `overrides`: see the sled store's format 8.)
+    #[serde(default)]
+    pub policy_id: Option<PolicyId>,
+    /// (ext) The live terms the license sets itself instead of inheriting them from its policy,
+    /// sorted (`[]` without a policy). As stored, the limits it overrides; as shown, also
+    /// `productIds` and `entitlementIds` when it lists its own.
+    #[serde(default)]
+    pub overrides: Vec<Term>,
 }
 
 /// A license with its customers and products: single-license, create and update answers.

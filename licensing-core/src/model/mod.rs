@@ -9,6 +9,7 @@ mod floating;
 mod license;
 mod metadata;
 mod outbox;
+mod policy;
 mod product;
 mod release;
 mod request_log;
@@ -32,6 +33,10 @@ pub use floating::{
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};
 pub use outbox::OutboxMessage;
+pub use policy::{
+    MAX_GRACE_DAYS, MAX_METERS, MAX_POLICIES, Meter, MeterPeriod, NO_POLICIES, Policies, Policy,
+    SelfServiceResets, Term, grace_end,
+};
 pub use product::{Product, ProductRef};
 pub use release::{
     Branch, BranchRef, LicenseRef, Release, ReleaseFile, ReleaseStatus, ReleaseView,

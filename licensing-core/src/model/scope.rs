@@ -39,11 +39,13 @@ pub enum Resource {
     Webhooks,
     /// (ext) Entitlements.
     Entitlements,
+    /// (ext) Policies.
+    Policies,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 11] = [
+    pub const ALL: [Resource; 12] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -55,6 +57,7 @@ impl Resource {
         Resource::AuditLog,
         Resource::Webhooks,
         Resource::Entitlements,
+        Resource::Policies,
     ];
 
     /// The name in scope strings.
@@ -71,6 +74,7 @@ impl Resource {
             Resource::AuditLog => "audit-log",
             Resource::Webhooks => "webhooks",
             Resource::Entitlements => "entitlements",
+            Resource::Policies => "policies",
         }
     }
 
@@ -242,6 +246,7 @@ impl Scope {
             Resource::AuditLog => "the audit log",
             Resource::Webhooks => "webhooks",
             Resource::Entitlements => "entitlements",
+            Resource::Policies => "policies",
         };
         match self.access {
             Access::Read => format!("see {what}"),
@@ -395,6 +400,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
     const SETTINGS: &[Scope] = &[Scope::read(Settings)];
     const WEBHOOKS: &[Scope] = &[Scope::read(Webhooks)];
     const ENTITLEMENTS: &[Scope] = &[Scope::read(Entitlements)];
+    const POLICIES: &[Scope] = &[Scope::read(Policies)];
     Some(match kind {
         "license" | "device" | "ip" => LICENSES,
         "customer" => CUSTOMERS,
@@ -407,6 +413,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
         "settings" | "team" | "signing_key" => SETTINGS,
         "webhook" => WEBHOOKS,
         "entitlement" => ENTITLEMENTS,
+        "policy" => POLICIES,
         _ => return None,
     })
 }
@@ -538,7 +545,7 @@ mod tests {
                 Scope::LICENSE_EMAIL,
             ]
         );
-        assert_eq!(Scope::all().count(), 24);
+        assert_eq!(Scope::all().count(), 26);
     }
 
     #[test]

@@ -254,7 +254,7 @@ mod tests {
                 .map(Scope::name)
                 .collect()
         };
-        assert_eq!(writes(Role::Owner).len(), Scope::all().count() - 11);
+        assert_eq!(writes(Role::Owner).len(), Scope::all().count() - 12);
         assert_eq!(writes(Role::Admin), writes(Role::Owner));
         let developer = writes(Role::Developer);
         assert!(!developer.contains(&"settings:write".to_owned()));

@@ -100,6 +100,8 @@ pub const PRODUCT_ID: Param = Param::path("productId", "The product", Kind::Uuid
 pub const CUSTOMER_ID: Param = Param::path("customerId", "The customer", Kind::Uuid);
 /// `{entitlementId}`.
 pub const ENTITLEMENT_ID: Param = Param::path("entitlementId", "The entitlement", Kind::Uuid);
+/// `{policyId}`.
+pub const POLICY_ID: Param = Param::path("policyId", "The policy", Kind::Uuid);
 /// `{releaseId}`.
 pub const RELEASE_ID: Param = Param::path("releaseId", "The release", Kind::Uuid);
 /// `{licenseKey}`.
@@ -191,6 +193,12 @@ pub const NO_RELEASE: &[Refusal] = &[refusal(404, "RELEASE_NOT_FOUND")];
 pub const NO_ENTITLEMENT: &[Refusal] = &[refusal(
     404,
     "BAD_REQUEST (no such entitlement of the team)",
+)];
+
+/// No such policy.
+pub const NO_POLICY: &[Refusal] = &[refusal(
+    404,
+    "BAD_REQUEST (no such policy of the team)",
 )];
 
 /// An operation's own refusals, beside the shared sets: `refusals![(409, "CONFLICT: …")]`.

@@ -15,6 +15,7 @@ pub mod doc;
 pub mod entitlements;
 pub mod floating;
 pub mod licenses;
+pub mod policies;
 pub mod products;
 pub mod releases;
 pub mod team;
@@ -170,12 +171,22 @@ query_text!(
     crate::api::requests::LicenseListQuery,
     crate::api::requests::CustomerListQuery,
     crate::api::requests::EntitlementListQuery,
+    crate::api::requests::PolicyListQuery,
     crate::api::requests::ReleaseListQuery,
     crate::api::requests::DeviceListQuery,
     crate::api::requests::ProductListQuery,
     crate::api::requests::RequestLogQuery,
     crate::api::requests::AuditQuery,
 );
+
+impl QueryText for crate::api::requests::DetachQuery {
+    fn parse_query(raw: &str) -> Result<Self, ApiError> {
+        Self::parse(raw)
+    }
+    fn to_query(&self) -> String {
+        self.to_query_string()
+    }
+}
 
 impl QueryText for Paging {
     fn parse_query(raw: &str) -> Result<Self, ApiError> {
@@ -449,6 +460,11 @@ macro_rules! dev_operations {
             $crate::operations::entitlements::GetEntitlement,
             $crate::operations::entitlements::UpdateEntitlement,
             $crate::operations::entitlements::DeleteEntitlement,
+            $crate::operations::policies::CreatePolicy,
+            $crate::operations::policies::ListPolicies,
+            $crate::operations::policies::GetPolicy,
+            $crate::operations::policies::UpdatePolicy,
+            $crate::operations::policies::DeletePolicy,
             $crate::operations::products::CreateProduct,
             $crate::operations::products::ListProducts,
             $crate::operations::products::GetProduct,

@@ -60,6 +60,7 @@ fn every_declared_operation_is_listed_once() {
         include_str!("floating.rs"),
         include_str!("devices.rs"),
         include_str!("licenses.rs"),
+        include_str!("policies.rs"),
         include_str!("products.rs"),
         include_str!("releases.rs"),
         include_str!("team.rs"),

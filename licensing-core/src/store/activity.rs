@@ -6,6 +6,7 @@ use std::future::Future;
 use std::net::IpAddr;
 
 use super::*;
+use crate::model::{NO_POLICIES, Policies};
 
 /// Hardware identifiers and IP records of licenses.
 pub trait DeviceStore: Send + Sync {
@@ -88,6 +89,9 @@ pub struct ActivityRules<'a> {
     /// The client events the team's endpoints want: the atomic step writes those of an
     /// admission (see [`admission_events`](crate::model::admission_events)) with the records.
     pub events: ClientEvents,
+    /// (ext) The team's policies: the atomic step decides with the license's effective terms
+    /// ([`Policies::effective`]) and writes the license as stored.
+    pub policies: &'a Policies,
 }
 
 impl<'a> ActivityRules<'a> {
@@ -97,6 +101,7 @@ impl<'a> ActivityRules<'a> {
             settings,
             max_records: DEFAULT_MAX_RECORDS,
             events: ClientEvents::NONE,
+            policies: &NO_POLICIES,
         }
     }
 }

@@ -24,6 +24,7 @@ pub enum Entity {
     Staff,
     SigningKey,
     Entitlement,
+    Policy,
     LicenseSession,
 }
 
@@ -145,6 +146,7 @@ impl From<StoreError> for ApiError {
                     "Signing key not found: GET public-key lists the team's signing keys (signingKeys[].kid)",
                 ),
                 Entity::Entitlement => ApiError::record_not_found("Entitlement not found"),
+                Entity::Policy => ApiError::record_not_found("Policy not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
                 Entity::LicenseSession => {

@@ -54,6 +54,7 @@ pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
     f.expiry.is_none_or(|e| l.is_expired(e.at) == e.expired)
         && f.expiration_type.is_none_or(|t| l.expiration_type == t)
         && f.suspended.is_none_or(|s| l.suspended == s)
+        && f.policy_id.is_none_or(|p| l.policy_id == Some(p))
         && (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
         && (f.customer_ids.is_empty() || l.customer_ids.iter().any(|c| f.customer_ids.contains(c)))
         && f.entitlement.as_ref().is_none_or(|e| {
@@ -411,6 +412,54 @@ pub fn code_taken() -> super::StoreError {
         "code",
         "is already used by another entitlement of this team",
     )
+}
+
+/// Whether the team (whose policies are `existing`) may have `new`: under
+/// [`MAX_POLICIES`](crate::model::MAX_POLICIES) (`Limit`).
+pub fn admit_policy<'a>(
+    existing: impl IntoIterator<Item = &'a crate::model::Policy>,
+    new: &crate::model::Policy,
+) -> Result<(), super::StoreError> {
+    let count = existing.into_iter().filter(|p| p.id != new.id).count();
+    if count >= crate::model::MAX_POLICIES {
+        return Err(super::StoreError::Limit(format!(
+            "a team has at most {} policies",
+            crate::model::MAX_POLICIES
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal to delete a policy that `count` licenses use.
+pub fn policy_in_use(count: u64) -> super::StoreError {
+    let licenses = if count == 1 { "license" } else { "licenses" };
+    super::StoreError::State(format!(
+        "The policy is used by {count} {licenses}: move them to another policy, or delete it with ?detach=true to write its terms into them"
+    ))
+}
+
+/// Whether a policy matches a search (in its name, case-insensitive).
+pub fn policy_matches(p: &crate::model::Policy, search: Option<&SearchText>) -> bool {
+    search.is_none_or(|s| p.name.to_lowercase().contains(&s.as_str().to_lowercase()))
+}
+
+/// The policy list's order.
+pub fn compare_policies(
+    a: &crate::model::Policy,
+    b: &crate::model::Policy,
+    sort: crate::api::requests::PolicySort,
+    direction: crate::api::requests::SortDirection,
+) -> Ordering {
+    use crate::api::requests::PolicySort;
+    let order = match sort {
+        PolicySort::Name => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+        PolicySort::CreatedAt => a.created_at.cmp(&b.created_at),
+    }
+    .then_with(|| a.id.cmp(&b.id));
+    match direction {
+        crate::api::requests::SortDirection::Asc => order,
+        crate::api::requests::SortDirection::Desc => order.reverse(),
+    }
 }
 
 /// Whether an entitlement matches a search (in its name or code, case-insensitive).

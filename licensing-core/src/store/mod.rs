@@ -38,14 +38,14 @@ use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
     HealthChange, HourlyStats, Hwid, IpRecord, License, LicenseSession, OutboxMessage, Overview,
-    Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures,
+    Policy, Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures,
     TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, LicenseSessionId, ProductId, ReleaseId, StaffId, TeamId, Timestamp,
+    LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, StaffId, TeamId, Timestamp,
     WebhookId,
 };
 
@@ -327,13 +327,57 @@ pub trait EntitlementStore: Send + Sync {
         entitlement: &Entitlement,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Deletes an entitlement and detaches it from every license and product, atomically.
+    /// Deletes an entitlement and detaches it from every license, product and policy,
+    /// atomically.
     fn delete_entitlement(
         &self,
         team: TeamId,
         id: EntitlementId,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
+/// (ext) Policies: a team's few named plans (at most
+/// [`MAX_POLICIES`](crate::model::MAX_POLICIES)), read whole.
+pub trait PolicyStore: Send + Sync {
+    /// Stores a new policy: `Limit` when the team has the most it may.
+    fn create_policy(
+        &self,
+        policy: &Policy,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A policy by id.
+    fn get_policy(
+        &self,
+        team: TeamId,
+        id: PolicyId,
+    ) -> impl Future<Output = StoreResult<Option<Policy>>> + Send;
+    /// Every policy of the team, oldest first.
+    fn list_policies(&self, team: TeamId)
+    -> impl Future<Output = StoreResult<Vec<Policy>>> + Send;
+    /// Replaces a policy: every license on it follows at once.
+    fn update_policy(
+        &self,
+        policy: &Policy,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// How many licenses of the team are on policy `id`.
+    fn count_policy_licenses(
+        &self,
+        team: TeamId,
+        id: PolicyId,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+    /// Deletes a policy, atomically with what happens to its licenses: with `detach`, each is
+    /// taken off it with what applied written into it ([`License::detached`]); without, a
+    /// policy that licenses use is refused with [`StoreError::State`] naming how many
+    /// ([`policy_in_use`]). Returns the licenses detached.
+    fn delete_policy(
+        &self,
+        team: TeamId,
+        id: PolicyId,
+        detach: bool,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
 }
 
 /// Products and their branches.
@@ -362,8 +406,8 @@ pub trait ProductStore: Send + Sync {
         product: &Product,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Deletes a product with its releases and branches and detaches it from licenses,
-    /// atomically. Returns the deleted releases (their files are the caller's to remove).
+    /// Deletes a product with its releases and branches and detaches it from licenses and
+    /// policies, atomically. Returns the deleted releases (their files are the caller's to remove).
     fn delete_product(
         &self,
         team: TeamId,
@@ -754,6 +798,7 @@ pub trait Store:
     + LicenseStore
     + CustomerStore
     + EntitlementStore
+    + PolicyStore
     + ProductStore
     + ReleaseStore
     + DeviceStore
@@ -779,6 +824,7 @@ impl<T> Store for T where
         + LicenseStore
         + CustomerStore
         + EntitlementStore
+        + PolicyStore
         + ProductStore
         + ReleaseStore
         + DeviceStore

@@ -105,6 +105,9 @@ pub struct Context<'a> {
     pub license: Option<&'a License>,
     /// Releases and branches of the requested product, when the request names a product.
     pub catalog: Option<Catalog<'a>>,
+    /// (ext) The grace days of the license's policy (0: none): an expired license is still
+    /// valid for these days after its `expirationDate`.
+    pub grace_days: u32,
 }
 
 /// Steps 2 to 6. On success returns the release the request resolved to, if any (the classloader
@@ -170,27 +173,42 @@ pub fn precheck<'a>(
         }
         _ => None,
     };
-    // 6. Suspended, expired.
-    standing(license, now)?;
+    // 6. Suspended, expired (past its grace).
+    standing(license, ctx.grace_days, now)?;
     Ok((license, release))
 }
 
-/// Step 6: a suspended license is refused with `LICENSE_SUSPENDED`, an expired one with
-/// `LICENSE_EXPIRED` (the client API's refusals, and the developer API's for a license file).
-pub fn standing(license: &License, now: Timestamp) -> Result<(), Denial> {
+/// Step 6: a suspended license is refused with `LICENSE_SUSPENDED`, an expired one past its
+/// `grace_days` with `LICENSE_EXPIRED` (the client API's refusals, and the developer API's for a
+/// license file).
+pub fn standing(license: &License, grace_days: u32, now: Timestamp) -> Result<(), Denial> {
     if license.suspended {
         return Err(Denial::new(
             ResultCode::LicenseSuspended,
             "License is suspended",
         ));
     }
-    if license.is_expired(now) {
+    if license.is_expired(now) && grace_until(license, grace_days, now).is_none() {
         return Err(Denial::new(
             ResultCode::LicenseExpired,
             "License has expired",
         ));
     }
     Ok(())
+}
+
+/// (ext) When the grace period of `license` ends, if it is in one at `now`: expired, with
+/// `grace_days` of grace after its `expirationDate` not yet over.
+pub fn grace_until(license: &License, grace_days: u32, now: Timestamp) -> Option<Timestamp> {
+    if !license.is_expired(now) {
+        return None;
+    }
+    crate::model::grace_end(license.expiration_date, grace_days).filter(|end| now < *end)
+}
+
+/// (ext) The `details` of a valid answer given in a grace period that ends at `until`.
+pub fn grace_details(until: Timestamp) -> String {
+    format!("License is valid (grace period until {until})")
 }
 
 fn check_membership<Id: PartialEq + Copy>(

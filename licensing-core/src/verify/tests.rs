@@ -91,6 +91,7 @@ fn missing_license_is_license_not_found() {
     let settings = TeamSettings::default();
     let bl = Blacklist::default();
     let ctx = Context {
+        grace_days: 0,
         settings: &settings,
         blacklist: &bl,
         license: None,
@@ -164,6 +165,7 @@ fn blacklists_match_ip_cidr_country_and_hwid_in_that_order() {
     for (entries, expected) in cases {
         let bl = Blacklist::compile(&entries);
         let ctx = Context {
+        grace_days: 0,
             settings: &settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -235,6 +237,7 @@ fn customers_and_products_follow_the_strict_settings() {
     ];
     for (settings, customer, product, expected) in cases {
         let ctx = Context {
+        grace_days: 0,
             settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -253,6 +256,7 @@ fn customers_and_products_follow_the_strict_settings() {
     // A license without customers or products ignores the given ids, strict or not.
     let bare = license();
     let ctx = Context {
+        grace_days: 0,
         settings: &strict,
         blacklist: &bl,
         license: Some(&bare),
@@ -291,6 +295,7 @@ fn check(
     req: &ClientRequest<'_>,
 ) -> ResultCode {
     let ctx = Context {
+        grace_days: 0,
         settings,
         blacklist: bl,
         license: Some(lic),
@@ -307,6 +312,7 @@ fn check_all(
     ips: &[IpRecord],
 ) -> ResultCode {
     let ctx = Context {
+        grace_days: 0,
         settings,
         blacklist: bl,
         license: Some(lic),
@@ -527,6 +533,7 @@ fn release_rules() {
     ];
     for (kind, settings, version, branch, expected, served) in cases {
         let ctx = Context {
+        grace_days: 0,
             settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -584,6 +591,7 @@ fn a_version_without_a_branch_is_found_on_any_branch() {
     let find = |releases: &[Release], kind, version: Option<&str>| -> Option<String> {
         let version = version.map(|v| Version::parse(v).unwrap());
         let ctx = Context {
+        grace_days: 0,
             settings: &settings,
             blacklist: &bl,
             license: Some(&lic),

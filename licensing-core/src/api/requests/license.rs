@@ -2,13 +2,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, finish, future_date, id_list, int_in,
-    metadata, not_null, one_of, parse_json, present,
+    metadata, not_null, one_of, parse_json,
 };
 use crate::error::{ApiError, Validator};
 use crate::expiry::{self, Expiration};
-use crate::model::{ExpirationStart, ExpirationType, License, MAX_ENTITLEMENTS, MetadataItem};
+use crate::model::{
+    ExpirationStart, ExpirationType, License, MAX_ENTITLEMENTS, MetadataItem, Policy, Term,
+};
 use crate::{
-    CustomerId, EntitlementId, LicenseId, LicenseKey, ProductId, TeamId, Timestamp, UserId,
+    CustomerId, EntitlementId, LicenseId, LicenseKey, PolicyId, ProductId, TeamId, Timestamp,
+    UserId,
 };
 
 const TYPES: [(&str, ExpirationType); 3] = [
@@ -48,18 +51,27 @@ pub struct LicenseCreate {
     /// `expirationDays`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expiration_days: Option<i64>,
-    /// `ipLimit`.
+    /// `ipLimit`: a number, or `null`/left out for none. On a license with a policy, a member
+    /// given (even `null`: no limit) overrides the policy's; one left out is inherited.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub ip_limit: Patch<i64>,
+    /// `hwidLimit` (as `ipLimit`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub hwid_limit: Patch<i64>,
+    /// (ext) `sessionLimit`: the most floating sessions live at once (as `ipLimit`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub session_limit: Patch<i64>,
+    /// (ext) `sessionTtl`: seconds a session lives without a heartbeat (as `ipLimit`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub session_ttl: Patch<i64>,
+    /// (ext) `policyId`: the policy whose terms the license inherits (then `expirationType`
+    /// may be left out: the policy's expiration is copied).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub ip_limit: Option<i64>,
-    /// `hwidLimit`.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub hwid_limit: Option<i64>,
-    /// (ext) `sessionLimit`: the most floating sessions live at once.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub session_limit: Option<i64>,
-    /// (ext) `sessionTtl`: seconds a session lives without a heartbeat.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub session_ttl: Option<i64>,
+    pub policy_id: Option<String>,
     /// `suspended`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub suspended: Option<bool>,
@@ -96,6 +108,46 @@ pub struct NewLicense {
     pub send_email_delivery: bool,
     /// Metadata.
     pub metadata: Vec<MetadataItem>,
+    /// (ext) The policy.
+    pub policy_id: Option<PolicyId>,
+    /// (ext) The limits the body set (with a policy: the overrides).
+    pub overrides: Vec<Term>,
+    /// (ext) Expiration members to complete from the policy (no `expirationType` was given):
+    /// see [`NewLicense::on_policy`].
+    pub expiration_from_policy: Option<ExpirationAsk>,
+}
+
+/// (ext) The expiration members a create gave without `expirationType`, completed from its
+/// policy's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpirationAsk {
+    /// `expirationStart`, when given.
+    pub start: Option<ExpirationStart>,
+    /// `expirationDate`, when given.
+    pub date: Option<Timestamp>,
+    /// `expirationDays`, when given.
+    pub days: Option<u32>,
+    /// Whether each of the three was in the body.
+    pub given: (bool, bool, bool),
+}
+
+/// Validates a limit member of a create or update: `Some(value)` when given (`Some(None)`: `null`,
+/// no limit), `None` when left out. `min` is the smallest number accepted; `zero_is_none` reads 0
+/// as no limit (`ipLimit`).
+fn limit_member(
+    v: &mut Validator,
+    field: &str,
+    patch: Patch<i64>,
+    check: impl Fn(i64) -> Result<u32, String>,
+    zero_is_none: bool,
+) -> Option<Option<u32>> {
+    match patch {
+        Patch::Missing => None,
+        Patch::Null => Some(None),
+        Patch::Value(n) => v
+            .check(field, check(n))
+            .map(|n| Some(n).filter(|&n| !(zero_is_none && n == 0))),
+    }
 }
 
 /// A session TTL in seconds, within the range every TTL keeps to.
@@ -189,9 +241,18 @@ impl LicenseCreate {
             &raw.entitlement_ids.unwrap_or_default(),
             MAX_ENTITLEMENTS,
         );
-        let kind = v.required("expirationType", raw.expiration_type.as_deref(), |t| {
-            one_of(t, &TYPES)
-        });
+        let policy_id = raw
+            .policy_id
+            .as_deref()
+            .and_then(|id| v.check("policyId", PolicyId::parse(id)));
+        // With a policy, the type may be left out: the policy's is copied.
+        let kind = if raw.policy_id.is_some() && raw.expiration_type.is_none() {
+            None
+        } else {
+            v.required("expirationType", raw.expiration_type.as_deref(), |t| {
+                one_of(t, &TYPES)
+            })
+        };
         let start = v
             .optional("expirationStart", raw.expiration_start.as_deref(), |t| {
                 one_of(t, &STARTS)
@@ -205,18 +266,41 @@ impl LicenseCreate {
         let days = raw
             .expiration_days
             .and_then(|d| v.check("expirationDays", int_in(d, 1, MAX_DAYS)));
-        let ip_limit = raw
-            .ip_limit
-            .and_then(|l| v.check("ipLimit", int_in(l, 0, MAX_LIMIT)));
-        let hwid_limit = raw
-            .hwid_limit
-            .and_then(|l| v.check("hwidLimit", int_in(l, 1, MAX_LIMIT)));
-        let session_limit = raw
-            .session_limit
-            .and_then(|l| v.check("sessionLimit", int_in(l, 1, MAX_LIMIT)));
-        let session_ttl = raw
-            .session_ttl
-            .and_then(|t| v.check("sessionTtl", session_ttl_in(t)));
+        let ip_limit = limit_member(
+            &mut v,
+            "ipLimit",
+            raw.ip_limit,
+            |l| int_in(l, 0, MAX_LIMIT),
+            true,
+        );
+        let hwid_limit = limit_member(
+            &mut v,
+            "hwidLimit",
+            raw.hwid_limit,
+            |l| int_in(l, 1, MAX_LIMIT),
+            false,
+        );
+        let session_limit = limit_member(
+            &mut v,
+            "sessionLimit",
+            raw.session_limit,
+            |l| int_in(l, 1, MAX_LIMIT),
+            false,
+        );
+        let session_ttl =
+            limit_member(&mut v, "sessionTtl", raw.session_ttl, session_ttl_in, false);
+        let given = [
+            (Term::IpLimit, ip_limit.is_some()),
+            (Term::HwidLimit, hwid_limit.is_some()),
+            (Term::SessionLimit, session_limit.is_some()),
+            (Term::SessionTtl, session_ttl.is_some()),
+        ];
+        let mut overrides: Vec<Term> = given
+            .into_iter()
+            .filter(|(_, given)| *given)
+            .map(|(term, _)| term)
+            .collect();
+        overrides.sort_unstable();
         let metadata = metadata(&mut v, "metadata", raw.metadata.unwrap_or_default());
         if let Some(kind) = kind {
             check_expiration(
@@ -233,29 +317,98 @@ impl LicenseCreate {
             );
         }
         finish(v)?;
-        let kind = present(kind)?;
+        let given = (
+            raw.expiration_start.is_some(),
+            raw.expiration_date.is_some(),
+            raw.expiration_days.is_some(),
+        );
+        let (expiration, expiration_from_policy) = match kind {
+            Some(kind) => (
+                Expiration {
+                    kind,
+                    start: start.unwrap_or_default(),
+                    date,
+                    days,
+                },
+                None,
+            ),
+            // Completed from the policy (`on_policy`) before the license is made.
+            None => (
+                Expiration {
+                    kind: ExpirationType::Never,
+                    start: ExpirationStart::Creation,
+                    date: None,
+                    days: None,
+                },
+                Some(ExpirationAsk {
+                    start,
+                    date,
+                    days,
+                    given,
+                }),
+            ),
+        };
         Ok(NewLicense {
             customer_ids,
             product_ids,
             entitlement_ids,
-            expiration: Expiration {
-                kind,
-                start: start.unwrap_or_default(),
-                date,
-                days,
-            },
-            ip_limit: ip_limit.filter(|&l| l > 0),
-            hwid_limit,
-            session_limit,
-            session_ttl,
+            expiration,
+            ip_limit: ip_limit.flatten(),
+            hwid_limit: hwid_limit.flatten(),
+            session_limit: session_limit.flatten(),
+            session_ttl: session_ttl.flatten(),
             suspended: raw.suspended.unwrap_or(false),
             send_email_delivery: raw.send_email_delivery.unwrap_or(false),
             metadata,
+            policy_id,
+            overrides,
+            expiration_from_policy,
         })
     }
 }
 
 impl NewLicense {
+    /// (ext) The create on `policy` (its `policyId`): the expiration members left out come from
+    /// the policy's, checked together as one expiration (400 naming the member at fault).
+    pub fn on_policy(mut self, policy: &Policy) -> Result<Self, ApiError> {
+        let Some(ask) = self.expiration_from_policy.take() else {
+            return Ok(self);
+        };
+        let kind = policy.expiration_type;
+        let start = ask.start.unwrap_or(policy.expiration_start);
+        let days = ask
+            .days
+            .or(policy.expiration_days)
+            .filter(|_| kind == ExpirationType::Duration);
+        let mut v = Validator::new();
+        check_expiration(&mut v, kind, ask.start, ask.date, days, ask.given);
+        if let Err(e) = v.finish() {
+            let why = format!(
+                " (the policy's expirationType is {}: give expirationType to choose another)",
+                kind.as_str()
+            );
+            let errors = e
+                .errors()
+                .iter()
+                .map(|f| crate::error::FieldError::new(&f.field, format!("{}{why}", f.message)))
+                .collect();
+            return Err(ApiError::validation(crate::error::ValidationErrors::new(
+                errors,
+            )));
+        }
+        self.expiration = Expiration {
+            kind,
+            start: if kind == ExpirationType::Duration {
+                start
+            } else {
+                ExpirationStart::Creation
+            },
+            date: ask.date,
+            days,
+        };
+        Ok(self)
+    }
+
     /// The license record, with its expiration date computed at `now`.
     pub fn into_license(
         self,
@@ -290,6 +443,12 @@ impl NewLicense {
             entitlement_ids: self.entitlement_ids,
             session_limit: self.session_limit,
             session_ttl: self.session_ttl,
+            policy_id: self.policy_id,
+            overrides: if self.policy_id.is_some() {
+                self.overrides
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -357,6 +516,18 @@ pub struct LicenseUpdate {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub session_ttl: Patch<i64>,
+    /// (ext) `policyId`: put the license on this policy; `null` takes it off, keeping what
+    /// applied as its own values. On a policy, a limit given here (even `null`: no limit)
+    /// overrides the policy's.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub policy_id: Patch<String>,
+    /// (ext) `inherit`: live terms whose override the license drops, to follow its policy
+    /// again (`["hwidLimit", "productIds"]`: `productIds`/`entitlementIds` drop the license's
+    /// own list).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub inherit: Patch<Vec<String>>,
 }
 
 impl LicenseUpdate {
@@ -407,6 +578,8 @@ impl LicenseUpdate {
         if let Some(s) = not_null(&mut v, "suspended", raw.suspended) {
             next.suspended = s;
         }
+        let product_ids_given = raw.product_ids.is_present();
+        let entitlement_ids_given = raw.entitlement_ids.is_present();
         if let Some(ids) = not_null(&mut v, "productIds", raw.product_ids) {
             next.product_ids = id_list(&mut v, "productIds", &ids, MAX_IDS);
         }
@@ -419,28 +592,74 @@ impl LicenseUpdate {
         if let Some(items) = not_null(&mut v, "metadata", raw.metadata) {
             next.metadata = metadata(&mut v, "metadata", items);
         }
-        match raw.hwid_limit {
-            Patch::Missing => {}
-            Patch::Null => next.hwid_limit = None,
-            Patch::Value(l) => next.hwid_limit = v.check("hwidLimit", int_in(l, 1, MAX_LIMIT)),
+        let policy = match raw.policy_id {
+            Patch::Missing => existing.policy_id,
+            Patch::Null => None,
+            Patch::Value(id) => v.check("policyId", PolicyId::parse(&id)),
+        };
+        next.policy_id = policy;
+        if policy.is_none() {
+            next.overrides = Vec::new();
         }
-        match raw.ip_limit {
-            Patch::Missing => {}
-            Patch::Null => next.ip_limit = None,
-            Patch::Value(l) => next.ip_limit = v.check("ipLimit", int_in(l, 1, MAX_LIMIT)),
-        }
-        match raw.session_limit {
-            Patch::Missing => {}
-            Patch::Null => next.session_limit = None,
-            Patch::Value(l) => {
-                next.session_limit = v.check("sessionLimit", int_in(l, 1, MAX_LIMIT));
+        let limits = [
+            (Term::HwidLimit, "hwidLimit", raw.hwid_limit, false),
+            (Term::IpLimit, "ipLimit", raw.ip_limit, false),
+            (Term::SessionLimit, "sessionLimit", raw.session_limit, false),
+            (Term::SessionTtl, "sessionTtl", raw.session_ttl, true),
+        ];
+        let mut given = Vec::new();
+        for (term, field, patch, is_ttl) in limits {
+            let checked = limit_member(
+                &mut v,
+                field,
+                patch,
+                |n| {
+                    if is_ttl {
+                        session_ttl_in(n)
+                    } else {
+                        int_in(n, 1, MAX_LIMIT)
+                    }
+                },
+                false,
+            );
+            if let Some(value) = checked {
+                term.set_own(&mut next, value);
+                given.push(term);
+                if policy.is_some() && !next.overrides.contains(&term) {
+                    next.overrides.push(term);
+                }
             }
         }
-        match raw.session_ttl {
-            Patch::Missing => {}
-            Patch::Null => next.session_ttl = None,
-            Patch::Value(t) => next.session_ttl = v.check("sessionTtl", session_ttl_in(t)),
+        if let Some(names) = not_null(&mut v, "inherit", raw.inherit) {
+            if policy.is_none() && !names.is_empty() {
+                v.push(
+                    "inherit",
+                    "the license has no policy to inherit from (give policyId)",
+                );
+            }
+            for name in &names {
+                let Some(term) = v.check("inherit", Term::parse(name)) else {
+                    continue;
+                };
+                let set_here = match term {
+                    Term::ProductIds => product_ids_given,
+                    Term::EntitlementIds => entitlement_ids_given,
+                    other => given.contains(&other),
+                };
+                if set_here {
+                    v.push(
+                        "inherit",
+                        &format!("{name} is both given and inherited: leave one out"),
+                    );
+                }
+                match term {
+                    Term::ProductIds => next.product_ids.clear(),
+                    Term::EntitlementIds => next.entitlement_ids.clear(),
+                    other => next.overrides.retain(|t| *t != other),
+                }
+            }
         }
+        next.overrides.sort_unstable();
 
         // Expiration: merge, check as a whole, recompute.
         if kind.is_some() || start_given || date_given || days_given {

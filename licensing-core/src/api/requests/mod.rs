@@ -11,6 +11,7 @@ mod customer;
 mod entitlement;
 mod license;
 mod list;
+mod policy;
 mod product;
 mod release;
 mod request_log;
@@ -22,11 +23,14 @@ pub use bulk::{BulkAction, BulkLicenseBody, MAX_BULK_LICENSES};
 pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};
-pub use license::{ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense};
+pub use license::{
+    ExpirationAsk, ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense,
+};
+pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
     EntitlementListQuery, EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery,
-    LicenseSort, ListQuery, Paging, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
+    LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
     ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };
 pub use product::{BranchBody, ProductBody, ProductInput};

@@ -130,6 +130,8 @@ impl ActivityStore for MemoryStore {
         let settings = rules.settings;
         self.with(|s| {
             let current = s.license(team, license)?.clone();
+            // Decided with the terms in effect; written as stored.
+            let decided = rules.policies.effective(&current).into_owned();
             let hwids: Vec<Hwid> = s
                 .hwids
                 .values()
@@ -143,7 +145,7 @@ impl ActivityStore for MemoryStore {
                 .cloned()
                 .collect();
             let admission = match verify::admit(
-                &current,
+                &decided,
                 settings,
                 &hwids,
                 &ips,
@@ -159,7 +161,7 @@ impl ActivityStore for MemoryStore {
                 _ => None,
             };
             let session = match verify::admit_session(
-                &current,
+                &decided,
                 rules.settings,
                 activity.session,
                 (activity.hardware_id.as_ref(), activity.ip),
@@ -184,7 +186,7 @@ impl ActivityStore for MemoryStore {
                 && hwids.len() >= rules.max_records as usize
             {
                 drop_hwids =
-                    prune_victims(&hwids, current.hwid_limit, settings.hwid_timeout, now, want)
+                    prune_victims(&hwids, decided.hwid_limit, settings.hwid_timeout, now, want)
                         .into_iter()
                         .map(|r| r.id)
                         .collect();
@@ -199,7 +201,7 @@ impl ActivityStore for MemoryStore {
             if admission.ip == verify::RecordChange::Create
                 && ips.len() >= rules.max_records as usize
             {
-                drop_ips = prune_victims(&ips, current.ip_limit, settings.ip_timeout, now, want)
+                drop_ips = prune_victims(&ips, decided.ip_limit, settings.ip_timeout, now, want)
                     .into_iter()
                     .map(|r| r.id)
                     .collect();

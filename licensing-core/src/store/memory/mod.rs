@@ -22,6 +22,7 @@ struct State {
     licenses: HashMap<LicenseId, License>,
     customers: HashMap<CustomerId, Customer>,
     entitlements: HashMap<crate::EntitlementId, crate::model::Entitlement>,
+    policies: HashMap<crate::PolicyId, crate::model::Policy>,
     products: HashMap<ProductId, Product>,
     branches: HashMap<BranchId, Branch>,
     releases: HashMap<ReleaseId, Release>,
@@ -126,6 +127,10 @@ impl State {
         for p in &license.product_ids {
             owned(&self.products, p, license.team_id, |p| p.team_id)
                 .ok_or(StoreError::NotFound(Entity::Product))?;
+        }
+        if let Some(p) = &license.policy_id {
+            owned(&self.policies, p, license.team_id, |p| p.team_id)
+                .ok_or(StoreError::NotFound(Entity::Policy))?;
         }
         Ok(())
     }

@@ -252,7 +252,88 @@ impl EntitlementStore for MemoryStore {
             for p in s.products.values_mut().filter(|p| p.team_id == team) {
                 p.entitlement_ids.retain(|e| *e != id);
             }
+            for p in s.policies.values_mut().filter(|p| p.team_id == team) {
+                p.entitlement_ids.retain(|e| *e != id);
+            }
             Ok(())
+        })
+    }
+}
+
+impl PolicyStore for MemoryStore {
+    async fn create_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            if !s.teams.contains_key(&p.team_id) {
+                return Err(StoreError::NotFound(Entity::Team));
+            }
+            admit_policy(s.policies.values().filter(|o| o.team_id == p.team_id), p)?;
+            s.policies.insert(p.id, p.clone());
+            Ok(())
+        })
+    }
+
+    async fn get_policy(&self, team: TeamId, id: crate::PolicyId) -> StoreResult<Option<Policy>> {
+        self.with(|s| Ok(owned(&s.policies, &id, team, |p| p.team_id).cloned()))
+    }
+
+    async fn list_policies(&self, team: TeamId) -> StoreResult<Vec<Policy>> {
+        self.with(|s| {
+            let mut all: Vec<Policy> = s
+                .policies
+                .values()
+                .filter(|p| p.team_id == team)
+                .cloned()
+                .collect();
+            all.sort_by_key(|p| (p.created_at, p.id));
+            Ok(all)
+        })
+    }
+
+    async fn update_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        self.write(journal, |s| {
+            owned(&s.policies, &p.id, p.team_id, |o| o.team_id)
+                .ok_or(StoreError::NotFound(Entity::Policy))?;
+            s.policies.insert(p.id, p.clone());
+            Ok(())
+        })
+    }
+
+    async fn count_policy_licenses(&self, team: TeamId, id: crate::PolicyId) -> StoreResult<u64> {
+        self.with(|s| {
+            Ok(s.licenses
+                .values()
+                .filter(|l| l.team_id == team && l.policy_id == Some(id))
+                .count() as u64)
+        })
+    }
+
+    async fn delete_policy(
+        &self,
+        team: TeamId,
+        id: crate::PolicyId,
+        detach: bool,
+        journal: &Journal,
+    ) -> StoreResult<u64> {
+        self.write(journal, |s| {
+            let policy = owned(&s.policies, &id, team, |p| p.team_id)
+                .cloned()
+                .ok_or(StoreError::NotFound(Entity::Policy))?;
+            let on_it: Vec<LicenseId> = s
+                .licenses
+                .values()
+                .filter(|l| l.team_id == team && l.policy_id == Some(id))
+                .map(|l| l.id)
+                .collect();
+            if !on_it.is_empty() && !detach {
+                return Err(policy_in_use(on_it.len() as u64));
+            }
+            for license in &on_it {
+                if let Some(l) = s.licenses.get_mut(license) {
+                    *l = l.detached(&policy);
+                }
+            }
+            s.policies.remove(&id);
+            Ok(on_it.len() as u64)
         })
     }
 }
@@ -303,6 +384,9 @@ impl ProductStore for MemoryStore {
             s.branches.retain(|_, b| b.product_id != id);
             for l in s.licenses.values_mut().filter(|l| l.team_id == team) {
                 l.product_ids.retain(|p| *p != id);
+            }
+            for p in s.policies.values_mut().filter(|p| p.team_id == team) {
+                p.product_ids.retain(|p| *p != id);
             }
             Ok(s.remove_releases(|r| r.product_id != id))
         })

@@ -288,7 +288,7 @@ pub(super) fn capped(settings: &TeamSettings, max_records: u32) -> ActivityRules
     ActivityRules {
         settings,
         max_records,
-        events: crate::model::ClientEvents::NONE,
+        ..ActivityRules::new(settings)
     }
 }
 

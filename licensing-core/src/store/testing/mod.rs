@@ -48,6 +48,7 @@ mod idempotency;
 mod isolation;
 mod licenses;
 mod mail;
+mod policies;
 mod request_log;
 mod sessions;
 mod team;
@@ -64,6 +65,7 @@ pub use idempotency::*;
 pub use isolation::*;
 pub use licenses::*;
 pub use mail::*;
+pub use policies::*;
 pub use request_log::*;
 pub use sessions::*;
 pub use team::*;
@@ -151,6 +153,8 @@ macro_rules! store_test_suite {
             idempotency_keys_are_claimed_once_kept_replayed_and_purged,
             a_keyed_write_marks_its_claim_applied_in_its_own_step,
             request_history_lists_filters_pages_and_prunes,
+            policies_are_followed_by_their_licenses_and_deleted_or_detached,
+            activity_decides_with_the_policys_terms,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {

@@ -5,7 +5,7 @@ use crate::Timestamp;
 use crate::error::{ApiError, Validator};
 use crate::model::{ExpirationType, ReleaseStatus};
 use crate::validate::{SearchText, check_length};
-use crate::{CustomerId, EntitlementId, ProductId};
+use crate::{CustomerId, EntitlementId, PolicyId, ProductId};
 
 /// A parsed query string: known parameters only, each at most once.
 pub(crate) struct Query<'a> {
@@ -228,6 +228,8 @@ pub struct LicenseFilter {
     pub suspended: Option<bool>,
     /// (ext) Licenses that grant this entitlement, themselves or through a product.
     pub entitlement: Option<EntitlementFilter>,
+    /// (ext) Licenses on this policy (`policyId`).
+    pub policy_id: Option<PolicyId>,
     /// (ext) Licenses with a customer whose name, e-mail address or user name contains this,
     /// case-insensitively (`customerSearch`; stores resolve the customers, so
     /// [`license_matches`](crate::store::license_matches) leaves it out).
@@ -282,6 +284,7 @@ impl LicenseListQuery {
                 "suspended",
                 "entitlementId",
                 "customerSearch",
+                "policyId",
             ]),
             &mut v,
         );
@@ -340,11 +343,15 @@ impl LicenseListQuery {
                 id,
                 products: Vec::new(),
             });
+        let policy_id = v
+            .optional("policyId", q.get("policyId"), PolicyId::parse)
+            .flatten();
         finish(v)?;
         Ok(Self {
             paging,
             sort,
             filter: LicenseFilter {
+                policy_id,
                 product_ids,
                 customer_ids,
                 search,
@@ -432,6 +439,17 @@ pub enum EntitlementSort {
 
 /// (ext) `GET {dev}/entitlements`: the filter is the search text (in the name or the code).
 pub type EntitlementListQuery = ListQuery<EntitlementSort, Option<SearchText>>;
+
+/// Sort columns of the policy list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum PolicySort {
+    Name,
+    CreatedAt,
+}
+
+/// (ext) `GET {dev}/policies`: the filter is the search text (in the name).
+pub type PolicyListQuery = ListQuery<PolicySort, Option<SearchText>>;
 
 /// Sort columns of the release list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -637,6 +655,9 @@ impl QueryFilter for LicenseFilter {
         if let Some(suspended) = self.suspended {
             query.append_pair("suspended", if suspended { "true" } else { "false" });
         }
+        if let Some(policy) = &self.policy_id {
+            query.append_pair("policyId", &policy.to_string());
+        }
         if let Some(entitlement) = &self.entitlement {
             query.append_pair("entitlementId", &entitlement.id.to_string());
         }
@@ -712,6 +733,14 @@ impl SortColumn for EntitlementSort {
     const OPTIONS: &'static [(&'static str, Self)] = &[
         ("name", Self::Name),
         ("code", Self::Code),
+        ("createdAt", Self::CreatedAt),
+    ];
+    const DEFAULT: Self = Self::CreatedAt;
+}
+
+impl SortColumn for PolicySort {
+    const OPTIONS: &'static [(&'static str, Self)] = &[
+        ("name", Self::Name),
         ("createdAt", Self::CreatedAt),
     ];
     const DEFAULT: Self = Self::CreatedAt;
