@@ -30,15 +30,23 @@ struct FileIssued<'a> {
 impl Run for IssueLicenseFile {
     async fn run(self, cx: &Cx) -> Result<LicenseFileIssued, ApiError> {
         let request = self.1.validate()?;
-        let license = cx.write::<License>(self.0).await?;
-        // A file of a license its application would be refused: the client API's refusal.
-        licensing_core::verify::standing(&license, cx.now)?;
+        let stored = cx.write::<License>(self.0).await?;
         let state = &cx.state;
         let context = super::client::team_context(state, cx.team).await?;
+        // The terms in effect: its policy's, live.
+        let license = context.policies.effective(&stored).into_owned();
+        let grace_days = context.policies.grace_days(&stored);
+        // A file of a license its application would be refused: the client API's refusal.
+        licensing_core::verify::standing(&license, grace_days, cx.now)?;
         let granted = steps::granted(&state.store, &context, &license).await?;
         let mut data =
             steps::verify_data(&state.store, &license, granted.products, None, None, None).await?;
         data.license.entitlements = granted.codes;
+        data.license.grace_until = licensing_core::verify::grace_until(&license, grace_days, cx.now);
+        // Without a ttl of its own, the file lives as long as its policy says (if it says).
+        let ttl = request
+            .ttl
+            .or_else(|| context.policies.of(&stored).and_then(|p| p.license_file_ttl));
         if !cx.caller.allows(Scope::read(Resource::Customers)) {
             // Who the customers are is for callers that may read customers.
             data.customers.clear();
@@ -49,7 +57,7 @@ impl Run for IssueLicenseFile {
             &license,
             data,
             machine,
-            (request.ttl, None),
+            (ttl, None),
             request.encrypt,
             cx.now,
         )?;

@@ -5,11 +5,11 @@ pub(crate) use licensing_core::operations::licenses::{
     GetLicense, GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
 };
 
-use licensing_core::api::requests::BulkAction;
+use licensing_core::api::requests::{BulkAction, Patch};
 use licensing_core::api::{BulkLicenseResult, BulkRefusal, LicenseEmailed};
 use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
 use licensing_core::store::{
-    CustomerStore, Entity, LicenseStore, OutboxStore, Page, ProductStore, StoreError,
+    CustomerStore, Entity, LicenseStore, OutboxStore, Page, PolicyStore, ProductStore, StoreError,
 };
 use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
 
@@ -23,8 +23,16 @@ const NO_MAIL: &str = "e-mail delivery is not configured on this server (set LIC
 
 impl Run for CreateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        let new = self.0.validate(cx.now)?;
-        cx.reach().may_change(&new)?;
+        let mut new = self.0.validate(cx.now)?;
+        let policy = match new.policy_id {
+            Some(id) => Some(super::policies::lookup(cx, id).await?),
+            None => None,
+        };
+        if let Some(policy) = &policy {
+            new = new.on_policy(policy)?;
+        } else {
+            cx.reach().may_change(&new)?;
+        }
         super::entitlements::require(cx, &new.entitlement_ids).await?;
         let state = &cx.state;
         let mail = new.send_email_delivery;
@@ -32,12 +40,21 @@ impl Run for CreateLicense {
             return Err(ApiError::bad_field("sendEmailDelivery", NO_MAIL));
         }
         for _ in 0..KEY_ATTEMPTS {
-            let license =
-                new.clone()
-                    .into_license(LicenseKey::generate(), cx.team, cx.user(), cx.now);
-            let journal = cx.created(Action::LicenseCreated, license.id, &license);
+            let made = new
+                .clone()
+                .into_license(LicenseKey::generate(), cx.team, cx.user(), cx.now);
+            let license = match &policy {
+                Some(p) => made.placed(Some(p), &made.overrides),
+                None => made,
+            };
+            // What applies: the policy's terms too (its products within the caller's reach).
+            let effective = license.with_policy(policy.as_ref()).into_owned();
+            if policy.is_some() {
+                cx.reach().may_change(&effective)?;
+            }
+            let journal = cx.created(Action::LicenseCreated, license.id, &effective);
             let stored = if let Some(mailer) = state.mailer.as_ref().filter(|_| mail) {
-                let messages = messages_for(cx, &license).await?;
+                let messages = messages_for(cx, &effective).await?;
                 state
                     .store
                     .create_license_with_mail(
@@ -52,7 +69,7 @@ impl Run for CreateLicense {
                 state.store.create_license(&license, &journal).await
             };
             match stored {
-                Ok(()) => return detail(cx, license).await,
+                Ok(()) => return detail(cx, effective).await,
                 Err(StoreError::Conflict {
                     field: "licenseKey",
                     ..
@@ -89,7 +106,14 @@ impl Run for ListLicenses {
         if let Some(entitlement) = &mut query.filter.entitlement {
             entitlement.products = products_granting(cx, entitlement.id).await?;
         }
-        Ok(cx.state.store.list_licenses(cx.team, &query).await?)
+        let mut page = cx.state.store.list_licenses(cx.team, &query).await?;
+        let context = super::client::team_context(&cx.state, cx.team).await?;
+        for license in &mut page.items {
+            if let std::borrow::Cow::Owned(effective) = context.policies.effective(license) {
+                *license = effective;
+            }
+        }
+        Ok(page)
     }
 }
 
@@ -119,22 +143,42 @@ async fn products_granting(
 impl Run for GetLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = cx.read::<License>(self.0).await?;
-        detail(cx, license).await
+        detail(cx, applied(cx, license).await?).await
     }
 }
 
 impl Run for GetLicenseByKey {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let license = by_key(cx, &self.0).await?;
-        detail(cx, license).await
+        detail(cx, applied(cx, license).await?).await
     }
 }
 
 impl Run for UpdateLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let existing = cx.write::<License>(self.0).await?;
-        let updated = self.1.apply_to(&existing, cx.now)?;
-        cx.reach().may_change(&updated)?;
+        let old_policy = match existing.policy_id {
+            Some(id) => cx.state.store.get_policy(cx.team, id).await?,
+            None => None,
+        };
+        // Taken off its policy: what applied becomes the license's own, then the body applies.
+        let base = match (&self.1.policy_id, &old_policy) {
+            (Patch::Null, Some(policy)) => existing.detached(policy),
+            _ => existing.clone(),
+        };
+        let updated = self.1.apply_to(&base, cx.now)?;
+        let new_policy = match updated.policy_id {
+            None => None,
+            Some(id) if Some(id) == existing.policy_id && old_policy.is_some() => old_policy.clone(),
+            Some(id) => Some(super::policies::lookup(cx, id).await?),
+        };
+        let updated = match &new_policy {
+            Some(p) => updated.placed(Some(p), &updated.overrides),
+            None => updated,
+        };
+        let before = existing.with_policy(old_policy.as_ref()).into_owned();
+        let after = updated.with_policy(new_policy.as_ref()).into_owned();
+        cx.reach().may_change(&after)?;
         if updated.entitlement_ids != existing.entitlement_ids {
             super::entitlements::require(cx, &updated.entitlement_ids).await?;
         }
@@ -143,7 +187,7 @@ impl Run for UpdateLicense {
             (true, false) => Action::LicenseUnsuspended,
             _ => Action::LicenseUpdated,
         };
-        let journal = cx.change(action, updated.id, Some(&existing), Some(&updated));
+        let journal = cx.change(action, updated.id, Some(&before), Some(&after));
         cx.state
             .store
             .update_license(&updated, &journal)
@@ -158,7 +202,7 @@ impl Run for UpdateLicense {
                 ),
                 other => other.into(),
             })?;
-        detail(cx, updated).await
+        detail(cx, after).await
     }
 }
 
@@ -223,14 +267,13 @@ impl Run for ExtendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
         let existing = cx.write::<License>(self.0).await?;
         let extended = self.1.apply_to(&existing, cx.now)?;
-        let journal = cx.change(
-            Action::LicenseUpdated,
-            extended.id,
-            Some(&existing),
-            Some(&extended),
+        let (before, after) = (
+            applied(cx, existing).await?,
+            applied(cx, extended.clone()).await?,
         );
+        let journal = cx.change(Action::LicenseUpdated, extended.id, Some(&before), Some(&after));
         cx.state.store.update_license(&extended, &journal).await?;
-        detail(cx, extended).await
+        detail(cx, after).await
     }
 }
 
@@ -240,7 +283,7 @@ impl Run for EmailLicense {
         let Some(mailer) = cx.state.mailer.as_ref() else {
             return Err(ApiError::bad_request(NO_MAIL));
         };
-        let d = detail(cx, license).await?;
+        let d = detail(cx, applied(cx, license).await?).await?;
         let messages = mail::license_messages(&d.license, &d.customers, &d.products, cx.now);
         if messages.is_empty() {
             return Err(ApiError::bad_request(
@@ -323,12 +366,25 @@ async fn by_key(cx: &Cx, key: &LicenseKey) -> Result<License, ApiError> {
 
 /// Deletes `license`, which the caller may change.
 async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
-    let journal = cx.change(Action::LicenseDeleted, license.id, Some(&license), None);
+    let shown = applied(cx, license).await?;
+    let journal = cx.change(Action::LicenseDeleted, shown.id, Some(&shown), None);
     cx.state
         .store
-        .delete_license(license.team_id, license.id, &journal)
+        .delete_license(shown.team_id, shown.id, &journal)
         .await?;
-    Ok(license)
+    Ok(shown)
+}
+
+/// `license` as it applies: with its policy's terms, live (what every view shows).
+pub(crate) async fn applied(cx: &Cx, license: License) -> Result<License, ApiError> {
+    if license.policy_id.is_none() {
+        return Ok(license);
+    }
+    let context = super::client::team_context(&cx.state, cx.team).await?;
+    Ok(match context.policies.effective(&license) {
+        std::borrow::Cow::Owned(effective) => effective,
+        std::borrow::Cow::Borrowed(_) => license,
+    })
 }
 
 /// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
@@ -336,7 +392,7 @@ async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
 async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<LicenseDetail, ApiError> {
     let existing = cx.write::<License>(id).await?;
     if existing.suspended == suspended {
-        return detail(cx, existing).await;
+        return detail(cx, applied(cx, existing).await?).await;
     }
     let action = if suspended {
         Action::LicenseSuspended
@@ -348,7 +404,11 @@ async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<Licens
         updated_at: cx.now,
         ..existing.clone()
     };
-    let journal = cx.change(action, updated.id, Some(&existing), Some(&updated));
+    let (before, after) = (
+        applied(cx, existing).await?,
+        applied(cx, updated.clone()).await?,
+    );
+    let journal = cx.change(action, updated.id, Some(&before), Some(&after));
     cx.state.store.update_license(&updated, &journal).await?;
-    detail(cx, updated).await
+    detail(cx, after).await
 }

@@ -21,6 +21,7 @@ pub(crate) mod floating;
 pub mod journal;
 pub(crate) mod license_files;
 pub(crate) mod licenses;
+pub(crate) mod policies;
 pub(crate) mod once;
 pub mod operator;
 pub(crate) mod products;

@@ -227,6 +227,7 @@ where
                     license: None,
                     session: None,
                     file: None,
+                    grace_until: None,
                     now,
                 })
             }
@@ -246,10 +247,11 @@ where
     seen.count(&state, code, client::limiter(&state, kind), ip)
         .await;
     match outcome {
-        Ok(Validated {
-            data, challenge, ..
-        }) => {
-            let details = data.details();
+        Ok(validated) => {
+            let details = validated.details();
+            let Validated {
+                data, challenge, ..
+            } = validated;
             let envelope = Envelope::valid(data, details, challenge, Timestamp::now());
             json_answer(&seen, 200, &envelope, &request)
         }

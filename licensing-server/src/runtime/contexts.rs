@@ -1,6 +1,7 @@
 //! What the client API reads about a team on every request, kept in memory: the team record
-//! (settings, features), its parsed key pairs, its compiled blacklist and the client events its
-//! webhook endpoints want.
+//! (settings, features), its parsed key pairs, its compiled blacklist, the client events its
+//! webhook endpoints want, its entitlements' codes and its policies (which licenses inherit
+//! live: a policy's change drops the entry like any other).
 //!
 //! Entries exist only for teams that exist, so the cache never grows past the number of teams.
 //! Every write that changes what an entry holds (settings, features, blacklist entries, webhook
@@ -22,9 +23,10 @@ use licensing_core::crypto::TeamKeys;
 
 use crate::runtime::keyring::Keyring;
 use licensing_core::EntitlementId;
-use licensing_core::model::{ClientEvents, Team};
+use licensing_core::model::{ClientEvents, Policies, Team};
 use licensing_core::store::{
-    BlacklistStore, EntitlementStore, StoreError, StoreResult, TeamStore, WebhookStore,
+    BlacklistStore, EntitlementStore, PolicyStore, StoreError, StoreResult, TeamStore,
+    WebhookStore,
 };
 use licensing_core::verify::Blacklist;
 
@@ -41,6 +43,8 @@ pub struct TeamContext {
     pub client_events: ClientEvents,
     /// Its entitlements' codes, by id.
     pub entitlements: HashMap<EntitlementId, String>,
+    /// Its policies: what licenses on them inherit.
+    pub policies: Policies,
 }
 
 #[derive(Debug, Default)]
@@ -95,7 +99,9 @@ impl TeamContexts {
     }
 
     /// The team's context, loading it on a miss; `None` when the team does not exist.
-    pub async fn get<S: TeamStore + BlacklistStore + WebhookStore + EntitlementStore>(
+    pub async fn get<
+        S: TeamStore + BlacklistStore + WebhookStore + EntitlementStore + PolicyStore,
+    >(
         &self,
         store: &S,
         team: TeamId,
@@ -120,6 +126,7 @@ impl TeamContexts {
             .into_iter()
             .map(|e| (e.id, e.code))
             .collect();
+        let policies = Policies::new(store.list_policies(team).await?);
         let keys = self.keyring.open(&record).map_err(StoreError::backend)?;
         let context = Arc::new(TeamContext {
             team: record,
@@ -127,6 +134,7 @@ impl TeamContexts {
             blacklist: Blacklist::compile(&entries),
             client_events: ClientEvents::of(&endpoints),
             entitlements,
+            policies,
         });
         if let Ok(mut inner) = self.inner.write()
             && inner.generation == generation
@@ -139,7 +147,7 @@ impl TeamContexts {
     }
 
     /// Drops the team's entry after a change to its settings, features, blacklist, webhook
-    /// endpoints, entitlements or products.
+    /// endpoints, entitlements, policies or products.
     pub fn invalidate(&self, team: TeamId) {
         match self.inner.write() {
             Ok(mut inner) => {

@@ -17,7 +17,7 @@ use licensing_core::idempotency::{
 };
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HealthChange,
-    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Product, Release,
+    HourlyStats, Hwid, IpRecord, License, OutboxMessage, Overview, Policy, Product, Release,
     RequestLogEntry, SigningKeyChange, Team, TeamFeatures, TeamSettings, TopProduct,
     WebhookDelivery, WebhookEndpoint,
 };
@@ -25,7 +25,7 @@ use licensing_core::store::*;
 use licensing_core::verify::Denial;
 use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
+    LicenseId, LicenseKey, PolicyId, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
 use licensing_core::LicenseSessionId;
@@ -214,6 +214,15 @@ delegate!(EntitlementStore {
     fn list_entitlements(&self, team: TeamId) -> StoreResult<Vec<Entitlement>>;
     fn update_entitlement(&self, entitlement: &Entitlement, journal: &Journal) -> StoreResult<()>;
     fn delete_entitlement(&self, team: TeamId, id: EntitlementId, journal: &Journal) -> StoreResult<()>;
+});
+
+delegate!(PolicyStore {
+    fn create_policy(&self, policy: &Policy, journal: &Journal) -> StoreResult<()>;
+    fn get_policy(&self, team: TeamId, id: PolicyId) -> StoreResult<Option<Policy>>;
+    fn list_policies(&self, team: TeamId) -> StoreResult<Vec<Policy>>;
+    fn update_policy(&self, policy: &Policy, journal: &Journal) -> StoreResult<()>;
+    fn count_policy_licenses(&self, team: TeamId, id: PolicyId) -> StoreResult<u64>;
+    fn delete_policy(&self, team: TeamId, id: PolicyId, detach: bool, journal: &Journal) -> StoreResult<u64>;
 });
 
 delegate!(ApiKeyStore {

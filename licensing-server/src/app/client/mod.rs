@@ -240,8 +240,21 @@ pub(crate) struct Validated {
     pub(crate) session: Option<LicenseSession>,
     /// (ext) A checkout's file: its seconds to live, and when it expires.
     pub(crate) file: Option<(u32, Timestamp)>,
+    /// (ext) When the license's grace period ends, if it is in one.
+    pub(crate) grace_until: Option<Timestamp>,
     /// When the request was decided.
     pub(crate) now: Timestamp,
+}
+
+impl Validated {
+    /// The answer's `result.details`: the endpoint's, or in a grace period the sentence that
+    /// names its end.
+    pub(crate) fn details(&self) -> std::borrow::Cow<'static, str> {
+        match self.grace_until {
+            Some(until) => licensing_core::verify::grace_details(until).into(),
+            None => self.data.details().into(),
+        }
+    }
 }
 
 /// (ext) A checkout's answer: the verify's, and a license file bound to the request's machine
@@ -420,7 +433,8 @@ async fn validate_with(
         SessionAsk::Checkout(asked) => {
             let max = settings.checkout_max_ttl;
             let life = asked.map_or(max, |t| t.min(max));
-            let expiry = licensing_core::api::file_expiry(&checked.license, now, Some(life))
+            let expiry =
+                licensing_core::api::file_expiry(&checked.license, checked.grace_until, now, Some(life))
                 .unwrap_or_else(|| now.plus_seconds(life));
             file = Some((life, expiry));
             // The borrowed seat lives exactly as long as the file (at least a second).
@@ -452,10 +466,12 @@ async fn validate_with(
         None => None,
     };
     let data = match kind {
-        RequestKind::Heartbeat => Valid::Heartbeat(HeartbeatData {
-            session: session.as_ref().map(LicenseSession::answer),
-            ..HeartbeatData::build(&license, granted.codes)
-        }),
+        RequestKind::Heartbeat => {
+            let mut data = HeartbeatData::build(&license, granted.codes);
+            data.session = session.as_ref().map(LicenseSession::answer);
+            data.license.grace_until = checked.grace_until;
+            Valid::Heartbeat(data)
+        }
         _ => {
             let mut data = steps::verify_data(
                 &state.store,
@@ -467,6 +483,7 @@ async fn validate_with(
             )
             .await?;
             data.license.entitlements = granted.codes;
+            data.license.grace_until = checked.grace_until;
             if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
                 data.hardware_identifier_checked = Some(false);
             }
@@ -479,6 +496,7 @@ async fn validate_with(
         license: Some(license),
         session,
         file,
+        grace_until: checked.grace_until,
         now,
     })
 }
@@ -604,6 +622,7 @@ fn recorders(state: &AppState) -> Recorders<'_> {
         usage: &state.usage,
         events: &state.client_events,
         licenses: &state.licenses,
+        contexts: &state.contexts,
     }
 }
 

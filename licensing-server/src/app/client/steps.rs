@@ -76,6 +76,8 @@ pub(crate) struct Recorders<'a> {
     pub(crate) events: &'a ClientEventQueue,
     /// Licenses as read, with the records of the devices and addresses that used them.
     pub(crate) licenses: &'a LicenseCache,
+    /// The teams' contexts (dropped when a license names a policy its team's lacks).
+    pub(crate) contexts: &'a crate::runtime::contexts::TeamContexts,
 }
 
 /// A request that passed steps 2 to 6.
@@ -85,8 +87,11 @@ pub(crate) struct Checked {
     pub(crate) read: LicenseRead,
     /// What the store records of the request.
     pub(crate) activity: Activity,
-    /// The license as read.
+    /// The license as it applies: with its policy's terms (the one the answer shows).
     pub(crate) license: License,
+    /// (ext) When its grace period ends, if it is in one (expired, within its policy's
+    /// `graceDays`).
+    pub(crate) grace_until: Option<Timestamp>,
     /// The release the request resolved to (the classloader serves it).
     pub(crate) release: Option<Release>,
     /// The named product's branches and releases, when the license grants the product.
@@ -137,7 +142,16 @@ pub(crate) async fn check<S: Store>(
             Err(e) => return (None, None, Err(ApiError::from(e))),
         },
     };
-    let license = read.as_ref().map(|r| &r.license);
+    // The license with its policy's terms, live: what every check and the answer read.
+    let stored = read.as_ref().map(|r| &r.license);
+    if stored.is_some_and(|l| team.policies.lacks_policy_of(l)) {
+        // Put on a policy made since the team was read: the next request reads it again (until
+        // then the license's own copy of the policy's terms applies).
+        recorders.contexts.invalidate(team.team.id);
+    }
+    let effective = stored.map(|l| team.policies.effective(l));
+    let license = effective.as_deref();
+    let grace_days = stored.map_or(0, |l| team.policies.grace_days(l));
     let found = license.map(|l| l.id);
     let product = named_product(license, request.product_id);
     let catalog = match product {
@@ -154,6 +168,7 @@ pub(crate) async fn check<S: Store>(
         catalog: catalog
             .as_ref()
             .map(|(branches, releases)| Catalog { branches, releases }),
+        grace_days,
     };
     let req = ClientRequest {
         kind: request.kind,
@@ -182,6 +197,7 @@ pub(crate) async fn check<S: Store>(
     };
     let checked = outcome.and_then(|(license, release)| {
         Ok(Checked {
+            grace_until: verify::grace_until(&license, grace_days, now),
             read: read.ok_or_else(|| {
                 ApiError::from(licensing_core::store::StoreError::NotFound(
                     licensing_core::store::Entity::License,
@@ -215,6 +231,7 @@ pub(crate) async fn record<S: Store>(
                 settings: &team.team.settings,
                 max_records,
                 events: team.client_events,
+                policies: &team.policies,
             },
             &checked.activity,
             now,
@@ -232,7 +249,10 @@ pub(crate) async fn record<S: Store>(
             .forget(team.team.id, checked.license.license_key.as_str());
     }
     match recorded? {
-        Ok(recorded) => Ok((recorded.license, recorded.session)),
+        Ok(recorded) => Ok((
+            team.policies.effective(&recorded.license).into_owned(),
+            recorded.session,
+        )),
         Err(denial) => {
             recorders.events.refused(
                 team.client_events,

@@ -286,10 +286,11 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
         customer_ids: given(c.customer_ids),
         entitlement_ids: given(c.entitlement_ids),
         metadata: given(c.metadata),
-        hwid_limit: c.hwid_limit.map_or(Patch::Null, Patch::Value),
-        ip_limit: c.ip_limit.map_or(Patch::Null, Patch::Value),
-        session_limit: c.session_limit.map_or(Patch::Null, Patch::Value),
-        session_ttl: c.session_ttl.map_or(Patch::Null, Patch::Value),
+        hwid_limit: c.hwid_limit,
+        ip_limit: c.ip_limit,
+        session_limit: c.session_limit,
+        session_ttl: c.session_ttl,
+        ..LicenseUpdate::default()
     };
     let unchanged = match (current.expiration_type, form.get("expirationType")) {
         (ExpirationType::Never, Some("NEVER")) => true,
@@ -402,10 +403,10 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
         metadata: Some(metadata),
         suspended: Some(form.get("suspended").is_some()),
         send_email_delivery: Some(form.get("sendEmailDelivery").is_some()),
-        hwid_limit: number(form, "hwidLimit", &mut problems),
-        ip_limit: number(form, "ipLimit", &mut problems),
-        session_limit: number(form, "sessionLimit", &mut problems),
-        session_ttl: number(form, "sessionTtl", &mut problems),
+        hwid_limit: number(form, "hwidLimit", &mut problems).into(),
+        ip_limit: number(form, "ipLimit", &mut problems).into(),
+        session_limit: number(form, "sessionLimit", &mut problems).into(),
+        session_ttl: number(form, "sessionTtl", &mut problems).into(),
         ..LicenseCreate::default()
     };
     match kind {

@@ -184,9 +184,10 @@ impl PgStore {
         if matches!(activity.session, SessionStep::Start { .. }) {
             return Ok(None);
         }
+        let terms = rules.policies.effective(&found.license);
         let admit = |at: Timestamp| {
             verify::admit_counted_own(
-                &found.license,
+                &terms,
                 rules.settings,
                 found.hwid.as_ref(),
                 found.ip.as_ref(),
@@ -282,7 +283,9 @@ impl PgStore {
         let found = read_own(&mut *tx, select, team, activity)
             .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
-        let admission = match decide(&mut *tx, &found, rules, activity, now).await? {
+        // Decided with the terms in effect (its policy's, live); written as stored.
+        let decided = found.with_terms(rules.policies);
+        let admission = match decide(&mut *tx, &decided, rules, activity, now).await? {
             Ok(admission) => admission,
             Err(denial) => return Ok(Err(denial)),
         };
@@ -295,13 +298,13 @@ impl PgStore {
         };
         let live = match activity.session {
             SessionStep::Start { .. } => {
-                let bound = verify::live_session_bound(&found.license, rules.settings);
+                let bound = verify::live_session_bound(&decided.license, rules.settings);
                 Some(super::floating::count_live(&mut *tx, license_id, now, bound).await?)
             }
             _ => None,
         };
         let session = match verify::admit_session(
-            &found.license,
+            &decided.license,
             rules.settings,
             activity.session,
             (activity.hardware_id.as_ref(), activity.ip),
@@ -314,12 +317,12 @@ impl PgStore {
         };
         // Room under the cap, decided before anything changes.
         let hwid_new = matches!(admission.hwid, Some(RecordChange::Create));
-        let drop_hwids = match room(tx, &found, (RecordKind::Hwid, hwid_new), rules, now).await? {
+        let drop_hwids = match room(tx, &decided, (RecordKind::Hwid, hwid_new), rules, now).await? {
             Ok(victims) => victims,
             Err(denial) => return Ok(Err(denial)),
         };
         let ip_new = admission.ip == RecordChange::Create;
-        let drop_ips = match room(tx, &found, (RecordKind::Ip, ip_new), rules, now).await? {
+        let drop_ips = match room(tx, &decided, (RecordKind::Ip, ip_new), rules, now).await? {
             Ok(victims) => victims,
             Err(denial) => return Ok(Err(denial)),
         };

@@ -16,12 +16,32 @@ use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
 
 /// What the read found.
+#[derive(Clone)]
 pub(super) struct Own {
     pub(super) license: License,
     pub(super) hwid: Option<Hwid>,
     pub(super) ip: Option<IpRecord>,
     /// The license's counts of its device and address records.
     pub(super) held: (i64, i64),
+}
+
+impl Own {
+    /// The same, its license with the terms in effect (its policy's, live): what decides;
+    /// itself, borrowed, for a license without a policy.
+    pub(super) fn with_terms(
+        &self,
+        policies: &licensing_core::model::Policies,
+    ) -> std::borrow::Cow<'_, Own> {
+        match policies.effective(&self.license) {
+            std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(self),
+            std::borrow::Cow::Owned(license) => std::borrow::Cow::Owned(Own {
+                license,
+                hwid: self.hwid.clone(),
+                ip: self.ip.clone(),
+                held: self.held,
+            }),
+        }
+    }
 }
 
 /// The earliest `lastSeenAt` that is within `timeout` minutes of `now` (none without one).

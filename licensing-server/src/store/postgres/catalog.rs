@@ -1,12 +1,12 @@
 //! Products, their branches, and releases.
 
 use licensing_core::api::requests::{ProductListQuery, ProductSort, ReleaseListQuery, ReleaseSort};
-use licensing_core::model::{Branch, Entitlement, Product, Release};
+use licensing_core::model::{Branch, Entitlement, License, Policy, Product, Release};
 use licensing_core::store::{
-    EntitlementStore, Entity, Journal, Page, ProductStore, ReleaseStore, StoreError, StoreResult,
-    admit_entitlement,
+    EntitlementStore, Entity, Journal, Page, PolicyStore, ProductStore, ReleaseStore, StoreError,
+    StoreResult, admit_entitlement, admit_policy, policy_in_use,
 };
-use licensing_core::{BranchId, EntitlementId, ProductId, ReleaseId, TeamId};
+use licensing_core::{BranchId, EntitlementId, PolicyId, ProductId, ReleaseId, TeamId};
 use sqlx::{PgConnection, Row as _};
 use uuid::Uuid;
 
@@ -129,6 +129,8 @@ impl EntitlementStore for PgStore {
                  WHERE team_id = $1 AND doc -> 'entitlementIds' ? $2",
                 "UPDATE products SET doc = jsonb_set(doc, '{entitlementIds}', (doc -> 'entitlementIds') - $2)
                  WHERE team_id = $1 AND doc -> 'entitlementIds' ? $2",
+                "UPDATE policies SET doc = jsonb_set(doc, '{entitlementIds}', (doc -> 'entitlementIds') - $2)
+                 WHERE team_id = $1 AND doc -> 'entitlementIds' ? $2",
             ] {
                 sqlx::query(sql)
                     .bind(team.as_uuid())
@@ -138,6 +140,130 @@ impl EntitlementStore for PgStore {
                     ?;
             }
             Ok(())
+        })
+    }
+}
+
+impl PolicyStore for PgStore {
+    async fn create_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            // The team's row lock orders concurrent creates, so the count is exact.
+            let team: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE")
+                    .bind(p.team_id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if team.is_none() {
+                return Err(StoreError::NotFound(Entity::Team).into());
+            }
+            let existing = fetch_docs::<Policy>(
+                &mut *tx,
+                sqlx::query("SELECT doc FROM policies WHERE team_id = $1")
+                    .bind(p.team_id.as_uuid()),
+            )
+            .await?;
+            admit_policy(&existing, p)?;
+            sqlx::query(
+                "INSERT INTO policies (id, team_id, created_at, doc) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(p.id.as_uuid())
+            .bind(p.team_id.as_uuid())
+            .bind(ms(p.created_at))
+            .bind(json(p))
+            .execute(&mut *tx)
+            .await?;
+            Ok(())
+        })
+    }
+
+    async fn get_policy(&self, team: TeamId, id: PolicyId) -> StoreResult<Option<Policy>> {
+        Ok(fetch_doc(
+            &self.pool,
+            sqlx::query("SELECT doc FROM policies WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid()),
+        )
+        .await?)
+    }
+
+    async fn list_policies(&self, team: TeamId) -> StoreResult<Vec<Policy>> {
+        Ok(fetch_docs(
+            &self.pool,
+            sqlx::query("SELECT doc FROM policies WHERE team_id = $1 ORDER BY created_at, id")
+                .bind(team.as_uuid()),
+        )
+        .await?)
+    }
+
+    async fn update_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        in_tx!(self.pool, journal, |tx| {
+            let done = sqlx::query("UPDATE policies SET doc = $3 WHERE team_id = $1 AND id = $2")
+                .bind(p.team_id.as_uuid())
+                .bind(p.id.as_uuid())
+                .bind(json(p))
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(Entity::Policy).into());
+            }
+            Ok(())
+        })
+    }
+
+    async fn count_policy_licenses(&self, team: TeamId, id: PolicyId) -> StoreResult<u64> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM licenses WHERE team_id = $1 AND doc ->> 'policyId' = $2",
+        )
+        .bind(team.as_uuid())
+        .bind(id.to_string())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn delete_policy(
+        &self,
+        team: TeamId,
+        id: PolicyId,
+        detach: bool,
+        journal: &Journal,
+    ) -> StoreResult<u64> {
+        in_tx!(self.pool, journal, |tx| {
+            // Locked first: a license being put on it waits (it reads the policy FOR SHARE).
+            let Some(row) =
+                sqlx::query("SELECT doc FROM policies WHERE team_id = $1 AND id = $2 FOR UPDATE")
+                    .bind(team.as_uuid())
+                    .bind(id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?
+            else {
+                return Err(StoreError::NotFound(Entity::Policy).into());
+            };
+            let policy: Policy = doc(&row)?;
+            let on_it = sqlx::query(
+                "SELECT doc, last_active_at FROM licenses
+                 WHERE team_id = $1 AND doc ->> 'policyId' = $2 FOR UPDATE",
+            )
+            .bind(team.as_uuid())
+            .bind(id.to_string())
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(super::licenses::license)
+            .collect::<PgResult<Vec<License>>>()?;
+            if !on_it.is_empty() && !detach {
+                return Err(policy_in_use(on_it.len() as u64).into());
+            }
+            for license in &on_it {
+                super::licenses::write(&mut tx, &license.detached(&policy)).await?;
+            }
+            sqlx::query("DELETE FROM policies WHERE team_id = $1 AND id = $2")
+                .bind(team.as_uuid())
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await?;
+            Ok(on_it.len() as u64)
         })
     }
 }
@@ -231,6 +357,14 @@ impl ProductStore for PgStore {
                 .await?;
             super::licenses::detach(&mut tx, team, "product_ids", "productIds", id.as_uuid())
                 .await?;
+            sqlx::query(
+                "UPDATE policies SET doc = jsonb_set(doc, '{productIds}', (doc -> 'productIds') - $2)
+                 WHERE team_id = $1 AND doc -> 'productIds' ? $2",
+            )
+            .bind(team.as_uuid())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
             Ok(gone)
         })
     }

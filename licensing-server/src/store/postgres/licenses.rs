@@ -91,6 +91,10 @@ async fn check_refs(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     if !present(conn, "products", l.team_id, &products).await? {
         return Err(StoreError::NotFound(Entity::Product).into());
     }
+    let policy: Vec<Uuid> = l.policy_id.iter().map(|p| *p.as_uuid()).collect();
+    if !present(conn, "policies", l.team_id, &policy).await? {
+        return Err(StoreError::NotFound(Entity::Policy).into());
+    }
     Ok(())
 }
 
@@ -112,6 +116,10 @@ pub(super) async fn present(
         }
         "products" => {
             "SELECT count(*) FROM (SELECT id FROM products WHERE team_id = $1 AND id = ANY($2)
+             FOR SHARE) found"
+        }
+        "policies" => {
+            "SELECT count(*) FROM (SELECT id FROM policies WHERE team_id = $1 AND id = ANY($2)
              FOR SHARE) found"
         }
         _ => {
@@ -154,8 +162,8 @@ async fn insert(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
-/// The license list's filters, `$1` to `$13` (see [`bind_filter`]); `$13`, `customerSearch`,
-/// finds the team's customers as their list's search does.
+/// The license list's filters, `$1` to `$14` (see [`bind_filter`]); `$13`, `customerSearch`,
+/// finds the team's customers as their list's search does; `$14` is the policy.
 const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
@@ -171,7 +179,8 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND ($13::text IS NULL OR customer_ids && ARRAY(
          SELECT c.id FROM customers c WHERE c.team_id = $1
             AND (strpos(c.full_name_key, $13) > 0 OR strpos(c.email_key, $13) > 0
-                 OR strpos(c.username_key, $13) > 0)))";
+                 OR strpos(c.username_key, $13) > 0)))
+   AND ($14::text IS NULL OR doc ->> 'policyId' = $14)";
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
@@ -205,6 +214,7 @@ fn bind_filter<'q>(
                 .as_ref()
                 .map(|text| text.as_str().to_lowercase()),
         )
+        .bind(f.policy_id.map(|p| p.to_string()))
 }
 
 /// The moment a license expires, as the `expires_at` column holds it (none for `NEVER`, and
@@ -399,12 +409,13 @@ impl LicenseStore for PgStore {
             || f.expiration_type.is_some()
             || f.suspended.is_some()
             || f.entitlement.is_some()
-            || f.customer_search.is_some();
+            || f.customer_search.is_some()
+            || f.policy_id.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $14 OFFSET $15",
+             LIMIT $15 OFFSET $16",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

@@ -49,10 +49,11 @@ const MIGRATIONS: &[Migration] = migrations![
     16 "room for kept answers" "0016_idempotency_fillfactor.sql",
     17 "license changes announced" "0017_license_changes.sql",
     18 "writes mark their idempotency keys" "0018_idempotency_applied.sql",
+    19 "policies" "0019_policies.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

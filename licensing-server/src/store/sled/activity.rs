@@ -107,7 +107,7 @@ impl SledStore {
         // it; a heartbeat's extension of its session is a swap of the session's record.
         if !matches!(activity.session, SessionStep::Start { .. })
             && let Some(admission) = verify::admit_counted_own(
-                current,
+                &rules.policies.effective(current),
                 settings,
                 own_hwid,
                 own_ip,
@@ -194,6 +194,8 @@ impl SledStore {
         let current: License = tx
             .get_record(&license_key(team, license))?
             .ok_or(StoreError::NotFound(Entity::License))?;
+        // Decided with the terms in effect (its policy's, live); written as stored.
+        let decided = rules.policies.effective(&current);
         let (own_hwid, own_ip) = own_records(tx, team, license, activity)?;
         let mut hwid_tally = Tally::read(tx, &tally_key(tag::HWID, team, license))?;
         let mut ip_tally = Tally::read(tx, &tally_key(tag::IP, team, license))?;
@@ -206,9 +208,9 @@ impl SledStore {
                 tag::HWID,
                 hwid_tally,
                 settings.hwid_timeout,
-                current.hwid_limit,
+                decided.hwid_limit,
             ),
-            RecordKind::Ip => (tag::IP, ip_tally, settings.ip_timeout, current.ip_limit),
+            RecordKind::Ip => (tag::IP, ip_tally, settings.ip_timeout, decided.ip_limit),
         };
         let counted = |kind: RecordKind| -> StoreResult<u64> {
             let (table, tally, timeout, limit) = of_kind(kind);
@@ -227,7 +229,7 @@ impl SledStore {
             }
         };
         let admission = match verify::admit_own(
-            &current,
+            &decided,
             settings,
             own_hwid.as_ref(),
             own_ip.as_ref(),
@@ -244,7 +246,7 @@ impl SledStore {
             _ => None,
         };
         let session = match verify::admit_session(
-            &current,
+            &decided,
             rules.settings,
             activity.session,
             (hardware_id, activity.ip),

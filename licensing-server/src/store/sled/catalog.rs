@@ -59,8 +59,91 @@ impl EntitlementStore for SledStore {
                     tx.put_record(product_key(team, p.id), &p)?;
                 }
             }
+            self.update_policies_of(tx, team, |p| {
+                let before = p.entitlement_ids.len();
+                p.entitlement_ids.retain(|e| *e != id);
+                p.entitlement_ids.len() != before
+            })?;
             tx.del(entitlement_key(team, id));
             Ok(())
+        })
+        .await
+    }
+}
+
+impl SledStore {
+    /// Rewrites each policy of the team that `change` changes (it says whether it did).
+    fn update_policies_of(
+        &self,
+        tx: &mut Tx<'_>,
+        team: TeamId,
+        change: impl Fn(&mut Policy) -> bool,
+    ) -> StoreResult<()> {
+        for mut p in self.scan::<Policy>(&key(&[&[tag::POLICY], team.as_bytes()]))? {
+            if change(&mut p) {
+                tx.put_record(policy_key(team, p.id), &p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PolicyStore for SledStore {
+    async fn create_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            tx.require_team(p.team_id)?;
+            // Developer writes are serialized: the scan sees every policy there is.
+            let existing: Vec<Policy> =
+                self.scan(&key(&[&[tag::POLICY], p.team_id.as_bytes()]))?;
+            admit_policy(&existing, p)?;
+            tx.put_record(policy_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn get_policy(&self, team: TeamId, id: PolicyId) -> StoreResult<Option<Policy>> {
+        Ok(self.get_record(&policy_key(team, id))?)
+    }
+
+    async fn list_policies(&self, team: TeamId) -> StoreResult<Vec<Policy>> {
+        let mut all: Vec<Policy> = self.scan(&key(&[&[tag::POLICY], team.as_bytes()]))?;
+        all.sort_by_key(|p| (p.created_at, p.id));
+        Ok(all)
+    }
+
+    async fn update_policy(&self, p: &Policy, journal: &Journal) -> StoreResult<()> {
+        self.journaled(journal, |tx| {
+            tx.get(&policy_key(p.team_id, p.id))?
+                .ok_or(StoreError::NotFound(Entity::Policy))?;
+            tx.put_record(policy_key(p.team_id, p.id), p)
+        })
+        .await
+    }
+
+    async fn count_policy_licenses(&self, team: TeamId, id: PolicyId) -> StoreResult<u64> {
+        Ok(self.license_ids_by(ix::BY_POLICY, team, id.as_bytes())?.len() as u64)
+    }
+
+    async fn delete_policy(
+        &self,
+        team: TeamId,
+        id: PolicyId,
+        detach: bool,
+        journal: &Journal,
+    ) -> StoreResult<u64> {
+        self.journaled_touching(journal, Touch::Licenses, |tx| {
+            let policy: Policy = tx
+                .get_record(&policy_key(team, id))?
+                .ok_or(StoreError::NotFound(Entity::Policy))?;
+            let on_it = self.license_ids_by(ix::BY_POLICY, team, id.as_bytes())?.len() as u64;
+            if on_it > 0 && !detach {
+                return Err(policy_in_use(on_it));
+            }
+            self.update_licenses_of(tx, ix::BY_POLICY, team, id.as_bytes(), |l| {
+                *l = l.detached(&policy);
+            })?;
+            tx.del(policy_key(team, id));
+            Ok(on_it)
         })
         .await
     }
@@ -112,6 +195,11 @@ impl ProductStore for SledStore {
             }
             self.update_licenses_of(tx, ix::BY_PRODUCT, team, id.as_bytes(), |l| {
                 l.product_ids.retain(|p| *p != id)
+            })?;
+            self.update_policies_of(tx, team, |p| {
+                let before = p.product_ids.len();
+                p.product_ids.retain(|other| *other != id);
+                p.product_ids.len() != before
             })?;
             let gone = self.delete_releases_where(tx, team, |r| r.product_id == id)?;
             tx.del(product_key(team, id));

@@ -20,7 +20,7 @@
 
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
-    IpRecord, License, LicenseSession, OutboxMessage, Product, Release, StaffSession, StaffUser,
+    IpRecord, License, LicenseSession, OutboxMessage, Policy, Product, Release, StaffSession, StaffUser,
     Team, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use licensing_core::store::{StoreError, StoreResult};
@@ -54,7 +54,7 @@ macro_rules! records {
 }
 
 records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry, LicenseSession);
-records!(Json: Team, Entitlement, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
+records!(Json: Team, Entitlement, Policy, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))
@@ -171,23 +171,31 @@ mod tests {
             entitlement_ids: vec![licensing_core::EntitlementId::new()],
             session_limit: Some(5),
             session_ttl: Some(u32::MAX),
+            policy_id: Some(licensing_core::PolicyId::new()),
+            overrides: vec![
+                licensing_core::model::Term::HwidLimit,
+                licensing_core::model::Term::SessionTtl,
+            ],
         };
         assert_eq!(
             decode::<License>(&encode(&license).unwrap()).unwrap(),
             license
         );
-        // Format 5 wrote no entitlement ids and format 6 no session members: their bytes are
-        // today's of an empty list and two `None`s without the last three or two zero bytes,
-        // which format 7's migration appends.
+        // Format 5 wrote no entitlement ids, format 6 no session members, format 7 no policy
+        // members: their bytes are today's of an empty list, two `None`s, a `None` and an empty
+        // list without the last five, four or two zero bytes, which format 8's migration
+        // appends.
         let older = License {
             entitlement_ids: Vec::new(),
             session_limit: None,
             session_ttl: None,
+            policy_id: None,
+            overrides: Vec::new(),
             ..license.clone()
         };
         let mut bytes = encode(&older).unwrap();
-        assert_eq!(bytes.split_off(bytes.len() - 3), [0, 0, 0]);
-        for _ in 0..3 {
+        assert_eq!(bytes.split_off(bytes.len() - 5), [0, 0, 0, 0, 0]);
+        for _ in 0..5 {
             assert!(decode::<License>(&bytes).is_err());
             bytes.push(0);
         }

@@ -9,6 +9,7 @@
 //! | 5 | a staff account's address index keyed by address and team (an address is unique in a team, and may have an account in each of several teams); each license's device and address records indexed by when they were last seen (`seen.rs`) |
 //! | 6 | licenses and products end with their entitlement ids (an empty list for those written before); entitlements (`N`) and the index of licenses by entitlement |
 //! | 7 | licenses end with their floating-session members `sessionLimit` and `sessionTtl` (`None` for those written before); floating sessions (`F`) |
+//! | 8 | licenses end with `policyId` and `overrides` (no policy, no overrides for those written before); policies (`p`) and the index of licenses by policy |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -31,7 +32,7 @@ use super::keys::{key, tag};
 use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 7;
+pub const FORMAT: u32 = 8;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -178,11 +179,12 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
             tracing::info!(records = rewritten, "store migrated to format 6");
         }
     }
-    if found < 7 {
-        // A license of format 5 lacks three last members, one of format 6 two.
-        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 3)?;
+    if found < 8 {
+        // A license of format 5 lacks five last members, one of format 6 four, one of format 7
+        // two (formats 7 and 8 each appended theirs).
+        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 5)?;
         if rewritten > 0 {
-            tracing::info!(records = rewritten, "store migrated to format 7");
+            tracing::info!(records = rewritten, "store migrated to format {FORMAT}");
         }
     }
     if found < FORMAT {
@@ -308,9 +310,10 @@ fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
     Ok(rewritten)
 }
 
-/// Formats 5 to 7: licenses and products gained last members whose empty value is one zero byte
+/// Formats 5 to 8: licenses and products gained last members whose empty value is one zero byte
 /// in the binary form (an empty list's length: entitlement ids in format 6; `None`: the session
-/// members of licenses in format 7). A record of an older format is its bytes with one to
+/// members of licenses in format 7; `None` and an empty list: a license's policy and overrides
+/// in format 8). A record of an older format is its bytes with one to
 /// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
 /// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the

@@ -46,6 +46,8 @@ pub(crate) mod tag {
     pub(crate) const SEEN: u8 = b'z';
     /// An entitlement, by team and id.
     pub(crate) const ENTITLEMENT: u8 = b'N';
+    /// A policy, by team and id.
+    pub(crate) const POLICY: u8 = b'p';
     /// A floating session, by team, license and id (`floating.rs`).
     pub(crate) const FLOATING: u8 = b'F';
     /// An idempotency key and its kept answer, by owner and key, in stores written before kept

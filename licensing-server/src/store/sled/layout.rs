@@ -35,6 +35,9 @@ pub(super) fn customer_key(team: TeamId, id: CustomerId) -> Vec<u8> {
 pub(super) fn entitlement_key(team: TeamId, id: EntitlementId) -> Vec<u8> {
     key(&[&[tag::ENTITLEMENT], team.as_bytes(), id.as_bytes()])
 }
+pub(super) fn policy_key(team: TeamId, id: PolicyId) -> Vec<u8> {
+    key(&[&[tag::POLICY], team.as_bytes(), id.as_bytes()])
+}
 pub(super) fn product_key(team: TeamId, id: ProductId) -> Vec<u8> {
     key(&[&[tag::PRODUCT], team.as_bytes(), id.as_bytes()])
 }
@@ -210,7 +213,8 @@ pub(super) fn license_indexes(l: &License) -> Vec<Vec<u8>> {
         l.entitlement_ids
             .iter()
             .map(|e| (ix::BY_ENTITLEMENT, e.as_bytes())),
-    );
+    )
+    .chain(l.policy_id.iter().map(|p| (ix::BY_POLICY, p.as_bytes())));
     keys.extend(
         references
             .map(|(index, other)| key(&[&index_prefix(tag::LICENSE, index, l.team_id), other, id])),

@@ -175,6 +175,9 @@ impl LicenseStore for SledStore {
                 &mut f.customer_ids.iter().map(|c| c.as_bytes()),
             )?);
         }
+        if let Some(p) = &f.policy_id {
+            sets.push(any_of(ix::BY_POLICY, &mut std::iter::once(p.as_bytes()))?);
+        }
         if let Some(e) = &f.entitlement {
             // The licenses that list it and those of its products.
             let mut ids = any_of(ix::BY_ENTITLEMENT, &mut std::iter::once(e.id.as_bytes()))?;

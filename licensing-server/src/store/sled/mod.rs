@@ -85,7 +85,8 @@ use licensing_core::api::requests::{
 use licensing_core::crypto::ApiKeyHash;
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
-    IpRecord, License, OutboxMessage, Overview, Product, Release, Team, TeamFeatures, TeamSettings,
+    IpRecord, License, OutboxMessage, Overview, Policy, Product, Release, Team, TeamFeatures,
+    TeamSettings,
     TopProduct, UsageRecord,
 };
 use licensing_core::store::*;
@@ -93,7 +94,7 @@ use licensing_core::validate::HardwareId;
 use licensing_core::verify::Denial;
 use licensing_core::{
     ApiKeyId, AuditId, BlacklistId, BranchId, CustomerId, EntitlementId, HwidId, IpId, LicenseId,
-    LicenseKey, MessageId, ProductId, ReleaseId, TeamId, Timestamp,
+    LicenseKey, MessageId, PolicyId, ProductId, ReleaseId, TeamId, Timestamp,
 };
 use locks::Locks;
 pub use space::{Space, SpaceUse};
@@ -111,6 +112,7 @@ mod ix {
     pub(super) const BY_CUSTOMER: u8 = b'C';
     pub(super) const BY_PRODUCT: u8 = b'P';
     pub(super) const BY_ENTITLEMENT: u8 = b'E';
+    pub(super) const BY_POLICY: u8 = b'O';
     pub(super) const NAME: u8 = b'n';
     pub(super) const EMAIL: u8 = b'e';
     pub(super) const USERNAME: u8 = b'x';
@@ -633,6 +635,11 @@ fn check_license_refs(tx: &Tx<'_>, l: &License) -> StoreResult<()> {
         if tx.get(&product_key(l.team_id, *p))?.is_none() {
             return Err(StoreError::NotFound(Entity::Product));
         }
+    }
+    if let Some(p) = l.policy_id
+        && tx.get(&policy_key(l.team_id, p))?.is_none()
+    {
+        return Err(StoreError::NotFound(Entity::Policy));
     }
     Ok(())
 }
