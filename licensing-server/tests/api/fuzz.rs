@@ -245,7 +245,13 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .as_str()
         .unwrap()
         .to_owned();
+    let policy = s
+        .post(&s.dev("policies"), r#"{"name":"Fuzz","hwidLimit":2}"#)
+        .await
+        .ok()
+        .clone();
     let seeded = vec![
+        ("policyId".to_owned(), id(&policy)),
         ("kid".to_owned(), kid),
         ("sessionId".to_owned(), session),
         ("entitlementId".to_owned(), id(&entitlement)),

@@ -91,7 +91,7 @@ async fn key_with(s: &TestServer, scopes: &[String], products: Option<&[&str]>) 
     created.body["data"]["key"].as_str().unwrap().to_owned()
 }
 
-const ALL_SCOPES: [&str; 24] = [
+const ALL_SCOPES: [&str; 26] = [
     "licenses:read",
     "licenses:write",
     "licenses:devices",
@@ -116,6 +116,8 @@ const ALL_SCOPES: [&str; 24] = [
     "webhooks:write",
     "entitlements:read",
     "entitlements:write",
+    "policies:read",
+    "policies:write",
 ];
 
 /// Every scope that does not grant `scope` (a write scope grants every scope of its resource,
@@ -143,7 +145,7 @@ async fn every_developer_operation_checks_ids_then_credentials_then_scope() {
     let s = TestServer::start().await;
     let doc = s.openapi().await;
     let operations = developer_operations(&doc);
-    assert_eq!(operations.len(), 68, "every developer operation");
+    assert_eq!(operations.len(), 73, "every developer operation");
     let team = s.team_id().to_string();
     let scopes: BTreeSet<String> = operations
         .iter()

@@ -12,12 +12,13 @@ use crate::helpers::TestServer;
 /// Every developer route with a body that would be valid, over team A's records.
 fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     let s = |v: &str| ids[v].as_str().unwrap().to_owned();
-    let (webhook, delivery, kid, entitlement, session) = (
+    let (webhook, delivery, kid, entitlement, session, policy) = (
         s("webhook"),
         s("delivery"),
         s("kid"),
         s("entitlement"),
         s("session"),
+        s("policy"),
     );
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
@@ -115,6 +116,15 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             body(json!({"name": "Changed"})),
         ),
         (Method::DELETE, format!("entitlements/{entitlement}"), None),
+        (Method::POST, "policies".into(), body(json!({"name": "X"}))),
+        (Method::GET, "policies".into(), None),
+        (Method::GET, format!("policies/{policy}"), None),
+        (
+            Method::PUT,
+            format!("policies/{policy}"),
+            body(json!({"name": "Changed", "hwidLimit": 9})),
+        ),
+        (Method::DELETE, format!("policies/{policy}?detach=true"), None),
         (Method::POST, "products".into(), body(json!({"name": "X"}))),
         (Method::GET, "products".into(), None),
         (Method::GET, format!("products/{product}"), None),
@@ -205,6 +215,7 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "settings",
         "public-key",
         "entitlements",
+        "policies",
         "blacklist",
         "api-keys",
         "audit-log",
@@ -245,9 +256,15 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .await
         .ok()["id"]
         .clone();
+    let policy = s
+        .post(&s.dev("policies"), r#"{"name":"Plan","hwidLimit":3}"#)
+        .await
+        .ok()
+        .clone();
     let l = s
         .license(&format!(
-            r#"{{"expirationType":"NEVER","productIds":[{product}],"customerIds":[{customer}]}}"#
+            r#"{{"expirationType":"NEVER","productIds":[{product}],"customerIds":[{customer}],"policyId":{}}}"#,
+            policy["id"]
         ))
         .await;
     s.activity(l["id"].as_str().unwrap(), "device-aaaa-0001", 1)
@@ -300,6 +317,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
                      "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"],
                      "entitlement": s.post(&s.dev("entitlements"), r#"{"name":"A","code":"A"}"#)
                          .await.ok()["id"],
+                     "policy": policy["id"],
                      "session": s.client("sessions/start",
                          &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "isolation-session-1"}), None)
                          .await.valid()["session"]["id"]});
@@ -550,11 +568,11 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "product": "{productId}", "branch": "{branchId}", "release": "{releaseId}",
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
-        "entitlement": "{entitlementId}", "session": "{sessionId}",
+        "entitlement": "{entitlementId}", "session": "{sessionId}", "policy": "{policyId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()
-        .map(|(method, path, _)| format!("{method} {path}"))
+        .map(|(method, path, _)| format!("{method} {}", path.split('?').next().unwrap_or("")))
         .chain(MULTIPART_ROUTES.iter().map(|(m, p)| format!("{m} {p}")))
         .collect();
     documented.sort();
