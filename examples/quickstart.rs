@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
         .create_license(&LicenseCreate {
             expiration_type: Some("DURATION".into()),
             expiration_days: Some(30),
-            hwid_limit: Some(2),
+            hwid_limit: Patch::Value(2),
             product_ids: Some(vec![product.id.to_string()]),
             customer_ids: Some(vec![customer.id.to_string()]),
             ..LicenseCreate::default()

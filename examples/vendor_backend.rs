@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
             .create_license(&LicenseCreate {
                 expiration_type: Some("DURATION".into()),
                 expiration_days: Some(365),
-                hwid_limit: Some(3),
+                hwid_limit: Patch::Value(3),
                 product_ids: Some(vec![product.id.to_string()]),
                 metadata: Some(vec![RawMetadata::new("seat", seat.to_string())]),
                 ..LicenseCreate::default()

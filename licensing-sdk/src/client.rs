@@ -27,6 +27,21 @@ pub struct Verified {
     pub offline: bool,
 }
 
+impl Verified {
+    /// When the license's grace period ends, if it is in one: it has expired, and its policy
+    /// lets it run until then (`data.license.graceUntil`). Warn the user.
+    pub fn grace_until(&self) -> Option<licensing_core::Timestamp> {
+        self.data.license.grace_until
+    }
+}
+
+impl Heartbeat {
+    /// When the license's grace period ends, if it is in one (see [`Verified::grace_until`]).
+    pub fn grace_until(&self) -> Option<licensing_core::Timestamp> {
+        self.data.license.grace_until
+    }
+}
+
 /// A successful checkout: the verify answer, and the license file for this machine (already
 /// stored where the application asked).
 #[derive(Clone, Debug, PartialEq)]

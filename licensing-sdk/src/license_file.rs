@@ -230,10 +230,18 @@ impl LicenseFile {
         {
             return Err(FileError::Expired(expiry));
         }
-        if let Some(expiration) = payload.data.license.terms.expiration_date
-            && now >= expiration
+        // A file issued in a grace period holds until the grace ends (its expiry never passes
+        // it either).
+        let end = payload
+            .data
+            .license
+            .terms
+            .grace_until
+            .or(payload.data.license.terms.expiration_date);
+        if let Some(end) = end
+            && now >= end
         {
-            return Err(FileError::LicenseExpired(expiration));
+            return Err(FileError::LicenseExpired(end));
         }
         Ok(payload)
     }

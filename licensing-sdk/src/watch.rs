@@ -19,6 +19,12 @@ pub enum LicenseState {
     Unknown,
     /// `VALID`.
     Valid,
+    /// `VALID`, in a grace period that ends at `until`: the license has expired and its policy
+    /// still lets it run for a while. Warn the user (renew before `until`).
+    Grace {
+        /// When the grace period ends (the license is refused from then on).
+        until: licensing_core::Timestamp,
+    },
     /// `LICENSE_SUSPENDED`.
     Suspended,
     /// `LICENSE_EXPIRED`.
@@ -34,7 +40,10 @@ pub enum LicenseState {
 impl LicenseState {
     fn of(outcome: &Result<crate::client::Heartbeat, Error>) -> Option<Self> {
         Some(match outcome {
-            Ok(_) => Self::Valid,
+            Ok(beat) => match beat.data.license.grace_until {
+                Some(until) => Self::Grace { until },
+                None => Self::Valid,
+            },
             Err(Error::Api { code, .. }) => match code {
                 ResultCode::LicenseSuspended => Self::Suspended,
                 ResultCode::LicenseExpired => Self::Expired,
@@ -49,9 +58,9 @@ impl LicenseState {
         })
     }
 
-    /// Whether the application may keep running.
+    /// Whether the application may keep running (in a grace period too).
     pub fn is_valid(&self) -> bool {
-        matches!(self, Self::Valid)
+        matches!(self, Self::Valid | Self::Grace { .. })
     }
 }
 

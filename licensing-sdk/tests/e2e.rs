@@ -30,6 +30,8 @@ use tokio::net::{TcpListener, TcpStream};
 struct Running {
     base: String,
     team: TeamCreated,
+    /// The server's store, for what the API refuses on purpose (an expiry in the past).
+    store: licensing_server::store::SledStore,
     http: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), licensing_server::ServerError>>>,
@@ -46,7 +48,7 @@ impl Running {
         let mut config = Config::for_data_dir(dir.path());
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
-        let server = Server::bind_with_store(config, store).await.unwrap();
+        let server = Server::bind_with_store(config, store.clone()).await.unwrap();
         let base = format!("http://{}", server.local_addr());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
@@ -55,6 +57,7 @@ impl Running {
         Self {
             base,
             team,
+            store,
             http: reqwest::Client::new(),
             stop: Some(stop),
             task: Some(task),
@@ -480,6 +483,105 @@ fn the_blocking_client_works_from_a_plain_main() {
     });
 }
 
+/// (ext) Policies through the developer client, and a license in its policy's grace period:
+/// verify and heartbeat say until when, the background heartbeat reports `Grace`, and once the
+/// policy's grace is removed the license is expired.
+#[tokio::test]
+async fn a_policys_grace_period_is_reported_to_the_application() {
+    use licensing_sdk::core::api::requests::{LicenseCreate, Patch, PolicyBody};
+    use licensing_sdk::core::store::LicenseStore;
+
+    let server = Running::start().await;
+    let dev = dev_client(&server);
+    let plan = dev
+        .create_policy(&PolicyBody {
+            name: Patch::Value("Yearly".into()),
+            expiration_type: Patch::Value("DURATION".into()),
+            expiration_days: Patch::Value(365),
+            grace_days: Patch::Value(7),
+            ..PolicyBody::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(dev.get_policy(plan.id).await.unwrap().grace_days, 7);
+    let made = dev
+        .create_license(&LicenseCreate {
+            policy_id: Some(plan.id.to_string()),
+            ..LicenseCreate::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(made.license.policy_id, Some(plan.id));
+    // Expired two days ago, in the store (the API refuses past dates).
+    let mut stored = made.license.clone();
+    stored.expiration_date = Some(Timestamp::from_millis(
+        Timestamp::now().as_millis() - 2 * 86_400_000,
+    ));
+    server
+        .store
+        .update_license(&stored, &licensing_sdk::core::store::Journal::NONE)
+        .await
+        .unwrap();
+
+    let l = json!({"licenseKey": made.license.license_key.as_str()});
+    let client = server.client(&server.base);
+    let verified = client.verify(&body_for(&l, "sdk-grace-0001")).await.unwrap();
+    let until = verified.grace_until().expect("in its grace period");
+    assert!(verified.result.details.contains("grace period until"));
+    let task = client.spawn_heartbeat(
+        body_for(&l, "sdk-grace-0001"),
+        HeartbeatSchedule {
+            interval: Duration::from_millis(100),
+            min_retry: Duration::from_millis(50),
+            max_retry: Duration::from_millis(200),
+        },
+        None,
+    );
+    let mut states = task.subscribe();
+    let state = tokio::time::timeout(
+        Duration::from_secs(10),
+        states.wait_for(|s| matches!(s, LicenseState::Grace { .. })),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .clone();
+    assert_eq!(state, LicenseState::Grace { until });
+    assert!(state.is_valid());
+    task.stop().await;
+
+    // The grace removed from the policy: expired at once.
+    dev.update_policy(
+        plan.id,
+        &PolicyBody {
+            grace_days: Patch::Null,
+            ..PolicyBody::default()
+        },
+    )
+    .await
+    .unwrap();
+    let refused = client.verify(&body_for(&l, "sdk-grace-0001")).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Api {
+                code: ResultCode::LicenseExpired,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    // In use: a delete is refused, unless it detaches.
+    assert!(dev.delete_policy(plan.id, false).await.is_err());
+    assert_eq!(
+        dev.delete_policy(plan.id, true)
+            .await
+            .unwrap()
+            .detached_licenses,
+        1
+    );
+}
+
 fn dev_client(server: &Running) -> licensing_sdk::DevClient {
     licensing_sdk::DevClient::new(&server.base, server.team.team_id, &server.team.api_key).unwrap()
 }
@@ -582,7 +684,7 @@ async fn the_developer_client_covers_every_endpoint() {
     let refused = dev
         .create_license(&LicenseCreate {
             expiration_type: Some("DURATION".into()),
-            hwid_limit: Some(0),
+            hwid_limit: Patch::Value(0),
             ..LicenseCreate::default()
         })
         .await
@@ -606,7 +708,7 @@ async fn the_developer_client_covers_every_endpoint() {
     let license = dev
         .create_license(&LicenseCreate {
             expiration_type: Some("NEVER".into()),
-            hwid_limit: Some(2),
+            hwid_limit: Patch::Value(2),
             product_ids: Some(vec![product.id.to_string()]),
             customer_ids: Some(vec![customer.id.to_string()]),
             ..LicenseCreate::default()

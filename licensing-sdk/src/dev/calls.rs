@@ -3,19 +3,21 @@
 
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, BulkAction, BulkLicenseBody, CustomerBody,
-    CustomerListQuery, DeviceListQuery, EntitlementBody, EntitlementListQuery, ExtendBody,
-    ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, ProductBody,
+    CustomerListQuery, DetachQuery, DeviceListQuery, EntitlementBody, EntitlementListQuery,
+    ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging,
+    PolicyBody, PolicyListQuery, ProductBody,
     ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
     EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
-    LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, ProductPage, ReleasePage,
+    LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, PolicyDeleted, PolicyPage,
+    ProductPage, ReleasePage,
     RequestLogPage, SessionPage, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, License, LicenseDetail,
-    LicenseSession, Product, PublicKeys, ReleaseView, SigningKey, Statistics, TeamSettings,
+    LicenseSession, Policy, Product, PublicKeys, ReleaseView, SigningKey, Statistics, TeamSettings,
     WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use licensing_core::operations::access::{
@@ -37,6 +39,9 @@ use licensing_core::operations::licenses::{
     GetLicense, GetLicenseByKey, IssueLicenseFile, ListLicenses, SuspendLicense, UnsuspendLicense,
     UpdateLicense,
 };
+use licensing_core::operations::policies::{
+    CreatePolicy, DeletePolicy, GetPolicy, ListPolicies, UpdatePolicy,
+};
 use licensing_core::operations::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
     ListProducts, UpdateProduct,
@@ -54,7 +59,7 @@ use licensing_core::operations::webhooks::{
 };
 use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, LicenseSessionId, ProductId, ReleaseId, WebhookId,
+    LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, WebhookId,
 };
 
 use super::{DevClient, ReleaseUpload, Upload, collect, kid_of};
@@ -328,6 +333,46 @@ impl DevClient {
     /// more.
     pub async fn delete_entitlement(&self, id: EntitlementId) -> Result<Deleted, Error> {
         self.perform(&DeleteEntitlement(id)).await
+    }
+
+    // Policies (ext).
+
+    /// (ext) `POST {dev}/policies`: a named plan of license terms that licenses on it inherit,
+    /// live.
+    pub async fn create_policy(&self, body: &PolicyBody) -> Result<Policy, Error> {
+        self.perform(&CreatePolicy(body.clone())).await
+    }
+
+    /// (ext) `GET {dev}/policies`: one page.
+    pub async fn list_policies(&self, query: &PolicyListQuery) -> Result<PolicyPage, Error> {
+        self.perform(&ListPolicies(query.clone())).await
+    }
+
+    /// Every policy matching the query, page after page.
+    pub async fn all_policies(&self, query: &PolicyListQuery) -> Result<Vec<Policy>, Error> {
+        collect(|page| {
+            let mut q = query.clone();
+            q.paging.page = page;
+            async move { self.list_policies(&q).await }
+        })
+        .await
+    }
+
+    /// (ext) `GET {dev}/policies/{policyId}`.
+    pub async fn get_policy(&self, id: PolicyId) -> Result<Policy, Error> {
+        self.perform(&GetPolicy(id)).await
+    }
+
+    /// (ext) `PUT {dev}/policies/{policyId}`: members left out keep their values, `null` clears
+    /// one; every license on the policy follows at once.
+    pub async fn update_policy(&self, id: PolicyId, body: &PolicyBody) -> Result<Policy, Error> {
+        self.perform(&UpdatePolicy(id, body.clone())).await
+    }
+
+    /// (ext) `DELETE {dev}/policies/{policyId}`: refused (409) while licenses use it, unless
+    /// `detach` first writes its terms into them.
+    pub async fn delete_policy(&self, id: PolicyId, detach: bool) -> Result<PolicyDeleted, Error> {
+        self.perform(&DeletePolicy(id, DetachQuery { detach })).await
     }
 
     // Products and branches (ext).
