@@ -9,8 +9,9 @@
 //! licenses, each license's devices and addresses, releases, the chunks of each release file
 //! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics, (since version 2)
 //! the webhook endpoints with their signing secrets and the audit log, (since version 3)
-//! the staff accounts with their password hashes, and (since version 4) the entitlements,
-//! before the products and licenses that grant them. Records are the model's own JSON, so ids,
+//! the staff accounts with their password hashes, (since version 4) the entitlements,
+//! before the products and licenses that grant them, and (since version 5) the policies, after
+//! the products and entitlements they name and before the licenses on them. Records are the model's own JSON, so ids,
 //! times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys, signed-in sessions and
@@ -26,11 +27,12 @@ use licensing_core::api::requests::{
 };
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
-    IpRecord, License, Product, Release, StaffUser, Team, WebhookEndpoint,
+    IpRecord, License, Policy, Product, Release, StaffUser, Team, WebhookEndpoint,
 };
 use licensing_core::store::{Entity, Journal, Page, Store, StoreError};
 use licensing_core::{
-    AuditId, BranchId, CustomerId, EntitlementId, FileId, LicenseId, ProductId, TeamId, Timestamp,
+    AuditId, BranchId, CustomerId, EntitlementId, FileId, LicenseId, PolicyId, ProductId, TeamId,
+    Timestamp,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
@@ -40,7 +42,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -68,6 +70,10 @@ enum Line {
     },
     Product {
         product: Product,
+    },
+    /// A policy (version 5).
+    Policy {
+        policy: Policy,
     },
     Branch {
         branch: Branch,
@@ -284,6 +290,7 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
             }
         }
         let customers = every_of!(Customer, CustomerListQuery, list_customers);
+        let mut policies = store.list_policies(id).await?;
         let product_ids: HashSet<ProductId> = products.iter().map(|p| p.id).collect();
         let customer_ids: HashSet<CustomerId> = customers.iter().map(|c| c.id).collect();
         let branch_ids: HashSet<BranchId> = branches.iter().map(|b| b.id).collect();
@@ -300,6 +307,20 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                 .entitlement_ids
                 .retain(|e| entitlement_ids.contains(e));
         }
+        for policy in &mut policies {
+            policy.product_ids.retain(|p| product_ids.contains(p));
+            policy
+                .entitlement_ids
+                .retain(|e| entitlement_ids.contains(e));
+        }
+        let policy_ids: HashSet<PolicyId> = policies.iter().map(|p| p.id).collect();
+        for license in &mut licenses {
+            // A policy deleted since the list was read: the license keeps what applied last.
+            if license.policy_id.is_some_and(|p| !policy_ids.contains(&p)) {
+                license.policy_id = None;
+                license.overrides.clear();
+            }
+        }
         releases.retain(|r| product_ids.contains(&r.product_id));
         for release in &mut releases {
             if release.branch_id.is_some_and(|b| !branch_ids.contains(&b)) {
@@ -315,6 +336,9 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         }
         for product in products {
             w.line(&Line::Product { product }).await?;
+        }
+        for policy in policies {
+            w.line(&Line::Policy { policy }).await?;
         }
         for branch in branches {
             w.line(&Line::Branch { branch }).await?;
@@ -575,6 +599,7 @@ pub async fn import<S: Store, R: BufRead>(
                     .await?;
             }
             Line::Product { product } => store.create_product(&product, &Journal::NONE).await?,
+            Line::Policy { policy } => store.create_policy(&policy, &Journal::NONE).await?,
             Line::Branch { branch } => store.create_branch(&branch, &Journal::NONE).await?,
             Line::License { license } => {
                 store.create_license(&license, &Journal::NONE).await?;

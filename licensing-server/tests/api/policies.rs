@@ -490,3 +490,45 @@ async fn a_policy_change_reaches_another_instance_at_once() {
         changed.elapsed()
     );
 }
+
+/// An archive carries the policies, after the products they name and before the licenses on
+/// them, which come back on them with their overrides.
+#[tokio::test]
+async fn archives_carry_policies_and_the_licenses_on_them() {
+    use licensing_core::store::PolicyStore;
+
+    let s = TestServer::start().await;
+    let product = s.post(&s.dev("products"), r#"{"name":"Desk"}"#).await.ok().clone();
+    let plan = policy(
+        &s,
+        json!({"name": "Pro", "hwidLimit": 3, "graceDays": 7, "productIds": [product["id"]]}),
+    )
+    .await;
+    let l = s
+        .license(&json!({"policyId": plan["id"], "ipLimit": 4}).to_string())
+        .await;
+    let files = tempfile::tempdir().unwrap();
+    let file_store = licensing_server::files::FileStore::new(files.path()).unwrap();
+    let mut archive = Vec::new();
+    licensing_server::archive::export(&s.store, &file_store, &mut archive)
+        .await
+        .unwrap();
+    let text = String::from_utf8(archive.clone()).unwrap();
+    assert!(text.contains(r#""kind":"policy""#), "{text}");
+    assert!(text.contains(r#""version":5"#), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (restored, _) = crate::helpers::open_test_store(dir.path()).await;
+    let restored_files = licensing_server::files::FileStore::new(dir.path()).unwrap();
+    licensing_server::archive::import(&restored, &restored_files, archive.as_slice())
+        .await
+        .unwrap();
+    let team = s.team_id();
+    let back = restored.list_policies(team).await.unwrap();
+    assert_eq!(back, s.store.list_policies(team).await.unwrap());
+    let id: LicenseId = l["id"].as_str().unwrap().parse().unwrap();
+    let license = restored.get_license(team, id).await.unwrap().unwrap();
+    assert_eq!(license, s.store.get_license(team, id).await.unwrap().unwrap());
+    assert_eq!(license.policy_id, Some(back[0].id));
+    assert_eq!(license.overrides, [licensing_core::model::Term::IpLimit]);
+}
