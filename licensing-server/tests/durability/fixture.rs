@@ -141,6 +141,21 @@ async fn stores_of_every_known_format_open() {
         );
         let public = api.get("public-key").await;
         assert_eq!(public["signingKey"], facts["signingKey"]);
+        // A license on a policy (formats from 8): it inherits the policy's limit and keeps its
+        // override.
+        if let Some(key) = facts["policyLicenseKey"].as_str() {
+            let on_policy = api.get(&format!("licenses/{key}")).await;
+            assert_eq!(on_policy["policyId"], facts["policyId"], "{on_policy}");
+            assert_eq!(on_policy["hwidLimit"], 2, "{on_policy}");
+            assert_eq!(on_policy["ipLimit"], 5, "{on_policy}");
+            assert_eq!(on_policy["overrides"], json!(["ipLimit"]), "{on_policy}");
+            let verified = verify(&server, &team.id, key, "fixture-device-3").await;
+            assert_eq!(verified["result"]["code"], "VALID", "{verified}");
+        } else {
+            // Older licenses are on no policy.
+            assert_eq!(license["policyId"], serde_json::Value::Null);
+            assert_eq!(license["overrides"], json!([]));
+        }
     }
 }
 
@@ -170,6 +185,18 @@ async fn write_format_fixture() {
         .post(
             "licenses",
             json!({"expirationType": "NEVER", "productIds": [product], "customerIds": [customer["id"]], "hwidLimit": 1, "entitlementIds": [entitlement["id"]], "sessionLimit": 2, "sessionTtl": 600}),
+        )
+        .await;
+    let plan = api
+        .post(
+            "policies",
+            json!({"name": "Fixture plan", "hwidLimit": 2, "graceDays": 3}),
+        )
+        .await;
+    let on_policy = api
+        .post(
+            "licenses",
+            json!({"policyId": plan["id"], "ipLimit": 5}),
         )
         .await;
     let key = license["licenseKey"].as_str().unwrap();
@@ -216,6 +243,8 @@ async fn write_format_fixture() {
         "licenseKey": key,
         "device": device,
         "entitlementCode": "FIXTURE",
+        "policyId": plan["id"],
+        "policyLicenseKey": on_policy["licenseKey"],
         "fileChecksum": licensing_core::crypto::md5_hex(&file),
     });
     std::fs::write(
