@@ -13,7 +13,42 @@ use licensing_core::store::{
 };
 use licensing_core::{ApiError, PolicyId, ProductId};
 
-use super::{Cx, Run};
+use super::{Cx, Operation, Run};
+use licensing_core::model::{Resource, Scope};
+
+/// Every policy of the team, oldest first (the dashboard's lists and forms: a team has at most
+/// a thousand).
+pub(crate) struct AllPolicies;
+
+impl Operation for AllPolicies {
+    const NAME: &'static str = "all_policies";
+    type Output = Vec<Policy>;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Policies));
+    const READ_ONLY: bool = true;
+}
+
+impl Run for AllPolicies {
+    async fn run(self, cx: &Cx) -> Result<Vec<Policy>, ApiError> {
+        Ok(cx.state.store.list_policies(cx.team).await?)
+    }
+}
+
+/// How many licenses are on a policy (what a change of it changes).
+pub(crate) struct PolicyLicenses(pub(crate) PolicyId);
+
+impl Operation for PolicyLicenses {
+    const NAME: &'static str = "policy_licenses";
+    type Output = u64;
+    const SCOPE: Option<Scope> = Some(Scope::read(Resource::Policies));
+    const READ_ONLY: bool = true;
+}
+
+impl Run for PolicyLicenses {
+    async fn run(self, cx: &Cx) -> Result<u64, ApiError> {
+        lookup(cx, self.0).await?;
+        Ok(cx.state.store.count_policy_licenses(cx.team, self.0).await?)
+    }
+}
 
 const WHOLE_TEAM: &str = "a policy applies to every license on it, whatever its products";
 

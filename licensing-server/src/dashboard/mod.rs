@@ -21,6 +21,7 @@ mod audit;
 mod catalog;
 mod charts;
 mod entitlements;
+mod policies;
 mod licenses;
 mod overview;
 mod page;
@@ -292,6 +293,12 @@ async fn dispatch(
             entitlements::confirm_delete(ctx, staff, id).await
         }
         (_, true, ["entitlements", id, "delete"]) => entitlements::delete(ctx, staff, id).await,
+        (true, _, ["policies"]) => policies::list(ctx, staff, After::Nothing).await,
+        (_, true, ["policies"]) => policies::create(ctx, staff, form).await,
+        (true, _, ["policies", id]) => policies::show(ctx, staff, id, After::Nothing).await,
+        (_, true, ["policies", id]) => policies::update(ctx, staff, id, form).await,
+        (true, _, ["policies", id, "delete"]) => policies::confirm_delete(ctx, staff, id).await,
+        (_, true, ["policies", id, "delete"]) => policies::delete(ctx, staff, id).await,
         (true, _, ["blacklist"]) => catalog::blacklist(ctx, staff, After::Nothing).await,
         (_, true, ["blacklist"]) => catalog::add_blacklist(ctx, staff, form).await,
         (_, true, ["blacklist", id, "delete"]) => catalog::delete_blacklist(ctx, staff, id).await,

@@ -225,6 +225,7 @@ pub(crate) enum Nav {
     Customers,
     Products,
     Entitlements,
+    Policies,
     Releases,
     Blacklist,
     Settings,
@@ -245,6 +246,7 @@ const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
     (Nav::Customers, "Customers", "/dashboard/customers", Some(Resource::Customers)),
     (Nav::Products, "Products", "/dashboard/products", Some(Resource::Products)),
     (Nav::Entitlements, "Entitlements", "/dashboard/entitlements", Some(Resource::Entitlements)),
+    (Nav::Policies, "Policies", "/dashboard/policies", Some(Resource::Policies)),
     (Nav::Releases, "Releases", "/dashboard/releases", Some(Resource::Releases)),
     (Nav::Blacklist, "Blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
     (Nav::ApiKeys, "API keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
@@ -395,6 +397,9 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
             "Next signing key created: publish it in an application release, then activate it."
         }
         "entitlement-created" => "Entitlement created.",
+        "policy-created" => "Policy created: choose it on a license's form.",
+        "policy-updated" => "Policy saved: every license on it follows now.",
+        "policy-deleted" => "Policy deleted; its licenses keep its terms as their own.",
         "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
         "licenses-suspended" => "The licenses chosen are suspended.",
         "licenses-unsuspended" => "The licenses chosen are no longer suspended.",

@@ -2985,3 +2985,132 @@ async fn a_form_sent_twice_does_its_change_once_and_is_answered_the_same() {
     let shown_again = dev.get("/dashboard/customers").await;
     assert_ne!(shown_again.field("formToken"), token);
 }
+
+/// (ext) Policies in the dashboard: made on their page, chosen on the license form (a blank limit
+/// is the plan's, a value overrides it), named on the license page with where each limit comes
+/// from, edited with what the change reaches stated, and deleted with their licenses keeping
+/// their terms.
+#[tokio::test]
+async fn policies_in_the_dashboard() {
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/policies").await;
+    page.has("No policies yet");
+    let bad = owner
+        .submit(
+            &page,
+            "/dashboard/policies",
+            &[("name", "Pro"), ("expirationType", "DURATION"), ("hwidLimit", "3")],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("is required when the license expires after a duration");
+    let made = owner
+        .submit(
+            &page,
+            "/dashboard/policies",
+            &[
+                ("name", "Pro"),
+                ("expirationType", "DURATION"),
+                ("expirationDays", "365"),
+                ("hwidLimit", "3"),
+                ("graceDays", "7"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let policy_page = made.location().split('?').next().unwrap().to_owned();
+    let policy = policy_page.trim_start_matches("/dashboard/policies/").to_owned();
+    owner.get("/dashboard/policies").await.has("Pro").has("7 days");
+
+    // A license on the plan: its expiration as the plan says, its limits the plan's.
+    let form = owner.get("/dashboard/licenses/new").await;
+    form.has("No plan").has("As the plan says");
+    let made = owner
+        .submit(
+            &form,
+            "/dashboard/licenses",
+            &[("policyId", &policy), ("expirationType", "PLAN"), ("ipLimit", "4")],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let license_page = made.location().split('?').next().unwrap().to_owned();
+    let id = license_page.trim_start_matches("/dashboard/licenses/").to_owned();
+    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    assert_eq!(license["policyId"], json!(policy));
+    assert_eq!(license["expirationDays"], 365);
+    assert_eq!(license["hwidLimit"], 3);
+    assert_eq!(license["overrides"], json!(["ipLimit"]));
+    owner
+        .get(&license_page)
+        .await
+        .has(">Pro</a>")
+        .has("3 (the plan's)")
+        .has("4 (set on this license)");
+
+    // Saving the edit form as it stands changes nothing of where the limits come from.
+    let edit = owner.get(&format!("{license_page}/edit")).await;
+    edit.has("The plan's: 3");
+    let key = license["licenseKey"].as_str().unwrap().to_owned();
+    let saved = owner
+        .submit(
+            &edit,
+            &format!("{license_page}/edit"),
+            &[
+                ("licenseKey", &key),
+                ("policyId", &policy),
+                ("expirationType", "DURATION"),
+                ("expirationDays", "365"),
+                ("ipLimit", ""),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    assert_eq!(license["overrides"], json!([]), "a blank limit is the plan's");
+    assert_eq!(license["ipLimit"], Value::Null);
+    assert_eq!(license["expirationDays"], 365);
+
+    // The policy's page says what a change reaches; the change reaches the license.
+    let shown = owner.get(&policy_page).await;
+    shown.has("Saving changes 1 license at once");
+    let saved = owner
+        .submit(
+            &shown,
+            &policy_page,
+            &[
+                ("name", "Pro"),
+                ("expirationType", "DURATION"),
+                ("expirationDays", "365"),
+                ("hwidLimit", "5"),
+                ("graceDays", "7"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    assert_eq!(license["hwidLimit"], 5);
+    owner
+        .get(&format!("/dashboard/licenses?policy={policy}"))
+        .await
+        .has(license["licenseKey"].as_str().unwrap());
+
+    // Deleted after a confirmation: the license keeps the terms as its own.
+    let confirm = owner.get(&format!("{policy_page}/delete")).await;
+    confirm.has("1 license keeps the terms that apply now");
+    let deleted = owner
+        .submit(&confirm, &format!("{policy_page}/delete"), &[])
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text);
+    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    assert_eq!(license["policyId"], Value::Null);
+    assert_eq!(license["hwidLimit"], 5);
+}

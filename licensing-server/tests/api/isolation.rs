@@ -447,6 +447,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
         "webhooks",
         "audit",
         "users",
+        "policies",
     ] {
         let answer = browser.get(&format!("/dashboard/{list}")).await;
         assert_eq!(answer.status, 200, "/dashboard/{list}");
@@ -477,7 +478,8 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         s("branch"),
         s("release"),
     );
-    let (entitlement, kid, session) = (s("entitlement"), s("kid"), s("session"));
+    let (entitlement, kid, session, policy) =
+        (s("entitlement"), s("kid"), s("session"), s("policy"));
     let (hwid, ip, entry, api_key, webhook, delivery, user) = (
         s("hwid"),
         s("ip"),
@@ -520,6 +522,10 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         post(format!("blacklist/{entry}/delete")),
         get(format!("entitlements/{entitlement}/delete")),
         post(format!("entitlements/{entitlement}/delete")),
+        get(format!("policies/{policy}")),
+        post(format!("policies/{policy}")),
+        get(format!("policies/{policy}/delete")),
+        post(format!("policies/{policy}/delete")),
         get(format!("settings/signing-keys/{kid}/retire")),
         post(format!("settings/signing-keys/{kid}/retire")),
         get(format!("settings/signing-keys/{kid}/activate")),

@@ -5,7 +5,9 @@ use licensing_core::api::requests::{
     CustomerListQuery, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
 };
 use licensing_core::error::FieldError;
-use licensing_core::model::{Customer, ExpirationStart, ExpirationType, License, LicenseDetail};
+use licensing_core::model::{
+    Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Policy, Term,
+};
 use maud::html;
 
 use super::super::api::{self, Failure};
@@ -13,6 +15,7 @@ use super::super::page::{self, Form, Nav};
 use super::super::{Ctx, Staff};
 use crate::app::customers::ListCustomers;
 use crate::app::licenses::{CreateLicense, GetLicense, UpdateLicense};
+use crate::app::policies::GetPolicy;
 use crate::http::Response;
 
 use super::{customer_name, license_id, products};
@@ -28,6 +31,8 @@ struct Editing {
     id: LicenseId,
     key: String,
     customers: Vec<Customer>,
+    /// Its plan, when it is on one.
+    plan: Option<Policy>,
 }
 
 /// The new-license form, or a license's edit form, with what to fix.
@@ -53,14 +58,27 @@ async fn form_page(
             }
         }
         let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
-        Ok::<_, Failure>((products, customers, entitlements))
+        let policies = crate::dashboard::policies::readable(ctx, staff).await?;
+        Ok::<_, Failure>((products, customers, entitlements, policies))
     };
-    let (products, customers, entitlements) = match lists.await {
+    let (products, customers, entitlements, policies) = match lists.await {
         Ok(lists) => lists,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
     let kind = form.get("expirationType").unwrap_or("NEVER");
     let start = form.get("expirationStart").unwrap_or("CREATION");
+    let chosen_policy = form.text("policyId");
+    let plan = chosen_policy.and_then(|id| policies.iter().find(|p| p.id.to_string() == id));
+    // With a plan, a blank limit is the plan's (shown as the field's placeholder).
+    let inherited = |value: Option<u32>| {
+        plan.map(|_| value.map_or_else(|| "The plan's: no limit".to_owned(), |v| format!("The plan's: {v}")))
+            .unwrap_or_default()
+    };
+    let limit_hint = if plan.is_some() {
+        "Empty: the plan's value (a value here overrides it for this license)."
+    } else {
+        "Empty: no limit."
+    };
     let chosen_products = form.all("productIds");
     let chosen_customers = form.all("customerIds");
     let chosen_entitlements = form.all("entitlementIds");
@@ -84,6 +102,15 @@ async fn form_page(
         (page::problems(failure))
         form method="post" action=(action) data-expiration {
             (page::csrf(staff))
+            @if !policies.is_empty() {
+                label for="policyId" { "Plan" span.hint { "A policy: the license follows its terms live, except what is set below. The products and entitlements below are the license's own, beside the plan's." } (error("policyId")) }
+                select #policyId name="policyId" {
+                    option value="" selected[chosen_policy.is_none()] { "No plan" }
+                    @for p in &policies {
+                        option value=(p.id) selected[chosen_policy == Some(p.id.to_string().as_str())] { (p.name) }
+                    }
+                }
+            }
             label for="productIds" { "Products" span.hint { "Hold Ctrl (or ⌘) to choose several." } (error("productIds")) }
             select #productIds name="productIds" multiple size=(products.len().clamp(2, 8)) {
                 @for p in &products {
@@ -115,6 +142,12 @@ async fn form_page(
             fieldset {
                 legend { "Expiration" }
                 (error("expirationType"))
+                @if !policies.is_empty() && editing.is_none() {
+                    label.choice {
+                        input type="radio" name="expirationType" value="PLAN" checked[kind == "PLAN"];
+                        "As the plan says (copied now)"
+                    }
+                }
                 @for (value, text) in [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a number of days")] {
                     label.choice {
                         input type="radio" name="expirationType" value=(value) checked[kind == value];
@@ -134,13 +167,13 @@ async fn form_page(
                     p.hint data-expiry-preview aria-live="polite" {}
                 }
             }
-            label for="hwidLimit" { "Device limit" span.hint { "Empty: no limit." } (error("hwidLimit")) }
-            input #hwidLimit type="number" min="0" name="hwidLimit" value=(form.get("hwidLimit").unwrap_or(""));
-            label for="ipLimit" { "Address limit" span.hint { "Empty: no limit." } (error("ipLimit")) }
-            input #ipLimit type="number" min="0" name="ipLimit" value=(form.get("ipLimit").unwrap_or(""));
-            label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. Empty: no limit." } (error("sessionLimit")) }
-            input #sessionLimit type="number" min="1" name="sessionLimit" value=(form.get("sessionLimit").unwrap_or(""));
-            label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: the team's setting." } (error("sessionTtl")) }
+            label for="hwidLimit" { "Device limit" span.hint { (limit_hint) } (error("hwidLimit")) }
+            input #hwidLimit type="number" min="0" name="hwidLimit" placeholder=(inherited(plan.and_then(|p| p.hwid_limit))) value=(form.get("hwidLimit").unwrap_or(""));
+            label for="ipLimit" { "Address limit" span.hint { (limit_hint) } (error("ipLimit")) }
+            input #ipLimit type="number" min="0" name="ipLimit" placeholder=(inherited(plan.and_then(|p| p.ip_limit))) value=(form.get("ipLimit").unwrap_or(""));
+            label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. " (limit_hint) } (error("sessionLimit")) }
+            input #sessionLimit type="number" min="1" name="sessionLimit" placeholder=(inherited(plan.and_then(|p| p.session_limit))) value=(form.get("sessionLimit").unwrap_or(""));
+            label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: " @if plan.is_some() { "the plan's (else the team's setting)." } @else { "the team's setting." } } (error("sessionTtl")) }
             input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(form.get("sessionTtl").unwrap_or(""));
             label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
             textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
@@ -170,9 +203,11 @@ async fn form_page(
     )
 }
 
-/// The edit form's fields as they stand for `detail`.
-fn form_of(detail: &LicenseDetail) -> Form {
+/// The edit form's fields as they stand for `detail` (shown with its plan `plan`: the limits it
+/// overrides, and its own products and entitlements, those besides the plan's).
+fn form_of(detail: &LicenseDetail, plan: Option<&Policy>) -> Form {
     let l = &detail.license;
+    let own = |term: Term| plan.is_none() || l.overrides.contains(&term);
     let mut pairs = vec![
         ("licenseKey".to_owned(), l.license_key.as_str().to_owned()),
         (
@@ -203,29 +238,34 @@ fn form_of(detail: &LicenseDetail) -> Form {
     if let Some(days) = l.expiration_days {
         add("expirationDays", days.to_string());
     }
-    if let Some(limit) = l.hwid_limit {
-        add("hwidLimit", limit.to_string());
-    }
-    if let Some(limit) = l.ip_limit {
-        add("ipLimit", limit.to_string());
-    }
-    if let Some(limit) = l.session_limit {
-        add("sessionLimit", limit.to_string());
-    }
-    if let Some(ttl) = l.session_ttl {
-        add("sessionTtl", ttl.to_string());
+    for (term, name, value) in [
+        (Term::HwidLimit, "hwidLimit", l.hwid_limit),
+        (Term::IpLimit, "ipLimit", l.ip_limit),
+        (Term::SessionLimit, "sessionLimit", l.session_limit),
+        (Term::SessionTtl, "sessionTtl", l.session_ttl),
+    ] {
+        if let Some(value) = value.filter(|_| own(term)) {
+            add(name, value.to_string());
+        }
     }
     if l.suspended {
         add("suspended", "true".to_owned());
     }
+    if let Some(p) = plan {
+        add("policyId", p.id.to_string());
+    }
     for p in &l.product_ids {
-        add("productIds", p.to_string());
+        if plan.is_none_or(|plan| !plan.product_ids.contains(p)) {
+            add("productIds", p.to_string());
+        }
     }
     for c in &l.customer_ids {
         add("customerIds", c.to_string());
     }
     for e in &l.entitlement_ids {
-        add("entitlementIds", e.to_string());
+        if plan.is_none_or(|plan| !plan.entitlement_ids.contains(e)) {
+            add("entitlementIds", e.to_string());
+        }
     }
     Form::from_pairs(pairs)
 }
@@ -247,10 +287,15 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
         ));
     }
     let detail = api::perform(ctx, staff, GetLicense(id)).await?;
+    let plan = match detail.license.policy_id {
+        Some(policy) => Some(api::perform(ctx, staff, GetPolicy(policy)).await?),
+        None => None,
+    };
     let editing = Editing {
         id,
         key: detail.license.license_key.as_str().to_owned(),
         customers: detail.customers.clone(),
+        plan,
     };
     Ok((editing, detail))
 }
@@ -259,7 +304,8 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
 pub(crate) async fn edit_page(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     match editing(ctx, staff, id).await {
         Ok((editing, detail)) => {
-            form_page(ctx, staff, &form_of(&detail), None, Some(&editing)).await
+            let form = form_of(&detail, editing.plan.as_ref());
+            form_page(ctx, staff, &form, None, Some(&editing)).await
         }
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
@@ -292,6 +338,41 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
         session_ttl: c.session_ttl,
         ..LicenseUpdate::default()
     };
+    // A plan chosen, or none (which takes the license off its plan, keeping what applied).
+    match c.policy_id {
+        Some(id) => {
+            body.policy_id = Patch::Value(id);
+            // A blank limit on a plan: the plan's value (its override dropped).
+            let blank = [
+                ("hwidLimit", &mut body.hwid_limit),
+                ("ipLimit", &mut body.ip_limit),
+                ("sessionLimit", &mut body.session_limit),
+                ("sessionTtl", &mut body.session_ttl),
+            ];
+            let mut inherit = Vec::new();
+            for (name, member) in blank {
+                if member.is_missing() {
+                    inherit.push(name.to_owned());
+                }
+            }
+            body.inherit = Patch::Value(inherit);
+        }
+        None if current.policy_id.is_some() => {
+            body.policy_id = Patch::Null;
+            // Taken off its plan, a blank limit keeps what applied (the license's own from now).
+            for member in [
+                &mut body.hwid_limit,
+                &mut body.ip_limit,
+                &mut body.session_limit,
+                &mut body.session_ttl,
+            ] {
+                if matches!(member, Patch::Null) {
+                    *member = Patch::Missing;
+                }
+            }
+        }
+        None => {}
+    }
     let unchanged = match (current.expiration_type, form.get("expirationType")) {
         (ExpirationType::Never, Some("NEVER")) => true,
         (ExpirationType::Date, Some("DATE")) => {
@@ -385,6 +466,13 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
         }
     }
     let kind = form.get("expirationType").unwrap_or("NEVER");
+    let policy_id = form.text("policyId").map(str::to_owned);
+    // With a plan, a blank limit is left out (the plan's); without, it is none.
+    let limit = |name: &str, problems: &mut Vec<FieldError>| match number(form, name, problems) {
+        Some(n) => Patch::Value(n),
+        None if policy_id.is_some() => Patch::Missing,
+        None => Patch::Null,
+    };
     let mut body = LicenseCreate {
         product_ids: Some(
             form.all("productIds")
@@ -399,14 +487,15 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
                 .map(str::to_owned)
                 .collect()
         }),
-        expiration_type: Some(kind.to_owned()),
+        expiration_type: (kind != "PLAN").then(|| kind.to_owned()),
         metadata: Some(metadata),
         suspended: Some(form.get("suspended").is_some()),
         send_email_delivery: Some(form.get("sendEmailDelivery").is_some()),
-        hwid_limit: number(form, "hwidLimit", &mut problems).into(),
-        ip_limit: number(form, "ipLimit", &mut problems).into(),
-        session_limit: number(form, "sessionLimit", &mut problems).into(),
-        session_ttl: number(form, "sessionTtl", &mut problems).into(),
+        hwid_limit: limit("hwidLimit", &mut problems),
+        ip_limit: limit("ipLimit", &mut problems),
+        session_limit: limit("sessionLimit", &mut problems),
+        session_ttl: limit("sessionTtl", &mut problems),
+        policy_id: policy_id.clone(),
         ..LicenseCreate::default()
     };
     match kind {

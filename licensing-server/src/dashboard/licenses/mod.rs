@@ -84,6 +84,7 @@ struct Listing {
     search: String,
     product: String,
     entitlement: String,
+    policy: String,
     state: &'static str,
     kind: &'static str,
     suspended: &'static str,
@@ -103,6 +104,7 @@ impl Listing {
             search: ctx.param("search").unwrap_or_default().trim().to_owned(),
             product: ctx.param("product").unwrap_or_default(),
             entitlement: ctx.param("entitlement").unwrap_or_default(),
+            policy: ctx.param("policy").unwrap_or_default(),
             state: chosen("status", &["ACTIVE", "EXPIRED"]),
             kind: chosen("expirationType", &["NEVER", "DATE", "DURATION"]),
             suspended: chosen("suspended", &["true", "false"]),
@@ -118,6 +120,7 @@ impl Listing {
             ("search", self.search.as_str()),
             ("product", self.product.as_str()),
             ("entitlement", self.entitlement.as_str()),
+            ("policy", self.policy.as_str()),
             ("status", self.state),
             ("expirationType", self.kind),
             ("suspended", self.suspended),
@@ -175,6 +178,13 @@ impl Listing {
                 id,
                 products: Vec::new(),
             });
+        }
+        if !self.policy.is_empty() {
+            let id = self
+                .policy
+                .parse()
+                .map_err(|_| ApiError::bad_field("policy", "is not a policy id"))?;
+            query.filter.policy_id = Some(id);
         }
         if !self.state.is_empty() {
             query.filter.expiry = Some(ExpiryFilter {
@@ -247,6 +257,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let page_number: u32 = page::page_number(ctx);
     let products = products(ctx, staff).await?;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
+    let policies = crate::dashboard::policies::readable(ctx, staff).await?;
     let (mut query, text) = listing.query(ctx.now)?;
     query.paging.page = page_number;
     let (result, found_by) = find(&api::cx(ctx, staff), query, text.as_ref()).await?;
@@ -296,6 +307,9 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &l.product))
             @if !entitlements.is_empty() {
                 (page::filter(("entitlement", "Entitlement", "Any"), entitlements.iter().map(|e| (e.id, &e.code)), &l.entitlement))
+            }
+            @if !policies.is_empty() {
+                (page::filter(("policy", "Plan", "Any"), policies.iter().map(|p| (p.id, &p.name)), &l.policy))
             }
             (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], l.state))
             (page::filter(

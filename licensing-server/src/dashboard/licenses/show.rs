@@ -50,6 +50,19 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let requests = super::history::section(ctx, staff, id, &detail.products).await?;
     let l = &detail.license;
+    // Its plan, named when the role may read policies.
+    let plan = match l.policy_id {
+        Some(policy) if staff.may_perform::<crate::app::policies::GetPolicy>() => {
+            Some(api::perform(ctx, staff, crate::app::policies::GetPolicy(policy)).await?)
+        }
+        _ => None,
+    };
+    // Where a limit comes from, on a plan: the plan, or the license itself.
+    let source = |term: licensing_core::model::Term| match l.policy_id {
+        None => "",
+        Some(_) if l.overrides.contains(&term) => " (set on this license)",
+        Some(_) => " (the plan's)",
+    };
     let granted = effective_codes(
         &l.entitlement_ids,
         detail.products.iter().map(|p| p.entitlement_ids.as_slice()),
@@ -111,6 +124,16 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         }
         div.card {
             dl.facts {
+                @if let Some(policy_id) = l.policy_id {
+                    dt { "Plan" }
+                    dd {
+                        @if let Some(p) = &plan {
+                            a href={ "/dashboard/policies/" (p.id) } { (p.name) }
+                        } @else {
+                            code { (policy_id) }
+                        }
+                    }
+                }
                 dt { "Customers" }
                 dd {
                     @if detail.customers.is_empty() { "None" }
@@ -135,9 +158,9 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                     }
                 }
                 dt { "Expires" } dd { (expiry_text(l)) }
-                dt { "Device limit" } dd { (limit(l.hwid_limit)) }
-                dt { "Address limit" } dd { (limit(l.ip_limit)) }
-                dt { "Concurrent sessions" } dd { (limit(l.session_limit)) }
+                dt { "Device limit" } dd { (limit(l.hwid_limit)) (source(licensing_core::model::Term::HwidLimit)) }
+                dt { "Address limit" } dd { (limit(l.ip_limit)) (source(licensing_core::model::Term::IpLimit)) }
+                dt { "Concurrent sessions" } dd { (limit(l.session_limit)) (source(licensing_core::model::Term::SessionLimit)) }
                 dt { "Created" } dd { (page::when(staff, l.created_at)) }
                 dt { "Last changed" } dd { (page::when(staff, l.updated_at)) }
                 dt { "Last active" } dd { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
