@@ -232,12 +232,11 @@ impl LicenseFile {
         }
         // A file issued in a grace period holds until the grace ends (its expiry never passes
         // it either).
-        let end = payload
+        let end = payload.data.license.terms.grace_until.or(payload
             .data
             .license
             .terms
-            .grace_until
-            .or(payload.data.license.terms.expiration_date);
+            .expiration_date);
         if let Some(end) = end
             && now >= end
         {

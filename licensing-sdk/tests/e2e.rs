@@ -48,7 +48,9 @@ impl Running {
         let mut config = Config::for_data_dir(dir.path());
         config.rate_limit_per_minute = 0;
         config.dev_rate_limit_per_minute = 0;
-        let server = Server::bind_with_store(config, store.clone()).await.unwrap();
+        let server = Server::bind_with_store(config, store.clone())
+            .await
+            .unwrap();
         let base = format!("http://{}", server.local_addr());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
@@ -525,7 +527,10 @@ async fn a_policys_grace_period_is_reported_to_the_application() {
 
     let l = json!({"licenseKey": made.license.license_key.as_str()});
     let client = server.client(&server.base);
-    let verified = client.verify(&body_for(&l, "sdk-grace-0001")).await.unwrap();
+    let verified = client
+        .verify(&body_for(&l, "sdk-grace-0001"))
+        .await
+        .unwrap();
     let until = verified.grace_until().expect("in its grace period");
     assert!(verified.result.details.contains("grace period until"));
     let task = client.spawn_heartbeat(

@@ -486,7 +486,10 @@ mod tests {
         assert_eq!(policies.effective(&l).hwid_limit, Some(5));
         // Taken off the policy with what applied.
         let d = l.detached(&p);
-        assert_eq!((d.policy_id, d.hwid_limit, d.ip_limit), (None, Some(5), Some(9)));
+        assert_eq!(
+            (d.policy_id, d.hwid_limit, d.ip_limit),
+            (None, Some(5), Some(9))
+        );
         assert!(d.overrides.is_empty());
         assert_eq!(d.product_ids.len(), 2);
     }

@@ -196,10 +196,7 @@ pub const NO_ENTITLEMENT: &[Refusal] = &[refusal(
 )];
 
 /// No such policy.
-pub const NO_POLICY: &[Refusal] = &[refusal(
-    404,
-    "BAD_REQUEST (no such policy of the team)",
-)];
+pub const NO_POLICY: &[Refusal] = &[refusal(404, "BAD_REQUEST (no such policy of the team)")];
 
 /// An operation's own refusals, beside the shared sets: `refusals![(409, "CONFLICT: …")]`.
 #[macro_export]

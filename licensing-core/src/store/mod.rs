@@ -38,15 +38,16 @@ use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
     HealthChange, HourlyStats, Hwid, IpRecord, License, LicenseSession, OutboxMessage, Overview,
-    Policy, Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures,
-    TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    Policy, Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team,
+    TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint,
+    WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, StaffId, TeamId, Timestamp,
-    WebhookId,
+    LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, StaffId, TeamId,
+    Timestamp, WebhookId,
 };
 
 /// One page of a list.
@@ -353,8 +354,7 @@ pub trait PolicyStore: Send + Sync {
         id: PolicyId,
     ) -> impl Future<Output = StoreResult<Option<Policy>>> + Send;
     /// Every policy of the team, oldest first.
-    fn list_policies(&self, team: TeamId)
-    -> impl Future<Output = StoreResult<Vec<Policy>>> + Send;
+    fn list_policies(&self, team: TeamId) -> impl Future<Output = StoreResult<Vec<Policy>>> + Send;
     /// Replaces a policy: every license on it follows at once.
     fn update_policy(
         &self,

@@ -165,7 +165,7 @@ fn blacklists_match_ip_cidr_country_and_hwid_in_that_order() {
     for (entries, expected) in cases {
         let bl = Blacklist::compile(&entries);
         let ctx = Context {
-        grace_days: 0,
+            grace_days: 0,
             settings: &settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -237,7 +237,7 @@ fn customers_and_products_follow_the_strict_settings() {
     ];
     for (settings, customer, product, expected) in cases {
         let ctx = Context {
-        grace_days: 0,
+            grace_days: 0,
             settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -533,7 +533,7 @@ fn release_rules() {
     ];
     for (kind, settings, version, branch, expected, served) in cases {
         let ctx = Context {
-        grace_days: 0,
+            grace_days: 0,
             settings,
             blacklist: &bl,
             license: Some(&lic),
@@ -591,7 +591,7 @@ fn a_version_without_a_branch_is_found_on_any_branch() {
     let find = |releases: &[Release], kind, version: Option<&str>| -> Option<String> {
         let version = version.map(|v| Version::parse(v).unwrap());
         let ctx = Context {
-        grace_days: 0,
+            grace_days: 0,
             settings: &settings,
             blacklist: &bl,
             license: Some(&lic),

@@ -4,16 +4,15 @@
 use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, BulkAction, BulkLicenseBody, CustomerBody,
     CustomerListQuery, DetachQuery, DeviceListQuery, EntitlementBody, EntitlementListQuery,
-    ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging,
-    PolicyBody, PolicyListQuery, ProductBody,
-    ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery, SettingsBody, WebhookBody,
+    ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, PolicyBody,
+    PolicyListQuery, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
+    SettingsBody, WebhookBody,
 };
 use licensing_core::api::{
     ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
     EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
     LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, PolicyDeleted, PolicyPage,
-    ProductPage, ReleasePage,
-    RequestLogPage, SessionPage, WebhookList,
+    ProductPage, ReleasePage, RequestLogPage, SessionPage, WebhookList,
 };
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, License, LicenseDetail,
@@ -372,7 +371,8 @@ impl DevClient {
     /// (ext) `DELETE {dev}/policies/{policyId}`: refused (409) while licenses use it, unless
     /// `detach` first writes its terms into them.
     pub async fn delete_policy(&self, id: PolicyId, detach: bool) -> Result<PolicyDeleted, Error> {
-        self.perform(&DeletePolicy(id, DetachQuery { detach })).await
+        self.perform(&DeletePolicy(id, DetachQuery { detach }))
+            .await
     }
 
     // Products and branches (ext).

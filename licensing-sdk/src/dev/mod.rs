@@ -183,7 +183,11 @@ paged!(CustomerPage, customers, Customer);
 paged!(ProductPage, products, Product);
 paged!(ReleasePage, releases, ReleaseView);
 paged!(EntitlementPage, entitlements, Entitlement);
-paged!(licensing_core::api::PolicyPage, policies, licensing_core::model::Policy);
+paged!(
+    licensing_core::api::PolicyPage,
+    policies,
+    licensing_core::model::Policy
+);
 
 /// Pages are fetched until one says there is no next page (at most this many, as a guard).
 const MAX_PAGES: u32 = 100_000;

@@ -42,11 +42,15 @@ impl Run for IssueLicenseFile {
         let mut data =
             steps::verify_data(&state.store, &license, granted.products, None, None, None).await?;
         data.license.entitlements = granted.codes;
-        data.license.grace_until = licensing_core::verify::grace_until(&license, grace_days, cx.now);
+        data.license.grace_until =
+            licensing_core::verify::grace_until(&license, grace_days, cx.now);
         // Without a ttl of its own, the file lives as long as its policy says (if it says).
-        let ttl = request
-            .ttl
-            .or_else(|| context.policies.of(&stored).and_then(|p| p.license_file_ttl));
+        let ttl = request.ttl.or_else(|| {
+            context
+                .policies
+                .of(&stored)
+                .and_then(|p| p.license_file_ttl)
+        });
         if !cx.caller.allows(Scope::read(Resource::Customers)) {
             // Who the customers are is for callers that may read customers.
             data.customers.clear();

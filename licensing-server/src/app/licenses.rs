@@ -169,7 +169,9 @@ impl Run for UpdateLicense {
         let updated = self.1.apply_to(&base, cx.now)?;
         let new_policy = match updated.policy_id {
             None => None,
-            Some(id) if Some(id) == existing.policy_id && old_policy.is_some() => old_policy.clone(),
+            Some(id) if Some(id) == existing.policy_id && old_policy.is_some() => {
+                old_policy.clone()
+            }
             Some(id) => Some(super::policies::lookup(cx, id).await?),
         };
         let updated = match &new_policy {
@@ -271,7 +273,12 @@ impl Run for ExtendLicense {
             applied(cx, existing).await?,
             applied(cx, extended.clone()).await?,
         );
-        let journal = cx.change(Action::LicenseUpdated, extended.id, Some(&before), Some(&after));
+        let journal = cx.change(
+            Action::LicenseUpdated,
+            extended.id,
+            Some(&before),
+            Some(&after),
+        );
         cx.state.store.update_license(&extended, &journal).await?;
         detail(cx, after).await
     }

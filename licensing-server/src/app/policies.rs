@@ -46,7 +46,11 @@ impl Operation for PolicyLicenses {
 impl Run for PolicyLicenses {
     async fn run(self, cx: &Cx) -> Result<u64, ApiError> {
         lookup(cx, self.0).await?;
-        Ok(cx.state.store.count_policy_licenses(cx.team, self.0).await?)
+        Ok(cx
+            .state
+            .store
+            .count_policy_licenses(cx.team, self.0)
+            .await?)
     }
 }
 

@@ -31,7 +31,7 @@ pub(super) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -186,7 +186,12 @@ fn body(form: &Form) -> Result<PolicyBody, Failure> {
     let kind = form.get("expirationType").unwrap_or("NEVER").to_owned();
     let body = PolicyBody {
         name: Patch::Value(form.get("name").unwrap_or("").trim().to_owned()),
-        product_ids: Patch::Value(form.all("productIds").into_iter().map(str::to_owned).collect()),
+        product_ids: Patch::Value(
+            form.all("productIds")
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
         entitlement_ids: match form.get("entitlementsShown") {
             Some(_) => Patch::Value(
                 form.all("entitlementIds")
@@ -226,7 +231,10 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         Err(f) => Err(f),
     };
     match made {
-        Ok(p) => page::redirect(&format!("/dashboard/policies/{}?notice=policy-created", p.id)),
+        Ok(p) => page::redirect(&format!(
+            "/dashboard/policies/{}?notice=policy-created",
+            p.id
+        )),
         Err(f) if f.status == 400 || f.status == 404 => {
             list(ctx, staff, After::Refused(form, &f)).await
         }
@@ -324,7 +332,10 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
         (Err(f), _) | (_, Err(f)) => Err(f),
     };
     match saved {
-        Ok(p) => page::redirect(&format!("/dashboard/policies/{}?notice=policy-updated", p.id)),
+        Ok(p) => page::redirect(&format!(
+            "/dashboard/policies/{}?notice=policy-updated",
+            p.id
+        )),
         Err(f) if f.status == 400 => show(ctx, staff, id, After::Refused(form, &f)).await,
         Err(f) => page::failure(ctx, Some(staff), &f),
     }

@@ -25,8 +25,7 @@ use crate::runtime::keyring::Keyring;
 use licensing_core::EntitlementId;
 use licensing_core::model::{ClientEvents, Policies, Team};
 use licensing_core::store::{
-    BlacklistStore, EntitlementStore, PolicyStore, StoreError, StoreResult, TeamStore,
-    WebhookStore,
+    BlacklistStore, EntitlementStore, PolicyStore, StoreError, StoreResult, TeamStore, WebhookStore,
 };
 use licensing_core::verify::Blacklist;
 

@@ -3008,7 +3008,11 @@ async fn policies_in_the_dashboard() {
         .submit(
             &page,
             "/dashboard/policies",
-            &[("name", "Pro"), ("expirationType", "DURATION"), ("hwidLimit", "3")],
+            &[
+                ("name", "Pro"),
+                ("expirationType", "DURATION"),
+                ("hwidLimit", "3"),
+            ],
         )
         .await;
     assert_eq!(bad.status, 400, "{}", bad.text);
@@ -3028,8 +3032,14 @@ async fn policies_in_the_dashboard() {
         .await;
     assert_eq!(made.status, 303, "{}", made.text);
     let policy_page = made.location().split('?').next().unwrap().to_owned();
-    let policy = policy_page.trim_start_matches("/dashboard/policies/").to_owned();
-    owner.get("/dashboard/policies").await.has("Pro").has("7 days");
+    let policy = policy_page
+        .trim_start_matches("/dashboard/policies/")
+        .to_owned();
+    owner
+        .get("/dashboard/policies")
+        .await
+        .has("Pro")
+        .has("7 days");
 
     // A license on the plan: its expiration as the plan says, its limits the plan's.
     let form = owner.get("/dashboard/licenses/new").await;
@@ -3038,13 +3048,23 @@ async fn policies_in_the_dashboard() {
         .submit(
             &form,
             "/dashboard/licenses",
-            &[("policyId", &policy), ("expirationType", "PLAN"), ("ipLimit", "4")],
+            &[
+                ("policyId", &policy),
+                ("expirationType", "PLAN"),
+                ("ipLimit", "4"),
+            ],
         )
         .await;
     assert_eq!(made.status, 303, "{}", made.text);
     let license_page = made.location().split('?').next().unwrap().to_owned();
-    let id = license_page.trim_start_matches("/dashboard/licenses/").to_owned();
-    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    let id = license_page
+        .trim_start_matches("/dashboard/licenses/")
+        .to_owned();
+    let license = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
     assert_eq!(license["policyId"], json!(policy));
     assert_eq!(license["expirationDays"], 365);
     assert_eq!(license["hwidLimit"], 3);
@@ -3074,8 +3094,16 @@ async fn policies_in_the_dashboard() {
         )
         .await;
     assert_eq!(saved.status, 303, "{}", saved.text);
-    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
-    assert_eq!(license["overrides"], json!([]), "a blank limit is the plan's");
+    let license = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
+    assert_eq!(
+        license["overrides"],
+        json!([]),
+        "a blank limit is the plan's"
+    );
     assert_eq!(license["ipLimit"], Value::Null);
     assert_eq!(license["expirationDays"], 365);
 
@@ -3096,7 +3124,11 @@ async fn policies_in_the_dashboard() {
         )
         .await;
     assert_eq!(saved.status, 303, "{}", saved.text);
-    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    let license = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
     assert_eq!(license["hwidLimit"], 5);
     owner
         .get(&format!("/dashboard/licenses?policy={policy}"))
@@ -3110,7 +3142,11 @@ async fn policies_in_the_dashboard() {
         .submit(&confirm, &format!("{policy_page}/delete"), &[])
         .await;
     assert_eq!(deleted.status, 303, "{}", deleted.text);
-    let license = s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok().clone();
+    let license = s
+        .get(&s.dev(&format!("licenses/id/{id}")))
+        .await
+        .ok()
+        .clone();
     assert_eq!(license["policyId"], Value::Null);
     assert_eq!(license["hwidLimit"], 5);
 }

@@ -124,7 +124,11 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             format!("policies/{policy}"),
             body(json!({"name": "Changed", "hwidLimit": 9})),
         ),
-        (Method::DELETE, format!("policies/{policy}?detach=true"), None),
+        (
+            Method::DELETE,
+            format!("policies/{policy}?detach=true"),
+            None,
+        ),
         (Method::POST, "products".into(), body(json!({"name": "X"}))),
         (Method::GET, "products".into(), None),
         (Method::GET, format!("products/{product}"), None),

@@ -84,8 +84,14 @@ async fn policies_are_created_listed_updated_and_checked_field_by_field() {
     // Field-named refusals.
     for (body, fields) in [
         (json!({}), vec!["name"]),
-        (json!({"name": "x", "expirationType": "DATE"}), vec!["expirationType"]),
-        (json!({"name": "x", "expirationType": "DURATION"}), vec!["expirationDays"]),
+        (
+            json!({"name": "x", "expirationType": "DATE"}),
+            vec!["expirationType"],
+        ),
+        (
+            json!({"name": "x", "expirationType": "DURATION"}),
+            vec!["expirationDays"],
+        ),
         (
             json!({"name": "x", "graceDays": 400, "hwidLimit": 0}),
             vec!["hwidLimit", "graceDays"],
@@ -127,13 +133,19 @@ async fn policies_are_created_listed_updated_and_checked_field_by_field() {
     // An update changes what it gives; null clears to the default.
     let url = s.dev(&format!("policies/{}", id_of(&pro)));
     let updated = s
-        .put(&url, r#"{"hwidLimit":5,"graceDays":null,"selfServiceResets":null}"#)
+        .put(
+            &url,
+            r#"{"hwidLimit":5,"graceDays":null,"selfServiceResets":null}"#,
+        )
         .await
         .ok()
         .clone();
     assert_eq!(updated["hwidLimit"], 5);
     assert_eq!(updated["graceDays"], 0);
-    assert_eq!(updated["selfServiceResets"], json!({"count": 3, "periodDays": 30}));
+    assert_eq!(
+        updated["selfServiceResets"],
+        json!({"count": 3, "periodDays": 30})
+    );
     assert_eq!(updated["name"], "Pro");
     assert_eq!(s.get(&url).await.ok()["hwidLimit"], 5);
     s.put(&url, r#"{"name":null}"#)
@@ -141,17 +153,26 @@ async fn policies_are_created_listed_updated_and_checked_field_by_field() {
         .err(400, "BAD_REQUEST");
     let missing = s.dev(&format!("policies/{}", licensing_core::PolicyId::new()));
     s.get(&missing).await.err(404, "BAD_REQUEST");
-    s.put(&missing, r#"{"name":"x"}"#).await.err(404, "BAD_REQUEST");
+    s.put(&missing, r#"{"name":"x"}"#)
+        .await
+        .err(404, "BAD_REQUEST");
 
     // Audited.
-    let log = s.get(&s.dev("audit-log?resourceType=policy")).await.ok().clone();
+    let log = s
+        .get(&s.dev("audit-log?resourceType=policy"))
+        .await
+        .ok()
+        .clone();
     let actions: Vec<&str> = log["entries"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| e["action"].as_str().unwrap())
         .collect();
-    assert!(actions.contains(&"policy.created") && actions.contains(&"policy.updated"), "{log}");
+    assert!(
+        actions.contains(&"policy.created") && actions.contains(&"policy.updated"),
+        "{log}"
+    );
 }
 
 #[tokio::test]
@@ -167,9 +188,7 @@ async fn licenses_follow_their_policy_live_except_what_they_override() {
     let policy_url = s.dev(&format!("policies/{}", id_of(&pro)));
 
     // Created on the policy: its expiration copied, its terms shown, nothing overridden.
-    let l = s
-        .license(&json!({"policyId": pro["id"]}).to_string())
-        .await;
+    let l = s.license(&json!({"policyId": pro["id"]}).to_string()).await;
     assert_eq!(l["policyId"], pro["id"]);
     assert_eq!(l["expirationType"], "DURATION");
     assert_eq!(l["expirationDays"], 30);
@@ -206,10 +225,19 @@ async fn licenses_follow_their_policy_live_except_what_they_override() {
         .ok()
         .clone();
     assert_eq!(overridden["overrides"], json!(["hwidLimit", "ipLimit"]));
-    assert_eq!(overridden["ipLimit"], Value::Null, "null overrides as no limit");
-    s.put(&policy_url, r#"{"hwidLimit":4,"ipLimit":20}"#).await.ok();
+    assert_eq!(
+        overridden["ipLimit"],
+        Value::Null,
+        "null overrides as no limit"
+    );
+    s.put(&policy_url, r#"{"hwidLimit":4,"ipLimit":20}"#)
+        .await
+        .ok();
     let shown = s.get(&license_url).await.ok().clone();
-    assert_eq!((&shown["hwidLimit"], &shown["ipLimit"]), (&json!(3), &Value::Null));
+    assert_eq!(
+        (&shown["hwidLimit"], &shown["ipLimit"]),
+        (&json!(3), &Value::Null)
+    );
     // ... and inherit drops it.
     let inherited = s
         .put(&license_url, r#"{"inherit":["hwidLimit"]}"#)
@@ -237,10 +265,17 @@ async fn licenses_follow_their_policy_live_except_what_they_override() {
     assert_eq!(page["licenses"][0]["hwidLimit"], 4);
 
     // Taken off the policy: what applied becomes its own.
-    let off = s.put(&license_url, r#"{"policyId":null}"#).await.ok().clone();
+    let off = s
+        .put(&license_url, r#"{"policyId":null}"#)
+        .await
+        .ok()
+        .clone();
     assert_eq!(off["policyId"], Value::Null);
     assert_eq!(off["overrides"], json!([]));
-    assert_eq!((&off["hwidLimit"], &off["ipLimit"]), (&json!(4), &Value::Null));
+    assert_eq!(
+        (&off["hwidLimit"], &off["ipLimit"]),
+        (&json!(4), &Value::Null)
+    );
     assert_eq!(off["productIds"], json!([product["id"]]));
     s.put(&policy_url, r#"{"hwidLimit":9}"#).await.ok();
     assert_eq!(s.get(&license_url).await.ok()["hwidLimit"], 4);
@@ -274,7 +309,9 @@ async fn grace_answers_valid_until_it_ends_and_is_gone_with_the_policys_grace() 
         json!({"name": "Yearly", "expirationType": "DURATION", "expirationDays": 365, "graceDays": 7}),
     )
     .await;
-    let l = s.license(&json!({"policyId": plan["id"]}).to_string()).await;
+    let l = s
+        .license(&json!({"policyId": plan["id"]}).to_string())
+        .await;
     let key = l["licenseKey"].as_str().unwrap().to_owned();
     expired_days_ago(&s, &l, 2).await;
 
@@ -311,11 +348,21 @@ async fn grace_answers_valid_until_it_ends_and_is_gone_with_the_policys_grace() 
         )
         .await;
     let expires = file.ok()["expiresAt"].as_str().unwrap().to_owned();
-    assert!(Timestamp::parse(&expires).unwrap() <= end, "{expires} > {until}");
+    assert!(
+        Timestamp::parse(&expires).unwrap() <= end,
+        "{expires} > {until}"
+    );
 
     // Outside grace nothing is said of it.
-    let fresh = s.license(&json!({"policyId": plan["id"]}).to_string()).await;
-    let answer = verify(&s, fresh["licenseKey"].as_str().unwrap(), "grace-device-0002").await;
+    let fresh = s
+        .license(&json!({"policyId": plan["id"]}).to_string())
+        .await;
+    let answer = verify(
+        &s,
+        fresh["licenseKey"].as_str().unwrap(),
+        "grace-device-0002",
+    )
+    .await;
     assert_eq!(answer.body["result"]["details"], "License is valid");
     assert!(answer.body["data"]["license"].get("graceUntil").is_none());
 
@@ -344,9 +391,15 @@ async fn grace_answers_valid_until_it_ends_and_is_gone_with_the_policys_grace() 
 #[tokio::test]
 async fn deleting_a_policy_in_use_is_refused_or_detaches_its_licenses() {
     let s = TestServer::start().await;
-    let plan = policy(&s, json!({"name": "Team", "hwidLimit": 2, "sessionLimit": 3})).await;
+    let plan = policy(
+        &s,
+        json!({"name": "Team", "hwidLimit": 2, "sessionLimit": 3}),
+    )
+    .await;
     let url = s.dev(&format!("policies/{}", id_of(&plan)));
-    let a = s.license(&json!({"policyId": plan["id"]}).to_string()).await;
+    let a = s
+        .license(&json!({"policyId": plan["id"]}).to_string())
+        .await;
     let b = s
         .license(&json!({"policyId": plan["id"], "hwidLimit": 5}).to_string())
         .await;
@@ -498,7 +551,11 @@ async fn archives_carry_policies_and_the_licenses_on_them() {
     use licensing_core::store::PolicyStore;
 
     let s = TestServer::start().await;
-    let product = s.post(&s.dev("products"), r#"{"name":"Desk"}"#).await.ok().clone();
+    let product = s
+        .post(&s.dev("products"), r#"{"name":"Desk"}"#)
+        .await
+        .ok()
+        .clone();
     let plan = policy(
         &s,
         json!({"name": "Pro", "hwidLimit": 3, "graceDays": 7, "productIds": [product["id"]]}),
@@ -528,7 +585,10 @@ async fn archives_carry_policies_and_the_licenses_on_them() {
     assert_eq!(back, s.store.list_policies(team).await.unwrap());
     let id: LicenseId = l["id"].as_str().unwrap().parse().unwrap();
     let license = restored.get_license(team, id).await.unwrap().unwrap();
-    assert_eq!(license, s.store.get_license(team, id).await.unwrap().unwrap());
+    assert_eq!(
+        license,
+        s.store.get_license(team, id).await.unwrap().unwrap()
+    );
     assert_eq!(license.policy_id, Some(back[0].id));
     assert_eq!(license.overrides, [licensing_core::model::Term::IpLimit]);
 }

@@ -194,10 +194,7 @@ async fn write_format_fixture() {
         )
         .await;
     let on_policy = api
-        .post(
-            "licenses",
-            json!({"policyId": plan["id"], "ipLimit": 5}),
-        )
+        .post("licenses", json!({"policyId": plan["id"], "ipLimit": 5}))
         .await;
     let key = license["licenseKey"].as_str().unwrap();
     let device = "fixture-device-1";

@@ -649,7 +649,7 @@ impl LicenseUpdate {
                 if set_here {
                     v.push(
                         "inherit",
-                        &format!("{name} is both given and inherited: leave one out"),
+                        format!("{name} is both given and inherited: leave one out"),
                     );
                 }
                 match term {

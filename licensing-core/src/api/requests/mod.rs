@@ -26,13 +26,13 @@ pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use license::{
     ExpirationAsk, ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense,
 };
-pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
     EntitlementListQuery, EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery,
-    LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter, ProductListQuery, ProductSort, ReleaseFilter,
-    ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
+    LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter, ProductListQuery,
+    ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };
+pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
 pub use request_log::RequestLogQuery;

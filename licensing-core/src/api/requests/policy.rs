@@ -171,7 +171,7 @@ fn ids<Id: From<uuid::Uuid> + PartialEq>(
 
 fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
     if raw.len() > MAX_METERS {
-        v.push("meters", &format!("must hold at most {MAX_METERS} meters"));
+        v.push("meters", format!("must hold at most {MAX_METERS} meters"));
         return Vec::new();
     }
     let mut out: Vec<Meter> = Vec::with_capacity(raw.len());
@@ -179,7 +179,7 @@ fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
         let at = |member: &str| format!("meters[{i}].{member}");
         let code = match m.code {
             None => {
-                v.push(&at("code"), "is required");
+                v.push(at("code"), "is required");
                 None
             }
             Some(code) => v.check(&at("code"), entitlement_code(&code)),
@@ -187,7 +187,7 @@ fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
         if let Some(code) = &code
             && out.iter().any(|o| &o.code == code)
         {
-            v.push(&at("code"), "is used by another meter of this list");
+            v.push(at("code"), "is used by another meter of this list");
         }
         let limit = m
             .limit
@@ -230,10 +230,17 @@ impl PolicyBody {
                 v.push("name", "is required");
                 None
             }
-            other => not_null(&mut v, "name", other).and_then(|n| v.check("name", text(&n, 1, 255))),
+            other => {
+                not_null(&mut v, "name", other).and_then(|n| v.check("name", text(&n, 1, 255)))
+            }
         };
         let product_ids = ids(&mut v, "productIds", raw.product_ids, MAX_IDS);
-        let entitlement_ids = ids(&mut v, "entitlementIds", raw.entitlement_ids, MAX_ENTITLEMENTS);
+        let entitlement_ids = ids(
+            &mut v,
+            "entitlementIds",
+            raw.entitlement_ids,
+            MAX_ENTITLEMENTS,
+        );
         let expiration_type = match raw.expiration_type {
             Patch::Missing => None,
             Patch::Null => Some(ExpirationType::Never),
@@ -253,22 +260,33 @@ impl PolicyBody {
             Patch::Null => Some(ExpirationStart::Creation),
             Patch::Value(t) => v.check("expirationStart", one_of(&t, &STARTS)),
         };
-        let expiration_days =
-            clearable(&mut v, "expirationDays", raw.expiration_days, |d| int_in(d, 1, MAX_DAYS));
-        let hwid_limit =
-            clearable(&mut v, "hwidLimit", raw.hwid_limit, |l| int_in(l, 1, MAX_LIMIT));
+        let expiration_days = clearable(&mut v, "expirationDays", raw.expiration_days, |d| {
+            int_in(d, 1, MAX_DAYS)
+        });
+        let hwid_limit = clearable(&mut v, "hwidLimit", raw.hwid_limit, |l| {
+            int_in(l, 1, MAX_LIMIT)
+        });
         let ip_limit = clearable(&mut v, "ipLimit", raw.ip_limit, |l| int_in(l, 0, MAX_LIMIT))
             .map(|l| l.filter(|&l| l > 0));
-        let session_limit =
-            clearable(&mut v, "sessionLimit", raw.session_limit, |l| int_in(l, 1, MAX_LIMIT));
-        let session_ttl =
-            clearable(&mut v, "sessionTtl", raw.session_ttl, super::license::session_ttl_in);
+        let session_limit = clearable(&mut v, "sessionLimit", raw.session_limit, |l| {
+            int_in(l, 1, MAX_LIMIT)
+        });
+        let session_ttl = clearable(
+            &mut v,
+            "sessionTtl",
+            raw.session_ttl,
+            super::license::session_ttl_in,
+        );
         let grace_days = clearable(&mut v, "graceDays", raw.grace_days, |d| {
             int_in(d, 0, i64::from(MAX_GRACE_DAYS))
         })
         .map(Option::unwrap_or_default);
-        let license_file_ttl =
-            clearable(&mut v, "licenseFileTtl", raw.license_file_ttl, crate::api::file_ttl);
+        let license_file_ttl = clearable(
+            &mut v,
+            "licenseFileTtl",
+            raw.license_file_ttl,
+            crate::api::file_ttl,
+        );
         let self_service_resets = match raw.self_service_resets {
             Patch::Missing => None,
             Patch::Null => Some(SelfServiceResets::default()),
@@ -282,10 +300,9 @@ impl PolicyBody {
                     None => Some(defaults.period_days),
                     Some(d) => v.check("selfServiceResets.periodDays", int_in(d, 1, 365)),
                 };
-                count.zip(period_days).map(|(count, period_days)| SelfServiceResets {
-                    count,
-                    period_days,
-                })
+                count
+                    .zip(period_days)
+                    .map(|(count, period_days)| SelfServiceResets { count, period_days })
             }
         };
         let meters = match raw.meters {
@@ -480,7 +497,10 @@ mod tests {
             .is_empty()
         );
         assert_eq!(problems(r#"{}"#, true), ["name"]);
-        assert_eq!(problems(r#"{"name":"P","expirationType":"DATE"}"#, true), ["expirationType"]);
+        assert_eq!(
+            problems(r#"{"name":"P","expirationType":"DATE"}"#, true),
+            ["expirationType"]
+        );
         assert_eq!(
             problems(r#"{"name":"P","expirationType":"DURATION"}"#, true),
             ["expirationDays"]
@@ -490,7 +510,10 @@ mod tests {
             ["expirationDays"]
         );
         assert_eq!(
-            problems(r#"{"name":"P","graceDays":366,"hwidLimit":0,"licenseFileTtl":5}"#, true),
+            problems(
+                r#"{"name":"P","graceDays":366,"hwidLimit":0,"licenseFileTtl":5}"#,
+                true
+            ),
             ["hwidLimit", "graceDays", "licenseFileTtl"]
         );
         assert_eq!(
@@ -525,7 +548,10 @@ mod tests {
             .unwrap()
             .apply_to(&p, Timestamp::from_millis(5))
             .unwrap();
-        assert_eq!((next.name.as_str(), next.hwid_limit, next.grace_days), ("Pro", None, 0));
+        assert_eq!(
+            (next.name.as_str(), next.hwid_limit, next.grace_days),
+            ("Pro", None, 0)
+        );
         assert!(PolicyBody::parse(br#"{"name":null}"#, false).is_err());
     }
 

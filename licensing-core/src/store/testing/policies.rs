@@ -3,9 +3,7 @@
 use super::*;
 use crate::model::{Meter, MeterPeriod, Policies, Term};
 
-pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: Store>(
-    store: &S,
-) {
+pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: Store>(store: &S) {
     let t = team(store, "A").await;
     let other = team(store, "B").await;
     let mut pro = policy(t.id, "Pro", at(1));
@@ -27,7 +25,10 @@ pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: 
         vec![pro.clone(), basic.clone()]
     );
     assert_eq!(store.get_policy(other.id, pro.id).await.unwrap(), None);
-    assert_eq!(store.get_policy(t.id, pro.id).await.unwrap(), Some(pro.clone()));
+    assert_eq!(
+        store.get_policy(t.id, pro.id).await.unwrap(),
+        Some(pro.clone())
+    );
 
     // A license on a policy of another team is refused; on its own team's, stored as given.
     let mut foreign = license(t.id, t0());
@@ -49,7 +50,6 @@ pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: 
     store.create_entitlement(&e, &Journal::NONE).await.unwrap();
     p.entitlement_ids = Vec::new();
     store.create_product(&p, &Journal::NONE).await.unwrap();
-    let mut pro = pro;
     pro.product_ids = vec![p.id];
     pro.entitlement_ids = vec![e.id];
     store.update_policy(&pro, &Journal::NONE).await.unwrap();
@@ -63,7 +63,10 @@ pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: 
         Some(on_pro.clone())
     );
     assert_eq!(store.count_policy_licenses(t.id, pro.id).await.unwrap(), 2);
-    assert_eq!(store.count_policy_licenses(t.id, basic.id).await.unwrap(), 0);
+    assert_eq!(
+        store.count_policy_licenses(t.id, basic.id).await.unwrap(),
+        0
+    );
     let mut query = LicenseListQuery::default();
     query.filter.policy_id = Some(pro.id);
     let listed = store.list_licenses(t.id, &query).await.unwrap();
@@ -77,18 +80,28 @@ pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: 
         Err(StoreError::NotFound(Entity::Policy))
     ));
     assert!(matches!(
-        store.delete_policy(t.id, theirs.id, true, &Journal::NONE).await,
+        store
+            .delete_policy(t.id, theirs.id, true, &Journal::NONE)
+            .await,
         Err(StoreError::NotFound(Entity::Policy))
     ));
 
     // Deleting a product or an entitlement detaches it from policies too.
-    store.delete_entitlement(t.id, e.id, &Journal::NONE).await.unwrap();
-    store.delete_product(t.id, p.id, &Journal::NONE).await.unwrap();
+    store
+        .delete_entitlement(t.id, e.id, &Journal::NONE)
+        .await
+        .unwrap();
+    store
+        .delete_product(t.id, p.id, &Journal::NONE)
+        .await
+        .unwrap();
     let pro = store.get_policy(t.id, pro.id).await.unwrap().unwrap();
     assert!(pro.product_ids.is_empty() && pro.entitlement_ids.is_empty());
 
     // In use: refused, naming the count; nothing changes.
-    let refused = store.delete_policy(t.id, pro.id, false, &Journal::NONE).await;
+    let refused = store
+        .delete_policy(t.id, pro.id, false, &Journal::NONE)
+        .await;
     assert!(
         matches!(&refused, Err(StoreError::State(m)) if m.contains("2 licenses")),
         "{refused:?}"
@@ -109,10 +122,16 @@ pub async fn policies_are_followed_by_their_licenses_and_deleted_or_detached<S: 
     assert_eq!((l.policy_id, l.hwid_limit), (None, Some(5)));
     assert!(l.overrides.is_empty());
     let l = store.get_license(t.id, on_pro.id).await.unwrap().unwrap();
-    assert_eq!((l.policy_id, l.hwid_limit, l.ip_limit), (None, Some(5), None));
+    assert_eq!(
+        (l.policy_id, l.hwid_limit, l.ip_limit),
+        (None, Some(5), None)
+    );
     // An unused policy deletes without detach; the other team's is untouched.
     assert_eq!(
-        store.delete_policy(t.id, basic.id, false, &Journal::NONE).await.unwrap(),
+        store
+            .delete_policy(t.id, basic.id, false, &Journal::NONE)
+            .await
+            .unwrap(),
         0
     );
     assert!(store.list_policies(t.id).await.unwrap().is_empty());
@@ -144,14 +163,24 @@ pub async fn activity_decides_with_the_policys_terms<S: Store>(store: &S) {
     let policies = || Policies::new(vec![plan.clone()]);
     assert!(record("device-0001", policies()).await.is_ok());
     assert!(record("device-0002", policies()).await.is_ok());
-    assert!(record("device-0003", policies()).await.is_err(), "the policy's limit");
+    assert!(
+        record("device-0003", policies()).await.is_err(),
+        "the policy's limit"
+    );
     let mut raised = plan.clone();
     raised.hwid_limit = Some(3);
-    let recorded = record("device-0003", Policies::new(vec![raised])).await.unwrap();
+    let recorded = record("device-0003", Policies::new(vec![raised]))
+        .await
+        .unwrap();
     // The license as stored: no limit of its own written.
     assert_eq!(recorded.license.overrides, Vec::<Term>::new());
     assert_eq!(
-        store.get_license(t.id, l.id).await.unwrap().unwrap().hwid_limit,
+        store
+            .get_license(t.id, l.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .hwid_limit,
         Some(2)
     );
 }

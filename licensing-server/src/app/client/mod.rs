@@ -433,9 +433,13 @@ async fn validate_with(
         SessionAsk::Checkout(asked) => {
             let max = settings.checkout_max_ttl;
             let life = asked.map_or(max, |t| t.min(max));
-            let expiry =
-                licensing_core::api::file_expiry(&checked.license, checked.grace_until, now, Some(life))
-                .unwrap_or_else(|| now.plus_seconds(life));
+            let expiry = licensing_core::api::file_expiry(
+                &checked.license,
+                checked.grace_until,
+                now,
+                Some(life),
+            )
+            .unwrap_or_else(|| now.plus_seconds(life));
             file = Some((life, expiry));
             // The borrowed seat lives exactly as long as the file (at least a second).
             let lent = u32::try_from((expiry.as_millis() - now.as_millis() + 999) / 1000)

@@ -71,8 +71,13 @@ async fn form_page(
     let plan = chosen_policy.and_then(|id| policies.iter().find(|p| p.id.to_string() == id));
     // With a plan, a blank limit is the plan's (shown as the field's placeholder).
     let inherited = |value: Option<u32>| {
-        plan.map(|_| value.map_or_else(|| "The plan's: no limit".to_owned(), |v| format!("The plan's: {v}")))
-            .unwrap_or_default()
+        plan.map(|_| {
+            value.map_or_else(
+                || "The plan's: no limit".to_owned(),
+                |v| format!("The plan's: {v}"),
+            )
+        })
+        .unwrap_or_default()
     };
     let limit_hint = if plan.is_some() {
         "Empty: the plan's value (a value here overrides it for this license)."

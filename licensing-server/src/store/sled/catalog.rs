@@ -93,8 +93,7 @@ impl PolicyStore for SledStore {
         self.journaled(journal, |tx| {
             tx.require_team(p.team_id)?;
             // Developer writes are serialized: the scan sees every policy there is.
-            let existing: Vec<Policy> =
-                self.scan(&key(&[&[tag::POLICY], p.team_id.as_bytes()]))?;
+            let existing: Vec<Policy> = self.scan(&key(&[&[tag::POLICY], p.team_id.as_bytes()]))?;
             admit_policy(&existing, p)?;
             tx.put_record(policy_key(p.team_id, p.id), p)
         })
@@ -121,7 +120,9 @@ impl PolicyStore for SledStore {
     }
 
     async fn count_policy_licenses(&self, team: TeamId, id: PolicyId) -> StoreResult<u64> {
-        Ok(self.license_ids_by(ix::BY_POLICY, team, id.as_bytes())?.len() as u64)
+        Ok(self
+            .license_ids_by(ix::BY_POLICY, team, id.as_bytes())?
+            .len() as u64)
     }
 
     async fn delete_policy(
@@ -135,7 +136,9 @@ impl PolicyStore for SledStore {
             let policy: Policy = tx
                 .get_record(&policy_key(team, id))?
                 .ok_or(StoreError::NotFound(Entity::Policy))?;
-            let on_it = self.license_ids_by(ix::BY_POLICY, team, id.as_bytes())?.len() as u64;
+            let on_it = self
+                .license_ids_by(ix::BY_POLICY, team, id.as_bytes())?
+                .len() as u64;
             if on_it > 0 && !detach {
                 return Err(policy_in_use(on_it));
             }

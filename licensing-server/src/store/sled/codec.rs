@@ -20,8 +20,8 @@
 
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
-    IpRecord, License, LicenseSession, OutboxMessage, Policy, Product, Release, StaffSession, StaffUser,
-    Team, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    IpRecord, License, LicenseSession, OutboxMessage, Policy, Product, Release, StaffSession,
+    StaffUser, Team, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use licensing_core::store::{StoreError, StoreResult};
 use serde::Serialize;

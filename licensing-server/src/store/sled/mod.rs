@@ -86,8 +86,7 @@ use licensing_core::crypto::ApiKeyHash;
 use licensing_core::model::{
     ApiKeyRecord, AuditEntry, BlacklistEntry, Branch, Customer, Entitlement, HourlyStats, Hwid,
     IpRecord, License, OutboxMessage, Overview, Policy, Product, Release, Team, TeamFeatures,
-    TeamSettings,
-    TopProduct, UsageRecord,
+    TeamSettings, TopProduct, UsageRecord,
 };
 use licensing_core::store::*;
 use licensing_core::validate::HardwareId;

@@ -739,10 +739,8 @@ impl SortColumn for EntitlementSort {
 }
 
 impl SortColumn for PolicySort {
-    const OPTIONS: &'static [(&'static str, Self)] = &[
-        ("name", Self::Name),
-        ("createdAt", Self::CreatedAt),
-    ];
+    const OPTIONS: &'static [(&'static str, Self)] =
+        &[("name", Self::Name), ("createdAt", Self::CreatedAt)];
     const DEFAULT: Self = Self::CreatedAt;
 }
 
