@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use licensing_core::crypto::frames::FrameSealer;
 use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
 use licensing_core::store::{
-    Activity, ActivityRules, ActivityStore, DeviceStore, EntitlementStore, LicenseStore, TeamStore,
-    testing,
+    Activity, ActivityRules, ActivityStore, DeviceStore, EntitlementStore, LicenseStore,
+    PolicyStore, TeamStore, testing,
 };
 use licensing_core::validate::HardwareId;
 use licensing_core::{TeamId, Timestamp};
@@ -295,6 +295,10 @@ struct Known {
     license_key: String,
     device: String,
     ip: String,
+    /// Whether its license is on the team's policy (every other license is; data sets seeded
+    /// before policies have none: the scenario that needs one is skipped).
+    #[serde(default)]
+    on_policy: bool,
 }
 
 /// What the load generator needs to know about the seeded data (kept beside a data set seeded
@@ -420,17 +424,33 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
             .create_entitlement(&entitlement, &licensing_core::store::Journal::NONE)
             .await
             .unwrap();
+        // Every other license is on a policy of the same terms (its limit and entitlement
+        // inherited), so that a verify of one costs what following a plan costs.
+        let mut policy = testing::policy(team.id, "Bench plan", Timestamp::now());
+        policy.hwid_limit = Some(HWID_LIMIT);
+        policy.entitlement_ids = vec![entitlement.id];
+        store
+            .create_policy(&policy, &licensing_core::store::Journal::NONE)
+            .await
+            .unwrap();
+        let policy = Arc::new(policy);
         let workers = 64;
         let mut tasks = Vec::new();
         for w in 0..workers {
             let (store, team, devices) = (store.clone(), team.clone(), devices.clone());
             let entitlement_id = entitlement.id;
+            let policy = policy.clone();
             tasks.push(tokio::spawn(async move {
                 let (mut known, mut keys) = (Vec::new(), Vec::new());
                 for i in (w..per_team).step_by(workers) {
                     let mut license = testing::license(team.id, Timestamp::now());
-                    license.hwid_limit = Some(HWID_LIMIT);
-                    license.entitlement_ids = vec![entitlement_id];
+                    let on_policy = i % 2 == 1;
+                    if on_policy {
+                        license = license.placed(Some(&policy), &[]);
+                    } else {
+                        license.hwid_limit = Some(HWID_LIMIT);
+                        license.entitlement_ids = vec![entitlement_id];
+                    }
                     store
                         .create_license(&license, &licensing_core::store::Journal::NONE)
                         .await
@@ -475,6 +495,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                                 license_key: license.license_key.as_str().to_owned(),
                                 device,
                                 ip: ip.to_string(),
+                                on_policy,
                             });
                         }
                     }
@@ -574,13 +595,18 @@ const LICENSE_WRITE_KEYED: &str = "developer API: create license, keyed";
 const WITH_WEBHOOK: &str = " + webhook";
 
 /// The scenarios of the hot path, in order.
-const HOT_PATH: [&str; 5] = [
+const HOT_PATH: [&str; 6] = [
     "heartbeat, known device",
     "verify with a challenge",
+    ON_POLICY,
     ENTITLED,
     CHECKOUT,
     NEW_DEVICE,
 ];
+
+/// A verify with a challenge of a known device whose license follows a policy (beside the
+/// verify with a challenge, of licenses on none).
+const ON_POLICY: &str = "verify, license on a policy";
 
 /// A verify with a challenge that asks for an entitlement the license grants.
 const ENTITLED: &str = "verify + entitlement, with a challenge";
@@ -643,6 +669,7 @@ async fn hot_path(
     // A known device with a challenge, as is, asking for an entitlement, and checking out.
     let known_device = [
         ("verify with a challenge", "verify", None),
+        (ON_POLICY, "verify", None),
         (
             ENTITLED,
             "verify",
@@ -656,9 +683,19 @@ async fn hot_path(
         if !plan.runs(name) || (scenario == ENTITLED && entitlement.is_none()) {
             continue;
         }
+        // The verify with a challenge of licenses on no policy, beside that of licenses on one
+        // (a data set seeded before policies has none: all its licenses are on none).
+        let k: Vec<Known> = match scenario {
+            "verify with a challenge" => known.iter().filter(|k| !k.on_policy).cloned().collect(),
+            ON_POLICY => known.iter().filter(|k| k.on_policy).cloned().collect(),
+            _ => known.to_vec(),
+        };
+        if k.is_empty() {
+            continue;
+        }
         let (urls, k) = (
             each(bases, &format!("{client_path}/{endpoint}")),
-            known.clone(),
+            Arc::new(k),
         );
         results.push(
             drive(
