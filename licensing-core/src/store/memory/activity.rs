@@ -245,7 +245,8 @@ impl ActivityStore for MemoryStore {
             for event in crate::model::admission_events(
                 rules.events,
                 new_device.as_ref(),
-                &next,
+                // The events show (and are tied to the products of) the terms in effect.
+                &rules.policies.effective(&next),
                 admission.activate.is_some(),
                 now,
             ) {

@@ -385,7 +385,8 @@ pub(super) async fn apply(
     for event in admission_events(
         rules.events,
         new_device.as_ref(),
-        &next,
+        // The events show (and are tied to the products of) the terms in effect.
+        &rules.policies.effective(&next),
         admission.activate.is_some(),
         now,
     ) {

@@ -344,7 +344,8 @@ impl SledStore {
         let mut events = admission_events(
             rules.events,
             new_device.as_ref(),
-            &next,
+            // The events show (and are tied to the products of) the terms in effect.
+            &rules.policies.effective(&next),
             admission.activate.is_some(),
             now,
         );
