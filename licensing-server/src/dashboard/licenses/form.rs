@@ -77,8 +77,12 @@ async fn form_page(
                 |v| format!("The plan's: {v}"),
             )
         })
-        .unwrap_or_default()
     };
+    let (hwid_plan, ip_plan, session_plan): (Option<String>, Option<String>, Option<String>) = (
+        inherited(plan.and_then(|p| p.hwid_limit)),
+        inherited(plan.and_then(|p| p.ip_limit)),
+        inherited(plan.and_then(|p| p.session_limit)),
+    );
     let limit_hint = if plan.is_some() {
         "Empty: the plan's value (a value here overrides it for this license)."
     } else {
@@ -173,11 +177,11 @@ async fn form_page(
                 }
             }
             label for="hwidLimit" { "Device limit" span.hint { (limit_hint) } (error("hwidLimit")) }
-            input #hwidLimit type="number" min="0" name="hwidLimit" placeholder=(inherited(plan.and_then(|p| p.hwid_limit))) value=(form.get("hwidLimit").unwrap_or(""));
+            input #hwidLimit type="number" min="0" name="hwidLimit" placeholder=[hwid_plan] value=(form.get("hwidLimit").unwrap_or(""));
             label for="ipLimit" { "Address limit" span.hint { (limit_hint) } (error("ipLimit")) }
-            input #ipLimit type="number" min="0" name="ipLimit" placeholder=(inherited(plan.and_then(|p| p.ip_limit))) value=(form.get("ipLimit").unwrap_or(""));
+            input #ipLimit type="number" min="0" name="ipLimit" placeholder=[ip_plan] value=(form.get("ipLimit").unwrap_or(""));
             label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. " (limit_hint) } (error("sessionLimit")) }
-            input #sessionLimit type="number" min="1" name="sessionLimit" placeholder=(inherited(plan.and_then(|p| p.session_limit))) value=(form.get("sessionLimit").unwrap_or(""));
+            input #sessionLimit type="number" min="1" name="sessionLimit" placeholder=[session_plan] value=(form.get("sessionLimit").unwrap_or(""));
             label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: " @if plan.is_some() { "the plan's (else the team's setting)." } @else { "the team's setting." } } (error("sessionTtl")) }
             input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(form.get("sessionTtl").unwrap_or(""));
             label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
