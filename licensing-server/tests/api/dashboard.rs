@@ -3078,7 +3078,9 @@ async fn policies_in_the_dashboard() {
 
     // Saving the edit form as it stands changes nothing of where the limits come from.
     let edit = owner.get(&format!("{license_page}/edit")).await;
-    edit.has("The plan's: 3");
+    edit.has("The plan's: 3")
+        .has(r#"name="ipLimit" placeholder="The plan's: no limit" value="4""#)
+        .has("Use the plan's value instead");
     let key = license["licenseKey"].as_str().unwrap().to_owned();
     let saved = owner
         .submit(

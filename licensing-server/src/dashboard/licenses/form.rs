@@ -83,6 +83,18 @@ async fn form_page(
         inherited(plan.and_then(|p| p.ip_limit)),
         inherited(plan.and_then(|p| p.session_limit)),
     );
+    // On a plan, an overridden limit offers to follow the plan again.
+    let chosen_inherit = form.all("inherit");
+    let use_plan = |name: &'static str| {
+        html! {
+            @if plan.is_some() && editing.is_some() && form.text(name).is_some() {
+                label.choice {
+                    input type="checkbox" name="inherit" value=(name) checked[chosen_inherit.contains(&name)];
+                    "Use the plan's value instead"
+                }
+            }
+        }
+    };
     let limit_hint = if plan.is_some() {
         "Empty: the plan's value (a value here overrides it for this license)."
     } else {
@@ -178,12 +190,16 @@ async fn form_page(
             }
             label for="hwidLimit" { "Device limit" span.hint { (limit_hint) } (error("hwidLimit")) }
             input #hwidLimit type="number" min="0" name="hwidLimit" placeholder=[hwid_plan] value=(form.get("hwidLimit").unwrap_or(""));
+            (use_plan("hwidLimit"))
             label for="ipLimit" { "Address limit" span.hint { (limit_hint) } (error("ipLimit")) }
             input #ipLimit type="number" min="0" name="ipLimit" placeholder=[ip_plan] value=(form.get("ipLimit").unwrap_or(""));
+            (use_plan("ipLimit"))
             label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. " (limit_hint) } (error("sessionLimit")) }
             input #sessionLimit type="number" min="1" name="sessionLimit" placeholder=[session_plan] value=(form.get("sessionLimit").unwrap_or(""));
+            (use_plan("sessionLimit"))
             label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: " @if plan.is_some() { "the plan's (else the team's setting)." } @else { "the team's setting." } } (error("sessionTtl")) }
             input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(form.get("sessionTtl").unwrap_or(""));
+            (use_plan("sessionTtl"))
             label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
             textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
             @if let Some(e) = editing {
@@ -351,7 +367,9 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
     match c.policy_id {
         Some(id) => {
             body.policy_id = Patch::Value(id);
-            // A blank limit on a plan: the plan's value (its override dropped).
+            // A blank limit on a plan, or one whose "use the plan's value" is ticked: the plan's
+            // value (its override dropped).
+            let ticked = form.all("inherit");
             let blank = [
                 ("hwidLimit", &mut body.hwid_limit),
                 ("ipLimit", &mut body.ip_limit),
@@ -360,6 +378,9 @@ fn update_body(form: &Form, current: &License) -> Result<LicenseUpdate, Failure>
             ];
             let mut inherit = Vec::new();
             for (name, member) in blank {
+                if ticked.contains(&name) {
+                    *member = Patch::Missing;
+                }
                 if member.is_missing() {
                     inherit.push(name.to_owned());
                 }
