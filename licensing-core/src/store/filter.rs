@@ -55,11 +55,14 @@ pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
         && f.expiration_type.is_none_or(|t| l.expiration_type == t)
         && f.suspended.is_none_or(|s| l.suspended == s)
         && f.policy_id.is_none_or(|p| l.policy_id == Some(p))
-        && (f.product_ids.is_empty() || l.product_ids.iter().any(|p| f.product_ids.contains(p)))
+        && (f.product_ids.is_empty()
+            || l.product_ids.iter().any(|p| f.product_ids.contains(p))
+            || l.policy_id.is_some_and(|p| f.product_policies.contains(&p)))
         && (f.customer_ids.is_empty() || l.customer_ids.iter().any(|c| f.customer_ids.contains(c)))
         && f.entitlement.as_ref().is_none_or(|e| {
             l.entitlement_ids.contains(&e.id)
                 || l.product_ids.iter().any(|p| e.products.contains(p))
+                || l.policy_id.is_some_and(|p| e.policies.contains(&p))
         })
         && f.search
             .as_ref()

@@ -106,8 +106,36 @@ impl Run for ListLicenses {
         if let Some(entitlement) = &mut query.filter.entitlement {
             entitlement.products = products_granting(cx, entitlement.id).await?;
         }
-        let mut page = cx.state.store.list_licenses(cx.team, &query).await?;
+        // A policy's products and entitlements are its licenses': those on a policy that grants
+        // one asked for match too.
         let context = super::client::team_context(&cx.state, cx.team).await?;
+        let filter = &mut query.filter;
+        if !filter.product_ids.is_empty() {
+            filter.product_policies = context
+                .policies
+                .iter()
+                .filter(|p| {
+                    p.product_ids
+                        .iter()
+                        .any(|id| filter.product_ids.contains(id))
+                })
+                .map(|p| p.id)
+                .collect();
+        }
+        if let Some(entitlement) = &mut filter.entitlement {
+            entitlement.policies = context
+                .policies
+                .iter()
+                .filter(|p| {
+                    p.entitlement_ids.contains(&entitlement.id)
+                        || p.product_ids
+                            .iter()
+                            .any(|id| entitlement.products.contains(id))
+                })
+                .map(|p| p.id)
+                .collect();
+        }
+        let mut page = cx.state.store.list_licenses(cx.team, &query).await?;
         for license in &mut page.items {
             if let std::borrow::Cow::Owned(effective) = context.policies.effective(license) {
                 *license = effective;
@@ -217,7 +245,8 @@ impl Run for DeleteLicense {
 impl Run for DeleteLicenseByKey {
     async fn run(self, cx: &Cx) -> Result<License, ApiError> {
         let license = by_key(cx, &self.0).await?;
-        cx.reach().may_change(&license)?;
+        cx.reach()
+            .may_change(&*super::reach::Aggregate::judged(&license, cx).await?)?;
         delete(cx, license).await
     }
 }
@@ -367,8 +396,9 @@ fn daily_limit_reached(message: String, now: Timestamp) -> ApiError {
 
 /// The license of key `key`, 404 unless it exists in the team and the caller may see it.
 async fn by_key(cx: &Cx, key: &LicenseKey) -> Result<License, ApiError> {
-    cx.reach()
-        .seen(cx.state.store.get_license_by_key(cx.team, key).await?)
+    let found = cx.state.store.get_license_by_key(cx.team, key).await?;
+    cx.seen(found.ok_or_else(<License as super::reach::Aggregate>::not_found)?)
+        .await
 }
 
 /// Deletes `license`, which the caller may change.

@@ -40,6 +40,18 @@ pub(crate) trait Aggregate: Tied + Sized + Send {
     /// It, from the store.
     fn load(cx: &Cx, id: Self::Id)
     -> impl Future<Output = Result<Option<Self>, StoreError>> + Send;
+    /// It as the caller's reach judges it: itself, or (a license) with the products its policy
+    /// gives it.
+    fn judged<'a>(
+        &'a self,
+        cx: &'a Cx,
+    ) -> impl Future<Output = Result<std::borrow::Cow<'a, Self>, ApiError>> + Send
+    where
+        Self: Clone + Sync,
+    {
+        let _ = cx;
+        async move { Ok(std::borrow::Cow::Borrowed(self)) }
+    }
 }
 
 /// What a caller may reach.
@@ -75,11 +87,6 @@ impl<'a> Reach<'a> {
             return record.customers().contains(&customer);
         }
         sees_products(&self.0.product_ids, record.products())
-    }
-
-    /// `record`, 404 unless it exists and is in reach.
-    pub(crate) fn seen<A: Aggregate>(self, record: Option<A>) -> Result<A, ApiError> {
-        record.filter(|r| self.sees(r)).ok_or_else(A::not_found)
     }
 
     /// 403 unless it may change `record` (or make it, or make a record into it): all of its
@@ -271,9 +278,30 @@ macro_rules! aggregates {
 }
 
 aggregates! {
-    License: LicenseId, get_license;
     Product: ProductId, get_product;
     Release: ReleaseId, get_release;
+}
+
+impl Aggregate for License {
+    type Id = LicenseId;
+
+    fn not_found() -> ApiError {
+        StoreError::NotFound(Entity::License).into()
+    }
+
+    async fn load(cx: &Cx, id: LicenseId) -> Result<Option<Self>, StoreError> {
+        cx.state.store.get_license(cx.team, id).await
+    }
+
+    /// A license on a policy is in reach through its policy's products too.
+    async fn judged<'a>(&'a self, cx: &'a Cx) -> Result<std::borrow::Cow<'a, Self>, ApiError> {
+        if self.policy_id.is_none() || cx.reach().is_whole_team() {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
+        Ok(std::borrow::Cow::Owned(
+            super::licenses::applied(cx, self.clone()).await?,
+        ))
+    }
 }
 
 impl Cx {
@@ -283,21 +311,37 @@ impl Cx {
     }
 
     /// Record `id` of the team, 404 unless it exists and the caller may see it.
-    pub(crate) async fn read<A: Aggregate>(&self, id: A::Id) -> Result<A, ApiError> {
-        self.reach().seen(A::load(self, id).await?)
+    pub(crate) async fn read<A: Aggregate + Clone + Sync>(&self, id: A::Id) -> Result<A, ApiError> {
+        let record = A::load(self, id).await?.ok_or_else(A::not_found)?;
+        self.seen(record).await
+    }
+
+    /// `record`, 404 unless the caller may see it (as its reach judges it).
+    pub(crate) async fn seen<A: Aggregate + Clone + Sync>(&self, record: A) -> Result<A, ApiError> {
+        if self.reach().is_whole_team() || self.reach().sees(&*record.judged(self).await?) {
+            Ok(record)
+        } else {
+            Err(A::not_found())
+        }
     }
 
     /// Record `id` of the team, 404 unless the caller may see it and 403 unless it may change
     /// it.
-    pub(crate) async fn write<A: Aggregate>(&self, id: A::Id) -> Result<A, ApiError> {
+    pub(crate) async fn write<A: Aggregate + Clone + Sync>(
+        &self,
+        id: A::Id,
+    ) -> Result<A, ApiError> {
         let record = self.read::<A>(id).await?;
-        self.reach().may_change(&record)?;
+        self.reach().may_change(&*record.judged(self).await?)?;
         Ok(record)
     }
 
     /// 404 unless the caller may see record `id` (read only for a caller whose reach is not
     /// the whole team: otherwise the store finds out whether it exists as it answers).
-    pub(crate) async fn reachable<A: Aggregate>(&self, id: A::Id) -> Result<(), ApiError> {
+    pub(crate) async fn reachable<A: Aggregate + Clone + Sync>(
+        &self,
+        id: A::Id,
+    ) -> Result<(), ApiError> {
         if !self.reach().is_whole_team() {
             self.read::<A>(id).await?;
         }

@@ -592,3 +592,141 @@ async fn archives_carry_policies_and_the_licenses_on_them() {
     assert_eq!(license.policy_id, Some(back[0].id));
     assert_eq!(license.overrides, [licensing_core::model::Term::IpLimit]);
 }
+
+/// A policy's products and entitlements are its licenses': a key restricted to a product reaches
+/// the licenses whose policy grants it (and no others), and the license list's product and
+/// entitlement filters find them.
+#[tokio::test]
+async fn a_policys_products_and_entitlements_are_its_licenses_for_reach_and_filters() {
+    let s = TestServer::start().await;
+    let a = s
+        .post(&s.dev("products"), r#"{"name":"A"}"#)
+        .await
+        .ok()
+        .clone();
+    let b = s
+        .post(&s.dev("products"), r#"{"name":"B"}"#)
+        .await
+        .ok()
+        .clone();
+    let sync = s
+        .post(&s.dev("entitlements"), r#"{"name":"Sync","code":"SYNC"}"#)
+        .await
+        .ok()
+        .clone();
+    let plan_a = policy(
+        &s,
+        json!({"name": "A plan", "productIds": [a["id"]], "entitlementIds": [sync["id"]]}),
+    )
+    .await;
+    let plan_b = policy(&s, json!({"name": "B plan", "productIds": [b["id"]]})).await;
+    let on_a = s
+        .license(&json!({"policyId": plan_a["id"]}).to_string())
+        .await;
+    let on_b = s
+        .license(&json!({"policyId": plan_b["id"]}).to_string())
+        .await;
+    assert_eq!(on_a["productIds"], json!([a["id"]]));
+
+    // The filters.
+    let listed = |query: String| {
+        let s = &s;
+        async move {
+            let page = s
+                .get(&s.dev(&format!("licenses?{query}")))
+                .await
+                .ok()
+                .clone();
+            page["licenses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed(format!("productIds={}", id_of(&a))).await,
+        [id_of(&on_a)]
+    );
+    assert_eq!(
+        listed(format!("entitlementId={}", id_of(&sync))).await,
+        [id_of(&on_a)]
+    );
+
+    // A key restricted to product A.
+    let key = s
+        .post(
+            &s.dev("api-keys"),
+            &json!({"name": "A desk", "productIds": [a["id"]]}).to_string(),
+        )
+        .await
+        .ok()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let as_a = |method: reqwest::Method, path: String, body: Option<&'static str>| {
+        let s = &s;
+        let key = key.clone();
+        async move { s.send(method, &s.dev(&path), Some(&key), body).await }
+    };
+    let page = as_a(reqwest::Method::GET, "licenses".into(), None).await;
+    let ids: Vec<&str> = page.ok()["licenses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id_of(&on_a)]);
+    as_a(
+        reqwest::Method::GET,
+        format!("licenses/id/{}", id_of(&on_a)),
+        None,
+    )
+    .await
+    .ok();
+    as_a(
+        reqwest::Method::GET,
+        format!("licenses/id/{}", id_of(&on_b)),
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    as_a(
+        reqwest::Method::POST,
+        format!("licenses/id/{}/suspend", id_of(&on_a)),
+        None,
+    )
+    .await
+    .ok();
+    as_a(
+        reqwest::Method::POST,
+        format!("licenses/id/{}/suspend", id_of(&on_b)),
+        None,
+    )
+    .await
+    .err(404, "LICENSE_NOT_FOUND");
+    // It makes licenses on its product's plan, not on another's, and changes no policy.
+    let body: &'static str = Box::leak(
+        json!({"policyId": plan_a["id"]})
+            .to_string()
+            .into_boxed_str(),
+    );
+    let made = as_a(reqwest::Method::POST, "licenses".into(), Some(body)).await;
+    assert_eq!(made.ok()["policyId"], plan_a["id"]);
+    let body: &'static str = Box::leak(
+        json!({"policyId": plan_b["id"]})
+            .to_string()
+            .into_boxed_str(),
+    );
+    as_a(reqwest::Method::POST, "licenses".into(), Some(body))
+        .await
+        .err(403, "FORBIDDEN");
+    as_a(
+        reqwest::Method::PUT,
+        format!("policies/{}", id_of(&plan_a)),
+        Some(r#"{"hwidLimit":1}"#),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+}

@@ -177,6 +177,7 @@ impl Listing {
             query.filter.entitlement = Some(licensing_core::api::requests::EntitlementFilter {
                 id,
                 products: Vec::new(),
+                policies: Vec::new(),
             });
         }
         if !self.policy.is_empty() {

@@ -162,10 +162,11 @@ async fn insert(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
-/// The license list's filters, `$1` to `$14` (see [`bind_filter`]); `$13`, `customerSearch`,
-/// finds the team's customers as their list's search does; `$14` is the policy.
+/// The license list's filters, `$1` to `$16` (see [`bind_filter`]); `$13`, `customerSearch`,
+/// finds the team's customers as their list's search does; `$14` is the policy; `$15` and `$16`
+/// the policies that grant the products and the entitlement asked for.
 const LICENSE_FILTER: &str = "WHERE team_id = $1
-   AND (cardinality($2::uuid[]) = 0 OR product_ids && $2)
+   AND (cardinality($2::uuid[]) = 0 OR product_ids && $2 OR doc ->> 'policyId' = ANY($15))
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
    AND ($4::text IS NULL OR replace(license_key, '-', '') LIKE $4)
    AND ($5::text IS NULL OR EXISTS (
@@ -175,7 +176,8 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
         OR (expires_at IS NOT NULL AND expires_at <= $8) = $7)
    AND ($9::text IS NULL OR expiration_type = $9)
    AND ($10::boolean IS NULL OR suspended = $10)
-   AND ($11::text IS NULL OR doc -> 'entitlementIds' ? $11 OR product_ids && $12)
+   AND ($11::text IS NULL OR doc -> 'entitlementIds' ? $11 OR product_ids && $12
+        OR doc ->> 'policyId' = ANY($16))
    AND ($13::text IS NULL OR customer_ids && ARRAY(
          SELECT c.id FROM customers c WHERE c.team_id = $1
             AND (strpos(c.full_name_key, $13) > 0 OR strpos(c.email_key, $13) > 0
@@ -215,6 +217,17 @@ fn bind_filter<'q>(
                 .map(|text| text.as_str().to_lowercase()),
         )
         .bind(f.policy_id.map(|p| p.to_string()))
+        .bind(texts(&f.product_policies))
+        .bind(
+            f.entitlement
+                .as_ref()
+                .map_or_else(Vec::new, |e| texts(&e.policies)),
+        )
+}
+
+/// Policy ids as the text a license's document holds them in.
+fn texts(ids: &[licensing_core::PolicyId]) -> Vec<String> {
+    ids.iter().map(ToString::to_string).collect()
 }
 
 /// The moment a license expires, as the `expires_at` column holds it (none for `NEVER`, and
@@ -415,7 +428,7 @@ impl LicenseStore for PgStore {
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $15 OFFSET $16",
+             LIMIT $17 OFFSET $18",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

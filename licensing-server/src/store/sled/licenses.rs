@@ -164,10 +164,16 @@ impl LicenseStore for SledStore {
             Ok::<_, StoreError>(ids)
         };
         if !f.product_ids.is_empty() {
-            sets.push(any_of(
+            // Those that list one, and those on a policy that grants one.
+            let mut ids = any_of(
                 ix::BY_PRODUCT,
                 &mut f.product_ids.iter().map(|p| p.as_bytes()),
+            )?;
+            ids.extend(any_of(
+                ix::BY_POLICY,
+                &mut f.product_policies.iter().map(|p| p.as_bytes()),
             )?);
+            sets.push(ids);
         }
         if !f.customer_ids.is_empty() {
             sets.push(any_of(
@@ -184,6 +190,10 @@ impl LicenseStore for SledStore {
             ids.extend(any_of(
                 ix::BY_PRODUCT,
                 &mut e.products.iter().map(|p| p.as_bytes()),
+            )?);
+            ids.extend(any_of(
+                ix::BY_POLICY,
+                &mut e.policies.iter().map(|p| p.as_bytes()),
             )?);
             sets.push(ids);
         }

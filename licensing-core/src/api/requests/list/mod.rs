@@ -230,6 +230,9 @@ pub struct LicenseFilter {
     pub entitlement: Option<EntitlementFilter>,
     /// (ext) Licenses on this policy (`policyId`).
     pub policy_id: Option<PolicyId>,
+    /// (ext) The team's policies that grant one of `product_ids` (filled in by the server
+    /// before the store reads): a license on one of them has one of the products too.
+    pub product_policies: Vec<PolicyId>,
     /// (ext) Licenses with a customer whose name, e-mail address or user name contains this,
     /// case-insensitively (`customerSearch`; stores resolve the customers, so
     /// [`license_matches`](crate::store::license_matches) leaves it out).
@@ -244,6 +247,8 @@ pub struct EntitlementFilter {
     pub id: EntitlementId,
     /// The team's products that grant it.
     pub products: Vec<ProductId>,
+    /// (ext) The team's policies that grant it, themselves or through one of their products.
+    pub policies: Vec<PolicyId>,
 }
 
 /// The license list's `status` filter: `EXPIRED` licenses (their expiry date has passed at `at`)
@@ -342,6 +347,7 @@ impl LicenseListQuery {
             .map(|id| EntitlementFilter {
                 id,
                 products: Vec::new(),
+                policies: Vec::new(),
             });
         let policy_id = v
             .optional("policyId", q.get("policyId"), PolicyId::parse)
@@ -352,6 +358,7 @@ impl LicenseListQuery {
             sort,
             filter: LicenseFilter {
                 policy_id,
+                product_policies: Vec::new(),
                 product_ids,
                 customer_ids,
                 search,
