@@ -11,6 +11,7 @@
 mod api_key;
 mod digest;
 pub mod frames;
+pub mod inbound;
 pub mod license_file;
 mod public;
 mod sealed;
