@@ -83,6 +83,7 @@ pub mod model;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod operations;
+pub mod payments;
 pub mod store;
 pub mod time;
 pub mod validate;
