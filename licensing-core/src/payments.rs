@@ -98,6 +98,26 @@ impl PaymentEvent {
     }
 }
 
+impl PaymentEvent {
+    /// An event of `kind_name` that changes nothing until its kind and members are read.
+    fn of(provider: Provider, id: String, kind_name: &str) -> Self {
+        Self {
+            provider,
+            id,
+            kind_name: kind_name.to_owned(),
+            kind: PaymentKind::Ignored,
+            occurred_at: None,
+            subscription_id: None,
+            payment_id: None,
+            customer_id: None,
+            email: None,
+            prices: Vec::new(),
+            products: Vec::new(),
+            period_end: None,
+        }
+    }
+}
+
 /// A string member, or a number's decimal.
 fn text(v: &Value) -> Option<String> {
     match v {
@@ -134,18 +154,9 @@ fn stripe(v: &Value) -> Option<PaymentEvent> {
     let kind_name = at(v, &["type"])?;
     let o = v.get("data")?.get("object")?;
     let mut e = PaymentEvent {
-        provider: Provider::Stripe,
-        id,
-        kind_name: kind_name.clone(),
-        kind: PaymentKind::Ignored,
         occurred_at: seconds(v.get("created")),
-        subscription_id: None,
-        payment_id: None,
         customer_id: at(o, &["customer"]),
-        email: None,
-        prices: Vec::new(),
-        products: Vec::new(),
-        period_end: None,
+        ..PaymentEvent::of(Provider::Stripe, id, &kind_name)
     };
     match kind_name.as_str() {
         "checkout.session.completed" => {
@@ -227,18 +238,9 @@ fn paddle(v: &Value) -> Option<PaymentEvent> {
     let kind_name = at(v, &["event_type"])?;
     let d = v.get("data")?;
     let mut e = PaymentEvent {
-        provider: Provider::Paddle,
-        id,
-        kind_name: kind_name.clone(),
-        kind: PaymentKind::Ignored,
         occurred_at: rfc3339(v.get("occurred_at")),
-        subscription_id: None,
-        payment_id: None,
         customer_id: at(d, &["customer_id"]),
-        email: None,
-        prices: Vec::new(),
-        products: Vec::new(),
-        period_end: None,
+        ..PaymentEvent::of(Provider::Paddle, id, &kind_name)
     };
     let items = |e: &mut PaymentEvent| {
         for item in d
@@ -302,19 +304,12 @@ fn lemonsqueezy(v: &Value) -> Option<PaymentEvent> {
     let data_id = at(d, &["id"])?;
     let a = d.get("attributes")?;
     let updated_at = at(a, &["updated_at"]).unwrap_or_default();
+    let id = lemonsqueezy_event_id(&kind_name, &data_id, &updated_at);
     let mut e = PaymentEvent {
-        provider: Provider::LemonSqueezy,
-        id: lemonsqueezy_event_id(&kind_name, &data_id, &updated_at),
-        kind_name: kind_name.clone(),
-        kind: PaymentKind::Ignored,
         occurred_at: rfc3339(a.get("updated_at")),
-        subscription_id: None,
-        payment_id: None,
         customer_id: at(a, &["customer_id"]),
         email: at(a, &["user_email"]),
-        prices: Vec::new(),
-        products: Vec::new(),
-        period_end: None,
+        ..PaymentEvent::of(Provider::LemonSqueezy, id, &kind_name)
     };
     match kind_name.as_str() {
         "order_created" | "order_refunded" => {

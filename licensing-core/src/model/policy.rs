@@ -140,6 +140,34 @@ pub struct Policy {
     pub updated_at: Timestamp,
 }
 
+impl Policy {
+    /// A new policy of `team_id` named `name`, with no terms: no products or entitlements,
+    /// never expiring, no limits, no grace, the default self-service resets.
+    pub fn new(team_id: TeamId, name: String, now: Timestamp) -> Self {
+        Self {
+            id: PolicyId::new(),
+            name,
+            product_ids: Vec::new(),
+            entitlement_ids: Vec::new(),
+            expiration_type: ExpirationType::Never,
+            expiration_start: ExpirationStart::Creation,
+            expiration_days: None,
+            hwid_limit: None,
+            ip_limit: None,
+            session_limit: None,
+            session_ttl: None,
+            grace_days: 0,
+            license_file_ttl: None,
+            self_service_resets: SelfServiceResets::default(),
+            meters: Vec::new(),
+            metadata: Vec::new(),
+            team_id,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// A live term of a license: one a license on a policy inherits unless it sets it itself. (The
 /// order is the wire names' alphabetical order, so that sorted lists read sorted.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -200,24 +228,8 @@ impl Term {
             })
     }
 
-    /// The license's own value of a limit term (`None` for the two lists).
-    fn own_limit(self, license: &License) -> Option<Option<u32>> {
-        match self {
-            Self::HwidLimit => Some(license.hwid_limit),
-            Self::IpLimit => Some(license.ip_limit),
-            Self::SessionLimit => Some(license.session_limit),
-            Self::SessionTtl => Some(license.session_ttl),
-            Self::EntitlementIds | Self::ProductIds => None,
-        }
-    }
-
     /// Sets the license's own value of a limit term (nothing for the two lists).
     pub fn set_own(self, license: &mut License, value: Option<u32>) {
-        self.set_limit(license, value);
-    }
-
-    /// Sets the license's value of a limit term (nothing for the two lists).
-    fn set_limit(self, license: &mut License, value: Option<u32>) {
         match self {
             Self::HwidLimit => license.hwid_limit = value,
             Self::IpLimit => license.ip_limit = value,
@@ -258,7 +270,7 @@ impl License {
         let mut effective = self.clone();
         for term in Term::SCALARS {
             if !self.overrides.contains(&term) {
-                term.set_limit(&mut effective, term.policy_limit(policy));
+                term.set_own(&mut effective, term.policy_limit(policy));
             }
         }
         effective.product_ids = union(&self.product_ids, &policy.product_ids);
@@ -309,7 +321,7 @@ impl License {
                 kept.dedup();
                 for term in Term::SCALARS {
                     if !kept.contains(&term) {
-                        term.set_limit(&mut next, term.policy_limit(policy));
+                        term.set_own(&mut next, term.policy_limit(policy));
                     }
                 }
                 next.overrides = kept;
@@ -326,20 +338,6 @@ impl License {
         next.policy_id = None;
         next.overrides = Vec::new();
         next
-    }
-
-    /// Whether the license overrides `term`'s value (a limit it sets itself).
-    pub fn overrides_term(&self, term: Term) -> bool {
-        match term {
-            Term::ProductIds => !self.product_ids.is_empty(),
-            Term::EntitlementIds => !self.entitlement_ids.is_empty(),
-            _ => self.overrides.contains(&term),
-        }
-    }
-
-    /// The license's own value of a limit (whether or not it overrides it).
-    pub fn own_limit(&self, term: Term) -> Option<u32> {
-        term.own_limit(self).flatten()
     }
 }
 
@@ -416,25 +414,14 @@ mod tests {
 
     fn policy() -> Policy {
         Policy {
-            id: PolicyId::new(),
-            name: "Pro".into(),
             product_ids: vec![ProductId::new()],
             entitlement_ids: vec![EntitlementId::new()],
             expiration_type: ExpirationType::Duration,
-            expiration_start: ExpirationStart::Creation,
             expiration_days: Some(365),
             hwid_limit: Some(3),
-            ip_limit: None,
             session_limit: Some(2),
-            session_ttl: None,
             grace_days: 7,
-            license_file_ttl: None,
-            self_service_resets: SelfServiceResets::default(),
-            meters: Vec::new(),
-            metadata: Vec::new(),
-            team_id: TeamId::new(),
-            created_at: Timestamp::from_millis(0),
-            updated_at: Timestamp::from_millis(0),
+            ..Policy::new(TeamId::new(), "Pro".into(), Timestamp::from_millis(0))
         }
     }
 

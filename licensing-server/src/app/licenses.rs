@@ -13,6 +13,7 @@ use licensing_core::store::{
 };
 use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
 
+use super::policies::applied;
 use super::{Cx, Run};
 use crate::runtime::mail;
 
@@ -410,18 +411,6 @@ async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
         .delete_license(shown.team_id, shown.id, &journal)
         .await?;
     Ok(shown)
-}
-
-/// `license` as it applies: with its policy's terms, live (what every view shows).
-pub(crate) async fn applied(cx: &Cx, license: License) -> Result<License, ApiError> {
-    if license.policy_id.is_none() {
-        return Ok(license);
-    }
-    let context = super::client::team_context(&cx.state, cx.team).await?;
-    Ok(match context.policies.effective(&license) {
-        std::borrow::Cow::Owned(effective) => effective,
-        std::borrow::Cow::Borrowed(_) => license,
-    })
 }
 
 /// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in

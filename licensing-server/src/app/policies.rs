@@ -7,7 +7,7 @@ pub(crate) use licensing_core::operations::policies::{
 };
 
 use licensing_core::api::PolicyDeleted;
-use licensing_core::model::{Action, Policy};
+use licensing_core::model::{Action, License, Policy};
 use licensing_core::store::{
     Entity, Page, PolicyStore, ProductStore, StoreError, compare_policies, page_of, policy_matches,
 };
@@ -155,4 +155,16 @@ pub(crate) async fn require_products(cx: &Cx, ids: &[ProductId]) -> Result<(), A
     } else {
         Err(StoreError::NotFound(Entity::Product).into())
     }
+}
+
+/// `license` as it applies: with its policy's terms, live (what every view shows).
+pub(crate) async fn applied(cx: &Cx, license: License) -> Result<License, ApiError> {
+    if license.policy_id.is_none() {
+        return Ok(license);
+    }
+    let context = super::client::team_context(&cx.state, cx.team).await?;
+    Ok(match context.policies.effective(&license) {
+        std::borrow::Cow::Owned(effective) => effective,
+        std::borrow::Cow::Borrowed(_) => license,
+    })
 }

@@ -299,7 +299,7 @@ impl Aggregate for License {
             return Ok(std::borrow::Cow::Borrowed(self));
         }
         Ok(std::borrow::Cow::Owned(
-            super::licenses::applied(cx, self.clone()).await?,
+            super::policies::applied(cx, self.clone()).await?,
         ))
     }
 }

@@ -1,8 +1,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, finish, future_date, id_list, int_in,
-    metadata, not_null, one_of, parse_json,
+    MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, clearable, finish, future_date, id_list,
+    int_in, metadata, not_null, one_of, parse_json,
 };
 use crate::error::{ApiError, Validator};
 use crate::expiry::{self, Expiration};
@@ -131,25 +131,6 @@ pub struct ExpirationAsk {
     pub given: (bool, bool, bool),
 }
 
-/// Validates a limit member of a create or update: `Some(value)` when given (`Some(None)`: `null`,
-/// no limit), `None` when left out. `min` is the smallest number accepted; `zero_is_none` reads 0
-/// as no limit (`ipLimit`).
-fn limit_member(
-    v: &mut Validator,
-    field: &str,
-    patch: Patch<i64>,
-    check: impl Fn(i64) -> Result<u32, String>,
-    zero_is_none: bool,
-) -> Option<Option<u32>> {
-    match patch {
-        Patch::Missing => None,
-        Patch::Null => Some(None),
-        Patch::Value(n) => v
-            .check(field, check(n))
-            .map(|n| Some(n).filter(|&n| !(zero_is_none && n == 0))),
-    }
-}
-
 /// A session TTL in seconds, within the range every TTL keeps to.
 pub(crate) fn session_ttl_in(seconds: i64) -> Result<u32, String> {
     int_in(
@@ -266,29 +247,16 @@ impl LicenseCreate {
         let days = raw
             .expiration_days
             .and_then(|d| v.check("expirationDays", int_in(d, 1, MAX_DAYS)));
-        let ip_limit = limit_member(
-            &mut v,
-            "ipLimit",
-            raw.ip_limit,
-            |l| int_in(l, 0, MAX_LIMIT),
-            true,
-        );
-        let hwid_limit = limit_member(
-            &mut v,
-            "hwidLimit",
-            raw.hwid_limit,
-            |l| int_in(l, 1, MAX_LIMIT),
-            false,
-        );
-        let session_limit = limit_member(
-            &mut v,
-            "sessionLimit",
-            raw.session_limit,
-            |l| int_in(l, 1, MAX_LIMIT),
-            false,
-        );
-        let session_ttl =
-            limit_member(&mut v, "sessionTtl", raw.session_ttl, session_ttl_in, false);
+        // Each given (even `null`: no limit) or left out; an `ipLimit` of 0 is no limit.
+        let ip_limit = clearable(&mut v, "ipLimit", raw.ip_limit, |l| int_in(l, 0, MAX_LIMIT))
+            .map(|l| l.filter(|&l| l > 0));
+        let hwid_limit = clearable(&mut v, "hwidLimit", raw.hwid_limit, |l| {
+            int_in(l, 1, MAX_LIMIT)
+        });
+        let session_limit = clearable(&mut v, "sessionLimit", raw.session_limit, |l| {
+            int_in(l, 1, MAX_LIMIT)
+        });
+        let session_ttl = clearable(&mut v, "sessionTtl", raw.session_ttl, session_ttl_in);
         let given = [
             (Term::IpLimit, ip_limit.is_some()),
             (Term::HwidLimit, hwid_limit.is_some()),
@@ -609,19 +577,13 @@ impl LicenseUpdate {
         ];
         let mut given = Vec::new();
         for (term, field, patch, is_ttl) in limits {
-            let checked = limit_member(
-                &mut v,
-                field,
-                patch,
-                |n| {
-                    if is_ttl {
-                        session_ttl_in(n)
-                    } else {
-                        int_in(n, 1, MAX_LIMIT)
-                    }
-                },
-                false,
-            );
+            let checked = clearable(&mut v, field, patch, |n| {
+                if is_ttl {
+                    session_ttl_in(n)
+                } else {
+                    int_in(n, 1, MAX_LIMIT)
+                }
+            });
             if let Some(value) = checked {
                 term.set_own(&mut next, value);
                 given.push(term);

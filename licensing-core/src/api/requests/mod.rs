@@ -369,6 +369,21 @@ pub(crate) fn present<T>(value: Option<T>) -> Result<T, ApiError> {
     value.ok_or_else(ApiError::internal)
 }
 
+/// A member that `null` clears: `None` when left out, `Some(None)` for `null`, `Some(Some(v))`
+/// for a value `check` accepts (a refused one is a problem of `v`, and `None`).
+pub(crate) fn clearable<T>(
+    v: &mut Validator,
+    field: &str,
+    patch: Patch<i64>,
+    check: impl Fn(i64) -> Result<T, String>,
+) -> Option<Option<T>> {
+    match patch {
+        Patch::Missing => None,
+        Patch::Null => Some(None),
+        Patch::Value(n) => v.check(field, check(n)).map(Some),
+    }
+}
+
 /// Turns collected problems into the 400 answer.
 pub(crate) fn finish(v: Validator) -> Result<(), ApiError> {
     v.finish().map_err(ApiError::validation)

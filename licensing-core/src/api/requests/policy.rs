@@ -1,8 +1,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, finish, id_list, int_in, metadata, not_null,
-    one_of, parse_json,
+    MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, clearable, finish, id_list, int_in, metadata,
+    not_null, one_of, parse_json,
 };
 use crate::error::{ApiError, Validator};
 use crate::model::{
@@ -10,7 +10,7 @@ use crate::model::{
     MeterPeriod, Policy, SelfServiceResets, entitlement_code,
 };
 use crate::validate::text;
-use crate::{PolicyId, TeamId, Timestamp};
+use crate::{TeamId, Timestamp};
 
 /// `selfServiceResets` as it arrives.
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
@@ -140,20 +140,6 @@ const STARTS: [(&str, ExpirationStart); 2] = [
     ("CREATION", ExpirationStart::Creation),
     ("ACTIVATION", ExpirationStart::Activation),
 ];
-
-/// A member that `null` clears: `Some(None)` for `null`, `Some(Some(v))` for a valid value.
-fn clearable<T>(
-    v: &mut Validator,
-    field: &str,
-    patch: Patch<i64>,
-    check: impl Fn(i64) -> Result<T, String>,
-) -> Option<Option<T>> {
-    match patch {
-        Patch::Missing => None,
-        Patch::Null => Some(None),
-        Patch::Value(n) => v.check(field, check(n)).map(Some),
-    }
-}
 
 /// An id list that `null` empties.
 fn ids<Id: From<uuid::Uuid> + PartialEq>(
@@ -349,27 +335,7 @@ impl PolicyInput {
 
     /// A new policy of `team` from a body validated with `create`.
     pub fn into_new(self, team_id: TeamId, now: Timestamp) -> Result<Policy, ApiError> {
-        let blank = Policy {
-            id: PolicyId::new(),
-            name: String::new(),
-            product_ids: Vec::new(),
-            entitlement_ids: Vec::new(),
-            expiration_type: ExpirationType::Never,
-            expiration_start: ExpirationStart::Creation,
-            expiration_days: None,
-            hwid_limit: None,
-            ip_limit: None,
-            session_limit: None,
-            session_ttl: None,
-            grace_days: 0,
-            license_file_ttl: None,
-            self_service_resets: SelfServiceResets::default(),
-            meters: Vec::new(),
-            metadata: Vec::new(),
-            team_id,
-            created_at: now,
-            updated_at: now,
-        };
+        let blank = Policy::new(team_id, String::new(), now);
         self.apply_to(&blank, now)
     }
 

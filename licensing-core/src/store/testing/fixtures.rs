@@ -79,27 +79,7 @@ pub fn license(team: TeamId, created: Timestamp) -> License {
 
 /// A policy named `name` without terms, of `team`.
 pub fn policy(team: TeamId, name: &str, created: Timestamp) -> crate::model::Policy {
-    crate::model::Policy {
-        id: crate::PolicyId::new(),
-        name: name.into(),
-        product_ids: Vec::new(),
-        entitlement_ids: Vec::new(),
-        expiration_type: ExpirationType::Never,
-        expiration_start: ExpirationStart::Creation,
-        expiration_days: None,
-        hwid_limit: None,
-        ip_limit: None,
-        session_limit: None,
-        session_ttl: None,
-        grace_days: 0,
-        license_file_ttl: None,
-        self_service_resets: crate::model::SelfServiceResets::default(),
-        meters: Vec::new(),
-        metadata: Vec::new(),
-        team_id: team,
-        created_at: created,
-        updated_at: created,
-    }
+    crate::model::Policy::new(team, name.into(), created)
 }
 
 pub(super) fn customer(team: TeamId, email: &str, name: &str, created: Timestamp) -> Customer {
