@@ -159,6 +159,21 @@ typed_id!(
     PolicyId
 );
 typed_id!(
+    /// (ext) Id of a payment integration's rule (a price mapped to a policy).
+    RuleId
+);
+typed_id!(
+    /// (ext) Id of a payment provider's event as the server received it (one per delivery).
+    InboundId
+);
+
+impl InboundId {
+    /// A fresh time-ordered (version 7) id, so that received events sort by arrival.
+    pub fn ordered() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+typed_id!(
     /// (ext) Id of a floating session of a license.
     LicenseSessionId
 );

@@ -54,6 +54,9 @@ pub struct PaymentEvent {
     pub subscription_id: Option<String>,
     /// The payment (a checkout session, an invoice, a transaction, an order).
     pub payment_id: Option<String>,
+    /// Another id later events name the same payment by (Stripe's `payment_intent` of a
+    /// checkout session or an invoice, which its refunds and disputes name).
+    pub payment_alias: Option<String>,
     /// The provider's customer.
     pub customer_id: Option<String>,
     /// The customer's e-mail address, when the payload has it.
@@ -109,6 +112,7 @@ impl PaymentEvent {
             occurred_at: None,
             subscription_id: None,
             payment_id: None,
+            payment_alias: None,
             customer_id: None,
             email: None,
             prices: Vec::new(),
@@ -164,6 +168,7 @@ fn stripe(v: &Value) -> Option<PaymentEvent> {
                 e.kind = PaymentKind::Purchase;
             }
             e.payment_id = at(o, &["id"]);
+            e.payment_alias = at(o, &["payment_intent"]);
             e.email = at(o, &["customer_details", "email"]).or_else(|| at(o, &["customer_email"]));
         }
         "invoice.paid" | "invoice.payment_succeeded" | "invoice.payment_failed" => {
@@ -174,6 +179,7 @@ fn stripe(v: &Value) -> Option<PaymentEvent> {
                 _ => PaymentKind::Ignored,
             };
             e.payment_id = at(o, &["id"]);
+            e.payment_alias = at(o, &["payment_intent"]);
             e.email = at(o, &["customer_email"]);
             e.subscription_id = at(o, &["parent", "subscription_details", "subscription"])
                 .or_else(|| at(o, &["subscription"]));
@@ -323,13 +329,25 @@ fn lemonsqueezy(v: &Value) -> Option<PaymentEvent> {
             once(&mut e.products, at(a, &["first_order_item", "product_id"]));
         }
         "subscription_payment_success" | "subscription_payment_failed" => {
-            e.kind = if kind_name.ends_with("success") {
-                PaymentKind::Renewal
-            } else {
-                PaymentKind::PaymentFailed
+            // The period's end is not in a subscription invoice: the server reads the
+            // subscription's `renews_at` through the API. The first payment is the order's.
+            e.kind = match (kind_name.ends_with("success"), at(a, &["billing_reason"])) {
+                (true, Some(reason)) if reason == "initial" => PaymentKind::Ignored,
+                (true, _) => PaymentKind::Renewal,
+                (false, _) => PaymentKind::PaymentFailed,
             };
             e.payment_id = Some(data_id);
             e.subscription_id = at(a, &["subscription_id"]);
+        }
+        "subscription_created" => {
+            // Sent beside the subscription's `order_created`: the same purchase, which it ties
+            // to the subscription (the order's license whichever arrives first).
+            e.kind = PaymentKind::Purchase;
+            e.subscription_id = Some(data_id);
+            e.payment_id = at(a, &["order_id"]);
+            e.period_end = rfc3339(a.get("renews_at"));
+            once(&mut e.prices, at(a, &["variant_id"]));
+            once(&mut e.products, at(a, &["product_id"]));
         }
         "subscription_cancelled" | "subscription_expired" => {
             e.kind = if kind_name.ends_with("cancelled") {

@@ -340,6 +340,10 @@ page_type!(
     PolicyPage, policies: crate::model::Policy, "policies"
 );
 page_type!(
+    /// (ext) `GET {dev}/integrations/events`.
+    InboundPage, events: InboundEventView, "events"
+);
+page_type!(
     /// (ext) `GET {dev}/audit-log`.
     AuditPage, entries: crate::model::AuditEntry, "entries"
 );
@@ -464,6 +468,149 @@ pub struct Deleted {
     pub id: uuid::Uuid,
     /// Always true.
     pub deleted: bool,
+}
+
+/// (ext) A payment integration as answers show it: its secrets by their last 4 characters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationView {
+    /// `stripe`, `paddle` or `lemonsqueezy`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub provider: crate::crypto::inbound::Provider,
+    /// Whether its events are applied.
+    pub enabled: bool,
+    /// The webhook secret's last 4 characters (`…abcd`).
+    pub webhook_secret: String,
+    /// The replaced secret's last 4 characters, while it is still accepted.
+    pub previous_secret: Option<String>,
+    /// Until when the replaced secret is accepted.
+    pub previous_secret_until: Option<crate::Timestamp>,
+    /// The API key's last 4 characters, if one is set.
+    pub api_key: Option<String>,
+    /// The address (path on this server) to give the provider.
+    pub webhook_path: String,
+    /// Its rules.
+    pub rules: Vec<crate::model::PriceRule>,
+    /// When it was set up.
+    pub created_at: crate::Timestamp,
+    /// When it last changed.
+    pub updated_at: crate::Timestamp,
+}
+
+impl IntegrationView {
+    /// How `integration` is shown at `now` (`secrets` opened: the last 4 characters of each).
+    pub fn of(
+        integration: &crate::model::Integration,
+        secret: &str,
+        previous: Option<&str>,
+        api_key: Option<&str>,
+        now: crate::Timestamp,
+    ) -> Self {
+        use crate::model::last_four;
+        let previous_live = integration
+            .previous_secret_until
+            .filter(|until| now < *until);
+        Self {
+            provider: integration.provider,
+            enabled: integration.enabled,
+            webhook_secret: last_four(secret),
+            previous_secret: previous.filter(|_| previous_live.is_some()).map(last_four),
+            previous_secret_until: previous_live,
+            api_key: api_key.map(last_four),
+            webhook_path: integration.webhook_path(),
+            rules: integration.rules.clone(),
+            created_at: integration.created_at,
+            updated_at: integration.updated_at,
+        }
+    }
+}
+
+/// (ext) `GET {dev}/integrations`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationList {
+    /// The team's integrations, by provider.
+    pub integrations: Vec<IntegrationView>,
+}
+
+/// (ext) `DELETE {dev}/integrations/{provider}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationDeleted {
+    /// The provider.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub provider: crate::crypto::inbound::Provider,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// (ext) `DELETE {dev}/integrations/{provider}/rules/{ruleId}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RuleDeleted {
+    /// The rule's id.
+    pub id: crate::RuleId,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// (ext) `GET {dev}/integrations/{provider}/rules`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RuleList {
+    /// The rules, in the order they are tried.
+    pub rules: Vec<crate::model::PriceRule>,
+}
+
+/// (ext) A received payment event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct InboundEventView {
+    /// This delivery's id (what `…/events/{id}/replay` takes).
+    pub id: crate::InboundId,
+    /// The provider's event id (Lemon Squeezy: SHA-256 of its name, `data.id` and `updated_at`).
+    pub event_id: String,
+    /// The provider.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub provider: crate::crypto::inbound::Provider,
+    /// The provider's event type.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// `applied`, `duplicate`, `skipped` or `failed`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub status: crate::model::InboundStatus,
+    /// Why, or what was done.
+    pub reason: Option<String>,
+    /// When it arrived.
+    pub received_at: crate::Timestamp,
+    /// The license it made or changed.
+    pub license_id: Option<crate::LicenseId>,
+    /// The payload as received (`GET …/events/{id}` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+}
+
+impl InboundEventView {
+    /// How `event` is shown, with its payload or without.
+    pub fn of(event: crate::model::InboundEvent, payload: bool) -> Self {
+        Self {
+            id: event.id,
+            event_id: event.event_id,
+            provider: event.provider,
+            event_type: event.event_type,
+            status: event.status,
+            reason: event.reason,
+            received_at: event.received_at,
+            license_id: event.license_id,
+            payload: payload.then_some(event.payload),
+        }
+    }
 }
 
 /// (ext) `DELETE {dev}/policies/{policyId}`: `{id, deleted, detachedLicenses}`.

@@ -18,6 +18,22 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::parse(text).ok_or_else(|| {
+            format!("`{text}` is not a payment provider: use stripe, paddle or lemonsqueezy")
+        })
+    }
+}
+
 /// Seconds a signed time stamp may lie from the server's clock, either way (Stripe's default
 /// tolerance; Paddle's deliveries are held to the same).
 pub const INBOUND_TOLERANCE_SECONDS: i64 = 300;
@@ -41,8 +57,12 @@ pub enum InboundSignatureError {
     Mismatch,
 }
 
-/// A payment provider whose webhooks the server receives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A payment provider whose webhooks the server receives; named `stripe`, `paddle` and
+/// `lemonsqueezy` in paths, settings and JSON.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// Stripe.
     Stripe,
@@ -72,6 +92,15 @@ impl Provider {
     /// The provider named `text`.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().find(|(n, _)| *n == text).map(|(_, p)| *p)
+    }
+
+    /// Its name for people.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Stripe => "Stripe",
+            Self::Paddle => "Paddle",
+            Self::LemonSqueezy => "Lemon Squeezy",
+        }
     }
 
     /// The header its deliveries carry their signature in.

@@ -177,6 +177,10 @@ actions! {
     PolicyUpdated = "policy.updated", "policy";
     /// A policy was deleted (its licenses, if any, detached with its terms written into them).
     PolicyDeleted = "policy.deleted", "policy";
+    /// (ext) A payment integration was set up or changed (its secrets, its rules).
+    IntegrationUpdated = "integration.updated", "integration";
+    /// (ext) A payment integration was removed.
+    IntegrationDeleted = "integration.deleted", "integration";
     /// A product was created.
     ProductCreated = "product.created", "product";
     /// A product was changed.

@@ -6,6 +6,7 @@ mod customer;
 mod device;
 mod entitlement;
 mod floating;
+mod integration;
 mod license;
 mod metadata;
 mod outbox;
@@ -29,6 +30,11 @@ pub use entitlement::{
 pub use floating::{
     DEFAULT_SESSION_TTL, LicenseSession, MAX_SESSION_TTL, MIN_SESSION_TTL, SessionData,
     SessionStep, session_ttl,
+};
+pub use integration::{
+    ALREADY_LINKED, DUPLICATE_EVENT, INBOUND_KEPT_MS, Inbound, InboundEvent, InboundStatus,
+    Integration, LinkChange, MAX_INBOUND_BODY, MAX_RULES, OLDER_EVENT, OnCancel, OnPaymentFailed,
+    OnRefund, PREVIOUS_SECRET_MS, PaymentLink, PriceRule, RuleMatch, inbox_path, last_four,
 };
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};

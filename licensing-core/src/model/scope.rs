@@ -41,11 +41,13 @@ pub enum Resource {
     Entitlements,
     /// (ext) Policies.
     Policies,
+    /// (ext) Payment integrations: their settings, rules and received events.
+    Integrations,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 12] = [
+    pub const ALL: [Resource; 13] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -58,6 +60,7 @@ impl Resource {
         Resource::Webhooks,
         Resource::Entitlements,
         Resource::Policies,
+        Resource::Integrations,
     ];
 
     /// The name in scope strings.
@@ -75,6 +78,7 @@ impl Resource {
             Resource::Webhooks => "webhooks",
             Resource::Entitlements => "entitlements",
             Resource::Policies => "policies",
+            Resource::Integrations => "integrations",
         }
     }
 
@@ -247,6 +251,7 @@ impl Scope {
             Resource::Webhooks => "webhooks",
             Resource::Entitlements => "entitlements",
             Resource::Policies => "policies",
+            Resource::Integrations => "payment integrations",
         };
         match self.access {
             Access::Read => format!("see {what}"),
@@ -401,6 +406,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
     const WEBHOOKS: &[Scope] = &[Scope::read(Webhooks)];
     const ENTITLEMENTS: &[Scope] = &[Scope::read(Entitlements)];
     const POLICIES: &[Scope] = &[Scope::read(Policies)];
+    const INTEGRATIONS: &[Scope] = &[Scope::read(Integrations)];
     Some(match kind {
         "license" | "device" | "ip" => LICENSES,
         "customer" => CUSTOMERS,
@@ -414,6 +420,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
         "webhook" => WEBHOOKS,
         "entitlement" => ENTITLEMENTS,
         "policy" => POLICIES,
+        "integration" => INTEGRATIONS,
         _ => return None,
     })
 }
@@ -545,7 +552,7 @@ mod tests {
                 Scope::LICENSE_EMAIL,
             ]
         );
-        assert_eq!(Scope::all().count(), 26);
+        assert_eq!(Scope::all().count(), 28);
     }
 
     #[test]

@@ -74,7 +74,10 @@ impl Role {
                     .chain(
                         Resource::ALL
                             .into_iter()
-                            .filter(|r| r.writable() && *r != Resource::Settings)
+                            .filter(|r| {
+                                r.writable()
+                                    && !matches!(r, Resource::Settings | Resource::Integrations)
+                            })
                             .map(Scope::write),
                     )
                     .collect(),
@@ -254,13 +257,14 @@ mod tests {
                 .map(Scope::name)
                 .collect()
         };
-        assert_eq!(writes(Role::Owner).len(), Scope::all().count() - 12);
+        assert_eq!(writes(Role::Owner).len(), Scope::all().count() - 13);
         assert_eq!(writes(Role::Admin), writes(Role::Owner));
         let developer = writes(Role::Developer);
         assert!(!developer.contains(&"settings:write".to_owned()));
+        assert!(!developer.contains(&"integrations:write".to_owned()));
         assert!(developer.contains(&"api-keys:write".to_owned()));
         assert!(developer.contains(&"licenses:suspend".to_owned()));
-        assert_eq!(developer.len(), writes(Role::Owner).len() - 1);
+        assert_eq!(developer.len(), writes(Role::Owner).len() - 2);
         assert_eq!(
             writes(Role::Support),
             [

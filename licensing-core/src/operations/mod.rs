@@ -14,6 +14,7 @@ pub mod devices;
 pub mod doc;
 pub mod entitlements;
 pub mod floating;
+pub mod integrations;
 pub mod licenses;
 pub mod policies;
 pub mod products;
@@ -172,6 +173,7 @@ query_text!(
     crate::api::requests::CustomerListQuery,
     crate::api::requests::EntitlementListQuery,
     crate::api::requests::PolicyListQuery,
+    crate::api::requests::InboundQuery,
     crate::api::requests::ReleaseListQuery,
     crate::api::requests::DeviceListQuery,
     crate::api::requests::ProductListQuery,
@@ -465,6 +467,17 @@ macro_rules! dev_operations {
             $crate::operations::policies::GetPolicy,
             $crate::operations::policies::UpdatePolicy,
             $crate::operations::policies::DeletePolicy,
+            $crate::operations::integrations::ListIntegrations,
+            $crate::operations::integrations::ListInboundEvents,
+            $crate::operations::integrations::GetInboundEvent,
+            $crate::operations::integrations::ReplayInboundEvent,
+            $crate::operations::integrations::GetIntegration,
+            $crate::operations::integrations::PutIntegration,
+            $crate::operations::integrations::DeleteIntegration,
+            $crate::operations::integrations::ListRules,
+            $crate::operations::integrations::CreateRule,
+            $crate::operations::integrations::UpdateRule,
+            $crate::operations::integrations::DeleteRule,
             $crate::operations::products::CreateProduct,
             $crate::operations::products::ListProducts,
             $crate::operations::products::GetProduct,

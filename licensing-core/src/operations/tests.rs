@@ -58,6 +58,7 @@ fn every_declared_operation_is_listed_once() {
         include_str!("customers.rs"),
         include_str!("entitlements.rs"),
         include_str!("floating.rs"),
+        include_str!("integrations.rs"),
         include_str!("devices.rs"),
         include_str!("licenses.rs"),
         include_str!("policies.rs"),

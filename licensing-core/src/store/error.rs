@@ -26,6 +26,9 @@ pub enum Entity {
     Entitlement,
     Policy,
     LicenseSession,
+    Integration,
+    Rule,
+    InboundEvent,
 }
 
 /// A storage failure.
@@ -147,6 +150,11 @@ impl From<StoreError> for ApiError {
                 ),
                 Entity::Entitlement => ApiError::record_not_found("Entitlement not found"),
                 Entity::Policy => ApiError::record_not_found("Policy not found"),
+                Entity::Integration => ApiError::record_not_found(
+                    "Integration not found: set it up with PUT integrations/{provider} first",
+                ),
+                Entity::Rule => ApiError::record_not_found("Rule not found"),
+                Entity::InboundEvent => ApiError::record_not_found("Payment event not found"),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
                 Entity::LicenseSession => {

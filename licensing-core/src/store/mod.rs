@@ -31,22 +31,23 @@ pub use memory::MemoryStore;
 pub use request_log::RequestLogStore;
 
 use crate::api::requests::{
-    AuditQuery, CustomerListQuery, DeviceListQuery, LicenseListQuery, Paging, ProductListQuery,
-    ReleaseListQuery,
+    AuditQuery, CustomerListQuery, DeviceListQuery, InboundQuery, LicenseListQuery, Paging,
+    ProductListQuery, ReleaseListQuery,
 };
+use crate::crypto::inbound::Provider;
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
-    HealthChange, HourlyStats, Hwid, IpRecord, License, LicenseSession, OutboxMessage, Overview,
-    Policy, Product, Release, SessionStep, SigningKeyChange, StaffSession, StaffUser, Team,
-    TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint,
-    WebhookEvent,
+    HealthChange, HourlyStats, Hwid, Inbound, InboundEvent, Integration, IpRecord, License,
+    LicenseSession, LinkChange, OutboxMessage, Overview, PaymentLink, Policy, Product, Release,
+    SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings,
+    TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};
 use crate::{
-    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
-    LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, StaffId, TeamId,
+    ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, InboundId,
+    IpId, LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, StaffId, TeamId,
     Timestamp, WebhookId,
 };
 
@@ -78,6 +79,10 @@ pub struct Journal {
     /// to be durable before returning: the caller keeps the request's answer next
     /// ([`IdempotencyStore::keep_idempotent_answer`]), which makes both durable.
     pub keyed: Option<crate::idempotency::KeyedWrite>,
+    /// (ext) The payment event whose effect the write is, recorded as applied in the same
+    /// atomic step, with the links it creates or advances (see [`crate::model::Inbound`] and
+    /// [`PaymentStore`]).
+    pub inbound: Option<Box<crate::model::Inbound>>,
 }
 
 impl Journal {
@@ -86,6 +91,7 @@ impl Journal {
         audit: Vec::new(),
         events: Vec::new(),
         keyed: None,
+        inbound: None,
     };
 
     /// A journal of one audit entry.
@@ -94,6 +100,7 @@ impl Journal {
             audit: vec![entry],
             events: Vec::new(),
             keyed: None,
+            inbound: None,
         }
     }
 
@@ -102,6 +109,7 @@ impl Journal {
         self.audit.extend(other.audit);
         self.events.extend(other.events);
         self.keyed = self.keyed.or(other.keyed);
+        self.inbound = self.inbound.or(other.inbound);
         self
     }
 
@@ -378,6 +386,133 @@ pub trait PolicyStore: Send + Sync {
         detach: bool,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
+/// (ext) Payment integrations: a team's settings per provider, the events received, and the
+/// links from a provider's subscription or payment to its license. An event's effect is written
+/// by the store that writes the license, with the event's mark ([`Journal::inbound`]): in that
+/// atomic step the store records the event as applied, refusing one already applied
+/// ([`StoreError::Conflict`] on [`DUPLICATE_EVENT`](crate::model::DUPLICATE_EVENT)), and
+/// creates or advances its links ([`ALREADY_LINKED`](crate::model::ALREADY_LINKED),
+/// [`OLDER_EVENT`](crate::model::OLDER_EVENT)); see [`record_applied`].
+pub trait PaymentStore: Send + Sync {
+    /// The team's integration with `provider`.
+    fn get_integration(
+        &self,
+        team: TeamId,
+        provider: Provider,
+    ) -> impl Future<Output = StoreResult<Option<Integration>>> + Send;
+    /// The team's integrations, by provider.
+    fn list_integrations(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<Integration>>> + Send;
+    /// Stores an integration, new or replacing the team's one with its provider.
+    fn put_integration(
+        &self,
+        integration: &Integration,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Deletes the team's integration with `provider` (`NotFound` when there is none). Its
+    /// events and links stay (until they are pruned), so that one set up again does not apply
+    /// an event twice.
+    fn delete_integration(
+        &self,
+        team: TeamId,
+        provider: Provider,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Records a received event that applied nothing (skipped, failed, duplicate), durably.
+    fn record_inbound(&self, event: &InboundEvent) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Writes an applied event's mark alone (an event whose effect writes nothing else), with
+    /// the same refusals as a mark written with an effect.
+    fn apply_inbound(&self, inbound: &Inbound) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The delivery that applied the provider's event `event_id`, if one did.
+    fn inbound_applied(
+        &self,
+        team: TeamId,
+        provider: Provider,
+        event_id: &str,
+    ) -> impl Future<Output = StoreResult<Option<InboundId>>> + Send;
+    /// A received event.
+    fn get_inbound(
+        &self,
+        team: TeamId,
+        id: InboundId,
+    ) -> impl Future<Output = StoreResult<Option<InboundEvent>>> + Send;
+    /// The received events, newest first.
+    fn list_inbound(
+        &self,
+        team: TeamId,
+        query: &InboundQuery,
+    ) -> impl Future<Output = StoreResult<Page<InboundEvent>>> + Send;
+    /// The link of a provider's subscription or payment.
+    fn payment_link(
+        &self,
+        team: TeamId,
+        provider: Provider,
+        subject: &str,
+    ) -> impl Future<Output = StoreResult<Option<PaymentLink>>> + Send;
+    /// Deletes every received event (of any team) received before `before`; how many.
+    fn prune_inbound(&self, before: Timestamp) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
+/// What a store does with an applied event's mark, given what it holds: `applied` (the
+/// delivery that applied the same event, if any) and `link` (the stored link of each subject
+/// the mark names, in the order [`LinkChange`] names them). Returns the links to write, or the
+/// refusal. Every store decides with this, inside its atomic step.
+pub fn record_applied(
+    inbound: &Inbound,
+    applied: Option<InboundId>,
+    link: impl Fn(&str) -> Option<PaymentLink>,
+) -> StoreResult<Vec<PaymentLink>> {
+    use crate::model::{ALREADY_LINKED, DUPLICATE_EVENT, OLDER_EVENT};
+    if applied.is_some() {
+        return Err(StoreError::Conflict {
+            field: DUPLICATE_EVENT,
+            message: format!("event {} was applied already", inbound.event.event_id),
+        });
+    }
+    let fresh = |links: &[PaymentLink]| -> StoreResult<Vec<PaymentLink>> {
+        let mut out = Vec::new();
+        for l in links {
+            match link(&l.subject) {
+                Some(existing) if existing.license_id != l.license_id => {
+                    return Err(StoreError::Conflict {
+                        field: ALREADY_LINKED,
+                        message: format!(
+                            "{} has a license already ({})",
+                            l.subject, existing.license_id
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => out.push(l.clone()),
+            }
+        }
+        Ok(out)
+    };
+    match &inbound.links {
+        LinkChange::None => Ok(Vec::new()),
+        LinkChange::Create(links) => fresh(links),
+        LinkChange::Advance {
+            subject,
+            occurred_at,
+            more,
+        } => {
+            let mut current = link(subject).ok_or(StoreError::NotFound(Entity::License))?;
+            if *occurred_at < current.last_event_at {
+                return Err(StoreError::Conflict {
+                    field: OLDER_EVENT,
+                    message: format!("the event happened before the last one applied to {subject}"),
+                });
+            }
+            current.last_event_at = *occurred_at;
+            let mut out = vec![current];
+            out.extend(fresh(more)?);
+            Ok(out)
+        }
+    }
 }
 
 /// Products and their branches.
@@ -799,6 +934,7 @@ pub trait Store:
     + CustomerStore
     + EntitlementStore
     + PolicyStore
+    + PaymentStore
     + ProductStore
     + ReleaseStore
     + DeviceStore
@@ -825,6 +961,7 @@ impl<T> Store for T where
         + CustomerStore
         + EntitlementStore
         + PolicyStore
+        + PaymentStore
         + ProductStore
         + ReleaseStore
         + DeviceStore

@@ -9,6 +9,7 @@ mod bulk;
 mod client;
 mod customer;
 mod entitlement;
+mod integration;
 mod license;
 mod list;
 mod policy;
@@ -23,6 +24,7 @@ pub use bulk::{BulkAction, BulkLicenseBody, MAX_BULK_LICENSES};
 pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
 pub use customer::{CustomerBody, CustomerInput};
 pub use entitlement::{EntitlementBody, EntitlementInput};
+pub use integration::{InboundQuery, IntegrationBody, IntegrationInput, RawMatch, RuleBody};
 pub use license::{
     ExpirationAsk, ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense,
 };

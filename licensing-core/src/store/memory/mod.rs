@@ -10,6 +10,7 @@ use crate::verify;
 
 mod activity;
 mod idempotency;
+mod payments;
 mod records;
 mod request_log;
 mod team_data;
@@ -43,6 +44,10 @@ struct State {
     floating: HashMap<crate::LicenseSessionId, crate::model::LicenseSession>,
     idempotency: HashMap<(String, String), crate::idempotency::IdempotencyRecord>,
     requests: Vec<crate::model::RequestLogEntry>,
+    integrations: HashMap<(TeamId, crate::crypto::inbound::Provider), crate::model::Integration>,
+    inbound: std::collections::BTreeMap<crate::InboundId, crate::model::InboundEvent>,
+    applied: HashMap<(TeamId, crate::crypto::inbound::Provider, String), crate::InboundId>,
+    links: HashMap<(TeamId, crate::crypto::inbound::Provider, String), crate::model::PaymentLink>,
 }
 
 /// The in-memory store. Clones share the same data.
@@ -79,7 +84,15 @@ impl MemoryStore {
         f: impl FnOnce(&mut State) -> StoreResult<T>,
     ) -> StoreResult<T> {
         self.with(|s| {
+            // The mark is decided first: a refused one changes nothing.
+            let links = match &journal.inbound {
+                Some(inbound) => Some(s.decide_inbound(inbound)?),
+                None => None,
+            };
             let out = f(s)?;
+            if let (Some(inbound), Some(links)) = (&journal.inbound, links) {
+                s.record_inbound(inbound, links);
+            }
             s.audit.extend(journal.audit.iter().cloned());
             for event in &journal.events {
                 s.events.insert(event.id, event.clone());

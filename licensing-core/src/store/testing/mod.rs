@@ -48,6 +48,7 @@ mod idempotency;
 mod isolation;
 mod licenses;
 mod mail;
+mod payments;
 mod policies;
 mod request_log;
 mod sessions;
@@ -65,6 +66,7 @@ pub use idempotency::*;
 pub use isolation::*;
 pub use licenses::*;
 pub use mail::*;
+pub use payments::*;
 pub use policies::*;
 pub use request_log::*;
 pub use sessions::*;
@@ -155,6 +157,7 @@ macro_rules! store_test_suite {
             request_history_lists_filters_pages_and_prunes,
             policies_are_followed_by_their_licenses_and_deleted_or_detached,
             activity_decides_with_the_policys_terms,
+            payment_events_apply_once_with_their_effect_and_links,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
