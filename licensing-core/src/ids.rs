@@ -142,6 +142,12 @@ typed_id!(
     /// Id of a license.
     LicenseId
 );
+impl LicenseId {
+    /// (ext) The nil id, standing for the license an effect is about to create (see
+    /// [`Inbound::bind_license`](crate::model::Inbound::bind_license)).
+    pub const PENDING: LicenseId = LicenseId(Uuid::nil());
+}
+
 typed_id!(
     /// Id of a customer.
     CustomerId

@@ -10,8 +10,11 @@
 //! (base64, 1 MiB each, consecutive), the blacklist, the hourly statistics, (since version 2)
 //! the webhook endpoints with their signing secrets and the audit log, (since version 3)
 //! the staff accounts with their password hashes, (since version 4) the entitlements,
-//! before the products and licenses that grant them, and (since version 5) the policies, after
-//! the products and entitlements they name and before the licenses on them. Records are the model's own JSON, so ids,
+//! before the products and licenses that grant them, (since version 5) the policies, after
+//! the products and entitlements they name and before the licenses on them, and (since version
+//! 6) the payment integrations with their sealed secrets and rules, the links from providers'
+//! subscriptions and payments to licenses, and the events received (those applied still count
+//! as applied, so that a redelivery after a move changes nothing). Records are the model's own JSON, so ids,
 //! times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys, signed-in sessions and
@@ -42,7 +45,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -106,6 +109,19 @@ enum Line {
     /// A staff account (version 3).
     Staff {
         user: StaffUser,
+    },
+    /// A payment integration (version 6).
+    Integration {
+        integration: licensing_core::model::Integration,
+    },
+    /// Links from a provider's subscriptions and payments to licenses, up to 100 a line
+    /// (version 6).
+    PaymentLinks {
+        links: Vec<licensing_core::model::PaymentLink>,
+    },
+    /// A received payment event (version 6).
+    Inbound {
+        event: licensing_core::model::InboundEvent,
     },
     /// Entries of the audit log, oldest first, up to 100 a line (version 2).
     Audit {
@@ -441,6 +457,16 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         for user in store.list_staff(id).await? {
             w.line(&Line::Staff { user }).await?;
         }
+        for integration in store.list_integrations(id).await? {
+            w.line(&Line::Integration { integration }).await?;
+        }
+        for links in store.list_payment_links(id).await?.chunks(100) {
+            w.line(&Line::PaymentLinks {
+                links: links.to_vec(),
+            })
+            .await?;
+        }
+        export_inbound(store, id, &mut w).await?;
         export_audit(store, id, &mut w).await?;
     }
     let lines = w.lines;
@@ -453,6 +479,30 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
 /// Writes a team's audit log, oldest first. It is read by time (`from` the last entry written),
 /// not by page number, so that entries pruned or added while it is read shift nothing: each
 /// entry is written once.
+/// The team's received payment events, oldest first.
+async fn export_inbound<S: Store, W: AsyncWrite + Unpin>(
+    store: &S,
+    team: TeamId,
+    w: &mut Writer<W>,
+) -> Result<(), ArchiveError> {
+    let mut all = Vec::new();
+    for page in 1.. {
+        let query = licensing_core::api::requests::InboundQuery::parse(&format!(
+            "page={page}&pageSize=100"
+        ))
+        .map_err(|e| ArchiveError::Io(std::io::Error::other(e.details().to_owned())))?;
+        let found = store.list_inbound(team, &query).await?;
+        all.extend(found.items);
+        if !found.has_next_page {
+            break;
+        }
+    }
+    for event in all.into_iter().rev() {
+        w.line(&Line::Inbound { event }).await?;
+    }
+    Ok(())
+}
+
 async fn export_audit<S: Store, W: AsyncWrite + Unpin>(
     store: &S,
     team: TeamId,
@@ -626,6 +676,23 @@ pub async fn import<S: Store, R: BufRead>(
                 store.create_webhook(&endpoint, &Journal::NONE).await?;
             }
             Line::Staff { user } => store.create_staff(&user, &Journal::NONE).await?,
+            Line::Integration { integration } => {
+                store.put_integration(&integration, &Journal::NONE).await?;
+            }
+            Line::PaymentLinks { links } => store.restore_payment_links(&links).await?,
+            Line::Inbound { event } => {
+                if event.status == licensing_core::model::InboundStatus::Applied {
+                    // Applied, it is applied still: its mark alone.
+                    store
+                        .apply_inbound(&licensing_core::model::Inbound {
+                            event,
+                            links: licensing_core::model::LinkChange::None,
+                        })
+                        .await?;
+                } else {
+                    store.record_inbound(&event).await?;
+                }
+            }
             Line::Audit { entries } => store.restore_audit(&entries).await?,
             Line::Trailer { lines } => {
                 if lines != n - 1 {

@@ -11,7 +11,8 @@ use licensing_core::api::requests::ReleaseListQuery;
 use licensing_core::crypto::Md5Hasher;
 use licensing_core::crypto::is_sealed_secret;
 use licensing_core::store::{
-    IdempotencyStore as _, ReleaseStore as _, StaffStore as _, TeamStore as _, WebhookStore as _,
+    IdempotencyStore as _, PaymentStore, ReleaseStore as _, StaffStore as _, TeamStore as _,
+    WebhookStore as _,
 };
 use serde::Serialize;
 use tokio::io::AsyncReadExt as _;
@@ -62,6 +63,18 @@ pub async fn check(
         for user in store.list_staff(id).await? {
             if let Some(two_step) = &user.two_step {
                 count(is_sealed_secret(&two_step.secret));
+            }
+        }
+        for integration in store.list_integrations(id).await? {
+            for stored in [
+                Some(&integration.webhook_secret),
+                integration.previous_secret.as_ref(),
+                integration.api_key.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                count(is_sealed_secret(stored));
             }
         }
         let releases = every(

@@ -106,6 +106,31 @@ pub struct Config {
     #[arg(long, env = "LICENSING_CHAT_BOT_TOKEN", hide_env_values = true)]
     pub chat_bot_token: Option<String>,
 
+    /// Stripe's API address, read with a team's Stripe API key where an event lacks what
+    /// applying it needs (a checkout's line items, a product's metadata).
+    #[arg(
+        long,
+        env = "LICENSING_STRIPE_API_BASE",
+        default_value = "https://api.stripe.com"
+    )]
+    pub stripe_api_base: String,
+
+    /// Paddle Billing's API address (a customer's e-mail address).
+    #[arg(
+        long,
+        env = "LICENSING_PADDLE_API_BASE",
+        default_value = "https://api.paddle.com"
+    )]
+    pub paddle_api_base: String,
+
+    /// Lemon Squeezy's API address (a subscription's renewal date).
+    #[arg(
+        long,
+        env = "LICENSING_LEMONSQUEEZY_API_BASE",
+        default_value = "https://api.lemonsqueezy.com"
+    )]
+    pub lemonsqueezy_api_base: String,
+
     /// Proxies whose `X-Forwarded-For` is believed, as a comma-separated list of addresses or
     /// CIDR ranges (such as `127.0.0.1,10.0.0.0/8`). From any other peer the header is ignored
     /// and the client IP is the socket's peer address.
@@ -329,6 +354,9 @@ impl Config {
             mail_daily_limit: crate::runtime::mail::DEFAULT_DAILY_LIMIT,
             max_upload_mb: crate::files::DEFAULT_MAX_FILE_MB,
             chat_api_url: None,
+            stripe_api_base: "https://api.stripe.com".into(),
+            paddle_api_base: "https://api.paddle.com".into(),
+            lemonsqueezy_api_base: "https://api.lemonsqueezy.com".into(),
             chat_bot_token: None,
             metrics_listen: None,
             metrics_token: None,

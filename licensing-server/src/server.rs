@@ -207,6 +207,12 @@ impl Server {
                 ));
             }
         };
+        let providers = crate::runtime::providers::ProviderApis::new(
+            &config.stripe_api_base,
+            &config.paddle_api_base,
+            &config.lemonsqueezy_api_base,
+        )
+        .map_err(ServerError::Config)?;
         let geo = match &config.geoip_db {
             Some(path) => Geo::open(path).map_err(ServerError::Config)?,
             None => Geo::Embedded,
@@ -252,6 +258,7 @@ impl Server {
                 stats: StatsCache::default(),
                 metrics: crate::metrics::Metrics::default(),
                 chat,
+                providers,
                 mailer,
                 admin_token: config.admin_token.as_deref().map(std::sync::Arc::from),
                 metrics_access,

@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) mailer: Option<Mailer>,
     /// The chat directory, when configured.
     pub(crate) chat: Option<ChatDirectory>,
+    /// (ext) The payment providers' APIs.
+    pub(crate) providers: crate::runtime::providers::ProviderApis,
     /// Who may read `/metrics` on the main listener.
     pub(crate) metrics_access: MetricsAccess,
     /// The admin API's token; the admin API is off without one.
@@ -138,6 +140,8 @@ pub(crate) struct Limits {
     pub(crate) dev: Option<RateLimiter<Principal>>,
     /// Release uploads, per team.
     pub(crate) uploads: Option<RateLimiter<TeamId>>,
+    /// (ext) Payment providers' events, per team (twice the developer API's rate).
+    pub(crate) inbound: Option<RateLimiter<TeamId>>,
     /// Failed authentications, per client address.
     pub(crate) auth_failures: Option<RateLimiter<u128>>,
     /// Failed API-key authentications, per team of the path.
@@ -179,6 +183,7 @@ impl Limits {
             classloader_key: RateLimiter::per_minute(client),
             dev: RateLimiter::per_minute(dev),
             uploads: RateLimiter::per_minute(uploads),
+            inbound: RateLimiter::per_minute(dev.saturating_mul(2)),
             auth_failures: RateLimiter::per_minute(auth_failures),
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
             sign_in_account: tiers(auth_failures, &SIGN_IN_TIERS),
@@ -205,6 +210,7 @@ impl Limits {
             classloader_key: share(self.classloader_key, pool, "classloader-key"),
             dev: share(self.dev, pool, "dev"),
             uploads: share(self.uploads, pool, "uploads"),
+            inbound: share(self.inbound, pool, "inbound"),
             auth_failures: share(self.auth_failures, pool, "auth-failures"),
             auth_failures_team: share(self.auth_failures_team, pool, "auth-failures-team"),
             sign_in_account: self

@@ -112,6 +112,11 @@ impl Integration {
     }
 }
 
+/// What an integration's secrets are bound to when sealed under the master key.
+pub fn secret_purpose(team: TeamId, provider: Provider) -> String {
+    format!("payments {provider} {team}")
+}
+
 /// The path `provider`'s events for `team` are posted to (Lukittu's address for Stripe).
 pub fn inbox_path(provider: Provider, team: TeamId) -> String {
     format!("/api/v1/integrations/{provider}?teamId={team}")
@@ -314,6 +319,27 @@ pub struct Inbound {
     pub event: InboundEvent,
     /// What happens to the links of its subscription or payment.
     pub links: LinkChange,
+}
+
+impl Inbound {
+    /// The license an effect wrote, filled in where the mark left it to the effect (a license
+    /// created by it: the event's `licenseId` unset, its new links on [`LicenseId::PENDING`]).
+    pub fn bind_license(&mut self, license: LicenseId) {
+        if self.event.license_id.is_none() {
+            self.event.license_id = Some(license);
+        }
+        let links = match &mut self.links {
+            LinkChange::None => return,
+            LinkChange::Create(links) => links,
+            LinkChange::Advance { more, .. } => more,
+        };
+        for link in links
+            .iter_mut()
+            .filter(|l| l.license_id == LicenseId::PENDING)
+        {
+            link.license_id = license;
+        }
+    }
 }
 
 /// What an applied event does to the links.

@@ -35,6 +35,7 @@ pub use integration::{
     ALREADY_LINKED, DUPLICATE_EVENT, INBOUND_KEPT_MS, Inbound, InboundEvent, InboundStatus,
     Integration, LinkChange, MAX_INBOUND_BODY, MAX_RULES, OLDER_EVENT, OnCancel, OnPaymentFailed,
     OnRefund, PREVIOUS_SECRET_MS, PaymentLink, PriceRule, RuleMatch, inbox_path, last_four,
+    secret_purpose,
 };
 pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
 pub use metadata::{ClientMetadata, MetadataItem};

@@ -62,9 +62,9 @@ const EVENT_ID: Param = Param::path(
     Kind::Uuid,
 );
 const NO_INTEGRATION: &[Refusal] =
-    crate::refusals![(404, "RECORD_NOT_FOUND (the integration is not set up)")];
-const NO_RULE: &[Refusal] = crate::refusals![(404, "RECORD_NOT_FOUND (no such rule)")];
-const NO_EVENT: &[Refusal] = crate::refusals![(404, "RECORD_NOT_FOUND (no such event)")];
+    crate::refusals![(404, "BAD_REQUEST (the integration is not set up)")];
+const NO_RULE: &[Refusal] = crate::refusals![(404, "BAD_REQUEST (no such rule)")];
+const NO_EVENT: &[Refusal] = crate::refusals![(404, "BAD_REQUEST (no such event)")];
 
 declare! {
     ListIntegrations by ids;

@@ -453,6 +453,16 @@ pub trait PaymentStore: Send + Sync {
         provider: Provider,
         subject: &str,
     ) -> impl Future<Output = StoreResult<Option<PaymentLink>>> + Send;
+    /// Every link of the team (an export).
+    fn list_payment_links(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<PaymentLink>>> + Send;
+    /// Stores links as they are (a restore from an archive); one already stored is replaced.
+    fn restore_payment_links(
+        &self,
+        links: &[PaymentLink],
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Deletes every received event (of any team) received before `before`; how many.
     fn prune_inbound(&self, before: Timestamp) -> impl Future<Output = StoreResult<u64>> + Send;
 }
@@ -464,7 +474,7 @@ pub trait PaymentStore: Send + Sync {
 pub fn record_applied(
     inbound: &Inbound,
     applied: Option<InboundId>,
-    link: impl Fn(&str) -> Option<PaymentLink>,
+    mut link: impl FnMut(&str) -> Option<PaymentLink>,
 ) -> StoreResult<Vec<PaymentLink>> {
     use crate::model::{ALREADY_LINKED, DUPLICATE_EVENT, OLDER_EVENT};
     if applied.is_some() {
@@ -473,7 +483,10 @@ pub fn record_applied(
             message: format!("event {} was applied already", inbound.event.event_id),
         });
     }
-    let fresh = |links: &[PaymentLink]| -> StoreResult<Vec<PaymentLink>> {
+    fn fresh(
+        links: &[PaymentLink],
+        link: &mut impl FnMut(&str) -> Option<PaymentLink>,
+    ) -> StoreResult<Vec<PaymentLink>> {
         let mut out = Vec::new();
         for l in links {
             match link(&l.subject) {
@@ -491,10 +504,10 @@ pub fn record_applied(
             }
         }
         Ok(out)
-    };
+    }
     match &inbound.links {
         LinkChange::None => Ok(Vec::new()),
-        LinkChange::Create(links) => fresh(links),
+        LinkChange::Create(links) => fresh(links, &mut link),
         LinkChange::Advance {
             subject,
             occurred_at,
@@ -509,7 +522,7 @@ pub fn record_applied(
             }
             current.last_event_at = *occurred_at;
             let mut out = vec![current];
-            out.extend(fresh(more)?);
+            out.extend(fresh(more, &mut link)?);
             Ok(out)
         }
     }

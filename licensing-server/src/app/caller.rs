@@ -85,14 +85,6 @@ impl Caller {
             customer: Some(id),
         }
     }
-
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the payment providers' inboxes are its door, next in this round"
-        )
-    )]
     /// A payment provider's integration (`"stripe"`, say): creates, renews and ends the team's
     /// licenses and customers as its events say; the audit log names it `integration:<provider>`.
     pub(crate) fn integration(provider: &'static str) -> Self {

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use licensing_core::idempotency::KeyedWrite;
 use licensing_core::model::{
-    Action, Actor, AuditEntry, FieldChange, WebhookEvent, changes, products_in,
+    Action, Actor, AuditEntry, FieldChange, Inbound, WebhookEvent, changes, products_in,
 };
 use licensing_core::store::Journal;
 use licensing_core::{AuditId, EventId, ProductId, TeamId, Timestamp};
@@ -24,6 +24,30 @@ pub struct Acting {
     /// Where the journals it builds note the teams whose client-API context they change, for
     /// whoever performs the operation to drop once it is over; none: no one keeps contexts.
     pub journaled: Option<Journaled>,
+    /// (ext) The mark of the payment event whose effect the operation is: the first journal
+    /// built takes it (see [`Journal::inbound`]).
+    pub inbound: Option<InboundSlot>,
+}
+
+/// The mark of a payment event, waiting for the journal of its effect.
+#[derive(Clone, Debug, Default)]
+pub struct InboundSlot(std::sync::Arc<std::sync::Mutex<Option<Box<Inbound>>>>);
+
+impl InboundSlot {
+    /// A slot holding `mark`.
+    pub fn holding(mark: Inbound) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(Some(Box::new(
+            mark,
+        )))))
+    }
+
+    /// The mark, if no journal took it yet; taken.
+    pub fn take(&self) -> Option<Box<Inbound>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
 }
 
 /// The teams whose client-API context (see [`Action::changes_team_context`]) the journals of
@@ -66,6 +90,7 @@ impl Acting {
             actor: Actor::admin(),
             address: Some(address),
             journaled: None,
+            inbound: None,
         }
     }
 
@@ -75,6 +100,7 @@ impl Acting {
             actor: Actor::user(user.id, user.email.as_str()),
             address,
             journaled: None,
+            inbound: None,
         }
     }
 
@@ -84,6 +110,7 @@ impl Acting {
             actor: Actor::system("command line"),
             address: None,
             journaled: None,
+            inbound: None,
         }
     }
 
@@ -193,6 +220,14 @@ impl Acting {
             product_ids: product_ids.clone(),
         });
         journal.keyed = claim_in_scope();
+        if let Some(mut mark) = self.inbound.as_ref().and_then(InboundSlot::take) {
+            if action.resource() == "license"
+                && let Ok(license) = resource_id.parse::<licensing_core::LicenseId>()
+            {
+                mark.bind_license(license);
+            }
+            journal.inbound = Some(mark);
+        }
         if !action.raises_event() {
             return journal;
         }

@@ -12,12 +12,14 @@
 pub(crate) mod access;
 pub(crate) mod accounts;
 pub(crate) mod admin;
+pub(crate) mod billing;
 mod caller;
 pub(crate) mod client;
 pub(crate) mod customers;
 pub(crate) mod devices;
 pub(crate) mod entitlements;
 pub(crate) mod floating;
+pub(crate) mod integrations;
 pub mod journal;
 pub(crate) mod license_files;
 pub(crate) mod licenses;
@@ -46,7 +48,7 @@ use licensing_core::{ApiError, TeamId, Timestamp, UserId};
 
 pub(crate) use caller::Caller;
 
-use crate::app::journal::{Acting, Journaled};
+use crate::app::journal::{Acting, InboundSlot, Journaled};
 use crate::state::AppState;
 
 pub(crate) use licensing_core::operations::Operation;
@@ -89,6 +91,8 @@ pub(crate) struct Cx {
     pub(crate) client: IpAddr,
     /// The teams whose context this operation's journals changed.
     journaled: Journaled,
+    /// (ext) The mark of the payment event whose effect the operations are.
+    inbound: Option<InboundSlot>,
 }
 
 impl Cx {
@@ -107,7 +111,15 @@ impl Cx {
             now,
             client,
             journaled: Journaled::default(),
+            inbound: None,
         }
+    }
+
+    /// The same context, whose next journal carries `mark` (a payment event's effect: see
+    /// `billing.rs`); the slot tells afterwards whether a journal took it.
+    pub(crate) fn with_inbound(mut self, mark: InboundSlot) -> Self {
+        self.inbound = Some(mark);
+        self
     }
 
     /// Performs `op` after checking that the caller has its scope (403 naming it otherwise),
@@ -177,6 +189,7 @@ impl Cx {
             actor: self.caller.actor.clone(),
             address: Some(self.client),
             journaled: Some(self.journaled.clone()),
+            inbound: self.inbound.clone(),
         }
     }
 

@@ -229,14 +229,6 @@ async fn settle<S: IdempotencyStore, A: Keep>(store: &S, keyed: &Keyed, answer: 
         }
     }
 }
-
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "payment providers' events are its first caller, next in this round"
-    )
-)]
 /// What an operation performed under an idempotency key answered.
 #[derive(Debug)]
 pub(crate) struct Answered<T> {
@@ -358,13 +350,6 @@ impl Cx {
     /// that asks for it through the developer API would be, so a request over HTTP and the same
     /// operation performed here share one claim. (Not the two release uploads, whose files are
     /// not part of a typed operation.)
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "payment providers' events are its first caller, next in this round"
-        )
-    )]
     pub(crate) async fn once<O>(
         &self,
         key: IdempotencyKey,

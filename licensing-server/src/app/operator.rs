@@ -59,6 +59,7 @@ impl Operator {
             files: Some(state.files.clone()),
             acting: Acting {
                 journaled: Some(Journaled::default()),
+                inbound: None,
                 ..Acting::admin(client)
             },
             now: Timestamp::now(),

@@ -5,6 +5,7 @@ pub(crate) mod admin;
 mod client;
 pub(crate) mod dev;
 mod docs;
+mod inbox;
 mod table;
 
 /// The OpenAPI document as pretty JSON, as checked in (`openapi.json`), with the scope of each
@@ -44,6 +45,8 @@ pub(crate) fn routes(state: AppState, document: fn() -> String) -> BoxedFilter<(
         .or(docs::routes(document))
         .unify()
         .or(client::routes(state.clone()))
+        .unify()
+        .or(inbox::routes(state.clone()))
         .unify()
         .or(dev::routes(state.clone()))
         .unify()

@@ -11,7 +11,7 @@ use licensing_core::crypto::{
     MasterKey, StoredTeamKeys, TeamKeys, is_sealed_secret, sealed_secret_key_id,
 };
 use licensing_core::model::Team;
-use licensing_core::store::{Journal, StaffStore, TeamStore, WebhookStore};
+use licensing_core::store::{Journal, PaymentStore, StaffStore, TeamStore, WebhookStore};
 use licensing_core::{StaffId, TeamId, Timestamp, WebhookId};
 
 /// The master key, when the operator gave one.
@@ -168,7 +168,7 @@ impl Keyring {
 
     /// Checks that every team's keys and secrets can be opened, and with a master key seals
     /// those found in the clear. Returns how many records it sealed.
-    pub async fn prepare<S: TeamStore + WebhookStore + StaffStore>(
+    pub async fn prepare<S: TeamStore + WebhookStore + StaffStore + PaymentStore>(
         &self,
         store: &S,
     ) -> Result<usize, String> {
@@ -209,7 +209,7 @@ impl Keyring {
     /// Stores the secrets of `team`'s webhook endpoints and staff accounts as this keyring
     /// does, opening them with `from`; how many records changed. A secret sealed with a key
     /// neither keyring holds is an error that names it.
-    async fn reseal_secrets<S: WebhookStore + StaffStore>(
+    async fn reseal_secrets<S: WebhookStore + StaffStore + PaymentStore>(
         &self,
         store: &S,
         team: TeamId,
@@ -244,6 +244,32 @@ impl Keyring {
                 changed += 1;
             }
         }
+        for mut integration in store
+            .list_integrations(team)
+            .await
+            .map_err(|e| failed("payment integrations", e))?
+        {
+            let purpose = licensing_core::model::secret_purpose(team, integration.provider);
+            let mut touched = false;
+            let stored: [Option<&mut String>; 3] = [
+                Some(&mut integration.webhook_secret),
+                integration.previous_secret.as_mut(),
+                integration.api_key.as_mut(),
+            ];
+            for stored in stored.into_iter().flatten() {
+                if let Some(new) = self.restored(from, &purpose, stored)? {
+                    *stored = new;
+                    touched = true;
+                }
+            }
+            if touched {
+                store
+                    .put_integration(&integration, &Journal::NONE)
+                    .await
+                    .map_err(|e| failed("payment integrations", e))?;
+                changed += 1;
+            }
+        }
         for mut user in store
             .list_staff(team)
             .await
@@ -267,7 +293,7 @@ impl Keyring {
 
     /// Re-seals every team's keys and secrets from `self` (the old key) under `new`. Returns
     /// how many teams.
-    pub async fn rotate<S: TeamStore + WebhookStore + StaffStore>(
+    pub async fn rotate<S: TeamStore + WebhookStore + StaffStore + PaymentStore>(
         &self,
         store: &S,
         new: &Keyring,

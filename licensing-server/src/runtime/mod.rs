@@ -13,6 +13,7 @@ pub mod keyring;
 pub mod license_cache;
 pub mod mail;
 pub mod periodic;
+pub mod providers;
 pub mod ratelimit;
 pub mod request_log;
 pub mod stats;

@@ -28,8 +28,12 @@ use licensing_core::{
     LicenseId, LicenseKey, PolicyId, ProductId, ReleaseId, TeamId, Timestamp, WebhookId,
 };
 
+use licensing_core::InboundId;
 use licensing_core::LicenseSessionId;
 use licensing_core::StaffId;
+use licensing_core::api::requests::InboundQuery;
+use licensing_core::crypto::inbound::Provider;
+use licensing_core::model::{Inbound, InboundEvent, Integration, PaymentLink};
 use licensing_core::model::{LicenseSession, StaffSession, StaffUser};
 
 use super::SledStore;
@@ -223,6 +227,22 @@ delegate!(PolicyStore {
     fn update_policy(&self, policy: &Policy, journal: &Journal) -> StoreResult<()>;
     fn count_policy_licenses(&self, team: TeamId, id: PolicyId) -> StoreResult<u64>;
     fn delete_policy(&self, team: TeamId, id: PolicyId, detach: bool, journal: &Journal) -> StoreResult<u64>;
+});
+
+delegate!(PaymentStore {
+    fn get_integration(&self, team: TeamId, provider: Provider) -> StoreResult<Option<Integration>>;
+    fn list_integrations(&self, team: TeamId) -> StoreResult<Vec<Integration>>;
+    fn put_integration(&self, integration: &Integration, journal: &Journal) -> StoreResult<()>;
+    fn delete_integration(&self, team: TeamId, provider: Provider, journal: &Journal) -> StoreResult<()>;
+    fn record_inbound(&self, event: &InboundEvent) -> StoreResult<()>;
+    fn apply_inbound(&self, inbound: &Inbound) -> StoreResult<()>;
+    fn inbound_applied(&self, team: TeamId, provider: Provider, event_id: &str) -> StoreResult<Option<InboundId>>;
+    fn get_inbound(&self, team: TeamId, id: InboundId) -> StoreResult<Option<InboundEvent>>;
+    fn list_inbound(&self, team: TeamId, query: &InboundQuery) -> StoreResult<Page<InboundEvent>>;
+    fn payment_link(&self, team: TeamId, provider: Provider, subject: &str) -> StoreResult<Option<PaymentLink>>;
+    fn list_payment_links(&self, team: TeamId) -> StoreResult<Vec<PaymentLink>>;
+    fn restore_payment_links(&self, links: &[PaymentLink]) -> StoreResult<()>;
+    fn prune_inbound(&self, before: Timestamp) -> StoreResult<u64>;
 });
 
 delegate!(ApiKeyStore {

@@ -1,10 +1,11 @@
 //! The pruning of the audit log: entries past the retention are deleted in bounded rounds, at
-//! start and then hourly.
+//! start and then hourly; and (ext) of the payment events received, kept 90 days.
 
 use std::time::Duration;
 
 use licensing_core::Timestamp;
-use licensing_core::store::AuditStore;
+use licensing_core::model::INBOUND_KEPT_MS;
+use licensing_core::store::{AuditStore, PaymentStore};
 use tokio::sync::watch;
 
 /// Days an audit entry is kept unless the operator says otherwise.
@@ -15,8 +16,19 @@ const PRUNE_BATCH: usize = 1_000;
 
 /// Deletes entries older than `retention_days`, a batch at a time, at start and then hourly,
 /// until `stop`.
-pub(crate) async fn run<S: AuditStore>(store: S, retention_days: u32, stop: watch::Receiver<bool>) {
+pub(crate) async fn run<S: AuditStore + PaymentStore>(
+    store: S,
+    retention_days: u32,
+    stop: watch::Receiver<bool>,
+) {
     let prune = || async {
+        let received_before =
+            Timestamp::from_millis(Timestamp::now().as_millis() - INBOUND_KEPT_MS);
+        match store.prune_inbound(received_before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(pruned = n, "payment events older than 90 days deleted"),
+            Err(e) => tracing::error!(error = %e, "pruning the payment events failed"),
+        }
         let before = Timestamp::from_millis(
             Timestamp::now().as_millis() - i64::from(retention_days) * 86_400_000,
         );

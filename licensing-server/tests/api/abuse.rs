@@ -247,8 +247,12 @@ async fn every_operation_with_a_body_refuses_an_oversize_one() {
                         part.to_owned()
                     } else {
                         // Any other parameter: a well-formed id that names nothing.
-                        let rest = part.split_once('}').unwrap().1;
-                        format!("{}{rest}", uuid::Uuid::new_v4())
+                        let (name, rest) = part.split_once('}').unwrap();
+                        if name == "provider" {
+                            format!("stripe{rest}")
+                        } else {
+                            format!("{}{rest}", uuid::Uuid::new_v4())
+                        }
                     }
                 })
                 .collect::<String>();

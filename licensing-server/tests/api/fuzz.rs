@@ -250,7 +250,43 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .await
         .ok()
         .clone();
+    s.put(
+        &s.dev("integrations/stripe"),
+        r#"{"webhookSecret":"whsec_fuzz_0123456789"}"#,
+    )
+    .await
+    .ok();
+    let rule = s
+        .post(
+            &s.dev("integrations/stripe/rules"),
+            &serde_json::json!({"match": {"priceId": "price_fuzz"}, "policyId": policy["id"]})
+                .to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    let ping = r#"{"id":"evt_fuzz","type":"customer.created","data":{"object":{"id":"cus_fuzz"}}}"#;
+    let signature = licensing_core::crypto::inbound::Provider::Stripe.sign(
+        "whsec_fuzz_0123456789",
+        ping.as_bytes(),
+        licensing_core::Timestamp::now().as_millis() / 1000,
+    );
+    s.client
+        .post(format!(
+            "{}/api/v1/integrations/stripe?teamId={}",
+            s.base,
+            s.team_id()
+        ))
+        .header("stripe-signature", signature)
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0].clone();
     let seeded = vec![
+        ("provider".to_owned(), "stripe".to_owned()),
+        ("ruleId".to_owned(), id(&rule)),
+        ("eventId".to_owned(), id(&event)),
         ("policyId".to_owned(), id(&policy)),
         ("kid".to_owned(), kid),
         ("sessionId".to_owned(), session),

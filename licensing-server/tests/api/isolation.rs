@@ -20,6 +20,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         s("session"),
         s("policy"),
     );
+    let (provider, rule, event) = (s("provider"), s("rule"), s("event"));
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -129,6 +130,37 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             format!("policies/{policy}?detach=true"),
             None,
         ),
+        (Method::GET, "integrations".into(), None),
+        (Method::GET, format!("integrations/{provider}"), None),
+        (
+            Method::PUT,
+            format!("integrations/{provider}"),
+            body(json!({"webhookSecret": "whsec_isolation_other"})),
+        ),
+        (Method::GET, format!("integrations/{provider}/rules"), None),
+        (
+            Method::POST,
+            format!("integrations/{provider}/rules"),
+            body(json!({"match": {"priceId": "price_x"}, "policyId": policy})),
+        ),
+        (
+            Method::PUT,
+            format!("integrations/{provider}/rules/{rule}"),
+            body(json!({"onRefund": "keep"})),
+        ),
+        (
+            Method::DELETE,
+            format!("integrations/{provider}/rules/{rule}"),
+            None,
+        ),
+        (Method::GET, "integrations/events".into(), None),
+        (Method::GET, format!("integrations/events/{event}"), None),
+        (
+            Method::POST,
+            format!("integrations/events/{event}/replay"),
+            None,
+        ),
+        (Method::DELETE, format!("integrations/{provider}"), None),
         (Method::POST, "products".into(), body(json!({"name": "X"}))),
         (Method::GET, "products".into(), None),
         (Method::GET, format!("products/{product}"), None),
@@ -208,6 +240,48 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
     ]
 }
 
+/// Team A's Stripe integration with a rule to `policy`, and one event received: the rule and
+/// the event.
+async fn integration(s: &TestServer, policy: &Value) -> (Value, Value) {
+    const SECRET: &str = "whsec_isolation_team_a";
+    s.put(
+        &s.dev("integrations/stripe"),
+        &json!({"webhookSecret": SECRET}).to_string(),
+    )
+    .await
+    .ok();
+    let rule = s
+        .post(
+            &s.dev("integrations/stripe/rules"),
+            &json!({"match": {"priceId": "price_a"}, "policyId": policy["id"]}).to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    let ping =
+        r#"{"id":"evt_isolation","type":"customer.created","data":{"object":{"id":"cus_a"}}}"#;
+    let signature = licensing_core::crypto::inbound::Provider::Stripe.sign(
+        SECRET,
+        ping.as_bytes(),
+        licensing_core::Timestamp::now().as_millis() / 1000,
+    );
+    let delivered = s
+        .client
+        .post(format!(
+            "{}/api/v1/integrations/stripe?teamId={}",
+            s.base,
+            s.team_id()
+        ))
+        .header("stripe-signature", signature)
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delivered.status().as_u16(), 200);
+    let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0].clone();
+    (rule, event)
+}
+
 /// Everything team A can read, to compare before and after.
 async fn snapshot(s: &TestServer) -> Vec<Value> {
     let mut out = Vec::new();
@@ -220,6 +294,8 @@ async fn snapshot(s: &TestServer) -> Vec<Value> {
         "public-key",
         "entitlements",
         "policies",
+        "integrations",
+        "integrations/events",
         "blacklist",
         "api-keys",
         "audit-log",
@@ -315,6 +391,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .await
         .ok()["id"]
         .clone();
+    let (rule, event) = integration(&s, &policy).await;
     let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
                      "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key,
                      "webhook": webhook, "delivery": delivery,
@@ -322,6 +399,9 @@ async fn no_route_shows_or_changes_another_teams_data() {
                      "entitlement": s.post(&s.dev("entitlements"), r#"{"name":"A","code":"A"}"#)
                          .await.ok()["id"],
                      "policy": policy["id"],
+                     "provider": "stripe",
+                     "rule": rule["id"],
+                     "event": event["id"],
                      "session": s.client("sessions/start",
                          &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": "isolation-session-1"}), None)
                          .await.valid()["session"]["id"]});
@@ -346,7 +426,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
             .await;
         let mentions_a_id = [
             "license", "key", "customer", "product", "branch", "release", "hwid", "ip", "entry",
-            "apiKey", "webhook", "delivery", "session",
+            "apiKey", "webhook", "delivery", "session", "rule", "event",
         ]
         .iter()
         .any(|k| path.contains(ids[*k].as_str().unwrap()));
@@ -579,6 +659,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "hwid": "{hwidId}", "ip": "{ipId}", "entry": "{blacklistId}", "apiKey": "{apiKeyId}",
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
         "entitlement": "{entitlementId}", "session": "{sessionId}", "policy": "{policyId}",
+        "provider": "{provider}", "rule": "{ruleId}", "event": "{eventId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()

@@ -36,6 +36,7 @@ mod license_files;
 mod licenses;
 mod mail;
 mod openapi;
+mod payments;
 mod policies;
 mod ratelimit;
 mod records;

@@ -150,6 +150,31 @@ impl PaymentStore for MemoryStore {
         self.with(|s| Ok(s.links.get(&(team, provider, subject.to_owned())).cloned()))
     }
 
+    async fn list_payment_links(&self, team: TeamId) -> StoreResult<Vec<PaymentLink>> {
+        self.with(|s| {
+            let mut all: Vec<PaymentLink> = s
+                .links
+                .values()
+                .filter(|l| l.team_id == team)
+                .cloned()
+                .collect();
+            all.sort_by(|a, b| (a.provider, &a.subject).cmp(&(b.provider, &b.subject)));
+            Ok(all)
+        })
+    }
+
+    async fn restore_payment_links(&self, links: &[PaymentLink]) -> StoreResult<()> {
+        self.with(|s| {
+            for link in links {
+                s.links.insert(
+                    (link.team_id, link.provider, link.subject.clone()),
+                    link.clone(),
+                );
+            }
+            Ok(())
+        })
+    }
+
     async fn prune_inbound(&self, before: Timestamp) -> StoreResult<u64> {
         self.with(|s| {
             let old: Vec<InboundId> = s

@@ -50,10 +50,11 @@ const MIGRATIONS: &[Migration] = migrations![
     17 "license changes announced" "0017_license_changes.sql",
     18 "writes mark their idempotency keys" "0018_idempotency_applied.sql",
     19 "policies" "0019_policies.sql",
+    20 "payment integrations" "0020_payments.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -26,6 +26,7 @@ mod idempotency;
 mod licenses;
 mod migrate;
 mod misc;
+mod payments;
 mod refresh;
 mod request_log;
 mod shared;
@@ -199,6 +200,9 @@ pub(crate) async fn write_journal(
     }
     if let Some(keyed) = mark {
         idempotency::mark_applied(&mut *conn, keyed).await?;
+    }
+    if let Some(inbound) = &journal.inbound {
+        payments::stage_inbound(&mut *conn, inbound).await?;
     }
     Ok(())
 }

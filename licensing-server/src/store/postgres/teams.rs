@@ -241,7 +241,7 @@ impl PgStore {
     /// so that the versions of their rows from before a sealing are gone from the tables'
     /// files. (Older WAL segments and earlier dumps of the database still hold them.)
     pub async fn rewrite_secret_tables(&self) -> StoreResult<()> {
-        for table in ["teams", "webhook_endpoints", "staff_users"] {
+        for table in ["teams", "webhook_endpoints", "staff_users", "integrations"] {
             sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM FULL {table}")))
                 .execute(&self.pool)
                 .await

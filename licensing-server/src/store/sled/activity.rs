@@ -362,6 +362,7 @@ impl SledStore {
                 audit: Vec::new(),
                 events,
                 keyed: None,
+                inbound: None,
             })?;
         }
         Ok(Ok(Recorded {

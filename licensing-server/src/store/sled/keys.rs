@@ -60,6 +60,14 @@ pub(crate) mod tag {
     /// A license's request history, by team, license, time and a sequence number
     /// (`request_log.rs`).
     pub(crate) const REQUEST_LOG: u8 = b'Q';
+    /// (ext) A payment integration, by team and provider (`payments.rs`).
+    pub(crate) const INTEGRATION: u8 = b'n';
+    /// (ext) A received payment event, by team and id; under [`INDEX`] by time for pruning.
+    pub(crate) const INBOUND: u8 = b'Z';
+    /// (ext) The delivery that applied a provider's event, by team, provider and event id.
+    pub(crate) const INBOUND_APPLIED: u8 = b'a';
+    /// (ext) The license of a provider's subscription or payment, by team, provider and id.
+    pub(crate) const PAYMENT_LINK: u8 = b'q';
 }
 
 /// Builds a key from parts.

@@ -54,6 +54,7 @@ mod license_table;
 mod licenses;
 mod locks;
 mod misc;
+mod payments;
 mod refresh;
 mod replay;
 mod request_log;

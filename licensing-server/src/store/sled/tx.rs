@@ -108,6 +108,9 @@ impl<'a> Tx<'a> {
         for event in &journal.events {
             self.put_record(webhooks::event_key(event.id), event)?;
         }
+        if let Some(inbound) = &journal.inbound {
+            super::payments::stage_inbound(self, inbound)?;
+        }
         Ok(())
     }
 
