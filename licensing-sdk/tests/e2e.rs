@@ -1061,6 +1061,7 @@ async fn the_sdk_reaches_every_declared_operation() {
                 let text = match name {
                     "licenseKey" => "ABCDE-12345-FGHIJ-67890-KLMNO".to_owned(),
                     "kid" => "0123456789abcdef".to_owned(),
+                    "provider" => "stripe".to_owned(),
                     _ => uuid::Uuid::new_v4().to_string(),
                 };
                 (name, text)
@@ -1570,4 +1571,73 @@ async fn the_developer_client_retries_a_write_whose_answer_was_lost_and_it_runs_
         .len();
     assert_eq!(count, 3, "the write was done all the same");
     server.shutdown().await;
+}
+
+/// (ext) The developer client sets up a payment integration and its rules, and reads the events
+/// it received.
+#[tokio::test]
+async fn the_developer_client_manages_payment_integrations() {
+    use licensing_sdk::core::api::requests::{
+        InboundQuery, IntegrationBody, Patch, PolicyBody, RawMatch, RuleBody,
+    };
+    use licensing_sdk::core::crypto::inbound::Provider;
+
+    let server = Running::start().await;
+    let dev = dev_client(&server);
+    let policy = dev
+        .create_policy(&PolicyBody {
+            name: Patch::Value("Pro".into()),
+            ..PolicyBody::default()
+        })
+        .await
+        .unwrap();
+    let view = dev
+        .put_integration(
+            Provider::Paddle,
+            &IntegrationBody {
+                enabled: Some(true),
+                webhook_secret: Some("pdl_ntfset_sdk_0123".into()),
+                api_key: Patch::Missing,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(view.webhook_secret, "…0123");
+    let rule = dev
+        .create_rule(
+            Provider::Paddle,
+            &RuleBody {
+                matches: Some(RawMatch {
+                    price_id: Some(json!("pri_sdk")),
+                    ..RawMatch::default()
+                }),
+                policy_id: Some(policy.id.to_string()),
+                ..RuleBody::default()
+            },
+        )
+        .await
+        .unwrap();
+    let changed = dev
+        .update_rule(
+            Provider::Paddle,
+            rule.id,
+            &RuleBody {
+                on_refund: Some("delete".into()),
+                ..RuleBody::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.matches, rule.matches);
+    assert_eq!(dev.list_rules(Provider::Paddle).await.unwrap().rules.len(), 1);
+    assert_eq!(dev.list_integrations().await.unwrap().integrations.len(), 1);
+    let events = dev
+        .list_payment_events(&InboundQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(events.total_results, 0);
+    dev.delete_rule(Provider::Paddle, rule.id).await.unwrap();
+    dev.delete_integration(Provider::Paddle).await.unwrap();
+    let gone = dev.get_integration(Provider::Paddle).await.unwrap_err();
+    assert!(matches!(gone, Error::Api { status: 404, .. }), "{gone:?}");
 }

@@ -8,12 +8,19 @@ use licensing_core::api::requests::{
     PolicyListQuery, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
     SettingsBody, WebhookBody,
 };
+use licensing_core::api::requests::{InboundQuery, IntegrationBody, RuleBody};
 use licensing_core::api::{
     ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
     EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
     LicenseFileBody, LicenseFileIssued, LicenseKeyDeleted, LicensePage, PolicyDeleted, PolicyPage,
     ProductPage, ReleasePage, RequestLogPage, SessionPage, WebhookList,
 };
+use licensing_core::api::{
+    InboundEventView, InboundPage, IntegrationDeleted, IntegrationList, IntegrationView,
+    RuleDeleted, RuleList,
+};
+use licensing_core::crypto::inbound::Provider;
+use licensing_core::model::PriceRule;
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, License, LicenseDetail,
     LicenseSession, Policy, Product, PublicKeys, ReleaseView, SigningKey, Statistics, TeamSettings,
@@ -33,6 +40,10 @@ use licensing_core::operations::entitlements::{
     CreateEntitlement, DeleteEntitlement, GetEntitlement, ListEntitlements, UpdateEntitlement,
 };
 use licensing_core::operations::floating::{ListSessions, RevokeSession};
+use licensing_core::operations::integrations::{
+    CreateRule, DeleteIntegration, DeleteRule, GetInboundEvent, GetIntegration, ListInboundEvents,
+    ListIntegrations, ListRules, PutIntegration, ReplayInboundEvent, UpdateRule,
+};
 use licensing_core::operations::licenses::{
     BulkLicenses, CreateLicense, DeleteLicense, DeleteLicenseByKey, EmailLicense, ExtendLicense,
     GetLicense, GetLicenseByKey, IssueLicenseFile, ListLicenses, SuspendLicense, UnsuspendLicense,
@@ -60,6 +71,7 @@ use licensing_core::{
     ApiKeyId, BlacklistId, BranchId, CustomerId, DeliveryId, EntitlementId, HwidId, IpId,
     LicenseId, LicenseKey, LicenseSessionId, PolicyId, ProductId, ReleaseId, WebhookId,
 };
+use licensing_core::{InboundId, RuleId};
 
 use super::{DevClient, ReleaseUpload, Upload, collect, kid_of};
 use crate::Error;
@@ -373,6 +385,84 @@ impl DevClient {
     pub async fn delete_policy(&self, id: PolicyId, detach: bool) -> Result<PolicyDeleted, Error> {
         self.perform(&DeletePolicy(id, DetachQuery { detach }))
             .await
+    }
+
+    // Payment integrations (ext).
+
+    /// (ext) `GET {dev}/integrations`: the team's payment integrations, their secrets shown by
+    /// their last 4 characters.
+    pub async fn list_integrations(&self) -> Result<IntegrationList, Error> {
+        self.perform(&ListIntegrations).await
+    }
+
+    /// (ext) `GET {dev}/integrations/{provider}`.
+    pub async fn get_integration(&self, provider: Provider) -> Result<IntegrationView, Error> {
+        self.perform(&GetIntegration(provider)).await
+    }
+
+    /// (ext) `PUT {dev}/integrations/{provider}`: sets up or changes the integration (a new
+    /// `webhookSecret` leaves the one it replaces accepted for 24 hours).
+    pub async fn put_integration(
+        &self,
+        provider: Provider,
+        body: &IntegrationBody,
+    ) -> Result<IntegrationView, Error> {
+        self.perform(&PutIntegration(provider, body.clone())).await
+    }
+
+    /// (ext) `DELETE {dev}/integrations/{provider}`.
+    pub async fn delete_integration(
+        &self,
+        provider: Provider,
+    ) -> Result<IntegrationDeleted, Error> {
+        self.perform(&DeleteIntegration(provider)).await
+    }
+
+    /// (ext) `GET {dev}/integrations/{provider}/rules`.
+    pub async fn list_rules(&self, provider: Provider) -> Result<RuleList, Error> {
+        self.perform(&ListRules(provider)).await
+    }
+
+    /// (ext) `POST {dev}/integrations/{provider}/rules`: what is bought → the policy of the
+    /// license it gets.
+    pub async fn create_rule(
+        &self,
+        provider: Provider,
+        body: &RuleBody,
+    ) -> Result<PriceRule, Error> {
+        self.perform(&CreateRule(provider, body.clone())).await
+    }
+
+    /// (ext) `PUT {dev}/integrations/{provider}/rules/{ruleId}`: members left out keep their
+    /// values.
+    pub async fn update_rule(
+        &self,
+        provider: Provider,
+        id: RuleId,
+        body: &RuleBody,
+    ) -> Result<PriceRule, Error> {
+        self.perform(&UpdateRule(provider, id, body.clone())).await
+    }
+
+    /// (ext) `DELETE {dev}/integrations/{provider}/rules/{ruleId}`.
+    pub async fn delete_rule(&self, provider: Provider, id: RuleId) -> Result<RuleDeleted, Error> {
+        self.perform(&DeleteRule(provider, id)).await
+    }
+
+    /// (ext) `GET {dev}/integrations/events`: one page of the events received, newest first.
+    pub async fn list_payment_events(&self, query: &InboundQuery) -> Result<InboundPage, Error> {
+        self.perform(&ListInboundEvents(*query)).await
+    }
+
+    /// (ext) `GET {dev}/integrations/events/{eventId}`: with the payload as received.
+    pub async fn get_payment_event(&self, id: InboundId) -> Result<InboundEventView, Error> {
+        self.perform(&GetInboundEvent(id)).await
+    }
+
+    /// (ext) `POST {dev}/integrations/events/{eventId}/replay`: applies it again, as a new
+    /// delivery (a duplicate when it was applied already).
+    pub async fn replay_payment_event(&self, id: InboundId) -> Result<InboundEventView, Error> {
+        self.perform(&ReplayInboundEvent(id)).await
     }
 
     // Products and branches (ext).
