@@ -1629,7 +1629,10 @@ async fn the_developer_client_manages_payment_integrations() {
         .await
         .unwrap();
     assert_eq!(changed.matches, rule.matches);
-    assert_eq!(dev.list_rules(Provider::Paddle).await.unwrap().rules.len(), 1);
+    assert_eq!(
+        dev.list_rules(Provider::Paddle).await.unwrap().rules.len(),
+        1
+    );
     assert_eq!(dev.list_integrations().await.unwrap().integrations.len(), 1);
     let events = dev
         .list_payment_events(&InboundQuery::default())

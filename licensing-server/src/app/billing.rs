@@ -213,7 +213,9 @@ async fn deliver(
         license_id: None,
         payload,
     };
-    let record = match apply(cx, integration, event, &base).await {
+    // Boxed: applying an event performs whole operations, a large future to keep off the
+    // stack of whoever waits for it (the dashboard's replay, a test's runtime).
+    let record = match Box::pin(apply(cx, integration, event, &base)).await {
         Ok(Done::Applied(record)) => return record,
         Ok(Done::Duplicate(first)) => InboundEvent {
             status: InboundStatus::Duplicate,
@@ -315,7 +317,7 @@ async fn apply(
     }
     let done = match find_link(cx, event.provider, &subjects).await? {
         None if event.kind == PaymentKind::Purchase => {
-            purchase(cx, integration, event, base, &subjects).await
+            Box::pin(purchase(cx, integration, event, base, &subjects)).await
         }
         None => {
             return skipped(format!(
@@ -325,9 +327,9 @@ async fn apply(
         }
         Some(link) => match event.kind {
             PaymentKind::Purchase | PaymentKind::Renewal => {
-                renew(cx, integration, event, base, &subjects, &link).await
+                Box::pin(renew(cx, integration, event, base, &subjects, &link)).await
             }
-            _ => change(cx, integration, event, base, &subjects, &link).await,
+            _ => Box::pin(change(cx, integration, event, base, &subjects, &link)).await,
         },
     };
     match done {
@@ -665,7 +667,7 @@ async fn customer_for(cx: &Cx, email: &str) -> Result<CustomerId, ApiError> {
         ..CustomerBody::default()
     };
     for _ in 0..100 {
-        match cx.once(key.clone(), CreateCustomer(body.clone())).await {
+        match Box::pin(cx.once(key.clone(), CreateCustomer(body.clone()))).await {
             Ok(made) => {
                 tracing::debug!(replayed = made.replayed, details = %made.details, "the buyer's customer");
                 return Ok(made.answer.id);
@@ -690,7 +692,7 @@ async fn find_customer(cx: &Cx, email: &str) -> Result<Option<CustomerId>, ApiEr
     let Ok(query) = CustomerListQuery::parse(&search) else {
         return Ok(None);
     };
-    let page = cx.perform(ListCustomers(query)).await?;
+    let page = Box::pin(cx.perform(ListCustomers(query))).await?;
     Ok(page
         .items
         .iter()
@@ -714,7 +716,7 @@ async fn effect<O: Run>(cx: &Cx, mark: Inbound, op: O) -> Result<O::Output, ApiE
         cx.client,
     )
     .with_inbound(slot.clone());
-    let out = marked.perform(op).await?;
+    let out = Box::pin(marked.perform(op)).await?;
     if let Some(mark) = slot.take() {
         mark_alone(cx, &mark).await?;
     }

@@ -226,6 +226,7 @@ pub(crate) enum Nav {
     Products,
     Entitlements,
     Policies,
+    Payments,
     Releases,
     Blacklist,
     Settings,
@@ -247,6 +248,7 @@ const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
     (Nav::Products, "Products", "/dashboard/products", Some(Resource::Products)),
     (Nav::Entitlements, "Entitlements", "/dashboard/entitlements", Some(Resource::Entitlements)),
     (Nav::Policies, "Policies", "/dashboard/policies", Some(Resource::Policies)),
+    (Nav::Payments, "Payments", "/dashboard/payments", Some(Resource::Integrations)),
     (Nav::Releases, "Releases", "/dashboard/releases", Some(Resource::Releases)),
     (Nav::Blacklist, "Blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
     (Nav::ApiKeys, "API keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
@@ -400,6 +402,20 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "policy-created" => "Policy created: choose it on a license's form.",
         "policy-updated" => "Policy saved: every license on it follows now.",
         "policy-deleted" => "Policy deleted; its licenses keep its terms as their own.",
+        "integration-saved" => {
+            "Integration saved: give the provider the address shown, and send it a test event."
+        }
+        "integration-deleted" => {
+            "Integration removed: its events are answered “not received” from now on."
+        }
+        "rule-created" => "Rule added: the next purchase it matches makes a license on its policy.",
+        "rule-deleted" => "Rule deleted.",
+        "event-replayed-applied" => "Event replayed: applied.",
+        "event-replayed-duplicate" => {
+            "Event replayed: it had been applied already, nothing changed."
+        }
+        "event-replayed-skipped" => "Event replayed: skipped again (see why below).",
+        "event-replayed-failed" => "Event replayed: it failed again (see why below).",
         "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
         "licenses-suspended" => "The licenses chosen are suspended.",
         "licenses-unsuspended" => "The licenses chosen are no longer suspended.",

@@ -3152,3 +3152,114 @@ async fn policies_in_the_dashboard() {
     assert_eq!(license["policyId"], Value::Null);
     assert_eq!(license["hwidLimit"], 5);
 }
+
+/// (ext) Payments in the dashboard: an integration set up with its secret (shown by its last 4
+/// characters, the address to paste shown), a rule added, the events received listed with why
+/// one was skipped, and replayed once a rule matches.
+#[tokio::test]
+async fn payments_in_the_dashboard() {
+    use licensing_core::crypto::inbound::Provider;
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let policy = s.post(&s.dev("policies"), r#"{"name":"Pro"}"#).await.ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = owner.get("/dashboard/payments").await;
+    page.has("Not set up").has("No events received yet");
+    let saved = owner
+        .submit(
+            &page,
+            "/dashboard/payments/stripe",
+            &[
+                ("webhookSecret", "whsec_dashboard_0123wxyz"),
+                ("enabled", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let page = owner.get("/dashboard/payments").await;
+    page.has("…wxyz")
+        .has(&format!(
+            "/api/v1/integrations/stripe?teamId={}",
+            s.team_id()
+        ))
+        .has("invoice.paid");
+    assert!(
+        !page.text.contains("whsec_dashboard_0123wxyz"),
+        "no secret on the page"
+    );
+    // A purchase no rule matches: skipped, with the reason on the page.
+    let body = json!({"id": "evt_dash_1", "type": "invoice.paid", "created": 1_790_000_000,
+        "data": {"object": {"id": "in_1", "billing_reason": "subscription_create", "customer_email": "dana@example.com",
+        "subscription": "sub_dash", "lines": {"data": [{"period": {"end": 4_102_444_800_i64}, "price": {"id": "price_dash", "product": "prod_dash"}}]}}}})
+    .to_string();
+    let signature = Provider::Stripe.sign(
+        "whsec_dashboard_0123wxyz",
+        body.as_bytes(),
+        licensing_core::Timestamp::now().as_millis() / 1000,
+    );
+    let delivered = s
+        .client
+        .post(format!(
+            "{}/api/v1/integrations/stripe?teamId={}",
+            s.base,
+            s.team_id()
+        ))
+        .header("stripe-signature", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delivered.status().as_u16(), 200);
+    let page = owner.get("/dashboard/payments").await;
+    page.has("no rule matches price price_dash").has("Replay");
+    let added = owner
+        .submit(
+            &page,
+            "/dashboard/payments/stripe/rules",
+            &[
+                ("kind", "priceId"),
+                ("value", "price_dash"),
+                ("policyId", &policy),
+                ("onPaymentFailed", "keep"),
+                ("onCancel", "periodEnd"),
+                ("onRefund", "delete"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status, 303, "{}", added.text);
+    let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = owner.get("/dashboard/payments").await;
+    page.has("price_dash").has("Deletes it").has("Delete");
+    let replayed = owner
+        .submit(
+            &page,
+            &format!("/dashboard/payments/events/{event}/replay"),
+            &[],
+        )
+        .await;
+    assert_eq!(replayed.status, 303, "{}", replayed.text);
+    assert!(
+        replayed.location().contains("event-replayed-applied"),
+        "{}",
+        replayed.location()
+    );
+    owner
+        .get(replayed.location())
+        .await
+        .has("Event replayed: applied.")
+        .has("license created for dana@example.com");
+    assert_eq!(s.get(&s.dev("licenses")).await.ok()["totalResults"], 1);
+}

@@ -573,9 +573,12 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         s("delivery"),
         s("user"),
     );
+    let (rule, event) = (s("rule"), s("event"));
     let get = |p: String| (Method::GET, p);
     let post = |p: String| (Method::POST, p);
     vec![
+        post(format!("payments/events/{event}/replay")),
+        post(format!("payments/stripe/rules/{rule}/delete")),
         get(format!("licenses/{license}")),
         get(format!("licenses/{license}/edit")),
         get(format!("licenses/{license}/delete")),
