@@ -1134,3 +1134,97 @@ async fn an_archive_carries_integrations_links_and_applied_events() {
         id.as_str().map(str::to_owned)
     );
 }
+
+/// What the providers' own Python libraries (`stripe`, `paddle-python-sdk`, from
+/// `LICENSING_PYTHON`) say of a delivery: whether their verifier accepts `header` over `body`
+/// with `secret`, and a header their own signing code makes for `body` now. `None` when the
+/// packages are not installed (a notice; a failure under `CI`).
+fn provider_library(provider: Provider, secret: &str, body: &str, header: &str) -> Option<(bool, String)> {
+    use std::io::Write as _;
+    const SCRIPT: &str = r#"
+import json, sys, time
+try:
+    import stripe
+    from stripe import WebhookSignature
+    from paddle_billing.Notifications import Secret, Verifier
+    from paddle_billing.Notifications.PaddleSignature import PaddleSignature
+except ImportError:
+    sys.exit(3)
+given = json.load(sys.stdin)
+body, secret, header = given["body"], given["secret"], given["header"]
+now = int(time.time())
+if given["provider"] == "stripe":
+    try:
+        stripe.Webhook.construct_event(body, header, secret)
+        accepts = True
+    except stripe.SignatureVerificationError:
+        accepts = False
+    made = "t=%d,v1=%s" % (now, WebhookSignature._compute_signature("%d.%s" % (now, body), secret))
+else:
+    class Request:
+        def __init__(self, headers, body):
+            self.headers, self.body = headers, body
+    accepts = bool(Verifier().verify(Request({"Paddle-Signature": header}, body.encode()), Secret(secret)))
+    made = "ts=%d;h1=%s" % (now, PaddleSignature.calculate_hmac(secret, ("%d:%s" % (now, body)).encode()).hexdigest())
+print(json.dumps({"accepts": accepts, "made": made}))
+"#;
+    let python = std::env::var("LICENSING_PYTHON").unwrap_or_else(|_| "python3".into());
+    let input = json!({"provider": provider.as_str(), "secret": secret, "body": body, "header": header}).to_string();
+    let child = std::process::Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let output = child.ok().and_then(|mut child| {
+        child.stdin.take()?.write_all(input.as_bytes()).ok()?;
+        child.wait_with_output().ok()
+    });
+    match output {
+        Some(out) if out.status.success() => {
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            Some((answer["accepts"].as_bool().unwrap(), answer["made"].as_str().unwrap().to_owned()))
+        }
+        _ => {
+            let notice = format!(
+                "{python} lacks the stripe and paddle-python-sdk packages: the cross-check with the providers' libraries is skipped"
+            );
+            assert!(std::env::var_os("CI").is_none(), "{notice} (required when CI is set)");
+            eprintln!("{notice}");
+            None
+        }
+    }
+}
+
+/// The signatures are the providers' own: their libraries verify what the tests sign (so every
+/// test here signs as the provider does), and the inbox accepts what their signing code makes;
+/// a body changed after signing is refused by both.
+#[tokio::test]
+async fn the_providers_own_libraries_agree_with_the_inbox() {
+    let s = TestServer::start().await;
+    for provider in [Provider::Stripe, Provider::Paddle] {
+        s.put(
+            &s.dev(&format!("integrations/{provider}")),
+            &json!({"webhookSecret": SECRET}).to_string(),
+        )
+        .await
+        .ok();
+        let body = match provider {
+            Provider::Stripe => json!({"id": "evt_lib", "type": "customer.created", "data": {"object": {"id": "cus_1"}}}),
+            _ => json!({"event_id": "evt_lib", "event_type": "customer.created", "occurred_at": "2026-11-29T10:00:00.000Z", "data": {"id": "ctm_1"}}),
+        }
+        .to_string();
+        let ours = provider.sign(SECRET, body.as_bytes(), now_secs());
+        let Some((accepts, made)) = provider_library(provider, SECRET, &body, &ours) else {
+            return;
+        };
+        assert!(accepts, "{provider}'s library refuses the tests' signature {ours}");
+        let tampered = body.replace("customer.created", "customer.deleted");
+        let (refuses, _) = provider_library(provider, SECRET, &tampered, &ours).unwrap();
+        assert!(!refuses, "{provider}'s library accepts a changed body");
+        let (status, answer) = post_raw(&s, provider, &s.team_id().to_string(), Some(made.clone()), &body).await;
+        assert_eq!((status, answer["received"].as_bool()), (200, Some(true)), "{provider}: {made} {answer}");
+        let (status, _) = post_raw(&s, provider, &s.team_id().to_string(), Some(made), &tampered).await;
+        assert_eq!(status, 400, "{provider}");
+    }
+}
