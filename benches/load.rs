@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use licensing_core::crypto::frames::FrameSealer;
+use licensing_core::crypto::inbound::Provider;
 use licensing_core::crypto::{SessionKey, SessionSecret, TeamKeys, TeamPublicKeys};
 use licensing_core::store::{
     Activity, ActivityRules, ActivityStore, DeviceStore, EntitlementStore, LicenseStore,
@@ -590,6 +591,12 @@ const DEV_WRITE: &str = "developer API: create customer";
 const DEV_WRITE_KEYED: &str = "developer API: create customer, keyed";
 const LICENSE_WRITE: &str = "developer API: create license";
 const LICENSE_WRITE_KEYED: &str = "developer API: create license, keyed";
+
+/// A stream of distinct signed Stripe purchases, each making a customer and a license.
+const PAYMENT_EVENT: &str = "payment event (Stripe purchase)";
+
+/// The first 64 of those purchases delivered again and again: each a duplicate.
+const PAYMENT_REDELIVERED: &str = "payment event redelivered (duplicate)";
 
 /// The suffix of the hot-path scenarios run with a webhook endpoint.
 const WITH_WEBHOOK: &str = " + webhook";
@@ -1685,6 +1692,86 @@ async fn run(plan: Plan, args: &Args) {
                 .filter(|r| !r.is_empty())
                 .map(Figures::merged),
         );
+    }
+
+    // Payment events: a stream of distinct Stripe purchases, each signed as Stripe signs, each
+    // making its customer and a license on a policy (the rule's), exactly once.
+    if plan.runs(PAYMENT_EVENT) || plan.runs(PAYMENT_REDELIVERED) {
+        const SECRET: &str = "whsec_bench_payments_0123456789";
+        let policy = http
+            .post(format!("{dev}/policies"))
+            .bearer_auth(&seeded.api_key)
+            .json(&json!({"name": format!("Bench payments {}", std::process::id()), "hwidLimit": 2, "productIds": [product]}))
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()["data"]["id"]
+            .clone();
+        for (path, body) in [
+            ("integrations/stripe", json!({"webhookSecret": SECRET})),
+            (
+                "integrations/stripe/rules",
+                json!({"match": {"priceId": "price_bench"}, "policyId": policy, "sendLicenseEmail": false}),
+            ),
+        ] {
+            let method = if path.ends_with("rules") {
+                reqwest::Method::POST
+            } else {
+                reqwest::Method::PUT
+            };
+            let answer = http
+                .request(method, format!("{dev}/{path}"))
+                .bearer_auth(&seeded.api_key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert!(answer.status().is_success(), "{path}: {}", answer.status());
+        }
+        let urls = each(
+            &bases,
+            &format!("/api/v1/integrations/stripe?teamId={}", seeded.team),
+        );
+        let (run, end) = (
+            std::process::id(),
+            Timestamp::now().as_millis() / 1000 + 30 * 86_400,
+        );
+        // The same purchases delivered again (as a provider retries): each a duplicate.
+        for (name, redelivered) in [(PAYMENT_EVENT, false), (PAYMENT_REDELIVERED, true)] {
+            if !plan.runs(name) {
+                continue;
+            }
+            let urls = urls.clone();
+            results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let n = if redelivered { n % 64 } else { n };
+                    let now = Timestamp::now().as_millis() / 1000;
+                    let body = json!({
+                        "id": format!("evt_bench_{run}_{n}"), "object": "event", "type": "invoice.paid", "created": now,
+                        "data": {"object": {"id": format!("in_bench_{run}_{n}"), "object": "invoice",
+                            "billing_reason": "subscription_create", "customer": format!("cus_bench_{n}"),
+                            "customer_email": format!("buyer-{run}-{n}@bench.example"),
+                            "parent": {"subscription_details": {"subscription": format!("sub_bench_{run}_{n}")}},
+                            "lines": {"data": [{"period": {"end": end},
+                                "pricing": {"price_details": {"price": "price_bench", "product": "prod_bench"}}}]}}}
+                    })
+                    .to_string();
+                    let signature = Provider::Stripe.sign(SECRET, body.as_bytes(), now);
+                    h.post(pick(&urls, n))
+                        .header("stripe-signature", signature)
+                        .header("content-type", "application/json")
+                        .body(body)
+                }),
+            )
+            .await,
+        );
+        }
     }
 
     let name = "developer API: license list page";

@@ -1139,7 +1139,12 @@ async fn an_archive_carries_integrations_links_and_applied_events() {
 /// `LICENSING_PYTHON`) say of a delivery: whether their verifier accepts `header` over `body`
 /// with `secret`, and a header their own signing code makes for `body` now. `None` when the
 /// packages are not installed (a notice; a failure under `CI`).
-fn provider_library(provider: Provider, secret: &str, body: &str, header: &str) -> Option<(bool, String)> {
+fn provider_library(
+    provider: Provider,
+    secret: &str,
+    body: &str,
+    header: &str,
+) -> Option<(bool, String)> {
     use std::io::Write as _;
     const SCRIPT: &str = r#"
 import json, sys, time
@@ -1169,7 +1174,9 @@ else:
 print(json.dumps({"accepts": accepts, "made": made}))
 "#;
     let python = std::env::var("LICENSING_PYTHON").unwrap_or_else(|_| "python3".into());
-    let input = json!({"provider": provider.as_str(), "secret": secret, "body": body, "header": header}).to_string();
+    let input =
+        json!({"provider": provider.as_str(), "secret": secret, "body": body, "header": header})
+            .to_string();
     let child = std::process::Command::new(&python)
         .args(["-c", SCRIPT])
         .stdin(std::process::Stdio::piped())
@@ -1183,13 +1190,19 @@ print(json.dumps({"accepts": accepts, "made": made}))
     match output {
         Some(out) if out.status.success() => {
             let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-            Some((answer["accepts"].as_bool().unwrap(), answer["made"].as_str().unwrap().to_owned()))
+            Some((
+                answer["accepts"].as_bool().unwrap(),
+                answer["made"].as_str().unwrap().to_owned(),
+            ))
         }
         _ => {
             let notice = format!(
                 "{python} lacks the stripe and paddle-python-sdk packages: the cross-check with the providers' libraries is skipped"
             );
-            assert!(std::env::var_os("CI").is_none(), "{notice} (required when CI is set)");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{notice} (required when CI is set)"
+            );
             eprintln!("{notice}");
             None
         }
@@ -1218,13 +1231,34 @@ async fn the_providers_own_libraries_agree_with_the_inbox() {
         let Some((accepts, made)) = provider_library(provider, SECRET, &body, &ours) else {
             return;
         };
-        assert!(accepts, "{provider}'s library refuses the tests' signature {ours}");
+        assert!(
+            accepts,
+            "{provider}'s library refuses the tests' signature {ours}"
+        );
         let tampered = body.replace("customer.created", "customer.deleted");
         let (refuses, _) = provider_library(provider, SECRET, &tampered, &ours).unwrap();
         assert!(!refuses, "{provider}'s library accepts a changed body");
-        let (status, answer) = post_raw(&s, provider, &s.team_id().to_string(), Some(made.clone()), &body).await;
-        assert_eq!((status, answer["received"].as_bool()), (200, Some(true)), "{provider}: {made} {answer}");
-        let (status, _) = post_raw(&s, provider, &s.team_id().to_string(), Some(made), &tampered).await;
+        let (status, answer) = post_raw(
+            &s,
+            provider,
+            &s.team_id().to_string(),
+            Some(made.clone()),
+            &body,
+        )
+        .await;
+        assert_eq!(
+            (status, answer["received"].as_bool()),
+            (200, Some(true)),
+            "{provider}: {made} {answer}"
+        );
+        let (status, _) = post_raw(
+            &s,
+            provider,
+            &s.team_id().to_string(),
+            Some(made),
+            &tampered,
+        )
+        .await;
         assert_eq!(status, 400, "{provider}");
     }
 }
