@@ -436,6 +436,8 @@ struct StandIn {
     metadata: Arc<Mutex<Value>>,
     /// When its Lemon Squeezy subscription renews.
     renews_at: Arc<Mutex<String>>,
+    /// How many of the next requests it answers 503 (busy), as a provider sometimes does.
+    busy: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl StandIn {
@@ -443,7 +445,13 @@ impl StandIn {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let metadata = Arc::new(Mutex::new(json!({})));
         let renews_at = Arc::new(Mutex::new(String::new()));
-        let (noted, product, renews) = (seen.clone(), metadata.clone(), renews_at.clone());
+        let busy = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let (noted, product, renews, busy_now) = (
+            seen.clone(),
+            metadata.clone(),
+            renews_at.clone(),
+            busy.clone(),
+        );
         let api = warp::get()
             .and(warp::path::full())
             .and(warp::query::raw().or(warp::any().map(String::new)).unify())
@@ -455,7 +463,11 @@ impl StandIn {
                     .lock()
                     .unwrap()
                     .push(format!("GET {shown} {}", auth.unwrap_or_default()));
+                let take_busy = busy_now
+                    .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
                 let (status, body) = match path.as_str() {
+                    _ if take_busy => (503, json!({"error": {"message": "busy"}})),
                     p if p.starts_with("/v1/checkout/sessions/") => (
                         200,
                         json!({"object": "list", "data": [{"id": "li_1", "object": "item", "quantity": 1,
@@ -492,6 +504,7 @@ impl StandIn {
             seen,
             metadata,
             renews_at,
+            busy,
         }
     }
 
@@ -1261,4 +1274,89 @@ async fn the_providers_own_libraries_agree_with_the_inbox() {
         .await;
         assert_eq!(status, 400, "{provider}");
     }
+}
+
+/// A purchase's key is mailed to the buyer when the rule says so (with SMTP configured); the
+/// provider's API busy twice is tried again; an event without an e-mail address is skipped with
+/// why; deliveries past the per-team rate are answered 429 (the provider retries).
+#[tokio::test]
+async fn keys_are_mailed_busy_apis_retried_addressless_purchases_skipped_and_floods_limited() {
+    use tokio::sync::mpsc;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(listener, tx));
+    let stripe = StandIn::start().await;
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Licensing <noreply@example.com>".into());
+        c.stripe_api_base = stripe.base.clone();
+        // Twenty deliveries a minute per team (twice the developer API's ten).
+        c.dev_rate_limit_per_minute = 10;
+    })
+    .await;
+    shop(&s, Provider::Stripe, "price_1QzkSxQ9RKHgCVdKpro", json!({})).await;
+    let t0 = now_secs();
+    // The checkout's line items: the stand-in is busy twice, then answers.
+    stripe.busy.store(2, std::sync::atomic::Ordering::SeqCst);
+    let checkout = fixture(
+        "stripe-checkout.session.completed-payment",
+        &stripe_vars("evt_m1", t0, t0 + DAY),
+    );
+    let answer = deliver(&s, Provider::Stripe, &checkout).await;
+    assert_eq!(answer["status"], "applied", "{answer}");
+    assert_eq!(
+        stripe.seen().len(),
+        3,
+        "two busy answers, then the items: {:?}",
+        stripe.seen()
+    );
+    let key = license(&s, &answer["licenseId"]).await["licenseKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let message = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv())
+        .await
+        .expect("no e-mail arrived in time")
+        .unwrap();
+    assert!(
+        message.contains(&key) && message.contains("To: jane@example.com"),
+        "{message}"
+    );
+    // No address anywhere: skipped, with why.
+    let addressless = fixture(
+        "stripe-invoice.paid-subscription_create",
+        &stripe_vars("evt_m2", t0, t0 + DAY),
+    )
+    .replace(
+        r#""customer_email": "jane@example.com""#,
+        r#""customer_email": null"#,
+    );
+    let answer = deliver(&s, Provider::Stripe, &addressless).await;
+    assert_eq!(answer["status"], "skipped", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no customer e-mail address"),
+        "{answer}"
+    );
+    // Past twenty deliveries within the minute: 429, nothing stored (the provider retries).
+    let mut answered = 2;
+    let limited = loop {
+        let ping = json!({"id": format!("evt_ping_{answered}"), "type": "customer.created", "data": {"object": {"id": "cus_1"}}}).to_string();
+        let (status, _) = deliver_to(&s, s.team_id(), Provider::Stripe, SECRET, &ping).await;
+        if status == 429 || answered >= 40 {
+            break status;
+        }
+        assert_eq!(status, 200);
+        answered += 1;
+    };
+    assert_eq!(limited, 429, "no limit within 40 deliveries");
+    assert!(answered >= 20, "limited after {answered}");
+    assert_eq!(
+        events(&s, "?pageSize=50").await.len(),
+        answered,
+        "the refused one is not stored"
+    );
 }
