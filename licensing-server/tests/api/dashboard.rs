@@ -3158,7 +3158,6 @@ async fn policies_in_the_dashboard() {
 /// one was skipped, and replayed once a rule matches.
 #[tokio::test]
 async fn payments_in_the_dashboard() {
-    use licensing_core::crypto::inbound::Provider;
     let s = TestServer::start().await;
     let mut owner = Browser::new(&s);
     staff(
@@ -3202,24 +3201,7 @@ async fn payments_in_the_dashboard() {
         "data": {"object": {"id": "in_1", "billing_reason": "subscription_create", "customer_email": "dana@example.com",
         "subscription": "sub_dash", "lines": {"data": [{"period": {"end": 4_102_444_800_i64}, "price": {"id": "price_dash", "product": "prod_dash"}}]}}}})
     .to_string();
-    let signature = Provider::Stripe.sign(
-        "whsec_dashboard_0123wxyz",
-        body.as_bytes(),
-        licensing_core::Timestamp::now().as_millis() / 1000,
-    );
-    let delivered = s
-        .client
-        .post(format!(
-            "{}/api/v1/integrations/stripe?teamId={}",
-            s.base,
-            s.team_id()
-        ))
-        .header("stripe-signature", signature)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(delivered.status().as_u16(), 200);
+    assert_eq!(s.stripe_event("whsec_dashboard_0123wxyz", &body).await, 200);
     let page = owner.get("/dashboard/payments").await;
     page.has("no rule matches price price_dash").has("Replay");
     let added = owner

@@ -266,22 +266,7 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         .ok()
         .clone();
     let ping = r#"{"id":"evt_fuzz","type":"customer.created","data":{"object":{"id":"cus_fuzz"}}}"#;
-    let signature = licensing_core::crypto::inbound::Provider::Stripe.sign(
-        "whsec_fuzz_0123456789",
-        ping.as_bytes(),
-        licensing_core::Timestamp::now().as_millis() / 1000,
-    );
-    s.client
-        .post(format!(
-            "{}/api/v1/integrations/stripe?teamId={}",
-            s.base,
-            s.team_id()
-        ))
-        .header("stripe-signature", signature)
-        .body(ping)
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(s.stripe_event("whsec_fuzz_0123456789", ping).await, 200);
     let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0].clone();
     let seeded = vec![
         ("provider".to_owned(), "stripe".to_owned()),

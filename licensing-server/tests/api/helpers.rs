@@ -287,6 +287,29 @@ impl TestServer {
             .await
     }
 
+    /// Delivers `body` to the team's Stripe inbox, signed now with `secret` as Stripe signs; the
+    /// answer's status.
+    pub async fn stripe_event(&self, secret: &str, body: &str) -> u16 {
+        let signature = licensing_core::crypto::inbound::Provider::Stripe.sign(
+            secret,
+            body.as_bytes(),
+            Timestamp::now().as_millis() / 1000,
+        );
+        self.client
+            .post(format!(
+                "{}/api/v1/integrations/stripe?teamId={}",
+                self.base,
+                self.team_id()
+            ))
+            .header("stripe-signature", signature)
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
     /// Creates a license from a JSON body and returns its data.
     pub async fn license(&self, body: &str) -> Value {
         self.post(&self.dev("licenses"), body).await.ok().clone()

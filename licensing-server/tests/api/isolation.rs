@@ -260,24 +260,7 @@ async fn integration(s: &TestServer, policy: &Value) -> (Value, Value) {
         .clone();
     let ping =
         r#"{"id":"evt_isolation","type":"customer.created","data":{"object":{"id":"cus_a"}}}"#;
-    let signature = licensing_core::crypto::inbound::Provider::Stripe.sign(
-        SECRET,
-        ping.as_bytes(),
-        licensing_core::Timestamp::now().as_millis() / 1000,
-    );
-    let delivered = s
-        .client
-        .post(format!(
-            "{}/api/v1/integrations/stripe?teamId={}",
-            s.base,
-            s.team_id()
-        ))
-        .header("stripe-signature", signature)
-        .body(ping)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(delivered.status().as_u16(), 200);
+    assert_eq!(s.stripe_event(SECRET, ping).await, 200);
     let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0].clone();
     (rule, event)
 }

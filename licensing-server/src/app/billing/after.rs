@@ -15,10 +15,8 @@ pub(super) async fn renew(
     base: &InboundEvent,
     subjects: &[String],
     link: &PaymentLink,
+    license: License,
 ) -> Result<Done, ApiError> {
-    let Some(license) = linked_license(cx, link).await? else {
-        return skipped(format!("its license {} was deleted", link.license_id));
-    };
     let mut end = event.period_end;
     if end.is_none()
         && event.kind == PaymentKind::Renewal
@@ -99,10 +97,8 @@ pub(super) async fn change(
     base: &InboundEvent,
     subjects: &[String],
     link: &PaymentLink,
+    license: License,
 ) -> Result<Done, ApiError> {
-    let Some(license) = linked_license(cx, link).await? else {
-        return skipped(format!("its license {} was deleted", link.license_id));
-    };
     let rule = rule_of(integration, link);
     let on_failed = rule.map_or(OnPaymentFailed::default(), |r| r.on_payment_failed);
     let on_cancel = rule.map_or(OnCancel::default(), |r| r.on_cancel);

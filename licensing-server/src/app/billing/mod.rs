@@ -325,12 +325,37 @@ async fn apply(
                 subjects.join(" / ")
             ));
         }
-        Some(link) => match event.kind {
-            PaymentKind::Purchase | PaymentKind::Renewal => {
-                Box::pin(renew(cx, integration, event, base, &subjects, &link)).await
+        Some(link) => {
+            let Some(license) = linked_license(cx, &link).await? else {
+                return skipped(format!("its license {} was deleted", link.license_id));
+            };
+            match event.kind {
+                PaymentKind::Purchase | PaymentKind::Renewal => {
+                    Box::pin(renew(
+                        cx,
+                        integration,
+                        event,
+                        base,
+                        &subjects,
+                        &link,
+                        license,
+                    ))
+                    .await
+                }
+                _ => {
+                    Box::pin(change(
+                        cx,
+                        integration,
+                        event,
+                        base,
+                        &subjects,
+                        &link,
+                        license,
+                    ))
+                    .await
+                }
             }
-            _ => Box::pin(change(cx, integration, event, base, &subjects, &link)).await,
-        },
+        }
     };
     match done {
         Err(e) => match mark_refusal(&e) {
@@ -351,8 +376,14 @@ async fn apply(
                 {
                     return Ok(Done::Duplicate(Some(first)));
                 }
-                match find_link(cx, event.provider, &subjects).await? {
-                    Some(link) => renew(cx, integration, event, base, &subjects, &link).await,
+                let link = find_link(cx, event.provider, &subjects).await?;
+                match link {
+                    Some(link) => match linked_license(cx, &link).await? {
+                        Some(license) => {
+                            renew(cx, integration, event, base, &subjects, &link, license).await
+                        }
+                        None => Err(e),
+                    },
                     None => Err(e),
                 }
             }
