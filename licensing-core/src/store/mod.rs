@@ -463,9 +463,13 @@ pub trait PaymentStore: Send + Sync {
         &self,
         links: &[PaymentLink],
     ) -> impl Future<Output = StoreResult<()>> + Send;
-    /// Deletes every received event (of any team) received before `before`; how many.
+    /// Deletes received events (of any team) received before `before`, the oldest first, at
+    /// most [`INBOUND_PRUNE_BATCH`] in a call; how many.
     fn prune_inbound(&self, before: Timestamp) -> impl Future<Output = StoreResult<u64>> + Send;
 }
+
+/// The most received events one [`PaymentStore::prune_inbound`] deletes.
+pub const INBOUND_PRUNE_BATCH: u64 = 10_000;
 
 /// What a store does with an applied event's mark, given what it holds: `applied` (the
 /// delivery that applied the same event, if any) and `link` (the stored link of each subject

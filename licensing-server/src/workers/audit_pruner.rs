@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use licensing_core::Timestamp;
 use licensing_core::model::INBOUND_KEPT_MS;
-use licensing_core::store::{AuditStore, PaymentStore};
+use licensing_core::store::{AuditStore, INBOUND_PRUNE_BATCH, PaymentStore};
 use tokio::sync::watch;
 
 /// Days an audit entry is kept unless the operator says otherwise.
@@ -24,10 +24,24 @@ pub(crate) async fn run<S: AuditStore + PaymentStore>(
     let prune = || async {
         let received_before =
             Timestamp::from_millis(Timestamp::now().as_millis() - INBOUND_KEPT_MS);
-        match store.prune_inbound(received_before).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(pruned = n, "payment events older than 90 days deleted"),
-            Err(e) => tracing::error!(error = %e, "pruning the payment events failed"),
+        // Each round deletes a bounded batch: rounds go on while one is full.
+        let mut pruned = 0;
+        loop {
+            match store.prune_inbound(received_before).await {
+                Ok(n) => {
+                    pruned += n;
+                    if n < INBOUND_PRUNE_BATCH || *stop.borrow() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "pruning the payment events failed");
+                    break;
+                }
+            }
+        }
+        if pruned > 0 {
+            tracing::info!(pruned, "payment events older than 90 days deleted");
         }
         let before = Timestamp::from_millis(
             Timestamp::now().as_millis() - i64::from(retention_days) * 86_400_000,

@@ -177,12 +177,15 @@ impl PaymentStore for MemoryStore {
 
     async fn prune_inbound(&self, before: Timestamp) -> StoreResult<u64> {
         self.with(|s| {
-            let old: Vec<InboundId> = s
+            let mut old: Vec<(Timestamp, InboundId)> = s
                 .inbound
                 .values()
                 .filter(|e| e.received_at < before)
-                .map(|e| e.id)
+                .map(|e| (e.received_at, e.id))
                 .collect();
+            old.sort_unstable();
+            old.truncate(INBOUND_PRUNE_BATCH as usize);
+            let old: Vec<InboundId> = old.into_iter().map(|(_, id)| id).collect();
             for id in &old {
                 s.inbound.remove(id);
             }

@@ -11,7 +11,8 @@ use licensing_core::model::{
     ALREADY_LINKED, DUPLICATE_EVENT, Inbound, InboundEvent, Integration, LinkChange, PaymentLink,
 };
 use licensing_core::store::{
-    Entity, Journal, Page, PaymentStore, StoreError, StoreResult, record_applied,
+    Entity, INBOUND_PRUNE_BATCH, Journal, Page, PaymentStore, StoreError, StoreResult,
+    record_applied,
 };
 use licensing_core::{TeamId, Timestamp};
 
@@ -309,6 +310,6 @@ impl PaymentStore for PgStore {
     async fn prune_inbound(&self, before: Timestamp) -> StoreResult<u64> {
         const DELETE: &str = "DELETE FROM inbound_events WHERE id IN
                (SELECT id FROM inbound_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
-        Ok(super::prune(&self.pool, DELETE, before, 10_000).await?)
+        Ok(super::prune(&self.pool, DELETE, before, INBOUND_PRUNE_BATCH as usize).await?)
     }
 }

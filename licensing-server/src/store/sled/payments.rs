@@ -6,7 +6,7 @@
 use licensing_core::InboundId;
 use licensing_core::crypto::inbound::Provider;
 use licensing_core::model::{Inbound, InboundEvent, Integration, PaymentLink};
-use licensing_core::store::{PaymentStore, record_applied};
+use licensing_core::store::{INBOUND_PRUNE_BATCH, PaymentStore, record_applied};
 
 use super::*;
 
@@ -214,7 +214,7 @@ impl PaymentStore for SledStore {
     async fn prune_inbound(&self, before: Timestamp) -> StoreResult<u64> {
         let prefix = [tag::INDEX, tag::INBOUND];
         let end = key(&[&prefix, &keys::time(before)]);
-        let doomed = self.first_keys(&prefix, end, 10_000)?;
+        let doomed = self.first_keys(&prefix, end, INBOUND_PRUNE_BATCH as usize)?;
         if doomed.is_empty() {
             return Ok(0);
         }
