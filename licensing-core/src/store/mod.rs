@@ -307,6 +307,13 @@ pub trait CustomerStore: Send + Sync {
         team: TeamId,
         query: &CustomerListQuery,
     ) -> impl Future<Output = StoreResult<Page<Customer>>> + Send;
+    /// The team's customers whose e-mail address is `email` (compared lower-cased), oldest
+    /// first: a lookup by the address's index, not a search.
+    fn customers_with_email(
+        &self,
+        team: TeamId,
+        email: &str,
+    ) -> impl Future<Output = StoreResult<Vec<Customer>>> + Send;
 }
 
 /// (ext) Entitlements: a team's few feature definitions (at most

@@ -270,6 +270,7 @@ delegate!(CustomerStore {
     fn update_customer(&self, customer: &Customer, journal: &Journal) -> StoreResult<()>;
     fn delete_customer(&self, team: TeamId, id: CustomerId, journal: &Journal) -> StoreResult<()>;
     fn list_customers(&self, team: TeamId, query: &CustomerListQuery) -> StoreResult<Page<Customer>>;
+    fn customers_with_email(&self, team: TeamId, email: &str) -> StoreResult<Vec<Customer>>;
 });
 
 delegate!(ProductStore {

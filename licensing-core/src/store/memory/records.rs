@@ -170,6 +170,25 @@ impl CustomerStore for MemoryStore {
         })
     }
 
+    async fn customers_with_email(&self, team: TeamId, email: &str) -> StoreResult<Vec<Customer>> {
+        let wanted = email.to_lowercase();
+        self.with(|s| {
+            let mut found: Vec<Customer> = s
+                .customers
+                .values()
+                .filter(|c| {
+                    c.team_id == team
+                        && c.email
+                            .as_ref()
+                            .is_some_and(|e| e.as_str().to_lowercase() == wanted)
+                })
+                .cloned()
+                .collect();
+            found.sort_by_key(|c| (c.created_at, c.id));
+            Ok(found)
+        })
+    }
+
     async fn list_customers(
         &self,
         team: TeamId,

@@ -11,6 +11,21 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
     for c in [&jane, &john, &ann] {
         store.create_customer(c, &Journal::NONE).await.unwrap();
     }
+    // An exact address, in any case, finds its customer only (not one whose address contains
+    // it, nor another team's).
+    let other = team(store, "B").await;
+    let theirs = customer(other.id, "jane@example.com", "Jane B", at(4));
+    let longer = customer(t.id, "xjane@example.com", "Not Jane", at(5));
+    for c in [&theirs, &longer] {
+        store.create_customer(c, &Journal::NONE).await.unwrap();
+    }
+    let ids = |found: Vec<Customer>| found.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.customers_with_email(t.id, "Jane@Example.COM").await.unwrap()),
+        vec![jane.id]
+    );
+    assert!(store.customers_with_email(t.id, "jane@example").await.unwrap().is_empty());
+    store.delete_customer(t.id, longer.id, &Journal::NONE).await.unwrap();
     let q = |s: &str| CustomerListQuery::parse(s).unwrap();
     let found = store
         .list_customers(t.id, &q("search=EXAMPLE.COM"))

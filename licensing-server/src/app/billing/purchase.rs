@@ -2,14 +2,12 @@
 //! on it), then one license from the rule's policy or, for Stripe without a rule, from the
 //! product's metadata as Lukittu reads it.
 
-use licensing_core::api::requests::{
-    CustomerBody, CustomerListQuery, LicenseCreate, Patch, RawMetadata,
-};
+use licensing_core::api::requests::{CustomerBody, LicenseCreate, Patch, RawMetadata};
 use licensing_core::idempotency::IdempotencyKey;
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::app::customers::{CreateCustomer, ListCustomers};
+use crate::app::customers::CreateCustomer;
 use crate::app::licenses::CreateLicense;
 
 /// What a purchase made without a rule gets, from the Stripe product's metadata (the keys
@@ -317,23 +315,13 @@ async fn customer_for(cx: &Cx, email: &str) -> Result<CustomerId, ApiError> {
 }
 
 async fn find_customer(cx: &Cx, email: &str) -> Result<Option<CustomerId>, ApiError> {
-    let search: String = form_urlencoded::Serializer::new(String::new())
-        .append_pair("search", email.trim())
-        .append_pair("pageSize", "100")
-        .finish();
-    let Ok(query) = CustomerListQuery::parse(&search) else {
-        return Ok(None);
-    };
-    let page = Box::pin(cx.perform(ListCustomers(query))).await?;
-    Ok(page
-        .items
-        .iter()
-        .find(|c| {
-            c.email
-                .as_ref()
-                .is_some_and(|e| e.as_str().eq_ignore_ascii_case(email.trim()))
-        })
-        .map(|c| c.id))
+    use licensing_core::store::CustomerStore as _;
+    let found = cx
+        .state
+        .store
+        .customers_with_email(cx.team, email.trim())
+        .await?;
+    Ok(found.first().map(|c| c.id))
 }
 
 #[cfg(test)]

@@ -87,6 +87,19 @@ impl CustomerStore for PgStore {
         })
     }
 
+    async fn customers_with_email(&self, team: TeamId, email: &str) -> StoreResult<Vec<Customer>> {
+        Ok(super::fetch_docs(
+            &self.pool,
+            sqlx::query(
+                "SELECT doc FROM customers WHERE team_id = $1 AND email_key = $2
+                 ORDER BY created_at, id",
+            )
+            .bind(team.as_uuid())
+            .bind(email.to_lowercase()),
+        )
+        .await?)
+    }
+
     async fn list_customers(
         &self,
         team: TeamId,

@@ -55,6 +55,26 @@ impl CustomerStore for SledStore {
         .await
     }
 
+    async fn customers_with_email(&self, team: TeamId, email: &str) -> StoreResult<Vec<Customer>> {
+        // The e-mail index's keys: the lower-cased address, a 0, then the id.
+        let prefix = key(&[
+            &index_prefix(tag::CUSTOMER, ix::EMAIL, team),
+            &keys::text(Some(email)),
+        ]);
+        let mut found = Vec::new();
+        for k in self.inner.tree.scan_prefix(&prefix).keys() {
+            let k = k.map_err(backend)?;
+            let id = &k[prefix.len()..];
+            if let Some(c) =
+                self.get_record::<Customer>(&key(&[&[tag::CUSTOMER], team.as_bytes(), id]))?
+            {
+                found.push(c);
+            }
+        }
+        found.sort_by_key(|c| (c.created_at, c.id));
+        Ok(found)
+    }
+
     async fn list_customers(
         &self,
         team: TeamId,
