@@ -21,11 +21,23 @@ pub async fn customers_are_searched_updated_and_detached_on_delete<S: Store>(sto
     }
     let ids = |found: Vec<Customer>| found.into_iter().map(|c| c.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.customers_with_email(t.id, "Jane@Example.COM").await.unwrap()),
+        ids(store
+            .customers_with_email(t.id, "Jane@Example.COM")
+            .await
+            .unwrap()),
         vec![jane.id]
     );
-    assert!(store.customers_with_email(t.id, "jane@example").await.unwrap().is_empty());
-    store.delete_customer(t.id, longer.id, &Journal::NONE).await.unwrap();
+    assert!(
+        store
+            .customers_with_email(t.id, "jane@example")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store
+        .delete_customer(t.id, longer.id, &Journal::NONE)
+        .await
+        .unwrap();
     let q = |s: &str| CustomerListQuery::parse(s).unwrap();
     let found = store
         .list_customers(t.id, &q("search=EXAMPLE.COM"))
