@@ -15,10 +15,8 @@ use licensing_core::crypto::inbound::Provider;
 use licensing_core::model::{Action, Integration, MAX_RULES, PREVIOUS_SECRET_MS, PriceRule};
 use licensing_core::store::{Entity, Page, PaymentStore, StoreError};
 use licensing_core::{ApiError, RuleId, TeamId};
-use zeroize::Zeroizing;
 
 use super::{Cx, Run};
-use crate::state::AppState;
 
 const WHOLE_TEAM: &str = "a payment integration makes licenses of any product of the team";
 
@@ -26,17 +24,7 @@ fn purpose(team: TeamId, provider: Provider) -> String {
     licensing_core::model::secret_purpose(team, provider)
 }
 
-/// A stored secret of `integration`, opened.
-pub(crate) fn open(
-    state: &AppState,
-    integration: &Integration,
-    stored: &str,
-) -> Result<Zeroizing<String>, ApiError> {
-    state
-        .keyring
-        .open_secret(&purpose(integration.team_id, integration.provider), stored)
-        .map_err(|e| ApiError::internal_because("opening an integration's secret", e))
-}
+use super::billing::open;
 
 fn seal(cx: &Cx, provider: Provider, secret: &str) -> Result<String, ApiError> {
     cx.state

@@ -37,6 +37,21 @@ mod purchase;
 use after::{change, renew};
 use purchase::purchase;
 
+/// A stored secret of `integration`, opened (the inbox's check, and the settings' views).
+pub(crate) fn open(
+    state: &AppState,
+    integration: &Integration,
+    stored: &str,
+) -> Result<zeroize::Zeroizing<String>, ApiError> {
+    state
+        .keyring
+        .open_secret(
+            &licensing_core::model::secret_purpose(integration.team_id, integration.provider),
+            stored,
+        )
+        .map_err(|e| ApiError::internal_because("opening an integration's secret", e))
+}
+
 /// What the inbox answers a provider: a status and a small JSON object.
 #[derive(Debug)]
 pub(crate) struct InboxAnswer {
@@ -103,7 +118,7 @@ pub(crate) async fn receive(
     }
     let mut secrets = Vec::new();
     for stored in integration.secrets(now) {
-        match crate::app::integrations::open(state, &integration, stored) {
+        match open(state, &integration, stored) {
             Ok(secret) => secrets.push(secret),
             Err(e) => {
                 tracing::error!(error = ?e.cause(), "opening an integration's secret failed");
@@ -401,7 +416,7 @@ fn api_key(
     integration
         .api_key
         .as_deref()
-        .map(|stored| crate::app::integrations::open(&cx.state, integration, stored))
+        .map(|stored| open(&cx.state, integration, stored))
         .transpose()
 }
 
