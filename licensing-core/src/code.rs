@@ -45,13 +45,18 @@ pub enum ResultCode {
     IdempotencyKeyInUse,
     /// (ext) The team has no signing key of that id.
     SigningKeyNotFound,
-    /// (ext) The change conflicts with the state of a record (a second `next` signing key).
+    /// (ext) The change conflicts with the state of a record (a second `next` signing key, a
+    /// second artifact in one place).
     Conflict,
+    /// (ext) The release has no artifact of that id.
+    ArtifactNotFound,
+    /// (ext) The release was withdrawn (ARCHIVED): its downloads are gone.
+    ReleaseYanked,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 29] = [
+    pub const ALL: [ResultCode; 31] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -81,6 +86,8 @@ impl ResultCode {
         Self::IdempotencyKeyInUse,
         Self::SigningKeyNotFound,
         Self::Conflict,
+        Self::ArtifactNotFound,
+        Self::ReleaseYanked,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -110,8 +117,10 @@ impl ResultCode {
             | Self::ProductNotFound
             | Self::ReleaseNotFound
             | Self::SessionNotFound
-            | Self::SigningKeyNotFound => 404,
+            | Self::SigningKeyNotFound
+            | Self::ArtifactNotFound => 404,
             Self::IdempotencyKeyInUse | Self::Conflict => 409,
+            Self::ReleaseYanked => 410,
             Self::IdempotencyKeyMismatch => 422,
             Self::RateLimit => 429,
             Self::InternalServerError => 500,
@@ -150,6 +159,8 @@ impl ResultCode {
             Self::IdempotencyKeyInUse => "IDEMPOTENCY_KEY_IN_USE",
             Self::SigningKeyNotFound => "SIGNING_KEY_NOT_FOUND",
             Self::Conflict => "CONFLICT",
+            Self::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
+            Self::ReleaseYanked => "RELEASE_YANKED",
         }
     }
 
@@ -211,6 +222,8 @@ mod tests {
             (IdempotencyKeyInUse, 409),
             (SigningKeyNotFound, 404),
             (Conflict, 409),
+            (ArtifactNotFound, 404),
+            (ReleaseYanked, 410),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -219,8 +232,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_of_the_specification_seven_of_ours_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_nine_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 28);
+        assert_eq!(errors, 30);
     }
 }

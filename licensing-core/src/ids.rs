@@ -192,6 +192,10 @@ typed_id!(
     FileId
 );
 typed_id!(
+    /// (ext) Id of an update artifact of a release.
+    ArtifactId
+);
+typed_id!(
     /// Id of a product branch.
     BranchId
 );

@@ -86,6 +86,7 @@ pub mod operations;
 pub mod payments;
 pub mod store;
 pub mod time;
+pub mod updates;
 pub mod validate;
 pub mod verify;
 

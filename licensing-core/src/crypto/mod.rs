@@ -19,6 +19,7 @@ mod session;
 mod signature;
 #[cfg(feature = "private-keys")]
 mod team;
+pub mod updater;
 pub mod webhook;
 
 pub use api_key::{API_KEY_PREFIX, ApiKeyFormatError, ApiKeyHash, ApiKeySecret};

@@ -137,6 +137,18 @@ impl SigningPublicKey {
         }
     }
 
+    /// (ext) The key as minisign (Tauri's updater) names it: its key id is the first 8 bytes of
+    /// the `kid`.
+    pub fn minisign(&self) -> super::updater::MinisignPublicKey {
+        let mut key_id = [0u8; 8];
+        // The kid is 16 hex digits, made by `key_id`.
+        if let Ok(bytes) = hex::decode(&self.kid) {
+            let n = bytes.len().min(8);
+            key_id[..n].copy_from_slice(&bytes[..n]);
+        }
+        super::updater::MinisignPublicKey::from_verifying(key_id, self.key)
+    }
+
     /// Base64 of the 32-byte key.
     pub fn to_base64(&self) -> String {
         BASE64.encode(self.key.as_bytes())

@@ -167,6 +167,30 @@ impl TeamKeys {
         self.public.signing.kid()
     }
 
+    /// (ext) A minisign signature (Tauri's updater) of a file whose BLAKE2b-512 is `digest`,
+    /// by the active signing key, whose minisign key id is the first 8 bytes of its `kid`.
+    pub fn sign_minisign(
+        &self,
+        digest: &[u8; 64],
+        trusted_comment: &str,
+    ) -> super::updater::MinisignSignature {
+        let key_id = self.public.signing.minisign().key_id();
+        super::updater::MinisignSignature::sign(key_id, digest, trusted_comment, |message| {
+            let mut signature = [0u8; 64];
+            signature.copy_from_slice(self.ed25519.sign(message).as_ref());
+            signature
+        })
+    }
+
+    /// (ext) Sparkle's `edSignature` of a file by the active signing key: `open` opens the file,
+    /// which is read twice, a chunk at a time.
+    pub fn sign_sparkle<R: std::io::Read>(
+        &self,
+        open: impl Fn() -> std::io::Result<R>,
+    ) -> std::io::Result<String> {
+        super::updater::sparkle_sign(&self.ed25519_seed, open)
+    }
+
     /// Base64 of an Ed25519 signature over `message` (a license file's `sig`).
     pub fn sign(&self, message: &[u8]) -> String {
         BASE64.encode(self.ed25519.sign(message).as_ref())

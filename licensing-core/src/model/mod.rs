@@ -1,6 +1,7 @@
 //! Domain records as stored and as the developer API shows them. Member names and enum spellings
 //! are the wire's: camelCase members, upper-case enum values.
 
+mod artifact;
 mod audit;
 mod customer;
 mod device;
@@ -20,6 +21,7 @@ mod stats;
 mod team;
 mod webhook;
 
+pub use artifact::{Arch, Artifact, ArtifactKind, Platform, RolloutPercent, UpdateFeed};
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes, products_in};
 pub use customer::{Address, ChatAccount, Customer};
 pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};

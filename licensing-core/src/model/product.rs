@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::MetadataItem;
+use super::{MetadataItem, UpdateFeed};
 use crate::validate::HttpUrl;
 use crate::{EntitlementId, ProductId, TeamId, Timestamp, UserId};
 
@@ -29,6 +29,22 @@ pub struct Product {
     /// binary form of older records lacks it, see the sled store's format 6.)
     #[serde(default)]
     pub entitlement_ids: Vec<EntitlementId>,
+    /// (ext) The minisign public key that must verify every Tauri signature uploaded with an
+    /// artifact (base64 of the two-line public-key text, as Tauri's `pubkey` setting takes it).
+    /// (This member and the three below are last: format 9 of the sled store appended them.)
+    #[serde(default)]
+    pub updater_public_key: Option<String>,
+    /// (ext) The Ed25519 public key (base64 of 32 bytes, Sparkle's `SUPublicEDKey`) that must
+    /// verify every `edSignature` uploaded with an artifact.
+    #[serde(default)]
+    pub sparkle_public_key: Option<String>,
+    /// (ext) Whether the server signs each uploaded artifact with the team's active signing key
+    /// (minisign for Tauri, Ed25519 for Sparkle).
+    #[serde(default)]
+    pub sign_updates: bool,
+    /// (ext) Who may read the product's update feeds.
+    #[serde(default)]
+    pub update_feed: UpdateFeed,
 }
 
 /// `{id, name}` of a product, as release answers show it.

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::{MetadataItem, ProductRef};
+use super::{Artifact, MetadataItem, ProductRef, RolloutPercent};
 use crate::validate::{BranchName, Version};
 use crate::{
     BranchId, FileId, LicenseId, LicenseKey, ProductId, ReleaseId, TeamId, Timestamp, UserId,
@@ -76,6 +76,21 @@ pub struct Release {
     /// When not empty, only these licenses may use the release.
     #[serde(default)]
     pub allowed_license_ids: Vec<LicenseId>,
+    /// (ext) Release notes (Markdown), as the update feeds show them. (The four members below
+    /// are last, like a license's: the binary form of older records lacks them, see the sled
+    /// store's format 9.)
+    #[serde(default)]
+    pub notes: Option<String>,
+    /// (ext) A critical update: offered to every license at once, past any phased rollout, and
+    /// flagged as critical in the feeds that have the notion.
+    #[serde(default)]
+    pub critical: bool,
+    /// (ext) The share of licenses offered it (phased rollout).
+    #[serde(default)]
+    pub rollout_percent: RolloutPercent,
+    /// (ext) Update artifacts, one per platform, architecture and kind.
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
 }
 
 /// A release as the developer API shows it: with product, branch and allowed licenses.

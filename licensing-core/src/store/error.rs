@@ -29,6 +29,7 @@ pub enum Entity {
     Integration,
     Rule,
     InboundEvent,
+    Artifact,
 }
 
 /// A storage failure.
@@ -155,6 +156,10 @@ impl From<StoreError> for ApiError {
                 ),
                 Entity::Rule => ApiError::record_not_found("Rule not found"),
                 Entity::InboundEvent => ApiError::record_not_found("Payment event not found"),
+                Entity::Artifact => ApiError::new(
+                    ResultCode::ArtifactNotFound,
+                    "Artifact not found: GET releases/{releaseId}/artifacts lists the release's artifacts",
+                ),
                 Entity::Delivery => ApiError::record_not_found("Webhook delivery not found"),
                 Entity::Staff => ApiError::record_not_found("Staff account not found"),
                 Entity::LicenseSession => {

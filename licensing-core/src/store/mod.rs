@@ -601,6 +601,40 @@ pub trait ProductStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<Vec<Release>>> + Send;
 }
 
+/// The refusal of a second artifact in one place of a release.
+pub fn artifact_taken(artifact: &crate::model::Artifact) -> StoreError {
+    StoreError::State(format!(
+        "The release already has a {} artifact for {} {}{}: delete it first (DELETE releases/{{releaseId}}/artifacts/{{artifactId}})",
+        artifact.kind,
+        artifact.platform,
+        artifact.arch,
+        if artifact.is_delta() { " (delta)" } else { "" }
+    ))
+}
+
+/// Adds `artifact` to `release` unless its place is taken (the rule every store applies in its
+/// atomic step).
+pub fn put_artifact(release: &mut Release, artifact: &crate::model::Artifact) -> StoreResult<()> {
+    if release.artifacts.iter().any(|a| a.same_slot(artifact)) {
+        return Err(artifact_taken(artifact));
+    }
+    release.artifacts.push(artifact.clone());
+    Ok(())
+}
+
+/// Takes artifact `id` out of `release` (the rule every store applies in its atomic step).
+pub fn take_artifact(
+    release: &mut Release,
+    id: crate::ArtifactId,
+) -> StoreResult<crate::model::Artifact> {
+    let at = release
+        .artifacts
+        .iter()
+        .position(|a| a.id == id)
+        .ok_or(StoreError::NotFound(Entity::Artifact))?;
+    Ok(release.artifacts.remove(at))
+}
+
 /// Releases.
 pub trait ReleaseStore: Send + Sync {
     /// Stores a new release. Fails when its product, branch (of that product) or allowed licenses
@@ -618,7 +652,10 @@ pub trait ReleaseStore: Send + Sync {
         team: TeamId,
         id: ReleaseId,
     ) -> impl Future<Output = StoreResult<Option<Release>>> + Send;
-    /// Replaces a release, with the checks and the latest rule of create.
+    /// Replaces a release, with the checks and the latest rule of create. Its artifacts are kept
+    /// as stored (they change only through [`add_artifact`](Self::add_artifact) and
+    /// [`remove_artifact`](Self::remove_artifact), so that an update never loses one added
+    /// meanwhile).
     fn update_release(
         &self,
         release: &Release,
@@ -637,6 +674,25 @@ pub trait ReleaseStore: Send + Sync {
         team: TeamId,
         query: &ReleaseListQuery,
     ) -> impl Future<Output = StoreResult<Page<Release>>> + Send;
+    /// (ext) Adds `artifact` to release `release`, atomically; returns the release after it. A
+    /// release that already has an artifact in its place (the same platform, architecture and
+    /// kind, [`Artifact::same_slot`](crate::model::Artifact::same_slot)) refuses it with
+    /// [`StoreError::State`].
+    fn add_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: &crate::model::Artifact,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<Release>> + Send;
+    /// (ext) Removes artifact `artifact` of release `release`, atomically; returns it.
+    fn remove_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: crate::ArtifactId,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<crate::model::Artifact>> + Send;
     /// Everything the verification decision needs about a product: its branches and releases.
     fn catalog(
         &self,

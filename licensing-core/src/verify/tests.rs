@@ -43,6 +43,10 @@ fn release(
             created_at: now(),
         }),
         allowed_license_ids: Vec::new(),
+        notes: None,
+        critical: false,
+        rollout_percent: Default::default(),
+        artifacts: Vec::new(),
     }
 }
 

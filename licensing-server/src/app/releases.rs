@@ -194,7 +194,7 @@ impl Run for CreateRelease<Received> {
             Some(incoming) => Some(incoming.store(cx).await?),
             None => None,
         };
-        let release = Release {
+        let mut release = Release {
             id: ReleaseId::new(),
             version: input.version,
             status: input.status,
@@ -208,7 +208,12 @@ impl Run for CreateRelease<Received> {
             metadata: input.metadata,
             file,
             allowed_license_ids: input.license_ids,
+            notes: None,
+            critical: false,
+            rollout_percent: Default::default(),
+            artifacts: Vec::new(),
         };
+        input.feed.apply(&mut release);
         let journal = cx.created(Action::ReleaseCreated, release.id, &release);
         if let Err(e) = cx.state.store.create_release(&release, &journal).await {
             cx.state
@@ -237,7 +242,7 @@ impl Run for UpdateRelease<Received> {
             None if input.keep_existing_file => existing.file.clone(),
             None => None,
         };
-        let release = Release {
+        let mut release = Release {
             version: input.version,
             status: input.status,
             latest: input.set_as_latest,
@@ -249,6 +254,7 @@ impl Run for UpdateRelease<Received> {
             allowed_license_ids: input.license_ids,
             ..existing.clone()
         };
+        input.feed.apply(&mut release);
         let action = if release.status == ReleaseStatus::Published
             && existing.status != ReleaseStatus::Published
         {

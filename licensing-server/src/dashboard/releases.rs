@@ -348,6 +348,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
             metadata: release.metadata,
             license_ids,
             keep_existing_file: true,
+            feed: licensing_core::api::requests::FeedChange::default(),
         };
         let update = UpdateRelease(rid, Received { input, file: None });
         api::perform(ctx, staff, update).await?;

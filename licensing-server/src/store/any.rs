@@ -291,6 +291,8 @@ delegate!(ReleaseStore {
     fn update_release(&self, release: &Release, journal: &Journal) -> StoreResult<()>;
     fn delete_release(&self, team: TeamId, id: ReleaseId, journal: &Journal) -> StoreResult<Release>;
     fn list_releases(&self, team: TeamId, query: &ReleaseListQuery) -> StoreResult<Page<Release>>;
+    fn add_artifact(&self, team: TeamId, release: ReleaseId, artifact: &licensing_core::model::Artifact, journal: &Journal) -> StoreResult<Release>;
+    fn remove_artifact(&self, team: TeamId, release: ReleaseId, artifact: licensing_core::ArtifactId, journal: &Journal) -> StoreResult<licensing_core::model::Artifact>;
     fn catalog(&self, team: TeamId, product: ProductId) -> StoreResult<(Vec<Branch>, Vec<Release>)>;
 });
 

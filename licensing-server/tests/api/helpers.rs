@@ -329,6 +329,10 @@ impl TestServer {
             created_by_user_id: licensing_core::UserId::ADMIN,
             created_at: Timestamp::now(),
             updated_at: Timestamp::now(),
+            updater_public_key: None,
+            sparkle_public_key: None,
+            sign_updates: false,
+            update_feed: Default::default(),
         };
         self.store
             .create_product(&product, &licensing_core::store::Journal::NONE)

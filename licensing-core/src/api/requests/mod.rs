@@ -36,7 +36,7 @@ pub use list::{
 };
 pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
 pub use product::{BranchBody, ProductBody, ProductInput};
-pub use release::{ReleaseData, ReleaseInput, ReleaseMode};
+pub use release::{FeedChange, MAX_NOTES, ReleaseData, ReleaseInput, ReleaseMode};
 pub use request_log::RequestLogQuery;
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,

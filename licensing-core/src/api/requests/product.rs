@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
-use crate::model::{MAX_ENTITLEMENTS, MetadataItem, Product};
+use crate::model::{MAX_ENTITLEMENTS, MetadataItem, Product, UpdateFeed};
 use crate::validate::{BranchName, HttpUrl, text};
 use crate::{EntitlementId, ProductId, TeamId, Timestamp, UserId};
 
@@ -28,6 +28,24 @@ pub struct ProductBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub entitlement_ids: Patch<Vec<String>>,
+    /// (ext) `updaterPublicKey`: the minisign public key every uploaded Tauri signature must
+    /// verify with; `null` clears it.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub updater_public_key: Patch<String>,
+    /// (ext) `sparklePublicKey`: Sparkle's `SUPublicEDKey` (base64 of 32 bytes) every uploaded
+    /// `edSignature` must verify with; `null` clears it.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub sparkle_public_key: Patch<String>,
+    /// (ext) `signUpdates`: the server signs each uploaded artifact with the team's signing key.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub sign_updates: Patch<bool>,
+    /// (ext) `updateFeed`: `license` (the default: a valid license reads the feeds) or `public`.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub update_feed: Patch<String>,
 }
 
 /// A validated product body.
@@ -41,6 +59,14 @@ pub struct ProductInput {
     pub metadata: Option<Vec<MetadataItem>>,
     /// Entitlements (replace all when given; must exist).
     pub entitlement_ids: Option<Vec<EntitlementId>>,
+    /// The updater's minisign key (Tauri's `pubkey` form); `null` clears it.
+    pub updater_public_key: Patch<String>,
+    /// Sparkle's key (base64); `null` clears it.
+    pub sparkle_public_key: Patch<String>,
+    /// Whether the server signs artifacts.
+    pub sign_updates: Option<bool>,
+    /// Who reads the feeds.
+    pub update_feed: Option<UpdateFeed>,
 }
 
 impl ProductBody {
@@ -73,12 +99,43 @@ impl ProductBody {
             not_null(&mut v, "metadata", raw.metadata).map(|m| metadata(&mut v, "metadata", m));
         let entitlement_ids = not_null(&mut v, "entitlementIds", raw.entitlement_ids)
             .map(|ids| id_list(&mut v, "entitlementIds", &ids, MAX_ENTITLEMENTS));
+        // Keys are kept in one form: the minisign key as Tauri's `pubkey` setting holds it.
+        let updater_public_key = match raw.updater_public_key {
+            Patch::Value(text) => v
+                .check(
+                    "updaterPublicKey",
+                    crate::crypto::updater::MinisignPublicKey::parse(&text),
+                )
+                .map_or(Patch::Missing, |k| Patch::Value(k.to_base64())),
+            other => other,
+        };
+        let sparkle_public_key = match raw.sparkle_public_key {
+            Patch::Value(text) => v
+                .check(
+                    "sparklePublicKey",
+                    crate::crypto::updater::sparkle_key(&text),
+                )
+                .map_or(Patch::Missing, |k| {
+                    Patch::Value(base64::Engine::encode(
+                        &base64::engine::general_purpose::STANDARD,
+                        k.as_bytes(),
+                    ))
+                }),
+            other => other,
+        };
+        let sign_updates = not_null(&mut v, "signUpdates", raw.sign_updates);
+        let update_feed = not_null(&mut v, "updateFeed", raw.update_feed)
+            .and_then(|f| v.check("updateFeed", UpdateFeed::parse(&f)));
         finish(v)?;
         Ok(ProductInput {
             name,
             url,
             metadata,
             entitlement_ids,
+            updater_public_key,
+            sparkle_public_key,
+            sign_updates,
+            update_feed,
         })
     }
 }
@@ -92,6 +149,10 @@ impl ProductInput {
             url: self.url.value().cloned(),
             metadata: self.metadata.unwrap_or_default(),
             entitlement_ids: self.entitlement_ids.unwrap_or_default(),
+            updater_public_key: self.updater_public_key.value().cloned(),
+            sparkle_public_key: self.sparkle_public_key.value().cloned(),
+            sign_updates: self.sign_updates.unwrap_or(false),
+            update_feed: self.update_feed.unwrap_or_default(),
             team_id,
             created_by_user_id: by,
             created_at: now,
@@ -115,6 +176,22 @@ impl ProductInput {
         }
         if let Some(ids) = &self.entitlement_ids {
             next.entitlement_ids = ids.clone();
+        }
+        match &self.updater_public_key {
+            Patch::Missing => {}
+            Patch::Null => next.updater_public_key = None,
+            Patch::Value(k) => next.updater_public_key = Some(k.clone()),
+        }
+        match &self.sparkle_public_key {
+            Patch::Missing => {}
+            Patch::Null => next.sparkle_public_key = None,
+            Patch::Value(k) => next.sparkle_public_key = Some(k.clone()),
+        }
+        if let Some(sign) = self.sign_updates {
+            next.sign_updates = sign;
+        }
+        if let Some(feed) = self.update_feed {
+            next.update_feed = feed;
         }
         next.updated_at = now;
         next

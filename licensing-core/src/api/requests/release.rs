@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Patch, RawMetadata, finish, id_list, metadata, not_null, parse_json, present};
 use crate::error::{ApiError, Validator};
-use crate::model::{MetadataItem, ReleaseStatus};
+use crate::model::{MetadataItem, ReleaseStatus, RolloutPercent};
 use crate::validate::Version;
 use crate::{BranchId, LicenseId, ProductId};
 
@@ -53,6 +53,52 @@ pub struct ReleaseData {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub keep_existing_file: Patch<bool>,
+    /// (ext) `notes`: release notes (Markdown) for the update feeds; `null` clears them, left
+    /// out keeps them.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub notes: Patch<String>,
+    /// (ext) `critical`: offered to every license at once, past a phased rollout; left out
+    /// keeps it (a new release: `false`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub critical: Patch<bool>,
+    /// (ext) `rolloutPercent`: 0 to 100, the share of licenses offered the release; left out
+    /// keeps it (a new release: 100).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u8>))]
+    pub rollout_percent: Patch<serde_json::Value>,
+}
+
+/// Longest release notes, in characters.
+pub const MAX_NOTES: usize = 20_000;
+
+/// (ext) How an update changes a release's feed members: each left out keeps its value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeedChange {
+    /// Notes; `Null` clears them.
+    pub notes: Patch<String>,
+    /// Critical.
+    pub critical: Option<bool>,
+    /// The rollout.
+    pub rollout_percent: Option<RolloutPercent>,
+}
+
+impl FeedChange {
+    /// Applies the change to `release`.
+    pub fn apply(&self, release: &mut crate::model::Release) {
+        match &self.notes {
+            Patch::Missing => {}
+            Patch::Null => release.notes = None,
+            Patch::Value(notes) => release.notes = Some(notes.clone()),
+        }
+        if let Some(critical) = self.critical {
+            release.critical = critical;
+        }
+        if let Some(rollout) = self.rollout_percent {
+            release.rollout_percent = rollout;
+        }
+    }
 }
 
 /// Validated release data.
@@ -74,6 +120,8 @@ pub struct ReleaseInput {
     pub license_ids: Vec<LicenseId>,
     /// Update without a file part: keep the stored file (`true`) or remove it (`false`).
     pub keep_existing_file: bool,
+    /// (ext) The feed members given.
+    pub feed: FeedChange,
 }
 
 fn required_in_update<T>(v: &mut Validator, mode: ReleaseMode, field: &str, patch: &Patch<T>) {
@@ -123,8 +171,29 @@ impl ReleaseData {
                 not_null(&mut v, "keepExistingFile", raw.keep_existing_file).unwrap_or(false)
             }
         };
+        let notes = match raw.notes {
+            Patch::Value(notes) => v
+                .check("notes", check_notes(&notes))
+                .map_or(Patch::Missing, |()| Patch::Value(notes)),
+            other => other,
+        };
+        let critical = not_null(&mut v, "critical", raw.critical);
+        let rollout_percent =
+            not_null(&mut v, "rolloutPercent", raw.rollout_percent).and_then(|value| {
+                let percent = value
+                    .as_u64()
+                    .and_then(|n| u8::try_from(n).ok())
+                    .ok_or_else(|| "must be a whole number from 0 to 100".to_owned())
+                    .and_then(RolloutPercent::new);
+                v.check("rolloutPercent", percent)
+            });
         finish(v)?;
         Ok(ReleaseInput {
+            feed: FeedChange {
+                notes,
+                critical,
+                rollout_percent,
+            },
             version: present(version)?,
             product_id: present(product_id)?,
             status: present(status)?,
@@ -135,6 +204,21 @@ impl ReleaseData {
             keep_existing_file,
         })
     }
+}
+
+/// Release notes: at most [`MAX_NOTES`] characters, without control characters other than line
+/// breaks and tabs.
+fn check_notes(notes: &str) -> Result<(), String> {
+    if notes.chars().count() > MAX_NOTES {
+        return Err(format!("must be at most {MAX_NOTES} characters"));
+    }
+    if notes
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err("must not contain control characters other than line breaks and tabs".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

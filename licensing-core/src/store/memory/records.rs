@@ -498,11 +498,49 @@ impl ReleaseStore for MemoryStore {
 
     async fn update_release(&self, release: &Release, journal: &Journal) -> StoreResult<()> {
         self.write(journal, |s| {
-            owned(&s.releases, &release.id, release.team_id, |r| r.team_id)
+            let stored = owned(&s.releases, &release.id, release.team_id, |r| r.team_id)
                 .ok_or(StoreError::NotFound(Entity::Release))?;
-            s.check_release_refs(release)?;
-            s.put_release(release);
+            let release = Release {
+                artifacts: stored.artifacts.clone(),
+                ..release.clone()
+            };
+            s.check_release_refs(&release)?;
+            s.put_release(&release);
             Ok(())
+        })
+    }
+
+    async fn add_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: &crate::model::Artifact,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        self.write(journal, |s| {
+            let mut stored = owned(&s.releases, &release, team, |r| r.team_id)
+                .cloned()
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            crate::store::put_artifact(&mut stored, artifact)?;
+            s.releases.insert(release, stored.clone());
+            Ok(stored)
+        })
+    }
+
+    async fn remove_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: crate::ArtifactId,
+        journal: &Journal,
+    ) -> StoreResult<crate::model::Artifact> {
+        self.write(journal, |s| {
+            let mut stored = owned(&s.releases, &release, team, |r| r.team_id)
+                .cloned()
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            let gone = crate::store::take_artifact(&mut stored, artifact)?;
+            s.releases.insert(release, stored);
+            Ok(gone)
         })
     }
 

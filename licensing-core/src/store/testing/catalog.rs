@@ -425,3 +425,112 @@ pub async fn release_lists_filter_sort_and_page<S: Store>(store: &S) {
     .await;
     assert_eq!(by_version.items[0].version.as_str(), "1.0.0");
 }
+
+/// (ext) An artifact of a release, in a place of its platform, architecture and kind.
+fn artifact(
+    platform: crate::model::Platform,
+    kind: crate::model::ArtifactKind,
+    name: &str,
+) -> crate::model::Artifact {
+    crate::model::Artifact {
+        id: crate::ArtifactId::new(),
+        platform,
+        arch: crate::model::Arch::X86_64,
+        kind,
+        filename: name.into(),
+        size: 3,
+        sha256: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".into(),
+        sha512: "ddaf35a193617aba".into(),
+        sha1: "a9993e364706816aba3e25717850c26c9cd0d89d".into(),
+        signature: None,
+        ed_signature: Some("c2ln".into()),
+        server_signed: false,
+        key: format!("artifacts/{name}"),
+        created_at: at(9),
+    }
+}
+
+pub async fn release_artifacts_take_one_place_each_and_survive_updates<S: Store>(store: &S) {
+    use crate::model::{ArtifactKind, Platform};
+    let t = team(store, "A").await;
+    let p = product(t.id, "App");
+    store.create_product(&p, &Journal::NONE).await.unwrap();
+    let mut r = release(t.id, p.id, None, "1.0.0", at(1));
+    r.notes = Some("Faster *and* smaller".into());
+    r.critical = true;
+    r.rollout_percent = crate::model::RolloutPercent::new(25).unwrap();
+    store.create_release(&r, &Journal::NONE).await.unwrap();
+
+    let full = artifact(
+        Platform::Windows,
+        ArtifactKind::Nupkg,
+        "App-1.0.0-full.nupkg",
+    );
+    let delta = artifact(
+        Platform::Windows,
+        ArtifactKind::Nupkg,
+        "App-1.0.0-delta.nupkg",
+    );
+    let image = artifact(Platform::Linux, ArtifactKind::AppImage, "App.AppImage");
+    for a in [&full, &delta, &image] {
+        store
+            .add_artifact(t.id, r.id, a, &Journal::NONE)
+            .await
+            .unwrap();
+    }
+    let again = artifact(
+        Platform::Windows,
+        ArtifactKind::Nupkg,
+        "App-1.0.0-full-2.nupkg",
+    );
+    assert!(matches!(
+        store.add_artifact(t.id, r.id, &again, &Journal::NONE).await,
+        Err(StoreError::State(_))
+    ));
+    let stored = store.get_release(t.id, r.id).await.unwrap().unwrap();
+    assert_eq!(
+        stored.artifacts,
+        vec![full.clone(), delta.clone(), image.clone()]
+    );
+    assert_eq!(stored.notes.as_deref(), Some("Faster *and* smaller"));
+    assert!(stored.critical);
+    assert_eq!(stored.rollout_percent.get(), 25);
+
+    // An update written from a copy read before an artifact was added keeps the stored ones.
+    let mut stale = r.clone();
+    stale.status = crate::model::ReleaseStatus::Deprecated;
+    store.update_release(&stale, &Journal::NONE).await.unwrap();
+    let updated = store.get_release(t.id, r.id).await.unwrap().unwrap();
+    assert_eq!(updated.status, crate::model::ReleaseStatus::Deprecated);
+    assert_eq!(updated.artifacts.len(), 3);
+
+    // Removed once; another team's path finds neither the release nor the artifact.
+    let other = team(store, "B").await;
+    assert!(matches!(
+        store
+            .remove_artifact(other.id, r.id, delta.id, &Journal::NONE)
+            .await,
+        Err(StoreError::NotFound(Entity::Release))
+    ));
+    assert_eq!(
+        store
+            .remove_artifact(t.id, r.id, delta.id, &Journal::NONE)
+            .await
+            .unwrap(),
+        delta
+    );
+    assert!(matches!(
+        store
+            .remove_artifact(t.id, r.id, delta.id, &Journal::NONE)
+            .await,
+        Err(StoreError::NotFound(Entity::Artifact))
+    ));
+    assert!(matches!(
+        store
+            .add_artifact(other.id, r.id, &again, &Journal::NONE)
+            .await,
+        Err(StoreError::NotFound(Entity::Release))
+    ));
+    let (_, releases) = store.catalog(t.id, p.id).await.unwrap();
+    assert_eq!(releases[0].artifacts, vec![full, image]);
+}

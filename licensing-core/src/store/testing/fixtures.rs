@@ -98,13 +98,18 @@ pub(super) fn customer(team: TeamId, email: &str, name: &str, created: Timestamp
     }
 }
 
-pub(super) fn product(team: TeamId, name: &str) -> Product {
+/// A product named `name` of `team`, without metadata or update settings.
+pub fn product(team: TeamId, name: &str) -> Product {
     Product {
         id: ProductId::new(),
         name: name.into(),
         url: None,
         metadata: Vec::new(),
         entitlement_ids: Vec::new(),
+        updater_public_key: None,
+        sparkle_public_key: None,
+        sign_updates: false,
+        update_feed: Default::default(),
         team_id: team,
         created_by_user_id: UserId::ADMIN,
         created_at: t0(),
@@ -123,7 +128,8 @@ pub(super) fn branch(team: TeamId, product: ProductId, name: &str) -> Branch {
     }
 }
 
-pub(super) fn release(
+/// A published release of `product` (on `branch`) with a jar file record, created at `created`.
+pub fn release(
     team: TeamId,
     product: ProductId,
     branch: Option<BranchId>,
@@ -152,6 +158,10 @@ pub(super) fn release(
             created_at: created,
         }),
         allowed_license_ids: Vec::new(),
+        notes: None,
+        critical: false,
+        rollout_percent: Default::default(),
+        artifacts: Vec::new(),
     }
 }
 

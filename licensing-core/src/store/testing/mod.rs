@@ -158,6 +158,7 @@ macro_rules! store_test_suite {
             policies_are_followed_by_their_licenses_and_deleted_or_detached,
             activity_decides_with_the_policys_terms,
             payment_events_apply_once_with_their_effect_and_links,
+            release_artifacts_take_one_place_each_and_survive_updates,
         );
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {

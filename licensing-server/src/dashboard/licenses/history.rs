@@ -43,6 +43,8 @@ pub(crate) fn code_words(code: ResultCode) -> &'static str {
         ResultCode::IdempotencyKeyInUse => "Retried too soon",
         ResultCode::SigningKeyNotFound => "Signing key not found",
         ResultCode::Conflict => "Conflicting change",
+        ResultCode::ArtifactNotFound => "Download not found",
+        ResultCode::ReleaseYanked => "Release withdrawn",
     }
 }
 

@@ -567,6 +567,32 @@ async fn put_release(conn: &mut PgConnection, r: &Release, insert: bool) -> PgRe
     Ok(())
 }
 
+/// A release, its row locked until the transaction ends.
+async fn locked_release(
+    conn: &mut sqlx::PgConnection,
+    team: TeamId,
+    id: ReleaseId,
+) -> PgResult<Release> {
+    let row = sqlx::query("SELECT doc FROM releases WHERE team_id = $1 AND id = $2 FOR UPDATE")
+        .bind(team.as_uuid())
+        .bind(id.as_uuid())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound(Entity::Release))?;
+    doc(&row)
+}
+
+/// Writes a release's document alone (its columns unchanged): an artifact added or removed.
+async fn write_release_doc(conn: &mut sqlx::PgConnection, r: &Release) -> PgResult<()> {
+    sqlx::query("UPDATE releases SET doc = $3 WHERE team_id = $1 AND id = $2")
+        .bind(r.team_id.as_uuid())
+        .bind(r.id.as_uuid())
+        .bind(json(r))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 impl ReleaseStore for PgStore {
     async fn create_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| put_release(&mut tx, r, true).await)
@@ -578,10 +604,42 @@ impl ReleaseStore for PgStore {
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
         in_tx!(self.pool, journal, |tx| {
-            RELEASES
-                .lock(&mut tx, r.team_id.as_uuid(), r.id.as_uuid())
-                .await?;
-            put_release(&mut tx, r, false).await
+            let stored = locked_release(&mut tx, r.team_id, r.id).await?;
+            let r = Release {
+                artifacts: stored.artifacts,
+                ..r.clone()
+            };
+            put_release(&mut tx, &r, false).await
+        })
+    }
+
+    async fn add_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: &licensing_core::model::Artifact,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        in_tx!(self.pool, journal, |tx| {
+            let mut stored = locked_release(&mut tx, team, release).await?;
+            licensing_core::store::put_artifact(&mut stored, artifact)?;
+            write_release_doc(&mut tx, &stored).await?;
+            Ok(stored)
+        })
+    }
+
+    async fn remove_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: licensing_core::ArtifactId,
+        journal: &Journal,
+    ) -> StoreResult<licensing_core::model::Artifact> {
+        in_tx!(self.pool, journal, |tx| {
+            let mut stored = locked_release(&mut tx, team, release).await?;
+            let gone = licensing_core::store::take_artifact(&mut stored, artifact)?;
+            write_release_doc(&mut tx, &stored).await?;
+            Ok(gone)
         })
     }
 

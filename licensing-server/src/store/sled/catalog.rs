@@ -290,10 +290,51 @@ impl ReleaseStore for SledStore {
 
     async fn update_release(&self, r: &Release, journal: &Journal) -> StoreResult<()> {
         self.journaled(journal, |tx| {
-            tx.get(&release_key(r.team_id, r.id))?
+            let stored: Release = tx
+                .get_record(&release_key(r.team_id, r.id))?
                 .ok_or(StoreError::NotFound(Entity::Release))?;
-            self.check_release_refs(tx, r)?;
-            self.put_release(tx, r)
+            let r = Release {
+                artifacts: stored.artifacts,
+                ..r.clone()
+            };
+            self.check_release_refs(tx, &r)?;
+            self.put_release(tx, &r)
+        })
+        .await
+    }
+
+    async fn add_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: &licensing_core::model::Artifact,
+        journal: &Journal,
+    ) -> StoreResult<Release> {
+        self.journaled(journal, |tx| {
+            let mut stored: Release = tx
+                .get_record(&release_key(team, release))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            licensing_core::store::put_artifact(&mut stored, artifact)?;
+            tx.put_record(release_key(team, release), &stored)?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn remove_artifact(
+        &self,
+        team: TeamId,
+        release: ReleaseId,
+        artifact: licensing_core::ArtifactId,
+        journal: &Journal,
+    ) -> StoreResult<licensing_core::model::Artifact> {
+        self.journaled(journal, |tx| {
+            let mut stored: Release = tx
+                .get_record(&release_key(team, release))?
+                .ok_or(StoreError::NotFound(Entity::Release))?;
+            let gone = licensing_core::store::take_artifact(&mut stored, artifact)?;
+            tx.put_record(release_key(team, release), &stored)?;
+            Ok(gone)
         })
         .await
     }

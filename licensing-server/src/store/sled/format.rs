@@ -32,7 +32,7 @@ use super::keys::{key, tag};
 use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 8;
+pub const FORMAT: u32 = 9;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -173,16 +173,20 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
             );
         }
     }
-    if found < 6 {
-        let rewritten = append_zeros::<Product>(tree, tag::PRODUCT, 1)?;
-        if rewritten > 0 {
-            tracing::info!(records = rewritten, "store migrated to format 6");
-        }
-    }
     if found < 8 {
         // A license of format 5 lacks five last members, one of format 6 four, one of format 7
         // two (formats 7 and 8 each appended theirs).
         let rewritten = append_zeros::<License>(tree, tag::LICENSE, 5)?;
+        if rewritten > 0 {
+            tracing::info!(records = rewritten, "licenses migrated to format 8");
+        }
+    }
+    if found < 9 {
+        // A product of format 5 lacks five last members (format 6's entitlement ids and format
+        // 9's update settings), a later one four; a release lacks format 9's four (notes,
+        // critical, rollout, artifacts).
+        let rewritten = append_zeros::<Product>(tree, tag::PRODUCT, 5)?
+            + append_zeros::<Release>(tree, tag::RELEASE, 4)?;
         if rewritten > 0 {
             tracing::info!(records = rewritten, "store migrated to format {FORMAT}");
         }
@@ -310,10 +314,11 @@ fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
     Ok(rewritten)
 }
 
-/// Formats 5 to 8: licenses and products gained last members whose empty value is one zero byte
-/// in the binary form (an empty list's length: entitlement ids in format 6; `None`: the session
-/// members of licenses in format 7; `None` and an empty list: a license's policy and overrides
-/// in format 8). A record of an older format is its bytes with one to
+/// Formats 5 to 9: licenses, products and releases gained last members whose empty value is one
+/// zero byte in the binary form (an empty list's length: entitlement ids in format 6; `None`: the
+/// session members of licenses in format 7; `None` and an empty list: a license's policy and
+/// overrides in format 8; `None`, `false`, a rollout's held-back share and an empty list: a
+/// product's update settings and a release's feed members in format 9). A record of an older format is its bytes with one to
 /// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
 /// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the

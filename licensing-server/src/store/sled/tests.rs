@@ -1034,3 +1034,71 @@ fn filtered_lists_follow_every_write_once_their_table_is_built() {
         assert_eq!((page.items, page.total), (vec![late], 1));
     });
 }
+
+/// A store of format 8 (products and releases without their update members) is migrated when
+/// opened: each reads back with the members' empty values (no keys, the license feed, no notes,
+/// a rollout to everyone, no artifacts).
+#[test]
+fn a_format_8_store_gets_the_update_members_of_products_and_releases() {
+    use licensing_core::model::{Product, Release, RolloutPercent, UpdateFeed};
+    use licensing_core::store::{Journal, ProductStore, ReleaseStore, testing};
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let (team, product, release) = Tokio.block_on(async {
+        let store = super::SledStore::open(dir.as_path()).expect("open");
+        let team = testing::team(&store, "A").await;
+        let product = testing::product(team.id, "App");
+        store
+            .create_product(&product, &Journal::NONE)
+            .await
+            .expect("product");
+        let release = testing::release(
+            team.id,
+            product.id,
+            None,
+            "1.0.0",
+            licensing_core::Timestamp::from_millis(1_800_000_000_000),
+        );
+        store
+            .create_release(&release, &Journal::NONE)
+            .await
+            .expect("release");
+        (team, product, release)
+    });
+    // As format 8 wrote them: four members fewer at the end, each one zero byte when empty.
+    {
+        let db = raw_open(dir.as_path());
+        let tree = db.open_tree("data").expect("tree");
+        set_format(&tree, 8);
+        for table in [super::tag::PRODUCT, super::tag::RELEASE] {
+            for kv in tree.scan_prefix([table]) {
+                let (k, v) = kv.expect("scan");
+                assert!(v.ends_with(&[0, 0, 0, 0]), "empty members are zeros");
+                tree.insert(k, &v[..v.len() - 4]).expect("put");
+            }
+        }
+        db.flush().expect("flush");
+    }
+    Tokio.block_on(async {
+        let store = super::SledStore::open(dir.as_path()).expect("migrating open");
+        assert_eq!(
+            super::format::version(&store.inner.tree).expect("version"),
+            super::format::FORMAT
+        );
+        let read: Product = store
+            .get_product(team.id, product.id)
+            .await
+            .expect("read")
+            .expect("product");
+        assert_eq!(read, product);
+        assert_eq!(read.update_feed, UpdateFeed::License);
+        let read: Release = store
+            .get_release(team.id, release.id)
+            .await
+            .expect("read")
+            .expect("release");
+        assert_eq!(read, release);
+        assert_eq!(read.rollout_percent, RolloutPercent::ALL);
+    });
+}
