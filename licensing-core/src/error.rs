@@ -283,6 +283,14 @@ impl ApiError {
         }
     }
 
+    /// 416 `BAD_REQUEST`: a download's `Range` lies past the end of the file.
+    pub fn range_not_satisfiable(details: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status: 416,
+            ..Self::bad_request(details)
+        }
+    }
+
     /// 404 `BAD_REQUEST`: no such route.
     pub fn route_not_found() -> Self {
         Self {

@@ -18,6 +18,9 @@ use crate::{BranchId, LicenseId, ProductId, ReleaseId, Timestamp};
 /// The channel of releases without a branch.
 pub const STABLE: &str = "stable";
 
+/// A semantic version, as the feeds compare versions.
+pub use semver::Version as SemVer;
+
 /// How long a feed token lasts: 30 days.
 pub const TOKEN_DAYS: u32 = 30;
 

@@ -45,7 +45,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -401,45 +401,58 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
         }
         for mut release in releases {
             release.allowed_license_ids.retain(|l| written.contains(l));
-            let file = release.file.clone();
-            let Some(file) = file else {
-                w.line(&Line::Release { release }).await?;
-                continue;
-            };
-            let Some((mut reader, _)) = files.open(&file.key).await? else {
-                // Deleted with its release since the list was read: leave both out.
-                if store.get_release(id, release.id).await?.is_none() {
-                    continue;
-                }
-                return Err(ArchiveError::Io(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("release file {} is missing from the file store", file.key),
-                )));
-            };
-            w.line(&Line::Release { release }).await?;
-            let mut buf = vec![0u8; FILE_CHUNK];
-            loop {
-                let mut filled = 0;
-                while filled < buf.len() {
-                    let n = reader.read(&mut buf[filled..]).await?;
-                    if n == 0 {
-                        break;
+            // The release, then the chunks of each of its files (its own, its artifacts').
+            let keys: Vec<String> = crate::files::stored_keys_of(&release)
+                .map(str::to_owned)
+                .collect();
+            let mut readers = Vec::with_capacity(keys.len());
+            let mut gone = false;
+            for key in &keys {
+                match files.open(key).await? {
+                    Some((reader, _)) => readers.push(reader),
+                    None => {
+                        // Deleted with its release (or artifact) since the list was read: left
+                        // out as its record is.
+                        if store.get_release(id, release.id).await?.is_none() {
+                            gone = true;
+                            break;
+                        }
+                        return Err(ArchiveError::Io(std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            format!("release file {key} is missing from the file store"),
+                        )));
                     }
-                    filled += n;
-                }
-                if filled == 0 {
-                    break;
-                }
-                w.line(&Line::FileChunk {
-                    key: file.key.clone(),
-                    data: base64::engine::general_purpose::STANDARD.encode(&buf[..filled]),
-                })
-                .await?;
-                if filled < buf.len() {
-                    break;
                 }
             }
-            counts.files += 1;
+            if gone {
+                continue;
+            }
+            w.line(&Line::Release { release }).await?;
+            for (key, mut reader) in keys.into_iter().zip(readers) {
+                let mut buf = vec![0u8; FILE_CHUNK];
+                loop {
+                    let mut filled = 0;
+                    while filled < buf.len() {
+                        let n = reader.read(&mut buf[filled..]).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        filled += n;
+                    }
+                    if filled == 0 {
+                        break;
+                    }
+                    w.line(&Line::FileChunk {
+                        key: key.clone(),
+                        data: base64::engine::general_purpose::STANDARD.encode(&buf[..filled]),
+                    })
+                    .await?;
+                    if filled < buf.len() {
+                        break;
+                    }
+                }
+                counts.files += 1;
+            }
         }
         for entry in store.list_blacklist(id).await? {
             w.line(&Line::Blacklist { entry }).await?;
@@ -618,7 +631,7 @@ pub async fn import<S: Store, R: BufRead>(
                     key: key.clone(),
                     team,
                     id,
-                    pending: files.begin().await?,
+                    pending: files.begin_artifact().await?,
                 });
             }
             if let Some(f) = open.as_mut() {

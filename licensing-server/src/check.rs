@@ -87,32 +87,46 @@ pub async fn check(
         .await?;
         for release in releases {
             *report.checked.entry("releases").or_default() += 1;
-            let Some(file) = release.file else { continue };
-            let Some((mut reader, _)) = files.open(&file.key).await? else {
-                report.problems.push(format!(
-                    "release {} (team {id}): its file {} is missing",
-                    release.id, file.key
-                ));
-                continue;
-            };
-            let mut md5 = Md5Hasher::new();
-            let mut size = 0u64;
-            let mut buf = vec![0u8; 256 * 1024];
-            loop {
-                let n = reader.read(&mut buf).await?;
-                if n == 0 {
-                    break;
+            if let Some(file) = &release.file {
+                match digest_of(files, &file.key, Md5Hasher::new(), |h, b| h.update(b)).await? {
+                    None => report.problems.push(format!(
+                        "release {} (team {id}): its file {} is missing",
+                        release.id, file.key
+                    )),
+                    Some((size, md5)) => {
+                        *report.checked.entry("release files").or_default() += 1;
+                        let digest = md5.finish_hex();
+                        if size != file.size || digest != file.checksum {
+                            report.problems.push(format!(
+                                "release {} (team {id}): its file {} is damaged: {size} bytes with MD5 {digest}, recorded {} bytes with MD5 {}",
+                                release.id, file.key, file.size, file.checksum
+                            ));
+                        }
+                    }
                 }
-                size += n as u64;
-                md5.update(&buf[..n]);
             }
-            *report.checked.entry("release files").or_default() += 1;
-            let digest = md5.finish_hex();
-            if size != file.size || digest != file.checksum {
-                report.problems.push(format!(
-                    "release {} (team {id}): its file {} is damaged: {size} bytes with MD5 {digest}, recorded {} bytes with MD5 {}",
-                    release.id, file.key, file.size, file.checksum
-                ));
+            for artifact in &release.artifacts {
+                use sha2::Digest as _;
+                let found = digest_of(files, &artifact.key, sha2::Sha256::new(), |h, b| {
+                    h.update(b);
+                })
+                .await?;
+                match found {
+                    None => report.problems.push(format!(
+                        "release {} (team {id}): its artifact {} ({}) is missing",
+                        release.id, artifact.id, artifact.key
+                    )),
+                    Some((size, sha256)) => {
+                        *report.checked.entry("release artifacts").or_default() += 1;
+                        let digest = hex::encode(sha256.finalize());
+                        if size != artifact.size || digest != artifact.sha256 {
+                            report.problems.push(format!(
+                                "release {} (team {id}): its artifact {} is damaged: {size} bytes with SHA-256 {digest}, recorded {} bytes with SHA-256 {}",
+                                release.id, artifact.id, artifact.size, artifact.sha256
+                            ));
+                        }
+                    }
+                }
             }
         }
     }
@@ -147,4 +161,28 @@ pub async fn check(
         }
     }
     Ok(report)
+}
+
+/// Reads stored file `key` through `hasher` (fed by `update`): its size and the hasher, or
+/// `None` when it is missing.
+async fn digest_of<H>(
+    files: &FileStore,
+    key: &str,
+    mut hasher: H,
+    update: impl Fn(&mut H, &[u8]),
+) -> std::io::Result<Option<(u64, H)>> {
+    let Some((mut reader, _)) = files.open(key).await? else {
+        return Ok(None);
+    };
+    let mut size = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        update(&mut hasher, &buf[..n]);
+    }
+    Ok(Some((size, hasher)))
 }

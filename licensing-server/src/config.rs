@@ -97,6 +97,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_upload_mb: u64,
 
+    /// (ext) Largest update artifact in MiB (uploads past it are answered 413). Artifacts are
+    /// streamed to the file store, never held in memory.
+    #[arg(long, env = "LICENSING_MAX_ARTIFACT_MB", default_value_t = crate::files::DEFAULT_MAX_ARTIFACT_MB,
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_artifact_mb: u64,
+
     /// Base URL of the chat directory that checks customers' `chatId` (Discord-style
     /// `GET {url}/users/{id}`), such as `https://discord.com/api/v10`; chat ids are refused without it.
     #[arg(long, env = "LICENSING_CHAT_API_URL")]
@@ -353,6 +359,7 @@ impl Config {
             smtp_from: None,
             mail_daily_limit: crate::runtime::mail::DEFAULT_DAILY_LIMIT,
             max_upload_mb: crate::files::DEFAULT_MAX_FILE_MB,
+            max_artifact_mb: crate::files::DEFAULT_MAX_ARTIFACT_MB,
             chat_api_url: None,
             stripe_api_base: "https://api.stripe.com".into(),
             paddle_api_base: "https://api.paddle.com".into(),

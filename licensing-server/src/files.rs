@@ -23,6 +23,9 @@ use crate::store::shared::Blobs;
 /// Largest release file in MiB unless the operator says otherwise (the API's 10 MB).
 pub const DEFAULT_MAX_FILE_MB: u64 = 10;
 
+/// (ext) Largest update artifact in MiB unless the operator says otherwise (2 GiB).
+pub const DEFAULT_MAX_ARTIFACT_MB: u64 = 2048;
+
 /// Where release files live.
 #[derive(Clone, Debug)]
 pub struct FileStore {
@@ -31,6 +34,8 @@ pub struct FileStore {
     place: Place,
     /// The largest file stored, in bytes.
     max_size: u64,
+    /// The largest update artifact stored, in bytes.
+    max_artifact: u64,
 }
 
 #[derive(Clone)]
@@ -123,6 +128,7 @@ impl FileStore {
             tmp: root.join("tmp"),
             place: Place::Dir(root),
             max_size: DEFAULT_MAX_FILE_MB * 1024 * 1024,
+            max_artifact: DEFAULT_MAX_ARTIFACT_MB * 1024 * 1024,
         })
     }
 
@@ -134,11 +140,23 @@ impl FileStore {
             tmp: tmp.to_path_buf(),
             place: Place::Store(blobs),
             max_size: DEFAULT_MAX_FILE_MB * 1024 * 1024,
+            max_artifact: DEFAULT_MAX_ARTIFACT_MB * 1024 * 1024,
         })
     }
 
-    /// Starts writing a new file.
+    /// Starts writing a new release file (at most [`max_size`](Self::max_size) bytes).
     pub async fn begin(&self) -> std::io::Result<PendingFile> {
+        self.begin_capped(self.max_size).await
+    }
+
+    /// Starts writing a new update artifact, or a file of an archive being imported (at most
+    /// [`max_artifact`](Self::max_artifact) bytes).
+    pub async fn begin_artifact(&self) -> std::io::Result<PendingFile> {
+        self.begin_capped(self.max_artifact.max(self.max_size))
+            .await
+    }
+
+    async fn begin_capped(&self, max_size: u64) -> std::io::Result<PendingFile> {
         let tmp = self.tmp.join(format!("{}.part", FileId::new()));
         let file = tokio::fs::OpenOptions::new()
             .write(true)
@@ -151,7 +169,7 @@ impl FileStore {
             file: Some(file),
             moved: false,
             size: 0,
-            max_size: self.max_size,
+            max_size,
             md5: Md5Hasher::new(),
         })
     }
@@ -163,9 +181,21 @@ impl FileStore {
         self
     }
 
+    /// The same store, taking artifacts of at most `mib` MiB.
+    #[must_use]
+    pub fn with_max_artifact_mib(mut self, mib: u64) -> Self {
+        self.max_artifact = mib.saturating_mul(1024 * 1024);
+        self
+    }
+
     /// The largest file stored, in bytes.
     pub fn max_size(&self) -> u64 {
         self.max_size
+    }
+
+    /// The largest update artifact stored, in bytes.
+    pub fn max_artifact(&self) -> u64 {
+        self.max_artifact
     }
 
     /// Stores the pending file as `<team>/<id>`: on disk, fsynced, moved into place and its
@@ -222,6 +252,32 @@ impl FileStore {
         }
     }
 
+    /// Opens a stored file for reading from byte `start` on, with its whole size; `None` when
+    /// it is missing. On disk the file is read from there; from the store, the bytes before it
+    /// are read and dropped, a chunk at a time.
+    pub async fn open_at(
+        &self,
+        key: &str,
+        start: u64,
+    ) -> std::io::Result<Option<(FileReader, u64)>> {
+        let Some((mut reader, len)) = self.open(key).await? else {
+            return Ok(None);
+        };
+        if start > 0 {
+            match &mut reader {
+                FileReader::Disk(file) => {
+                    use tokio::io::AsyncSeekExt as _;
+                    file.seek(std::io::SeekFrom::Start(start)).await?;
+                }
+                FileReader::Store(_) => {
+                    let mut skipped = tokio::io::AsyncReadExt::take(&mut reader, start);
+                    tokio::io::copy(&mut skipped, &mut tokio::io::sink()).await?;
+                }
+            }
+        }
+        Ok(Some((reader, len)))
+    }
+
     /// Reads a whole stored file; `None` when it is missing.
     pub async fn read(&self, key: &str) -> std::io::Result<Option<Vec<u8>>> {
         let Some((mut reader, len)) = self.open(key).await? else {
@@ -272,10 +328,10 @@ impl FileStore {
         }
     }
 
-    /// Removes the files of deleted releases.
+    /// Removes the files of deleted releases: each one's file and its artifacts' files.
     pub async fn remove_release_files(&self, releases: &[Release]) {
-        for file in releases.iter().filter_map(|r| r.file.as_ref()) {
-            self.remove(&file.key).await;
+        for key in releases.iter().flat_map(stored_keys_of) {
+            self.remove(key).await;
         }
     }
 }
@@ -290,6 +346,11 @@ impl PendingFile {
         self.md5.update(data);
         self.open()?.write_all(data).await?;
         Ok(())
+    }
+
+    /// The largest this file may grow, in bytes.
+    pub fn max_size(&self) -> u64 {
+        self.max_size
     }
 
     /// Bytes written so far.
@@ -348,6 +409,15 @@ impl tokio::io::AsyncRead for FileReader {
             },
         }
     }
+}
+
+/// The storage keys of a release's stored files: its file's, then its artifacts'.
+pub fn stored_keys_of(release: &Release) -> impl Iterator<Item = &str> {
+    release
+        .file
+        .iter()
+        .map(|f| f.key.as_str())
+        .chain(release.artifacts.iter().map(|a| a.key.as_str()))
 }
 
 async fn sync_dir(dir: &Path) -> std::io::Result<()> {

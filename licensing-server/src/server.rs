@@ -176,7 +176,8 @@ impl Server {
                 dir: config.data_dir.clone(),
                 cause: e.to_string(),
             })?
-            .with_max_mib(config.max_upload_mb);
+            .with_max_mib(config.max_upload_mb)
+            .with_max_artifact_mib(config.max_artifact_mb);
         crate::datadir::tighten_and_warn(&config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),

@@ -460,6 +460,14 @@ pub struct CustomerDeleted {
     pub deleted: bool,
 }
 
+/// (ext) `GET {dev}/releases/{releaseId}/artifacts`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ArtifactList {
+    /// The release's artifacts, in upload order.
+    pub artifacts: Vec<crate::model::Artifact>,
+}
+
 /// (ext) deletes of other resources: `{id, deleted}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

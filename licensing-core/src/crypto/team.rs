@@ -191,6 +191,13 @@ impl TeamKeys {
         super::updater::sparkle_sign(&self.ed25519_seed, open)
     }
 
+    /// The Ed25519 signature over `message` by the active signing key, raw (a feed token's).
+    pub fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
+        let mut signature = [0u8; 64];
+        signature.copy_from_slice(self.ed25519.sign(message).as_ref());
+        signature
+    }
+
     /// Base64 of an Ed25519 signature over `message` (a license file's `sig`).
     pub fn sign(&self, message: &[u8]) -> String {
         BASE64.encode(self.ed25519.sign(message).as_ref())

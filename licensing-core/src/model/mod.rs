@@ -67,7 +67,7 @@ pub use team::{
     ApiKeyCreated, ApiKeyRecord, ApiKeyView, BlacklistEntry, BlacklistType,
     DEFAULT_CHECKOUT_MAX_TTL, DEFAULT_MAX_LIVE_SESSIONS, Kid, MAX_LIVE_SESSIONS_CAP, PublicKeys,
     SigningKey, SigningKeyChange, SigningKeyState, Team, TeamCreated, TeamFeatures, TeamSettings,
-    TeamView, active_key_conflict,
+    TeamView, UpdaterKeys, active_key_conflict,
 };
 pub use webhook::{
     ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,

@@ -26,17 +26,23 @@ pub enum ClientEndpoint {
     SessionStart,
     /// (ext) `POST …/verification/sessions/end`.
     SessionEnd,
+    /// (ext) An update feed read, or a feed token minted (`…/updates/{productId}/…`).
+    UpdateCheck,
+    /// (ext) An update artifact downloaded (`…/updates/{productId}/…/download/…`).
+    Download,
 }
 
 impl ClientEndpoint {
     /// Every endpoint, in the order above.
-    pub const ALL: [ClientEndpoint; 6] = [
+    pub const ALL: [ClientEndpoint; 8] = [
         Self::Verify,
         Self::Heartbeat,
         Self::Classloader,
         Self::Checkout,
         Self::SessionStart,
         Self::SessionEnd,
+        Self::UpdateCheck,
+        Self::Download,
     ];
 
     /// The wire spelling, such as `SESSION_START`.
@@ -48,6 +54,8 @@ impl ClientEndpoint {
             Self::Checkout => "CHECKOUT",
             Self::SessionStart => "SESSION_START",
             Self::SessionEnd => "SESSION_END",
+            Self::UpdateCheck => "UPDATE_CHECK",
+            Self::Download => "DOWNLOAD",
         }
     }
 

@@ -429,6 +429,21 @@ pub struct PublicKeys {
     pub signing_key: String,
     /// (ext) Every signing key the team's clients should trust, the active one among them.
     pub signing_keys: Vec<SigningKey>,
+    /// (ext) The active signing key as desktop updaters take it, for artifacts the server signs
+    /// (a product's `signUpdates`). Absent in answers of servers before update feeds.
+    #[serde(default)]
+    pub updater_keys: Option<UpdaterKeys>,
+}
+
+/// (ext) The team's active signing key in the forms desktop updaters take.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UpdaterKeys {
+    /// Base64 of the two-line minisign public key (Tauri's `pubkey` setting); its key id is the
+    /// first 8 bytes of the key's `kid`.
+    pub minisign: String,
+    /// Base64 of the raw 32-byte key (Sparkle's `SUPublicEDKey`).
+    pub sparkle: String,
 }
 
 /// What a blacklist entry matches.

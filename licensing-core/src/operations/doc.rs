@@ -104,6 +104,8 @@ pub const ENTITLEMENT_ID: Param = Param::path("entitlementId", "The entitlement"
 pub const POLICY_ID: Param = Param::path("policyId", "The policy", Kind::Uuid);
 /// `{releaseId}`.
 pub const RELEASE_ID: Param = Param::path("releaseId", "The release", Kind::Uuid);
+/// `{artifactId}`.
+pub const ARTIFACT_ID: Param = Param::path("artifactId", "The artifact", Kind::Uuid);
 /// `{licenseKey}`.
 pub const LICENSE_KEY: Param = Param::path(
     "licenseKey",

@@ -199,13 +199,24 @@ impl QueryText for Paging {
     }
 }
 
-/// The parts of a release's multipart form, as a client sends them.
-#[derive(Clone, Copy, Debug)]
+/// The parts of a multipart form (a release's, an artifact's), as a client sends them.
+#[derive(Clone, Debug)]
 pub struct Form<'a> {
-    /// The `data` part.
-    pub data: &'a ReleaseData,
+    /// The text parts, in order: a release's `data` (its JSON), an artifact's `platform`,
+    /// `arch` and the others given.
+    pub fields: Vec<(&'static str, String)>,
     /// The `file` part: its file name (with an extension) and its bytes.
     pub file: Option<(&'a str, &'a [u8])>,
+}
+
+impl<'a> Form<'a> {
+    /// A release's form: `data` and the file, if any.
+    pub fn release(data: &ReleaseData, file: Option<(&'a str, &'a [u8])>) -> Self {
+        Self {
+            fields: vec![("data", serde_json::to_string(data).unwrap_or_default())],
+            file,
+        }
+    }
 }
 
 /// An operation of the developer API (`/api/v1/dev/teams/{teamId}/…`): how a request reaches
@@ -404,6 +415,12 @@ pub(crate) use declare;
 /// forms' type.
 pub struct Unsent;
 
+impl releases::ArtifactForm for Unsent {
+    fn parts(&self) -> Option<Form<'_>> {
+        None
+    }
+}
+
 impl releases::ReleaseForm for Unsent {
     fn parts(&self) -> Option<Form<'_>> {
         None
@@ -421,16 +438,16 @@ pub fn paths() -> Vec<(Method, &'static str)> {
             ]
         };
     }
-    crate::dev_operations!(paths, Unsent)
+    crate::dev_operations!(paths, Unsent, Unsent)
 }
 
 /// Calls `$then!` with every operation of the developer API, as two bracketed lists: those
 /// whose body is JSON (or none), then those whose body is a multipart form (with `$form`, the
 /// form as the caller holds it). Whoever serves or calls the API walks this one list:
-/// `licensing_core::dev_operations!(table, Received)`.
+/// `licensing_core::dev_operations!(table, Received, ReceivedArtifact)`.
 #[macro_export]
 macro_rules! dev_operations {
-    ($then:ident, $form:ty) => {
+    ($then:ident, $form:ty, $artifact:ty) => {
         $then! {
             [$crate::operations::licenses::CreateLicense,
             $crate::operations::licenses::ListLicenses,
@@ -488,6 +505,8 @@ macro_rules! dev_operations {
             $crate::operations::products::DeleteBranch,
             $crate::operations::releases::ListReleases,
             $crate::operations::releases::GetRelease,
+            $crate::operations::releases::ListArtifacts,
+            $crate::operations::releases::DeleteArtifact,
             $crate::operations::releases::DeleteRelease,
             $crate::operations::team::GetStatistics,
             $crate::operations::team::GetSettings,
@@ -515,7 +534,8 @@ macro_rules! dev_operations {
             $crate::operations::webhooks::Redeliver,
             $crate::operations::access::RevokeApiKey]
             [$crate::operations::releases::CreateRelease<$form>,
-            $crate::operations::releases::UpdateRelease<$form>]
+            $crate::operations::releases::UpdateRelease<$form>,
+            $crate::operations::releases::UploadArtifact<$artifact>]
         }
     };
 }

@@ -2,11 +2,13 @@
 //! optional `file` part), held as the caller holds it ([`ReleaseForm`]): a client's in memory,
 //! the server's file streamed into its store as it arrives.
 
+use crate::api::ArtifactList;
 use crate::api::requests::ReleaseListQuery;
 use crate::api::{Deleted, ReleasePage};
+use crate::model::Artifact;
 use crate::model::{ReleaseView, Resource, Scope};
 use crate::store::Page;
-use crate::{ApiError, ReleaseId};
+use crate::{ApiError, ArtifactId, ReleaseId};
 
 use super::doc::*;
 use super::{Body, DevOperation, Form, Method, Operation, Query, declare};
@@ -32,6 +34,22 @@ pub struct GetRelease(pub ReleaseId);
 
 /// Deletes a release and its file.
 pub struct DeleteRelease(pub ReleaseId);
+
+/// (ext) An artifact's form, as whoever holds it holds it.
+pub trait ArtifactForm: Send + 'static {
+    /// The parts to send, for a form a client holds (`None` for one already received).
+    fn parts(&self) -> Option<Form<'_>>;
+}
+
+/// (ext) Uploads an update artifact of a release (multipart: `file`, `platform`, `arch`, and
+/// optionally `kind`, `signature`, `edSignature`).
+pub struct UploadArtifact<F>(pub ReleaseId, pub F);
+
+/// (ext) A release's artifacts.
+pub struct ListArtifacts(pub ReleaseId);
+
+/// (ext) Deletes an artifact of a release and its file.
+pub struct DeleteArtifact(pub ReleaseId, pub ArtifactId);
 
 const READ: Option<Scope> = Some(Scope::read(Resource::Releases));
 const WRITE: Option<Scope> = Some(Scope::write(Resource::Releases));
@@ -71,6 +89,37 @@ declare! {
         body: "",
         success: "The release",
         refusals: &[REFUSED, OTHER_TEAM, NO_RELEASE],
+    };
+
+    ListArtifacts(release: ReleaseId) by ids;
+    Get "releases/{releaseId}/artifacts" "list_artifacts" READ;
+    ArtifactList => 200 "Artifacts retrieved";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) A release's update artifacts, in the order they were uploaded.",
+        description: "",
+        params: &[
+            RELEASE_ID,
+        ],
+        body: "",
+        success: "The artifacts",
+        refusals: &[REFUSED, OTHER_TEAM, NO_RELEASE],
+    };
+
+    DeleteArtifact(release: ReleaseId, id: ArtifactId) by ids;
+    Delete "releases/{releaseId}/artifacts/{artifactId}" "delete_artifact" WRITE;
+    Deleted => 200 "Artifact deleted";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) Delete an update artifact and its file: the feeds stop offering it at once.",
+        description: "",
+        params: &[
+            RELEASE_ID,
+            ARTIFACT_ID,
+        ],
+        body: "",
+        success: "Deleted",
+        refusals: &[REFUSED, OTHER_TEAM, crate::refusals![(404, "RELEASE_NOT_FOUND or ARTIFACT_NOT_FOUND")]],
     };
 
     DeleteRelease(id: ReleaseId) by ids;
@@ -221,6 +270,79 @@ impl<F: ReleaseForm> DevOperation for UpdateRelease<F> {
 
     fn answer(release: ReleaseView) -> (ReleaseView, &'static str) {
         (release, "Release updated")
+    }
+
+    fn path_values(&self) -> Vec<String> {
+        vec![self.0.to_string()]
+    }
+
+    fn form(&self) -> Option<Form<'_>> {
+        self.1.parts()
+    }
+}
+
+impl<F: ArtifactForm> Operation for UploadArtifact<F> {
+    const NAME: &'static str = "upload_artifact";
+    type Output = Artifact;
+    const SCOPE: Option<Scope> = WRITE;
+}
+
+impl<F: ArtifactForm> DevOperation for UploadArtifact<F> {
+    const DOC: Doc = Doc {
+        tag: "extensions",
+        summary: "(ext) Upload an update artifact of a release (multipart: `file`, `platform` (windows, darwin,\nlinux), `arch` (x86_64, aarch64, i686, armv7, universal), and optionally `kind` (from the\nfile name unless given), `signature` (the minisign signature a Tauri build writes) and\n`edSignature` (Sparkle's)). The file is streamed to the store (up to\n`LICENSING_MAX_ARTIFACT_MB`, 2 GiB by default) and hashed as it arrives; signatures are checked\nagainst the product's `updaterPublicKey` and `sparklePublicKey`, and made by the server when\nthe product has `signUpdates`. The release's version must be a semantic version.",
+        description: "",
+        params: &[RELEASE_ID],
+        body: "",
+        success: "Uploaded",
+        refusals: &[crate::refusals![
+            (
+                400,
+                "BAD_REQUEST: a missing or unknown part, platform, architecture or kind, an empty file, a signature that does not verify, or a release version the updaters cannot compare"
+            ),
+            (
+                401,
+                "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"
+            ),
+            (
+                403,
+                "FORBIDDEN: another team's key, or a key without releases:write"
+            ),
+            (404, "RELEASE_NOT_FOUND"),
+            (
+                408,
+                "BAD_REQUEST: the body did not arrive within the body timeout (`LICENSING_BODY_TIMEOUT_SECS`)"
+            ),
+            (
+                409,
+                "CONFLICT: the release already has an artifact for this platform, architecture and kind"
+            ),
+            (
+                413,
+                "BAD_REQUEST: the file is larger than the largest artifact this server takes"
+            ),
+            (
+                429,
+                "RATE_LIMIT: too many requests for this API key, or too many uploads for this team (`Retry-After`)"
+            ),
+            (500, "INTERNAL_SERVER_ERROR")
+        ]],
+    };
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "releases/{releaseId}/artifacts";
+    const QUERY: Query = Query::None;
+    const BODY: Body = Body::Form;
+    const STATUS: u16 = 201;
+    type Ids = (ReleaseId,);
+    type Answer = Artifact;
+    type Payload = ();
+
+    fn from_parts(_: (ReleaseId,), _: &str, _: &[u8]) -> Result<Self, ApiError> {
+        Err(received_elsewhere())
+    }
+
+    fn answer(artifact: Artifact) -> (Artifact, &'static str) {
+        (artifact, "Artifact uploaded")
     }
 
     fn path_values(&self) -> Vec<String> {

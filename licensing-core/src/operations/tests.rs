@@ -46,7 +46,7 @@ fn reads_are_gets_and_only_gets() {
             );
         )*)*};
     }
-    crate::dev_operations!(check, Unsent);
+    crate::dev_operations!(check, Unsent, Unsent);
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn every_declared_operation_is_listed_once() {
     macro_rules! names {
         ($([$($op:ty),* $(,)?])*) => { vec![$($(<$op as Operation>::NAME),*),*] };
     }
-    let mut listed = crate::dev_operations!(names, Unsent);
+    let mut listed = crate::dev_operations!(names, Unsent, Unsent);
     assert_eq!(
         listed.len(),
         declared,

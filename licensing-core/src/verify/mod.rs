@@ -178,6 +178,32 @@ pub fn precheck<'a>(
     Ok((license, release))
 }
 
+/// (ext) The license checks of an update feed, a feed token or an artifact download: the
+/// license found (`LICENSE_NOT_FOUND`), the blacklists of the address and its country, the
+/// product among the license's (`NO_ACCESS_TO_RELEASE`), then suspended and expired (past its
+/// grace). No device or address is checked or counted: updaters send none.
+pub fn admit_update<'a>(
+    ctx: &Context<'a>,
+    product: ProductId,
+    ip: IpAddr,
+    country: Option<Country>,
+    now: Timestamp,
+) -> Result<&'a License, Denial> {
+    let license = ctx.license.ok_or(Denial::new(
+        ResultCode::LicenseNotFound,
+        "License not found",
+    ))?;
+    ctx.blacklist.check(ip, country, None)?;
+    if !license.product_ids.contains(&product) {
+        return Err(Denial::new(
+            ResultCode::NoAccessToRelease,
+            "This license does not grant the product: its updates are not available to it",
+        ));
+    }
+    standing(license, ctx.grace_days, now)?;
+    Ok(license)
+}
+
 /// Step 6: a suspended license is refused with `LICENSE_SUSPENDED`, an expired one past its
 /// `grace_days` with `LICENSE_EXPIRED` (the client API's refusals, and the developer API's for a
 /// license file).

@@ -72,13 +72,12 @@ impl ReleaseUpload {
 
 impl ReleaseForm for ReleaseUpload {
     fn parts(&self) -> Option<Form<'_>> {
-        Some(Form {
-            data: &self.data,
-            file: self
-                .file
+        Some(Form::release(
+            &self.data,
+            self.file
                 .as_ref()
                 .map(|f| (f.name.as_str(), f.bytes.as_slice())),
-        })
+        ))
     }
 }
 
@@ -386,20 +385,19 @@ impl DevClient {
             .transpose()
             .map_err(|e| Error::Protocol(e.to_string()))?;
         let form = op.form();
-        let data = form
-            .map(|form| serde_json::to_string(form.data))
-            .transpose()
-            .map_err(|e| Error::Protocol(e.to_string()))?;
         // A retry sends the same parts in a new form (with a new boundary): the server matches
         // a retried upload by its parts.
         self.send(&method, || {
             let request = self.http.request(method.clone(), &url);
-            Ok(match (&json, form, &data) {
-                (Some(json), _, _) => request
+            Ok(match (&json, &form) {
+                (Some(json), _) => request
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(json.clone()),
-                (None, Some(form), Some(data)) => {
-                    let mut parts = reqwest::multipart::Form::new().text("data", data.clone());
+                (None, Some(form)) => {
+                    let mut parts = reqwest::multipart::Form::new();
+                    for (name, text) in &form.fields {
+                        parts = parts.text(*name, text.clone());
+                    }
                     if let Some((name, bytes)) = form.file {
                         parts = parts.part(
                             "file",

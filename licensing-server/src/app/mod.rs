@@ -12,6 +12,7 @@
 pub(crate) mod access;
 pub(crate) mod accounts;
 pub(crate) mod admin;
+pub(crate) mod artifacts;
 pub(crate) mod billing;
 mod caller;
 pub(crate) mod client;

@@ -163,7 +163,7 @@ impl IncomingFile {
 }
 
 /// The file name without any directory part, which must have an extension.
-fn file_name(raw: Option<&str>) -> Result<String, ApiError> {
+pub(crate) fn file_name(raw: Option<&str>) -> Result<String, ApiError> {
     let raw = raw.ok_or_else(|| {
         ApiError::bad_field("file", "needs a file name (Content-Disposition filename)")
     })?;
@@ -265,17 +265,19 @@ impl Run for UpdateRelease<Received> {
         let files = &cx.state.files;
         let journal = cx.change(action, release.id, Some(&existing), Some(&release));
         if let Err(e) = cx.state.store.update_release(&release, &journal).await {
-            if replaced && release.file != existing.file {
-                files
-                    .remove_release_files(std::slice::from_ref(&release))
-                    .await;
+            if replaced
+                && release.file != existing.file
+                && let Some(file) = &release.file
+            {
+                files.remove(&file.key).await;
             }
             return Err(e.into());
         }
-        if replaced && existing.file.is_some() && release.file != existing.file {
-            files
-                .remove_release_files(std::slice::from_ref(&existing))
-                .await;
+        if replaced
+            && release.file != existing.file
+            && let Some(file) = &existing.file
+        {
+            files.remove(&file.key).await;
         }
         Viewer::default().view(cx, release).await
     }

@@ -69,6 +69,10 @@ impl Run for GetPublicKeys {
             public_key_base64: keys.public_key_base64(),
             signing_key: keys.signing_key_base64(),
             signing_keys: context.team.signing_key_list(&keys.public_keys().signing),
+            updater_keys: Some(licensing_core::model::UpdaterKeys {
+                minisign: keys.public_keys().signing.minisign().to_base64(),
+                sparkle: keys.signing_key_base64(),
+            }),
         })
     }
 }

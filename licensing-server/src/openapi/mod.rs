@@ -242,7 +242,11 @@ fn developer_operations(doc: &mut utoipa::openapi::OpenApi) {
             schemas
         }};
     }
-    let schemas = licensing_core::dev_operations!(each, crate::app::releases::Received);
+    let schemas = licensing_core::dev_operations!(
+        each,
+        crate::app::releases::Received,
+        crate::app::artifacts::ReceivedArtifact
+    );
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas {
         components.schemas.entry(name).or_insert(schema);

@@ -26,6 +26,7 @@ use crate::http::{Response, path_param, raw_query, read_body};
 use crate::state::AppState;
 
 mod download;
+mod updates;
 
 /// The client routes.
 pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
@@ -54,6 +55,7 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
             json_endpoint(state, endpoint, team, ip, body).await
         },
     );
+    let update_routes = updates::routes(state.clone());
     let classloader =
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
             .and(warp::get())
@@ -69,6 +71,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
         .or(sessions)
         .unify()
         .or(classloader)
+        .unify()
+        .or(update_routes)
         .unify()
         .boxed()
 }

@@ -168,6 +168,17 @@ impl ClientEventQueue {
         }
     }
 
+    /// Queues the event `build` makes (one no write carries, such as `release.downloaded`),
+    /// unless one about `subject` was raised within the window.
+    pub fn raise_once(
+        &self,
+        subject: &impl Hash,
+        now: Timestamp,
+        build: impl FnOnce() -> RaisedEvent,
+    ) {
+        self.raise(subject, now, build);
+    }
+
     /// Queues the event `build` makes, unless one about `subject` was raised within the window.
     fn raise(&self, subject: &impl Hash, now: Timestamp, build: impl FnOnce() -> RaisedEvent) {
         let digest = self.hasher.hash_one(subject);

@@ -39,11 +39,14 @@ pub enum ClientEvent {
     SessionEnded,
     /// (ext) A floating session expired without a heartbeat and the server deleted it.
     SessionExpired,
+    /// (ext) An update artifact was downloaded (once per license, artifact and address in ten
+    /// minutes).
+    ReleaseDownloaded,
 }
 
 impl ClientEvent {
     /// Every client event.
-    pub const ALL: [ClientEvent; 9] = [
+    pub const ALL: [ClientEvent; 10] = [
         Self::LicenseActivated,
         Self::LicenseExpired,
         Self::DeviceActivated,
@@ -53,6 +56,7 @@ impl ClientEvent {
         Self::SessionStarted,
         Self::SessionEnded,
         Self::SessionExpired,
+        Self::ReleaseDownloaded,
     ];
 
     /// The event type, such as `device.activated`.
@@ -67,6 +71,7 @@ impl ClientEvent {
             Self::SessionStarted => "session.started",
             Self::SessionEnded => "session.ended",
             Self::SessionExpired => "session.expired",
+            Self::ReleaseDownloaded => "release.downloaded",
         }
     }
 
@@ -124,7 +129,7 @@ impl ClientEvents {
     pub const NONE: ClientEvents = ClientEvents(0);
 
     /// Every client event (tests).
-    pub const ALL: ClientEvents = ClientEvents(0b1_1111_1111);
+    pub const ALL: ClientEvents = ClientEvents(0b11_1111_1111);
 
     /// What the enabled ones among `endpoints` want.
     pub fn of(endpoints: &[WebhookEndpoint]) -> Self {

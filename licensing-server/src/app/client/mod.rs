@@ -5,6 +5,7 @@
 //! answer's data, and what is counted. The routes parse the request, call them, sign and render.
 
 mod certificate;
+pub(crate) mod feed;
 pub(crate) mod steps;
 
 pub(crate) use certificate::certificate;
@@ -86,6 +87,17 @@ impl Seen {
         }
     }
 
+    /// (ext) Nothing seen yet of an update feed's request (`UpdateCheck`, counted in the
+    /// statistics as a verify) or an artifact's download (`Download`, counted as a download).
+    pub(crate) fn updates(endpoint: ClientEndpoint) -> Self {
+        let kind = if endpoint == ClientEndpoint::Download {
+            RequestKind::Classloader
+        } else {
+            RequestKind::Verify
+        };
+        Self::new(kind).at(endpoint)
+    }
+
     /// The same, at `endpoint` (a checkout or a session's start or end, counted in the
     /// statistics as the verify they are).
     pub(crate) fn at(self, endpoint: ClientEndpoint) -> Self {
@@ -101,6 +113,8 @@ impl Seen {
             ClientEndpoint::Checkout => "checkout",
             ClientEndpoint::SessionStart => "session_start",
             ClientEndpoint::SessionEnd => "session_end",
+            ClientEndpoint::UpdateCheck => "update_check",
+            ClientEndpoint::Download => "download",
         }
     }
 

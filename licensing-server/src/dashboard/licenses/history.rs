@@ -57,6 +57,8 @@ fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
         ClientEndpoint::Checkout => "License file",
         ClientEndpoint::SessionStart => "Session start",
         ClientEndpoint::SessionEnd => "Session end",
+        ClientEndpoint::UpdateCheck => "Update check",
+        ClientEndpoint::Download => "Update download",
     }
 }
 

@@ -129,7 +129,11 @@ macro_rules! table {
 
 /// Every route of the developer API: each declared operation, at its method and path.
 pub(crate) fn operations() -> Vec<Route> {
-    licensing_core::dev_operations!(table, crate::app::releases::Received)
+    licensing_core::dev_operations!(
+        table,
+        crate::app::releases::Received,
+        crate::app::artifacts::ReceivedArtifact
+    )
 }
 
 /// Every developer route, behind the gate.

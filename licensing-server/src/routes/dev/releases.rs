@@ -9,6 +9,9 @@ use licensing_core::api::requests::{MAX_JSON_BODY, ReleaseData, ReleaseInput, Re
 use multer::{Field, Multipart};
 
 use super::{Dev, Input};
+use crate::app::artifacts::{
+    ArtifactInput, IncomingArtifact, MAX_TEXT_PART, ReceivedArtifact, UploadArtifact,
+};
 use crate::app::releases::{
     CreateRelease, DRAIN_BUDGET, IncomingFile, Received, UpdateRelease, upload_allowed,
 };
@@ -28,6 +31,67 @@ impl Upload for CreateRelease<Received> {
     async fn receive(cx: &Dev, (): (), input: Input) -> Result<Self, ApiError> {
         let (input, file) = read_upload(cx, input, ReleaseMode::Create).await?;
         Ok(Self(Received { input, file }))
+    }
+}
+
+impl Upload for UploadArtifact<ReceivedArtifact> {
+    // The body is read and checked (400, 413) before the release is looked up (404).
+    async fn receive(cx: &Dev, (id,): (ReleaseId,), mut input: Input) -> Result<Self, ApiError> {
+        if let Err(refused) = upload_allowed(cx).await {
+            crate::http::drain(&mut input.body, DRAIN_BUDGET).await;
+            return Err(refused);
+        }
+        let mut form = multipart(input)?;
+        let mut texts: Vec<(String, String)> = Vec::new();
+        let mut file: Option<IncomingArtifact> = None;
+        while let Some(mut part) = form.next_field().await.map_err(malformed)? {
+            let name = part.name().unwrap_or_default().to_owned();
+            match name.as_str() {
+                "file" if file.is_some() => {
+                    return Err(ApiError::bad_field("file", "is given more than once"));
+                }
+                "file" => {
+                    let mut incoming = IncomingArtifact::begin(cx, part.file_name()).await?;
+                    while let Some(chunk) = part.chunk().await.map_err(malformed)? {
+                        if let Err(refused) = incoming.write(&chunk).await {
+                            drop(incoming);
+                            // What the client still sends is read (up to a bound), so that it
+                            // sees the answer rather than a reset connection.
+                            let mut drained = 0;
+                            while drained < DRAIN_BUDGET {
+                                match part.chunk().await {
+                                    Ok(Some(c)) => drained += c.len(),
+                                    _ => break,
+                                }
+                            }
+                            return Err(refused);
+                        }
+                    }
+                    file = Some(incoming);
+                }
+                "platform" | "arch" | "kind" | "signature" | "edSignature" => {
+                    if texts.iter().any(|(n, _)| *n == name) {
+                        return Err(ApiError::bad_field(&name, "is given more than once"));
+                    }
+                    let text = read_text(&mut part, &name).await?;
+                    texts.push((name, text));
+                }
+                other => {
+                    return Err(ApiError::bad_field(
+                        if other.is_empty() { "part" } else { other },
+                        "is not a known part: send file, platform, arch and optionally kind, signature, edSignature",
+                    ));
+                }
+            }
+        }
+        let input = ArtifactInput::parse(&texts)?;
+        let file = file.ok_or_else(|| {
+            ApiError::bad_field(
+                "file",
+                "is required: a part named file holding the artifact",
+            )
+        })?;
+        Ok(Self(id, ReceivedArtifact { input, file }))
     }
 }
 
@@ -121,4 +185,16 @@ async fn read_data(part: &mut Field<'_>) -> Result<Bytes, ApiError> {
         data.extend_from_slice(&chunk);
     }
     Ok(data.freeze())
+}
+
+/// A text part of at most [`MAX_TEXT_PART`] bytes of UTF-8.
+async fn read_text(part: &mut Field<'_>, name: &str) -> Result<String, ApiError> {
+    let mut data = BytesMut::new();
+    while let Some(chunk) = part.chunk().await.map_err(malformed)? {
+        if data.len() + chunk.len() > MAX_TEXT_PART {
+            return Err(ApiError::bad_field(name, "is longer than 8 KiB"));
+        }
+        data.extend_from_slice(&chunk);
+    }
+    String::from_utf8(data.to_vec()).map_err(|_| ApiError::bad_field(name, "is not UTF-8 text"))
 }
