@@ -21,6 +21,19 @@ pub const STABLE: &str = "stable";
 /// A semantic version, as the feeds compare versions.
 pub use semver::Version as SemVer;
 
+/// The paths of the feeds and downloads under `{client}/updates/{productId}/`, as templates;
+/// each is also served under a feed token (`…/t/{token}/…`). (Besides them: `POST …/token`.)
+pub const FEED_PATHS: &[&str] = &[
+    "tauri/{target}/{arch}/{currentVersion}",
+    "sparkle/appcast.xml",
+    "velopack/releases.{channel}.json",
+    "velopack/RELEASES",
+    "velopack/{fileName}",
+    "electron/{channelFile}",
+    "latest",
+    "download/{artifactId}/{filename}",
+];
+
 /// How long a feed token lasts: 30 days.
 pub const TOKEN_DAYS: u32 = 30;
 

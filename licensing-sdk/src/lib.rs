@@ -46,7 +46,7 @@ pub mod webhooks;
 pub mod blocking;
 
 pub use client::{CheckedOut, Heartbeat, LicenseClient, Verified};
-pub use dev::{DevClient, ReleaseUpload, RetryPolicy, Upload};
+pub use dev::{ArtifactUpload, DevClient, ReleaseUpload, RetryPolicy, Upload};
 pub use download::{DownloadRequest, ReleaseInfo};
 pub use error::Error;
 pub use license_file::{CLOCK_SLACK_SECONDS, Clock, FileError, LicenseFile};

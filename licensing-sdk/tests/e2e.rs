@@ -1103,12 +1103,20 @@ async fn the_sdk_reaches_every_declared_operation() {
             let form = || ReleaseUpload::new(&ReleaseData::default(), None);
             reached.push(reaches(&dev, CreateRelease(form())).await);
             reached.push(reaches(&dev, UpdateRelease(licensing_sdk::core::ReleaseId::new(), form())).await);
+            // An artifact's, for a release that does not exist.
+            let artifact = licensing_sdk::ArtifactUpload::new(
+                licensing_sdk::core::model::Platform::Linux,
+                licensing_sdk::core::model::Arch::X86_64,
+                licensing_sdk::Upload::from_bytes("app.AppImage", b"x".to_vec()),
+            );
+            reached.push(reaches(&dev, licensing_sdk::core::operations::releases::UploadArtifact(licensing_sdk::core::ReleaseId::new(), artifact)).await);
             let forms = [$(<$form as licensing_sdk::core::operations::Operation>::NAME),*];
-            assert_eq!(forms, ["create_release", "update_release"]);
+            assert_eq!(forms, ["create_release", "update_release", "upload_artifact"]);
             reached
         }};
     }
-    let reached = licensing_core::dev_operations!(walk, ReleaseUpload);
+    let reached =
+        licensing_core::dev_operations!(walk, ReleaseUpload, licensing_sdk::ArtifactUpload);
     assert!(reached.len() >= 67, "{}", reached.len());
 }
 

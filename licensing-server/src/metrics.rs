@@ -84,11 +84,24 @@ static DEVELOPER: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(||
     all
 });
 
-/// Every route, as a template: [`ROUTES`] and each developer operation's path.
+/// The update feeds' templates: the token's, and each feed's, plainly and under a token.
+static UPDATES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    const PREFIX: &str = "/api/v1/client/teams/{teamId}/updates/{productId}";
+    let mut all = vec![format!("{PREFIX}/token")];
+    for path in licensing_core::updates::FEED_PATHS {
+        all.push(format!("{PREFIX}/{path}"));
+        all.push(format!("{PREFIX}/t/{{token}}/{path}"));
+    }
+    all
+});
+
+/// Every route, as a template: [`ROUTES`], the update feeds' and each developer operation's
+/// path.
 pub fn templates() -> Vec<&'static str> {
     ROUTES
         .iter()
         .copied()
+        .chain(UPDATES.iter().map(String::as_str))
         .chain(DEVELOPER.iter().map(String::as_str))
         .collect()
 }
@@ -98,7 +111,7 @@ static TEMPLATES: std::sync::LazyLock<Templates> = std::sync::LazyLock::new(|| {
     for template in templates() {
         let segments: Vec<Option<&'static str>> = template
             .split('/')
-            .map(|s| (!s.starts_with('{')).then_some(s))
+            .map(|s| (!s.contains('{')).then_some(s))
             .collect();
         if by_count.len() <= segments.len() {
             by_count.resize_with(segments.len() + 1, Vec::new);

@@ -335,7 +335,7 @@ impl<F: ArtifactForm> DevOperation for UploadArtifact<F> {
     const STATUS: u16 = 201;
     type Ids = (ReleaseId,);
     type Answer = Artifact;
-    type Payload = ();
+    type Payload = crate::api::requests::ArtifactParts;
 
     fn from_parts(_: (ReleaseId,), _: &str, _: &[u8]) -> Result<Self, ApiError> {
         Err(received_elsewhere())

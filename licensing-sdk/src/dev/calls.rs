@@ -57,7 +57,8 @@ use licensing_core::operations::products::{
     ListProducts, UpdateProduct,
 };
 use licensing_core::operations::releases::{
-    CreateRelease, DeleteRelease, GetRelease, ListReleases, UpdateRelease,
+    CreateRelease, DeleteArtifact, DeleteRelease, GetRelease, ListArtifacts, ListReleases,
+    UpdateRelease, UploadArtifact,
 };
 use licensing_core::operations::team::{
     ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, GetStatistics, ListAudit,
@@ -73,7 +74,7 @@ use licensing_core::{
 };
 use licensing_core::{InboundId, RuleId};
 
-use super::{DevClient, ReleaseUpload, Upload, collect, kid_of};
+use super::{ArtifactUpload, DevClient, ReleaseUpload, Upload, collect, kid_of};
 use crate::Error;
 
 impl DevClient {
@@ -553,6 +554,33 @@ impl DevClient {
             async move { self.list_releases(&q).await }
         })
         .await
+    }
+
+    /// (ext) `POST {dev}/releases/{releaseId}/artifacts` (multipart): an update artifact.
+    pub async fn upload_artifact(
+        &self,
+        release: ReleaseId,
+        artifact: &ArtifactUpload,
+    ) -> Result<licensing_core::model::Artifact, Error> {
+        self.perform(&UploadArtifact(release, artifact.clone()))
+            .await
+    }
+
+    /// (ext) `GET {dev}/releases/{releaseId}/artifacts`.
+    pub async fn list_artifacts(
+        &self,
+        release: ReleaseId,
+    ) -> Result<Vec<licensing_core::model::Artifact>, Error> {
+        Ok(self.perform(&ListArtifacts(release)).await?.artifacts)
+    }
+
+    /// (ext) `DELETE {dev}/releases/{releaseId}/artifacts/{artifactId}`.
+    pub async fn delete_artifact(
+        &self,
+        release: ReleaseId,
+        artifact: licensing_core::ArtifactId,
+    ) -> Result<Deleted, Error> {
+        self.perform(&DeleteArtifact(release, artifact)).await
     }
 
     /// (ext) `GET {dev}/releases/{releaseId}`.

@@ -10,8 +10,9 @@ use licensing_core::api::requests::ReleaseData;
 use licensing_core::api::{
     CustomerPage, EntitlementPage, Envelope, LicensePage, ProductPage, ReleasePage, ResultCode,
 };
+use licensing_core::model::{Arch, ArtifactKind, Platform};
 use licensing_core::model::{Customer, Entitlement, Kid, License, Product, ReleaseView};
-use licensing_core::operations::releases::ReleaseForm;
+use licensing_core::operations::releases::{ArtifactForm, ReleaseForm};
 use licensing_core::operations::{self, DevOperation, Form};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
@@ -78,6 +79,60 @@ impl ReleaseForm for ReleaseUpload {
                 .as_ref()
                 .map(|f| (f.name.as_str(), f.bytes.as_slice())),
         ))
+    }
+}
+
+/// (ext) An update artifact's form as this client sends it: the file, where it runs, and the
+/// vendor's signatures (when the product does not have the server sign).
+#[derive(Clone, Debug)]
+pub struct ArtifactUpload {
+    /// Operating system.
+    pub platform: Platform,
+    /// Architecture.
+    pub arch: Arch,
+    /// Kind (`None`: from the file name).
+    pub kind: Option<ArtifactKind>,
+    /// The minisign signature a Tauri build writes (the `.sig` file's content).
+    pub signature: Option<String>,
+    /// Sparkle's `edSignature`.
+    pub ed_signature: Option<String>,
+    /// The file.
+    pub file: Upload,
+}
+
+impl ArtifactUpload {
+    /// The form of `file`, for `platform` and `arch`, without signatures.
+    pub fn new(platform: Platform, arch: Arch, file: Upload) -> Self {
+        Self {
+            platform,
+            arch,
+            kind: None,
+            signature: None,
+            ed_signature: None,
+            file,
+        }
+    }
+}
+
+impl ArtifactForm for ArtifactUpload {
+    fn parts(&self) -> Option<Form<'_>> {
+        let mut fields = vec![
+            ("platform", self.platform.as_str().to_owned()),
+            ("arch", self.arch.as_str().to_owned()),
+        ];
+        if let Some(kind) = self.kind {
+            fields.push(("kind", kind.as_str().to_owned()));
+        }
+        if let Some(signature) = &self.signature {
+            fields.push(("signature", signature.clone()));
+        }
+        if let Some(signature) = &self.ed_signature {
+            fields.push(("edSignature", signature.clone()));
+        }
+        Some(Form {
+            fields,
+            file: Some((self.file.name.as_str(), self.file.bytes.as_slice())),
+        })
     }
 }
 

@@ -26,7 +26,7 @@ use warp::http::Method;
         description = "License management and verification: a developer API (bearer API keys) and a client API (no credentials) for applications."
     ),
     paths(
-        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
+        paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::classloader, paths::updates::feed_token, paths::updates::tauri, paths::updates::sparkle, paths::updates::velopack, paths::updates::velopack_legacy, paths::updates::velopack_file, paths::updates::electron, paths::updates::latest, paths::updates::download, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
     ),
     components(schemas(licensing_core::api::requests::ReleaseData)),
     tags(
@@ -378,7 +378,11 @@ where
 {
     let body = match O::BODY {
         Body::Json | Body::OptionalJson => Some(("application/json", named::<O::Payload>(schemas))),
-        Body::Form => Some(("multipart/form-data", named::<paths::ReleaseForm>(schemas))),
+        // A release's form has no payload type of its own; an artifact's does.
+        Body::Form if std::any::type_name::<O::Payload>() == "()" => {
+            Some(("multipart/form-data", named::<paths::ReleaseForm>(schemas)))
+        }
+        Body::Form => Some(("multipart/form-data", named::<O::Payload>(schemas))),
         Body::Ignored | Body::Empty => None,
     };
     let answer = enveloped::<O::Answer>(schemas);
@@ -498,10 +502,46 @@ fn parameter(param: &Param) -> utoipa::openapi::path::Parameter {
         .build()
 }
 
+/// Each update feed and download again under a feed token (`…/updates/{productId}/t/{token}/…`):
+/// the same operation, with the token as a path parameter instead of a license key header.
+fn token_twins(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+    const PREFIX: &str = "/api/v1/client/teams/{teamId}/updates/{productId}/";
+    let twins: Vec<(String, utoipa::openapi::PathItem)> = doc
+        .paths
+        .paths
+        .iter()
+        .filter(|(path, _)| path.starts_with(PREFIX) && !path.ends_with("/token"))
+        .map(|(path, item)| {
+            let mut item = item.clone();
+            for operation in [item.get.as_mut(), item.head.as_mut()].into_iter().flatten() {
+                let token: Parameter = ParameterBuilder::new()
+                    .name("token")
+                    .parameter_in(ParameterIn::Path)
+                    .required(utoipa::openapi::Required::True)
+                    .description(Some(
+                        "A feed token (`POST …/updates/{productId}/token`), for updaters that cannot send a header",
+                    ))
+                    .schema(Some(utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::String)))
+                    .build();
+                operation
+                    .parameters
+                    .get_or_insert_with(Vec::new)
+                    .push(token.into());
+                operation.operation_id = operation.operation_id.take().map(|id| format!("{id}_under_token"));
+                operation.summary = operation.summary.take().map(|s| format!("{s} (under a feed token)"));
+            }
+            (path.replacen(PREFIX, &format!("{PREFIX}t/{{token}}/"), 1), item)
+        })
+        .collect();
+    doc.paths.paths.extend(twins);
+}
+
 /// The document as pretty JSON, as checked in, with the scopes of `operations` (the developer
 /// API's table) written into it.
 pub fn document(operations: &[Scoped]) -> String {
     let mut doc = ApiDoc::openapi();
+    token_twins(&mut doc);
     developer_operations(&mut doc);
     admin_operations(&mut doc);
     scopes_of_operations(&mut doc, operations);

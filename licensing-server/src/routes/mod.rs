@@ -83,13 +83,23 @@ fn protective_headers(path: &str, headers: &mut warp::http::HeaderMap) {
         HeaderValue::from_static("nosniff"),
     );
     let public = path == "/api/openapi.json" || path == "/docs" || path.starts_with("/docs/");
-    if path.starts_with("/dashboard/static/") && headers.contains_key(header::CACHE_CONTROL) {
-        // The dashboard's stylesheet and script say how long they may be kept.
+    if (path.starts_with("/dashboard/static/") || is_update_path(path))
+        && headers.contains_key(header::CACHE_CONTROL)
+    {
+        // The dashboard's stylesheet and script say how long they may be kept; so do the update
+        // feeds and downloads (`private, no-store` for a license's, cacheable when public).
         return;
     }
     if !public {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
+}
+
+/// Whether `path` is an update feed's or download's (`/api/v1/client/teams/{team}/updates/…`).
+fn is_update_path(path: &str) -> bool {
+    path.strip_prefix("/api/v1/client/teams/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(_, rest)| rest.starts_with("updates/"))
 }
 
 /// The separate metrics listener's routes: `GET /metrics` (with `access`), else 404.

@@ -229,7 +229,13 @@ async fn uploads_are_limited_per_team() {
 #[tokio::test]
 async fn every_operation_with_a_body_refuses_an_oversize_one() {
     const TOKEN: &str = "admin-token-for-the-oversize-test-0123456789";
-    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    // Artifacts are capped at 10 MiB here, as release files are, so that one file over both
+    // limits checks every upload.
+    let s = TestServer::start_with(|c| {
+        c.admin_token = Some(TOKEN.into());
+        c.max_artifact_mb = 10;
+    })
+    .await;
     let document = s.openapi().await;
     let json_body = format!(r#"{{"padding":"{}"}}"#, "x".repeat(1024 * 1024));
     let (mut checked, mut wrong) = (0, Vec::new());

@@ -268,7 +268,54 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
     let ping = r#"{"id":"evt_fuzz","type":"customer.created","data":{"object":{"id":"cus_fuzz"}}}"#;
     assert_eq!(s.stripe_event("whsec_fuzz_0123456789", ping).await, 200);
     let event = s.get(&s.dev("integrations/events")).await.ok()["events"][0].clone();
+    // An update artifact, and what the feeds' paths take.
+    let artifact = {
+        let form = reqwest::multipart::Form::new()
+            .text("platform", "linux")
+            .text("arch", "x86_64")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(vec![2u8; 2048]).file_name("Fuzz-1.0.0-full.nupkg"),
+            );
+        let response = s
+            .client
+            .post(s.dev(&format!("releases/{}/artifacts", id(&release))))
+            .bearer_auth(s.key())
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201);
+        let body: Value = response.json().await.unwrap();
+        body["data"].clone()
+    };
+    let token = s
+        .client
+        .post(format!(
+            "{}/api/v1/client/teams/{}/updates/{product_id}/token",
+            s.base,
+            s.team_id()
+        ))
+        .json(&serde_json::json!({"licenseKey": license["licenseKey"]}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let seeded = vec![
+        ("artifactId".to_owned(), id(&artifact)),
+        ("filename".to_owned(), "Fuzz-1.0.0-full.nupkg".to_owned()),
+        ("fileName".to_owned(), "Fuzz-1.0.0-full.nupkg".to_owned()),
+        ("token".to_owned(), token),
+        ("target".to_owned(), "linux".to_owned()),
+        ("arch".to_owned(), "x86_64".to_owned()),
+        ("currentVersion".to_owned(), "0.9.0".to_owned()),
+        ("channel".to_owned(), "stable".to_owned()),
+        ("channelFile".to_owned(), "latest-linux.yml".to_owned()),
         ("provider".to_owned(), "stripe".to_owned()),
         ("ruleId".to_owned(), id(&rule)),
         ("eventId".to_owned(), id(&event)),

@@ -20,7 +20,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         s("session"),
         s("policy"),
     );
-    let (provider, rule, event) = (s("provider"), s("rule"), s("event"));
+    let (provider, rule, event, artifact) = (s("provider"), s("rule"), s("event"), s("artifact"));
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -183,6 +183,12 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         ),
         (Method::GET, "releases".into(), None),
         (Method::GET, format!("releases/{release}"), None),
+        (Method::GET, format!("releases/{release}/artifacts"), None),
+        (
+            Method::DELETE,
+            format!("releases/{release}/artifacts/{artifact}"),
+            None,
+        ),
         (Method::DELETE, format!("releases/{release}"), None),
         (Method::GET, "statistics".into(), None),
         (Method::GET, "settings".into(), None),
@@ -375,7 +381,29 @@ async fn no_route_shows_or_changes_another_teams_data() {
         .ok()["id"]
         .clone();
     let (rule, event) = integration(&s, &policy).await;
-    let ids = json!({"license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
+    let artifact = {
+        let form = reqwest::multipart::Form::new()
+            .text("platform", "linux")
+            .text("arch", "x86_64")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(b"A's artifact".to_vec()).file_name("a.AppImage"),
+            );
+        let response = upload(
+            &s,
+            Method::POST,
+            &s.dev(&format!(
+                "releases/{}/artifacts",
+                release["id"].as_str().unwrap()
+            )),
+            s.key(),
+            form,
+        )
+        .await;
+        assert_eq!(response.status().as_u16(), 201);
+        response.json::<Value>().await.unwrap()["data"]["id"].clone()
+    };
+    let ids = json!({"artifact": artifact, "license": l["id"], "key": l["licenseKey"], "customer": customer, "product": product, "branch": branch,
                      "release": release["id"], "hwid": hwid, "ip": ip, "entry": entry, "apiKey": api_key,
                      "webhook": webhook, "delivery": delivery,
                      "kid": s.get(&s.dev("public-key")).await.ok()["signingKeys"][0]["kid"],
@@ -622,8 +650,12 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
     ]
 }
 
-/// The two multipart routes, which `routes` (JSON bodies) leaves out.
-const MULTIPART_ROUTES: [(&str, &str); 2] = [("POST", "releases"), ("PUT", "releases/{releaseId}")];
+/// The multipart routes, which `routes` (JSON bodies) leaves out.
+const MULTIPART_ROUTES: [(&str, &str); 3] = [
+    ("POST", "releases"),
+    ("PUT", "releases/{releaseId}"),
+    ("POST", "releases/{releaseId}/artifacts"),
+];
 
 /// The route list above, plus the multipart routes, is every developer operation documented.
 #[tokio::test]
@@ -646,6 +678,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
         "entitlement": "{entitlementId}", "session": "{sessionId}", "policy": "{policyId}",
         "provider": "{provider}", "rule": "{ruleId}", "event": "{eventId}",
+        "artifact": "{artifactId}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()
@@ -722,6 +755,21 @@ async fn ids_of_other_teams_in_bodies_and_of_deleted_records_reach_nothing() {
             "{method} {path}: {status} {}",
             response.text().await.unwrap()
         );
+    }
+    // An artifact for A's release: B's key on A's path 403, under B's path 404.
+    for (path, status) in [
+        (s.dev(&format!("releases/{release}/artifacts")), 403),
+        (b_dev(&format!("releases/{release}/artifacts")), 404),
+    ] {
+        let form = reqwest::multipart::Form::new()
+            .text("platform", "linux")
+            .text("arch", "x86_64")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(b"B's bytes".to_vec()).file_name("b.AppImage"),
+            );
+        let response = upload(&s, Method::POST, &path, &b.api_key, form).await;
+        assert_eq!(response.status().as_u16(), status, "{path}");
     }
 
     // A's ids in B's bodies, under B's own path with B's key: never accepted.

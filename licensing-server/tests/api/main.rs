@@ -45,4 +45,5 @@ mod restart;
 mod sessions;
 mod strict;
 mod team;
+mod updates;
 mod webhooks;

@@ -43,7 +43,7 @@ pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
     ForgottenBody, SettingsBody, StaffBody,
 };
-pub use updates::{FeedTokenBody, LatestQuery, channel_of, refuse_key_in_query};
+pub use updates::{ArtifactParts, FeedTokenBody, LatestQuery, channel_of, refuse_key_in_query};
 pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query, parse_paging_query};
 
 use std::collections::HashSet;

@@ -94,12 +94,38 @@ impl LatestQuery {
     }
 }
 
+/// (ext) The parts of an artifact's upload (`multipart/form-data`), as the API documents them;
+/// the server reads them as they arrive.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[allow(dead_code)]
+pub struct ArtifactParts {
+    /// The file: a name with an extension, at most `LICENSING_MAX_ARTIFACT_MB` (2 GiB unless
+    /// set).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Binary))]
+    pub file: Vec<u8>,
+    /// windows, darwin or linux.
+    pub platform: String,
+    /// x86_64, aarch64, i686, armv7 or universal.
+    pub arch: String,
+    /// nupkg, dmg, zip, tar.gz, appimage, msi, exe, deb or rpm (default: from the file name).
+    pub kind: Option<String>,
+    /// The minisign signature a Tauri build writes (the `.sig` file's content).
+    pub signature: Option<String>,
+    /// Sparkle's `edSignature` (base64).
+    pub ed_signature: Option<String>,
+}
+
 /// The body of `POST {client}/updates/{productId}/token`, validated.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"licenseKey": "ABCDE-12345-FGHIJ-67890-KLMNO"})))]
+#[serde(rename_all = "camelCase")]
 pub struct FeedTokenBody {
     /// The license.
     pub license_key: LicenseKey,
     /// The device, for the blacklist (nothing is recorded).
+    #[serde(rename = "hardwareIdentifier", skip_serializing_if = "Option::is_none")]
     pub hardware_id: Option<HardwareId>,
 }
 

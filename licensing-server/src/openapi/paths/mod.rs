@@ -11,6 +11,7 @@
 
 pub(super) mod client;
 pub(super) mod operator;
+pub(super) mod updates;
 
 use licensing_core::api::requests::{ClientBody, SessionEndBody};
 use licensing_core::api::{

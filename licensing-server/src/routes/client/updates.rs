@@ -225,6 +225,12 @@ fn parse_path(tail: &str) -> Result<(String, Option<String>, Route), ApiError> {
                 arch,
             }
         }
+        ["electron", _] => {
+            return Err(ApiError::bad_field(
+                "channelFile",
+                "must be electron-updater's channel file: {channel}.yml, {channel}-mac.yml, {channel}-linux.yml or {channel}-linux-arm64.yml",
+            ));
+        }
         ["latest"] => Route::Latest,
         ["download", id, name] => Route::Download {
             id: path_param::<ArtifactId>("artifactId", id)?,
