@@ -56,6 +56,8 @@ pub const ROUTES: &[&str] = &[
     "/dashboard/releases",
     "/dashboard/releases/{releaseId}",
     "/dashboard/releases/{releaseId}/delete",
+    "/dashboard/releases/{releaseId}/artifacts",
+    "/dashboard/releases/{releaseId}/artifacts/{artifactId}/delete",
     "/dashboard/api-keys",
     "/dashboard/api-keys/{apiKeyId}/revoke",
     "/dashboard/webhooks",

@@ -4,6 +4,7 @@ use licensing_core::api::requests::{
     BlacklistBody, BranchBody, CustomerBody, CustomerListQuery, LicenseListQuery, Patch,
     ProductBody,
 };
+use licensing_core::model::UpdateFeed;
 use licensing_core::validate::SearchText;
 use licensing_core::{ApiError, CustomerId, ProductId};
 use maud::html;
@@ -376,8 +377,25 @@ pub(crate) async fn product(
                     }
                     dt { "Since" } dd { (page::when(staff, p.created_at)) }
                     dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
+                    dt { "Update feeds" }
+                    dd {
+                        @if p.update_feed == UpdateFeed::Public { "Public: anyone may read them" } @else { "A valid license of the product" }
+                    }
+                    dt { "Update signatures" }
+                    dd {
+                        @if p.sign_updates { "Made by the server (the team's signing key)" }
+                        @else if p.updater_public_key.is_some() || p.sparkle_public_key.is_some() { "The vendor's, checked against the keys below" }
+                        @else { "The vendor's, as uploaded" }
+                    }
+                    @if let Some(key) = &p.updater_public_key {
+                        dt { "Tauri public key" } dd { code.checksum { (key) } }
+                    }
+                    @if let Some(key) = &p.sparkle_public_key {
+                        dt { "Sparkle public key" } dd { code.checksum { (key) } }
+                    }
                 }
             }
+            (feed_addresses(ctx, &p))
             @if write {
                 details.edit open[edit_failure.is_some()] {
                     summary { "Edit" }
@@ -399,6 +417,21 @@ pub(crate) async fn product(
                                     }
                                 }
                             }
+                        }
+                        fieldset {
+                            legend { "Updates" span.hint { " How desktop applications update from this server." } }
+                            label for="updateFeed" { "Who may read the update feeds" (field_error(edit_failure, "updateFeed")) }
+                            @let feed = match edit { Some(form) => form.get("updateFeed").unwrap_or("license").to_owned(), None => p.update_feed.as_str().to_owned() };
+                            select #updateFeed name="updateFeed" {
+                                option value="license" selected[feed == "license"] { "A valid license of the product" }
+                                option value="public" selected[feed == "public"] { "Anyone (public feeds)" }
+                            }
+                            @let sign = match edit { Some(form) => form.get("signUpdates").is_some(), None => p.sign_updates };
+                            label.choice { input type="checkbox" name="signUpdates" value="true" checked[sign]; "The server signs each uploaded artifact with the team's signing key" }
+                            label for="updaterPublicKey" { "Tauri public key" span.hint { "Optional: the minisign key (Tauri's pubkey) every uploaded signature must verify with." } (field_error(edit_failure, "updaterPublicKey")) }
+                            input #updaterPublicKey type="text" name="updaterPublicKey" value=(shown("updaterPublicKey", p.updater_public_key.as_deref()));
+                            label for="sparklePublicKey" { "Sparkle public key" span.hint { "Optional: SUPublicEDKey, base64." } (field_error(edit_failure, "sparklePublicKey")) }
+                            input #sparklePublicKey type="text" name="sparklePublicKey" value=(shown("sparklePublicKey", p.sparkle_public_key.as_deref()));
                         }
                         p { button type="submit" { "Save product" } }
                     }
@@ -438,6 +471,29 @@ pub(crate) async fn product(
     page::answer(ctx, staff, failure, outcome.await)
 }
 
+/// The addresses each updater is configured with, for this product.
+fn feed_addresses(ctx: &Ctx, p: &licensing_core::model::Product) -> maud::Markup {
+    let feed = format!(
+        "{}/api/v1/client/teams/{}/updates/{}",
+        super::users::base(ctx),
+        p.team_id,
+        p.id
+    );
+    html! {
+        details.card {
+            summary { "Update feed addresses" }
+            p.hint { "Send the license key as Authorization: License <key> (or X-License-Key). Updaters that cannot send a header read the feed under a token: POST " code { (feed) "/token" } " with {\"licenseKey\": \"…\"}, then replace " code { "FEED" } " by " code { "FEED/t/TOKEN" } "." }
+            dl.facts {
+                dt { "Tauri" } dd { code.checksum { (feed) "/tauri/{{target}}/{{arch}}/{{current_version}}" } }
+                dt { "Sparkle" } dd { code.checksum { (feed) "/t/TOKEN/sparkle/appcast.xml" } }
+                dt { "Velopack" } dd { code.checksum { (feed) "/t/TOKEN/velopack" } }
+                dt { "electron-updater" } dd { code.checksum { (feed) "/electron" } " (generic provider)" }
+                dt { "Your own code" } dd { code.checksum { (feed) "/latest?version=…&platform=…&arch=…" } }
+            }
+        }
+    }
+}
+
 /// `POST /dashboard/products/{id}`: the edit form; a refusal shows the page again with what was
 /// sent and why. Entitlements are replaced only when the team has any (the form lists them).
 pub(crate) async fn update_product(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
@@ -462,6 +518,10 @@ pub(crate) async fn update_product(ctx: &Ctx, staff: &Staff, id: &str, form: &Fo
         } else {
             Patch::Missing
         },
+        update_feed: Patch::Value(form.get("updateFeed").unwrap_or("license").to_owned()),
+        sign_updates: Patch::Value(form.get("signUpdates").is_some()),
+        updater_public_key: patch(form, "updaterPublicKey"),
+        sparkle_public_key: patch(form, "sparklePublicKey"),
         ..ProductBody::default()
     };
     match api::perform(ctx, staff, UpdateProduct(product_id, body)).await {

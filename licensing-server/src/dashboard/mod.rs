@@ -162,6 +162,9 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
     if post && segments.as_slice() == ["releases"] {
         return releases::upload(&ctx, &staff, body).await;
     }
+    if let (true, ["releases", id, "artifacts"]) = (post, segments.as_slice()) {
+        return Box::pin(releases::upload_artifact(&ctx, &staff, id, body)).await;
+    }
     // Every other change arrives as a form with the session's token; the form is read here, once.
     let (form, raw) = if post {
         match crate::http::read_body(body, page::MAX_FORM).await {
@@ -352,6 +355,9 @@ async fn dispatch(
         (_, true, ["releases", id]) => boxed(|| releases::update(ctx, staff, id, form)),
         (true, _, ["releases", id, "delete"]) => boxed(|| releases::confirm_delete(ctx, staff, id)),
         (_, true, ["releases", id, "delete"]) => boxed(|| releases::delete(ctx, staff, id)),
+        (_, true, ["releases", id, "artifacts", artifact, "delete"]) => {
+            boxed(|| releases::delete_artifact(ctx, staff, id, artifact))
+        }
         (true, _, ["api-keys"]) => boxed(|| api_keys::list(ctx, staff, After::Nothing)),
         (_, true, ["api-keys"]) => boxed(|| api_keys::create(ctx, staff, form)),
         (true, _, ["api-keys", id, "revoke"]) => boxed(|| api_keys::confirm_revoke(ctx, staff, id)),

@@ -377,6 +377,8 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "key-revoked" => "API key revoked.",
         "release-created" => "Release uploaded.",
         "release-updated" => "Release updated.",
+        "artifact-uploaded" => "Artifact uploaded: the update feeds offer it.",
+        "artifact-deleted" => "Artifact deleted.",
         "release-deleted" => "Release deleted.",
         "user-deleted" => "Account deleted.",
         "user-updated" => "Account updated.",

@@ -9,7 +9,9 @@
 
 use futures_util::StreamExt as _;
 use licensing_core::api::requests::{Patch, ReleaseData, ReleaseInput, ReleaseMode};
-use licensing_core::model::{ReleaseStatus, Resource, Scope};
+use licensing_core::model::{
+    Arch, Artifact, Platform, ReleaseStatus, Resource, RolloutPercent, Scope,
+};
 use licensing_core::{ApiError, LicenseKey, ReleaseId};
 use maud::html;
 use warp::http::header;
@@ -17,6 +19,9 @@ use warp::http::header;
 use super::api::{self, Failure};
 use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::artifacts::{
+    ArtifactInput, DeleteArtifact, IncomingArtifact, ReceivedArtifact, UploadArtifact,
+};
 use crate::app::licenses::GetLicenseByKey;
 use crate::app::releases::{
     CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases, Received,
@@ -31,6 +36,22 @@ fn status_words(status: ReleaseStatus) -> &'static str {
         ReleaseStatus::Draft => "Draft (not offered)",
         ReleaseStatus::Deprecated => "Deprecated (offered, to be replaced)",
         ReleaseStatus::Archived => "Archived (withdrawn)",
+    }
+}
+
+/// An artifact's signatures in words.
+fn signature_words(a: &Artifact) -> String {
+    let mut kinds = Vec::new();
+    if a.signature.is_some() {
+        kinds.push("Tauri (minisign)");
+    }
+    if a.ed_signature.is_some() {
+        kinds.push("Sparkle (Ed25519)");
+    }
+    match (kinds.is_empty(), a.server_signed) {
+        (true, _) => "Unsigned".to_owned(),
+        (false, true) => format!("{}, by the server", kinds.join(" and ")),
+        (false, false) => format!("{}, the vendor's", kinds.join(" and ")),
     }
 }
 
@@ -260,6 +281,57 @@ pub(crate) async fn show(
                     dt { "Allowed licenses" } dd {
                         @if allowed.is_empty() { "Any license of the product" } @else { (allowed.join(", ")) }
                     }
+                    dt { "Rollout" } dd {
+                        @if r.release.rollout_percent.get() == 100 { "Every license" }
+                        @else { (r.release.rollout_percent.get()) "% of licenses (always the same ones)" }
+                        @if r.release.critical { "; critical: offered to every license at once, past the rollout" }
+                    }
+                    @if let Some(notes) = &r.release.notes {
+                        dt { "Notes" } dd { pre.notes { (notes) } }
+                    }
+                }
+            }
+            h2 { "Update artifacts" }
+            (page::table(&["Platform", "File", "Size", "SHA-256", "Signatures"], write.then_some("Action"), html! {
+                @if r.release.artifacts.is_empty() { tr { td.empty colspan="6" { "No artifacts: the update feeds offer this release to no updater." } } }
+                @for a in &r.release.artifacts {
+                    tr {
+                        td { (a.platform) " " (a.arch) " (" (a.kind) ")" }
+                        td { (a.filename) }
+                        td { (size_text(a.size)) }
+                        td { code.checksum title=(a.sha256) { (a.sha256.get(..16).unwrap_or(&a.sha256)) "…" } }
+                        td { (signature_words(a)) }
+                        @if write {
+                            td {
+                                form method="post" action={ "/dashboard/releases/" (id) "/artifacts/" (a.id) "/delete" } {
+                                    (page::csrf(staff))
+                                    button.secondary.small type="submit" aria-label={ "Delete " (a.filename) } { "Delete" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }))
+            @if write {
+                h3 { "Upload an artifact" }
+                form method="post" action={ "/dashboard/releases/" (id) "/artifacts" } enctype="multipart/form-data" data-upload {
+                    (page::csrf(staff))
+                    label for="platform" { "Platform" }
+                    select #platform name="platform" {
+                        @for p in Platform::ALL { option value=(p.as_str()) { (p.as_str()) } }
+                    }
+                    label for="arch" { "Architecture" }
+                    select #arch name="arch" {
+                        @for a in Arch::ALL { option value=(a.as_str()) { (a.as_str()) } }
+                    }
+                    label for="signature" { "Tauri signature" span.hint { "Optional: the content of the .sig file the build wrote." } }
+                    input #signature type="text" name="signature";
+                    label for="edSignature" { "Sparkle signature" span.hint { "Optional: the edSignature sign_update printed." } }
+                    input #edSignature type="text" name="edSignature";
+                    label for="artifactFile" { "File" span.hint { "Its kind follows its name (.dmg, .zip, .tar.gz, .AppImage, .msi, .exe, .nupkg, .deb, .rpm)." } }
+                    input #artifactFile type="file" name="file" required;
+                    p { progress hidden max="100" value="0" data-progress {} }
+                    p { button type="submit" { "Upload artifact" } }
                 }
             }
             @if write {
@@ -275,6 +347,11 @@ pub(crate) async fn show(
                     label.choice { input type="checkbox" name="setAsLatest" value="true" checked[r.release.latest]; "The latest release" }
                     label for="licenseKeys" { "Allowed licenses" span.hint { "License keys, one per line; empty: any license of the product." } }
                     textarea #licenseKeys name="licenseKeys" rows="3" { (allowed.join("\n")) }
+                    label for="rolloutPercent" { "Rollout" span.hint { "The share of licenses the update feeds offer it to, 0 to 100." } }
+                    input #rolloutPercent type="number" name="rolloutPercent" min="0" max="100" value=(r.release.rollout_percent.get());
+                    label.choice { input type="checkbox" name="critical" value="true" checked[r.release.critical]; "Critical: offer it to every license at once, past the rollout" }
+                    label for="notes" { "Release notes" span.hint { "Markdown; the update feeds show them." } }
+                    textarea #notes name="notes" rows="4" { (r.release.notes.as_deref().unwrap_or("")) }
                     p { button type="submit" { "Save" } }
                 }
                 div.actions {
@@ -331,6 +408,42 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
                 None
             }
         };
+        let rollout = match form.get("rolloutPercent").map(str::trim) {
+            None | Some("") => None,
+            Some(text) => match text
+                .parse::<u8>()
+                .map_err(|e| e.to_string())
+                .and_then(RolloutPercent::new)
+            {
+                Ok(percent) => Some(percent),
+                Err(_) => {
+                    problems.push(licensing_core::FieldError::new(
+                        "rolloutPercent",
+                        "must be a whole number from 0 to 100",
+                    ));
+                    None
+                }
+            },
+        };
+        let notes = form.get("notes").map(str::trim).unwrap_or("");
+        if notes.chars().count() > licensing_core::api::requests::MAX_NOTES {
+            problems.push(licensing_core::FieldError::new(
+                "notes",
+                format!(
+                    "must be at most {} characters",
+                    licensing_core::api::requests::MAX_NOTES
+                ),
+            ));
+        }
+        let feed = licensing_core::api::requests::FeedChange {
+            notes: if notes.is_empty() {
+                Patch::Null
+            } else {
+                Patch::Value(notes.replace("\r\n", "\n"))
+            },
+            critical: Some(form.get("critical").is_some()),
+            rollout_percent: rollout,
+        };
         let Some(status) = status.filter(|_| problems.is_empty()) else {
             return Err(Failure {
                 status: 400,
@@ -348,7 +461,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
             metadata: release.metadata,
             license_ids,
             keep_existing_file: true,
-            feed: licensing_core::api::requests::FeedChange::default(),
+            feed,
         };
         let update = UpdateRelease(rid, Received { input, file: None });
         api::perform(ctx, staff, update).await?;
@@ -392,4 +505,144 @@ pub(crate) async fn delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
         "/dashboard/releases?notice=release-deleted",
     )
     .await
+}
+
+/// Reads a multipart upload form a browser sends: its text fields first (the CSRF token among
+/// them; each at most [`MAX_FIELD`] bytes), then the file part, which is returned unread.
+async fn upload_form(
+    body: Body,
+    content_type: &str,
+) -> Result<(Form, Option<multer::Field<'static>>), Failure> {
+    let Ok(boundary) = multer::parse_boundary(content_type) else {
+        return Err(Failure::new(
+            400,
+            "The upload form was not sent as multipart/form-data.",
+        ));
+    };
+    let unreadable = |e: multer::Error| crate::http::body_error(&e, "The upload could not be read");
+    let mut multipart = multer::Multipart::new(body, boundary);
+    let mut fields = Vec::new();
+    loop {
+        let mut field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => return Ok((Form::from_pairs(fields), None)),
+            Err(e) => return Err(unreadable(e).into()),
+        };
+        let name = field.name().unwrap_or_default().to_owned();
+        if name == "file" {
+            // The file comes last in the form; anything after it is not read.
+            return Ok((Form::from_pairs(fields), Some(field)));
+        }
+        let mut value = Vec::new();
+        loop {
+            match field.chunk().await {
+                Ok(Some(chunk)) if value.len() + chunk.len() <= MAX_FIELD => {
+                    value.extend_from_slice(&chunk);
+                }
+                Ok(Some(_)) => {
+                    return Err(Failure::new(
+                        413,
+                        format!("The form field {name} is too long."),
+                    ));
+                }
+                Ok(None) => break,
+                Err(e) => return Err(unreadable(e).into()),
+            }
+        }
+        fields.push((name, String::from_utf8_lossy(&value).into_owned()));
+    }
+}
+
+/// `POST /dashboard/releases/{id}/artifacts`: an update artifact, its file streamed on as it
+/// arrives.
+pub(crate) async fn upload_artifact(ctx: &Ctx, staff: &Staff, id: &str, body: Body) -> Response {
+    let content_type = ctx
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let (form, file) = match upload_form(body, &content_type).await {
+        Ok(read) => read,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
+    };
+    if !super::sign_in::csrf_ok(staff, &form) {
+        return page::csrf_refused(ctx, staff);
+    }
+    let cx = api::cx(ctx, staff);
+    let outcome = async {
+        let rid = release_id(id)?;
+        cx.caller
+            .require(Scope::write(Resource::Releases))
+            .map_err(Failure::from)?;
+        let mut file = file;
+        if let Err(refused) = upload_allowed(&cx).await {
+            if let Some(field) = file.as_mut() {
+                crate::http::drain(field, DRAIN_BUDGET).await;
+            }
+            return Err(refused.into());
+        }
+        let texts: Vec<(String, String)> = ["platform", "arch", "signature", "edSignature"]
+            .into_iter()
+            .filter_map(|name| {
+                form.text(name)
+                    .map(|value| (name.to_owned(), value.to_owned()))
+            })
+            .collect();
+        let input = ArtifactInput::parse(&texts)?;
+        let Some(mut field) = file.filter(|f| f.file_name().is_some_and(|n| !n.is_empty())) else {
+            return Err(Failure::from(ApiError::bad_field(
+                "file",
+                "is required: choose the file to upload",
+            )));
+        };
+        let mut incoming = IncomingArtifact::begin(&cx, field.file_name()).await?;
+        loop {
+            match field.chunk().await {
+                Ok(Some(chunk)) => {
+                    if let Err(refused) = incoming.write(&chunk).await {
+                        drop(incoming);
+                        crate::http::drain(&mut field, DRAIN_BUDGET).await;
+                        return Err(refused.into());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(crate::http::body_error(&e, "The upload could not be read").into());
+                }
+            }
+        }
+        cx.perform(UploadArtifact(
+            rid,
+            ReceivedArtifact {
+                input,
+                file: incoming,
+            },
+        ))
+        .await
+        .map_err(Failure::from)?;
+        Ok(rid)
+    };
+    match outcome.await {
+        Ok(rid) => page::redirect(&format!(
+            "/dashboard/releases/{rid}?notice=artifact-uploaded"
+        )),
+        Err(f) if matches!(f.status, 400 | 409 | 413) => show(ctx, staff, id, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// `POST /dashboard/releases/{id}/artifacts/{artifactId}/delete`.
+pub(crate) async fn delete_artifact(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    artifact: &str,
+) -> Response {
+    let op = release_id(id).and_then(|rid| {
+        page::id_of::<licensing_core::ArtifactId>(artifact, "artifact")
+            .map(|artifact| DeleteArtifact(rid, artifact))
+    });
+    let back = format!("/dashboard/releases/{id}?notice=artifact-deleted");
+    page::done(ctx, staff, op, &back).await
 }

@@ -3245,3 +3245,151 @@ async fn payments_in_the_dashboard() {
         .has("license created for dana@example.com");
     assert_eq!(s.get(&s.dev("licenses")).await.ok()["totalResults"], 1);
 }
+
+/// Update feeds in the dashboard: a product's update settings, a release's rollout, critical flag
+/// and notes, and its artifacts uploaded (signed by the server), shown and deleted.
+#[tokio::test]
+async fn update_settings_rollouts_and_artifacts_in_the_dashboard() {
+    use reqwest::multipart::{Form, Part};
+    let s = TestServer::start().await;
+    let product = s.post(&s.dev("products"), r#"{"name":"Desk"}"#).await;
+    let product_id = product.ok()["id"].as_str().unwrap().to_owned();
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+
+    // The product: the server signs, the feeds are public; a bad key is named.
+    let page = b.get(&format!("/dashboard/products/{product_id}")).await;
+    page.has("Update feed addresses")
+        .has("/tauri/{{target}}/{{arch}}/{{current_version}}");
+    let bad = b
+        .submit(
+            &page,
+            &format!("/dashboard/products/{product_id}"),
+            &[("name", "Desk"), ("updaterPublicKey", "not a key")],
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    bad.has("minisign public key");
+    let saved = b
+        .submit(
+            &page,
+            &format!("/dashboard/products/{product_id}"),
+            &[
+                ("name", "Desk"),
+                ("updateFeed", "public"),
+                ("signUpdates", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let stored = s.get(&s.dev(&format!("products/{product_id}"))).await;
+    assert_eq!(stored.ok()["updateFeed"], "public");
+    assert_eq!(stored.ok()["signUpdates"], true);
+
+    // A release, then its rollout, critical flag and notes from its page.
+    let release = s
+        .client
+        .post(s.dev("releases"))
+        .bearer_auth(s.key())
+        .multipart(Form::new().text(
+            "data",
+            serde_json::json!({"version": "2.1.0", "productId": product_id, "status": "PUBLISHED"})
+                .to_string(),
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = b.get(&format!("/dashboard/releases/{release}")).await;
+    shown.has("Update artifacts").has("No artifacts");
+    let too_much = b
+        .submit(
+            &shown,
+            &format!("/dashboard/releases/{release}"),
+            &[("status", "PUBLISHED"), ("rolloutPercent", "101")],
+        )
+        .await;
+    assert_eq!(too_much.status, 400);
+    too_much.has("from 0 to 100");
+    let changed = b
+        .submit(
+            &shown,
+            &format!("/dashboard/releases/{release}"),
+            &[
+                ("status", "PUBLISHED"),
+                ("rolloutPercent", "30"),
+                ("critical", "true"),
+                ("notes", "Faster *sync*"),
+            ],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let after = s.get(&s.dev(&format!("releases/{release}"))).await;
+    assert_eq!(after.ok()["rolloutPercent"], 30);
+    assert_eq!(after.ok()["critical"], true);
+    assert_eq!(after.ok()["notes"], "Faster *sync*");
+
+    // An artifact, streamed and signed by the server; an unknown platform is named.
+    let artifact_form = |csrf: String, platform: &str| {
+        Form::new()
+            .text("csrf", csrf)
+            .text("platform", platform.to_owned())
+            .text("arch", "universal")
+            .part(
+                "file",
+                Part::bytes(vec![9u8; 150_000]).file_name("Desk-2.1.0.dmg"),
+            )
+    };
+    let refused = b
+        .post_multipart(
+            &format!("/dashboard/releases/{release}/artifacts"),
+            artifact_form(shown.csrf(), "beos"),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    refused.has("platform");
+    let made = b
+        .post_multipart(
+            &format!("/dashboard/releases/{release}/artifacts"),
+            artifact_form(shown.csrf(), "darwin"),
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let page = b.get(made.location()).await;
+    page.has("Artifact uploaded")
+        .has("Desk-2.1.0.dmg")
+        .has("Tauri (minisign) and Sparkle (Ed25519), by the server")
+        .has("30% of licenses")
+        .has("Critical");
+    let listed = s
+        .get(&s.dev(&format!("releases/{release}/artifacts")))
+        .await;
+    let artifact = listed.ok()["artifacts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deleted = b
+        .submit(
+            &page,
+            &format!("/dashboard/releases/{release}/artifacts/{artifact}/delete"),
+            &[],
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text);
+    let listed = s
+        .get(&s.dev(&format!("releases/{release}/artifacts")))
+        .await;
+    assert_eq!(listed.ok()["artifacts"], serde_json::json!([]));
+}

@@ -573,8 +573,13 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         s("branch"),
         s("release"),
     );
-    let (entitlement, kid, session, policy) =
-        (s("entitlement"), s("kid"), s("session"), s("policy"));
+    let (entitlement, kid, session, policy, artifact) = (
+        s("entitlement"),
+        s("kid"),
+        s("session"),
+        s("policy"),
+        s("artifact"),
+    );
     let (hwid, ip, entry, api_key, webhook, delivery, user) = (
         s("hwid"),
         s("ip"),
@@ -617,6 +622,7 @@ fn dashboard_routes(ids: &Value) -> Vec<(Method, String)> {
         get(format!("releases/{release}/delete")),
         post(format!("releases/{release}")),
         post(format!("releases/{release}/delete")),
+        post(format!("releases/{release}/artifacts/{artifact}/delete")),
         post(format!("blacklist/{entry}/delete")),
         get(format!("entitlements/{entitlement}/delete")),
         post(format!("entitlements/{entitlement}/delete")),
