@@ -16,7 +16,8 @@ use crate::validate::{BranchName, HardwareId};
 /// else, since query strings end up in proxies' and servers' logs.
 const KEY_PARAMETERS: &[&str] = &["licenseKey", "key", "license", "license_key"];
 
-/// 400 when the query string carries a license key (any of [`KEY_PARAMETERS`], in any case).
+/// 400 when the query string carries a license key (`licenseKey`, `key`, `license` or
+/// `license_key`, in any case).
 pub fn refuse_key_in_query(raw_query: &str) -> Result<(), ApiError> {
     let named = form_urlencoded::parse(raw_query.as_bytes()).find(|(name, _)| {
         KEY_PARAMETERS
