@@ -33,6 +33,7 @@ vendor_backend=$(program vendor_backend)
 desktop_app=$(program desktop_app)
 offline_app=$(program offline_app)
 floating_app=$(program floating_app)
+self_update=$(program self_update)
 server_bin=$(program licensing-server)
 rm -f "$programs"
 
@@ -75,6 +76,9 @@ echo "-- vendor_backend"
 "$vendor_backend" | tee "$data/vendor.out"
 LICENSE_KEY=$(sed -n 's/^LICENSE_KEY=//p' "$data/vendor.out")
 export LICENSE_KEY
+
+echo "-- self_update"
+"$self_update"
 
 echo "-- desktop_app"
 APP_RUN_SECONDS=3 "$desktop_app"

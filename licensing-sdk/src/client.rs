@@ -84,6 +84,8 @@ pub struct LicenseClient {
     pub(crate) base: String,
     pub(crate) team: TeamId,
     pub(crate) keys: TeamPublicKeys,
+    /// (ext) Vendor keys trusted for update artifacts, besides the team's signing keys.
+    pub(crate) updater_keys: Vec<licensing_core::crypto::updater::MinisignPublicKey>,
 }
 
 impl LicenseClient {
@@ -125,6 +127,7 @@ impl LicenseClient {
             base,
             team,
             keys,
+            updater_keys: Vec::new(),
         })
     }
 

@@ -5,6 +5,7 @@
 //! | [`LicenseClient`] | desktop applications: verify at start-up, heartbeats (one call or a background [`HeartbeatTask`]), floating sessions ([`Session`]), encrypted release downloads, offline grace and license files |
 //! | [`blocking::LicenseClient`] | the same from a plain `fn main` without an async runtime |
 //! | [`DevClient`] | vendors' back ends: every developer endpoint, typed, with `all_*` helpers that walk every page and release uploads from a path or bytes |
+//! | [`LicenseClient::check_for_update`] | (ext) Rust applications updating themselves: the newest release for this platform, and a download checked against the team's (or the vendor's) signing keys |
 //! | [`hwid`] | a stable, salted identifier of this machine |
 //!
 //! Every answer is checked before it counts: the `X-Signature` header must verify with the
@@ -40,6 +41,7 @@ pub mod hwid;
 mod license_file;
 mod offline;
 mod session;
+mod updates;
 mod watch;
 pub mod webhooks;
 
@@ -53,4 +55,5 @@ pub use license_file::{CLOCK_SLACK_SECONDS, Clock, FileError, LicenseFile};
 pub use licensing_core as core;
 pub use offline::OfflineCache;
 pub use session::{OnSessionChange, Session, SessionState};
+pub use updates::{Update, UpdateArtifact};
 pub use watch::{HeartbeatSchedule, HeartbeatTask, LicenseState, OnChange};

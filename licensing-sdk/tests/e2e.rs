@@ -1652,3 +1652,172 @@ async fn the_developer_client_manages_payment_integrations() {
     let gone = dev.get_integration(Provider::Paddle).await.unwrap_err();
     assert!(matches!(gone, Error::Api { status: 404, .. }), "{gone:?}");
 }
+
+/// (ext) A Rust application updates itself: the feed's answer is checked like verify's, and a
+/// download is kept only when its size, SHA-256 and minisign signature check out against the
+/// team's keys or a vendor key the application trusts; anything else is forged and removed.
+#[tokio::test]
+async fn updates_are_offered_and_downloads_kept_only_when_their_signature_checks_out() {
+    use licensing_sdk::core::api::requests::{LicenseCreate, Patch, ProductBody, ReleaseData};
+    use licensing_sdk::core::crypto::updater::{Blake2b512, MinisignPublicKey, MinisignSignature};
+    use licensing_sdk::core::model::{Arch, Platform};
+    use licensing_sdk::{ArtifactUpload, Upload};
+
+    let server = Running::start().await;
+    let dev = dev_client(&server);
+    let product = |name: &'static str, sign: bool| {
+        let dev = dev.clone();
+        async move {
+            dev.create_product(&ProductBody {
+                name: Patch::Value(name.into()),
+                sign_updates: Patch::Value(sign),
+                ..ProductBody::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let release = |product: licensing_sdk::core::ProductId| {
+        let dev = dev.clone();
+        async move {
+            dev.create_release(
+                &ReleaseData {
+                    version: Some("2.0.0".into()),
+                    product_id: Some(product.to_string()),
+                    status: Some("PUBLISHED".into()),
+                    ..ReleaseData::default()
+                },
+                None,
+            )
+            .await
+            .unwrap()
+            .release
+            .id
+        }
+    };
+    let license = |product: licensing_sdk::core::ProductId| {
+        let dev = dev.clone();
+        async move {
+            dev.create_license(&LicenseCreate {
+                expiration_type: Some("NEVER".into()),
+                product_ids: Some(vec![product.to_string()]),
+                ..LicenseCreate::default()
+            })
+            .await
+            .unwrap()
+            .license
+            .license_key
+        }
+    };
+    let build = vec![7u8; 100_000];
+    let client = server.client(&server.base);
+    let dir = tempfile::tempdir().unwrap();
+
+    // Signed by the server: offered, downloaded and verified with the team's key.
+    let signed = product("Signed", true).await;
+    let r = release(signed.id).await;
+    dev.upload_artifact(
+        r,
+        &ArtifactUpload::new(
+            Platform::Linux,
+            Arch::X86_64,
+            Upload::from_bytes("a.AppImage", build.clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let key = license(signed.id).await;
+    let update = client
+        .check_for_update(&key, signed.id, "1.0.0", Platform::Linux, Arch::X86_64)
+        .await
+        .unwrap()
+        .expect("2.0.0 is offered");
+    assert_eq!(update.version, "2.0.0");
+    let path = dir.path().join("a.AppImage");
+    client
+        .download_update(&key, &update.artifacts[0], &path)
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), build);
+    assert!(
+        client
+            .check_for_update(&key, signed.id, "2.0.0", Platform::Linux, Arch::X86_64)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // A feed answer whose SHA-256 was changed on the way: refused, the file removed.
+    let mut tampered = update.artifacts[0].clone();
+    tampered.artifact.sha256 = "00".repeat(32);
+    let path = dir.path().join("tampered.AppImage");
+    assert!(matches!(
+        client.download_update(&key, &tampered, &path).await,
+        Err(Error::Forged(_))
+    ));
+    assert!(!path.exists());
+
+    // Signed by the vendor: refused until the application trusts the vendor's key.
+    let vendor = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
+    let public = MinisignPublicKey::new([3; 8], vendor.verifying_key().as_bytes()).unwrap();
+    let digest: [u8; 64] =
+        blake2::Digest::finalize(<Blake2b512 as blake2::Digest>::new_with_prefix(&build)).into();
+    let signature = MinisignSignature::sign([3; 8], &digest, "timestamp:1\tfile:b", |m| {
+        ed25519_dalek::Signer::sign(&vendor, m).to_bytes()
+    });
+    let theirs = product("Vendor signed", false).await;
+    let r = release(theirs.id).await;
+    let mut upload = ArtifactUpload::new(
+        Platform::Linux,
+        Arch::X86_64,
+        Upload::from_bytes("b.AppImage", build.clone()),
+    );
+    upload.signature = Some(signature.to_base64());
+    dev.upload_artifact(r, &upload).await.unwrap();
+    let key = license(theirs.id).await;
+    let update = client
+        .check_for_update(&key, theirs.id, "1.0.0", Platform::Linux, Arch::X86_64)
+        .await
+        .unwrap()
+        .unwrap();
+    let path = dir.path().join("b.AppImage");
+    assert!(matches!(
+        client
+            .download_update(&key, &update.artifacts[0], &path)
+            .await,
+        Err(Error::Forged(_))
+    ));
+    let trusting = server
+        .client(&server.base)
+        .trust_updater_key(&public.to_base64())
+        .unwrap();
+    trusting
+        .download_update(&key, &update.artifacts[0], &path)
+        .await
+        .unwrap();
+
+    // Unsigned: never kept.
+    let unsigned = product("Unsigned", false).await;
+    let r = release(unsigned.id).await;
+    dev.upload_artifact(
+        r,
+        &ArtifactUpload::new(
+            Platform::Linux,
+            Arch::X86_64,
+            Upload::from_bytes("c.AppImage", build.clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let key = license(unsigned.id).await;
+    let update = client
+        .check_for_update(&key, unsigned.id, "1.0.0", Platform::Linux, Arch::X86_64)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        client
+            .download_update(&key, &update.artifacts[0], &dir.path().join("c"))
+            .await,
+        Err(Error::Forged("the artifact is not signed"))
+    ));
+}

@@ -178,6 +178,11 @@ impl MinisignSignature {
         })
     }
 
+    /// The id of the key that made it.
+    pub fn key_id(&self) -> [u8; 8] {
+        self.key_id
+    }
+
     /// The trusted comment.
     pub fn trusted_comment(&self) -> &str {
         &self.trusted_comment
