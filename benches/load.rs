@@ -598,6 +598,12 @@ const PAYMENT_EVENT: &str = "payment event (Stripe purchase)";
 /// The first 64 of those purchases delivered again and again: each a duplicate.
 const PAYMENT_REDELIVERED: &str = "payment event redelivered (duplicate)";
 
+/// A Tauri update check of a license of the product (a newer release is offered).
+const UPDATE_CHECK: &str = "update check (Tauri feed, known license)";
+
+/// Downloads of one large update artifact at 8 connections.
+const ARTIFACT_DOWNLOAD: &str = "artifact download, 8 connections";
+
 /// The suffix of the hot-path scenarios run with a webhook endpoint.
 const WITH_WEBHOOK: &str = " + webhook";
 
@@ -1311,6 +1317,18 @@ fn dir_size(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The server's resident memory now, in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -1345,6 +1363,82 @@ async fn upload(
         .await
         .unwrap();
     assert_eq!(answer.status(), 201);
+}
+
+/// A product whose updates the server signs, release 2.0.0 with a Linux artifact of `size`
+/// bytes, and a license of it: the Tauri feed's address for version 1.0.0, the artifact's
+/// download address, and the license key.
+async fn update_feed(
+    http: &reqwest::Client,
+    dev: &str,
+    key: &str,
+    base: &str,
+    team: &TeamId,
+    size: usize,
+) -> (String, String, String) {
+    let post = |path: &str, body: serde_json::Value| {
+        http.post(format!("{dev}/{path}"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let product: serde_json::Value = post(
+        "products",
+        json!({"name": format!("Bench Updates {}", Timestamp::now().as_millis()), "signUpdates": true}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let product = product["data"]["id"].as_str().unwrap().to_owned();
+    let data = json!({"version": "2.0.0", "productId": product, "status": "PUBLISHED"});
+    let release: serde_json::Value = http
+        .post(format!("{dev}/releases"))
+        .bearer_auth(key)
+        .multipart(reqwest::multipart::Form::new().text("data", data.to_string()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let release = release["data"]["id"].as_str().unwrap().to_owned();
+    let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let form = reqwest::multipart::Form::new()
+        .text("platform", "linux")
+        .text("arch", "x86_64")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name("bench-2.0.0.AppImage"),
+        );
+    let artifact: serde_json::Value = http
+        .post(format!("{dev}/releases/{release}/artifacts"))
+        .bearer_auth(key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let artifact = artifact["data"]["id"].as_str().unwrap().to_owned();
+    let license: serde_json::Value = post(
+        "licenses",
+        json!({"expirationType": "NEVER", "productIds": [product]}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let license = license["data"]["licenseKey"].as_str().unwrap().to_owned();
+    let feed = format!("{base}/api/v1/client/teams/{team}/updates/{product}");
+    (
+        format!("{feed}/tauri/linux/x86_64/1.0.0"),
+        format!("{feed}/download/{artifact}/bench-2.0.0.AppImage"),
+        license,
+    )
 }
 
 async fn run(plan: Plan, args: &Args) {
@@ -1629,6 +1723,65 @@ async fn run(plan: Plan, args: &Args) {
             )
             .await,
         );
+    }
+
+    // Update feeds: a Tauri check by a license of the product, and downloads of one large
+    // artifact (100 MiB; 8 MiB in a smoke run) at 8 connections, the server's resident memory
+    // sampled every 20 ms while they run: it must not follow the size or the count of downloads.
+    if plan.runs(UPDATE_CHECK) || plan.runs(ARTIFACT_DOWNLOAD) {
+        let size = if plan.licenses <= 1_000 { 8 } else { 100 } * 1024 * 1024;
+        let (update_url, download_url, key) =
+            update_feed(&http, &dev, &seeded.api_key, &base, &seeded.team, size).await;
+        if plan.runs(UPDATE_CHECK) {
+            let (url, key) = (update_url.clone(), key.clone());
+            results.push(
+                drive(
+                    UPDATE_CHECK,
+                    plan,
+                    c,
+                    Arc::new(move |h, _| h.get(&url).header("authorization", format!("License {key}"))),
+                )
+                .await,
+            );
+        }
+        if plan.runs(ARTIFACT_DOWNLOAD) {
+            let before = rss_kib(pid);
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let sampler = {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let mut peak = 0;
+                    // Bounded: the scenario's time and a little more.
+                    for _ in 0..100_000 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        peak = peak.max(rss_kib(pid).unwrap_or(0));
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    peak
+                })
+            };
+            let (url, key) = (download_url.clone(), key.clone());
+            let figures = drive(
+                ARTIFACT_DOWNLOAD,
+                plan,
+                8,
+                Arc::new(move |h, _| h.get(&url).header("authorization", format!("License {key}"))),
+            )
+            .await;
+            stop.store(true, Ordering::Relaxed);
+            let peak = sampler.await.unwrap();
+            let mib = |k: Option<u64>| k.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0));
+            println!(
+                "(artifact download: {} downloads of {} MiB; server RSS {} MiB before, at most {} MiB while they ran)",
+                figures.requests,
+                size / (1024 * 1024),
+                mib(before),
+                mib(Some(peak))
+            );
+            results.push(figures);
+        }
     }
 
     // Developer writes, without and with an `Idempotency-Key` (a fresh one per request, as the
