@@ -1739,7 +1739,10 @@ async fn run(plan: Plan, args: &Args) {
                     UPDATE_CHECK,
                     plan,
                     c,
-                    Arc::new(move |h, _| h.get(&url).header("authorization", format!("License {key}"))),
+                    Arc::new(move |h, _| {
+                        h.get(&url)
+                            .header("authorization", format!("License {key}"))
+                    }),
                 )
                 .await,
             );
@@ -1767,12 +1770,16 @@ async fn run(plan: Plan, args: &Args) {
                 ARTIFACT_DOWNLOAD,
                 plan,
                 8,
-                Arc::new(move |h, _| h.get(&url).header("authorization", format!("License {key}"))),
+                Arc::new(move |h, _| {
+                    h.get(&url)
+                        .header("authorization", format!("License {key}"))
+                }),
             )
             .await;
             stop.store(true, Ordering::Relaxed);
             let peak = sampler.await.unwrap();
-            let mib = |k: Option<u64>| k.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0));
+            let mib =
+                |k: Option<u64>| k.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0));
             println!(
                 "(artifact download: {} downloads of {} MiB; server RSS {} MiB before, at most {} MiB while they ran)",
                 figures.requests,

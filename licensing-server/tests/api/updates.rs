@@ -984,6 +984,37 @@ async fn sparkle_and_electron_read_their_feeds_with_their_own_parsers() {
         assert_eq!(item["lengthMatches"], true, "{item}");
         assert_eq!(item["signatureVerifies"], true, "{item}");
     }
+    // Under a feed token (no header): the appcast, and each enclosure's download.
+    let minted = s
+        .client
+        .post(updates(&s, &p, "token"))
+        .json(&json!({"licenseKey": key}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let token = minted["data"]["token"].as_str().unwrap().to_owned();
+    let under_token = updates(
+        &s,
+        &p,
+        &format!("t/{token}/sparkle/appcast.xml?channel=beta"),
+    );
+    let read = javascript(&["sparkle", &under_token, "-", &sparkle_key])
+        .await
+        .unwrap();
+    let items = read["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{read}");
+    for item in items {
+        assert!(
+            item["url"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("/t/{token}/download/"))
+        );
+        assert_eq!(item["signatureVerifies"], true, "{item}");
+    }
     // The stable appcast lists the stable release only.
     let stable_read = javascript(&[
         "sparkle",
@@ -1125,5 +1156,130 @@ async fn public_feeds_need_no_license_are_cacheable_and_the_generic_feed_is_sign
     assert_eq!(
         refusal(get(&s, &url, None).await).await,
         (404, "PRODUCT_NOT_FOUND".into())
+    );
+}
+
+/// An artifact whose client breaks off mid-file: its temporary file goes, no artifact is
+/// recorded, and nothing is kept in the file store.
+#[tokio::test]
+async fn a_half_uploaded_artifact_leaves_nothing_behind() {
+    let s = TestServer::start().await;
+    let p = product(&s, "Half", json!({})).await;
+    let r = release(&s, &p, "1.0.0", json!({})).await;
+    let boundary = "artifact-boundary-7f3a";
+    let head = format!(
+        "--{boundary}\r\ncontent-disposition: form-data; name=\"platform\"\r\n\r\nlinux\r\n\
+         --{boundary}\r\ncontent-disposition: form-data; name=\"arch\"\r\n\r\nx86_64\r\n\
+         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"half.AppImage\"\r\n\
+         content-type: application/octet-stream\r\n\r\n"
+    );
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    sender.send(Ok(head.into_bytes())).await.unwrap();
+    sender.send(Ok(vec![1; 512 * 1024])).await.unwrap();
+    let body =
+        reqwest::Body::wrap_stream(futures_util::stream::unfold(receiver, |mut r| async move {
+            r.recv().await.map(|item| (item, r))
+        }));
+    let request = s
+        .client
+        .post(s.dev(&format!("releases/{r}/artifacts")))
+        .bearer_auth(s.key())
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send();
+    let request = tokio::spawn(request);
+    let tmp = s.dir.path().join("files/tmp");
+    let count = || std::fs::read_dir(&tmp).map_or(0, Iterator::count);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upload never reached the file store"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    sender
+        .send(Err(std::io::Error::other("the client went away")))
+        .await
+        .unwrap();
+    assert!(
+        request.await.unwrap().is_err(),
+        "the request was not completed"
+    );
+    while count() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a temporary file was left behind"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let listed = s.get(&s.dev(&format!("releases/{r}/artifacts"))).await;
+    assert_eq!(listed.ok()["artifacts"], json!([]));
+    assert!(
+        s.files.stored_keys().await.unwrap().is_empty(),
+        "nothing stored"
+    );
+}
+
+/// An export carries each artifact with its file; the import restores both, and the restored
+/// server serves the same bytes.
+#[tokio::test]
+async fn archives_carry_artifacts_and_their_files() {
+    let s = TestServer::start().await;
+    let p = product(&s, "Archived", json!({})).await;
+    let r = release(
+        &s,
+        &p,
+        "1.5.0",
+        json!({"notes": "kept", "rolloutPercent": 70}),
+    )
+    .await;
+    let bytes = file_of(300_000, 12);
+    let a = upload(
+        &s,
+        &r,
+        &[("platform", "windows"), ("arch", "aarch64")],
+        Some(("Archived-1.5.0-full.nupkg", bytes.clone())),
+    )
+    .await;
+    let artifact = a.ok().clone();
+    let mut archive = Vec::new();
+    licensing_server::archive::export(&s.store, &s.files, &mut archive)
+        .await
+        .unwrap();
+    let text = String::from_utf8(archive.clone()).unwrap();
+    assert!(text.contains(r#""version":7"#));
+
+    let dir = tempfile::tempdir().unwrap();
+    let (restored, _) = crate::helpers::open_test_store(dir.path()).await;
+    let files = licensing_server::files::FileStore::new(dir.path()).unwrap();
+    let counts = licensing_server::archive::import(&restored, &files, archive.as_slice())
+        .await
+        .unwrap();
+    assert!(counts.files >= 1);
+    use licensing_core::store::ReleaseStore as _;
+    let release = restored
+        .get_release(s.team_id(), r.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(release.rollout_percent.get(), 70);
+    assert_eq!(release.notes.as_deref(), Some("kept"));
+    assert_eq!(release.artifacts.len(), 1);
+    let key = artifact["key"].as_str().unwrap();
+    assert_eq!(release.artifacts[0].key, key);
+    assert_eq!(files.read(key).await.unwrap().unwrap(), bytes);
+    let report = licensing_server::check::check(&restored, &files, dir.path())
+        .await
+        .unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(
+        report
+            .checked
+            .get("release artifacts")
+            .is_some_and(|n| *n == 1)
     );
 }
