@@ -661,6 +661,14 @@ async fn downloads_stream_with_ranges_and_are_recorded() {
     .await;
     let artifact = a.ok().clone();
     let (key, license_id) = license_of(&s, &p).await;
+    // An endpoint that hears of downloads (its deliveries fail: nothing listens there).
+    let hook = s
+        .post(
+            &s.dev("webhooks"),
+            r#"{"url":"https://hooks.example.com/downloads","eventTypes":["release.downloaded"]}"#,
+        )
+        .await;
+    let hook = hook.ok()["id"].as_str().unwrap().to_owned();
     let url = updates(
         &s,
         &p,
@@ -733,6 +741,33 @@ async fn downloads_stream_with_ranges_and_are_recorded() {
         refusal(get(&s, &wrong, Some(&key)).await).await.1,
         "ARTIFACT_NOT_FOUND"
     );
+
+    // Downloads raise `release.downloaded` (once per license, artifact and address in ten
+    // minutes: the ranges above are the same download).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let page = s
+            .get(&s.dev(&format!("webhooks/{hook}/deliveries?pageSize=100")))
+            .await;
+        let deliveries = page.ok()["deliveries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if !deliveries.is_empty() {
+            assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+            assert_eq!(deliveries[0]["eventType"], "release.downloaded");
+            let payload: Value =
+                serde_json::from_str(deliveries[0]["payload"].as_str().unwrap()).unwrap();
+            assert_eq!(payload["data"]["artifactId"], artifact["id"], "{payload}");
+            assert_eq!(payload["data"]["licenseKey"], key.as_str(), "{payload}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no release.downloaded event"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 
     // Each download is in the license's request history.
     let history = s.dev(&format!(
