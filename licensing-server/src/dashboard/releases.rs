@@ -486,7 +486,11 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             Confirm {
                 nav: Nav::Releases,
                 title: "Delete this release?",
-                what: html! { (r.product.name) " " (r.release.version.as_str()) " and its file will be deleted; clients can no longer download it." },
+                what: html! {
+                    (r.product.name) " " (r.release.version.as_str()) " and its file"
+                    @if !r.release.artifacts.is_empty() { " and its " (r.release.artifacts.len()) " update artifacts" }
+                    " will be deleted; clients can no longer download them."
+                },
                 action: format!("/dashboard/releases/{id}/delete"),
                 button: "Delete release",
                 back: format!("/dashboard/releases/{id}"),
