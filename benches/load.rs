@@ -85,7 +85,7 @@ struct Args {
     #[arg(long, value_name = "N")]
     devices: Option<usize>,
     /// Only the scenarios whose name contains TEXT, or is TEXT after a leading `=` (for
-    /// profiling one of them).
+    /// profiling one of them); several, separated by `|`.
     #[arg(long, value_name = "TEXT")]
     only: Option<String>,
     /// Under each scenario, the server's CPU per request by thread (request workers, the
@@ -155,9 +155,11 @@ impl Plan {
     }
 
     fn runs(&self, scenario: &str) -> bool {
-        self.only.is_none_or(|only| match only.strip_prefix('=') {
-            Some(name) => scenario == name,
-            None => scenario.contains(only),
+        self.only.is_none_or(|only| {
+            only.split('|').any(|only| match only.strip_prefix('=') {
+                Some(name) => scenario == name,
+                None => scenario.contains(only),
+            })
         })
     }
 }
