@@ -1321,21 +1321,20 @@ fn dir_size(path: &Path) -> u64 {
 
 /// The server's resident memory now, in KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    status_kib(pid, "VmRSS:")
 }
 
+/// The server's peak resident memory, in KiB.
 fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// A size line of `/proc/{pid}/status`, in KiB.
+fn status_kib(pid: u32, line: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
+        .find(|l| l.starts_with(line))?
         .split_whitespace()
         .nth(1)?
         .parse()

@@ -154,50 +154,10 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let Ok(boundary) = multer::parse_boundary(content_type) else {
-        return page::failure(
-            ctx,
-            Some(staff),
-            &Failure::new(400, "The upload form was not sent as multipart/form-data."),
-        );
+    let (form, mut file) = match upload_form(body, content_type).await {
+        Ok(read) => read,
+        Err(f) => return page::failure(ctx, Some(staff), &f),
     };
-    let unreadable = |e: multer::Error| crate::http::body_error(&e, "The upload could not be read");
-    let mut multipart = multer::Multipart::new(body, boundary);
-    let mut fields = Vec::new();
-    let mut file = None;
-    loop {
-        let field = match multipart.next_field().await {
-            Ok(Some(field)) => field,
-            Ok(None) => break,
-            Err(e) => return page::failure(ctx, Some(staff), &unreadable(e).into()),
-        };
-        let name = field.name().unwrap_or_default().to_owned();
-        if name == "file" {
-            // The file comes last in the form; anything after it is not read.
-            file = Some(field);
-            break;
-        }
-        let mut value = Vec::new();
-        let mut field = field;
-        loop {
-            match field.chunk().await {
-                Ok(Some(chunk)) if value.len() + chunk.len() <= MAX_FIELD => {
-                    value.extend_from_slice(&chunk);
-                }
-                Ok(Some(_)) => {
-                    return page::failure(
-                        ctx,
-                        Some(staff),
-                        &Failure::new(413, format!("The form field {name} is too long.")),
-                    );
-                }
-                Ok(None) => break,
-                Err(e) => return page::failure(ctx, Some(staff), &unreadable(e).into()),
-            }
-        }
-        fields.push((name, String::from_utf8_lossy(&value).into_owned()));
-    }
-    let form = Form::from_pairs(fields);
     if !super::sign_in::csrf_ok(staff, &form) {
         return page::csrf_refused(ctx, staff);
     }
@@ -214,7 +174,9 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
         let file = match file.filter(|f| f.file_name().is_some_and(|n| !n.is_empty())) {
             Some(field) => {
                 let name = field.file_name().map(str::to_owned);
-                let chunks = field.map(|chunk| chunk.map_err(unreadable));
+                let chunks = field.map(|chunk| {
+                    chunk.map_err(|e| crate::http::body_error(&e, "The upload could not be read"))
+                });
                 Some(IncomingFile::receive(&cx, name.as_deref(), chunks).await?)
             }
             None => None,
