@@ -242,14 +242,20 @@ actions! {
     StaffSignedOut = "staff.signed_out", "staff";
     /// Someone tried to sign in to a staff account with a wrong password or second step.
     StaffSignInFailed = "staff.sign_in_failed", "staff";
+    /// (ext) The vendor's site minted a one-use sign-in link to the customer portal.
+    PortalLinkCreated = "portal.link_created", "portal";
+    /// (ext) A customer signed in to the customer portal.
+    PortalSignedIn = "portal.signed_in", "portal";
+    /// (ext) A customer signed out of the portal, or staff ended their session.
+    PortalSignedOut = "portal.signed_out", "portal";
 }
 
 impl Action {
     /// Whether the change raises a webhook event of its name. Changes of teams (the operator's
     /// business) and of endpoints (an endpoint is not told about endpoints), and sign-ins and
-    /// sign-outs, are audited only.
+    /// sign-outs (of staff, and of customers in the portal), are audited only.
     pub fn raises_event(self) -> bool {
-        !matches!(self.resource(), "team" | "webhook")
+        !matches!(self.resource(), "team" | "webhook" | "portal")
             && !matches!(
                 self,
                 Action::StaffSignedIn | Action::StaffSignedOut | Action::StaffSignInFailed

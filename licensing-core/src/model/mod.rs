@@ -12,6 +12,7 @@ mod license;
 mod metadata;
 mod outbox;
 mod policy;
+mod portal;
 mod product;
 mod release;
 mod request_log;
@@ -45,6 +46,10 @@ pub use outbox::OutboxMessage;
 pub use policy::{
     MAX_GRACE_DAYS, MAX_METERS, MAX_POLICIES, Meter, MeterPeriod, NO_POLICIES, Policies, Policy,
     SelfServiceResets, Term, grace_end,
+};
+pub use portal::{
+    CodeRedeemed, PORTAL_CODE_TRIES, PORTAL_SESSION_MS, PORTAL_TICKET_MS, PortalGrant,
+    PortalMethod, PortalSession, PortalSignIn, PortalTicket, SelfServiceReset, UsageRef,
 };
 pub use product::{Product, ProductRef};
 pub use release::{

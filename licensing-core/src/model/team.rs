@@ -318,6 +318,14 @@ pub struct TeamSettings {
     /// to it.
     #[serde(default = "default_checkout_max_ttl")]
     pub checkout_max_ttl: u32,
+    /// (ext) Whether the team's customer portal is open (default `false`: every portal address
+    /// of the team answers 404).
+    #[serde(default)]
+    pub portal_enabled: bool,
+    /// (ext) How customers sign in to the portal: any of `"email"` and `"licenseKey"` (default
+    /// both). Links the vendor's site mints work whenever the portal is open.
+    #[serde(default = "super::portal::default_portal_sign_in")]
+    pub portal_sign_in: Vec<super::PortalSignIn>,
 }
 
 /// Live sessions per license unless the team sets another cap.
@@ -343,6 +351,13 @@ fn yes() -> bool {
     true
 }
 
+impl TeamSettings {
+    /// Whether the portal is open to sign-ins by `way`.
+    pub fn portal_allows(&self, way: super::PortalSignIn) -> bool {
+        self.portal_enabled && self.portal_sign_in.contains(&way)
+    }
+}
+
 impl Default for TeamSettings {
     fn default() -> Self {
         Self {
@@ -356,6 +371,8 @@ impl Default for TeamSettings {
             max_live_sessions_per_license: DEFAULT_MAX_LIVE_SESSIONS,
             checkout_enabled: true,
             checkout_max_ttl: DEFAULT_CHECKOUT_MAX_TTL,
+            portal_enabled: false,
+            portal_sign_in: super::portal::default_portal_sign_in(),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::net::IpAddr;
 
 use super::*;
-use crate::model::{NO_POLICIES, Policies};
+use crate::model::{NO_POLICIES, Policies, SelfServiceReset, SelfServiceResets, UsageRef};
 
 /// Hardware identifiers and IP records of licenses.
 pub trait DeviceStore: Send + Sync {
@@ -54,6 +54,22 @@ pub trait DeviceStore: Send + Sync {
         now: Timestamp,
         journal: &Journal,
     ) -> impl Future<Output = StoreResult<IpRecord>> + Send;
+    /// (ext) Forgets a counted device or address record of the license for its customer (the
+    /// portal), within `budget`, in one atomic step with the license's record of such resets:
+    /// a record forgotten before spends nothing; otherwise, when the resets of the license in
+    /// the budget's period at `now` leave room, the record is forgotten, the reset recorded and
+    /// the journal written; else nothing changes and the answer says when the budget refills.
+    /// Concurrent calls (on any instance) never spend more than the budget. The license must
+    /// exist in the team, and the record be one of it.
+    fn forget_within_budget(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        record: UsageRef,
+        budget: SelfServiceResets,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<SelfServiceReset>> + Send;
 }
 
 /// What a successful client request brings to record.

@@ -39,7 +39,8 @@ use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
     ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
     HealthChange, HourlyStats, Hwid, Inbound, InboundEvent, Integration, IpRecord, License,
-    LicenseSession, LinkChange, OutboxMessage, Overview, PaymentLink, Policy, Product, Release,
+    CodeRedeemed, LicenseSession, LinkChange, OutboxMessage, Overview, PaymentLink, Policy,
+    PortalSession, PortalTicket, Product, Release,
     SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings,
     TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
 };
@@ -947,6 +948,70 @@ pub trait StaffStore: Send + Sync {
     ) -> impl Future<Output = StoreResult<u64>> + Send;
 }
 
+/// (ext) The customer portal's sign-in tickets and sessions. Every secret is stored as its
+/// SHA-256; a ticket works once, and only until it expires.
+pub trait PortalStore: Send + Sync {
+    /// Stores a new ticket (its team must exist).
+    fn create_portal_ticket(
+        &self,
+        ticket: &PortalTicket,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Spends the ticket whose link token hashes to `token_sha256`, in one atomic step: the
+    /// ticket, when it existed and had not expired at `now`; `None` otherwise (and an expired
+    /// one is deleted too). Two concurrent redemptions never both get it.
+    fn redeem_portal_link(
+        &self,
+        token_sha256: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Option<PortalTicket>>> + Send;
+    /// Tries a code against ticket `id` of `team`, in one atomic step: the right code spends the
+    /// ticket; a wrong one takes a try, and the last try spends it.
+    fn redeem_portal_code(
+        &self,
+        team: TeamId,
+        id: uuid::Uuid,
+        code_sha256: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<CodeRedeemed>> + Send;
+    /// Stores a session (its team must exist), with its journal.
+    fn create_portal_session(
+        &self,
+        session: &PortalSession,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The session whose cookie hashes to `id_sha256`.
+    fn get_portal_session(
+        &self,
+        id_sha256: &str,
+    ) -> impl Future<Output = StoreResult<Option<PortalSession>>> + Send;
+    /// Moves a session's `lastSeenAt` forward to `now` (never back); a missing one is skipped.
+    fn touch_portal_session(
+        &self,
+        id_sha256: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+    /// A team's sessions, newest first.
+    fn list_portal_sessions(
+        &self,
+        team: TeamId,
+    ) -> impl Future<Output = StoreResult<Vec<PortalSession>>> + Send;
+    /// Ends a session of `team` (signing out, or staff ending it), with its journal; `false`
+    /// (and the journal not recorded) when there was none.
+    fn delete_portal_session(
+        &self,
+        team: TeamId,
+        id_sha256: &str,
+        journal: &Journal,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Deletes the tickets expired at `now` and the sessions begun before `created_before`;
+    /// how many records.
+    fn prune_portal(
+        &self,
+        now: Timestamp,
+        created_before: Timestamp,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+}
+
 /// Blacklist entries.
 pub trait BlacklistStore: Send + Sync {
     /// Stores an entry; an entry of the same type and value is a conflict.
@@ -1029,6 +1094,7 @@ pub trait Store:
     + AuditStore
     + WebhookStore
     + StaffStore
+    + PortalStore
     + Clone
     + 'static
 {
@@ -1056,6 +1122,7 @@ impl<T> Store for T where
         + AuditStore
         + WebhookStore
         + StaffStore
+        + PortalStore
         + Clone
         + 'static
 {

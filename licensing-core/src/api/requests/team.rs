@@ -87,6 +87,15 @@ pub struct SettingsBody {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
     pub checkout_max_ttl: Patch<i64>,
+    /// (ext) `portalEnabled`: whether the team's customer portal is open (default `false`).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub portal_enabled: Patch<bool>,
+    /// (ext) `portalSignIn`: how customers sign in to the portal, any of `"email"` and
+    /// `"licenseKey"` (default both; may be empty, leaving only links minted by the vendor).
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    pub portal_sign_in: Patch<Vec<String>>,
 }
 
 impl SettingsBody {
@@ -148,6 +157,32 @@ impl SettingsBody {
             && let Some(ttl) = v.check("checkoutMaxTtl", crate::api::file_ttl(ttl))
         {
             next.checkout_max_ttl = ttl;
+        }
+        if let Some(b) = not_null(&mut v, "portalEnabled", raw.portal_enabled) {
+            next.portal_enabled = b;
+        }
+        match raw.portal_sign_in {
+            Patch::Missing => {}
+            Patch::Null => next.portal_sign_in = crate::model::PortalSignIn::ALL.to_vec(),
+            Patch::Value(ways) => {
+                let mut chosen = Vec::new();
+                for way in &ways {
+                    match crate::model::PortalSignIn::ALL
+                        .into_iter()
+                        .find(|w| w.as_str() == way)
+                    {
+                        Some(w) if !chosen.contains(&w) => chosen.push(w),
+                        Some(_) => {}
+                        None => {
+                            v.push(
+                                "portalSignIn",
+                                format!("has {way:?}: each must be \"email\" or \"licenseKey\""),
+                            );
+                        }
+                    }
+                }
+                next.portal_sign_in = chosen;
+            }
         }
         finish(v)?;
         Ok(next)

@@ -32,7 +32,68 @@ fn set_forgotten<K: std::hash::Hash + Eq, R: UsageRecord + Clone>(
     Ok(r.clone())
 }
 
+/// Forgets record `id` of the license within the budget (see
+/// [`DeviceStore::forget_within_budget`]).
+fn forget_budgeted<K: std::hash::Hash + Eq, R: UsageRecord + Clone>(
+    records: &mut HashMap<K, R>,
+    resets: &mut HashMap<LicenseId, Vec<Timestamp>>,
+    (team, license, id): (TeamId, LicenseId, K),
+    (budget, now): (crate::model::SelfServiceResets, Timestamp),
+    entity: Entity,
+) -> StoreResult<crate::model::SelfServiceReset> {
+    use crate::model::SelfServiceReset;
+    let r = records
+        .get_mut(&id)
+        .filter(|r| r.license_id() == license && r.team_id() == team)
+        .ok_or(StoreError::NotFound(entity))?;
+    if r.forgotten() {
+        return Ok(SelfServiceReset::AlreadyForgotten);
+    }
+    let earlier = resets.entry(license).or_default();
+    if let Err(refills_at) = budget.admit(earlier, now) {
+        return Ok(SelfServiceReset::Spent { refills_at });
+    }
+    *earlier = budget.kept(earlier, now);
+    earlier.push(now);
+    r.set_forgotten(true, now);
+    Ok(SelfServiceReset::Forgotten)
+}
+
 impl DeviceStore for MemoryStore {
+    async fn forget_within_budget(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        record: crate::model::UsageRef,
+        budget: crate::model::SelfServiceResets,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<crate::model::SelfServiceReset> {
+        use crate::model::UsageRef;
+        let done = self.with(|s| {
+            s.license(team, license)?;
+            let State {
+                hwids, ips, resets, ..
+            } = s;
+            match record {
+                UsageRef::Hwid(id) => forget_budgeted(
+                    hwids,
+                    resets,
+                    (team, license, id),
+                    (budget, now),
+                    Entity::Hwid,
+                ),
+                UsageRef::Ip(id) => {
+                    forget_budgeted(ips, resets, (team, license, id), (budget, now), Entity::Ip)
+                }
+            }
+        })?;
+        if done == crate::model::SelfServiceReset::Forgotten {
+            self.write(journal, |_| Ok(()))?;
+        }
+        Ok(done)
+    }
+
     async fn restore_usage(
         &self,
         team: TeamId,

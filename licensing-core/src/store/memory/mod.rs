@@ -11,6 +11,7 @@ use crate::verify;
 mod activity;
 mod idempotency;
 mod payments;
+mod portal;
 mod records;
 mod request_log;
 mod team_data;
@@ -41,6 +42,9 @@ struct State {
     event_marks: HashMap<LicenseId, i64>,
     staff: HashMap<StaffId, StaffUser>,
     sessions: HashMap<String, StaffSession>,
+    portal_tickets: HashMap<String, crate::model::PortalTicket>,
+    portal_sessions: HashMap<String, crate::model::PortalSession>,
+    resets: HashMap<LicenseId, Vec<Timestamp>>,
     floating: HashMap<crate::LicenseSessionId, crate::model::LicenseSession>,
     idempotency: HashMap<(String, String), crate::idempotency::IdempotencyRecord>,
     requests: Vec<crate::model::RequestLogEntry>,

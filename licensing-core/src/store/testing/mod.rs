@@ -50,6 +50,7 @@ mod licenses;
 mod mail;
 mod payments;
 mod policies;
+mod portal;
 mod request_log;
 mod sessions;
 mod team;
@@ -68,6 +69,7 @@ pub use licenses::*;
 pub use mail::*;
 pub use payments::*;
 pub use policies::*;
+pub use portal::*;
 pub use request_log::*;
 pub use sessions::*;
 pub use team::*;
@@ -159,7 +161,18 @@ macro_rules! store_test_suite {
             activity_decides_with_the_policys_terms,
             payment_events_apply_once_with_their_effect_and_links,
             release_artifacts_take_one_place_each_and_survive_updates,
+            portal_tickets_are_spent_once_and_sessions_end,
+            self_service_resets_keep_to_their_budget,
         );
+        #[test]
+        fn concurrent_self_service_resets_spend_exactly_the_budget() {
+            if !$available {
+                return;
+            }
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_self_service_resets_spend_exactly_the_budget(&store, &runner);
+        }
         #[test]
         fn concurrent_new_devices_never_exceed_the_limit() {
             if !$available {
