@@ -26,6 +26,9 @@ pub(crate) struct Caller {
     pub(crate) staff: Option<StaffUser>,
     /// The customer, when one acts through the portal: their own licenses are all it reaches.
     pub(crate) customer: Option<CustomerId>,
+    /// The licenses a portal session sees (its grant's), when one acts through the portal: it
+    /// reaches these only, and forgets devices within their policy's budget.
+    pub(crate) portal: Option<Vec<licensing_core::LicenseId>>,
 }
 
 impl Caller {
@@ -40,6 +43,7 @@ impl Caller {
             name: "this API key",
             staff: None,
             customer: None,
+            portal: None,
         }
     }
 
@@ -54,22 +58,38 @@ impl Caller {
             name: "your role",
             staff: Some(user.clone()),
             customer: None,
+            portal: None,
         }
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the customer portal is its door, next in this round"
-        )
-    )]
-    /// A customer in the customer portal: reads their own licenses and what those grant
-    /// (releases), and frees their own devices; the audit log names them `customer:<id>`.
+    /// A customer: reads their own licenses and what those grant (releases), and frees their
+    /// own devices; the audit log names them `customer:<id>`.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the portal acts as `Caller::portal`"))]
     pub(crate) fn customer(id: CustomerId, email: Option<&str>) -> Self {
+        let mut caller = Self::portal(Some(id), email, Vec::new());
+        caller.portal = None;
+        caller
+    }
+
+    /// A customer in the customer portal, seeing `licenses` (their session's): acts on those
+    /// only, and forgets devices within their policy's budget of self-service resets. The
+    /// audit log names them `customer:<id>` (the license's customer the session signed in as;
+    /// none for a key session on a license without customers).
+    pub(crate) fn portal(
+        id: Option<CustomerId>,
+        email: Option<&str>,
+        licenses: Vec<licensing_core::LicenseId>,
+    ) -> Self {
         Self {
-            actor: Actor::customer(id, email),
-            user: id.into(),
+            actor: match id {
+                Some(id) => Actor::customer(id, email),
+                None => Actor {
+                    kind: licensing_core::model::ActorKind::Customer,
+                    id: None,
+                    name: Some(email.unwrap_or("license key holder").to_owned()),
+                },
+            },
+            user: id.map_or(UserId::ADMIN, Into::into),
             scopes: Scopes::Only(
                 [
                     Scope::read(Resource::Licenses),
@@ -82,7 +102,8 @@ impl Caller {
             expires_at: None,
             name: "a customer",
             staff: None,
-            customer: Some(id),
+            customer: id,
+            portal: Some(licenses),
         }
     }
     /// A payment provider's integration (`"stripe"`, say): creates, renews and ends the team's
@@ -105,6 +126,7 @@ impl Caller {
             name: "this integration",
             staff: None,
             customer: None,
+            portal: None,
         }
     }
 

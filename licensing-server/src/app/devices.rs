@@ -6,7 +6,8 @@ pub(crate) use licensing_core::operations::devices::{
 
 use licensing_core::api::{HwidForgotten, IpForgotten};
 use licensing_core::model::{
-    Action, FieldChange, HwidView, IpRecordView, RecordStatus, RequestLogEntry, TeamSettings,
+    Action, FieldChange, HwidView, IpRecordView, RecordStatus, RequestLogEntry, SelfServiceReset,
+    TeamSettings, UsageRef,
 };
 use licensing_core::store::{DeviceStore, Entity, Page, RequestLogStore, StoreError, TeamStore};
 use licensing_core::{ApiError, LicenseId, ProductId};
@@ -98,6 +99,13 @@ impl Run for SetHwidForgotten {
             cx.journal(action, id, forgotten_change(forgotten)),
             &products,
         );
+        if cx.caller.portal.is_some() {
+            self_service(cx, license, UsageRef::Hwid(id), forgotten, &journal).await?;
+            return Ok(HwidForgotten {
+                hwid_id: id,
+                forgotten: true,
+            });
+        }
         let h = cx
             .state
             .store
@@ -124,6 +132,13 @@ impl Run for SetIpForgotten {
             cx.journal(action, id, forgotten_change(forgotten)),
             &products,
         );
+        if cx.caller.portal.is_some() {
+            self_service(cx, license, UsageRef::Ip(id), forgotten, &journal).await?;
+            return Ok(IpForgotten {
+                ip_id: id,
+                forgotten: true,
+            });
+        }
         let r = cx
             .state
             .store
@@ -133,6 +148,57 @@ impl Run for SetIpForgotten {
             ip_id: r.id,
             forgotten: r.forgotten,
         })
+    }
+}
+
+/// A customer's forget in the portal: within the budget of self-service resets of the
+/// license's policy (the default budget without one), in one atomic step of the store. Past
+/// the budget: 403 saying when it refills, which the refusal's `retryAfter` carries in seconds
+/// (none when the policy allows no resets). A customer may not count a record again.
+async fn self_service(
+    cx: &Cx,
+    license: LicenseId,
+    record: UsageRef,
+    forgotten: bool,
+    journal: &licensing_core::store::Journal,
+) -> Result<(), ApiError> {
+    if !forgotten {
+        return Err(ApiError::forbidden(
+            "A customer can forget a device or address, not count one again",
+        ));
+    }
+    let found = cx.read::<License>(license).await?;
+    let context = super::client::team_context(&cx.state, cx.team).await?;
+    let budget = context
+        .policies
+        .of(&found)
+        .map(|p| p.self_service_resets)
+        .unwrap_or_default();
+    let done = cx
+        .state
+        .store
+        .forget_within_budget(cx.team, license, record, budget, cx.now, journal)
+        .await?;
+    match done {
+        SelfServiceReset::Forgotten => {
+            // The client API's view of the license's records is cached; it reads them again.
+            cx.state.licenses.forget_team(cx.team);
+            Ok(())
+        }
+        SelfServiceReset::AlreadyForgotten => Ok(()),
+        SelfServiceReset::Spent { refills_at: None } => Err(ApiError::forbidden(
+            "This license allows no self-service resets: ask the vendor to free the device",
+        )),
+        SelfServiceReset::Spent {
+            refills_at: Some(at),
+        } => {
+            let wait = at.as_millis().saturating_sub(cx.now.as_millis());
+            Err(ApiError::forbidden(format!(
+                "This license's {} self-service resets per {} days are used up: another is possible from {at}",
+                budget.count, budget.period_days
+            ))
+            .retry_after_secs(u64::try_from(wait.max(0)).unwrap_or(0).div_ceil(1000)))
+        }
     }
 }
 

@@ -29,6 +29,10 @@ pub(crate) trait Tied {
     fn customers(&self) -> &[CustomerId] {
         &[]
     }
+    /// Its id, when it is a license.
+    fn license(&self) -> Option<LicenseId> {
+        None
+    }
 }
 
 /// A record an operation looks up by id: 404 when it does not exist or is out of reach.
@@ -66,7 +70,7 @@ impl<'a> Reach<'a> {
 
     /// Whether it reaches every record of the team.
     pub(crate) fn is_whole_team(self) -> bool {
-        self.0.product_ids.is_none() && self.0.customer.is_none()
+        self.0.product_ids.is_none() && self.0.customer.is_none() && self.0.portal.is_none()
     }
 
     /// 403 unless it reaches every record of the team (`what`: what the others may not do).
@@ -83,6 +87,9 @@ impl<'a> Reach<'a> {
     /// Whether it sees `record`: a customer their own licenses only; a key restricted to
     /// products the records of at least one of them.
     pub(crate) fn sees(self, record: &impl Tied) -> bool {
+        if let Some(licenses) = &self.0.portal {
+            return record.license().is_some_and(|l| licenses.contains(&l));
+        }
         if let Some(customer) = self.0.customer {
             return record.customers().contains(&customer);
         }
@@ -92,6 +99,15 @@ impl<'a> Reach<'a> {
     /// 403 unless it may change `record` (or make it, or make a record into it): all of its
     /// products in reach.
     pub(crate) fn may_change(self, record: &impl Tied) -> Result<(), ApiError> {
+        if self.0.portal.is_some() {
+            return if self.sees(record) {
+                Ok(())
+            } else {
+                Err(ApiError::forbidden(
+                    "A customer can only change their own licenses",
+                ))
+            };
+        }
         if let Some(customer) = self.0.customer {
             return if record.customers().contains(&customer) {
                 Ok(())
@@ -117,6 +133,10 @@ impl<'a> Reach<'a> {
 
     /// Keeps `query` to what is in reach; `false` when nothing in reach can match it.
     pub(crate) fn bound<Q: Bounded>(self, query: &mut Q) -> bool {
+        if self.0.portal.is_some() {
+            // A portal session reads its licenses one by one.
+            return false;
+        }
         if let Some(customer) = self.0.customer {
             return query.bound_to(Limit::Customer(customer));
         }
@@ -233,6 +253,10 @@ impl Tied for License {
 
     fn customers(&self) -> &[CustomerId] {
         &self.customer_ids
+    }
+
+    fn license(&self) -> Option<LicenseId> {
+        Some(self.id)
     }
 }
 

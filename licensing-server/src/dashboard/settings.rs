@@ -2,7 +2,7 @@
 //! signing keys (rotate, retire).
 
 use licensing_core::api::requests::{Patch, SettingsBody};
-use licensing_core::model::{Kid, SigningKey, SigningKeyState};
+use licensing_core::model::{Kid, PortalSignIn, SigningKey, SigningKeyState};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -50,6 +50,14 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                     label.choice { input type="checkbox" name="checkoutEnabled" value="true" checked[s.checkout_enabled]; "Applications may check out a license file for offline use" }
                     label for="checkoutMaxTtl" { "Longest checkout (seconds)" span.hint { "A checked-out file is valid at most this long, and never past its license's end; a license with a concurrent-session limit lends a seat until the file expires (3600 to 315360000; 2592000 is 30 days)." } (field_error(failure, "checkoutMaxTtl")) }
                     input #checkoutMaxTtl type="number" min="3600" max="315360000" name="checkoutMaxTtl" value=(s.checkout_max_ttl) required;
+                }
+                fieldset disabled[!write] {
+                    legend { "Customer portal" }
+                    label.choice { input type="checkbox" name="portalEnabled" value="true" checked[s.portal_enabled]; "Customers may sign in to the portal to see their licenses, free their own devices within their policy's budget, and download" }
+                    label.choice { input type="checkbox" name="portalSignInEmail" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::Email)]; "Sign-in with a link and code sent to the customer's e-mail address" }
+                    label.choice { input type="checkbox" name="portalSignInLicenseKey" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::LicenseKey)]; "Sign-in with a license key (that license only)" }
+                    (field_error(failure, "portalSignIn"))
+                    p.hint { "The portal's address: " code #portal-address { (super::users::base(ctx)) "/portal/" (staff.session.team_id) } ". Links from your own site (POST /customers/{customerId}/portal-sessions) work whenever the portal is on." }
                 }
                 @if write { p { button type="submit" { "Save settings" } } }
                 @else { p.hint { "Your role may read the settings, not change them." } }
@@ -117,6 +125,17 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
         ),
         checkout_enabled: checked("checkoutEnabled"),
         checkout_max_ttl: whole(form, "checkoutMaxTtl", "seconds", &mut problems),
+        portal_enabled: checked("portalEnabled"),
+        portal_sign_in: Patch::Value(
+            [
+                ("portalSignInEmail", PortalSignIn::Email),
+                ("portalSignInLicenseKey", PortalSignIn::LicenseKey),
+            ]
+            .into_iter()
+            .filter(|(name, _)| form.get(name).is_some())
+            .map(|(_, way)| way.as_str().to_owned())
+            .collect(),
+        ),
     };
     if !problems.is_empty() {
         let f = Failure {

@@ -302,6 +302,7 @@ delegate!(DeviceStore {
     fn list_ips(&self, team: TeamId, license: LicenseId, query: &DeviceListQuery) -> StoreResult<Page<IpRecord>>;
     fn set_ip_forgotten(&self, team: TeamId, license: LicenseId, id: IpId, forgotten: bool, now: Timestamp, journal: &Journal) -> StoreResult<IpRecord>;
     fn restore_usage(&self, team: TeamId, license: LicenseId, hwids: &[Hwid], ips: &[IpRecord]) -> StoreResult<()>;
+    fn forget_within_budget(&self, team: TeamId, license: LicenseId, record: licensing_core::model::UsageRef, budget: licensing_core::model::SelfServiceResets, now: Timestamp, journal: &Journal) -> StoreResult<licensing_core::model::SelfServiceReset>;
 });
 
 delegate!(ActivityStore {
@@ -350,6 +351,18 @@ delegate!(StaffStore {
     fn delete_session(&self, id_sha256: &str, journal: &Journal) -> StoreResult<()>;
     fn delete_sessions_of(&self, user: StaffId) -> StoreResult<u64>;
     fn delete_stale_sessions(&self, seen_before: Timestamp, created_before: Timestamp) -> StoreResult<u64>;
+});
+
+delegate!(PortalStore {
+    fn create_portal_ticket(&self, ticket: &licensing_core::model::PortalTicket) -> StoreResult<()>;
+    fn redeem_portal_link(&self, token_sha256: &str, now: Timestamp) -> StoreResult<Option<licensing_core::model::PortalTicket>>;
+    fn redeem_portal_code(&self, team: TeamId, id: uuid::Uuid, code_sha256: &str, now: Timestamp) -> StoreResult<licensing_core::model::CodeRedeemed>;
+    fn create_portal_session(&self, session: &licensing_core::model::PortalSession, journal: &Journal) -> StoreResult<()>;
+    fn get_portal_session(&self, id_sha256: &str) -> StoreResult<Option<licensing_core::model::PortalSession>>;
+    fn touch_portal_session(&self, id_sha256: &str, now: Timestamp) -> StoreResult<()>;
+    fn list_portal_sessions(&self, team: TeamId) -> StoreResult<Vec<licensing_core::model::PortalSession>>;
+    fn delete_portal_session(&self, team: TeamId, id_sha256: &str, journal: &Journal) -> StoreResult<bool>;
+    fn prune_portal(&self, now: Timestamp, created_before: Timestamp) -> StoreResult<u64>;
 });
 
 delegate!(BlacklistStore {

@@ -187,6 +187,20 @@ impl PgStore {
 }
 
 impl DeviceStore for PgStore {
+    async fn forget_within_budget(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        record: licensing_core::model::UsageRef,
+        budget: licensing_core::model::SelfServiceResets,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<licensing_core::model::SelfServiceReset> {
+        Ok(self
+            .forget_usage_within_budget((team, license), record, budget, now, journal)
+            .await?)
+    }
+
     async fn restore_usage(
         &self,
         team: TeamId,

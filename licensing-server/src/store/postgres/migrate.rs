@@ -51,10 +51,11 @@ const MIGRATIONS: &[Migration] = migrations![
     18 "writes mark their idempotency keys" "0018_idempotency_applied.sql",
     19 "policies" "0019_policies.sql",
     20 "payment integrations" "0020_payments.sql",
+    21 "customer portal" "0021_portal.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 20;
+pub const SCHEMA_VERSION: i64 = 21;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

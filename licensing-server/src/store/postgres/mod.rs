@@ -27,6 +27,7 @@ mod licenses;
 mod migrate;
 mod misc;
 mod payments;
+mod portal;
 mod refresh;
 mod request_log;
 mod shared;

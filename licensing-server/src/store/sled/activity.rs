@@ -386,38 +386,64 @@ impl SledStore {
     where
         R: UsageRecord + Record + Keyed + Clone,
     {
-        let table = R::TABLE;
         Ok(self
             .journaled_touching(journal, super::Touch::License(license), |tx| {
-                tx.get(&license_key(team, license))?
-                    .ok_or(StoreError::NotFound(Entity::License))?;
-                let prefix = key(&[&[table], team.as_bytes(), license.as_bytes()]);
-                let mut found = None;
-                for kv in self.inner.tree.scan_prefix(&prefix) {
-                    let (k, v) = kv.map_err(backend)?;
-                    let record: R = decode(&v)?;
-                    if record.record_id() == id {
-                        found = Some((k.to_vec(), record));
-                        break;
-                    }
-                }
-                let (_, old) = found.ok_or(StoreError::NotFound(R::MISSING))?;
-                let was = old.forgotten();
-                let mut record: R = old.clone();
-                record.set_forgotten(forgotten, now);
-                if was != forgotten {
-                    let tally_k = tally_key(table, team, license);
-                    let mut tally = Tally::read(tx, &tally_k)?;
-                    if forgotten {
-                        tally.forget();
-                    } else {
-                        tally.unforget();
-                    }
-                    tx.put(tally_k, tally.encode().to_vec());
-                }
-                tx.put_usage(Some(&old), &record)?;
-                Ok(record)
+                let old: R = self.find_usage(tx, team, license, id)?;
+                self.stage_forgotten(tx, (team, license), &old, forgotten, now)
             })
             .await?)
+    }
+
+    /// Record `id` of the license (which must exist), found among the license's records.
+    pub(super) fn find_usage<R>(
+        &self,
+        tx: &Tx<'_>,
+        team: TeamId,
+        license: LicenseId,
+        id: uuid::Uuid,
+    ) -> StoreResult<R>
+    where
+        R: UsageRecord + Record + Keyed,
+    {
+        tx.get(&license_key(team, license))?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let prefix = key(&[&[R::TABLE], team.as_bytes(), license.as_bytes()]);
+        for kv in self.inner.tree.scan_prefix(&prefix) {
+            let (_, v) = kv.map_err(backend)?;
+            let record: R = decode(&v)?;
+            if record.record_id() == id {
+                return Ok(record);
+            }
+        }
+        Err(StoreError::NotFound(R::MISSING))
+    }
+
+    /// Stages `old` forgotten or remembered, with the license's tally; the record as written.
+    pub(super) fn stage_forgotten<R>(
+        &self,
+        tx: &mut Tx<'_>,
+        (team, license): (TeamId, LicenseId),
+        old: &R,
+        forgotten: bool,
+        now: Timestamp,
+    ) -> StoreResult<R>
+    where
+        R: UsageRecord + Record + Keyed + Clone,
+    {
+        let table = R::TABLE;
+        let mut record: R = old.clone();
+        record.set_forgotten(forgotten, now);
+        if old.forgotten() != forgotten {
+            let tally_k = tally_key(table, team, license);
+            let mut tally = Tally::read(tx, &tally_k)?;
+            if forgotten {
+                tally.forget();
+            } else {
+                tally.unforget();
+            }
+            tx.put(tally_k, tally.encode().to_vec());
+        }
+        tx.put_usage(Some(old), &record)?;
+        Ok(record)
     }
 }

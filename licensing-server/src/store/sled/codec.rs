@@ -54,7 +54,7 @@ macro_rules! records {
 }
 
 records!(Binary: License, Hwid, IpRecord, Customer, Product, Branch, Release, BlacklistEntry, LicenseSession);
-records!(Json: Team, Entitlement, Policy, licensing_core::model::Integration, licensing_core::model::InboundEvent, licensing_core::model::PaymentLink, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession);
+records!(Json: Team, Entitlement, Policy, licensing_core::model::Integration, licensing_core::model::InboundEvent, licensing_core::model::PaymentLink, AuditEntry, ApiKeyRecord, HourlyStats, OutboxMessage, WebhookEndpoint, WebhookEvent, WebhookDelivery, StaffUser, StaffSession, licensing_core::model::PortalTicket, licensing_core::model::PortalSession);
 
 fn failed(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(format!("{what} a stored record: {e}"))

@@ -68,6 +68,15 @@ pub(crate) mod tag {
     pub(crate) const INBOUND_APPLIED: u8 = b'a';
     /// (ext) The license of a provider's subscription or payment, by team, provider and id.
     pub(crate) const PAYMENT_LINK: u8 = b'q';
+    /// (ext) A customer portal sign-in ticket, by the hash of its link's token (`portal.rs`).
+    pub(crate) const PORTAL_TICKET: u8 = b't';
+    /// (ext) A ticket's token hash, by team and the ticket's public id (its code form's).
+    pub(crate) const PORTAL_TICKET_ID: u8 = b'v';
+    /// (ext) A customer portal session, by the hash of its cookie.
+    pub(crate) const PORTAL_SESSION: u8 = b'w';
+    /// (ext) The times of a license's self-service resets in the current period, by team and
+    /// license.
+    pub(crate) const RESETS: u8 = b'r';
 }
 
 /// Builds a key from parts.

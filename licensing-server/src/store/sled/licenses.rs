@@ -286,6 +286,20 @@ fn restore_records<R: UsageRecord + seen::Keyed + Record>(
 }
 
 impl DeviceStore for SledStore {
+    async fn forget_within_budget(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        record: licensing_core::model::UsageRef,
+        budget: licensing_core::model::SelfServiceResets,
+        now: Timestamp,
+        journal: &Journal,
+    ) -> StoreResult<licensing_core::model::SelfServiceReset> {
+        Ok(self
+            .forget_usage_within_budget((team, license), record, budget, now, journal)
+            .await?)
+    }
+
     async fn restore_usage(
         &self,
         team: TeamId,

@@ -55,6 +55,7 @@ mod licenses;
 mod locks;
 mod misc;
 mod payments;
+mod portal;
 mod refresh;
 mod replay;
 mod request_log;

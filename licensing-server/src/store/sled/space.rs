@@ -92,6 +92,10 @@ fn kind(t: u8) -> &'static str {
         tag::IDEMPOTENCY => "kept answer (first format)",
         tag::KEPT => "kept answer's mark",
         tag::REQUEST_LOG => "request history",
+        tag::PORTAL_TICKET => "portal sign-in ticket",
+        tag::PORTAL_TICKET_ID => "portal ticket by id",
+        tag::PORTAL_SESSION => "portal session",
+        tag::RESETS => "self-service resets",
         _ => "other",
     }
 }
