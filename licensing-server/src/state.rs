@@ -156,6 +156,11 @@ pub(crate) struct Limits {
     /// (guessing spread over many addresses), in larger tiers. A browser that signed in to the
     /// account before is not held back by these.
     pub(crate) sign_in_total: Vec<RateLimiter<[u8; 32]>>,
+    /// (ext) Customer portal sign-in e-mails per address (a digest of team and address): 3 in
+    /// 10 minutes, alike for addresses with and without licenses.
+    pub(crate) portal_mail_address: Option<RateLimiter<[u8; 32]>>,
+    /// (ext) Customer portal sign-in e-mails per client address: 20 an hour.
+    pub(crate) portal_mail_client: Option<RateLimiter<u128>>,
 }
 
 /// The tiers of [`Limits::sign_in_account`]: failures allowed per window.
@@ -188,6 +193,20 @@ impl Limits {
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
             sign_in_account: tiers(auth_failures, &SIGN_IN_TIERS),
             sign_in_total: tiers(auth_failures, &SIGN_IN_TOTAL_TIERS),
+            portal_mail_address: (auth_failures > 0).then(|| {
+                RateLimiter::new(
+                    3,
+                    std::time::Duration::from_secs(600),
+                    crate::runtime::ratelimit::MAX_KEYS,
+                )
+            }),
+            portal_mail_client: (auth_failures > 0).then(|| {
+                RateLimiter::new(
+                    20,
+                    std::time::Duration::from_secs(3600),
+                    crate::runtime::ratelimit::MAX_KEYS,
+                )
+            }),
         }
     }
 
@@ -225,6 +244,8 @@ impl Limits {
                 .zip(["sign-in-total-hour", "sign-in-total-day"])
                 .map(|(limiter, name)| limiter.shared(pool.clone(), name))
                 .collect(),
+            portal_mail_address: share(self.portal_mail_address, pool, "portal-mail-address"),
+            portal_mail_client: share(self.portal_mail_client, pool, "portal-mail-client"),
         }
     }
 }

@@ -104,6 +104,16 @@ impl Acting {
         }
     }
 
+    /// `actor` (a customer in the portal), from `address`.
+    pub(crate) fn new(actor: Actor, address: Option<IpAddr>) -> Self {
+        Self {
+            actor,
+            address,
+            journaled: None,
+            inbound: None,
+        }
+    }
+
     /// The server's command line (or its first start).
     pub fn command_line() -> Self {
         Self {

@@ -27,6 +27,7 @@ pub(crate) mod licenses;
 pub(crate) mod once;
 pub mod operator;
 pub(crate) mod policies;
+pub(crate) mod portal;
 pub(crate) mod products;
 mod reach;
 pub(crate) mod releases;

@@ -23,12 +23,12 @@ mod charts;
 mod entitlements;
 mod licenses;
 mod overview;
-mod page;
+pub(crate) mod page;
 mod payments;
 mod policies;
 mod releases;
 mod settings;
-mod sign_in;
+pub(crate) mod sign_in;
 mod users;
 mod webhooks;
 

@@ -54,6 +54,8 @@ pub(crate) fn routes(state: AppState, document: fn() -> String) -> BoxedFilter<(
         .unify()
         .or(crate::dashboard::routes(state.clone()))
         .unify()
+        .or(crate::portal::routes(state.clone()))
+        .unify()
         .recover(http::recover)
         .unify();
     warp::path::full()

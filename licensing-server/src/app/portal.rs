@@ -1,0 +1,421 @@
+//! The customer portal's door: how a customer signs in (an e-mailed link or its code, a license
+//! key, a link the vendor's site minted), the session that makes, and what it sees. Once in, a
+//! customer performs the same operations as everyone else, as a [`Caller::portal`] whose reach
+//! is their session's licenses.
+//!
+//! An e-mail sign-in answers the same whether or not the address has licenses, in words, in
+//! time and in limits: a ticket is made for every address, the limits count every address, and
+//! whether to send the mail is decided after the answer, by a task of its own.
+
+use std::net::IpAddr;
+
+use licensing_core::api::requests::{LicenseListQuery, Paging, SortDirection};
+use licensing_core::crypto::sha256_hex;
+use licensing_core::model::{
+    Action, Actor, CodeRedeemed, Customer, FieldChange, License, OutboxMessage,
+    PORTAL_CODE_TRIES, PORTAL_SESSION_MS, PORTAL_TICKET_MS, PortalGrant, PortalMethod,
+    PortalSession, PortalSignIn, PortalTicket, Team,
+};
+use licensing_core::store::{
+    CustomerStore, Journal, LicenseStore, OutboxStore, PortalStore, TeamStore,
+};
+use licensing_core::{ApiError, CustomerId, LicenseKey, MessageId, TeamId, Timestamp};
+
+use super::Caller;
+use super::journal::Acting;
+use crate::i18n::{Arg, Lang};
+use crate::runtime::ratelimit::ip_key;
+use crate::state::AppState;
+
+/// The most licenses one sign-in shows.
+const MAX_LICENSES: u32 = 100;
+
+/// A team's portal, open to sign-ins, for a visitor from `client` at `now`.
+pub(crate) struct Door<'a> {
+    state: &'a AppState,
+    /// The team.
+    pub(crate) team: Team,
+    client: IpAddr,
+    now: Timestamp,
+}
+
+/// A random secret: 32 bytes in base64url.
+fn secret() -> String {
+    use base64::Engine as _;
+    let bytes: [u8; 32] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A digest that keys a portal limiter: the team and what is limited.
+fn limit_key(team: TeamId, what: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"portal\n");
+    hasher.update(team.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(what.as_bytes());
+    hasher.finalize().into()
+}
+
+impl<'a> Door<'a> {
+    /// The portal of team `team`: `None` when the team does not exist or its portal is off
+    /// (both answer 404 alike).
+    pub(crate) async fn open(
+        state: &'a AppState,
+        team: TeamId,
+        client: IpAddr,
+        now: Timestamp,
+    ) -> Result<Option<Self>, ApiError> {
+        let Some(team) = state.store.get_team(team).await? else {
+            return Ok(None);
+        };
+        if !team.settings.portal_enabled {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            state,
+            team,
+            client,
+            now,
+        }))
+    }
+
+    /// Whether the portal offers sign-in by `way`.
+    pub(crate) fn offers(&self, way: PortalSignIn) -> bool {
+        self.team.settings.portal_allows(way)
+    }
+
+    /// Asks for a sign-in e-mail to `address`: the ticket's public id (for the code form), the
+    /// same for any address. The mail goes out only when the address is a customer's with
+    /// licenses, decided after the answer. 429 past the limits, which count every address.
+    pub(crate) async fn mail_link(
+        &self,
+        address: &str,
+        lang: Lang,
+        base: &str,
+    ) -> Result<uuid::Uuid, ApiError> {
+        let address = licensing_core::validate::Email::parse(address.trim())
+            .map_err(|e| ApiError::bad_field("email", &e.to_string()))?
+            .as_str()
+            .to_lowercase();
+        let limits = &self.state.limits;
+        if let Some(limiter) = &limits.portal_mail_client {
+            let status = limiter.check(&ip_key(self.client)).await;
+            if !status.allowed() {
+                return Err(status.refusal("sign-in e-mails", " per client address"));
+            }
+        }
+        if let Some(limiter) = &limits.portal_mail_address {
+            let status = limiter.check(&limit_key(self.team.id, &address)).await;
+            if !status.allowed() {
+                return Err(status.refusal("sign-in e-mails", " per address"));
+            }
+        }
+        let token = secret();
+        let code = format!("{:06}", rand::random::<u32>() % 1_000_000);
+        let ticket = PortalTicket {
+            id: uuid::Uuid::new_v4(),
+            team_id: self.team.id,
+            token_sha256: sha256_hex(token.as_bytes()),
+            code_sha256: Some(code_digest(&code)),
+            tries_left: PORTAL_CODE_TRIES,
+            grant: PortalGrant::Email {
+                address: address.clone(),
+            },
+            expires_at: Timestamp::from_millis(self.now.as_millis() + PORTAL_TICKET_MS),
+            created_at: self.now,
+        };
+        self.state.store.create_portal_ticket(&ticket).await?;
+        let link = format!("{base}/portal/{}/link/{token}", self.team.id);
+        let (state, team, now) = (self.state.clone(), self.team.clone(), self.now);
+        tokio::spawn(async move {
+            if let Err(e) = send_sign_in_mail(&state, &team, &address, (&link, &code), lang, now).await {
+                tracing::error!(error = %e, "queueing a portal sign-in e-mail failed");
+            }
+        });
+        Ok(ticket.id)
+    }
+
+    /// Redeems the link token `token`: the ticket, once, when it is this team's and alive.
+    pub(crate) async fn by_link(&self, token: &str) -> Result<Option<PortalTicket>, ApiError> {
+        let ticket = self
+            .state
+            .store
+            .redeem_portal_link(&sha256_hex(token.as_bytes()), self.now)
+            .await?;
+        Ok(ticket.filter(|t| t.team_id == self.team.id))
+    }
+
+    /// Tries `code` against ticket `id`.
+    pub(crate) async fn by_code(&self, id: uuid::Uuid, code: &str) -> Result<CodeRedeemed, ApiError> {
+        let code: String = code.chars().filter(char::is_ascii_digit).collect();
+        Ok(self
+            .state
+            .store
+            .redeem_portal_code(self.team.id, id, &code_digest(&code), self.now)
+            .await?)
+    }
+
+    /// The license with key `key`, held back like a dashboard sign-in: 429 past the failures
+    /// allowed from this client address; a wrong key counts as a failure.
+    pub(crate) async fn by_key(&self, key: &str) -> Result<Option<License>, ApiError> {
+        let guesser = super::sign_in_throttle::Guesser::of(
+            self.client,
+            &format!("portal key {}", self.team.id),
+            None,
+        );
+        if let Some(status) = guesser.throttled(&self.state.limits).await {
+            return Err(status.refusal("sign-in attempts", " from this address"));
+        }
+        let found = match LicenseKey::parse(key.trim()) {
+            Ok(key) => self.state.store.get_license_by_key(self.team.id, &key).await?,
+            Err(_) => None,
+        };
+        if found.is_none() {
+            guesser.failed(&self.state.limits).await;
+        }
+        Ok(found)
+    }
+
+    /// Signs in with `grant` by `method`: the cookie's secret and the session, audited.
+    pub(crate) async fn start(
+        &self,
+        grant: PortalGrant,
+        method: PortalMethod,
+    ) -> Result<(String, PortalSession), ApiError> {
+        let cookie = secret();
+        let session = PortalSession {
+            id_sha256: sha256_hex(cookie.as_bytes()),
+            team_id: self.team.id,
+            grant,
+            csrf_token: secret(),
+            method,
+            created_at: self.now,
+            last_seen_at: self.now,
+        };
+        let journal = session_journal(
+            &session,
+            Some(self.client),
+            self.now,
+            Action::PortalSignedIn,
+        );
+        self.state
+            .store
+            .create_portal_session(&session, &journal)
+            .await?;
+        Ok((cookie, session))
+    }
+}
+
+/// A code's digest as stored.
+fn code_digest(code: &str) -> String {
+    sha256_hex(format!("portal code {code}").as_bytes())
+}
+
+/// The audit entry of a session's start or end, its actor the customer (or the key's holder).
+fn session_journal(
+    session: &PortalSession,
+    client: Option<IpAddr>,
+    now: Timestamp,
+    action: Action,
+) -> Journal {
+    let actor = match &session.grant {
+        PortalGrant::Email { address } => Actor {
+            kind: licensing_core::model::ActorKind::Customer,
+            id: None,
+            name: Some(address.clone()),
+        },
+        PortalGrant::Customer { customer_id, .. } => Actor::customer(*customer_id, None),
+        PortalGrant::License { license_id } => Actor {
+            kind: licensing_core::model::ActorKind::Customer,
+            id: None,
+            name: Some(format!("license {license_id}")),
+        },
+    };
+    Acting::new(actor, client).journal(
+        session.team_id,
+        now,
+        action,
+        &session.id_sha256[..16],
+        vec![FieldChange::of(
+            "method",
+            None,
+            Some(session.method.as_str().into()),
+        )],
+    )
+}
+
+/// Queues the sign-in mail of a ticket for `address`, when the address is a customer's of
+/// `team` with licenses (otherwise nothing: the answer was the same).
+async fn send_sign_in_mail(
+    state: &AppState,
+    team: &Team,
+    address: &str,
+    (link, code): (&str, &str),
+    lang: Lang,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    let customers = state.store.customers_with_email(team.id, address).await?;
+    if licenses_of_customers(state, team.id, &customers, None)
+        .await?
+        .is_empty()
+    {
+        return Ok(());
+    }
+    let Some(mailer) = &state.mailer else {
+        tracing::warn!("a portal sign-in e-mail is due but no SMTP server is configured");
+        return Ok(());
+    };
+    let team_name = team.name.as_str();
+    let message = OutboxMessage {
+        id: MessageId::new(),
+        team_id: team.id,
+        to: address.to_owned(),
+        subject: lang.t_with("mail-subject", &[("team", Arg::Text(team_name))]),
+        body: lang.t_with(
+            "mail-body",
+            &[
+                ("team", Arg::Text(team_name)),
+                ("link", Arg::Text(link)),
+                ("code", Arg::Text(code)),
+            ],
+        ),
+        attempts: 0,
+        next_attempt_at: now,
+        last_error: None,
+        created_at: now,
+    };
+    state
+        .store
+        .queue_messages(team.id, &[message], mailer.daily_limit, now)
+        .await?;
+    Ok(())
+}
+
+/// The licenses of `customers` (only `only`, when given), each once, newest first.
+async fn licenses_of_customers(
+    state: &AppState,
+    team: TeamId,
+    customers: &[Customer],
+    only: Option<licensing_core::LicenseId>,
+) -> Result<Vec<License>, ApiError> {
+    if customers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = LicenseListQuery::default();
+    query.paging = Paging {
+        page: 1,
+        page_size: MAX_LICENSES,
+        direction: SortDirection::Desc,
+    };
+    query.filter.customer_ids = customers.iter().map(|c| c.id).collect();
+    let mut found = state.store.list_licenses(team, &query).await?.items;
+    if let Some(only) = only {
+        found.retain(|l| l.id == only);
+    }
+    Ok(found)
+}
+
+/// A signed-in customer: the session and the licenses it sees now.
+pub(crate) struct Signed {
+    /// The session.
+    pub(crate) session: PortalSession,
+    /// Its licenses, as stored now.
+    pub(crate) licenses: Vec<License>,
+    /// The customers it signed in as (an e-mail session's: every customer with the address).
+    customers: Vec<Customer>,
+}
+
+impl Signed {
+    /// The session of cookie `secret` at `now`, for team `team`, with its licenses; `None`
+    /// when there is none, it is another team's, or it has ended (then it is deleted).
+    pub(crate) async fn of(
+        state: &AppState,
+        team: TeamId,
+        secret: &str,
+        now: Timestamp,
+    ) -> Result<Option<Self>, ApiError> {
+        let id = sha256_hex(secret.as_bytes());
+        let Some(session) = state.store.get_portal_session(&id).await? else {
+            return Ok(None);
+        };
+        if session.team_id != team {
+            return Ok(None);
+        }
+        if session.ended(now) {
+            state
+                .store
+                .delete_portal_session(team, &id, &Journal::NONE)
+                .await?;
+            return Ok(None);
+        }
+        if now.as_millis() - session.last_seen_at.as_millis() > 60_000 {
+            state.store.touch_portal_session(&id, now).await?;
+        }
+        let (customers, licenses) = match &session.grant {
+            PortalGrant::Email { address } => {
+                let customers = state.store.customers_with_email(team, address).await?;
+                let licenses = licenses_of_customers(state, team, &customers, None).await?;
+                (customers, licenses)
+            }
+            PortalGrant::Customer {
+                customer_id,
+                license_id,
+            } => {
+                let customers = state.store.get_customers(team, &[*customer_id]).await?;
+                let licenses = licenses_of_customers(state, team, &customers, *license_id).await?;
+                (customers, licenses)
+            }
+            PortalGrant::License { license_id } => {
+                let licenses: Vec<License> = state
+                    .store
+                    .get_license(team, *license_id)
+                    .await?
+                    .into_iter()
+                    .collect();
+                let ids: Vec<CustomerId> = licenses
+                    .iter()
+                    .flat_map(|l| l.customer_ids.iter().copied())
+                    .collect();
+                (state.store.get_customers(team, &ids).await?, licenses)
+            }
+        };
+        Ok(Some(Self {
+            session,
+            licenses,
+            customers,
+        }))
+    }
+
+    /// The license `id` if this session sees it.
+    pub(crate) fn license(&self, id: licensing_core::LicenseId) -> Option<&License> {
+        self.licenses.iter().find(|l| l.id == id)
+    }
+
+    /// The caller that acts on `license` for this customer: reaches the session's licenses
+    /// only; the audit log names the license's customer the session signed in as.
+    pub(crate) fn caller(&self, license: &License) -> Caller {
+        let customer = self
+            .customers
+            .iter()
+            .find(|c| license.customer_ids.contains(&c.id));
+        Caller::portal(
+            customer.map(|c| c.id),
+            customer.and_then(|c| c.email.as_ref().map(|e| e.as_str())),
+            self.licenses.iter().map(|l| l.id).collect(),
+        )
+    }
+
+    /// Signs out: ends the session, audited.
+    pub(crate) async fn end(&self, state: &AppState, client: IpAddr, now: Timestamp) -> Result<(), ApiError> {
+        let journal = session_journal(&self.session, Some(client), now, Action::PortalSignedOut);
+        state
+            .store
+            .delete_portal_session(self.session.team_id, &self.session.id_sha256, &journal)
+            .await?;
+        Ok(())
+    }
+}
+
+/// How long a session lasts, in seconds (the cookie's `Max-Age`).
+pub(crate) const SESSION_SECS: u64 = (PORTAL_SESSION_MS / 1000) as u64;
