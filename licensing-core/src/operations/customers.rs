@@ -1,8 +1,8 @@
 //! Customers.
 
 use crate::CustomerId;
-use crate::api::requests::{CustomerBody, CustomerListQuery};
-use crate::api::{CustomerDeleted, CustomerPage};
+use crate::api::requests::{CustomerBody, CustomerListQuery, PortalSessionBody};
+use crate::api::{CustomerDeleted, CustomerPage, PortalLink};
 use crate::model::{Customer, Resource, Scope};
 use crate::store::Page;
 
@@ -23,6 +23,10 @@ pub struct UpdateCustomer(pub CustomerId, pub CustomerBody);
 
 /// Deletes a customer (its licenses keep going without it).
 pub struct DeleteCustomer(pub CustomerId);
+
+/// (ext) A one-use link, for 15 minutes, that signs the customer in to the team's customer
+/// portal: for the vendor's own site to hand to the customer's browser.
+pub struct CreatePortalSession(pub CustomerId, pub PortalSessionBody);
 
 const READ: Option<Scope> = Some(Scope::read(Resource::Customers));
 const WRITE: Option<Scope> = Some(Scope::write(Resource::Customers));
@@ -103,5 +107,20 @@ declare! {
         body: "",
         success: "Deleted",
         refusals: &[REFUSED, OTHER_TEAM, NO_CUSTOMER],
+    };
+
+    CreatePortalSession(id: CustomerId) by optional PortalSessionBody;
+    Post "customers/{customerId}/portal-sessions" "create_portal_session" WRITE;
+    PortalLink => 201 "Portal link created";
+    doc Doc {
+        tag: "extensions",
+        summary: "(ext) A one-use link that signs the customer in to the customer portal.",
+        description: "For the vendor's own site: hand the link to the customer's browser (a redirect), which it signs in at once to see the customer's licenses (or, with `licenseId`, that one). It works once, for 15 minutes, while the team's portal is enabled (`PUT /settings` `portalEnabled`). A 403 while it is off.",
+        params: &[
+            CUSTOMER_ID,
+        ],
+        body: "",
+        success: "The link and when it expires",
+        refusals: &[REFUSED, OTHER_TEAM, BODY_REFUSED, NO_CUSTOMER, NO_LICENSE],
     };
 }

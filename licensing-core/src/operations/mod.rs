@@ -474,6 +474,7 @@ macro_rules! dev_operations {
             $crate::operations::customers::GetCustomer,
             $crate::operations::customers::UpdateCustomer,
             $crate::operations::customers::DeleteCustomer,
+            $crate::operations::customers::CreatePortalSession,
             $crate::operations::entitlements::CreateEntitlement,
             $crate::operations::entitlements::ListEntitlements,
             $crate::operations::entitlements::GetEntitlement,

@@ -95,6 +95,9 @@ pub(crate) struct Cx {
     journaled: Journaled,
     /// (ext) The mark of the payment event whose effect the operations are.
     inbound: Option<InboundSlot>,
+    /// The address the request was sent to (`scheme://host`), for links an operation makes
+    /// when the server has no public URL.
+    origin: Option<String>,
 }
 
 impl Cx {
@@ -114,6 +117,39 @@ impl Cx {
             client,
             journaled: Journaled::default(),
             inbound: None,
+            origin: None,
+        }
+    }
+
+    /// The same context, for a request sent to `scheme://host` of its `Host` header.
+    pub(crate) fn with_origin(mut self, headers: &warp::http::HeaderMap) -> Self {
+        self.origin = headers
+            .get(warp::http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .filter(|host| {
+                !host.is_empty()
+                    && host
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+            })
+            .map(|host| {
+                let scheme = if crate::dashboard::sign_in::is_secure(self.client, headers) {
+                    "https"
+                } else {
+                    "http"
+                };
+                format!("{scheme}://{host}")
+            });
+        self
+    }
+
+    /// The server's public address (`--public-url`), else the one the request was sent to,
+    /// else the loopback address: where links an operation makes point.
+    pub(crate) fn base_url(&self) -> String {
+        match (&self.state.public_url, &self.origin) {
+            (Some(url), _) => url.trim_end_matches('/').to_owned(),
+            (None, Some(origin)) => origin.clone(),
+            (None, None) => "http://127.0.0.1".to_owned(),
         }
     }
 

@@ -17,7 +17,7 @@ use licensing_core::model::{
     PortalSession, PortalSignIn, PortalTicket, Team,
 };
 use licensing_core::store::{
-    CustomerStore, Journal, LicenseStore, OutboxStore, PortalStore, TeamStore,
+    AuditStore, CustomerStore, Journal, LicenseStore, OutboxStore, PortalStore, TeamStore,
 };
 use licensing_core::{ApiError, CustomerId, LicenseKey, MessageId, TeamId, Timestamp};
 
@@ -204,6 +204,75 @@ impl<'a> Door<'a> {
             .create_portal_session(&session, &journal)
             .await?;
         Ok((cookie, session))
+    }
+}
+
+pub(crate) use licensing_core::operations::customers::CreatePortalSession;
+
+impl super::Run for CreatePortalSession {
+    /// A one-use link for the customer (and, when the body names one, only that license of
+    /// theirs): 404 for a customer out of the caller's reach or a license not the customer's,
+    /// 403 while the team's portal is off. Audited; the link itself is shown this once.
+    async fn run(self, cx: &super::Cx) -> Result<licensing_core::api::PortalLink, ApiError> {
+        let Self(customer, body) = self;
+        let only = body.validate()?;
+        let found = cx.perform(super::customers::GetCustomer(customer)).await?;
+        if let Some(license) = only {
+            let license = cx.read::<License>(license).await?;
+            if !license.customer_ids.contains(&found.id) {
+                return Err(licensing_core::store::StoreError::NotFound(
+                    licensing_core::store::Entity::License,
+                )
+                .into());
+            }
+        }
+        let team = cx
+            .state
+            .store
+            .get_team(cx.team)
+            .await?
+            .ok_or(licensing_core::store::StoreError::NotFound(
+                licensing_core::store::Entity::Team,
+            ))?;
+        if !team.settings.portal_enabled {
+            return Err(ApiError::forbidden(
+                "The team's customer portal is off: turn it on with PUT /settings {\"portalEnabled\": true}",
+            ));
+        }
+        let token = secret();
+        let expires_at = Timestamp::from_millis(cx.now.as_millis() + PORTAL_TICKET_MS);
+        let ticket = PortalTicket {
+            id: uuid::Uuid::new_v4(),
+            team_id: cx.team,
+            token_sha256: sha256_hex(token.as_bytes()),
+            code_sha256: None,
+            tries_left: 0,
+            grant: PortalGrant::Customer {
+                customer_id: found.id,
+                license_id: only,
+            },
+            expires_at,
+            created_at: cx.now,
+        };
+        cx.state.store.create_portal_ticket(&ticket).await?;
+        let mut changes = vec![FieldChange::of(
+            "customerId",
+            None,
+            Some(found.id.to_string().into()),
+        )];
+        if let Some(license) = only {
+            changes.push(FieldChange::of(
+                "licenseId",
+                None,
+                Some(license.to_string().into()),
+            ));
+        }
+        let journal = cx.journal(Action::PortalLinkCreated, ticket.id, changes);
+        cx.state.store.record_journal(&journal).await?;
+        Ok(licensing_core::api::PortalLink {
+            url: format!("{}/portal/{}/enter/{token}", cx.base_url(), cx.team),
+            expires_at,
+        })
     }
 }
 

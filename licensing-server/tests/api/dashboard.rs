@@ -53,7 +53,7 @@ impl Page {
     }
 
     /// The value of the (first) field named `name` on the page.
-    fn field(&self, name: &str) -> String {
+    pub(crate) fn field(&self, name: &str) -> String {
         let marker = format!(r#"name="{name}" value=""#);
         let at = self
             .text
@@ -152,6 +152,20 @@ impl Browser {
 
     pub(crate) async fn get(&mut self, path: &str) -> Page {
         self.send(reqwest::Method::GET, path, None).await
+    }
+
+    /// Sends `name: value` with every request from now on.
+    pub(crate) fn always_send(&mut self, name: &'static str, value: &str) {
+        self.headers.push((name, value.to_owned()));
+    }
+
+    /// The `Cookie` header the browser sends now.
+    pub(crate) fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {

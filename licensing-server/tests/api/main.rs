@@ -38,6 +38,7 @@ mod mail;
 mod openapi;
 mod payments;
 mod policies;
+mod portal;
 mod ratelimit;
 mod records;
 mod releases;

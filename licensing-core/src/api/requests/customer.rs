@@ -38,6 +38,31 @@ pub struct CustomerBody {
     pub address: Patch<Address>,
 }
 
+/// (ext) `POST {dev}/customers/{customerId}/portal-sessions`: an empty body signs the customer
+/// in to see all of their licenses, `licenseId` to see that one only.
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"licenseId": "4f8c2a70-3a44-4c57-9d7e-0b1f5d2c9e11"})))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PortalSessionBody {
+    /// `licenseId`: one of the customer's licenses, the only one the session sees.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub license_id: Option<String>,
+}
+
+impl PortalSessionBody {
+    /// The license the link is for, if the body names one (400 when it is not an id).
+    pub fn validate(self) -> Result<Option<crate::LicenseId>, ApiError> {
+        let mut v = Validator::new();
+        let license = v.optional("licenseId", self.license_id, |t| {
+            t.parse::<crate::LicenseId>()
+                .map_err(|_| "must be a license id (a UUID)")
+        });
+        finish(v)?;
+        Ok(license.flatten())
+    }
+}
+
 /// A validated customer body: each member left out, cleared, or set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CustomerInput {

@@ -23,7 +23,7 @@ mod webhook;
 pub use audit::{ActorFilter, AuditQuery};
 pub use bulk::{BulkAction, BulkLicenseBody, MAX_BULK_LICENSES};
 pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
-pub use customer::{CustomerBody, CustomerInput};
+pub use customer::{CustomerBody, CustomerInput, PortalSessionBody};
 pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use integration::{InboundQuery, IntegrationBody, IntegrationInput, RawMatch, RuleBody};
 pub use license::{

@@ -194,7 +194,8 @@ async fn gate(table: &[Route], request: Incoming) -> Response {
     {
         crate::http::error(&e)
     } else {
-        let dev = Dev::new(state.clone(), team, Caller::api_key(&key), now, client);
+        let dev = Dev::new(state.clone(), team, Caller::api_key(&key), now, client)
+            .with_origin(&input.headers);
         // 6. The idempotency key of a write.
         let path = format!("/api/v1/dev/teams/{}", request.path.as_str());
         let owner = IdempotencyOwner::api_key(team, key.id);
