@@ -1017,6 +1017,32 @@ async fn the_developer_client_covers_every_endpoint() {
         .await
         .unwrap();
     dev.delete_license_by_id(other[0].id).await.unwrap();
+
+    // A portal link for the customer: refused while the team's portal is off, then minted.
+    match dev
+        .create_portal_session(customer.id, None)
+        .await
+        .unwrap_err()
+    {
+        Error::Api { status, code, .. } => {
+            assert_eq!((status, code), (403, ResultCode::Forbidden))
+        }
+        other => panic!("{other:?}"),
+    }
+    let opened = dev
+        .update_settings(&SettingsBody {
+            portal_enabled: Patch::Value(true),
+            ..SettingsBody::default()
+        })
+        .await
+        .unwrap();
+    assert!(opened.portal_enabled);
+    let link = dev.create_portal_session(customer.id, None).await.unwrap();
+    assert!(
+        link.url.contains(&format!("/portal/{}/enter/", server.team.team_id)),
+        "{}",
+        link.url
+    );
     dev.delete_customer(customer.id).await.unwrap();
     assert_eq!(
         dev.get_customer(customer.id).await.unwrap_err().code(),

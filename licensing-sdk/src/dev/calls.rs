@@ -31,7 +31,8 @@ use licensing_core::operations::access::{
     RevokeApiKey,
 };
 use licensing_core::operations::customers::{
-    CreateCustomer, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
+    CreateCustomer, CreatePortalSession, DeleteCustomer, GetCustomer, ListCustomers,
+    UpdateCustomer,
 };
 use licensing_core::operations::devices::{
     ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten,
@@ -295,6 +296,20 @@ impl DevClient {
     /// `DELETE {dev}/customers/{customerId}`.
     pub async fn delete_customer(&self, id: CustomerId) -> Result<CustomerDeleted, Error> {
         self.perform(&DeleteCustomer(id)).await
+    }
+
+    /// (ext) `POST {dev}/customers/{customerId}/portal-sessions`: a one-use link (15 minutes)
+    /// that signs the customer in to the team's customer portal, to hand to their browser;
+    /// `license` limits the session to that license of theirs.
+    pub async fn create_portal_session(
+        &self,
+        id: CustomerId,
+        license: Option<licensing_core::LicenseId>,
+    ) -> Result<licensing_core::api::PortalLink, Error> {
+        let body = licensing_core::api::requests::PortalSessionBody {
+            license_id: license.map(|l| l.to_string()),
+        };
+        self.perform(&CreatePortalSession(id, body)).await
     }
 
     // Entitlements (ext).

@@ -148,7 +148,7 @@ async fn every_developer_operation_checks_ids_then_credentials_then_scope() {
     let s = TestServer::start().await;
     let doc = s.openapi().await;
     let operations = developer_operations(&doc);
-    assert_eq!(operations.len(), 87, "every developer operation");
+    assert_eq!(operations.len(), 88, "every developer operation");
     let team = s.team_id().to_string();
     let scopes: BTreeSet<String> = operations
         .iter()

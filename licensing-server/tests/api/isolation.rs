@@ -103,6 +103,11 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
             format!("customers/{customer}"),
             body(json!({"fullName": "Changed"})),
         ),
+        (
+            Method::POST,
+            format!("customers/{customer}/portal-sessions"),
+            body(json!({})),
+        ),
         (Method::DELETE, format!("customers/{customer}"), None),
         (
             Method::POST,
