@@ -1039,7 +1039,8 @@ async fn the_developer_client_covers_every_endpoint() {
     assert!(opened.portal_enabled);
     let link = dev.create_portal_session(customer.id, None).await.unwrap();
     assert!(
-        link.url.contains(&format!("/portal/{}/enter/", server.team.team_id)),
+        link.url
+            .contains(&format!("/portal/{}/enter/", server.team.team_id)),
         "{}",
         link.url
     );

@@ -185,7 +185,10 @@ mod tests {
     #[test]
     fn a_language_is_chosen_by_cookie_then_accept_language() {
         assert_eq!(Lang::choose(None, None), Lang::En);
-        assert_eq!(Lang::choose(None, Some("de-DE,de;q=0.9,en;q=0.8")), Lang::De);
+        assert_eq!(
+            Lang::choose(None, Some("de-DE,de;q=0.9,en;q=0.8")),
+            Lang::De
+        );
         assert_eq!(Lang::choose(None, Some("fr, de;q=0.5, en;q=0.7")), Lang::En);
         assert_eq!(Lang::choose(None, Some("fr, de;q=0.5")), Lang::De);
         assert_eq!(Lang::choose(Some("en"), Some("de")), Lang::En);

@@ -456,7 +456,12 @@ pub struct BulkRefusal {
 #[serde(rename_all = "camelCase")]
 pub struct PortalLink {
     /// The link: opening it signs in at once and shows the customer's licenses.
-    #[cfg_attr(feature = "openapi", schema(example = "https://licensing.example.com/portal/7d0c7a52-8e0e-4b5f-a3a6-3f5b7c1d9e20/enter/N2Y3ZDNhOWQ"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            example = "https://licensing.example.com/portal/7d0c7a52-8e0e-4b5f-a3a6-3f5b7c1d9e20/enter/N2Y3ZDNhOWQ"
+        )
+    )]
     pub url: String,
     /// When it stops working (15 minutes after it was made).
     pub expires_at: crate::Timestamp,

@@ -130,12 +130,20 @@ pub struct PortalSession {
 impl PortalSession {
     /// Whether it has ended by `now`.
     pub fn ended(&self, now: Timestamp) -> bool {
-        now.as_millis() >= self.created_at.as_millis().saturating_add(PORTAL_SESSION_MS)
+        now.as_millis()
+            >= self
+                .created_at
+                .as_millis()
+                .saturating_add(PORTAL_SESSION_MS)
     }
 
     /// When it ends.
     pub fn ends_at(&self) -> Timestamp {
-        Timestamp::from_millis(self.created_at.as_millis().saturating_add(PORTAL_SESSION_MS))
+        Timestamp::from_millis(
+            self.created_at
+                .as_millis()
+                .saturating_add(PORTAL_SESSION_MS),
+        )
     }
 }
 
@@ -255,7 +263,10 @@ mod tests {
         assert_eq!(budget.admit(&[], t(10 * day)), Ok(()));
         assert_eq!(budget.admit(&[t(10 * day)], t(10 * day + 1)), Ok(()));
         let used = [t(10 * day + 5), t(10 * day)];
-        assert_eq!(budget.admit(&used, t(10 * day + 10)), Err(Some(t(11 * day))));
+        assert_eq!(
+            budget.admit(&used, t(10 * day + 10)),
+            Err(Some(t(11 * day)))
+        );
         // Once the oldest has left the period, one more.
         assert_eq!(budget.admit(&used, t(11 * day + 1)), Ok(()));
         // Older ones do not count.

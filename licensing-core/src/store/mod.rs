@@ -37,12 +37,12 @@ use crate::api::requests::{
 use crate::crypto::inbound::Provider;
 use crate::crypto::{ApiKeyHash, StoredTeamKeys};
 use crate::model::{
-    ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, Customer, Entitlement,
-    HealthChange, HourlyStats, Hwid, Inbound, InboundEvent, Integration, IpRecord, License,
-    CodeRedeemed, LicenseSession, LinkChange, OutboxMessage, Overview, PaymentLink, Policy,
-    PortalSession, PortalTicket, Product, Release,
-    SessionStep, SigningKeyChange, StaffSession, StaffUser, Team, TeamFeatures, TeamSettings,
-    TopProduct, UsageRecord, WebhookDelivery, WebhookEndpoint, WebhookEvent,
+    ApiKeyRecord, AuditEntry, Backlog, BlacklistEntry, Branch, ClientEvents, CodeRedeemed,
+    Customer, Entitlement, HealthChange, HourlyStats, Hwid, Inbound, InboundEvent, Integration,
+    IpRecord, License, LicenseSession, LinkChange, OutboxMessage, Overview, PaymentLink, Policy,
+    PortalSession, PortalTicket, Product, Release, SessionStep, SigningKeyChange, StaffSession,
+    StaffUser, Team, TeamFeatures, TeamSettings, TopProduct, UsageRecord, WebhookDelivery,
+    WebhookEndpoint, WebhookEvent,
 };
 use crate::validate::{Country, HardwareId};
 use crate::verify::{Admission, Denial};

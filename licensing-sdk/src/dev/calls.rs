@@ -31,8 +31,7 @@ use licensing_core::operations::access::{
     RevokeApiKey,
 };
 use licensing_core::operations::customers::{
-    CreateCustomer, CreatePortalSession, DeleteCustomer, GetCustomer, ListCustomers,
-    UpdateCustomer,
+    CreateCustomer, CreatePortalSession, DeleteCustomer, GetCustomer, ListCustomers, UpdateCustomer,
 };
 use licensing_core::operations::devices::{
     ListHwids, ListIps, ListRequests, SetHwidForgotten, SetIpForgotten,

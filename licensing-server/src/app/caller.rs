@@ -64,10 +64,21 @@ impl Caller {
 
     /// A customer: reads their own licenses and what those grant (releases), and frees their
     /// own devices; the audit log names them `customer:<id>`.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the portal acts as `Caller::portal`"))]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the portal acts as `Caller::portal`")
+    )]
     pub(crate) fn customer(id: CustomerId, email: Option<&str>) -> Self {
         let mut caller = Self::portal(Some(id), email, Vec::new());
         caller.portal = None;
+        caller.scopes = Scopes::Only(
+            [
+                Scope::read(Resource::Licenses),
+                Scope::LICENSE_DEVICES,
+                Scope::read(Resource::Releases),
+            ]
+            .into(),
+        );
         caller
     }
 
@@ -90,9 +101,12 @@ impl Caller {
                 },
             },
             user: id.map_or(UserId::ADMIN, Into::into),
+            // `licenses:write` issues license files of its licenses: the reach (the session's
+            // licenses) and the portal's pages (which perform only a customer's operations)
+            // keep it to that.
             scopes: Scopes::Only(
                 [
-                    Scope::read(Resource::Licenses),
+                    Scope::write(Resource::Licenses),
                     Scope::LICENSE_DEVICES,
                     Scope::read(Resource::Releases),
                 ]

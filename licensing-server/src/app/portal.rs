@@ -12,9 +12,9 @@ use std::net::IpAddr;
 use licensing_core::api::requests::{LicenseListQuery, Paging, SortDirection};
 use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{
-    Action, Actor, CodeRedeemed, Customer, FieldChange, License, OutboxMessage,
-    PORTAL_CODE_TRIES, PORTAL_SESSION_MS, PORTAL_TICKET_MS, PortalGrant, PortalMethod,
-    PortalSession, PortalSignIn, PortalTicket, Team,
+    Action, Actor, CodeRedeemed, Customer, FieldChange, License, OutboxMessage, PORTAL_CODE_TRIES,
+    PORTAL_SESSION_MS, PORTAL_TICKET_MS, PortalGrant, PortalMethod, PortalSession, PortalSignIn,
+    PortalTicket, Team,
 };
 use licensing_core::store::{
     AuditStore, CustomerStore, Journal, LicenseStore, OutboxStore, PortalStore, TeamStore,
@@ -129,7 +129,9 @@ impl<'a> Door<'a> {
         let link = format!("{base}/portal/{}/link/{token}", self.team.id);
         let (state, team, now) = (self.state.clone(), self.team.clone(), self.now);
         tokio::spawn(async move {
-            if let Err(e) = send_sign_in_mail(&state, &team, &address, (&link, &code), lang, now).await {
+            if let Err(e) =
+                send_sign_in_mail(&state, &team, &address, (&link, &code), lang, now).await
+            {
                 tracing::error!(error = %e, "queueing a portal sign-in e-mail failed");
             }
         });
@@ -147,7 +149,11 @@ impl<'a> Door<'a> {
     }
 
     /// Tries `code` against ticket `id`.
-    pub(crate) async fn by_code(&self, id: uuid::Uuid, code: &str) -> Result<CodeRedeemed, ApiError> {
+    pub(crate) async fn by_code(
+        &self,
+        id: uuid::Uuid,
+        code: &str,
+    ) -> Result<CodeRedeemed, ApiError> {
         let code: String = code.chars().filter(char::is_ascii_digit).collect();
         Ok(self
             .state
@@ -168,7 +174,12 @@ impl<'a> Door<'a> {
             return Err(status.refusal("sign-in attempts", " from this address"));
         }
         let found = match LicenseKey::parse(key.trim()) {
-            Ok(key) => self.state.store.get_license_by_key(self.team.id, &key).await?,
+            Ok(key) => {
+                self.state
+                    .store
+                    .get_license_by_key(self.team.id, &key)
+                    .await?
+            }
             Err(_) => None,
         };
         if found.is_none() {
@@ -226,14 +237,9 @@ impl super::Run for CreatePortalSession {
                 .into());
             }
         }
-        let team = cx
-            .state
-            .store
-            .get_team(cx.team)
-            .await?
-            .ok_or(licensing_core::store::StoreError::NotFound(
-                licensing_core::store::Entity::Team,
-            ))?;
+        let team = cx.state.store.get_team(cx.team).await?.ok_or(
+            licensing_core::store::StoreError::NotFound(licensing_core::store::Entity::Team),
+        )?;
         if !team.settings.portal_enabled {
             return Err(ApiError::forbidden(
                 "The team's customer portal is off: turn it on with PUT /settings {\"portalEnabled\": true}",
@@ -476,7 +482,12 @@ impl Signed {
     }
 
     /// Signs out: ends the session, audited.
-    pub(crate) async fn end(&self, state: &AppState, client: IpAddr, now: Timestamp) -> Result<(), ApiError> {
+    pub(crate) async fn end(
+        &self,
+        state: &AppState,
+        client: IpAddr,
+        now: Timestamp,
+    ) -> Result<(), ApiError> {
         let journal = session_journal(&self.session, Some(client), now, Action::PortalSignedOut);
         state
             .store

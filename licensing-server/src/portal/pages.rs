@@ -13,7 +13,10 @@ use warp::http::{HeaderValue, Method, header};
 
 use super::{Cookie, Ctx, constant_eq};
 use crate::app::Cx;
+use crate::app::client::feed::{self, Access, Credential};
 use crate::app::devices::{ListHwids, ListIps, SetHwidForgotten, SetIpForgotten};
+use crate::app::floating::{ListSessions, RevokeSession};
+use crate::app::license_files::IssueLicenseFile;
 use crate::app::licenses::GetLicense;
 use crate::app::portal::{Door, SESSION_SECS, Signed};
 use crate::dashboard::page::{self, Form};
@@ -153,12 +156,15 @@ fn sign_in_ok(ctx: &Ctx, form: &Form) -> bool {
 }
 
 /// A page with sign-in forms, setting the sign-in cookie when it is new.
-fn with_sign_in_cookie(ctx: &Ctx, (token, new): (String, bool), mut response: Response) -> Response {
+fn with_sign_in_cookie(
+    ctx: &Ctx,
+    (token, new): (String, bool),
+    mut response: Response,
+) -> Response {
     if new {
-        response.headers_mut().append(
-            header::SET_COOKIE,
-            Cookie::SignIn.set(ctx, &token, 3600),
-        );
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, Cookie::SignIn.set(ctx, &token, 3600));
     }
     response
 }
@@ -282,12 +288,7 @@ fn mail_sent(
 }
 
 /// Signs in with `grant` and sends the browser to its licenses.
-async fn signed(
-    ctx: &Ctx,
-    door: &Door<'_>,
-    grant: PortalGrant,
-    method: PortalMethod,
-) -> Response {
+async fn signed(ctx: &Ctx, door: &Door<'_>, grant: PortalGrant, method: PortalMethod) -> Response {
     match door.start(grant, method).await {
         Ok((secret, _)) => {
             let mut response = page::redirect(&format!("/portal/{}/licenses", door.team.id));
@@ -309,7 +310,10 @@ pub(super) async fn code(ctx: &Ctx, door: &Door<'_>, form: &Form) -> Response {
         return sign_in_with(ctx, door, Some("csrf-refused"), 403, "");
     }
     let address = form.get("email").unwrap_or("");
-    let Some(ticket) = form.get("ticket").and_then(|t| t.parse::<uuid::Uuid>().ok()) else {
+    let Some(ticket) = form
+        .get("ticket")
+        .and_then(|t| t.parse::<uuid::Uuid>().ok())
+    else {
         return sign_in_with(ctx, door, Some("code-gone"), 400, address);
     };
     match door.by_code(ticket, form.get("code").unwrap_or("")).await {
@@ -396,10 +400,7 @@ pub(super) async fn enter(ctx: &Ctx, door: &Door<'_>, token: &str) -> Response {
 
 /// `POST /portal/{teamId}/language`: the switch, kept in a cookie for a year.
 pub(super) fn language(ctx: &Ctx, door: &Door<'_>, form: &Form) -> Response {
-    let lang = form
-        .get("lang")
-        .and_then(Lang::of_tag)
-        .unwrap_or(Lang::En);
+    let lang = form.get("lang").and_then(Lang::of_tag).unwrap_or(Lang::En);
     let own = format!("/portal/{}", door.team.id);
     let back = form
         .get("back")
@@ -438,7 +439,10 @@ pub(super) async fn signed_in(
                 return absent_signed(ctx, door, signed);
             };
             let op = SetHwidForgotten(license.id, record, forget_body());
-            let done = as_customer(ctx, signed, license).perform(op).await.map(drop);
+            let done = as_customer(ctx, signed, license)
+                .perform(op)
+                .await
+                .map(drop);
             Box::pin(after_forget(ctx, door, signed, license, done)).await
         }
         ["licenses", id, "addresses", record, "forget"] if post => {
@@ -447,8 +451,51 @@ pub(super) async fn signed_in(
                 return absent_signed(ctx, door, signed);
             };
             let op = SetIpForgotten(license.id, record, forget_body());
-            let done = as_customer(ctx, signed, license).perform(op).await.map(drop);
+            let done = as_customer(ctx, signed, license)
+                .perform(op)
+                .await
+                .map(drop);
             Box::pin(after_forget(ctx, door, signed, license, done)).await
+        }
+        ["licenses", id, "sessions", session, "end"] if post => {
+            let (Some(license), Ok(session)) = (
+                license_of(signed, id),
+                session.parse::<licensing_core::LicenseSessionId>(),
+            ) else {
+                return absent_signed(ctx, door, signed);
+            };
+            let op = RevokeSession(license.id, session);
+            match as_customer(ctx, signed, license).perform(op).await {
+                Ok(_) => {
+                    Box::pin(license_page(
+                        ctx,
+                        door,
+                        signed,
+                        license,
+                        Some(Outcome::Ended),
+                    ))
+                    .await
+                }
+                Err(e) if e.status() == 404 => absent_signed(ctx, door, signed),
+                Err(e) => trouble(ctx, Some(door), &e),
+            }
+        }
+        ["licenses", id, "devices", record, "license-file"] if get => {
+            let (Some(license), Ok(record)) = (license_of(signed, id), record.parse::<HwidId>())
+            else {
+                return absent_signed(ctx, door, signed);
+            };
+            Box::pin(license_file(ctx, door, signed, license, record)).await
+        }
+        ["licenses", id, "downloads", product, artifact] if get => {
+            let (Some(license), Ok(product), Ok(artifact)) = (
+                license_of(signed, id),
+                product.parse::<licensing_core::ProductId>(),
+                artifact.parse::<licensing_core::ArtifactId>(),
+            ) else {
+                return absent_signed(ctx, door, signed);
+            };
+            Box::pin(download(ctx, door, signed, license, (product, artifact))).await
         }
         ["sign-out"] if post => {
             if let Err(e) = signed.end(&ctx.state, ctx.client, ctx.now).await {
@@ -475,7 +522,9 @@ fn forget_body() -> ForgottenBody {
 
 /// The license of the session named by path segment `id`.
 fn license_of<'s>(signed: &'s Signed, id: &str) -> Option<&'s License> {
-    id.parse::<LicenseId>().ok().and_then(|id| signed.license(id))
+    id.parse::<LicenseId>()
+        .ok()
+        .and_then(|id| signed.license(id))
 }
 
 /// The operations' context of the signed-in customer, acting on `license`.
@@ -526,11 +575,23 @@ fn expiry(ctx: &Ctx, license: &License) -> String {
     let lang = ctx.lang;
     match (license.expiration_date, license.expiration_days) {
         (Some(date), _) => lang.date(date),
-        (None, Some(days)) if license.expiration_type == ExpirationType::Duration => lang.t_with(
-            "expires-on-use",
-            &[("days", Arg::Number(i64::from(days)))],
-        ),
+        (None, Some(days)) if license.expiration_type == ExpirationType::Duration => {
+            lang.t_with("expires-on-use", &[("days", Arg::Number(i64::from(days)))])
+        }
         _ => lang.t("expires-never"),
+    }
+}
+
+/// A file size in words a person reads: "12.3 MB".
+fn size(bytes: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "a size shown to one decimal")]
+    let b = bytes as f64;
+    if bytes >= 1_000_000 {
+        format!("{:.1} MB", b / 1_000_000.0)
+    } else if bytes >= 1_000 {
+        format!("{:.1} kB", b / 1_000.0)
+    } else {
+        format!("{bytes} B")
     }
 }
 
@@ -559,7 +620,171 @@ enum Outcome {
     /// A device or address was freed.
     Forgotten,
     /// The budget is spent until `refills` (none: the license allows no resets).
-    Spent { refills: Option<licensing_core::Timestamp> },
+    Spent {
+        refills: Option<licensing_core::Timestamp>,
+    },
+    /// A running copy's session was ended.
+    Ended,
+}
+
+/// A page of up to a hundred, newest first.
+fn newest_hundred() -> licensing_core::api::requests::Paging {
+    licensing_core::api::requests::Paging {
+        page: 1,
+        page_size: 100,
+        direction: licensing_core::api::requests::SortDirection::Desc,
+    }
+}
+
+/// What the license may download of `product`: the product's feed as the license reads it
+/// (verify's checks), or `None` when it may not.
+async fn feed_of(
+    ctx: &Ctx,
+    license: &License,
+    product: licensing_core::ProductId,
+) -> Result<Option<Access>, ApiError> {
+    let mut seen =
+        crate::app::client::Seen::updates(licensing_core::model::ClientEndpoint::Download);
+    match feed::access(
+        &ctx.state,
+        (license.team_id, product),
+        &Credential::Key(license.license_key.clone()),
+        ctx.client,
+        None,
+        &mut seen,
+    )
+    .await
+    {
+        Ok(access) => Ok(Some(access)),
+        Err(e) if e.status() < 500 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `GET …/licenses/{licenseId}/downloads/{productId}/{artifactId}`: an artifact of a release
+/// the license may update to, as an attachment (`release.downloaded` raised as for an updater).
+async fn download(
+    ctx: &Ctx,
+    door: &Door<'_>,
+    signed: &Signed,
+    license: &License,
+    (product, artifact): (licensing_core::ProductId, licensing_core::ArtifactId),
+) -> Response {
+    let access = match feed_of(ctx, license, product).await {
+        Ok(Some(access)) => access,
+        Ok(None) => return absent_signed(ctx, door, signed),
+        Err(e) => return trouble(ctx, Some(door), &e),
+    };
+    let (release, artifact) = match access.artifact(artifact) {
+        Ok(found) => found,
+        Err(_) => return absent_signed(ctx, door, signed),
+    };
+    if !access
+        .offered(release.branch_id)
+        .all()
+        .any(|offer| offer.release.id == release.id)
+    {
+        return absent_signed(ctx, door, signed);
+    }
+    let opened = match ctx.state.files.open_at(&artifact.key, 0).await {
+        Ok(Some((reader, _))) => reader,
+        Ok(None) => return absent_signed(ctx, door, signed),
+        Err(e) => {
+            return trouble(
+                ctx,
+                Some(door),
+                &ApiError::internal_because("opening an artifact", e),
+            );
+        }
+    };
+    feed::downloaded(&ctx.state, &access, (release, artifact), ctx.client);
+    let limited = tokio::io::AsyncReadExt::take(opened, artifact.size);
+    let stream = tokio_util::io::ReaderStream::with_capacity(limited, 256 * 1024);
+    let mut response = warp::reply::Reply::into_response(warp::reply::stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(artifact.size));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", artifact.sha256)) {
+        headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&attachment(&artifact.filename)) {
+        headers.insert(header::CONTENT_DISPOSITION, v);
+    }
+    response
+}
+
+/// A `Content-Disposition` that saves as `name` (its unusual characters replaced).
+fn attachment(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{safe}\"")
+}
+
+/// `GET …/licenses/{licenseId}/devices/{hwidId}/license-file`: a license file bound to that
+/// device, issued as the customer (audited), as an attachment.
+async fn license_file(
+    ctx: &Ctx,
+    door: &Door<'_>,
+    signed: &Signed,
+    license: &License,
+    record: HwidId,
+) -> Response {
+    let cx = as_customer(ctx, signed, license);
+    let all = DeviceListQuery {
+        paging: newest_hundred(),
+        sort: licensing_core::api::requests::DeviceSort::LastSeenAt,
+        filter: false,
+    };
+    let devices = match cx.perform(ListHwids(license.id, all)).await {
+        Ok(devices) => devices,
+        Err(e) => return trouble(ctx, Some(door), &e),
+    };
+    let Some(device) = devices.items.iter().find(|h| h.hwid.id == record) else {
+        return absent_signed(ctx, door, signed);
+    };
+    let body = licensing_core::api::LicenseFileBody {
+        hardware_identifier: Some(device.hwid.identifier.as_str().to_owned()),
+        ttl: None,
+        encrypt: None,
+    };
+    match cx.perform(IssueLicenseFile(license.id, body)).await {
+        Ok(issued) => {
+            let mut response = Response::new(issued.certificate.into());
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            let name = format!("license-{}.lic", &license.id.to_string()[..8]);
+            if let Ok(v) = HeaderValue::from_str(&attachment(&name)) {
+                headers.insert(header::CONTENT_DISPOSITION, v);
+            }
+            response
+        }
+        Err(e) if e.status() == 404 => absent_signed(ctx, door, signed),
+        Err(e) if e.status() < 500 => {
+            let text = e.details().to_owned();
+            layout(
+                ctx,
+                door,
+                Some(signed),
+                e.status(),
+                html! { p.error role="alert" { (text) } },
+            )
+        }
+        Err(e) => trouble(ctx, Some(door), &e),
+    }
 }
 
 /// The page again after a forget.
@@ -609,10 +834,19 @@ async fn license_page(
         let detail = cx.perform(GetLicense(license.id)).await?;
         let hwids = cx.perform(ListHwids(license.id, all.clone())).await?;
         let ips = cx.perform(ListIps(license.id, all.clone())).await?;
+        let sessions = cx
+            .perform(ListSessions(license.id, newest_hundred()))
+            .await?;
         let context = crate::app::client::team_context(&ctx.state, door.team.id).await?;
-        Ok::<_, ApiError>((detail, hwids, ips, context))
+        let mut feeds = Vec::new();
+        for product in &detail.products {
+            if let Some(access) = feed_of(ctx, license, product.id).await? {
+                feeds.push(access);
+            }
+        }
+        Ok::<_, ApiError>((detail, hwids, ips, sessions, context, feeds))
     };
-    let (detail, hwids, ips, context) = match read.await {
+    let (detail, hwids, ips, sessions, context, feeds) = match read.await {
         Ok(read) => read,
         Err(e) if e.status() == 404 => return absent_signed(ctx, door, signed),
         Err(e) => return trouble(ctx, Some(door), &e),
@@ -640,6 +874,7 @@ async fn license_page(
         h1 { (lang.t("license-heading")) }
         @match &outcome {
             Some(Outcome::Forgotten) => p.notice role="status" { (lang.t("forgotten")) },
+            Some(Outcome::Ended) => p.notice role="status" { (lang.t("session-ended")) },
             Some(Outcome::Spent { refills: Some(at) }) => p.error role="alert" #budget-spent {
                 (lang.t_with("budget-spent", &[count, days, ("date", Arg::Text(&lang.date(*at)))]))
             },
@@ -673,12 +908,50 @@ async fn license_page(
                 li {
                     span { code { (h.hwid.identifier.as_str()) } }
                     span.hint { (lang.t("last-seen")) " " (lang.date(h.hwid.last_seen_at)) }
+                    @if h.status != RecordStatus::Forgotten {
+                        a.file href=(format!("{base}/devices/{}/license-file", h.hwid.id)) title=(lang.t("license-file-hint")) { (lang.t("license-file")) }
+                    }
                     @if h.status == RecordStatus::Forgotten {
                         span.tag { (lang.t("forgotten-state")) }
                     } @else if may_forget {
                         form method="post" action=(format!("{base}/devices/{}/forget", h.hwid.id)) {
                             input type="hidden" name="csrf" value=(csrf);
                             button type="submit" { (lang.t("forget-button")) }
+                        }
+                    }
+                }
+            }
+        }
+        @if !sessions.items.is_empty() {
+            h2 { (lang.t("sessions-heading")) }
+            ul.records #sessions {
+                @for session in &sessions.items {
+                    li {
+                        span { code { (session.hardware_identifier.as_str()) } }
+                        span.hint { (lang.t("started")) " " (lang.date(session.started_at)) }
+                        form method="post" action=(format!("{base}/sessions/{}/end", session.id)) {
+                            input type="hidden" name="csrf" value=(csrf);
+                            button type="submit" { (lang.t("end-button")) }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { (lang.t("downloads-heading")) }
+        @let offers: Vec<(&Access, &licensing_core::model::Release)> = feeds.iter().filter_map(|access| {
+            let newest = access.offered(None).all().find(|o| !o.release.artifacts.is_empty()).map(|o| o.release.id)?;
+            access.releases.iter().find(|r| r.id == newest).map(|r| (access, r))
+        }).collect();
+        @if offers.is_empty() { p #downloads { (lang.t("downloads-none")) } }
+        @for (access, release) in &offers {
+            div.card.download {
+                p { strong { (access.product.name) } " · " (lang.t_with("version", &[("version", Arg::Text(release.version.as_str()))])) }
+                @if let Some(notes) = &release.notes { p.hint { (notes) } }
+                ul.records #downloads {
+                    @for artifact in &release.artifacts {
+                        li {
+                            a href=(format!("{base}/downloads/{}/{}", access.product.id, artifact.id)) download=(artifact.filename) { (artifact.filename) }
+                            span.hint { (artifact.platform.as_str()) " · " (artifact.arch.as_str()) " · " (size(artifact.size)) }
                         }
                     }
                 }

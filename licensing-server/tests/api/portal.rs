@@ -91,7 +91,11 @@ async fn sign_in_by_key(s: &TestServer, b: &mut Browser, key: &str) {
     let page = b.get(&format!("/portal/{team}")).await;
     assert_eq!(page.status, 200, "{}", page.text);
     let done = b
-        .submit(&page, &format!("/portal/{team}/key"), &[("licenseKey", key)])
+        .submit(
+            &page,
+            &format!("/portal/{team}/key"),
+            &[("licenseKey", key)],
+        )
         .await;
     assert_eq!(
         (done.status, done.location()),
@@ -116,19 +120,23 @@ async fn the_portal_is_absent_until_the_team_opens_it_and_offers_the_ways_it_cho
         closed.text, unknown.text,
         "a closed portal and no team look alike"
     );
-    assert_eq!(
-        b.get(&format!("/portal/{team}/licenses")).await.status,
-        404
-    );
+    assert_eq!(b.get(&format!("/portal/{team}/licenses")).await.status, 404);
 
     let settings = s.get(&s.dev("settings")).await;
     assert_eq!(settings.ok()["portalEnabled"], false);
-    assert_eq!(settings.ok()["portalSignIn"], json!(["email", "licenseKey"]));
+    assert_eq!(
+        settings.ok()["portalSignIn"],
+        json!(["email", "licenseKey"])
+    );
     let bad = s
         .put(&s.dev("settings"), r#"{"portalSignIn": ["email", "sms"]}"#)
         .await;
     bad.err(400, "BAD_REQUEST");
-    assert!(bad.body.to_string().contains("portalSignIn"), "{}", bad.body);
+    assert!(
+        bad.body.to_string().contains("portalSignIn"),
+        "{}",
+        bad.body
+    );
     open_portal(&s).await;
     let open = b.get(&format!("/portal/{team}")).await;
     assert_eq!(open.status, 200, "{}", open.text);
@@ -463,9 +471,7 @@ async fn freeing_devices_keeps_to_the_policys_budget_under_concurrent_clicks() {
     assert_eq!(policy.status, 201, "{}", policy.body);
     let jane = customer(&s, "jane@example.com").await;
     let license = s
-        .license(
-            &json!({"policyId": id(policy.ok()), "customerIds": [jane]}).to_string(),
-        )
+        .license(&json!({"policyId": id(policy.ok()), "customerIds": [jane]}).to_string())
         .await;
     for i in 0..10u8 {
         s.activity(id(&license), &format!("desk-device-{i:04}"), i + 1)
@@ -533,8 +539,18 @@ async fn freeing_devices_keeps_to_the_policys_budget_under_concurrent_clicks() {
     assert_eq!((freed, refused.len()), (3, 7), "{answers:?}");
     let refill = licensing_core::Timestamp::now().plus_days(30);
     let month = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
     let date = refill.as_datetime().date_naive();
     use chrono::Datelike as _;
@@ -631,12 +647,9 @@ async fn the_vendors_site_mints_a_one_use_link_that_signs_in_at_once() {
         .has(key(&second))
         .lacks(key(&first));
     // John's license for Jane, a bad id, another team's key, an unknown customer: refused.
-    s.post(
-        &s.dev(&path),
-        &json!({"licenseId": id(&johns)}).to_string(),
-    )
-    .await
-    .err(404, "LICENSE_NOT_FOUND");
+    s.post(&s.dev(&path), &json!({"licenseId": id(&johns)}).to_string())
+        .await
+        .err(404, "LICENSE_NOT_FOUND");
     s.post(&s.dev(&path), r#"{"licenseId": "nope"}"#)
         .await
         .err(400, "BAD_REQUEST");
@@ -713,4 +726,145 @@ async fn pages_and_mail_speak_german_when_asked_and_the_switch_is_kept() {
         )
         .await;
     assert_eq!(away.location(), format!("/portal/{team}"));
+}
+
+/// The license's page offers the newest release it may update to (not a draft, not one limited
+/// to other licenses) and streams its files; a download of another release, or through another
+/// customer's license, is not found. A running copy is ended; a license file for a device opens
+/// with the license key and that device only.
+#[tokio::test]
+async fn a_customer_downloads_their_releases_ends_a_copy_and_takes_a_license_file() {
+    use licensing_core::crypto::license_file::LicenseFile;
+
+    let (s, _inbox) = with_portal().await;
+    let team = s.team_id();
+    let product = crate::updates::product(&s, "Studio", json!({})).await;
+    let jane = customer(&s, "jane@example.com").await;
+    let license = license_of(
+        &s,
+        &jane,
+        json!({"productIds": [product], "sessionLimit": 2}),
+    )
+    .await;
+    let john = customer(&s, "john@example.com").await;
+    let johns = license_of(&s, &john, json!({"productIds": [product]})).await;
+    let old = crate::updates::release(&s, &product, "1.0.0", json!({})).await;
+    let new =
+        crate::updates::release(&s, &product, "1.1.0", json!({"notes": "Faster saves"})).await;
+    let draft = crate::updates::release(&s, &product, "2.0.0", json!({"status": "DRAFT"})).await;
+    let johns_only =
+        crate::updates::release(&s, &product, "1.2.0", json!({"licenseIds": [id(&johns)]})).await;
+    let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut artifacts = Vec::new();
+    for (release, name) in [
+        (&old, "studio-1.0.0.dmg"),
+        (&new, "studio-1.1.0.dmg"),
+        (&draft, "studio-2.0.0.dmg"),
+        (&johns_only, "studio-1.2.0.dmg"),
+    ] {
+        let made = crate::updates::upload(
+            &s,
+            release,
+            &[("platform", "darwin"), ("arch", "universal")],
+            Some((name, bytes.clone())),
+        )
+        .await;
+        assert_eq!(made.status, 201, "{}", made.body);
+        artifacts.push(made.ok()["id"].as_str().unwrap().to_owned());
+    }
+    s.activity(id(&license), "studio-mac-0001", 1).await;
+    let started = s
+        .client(
+            "sessions/start",
+            &json!({"licenseKey": key(&license), "hardwareIdentifier": "studio-mac-0001"}),
+            None,
+        )
+        .await;
+    assert_eq!(started.status, 200, "{:?}", started.body);
+
+    let mut b = Browser::new(&s);
+    sign_in_by_key(&s, &mut b, key(&license)).await;
+    let base = format!("/portal/{team}/licenses/{}", id(&license));
+    let page = b.get(&base).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    page.has("Version 1.1.0")
+        .has("Faster saves")
+        .has("studio-1.1.0.dmg")
+        .lacks("studio-1.0.0.dmg")
+        .lacks("studio-2.0.0.dmg")
+        .lacks("studio-1.2.0.dmg")
+        .has("Running copies");
+
+    let http = reqwest::Client::new();
+    let fetch = |path: String| {
+        let (http, cookie) = (http.clone(), b.cookie_header());
+        let url = format!("{}{path}", s.base);
+        async move { http.get(url).header("cookie", cookie).send().await.unwrap() }
+    };
+    let got = fetch(format!("{base}/downloads/{product}/{}", artifacts[1])).await;
+    assert_eq!(got.status().as_u16(), 200);
+    assert_eq!(
+        got.headers()["content-disposition"],
+        "attachment; filename=\"studio-1.1.0.dmg\""
+    );
+    assert_eq!(got.bytes().await.unwrap().as_ref(), bytes.as_slice());
+    for artifact in [&artifacts[2], &artifacts[3]] {
+        let refused = fetch(format!("{base}/downloads/{product}/{artifact}")).await;
+        assert_eq!(refused.status().as_u16(), 404);
+    }
+    let theirs = fetch(format!(
+        "/portal/{team}/licenses/{}/downloads/{product}/{}",
+        id(&johns),
+        artifacts[3]
+    ))
+    .await;
+    assert_eq!(theirs.status().as_u16(), 404);
+
+    // The license file of the device opens with the key and that machine only.
+    let device = s
+        .get(&s.dev(&format!("licenses/id/{}/hwid", id(&license))))
+        .await
+        .ok()["hwids"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let file = fetch(format!("{base}/devices/{device}/license-file")).await;
+    assert_eq!(file.status().as_u16(), 200);
+    let certificate = file.text().await.unwrap();
+    let keys = s.public_keys().await;
+    let parsed = LicenseFile::parse(&certificate).unwrap();
+    let payload: Value = serde_json::from_slice(
+        &parsed
+            .open(&keys, key(&license), Some("studio-mac-0001"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(payload["meta"]["hardwareIdentifier"], "studio-mac-0001");
+    assert!(
+        parsed
+            .open(&keys, key(&license), Some("other-mac-0001"))
+            .is_err()
+    );
+
+    // The running copy is ended.
+    let sessions = s
+        .get(&s.dev(&format!("licenses/id/{}/sessions", id(&license))))
+        .await;
+    let session = sessions.ok()["sessions"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ended = b
+        .submit(&page, &format!("{base}/sessions/{session}/end"), &[])
+        .await;
+    assert_eq!(ended.status, 200, "{}", ended.text);
+    ended.has("Ended").lacks("Running copies");
+    let after = s
+        .get(&s.dev(&format!("licenses/id/{}/sessions", id(&license))))
+        .await;
+    assert_eq!(after.ok()["sessions"].as_array().unwrap().len(), 0);
+    let audit = s
+        .get(&s.dev("audit-log?pageSize=100&action=license.file_issued"))
+        .await;
+    assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "CUSTOMER");
 }

@@ -30,7 +30,7 @@ fn updates(s: &TestServer, product: &str, path: &str) -> String {
 }
 
 /// A product with `settings` (its update members), by the developer API.
-async fn product(s: &TestServer, name: &str, settings: Value) -> String {
+pub(crate) async fn product(s: &TestServer, name: &str, settings: Value) -> String {
     let mut body = json!({"name": name});
     if let (Some(body), Some(extra)) = (body.as_object_mut(), settings.as_object()) {
         body.extend(extra.clone());
@@ -40,7 +40,7 @@ async fn product(s: &TestServer, name: &str, settings: Value) -> String {
 }
 
 /// A release of `product` (published unless `extra` says otherwise).
-async fn release(s: &TestServer, product: &str, version: &str, extra: Value) -> String {
+pub(crate) async fn release(s: &TestServer, product: &str, version: &str, extra: Value) -> String {
     let mut data = json!({"version": version, "productId": product, "status": "PUBLISHED"});
     if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
         data.extend(extra.clone());
@@ -60,7 +60,7 @@ async fn release(s: &TestServer, product: &str, version: &str, extra: Value) -> 
 }
 
 /// Uploads an artifact: text parts `fields` and the file, if any.
-async fn upload(
+pub(crate) async fn upload(
     s: &TestServer,
     release: &str,
     fields: &[(&'static str, &str)],

@@ -299,7 +299,11 @@ pub async fn self_service_resets_keep_to_their_budget<S: Store>(store: &S) {
     );
     let listed = store.list_hwids(t.id, l.id, &all).await.unwrap().items;
     assert!(
-        !listed.iter().find(|h| h.id == hwids[1].id).unwrap().forgotten,
+        !listed
+            .iter()
+            .find(|h| h.id == hwids[1].id)
+            .unwrap()
+            .forgotten,
         "a refused forget changes nothing"
     );
     let journals = audit_of(store, t.id)
@@ -309,7 +313,9 @@ pub async fn self_service_resets_keep_to_their_budget<S: Store>(store: &S) {
         .count();
     assert_eq!(journals, 2, "one entry per reset spent");
     assert_eq!(
-        forget(UsageRef::Hwid(hwids[1].id), at(2 + day)).await.unwrap(),
+        forget(UsageRef::Hwid(hwids[1].id), at(2 + day))
+            .await
+            .unwrap(),
         SelfServiceReset::Forgotten,
         "the oldest reset left the period"
     );
@@ -394,8 +400,6 @@ pub fn concurrent_self_service_resets_spend_exactly_the_budget<S: Store, R: Bloc
         }
     });
     assert_eq!(forgotten.into_inner(), 3);
-    let counted = runner
-        .block_on(store.list_hwids(t.id, l.id, &all))
-        .unwrap();
+    let counted = runner.block_on(store.list_hwids(t.id, l.id, &all)).unwrap();
     assert_eq!(counted.total, (DEVICES - 3) as u64);
 }
