@@ -282,6 +282,77 @@ impl super::Run for CreatePortalSession {
     }
 }
 
+/// The team's signed-in portal sessions, newest first (for staff).
+pub(crate) struct ListPortalSessions;
+
+/// Ends a portal session of the team (for staff), by the SHA-256 of its cookie; audited.
+pub(crate) struct EndPortalSession(pub(crate) String);
+
+impl licensing_core::operations::Operation for ListPortalSessions {
+    const NAME: &'static str = "list_portal_sessions";
+    type Output = Vec<PortalSession>;
+    const SCOPE: Option<licensing_core::model::Scope> = Some(licensing_core::model::Scope::read(
+        licensing_core::model::Resource::Customers,
+    ));
+    const READ_ONLY: bool = true;
+}
+
+impl super::Run for ListPortalSessions {
+    async fn run(self, cx: &super::Cx) -> Result<Vec<PortalSession>, ApiError> {
+        cx.reach()
+            .must_be_whole_team("portal sessions are the team's")?;
+        let mut sessions = cx.state.store.list_portal_sessions(cx.team).await?;
+        sessions.retain(|s| !s.ended(cx.now));
+        Ok(sessions)
+    }
+}
+
+impl licensing_core::operations::Operation for EndPortalSession {
+    const NAME: &'static str = "end_portal_session";
+    type Output = ();
+    const SCOPE: Option<licensing_core::model::Scope> = Some(licensing_core::model::Scope::write(
+        licensing_core::model::Resource::Customers,
+    ));
+}
+
+impl super::Run for EndPortalSession {
+    async fn run(self, cx: &super::Cx) -> Result<(), ApiError> {
+        cx.reach()
+            .must_be_whole_team("portal sessions are the team's")?;
+        let journal = cx.journal(
+            Action::PortalSignedOut,
+            self.0.get(..16).unwrap_or(&self.0),
+            vec![FieldChange::of("endedBy", None, Some("staff".into()))],
+        );
+        if cx
+            .state
+            .store
+            .delete_portal_session(cx.team, &self.0, &journal)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ApiError::record_not_found("No such portal session"))
+        }
+    }
+}
+
+/// What a session sees, in words for staff: the address, the license, or the customer.
+pub(crate) fn grant_words(grant: &PortalGrant) -> String {
+    match grant {
+        PortalGrant::Email { address } => address.clone(),
+        PortalGrant::License { license_id } => format!("license {license_id}"),
+        PortalGrant::Customer {
+            customer_id,
+            license_id: None,
+        } => format!("customer {customer_id}"),
+        PortalGrant::Customer {
+            customer_id,
+            license_id: Some(license),
+        } => format!("customer {customer_id}, license {license}"),
+    }
+}
+
 /// A code's digest as stored.
 fn code_digest(code: &str) -> String {
     sha256_hex(format!("portal code {code}").as_bytes())

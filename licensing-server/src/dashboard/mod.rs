@@ -333,6 +333,9 @@ async fn dispatch(
         }
         (true, _, ["settings"]) => boxed(|| settings::settings(ctx, staff, None)),
         (_, true, ["settings"]) => boxed(|| settings::save_settings(ctx, staff, form)),
+        (_, true, ["portal-sessions", id, "end"]) => {
+            boxed(|| settings::end_portal_session(ctx, staff, id))
+        }
         (true, _, ["settings", "signing-keys", "rotate"]) => {
             boxed(|| settings::confirm_rotate(ctx, staff))
         }

@@ -393,6 +393,7 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "blacklist-added" => "Added to the blacklist.",
         "blacklist-removed" => "Removed from the blacklist.",
         "settings-saved" => "Settings saved.",
+        "portal-session-ended" => "The customer's portal session was ended.",
         "signing-key-rotated" => {
             "Signing key rotated: the new key signs from now on; the former one stays trusted until you retire it."
         }

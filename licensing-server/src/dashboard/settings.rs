@@ -9,17 +9,24 @@ use super::api::{self, Failure};
 use super::page::field_error;
 use super::page::{self, Confirm, Form, Nav};
 use super::{Ctx, Staff};
+use crate::app::portal::{EndPortalSession, ListPortalSessions, grant_words};
 use crate::app::team::{
     ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, RetireSigningKey,
     RotateSigningKey, UpdateSettings,
 };
 use crate::http::Response;
+use licensing_core::model::PortalSession;
 
 /// `GET /dashboard/settings`, or the form again with what to fix.
 pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
     let outcome = async {
         let s = api::perform(ctx, staff, GetSettings).await?;
         let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+        let sessions = if staff.may_perform::<ListPortalSessions>() {
+            api::perform(ctx, staff, ListPortalSessions).await?
+        } else {
+            Vec::new()
+        };
         let write = staff.may_perform::<crate::app::team::UpdateSettings>();
         let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
         let content = html! {
@@ -62,6 +69,7 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 @if write { p { button type="submit" { "Save settings" } } }
                 @else { p.hint { "Your role may read the settings, not change them." } }
             }
+            (portal_sessions(staff, &sessions))
             (signing_keys(staff, &keys, write))
         };
         Ok(page::shown(Nav::Settings, "Settings", content))
@@ -148,6 +156,44 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
     match api::perform(ctx, staff, UpdateSettings(body)).await {
         Ok(_) => page::redirect("/dashboard/settings?notice=settings-saved"),
         Err(f) if f.status == 400 => settings(ctx, staff, Some(&f)).await,
+        Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// The customers signed in to the portal now, each with the button that ends their session.
+fn portal_sessions(staff: &Staff, sessions: &[PortalSession]) -> maud::Markup {
+    let end = staff.may_perform::<EndPortalSession>();
+    html! {
+        h2 #portal-sessions { "Customers signed in to the portal" }
+        @if sessions.is_empty() {
+            p.hint { "Nobody is signed in to the portal now." }
+        } @else {
+            (page::table(&["Who", "Signed in with", "Since", "Last seen", ""], None, html! {
+                @for s in sessions {
+                    tr {
+                        td { (grant_words(&s.grant)) }
+                        td { (s.method.as_str()) }
+                        td { (page::when(staff, s.created_at)) }
+                        td { (page::when(staff, s.last_seen_at)) }
+                        td {
+                            @if end {
+                                form method="post" action=(format!("/dashboard/portal-sessions/{}/end", s.id_sha256)) {
+                                    (page::csrf(staff))
+                                    button.secondary type="submit" { "End session" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }))
+        }
+    }
+}
+
+/// `POST /dashboard/portal-sessions/{id}/end`.
+pub(crate) async fn end_portal_session(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
+    match api::perform(ctx, staff, EndPortalSession(id.to_owned())).await {
+        Ok(()) => page::redirect("/dashboard/settings?notice=portal-session-ended#portal-sessions"),
         Err(f) => page::failure(ctx, Some(staff), &f),
     }
 }

@@ -868,3 +868,66 @@ async fn a_customer_downloads_their_releases_ends_a_copy_and_takes_a_license_fil
         .await;
     assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "CUSTOMER");
 }
+
+/// Staff see who is signed in to the portal and end a session; the customer is signed out at
+/// once. Another team's staff cannot end it.
+#[tokio::test]
+async fn staff_list_and_end_portal_sessions_of_their_team_only() {
+    use licensing_core::model::Role;
+
+    let (s, _inbox) = with_portal().await;
+    let team = s.team_id();
+    let jane = customer(&s, "jane@example.com").await;
+    let license = license_of(&s, &jane, json!({})).await;
+    let mut customer_browser = Browser::new(&s);
+    sign_in_by_key(&s, &mut customer_browser, key(&license)).await;
+
+    let other = s.other_team().await;
+    let mut stranger = Browser::new(&s);
+    crate::dashboard::staff(
+        &s,
+        &mut stranger,
+        other.team_id,
+        "eve@other.example",
+        Role::Owner,
+    )
+    .await;
+    let mut owner = Browser::new(&s);
+    crate::dashboard::staff(&s, &mut owner, team, "ann@vendor.example", Role::Owner).await;
+    let settings = owner.get("/dashboard/settings").await;
+    settings
+        .has("Customers signed in to the portal")
+        .has(&format!("license {}", id(&license)))
+        .has("license key")
+        .has(&format!("/portal/{team}"));
+    let at = settings.text.find("/dashboard/portal-sessions/").unwrap();
+    let action: String = settings.text[at..]
+        .chars()
+        .take_while(|c| *c != '"')
+        .collect();
+    let theirs = stranger.get("/dashboard/settings").await;
+    theirs.lacks(&format!("license {}", id(&license)));
+    let refused = stranger.submit(&theirs, &action, &[]).await;
+    assert_eq!(refused.status, 404, "{}", refused.text);
+    assert_eq!(
+        customer_browser
+            .get(&format!("/portal/{team}/licenses"))
+            .await
+            .status,
+        200
+    );
+    let ended = owner.submit(&settings, &action, &[]).await;
+    assert_eq!(ended.status, 303, "{}", ended.text);
+    assert_eq!(
+        customer_browser
+            .get(&format!("/portal/{team}/licenses"))
+            .await
+            .status,
+        303,
+        "signed out"
+    );
+    owner
+        .get("/dashboard/settings")
+        .await
+        .has("Nobody is signed in to the portal now.");
+}
