@@ -69,6 +69,7 @@ back = Alle Ihre Lizenzen
 details = Details
 sign-out = Abmelden
 signed-out = Sie sind abgemeldet.
+language-apply = Ändern
 language = Sprache
 not-found = Hier gibt es nichts.
 problem = Bei uns ist etwas schiefgegangen. Versuchen Sie es gleich noch einmal.

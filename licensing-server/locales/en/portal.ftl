@@ -69,6 +69,7 @@ back = All your licenses
 details = Details
 sign-out = Sign out
 signed-out = You are signed out.
+language-apply = Change
 language = Language
 not-found = There is nothing here.
 problem = Something went wrong on our side. Try again in a moment.

@@ -54,6 +54,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                 state,
                 client,
                 headers: input.headers,
+                get: method == Method::GET || method == Method::HEAD,
+                query: input.query,
                 path: path.as_str().to_owned(),
                 now: Timestamp::now(),
                 secure,
@@ -84,6 +86,10 @@ pub(crate) struct Ctx {
     pub(crate) headers: HeaderMap,
     /// The path below `/portal/`.
     pub(crate) path: String,
+    /// The raw query string.
+    pub(crate) query: String,
+    /// Whether the request is a `GET` (or `HEAD`): a page a link may come back to.
+    pub(crate) get: bool,
     /// When the request is handled.
     pub(crate) now: Timestamp,
     /// Whether the browser reached us over HTTPS (the cookies' names and `Secure`).

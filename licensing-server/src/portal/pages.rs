@@ -75,18 +75,30 @@ fn layout(
     let team = &door.team;
     let title = lang.t_with("portal-title", &[("team", Arg::Text(&team.name))]);
     let base = format!("/portal/{}", team.id);
+    // The switch comes back to this page when it was shown for a GET (with its query), else
+    // to the portal's first page.
+    let back = if ctx.get {
+        let mut back = format!("/portal/{}", ctx.path);
+        if !ctx.query.is_empty() {
+            back.push('?');
+            back.push_str(&ctx.query);
+        }
+        back
+    } else {
+        base.clone()
+    };
     let body = html! {
         header.top {
             a.brand href=(format!("{base}/licenses")) { (team.name) }
             form.lang method="post" action=(format!("{base}/language")) {
-                input type="hidden" name="back" value=(format!("/portal/{}", ctx.path));
+                input type="hidden" name="back" value=(back);
                 label for="lang" { (lang.t("language")) }
                 select #lang name="lang" {
                     @for other in Lang::ALL {
                         option value=(other.tag()) selected[other == lang] { (other.t("language-name")) }
                     }
                 }
-                button type="submit" { "↻" }
+                button type="submit" { (lang.t("language-apply")) }
             }
             @if let Some(signed) = signed {
                 form.out method="post" action=(format!("{base}/sign-out")) {
@@ -430,7 +442,10 @@ pub(super) async fn signed_in(
         [] if get => page::redirect(&format!("/portal/{team}/licenses")),
         ["licenses"] if get => licenses(ctx, door, signed),
         ["licenses", id] if get => match license_of(signed, id) {
-            Some(license) => Box::pin(license_page(ctx, door, signed, license, None)).await,
+            Some(license) => {
+                let outcome = Outcome::asked(ctx);
+                Box::pin(license_page(ctx, door, signed, license, outcome)).await
+            }
             None => absent_signed(ctx, door, signed),
         },
         ["licenses", id, "devices", record, "forget"] if post => {
@@ -466,16 +481,10 @@ pub(super) async fn signed_in(
             };
             let op = RevokeSession(license.id, session);
             match as_customer(ctx, signed, license).perform(op).await {
-                Ok(_) => {
-                    Box::pin(license_page(
-                        ctx,
-                        door,
-                        signed,
-                        license,
-                        Some(Outcome::Ended),
-                    ))
-                    .await
-                }
+                Ok(_) => page::redirect(&format!(
+                    "/portal/{team}/licenses/{}?done=ended",
+                    license.id
+                )),
                 Err(e) if e.status() == 404 => absent_signed(ctx, door, signed),
                 Err(e) => trouble(ctx, Some(door), &e),
             }
@@ -787,7 +796,28 @@ async fn license_file(
     }
 }
 
-/// The page again after a forget.
+impl Outcome {
+    /// What the license page's query says happened (the page a change redirects to).
+    fn asked(ctx: &Ctx) -> Option<Self> {
+        let param = |name: &str| {
+            form_urlencoded::parse(ctx.query.as_bytes())
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        match (param("done").as_deref(), param("spent")) {
+            (Some("forgotten"), _) => Some(Self::Forgotten),
+            (Some("ended"), _) => Some(Self::Ended),
+            (_, Some(spent)) if spent == "never" => Some(Self::Spent { refills: None }),
+            (_, Some(spent)) => spent.parse::<i64>().ok().map(|ms| Self::Spent {
+                refills: Some(licensing_core::Timestamp::from_millis(ms)),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// After a forget, the license's page (a redirect, so that a reload sends nothing again),
+/// saying what happened.
 async fn after_forget(
     ctx: &Ctx,
     door: &Door<'_>,
@@ -795,15 +825,15 @@ async fn after_forget(
     license: &License,
     done: Result<(), ApiError>,
 ) -> Response {
+    let page = format!("/portal/{}/licenses/{}", door.team.id, license.id);
     match done {
-        Ok(()) => license_page(ctx, door, signed, license, Some(Outcome::Forgotten)).await,
+        Ok(()) => page::redirect(&format!("{page}?done=forgotten")),
         Err(e) if e.status() == 403 => {
-            let refills = e.retry_after().map(|secs| {
-                licensing_core::Timestamp::from_millis(
-                    ctx.now.as_millis() + i64::try_from(secs).unwrap_or(0) * 1000,
-                )
-            });
-            license_page(ctx, door, signed, license, Some(Outcome::Spent { refills })).await
+            let refills = e.retry_after().map_or_else(
+                || "never".to_owned(),
+                |secs| (ctx.now.as_millis() + i64::try_from(secs).unwrap_or(0) * 1000).to_string(),
+            );
+            page::redirect(&format!("{page}?spent={refills}"))
         }
         Err(e) if e.status() == 404 => absent_signed(ctx, door, signed),
         Err(e) => trouble(ctx, Some(door), &e),
@@ -976,9 +1006,5 @@ async fn license_page(
             }
         }
     };
-    let status = match outcome {
-        Some(Outcome::Spent { .. }) => 403,
-        _ => 200,
-    };
-    layout(ctx, door, Some(signed), status, content)
+    layout(ctx, door, Some(signed), 200, content)
 }

@@ -355,6 +355,188 @@ async fn staff_journeys_in_a_real_browser() {
     screenshots(&driver).await;
 }
 
+/// A customer's journeys in the portal, in Chromium: sign in by an e-mailed link on a phone
+/// (one click on the link's page), free a device, download, switch to German; screenshots of
+/// the portal's pages at 1280 and 390 pixels, without sideways scrolling on the phone.
+#[tokio::test]
+async fn customer_journeys_in_a_real_browser() {
+    let Some(driver) = Driver::start().await else {
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, mut inbox) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(crate::mail::smtp_server(listener, tx));
+    let s = TestServer::start_with(|c| {
+        c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
+        c.smtp_from = Some("Photo Studio <noreply@example.com>".into());
+    })
+    .await;
+    let team = s.team_id();
+    s.put(&s.dev("settings"), r#"{"portalEnabled": true}"#)
+        .await
+        .ok();
+    let product = s
+        .post(&s.dev("products"), r#"{"name": "Photo Studio"}"#)
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let customer = s
+        .post(
+            &s.dev("customers"),
+            r#"{"email": "ada@engine.example", "fullName": "Ada Lovelace"}"#,
+        )
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let license = s
+        .license(
+            &json!({"expirationType": "DURATION", "expirationDays": 365, "hwidLimit": 2,
+                    "productIds": [product], "customerIds": [customer]})
+            .to_string(),
+        )
+        .await;
+    let key = license["licenseKey"].as_str().unwrap().to_owned();
+    for (device, ip) in [
+        ("ada-laptop-0001", "203.0.113.7"),
+        ("ada-desktop-0002", "203.0.113.8"),
+    ] {
+        s.client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": device}),
+            Some(ip),
+        )
+        .await;
+    }
+    let release = crate::updates::release(
+        &s,
+        &product,
+        "2.4.0",
+        json!({"notes": "Faster exports and a new colour picker."}),
+    )
+    .await;
+    for (name, platform, arch) in [
+        ("photo-studio-2.4.0.dmg", "darwin", "universal"),
+        ("photo-studio-2.4.0-setup.exe", "windows", "x86_64"),
+    ] {
+        crate::updates::upload(
+            &s,
+            &release,
+            &[("platform", platform), ("arch", arch)],
+            Some((name, vec![7u8; 300 * 1024])),
+        )
+        .await
+        .ok();
+    }
+
+    // On the desktop: the sign-in page, then the mail asked for.
+    let desk = Tab::open(&driver, &s).await;
+    desk.goto(&format!("/portal/{team}")).await;
+    desk.fill("#email", "ada@engine.example").await;
+    desk.click("form[action$='/email'] button").await;
+    desk.sees("Check your e-mail").await;
+    let mail = tokio::time::timeout(Duration::from_secs(20), inbox.recv())
+        .await
+        .expect("a sign-in mail")
+        .unwrap()
+        .replace("=\r\n", "")
+        .replace("=\n", "")
+        .replace("=3D", "=");
+    let at = mail.find("/portal/").unwrap();
+    let link: String = mail[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+
+    // On the phone: the link's page asks for one click.
+    let phone = Tab::open_sized(&driver, &s, 390, 844).await;
+    phone.goto(&link).await;
+    phone.sees("Continue").await;
+    phone.click("#continue").await;
+    phone.sees(&key).await;
+    assert_eq!(phone.path().await, format!("/portal/{team}/licenses"));
+    let fits = |tab: &Tab| {
+        let client = tab.client.clone();
+        async move {
+            client
+                .execute(
+                    "return document.documentElement.scrollWidth <= window.innerWidth",
+                    vec![],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        fits(&phone).await,
+        json!(true),
+        "no sideways scrolling at 390 px"
+    );
+    phone.click("ul.licenses a").await;
+    phone.sees("ada-laptop-0001").await;
+    phone.sees("photo-studio-2.4.0.dmg").await;
+    assert_eq!(fits(&phone).await, json!(true));
+    // A download, fetched as the page's own link.
+    let status = phone
+        .client
+        .execute(
+            "return fetch(document.querySelector('#downloads a').href).then(r => r.status)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!(200));
+    // Free the first device.
+    phone.click("#devices form button").await;
+    phone.sees("Freed.").await;
+    let listed = s
+        .get(&s.dev(&format!(
+            "licenses/id/{}/hwid?showForgotten=true",
+            license["id"].as_str().unwrap()
+        )))
+        .await;
+    let freed = listed.ok()["hwids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["forgotten"] == true)
+        .count();
+    assert_eq!(freed, 1);
+    // Switch to German: kept for the next pages.
+    phone
+        .element("#lang", 5)
+        .await
+        .select_by_value("de")
+        .await
+        .unwrap();
+    phone.click("form.lang button").await;
+    phone.sees("Geräte").await;
+    phone.goto(&format!("/portal/{team}/licenses")).await;
+    phone.sees("Ihre Lizenzen").await;
+    phone.close().await;
+
+    // Screenshots of the portal, at both sizes.
+    let lid = license["id"].as_str().unwrap().to_owned();
+    for (size, width, height) in [("desktop", 1280, 800), ("phone", 390, 844)] {
+        let tab = Tab::open_sized(&driver, &s, width, height).await;
+        tab.goto(&format!("/portal/{team}")).await;
+        tab.screenshot(&format!("portal-sign-in-{size}")).await;
+        tab.fill("#licenseKey", &key).await;
+        tab.click("form[action$='/key'] button").await;
+        tab.sees("Your licenses").await;
+        tab.screenshot(&format!("portal-licenses-{size}")).await;
+        tab.goto(&format!("/portal/{team}/licenses/{lid}")).await;
+        tab.sees("Downloads").await;
+        tab.screenshot(&format!("portal-license-{size}")).await;
+        tab.close().await;
+    }
+    desk.close().await;
+}
+
 async fn first_password_then_a_license_created_and_found_by_its_customer(
     driver: &Driver,
     s: &TestServer,
