@@ -448,11 +448,13 @@ async fn licenses_of_customers(
     if customers.is_empty() {
         return Ok(Vec::new());
     }
-    let mut query = LicenseListQuery::default();
-    query.paging = Paging {
-        page: 1,
-        page_size: MAX_LICENSES,
-        direction: SortDirection::Desc,
+    let mut query = LicenseListQuery {
+        paging: Paging {
+            page: 1,
+            page_size: MAX_LICENSES,
+            direction: SortDirection::Desc,
+        },
+        ..LicenseListQuery::default()
     };
     query.filter.customer_ids = customers.iter().map(|c| c.id).collect();
     let mut found = state.store.list_licenses(team, &query).await?.items;

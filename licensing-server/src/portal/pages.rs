@@ -657,7 +657,7 @@ async fn feed_of(
     match feed::access(
         &ctx.state,
         (license.team_id, product),
-        &Credential::Key(license.license_key.clone()),
+        &Credential::Key(license.license_key),
         ctx.client,
         None,
         &mut seen,

@@ -98,7 +98,7 @@ impl PortalStore for MemoryStore {
                 .filter(|p| p.team_id == team)
                 .cloned()
                 .collect();
-            found.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+            found.sort_by_key(|s| std::cmp::Reverse(s.created_at));
             Ok(found)
         })
     }

@@ -157,7 +157,7 @@ impl PortalStore for SledStore {
             .into_iter()
             .filter(|s| s.team_id == team)
             .collect();
-        found.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        found.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         Ok(found)
     }
 
