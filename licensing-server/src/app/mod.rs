@@ -121,25 +121,10 @@ impl Cx {
         }
     }
 
-    /// The same context, for a request sent to `scheme://host` of its `Host` header.
-    pub(crate) fn with_origin(mut self, headers: &warp::http::HeaderMap) -> Self {
-        self.origin = headers
-            .get(warp::http::header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .filter(|host| {
-                !host.is_empty()
-                    && host
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-            })
-            .map(|host| {
-                let scheme = if crate::dashboard::sign_in::is_secure(self.client, headers) {
-                    "https"
-                } else {
-                    "http"
-                };
-                format!("{scheme}://{host}")
-            });
+    /// The same context, for a request sent to `origin` (`scheme://host`, from its `Host`
+    /// header).
+    pub(crate) fn with_origin(mut self, origin: Option<String>) -> Self {
+        self.origin = origin;
         self
     }
 

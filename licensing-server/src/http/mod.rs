@@ -353,3 +353,23 @@ pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infa
     };
     Ok(error(&err))
 }
+
+/// Where a request was sent: `scheme://host` of its `Host` header (HTTPS unless it is plain
+/// HTTP on loopback, as the dashboard's cookies judge it); `None` without a plausible host.
+pub(crate) fn origin(client: std::net::IpAddr, headers: &warp::http::HeaderMap) -> Option<String> {
+    let host = headers
+        .get(warp::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|host| {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })?;
+    let scheme = if crate::dashboard::sign_in::is_secure(client, headers) {
+        "https"
+    } else {
+        "http"
+    };
+    Some(format!("{scheme}://{host}"))
+}

@@ -195,7 +195,7 @@ async fn gate(table: &[Route], request: Incoming) -> Response {
         crate::http::error(&e)
     } else {
         let dev = Dev::new(state.clone(), team, Caller::api_key(&key), now, client)
-            .with_origin(&input.headers);
+            .with_origin(crate::http::origin(client, &input.headers));
         // 6. The idempotency key of a write.
         let path = format!("/api/v1/dev/teams/{}", request.path.as_str());
         let owner = IdempotencyOwner::api_key(team, key.id);
