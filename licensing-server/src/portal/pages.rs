@@ -506,6 +506,19 @@ pub(super) async fn signed_in(
             };
             Box::pin(download(ctx, door, signed, license, (product, artifact))).await
         }
+        ["licenses", id, "billing"] if get => {
+            let Some(license) = license_of(signed, id) else {
+                return absent_signed(ctx, door, signed);
+            };
+            let page = format!("/portal/{team}/licenses/{}", license.id);
+            let cx = as_customer(ctx, signed, license);
+            let back = format!("{}{page}", ctx.base());
+            match crate::app::billing::billing_page(&cx, license, &back).await {
+                Ok(Some(url)) => page::redirect(&url),
+                Ok(None) => page::redirect(&format!("{page}?done=no-billing")),
+                Err(e) => trouble(ctx, Some(door), &e),
+            }
+        }
         ["sign-out"] if post => {
             if let Err(e) = signed.end(&ctx.state, ctx.client, ctx.now).await {
                 return trouble(ctx, Some(door), &e);
@@ -634,6 +647,8 @@ enum Outcome {
     },
     /// A running copy's session was ended.
     Ended,
+    /// No payment provider knows the license's buyer.
+    NoBilling,
 }
 
 /// A page of up to a hundred, newest first.
@@ -807,6 +822,7 @@ impl Outcome {
         match (param("done").as_deref(), param("spent")) {
             (Some("forgotten"), _) => Some(Self::Forgotten),
             (Some("ended"), _) => Some(Self::Ended),
+            (Some("no-billing"), _) => Some(Self::NoBilling),
             (_, Some(spent)) if spent == "never" => Some(Self::Spent { refills: None }),
             (_, Some(spent)) => spent.parse::<i64>().ok().map(|ms| Self::Spent {
                 refills: Some(licensing_core::Timestamp::from_millis(ms)),
@@ -874,9 +890,10 @@ async fn license_page(
                 feeds.push(access);
             }
         }
-        Ok::<_, ApiError>((detail, hwids, ips, sessions, context, feeds))
+        let billing = crate::app::billing::offers_billing(&cx).await?;
+        Ok::<_, ApiError>((detail, hwids, ips, sessions, context, feeds, billing))
     };
-    let (detail, hwids, ips, sessions, context, feeds) = match read.await {
+    let (detail, hwids, ips, sessions, context, feeds, billing) = match read.await {
         Ok(read) => read,
         Err(e) if e.status() == 404 => return absent_signed(ctx, door, signed),
         Err(e) => return trouble(ctx, Some(door), &e),
@@ -905,6 +922,7 @@ async fn license_page(
         @match &outcome {
             Some(Outcome::Forgotten) => p.notice role="status" { (lang.t("forgotten")) },
             Some(Outcome::Ended) => p.notice role="status" { (lang.t("session-ended")) },
+            Some(Outcome::NoBilling) => p.error role="alert" { (lang.t("billing-none")) },
             Some(Outcome::Spent { refills: Some(at) }) => p.error role="alert" #budget-spent {
                 (lang.t_with("budget-spent", &[count, days, ("date", Arg::Text(&lang.date(*at)))]))
             },
@@ -925,6 +943,9 @@ async fn license_page(
                 dt { (lang.t("entitlements")) }
                 dd { @for (i, f) in features.iter().enumerate() { @if i > 0 { ", " } code { (f) } } }
             }
+        }
+        @if billing {
+            p { a #billing href=(format!("{base}/billing")) { (lang.t("billing")) } }
         }
         @if may_forget {
             p.hint { (lang.t_with("budget", &[count, days])) }

@@ -20,6 +20,14 @@ pub struct ProviderApis {
     lemonsqueezy: String,
 }
 
+/// A request body: Stripe's form encoding, or JSON.
+enum Posted<'a> {
+    /// `application/x-www-form-urlencoded` pairs.
+    Form(&'a [(&'a str, &'a str)]),
+    /// JSON.
+    Json(&'a Value),
+}
+
 /// What a Stripe line item sold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineItem {
@@ -89,6 +97,140 @@ impl ProviderApis {
             }
         }
         Err(last)
+    }
+
+    /// POSTs `body` to `url` with `key` as a bearer token: the JSON answer of a 2xx, `None` for
+    /// a 404, an error otherwise (after three tries for the failures a retry may cure).
+    async fn post(&self, url: &str, key: &str, body: Posted<'_>) -> Result<Option<Value>, String> {
+        let mut last = String::new();
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
+            }
+            let request = self.client.post(url).bearer_auth(key);
+            let request = match &body {
+                Posted::Form(pairs) => request
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(
+                        form_urlencoded::Serializer::new(String::new())
+                            .extend_pairs(pairs.iter())
+                            .finish(),
+                    ),
+                Posted::Json(value) => request.json(value),
+            };
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(e) => {
+                    last = format!("unreachable ({e})");
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            match status {
+                200..=299 => {
+                    return response
+                        .json::<Value>()
+                        .await
+                        .map(Some)
+                        .map_err(|e| format!("answered with a body that is not JSON ({e})"));
+                }
+                404 => return Ok(None),
+                429 | 500..=599 => last = format!("answered {status}"),
+                401 | 403 => {
+                    return Err(format!(
+                        "refused the integration's API key ({status}): check its apiKey and its permissions"
+                    ));
+                }
+                _ => return Err(format!("answered {status}")),
+            }
+        }
+        Err(last)
+    }
+
+    /// The provider's billing page for the customer of `subject` (a subscription, or a
+    /// purchase), where they change their payment method or cancel: Stripe's customer portal
+    /// (a session for the subscription's customer, coming back to `return_url`), Paddle's
+    /// customer portal (a session for the subscription's customer), Lemon Squeezy's
+    /// subscription portal. `None` when the provider knows no such subscription or customer.
+    pub async fn billing_page(
+        &self,
+        provider: licensing_core::crypto::inbound::Provider,
+        key: &str,
+        subject: &str,
+        return_url: &str,
+    ) -> Result<Option<String>, String> {
+        use licensing_core::crypto::inbound::Provider;
+        let json = "application/json";
+        match provider {
+            Provider::Stripe => {
+                let what = if subject.starts_with("sub_") {
+                    "subscriptions"
+                } else {
+                    "checkout/sessions"
+                };
+                let url = format!("{}/v1/{what}/{subject}", self.stripe);
+                let Some(found) = self
+                    .get(&url, key, json)
+                    .await
+                    .map_err(|e| format!("Stripe {e}"))?
+                else {
+                    return Ok(None);
+                };
+                let Some(customer) = found
+                    .get("customer")
+                    .and_then(|c| c.get("id").and_then(text).or_else(|| text(c)))
+                else {
+                    return Ok(None);
+                };
+                let url = format!("{}/v1/billing_portal/sessions", self.stripe);
+                let pairs = [("customer", customer.as_str()), ("return_url", return_url)];
+                let made = self
+                    .post(&url, key, Posted::Form(&pairs))
+                    .await
+                    .map_err(|e| format!("Stripe {e}"))?;
+                Ok(made.and_then(|m| m.get("url").and_then(text)))
+            }
+            Provider::Paddle => {
+                let what = if subject.starts_with("txn_") {
+                    "transactions"
+                } else {
+                    "subscriptions"
+                };
+                let url = format!("{}/{what}/{subject}", self.paddle);
+                let Some(found) = self
+                    .get(&url, key, json)
+                    .await
+                    .map_err(|e| format!("Paddle {e}"))?
+                else {
+                    return Ok(None);
+                };
+                let Some(customer) = found.pointer("/data/customer_id").and_then(text) else {
+                    return Ok(None);
+                };
+                let url = format!("{}/customers/{customer}/portal-sessions", self.paddle);
+                let body = if what == "subscriptions" {
+                    serde_json::json!({"subscription_ids": [subject]})
+                } else {
+                    serde_json::json!({})
+                };
+                let made = self
+                    .post(&url, key, Posted::Json(&body))
+                    .await
+                    .map_err(|e| format!("Paddle {e}"))?;
+                Ok(made.and_then(|m| m.pointer("/data/urls/general/overview").and_then(text)))
+            }
+            Provider::LemonSqueezy => {
+                let url = format!("{}/v1/subscriptions/{subject}", self.lemonsqueezy);
+                let found = self
+                    .get(&url, key, "application/vnd.api+json")
+                    .await
+                    .map_err(|e| format!("Lemon Squeezy {e}"))?;
+                Ok(found.and_then(|f| {
+                    f.pointer("/data/attributes/urls/customer_portal")
+                        .and_then(text)
+                }))
+            }
+        }
     }
 
     /// A Stripe Checkout session's line items.

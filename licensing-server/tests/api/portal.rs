@@ -946,3 +946,177 @@ async fn staff_list_and_end_portal_sessions_of_their_team_only() {
         .await
         .has("Nobody is signed in to the portal now.");
 }
+
+/// A local stand-in of the providers' billing APIs: Stripe's subscription and customer-portal
+/// sessions, Paddle's subscription and customer-portal sessions, Lemon Squeezy's subscription;
+/// it notes each request with its bearer token and body.
+async fn billing_stand_in() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use warp::Filter as _;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let noted = seen.clone();
+    let api = warp::method()
+        .and(warp::path::full())
+        .and(warp::header::optional::<String>("authorization"))
+        .and(warp::body::bytes())
+        .map(
+            move |method: warp::http::Method,
+                  path: warp::path::FullPath,
+                  auth: Option<String>,
+                  body: bytes::Bytes| {
+                let path = path.as_str().to_owned();
+                noted.lock().unwrap().push(format!(
+                    "{method} {path} {} {}",
+                    auth.unwrap_or_default(),
+                    String::from_utf8_lossy(&body)
+                ));
+                let (status, answer) = match (method.as_str(), path.as_str()) {
+                    ("GET", "/v1/subscriptions/sub_1Pq7KLQ9RKHgCVdK") => (
+                        200,
+                        json!({"id": "sub_1Pq7KLQ9RKHgCVdK", "object": "subscription", "customer": "cus_QhR5x2mZ8kLp3Q", "status": "active"}),
+                    ),
+                    ("POST", "/v1/billing_portal/sessions") => (
+                        200,
+                        json!({"id": "bps_1", "object": "billing_portal.session", "customer": "cus_QhR5x2mZ8kLp3Q",
+                               "url": "https://billing.stripe.example/p/session/test_YWNjdF8x"}),
+                    ),
+                    ("GET", "/subscriptions/sub_01hv8x29kz0t586xy6zn1a62ny") => (
+                        200,
+                        json!({"data": {"id": "sub_01hv8x29kz0t586xy6zn1a62ny", "status": "active", "customer_id": "ctm_01hv6y1jedq4p1n0yqn5ba3ky4"}}),
+                    ),
+                    ("POST", "/customers/ctm_01hv6y1jedq4p1n0yqn5ba3ky4/portal-sessions") => (
+                        201,
+                        json!({"data": {"id": "cpls_01", "customer_id": "ctm_01hv6y1jedq4p1n0yqn5ba3ky4",
+                               "urls": {"general": {"overview": "https://customer-portal.paddle.example/cpl_01?token=pga_x"}, "subscriptions": []}}}),
+                    ),
+                    ("GET", "/v1/subscriptions/880011") => (
+                        200,
+                        json!({"data": {"type": "subscriptions", "id": "880011", "attributes": {"status": "active",
+                               "urls": {"update_payment_method": "https://shop.lemonsqueezy.example/subscription/880011/payment-details", "customer_portal": "https://shop.lemonsqueezy.example/billing?expires=1"}}}}),
+                    ),
+                    _ => (404, json!({"error": {"message": "No such object"}})),
+                };
+                warp::reply::with_status(
+                    warp::reply::json(&answer),
+                    warp::http::StatusCode::from_u16(status).unwrap(),
+                )
+            },
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(warp::serve(api).incoming(listener).run());
+    (format!("http://{addr}"), seen)
+}
+
+/// With an integration that has an API key, a customer's license bought through it opens the
+/// provider's billing page, minted through the provider's API for the buyer (Stripe, Paddle,
+/// Lemon Squeezy); a license without a purchase says so; without an integration there is no
+/// link.
+#[tokio::test]
+async fn a_customer_opens_the_payment_providers_billing_page_for_their_license() {
+    use licensing_core::crypto::inbound::Provider;
+    use licensing_core::model::PaymentLink;
+    use licensing_core::store::PaymentStore;
+
+    let (base, seen) = billing_stand_in().await;
+    let s = TestServer::start_with(|c| {
+        c.stripe_api_base = base.clone();
+        c.paddle_api_base = base.clone();
+        c.lemonsqueezy_api_base = base.clone();
+    })
+    .await;
+    open_portal(&s).await;
+    let team = s.team_id();
+    let jane = customer(&s, "jane@example.com").await;
+    let bought = [
+        (
+            Provider::Stripe,
+            "sub_1Pq7KLQ9RKHgCVdK",
+            "https://billing.stripe.example/p/session/test_YWNjdF8x",
+        ),
+        (
+            Provider::Paddle,
+            "sub_01hv8x29kz0t586xy6zn1a62ny",
+            "https://customer-portal.paddle.example/cpl_01?token=pga_x",
+        ),
+        (
+            Provider::LemonSqueezy,
+            "880011",
+            "https://shop.lemonsqueezy.example/billing?expires=1",
+        ),
+    ];
+    let unbought = license_of(&s, &jane, json!({})).await;
+    let mut b = Browser::new(&s);
+    sign_in_by_key(&s, &mut b, key(&unbought)).await;
+    let page = b
+        .get(&format!("/portal/{team}/licenses/{}", id(&unbought)))
+        .await;
+    page.lacks("id=\"billing\"");
+
+    for (provider, subject, page_url) in bought {
+        let name = provider.as_str();
+        s.put(
+            &s.dev(&format!("integrations/{name}")),
+            &json!({"webhookSecret": "whsec_portal_test_secret_0123456789", "apiKey": format!("key_{name}")}).to_string(),
+        )
+        .await
+        .ok();
+        let license = license_of(&s, &jane, json!({})).await;
+        s.store
+            .restore_payment_links(&[PaymentLink {
+                team_id: team,
+                provider,
+                subject: subject.to_owned(),
+                license_id: id(&license).parse().unwrap(),
+                rule_id: None,
+                last_event_at: Timestamp::now(),
+            }])
+            .await
+            .unwrap();
+        let mut b = Browser::new(&s);
+        sign_in_by_key(&s, &mut b, key(&license)).await;
+        let path = format!("/portal/{team}/licenses/{}", id(&license));
+        b.get(&path).await.has("id=\"billing\"");
+        let opened = b.get(&format!("{path}/billing")).await;
+        assert_eq!(
+            (opened.status, opened.location()),
+            (303, page_url),
+            "{name}: {}",
+            opened.text
+        );
+    }
+    let noted = seen.lock().unwrap().clone();
+    let stripe_portal = noted
+        .iter()
+        .find(|r| r.starts_with("POST /v1/billing_portal/sessions"))
+        .expect("a Stripe portal session");
+    assert!(
+        stripe_portal.contains("Bearer key_stripe"),
+        "{stripe_portal}"
+    );
+    assert!(
+        stripe_portal.contains("customer=cus_QhR5x2mZ8kLp3Q")
+            && stripe_portal.contains("return_url=http"),
+        "{stripe_portal}"
+    );
+    let paddle_portal = noted
+        .iter()
+        .find(|r| r.starts_with("POST /customers/"))
+        .expect("a Paddle portal session");
+    assert!(
+        paddle_portal.contains("Bearer key_paddle")
+            && paddle_portal.contains("sub_01hv8x29kz0t586xy6zn1a62ny"),
+        "{paddle_portal}"
+    );
+
+    // A license of the team not bought through a provider: said in words.
+    let page = b
+        .get(&format!(
+            "/portal/{team}/licenses/{}/billing",
+            id(&unbought)
+        ))
+        .await;
+    assert_eq!(page.status, 303);
+    b.get(page.location())
+        .await
+        .has("No payment account was found for this license");
+}

@@ -408,6 +408,74 @@ async fn apply(
     }
 }
 
+/// The payment provider's billing page for the buyer of `license`, for a customer in the
+/// portal: from the license's newest payment link of an enabled integration with an API key,
+/// minted through the provider's API (coming back to `return_url` where the provider asks);
+/// `None` when no integration or provider knows the license's buyer.
+pub(crate) async fn billing_page(
+    cx: &Cx,
+    license: &licensing_core::model::License,
+    return_url: &str,
+) -> Result<Option<String>, ApiError> {
+    use licensing_core::store::PaymentStore;
+    let integrations: Vec<Integration> = cx
+        .state
+        .store
+        .list_integrations(cx.team)
+        .await?
+        .into_iter()
+        .filter(|i| i.enabled && i.api_key.is_some())
+        .collect();
+    if integrations.is_empty() {
+        return Ok(None);
+    }
+    let mut links: Vec<licensing_core::model::PaymentLink> = cx
+        .state
+        .store
+        .list_payment_links(cx.team)
+        .await?
+        .into_iter()
+        .filter(|l| l.license_id == license.id)
+        .collect();
+    links.sort_by_key(|l| std::cmp::Reverse(l.last_event_at));
+    for link in links {
+        let Some(integration) = integrations.iter().find(|i| i.provider == link.provider) else {
+            continue;
+        };
+        let Some(key) = api_key(cx, integration)? else {
+            continue;
+        };
+        match cx
+            .state
+            .providers
+            .billing_page(link.provider, &key, &link.subject, return_url)
+            .await
+        {
+            Ok(Some(url)) => return Ok(Some(url)),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(ApiError::internal_because(
+                    "minting a billing page at the payment provider",
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Whether the team has an integration that can mint billing pages (enabled, with an API key).
+pub(crate) async fn offers_billing(cx: &Cx) -> Result<bool, ApiError> {
+    use licensing_core::store::PaymentStore;
+    Ok(cx
+        .state
+        .store
+        .list_integrations(cx.team)
+        .await?
+        .iter()
+        .any(|i| i.enabled && i.api_key.is_some()))
+}
+
 /// The integration's API key, opened.
 fn api_key(
     cx: &Cx,
