@@ -113,6 +113,10 @@ pub(crate) fn spawn_all(state: &AppState) -> Workers {
             sign_in_purger::run_purger(store.clone(), lifetime, stopping.clone()),
         );
     }
+    workers.start(
+        "portal purger",
+        sign_in_purger::run_portal_purger(store.clone(), stopping.clone()),
+    );
     if state.audit_retention_days > 0 {
         workers.start(
             "audit pruner",
