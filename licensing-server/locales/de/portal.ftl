@@ -86,6 +86,29 @@ mail-body =
     Oder geben Sie auf der Anmeldeseite diesen Code ein: { $code }
 
     Falls Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Es passiert nichts.
+license-mail-subject = Ihr Lizenzschlüssel für { $what }
+license-mail-body =
+    Hallo { $name },
+
+    Ihr Lizenzschlüssel für { $what } lautet:
+
+        { $key }
+
+    { $expires }
+license-mail-your-software = Ihre Software
+license-mail-there = zusammen
+license-mail-until = Er gilt bis { $date }.
+license-mail-days = Er gilt { $days } Tage ab der ersten Nutzung.
+license-mail-never = Er läuft nicht ab.
+reset-mail-subject = Ein Platz Ihrer Lizenz wurde freigegeben
+reset-mail-body =
+    Hallo,
+
+    { $what } { $name } wurde am { $date } im Kundenportal von { $team } von Ihrer Lizenz { $key } freigegeben.
+
+    Falls Sie das nicht waren, wenden Sie sich an { $team }.
+reset-what-device = Das Gerät
+reset-what-address = Die Adresse
 month-1 = Januar
 month-2 = Februar
 month-3 = März

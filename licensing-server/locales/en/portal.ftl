@@ -86,6 +86,29 @@ mail-body =
     Or type this code on the sign-in page: { $code }
 
     If you did not ask for this, ignore this e-mail: nothing happens.
+license-mail-subject = Your license key for { $what }
+license-mail-body =
+    Hello { $name },
+
+    your license key for { $what } is:
+
+        { $key }
+
+    { $expires }
+license-mail-your-software = your software
+license-mail-there = there
+license-mail-until = It is valid until { $date }.
+license-mail-days = It is valid for { $days } days from its first use.
+license-mail-never = It does not expire.
+reset-mail-subject = A seat of your license was freed
+reset-mail-body =
+    Hello,
+
+    { $what } { $name } was freed from your license { $key } on { $date }, in the { $team } customer portal.
+
+    If this was not you, contact { $team }.
+reset-what-device = The device
+reset-what-address = The address
 month-1 = January
 month-2 = February
 month-3 = March

@@ -554,6 +554,62 @@ impl Signed {
         )
     }
 
+    /// The e-mail address of `license`'s customer that this session signed in as, if any.
+    pub(crate) fn email_for(&self, license: &License) -> Option<String> {
+        self.customers
+            .iter()
+            .filter(|c| license.customer_ids.contains(&c.id))
+            .find_map(|c| c.email.as_ref().map(|e| e.as_str().to_owned()))
+    }
+
+    /// Tells the customer by e-mail, in `lang`, that `name` (a device's identifier or an
+    /// address; `what` says which: `reset-what-device` or `reset-what-address`) was freed from
+    /// `license`: a freed seat a customer did not free is a sign of someone else in their
+    /// account. Nothing without mail set up or an address; a failure is logged, never answered.
+    pub(crate) async fn confirm_reset(
+        &self,
+        state: &AppState,
+        team: &Team,
+        license: &License,
+        (what, name): (&str, &str),
+        lang: Lang,
+    ) {
+        let (Some(mailer), Some(to)) = (&state.mailer, self.email_for(license)) else {
+            return;
+        };
+        let now = Timestamp::now();
+        let what = lang.t(what);
+        let key = license.license_key.to_string();
+        let date = lang.date(now);
+        let message = OutboxMessage {
+            id: MessageId::new(),
+            team_id: team.id,
+            to,
+            subject: lang.t("reset-mail-subject"),
+            body: lang.t_with(
+                "reset-mail-body",
+                &[
+                    ("what", Arg::Text(&what)),
+                    ("name", Arg::Text(name)),
+                    ("key", Arg::Text(&key)),
+                    ("date", Arg::Text(&date)),
+                    ("team", Arg::Text(&team.name)),
+                ],
+            ) + "\n",
+            attempts: 0,
+            next_attempt_at: now,
+            last_error: None,
+            created_at: now,
+        };
+        if let Err(e) = state
+            .store
+            .queue_messages(team.id, &[message], mailer.daily_limit, now)
+            .await
+        {
+            tracing::warn!(error = %e, "queueing a portal reset confirmation failed");
+        }
+    }
+
     /// Signs out: ends the session, audited.
     pub(crate) async fn end(
         &self,

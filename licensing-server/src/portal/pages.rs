@@ -453,11 +453,23 @@ pub(super) async fn signed_in(
             else {
                 return absent_signed(ctx, door, signed);
             };
-            let op = SetHwidForgotten(license.id, record, forget_body());
-            let done = as_customer(ctx, signed, license)
-                .perform(op)
+            let cx = as_customer(ctx, signed, license);
+            let before = counted_device(&cx, license, record).await;
+            let done = cx
+                .perform(SetHwidForgotten(license.id, record, forget_body()))
                 .await
                 .map(drop);
+            if let (Ok(()), Some(name)) = (&done, before) {
+                signed
+                    .confirm_reset(
+                        &ctx.state,
+                        &door.team,
+                        license,
+                        ("reset-what-device", &name),
+                        ctx.lang,
+                    )
+                    .await;
+            }
             Box::pin(after_forget(ctx, door, signed, license, done)).await
         }
         ["licenses", id, "addresses", record, "forget"] if post => {
@@ -465,11 +477,23 @@ pub(super) async fn signed_in(
             else {
                 return absent_signed(ctx, door, signed);
             };
-            let op = SetIpForgotten(license.id, record, forget_body());
-            let done = as_customer(ctx, signed, license)
-                .perform(op)
+            let cx = as_customer(ctx, signed, license);
+            let before = counted_address(&cx, license, record).await;
+            let done = cx
+                .perform(SetIpForgotten(license.id, record, forget_body()))
                 .await
                 .map(drop);
+            if let (Ok(()), Some(name)) = (&done, before) {
+                signed
+                    .confirm_reset(
+                        &ctx.state,
+                        &door.team,
+                        license,
+                        ("reset-what-address", &name),
+                        ctx.lang,
+                    )
+                    .await;
+            }
             Box::pin(after_forget(ctx, door, signed, license, done)).await
         }
         ["licenses", id, "sessions", session, "end"] if post => {
@@ -534,6 +558,34 @@ pub(super) async fn signed_in(
             absent_signed(ctx, door, signed)
         }
     }
+}
+
+/// The identifier of device `record` of the license while it counts (not forgotten).
+async fn counted_device(cx: &Cx, license: &License, record: HwidId) -> Option<String> {
+    let all = DeviceListQuery {
+        paging: newest_hundred(),
+        sort: licensing_core::api::requests::DeviceSort::LastSeenAt,
+        filter: false,
+    };
+    let page = cx.perform(ListHwids(license.id, all)).await.ok()?;
+    page.items
+        .into_iter()
+        .find(|h| h.hwid.id == record)
+        .map(|h| h.hwid.identifier.as_str().to_owned())
+}
+
+/// Address `record` of the license while it counts (not forgotten).
+async fn counted_address(cx: &Cx, license: &License, record: IpId) -> Option<String> {
+    let all = DeviceListQuery {
+        paging: newest_hundred(),
+        sort: licensing_core::api::requests::DeviceSort::LastSeenAt,
+        filter: false,
+    };
+    let page = cx.perform(ListIps(license.id, all)).await.ok()?;
+    page.items
+        .into_iter()
+        .find(|r| r.ip.id == record)
+        .map(|r| r.ip.address.to_string())
 }
 
 fn forget_body() -> ForgottenBody {

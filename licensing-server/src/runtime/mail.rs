@@ -79,34 +79,53 @@ pub fn license_messages(
     products: &[Product],
     now: Timestamp,
 ) -> Vec<OutboxMessage> {
+    let lang = crate::i18n::Lang::En;
     let product_names: Vec<&str> = products.iter().map(|p| p.name.as_str()).collect();
     let what = if product_names.is_empty() {
-        "your software".to_owned()
+        lang.t("license-mail-your-software")
     } else {
         product_names.join(", ")
     };
+    use crate::i18n::Arg;
     let expires = match license.expiration_date {
-        Some(date) => format!("It is valid until {date}."),
-        None if license.expiration_days.is_some() => format!(
-            "It is valid for {} days from its first use.",
-            license.expiration_days.unwrap_or_default()
+        Some(date) => lang.t_with(
+            "license-mail-until",
+            &[("date", Arg::Text(&date.to_string()))],
         ),
-        None => "It does not expire.".to_owned(),
+        None if license.expiration_days.is_some() => lang.t_with(
+            "license-mail-days",
+            &[(
+                "days",
+                Arg::Number(i64::from(license.expiration_days.unwrap_or_default())),
+            )],
+        ),
+        None => lang.t("license-mail-never"),
     };
+    let there = lang.t("license-mail-there");
+    let key = license.license_key.to_string();
     customers
         .iter()
         .filter_map(|c| {
             let to = c.email.as_ref()?.as_str().to_owned();
-            let greeting = c.full_name.as_deref().or(c.username.as_deref()).unwrap_or("there");
+            let greeting = c
+                .full_name
+                .as_deref()
+                .or(c.username.as_deref())
+                .unwrap_or(&there);
             Some(OutboxMessage {
                 id: MessageId::new(),
                 team_id: license.team_id,
                 to,
-                subject: format!("Your license key for {what}"),
-                body: format!(
-                    "Hello {greeting},\n\nyour license key for {what} is:\n\n    {key}\n\n{expires}\n",
-                    key = license.license_key
-                ),
+                subject: lang.t_with("license-mail-subject", &[("what", Arg::Text(&what))]),
+                body: lang.t_with(
+                    "license-mail-body",
+                    &[
+                        ("name", Arg::Text(greeting)),
+                        ("what", Arg::Text(&what)),
+                        ("key", Arg::Text(&key)),
+                        ("expires", Arg::Text(&expires)),
+                    ],
+                ) + "\n",
                 attempts: 0,
                 next_attempt_at: now,
                 last_error: None,

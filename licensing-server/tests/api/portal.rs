@@ -735,6 +735,30 @@ async fn pages_and_mail_speak_german_when_asked_and_the_switch_is_kept() {
         )
         .await;
     assert_eq!(away.location(), format!("/portal/{team}"));
+
+    // A freed device is confirmed by e-mail, in German, naming the device.
+    let license = license_of(&s, &jane, json!({})).await;
+    s.activity(id(&license), "jane-laptop-0001", 9).await;
+    let mut german = Browser::new(&s);
+    german.always_send("accept-language", "de");
+    sign_in_by_key(&s, &mut german, key(&license)).await;
+    let path = format!("/portal/{team}/licenses/{}", id(&license));
+    let page = german.get(&path).await;
+    page.has("Geräte").has("Platz freigeben");
+    let device = page.text[page.text.find("/devices/").unwrap() + 9..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let freed = german
+        .submit(&page, &format!("{path}/devices/{device}/forget"), &[])
+        .await;
+    assert_eq!(freed.status, 303);
+    german.get(freed.location()).await.has("Freigegeben.");
+    let mail = next_mail(&mut inbox).await;
+    assert!(mail.contains("To: jane@example.com"), "{mail}");
+    assert!(mail.contains("jane-laptop-0001"), "{mail}");
+    assert!(mail.contains("Kundenportal von Team"), "{mail}");
 }
 
 /// The license's page offers the newest release it may update to (not a draft, not one limited
