@@ -321,6 +321,9 @@ pub(super) async fn code(ctx: &Ctx, door: &Door<'_>, form: &Form) -> Response {
     if !sign_in_ok(ctx, form) {
         return sign_in_with(ctx, door, Some("csrf-refused"), 403, "");
     }
+    if !door.offers(PortalSignIn::Email) {
+        return sign_in_with(ctx, door, Some("sign-in-off"), 403, "");
+    }
     let address = form.get("email").unwrap_or("");
     let Some(ticket) = form
         .get("ticket")
@@ -386,6 +389,9 @@ fn link_gone(ctx: &Ctx, door: &Door<'_>) -> Response {
 pub(super) async fn link(ctx: &Ctx, door: &Door<'_>, token: &str, form: &Form) -> Response {
     if !sign_in_ok(ctx, form) {
         return link_page(ctx, door, token);
+    }
+    if !door.offers(PortalSignIn::Email) {
+        return sign_in_with(ctx, door, Some("sign-in-off"), 403, "");
     }
     match door.by_link(token).await {
         Ok(Some(PortalTicket {
@@ -774,6 +780,27 @@ async fn download(
         }
     };
     feed::downloaded(&ctx.state, &access, (release, artifact), ctx.client);
+    // In the license's request history as an updater's download is.
+    ctx.state
+        .request_log
+        .record(licensing_core::model::RequestLogEntry {
+            team_id: license.team_id,
+            license_id: license.id,
+            at: ctx.now,
+            count: 1,
+            last_at: None,
+            endpoint: licensing_core::model::ClientEndpoint::Download,
+            code: licensing_core::ResultCode::Valid,
+            ip_address: ctx.client,
+            country: ctx
+                .state
+                .geo
+                .country(ctx.client)
+                .map(|c| c.alpha2.to_owned()),
+            hardware_identifier: None,
+            product_id: Some(product),
+            version: Some(release.version.as_str().to_owned()),
+        });
     let limited = tokio::io::AsyncReadExt::take(opened, artifact.size);
     let stream = tokio_util::io::ReaderStream::with_capacity(limited, 256 * 1024);
     let mut response = warp::reply::Reply::into_response(warp::reply::stream(stream));

@@ -841,6 +841,18 @@ async fn a_customer_downloads_their_releases_ends_a_copy_and_takes_a_license_fil
         "attachment; filename=\"studio-1.1.0.dmg\""
     );
     assert_eq!(got.bytes().await.unwrap().as_ref(), bytes.as_slice());
+    let history = s
+        .get(&s.dev(&format!("licenses/id/{}/requests", id(&license))))
+        .await;
+    assert!(
+        history.ok()["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["endpoint"] == "DOWNLOAD" && r["version"] == "1.1.0"),
+        "{}",
+        history.body
+    );
     for artifact in [&artifacts[2], &artifacts[3]] {
         let refused = fetch(format!("{base}/downloads/{product}/{artifact}")).await;
         assert_eq!(refused.status().as_u16(), 404);
