@@ -22,7 +22,8 @@ async fn public_key_forms_match_the_team() {
 async fn settings_read_and_partial_update() {
     let s = TestServer::start().await;
     let defaults = json!({"strictCustomers": false, "strictProducts": false, "strictReleases": false, "requireHardwareIdentifier": true, "hwidTimeout": null, "ipTimeout": null, "sessionTtl": 900,
-                          "maxLiveSessionsPerLicense": 1000, "checkoutEnabled": true, "checkoutMaxTtl": 2_592_000});
+                          "maxLiveSessionsPerLicense": 1000, "checkoutEnabled": true, "checkoutMaxTtl": 2_592_000,
+                          "portalEnabled": false, "portalSignIn": ["email", "licenseKey"]});
     assert_eq!(s.get(&s.dev("settings")).await.ok(), &defaults);
     let updated = s
         .put(
@@ -55,6 +56,8 @@ async fn settings_read_and_partial_update() {
         ),
         (r#"{"checkoutMaxTtl":315360001}"#, "checkoutMaxTtl"),
         (r#"{"checkoutEnabled":null}"#, "checkoutEnabled"),
+        (r#"{"portalEnabled":null}"#, "portalEnabled"),
+        (r#"{"portalSignIn":["sms"]}"#, "portalSignIn"),
     ] {
         assert_eq!(
             s.put(&s.dev("settings"), body)
