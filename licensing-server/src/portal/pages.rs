@@ -5,7 +5,7 @@
 use licensing_core::api::requests::{DeviceListQuery, ForgottenBody};
 use licensing_core::model::{
     CodeRedeemed, ExpirationStart, ExpirationType, License, PortalGrant, PortalMethod,
-    PortalSignIn, PortalTicket, RecordStatus, grace_end,
+    PortalSignIn, PortalTicket, RecordStatus, UsageRef, grace_end,
 };
 use licensing_core::{ApiError, HwidId, IpId, LicenseId};
 use maud::{DOCTYPE, Markup, html};
@@ -454,53 +454,22 @@ pub(super) async fn signed_in(
             }
             None => absent_signed(ctx, door, signed),
         },
-        ["licenses", id, "devices", record, "forget"] if post => {
-            let (Some(license), Ok(record)) = (license_of(signed, id), record.parse::<HwidId>())
-            else {
+        [
+            "licenses",
+            id,
+            kind @ ("devices" | "addresses"),
+            record,
+            "forget",
+        ] if post => {
+            let record = if *kind == "devices" {
+                record.parse::<HwidId>().ok().map(UsageRef::Hwid)
+            } else {
+                record.parse::<IpId>().ok().map(UsageRef::Ip)
+            };
+            let (Some(license), Some(record)) = (license_of(signed, id), record) else {
                 return absent_signed(ctx, door, signed);
             };
-            let cx = as_customer(ctx, signed, license);
-            let before = counted_device(&cx, license, record).await;
-            let done = cx
-                .perform(SetHwidForgotten(license.id, record, forget_body()))
-                .await
-                .map(drop);
-            if let (Ok(()), Some(name)) = (&done, before) {
-                signed
-                    .confirm_reset(
-                        &ctx.state,
-                        &door.team,
-                        license,
-                        ("reset-what-device", &name),
-                        ctx.lang,
-                    )
-                    .await;
-            }
-            Box::pin(after_forget(ctx, door, signed, license, done)).await
-        }
-        ["licenses", id, "addresses", record, "forget"] if post => {
-            let (Some(license), Ok(record)) = (license_of(signed, id), record.parse::<IpId>())
-            else {
-                return absent_signed(ctx, door, signed);
-            };
-            let cx = as_customer(ctx, signed, license);
-            let before = counted_address(&cx, license, record).await;
-            let done = cx
-                .perform(SetIpForgotten(license.id, record, forget_body()))
-                .await
-                .map(drop);
-            if let (Ok(()), Some(name)) = (&done, before) {
-                signed
-                    .confirm_reset(
-                        &ctx.state,
-                        &door.team,
-                        license,
-                        ("reset-what-address", &name),
-                        ctx.lang,
-                    )
-                    .await;
-            }
-            Box::pin(after_forget(ctx, door, signed, license, done)).await
+            Box::pin(forget(ctx, door, signed, license, record)).await
         }
         ["licenses", id, "sessions", session, "end"] if post => {
             let (Some(license), Ok(session)) = (
@@ -566,32 +535,58 @@ pub(super) async fn signed_in(
     }
 }
 
-/// The identifier of device `record` of the license while it counts (not forgotten).
-async fn counted_device(cx: &Cx, license: &License, record: HwidId) -> Option<String> {
-    let all = DeviceListQuery {
-        paging: newest_hundred(),
-        sort: licensing_core::api::requests::DeviceSort::LastSeenAt,
-        filter: false,
+/// A customer frees device or address `record` of `license` (within the budget), confirmed
+/// by e-mail when it counted until then; the license's page says what happened.
+async fn forget(
+    ctx: &Ctx,
+    door: &Door<'_>,
+    signed: &Signed,
+    license: &License,
+    record: UsageRef,
+) -> Response {
+    let cx = as_customer(ctx, signed, license);
+    let counted = counted(&cx, license, record).await;
+    let done = match record {
+        UsageRef::Hwid(id) => cx
+            .perform(SetHwidForgotten(license.id, id, forget_body()))
+            .await
+            .map(drop),
+        UsageRef::Ip(id) => cx
+            .perform(SetIpForgotten(license.id, id, forget_body()))
+            .await
+            .map(drop),
     };
-    let page = cx.perform(ListHwids(license.id, all)).await.ok()?;
-    page.items
-        .into_iter()
-        .find(|h| h.hwid.id == record)
-        .map(|h| h.hwid.identifier.as_str().to_owned())
+    if let (Ok(()), Some((what, name))) = (&done, counted) {
+        signed
+            .confirm_reset(&ctx.state, &door.team, license, (what, &name), ctx.lang)
+            .await;
+    }
+    after_forget(ctx, door, signed, license, done).await
 }
 
-/// Address `record` of the license while it counts (not forgotten).
-async fn counted_address(cx: &Cx, license: &License, record: IpId) -> Option<String> {
+/// Record `record` of the license while it counts (not forgotten): the catalog's word for its
+/// kind, and its identifier or address.
+async fn counted(cx: &Cx, license: &License, record: UsageRef) -> Option<(&'static str, String)> {
     let all = DeviceListQuery {
         paging: newest_hundred(),
         sort: licensing_core::api::requests::DeviceSort::LastSeenAt,
         filter: false,
     };
-    let page = cx.perform(ListIps(license.id, all)).await.ok()?;
-    page.items
-        .into_iter()
-        .find(|r| r.ip.id == record)
-        .map(|r| r.ip.address.to_string())
+    match record {
+        UsageRef::Hwid(id) => {
+            let page = cx.perform(ListHwids(license.id, all)).await.ok()?;
+            let found = page.items.into_iter().find(|h| h.hwid.id == id)?;
+            Some((
+                "reset-what-device",
+                found.hwid.identifier.as_str().to_owned(),
+            ))
+        }
+        UsageRef::Ip(id) => {
+            let page = cx.perform(ListIps(license.id, all)).await.ok()?;
+            let found = page.items.into_iter().find(|r| r.ip.id == id)?;
+            Some(("reset-what-address", found.ip.address.to_string()))
+        }
+    }
 }
 
 fn forget_body() -> ForgottenBody {

@@ -58,57 +58,20 @@ impl ProviderApis {
     /// GETs `url` with `key` as a bearer token: the JSON answer of a 200, `None` for a 404,
     /// an error otherwise (after three tries for the failures a retry may cure).
     async fn get(&self, url: &str, key: &str, accept: &str) -> Result<Option<Value>, String> {
-        let mut last = String::new();
-        for attempt in 0..3u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
-            }
-            let sent = self
-                .client
+        self.call(|| {
+            self.client
                 .get(url)
                 .bearer_auth(key)
                 .header("accept", accept)
-                .send()
-                .await;
-            let response = match sent {
-                Ok(response) => response,
-                Err(e) => {
-                    last = format!("unreachable ({e})");
-                    continue;
-                }
-            };
-            let status = response.status().as_u16();
-            match status {
-                200 => {
-                    return response
-                        .json::<Value>()
-                        .await
-                        .map(Some)
-                        .map_err(|e| format!("answered with a body that is not JSON ({e})"));
-                }
-                404 => return Ok(None),
-                429 | 500..=599 => last = format!("answered {status}"),
-                401 | 403 => {
-                    return Err(format!(
-                        "refused the integration's API key ({status}): check its apiKey and its permissions"
-                    ));
-                }
-                _ => return Err(format!("answered {status}")),
-            }
-        }
-        Err(last)
+        })
+        .await
     }
 
-    /// POSTs `body` to `url` with `key` as a bearer token: the JSON answer of a 2xx, `None` for
-    /// a 404, an error otherwise (after three tries for the failures a retry may cure).
+    /// POSTs `body` to `url` with `key` as a bearer token, as [`get`](Self::get) answers.
     async fn post(&self, url: &str, key: &str, body: Posted<'_>) -> Result<Option<Value>, String> {
-        let mut last = String::new();
-        for attempt in 0..3u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
-            }
+        self.call(|| {
             let request = self.client.post(url).bearer_auth(key);
-            let request = match &body {
+            match &body {
                 Posted::Form(pairs) => request
                     .header("content-type", "application/x-www-form-urlencoded")
                     .body(
@@ -117,8 +80,24 @@ impl ProviderApis {
                             .finish(),
                     ),
                 Posted::Json(value) => request.json(value),
-            };
-            let response = match request.send().await {
+            }
+        })
+        .await
+    }
+
+    /// Sends the request `request` builds: the JSON answer of a 2xx, `None` for a 404, an
+    /// error otherwise, after up to three tries when the provider is unreachable, busy (429)
+    /// or failing (5xx).
+    async fn call(
+        &self,
+        request: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Option<Value>, String> {
+        let mut last = String::new();
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
+            }
+            let response = match request().send().await {
                 Ok(response) => response,
                 Err(e) => {
                     last = format!("unreachable ({e})");
