@@ -11,8 +11,6 @@
 //! once a minute, so that browsing costs no write per page. A session that times out is deleted
 //! when it is next presented, and the session purger (`workers::sign_in_purger`) deletes the ones never presented again.
 
-use std::net::IpAddr;
-
 use licensing_core::ApiError;
 use licensing_core::crypto::sha256_hex;
 use licensing_core::model::{StaffSession, StaffUser};
@@ -68,33 +66,7 @@ impl Staff {
     }
 }
 
-/// Whether the browser reached us over HTTPS: anything but a plain-HTTP request from this
-/// machine to a loopback host name. A request relayed by a trusted proxy counts as HTTPS unless
-/// the proxy says `X-Forwarded-Proto: http`; the cookie is then `Secure`, so a browser on plain
-/// HTTP across a network never receives a session.
-pub(crate) fn is_secure(client: IpAddr, headers: &HeaderMap) -> bool {
-    if let Some(proto) = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-    {
-        return !proto.trim().eq_ignore_ascii_case("http") || !client.is_loopback();
-    }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    let loopback_name = name.eq_ignore_ascii_case("localhost")
-        || name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    !(client.is_loopback() && loopback_name)
-}
+pub(crate) use crate::http::is_secure;
 
 /// The value of cookie `name` in the request.
 pub(crate) fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {

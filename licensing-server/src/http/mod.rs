@@ -366,10 +366,38 @@ pub(crate) fn origin(client: std::net::IpAddr, headers: &warp::http::HeaderMap) 
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
         })?;
-    let scheme = if crate::dashboard::sign_in::is_secure(client, headers) {
+    let scheme = if is_secure(client, headers) {
         "https"
     } else {
         "http"
     };
     Some(format!("{scheme}://{host}"))
+}
+
+/// Whether the browser reached us over HTTPS: anything but a plain-HTTP request from this
+/// machine to a loopback host name. A request relayed by a trusted proxy counts as HTTPS unless
+/// the proxy says `X-Forwarded-Proto: http`; the cookie is then `Secure`, so a browser on plain
+/// HTTP across a network never receives a session.
+pub(crate) fn is_secure(client: std::net::IpAddr, headers: &warp::http::HeaderMap) -> bool {
+    if let Some(proto) = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+    {
+        return !proto.trim().eq_ignore_ascii_case("http") || !client.is_loopback();
+    }
+    let host = headers
+        .get(warp::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let loopback_name = name.eq_ignore_ascii_case("localhost")
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    !(client.is_loopback() && loopback_name)
 }
