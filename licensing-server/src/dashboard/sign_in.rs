@@ -309,6 +309,8 @@ pub(crate) fn safe_next(next: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
