@@ -10,7 +10,7 @@
 #                                               stages target/image-root/ for `--build-arg BINARY=staged`
 #   bash .ci/image.sh                           stages, builds the image with podman (no image is
 #                                               pulled: the final image is FROM scratch), and checks
-#                                               its size (< 40 MiB) and configuration (uid 65532,
+#                                               its size (< 48 MiB) and configuration (uid 65532,
 #                                               /data, port 3000, the health check); then runs it
 #                                               with a volume, a read-only root and no capabilities:
 #                                               healthy, the README's tour through the published
@@ -107,7 +107,9 @@ podman build --quiet --format docker --build-arg BINARY=staged --build-arg "VERS
 echo "-- the image's configuration and files"
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "size: $((size / 1024 / 1024)) MiB ($size bytes)"
-[ "$size" -lt $((40 * 1024 * 1024)) ] || { echo "image: larger than 40 MiB" >&2; exit 1; }
+# The bound catches a dependency that bloats the binary; the program itself grows with its
+# features (the customer portal and its message catalog took it from 39 to 41 MiB).
+[ "$size" -lt $((48 * 1024 * 1024)) ] || { echo "image: larger than 48 MiB" >&2; exit 1; }
 config() { podman image inspect --format "$1" "$tag"; }
 [ "$(config '{{.Config.User}}')" = "65532:65532" ] || { echo "image: user is $(config '{{.Config.User}}')" >&2; exit 1; }
 grep -q '"3000/tcp"' <<<"$(config '{{json .Config.ExposedPorts}}')"
