@@ -3,6 +3,7 @@
 //! (`licensing-server/locales/{lang}/*.ftl`). Translating to another language is adding its
 //! files and a line to [`Lang`].
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use fluent_bundle::concurrent::FluentBundle;
@@ -39,7 +40,17 @@ impl Lang {
     /// The language for a request: the one a cookie chose (the page's switch), else the first
     /// of `Accept-Language` (by weight) the catalog has, else English.
     pub(crate) fn choose(cookie: Option<&str>, accept_language: Option<&str>) -> Self {
-        if let Some(lang) = cookie.and_then(Self::of_tag) {
+        Self::choose_among(cookie, accept_language, |_| true)
+    }
+
+    /// [`Lang::choose`] among the languages `offered` accepts (the others are passed over).
+    pub(crate) fn choose_among(
+        cookie: Option<&str>,
+        accept_language: Option<&str>,
+        offered: impl Fn(Self) -> bool,
+    ) -> Self {
+        let of_tag = |tag: &str| Self::of_tag(tag).filter(|lang| offered(*lang));
+        if let Some(lang) = cookie.and_then(of_tag) {
             return lang;
         }
         let mut wanted: Vec<(f32, &str)> = accept_language
@@ -58,8 +69,51 @@ impl Lang {
         wanted.sort_by(|a, b| b.0.total_cmp(&a.0));
         wanted
             .into_iter()
-            .find_map(|(_, tag)| Self::of_tag(tag))
+            .find_map(|(_, tag)| of_tag(tag))
             .unwrap_or(Self::En)
+    }
+
+    /// Whether this language's own files have message `id` (without falling back to English).
+    pub(crate) fn has(self, id: &str) -> bool {
+        catalog()[self as usize].has_message(id)
+    }
+
+    /// Message `id` without arguments, formatted once and kept for the life of the process (such
+    /// a message never changes): pages use it wherever a fixed text stood.
+    pub(crate) fn text(self, id: &str) -> &'static str {
+        static TEXTS: OnceLock<Vec<HashMap<String, &'static str>>> = OnceLock::new();
+        let texts = TEXTS.get_or_init(|| {
+            Self::ALL
+                .into_iter()
+                .zip(FILES)
+                .map(|(lang, files)| {
+                    files
+                        .iter()
+                        .filter_map(|text| FluentResource::try_new((*text).to_owned()).ok())
+                        .flat_map(|resource| {
+                            resource
+                                .entries()
+                                .filter_map(|entry| match entry {
+                                    fluent_syntax::ast::Entry::Message(m) if m.value.is_some() => {
+                                        Some(m.id.name.to_owned())
+                                    }
+                                    _ => None,
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                        .map(|id| {
+                            let text: &'static str = Box::leak(lang.t(&id).into_boxed_str());
+                            (id, text)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        texts[self as usize]
+            .get(id)
+            .or_else(|| texts[Self::En as usize].get(id))
+            .copied()
+            .unwrap_or("")
     }
 
     /// Message `id` without arguments.
@@ -123,7 +177,10 @@ pub(crate) enum Arg<'a> {
 
 /// The files of each language, in the order of [`Lang::ALL`].
 const FILES: [&[&str]; 2] = [
-    &[include_str!("../locales/en/portal.ftl")],
+    &[
+        include_str!("../locales/en/portal.ftl"),
+        include_str!("../locales/en/dashboard.ftl"),
+    ],
     &[include_str!("../locales/de/portal.ftl")],
 ];
 

@@ -131,11 +131,7 @@ impl Cx {
     /// The server's public address (`--public-url`), else the one the request was sent to,
     /// else the loopback address: where links an operation makes point.
     pub(crate) fn base_url(&self) -> String {
-        match (&self.state.public_url, &self.origin) {
-            (Some(url), _) => url.trim_end_matches('/').to_owned(),
-            (None, Some(origin)) => origin.clone(),
-            (None, None) => "http://127.0.0.1".to_owned(),
-        }
+        crate::http::base_url(self.state.public_url.as_deref(), self.origin.clone())
     }
 
     /// The same context, whose next journal carries `mark` (a payment event's effect: see

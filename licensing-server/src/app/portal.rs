@@ -7,6 +7,7 @@
 //! time and in limits: a ticket is made for every address, the limits count every address, and
 //! whether to send the mail is decided after the answer, by a task of its own.
 
+use crate::app::staff::random_secret;
 use std::net::IpAddr;
 
 use licensing_core::api::requests::{LicenseListQuery, Paging, SortDirection};
@@ -37,13 +38,6 @@ pub(crate) struct Door<'a> {
     pub(crate) team: Team,
     client: IpAddr,
     now: Timestamp,
-}
-
-/// A random secret: 32 bytes in base64url.
-fn secret() -> String {
-    use base64::Engine as _;
-    let bytes: [u8; 32] = rand::random();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// A digest that keys a portal limiter: the team and what is limited.
@@ -111,7 +105,7 @@ impl<'a> Door<'a> {
                 return Err(status.refusal("sign-in e-mails", " per address"));
             }
         }
-        let token = secret();
+        let token = random_secret();
         let code = format!("{:06}", rand::random::<u32>() % 1_000_000);
         let ticket = PortalTicket {
             id: uuid::Uuid::new_v4(),
@@ -194,12 +188,12 @@ impl<'a> Door<'a> {
         grant: PortalGrant,
         method: PortalMethod,
     ) -> Result<(String, PortalSession), ApiError> {
-        let cookie = secret();
+        let cookie = random_secret();
         let session = PortalSession {
             id_sha256: sha256_hex(cookie.as_bytes()),
             team_id: self.team.id,
             grant,
-            csrf_token: secret(),
+            csrf_token: random_secret(),
             method,
             created_at: self.now,
             last_seen_at: self.now,
@@ -245,7 +239,7 @@ impl super::Run for CreatePortalSession {
                 "The team's customer portal is off: turn it on with PUT /settings {\"portalEnabled\": true}",
             ));
         }
-        let token = secret();
+        let token = random_secret();
         let expires_at = Timestamp::from_millis(cx.now.as_millis() + PORTAL_TICKET_MS);
         let ticket = PortalTicket {
             id: uuid::Uuid::new_v4(),

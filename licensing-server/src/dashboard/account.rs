@@ -34,8 +34,10 @@ use crate::app::sign_in::{
 use crate::app::sign_in_throttle::Guesser;
 use crate::app::staff::{LinkRefused, check_sign_in};
 use crate::app::two_step;
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Body;
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// `GET /dashboard/sign-in`.
 pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
@@ -43,12 +45,10 @@ pub(crate) async fn sign_in_page(ctx: &Ctx) -> Response {
         return page::redirect(&sign_in::safe_next(ctx.param("next").as_deref()));
     }
     let notice = match ctx.param("notice").as_deref() {
-        Some("session-ended") => Some("Your session has ended. Please sign in again."),
-        Some("signed-out") => Some("You are signed out."),
-        Some("signed-out-everywhere") => Some("You are signed out on every device."),
-        Some("password-set") => {
-            Some("Your password is set. Sign in with it and your two-step code.")
-        }
+        Some("session-ended") => Some(t("account-your-session-has-ended-please")),
+        Some("signed-out") => Some(t("account-you-signed-out")),
+        Some("signed-out-everywhere") => Some(t("account-you-signed-out-every-device")),
+        Some("password-set") => Some(t("account-your-password-set-sign-with")),
         _ => None,
     };
     SignInForm {
@@ -74,13 +74,13 @@ struct SignInForm<'a> {
 
 impl SignInForm<'_> {
     fn render(&self, ctx: &Ctx) -> Response {
-        let ask_code = self.status == 401 && self.problem == Some(CODE_NEEDED);
+        let ask_code = self.status == 401 && self.problem == Some(t(CODE_NEEDED));
         let choose = !self.teams.is_empty();
         let (token, cookie) = sign_in::sign_in_token(ctx);
         let markup = page::bare(
-            "Sign in",
+            t("account-sign"),
             html! {
-                h1 { "Sign in" }
+                h1 { (t("account-sign")) }
                 @if let Some(notice) = self.notice {
                     p.notice role="status" { (notice) }
                 }
@@ -92,23 +92,23 @@ impl SignInForm<'_> {
                     @if let Some(next) = self.next {
                         input type="hidden" name="next" value=(next);
                     }
-                    label for="email" { "E-mail address" }
+                    label for="email" { (t("account-e-mail-address")) }
                     input #email type="email" name="email" value=(self.email) autocomplete="username" required autofocus[!ask_code && !choose];
                     @if choose {
-                        label for="team" { "Team" span.hint { "Your address has an account in each of these teams." } }
+                        label for="team" { (t("account-team")) span.hint { (t("account-your-address-has-account-each")) } }
                         select #team name="team" required autofocus {
                             @for (id, name) in &self.teams {
                                 option value=(id) { (name) }
                             }
                         }
                     }
-                    label for="password" { "Password" }
+                    label for="password" { (t("account-password")) }
                     input #password type="password" name="password" autocomplete="current-password" required;
-                    label for="code" { "Code" span.hint { "Only if you turned on two-step sign-in: the six digits your authenticator app shows, or a recovery code." } }
+                    label for="code" { (t("account-code")) span.hint { (t("account-only-if-you-turned-two")) } }
                     input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" autofocus[ask_code];
-                    p { button type="submit" { "Sign in" } }
+                    p { button type="submit" { (t("account-sign")) } }
                 }
-                p.hint { "No password yet, or forgot it? Ask an owner or admin of your team for a set-password link." }
+                p.hint { (t("account-no-password-yet-forgot-ask")) }
             },
         );
         let mut response = page::html_response(self.status, markup);
@@ -122,9 +122,9 @@ impl SignInForm<'_> {
 /// "N seconds" or "N minutes" or "N hours", rounded up.
 fn wait_text(seconds: u64) -> String {
     match seconds {
-        0..=90 => format!("{} seconds", seconds.max(1)),
-        91..=5400 => format!("{} minutes", seconds.div_ceil(60)),
-        _ => format!("{} hours", seconds.div_ceil(3600)),
+        0..=90 => page::counted(seconds.max(1), "count-seconds"),
+        91..=5400 => page::counted(seconds.div_ceil(60), "count-minutes"),
+        _ => page::counted(seconds.div_ceil(3600), "count-hours"),
     }
 }
 
@@ -147,16 +147,16 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         .render(ctx)
     };
     if !sign_in::sign_in_token_ok(ctx, &form) {
-        return again(403, "This sign-in form has expired. Please try again.");
+        return again(403, t("account-sign-form-has-expired-please"));
     }
     let password = form.get("password").unwrap_or("");
     if email.is_empty() || password.is_empty() {
-        return again(400, "Enter your e-mail address and your password.");
+        return again(400, t("account-enter-your-e-mail-address"));
     }
     let team: Option<TeamId> = match form.get("team").filter(|t| !t.is_empty()) {
         Some(text) => match text.parse() {
             Ok(team) => Some(team),
-            Err(_) => return again(400, "Choose one of the teams listed."),
+            Err(_) => return again(400, t("account-choose-one-teams-listed")),
         },
         None => None,
     };
@@ -173,9 +173,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
         let mut response = again(
             429,
-            &format!(
-                "Too many failed sign-ins for this account or from your address. Wait {wait} before trying again."
-            ),
+            &tw("account-too-many-sign-ins", &[("wait", Arg::Text(&wait))]),
         );
         status.apply(response.headers_mut());
         return response;
@@ -191,10 +189,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     if matching.is_empty() {
         guesser.failed(&ctx.state.limits).await;
         ctx.visitor().record_failure(&accounts, "password").await;
-        return again(
-            401,
-            "That e-mail address and password do not match an account.",
-        );
+        return again(401, t("account-e-mail-address-password-do"));
     }
     if matching.len() > 1 {
         // The password opens an account in several teams: the person says which.
@@ -204,7 +199,7 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
         };
         return SignInForm {
             status: 200,
-            notice: Some("Your address has an account in several teams. Choose one, and type your password again."),
+            notice: Some(t("account-your-address-has-account-several")),
             next,
             email,
             teams,
@@ -216,19 +211,16 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     let (user, how) = if user.two_step.is_some() {
         let code = form.get("code").unwrap_or("").trim();
         if code.is_empty() {
-            return again(401, CODE_NEEDED);
+            return again(401, t(CODE_NEEDED));
         }
         match ctx.visitor().second_step(&user, code).await {
-            Ok(Some(user)) => (user, "password and second step"),
+            Ok(Some(user)) => (user, t("account-password-second-step")),
             Ok(None) => {
                 guesser.failed(&ctx.state.limits).await;
                 ctx.visitor()
-                    .record_failure(std::slice::from_ref(&user), "second step")
+                    .record_failure(std::slice::from_ref(&user), t("account-second-step"))
                     .await;
-                return again(
-                    401,
-                    "That code is not right, or was used already. Type your password and the code your app shows now, or an unused recovery code.",
-                );
+                return again(401, t("account-code-not-right-was-used"));
             }
             Err(e) => return page::failure(ctx, None, &e.into()),
         }
@@ -238,8 +230,9 @@ pub(crate) async fn sign_in(ctx: &Ctx, body: Body) -> Response {
     signed_in(ctx, user, &sign_in::safe_next(next), how).await
 }
 
-/// What the sign-in form says when the password was right and the second step is missing.
-const CODE_NEEDED: &str = "This account signs in in two steps: type your password again, and the six-digit code your authenticator app shows (or a recovery code).";
+/// What the sign-in form says when the password was right and the second step is missing (its
+/// message).
+const CODE_NEEDED: &str = "account-account-signs-two-steps-type";
 
 /// Starts a session (signed in `how`) and sends the browser to `target`, remembering the
 /// browser as one that signed in to the account.
@@ -268,11 +261,11 @@ fn link_refused() -> Response {
     page::html_response(
         404,
         page::bare(
-            "Link not valid",
+            t("account-link-not-valid-2"),
             html! {
-                h1 { "This link is not valid" }
-                p { "Set-password and address links work once, for three days. Ask an owner or admin of your team for a new set-password link, or change your address again from your account page." }
-                p { a href="/dashboard/sign-in" { "Sign in" } }
+                h1 { (t("account-link-not-valid")) }
+                p { (t("account-set-password-address-links-work")) }
+                p { a href="/dashboard/sign-in" { (t("account-sign")) } }
             },
         ),
     )
@@ -283,23 +276,23 @@ fn set_password_form(ctx: &Ctx, email: &str, status: u16, problem: Option<&str>)
     page::html_response(
         status,
         page::bare(
-            "Set your password",
+            t("account-set-your-password"),
             html! {
-                h1 { "Set your password" }
-                p { "For " strong { (email) } "." }
+                h1 { (t("account-set-your-password")) }
+                p { (t("account-for")) strong { (email) } "." }
                 @if let Some(problem) = problem {
                     div.problems role="alert" { p { (problem) } }
                 }
                 form method="post" action=(action) {
                     input type="email" name="email" value=(email) autocomplete="username" hidden;
                     label for="password" {
-                        "New password"
-                        span.hint { "At least 12 characters. A few unrelated words make a good one." }
+                        (t("account-new-password"))
+                        span.hint { (t("account-least-12-characters-few-unrelated")) }
                     }
                     input #password type="password" name="password" autocomplete="new-password" minlength="12" required autofocus;
-                    label for="confirm" { "The same again" }
+                    label for="confirm" { (t("account-same-again")) }
                     input #confirm type="password" name="confirm" autocomplete="new-password" required;
-                    p { button type="submit" { "Set password and sign in" } }
+                    p { button type="submit" { (t("account-set-password-sign")) } }
                 }
             },
         ),
@@ -339,7 +332,7 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
             ctx,
             user.email.as_str(),
             400,
-            Some("The two passwords differ. Type the same password twice."),
+            Some(t("account-two-passwords-differ-type-same")),
         );
     }
     match ctx.visitor().set_password(id, secret, password).await {
@@ -352,7 +345,7 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
                 ctx,
                 user,
                 "/dashboard/?notice=password-set",
-                "set-password link",
+                t("account-set-password-link"),
             )
             .await
         }
@@ -361,7 +354,10 @@ pub(crate) async fn set_password(ctx: &Ctx, id: &str, secret: &str, body: Body) 
             ctx,
             user.email.as_str(),
             400,
-            Some(&format!("This password {rule}.")),
+            Some(&tw(
+                "account-password-rule",
+                &[("rule", Arg::Text(&rule.to_string()))],
+            )),
         ),
         Err(e) => page::failure(ctx, None, &e.into()),
     }
@@ -441,26 +437,25 @@ async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) ->
         Err(e) => return page::failure(ctx, Some(staff), &e),
     };
     let content: Markup = html! {
-        h1 { "Your account" }
+        h1 { (t("account-your-account")) }
         div.card {
             dl.facts {
-                dt { "Team" } dd { (team) }
-                dt { "E-mail address" } dd { (staff.user.email.as_str()) }
-                dt { "Role" } dd { (staff.user.role.as_str()) }
-                dt { "Signed in" } dd { (started) }
-                dt { "Session" } dd {
-                    "Ends after " (settings.idle_minutes) " minutes without activity, and "
-                    (settings.session_hours) " hours after signing in."
+                dt { (t("account-team")) } dd { (team) }
+                dt { (t("account-e-mail-address")) } dd { (staff.user.email.as_str()) }
+                dt { (t("account-role")) } dd { (staff.user.role.as_str()) }
+                dt { (t("account-signed")) } dd { (started) }
+                dt { (t("account-session")) } dd {
+                    (tm("account-ends-after-idle-minutes-minutes", &[("idle-minutes", html! { (settings.idle_minutes) }), ("session-hours", html! { (settings.session_hours) })]))
                 }
             }
         }
-        h2 #time-zone { "Time zone" }
+        h2 #time-zone { (t("account-time-zone")) }
         form method="post" action="/dashboard/account/time-zone" {
             (page::csrf(staff))
             (problems("time-zone"))
             label for="timeZone" {
-                "Show times in"
-                span.hint { "Now " (page::when_exact(staff, ctx.now)) ". Expiry dates stay days in UTC, as licenses keep them." }
+                (t("account-show-times"))
+                span.hint { (tm("account-now-when-exact-expiry-dates", &[("when-exact", html! { (page::when_exact(staff, ctx.now)) })])) }
             }
             select #timeZone name="timeZone" {
                 option value="UTC" selected[zone == chrono_tz::Tz::UTC] { "UTC" }
@@ -468,61 +463,60 @@ async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) ->
                     option value=(tz.name()) selected[*tz == zone] { (tz.name()) }
                 }
             }
-            p { button type="submit" { "Save time zone" } }
+            p { button type="submit" { (t("account-save-time-zone")) } }
         }
-        h2 #password { "Password" }
+        h2 #password { (t("account-password")) }
         form method="post" action="/dashboard/account/password" {
             (page::csrf(staff))
             (problems("password"))
             input type="email" name="username" value=(staff.user.email.as_str()) autocomplete="username" hidden;
-            label for="currentPassword" { "Current password" }
+            label for="currentPassword" { (t("account-current-password")) }
             input #currentPassword type="password" name="currentPassword" autocomplete="current-password" required;
             label for="newPassword" {
-                "New password"
-                span.hint { "At least " (licensing_core::validate::MIN_PASSWORD_CHARS) " characters; a few unrelated words make a good one. Your other sessions end." }
+                (t("account-new-password"))
+                span.hint { (tm("account-least-min-password-chars-characters", &[("min-password-chars", html! { (licensing_core::validate::MIN_PASSWORD_CHARS) })])) }
             }
             input #newPassword type="password" name="newPassword" autocomplete="new-password" required minlength=(licensing_core::validate::MIN_PASSWORD_CHARS);
-            p { button type="submit" { "Change password" } }
+            p { button type="submit" { (t("account-change-password")) } }
         }
-        h2 #email { "E-mail address" }
+        h2 #email { (t("account-e-mail-address")) }
         @if let Some(pending) = staff.user.pending_email.as_ref().filter(|p| p.link.expires_at > ctx.now) {
-            p.hint { "Waiting for confirmation: " strong { (pending.email.as_str()) } " (follow the link sent to it). Until then you sign in with " (staff.user.email.as_str()) "." }
+            p.hint { (t("account-waiting-confirmation")) strong { (pending.email.as_str()) } (tm("account-follow-link-sent-until-then", &[("email", html! { (staff.user.email.as_str()) })])) }
         }
         form method="post" action="/dashboard/account/email" {
             (page::csrf(staff))
             (problems("email"))
-            label for="new-email" { "E-mail address" span.hint { "You sign in with it." } }
+            label for="new-email" { (t("account-e-mail-address")) span.hint { (t("account-you-sign-with")) } }
             input #new-email type="email" name="email" value=(sent_email) autocomplete="email" required;
-            label for="email-password" { "Your password" span.hint { "To confirm it is you." } }
+            label for="email-password" { (t("account-your-password")) span.hint { (t("account-confirm-you")) } }
             input #email-password type="password" name="password" autocomplete="current-password" required;
-            p { button type="submit" { "Change e-mail address" } }
+            p { button type="submit" { (t("account-change-e-mail-address")) } }
         }
-        h2 { "Two-step sign-in" }
+        h2 { (t("account-two-step-sign")) }
         @if let Some(two_step) = &staff.user.two_step {
             p {
-                "On since " (page::when(staff, two_step.since)) ": signing in takes your password and the code of your authenticator app. "
-                (two_step.recovery_codes.len()) " of " (two_step::RECOVERY_CODES) " recovery codes are unused."
+                (tm("account-since-when-signing-takes-your", &[("when", html! { (page::when(staff, two_step.since)) }), ("recovery-codes", html! { (two_step.recovery_codes.len()) }), ("recovery-codes2", html! { (two_step::RECOVERY_CODES) })]))
             }
             form method="post" action="/dashboard/account/two-step/off" {
                 (page::csrf(staff))
-                label for="off-code" { "Code" span.hint { "To turn it off: the code your app shows now, or a recovery code." } }
+                label for="off-code" { (t("account-code")) span.hint { (t("account-turn-off-code-your-app")) } }
                 input #off-code type="text" name="code" autocomplete="one-time-code" required;
-                p { button.secondary type="submit" { "Turn two-step sign-in off" } }
+                p { button.secondary type="submit" { (t("account-turn-two-step-sign-off")) } }
             }
         } @else {
-            p { "Off. With it on, signing in also takes a code from an authenticator app on your phone, so a stolen password is not enough." }
-            p { a.button href="/dashboard/account/two-step" { "Turn on two-step sign-in" } }
+            p { (t("account-off-with-signing-also-takes")) }
+            p { a.button href="/dashboard/account/two-step" { (t("account-turn-two-step-sign")) } }
         }
-        h2 { "Sessions" }
-        p { "Signed in on another computer you no longer use, or lost one? End every session of your account, this one included." }
+        h2 { (t("account-sessions")) }
+        p { (t("account-signed-another-computer-you-no")) }
         form method="post" action="/dashboard/sign-out-everywhere" {
             (page::csrf(staff))
-            button.secondary type="submit" { "Sign out everywhere" }
+            button.secondary type="submit" { (t("account-sign-out-everywhere")) }
         }
     };
     page::html_response(
         status,
-        page::layout(ctx, staff, Nav::Account, "Your account", content),
+        page::layout(ctx, staff, Nav::Account, t("account-your-account"), content),
     )
 }
 
@@ -545,7 +539,10 @@ async fn checked<O: crate::app::Run>(
         let wait = wait_text(status.retry_after_secs.unwrap_or(1));
         return Err(Failure::new(
             429,
-            format!("Too many wrong passwords in this session. Wait {wait} before trying again."),
+            tw(
+                "account-too-many-wrong-passwords",
+                &[("wait", Arg::Text(&wait))],
+            ),
         ));
     }
     let outcome = api::perform(ctx, staff, op).await;
@@ -570,7 +567,7 @@ pub(crate) async fn change_password(ctx: &Ctx, staff: &Staff, form: &Form) -> Re
                 ctx,
                 user,
                 "/dashboard/account?notice=password-changed",
-                "password change",
+                t("account-password-change"),
             )
             .await
         }
@@ -602,12 +599,12 @@ pub(crate) async fn confirm_email_page(id: &str, secret: &str) -> Response {
     page::html_response(
         200,
         page::bare(
-            "Confirm your new address",
+            t("account-confirm-your-new-address"),
             html! {
-                h1 { "Confirm your new sign-in address" }
-                p { "Your dashboard account will sign in with the address this link was sent to." }
+                h1 { (t("account-confirm-your-new-sign-address")) }
+                p { (t("account-your-dashboard-account-will-sign")) }
                 form method="post" action=(action) {
-                    button type="submit" { "Confirm the address" }
+                    button type="submit" { (t("account-confirm-address")) }
                 }
             },
         ),
@@ -639,8 +636,8 @@ pub(crate) async fn set_time_zone(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 /// The name an authenticator app shows the account under: the team's name.
 async fn issuer(ctx: &Ctx, staff: &Staff) -> String {
     match api::perform(ctx, staff, OwnTeamName).await {
-        Ok(Some(team)) => format!("{team} licensing"),
-        _ => "Licensing".to_owned(),
+        Ok(Some(team)) => tw("account-issuer", &[("team", Arg::Text(&team))]),
+        _ => t("account-licensing").to_owned(),
     }
 }
 
@@ -664,32 +661,32 @@ async fn setup_page(ctx: &Ctx, staff: &Staff, secret: &str, failure: Option<&Fai
         .filter_map(|c| std::str::from_utf8(c).ok())
         .collect();
     let content = html! {
-        h1 { "Turn on two-step sign-in" }
+        h1 { (t("account-turn-two-step-sign")) }
         (page::problems(failure))
         ol.steps {
             li {
-                "Scan this code with an authenticator app (such as Aegis, Google Authenticator, 1Password or Microsoft Authenticator):"
+                (t("account-scan-code-with-authenticator-app"))
                 @if let Ok(svg) = &qr {
-                    figure.qr role="img" aria-label="QR code of the authenticator entry" { (maud::PreEscaped(svg)) }
+                    figure.qr role="img" aria-label=(t("account-qr-code-authenticator-entry")) { (maud::PreEscaped(svg)) }
                 }
-                "On a phone, "
-                a href=(url) { "open it in the authenticator app" }
-                ", or add the entry by hand, with this key (time-based):"
+                (t("account-phone"))
+                a href=(url) { (t("account-open-authenticator-app")) }
+                (t("account-add-entry-hand-with-key"))
                 p { code.secret { (grouped.join(" ")) } }
             }
             li {
-                "Type the six digits the app shows:"
+                (t("account-type-six-digits-app-shows"))
                 form method="post" action="/dashboard/account/two-step" {
                     (page::csrf(staff))
                     input type="hidden" name="secret" value=(secret);
-                    label for="code" { "Code" @if let Some(m) = failure.and_then(|f| f.field("code")) { span.field-error { (m) } } }
+                    label for="code" { (t("account-code")) @if let Some(m) = failure.and_then(|f| f.field("code")) { span.field-error { (m) } } }
                     input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" required autofocus;
-                    p { button type="submit" { "Turn on" } }
+                    p { button type="submit" { (t("account-turn")) } }
                 }
             }
         }
     };
-    let shown = page::shown(Nav::Account, "Two-step sign-in", content);
+    let shown = page::shown(Nav::Account, t("account-two-step-sign"), content);
     page::answer(ctx, staff, failure, Ok(shown))
 }
 
@@ -715,19 +712,25 @@ pub(crate) async fn turn_on(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     match api::cx(ctx, staff).perform(turning_on).await {
         Ok(codes) => {
             let content = html! {
-                h1 { "Two-step sign-in is on" }
+                h1 { (t("account-two-step-sign-2")) }
                 div.card {
-                    p { "Keep these recovery codes somewhere safe, away from your phone. Each signs you in once instead of the app's code, if you lose it. They are shown only now." }
+                    p { (t("account-keep-these-recovery-codes-somewhere")) }
                     ul.recovery-codes {
                         @for code in &codes { li { code { (code) } } }
                     }
-                    p { button.secondary.small.copy type="button" data-copy=(codes.join("\n")) hidden { "Copy all" } }
+                    p { button.secondary.small.copy type="button" data-copy=(codes.join("\n")) data-copied=(t("page-copied")) data-copy-failed=(t("page-copy-failed")) hidden { (t("account-copy-all")) } }
                 }
-                p { a.button href="/dashboard/account" { "Done" } }
+                p { a.button href="/dashboard/account" { (t("account-done")) } }
             };
             page::html_response(
                 200,
-                page::layout(ctx, staff, Nav::Account, "Two-step sign-in", content),
+                page::layout(
+                    ctx,
+                    staff,
+                    Nav::Account,
+                    t("account-two-step-sign"),
+                    content,
+                ),
             )
         }
         Err(e) => setup_page(ctx, staff, secret, Some(&e.into())).await,
@@ -747,10 +750,7 @@ pub(crate) async fn turn_off(ctx: &Ctx, staff: &Staff, form: &Form) -> Response 
         Ok(false) => page::failure(
             ctx,
             Some(staff),
-            &Failure::new(
-                400,
-                "That code is not right, or was used already, so two-step sign-in stays on. Go back and type the code your app shows now, or an unused recovery code.",
-            ),
+            &Failure::new(400, t("account-code-not-right-was-used-2")),
         ),
         Err(e) => page::failure(ctx, Some(staff), &e),
     }

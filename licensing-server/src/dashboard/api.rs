@@ -1,6 +1,7 @@
 //! The dashboard's way to the operations: each page performs them as the signed-in staff
 //! member, and shows what went wrong as a [`Failure`].
 
+use crate::dashboard::words::t;
 use licensing_core::ApiError;
 use licensing_core::api::requests::ProductListQuery;
 use licensing_core::error::FieldError;
@@ -35,13 +36,13 @@ impl Failure {
     /// The heading of its page.
     pub(crate) fn title(&self) -> &'static str {
         match self.status {
-            400 => "That did not work",
-            401 | 403 => "Not allowed",
+            400 => t("api-did-not-work"),
+            401 | 403 => t("api-not-allowed"),
             404 => "Not found",
-            409 => "Conflict",
-            413 => "Too large",
-            429 => "Too many attempts",
-            _ => "Something went wrong",
+            409 => t("api-conflict"),
+            413 => t("api-too-large"),
+            429 => t("api-too-many-attempts"),
+            _ => t("api-something-went-wrong"),
         }
     }
 
@@ -50,7 +51,7 @@ impl Failure {
         if self.fields.is_empty() {
             self.details.clone()
         } else {
-            "Nothing was saved: please correct the fields below.".to_owned()
+            t("api-nothing-was-saved-please-correct").to_owned()
         }
     }
 
@@ -67,7 +68,7 @@ impl From<ApiError> for Failure {
     fn from(e: ApiError) -> Self {
         crate::http::log_cause(&e);
         let details = if e.status() >= 500 {
-            "The server could not do this just now. Please try again; if it keeps failing, the operator will find the cause in the server's log.".to_owned()
+            t("api-server-could-not-do-just").to_owned()
         } else {
             e.details().to_owned()
         };
@@ -92,13 +93,13 @@ impl From<ApiError> for Failure {
 /// required when the license expires after a duration").
 fn in_words(message: &str) -> String {
     let message = message
-        .replace("expirationType is NEVER", "the license never expires")
-        .replace("expirationType is DATE", "the license expires on a date")
+        .replace("expirationType is NEVER", t("api-license-never-expires"))
+        .replace("expirationType is DATE", t("api-license-expires-date"))
         .replace(
             "expirationType is DURATION",
-            "the license expires after a duration",
+            t("api-license-expires-after-duration"),
         )
-        .replace("ACTIVATION", "Counting from first use");
+        .replace("ACTIVATION", t("api-counting-from-first-use"));
     message
         .split(' ')
         .map(|word| {
@@ -152,18 +153,18 @@ pub(crate) async fn all_products(ctx: &Ctx, staff: &Staff) -> Result<Page<Produc
 /// "Expiration date").
 pub(crate) fn field_words(field: &str) -> String {
     let known = match field {
-        "hwidLimit" => "Device limit",
-        "ipLimit" => "Address limit",
-        "customerIds" => "Customers",
-        "productIds" => "Products",
-        "entitlementIds" => "Entitlements",
-        "expirationDays" => "Days",
-        "expirationType" => "Expiration",
-        "email" => "E-mail address",
-        "url" => "Address",
-        "eventTypes" => "Events",
-        "ipAddress" => "IP address",
-        "hardwareIdentifier" => "Device",
+        "hwidLimit" => t("api-device-limit"),
+        "ipLimit" => t("api-address-limit"),
+        "customerIds" => t("api-customers"),
+        "productIds" => t("api-products"),
+        "entitlementIds" => t("api-entitlements"),
+        "expirationDays" => t("api-days"),
+        "expirationType" => t("api-expiration"),
+        "email" => t("api-e-mail-address"),
+        "url" => t("api-address"),
+        "eventTypes" => t("api-events"),
+        "ipAddress" => t("api-ip-address"),
+        "hardwareIdentifier" => t("api-device"),
         _ => "",
     };
     if !known.is_empty() {

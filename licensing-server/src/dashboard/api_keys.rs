@@ -9,11 +9,12 @@ use super::api::{self, Failure};
 use super::page::{self, After, Confirm, Form, Nav};
 use super::{Ctx, Staff};
 use crate::app::access::{CreateApiKey, ListApiKeys, RevokeApiKey};
+use crate::dashboard::words::{t, tm};
 use crate::http::Response;
 
 fn scopes_text(scopes: &Scopes) -> String {
     match scopes {
-        Scopes::All => "every scope".to_owned(),
+        Scopes::All => t("api-keys-every-scope").to_owned(),
         Scopes::Only(_) => scopes.names().join(", "),
     }
 }
@@ -29,26 +30,26 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, ApiKeyCreate
     let write = staff.may_perform::<crate::app::access::CreateApiKey>();
     let chosen = form.all("scopes");
     let content = html! {
-        h1 { "API keys" }
-        p.hint { "Your back end uses these to call the developer API. A key is shown once, when it is made." }
+        h1 { (t("api-keys-api-keys")) }
+        p.hint { (t("api-keys-your-back-end-uses-these")) }
         @if let Some(created) = after.made() {
             div.card.created role="status" {
-                h2 { "New key “" (created.name) "”" }
-                p { "Copy it now: it is not shown again." }
+                h2 { (tm("api-keys-new-key-name", &[("name", html! { (created.name) })])) }
+                p { (t("api-keys-copy-now-not-shown-again")) }
                 (page::shown_once("new-key", Some("key"), &created.key))
-                p.hint { "Scopes: " (scopes_text(&created.scopes)) }
+                p.hint { (tm("api-keys-scopes-scopes-text", &[("scopes-text", html! { (scopes_text(&created.scopes)) })])) }
             }
         }
         (table(staff, &keys, write, ctx.now))
         @if write {
-            h2 { "New API key" }
+            h2 { (t("api-keys-new-api-key")) }
             (page::problems(failure))
             form method="post" action="/dashboard/api-keys" {
                 (page::csrf(staff))
-                label for="name" { "Name" span.hint { "To recognize it by, such as “billing back end”." } }
+                label for="name" { (t("api-keys-name")) span.hint { (t("api-keys-recognize-such-billing-back-end")) } }
                 input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
                 fieldset {
-                    legend { "Scopes" }
+                    legend { (t("api-keys-scopes")) }
                     @if let Some(message) = failure.and_then(|f| f.field("scopes")) {
                         span.field-error { (message) }
                     }
@@ -60,36 +61,36 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, ApiKeyCreate
                         }
                     }
                 }
-                label for="expiresAt" { "Expires" span.hint { "Optional; at 00:00 UTC on this day." } }
+                label for="expiresAt" { (t("api-keys-expires")) span.hint { (t("api-keys-optional-00-00-utc-day")) } }
                 input #expiresAt type="date" name="expiresAt" value=(form.get("expiresAt").unwrap_or(""));
-                p { button type="submit" { "Create key" } }
+                p { button type="submit" { (t("api-keys-create-key")) } }
             }
         }
     };
     page::html_response(
         after.status(),
-        page::layout(ctx, staff, Nav::ApiKeys, "API keys", content),
+        page::layout(ctx, staff, Nav::ApiKeys, t("api-keys-api-keys"), content),
     )
 }
 
 fn table(staff: &Staff, keys: &[ApiKeyView], write: bool, now: Timestamp) -> Markup {
     html! {
-        (page::table(&["Name", "Scopes", "Expires", "Last used", "Created"], write.then_some("Action"), html! {
+        (page::table(&[t("api-keys-name"), t("api-keys-scopes"), t("api-keys-expires"), t("api-keys-last-used"), t("api-keys-created")], write.then_some(t("api-keys-action")), html! {
             @for k in keys {
                 tr {
                     td { (k.name) }
                     td { (scopes_text(&k.scopes)) }
                     td {
                         @match k.expires_at {
-                            Some(at) if at <= now => span.badge.bad { "Expired" },
+                            Some(at) if at <= now => span.badge.bad { (t("api-keys-expired")) },
                             Some(at) => (page::day(at)),
-                            None => "Never",
+                            None => (t("api-keys-never")),
                         }
                     }
-                    td { (k.last_used_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
+                    td { (k.last_used_at.map(|at| page::when(staff, at)).unwrap_or_else(|| t("api-keys-never").into())) }
                     td { (page::day(k.created_at)) }
                     @if write {
-                        td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { "Revoke…" } }
+                        td { a.button.secondary.small href={ "/dashboard/api-keys/" (k.id) "/revoke" } { (t("api-keys-revoke")) } }
                     }
                 }
             }
@@ -117,7 +118,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 }
 
 fn key_id(text: &str) -> Result<ApiKeyId, Failure> {
-    page::id_of(text, "API key")
+    page::id_of(text, t("api-keys-api-key"))
 }
 
 /// `GET /dashboard/api-keys/{id}/revoke`: the confirmation.
@@ -128,15 +129,15 @@ pub(crate) async fn confirm_revoke(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
         let key = keys
             .iter()
             .find(|k| k.id == id)
-            .ok_or_else(|| Failure::new(404, "There is no such API key."))?;
+            .ok_or_else(|| Failure::new(404, t("api-keys-there-no-such-api-key")))?;
         Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::ApiKeys,
-                title: "Revoke this API key?",
-                what: html! { "“" (key.name) "” (" (scopes_text(&key.scopes)) ") stops working at once: whatever uses it is refused from then on." },
+                title: t("api-keys-revoke-api-key"),
+                what: html! { (tm("api-keys-name-scopes-text-stops-working", &[("name", html! { (key.name) }), ("scopes-text", html! { (scopes_text(&key.scopes)) })])) },
                 action: format!("/dashboard/api-keys/{id}/revoke"),
-                button: "Revoke key",
+                button: t("api-keys-revoke-key"),
                 back: "/dashboard/api-keys".to_owned(),
             },
         ))

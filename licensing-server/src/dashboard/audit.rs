@@ -8,12 +8,16 @@ use super::api::{self, Failure};
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
 use crate::app::team::ListAudit;
+use crate::dashboard::words::{t, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// An action's name in words (`api_key.revoked`: "API key revoked"); the name itself is the
 /// entry's title, as the API and the filters spell it.
 fn action_words(name: &str) -> String {
-    let spaced = name.replace("api_key", "API key").replace(['.', '_'], " ");
+    let spaced = name
+        .replace("api_key", t("audit-api-key"))
+        .replace(['.', '_'], " ");
     let mut chars = spaced.chars();
     chars.next().map_or_else(String::new, |first| {
         first.to_uppercase().chain(chars).collect()
@@ -56,8 +60,8 @@ fn change(c: &FieldChange) -> Markup {
     html! {
         li {
             code { (c.field) } ": "
-            @if c.secret { em { "secret, not recorded" } }
-            @else if c.redacted { em { "changed (your role may not read these records)" } }
+            @if c.secret { em { (t("audit-secret-not-recorded")) } }
+            @else if c.redacted { em { (t("audit-changed-your-role-may-not")) } }
             @else { (value_text(c.old.as_ref())) " → " (value_text(c.new.as_ref())) }
         }
     }
@@ -66,13 +70,13 @@ fn change(c: &FieldChange) -> Markup {
 fn actor(entry: &AuditEntry) -> String {
     let name = entry.actor.name.clone().unwrap_or_default();
     match entry.actor.kind {
-        ActorKind::User => format!("{name} (staff)"),
-        ActorKind::ApiKey => format!("API key “{name}”"),
-        ActorKind::Admin => "the operator (admin API)".to_owned(),
-        ActorKind::System => format!("the server ({name})"),
-        ActorKind::Customer if name.is_empty() => "a customer (portal)".to_owned(),
-        ActorKind::Customer => format!("{name} (customer, portal)"),
-        ActorKind::Integration => format!("the {name} integration"),
+        ActorKind::User => tw("audit-actor-staff", &[("name", Arg::Text(&name))]),
+        ActorKind::ApiKey => tw("audit-actor-api-key", &[("name", Arg::Text(&name))]),
+        ActorKind::Admin => t("audit-operator-admin-api").to_owned(),
+        ActorKind::System => tw("audit-actor-server", &[("name", Arg::Text(&name))]),
+        ActorKind::Customer if name.is_empty() => t("audit-customer-portal").to_owned(),
+        ActorKind::Customer => tw("audit-actor-customer", &[("name", Arg::Text(&name))]),
+        ActorKind::Integration => tw("audit-actor-integration", &[("name", Arg::Text(&name))]),
     }
 }
 
@@ -119,26 +123,26 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
         format!("/dashboard/audit?{}", q.finish())
     };
     let content = html! {
-        h1 { "Audit log" }
+        h1 { (t("audit-audit-log")) }
         @if !record.is_empty() {
             p.notice {
-                "The history of record " code { (record) } ". "
-                a href="/dashboard/audit" { "Show every record" }
+                (t("audit-history-record")) code { (record) } ". "
+                a href="/dashboard/audit" { (t("audit-show-every-record")) }
             }
         }
         form.filters method="get" action="/dashboard/audit" {
             @if !record.is_empty() { input type="hidden" name="resourceId" value=(record); }
-            (page::filter(("resourceType", "Records", "All"), Action::resources().into_iter().map(|r| (r, r)), &resource))
+            (page::filter(("resourceType", t("audit-records"), t("audit-all")), Action::resources().into_iter().map(|r| (r, r)), &resource))
             (page::filter(
-                ("actor", "Who", "Anyone"),
-                [("USER", "Staff"), ("API_KEY", "API keys"), ("ADMIN", "The operator"), ("SYSTEM", "The server")],
+                ("actor", t("audit-who"), t("audit-anyone")),
+                [("USER", t("audit-staff")), ("API_KEY", t("audit-api-keys")), ("ADMIN", t("audit-operator")), ("SYSTEM", t("audit-server"))],
                 &who,
             ))
-            div { button type="submit" { "Show" } }
+            div { button type="submit" { (t("audit-show")) } }
         }
-        (page::table(&["When", "Who", "What", "Record", "Changes"], None, html! {
+        (page::table(&[t("audit-when"), t("audit-who"), t("audit-what"), t("audit-record"), t("audit-changes")], None, html! {
             @if entries.items.is_empty() {
-                tr { td.empty colspan="5" { "Nothing recorded matches." } }
+                tr { td.empty colspan="5" { (t("audit-nothing-recorded-matches")) } }
             }
             @for e in &entries.items {
                 tr {
@@ -149,26 +153,26 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
                     }
                     td { span title=(e.action.as_str()) { (action_words(e.action.as_str())) } }
                     td {
-                        a href=(history(&e.resource_id)) title={ "Every entry about " (e.resource_id) } {
+                        a href=(history(&e.resource_id)) title=(tw("audit-every-entry-about", &[("record", Arg::Text(&e.resource_id))])) {
                             code { (e.resource_id.get(..8).unwrap_or(&e.resource_id)) }
                         }
                         @if let Some(href) = record_page(e) {
-                            " " a.hint href=(href) { "open" }
+                            " " a.hint href=(href) { (t("audit-open")) }
                         }
                     }
                     td { ul.changes { @for c in e.changes.iter().filter(|c| shown(c)) { (change(c)) } } }
                 }
             }
         }))
-        nav.pager aria-label="Pages" {
-            @if entries.total > 0 { span { (page::counted(entries.total, "entry", "entries")) } }
-            @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Newer" } }
-            @if entries.has_next_page { a href=(link(page_number + 1)) rel="next" { "Older" } }
+        nav.pager aria-label=(t("audit-pages")) {
+            @if entries.total > 0 { span { (page::counted(entries.total, "count-entries")) } }
+            @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { (t("audit-newer")) } }
+            @if entries.has_next_page { a href=(link(page_number + 1)) rel="next" { (t("audit-older")) } }
         }
     };
     Ok(page::html_response(
         200,
-        page::layout(ctx, staff, Nav::Audit, "Audit log", content),
+        page::layout(ctx, staff, Nav::Audit, t("audit-audit-log"), content),
     ))
 }
 

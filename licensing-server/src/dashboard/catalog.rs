@@ -21,7 +21,9 @@ use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
     UpdateProduct,
 };
+use crate::dashboard::words::{t, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 // Customers.
 
@@ -50,46 +52,46 @@ pub(crate) async fn customers(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Res
             format!("/dashboard/customers?{}", q.finish())
         };
         let content = html! {
-            h1 { "Customers" }
+            h1 { (t("catalog-customers")) }
             form.filters method="get" action="/dashboard/customers" role="search" {
                 div {
-                    label for="search" { "Search" }
-                    input #search type="search" name="search" value=(search) placeholder="Name, user name or e-mail";
+                    label for="search" { (t("catalog-search")) }
+                    input #search type="search" name="search" value=(search) placeholder=(t("catalog-name-user-name-e-mail"));
                 }
-                div { button type="submit" { "Show" } }
+                div { button type="submit" { (t("catalog-show")) } }
             }
-            (page::table(&["Name", "E-mail address", "User name", "Since"], None, html! {
-                @if list.items.is_empty() { tr { td.empty colspan="4" { "No customers match." } } }
+            (page::table(&[t("catalog-name"), t("catalog-e-mail-address"), t("catalog-user-name"), t("catalog-since")], None, html! {
+                @if list.items.is_empty() { tr { td.empty colspan="4" { (t("catalog-no-customers-match")) } } }
                 @for c in &list.items {
                     tr {
-                        td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or("(no name)")) } }
+                        td { a href={ "/dashboard/customers/" (c.id) } { (c.full_name.as_deref().unwrap_or(t("catalog-no-name"))) } }
                         td { (c.email.as_ref().map_or("", |e| e.as_str())) }
                         td { (c.username.as_deref().unwrap_or("")) }
                         td { (page::day(c.created_at)) }
                     }
                 }
             }))
-            nav.pager aria-label="Pages" {
-                @if list.total > 0 { span { (page::counted(list.total, "customer", "customers")) } }
-                @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { "Previous" } }
-                @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { "Next" } }
+            nav.pager aria-label=(t("catalog-pages")) {
+                @if list.total > 0 { span { (page::counted(list.total, "count-customers")) } }
+                @if page_number > 1 { a href=(link(page_number - 1)) rel="prev" { (t("catalog-previous")) } }
+                @if list.has_next_page { a href=(link(page_number + 1)) rel="next" { (t("catalog-next")) } }
             }
             @if staff.may_perform::<crate::app::customers::CreateCustomer>() {
-                h2 { "New customer" }
+                h2 { (t("catalog-new-customer")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/customers" {
                     (page::csrf(staff))
-                    label for="fullName" { "Name" (field_error(failure, "fullName")) }
+                    label for="fullName" { (t("catalog-name")) (field_error(failure, "fullName")) }
                     input #fullName type="text" name="fullName" value=(form.get("fullName").unwrap_or(""));
-                    label for="email" { "E-mail address" (field_error(failure, "email")) }
+                    label for="email" { (t("catalog-e-mail-address")) (field_error(failure, "email")) }
                     input #email type="email" name="email" value=(form.get("email").unwrap_or(""));
-                    label for="username" { "User name" (field_error(failure, "username")) }
+                    label for="username" { (t("catalog-user-name")) (field_error(failure, "username")) }
                     input #username type="text" name="username" value=(form.get("username").unwrap_or(""));
-                    p { button type="submit" { "Create customer" } }
+                    p { button type="submit" { (t("catalog-create-customer")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Customers, "Customers", content))
+        Ok(page::shown(Nav::Customers, t("catalog-customers"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -142,40 +144,40 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str, after: After<'_
         };
         let content = html! {
             div.heading {
-                h1 { (c.full_name.as_deref().unwrap_or("Customer")) }
+                h1 { (c.full_name.as_deref().unwrap_or(t("catalog-customer-2"))) }
                 @if staff.may_perform::<crate::app::customers::DeleteCustomer>() {
-                    a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { "Delete…" }
+                    a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { (t("catalog-delete")) }
                 }
             }
             div.card {
                 dl.facts {
-                    dt { "E-mail address" } dd { (c.email.as_ref().map_or("None", |e| e.as_str())) }
-                    dt { "User name" } dd { (c.username.as_deref().unwrap_or("None")) }
-                    dt { "Since" } dd { (page::when(staff, c.created_at)) }
+                    dt { (t("catalog-e-mail-address")) } dd { (c.email.as_ref().map_or(t("catalog-none-2"), |e| e.as_str())) }
+                    dt { (t("catalog-user-name")) } dd { (c.username.as_deref().unwrap_or(t("catalog-none-2"))) }
+                    dt { (t("catalog-since")) } dd { (page::when(staff, c.created_at)) }
                     @for m in &c.metadata { dt { code { (m.key) } } dd { (m.value) } }
                 }
             }
             @if staff.may_perform::<crate::app::customers::UpdateCustomer>() {
                 details.edit open[failure.is_some()] {
-                    summary { "Edit" }
+                    summary { (t("catalog-edit")) }
                     (page::problems(failure))
                     form method="post" action={ "/dashboard/customers/" (id) } {
                         (page::csrf(staff))
-                        label for="fullName" { "Name" (field_error(failure, "fullName")) }
+                        label for="fullName" { (t("catalog-name")) (field_error(failure, "fullName")) }
                         input #fullName type="text" name="fullName" value=(shown("fullName", c.full_name.as_deref()));
-                        label for="email" { "E-mail address" (field_error(failure, "email")) }
+                        label for="email" { (t("catalog-e-mail-address")) (field_error(failure, "email")) }
                         input #email type="email" name="email" value=(shown("email", c.email.as_ref().map(|e| e.as_str())));
-                        label for="username" { "User name" (field_error(failure, "username")) }
+                        label for="username" { (t("catalog-user-name")) (field_error(failure, "username")) }
                         input #username type="text" name="username" value=(shown("username", c.username.as_deref()));
-                        p.hint { "A field left empty is cleared." }
-                        p { button type="submit" { "Save customer" } }
+                        p.hint { (t("catalog-field-left-empty-cleared")) }
+                        p { button type="submit" { (t("catalog-save-customer")) } }
                     }
                 }
             }
             @if let Some(licenses) = licenses {
-                h2 { "Licenses" }
-                (page::table(&["Key", "Created"], None, html! {
-                    @if licenses.is_empty() { tr { td.empty colspan="2" { "None." } } }
+                h2 { (t("catalog-licenses")) }
+                (page::table(&[t("catalog-key"), t("catalog-created")], None, html! {
+                    @if licenses.is_empty() { tr { td.empty colspan="2" { (t("catalog-none")) } } }
                     @for l in &licenses {
                         tr {
                             td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
@@ -185,7 +187,11 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str, after: After<'_
                 }))
             }
         };
-        Ok(page::shown(Nav::Customers, "Customer", content))
+        Ok(page::shown(
+            Nav::Customers,
+            t("catalog-customer-2"),
+            content,
+        ))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -226,10 +232,10 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
             staff,
             Confirm {
                 nav: Nav::Customers,
-                title: "Delete this customer?",
-                what: html! { "Customer " strong { (name) } " will be deleted and removed from their licenses (which stay)." },
+                title: t("catalog-delete-customer"),
+                what: html! { (t("catalog-customer")) strong { (name) } (t("catalog-will-deleted-removed-from-their")) },
                 action: format!("/dashboard/customers/{id}/delete"),
-                button: "Delete customer",
+                button: t("catalog-delete-customer-2"),
                 back: format!("/dashboard/customers/{id}"),
             },
         ))
@@ -259,9 +265,9 @@ pub(crate) async fn products(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Resp
         let entitlements = super::entitlements::readable(ctx, staff).await?;
         let chosen = form.all("entitlementIds");
         let content = html! {
-            h1 { "Products" }
-            (page::table(&["Name", "Address", "Since"], None, html! {
-                @if list.items.is_empty() { tr { td.empty colspan="3" { "No products yet." } } }
+            h1 { (t("catalog-products")) }
+            (page::table(&[t("catalog-name"), t("catalog-address"), t("catalog-since")], None, html! {
+                @if list.items.is_empty() { tr { td.empty colspan="3" { (t("catalog-no-products-yet")) } } }
                 @for p in &list.items {
                     tr {
                         td { a href={ "/dashboard/products/" (p.id) } { (p.name) } }
@@ -271,17 +277,17 @@ pub(crate) async fn products(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Resp
                 }
             }))
             @if staff.may_perform::<crate::app::products::CreateProduct>() {
-                h2 { "New product" }
+                h2 { (t("catalog-new-product")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/products" {
                     (page::csrf(staff))
-                    label for="name" { "Name" (field_error(failure, "name")) }
+                    label for="name" { (t("catalog-name")) (field_error(failure, "name")) }
                     input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
-                    label for="url" { "Web address" span.hint { "Optional." } (field_error(failure, "url")) }
+                    label for="url" { (t("catalog-web-address")) span.hint { (t("catalog-optional")) } (field_error(failure, "url")) }
                     input #url type="text" name="url" value=(form.get("url").unwrap_or(""));
                     @if !entitlements.is_empty() {
                         fieldset {
-                            legend { "Entitlements" span.hint { " Every license of the product grants them." } }
+                            legend { (t("catalog-entitlements")) span.hint { (t("catalog-every-license-product-grants-them")) } }
                             (field_error(failure, "entitlementIds"))
                             @for e in &entitlements {
                                 label.choice {
@@ -291,11 +297,11 @@ pub(crate) async fn products(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Resp
                             }
                         }
                     }
-                    p { button type="submit" { "Create product" } }
+                    p { button type="submit" { (t("catalog-create-product")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Products, "Products", content))
+        Ok(page::shown(Nav::Products, t("catalog-products"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -360,55 +366,55 @@ pub(crate) async fn product(
         let content = html! {
             div.heading {
                 h1 { (p.name) }
-                @if write { a.button.danger href={ "/dashboard/products/" (id) "/delete" } { "Delete…" } }
+                @if write { a.button.danger href={ "/dashboard/products/" (id) "/delete" } { (t("catalog-delete")) } }
             }
             div.card {
                 dl.facts {
-                    dt { "Web address" } dd { (p.url.as_ref().map_or("None", |u| u.as_str())) }
+                    dt { (t("catalog-web-address")) } dd { (p.url.as_ref().map_or(t("catalog-none-2"), |u| u.as_str())) }
                     @if !entitlements.is_empty() {
-                        dt { "Entitlements" }
+                        dt { (t("catalog-entitlements")) }
                         dd {
-                            @if p.entitlement_ids.is_empty() { "None" }
+                            @if p.entitlement_ids.is_empty() { (t("catalog-none-2")) }
                             @for (i, e) in entitlements.iter().filter(|e| p.entitlement_ids.contains(&e.id)).enumerate() {
                                 @if i > 0 { ", " }
                                 code { (e.code) }
                             }
                         }
                     }
-                    dt { "Since" } dd { (page::when(staff, p.created_at)) }
-                    dt { "Releases" } dd { a href={ "/dashboard/releases?product=" (id) } { "This product's releases" } }
-                    dt { "Update feeds" }
+                    dt { (t("catalog-since")) } dd { (page::when(staff, p.created_at)) }
+                    dt { (t("catalog-releases")) } dd { a href={ "/dashboard/releases?product=" (id) } { (t("catalog-products-releases")) } }
+                    dt { (t("catalog-update-feeds")) }
                     dd {
-                        @if p.update_feed == UpdateFeed::Public { "Public: anyone may read them" } @else { "A valid license of the product" }
+                        @if p.update_feed == UpdateFeed::Public { (t("catalog-public-anyone-may-read-them")) } @else { (t("catalog-valid-license-product")) }
                     }
-                    dt { "Update signatures" }
+                    dt { (t("catalog-update-signatures")) }
                     dd {
-                        @if p.sign_updates { "Made by the server (the team's signing key)" }
-                        @else if p.updater_public_key.is_some() || p.sparkle_public_key.is_some() { "The vendor's, checked against the keys below" }
-                        @else { "The vendor's, as uploaded" }
+                        @if p.sign_updates { (t("catalog-made-server-teams-signing-key")) }
+                        @else if p.updater_public_key.is_some() || p.sparkle_public_key.is_some() { (t("catalog-vendors-checked-against-keys-below")) }
+                        @else { (t("catalog-vendors-uploaded")) }
                     }
                     @if let Some(key) = &p.updater_public_key {
-                        dt { "Tauri public key" } dd { code.checksum { (key) } }
+                        dt { (t("catalog-tauri-public-key")) } dd { code.checksum { (key) } }
                     }
                     @if let Some(key) = &p.sparkle_public_key {
-                        dt { "Sparkle public key" } dd { code.checksum { (key) } }
+                        dt { (t("catalog-sparkle-public-key")) } dd { code.checksum { (key) } }
                     }
                 }
             }
             (feed_addresses(ctx, &p))
             @if write {
                 details.edit open[edit_failure.is_some()] {
-                    summary { "Edit" }
+                    summary { (t("catalog-edit")) }
                     (page::problems(edit_failure))
                     form method="post" action={ "/dashboard/products/" (id) } {
                         (page::csrf(staff))
-                        label for="name" { "Name" (field_error(edit_failure, "name")) }
+                        label for="name" { (t("catalog-name")) (field_error(edit_failure, "name")) }
                         input #name type="text" name="name" required value=(shown("name", Some(&p.name)));
-                        label for="url" { "Web address" span.hint { "Optional." } (field_error(edit_failure, "url")) }
+                        label for="url" { (t("catalog-web-address")) span.hint { (t("catalog-optional")) } (field_error(edit_failure, "url")) }
                         input #url type="text" name="url" value=(shown("url", p.url.as_ref().map(|u| u.as_str())));
                         @if !entitlements.is_empty() {
                             fieldset {
-                                legend { "Entitlements" span.hint { " Every license of the product grants them." } }
+                                legend { (t("catalog-entitlements")) span.hint { (t("catalog-every-license-product-grants-them")) } }
                                 (field_error(edit_failure, "entitlementIds"))
                                 @for e in &entitlements {
                                     label.choice {
@@ -419,27 +425,27 @@ pub(crate) async fn product(
                             }
                         }
                         fieldset {
-                            legend { "Updates" span.hint { " How desktop applications update from this server." } }
-                            label for="updateFeed" { "Who may read the update feeds" (field_error(edit_failure, "updateFeed")) }
+                            legend { (t("catalog-updates")) span.hint { (t("catalog-how-desktop-applications-update-from")) } }
+                            label for="updateFeed" { (t("catalog-who-may-read-update-feeds")) (field_error(edit_failure, "updateFeed")) }
                             @let feed = match edit { Some(form) => form.get("updateFeed").unwrap_or("license").to_owned(), None => p.update_feed.as_str().to_owned() };
                             select #updateFeed name="updateFeed" {
-                                option value="license" selected[feed == "license"] { "A valid license of the product" }
-                                option value="public" selected[feed == "public"] { "Anyone (public feeds)" }
+                                option value="license" selected[feed == "license"] { (t("catalog-valid-license-product")) }
+                                option value="public" selected[feed == "public"] { (t("catalog-anyone-public-feeds")) }
                             }
                             @let sign = match edit { Some(form) => form.get("signUpdates").is_some(), None => p.sign_updates };
-                            label.choice { input type="checkbox" name="signUpdates" value="true" checked[sign]; "The server signs each uploaded artifact with the team's signing key" }
-                            label for="updaterPublicKey" { "Tauri public key" span.hint { "Optional: the minisign key (Tauri's pubkey) every uploaded signature must verify with." } (field_error(edit_failure, "updaterPublicKey")) }
+                            label.choice { input type="checkbox" name="signUpdates" value="true" checked[sign]; (t("catalog-server-signs-each-uploaded-artifact")) }
+                            label for="updaterPublicKey" { (t("catalog-tauri-public-key")) span.hint { (t("catalog-optional-minisign-key-tauris-pubkey")) } (field_error(edit_failure, "updaterPublicKey")) }
                             input #updaterPublicKey type="text" name="updaterPublicKey" value=(shown("updaterPublicKey", p.updater_public_key.as_deref()));
-                            label for="sparklePublicKey" { "Sparkle public key" span.hint { "Optional: SUPublicEDKey, base64." } (field_error(edit_failure, "sparklePublicKey")) }
+                            label for="sparklePublicKey" { (t("catalog-sparkle-public-key")) span.hint { (t("catalog-optional-supublicedkey-base64")) } (field_error(edit_failure, "sparklePublicKey")) }
                             input #sparklePublicKey type="text" name="sparklePublicKey" value=(shown("sparklePublicKey", p.sparkle_public_key.as_deref()));
                         }
-                        p { button type="submit" { "Save product" } }
+                        p { button type="submit" { (t("catalog-save-product")) } }
                     }
                 }
             }
-            h2 { "Branches" }
-            (page::table(&["Name", "Since"], write.then_some("Action"), html! {
-                @if branches.is_empty() { tr { td.empty colspan="3" { "No branches: releases are on the main line." } } }
+            h2 { (t("catalog-branches")) }
+            (page::table(&[t("catalog-name"), t("catalog-since")], write.then_some(t("catalog-action")), html! {
+                @if branches.is_empty() { tr { td.empty colspan="3" { (t("catalog-no-branches-releases-main-line")) } } }
                 @for b in &branches {
                     tr {
                         td { (b.name.as_str()) }
@@ -448,7 +454,7 @@ pub(crate) async fn product(
                             td {
                                 form method="post" action={ "/dashboard/products/" (id) "/branches/" (b.id) "/delete" } {
                                     (page::csrf(staff))
-                                    button.secondary.small type="submit" aria-label={ "Delete branch " (b.name.as_str()) } { "Delete" }
+                                    button.secondary.small type="submit" aria-label=(tw("catalog-delete-branch-label", &[("name", Arg::Text(b.name.as_str()))])) { (t("catalog-delete-2")) }
                                 }
                             }
                         }
@@ -459,11 +465,11 @@ pub(crate) async fn product(
                 (page::problems(branch_failure))
                 form.inline method="post" action={ "/dashboard/products/" (id) "/branches" } {
                     (page::csrf(staff))
-                    label for="branch" { "New branch" }
+                    label for="branch" { (t("catalog-new-branch")) }
                     input #branch type="text" name="name" required placeholder="beta";
-                    button type="submit" { "Add" }
+                    button type="submit" { (t("catalog-add")) }
                 }
-                p.hint { "Deleting a branch deletes its releases." }
+                p.hint { (t("catalog-deleting-branch-deletes-releases")) }
             }
         };
         Ok(page::shown(Nav::Products, &p.name, content))
@@ -481,14 +487,14 @@ fn feed_addresses(ctx: &Ctx, p: &licensing_core::model::Product) -> maud::Markup
     );
     html! {
         details.card {
-            summary { "Update feed addresses" }
-            p.hint { "Send the license key as Authorization: License <key> (or X-License-Key). Updaters that cannot send a header read the feed under a token: POST " code { (feed) "/token" } " with {\"licenseKey\": \"…\"}, then replace " code { "FEED" } " by " code { "FEED/t/TOKEN" } "." }
+            summary { (t("catalog-update-feed-addresses")) }
+            p.hint { (t("catalog-send-license-key-authorization-license")) code { (feed) "/token" } (t("catalog-with-licensekey-then-replace")) code { "FEED" } (t("catalog-by")) code { "FEED/t/TOKEN" } "." }
             dl.facts {
-                dt { "Tauri" } dd { code.checksum { (feed) "/tauri/{{target}}/{{arch}}/{{current_version}}" } }
-                dt { "Sparkle" } dd { code.checksum { (feed) "/t/TOKEN/sparkle/appcast.xml" } }
-                dt { "Velopack" } dd { code.checksum { (feed) "/t/TOKEN/velopack" } }
-                dt { "electron-updater" } dd { code.checksum { (feed) "/electron" } " (generic provider)" }
-                dt { "Your own code" } dd { code.checksum { (feed) "/latest?version=…&platform=…&arch=…" } }
+                dt { (t("catalog-tauri")) } dd { code.checksum { (feed) "/tauri/{{target}}/{{arch}}/{{current_version}}" } }
+                dt { (t("catalog-sparkle")) } dd { code.checksum { (feed) "/t/TOKEN/sparkle/appcast.xml" } }
+                dt { (t("catalog-velopack")) } dd { code.checksum { (feed) "/t/TOKEN/velopack" } }
+                dt { (t("catalog-electron-updater")) } dd { code.checksum { (feed) "/electron" } (t("catalog-generic-provider")) }
+                dt { (t("catalog-your-own-code")) } dd { code.checksum { (feed) "/latest?version=…&platform=…&arch=…" } }
             }
         }
     }
@@ -568,10 +574,10 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
             staff,
             Confirm {
                 nav: Nav::Products,
-                title: "Delete this product?",
-                what: html! { "Product " strong { (p.name) } " will be deleted with its branches and releases." },
+                title: t("catalog-delete-product"),
+                what: html! { (t("catalog-product")) strong { (p.name) } (t("catalog-will-deleted-with-branches-releases")) },
                 action: format!("/dashboard/products/{id}/delete"),
-                button: "Delete product",
+                button: t("catalog-delete-product-2"),
                 back: format!("/dashboard/products/{id}"),
             },
         ))
@@ -595,10 +601,10 @@ pub(crate) async fn blacklist(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Res
         let write = staff.may_perform::<crate::app::access::CreateBlacklistEntry>();
         let kind = form.get("type").unwrap_or("IP");
         let content = html! {
-            h1 { "Blacklist" }
-            p.hint { "Clients from a listed address, country or device are refused, whatever their license." }
-            (page::table(&["Type", "Value", "Refusals", "Since"], write.then_some("Action"), html! {
-                @if list.is_empty() { tr { td.empty colspan="5" { "Nothing is blacklisted." } } }
+            h1 { (t("catalog-blacklist")) }
+            p.hint { (t("catalog-clients-from-listed-address-country")) }
+            (page::table(&[t("catalog-type"), t("catalog-value"), t("catalog-refusals"), t("catalog-since")], write.then_some(t("catalog-action")), html! {
+                @if list.is_empty() { tr { td.empty colspan="5" { (t("catalog-nothing-blacklisted")) } } }
                 @for e in &list {
                     tr {
                         td { (serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
@@ -609,7 +615,7 @@ pub(crate) async fn blacklist(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Res
                             td {
                                 form method="post" action={ "/dashboard/blacklist/" (e.id) "/delete" } {
                                     (page::csrf(staff))
-                                    button.secondary.small type="submit" aria-label={ "Remove " (e.value) } { "Remove" }
+                                    button.secondary.small type="submit" aria-label=(tw("catalog-remove-entry-label", &[("value", Arg::Text(&e.value))])) { (t("catalog-remove")) }
                                 }
                             }
                         }
@@ -617,23 +623,23 @@ pub(crate) async fn blacklist(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Res
                 }
             }))
             @if write {
-                h2 { "Add" }
+                h2 { (t("catalog-add")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/blacklist" {
                     (page::csrf(staff))
-                    label for="type" { "Type" (field_error(failure, "type")) }
+                    label for="type" { (t("catalog-type")) (field_error(failure, "type")) }
                     select #type name="type" {
-                        @for (value, text) in [("IP", "IP address or range"), ("COUNTRY", "Country"), ("HARDWARE_IDENTIFIER", "Hardware identifier")] {
+                        @for (value, text) in [("IP", t("catalog-ip-address-range")), ("COUNTRY", t("catalog-country")), ("HARDWARE_IDENTIFIER", t("catalog-hardware-identifier"))] {
                             option value=(value) selected[kind == value] { (text) }
                         }
                     }
-                    label for="value" { "Value" span.hint { "Such as 203.0.113.0/24, FI, or a device's identifier." } (field_error(failure, "value")) }
+                    label for="value" { (t("catalog-value")) span.hint { (t("catalog-such-203-0-113-0")) } (field_error(failure, "value")) }
                     input #value type="text" name="value" required value=(form.get("value").unwrap_or(""));
-                    p { button type="submit" { "Add to the blacklist" } }
+                    p { button type="submit" { (t("catalog-add-blacklist")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Blacklist, "Blacklist", content))
+        Ok(page::shown(Nav::Blacklist, t("catalog-blacklist"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -655,7 +661,7 @@ pub(crate) async fn add_blacklist(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 
 /// `POST /dashboard/blacklist/{id}/delete`.
 pub(crate) async fn delete_blacklist(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
-    let op = page::id_of(id, "blacklist entry").map(DeleteBlacklistEntry);
+    let op = page::id_of(id, t("catalog-blacklist-entry")).map(DeleteBlacklistEntry);
     page::done(
         ctx,
         staff,

@@ -3,6 +3,7 @@
 //! `Content-Security-Policy`. Each chart has a title for screen readers and a table of its
 //! numbers beside it.
 
+use crate::dashboard::words::{t, tm};
 use maud::{Markup, html};
 
 /// Width and height of a chart's drawing space (it scales to its box).
@@ -54,12 +55,12 @@ pub(crate) fn stacked_columns(title: &str, days: &[(String, u64, u64)]) -> Marku
                 @let x = LEFT + i as f64 * slot + (slot - bar) / 2.0;
                 @if *ok > 0 {
                     rect.ok x=(x) y=(y(*ok)) width=(bar) height=(y(0) - y(*ok)) {
-                        title { (label) ": " (ok) " successful" }
+                        title { (tm("charts-label-ok-successful", &[("label", html! { (label) }), ("ok", html! { (ok) })])) }
                     }
                 }
                 @if *bad > 0 {
                     rect.bad x=(x) y=(y(ok + bad)) width=(bar) height=(y(*ok) - y(ok + bad)) {
-                        title { (label) ": " (bad) " refused" }
+                        title { (tm("charts-label-bad-refused", &[("label", html! { (label) }), ("bad", html! { (bad) })])) }
                     }
                 }
                 @if i + 1 == days.len() {
@@ -83,7 +84,7 @@ pub(crate) fn bars(title: &str, items: &[(String, u64)]) -> Markup {
     let plot_w = width - label_w - 50.0;
     html! {
         @if items.is_empty() {
-            p.hint { "Nothing yet." }
+            p.hint { (t("charts-nothing-yet")) }
         } @else {
             svg.chart viewBox=(format!("0 0 {width} {height}")) role="img" aria-label=(title) {
                 title { (title) }

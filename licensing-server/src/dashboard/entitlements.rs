@@ -12,6 +12,7 @@ use super::{Ctx, Staff};
 use crate::app::entitlements::{
     AllEntitlements, CreateEntitlement, DeleteEntitlement, GetEntitlement,
 };
+use crate::dashboard::words::t;
 use crate::http::Response;
 
 /// The team's entitlements for a page or form, when the role may read them (else none: the page
@@ -34,35 +35,39 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
         let all = api::perform(ctx, staff, AllEntitlements).await?;
         let write = staff.may_perform::<crate::app::entitlements::UpdateEntitlement>();
         let content = html! {
-            h1 { "Entitlements" }
-            p.hint { "Features a license grants, directly or through its products. Applications ask for their codes when they verify; a license that lacks one is refused." }
-            (page::table(&["Code", "Name", "Created"], write.then_some("Action"), html! {
-                @if all.is_empty() { tr { td.empty colspan="4" { "No entitlements yet." } } }
+            h1 { (t("entitlements-entitlements")) }
+            p.hint { (t("entitlements-features-license-grants-directly-through")) }
+            (page::table(&[t("entitlements-code"), t("entitlements-name"), t("entitlements-created")], write.then_some(t("entitlements-action")), html! {
+                @if all.is_empty() { tr { td.empty colspan="4" { (t("entitlements-no-entitlements-yet")) } } }
                 @for e in &all {
                     tr {
                         td { code { (e.code) } }
                         td { (e.name) }
                         td { (page::day(e.created_at)) }
                         @if write {
-                            td { a.button.secondary.small href={ "/dashboard/entitlements/" (e.id) "/delete" } { "Delete…" } }
+                            td { a.button.secondary.small href={ "/dashboard/entitlements/" (e.id) "/delete" } { (t("entitlements-delete")) } }
                         }
                     }
                 }
             }))
             @if write {
-                h2 { "New entitlement" }
+                h2 { (t("entitlements-new-entitlement")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/entitlements" {
                     (page::csrf(staff))
-                    label for="name" { "Name" (field_error(failure, "name")) }
+                    label for="name" { (t("entitlements-name")) (field_error(failure, "name")) }
                     input #name type="text" name="name" required value=(form.get("name").unwrap_or(""));
-                    label for="code" { "Code" span.hint { "A-Z, 0-9 and _, starting with a letter, such as PRO_EXPORT. It cannot change later." } (field_error(failure, "code")) }
+                    label for="code" { (t("entitlements-code")) span.hint { (t("entitlements-z-0-9-starting-with")) } (field_error(failure, "code")) }
                     input #code type="text" name="code" required pattern="[A-Z][A-Z0-9_]{0,63}" value=(form.get("code").unwrap_or(""));
-                    p { button type="submit" { "Create entitlement" } }
+                    p { button type="submit" { (t("entitlements-create-entitlement")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Entitlements, "Entitlements", content))
+        Ok(page::shown(
+            Nav::Entitlements,
+            t("entitlements-entitlements"),
+            content,
+        ))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -93,10 +98,10 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Entitlements,
-                title: "Delete this entitlement?",
-                what: html! { "“" (e.name) "” (" code { (e.code) } ") is taken from every license and product that grants it, at once: applications that ask for it are refused." },
+                title: t("entitlements-delete-entitlement"),
+                what: html! { "“" (e.name) "” (" code { (e.code) } (t("entitlements-taken-from-every-license-product")) },
                 action: format!("/dashboard/entitlements/{}/delete", e.id),
-                button: "Delete entitlement",
+                button: t("entitlements-delete-entitlement-2"),
                 back: "/dashboard/entitlements".to_owned(),
             },
         ))

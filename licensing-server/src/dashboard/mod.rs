@@ -31,6 +31,7 @@ mod settings;
 pub(crate) mod sign_in;
 mod users;
 mod webhooks;
+pub(crate) mod words;
 
 use std::net::IpAddr;
 
@@ -117,7 +118,12 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
                 now: Timestamp::now(),
                 secure,
             };
-            let mut response = route(ctx, method, input.body).await;
+            let lang = words::choose(
+                ctx.headers
+                    .get(warp::http::header::ACCEPT_LANGUAGE)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let mut response = words::speaking(lang, route(ctx, method, input.body)).await;
             page::protect(response.headers_mut());
             response
         })

@@ -7,6 +7,7 @@ use super::charts;
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
 use crate::app::team::{GetOverview, GetStatistics};
+use crate::dashboard::words::{t, tm};
 use crate::http::Response;
 
 /// `GET /dashboard/`: the overview, or the licenses for a role without statistics.
@@ -50,27 +51,27 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
         // The headline counts are current; the charts' history may be 15 minutes old.
         let o = &api::perform(ctx, staff, GetOverview).await?;
         let content = html! {
-            h1 { "Overview" }
+            h1 { (t("overview-overview")) }
             div.figures {
-                div.figure { span.number { (o.total_licenses) } span.label { "licenses" } }
-                div.figure { span.number { (o.active_licenses) } span.label { "active in the last hour" } }
-                div.figure { span.number { (o.total_customers) } span.label { "customers" } }
-                div.figure { span.number { (o.total_products) } span.label { "products" } }
-                div.figure { span.number { (stats.requests.total) } span.label { "client requests, 30 days" } }
+                div.figure { span.number { (o.total_licenses) } span.label { (t("overview-licenses")) } }
+                div.figure { span.number { (o.active_licenses) } span.label { (t("overview-active-last-hour")) } }
+                div.figure { span.number { (o.total_customers) } span.label { (t("overview-customers")) } }
+                div.figure { span.number { (o.total_products) } span.label { (t("overview-products")) } }
+                div.figure { span.number { (stats.requests.total) } span.label { (t("overview-client-requests-30-days")) } }
                 div.figure {
                     span.number {
                         @if stats.requests.total == 0 { "—" } @else { (format!("{:.1} %", stats.requests.success_rate)) }
                     }
-                    span.label { "answered valid" }
+                    span.label { (t("overview-answered-valid")) }
                 }
             }
             div.card {
-                h2 { "Client requests per day" }
-                p.legend { span.swatch.ok {} "valid " span.swatch.bad {} "refused" }
-                (charts::stacked_columns("Client requests per day over the last 30 days", &days))
+                h2 { (t("overview-client-requests-per-day")) }
+                p.legend { span.swatch.ok {} (t("overview-valid")) span.swatch.bad {} (t("overview-refused")) }
+                (charts::stacked_columns(t("overview-client-requests-per-day-over"), &days))
                 details {
-                    summary { "The numbers" }
-                    (page::table(&["Day (UTC)", "Valid", "Refused"], None, html! {
+                    summary { (t("overview-numbers")) }
+                    (page::table(&[t("overview-day-utc"), t("overview-valid-2"), t("overview-refused-2")], None, html! {
                         @for d in stats.daily.iter().rev() {
                             tr { td { (d.date) } td { (d.successful) } td { (d.failed) } }
                         }
@@ -79,31 +80,28 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff) -> Response {
             }
             div.columns {
                 div.card {
-                    h2 { "Top countries" }
-                    (charts::bars("Client requests by country, last 30 days", &countries))
+                    h2 { (t("overview-top-countries")) }
+                    (charts::bars(t("overview-client-requests-country-last-30"), &countries))
                 }
                 div.card {
-                    h2 { "Top products" }
-                    (charts::bars("Licenses by product", &products))
+                    h2 { (t("overview-top-products")) }
+                    (charts::bars(t("overview-licenses-product"), &products))
                 }
                 div.card {
-                    h2 { "Top refusal reasons" }
+                    h2 { (t("overview-top-refusal-reasons")) }
                     @if refusals.is_empty() {
-                        p.hint { "No request was refused in the last 30 days." }
+                        p.hint { (t("overview-no-request-was-refused-last")) }
                     } @else {
-                        (charts::bars("Refused client requests by reason, last 30 days", &refusals))
-                        p.hint { "A license's page lists each of its requests, refusals highlighted." }
+                        (charts::bars(t("overview-refused-client-requests-reason-last"), &refusals))
+                        p.hint { (t("overview-licenses-page-lists-each-requests")) }
                     }
                 }
             }
             p.hint {
-                "Last 24 hours: " (stats.recent_activity.last_24h) " requests · 7 days: "
-                (stats.recent_activity.last_7d) " · verify " (stats.requests.by_type.verify)
-                ", heartbeat " (stats.requests.by_type.heartbeat) ", download "
-                (stats.requests.by_type.download) " in 30 days. Refreshed every 15 minutes."
+                (tm("overview-last-24-hours-last-24h", &[("last-24h", html! { (stats.recent_activity.last_24h) }), ("last-7d", html! { (stats.recent_activity.last_7d) }), ("verify", html! { (stats.requests.by_type.verify) }), ("heartbeat", html! { (stats.requests.by_type.heartbeat) }), ("download", html! { (stats.requests.by_type.download) })]))
             }
         };
-        Ok(page::shown(Nav::Overview, "Overview", content))
+        Ok(page::shown(Nav::Overview, t("overview-overview"), content))
     };
     page::answer(ctx, staff, None, outcome.await)
 }

@@ -9,7 +9,9 @@ use warp::http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::api::{self, Failure};
 use super::{Ctx, Staff};
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// Largest form body (every form but a release upload).
 pub(crate) const MAX_FORM: usize = 64 * 1024;
@@ -93,10 +95,11 @@ pub(crate) fn answer_with(
     }
 }
 
-/// `n` and the noun, singular for one: "1 customer", "2 customers".
-pub(crate) fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
+/// `n` and the noun of message `id` (`count-…`), singular or plural as the language says:
+/// "1 customer", "2 customers".
+pub(crate) fn counted(n: impl Into<u64>, id: &str) -> String {
+    let n = i64::try_from(n.into()).unwrap_or(i64::MAX);
+    tw(id, &[("count", Arg::Number(n))])
 }
 
 /// `303 See Other` to `location` (after a form, the browser GETs the next page).
@@ -164,7 +167,7 @@ pub(crate) fn shown_once(id: &str, class: Option<&str>, value: &str) -> Markup {
     html! {
         p {
             code class=[class] id=(id) { (value) }
-            button.secondary.small.copy type="button" data-copy=(value) hidden { "Copy" }
+            button.secondary.small.copy type="button" data-copy=(value) data-copied=(t("page-copied")) data-copy-failed=(t("page-copy-failed")) hidden { (t("page-copy")) }
         }
     }
 }
@@ -238,24 +241,24 @@ pub(crate) enum Nav {
     None,
 }
 
-/// The navigation's entries: section, title, target, and the scope that shows it (`None`:
+/// The navigation's entries: section, title (its message), target, and the scope that shows it (`None`:
 /// owners and admins, who manage accounts).
 #[rustfmt::skip]
 const NAV: &[(Nav, &str, &str, Option<Resource>)] = &[
-    (Nav::Overview, "Overview", "/dashboard/", Some(Resource::Statistics)),
-    (Nav::Licenses, "Licenses", "/dashboard/licenses", Some(Resource::Licenses)),
-    (Nav::Customers, "Customers", "/dashboard/customers", Some(Resource::Customers)),
-    (Nav::Products, "Products", "/dashboard/products", Some(Resource::Products)),
-    (Nav::Entitlements, "Entitlements", "/dashboard/entitlements", Some(Resource::Entitlements)),
-    (Nav::Policies, "Policies", "/dashboard/policies", Some(Resource::Policies)),
-    (Nav::Payments, "Payments", "/dashboard/payments", Some(Resource::Integrations)),
-    (Nav::Releases, "Releases", "/dashboard/releases", Some(Resource::Releases)),
-    (Nav::Blacklist, "Blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
-    (Nav::ApiKeys, "API keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
-    (Nav::Webhooks, "Webhooks", "/dashboard/webhooks", Some(Resource::Webhooks)),
-    (Nav::Audit, "Audit log", "/dashboard/audit", Some(Resource::AuditLog)),
-    (Nav::Users, "Users", "/dashboard/users", None),
-    (Nav::Settings, "Settings", "/dashboard/settings", Some(Resource::Settings)),
+    (Nav::Overview, "page-overview", "/dashboard/", Some(Resource::Statistics)),
+    (Nav::Licenses, "page-licenses", "/dashboard/licenses", Some(Resource::Licenses)),
+    (Nav::Customers, "page-customers", "/dashboard/customers", Some(Resource::Customers)),
+    (Nav::Products, "page-products", "/dashboard/products", Some(Resource::Products)),
+    (Nav::Entitlements, "page-entitlements", "/dashboard/entitlements", Some(Resource::Entitlements)),
+    (Nav::Policies, "page-policies", "/dashboard/policies", Some(Resource::Policies)),
+    (Nav::Payments, "page-payments", "/dashboard/payments", Some(Resource::Integrations)),
+    (Nav::Releases, "page-releases", "/dashboard/releases", Some(Resource::Releases)),
+    (Nav::Blacklist, "page-blacklist", "/dashboard/blacklist", Some(Resource::Blacklist)),
+    (Nav::ApiKeys, "page-api-keys", "/dashboard/api-keys", Some(Resource::ApiKeys)),
+    (Nav::Webhooks, "page-webhooks", "/dashboard/webhooks", Some(Resource::Webhooks)),
+    (Nav::Audit, "page-audit-log", "/dashboard/audit", Some(Resource::AuditLog)),
+    (Nav::Users, "page-users", "/dashboard/users", None),
+    (Nav::Settings, "page-settings", "/dashboard/settings", Some(Resource::Settings)),
 ];
 
 /// A page of the dashboard for a signed-in staff member.
@@ -263,15 +266,16 @@ pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: M
     let scopes = staff.user.role.scopes();
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang=(super::words::lang().tag()) {
             (head(title))
             body {
-                a.skip href="#main" { "Skip to content" }
+                a.skip href="#main" { (t("page-skip-content")) }
                 header.top {
-                    a.brand href="/dashboard/" { "Licensing" }
-                    nav.main aria-label="Sections" {
+                    a.brand href="/dashboard/" { (t("page-licensing")) }
+                    nav.main aria-label=(t("page-sections")) {
                         ul {
-                            @for (section, name, href, resource) in NAV {
+                            @for (section, title, href, resource) in NAV {
+                                @let name = t(title);
                                 @if resource.map_or(staff.user.role.manages(Role::Viewer), |r| scopes.allows(Scope::read(r))) {
                                     li {
                                         a href=(href) aria-current=[(nav == *section).then_some("page")] { (name) }
@@ -287,7 +291,7 @@ pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: M
                         span.role { (staff.user.role.as_str()) }
                         form method="post" action="/dashboard/sign-out" {
                             (csrf(staff))
-                            button.link type="submit" { "Sign out" }
+                            button.link type="submit" { (t("page-sign-out")) }
                         }
                     }
                 }
@@ -306,11 +310,11 @@ pub(crate) fn layout(ctx: &Ctx, staff: &Staff, nav: Nav, title: &str, content: M
 pub(crate) fn bare(title: &str, content: Markup) -> Markup {
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang=(super::words::lang().tag()) {
             (head(title))
             body.bare {
                 main id="main" {
-                    p.brand { "Licensing" }
+                    p.brand { (t("page-licensing")) }
                     (content)
                 }
             }
@@ -324,7 +328,7 @@ fn head(title: &str) -> Markup {
             meta charset="utf-8";
             meta name="viewport" content="width=device-width, initial-scale=1";
             meta name="referrer" content="no-referrer";
-            title { (title) " · Licensing" }
+            title { (tm("page-title-licensing", &[("title", html! { (title) })])) }
             link rel="stylesheet" href=(super::assets::CSS_PATH);
             script src=(super::assets::JS_PATH) defer {}
         }
@@ -353,88 +357,72 @@ fn form_token() -> String {
 /// The sentence a `?notice=` names; unknown names show nothing.
 fn notice_text(name: Option<&str>) -> Option<&'static str> {
     Some(match name? {
-        "signed-in" => "Signed in.",
-        "password-set" => "Your password is set, and you are signed in.",
-        "license-created" => "License created.",
-        "license-updated" => "Changes saved.",
-        "user-invited" => "Account created: its set-password link is on its way by e-mail.",
-        "license-emailed" => "The key is on its way to the license's customers.",
-        "two-step-off" => "Two-step sign-in is off.",
-        "two-step-reset" => {
-            "Two-step sign-in is off for that account: they sign in with their password alone until they turn it on again."
-        }
-        "license-deleted" => "License deleted.",
-        "license-suspended" => {
-            "License suspended: its clients are refused until it is unsuspended."
-        }
-        "license-unsuspended" => "License unsuspended.",
-        "license-extended" => "License extended: its new expiry is below.",
-        "device-forgotten" => "Device forgotten: its seat is free.",
-        "device-remembered" => "Device remembered.",
-        "address-forgotten" => "Address forgotten.",
-        "address-remembered" => "Address remembered.",
-        "session-revoked" => "Session revoked: its seat is free.",
-        "key-revoked" => "API key revoked.",
-        "release-created" => "Release uploaded.",
-        "release-updated" => "Release updated.",
-        "artifact-uploaded" => "Artifact uploaded: the update feeds offer it.",
-        "artifact-deleted" => "Artifact deleted.",
-        "release-deleted" => "Release deleted.",
-        "user-deleted" => "Account deleted.",
-        "user-updated" => "Account updated.",
-        "customer-created" => "Customer created.",
-        "customer-updated" => "Customer saved.",
-        "customer-deleted" => "Customer deleted.",
-        "product-created" => "Product created.",
-        "product-updated" => "Product saved.",
-        "product-deleted" => "Product deleted.",
-        "branch-created" => "Branch created.",
-        "branch-deleted" => "Branch deleted.",
-        "blacklist-added" => "Added to the blacklist.",
-        "blacklist-removed" => "Removed from the blacklist.",
-        "settings-saved" => "Settings saved.",
-        "portal-session-ended" => "The customer's portal session was ended.",
-        "signing-key-rotated" => {
-            "Signing key rotated: the new key signs from now on; the former one stays trusted until you retire it."
-        }
-        "signing-key-retired" => "Signing key retired.",
-        "signing-key-created" => {
-            "Next signing key created: publish it in an application release, then activate it."
-        }
-        "entitlement-created" => "Entitlement created.",
-        "policy-created" => "Policy created: choose it on a license's form.",
-        "policy-updated" => "Policy saved: every license on it follows now.",
-        "policy-deleted" => "Policy deleted; its licenses keep its terms as their own.",
-        "integration-saved" => {
-            "Integration saved: give the provider the address shown, and send it a test event."
-        }
-        "integration-deleted" => {
-            "Integration removed: its events are answered “not received” from now on."
-        }
-        "rule-created" => "Rule added: the next purchase it matches makes a license on its policy.",
-        "rule-deleted" => "Rule deleted.",
-        "event-replayed-applied" => "Event replayed: applied.",
-        "event-replayed-duplicate" => {
-            "Event replayed: it had been applied already, nothing changed."
-        }
-        "event-replayed-skipped" => "Event replayed: skipped again (see why below).",
-        "event-replayed-failed" => "Event replayed: it failed again (see why below).",
-        "entitlement-deleted" => "Entitlement deleted, and taken from every license and product.",
-        "licenses-suspended" => "The licenses chosen are suspended.",
-        "licenses-unsuspended" => "The licenses chosen are no longer suspended.",
-        "licenses-deleted" => "The licenses chosen are deleted.",
-        "password-changed" => "Password changed. Your other sessions have ended.",
-        "email-changed" => "E-mail address changed: sign in with the new one from now on.",
-        "email-confirm-sent" => {
-            "A link was sent to the new address: your account signs in with it once you follow the link (within 72 hours). Until then, sign in with the address you have."
-        }
-        "time-zone-set" => "Time zone saved: times are shown in it.",
-        "webhook-test" => "Test event queued: it appears below once sent.",
-        "webhook-redelivered" => "Delivery queued again.",
-        "webhook-deleted" => "Webhook endpoint deleted.",
-        "webhook-updated" => "Webhook endpoint saved.",
-        "webhook-enabled" => "Webhook endpoint enabled: events go to it again.",
-        "webhook-disabled" => "Webhook endpoint disabled: no events go to it until it is enabled.",
+        "signed-in" => t("page-signed"),
+        "password-set" => t("page-your-password-set-you-signed"),
+        "license-created" => t("page-license-created"),
+        "license-updated" => t("page-changes-saved"),
+        "user-invited" => t("page-account-created-set-password-link"),
+        "license-emailed" => t("page-key-way-licenses-customers"),
+        "two-step-off" => t("page-two-step-sign-off"),
+        "two-step-reset" => t("page-two-step-sign-off-account"),
+        "license-deleted" => t("page-license-deleted"),
+        "license-suspended" => t("page-license-suspended-clients-refused-until"),
+        "license-unsuspended" => t("page-license-unsuspended"),
+        "license-extended" => t("page-license-extended-new-expiry-below"),
+        "device-forgotten" => t("page-device-forgotten-seat-free"),
+        "device-remembered" => t("page-device-remembered"),
+        "address-forgotten" => t("page-address-forgotten"),
+        "address-remembered" => t("page-address-remembered"),
+        "session-revoked" => t("page-session-revoked-seat-free"),
+        "key-revoked" => t("page-api-key-revoked"),
+        "release-created" => t("page-release-uploaded"),
+        "release-updated" => t("page-release-updated"),
+        "artifact-uploaded" => t("page-artifact-uploaded-update-feeds-offer"),
+        "artifact-deleted" => t("page-artifact-deleted"),
+        "release-deleted" => t("page-release-deleted"),
+        "user-deleted" => t("page-account-deleted"),
+        "user-updated" => t("page-account-updated"),
+        "customer-created" => t("page-customer-created"),
+        "customer-updated" => t("page-customer-saved"),
+        "customer-deleted" => t("page-customer-deleted"),
+        "product-created" => t("page-product-created"),
+        "product-updated" => t("page-product-saved"),
+        "product-deleted" => t("page-product-deleted"),
+        "branch-created" => t("page-branch-created"),
+        "branch-deleted" => t("page-branch-deleted"),
+        "blacklist-added" => t("page-added-blacklist"),
+        "blacklist-removed" => t("page-removed-from-blacklist"),
+        "settings-saved" => t("page-settings-saved"),
+        "portal-session-ended" => t("page-customers-portal-session-was-ended"),
+        "signing-key-rotated" => t("page-signing-key-rotated-new-key"),
+        "signing-key-retired" => t("page-signing-key-retired"),
+        "signing-key-created" => t("page-next-signing-key-created-publish"),
+        "entitlement-created" => t("page-entitlement-created"),
+        "policy-created" => t("page-policy-created-choose-licenses-form"),
+        "policy-updated" => t("page-policy-saved-every-license-follows"),
+        "policy-deleted" => t("page-policy-deleted-licenses-keep-terms"),
+        "integration-saved" => t("page-integration-saved-give-provider-address"),
+        "integration-deleted" => t("page-integration-removed-events-answered-not"),
+        "rule-created" => t("page-rule-added-next-purchase-matches"),
+        "rule-deleted" => t("page-rule-deleted"),
+        "event-replayed-applied" => t("page-event-replayed-applied"),
+        "event-replayed-duplicate" => t("page-event-replayed-had-been-applied"),
+        "event-replayed-skipped" => t("page-event-replayed-skipped-again-see"),
+        "event-replayed-failed" => t("page-event-replayed-failed-again-see"),
+        "entitlement-deleted" => t("page-entitlement-deleted-taken-from-every"),
+        "licenses-suspended" => t("page-licenses-chosen-suspended"),
+        "licenses-unsuspended" => t("page-licenses-chosen-no-longer-suspended"),
+        "licenses-deleted" => t("page-licenses-chosen-deleted"),
+        "password-changed" => t("page-password-changed-your-other-sessions"),
+        "email-changed" => t("page-e-mail-address-changed-sign"),
+        "email-confirm-sent" => t("page-link-was-sent-new-address"),
+        "time-zone-set" => t("page-time-zone-saved-times-shown"),
+        "webhook-test" => t("page-test-event-queued-appears-below"),
+        "webhook-redelivered" => t("page-delivery-queued-again"),
+        "webhook-deleted" => t("page-webhook-endpoint-deleted"),
+        "webhook-updated" => t("page-webhook-endpoint-saved"),
+        "webhook-enabled" => t("page-webhook-endpoint-enabled-events-go"),
+        "webhook-disabled" => t("page-webhook-endpoint-disabled-no-events"),
         _ => return None,
     })
 }
@@ -512,7 +500,7 @@ pub(crate) fn failure(ctx: &Ctx, staff: Option<&Staff>, failure: &Failure) -> Re
     let content = html! {
         h1 { (failure.title()) }
         p { (failure.details) }
-        p { a href="/dashboard/" { "Back to the dashboard" } }
+        p { a href="/dashboard/" { (t("page-back-dashboard")) } }
     };
     let markup = match staff {
         Some(staff) => layout(ctx, staff, Nav::None, failure.title(), content),
@@ -552,12 +540,12 @@ pub(crate) fn pager(total: u64, page: u32, size: u64, link: impl Fn(u32) -> Stri
     numbers.sort_unstable();
     numbers.dedup();
     html! {
-        nav.pager aria-label="Pages" {
+        nav.pager aria-label=(t("page-pages")) {
             @if total > 0 && first <= total {
-                span { (first) "–" (last) " of " (total) }
+                span { (tm("page-first-last-total", &[("first", html! { (first) }), ("last", html! { (last) }), ("total", html! { (total) })])) }
             }
             @if page > 1 {
-                a href=(link(page - 1)) rel="prev" { "Previous" }
+                a href=(link(page - 1)) rel="prev" { (t("page-previous")) }
             }
             @if pages > 1 {
                 @for (i, n) in numbers.iter().enumerate() {
@@ -565,12 +553,12 @@ pub(crate) fn pager(total: u64, page: u32, size: u64, link: impl Fn(u32) -> Stri
                     @if *n == page {
                         span.current aria-current="page" { (n) }
                     } @else {
-                        a href=(link(*n)) aria-label={ "Page " (n) } { (n) }
+                        a href=(link(*n)) aria-label=(tw("page-page-label", &[("page", Arg::Number(i64::try_from(*n).unwrap_or(0)))])) { (n) }
                     }
                 }
             }
             @if page < pages {
-                a href=(link(page + 1)) rel="next" { "Next" }
+                a href=(link(page + 1)) rel="next" { (t("page-next")) }
             }
         }
     }
@@ -579,7 +567,7 @@ pub(crate) fn pager(total: u64, page: u32, size: u64, link: impl Fn(u32) -> Stri
 /// The id in a dashboard path, or a 404 that names what was looked for.
 pub(crate) fn id_of<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, Failure> {
     text.parse()
-        .map_err(|_| Failure::new(404, format!("There is no such {what}.")))
+        .map_err(|_| Failure::new(404, tw("page-no-such", &[("what", Arg::Text(what))])))
 }
 
 /// Performs what a form asks (`op`, or why it cannot be asked, such as an id that is no id) and
@@ -639,13 +627,13 @@ pub(crate) fn confirm(staff: &Staff, c: Confirm<'_>) -> Shown {
     let content = html! {
         h1 { (c.title) }
         div.card {
-            p { (c.what) " This cannot be undone." }
+            p { (tm("page-what-cannot-undone", &[("what", html! { (c.what) })])) }
             div.actions {
                 form method="post" action=(c.action) {
                     (csrf(staff))
                     button.danger type="submit" { (c.button) }
                 }
-                a.button.secondary href=(c.back) { "Keep it" }
+                a.button.secondary href=(c.back) { (t("page-keep")) }
             }
         }
     };
@@ -657,10 +645,7 @@ pub(crate) fn not_found(ctx: &Ctx, staff: &Staff) -> Response {
     failure(
         ctx,
         Some(staff),
-        &Failure::new(
-            404,
-            "There is no such page in the dashboard. It may have been moved, or the link may be mistyped.",
-        ),
+        &Failure::new(404, t("page-there-no-such-page-dashboard")),
     )
 }
 
@@ -669,8 +654,8 @@ pub(crate) fn method_not_allowed() -> Response {
     html_response(
         405,
         bare(
-            "Not allowed",
-            html! { h1 { "Not allowed" } p { "This page cannot be asked for that way." } },
+            t("page-not-allowed"),
+            html! { h1 { (t("page-not-allowed")) } p { (t("page-page-cannot-asked-way")) } },
         ),
     )
 }
@@ -680,10 +665,7 @@ pub(crate) fn csrf_refused(ctx: &Ctx, staff: &Staff) -> Response {
     failure(
         ctx,
         Some(staff),
-        &Failure::new(
-            403,
-            "This form did not come from a page of your current session, so nothing was changed. Go back, reload the page, and try again.",
-        ),
+        &Failure::new(403, t("page-form-did-not-come-from")),
     )
 }
 

@@ -16,6 +16,7 @@ use crate::app::integrations::{
     CreateRule, DeleteIntegration, DeleteRule, ListInboundEvents, ListIntegrations, PutIntegration,
     ReplayInboundEvent,
 };
+use crate::dashboard::words::{t, tm};
 use crate::http::Response;
 
 /// The events each provider should send.
@@ -52,22 +53,16 @@ fn events_to_send(provider: Provider) -> &'static [&'static str] {
 /// Where, at the provider, the secret and the address go.
 fn where_at(provider: Provider) -> &'static str {
     match provider {
-        Provider::Stripe => {
-            "Stripe Dashboard → Developers → Webhooks → Add endpoint; the signing secret (whsec_…) is on the endpoint's page. A restricted key with read access to Checkout Sessions and Products is enough as the API key."
-        }
-        Provider::Paddle => {
-            "Paddle → Developer tools → Notifications → New destination; the secret key is on the destination. The API key reads customers' e-mail addresses."
-        }
-        Provider::LemonSqueezy => {
-            "Lemon Squeezy → Settings → Webhooks → add a webhook with a signing secret you choose. The API key reads a subscription's renewal date."
-        }
+        Provider::Stripe => t("payments-stripe-dashboard-developers-webhooks-add"),
+        Provider::Paddle => t("payments-paddle-developer-tools-notifications-new"),
+        Provider::LemonSqueezy => t("payments-lemon-squeezy-settings-webhooks-add"),
     }
 }
 
 fn provider_of(text: &str) -> Result<Provider, Failure> {
     Provider::parse(text).ok_or_else(|| Failure {
         status: 404,
-        details: "No such payment provider".into(),
+        details: t("payments-no-such-payment-provider").into(),
         fields: Vec::new(),
     })
 }
@@ -91,21 +86,21 @@ pub(crate) async fn list(
         let write = staff.may_perform::<PutIntegration>();
         let base = super::users::base(ctx);
         let content = html! {
-            h1 { "Payments" }
-            p.hint { "When a customer pays through Stripe, Paddle or Lemon Squeezy, the provider tells this server, which makes the license (from the rule's policy), mails its key, renews it with each payment and ends it as the rules say. Each event is applied once, however often it is delivered." }
+            h1 { (t("payments-payments")) }
+            p.hint { (t("payments-when-customer-pays-through-stripe")) }
             @for (name, provider) in Provider::ALL {
                 @let mine = set_up.iter().find(|i| i.provider == provider);
                 @let here = refused_for == Some(name);
                 (section(staff, provider, mine, &policies, &base, write, here.then_some((form, failure))))
             }
-            h2 #events { "Events received" }
-            p.hint { "Newest first, kept 90 days. Skipped events changed nothing (the reason says why): after fixing the cause, replay them." }
-            (page::table(&["Received", "Provider", "Event", "Status", "What happened", "License", ""], None, html! {
-                @if events.items.is_empty() { tr { td.empty colspan="7" { "No events received yet." } } }
+            h2 #events { (t("payments-events-received")) }
+            p.hint { (t("payments-newest-first-kept-90-days")) }
+            (page::table(&[t("payments-received"), t("payments-provider"), t("payments-event"), t("payments-status"), t("payments-what-happened"), t("payments-license"), ""], None, html! {
+                @if events.items.is_empty() { tr { td.empty colspan="7" { (t("payments-no-events-received-yet")) } } }
                 @for e in &events.items { (event_row(staff, e, write)) }
             }))
         };
-        Ok(page::shown(Nav::Payments, "Payments", content))
+        Ok(page::shown(Nav::Payments, t("payments-payments"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -120,13 +115,13 @@ fn event_row(staff: &Staff, e: &InboundEventView, write: bool) -> Markup {
             td { span class={ "badge " (e.status.as_str()) } { (e.status.as_str()) } }
             td { (e.reason.as_deref().unwrap_or("")) }
             td {
-                @if let Some(l) = e.license_id { a href={ "/dashboard/licenses/" (l) } { "Open" } }
+                @if let Some(l) = e.license_id { a href={ "/dashboard/licenses/" (l) } { (t("payments-open")) } }
             }
             td {
                 @if write && replayable {
                     form.inline method="post" action={ "/dashboard/payments/events/" (e.id) "/replay" } {
                         (page::csrf(staff))
-                        button.small.secondary type="submit" { "Replay" }
+                        button.small.secondary type="submit" { (t("payments-replay")) }
                     }
                 }
             }
@@ -154,50 +149,50 @@ fn section(
         section.card id=(name) {
             h2 { (provider.title()) }
             @match mine {
-                None => p { "Not set up." }
+                None => p { (t("payments-not-set-up")) }
                 Some(i) => {
                     dl.facts {
-                        dt { "Status" } dd { @if i.enabled { "Receiving events" } @else { "Disabled: events are answered “not received”" } }
-                        dt { "Address to give " (provider.title()) } dd { code.copy { (base) (i.webhook_path) } }
-                        dt { "Webhook secret" } dd { code { (i.webhook_secret) }
+                        dt { (t("payments-status")) } dd { @if i.enabled { (t("payments-receiving-events")) } @else { (t("payments-disabled-events-answered-not-received")) } }
+                        dt { (tm("payments-address-give-title", &[("title", html! { (provider.title()) })])) } dd { code.copy { (base) (i.webhook_path) } }
+                        dt { (t("payments-webhook-secret")) } dd { code { (i.webhook_secret) }
                             @if let (Some(previous), Some(until)) = (&i.previous_secret, i.previous_secret_until) {
-                                " (the replaced one, " code { (previous) } ", is accepted until " (page::when(staff, until)) ")"
+                                (t("payments-replaced-one")) code { (previous) } (tm("payments-accepted-until-when", &[("when", html! { (page::when(staff, until)) })]))
                             }
                         }
-                        dt { "API key" } dd { @match &i.api_key { Some(k) => code { (k) }, None => "None: what an event lacks cannot be read" } }
-                        dt { "Events to send" } dd { @for e in events_to_send(provider) { code { (e) } " " } }
+                        dt { (t("payments-api-key")) } dd { @match &i.api_key { Some(k) => code { (k) }, None => (t("payments-none-what-event-lacks-cannot")) } }
+                        dt { (t("payments-events-send")) } dd { @for e in events_to_send(provider) { code { (e) } " " } }
                     }
                 }
             }
             @if write {
                 details open[mine.is_none() || refused.is_some()] {
-                    summary { @if mine.is_some() { "Change the secrets" } @else { "Set up " (provider.title()) } }
+                    summary { @if mine.is_some() { (t("payments-change-secrets")) } @else { (tm("payments-set-up-title", &[("title", html! { (provider.title()) })])) } }
                     p.hint { (where_at(provider)) }
                     @if refused.is_some() { (page::problems(failure)) }
                     form method="post" action={ "/dashboard/payments/" (name) } {
                         (page::csrf(staff))
-                        label for={ (name) "-secret" } { "Webhook signing secret" span.hint { @if mine.is_some() { "Blank: keep it. A new one leaves the old one accepted for 24 hours." } } (field_error(failure, "webhookSecret")) }
+                        label for={ (name) "-secret" } { (t("payments-webhook-signing-secret")) span.hint { @if mine.is_some() { (t("payments-blank-keep-new-one-leaves")) } } (field_error(failure, "webhookSecret")) }
                         input id={ (name) "-secret" } type="password" name="webhookSecret" autocomplete="off" value=(value("webhookSecret"));
-                        label for={ (name) "-key" } { "API key" span.hint { "Blank: keep it." } (field_error(failure, "apiKey")) }
+                        label for={ (name) "-key" } { (t("payments-api-key")) span.hint { (t("payments-blank-keep")) } (field_error(failure, "apiKey")) }
                         input id={ (name) "-key" } type="password" name="apiKey" autocomplete="off";
-                        label.choice { input type="checkbox" name="enabled" value="true" checked[mine.is_none_or(|i| i.enabled)]; "Apply its events" }
+                        label.choice { input type="checkbox" name="enabled" value="true" checked[mine.is_none_or(|i| i.enabled)]; (t("payments-apply-events")) }
                         div.actions {
-                            button type="submit" { "Save" }
+                            button type="submit" { (t("payments-save")) }
                             @if mine.is_some() {
-                                a.button.secondary.small href={ "/dashboard/payments/" (name) "/delete" } { "Remove…" }
+                                a.button.secondary.small href={ "/dashboard/payments/" (name) "/delete" } { (t("payments-remove")) }
                             }
                         }
                     }
                 }
             }
             @if let Some(i) = mine {
-                h3 { "Rules" }
-                p.hint { "What is bought → the policy of the license it gets. A price (or variant) rule is tried before a product rule." }
-                (page::table(&["Match", "Policy", "Failed payment", "Cancellation", "Refund", "E-mail", ""], None, html! {
+                h3 { (t("payments-rules")) }
+                p.hint { (t("payments-what-bought-policy-license-gets")) }
+                (page::table(&[t("payments-match"), t("payments-policy-2"), t("payments-failed-payment-2"), t("payments-cancellation-2"), t("payments-refund"), "E-mail", ""], None, html! {
                     @if i.rules.is_empty() {
                         tr { td.empty colspan="7" {
-                            @if provider == Provider::Stripe { "No rules: Stripe products with Lukittu's metadata (product_id, seats, ip_limit, expiration_days) still make licenses." }
-                            @else { "No rules yet: purchases are skipped until one matches." }
+                            @if provider == Provider::Stripe { (t("payments-no-rules-stripe-products-with")) }
+                            @else { (t("payments-no-rules-yet-purchases-skipped")) }
                         } }
                     }
                     @for r in &i.rules {
@@ -205,16 +200,16 @@ fn section(
                             td { (r.matches.name()) " " code { (r.matches.value()) } }
                             td { @match policies.iter().find(|p| p.id == r.policy_id) {
                                 Some(p) => a href={ "/dashboard/policies/" (p.id) } { (p.name) },
-                                None => "(deleted)",
+                                None => (t("payments-deleted")),
                             } }
-                            td { (match r.on_payment_failed { OnPaymentFailed::Keep => "Keep (grace)", OnPaymentFailed::Suspend => "Suspend" }) }
-                            td { (match r.on_cancel { OnCancel::PeriodEnd => "Ends with the period", OnCancel::Now => "Suspend now" }) }
-                            td { (match r.on_refund { OnRefund::Suspend => "Suspend", OnRefund::Delete => "Delete", OnRefund::Keep => "Keep" }) }
-                            td { @if r.send_license_email { "Sent" } @else { "Not sent" } }
+                            td { (match r.on_payment_failed { OnPaymentFailed::Keep => t("payments-keep-grace"), OnPaymentFailed::Suspend => t("payments-suspend") }) }
+                            td { (match r.on_cancel { OnCancel::PeriodEnd => t("payments-ends-with-period"), OnCancel::Now => t("payments-suspend-now") }) }
+                            td { (match r.on_refund { OnRefund::Suspend => t("payments-suspend"), OnRefund::Delete => t("payments-delete"), OnRefund::Keep => t("payments-keep") }) }
+                            td { @if r.send_license_email { (t("payments-sent")) } @else { (t("payments-not-sent")) } }
                             td { @if write {
                                 form.inline method="post" action={ "/dashboard/payments/" (name) "/rules/" (r.id) "/delete" } {
                                     (page::csrf(staff))
-                                    button.small.secondary type="submit" { "Delete" }
+                                    button.small.secondary type="submit" { (t("payments-delete")) }
                                 }
                             } }
                         }
@@ -237,45 +232,51 @@ fn rule_form(
     let name = provider.as_str();
     let failure = refused.and_then(|(_, f)| f);
     let kinds: &[(&str, &str)] = match provider {
-        Provider::LemonSqueezy => &[("variantId", "Variant"), ("productId", "Product")],
-        _ => &[("priceId", "Price"), ("productId", "Product")],
+        Provider::LemonSqueezy => &[
+            ("variantId", t("payments-variant")),
+            ("productId", t("payments-product")),
+        ],
+        _ => &[
+            ("priceId", t("payments-price")),
+            ("productId", t("payments-product")),
+        ],
     };
     html! {
         details {
-            summary { "Add a rule" }
+            summary { (t("payments-add-rule")) }
             @if policies.is_empty() {
-                p { "Create a " a href="/dashboard/policies" { "policy" } " first: a rule gives the buyer a license on one." }
+                p { (t("payments-create")) a href="/dashboard/policies" { (t("payments-policy")) } (t("payments-first-rule-gives-buyer-license")) }
             } @else {
                 form method="post" action={ "/dashboard/payments/" (name) "/rules" } {
                     (page::csrf(staff))
-                    label for={ (name) "-kind" } { "What is bought" }
+                    label for={ (name) "-kind" } { (t("payments-what-bought")) }
                     select id={ (name) "-kind" } name="kind" {
                         @for (v, text) in kinds { option value=(v) { (text) } }
                     }
-                    label for={ (name) "-value" } { "Its id at " (provider.title()) (field_error(failure, "match")) }
+                    label for={ (name) "-value" } { (tm("payments-id-title", &[("title", html! { (provider.title()) })])) (field_error(failure, "match")) }
                     input id={ (name) "-value" } type="text" name="value" required;
-                    label for={ (name) "-policy" } { "Policy" (field_error(failure, "policyId")) }
+                    label for={ (name) "-policy" } { (t("payments-policy-2")) (field_error(failure, "policyId")) }
                     select id={ (name) "-policy" } name="policyId" {
                         @for p in policies { option value=(p.id) { (p.name) } }
                     }
-                    label for={ (name) "-failed" } { "A failed payment" }
+                    label for={ (name) "-failed" } { (t("payments-failed-payment")) }
                     select id={ (name) "-failed" } name="onPaymentFailed" {
-                        option value="keep" { "Keeps the license (it runs to its date, then the policy's grace)" }
-                        option value="suspend" { "Suspends it until the next payment" }
+                        option value="keep" { (t("payments-keeps-license-runs-date-then")) }
+                        option value="suspend" { (t("payments-suspends-until-next-payment")) }
                     }
-                    label for={ (name) "-cancel" } { "A cancellation" }
+                    label for={ (name) "-cancel" } { (t("payments-cancellation")) }
                     select id={ (name) "-cancel" } name="onCancel" {
-                        option value="periodEnd" { "Ends it with the period paid for" }
-                        option value="now" { "Suspends it at once" }
+                        option value="periodEnd" { (t("payments-ends-with-period-paid")) }
+                        option value="now" { (t("payments-suspends-once")) }
                     }
-                    label for={ (name) "-refund" } { "A refund or dispute" }
+                    label for={ (name) "-refund" } { (t("payments-refund-dispute")) }
                     select id={ (name) "-refund" } name="onRefund" {
-                        option value="suspend" { "Suspends it" }
-                        option value="delete" { "Deletes it" }
-                        option value="keep" { "Keeps it" }
+                        option value="suspend" { (t("payments-suspends")) }
+                        option value="delete" { (t("payments-deletes")) }
+                        option value="keep" { (t("payments-keeps")) }
                     }
-                    label.choice { input type="checkbox" name="sendLicenseEmail" value="true" checked; "E-mail the key to the buyer" }
-                    p { button type="submit" { "Add rule" } }
+                    label.choice { input type="checkbox" name="sendLicenseEmail" value="true" checked; (t("payments-e-mail-key-buyer")) }
+                    p { button type="submit" { (t("payments-add-rule-2")) } }
                 }
             }
         }
@@ -383,12 +384,12 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, provider: &str) -> 
             staff,
             Confirm {
                 nav: Nav::Payments,
-                title: "Remove this integration?",
+                title: t("payments-remove-integration"),
                 what: html! {
-                    "Its secrets and rules are deleted, and " (p.title()) "'s events are answered “not received” from now on. Licenses it made stay; the events received stay in the log."
+                    (tm("payments-secrets-rules-deleted-title-s", &[("title", html! { (p.title()) })]))
                 },
                 action: format!("/dashboard/payments/{}/delete", p.as_str()),
-                button: "Remove integration",
+                button: t("payments-remove-integration-2"),
                 back: "/dashboard/payments".to_owned(),
             },
         ))

@@ -14,7 +14,9 @@ use super::{Ctx, Staff};
 use crate::app::policies::{
     AllPolicies, CreatePolicy, DeletePolicy, GetPolicy, PolicyLicenses, UpdatePolicy,
 };
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// The team's policies for a page or form, when the role may read them (else none: the license
 /// form offers no plan).
@@ -41,14 +43,14 @@ pub(super) fn thousands(n: u64) -> String {
 
 /// A limit as a person reads it.
 fn limit(value: Option<u32>) -> String {
-    value.map_or_else(|| "No limit".to_owned(), |n| n.to_string())
+    value.map_or_else(|| t("policies-no-limit").to_owned(), |n| n.to_string())
 }
 
 /// A policy's expiration in words.
 pub(super) fn expiration(p: &Policy) -> String {
     match (p.expiration_type, p.expiration_days) {
-        (ExpirationType::Duration, Some(days)) => page::counted(days, "day", "days"),
-        _ => "Never expires".to_owned(),
+        (ExpirationType::Duration, Some(days)) => page::counted(days, "count-days"),
+        _ => t("policies-never-expires").to_owned(),
     }
 }
 
@@ -64,10 +66,10 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
         let write = staff.may_perform::<UpdatePolicy>();
         let choices = Choices::read(ctx, staff).await?;
         let content = html! {
-            h1 { "Policies" }
-            p.hint { "Plans of license terms. A license on a policy follows it live: change the policy and every license on it changes at once, except in what the license sets itself. Expiration is copied when a license is made." }
-            (page::table(&["Name", "Devices", "Addresses", "Sessions", "Expiration", "Grace", "Licenses"], None, html! {
-                @if all.is_empty() { tr { td.empty colspan="7" { "No policies yet." } } }
+            h1 { (t("policies-policies")) }
+            p.hint { (t("policies-plans-license-terms-license-policy")) }
+            (page::table(&[t("policies-name"), t("policies-devices"), t("policies-addresses"), t("policies-sessions"), t("policies-expiration"), t("policies-grace"), t("policies-licenses")], None, html! {
+                @if all.is_empty() { tr { td.empty colspan="7" { (t("policies-no-policies-yet")) } } }
                 @for (p, n) in all.iter().zip(&counts) {
                     tr {
                         td { a href={ "/dashboard/policies/" (p.id) } { (p.name) } }
@@ -75,22 +77,22 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
                         td { (limit(p.ip_limit)) }
                         td { (limit(p.session_limit)) }
                         td { (expiration(p)) }
-                        td { (page::counted(p.grace_days, "day", "days")) }
+                        td { (page::counted(p.grace_days, "count-days")) }
                         td { a href={ "/dashboard/licenses?policy=" (p.id) } { (thousands(*n)) } }
                     }
                 }
             }))
             @if write {
-                h2 { "New policy" }
+                h2 { (t("policies-new-policy")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/policies" {
                     (page::csrf(staff))
                     (fields(form, failure, &choices))
-                    p { button type="submit" { "Create policy" } }
+                    p { button type="submit" { (t("policies-create-policy")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Policies, "Policies", content))
+        Ok(page::shown(Nav::Policies, t("policies-policies"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -123,10 +125,10 @@ fn fields(form: &Form, failure: Option<&Failure>, choices: &Choices) -> Markup {
     let chosen_products = form.all("productIds");
     let chosen_entitlements = form.all("entitlementIds");
     html! {
-        label for="name" { "Name" (field_error(failure, "name")) }
+        label for="name" { (t("policies-name")) (field_error(failure, "name")) }
         input #name type="text" name="name" required value=(value("name"));
         @if !choices.products.is_empty() {
-            label for="productIds" { "Products" span.hint { "Every license on the policy has these, beside its own. Hold Ctrl (or ⌘) to choose several." } (field_error(failure, "productIds")) }
+            label for="productIds" { (t("policies-products")) span.hint { (t("policies-every-license-policy-has-these")) } (field_error(failure, "productIds")) }
             select #productIds name="productIds" multiple size=(choices.products.len().clamp(2, 8)) {
                 @for p in &choices.products {
                     option value=(p.id) selected[chosen_products.contains(&p.id.to_string().as_str())] { (p.name) }
@@ -135,7 +137,7 @@ fn fields(form: &Form, failure: Option<&Failure>, choices: &Choices) -> Markup {
         }
         @if !choices.entitlements.is_empty() {
             fieldset {
-                legend { "Entitlements" span.hint { " Granted to every license on the policy." } }
+                legend { (t("policies-entitlements")) span.hint { (t("policies-granted-every-license-policy")) } }
                 input type="hidden" name="entitlementsShown" value="true";
                 (field_error(failure, "entitlementIds"))
                 @for e in &choices.entitlements {
@@ -147,21 +149,21 @@ fn fields(form: &Form, failure: Option<&Failure>, choices: &Choices) -> Markup {
             }
         }
         fieldset {
-            legend { "Expiration of new licenses" span.hint { " Copied when a license is made; a change never moves an expiry." } }
+            legend { (t("policies-expiration-new-licenses")) span.hint { (t("policies-copied-when-license-made-change")) } }
             (field_error(failure, "expirationType"))
-            @for (v, text) in [("NEVER", "Never expires"), ("DURATION", "After a number of days")] {
+            @for (v, text) in [("NEVER", t("policies-never-expires")), ("DURATION", t("policies-after-number-days"))] {
                 label.choice { input type="radio" name="expirationType" value=(v) checked[kind == v]; (text) }
             }
-            label for="expirationDays" { "Days" (field_error(failure, "expirationDays")) }
+            label for="expirationDays" { (t("policies-days")) (field_error(failure, "expirationDays")) }
             input #expirationDays type="number" min="1" name="expirationDays" value=(value("expirationDays"));
         }
-        label for="hwidLimit" { "Device limit" span.hint { "Empty: no limit." } (field_error(failure, "hwidLimit")) }
+        label for="hwidLimit" { (t("policies-device-limit")) span.hint { (t("policies-empty-no-limit")) } (field_error(failure, "hwidLimit")) }
         input #hwidLimit type="number" min="1" name="hwidLimit" value=(value("hwidLimit"));
-        label for="ipLimit" { "Address limit" span.hint { "Empty: no limit." } (field_error(failure, "ipLimit")) }
+        label for="ipLimit" { (t("policies-address-limit")) span.hint { (t("policies-empty-no-limit")) } (field_error(failure, "ipLimit")) }
         input #ipLimit type="number" min="0" name="ipLimit" value=(value("ipLimit"));
-        label for="sessionLimit" { "Concurrent sessions" span.hint { "Empty: no limit." } (field_error(failure, "sessionLimit")) }
+        label for="sessionLimit" { (t("policies-concurrent-sessions")) span.hint { (t("policies-empty-no-limit")) } (field_error(failure, "sessionLimit")) }
         input #sessionLimit type="number" min="1" name="sessionLimit" value=(value("sessionLimit"));
-        label for="graceDays" { "Grace period (days)" span.hint { "After a license expires, its applications still run this many days and are told until when. 0 to 365." } (field_error(failure, "graceDays")) }
+        label for="graceDays" { (t("policies-grace-period-days")) span.hint { (t("policies-after-license-expires-applications-still")) } (field_error(failure, "graceDays")) }
         input #graceDays type="number" min="0" max="365" name="graceDays" value=(value("graceDays"));
     }
 }
@@ -173,7 +175,7 @@ fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Patch<i64>
         Some(text) => match text.parse::<i64>() {
             Ok(n) => Patch::Value(n),
             Err(_) => {
-                problems.push(FieldError::new(name, "must be a whole number"));
+                problems.push(FieldError::new(name, t("policies-must-whole-number")));
                 Patch::Missing
             }
         },
@@ -289,34 +291,39 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str, after: After<'_>) -
         };
         let write = staff.may_perform::<UpdatePolicy>();
         let choices = Choices::read(ctx, staff).await?;
-        let reach = format!(
-            "changes {} {}",
-            thousands(on_it),
-            if on_it == 1 { "license" } else { "licenses" }
+        let reach = tw(
+            "policies-changes-licenses",
+            &[
+                ("licenses", Arg::Text(&thousands(on_it))),
+                (
+                    "count",
+                    Arg::Number(i64::try_from(on_it).unwrap_or(i64::MAX)),
+                ),
+            ],
         );
         let content = html! {
             h1 { (p.name) }
             p {
-                a href={ "/dashboard/licenses?policy=" (p.id) } { (page::counted(on_it, "license is", "licenses are")) " on this policy" } "."
+                a href={ "/dashboard/licenses?policy=" (p.id) } { (tm("policies-counted-policy", &[("counted", html! { (page::counted(on_it, "count-licenses-are")) })])) } "."
             }
             @if write {
                 (page::problems(failure))
                 form method="post" action={ "/dashboard/policies/" (p.id) } {
                     (page::csrf(staff))
                     (fields(form, failure, &choices))
-                    p.hint data-effect { "Saving " (reach) " at once (each keeps what it sets itself)." }
+                    p.hint data-effect { (tm("policies-saving-reach-once-each-keeps", &[("reach", html! { (reach) })])) }
                     div.actions {
-                        button type="submit" { "Save policy" }
-                        a.button.secondary.small href={ "/dashboard/policies/" (p.id) "/delete" } { "Delete…" }
+                        button type="submit" { (t("policies-save-policy")) }
+                        a.button.secondary.small href={ "/dashboard/policies/" (p.id) "/delete" } { (t("policies-delete")) }
                     }
                 }
             } @else {
                 dl.facts {
-                    dt { "Device limit" } dd { (limit(p.hwid_limit)) }
-                    dt { "Address limit" } dd { (limit(p.ip_limit)) }
-                    dt { "Concurrent sessions" } dd { (limit(p.session_limit)) }
-                    dt { "Expiration" } dd { (expiration(&p)) }
-                    dt { "Grace period" } dd { (page::counted(p.grace_days, "day", "days")) }
+                    dt { (t("policies-device-limit")) } dd { (limit(p.hwid_limit)) }
+                    dt { (t("policies-address-limit")) } dd { (limit(p.ip_limit)) }
+                    dt { (t("policies-concurrent-sessions")) } dd { (limit(p.session_limit)) }
+                    dt { (t("policies-expiration")) } dd { (expiration(&p)) }
+                    dt { (t("policies-grace-period")) } dd { (page::counted(p.grace_days, "count-days")) }
                 }
             }
         };
@@ -351,15 +358,15 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Policies,
-                title: "Delete this policy?",
+                title: t("policies-delete-policy"),
                 what: html! {
-                    "“" (p.name) "” is deleted. "
+                    (tm("policies-name-deleted", &[("name", html! { (p.name) })]))
                     @if on_it > 0 {
-                        "Its " (page::counted(on_it, "license keeps", "licenses keep")) " the terms that apply now, as their own: they no longer follow a plan."
+                        (tm("policies-counted-terms-apply-now-their", &[("counted", html! { (page::counted(on_it, "count-licenses-keep")) })]))
                     }
                 },
                 action: format!("/dashboard/policies/{}/delete", p.id),
-                button: "Delete policy",
+                button: t("policies-delete-policy-2"),
                 back: format!("/dashboard/policies/{}", p.id),
             },
         ))

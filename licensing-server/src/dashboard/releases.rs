@@ -27,15 +27,17 @@ use crate::app::releases::{
     CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases, Received,
     UpdateRelease, upload_allowed,
 };
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::{Body, Response};
+use crate::i18n::Arg;
 
 /// A release's status in words.
 fn status_words(status: ReleaseStatus) -> &'static str {
     match status {
-        ReleaseStatus::Published => "Published",
-        ReleaseStatus::Draft => "Draft (not offered)",
-        ReleaseStatus::Deprecated => "Deprecated (offered, to be replaced)",
-        ReleaseStatus::Archived => "Archived (withdrawn)",
+        ReleaseStatus::Published => t("releases-published"),
+        ReleaseStatus::Draft => t("releases-draft-not-offered"),
+        ReleaseStatus::Deprecated => t("releases-deprecated-offered-replaced"),
+        ReleaseStatus::Archived => t("releases-archived-withdrawn"),
     }
 }
 
@@ -43,15 +45,21 @@ fn status_words(status: ReleaseStatus) -> &'static str {
 fn signature_words(a: &Artifact) -> String {
     let mut kinds = Vec::new();
     if a.signature.is_some() {
-        kinds.push("Tauri (minisign)");
+        kinds.push(t("releases-tauri-minisign"));
     }
     if a.ed_signature.is_some() {
-        kinds.push("Sparkle (Ed25519)");
+        kinds.push(t("releases-sparkle-ed25519"));
     }
     match (kinds.is_empty(), a.server_signed) {
-        (true, _) => "Unsigned".to_owned(),
-        (false, true) => format!("{}, by the server", kinds.join(" and ")),
-        (false, false) => format!("{}, the vendor's", kinds.join(" and ")),
+        (true, _) => t("releases-unsigned").to_owned(),
+        (false, true) => tw(
+            "releases-signed-by-server",
+            &[("kinds", Arg::Text(&kinds.join(t("releases-and"))))],
+        ),
+        (false, false) => tw(
+            "releases-signed-by-vendor",
+            &[("kinds", Arg::Text(&kinds.join(t("releases-and"))))],
+        ),
     }
 }
 
@@ -64,7 +72,7 @@ fn may_write(staff: &Staff) -> bool {
 
 fn size_text(bytes: u64) -> String {
     match bytes {
-        0..1024 => format!("{bytes} bytes"),
+        0..1024 => page::counted(bytes, "count-bytes"),
         1024..1_048_576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
         _ => format!("{:.1} MiB", bytes as f64 / 1_048_576.0),
     }
@@ -81,7 +89,7 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
             query.filter.product_id = Some(
                 product
                     .parse()
-                    .map_err(|_| ApiError::bad_field("product", "is not a product id"))?,
+                    .map_err(|_| ApiError::bad_field("product", t("releases-not-product-id")))?,
             );
         }
         let releases = api::perform(ctx, staff, ListReleases(query)).await?;
@@ -89,20 +97,20 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
         let chosen_product = form.get("productId").unwrap_or(&product);
         let status = form.get("status").unwrap_or("PUBLISHED");
         let content = html! {
-            h1 { "Releases" }
+            h1 { (t("releases-releases")) }
             form.filters method="get" action="/dashboard/releases" {
-                (page::filter(("product", "Product", "Any product"), products.items.iter().map(|p| (p.id, &p.name)), &product))
-                div { button type="submit" { "Show" } }
+                (page::filter(("product", t("releases-product"), t("releases-any-product")), products.items.iter().map(|p| (p.id, &p.name)), &product))
+                div { button type="submit" { (t("releases-show")) } }
             }
-            (page::table(&["Version", "Product", "Status", "File", "Created"], None, html! {
+            (page::table(&[t("releases-version"), t("releases-product"), t("releases-status"), t("releases-file"), t("releases-created")], None, html! {
                 @if releases.items.is_empty() {
-                    tr { td.empty colspan="5" { "No releases yet." } }
+                    tr { td.empty colspan="5" { (t("releases-no-releases-yet")) } }
                 }
                 @for r in &releases.items {
                     tr {
                         td {
                             a href={ "/dashboard/releases/" (r.release.id) } { (r.release.version.as_str()) }
-                            @if r.release.latest { " " span.badge.ok { "latest" } }
+                            @if r.release.latest { " " span.badge.ok { (t("releases-latest")) } }
                         }
                         td { (r.product.name) }
                         td { (status_words(r.release.status)) }
@@ -112,37 +120,37 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_>) -> Response
                 }
             }))
             @if may_write(staff) {
-                h2 { "Upload a release" }
+                h2 { (t("releases-upload-release")) }
                 (page::problems(failure))
                 @if products.items.is_empty() {
-                    p { "Create a product first: a release belongs to one." }
+                    p { (t("releases-create-product-first-release-belongs")) }
                 } @else {
                     form method="post" action="/dashboard/releases" enctype="multipart/form-data" data-upload {
                         (page::csrf(staff))
-                        label for="productId" { "Product" }
+                        label for="productId" { (t("releases-product")) }
                         select #productId name="productId" required {
                             @for p in &products.items {
                                 option value=(p.id) selected[chosen_product == p.id.to_string()] { (p.name) }
                             }
                         }
-                        label for="version" { "Version" span.hint { "Such as 1.4.0." } }
+                        label for="version" { (t("releases-version")) span.hint { (t("releases-such-1-4-0")) } }
                         input #version type="text" name="version" required value=(form.get("version").unwrap_or(""));
-                        label for="status" { "Status" }
+                        label for="status" { (t("releases-status")) }
                         select #status name="status" {
                             @for s in ["PUBLISHED", "DRAFT", "DEPRECATED", "ARCHIVED"] {
                                 option value=(s) selected[status == s] { (s) }
                             }
                         }
-                        label.choice { input type="checkbox" name="setAsLatest" value="true" checked[form.get("setAsLatest").is_some()]; "Make it the latest release" }
-                        label for="file" { "File" span.hint { "Optional; the encrypted download clients receive." } }
+                        label.choice { input type="checkbox" name="setAsLatest" value="true" checked[form.get("setAsLatest").is_some()]; (t("releases-make-latest-release")) }
+                        label for="file" { (t("releases-file")) span.hint { (t("releases-optional-encrypted-download-clients-receive")) } }
                         input #file type="file" name="file";
                         p { progress hidden max="100" value="0" data-progress {} }
-                        p { button type="submit" { "Upload" } }
+                        p { button type="submit" { (t("releases-upload")) } }
                     }
                 }
             }
         };
-        Ok(page::shown(Nav::Releases, "Releases", content))
+        Ok(page::shown(Nav::Releases, t("releases-releases"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
@@ -175,7 +183,9 @@ pub(crate) async fn upload(ctx: &Ctx, staff: &Staff, body: Body) -> Response {
             Some(field) => {
                 let name = field.file_name().map(str::to_owned);
                 let chunks = field.map(|chunk| {
-                    chunk.map_err(|e| crate::http::body_error(&e, "The upload could not be read"))
+                    chunk.map_err(|e| {
+                        crate::http::body_error(&e, t("releases-upload-could-not-read"))
+                    })
                 });
                 Some(IncomingFile::receive(&cx, name.as_deref(), chunks).await?)
             }
@@ -226,36 +236,36 @@ pub(crate) async fn show(
         let content = html! {
             div.heading {
                 h1 { (r.product.name) " " (r.release.version.as_str()) }
-                @if r.release.latest { span.badge.ok { "latest" } }
+                @if r.release.latest { span.badge.ok { (t("releases-latest")) } }
             }
             (page::problems(failure))
             div.card {
                 dl.facts {
-                    dt { "Status" } dd { (status_words(r.release.status)) }
-                    dt { "Branch" } dd { (r.branch.as_ref().map_or("None", |b| b.name.as_str())) }
-                    dt { "Created" } dd { (page::when(staff, r.release.created_at)) }
+                    dt { (t("releases-status")) } dd { (status_words(r.release.status)) }
+                    dt { (t("releases-branch")) } dd { (r.branch.as_ref().map_or(t("releases-none"), |b| b.name.as_str())) }
+                    dt { (t("releases-created")) } dd { (page::when(staff, r.release.created_at)) }
                     @if let Some(f) = &r.release.file {
-                        dt { "File" } dd { (f.name) " (" (size_text(f.size)) ")" }
-                        dt { "Checksum (MD5)" } dd { code.checksum { (f.checksum) } }
+                        dt { (t("releases-file")) } dd { (f.name) " (" (size_text(f.size)) ")" }
+                        dt { (t("releases-checksum-md5")) } dd { code.checksum { (f.checksum) } }
                     } @else {
-                        dt { "File" } dd { "None" }
+                        dt { (t("releases-file")) } dd { (t("releases-none")) }
                     }
-                    dt { "Allowed licenses" } dd {
-                        @if allowed.is_empty() { "Any license of the product" } @else { (allowed.join(", ")) }
+                    dt { (t("releases-allowed-licenses")) } dd {
+                        @if allowed.is_empty() { (t("releases-any-license-product")) } @else { (allowed.join(", ")) }
                     }
-                    dt { "Rollout" } dd {
-                        @if r.release.rollout_percent.get() == 100 { "Every license" }
-                        @else { (r.release.rollout_percent.get()) "% of licenses (always the same ones)" }
-                        @if r.release.critical { "; critical: offered to every license at once, past the rollout" }
+                    dt { (t("releases-rollout")) } dd {
+                        @if r.release.rollout_percent.get() == 100 { (t("releases-every-license")) }
+                        @else { (tm("releases-get-licenses-always-same-ones", &[("get", html! { (r.release.rollout_percent.get()) })])) }
+                        @if r.release.critical { (t("releases-critical-offered-every-license-once")) }
                     }
                     @if let Some(notes) = &r.release.notes {
-                        dt { "Notes" } dd { pre.notes { (notes) } }
+                        dt { (t("releases-notes")) } dd { pre.notes { (notes) } }
                     }
                 }
             }
-            h2 { "Update artifacts" }
-            (page::table(&["Platform", "File", "Size", "SHA-256", "Signatures"], write.then_some("Action"), html! {
-                @if r.release.artifacts.is_empty() { tr { td.empty colspan="6" { "No artifacts: the update feeds offer this release to no updater." } } }
+            h2 { (t("releases-update-artifacts")) }
+            (page::table(&[t("releases-platform"), t("releases-file"), t("releases-size"), "SHA-256", t("releases-signatures")], write.then_some(t("releases-action")), html! {
+                @if r.release.artifacts.is_empty() { tr { td.empty colspan="6" { (t("releases-no-artifacts-update-feeds-offer")) } } }
                 @for a in &r.release.artifacts {
                     tr {
                         td { (a.platform) " " (a.arch) " (" (a.kind) ")" }
@@ -267,7 +277,7 @@ pub(crate) async fn show(
                             td {
                                 form method="post" action={ "/dashboard/releases/" (id) "/artifacts/" (a.id) "/delete" } {
                                     (page::csrf(staff))
-                                    button.secondary.small type="submit" aria-label={ "Delete " (a.filename) } { "Delete" }
+                                    button.secondary.small type="submit" aria-label=(tw("releases-delete-label", &[("file", Arg::Text(&a.filename))])) { (t("releases-delete")) }
                                 }
                             }
                         }
@@ -275,49 +285,49 @@ pub(crate) async fn show(
                 }
             }))
             @if write {
-                h3 { "Upload an artifact" }
+                h3 { (t("releases-upload-artifact")) }
                 form method="post" action={ "/dashboard/releases/" (id) "/artifacts" } enctype="multipart/form-data" data-upload {
                     (page::csrf(staff))
-                    label for="platform" { "Platform" }
+                    label for="platform" { (t("releases-platform")) }
                     select #platform name="platform" {
                         @for p in Platform::ALL { option value=(p.as_str()) { (p.as_str()) } }
                     }
-                    label for="arch" { "Architecture" }
+                    label for="arch" { (t("releases-architecture")) }
                     select #arch name="arch" {
                         @for a in Arch::ALL { option value=(a.as_str()) { (a.as_str()) } }
                     }
-                    label for="signature" { "Tauri signature" span.hint { "Optional: the content of the .sig file the build wrote." } }
+                    label for="signature" { (t("releases-tauri-signature")) span.hint { (t("releases-optional-content-sig-file-build")) } }
                     input #signature type="text" name="signature";
-                    label for="edSignature" { "Sparkle signature" span.hint { "Optional: the edSignature sign_update printed." } }
+                    label for="edSignature" { (t("releases-sparkle-signature")) span.hint { (t("releases-optional-edsignature-sign-update-printed")) } }
                     input #edSignature type="text" name="edSignature";
-                    label for="artifactFile" { "File" span.hint { "Its kind follows its name (.dmg, .zip, .tar.gz, .AppImage, .msi, .exe, .nupkg, .deb, .rpm)." } }
+                    label for="artifactFile" { (t("releases-file")) span.hint { (t("releases-kind-follows-name-dmg-zip")) } }
                     input #artifactFile type="file" name="file" required;
                     p { progress hidden max="100" value="0" data-progress {} }
-                    p { button type="submit" { "Upload artifact" } }
+                    p { button type="submit" { (t("releases-upload-artifact-2")) } }
                 }
             }
             @if write {
-                h2 { "Change" }
+                h2 { (t("releases-change")) }
                 form method="post" action={ "/dashboard/releases/" (id) } {
                     (page::csrf(staff))
-                    label for="status" { "Status" }
+                    label for="status" { (t("releases-status")) }
                     select #status name="status" {
                         @for s in [ReleaseStatus::Published, ReleaseStatus::Draft, ReleaseStatus::Deprecated, ReleaseStatus::Archived] {
                             option value=(s.as_str()) selected[r.release.status == s] { (status_words(s)) }
                         }
                     }
-                    label.choice { input type="checkbox" name="setAsLatest" value="true" checked[r.release.latest]; "The latest release" }
-                    label for="licenseKeys" { "Allowed licenses" span.hint { "License keys, one per line; empty: any license of the product." } }
+                    label.choice { input type="checkbox" name="setAsLatest" value="true" checked[r.release.latest]; (t("releases-latest-release")) }
+                    label for="licenseKeys" { (t("releases-allowed-licenses")) span.hint { (t("releases-license-keys-one-per-line")) } }
                     textarea #licenseKeys name="licenseKeys" rows="3" { (allowed.join("\n")) }
-                    label for="rolloutPercent" { "Rollout" span.hint { "The share of licenses the update feeds offer it to, 0 to 100." } }
+                    label for="rolloutPercent" { (t("releases-rollout")) span.hint { (t("releases-share-licenses-update-feeds-offer")) } }
                     input #rolloutPercent type="number" name="rolloutPercent" min="0" max="100" value=(r.release.rollout_percent.get());
-                    label.choice { input type="checkbox" name="critical" value="true" checked[r.release.critical]; "Critical: offer it to every license at once, past the rollout" }
-                    label for="notes" { "Release notes" span.hint { "Markdown; the update feeds show them." } }
+                    label.choice { input type="checkbox" name="critical" value="true" checked[r.release.critical]; (t("releases-critical-offer-every-license-once")) }
+                    label for="notes" { (t("releases-release-notes")) span.hint { (t("releases-markdown-update-feeds-show-them")) } }
                     textarea #notes name="notes" rows="4" { (r.release.notes.as_deref().unwrap_or("")) }
-                    p { button type="submit" { "Save" } }
+                    p { button type="submit" { (t("releases-save")) } }
                 }
                 div.actions {
-                    a.button.danger href={ "/dashboard/releases/" (id) "/delete" } { "Delete…" }
+                    a.button.danger href={ "/dashboard/releases/" (id) "/delete" } { (t("releases-delete-2")) }
                 }
             }
         };
@@ -350,7 +360,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
                         Err(f) if f.status == 404 => {
                             problems.push(licensing_core::FieldError::new(
                                 "licenseKeys",
-                                format!("no license has the key {text}"),
+                                tw("releases-no-license-key", &[("key", Arg::Text(&text))]),
                             ));
                         }
                         Err(f) => return Err(f),
@@ -381,7 +391,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
                 Err(_) => {
                     problems.push(licensing_core::FieldError::new(
                         "rolloutPercent",
-                        "must be a whole number from 0 to 100",
+                        t("releases-must-whole-number-from-0"),
                     ));
                     None
                 }
@@ -391,9 +401,12 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
         if notes.chars().count() > licensing_core::api::requests::MAX_NOTES {
             problems.push(licensing_core::FieldError::new(
                 "notes",
-                format!(
-                    "must be at most {} characters",
-                    licensing_core::api::requests::MAX_NOTES
+                tw(
+                    "releases-notes-too-long",
+                    &[(
+                        "most",
+                        Arg::Number(licensing_core::api::requests::MAX_NOTES as i64),
+                    )],
                 ),
             ));
         }
@@ -447,14 +460,14 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Releases,
-                title: "Delete this release?",
+                title: t("releases-delete-release"),
                 what: html! {
-                    (r.product.name) " " (r.release.version.as_str()) " and its file"
-                    @if !r.release.artifacts.is_empty() { " and its " (r.release.artifacts.len()) " update artifacts" }
-                    " will be deleted; clients can no longer download them."
+                    (tm("releases-name-version-file", &[("name", html! { (r.product.name) }), ("version", html! { (r.release.version.as_str()) })]))
+                    @if !r.release.artifacts.is_empty() { (tm("releases-artifacts-update-artifacts", &[("artifacts", html! { (r.release.artifacts.len()) })])) }
+                    (t("releases-will-deleted-clients-can-no"))
                 },
                 action: format!("/dashboard/releases/{id}/delete"),
-                button: "Delete release",
+                button: t("releases-delete-release-2"),
                 back: format!("/dashboard/releases/{id}"),
             },
         ))
@@ -480,12 +493,10 @@ async fn upload_form(
     content_type: &str,
 ) -> Result<(Form, Option<multer::Field<'static>>), Failure> {
     let Ok(boundary) = multer::parse_boundary(content_type) else {
-        return Err(Failure::new(
-            400,
-            "The upload form was not sent as multipart/form-data.",
-        ));
+        return Err(Failure::new(400, t("releases-upload-form-was-not-sent")));
     };
-    let unreadable = |e: multer::Error| crate::http::body_error(&e, "The upload could not be read");
+    let unreadable =
+        |e: multer::Error| crate::http::body_error(&e, t("releases-upload-could-not-read"));
     let mut multipart = multer::Multipart::new(body, boundary);
     let mut fields = Vec::new();
     loop {
@@ -508,7 +519,7 @@ async fn upload_form(
                 Ok(Some(_)) => {
                     return Err(Failure::new(
                         413,
-                        format!("The form field {name} is too long."),
+                        tw("releases-field-too-long", &[("name", Arg::Text(&name))]),
                     ));
                 }
                 Ok(None) => break,
@@ -559,7 +570,7 @@ pub(crate) async fn upload_artifact(ctx: &Ctx, staff: &Staff, id: &str, body: Bo
         let Some(mut field) = file.filter(|f| f.file_name().is_some_and(|n| !n.is_empty())) else {
             return Err(Failure::from(ApiError::bad_field(
                 "file",
-                "is required: choose the file to upload",
+                t("releases-required-choose-file-upload"),
             )));
         };
         let mut incoming = IncomingArtifact::begin(&cx, field.file_name()).await?;
@@ -574,7 +585,9 @@ pub(crate) async fn upload_artifact(ctx: &Ctx, staff: &Staff, id: &str, body: Bo
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    return Err(crate::http::body_error(&e, "The upload could not be read").into());
+                    return Err(
+                        crate::http::body_error(&e, t("releases-upload-could-not-read")).into(),
+                    );
                 }
             }
         }

@@ -14,6 +14,7 @@ use crate::app::team::{
     ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, RetireSigningKey,
     RotateSigningKey, UpdateSettings,
 };
+use crate::dashboard::words::{t, tm};
 use crate::http::Response;
 use licensing_core::model::PortalSession;
 
@@ -30,68 +31,66 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
         let write = staff.may_perform::<crate::app::team::UpdateSettings>();
         let minutes = |m: Option<u32>| m.map(|m| m.to_string()).unwrap_or_default();
         let content = html! {
-            h1 { "Settings" }
+            h1 { (t("settings-settings")) }
             (page::problems(failure))
             form method="post" action="/dashboard/settings" {
                 (page::csrf(staff))
                 fieldset disabled[!write] {
-                    legend { "What a client request must name" }
-                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; "A hardware identifier on a verify of a license with a device limit (without one, such a verify is refused; heartbeats always need one)" }
-                    label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; "One of the license's customers" }
-                    label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; "One of the license's products" }
-                    label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; "A release version of the product" }
+                    legend { (t("settings-what-client-request-must-name")) }
+                    label.choice { input type="checkbox" name="requireHardwareIdentifier" value="true" checked[s.require_hardware_identifier]; (t("settings-hardware-identifier-verify-license-with")) }
+                    label.choice { input type="checkbox" name="strictCustomers" value="true" checked[s.strict_customers]; (t("settings-one-licenses-customers")) }
+                    label.choice { input type="checkbox" name="strictProducts" value="true" checked[s.strict_products]; (t("settings-one-licenses-products")) }
+                    label.choice { input type="checkbox" name="strictReleases" value="true" checked[s.strict_releases]; (t("settings-release-version-product")) }
                 }
                 fieldset disabled[!write] {
-                    legend { "When a device, address or session stops counting" }
-                    label for="hwidTimeout" { "Device seat freed after (minutes)" span.hint { "Empty: never; a device counts against the limit until forgotten." } (field_error(failure, "hwidTimeout")) }
+                    legend { (t("settings-when-device-address-session-stops")) }
+                    label for="hwidTimeout" { (t("settings-device-seat-freed-after-minutes")) span.hint { (t("settings-empty-never-device-counts-against")) } (field_error(failure, "hwidTimeout")) }
                     input #hwidTimeout type="number" min="1" name="hwidTimeout" value=(minutes(s.hwid_timeout));
-                    label for="ipTimeout" { "Address freed after (minutes)" span.hint { "Empty: never." } (field_error(failure, "ipTimeout")) }
+                    label for="ipTimeout" { (t("settings-address-freed-after-minutes")) span.hint { (t("settings-empty-never")) } (field_error(failure, "ipTimeout")) }
                     input #ipTimeout type="number" min="1" name="ipTimeout" value=(minutes(s.ip_timeout));
-                    label for="sessionTtl" { "Floating session freed after (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long, unless its license sets its own (10 to 86400)." } (field_error(failure, "sessionTtl")) }
+                    label for="sessionTtl" { (t("settings-floating-session-freed-after-seconds")) span.hint { (t("settings-copy-stops-heartbeating-frees-seat")) } (field_error(failure, "sessionTtl")) }
                     input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(s.session_ttl) required;
-                    label for="maxLiveSessionsPerLicense" { "Live sessions one license may hold" span.hint { "With or without a concurrent-session limit: a start past it is refused (1 to 100000)." } (field_error(failure, "maxLiveSessionsPerLicense")) }
+                    label for="maxLiveSessionsPerLicense" { (t("settings-live-sessions-one-license-may")) span.hint { (t("settings-with-without-concurrent-session-limit")) } (field_error(failure, "maxLiveSessionsPerLicense")) }
                     input #maxLiveSessionsPerLicense type="number" min="1" max="100000" name="maxLiveSessionsPerLicense" value=(s.max_live_sessions_per_license) required;
                 }
                 fieldset disabled[!write] {
-                    legend { "Offline use" }
-                    label.choice { input type="checkbox" name="checkoutEnabled" value="true" checked[s.checkout_enabled]; "Applications may check out a license file for offline use" }
-                    label for="checkoutMaxTtl" { "Longest checkout (seconds)" span.hint { "A checked-out file is valid at most this long, and never past its license's end; a license with a concurrent-session limit lends a seat until the file expires (3600 to 315360000; 2592000 is 30 days)." } (field_error(failure, "checkoutMaxTtl")) }
+                    legend { (t("settings-offline-use")) }
+                    label.choice { input type="checkbox" name="checkoutEnabled" value="true" checked[s.checkout_enabled]; (t("settings-applications-may-check-out-license")) }
+                    label for="checkoutMaxTtl" { (t("settings-longest-checkout-seconds")) span.hint { (t("settings-checked-out-file-valid-most")) } (field_error(failure, "checkoutMaxTtl")) }
                     input #checkoutMaxTtl type="number" min="3600" max="315360000" name="checkoutMaxTtl" value=(s.checkout_max_ttl) required;
                 }
                 fieldset disabled[!write] {
-                    legend { "Customer portal" }
-                    label.choice { input type="checkbox" name="portalEnabled" value="true" checked[s.portal_enabled]; "Customers may sign in to the portal to see their licenses, free their own devices within their policy's budget, and download" }
-                    label.choice { input type="checkbox" name="portalSignInEmail" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::Email)]; "Sign-in with a link and code sent to the customer's e-mail address" }
-                    label.choice { input type="checkbox" name="portalSignInLicenseKey" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::LicenseKey)]; "Sign-in with a license key (that license only)" }
+                    legend { (t("settings-customer-portal")) }
+                    label.choice { input type="checkbox" name="portalEnabled" value="true" checked[s.portal_enabled]; (t("settings-customers-may-sign-portal-see")) }
+                    label.choice { input type="checkbox" name="portalSignInEmail" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::Email)]; (t("settings-sign-with-link-code-sent")) }
+                    label.choice { input type="checkbox" name="portalSignInLicenseKey" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::LicenseKey)]; (t("settings-sign-with-license-key-license")) }
                     (field_error(failure, "portalSignIn"))
-                    p.hint { "The portal's address: " code #portal-address { (super::users::base(ctx)) "/portal/" (staff.session.team_id) } ". Links from your own site (POST /customers/{customerId}/portal-sessions) work whenever the portal is on." }
+                    p.hint { (t("settings-portals-address")) code #portal-address { (super::users::base(ctx)) "/portal/" (staff.session.team_id) } (t("settings-links-from-your-own-site")) }
                 }
-                @if write { p { button type="submit" { "Save settings" } } }
-                @else { p.hint { "Your role may read the settings, not change them." } }
+                @if write { p { button type="submit" { (t("settings-save-settings")) } } }
+                @else { p.hint { (t("settings-your-role-may-read-settings")) } }
             }
             (portal_sessions(staff, &sessions))
             (signing_keys(staff, &keys, write))
         };
-        Ok(page::shown(Nav::Settings, "Settings", content))
+        Ok(page::shown(Nav::Settings, t("settings-settings"), content))
     };
     page::answer(ctx, staff, failure, outcome.await)
 }
 
-/// A required whole number of `unit` from the form (left as it is when the form lacks it).
+/// A required whole number from the form (left as it is when the form lacks it), refused with
+/// message `refusal` when it is not one.
 fn whole(
     form: &Form,
     name: &str,
-    unit: &str,
+    refusal: &str,
     problems: &mut Vec<licensing_core::FieldError>,
 ) -> Patch<i64> {
     match form.text(name) {
         None => Patch::Missing,
-        Some(t) => t.parse::<i64>().map_or_else(
+        Some(text) => text.parse::<i64>().map_or_else(
             |_| {
-                problems.push(licensing_core::FieldError::new(
-                    name,
-                    format!("must be a whole number of {unit}"),
-                ));
+                problems.push(licensing_core::FieldError::new(name, t(refusal)));
                 Patch::Missing
             },
             Patch::Value,
@@ -104,11 +103,11 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
     let mut problems = Vec::new();
     let mut minutes = |name: &str| match form.text(name) {
         None => Patch::Null,
-        Some(t) => t.parse::<i64>().map_or_else(
+        Some(text) => text.parse::<i64>().map_or_else(
             |_| {
                 problems.push(licensing_core::FieldError::new(
                     name,
-                    "must be a whole number of minutes",
+                    t("settings-must-whole-number-minutes"),
                 ));
                 Patch::Null
             },
@@ -124,15 +123,20 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
         strict_releases: checked("strictReleases"),
         hwid_timeout,
         ip_timeout,
-        session_ttl: whole(form, "sessionTtl", "seconds", &mut problems),
+        session_ttl: whole(form, "sessionTtl", "settings-whole-seconds", &mut problems),
         max_live_sessions_per_license: whole(
             form,
             "maxLiveSessionsPerLicense",
-            "sessions",
+            "settings-whole-sessions",
             &mut problems,
         ),
         checkout_enabled: checked("checkoutEnabled"),
-        checkout_max_ttl: whole(form, "checkoutMaxTtl", "seconds", &mut problems),
+        checkout_max_ttl: whole(
+            form,
+            "checkoutMaxTtl",
+            "settings-whole-seconds",
+            &mut problems,
+        ),
         portal_enabled: checked("portalEnabled"),
         portal_sign_in: Patch::Value(
             [
@@ -164,11 +168,11 @@ pub(crate) async fn save_settings(ctx: &Ctx, staff: &Staff, form: &Form) -> Resp
 fn portal_sessions(staff: &Staff, sessions: &[PortalSession]) -> maud::Markup {
     let end = staff.may_perform::<EndPortalSession>();
     html! {
-        h2 #portal-sessions { "Customers signed in to the portal" }
+        h2 #portal-sessions { (t("settings-customers-signed-portal")) }
         @if sessions.is_empty() {
-            p.hint { "Nobody is signed in to the portal now." }
+            p.hint { (t("settings-nobody-signed-portal-now")) }
         } @else {
-            (page::table(&["Who", "Signed in with", "Since", "Last seen", ""], None, html! {
+            (page::table(&[t("settings-who"), t("settings-signed-with"), t("settings-since"), t("settings-last-seen"), ""], None, html! {
                 @for s in sessions {
                     tr {
                         td { (grant_words(&s.grant)) }
@@ -179,7 +183,7 @@ fn portal_sessions(staff: &Staff, sessions: &[PortalSession]) -> maud::Markup {
                             @if end {
                                 form method="post" action=(format!("/dashboard/portal-sessions/{}/end", s.id_sha256)) {
                                     (page::csrf(staff))
-                                    button.secondary type="submit" { "End session" }
+                                    button.secondary type="submit" { (t("settings-end-session")) }
                                 }
                             }
                         }
@@ -203,10 +207,10 @@ pub(crate) async fn end_portal_session(ctx: &Ctx, staff: &Staff, id: &str) -> Re
 fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup {
     let next = keys.iter().find(|k| k.state == SigningKeyState::Next);
     html! {
-        h2 #signing-keys { "Signing keys" }
-        p.hint { "Answers to applications and license files are signed with the active key. Applications that trust a key by its id keep accepting files it signed until it is retired." }
-        p.hint { "To change keys without breaking applications that embed their keys: " strong { "1." } " create the next key; " strong { "2." } " publish it in an application release (its id and key are listed here and in the API's public keys) and wait until your users have it; " strong { "3." } " activate it. The key it replaces stays trusted until you retire it." }
-        (page::table(&["Key id", "Key", "Created", "Status"], write.then_some("Action"), html! {
+        h2 #signing-keys { (t("settings-signing-keys")) }
+        p.hint { (t("settings-answers-applications-license-files-signed")) }
+        p.hint { (t("settings-change-keys-without-breaking-applications")) strong { "1." } (t("settings-create-next-key")) strong { "2." } (t("settings-publish-application-release-id-key")) strong { "3." } (t("settings-activate-key-replaces-stays-trusted")) }
+        (page::table(&[t("settings-key-id"), t("settings-key-2"), t("settings-created"), t("settings-status")], write.then_some(t("settings-action")), html! {
             @for k in keys {
                 tr {
                     td { code { (k.kid) } }
@@ -214,19 +218,19 @@ fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup
                     td { (page::when(staff, k.created_at)) }
                     td {
                         @match k.state {
-                            SigningKeyState::Active => span.badge.ok { "Active" },
-                            SigningKeyState::Next => span.badge { "Next: signs nothing yet" },
-                            SigningKeyState::Former => "Former: trusted until retired",
+                            SigningKeyState::Active => span.badge.ok { (t("settings-active")) },
+                            SigningKeyState::Next => span.badge { (t("settings-next-signs-nothing-yet")) },
+                            SigningKeyState::Former => (t("settings-former-trusted-until-retired")),
                         }
                     }
                     @if write {
                         td {
                             @if k.state == SigningKeyState::Next {
-                                a.button.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/activate" } { "Activate…" }
+                                a.button.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/activate" } { (t("settings-activate")) }
                                 " "
                             }
                             @if !k.active {
-                                a.button.secondary.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/retire" } { "Retire…" }
+                                a.button.secondary.small href={ "/dashboard/settings/signing-keys/" (k.kid) "/retire" } { (t("settings-retire")) }
                             }
                         }
                     }
@@ -238,9 +242,9 @@ fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup
                 form method="post" action="/dashboard/settings/signing-keys" {
                     (page::csrf(staff))
                     p {
-                        button.secondary type="submit" { "Create the next signing key" }
+                        button.secondary type="submit" { (t("settings-create-next-signing-key")) }
                         " "
-                        a.button.secondary href="/dashboard/settings/signing-keys/rotate" { "Rotate at once…" }
+                        a.button.secondary href="/dashboard/settings/signing-keys/rotate" { (t("settings-rotate-once")) }
                     }
                 }
             }
@@ -264,15 +268,15 @@ pub(crate) async fn confirm_activate(ctx: &Ctx, staff: &Staff, text: &str) -> Re
     let outcome = async {
         let key = signing_key(ctx, staff, text, |k| k.state == SigningKeyState::Next)
             .await?
-            .ok_or_else(|| Failure::new(404, "There is no such next signing key."))?;
+            .ok_or_else(|| Failure::new(404, t("settings-there-no-such-next-signing")))?;
         Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Settings,
-                title: "Activate the next signing key?",
-                what: html! { "Key " code { (key.kid) } " (created " (page::when(staff, key.created_at)) ") signs every answer and license file from now on. Applications that do not trust it yet refuse the new signatures: activate it once your application releases carry it. The current key stays trusted until you retire it." },
+                title: t("settings-activate-next-signing-key"),
+                what: html! { (t("settings-key")) code { (key.kid) } (tm("settings-created-when-signs-every-answer", &[("when", html! { (page::when(staff, key.created_at)) })])) },
                 action: format!("/dashboard/settings/signing-keys/{}/activate", key.kid),
-                button: "Activate key",
+                button: t("settings-activate-key"),
                 back: "/dashboard/settings#signing-keys".to_owned(),
             },
         ))
@@ -297,10 +301,10 @@ pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff) -> Response {
         staff,
         Confirm {
             nav: Nav::Settings,
-            title: "Rotate the signing key?",
-            what: html! { "A new key signs every answer and license file from now on, at once. Applications that know only the current key refuse the new signatures until they trust the new key: to avoid that, create the next key instead, publish it in a release, then activate it. The current key stays trusted until you retire it." },
+            title: t("settings-rotate-signing-key"),
+            what: html! { (t("settings-new-key-signs-every-answer")) },
             action: "/dashboard/settings/signing-keys/rotate".to_owned(),
-            button: "Rotate key",
+            button: t("settings-rotate-key"),
             back: "/dashboard/settings#signing-keys".to_owned(),
         },
     );
@@ -319,7 +323,7 @@ pub(crate) async fn rotate(ctx: &Ctx, staff: &Staff) -> Response {
 }
 
 fn kid(text: &str) -> Result<Kid, Failure> {
-    page::id_of(text, "signing key")
+    page::id_of(text, t("settings-signing-key"))
 }
 
 /// The team's signing key named by the path's `text`, when it is one `wanted` accepts.
@@ -341,15 +345,15 @@ pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Resp
     let outcome = async {
         let key = signing_key(ctx, staff, text, |k| !k.active)
             .await?
-            .ok_or_else(|| Failure::new(404, "There is no such former or next signing key."))?;
+            .ok_or_else(|| Failure::new(404, t("settings-there-no-such-former-next")))?;
         Ok(page::confirm(
             staff,
             Confirm {
                 nav: Nav::Settings,
-                title: "Retire this signing key?",
-                what: html! { "Key " code { (key.kid) } " (created " (page::when(staff, key.created_at)) ") leaves the list of keys applications trust: license files it signed stop verifying in applications that take their keys from this server." },
+                title: t("settings-retire-signing-key"),
+                what: html! { (t("settings-key")) code { (key.kid) } (tm("settings-created-when-leaves-list-keys", &[("when", html! { (page::when(staff, key.created_at)) })])) },
                 action: format!("/dashboard/settings/signing-keys/{}/retire", key.kid),
-                button: "Retire key",
+                button: t("settings-retire-key"),
                 back: "/dashboard/settings#signing-keys".to_owned(),
             },
         ))

@@ -13,21 +13,17 @@ use crate::app::accounts::{
     ResetTwoStep, set_password_link,
 };
 use crate::app::staff::{self as service, CreatedStaff};
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// The dashboard's public address (`--public-url`), else the one the browser used:
 /// `scheme://host`.
 pub(crate) fn base(ctx: &Ctx) -> String {
-    if let Some(url) = &ctx.state.public_url {
-        return url.to_string();
-    }
-    let host = ctx
-        .headers
-        .get(warp::http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    let scheme = if ctx.secure { "https" } else { "http" };
-    format!("{scheme}://{host}")
+    crate::http::base_url(
+        ctx.state.public_url.as_deref(),
+        crate::http::origin(ctx.client, &ctx.headers),
+    )
 }
 
 /// The absolute set-password link, from the address the browser used.
@@ -42,25 +38,25 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, CreatedStaff
         let users = api::perform(ctx, staff, ListAccounts).await?;
         let role = form.get("role").unwrap_or("viewer");
         let content = html! {
-            h1 { "Users" }
-            p.hint { "The people who sign in to this dashboard, and what each may do." }
+            h1 { (t("users-users")) }
+            p.hint { (t("users-people-who-sign-dashboard-what")) }
             @if let Some(made) = made {
                 div.card role="status" {
-                    h2 { "Set-password link for " (made.user.email.as_str()) }
-                    p { "Send it to them: it works once, within " (service::LINK_LIFETIME_HOURS) " hours, and is not shown again." }
+                    h2 { (tm("users-set-password-link-email", &[("email", html! { (made.user.email.as_str()) })])) }
+                    p { (tm("users-send-them-works-once-within", &[("link-lifetime-hours", html! { (service::LINK_LIFETIME_HOURS) })])) }
                     (page::shown_once("new-link", None, &link(ctx, made)))
                 }
             }
-            (page::table(&["E-mail address", "Role", "Password", "Two-step", "Since"], Some("Actions"), html! {
+            (page::table(&[t("users-e-mail-address"), t("users-role"), t("users-password"), t("users-two-step"), t("users-since")], Some(t("users-actions")), html! {
                 @for u in &users {
                     @let managed = u.id != staff.user.id && staff.user.role.manages(u.role);
                     tr {
-                        td { (u.email.as_str()) @if u.id == staff.user.id { " " span.hint { "(you)" } } }
+                        td { (u.email.as_str()) @if u.id == staff.user.id { " " span.hint { (t("users-you")) } } }
                         td {
                             @if managed {
                                 form.inline method="post" action={ "/dashboard/users/" (u.id) "/role" } {
                                     (page::csrf(staff))
-                                    select name="role" aria-label={ "Role of " (u.email.as_str()) } {
+                                    select name="role" aria-label=(tw("users-role-of", &[("email", Arg::Text(u.email.as_str()))])) {
                                         @for r in Role::ALL {
                                             @if staff.user.role.manages(r) {
                                                 option value=(r.as_str()) selected[u.role == r] { (r.as_str()) }
@@ -68,42 +64,42 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, CreatedStaff
                                         }
                                     }
                                     " "
-                                    button.secondary.small type="submit" { "Change" }
+                                    button.secondary.small type="submit" { (t("users-change")) }
                                 }
                             } @else {
                                 (u.role.as_str())
                             }
                         }
-                        td { @if u.password_hash.is_some() { "Set" } @else { span.badge.warn { "Not yet" } } }
-                        td { @if u.two_step.is_some() { span.badge.ok { "On" } } @else { "Off" } }
+                        td { @if u.password_hash.is_some() { (t("users-set")) } @else { span.badge.warn { (t("users-not-yet")) } } }
+                        td { @if u.two_step.is_some() { span.badge.ok { (t("users-on")) } } @else { (t("users-off")) } }
                         td { (page::day(u.created_at)) }
                         td {
                             @if managed {
                                 div.actions {
                                     form method="post" action={ "/dashboard/users/" (u.id) "/link" } {
                                         (page::csrf(staff))
-                                        button.secondary.small type="submit" { "New link" }
+                                        button.secondary.small type="submit" { (t("users-new-link")) }
                                     }
                                     @if u.two_step.is_some() {
                                         form method="post" action={ "/dashboard/users/" (u.id) "/two-step/off" } {
                                             (page::csrf(staff))
-                                            button.secondary.small type="submit" aria-label={ "Turn off two-step sign-in of " (u.email.as_str()) } { "Turn off two-step" }
+                                            button.secondary.small type="submit" aria-label=(tw("users-two-step-off-of", &[("email", Arg::Text(u.email.as_str()))])) { (t("users-turn-off-two-step")) }
                                         }
                                     }
-                                    a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { "Delete…" }
+                                    a.button.danger.small href={ "/dashboard/users/" (u.id) "/delete" } { (t("users-delete")) }
                                 }
                             }
                         }
                     }
                 }
             }))
-            h2 { "Invite someone" }
+            h2 { (t("users-invite-someone")) }
             (page::problems(failure))
             form method="post" action="/dashboard/users" {
                 (page::csrf(staff))
-                label for="email" { "E-mail address" }
+                label for="email" { (t("users-e-mail-address")) }
                 input #email type="email" name="email" required value=(form.get("email").unwrap_or(""));
-                label for="role" { "Role" }
+                label for="role" { (t("users-role")) }
                 select #role name="role" {
                     @for r in Role::ALL {
                         @if staff.user.role.manages(r) {
@@ -111,14 +107,14 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, CreatedStaff
                         }
                     }
                 }
-                p.hint { "owner and admin: everything, and accounts · developer: everything but settings · support: read everything, free seats, suspend · viewer: read only" }
+                p.hint { (t("users-owner-admin-everything-accounts-developer")) }
                 @if ctx.state.mailer.is_some() {
-                    label.choice { input type="checkbox" name="sendEmail" value="true" checked[form.get("email").is_none() || form.get("sendEmail").is_some()]; "E-mail them their set-password link (otherwise it is shown here to pass on)" }
+                    label.choice { input type="checkbox" name="sendEmail" value="true" checked[form.get("email").is_none() || form.get("sendEmail").is_some()]; (t("users-e-mail-them-their-set")) }
                 }
-                p { button type="submit" { "Create account" } }
+                p { button type="submit" { (t("users-create-account")) } }
             }
         };
-        Ok(page::shown(Nav::Users, "Users", content))
+        Ok(page::shown(Nav::Users, t("users-users"), content))
     };
     page::answer_with(ctx, staff, after.status(), outcome.await)
 }
@@ -158,8 +154,12 @@ fn user_id(text: &str) -> Result<StaffId, Failure> {
 pub(crate) async fn change_role(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Response {
     let outcome = async {
         let id = user_id(id)?;
-        let role = Role::parse(form.get("role").unwrap_or(""))
-            .map_err(|e| Failure::new(400, format!("The role {e}.")))?;
+        let role = Role::parse(form.get("role").unwrap_or("")).map_err(|e| {
+            Failure::new(
+                400,
+                tw("users-role-wrong", &[("why", Arg::Text(&e.to_string()))]),
+            )
+        })?;
         api::perform(ctx, staff, ChangeRole(id, role)).await?;
         Ok::<_, Failure>(page::redirect("/dashboard/users?notice=user-updated"))
     };
@@ -194,10 +194,10 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Users,
-                title: "Delete this account?",
-                what: html! { (user.email.as_str()) " (" (user.role.as_str()) ") can no longer sign in; their sessions end now. What they did stays in the audit log." },
+                title: t("users-delete-account"),
+                what: html! { (tm("users-email-role-can-no-longer", &[("email", html! { (user.email.as_str()) }), ("role", html! { (user.role.as_str()) })])) },
                 action: format!("/dashboard/users/{id}/delete"),
-                button: "Delete account",
+                button: t("users-delete-account-2"),
                 back: "/dashboard/users".to_owned(),
             },
         ))

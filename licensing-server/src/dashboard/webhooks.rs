@@ -14,7 +14,9 @@ use crate::app::webhooks::{
     CreateWebhook, DeleteWebhook, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
     RotateWebhookSecret, SendTestEvent, UpdateWebhook,
 };
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 fn may_write(staff: &Staff) -> bool {
     staff.may_perform::<crate::app::webhooks::CreateWebhook>()
@@ -30,13 +32,16 @@ fn name_of<T: serde::Serialize>(value: &T) -> String {
 
 fn state(w: &WebhookView) -> (&'static str, String) {
     if w.enabled {
-        ("ok", "Enabled".to_owned())
+        ("ok", t("webhooks-enabled").to_owned())
     } else {
         (
             "bad",
             match &w.disabled_reason {
-                Some(reason) => format!("Disabled ({})", name_of(reason).to_lowercase()),
-                None => "Disabled".to_owned(),
+                Some(reason) => tw(
+                    "webhooks-disabled-why",
+                    &[("why", Arg::Text(&name_of(reason).to_lowercase()))],
+                ),
+                None => t("webhooks-disabled").to_owned(),
             },
         )
     }
@@ -52,17 +57,17 @@ pub(crate) async fn list(
     let outcome = async {
         let list = api::perform(ctx, staff, ListWebhooks).await?;
         let content = html! {
-            h1 { "Webhooks" }
-            p.hint { "Each change to your records, and each refused client request, can be sent to your own server as a signed event (the Standard Webhooks scheme)." }
+            h1 { (t("webhooks-webhooks")) }
+            p.hint { (t("webhooks-each-change-your-records-each")) }
             @if let Some(made) = made {
                 div.card role="status" {
-                    h2 { "Signing secret of " (made.endpoint.url) }
-                    p { "Your receiver checks each event's signature with it. Copy it now: it is not shown again." }
+                    h2 { (tm("webhooks-signing-secret-url", &[("url", html! { (made.endpoint.url) })])) }
+                    p { (t("webhooks-your-receiver-checks-each-events")) }
                     (page::shown_once("new-secret", None, &made.secret))
                 }
             }
-            (page::table(&["Address", "Events", "State", "Since"], None, html! {
-                @if list.is_empty() { tr { td.empty colspan="4" { "No endpoints yet." } } }
+            (page::table(&[t("webhooks-address"), t("webhooks-events"), t("webhooks-state"), t("webhooks-since")], None, html! {
+                @if list.is_empty() { tr { td.empty colspan="4" { (t("webhooks-no-endpoints-yet")) } } }
                 @for w in &list {
                     @let (class, text) = state(w);
                     tr {
@@ -74,21 +79,21 @@ pub(crate) async fn list(
                 }
             }))
             @if may_write(staff) {
-                h2 { "New endpoint" }
+                h2 { (t("webhooks-new-endpoint")) }
                 (page::problems(failure))
                 form method="post" action="/dashboard/webhooks" {
                     (page::csrf(staff))
-                    label for="url" { "Address" span.hint { "An https:// URL of your server." } }
+                    label for="url" { (t("webhooks-address")) span.hint { (t("webhooks-https-url-your-server")) } }
                     input #url type="text" name="url" required value=(form.get("url").unwrap_or(""));
-                    label for="description" { "Description" span.hint { "Optional." } }
+                    label for="description" { (t("webhooks-description")) span.hint { (t("webhooks-optional")) } }
                     input #description type="text" name="description" value=(form.get("description").unwrap_or(""));
-                    label for="eventTypes" { "Events" span.hint { "Comma-separated: license.created, license.*, or * for all." } }
+                    label for="eventTypes" { (t("webhooks-events")) span.hint { (t("webhooks-comma-separated-license-created-license")) } }
                     input #eventTypes type="text" name="eventTypes" value=(form.get("eventTypes").unwrap_or("*"));
-                    p { button type="submit" { "Create endpoint" } }
+                    p { button type="submit" { (t("webhooks-create-endpoint")) } }
                 }
             }
         };
-        Ok(page::shown(Nav::Webhooks, "Webhooks", content))
+        Ok(page::shown(Nav::Webhooks, t("webhooks-webhooks"), content))
     };
     page::answer_with(ctx, staff, after.status(), outcome.await)
 }
@@ -116,7 +121,7 @@ pub(crate) async fn create(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 }
 
 fn webhook_id(text: &str) -> Result<WebhookId, Failure> {
-    page::id_of(text, "webhook endpoint")
+    page::id_of(text, t("webhooks-webhook-endpoint"))
 }
 
 /// `GET /dashboard/webhooks/{id}`: the endpoint, its delivery log, and for who may change
@@ -162,8 +167,8 @@ pub(crate) async fn show(
             }
             @if let Some(made) = rotated {
                 div.card role="status" {
-                    h2 { "New signing secret" }
-                    p { "Give it to your receiver now: it is not shown again. The old secret keeps signing alongside it for a day, so that events are not refused while you switch." }
+                    h2 { (t("webhooks-new-signing-secret")) }
+                    p { (t("webhooks-give-your-receiver-now-not")) }
                     (page::shown_once("new-secret", None, &made.secret))
                 }
             }
@@ -171,46 +176,46 @@ pub(crate) async fn show(
                 div.actions {
                     form method="post" action={ "/dashboard/webhooks/" (id) "/test" } {
                         (page::csrf(staff))
-                        button.secondary type="submit" { "Send a test event" }
+                        button.secondary type="submit" { (t("webhooks-send-test-event")) }
                     }
                     @if w.enabled {
                         form method="post" action={ "/dashboard/webhooks/" (id) "/disable" } {
                             (page::csrf(staff))
-                            button.secondary type="submit" { "Disable" }
+                            button.secondary type="submit" { (t("webhooks-disable")) }
                         }
                     } @else {
                         form method="post" action={ "/dashboard/webhooks/" (id) "/enable" } {
                             (page::csrf(staff))
-                            button type="submit" { "Enable" }
+                            button type="submit" { (t("webhooks-enable")) }
                         }
                     }
-                    a.button.secondary href={ "/dashboard/webhooks/" (id) "/rotate-secret" } { "New signing secret…" }
-                    a.button.danger href={ "/dashboard/webhooks/" (id) "/delete" } { "Delete…" }
+                    a.button.secondary href={ "/dashboard/webhooks/" (id) "/rotate-secret" } { (t("webhooks-new-signing-secret-2")) }
+                    a.button.danger href={ "/dashboard/webhooks/" (id) "/delete" } { (t("webhooks-delete")) }
                 }
             }
             div.card {
                 dl.facts {
-                    dt { "Events" } dd { (w.event_types.join(", ")) }
-                    dt { "Description" } dd { (w.description.as_deref().unwrap_or("None")) }
-                    dt { "Failing since" } dd { (w.failing_since.map(|at| page::when(staff, at)).unwrap_or_else(|| "Not failing".into())) }
-                    dt { "Since" } dd { (page::when(staff, w.created_at)) }
+                    dt { (t("webhooks-events")) } dd { (w.event_types.join(", ")) }
+                    dt { (t("webhooks-description")) } dd { (w.description.as_deref().unwrap_or(t("webhooks-none"))) }
+                    dt { (t("webhooks-failing-since")) } dd { (w.failing_since.map(|at| page::when(staff, at)).unwrap_or_else(|| t("webhooks-not-failing").into())) }
+                    dt { (t("webhooks-since")) } dd { (page::when(staff, w.created_at)) }
                 }
             }
             @if write {
                 details.edit open[failure.is_some()] {
-                    summary { "Edit" }
+                    summary { (t("webhooks-edit")) }
                     (page::problems(failure))
                     form method="post" action={ "/dashboard/webhooks/" (id) } {
                         (page::csrf(staff))
-                        label for="url" { "Address" (super::page::field_error(failure, "url")) }
+                        label for="url" { (t("webhooks-address")) (super::page::field_error(failure, "url")) }
                         input #url type="text" name="url" required value=(sent.map_or(w.url.as_str(), |f| f.get("url").unwrap_or("")));
-                        label for="description" { "Description" span.hint { "Optional." } }
+                        label for="description" { (t("webhooks-description")) span.hint { (t("webhooks-optional")) } }
                         input #description type="text" name="description" value=(sent.map_or(w.description.as_deref().unwrap_or(""), |f| f.get("description").unwrap_or("")));
                         fieldset {
-                            legend { "Events" (super::page::field_error(failure, "eventTypes")) }
+                            legend { (t("webhooks-events")) (super::page::field_error(failure, "eventTypes")) }
                             label.choice {
                                 input type="checkbox" name="eventTypes" value="*" checked[chosen.iter().any(|c| c == "*")];
-                                "Every event, those added later too"
+                                (t("webhooks-every-event-those-added-later"))
                             }
                             @for pattern in &patterns {
                                 label.choice {
@@ -225,13 +230,13 @@ pub(crate) async fn show(
                                 }
                             }
                         }
-                        p { button type="submit" { "Save endpoint" } }
+                        p { button type="submit" { (t("webhooks-save-endpoint")) } }
                     }
                 }
             }
-            h2 { "Deliveries" }
-            (page::table(&["When", "Event", "State", "Attempts", "Last answer"], write.then_some("Action"), html! {
-                @if deliveries.items.is_empty() { tr { td.empty colspan="6" { "Nothing sent yet." } } }
+            h2 { (t("webhooks-deliveries")) }
+            (page::table(&[t("webhooks-when"), t("webhooks-event"), t("webhooks-state"), t("webhooks-attempts"), t("webhooks-last-answer")], write.then_some(t("webhooks-action")), html! {
+                @if deliveries.items.is_empty() { tr { td.empty colspan="6" { (t("webhooks-nothing-sent-yet")) } } }
                 @for d in &deliveries.items {
                     tr {
                         td.nowrap { (page::when_exact(staff, d.created_at)) }
@@ -240,14 +245,14 @@ pub(crate) async fn show(
                         td { (d.attempt_count) }
                         td {
                             @if let Some(a) = d.attempts.last() {
-                                @if let Some(code) = a.status_code { "HTTP " (code) } @else { (a.error.as_deref().unwrap_or("no answer")) }
+                                @if let Some(code) = a.status_code { "HTTP " (code) } @else { (a.error.as_deref().unwrap_or(t("webhooks-no-answer"))) }
                             } @else { "—" }
                         }
                         @if write {
                             td {
                                 form method="post" action={ "/dashboard/webhooks/" (id) "/deliveries/" (d.id) "/redeliver" } {
                                     (page::csrf(staff))
-                                    button.secondary.small type="submit" { "Send again" }
+                                    button.secondary.small type="submit" { (t("webhooks-send-again")) }
                                 }
                             }
                         }
@@ -255,7 +260,11 @@ pub(crate) async fn show(
                 }
             }))
         };
-        Ok(page::shown(Nav::Webhooks, "Webhook endpoint", content))
+        Ok(page::shown(
+            Nav::Webhooks,
+            t("webhooks-webhook-endpoint-2"),
+            content,
+        ))
     };
     page::answer(ctx, staff, edit.map(|(_, f)| f), outcome.await)
 }
@@ -269,7 +278,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
     };
     let events = form.all("eventTypes");
     if events.is_empty() {
-        let f = Failure::new(400, "Choose at least one event, or every event.");
+        let f = Failure::new(400, t("webhooks-choose-least-one-event-every"));
         return show(ctx, staff, id, None, Some((form, &f))).await;
     }
     let body = WebhookBody {
@@ -306,12 +315,12 @@ pub(crate) async fn set_enabled(ctx: &Ctx, staff: &Staff, id: &str, enabled: boo
 /// `GET /dashboard/webhooks/{id}/rotate-secret`.
 pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let what = |url: &str| {
-        html! { "Events to " strong { (url) } " are signed with a new secret, shown once; the old one keeps signing alongside it for a day while your receiver switches." }
+        html! { (t("webhooks-events-2")) strong { (url) } (t("webhooks-signed-with-new-secret-shown")) }
     };
     let asking = (
-        "Make a new signing secret?",
+        t("webhooks-make-new-signing-secret"),
         "rotate-secret",
-        "Make a new secret",
+        t("webhooks-make-new-secret"),
     );
     ask(ctx, staff, id, asking, what).await
 }
@@ -378,9 +387,13 @@ pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str
 /// `GET /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let what = |url: &str| {
-        html! { "Events stop going to " strong { (url) } ", and its delivery log is deleted." }
+        html! { (t("webhooks-events-stop-going")) strong { (url) } (t("webhooks-delivery-log-deleted")) }
     };
-    let asking = ("Delete this endpoint?", "delete", "Delete endpoint");
+    let asking = (
+        t("webhooks-delete-endpoint"),
+        "delete",
+        t("webhooks-delete-endpoint-2"),
+    );
     ask(ctx, staff, id, asking, what).await
 }
 

@@ -101,16 +101,10 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// The server's public address, else the one the browser used: `scheme://host`.
     pub(crate) fn base(&self) -> String {
-        if let Some(url) = &self.state.public_url {
-            return url.trim_end_matches('/').to_owned();
-        }
-        let host = self
-            .headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("127.0.0.1");
-        let scheme = if self.secure { "https" } else { "http" };
-        format!("{scheme}://{host}")
+        crate::http::base_url(
+            self.state.public_url.as_deref(),
+            crate::http::origin(self.client, &self.headers),
+        )
     }
 
     /// The value of cookie `name` (as named over this connection).

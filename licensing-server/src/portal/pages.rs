@@ -148,14 +148,7 @@ pub(super) fn refused(ctx: &Ctx, door: &Door<'_>, signed: &Signed) -> Response {
 fn sign_in_token(ctx: &Ctx) -> (String, bool) {
     match ctx.cookie(Cookie::SignIn) {
         Some(token) if token.len() >= 32 => (token.to_owned(), false),
-        _ => {
-            use base64::Engine as _;
-            let bytes: [u8; 32] = rand::random();
-            (
-                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
-                true,
-            )
-        }
+        _ => (crate::app::staff::random_secret(), true),
     }
 }
 

@@ -12,8 +12,10 @@ use super::{license_id, status};
 use crate::app::licenses::{BulkLicenses, GetLicense};
 use crate::dashboard::api::{self, Failure};
 use crate::dashboard::page::{self, Form, Nav};
+use crate::dashboard::words::{t, tw};
 use crate::dashboard::{Ctx, Staff};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// The most licenses one bulk action takes: a list's largest page.
 const MOST: usize = MAX_BULK_LICENSES;
@@ -39,21 +41,17 @@ impl Words for Action {
 
     fn words(self) -> &'static str {
         match self {
-            Action::Suspend => "Suspend",
-            Action::Unsuspend => "Unsuspend",
-            Action::Delete => "Delete",
+            Action::Suspend => t("licenses-bulk-suspend"),
+            Action::Unsuspend => t("licenses-bulk-unsuspend"),
+            Action::Delete => t("licenses-bulk-delete"),
         }
     }
 
     fn consequence(self) -> &'static str {
         match self {
-            Action::Suspend => {
-                "Their applications are refused until they are unsuspended; nothing else changes."
-            }
-            Action::Unsuspend => "Their applications are accepted again.",
-            Action::Delete => {
-                "They are deleted with their devices and addresses, and their applications are refused from then on. This cannot be undone."
-            }
+            Action::Suspend => t("licenses-bulk-their-applications-refused-until-they"),
+            Action::Unsuspend => t("licenses-bulk-their-applications-accepted-again"),
+            Action::Delete => t("licenses-bulk-they-deleted-with-their-devices"),
         }
     }
 }
@@ -81,7 +79,7 @@ fn chosen(form: &Form) -> Result<(Action, Vec<LicenseId>), Failure> {
     let action = Action::ALL
         .into_iter()
         .find(|a| form.get("action") == Some(a.value()))
-        .ok_or_else(|| Failure::new(400, "Choose what to do: suspend, unsuspend or delete."))?;
+        .ok_or_else(|| Failure::new(400, t("licenses-bulk-choose-what-do-suspend-unsuspend")))?;
     let mut ids = Vec::new();
     for text in form.all("id") {
         let id = license_id(text)?;
@@ -92,13 +90,16 @@ fn chosen(form: &Form) -> Result<(Action, Vec<LicenseId>), Failure> {
     if ids.is_empty() {
         return Err(Failure::new(
             400,
-            "No license was chosen: tick the box beside each license first, then apply.",
+            t("licenses-bulk-no-license-was-chosen-tick"),
         ));
     }
     if ids.len() > MOST {
         return Err(Failure::new(
             400,
-            format!("Choose at most {MOST} licenses at a time."),
+            tw(
+                "licenses-bulk-at-most",
+                &[("most", Arg::Number(MOST as i64))],
+            ),
         ));
     }
     Ok((action, ids))
@@ -113,10 +114,12 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         Err(failure) => return page::failure(ctx, Some(staff), &failure),
     };
     if !staff.may(action.scope()) {
-        let failure: Failure = ApiError::forbidden(format!(
-            "Your role ({}) may not {}",
-            staff.user.role,
-            action.scope().words()
+        let failure: Failure = ApiError::forbidden(tw(
+            "licenses-bulk-role-may-not",
+            &[
+                ("role", Arg::Text(&staff.user.role.to_string())),
+                ("what", Arg::Text(&action.scope().words())),
+            ],
         ))
         .into();
         return page::failure(ctx, Some(staff), &failure);
@@ -134,10 +137,15 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
             Err(failure) => return page::failure(ctx, Some(staff), &failure),
         }
     }
-    let title = format!(
-        "{} {}?",
-        action.words(),
-        page::counted(found.len() as u64, "license", "licenses")
+    let title = tw(
+        "licenses-bulk-confirm-title",
+        &[
+            ("action", Arg::Text(action.words())),
+            (
+                "licenses",
+                Arg::Text(&page::counted(found.len() as u64, "count-licenses")),
+            ),
+        ],
     );
     let content = html! {
         h1 { (title) }
@@ -162,7 +170,7 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
                         button type="submit" { (title.trim_end_matches('?')) }
                     }
                 }
-                a.button.secondary href=(back) { "Keep them as they are" }
+                a.button.secondary href=(back) { (t("licenses-bulk-keep-them-they")) }
             }
         }
     };
@@ -198,15 +206,20 @@ async fn perform(
             }
         ));
     }
-    let title = format!(
-        "{} of {} done",
-        done,
-        page::counted(ids.len() as u64, "license", "licenses")
+    let title = tw(
+        "licenses-bulk-done-title",
+        &[
+            ("done", Arg::Number(done as i64)),
+            (
+                "licenses",
+                Arg::Text(&page::counted(ids.len() as u64, "count-licenses")),
+            ),
+        ],
     );
     let content = html! {
         h1 { (title) }
         div.problems role="alert" {
-            p { strong { "These were not changed:" } }
+            p { strong { (t("licenses-bulk-these-were-not-changed")) } }
             ul {
                 @for refusal in &refused {
                     @let id = refusal.license_id;
@@ -214,7 +227,7 @@ async fn perform(
                 }
             }
         }
-        p { a.button href=(back) { "Back to the list" } }
+        p { a.button href=(back) { (t("licenses-bulk-back-list")) } }
     };
     page::html_response(
         200,

@@ -19,6 +19,8 @@ use crate::app::policies::GetPolicy;
 use crate::http::Response;
 
 use super::{customer_name, license_id, products};
+use crate::dashboard::words::{t, tm, tw};
+use crate::i18n::Arg;
 
 /// `GET /dashboard/licenses/new`.
 pub(crate) async fn new_page(ctx: &Ctx, staff: &Staff) -> Response {
@@ -73,8 +75,13 @@ async fn form_page(
     let inherited = |value: Option<u32>| {
         plan.map(|_| {
             value.map_or_else(
-                || "The plan's: no limit".to_owned(),
-                |v| format!("The plan's: {v}"),
+                || t("licenses-form-plans-no-limit").to_owned(),
+                |v| {
+                    tw(
+                        "licenses-form-plans-value",
+                        &[("value", Arg::Text(&v.to_string()))],
+                    )
+                },
             )
         })
     };
@@ -90,15 +97,15 @@ async fn form_page(
             @if plan.is_some() && editing.is_some() && form.text(name).is_some() {
                 label.choice {
                     input type="checkbox" name="inherit" value=(name) checked[chosen_inherit.contains(&name)];
-                    "Use the plan's value instead"
+                    (t("licenses-form-use-plans-value-instead"))
                 }
             }
         }
     };
     let limit_hint = if plan.is_some() {
-        "Empty: the plan's value (a value here overrides it for this license)."
+        t("licenses-form-empty-plans-value-value-here")
     } else {
-        "Empty: no limit."
+        t("licenses-form-empty-no-limit")
     };
     let chosen_products = form.all("productIds");
     let chosen_customers = form.all("customerIds");
@@ -112,8 +119,14 @@ async fn form_page(
         }
     };
     let (title, action) = match editing {
-        Some(e) => ("Edit license", format!("/dashboard/licenses/{}/edit", e.id)),
-        None => ("New license", "/dashboard/licenses".to_owned()),
+        Some(e) => (
+            t("licenses-form-edit-license"),
+            format!("/dashboard/licenses/{}/edit", e.id),
+        ),
+        None => (
+            t("licenses-form-new-license"),
+            "/dashboard/licenses".to_owned(),
+        ),
     };
     let content = html! {
         h1 {
@@ -124,31 +137,31 @@ async fn form_page(
         form method="post" action=(action) data-expiration {
             (page::csrf(staff))
             @if !policies.is_empty() {
-                label for="policyId" { "Plan" span.hint { "A policy: the license follows its terms live, except what is set below. The products and entitlements below are the license's own, beside the plan's." } (error("policyId")) }
+                label for="policyId" { (t("licenses-form-plan")) span.hint { (t("licenses-form-policy-license-follows-terms-live")) } (error("policyId")) }
                 select #policyId name="policyId" {
-                    option value="" selected[chosen_policy.is_none()] { "No plan" }
+                    option value="" selected[chosen_policy.is_none()] { (t("licenses-form-no-plan")) }
                     @for p in &policies {
                         option value=(p.id) selected[chosen_policy == Some(p.id.to_string().as_str())] { (p.name) }
                     }
                 }
             }
-            label for="productIds" { "Products" span.hint { "Hold Ctrl (or ⌘) to choose several." } (error("productIds")) }
+            label for="productIds" { (t("licenses-form-products")) span.hint { (t("licenses-form-hold-ctrl-choose-several")) } (error("productIds")) }
             select #productIds name="productIds" multiple size=(products.len().clamp(2, 8)) {
                 @for p in &products {
                     option value=(p.id) selected[chosen_products.contains(&p.id.to_string().as_str())] { (p.name) }
                 }
             }
-            label for="customerIds" { "Customers" span.hint { "The 100 newest; more by id below." } (error("customerIds")) }
+            label for="customerIds" { (t("licenses-form-customers")) span.hint { (t("licenses-form-100-newest-more-id-below")) } (error("customerIds")) }
             select #customerIds name="customerIds" multiple size=(customers.len().clamp(2, 8)) {
                 @for c in &customers {
                     option value=(c.id) selected[chosen_customers.contains(&c.id.to_string().as_str())] { (customer_name(c)) }
                 }
             }
-            label for="moreCustomerIds" { "Other customer ids" span.hint { "Comma-separated, optional." } }
+            label for="moreCustomerIds" { (t("licenses-form-other-customer-ids")) span.hint { (t("licenses-form-comma-separated-optional")) } }
             input #moreCustomerIds type="text" name="moreCustomerIds" value=(form.get("moreCustomerIds").unwrap_or(""));
             @if !entitlements.is_empty() {
                 fieldset {
-                    legend { "Entitlements" span.hint { " Granted by this license itself; its products grant theirs too." } }
+                    legend { (t("licenses-form-entitlements")) span.hint { (t("licenses-form-granted-license-itself-products-grant")) } }
                     // Without it (a role that cannot read entitlements), an edit keeps them.
                     input type="hidden" name="entitlementsShown" value="true";
                     (error("entitlementIds"))
@@ -161,61 +174,61 @@ async fn form_page(
                 }
             }
             fieldset {
-                legend { "Expiration" }
+                legend { (t("licenses-form-expiration")) }
                 (error("expirationType"))
                 @if !policies.is_empty() && editing.is_none() {
                     label.choice {
                         input type="radio" name="expirationType" value="PLAN" checked[kind == "PLAN"];
-                        "As the plan says (copied now)"
+                        (t("licenses-form-plan-says-copied-now"))
                     }
                 }
-                @for (value, text) in [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a number of days")] {
+                @for (value, text) in [("NEVER", t("licenses-form-never-expires")), ("DATE", t("licenses-form-date")), ("DURATION", t("licenses-form-after-number-days"))] {
                     label.choice {
                         input type="radio" name="expirationType" value=(value) checked[kind == value];
                         (text)
                     }
                 }
                 div data-for-type="DATE" {
-                    label for="expirationDate" { "Expiration date" span.hint { "The license stops working at 00:00 UTC on this day." } (error("expirationDate")) }
+                    label for="expirationDate" { (t("licenses-form-expiration-date")) span.hint { (t("licenses-form-license-stops-working-00-00")) } (error("expirationDate")) }
                     input #expirationDate type="date" name="expirationDate" value=(form.get("expirationDate").unwrap_or(""));
                 }
                 div data-for-type="DURATION" {
-                    label for="expirationDays" { "Days" (error("expirationDays")) }
+                    label for="expirationDays" { (t("licenses-form-days")) (error("expirationDays")) }
                     input #expirationDays type="number" min="1" name="expirationDays" value=(form.get("expirationDays").unwrap_or(""));
-                    span.hint { "Counted from:" (error("expirationStart")) }
-                    label.choice { input type="radio" name="expirationStart" value="CREATION" checked[start == "CREATION"]; "its creation" }
-                    label.choice { input type="radio" name="expirationStart" value="ACTIVATION" checked[start == "ACTIVATION"]; "its first successful verification" }
-                    p.hint data-expiry-preview aria-live="polite" {}
+                    span.hint { (t("licenses-form-counted-from")) (error("expirationStart")) }
+                    label.choice { input type="radio" name="expirationStart" value="CREATION" checked[start == "CREATION"]; (t("licenses-form-creation")) }
+                    label.choice { input type="radio" name="expirationStart" value="ACTIVATION" checked[start == "ACTIVATION"]; (t("licenses-form-first-successful-verification")) }
+                    p.hint data-expiry-preview aria-live="polite" data-on-date=(t("licenses-form-preview-on-date")) data-after-days=(t("licenses-form-preview-after-days")) {}
                 }
             }
-            label for="hwidLimit" { "Device limit" span.hint { (limit_hint) } (error("hwidLimit")) }
+            label for="hwidLimit" { (t("licenses-form-device-limit")) span.hint { (limit_hint) } (error("hwidLimit")) }
             input #hwidLimit type="number" min="0" name="hwidLimit" placeholder=[hwid_plan] value=(form.get("hwidLimit").unwrap_or(""));
             (use_plan("hwidLimit"))
-            label for="ipLimit" { "Address limit" span.hint { (limit_hint) } (error("ipLimit")) }
+            label for="ipLimit" { (t("licenses-form-address-limit")) span.hint { (limit_hint) } (error("ipLimit")) }
             input #ipLimit type="number" min="0" name="ipLimit" placeholder=[ip_plan] value=(form.get("ipLimit").unwrap_or(""));
             (use_plan("ipLimit"))
-            label for="sessionLimit" { "Concurrent sessions" span.hint { "Floating seats: at most this many copies run at once, on any machines. " (limit_hint) } (error("sessionLimit")) }
+            label for="sessionLimit" { (t("licenses-form-concurrent-sessions")) span.hint { (tm("licenses-form-floating-seats-most-many-copies", &[("limit-hint", html! { (limit_hint) })])) } (error("sessionLimit")) }
             input #sessionLimit type="number" min="1" name="sessionLimit" placeholder=[session_plan] value=(form.get("sessionLimit").unwrap_or(""));
             (use_plan("sessionLimit"))
-            label for="sessionTtl" { "Session lifetime (seconds)" span.hint { "A copy that stops heartbeating frees its seat after this long (10 to 86400). Empty: " @if plan.is_some() { "the plan's (else the team's setting)." } @else { "the team's setting." } } (error("sessionTtl")) }
+            label for="sessionTtl" { (t("licenses-form-session-lifetime-seconds")) span.hint { (t("licenses-form-copy-stops-heartbeating-frees-seat")) @if plan.is_some() { (t("licenses-form-plans-else-teams-setting")) } @else { (t("licenses-form-teams-setting")) } } (error("sessionTtl")) }
             input #sessionTtl type="number" min="10" max="86400" name="sessionTtl" value=(form.get("sessionTtl").unwrap_or(""));
             (use_plan("sessionTtl"))
-            label for="metadata" { "Metadata" span.hint { "One key=value per line, optional." } (error("metadata")) }
+            label for="metadata" { (t("licenses-form-metadata")) span.hint { (t("licenses-form-one-key-value-per-line")) } (error("metadata")) }
             textarea #metadata name="metadata" rows="3" { (form.get("metadata").unwrap_or("")) }
             @if let Some(e) = editing {
-                label for="licenseKey" { "License key" span.hint { "Change it only to replace a leaked key: clients with the old one are refused." } (error("licenseKey")) }
+                label for="licenseKey" { (t("licenses-form-license-key")) span.hint { (t("licenses-form-change-only-replace-leaked-key")) } (error("licenseKey")) }
                 input #licenseKey type="text" name="licenseKey" value=(form.get("licenseKey").unwrap_or(&e.key));
-                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Suspended" }
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; (t("licenses-form-suspended")) }
             } @else {
-                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; "Create it suspended" }
+                label.choice { input type="checkbox" name="suspended" value="true" checked[form.get("suspended").is_some()]; (t("licenses-form-create-suspended")) }
                 @if ctx.state.mailer.is_some() {
-                    label.choice { input type="checkbox" name="sendEmailDelivery" value="true" checked[form.get("sendEmailDelivery").is_some()]; "E-mail the key to its customers" }
+                    label.choice { input type="checkbox" name="sendEmailDelivery" value="true" checked[form.get("sendEmailDelivery").is_some()]; (t("licenses-form-e-mail-key-customers")) }
                 }
             }
             div.actions {
-                button type="submit" { @if editing.is_some() { "Save changes" } @else { "Create license" } }
+                button type="submit" { @if editing.is_some() { (t("licenses-form-save-changes")) } @else { (t("licenses-form-create-license")) } }
                 @if let Some(e) = editing {
-                    a.button.secondary href={ "/dashboard/licenses/" (e.id) } { "Cancel" }
+                    a.button.secondary href={ "/dashboard/licenses/" (e.id) } { (t("licenses-form-cancel")) }
                 }
             }
         }
@@ -304,10 +317,12 @@ async fn editing(ctx: &Ctx, staff: &Staff, id: &str) -> Result<(Editing, License
     {
         return Err(Failure::new(
             403,
-            format!(
-                "Your role ({}) may not {}: an owner or admin of your team can give you a role that may.",
-                staff.user.role,
-                scope.words()
+            tw(
+                "licenses-form-role-may-not",
+                &[
+                    ("role", Arg::Text(&staff.user.role.to_string())),
+                    ("what", Arg::Text(&scope.words())),
+                ],
             ),
         ));
     }
@@ -458,7 +473,7 @@ fn number(form: &Form, name: &str, problems: &mut Vec<FieldError>) -> Option<i64
     match text.parse::<i64>() {
         Ok(n) => Some(n),
         Err(_) => {
-            problems.push(FieldError::new(name, "must be a whole number"));
+            problems.push(FieldError::new(name, t("licenses-form-must-whole-number")));
             None
         }
     }
@@ -491,7 +506,7 @@ fn create_body(form: &Form) -> Result<LicenseCreate, Failure> {
             Some((key, value)) => metadata.push(RawMetadata::new(key.trim(), value.trim())),
             None => problems.push(FieldError::new(
                 "metadata",
-                format!("line “{line}” needs the form key=value"),
+                tw("licenses-form-metadata-line", &[("line", Arg::Text(line))]),
             )),
         }
     }

@@ -10,55 +10,56 @@ use super::super::api::{self, Failure};
 use super::super::page;
 use super::super::{Ctx, Staff};
 use crate::app::devices::ListRequests;
+use crate::dashboard::words::{t, tm};
 
 /// A result code in a support person's words.
 pub(crate) fn code_words(code: ResultCode) -> &'static str {
     match code {
-        ResultCode::Valid => "Accepted",
-        ResultCode::InternalServerError => "Server error",
-        ResultCode::BadRequest => "Malformed request",
-        ResultCode::LicenseNotFound => "License not found",
-        ResultCode::IpLimitReached => "Address limit reached",
-        ResultCode::HwidLimitReached => "Device limit reached",
-        ResultCode::ProductNotFound => "Product not licensed",
-        ResultCode::CustomerNotFound => "Wrong customer",
-        ResultCode::LicenseExpired => "License expired",
-        ResultCode::LicenseSuspended => "License suspended",
-        ResultCode::TeamNotFound => "Team not found",
-        ResultCode::RateLimit => "Too many requests",
-        ResultCode::HardwareIdentifierBlacklisted => "Device blacklisted",
-        ResultCode::CountryBlacklisted => "Country blacklisted",
-        ResultCode::IpBlacklisted => "Address blacklisted",
-        ResultCode::ReleaseNotFound => "Release not found",
-        ResultCode::Forbidden => "Not allowed",
-        ResultCode::Unauthorized => "Not signed in",
-        ResultCode::InvalidSessionKey => "Bad session key",
-        ResultCode::NoAccessToRelease => "Release not granted",
-        ResultCode::ReleaseArchived => "Release archived",
-        ResultCode::ReleaseDraft => "Release still a draft",
-        ResultCode::EntitlementsMissing => "Entitlement missing",
-        ResultCode::SessionLimitReached => "All seats in use",
-        ResultCode::SessionNotFound => "Session not found",
-        ResultCode::IdempotencyKeyMismatch => "Retried with other content",
-        ResultCode::IdempotencyKeyInUse => "Retried too soon",
-        ResultCode::SigningKeyNotFound => "Signing key not found",
-        ResultCode::Conflict => "Conflicting change",
-        ResultCode::ArtifactNotFound => "Download not found",
-        ResultCode::ReleaseYanked => "Release withdrawn",
+        ResultCode::Valid => t("licenses-history-accepted"),
+        ResultCode::InternalServerError => t("licenses-history-server-error"),
+        ResultCode::BadRequest => t("licenses-history-malformed-request"),
+        ResultCode::LicenseNotFound => t("licenses-history-license-not-found"),
+        ResultCode::IpLimitReached => t("licenses-history-address-limit-reached"),
+        ResultCode::HwidLimitReached => t("licenses-history-device-limit-reached"),
+        ResultCode::ProductNotFound => t("licenses-history-product-not-licensed"),
+        ResultCode::CustomerNotFound => t("licenses-history-wrong-customer"),
+        ResultCode::LicenseExpired => t("licenses-history-license-expired"),
+        ResultCode::LicenseSuspended => t("licenses-history-license-suspended"),
+        ResultCode::TeamNotFound => t("licenses-history-team-not-found"),
+        ResultCode::RateLimit => t("licenses-history-too-many-requests"),
+        ResultCode::HardwareIdentifierBlacklisted => t("licenses-history-device-blacklisted"),
+        ResultCode::CountryBlacklisted => t("licenses-history-country-blacklisted"),
+        ResultCode::IpBlacklisted => t("licenses-history-address-blacklisted"),
+        ResultCode::ReleaseNotFound => t("licenses-history-release-not-found"),
+        ResultCode::Forbidden => t("licenses-history-not-allowed"),
+        ResultCode::Unauthorized => t("licenses-history-not-signed"),
+        ResultCode::InvalidSessionKey => t("licenses-history-bad-session-key"),
+        ResultCode::NoAccessToRelease => t("licenses-history-release-not-granted"),
+        ResultCode::ReleaseArchived => t("licenses-history-release-archived"),
+        ResultCode::ReleaseDraft => t("licenses-history-release-still-draft"),
+        ResultCode::EntitlementsMissing => t("licenses-history-entitlement-missing"),
+        ResultCode::SessionLimitReached => t("licenses-history-all-seats-use"),
+        ResultCode::SessionNotFound => t("licenses-history-session-not-found"),
+        ResultCode::IdempotencyKeyMismatch => t("licenses-history-retried-with-other-content"),
+        ResultCode::IdempotencyKeyInUse => t("licenses-history-retried-too-soon"),
+        ResultCode::SigningKeyNotFound => t("licenses-history-signing-key-not-found"),
+        ResultCode::Conflict => t("licenses-history-conflicting-change"),
+        ResultCode::ArtifactNotFound => t("licenses-history-download-not-found"),
+        ResultCode::ReleaseYanked => t("licenses-history-release-withdrawn"),
     }
 }
 
 /// An endpoint in words.
 fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
     match endpoint {
-        ClientEndpoint::Verify => "Verify",
-        ClientEndpoint::Heartbeat => "Heartbeat",
-        ClientEndpoint::Classloader => "Download",
-        ClientEndpoint::Checkout => "License file",
-        ClientEndpoint::SessionStart => "Session start",
-        ClientEndpoint::SessionEnd => "Session end",
-        ClientEndpoint::UpdateCheck => "Update check",
-        ClientEndpoint::Download => "Update download",
+        ClientEndpoint::Verify => t("licenses-history-verify"),
+        ClientEndpoint::Heartbeat => t("licenses-history-heartbeat"),
+        ClientEndpoint::Classloader => t("licenses-history-download"),
+        ClientEndpoint::Checkout => t("licenses-history-license-file"),
+        ClientEndpoint::SessionStart => t("licenses-history-session-start"),
+        ClientEndpoint::SessionEnd => t("licenses-history-session-end"),
+        ClientEndpoint::UpdateCheck => t("licenses-history-update-check"),
+        ClientEndpoint::Download => t("licenses-history-update-download"),
     }
 }
 
@@ -170,46 +171,45 @@ pub(crate) async fn section(
     let retention = ctx.state.request_log.retention();
     let filtered = !chosen.outcome.is_empty() || chosen.code.is_some() || chosen.day.is_some();
     Ok(html! {
-        h2 #requests { "Requests" }
+        h2 #requests { (t("licenses-history-requests")) }
         @if !ctx.state.request_log.on() {
-            p.hint { "This server keeps no request history (its request-history-days setting is 0)." }
+            p.hint { (t("licenses-history-server-keeps-no-request-history")) }
         } @else {
             p.hint {
-                "Every request the application made with this key, accepted or refused, newest first; kept "
-                (retention.days) (if retention.days == 1 { " day." } else { " days." })
+                (tm("licenses-history-every-request-application-made-with", &[("days", html! { (page::counted(retention.days, "count-days")) })]))
             }
             form.filters method="get" action={ "/dashboard/licenses/" (license) "#requests" } {
-                (page::filter(("requests", "Outcome", "Any"), [("refused", "Refused"), ("accepted", "Accepted")], chosen.outcome))
+                (page::filter(("requests", t("licenses-history-outcome"), t("licenses-history-any")), [("refused", t("licenses-history-refused")), ("accepted", t("licenses-history-accepted"))], chosen.outcome))
                 (page::filter(
-                    ("code", "Reason", "Any"),
+                    ("code", t("licenses-history-reason"), t("licenses-history-any")),
                     ResultCode::ALL.into_iter().filter(|c| !c.is_success()).map(|c| (c.as_str(), code_words(c))),
                     chosen.code.map_or("", ResultCode::as_str),
                 ))
                 div {
-                    label for="day" { "Day" span.hint { (zone.name()) } }
+                    label for="day" { (t("licenses-history-day")) span.hint { (zone.name()) } }
                     input #day type="date" name="day" value=(chosen.day.as_ref().map_or("", |(d, _, _)| d.as_str()));
                 }
-                div { button type="submit" { "Show" } }
+                div { button type="submit" { (t("licenses-history-show")) } }
             }
-            (page::table(&["Time", "Request", "Result", "Device", "Address", "Product", "Version"], None, html! {
+            (page::table(&[t("licenses-history-time"), t("licenses-history-request"), t("licenses-history-result"), t("licenses-history-device"), t("licenses-history-address"), t("licenses-history-product"), t("licenses-history-version")], None, html! {
                 @if result.items.is_empty() {
                     tr { td.empty colspan="7" {
-                        @if filtered { "No request matches." } @else { "No request has reached this license yet." }
+                        @if filtered { (t("licenses-history-no-request-matches")) } @else { (t("licenses-history-no-request-has-reached-license")) }
                     } }
                 }
                 @for e in &result.items {
                     (row(staff, e, &product_name))
                 }
             }))
-            nav.pager aria-label="Request pages" {
+            nav.pager aria-label=(t("licenses-history-request-pages")) {
                 @if result.total > 0 {
-                    span { (result.total) (if result.total == 1 { " request" } else { " requests" }) }
+                    span { (page::counted(result.total, "count-requests")) }
                 }
                 @if chosen.page > 1 {
-                    a href=(chosen.link(license, chosen.page - 1)) rel="prev" { "Newer" }
+                    a href=(chosen.link(license, chosen.page - 1)) rel="prev" { (t("licenses-history-newer")) }
                 }
                 @if result.has_next_page {
-                    a href=(chosen.link(license, chosen.page + 1)) rel="next" { "Older" }
+                    a href=(chosen.link(license, chosen.page + 1)) rel="next" { (t("licenses-history-older")) }
                 }
             }
         }
@@ -229,8 +229,7 @@ fn row(
                 @if e.count > 1 {
                     br;
                     span.hint {
-                        "×" (e.count) " to "
-                        (e.last_at.map(|l| l.as_datetime().with_timezone(&page::zone(staff)).format("%H:%M:%S").to_string()).unwrap_or_default())
+                        (tm("licenses-history-count-map", &[("count", html! { (e.count) }), ("map", html! { (e.last_at.map(|l| l.as_datetime().with_timezone(&page::zone(staff)).format("%H:%M:%S").to_string()).unwrap_or_default()) })]))
                     }
                 }
             }

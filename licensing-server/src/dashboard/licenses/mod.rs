@@ -30,29 +30,37 @@ use super::page::{self, Nav};
 use super::{Ctx, Staff};
 use crate::app::customers::GetCustomers;
 use crate::app::licenses::ListLicenses;
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
+use crate::i18n::Arg;
 
 /// A license's state in one word, with its badge class.
 fn status(license: &License, now: Timestamp) -> (&'static str, &'static str) {
     if license.suspended {
-        ("Suspended", "bad")
+        (t("licenses-suspended"), "bad")
     } else if Expiration::of(license).is_expired(now) {
-        ("Expired", "warn")
+        (t("licenses-expired"), "warn")
     } else {
-        ("Active", "ok")
+        (t("licenses-active"), "ok")
     }
 }
 
 /// How a license expires, in words.
 fn expiry_text(license: &License) -> String {
     match (license.expiration_type, license.expiration_date) {
-        (ExpirationType::Never, _) => "Never".into(),
+        (ExpirationType::Never, _) => t("licenses-never").into(),
         (_, Some(date)) => page::day(date),
-        (ExpirationType::Duration, None) => format!(
-            "{} days after first use",
-            license.expiration_days.unwrap_or(0)
+        (ExpirationType::Duration, None) => tw(
+            "licenses-days-after-first-use",
+            &[(
+                "days",
+                Arg::Text(&page::counted(
+                    license.expiration_days.unwrap_or(0),
+                    "count-days",
+                )),
+            )],
         ),
-        (ExpirationType::Date, None) => "Unknown".into(),
+        (ExpirationType::Date, None) => t("licenses-unknown").into(),
     }
 }
 
@@ -166,14 +174,13 @@ impl Listing {
             let id = self
                 .product
                 .parse()
-                .map_err(|_| ApiError::bad_field("product", "is not a product id"))?;
+                .map_err(|_| ApiError::bad_field("product", t("licenses-not-product-id")))?;
             query.filter.product_ids = vec![id];
         }
         if !self.entitlement.is_empty() {
-            let id = self
-                .entitlement
-                .parse()
-                .map_err(|_| ApiError::bad_field("entitlement", "is not an entitlement id"))?;
+            let id = self.entitlement.parse().map_err(|_| {
+                ApiError::bad_field("entitlement", t("licenses-not-entitlement-id"))
+            })?;
             query.filter.entitlement = Some(licensing_core::api::requests::EntitlementFilter {
                 id,
                 products: Vec::new(),
@@ -184,7 +191,7 @@ impl Listing {
             let id = self
                 .policy
                 .parse()
-                .map_err(|_| ApiError::bad_field("policy", "is not a policy id"))?;
+                .map_err(|_| ApiError::bad_field("policy", t("licenses-not-policy-id")))?;
             query.filter.policy_id = Some(id);
         }
         if !self.state.is_empty() {
@@ -292,57 +299,57 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
     let l = &listing;
     let content = html! {
         div.heading {
-            h1 { "Licenses" }
+            h1 { (t("licenses-licenses")) }
             div.actions {
-                a.button.secondary href=(l.link("/dashboard/licenses/export", None)) download { "Export CSV" }
+                a.button.secondary href=(l.link("/dashboard/licenses/export", None)) download { (t("licenses-export-csv")) }
                 @if staff.may_perform::<crate::app::licenses::CreateLicense>() {
-                    a.button href="/dashboard/licenses/new" { "New license" }
+                    a.button href="/dashboard/licenses/new" { (t("licenses-new-license")) }
                 }
             }
         }
         form.filters method="get" action="/dashboard/licenses" role="search" {
             div {
-                label for="search" { "Search" }
-                input #search type="search" name="search" value=(l.search) placeholder="Key, customer name or e-mail";
+                label for="search" { (t("licenses-search")) }
+                input #search type="search" name="search" value=(l.search) placeholder=(t("licenses-key-customer-name-e-mail"));
             }
-            (page::filter(("product", "Product", "Any product"), products.iter().map(|p| (p.id, &p.name)), &l.product))
+            (page::filter(("product", t("licenses-product"), t("licenses-any-product")), products.iter().map(|p| (p.id, &p.name)), &l.product))
             @if !entitlements.is_empty() {
-                (page::filter(("entitlement", "Entitlement", "Any"), entitlements.iter().map(|e| (e.id, &e.code)), &l.entitlement))
+                (page::filter(("entitlement", t("licenses-entitlement"), t("licenses-any")), entitlements.iter().map(|e| (e.id, &e.code)), &l.entitlement))
             }
             @if !policies.is_empty() {
-                (page::filter(("policy", "Plan", "Any"), policies.iter().map(|p| (p.id, &p.name)), &l.policy))
+                (page::filter(("policy", t("licenses-plan"), t("licenses-any")), policies.iter().map(|p| (p.id, &p.name)), &l.policy))
             }
-            (page::filter(("status", "Status", "Any"), [("ACTIVE", "Not expired"), ("EXPIRED", "Expired")], l.state))
+            (page::filter(("status", t("licenses-status"), t("licenses-any")), [("ACTIVE", t("licenses-not-expired")), ("EXPIRED", t("licenses-expired"))], l.state))
             (page::filter(
-                ("expirationType", "Expiration", "Any"),
-                [("NEVER", "Never expires"), ("DATE", "On a date"), ("DURATION", "After a duration")],
+                ("expirationType", t("licenses-expiration"), t("licenses-any")),
+                [("NEVER", t("licenses-never-expires")), ("DATE", t("licenses-date")), ("DURATION", t("licenses-after-duration"))],
                 l.kind,
             ))
-            (page::filter(("suspended", "Suspended", "Either"), [("true", "Suspended"), ("false", "Not suspended")], l.suspended))
-            (page::filter(("sort", "Sort by", "Created"), [("updatedAt", "Last changed")], l.sort))
-            (page::filter(("direction", "Order", "Newest first"), [("asc", "Oldest first")], l.direction))
-            (page::filter(("pageSize", "Per page", "25"), [("10", "10"), ("50", "50"), ("100", "100")], l.page_size))
-            div { button type="submit" { "Show" } }
+            (page::filter(("suspended", t("licenses-suspended"), t("licenses-either")), [("true", t("licenses-suspended")), ("false", t("licenses-not-suspended"))], l.suspended))
+            (page::filter(("sort", t("licenses-sort"), t("licenses-created")), [("updatedAt", t("licenses-last-changed"))], l.sort))
+            (page::filter(("direction", t("licenses-order"), t("licenses-newest-first")), [("asc", t("licenses-oldest-first"))], l.direction))
+            (page::filter(("pageSize", t("licenses-per-page"), "25"), [("10", "10"), ("50", "50"), ("100", "100")], l.page_size))
+            div { button type="submit" { (t("licenses-show")) } }
         }
         @if let Some(by) = found_by {
             p.hint {
-                @if by == FoundBy::Key { "Licenses whose key contains “" (l.search) "”." }
-                @else { "Licenses of customers whose name or e-mail contains “" (l.search) "”." }
+                @if by == FoundBy::Key { (tm("licenses-licenses-whose-key-contains-search", &[("search", html! { (l.search) })])) }
+                @else { (tm("licenses-licenses-customers-whose-name-e", &[("search", html! { (l.search) })])) }
             }
         }
         form #bulk method="post" action="/dashboard/licenses/bulk" {
             (page::csrf(staff))
             input type="hidden" name="back" value=(l.link("/dashboard/licenses", Some(page_number)));
-            (page::table(&["", "Key", "Customer", "Status", "Products", "Expires", "Created", "Last active"], None, html! {
+            (page::table(&["", t("licenses-key"), t("licenses-customer"), t("licenses-status"), t("licenses-products"), t("licenses-expires"), t("licenses-created"), t("licenses-last-active")], None, html! {
                 @if result.items.is_empty() {
-                    tr { td.empty colspan="8" { "No licenses match." } }
+                    tr { td.empty colspan="8" { (t("licenses-no-licenses-match")) } }
                 }
                 @for l in &result.items {
                     @let (word, class) = status(l, ctx.now);
                     tr {
                         td.pick {
                             @if !bulk.is_empty() {
-                                input type="checkbox" name="id" value=(l.id) aria-label={ "Choose " (l.license_key.as_str()) };
+                                input type="checkbox" name="id" value=(l.id) aria-label=(tw("licenses-choose-label", &[("key", Arg::Text(l.license_key.as_str()))]));
                             }
                         }
                         td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
@@ -351,23 +358,29 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                         td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
                         td { (expiry_text(l)) }
                         td { (page::day(l.created_at)) }
-                        td { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
+                        td { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| t("licenses-never").into())) }
                     }
                 }
             }))
             @if !bulk.is_empty() && !result.items.is_empty() {
                 div.bulk {
-                    label for="bulk-action" { "With the licenses chosen" }
+                    label for="bulk-action" { (t("licenses-with-licenses-chosen")) }
                     select #bulk-action name="action" {
                         @for (value, words) in &bulk { option value=(value) { (words) } }
                     }
-                    button.secondary type="submit" { "Apply…" }
+                    button.secondary type="submit" { (t("licenses-apply")) }
                 }
             }
         }
         (page::pager(result.total, page_number, size, |n| l.link("/dashboard/licenses", Some(n))))
     };
-    Ok(page::layout(ctx, staff, Nav::Licenses, "Licenses", content))
+    Ok(page::layout(
+        ctx,
+        staff,
+        Nav::Licenses,
+        t("licenses-licenses"),
+        content,
+    ))
 }
 
 /// Parses a license id of the path (404 page otherwise).

@@ -21,6 +21,8 @@ use crate::app::licenses::{
 use crate::http::Response;
 
 use super::{customer_name, expiry_text, license_id, status};
+use crate::dashboard::words::{t, tm, tm_counted, tw};
+use crate::i18n::Arg;
 
 /// `GET /dashboard/licenses/{id}`.
 pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
@@ -60,8 +62,8 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     // Where a limit comes from, on a plan: the plan, or the license itself.
     let source = |term: licensing_core::model::Term| match l.policy_id {
         None => "",
-        Some(_) if l.overrides.contains(&term) => " (set on this license)",
-        Some(_) => " (the plan's)",
+        Some(_) if l.overrides.contains(&term) => t("licenses-show-set-license"),
+        Some(_) => t("licenses-show-plans"),
     };
     let granted = effective_codes(
         &l.entitlement_ids,
@@ -79,12 +81,14 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let write_allowed = staff.may_perform::<crate::app::licenses::UpdateLicense>();
     let extend_allowed = staff.may_perform::<crate::app::licenses::ExtendLicense>();
     let email_allowed = staff.may_perform::<crate::app::licenses::EmailLicense>();
-    let limit = |n: Option<u32>| n.map_or_else(|| "No limit".to_owned(), |n| n.to_string());
+    let limit = |n: Option<u32>| {
+        n.map_or_else(|| t("licenses-show-no-limit").to_owned(), |n| n.to_string())
+    };
     let content = html! {
         div.heading {
             h1 {
                 span.key { (l.license_key.as_str()) }
-                button.secondary.small.copy type="button" data-copy=(l.license_key.as_str()) hidden { "Copy" }
+                button.secondary.small.copy type="button" data-copy=(l.license_key.as_str()) data-copied=(t("page-copied")) data-copy-failed=(t("page-copy-failed")) hidden { (t("licenses-show-copy")) }
             }
             span.badge.(class) { (word) }
         }
@@ -93,39 +97,39 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 @if l.suspended {
                     form method="post" action={ "/dashboard/licenses/" (l.id) "/unsuspend" } {
                         (page::csrf(staff))
-                        button type="submit" { "Unsuspend" }
+                        button type="submit" { (t("licenses-show-unsuspend")) }
                     }
                 } @else {
                     form method="post" action={ "/dashboard/licenses/" (l.id) "/suspend" } {
                         (page::csrf(staff))
-                        button.secondary type="submit" { "Suspend" }
+                        button.secondary type="submit" { (t("licenses-show-suspend")) }
                     }
                 }
             }
             @if extend_allowed && l.expiration_type != ExpirationType::Never {
                 form.inline method="post" action={ "/dashboard/licenses/" (l.id) "/extend" } {
                     (page::csrf(staff))
-                    label for="extend-days" { "Extend by" }
+                    label for="extend-days" { (t("licenses-show-extend")) }
                     input #extend-days type="number" name="days" min="1" max="3650" value="30" required;
-                    span { "days" }
-                    button.secondary type="submit" { "Extend" }
+                    span { (t("licenses-show-days")) }
+                    button.secondary type="submit" { (t("licenses-show-extend-2")) }
                 }
             }
             @if email_allowed && ctx.state.mailer.is_some() && detail.customers.iter().any(|c| c.email.is_some()) {
                 form method="post" action={ "/dashboard/licenses/" (l.id) "/email" } {
                     (page::csrf(staff))
-                    button.secondary type="submit" { "E-mail the key to its customers" }
+                    button.secondary type="submit" { (t("licenses-show-e-mail-key-customers")) }
                 }
             }
             @if write_allowed {
-                a.button.secondary href={ "/dashboard/licenses/" (l.id) "/edit" } { "Edit" }
-                a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { "Delete…" }
+                a.button.secondary href={ "/dashboard/licenses/" (l.id) "/edit" } { (t("licenses-show-edit")) }
+                a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { (t("licenses-show-delete")) }
             }
         }
         div.card {
             dl.facts {
                 @if let Some(policy_id) = l.policy_id {
-                    dt { "Plan" }
+                    dt { (t("licenses-show-plan")) }
                     dd {
                         @if let Some(p) = &plan {
                             a href={ "/dashboard/policies/" (p.id) } { (p.name) }
@@ -134,42 +138,42 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                         }
                     }
                 }
-                dt { "Customers" }
+                dt { (t("licenses-show-customers")) }
                 dd {
-                    @if detail.customers.is_empty() { "None" }
+                    @if detail.customers.is_empty() { (t("licenses-show-none")) }
                     @for (i, c) in detail.customers.iter().enumerate() {
                         @if i > 0 { ", " }
                         (customer_name(c))
                     }
                 }
-                dt { "Products" }
+                dt { (t("licenses-show-products")) }
                 dd {
-                    @if detail.products.is_empty() { "None" }
+                    @if detail.products.is_empty() { (t("licenses-show-none")) }
                     (detail.products.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "))
                 }
                 @if !entitlements.is_empty() {
-                    dt { "Entitlements" }
+                    dt { (t("licenses-show-entitlements")) }
                     dd {
-                        @if granted.is_empty() { "None" }
+                        @if granted.is_empty() { (t("licenses-show-none")) }
                         @for (i, code) in granted.iter().enumerate() {
                             @if i > 0 { ", " }
                             code { (code) }
                         }
                     }
                 }
-                dt { "Expires" } dd { (expiry_text(l)) }
-                dt { "Device limit" } dd { (limit(l.hwid_limit)) (source(licensing_core::model::Term::HwidLimit)) }
-                dt { "Address limit" } dd { (limit(l.ip_limit)) (source(licensing_core::model::Term::IpLimit)) }
-                dt { "Concurrent sessions" } dd { (limit(l.session_limit)) (source(licensing_core::model::Term::SessionLimit)) }
-                dt { "Created" } dd { (page::when(staff, l.created_at)) }
-                dt { "Last changed" } dd { (page::when(staff, l.updated_at)) }
-                dt { "Last active" } dd { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| "Never".into())) }
+                dt { (t("licenses-show-expires")) } dd { (expiry_text(l)) }
+                dt { (t("licenses-show-device-limit")) } dd { (limit(l.hwid_limit)) (source(licensing_core::model::Term::HwidLimit)) }
+                dt { (t("licenses-show-address-limit")) } dd { (limit(l.ip_limit)) (source(licensing_core::model::Term::IpLimit)) }
+                dt { (t("licenses-show-concurrent-sessions")) } dd { (limit(l.session_limit)) (source(licensing_core::model::Term::SessionLimit)) }
+                dt { (t("licenses-show-created")) } dd { (page::when(staff, l.created_at)) }
+                dt { (t("licenses-show-last-changed")) } dd { (page::when(staff, l.updated_at)) }
+                dt { (t("licenses-show-last-active")) } dd { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| t("licenses-show-never").into())) }
                 @for m in &l.metadata {
                     dt { code { (m.key) } } dd { (m.value) }
                 }
             }
         }
-        h2 #devices { "Devices" }
+        h2 #devices { (t("licenses-show-devices")) }
         (records(
             staff,
             l.id,
@@ -177,7 +181,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             devices_allowed,
             hwids.items.iter().map(|h| (h.hwid.id.to_string(), h.hwid.identifier.as_str().to_owned(), h.status, h.hwid.last_seen_at)).collect(),
         ))
-        h2 { "Addresses" }
+        h2 { (t("licenses-show-addresses")) }
         (records(
             staff,
             l.id,
@@ -187,36 +191,36 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         ))
         // Floating licenses, and any license whose application starts sessions.
         @if l.session_limit.is_some() || !sessions.is_empty() {
-            h2 #sessions { "Sessions" }
+            h2 #sessions { (t("licenses-show-sessions")) }
             p.hint {
                 @match l.session_limit {
-                    Some(limit) => { (live) " of " (limit) " concurrent " (if limit == 1 { "seat" } else { "seats" }) " in use. " },
-                    None => { (live) " live; sessions are not limited. " },
+                    Some(limit) => { (tm_counted("licenses-show-live-limit-concurrent-seats-use", Some(i64::from(limit)), &[("live", html! { (live) })])) },
+                    None => { (tm("licenses-show-live-live-sessions-not-limited", &[("live", html! { (live) })])) },
                 }
                 @if live > sessions.len() as u64 {
-                    "The newest " (sessions.len()) " are shown. "
+                    (tm("licenses-show-newest-sessions-shown", &[("sessions", html! { (sessions.len()) })]))
                 }
-                "A running copy of the application holds a session while it heartbeats; closing it, or revoking its session here, frees the seat at once."
+                (t("licenses-show-running-copy-application-holds-session"))
             }
             (live_sessions(staff, l.id, devices_allowed, &sessions))
         }
         (requests)
         @if write_allowed {
-            h2 #license-file { "License file" }
-            p.hint { "A signed file the application checks without reaching this server: for a machine that is offline, or air-gapped." }
+            h2 #license-file { (t("licenses-show-license-file")) }
+            p.hint { (t("licenses-show-signed-file-application-checks-without")) }
             form method="post" action={ "/dashboard/licenses/" (l.id) "/file" } {
                 (page::csrf(staff))
-                label for="machine" { "For the machine" }
+                label for="machine" { (t("licenses-show-machine")) }
                 select #machine name="machine" {
-                    option value="" { "Any machine" }
+                    option value="" { (t("licenses-show-any-machine")) }
                     @for h in hwids.items.iter().filter(|h| !h.hwid.forgotten) {
                         option value=(h.hwid.identifier.as_str()) { (h.hwid.identifier.as_str()) }
                     }
                 }
-                label for="days" { "Valid for (days)" span.hint { "Empty: as long as the license." } }
+                label for="days" { (t("licenses-show-valid-days")) span.hint { (t("licenses-show-empty-long-license")) } }
                 input #days type="number" min="1" max="3650" name="days";
-                label.choice { input type="checkbox" name="encrypt" value="true" checked; "Encrypted with the license key (and the machine)" }
-                p { button.secondary type="submit" { "Download license file" } }
+                label.choice { input type="checkbox" name="encrypt" value="true" checked; (t("licenses-show-encrypted-with-license-key-machine")) }
+                p { button.secondary type="submit" { (t("licenses-show-download-license-file")) } }
             }
         }
     };
@@ -240,9 +244,9 @@ fn live_sessions(
     sessions: &[licensing_core::model::LicenseSession],
 ) -> Markup {
     html! {
-        (page::table(&["Device", "Address", "Started", "Last seen", "Expires"], allowed.then_some("Action"), html! {
+        (page::table(&[t("licenses-show-device"), t("licenses-show-address"), t("licenses-show-started"), t("licenses-show-last-seen"), t("licenses-show-expires")], allowed.then_some(t("licenses-show-action")), html! {
             @if sessions.is_empty() {
-                tr { td.empty colspan="6" { "No copy of the application runs with this license now." } }
+                tr { td.empty colspan="6" { (t("licenses-show-no-copy-application-runs-with")) } }
             }
             @for s in sessions {
                 tr {
@@ -255,7 +259,7 @@ fn live_sessions(
                         td {
                             form method="post" action={ "/dashboard/licenses/" (license) "/sessions/" (s.id) "/revoke" } {
                                 (page::csrf(staff))
-                                button.secondary.small type="submit" aria-label={ "Revoke the session of " (s.hardware_identifier.as_str()) } { "Revoke" }
+                                button.secondary.small type="submit" aria-label=(tw("licenses-show-revoke-session-of", &[("device", Arg::Text(s.hardware_identifier.as_str()))])) { (t("licenses-show-revoke")) }
                             }
                         }
                     }
@@ -285,18 +289,18 @@ fn records(
         "address"
     };
     html! {
-        (page::table(&[if kind == "devices" { "Hardware identifier" } else { "Address" }, "Status", "Last seen"], allowed.then_some("Action"), html! {
+        (page::table(&[if kind == "devices" { t("licenses-show-hardware-identifier") } else { t("licenses-show-address") }, t("licenses-show-status"), t("licenses-show-last-seen")], allowed.then_some(t("licenses-show-action")), html! {
             @if rows.is_empty() {
-                tr { td.empty colspan="4" { "No " (noun) " has used this license yet." } }
+                tr { td.empty colspan="4" { (tm("licenses-show-no-noun-has-used-license", &[("noun", html! { (noun) })])) } }
             }
             @for (id, name, status, seen) in &rows {
                 tr {
                     td.mono { (name) }
                     td {
                         @match status {
-                            RecordStatus::Active => span.badge.ok { "Active" },
-                            RecordStatus::Inactive => span.badge.muted { "Inactive" },
-                            RecordStatus::Forgotten => span.badge.warn { "Forgotten" },
+                            RecordStatus::Active => span.badge.ok { (t("licenses-show-active")) },
+                            RecordStatus::Inactive => span.badge.muted { (t("licenses-show-inactive")) },
+                            RecordStatus::Forgotten => span.badge.warn { (t("licenses-show-forgotten")) },
                         }
                     }
                     td { (page::when_exact(staff, *seen)) }
@@ -308,8 +312,8 @@ fn records(
                                 (if forgotten { "remember" } else { "forget" })
                             } {
                                 (page::csrf(staff))
-                                button.secondary.small type="submit" aria-label={ (if forgotten { "Remember " } else { "Forget " }) (name) } {
-                                    (if forgotten { "Remember" } else { "Forget" })
+                                button.secondary.small type="submit" aria-label={ (if forgotten { t("licenses-show-remember") } else { t("licenses-show-forget") }) (name) } {
+                                    (if forgotten { t("licenses-show-remember-2") } else { t("licenses-show-forget-2") })
                                 }
                             }
                         }
@@ -341,12 +345,7 @@ pub(crate) async fn extend(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
             .text("days")
             .and_then(|d| d.trim().parse::<i64>().ok())
             .filter(|d| (1..=MAX_EXTENSION_DAYS).contains(d))
-            .ok_or_else(|| {
-                Failure::new(
-                    400,
-                    "Give the days to extend the license by: a whole number from 1 to 3650.",
-                )
-            })?;
+            .ok_or_else(|| Failure::new(400, t("licenses-show-give-days-extend-license-whole")))?;
         Ok(ExtendLicense(id, ExtendBody { days: Some(days) }))
     });
     let then = format!("/dashboard/licenses/{id}?notice=license-extended");
@@ -365,7 +364,7 @@ pub(crate) async fn file(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Res
                     .filter(|d| (1..=3650).contains(d))
                     .map(|d| d * 86_400)
                     .ok_or_else(|| {
-                        Failure::new(400, "The days must be a whole number from 1 to 3650.")
+                        Failure::new(400, t("licenses-show-days-must-whole-number-from"))
                     })?,
             ),
         };
@@ -421,7 +420,8 @@ pub(crate) async fn forget(
     record: &str,
     forget: bool,
 ) -> Response {
-    let ids = license_id(id).and_then(|id| Ok((id, page::id_of(record, "device or address")?)));
+    let ids = license_id(id)
+        .and_then(|id| Ok((id, page::id_of(record, t("licenses-show-device-address"))?)));
     let (id, record): (LicenseId, uuid::Uuid) = match ids {
         Ok(ids) => ids,
         Err(f) => return page::failure(ctx, Some(staff), &f),
@@ -462,10 +462,10 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             staff,
             Confirm {
                 nav: Nav::Licenses,
-                title: "Delete this license?",
-                what: html! { "License " span.key { (key) } " and its devices and addresses will be deleted. Its clients will be refused from then on." },
+                title: t("licenses-show-delete-license"),
+                what: html! { (t("licenses-show-license")) span.key { (key) } (t("licenses-show-devices-addresses-will-deleted-clients")) },
                 action: format!("/dashboard/licenses/{id}/delete"),
-                button: "Delete license",
+                button: t("licenses-show-delete-license-2"),
                 back: format!("/dashboard/licenses/{id}"),
             },
         ))

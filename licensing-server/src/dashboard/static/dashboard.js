@@ -2,16 +2,17 @@
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
-  // Copy buttons: <button data-copy="text">, shown only when the clipboard is available.
+  // Copy buttons: <button data-copy="text">, shown only when the clipboard is available. The
+  // words they show after a click come from the page (data-copied, data-copy-failed).
   for (const button of document.querySelectorAll("button[data-copy]")) {
     if (!navigator.clipboard) continue;
     button.hidden = false;
     button.addEventListener("click", async () => {
       try {
         await navigator.clipboard.writeText(button.dataset.copy);
-        button.textContent = "Copied";
+        button.textContent = button.dataset.copied;
       } catch {
-        button.textContent = "Copy failed";
+        button.textContent = button.dataset.copyFailed;
       }
     });
   }
@@ -46,7 +47,7 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 
   // The new-license form: show only the expiration fields of the chosen type, and preview the
-  // expiry date a duration gives.
+  // expiry date a duration gives, in the page's words (data-on-date, data-after-days).
   const form = document.querySelector("form[data-expiration]");
   if (form) {
     const preview = form.querySelector("[data-expiry-preview]");
@@ -60,9 +61,9 @@ document.addEventListener("DOMContentLoaded", () => {
       const start = form.querySelector("input[name=expirationStart]:checked")?.value;
       if (type === "DURATION" && days > 0 && start === "CREATION") {
         const at = new Date(Date.now() + days * 86400000);
-        preview.textContent = "Expires on " + at.toISOString().slice(0, 10) + " (UTC) if created now.";
+        preview.textContent = preview.dataset.onDate.replace("{date}", at.toISOString().slice(0, 10));
       } else if (type === "DURATION" && days > 0) {
-        preview.textContent = "Expires " + days + " days after its first successful verification.";
+        preview.textContent = preview.dataset.afterDays.replace("{days}", String(days));
       } else {
         preview.textContent = "";
       }
