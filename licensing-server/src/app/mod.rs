@@ -131,7 +131,7 @@ impl Cx {
     /// The server's public address (`--public-url`), else the one the request was sent to,
     /// else the loopback address: where links an operation makes point.
     pub(crate) fn base_url(&self) -> String {
-        crate::http::base_url(self.state.public_url.as_deref(), self.origin.clone())
+        base_url(self.state.public_url.as_deref(), self.origin.clone())
     }
 
     /// The same context, whose next journal carries `mark` (a payment event's effect: see
@@ -220,6 +220,16 @@ impl Cx {
 
 /// A team named "Shop" on a server of its own (a sled store in a directory of its own), for
 /// the operations' tests: contexts of any caller on it.
+/// Where the links this server makes point: its public address (`--public-url`), else the
+/// `origin` the request was sent to, else the loopback address.
+pub(crate) fn base_url(public_url: Option<&str>, origin: Option<String>) -> String {
+    match (public_url, origin) {
+        (Some(url), _) => url.trim_end_matches('/').to_owned(),
+        (None, Some(origin)) => origin,
+        (None, None) => "http://127.0.0.1".to_owned(),
+    }
+}
+
 #[cfg(test)]
 pub(crate) struct Shop {
     /// The team.

@@ -553,7 +553,7 @@ pub(crate) fn pager(total: u64, page: u32, size: u64, link: impl Fn(u32) -> Stri
                     @if *n == page {
                         span.current aria-current="page" { (n) }
                     } @else {
-                        a href=(link(*n)) aria-label=(tw("page-page-label", &[("page", Arg::Number(i64::try_from(*n).unwrap_or(0)))])) { (n) }
+                        a href=(link(*n)) aria-label=(tw("page-page-label", &[("page", Arg::Number(i64::from(*n)))])) { (n) }
                     }
                 }
             }

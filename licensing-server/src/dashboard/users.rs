@@ -20,7 +20,7 @@ use crate::i18n::Arg;
 /// The dashboard's public address (`--public-url`), else the one the browser used:
 /// `scheme://host`.
 pub(crate) fn base(ctx: &Ctx) -> String {
-    crate::http::base_url(
+    crate::app::base_url(
         ctx.state.public_url.as_deref(),
         crate::http::origin(ctx.client, &ctx.headers),
     )

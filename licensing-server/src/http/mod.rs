@@ -356,16 +356,6 @@ pub(crate) async fn recover(rejection: warp::Rejection) -> Result<Response, Infa
 
 /// Where a request was sent: `scheme://host` of its `Host` header (HTTPS unless it is plain
 /// HTTP on loopback, as the dashboard's cookies judge it); `None` without a plausible host.
-/// Where the links this server makes point: its public address (`--public-url`), else the
-/// `origin` the request was sent to, else the loopback address.
-pub(crate) fn base_url(public_url: Option<&str>, origin: Option<String>) -> String {
-    match (public_url, origin) {
-        (Some(url), _) => url.trim_end_matches('/').to_owned(),
-        (None, Some(origin)) => origin,
-        (None, None) => "http://127.0.0.1".to_owned(),
-    }
-}
-
 pub(crate) fn origin(client: std::net::IpAddr, headers: &warp::http::HeaderMap) -> Option<String> {
     let host = headers
         .get(warp::http::header::HOST)

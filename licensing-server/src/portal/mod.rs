@@ -101,7 +101,7 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// The server's public address, else the one the browser used: `scheme://host`.
     pub(crate) fn base(&self) -> String {
-        crate::http::base_url(
+        crate::app::base_url(
             self.state.public_url.as_deref(),
             crate::http::origin(self.client, &self.headers),
         )
