@@ -279,7 +279,7 @@ fn set_password_form(ctx: &Ctx, email: &str, status: u16, problem: Option<&str>)
             t("account-set-your-password"),
             html! {
                 h1 { (t("account-set-your-password")) }
-                p { (t("account-for")) strong { (email) } "." }
+                p { (tm("account-for", &[("strong", html! { strong { (email) } })])) "." }
                 @if let Some(problem) = problem {
                     div.problems role="alert" { p { (problem) } }
                 }
@@ -481,7 +481,7 @@ async fn account_view(ctx: &Ctx, staff: &Staff, refused: Option<Refused<'_>>) ->
         }
         h2 #email { (t("account-e-mail-address")) }
         @if let Some(pending) = staff.user.pending_email.as_ref().filter(|p| p.link.expires_at > ctx.now) {
-            p.hint { (t("account-waiting-confirmation")) strong { (pending.email.as_str()) } (tm("account-follow-link-sent-until-then", &[("email", html! { (staff.user.email.as_str()) })])) }
+            p.hint { (tm("account-waiting-confirmation-follow-link-sent", &[("strong", html! { strong { (pending.email.as_str()) } }), ("email", html! { (staff.user.email.as_str()) })])) }
         }
         form method="post" action="/dashboard/account/email" {
             (page::csrf(staff))
@@ -669,9 +669,7 @@ async fn setup_page(ctx: &Ctx, staff: &Staff, secret: &str, failure: Option<&Fai
                 @if let Ok(svg) = &qr {
                     figure.qr role="img" aria-label=(t("account-qr-code-authenticator-entry")) { (maud::PreEscaped(svg)) }
                 }
-                (t("account-phone"))
-                a href=(url) { (t("account-open-authenticator-app")) }
-                (t("account-add-entry-hand-with-key"))
+                (tm("account-phone-add-entry-hand-with", &[("link", html! { a href=(url) { (t("account-open-authenticator-app")) } })]))
                 p { code.secret { (grouped.join(" ")) } }
             }
             li {

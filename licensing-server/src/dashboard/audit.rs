@@ -8,7 +8,7 @@ use super::api::{self, Failure};
 use super::page::{self, Nav};
 use super::{Ctx, Staff};
 use crate::app::team::ListAudit;
-use crate::dashboard::words::{t, tw};
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
 use crate::i18n::Arg;
 
@@ -126,8 +126,7 @@ async fn page_of(ctx: &Ctx, staff: &Staff) -> Result<Response, Failure> {
         h1 { (t("audit-audit-log")) }
         @if !record.is_empty() {
             p.notice {
-                (t("audit-history-record")) code { (record) } ". "
-                a href="/dashboard/audit" { (t("audit-show-every-record")) }
+                (tm("audit-history-record", &[("code", html! { code { (record) } }), ("link", html! { a href="/dashboard/audit" { (t("audit-show-every-record")) } })]))
             }
         }
         form.filters method="get" action="/dashboard/audit" {

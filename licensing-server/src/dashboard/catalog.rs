@@ -21,7 +21,7 @@ use crate::app::products::{
     CreateBranch, CreateProduct, DeleteBranch, DeleteProduct, GetProduct, ListBranches,
     UpdateProduct,
 };
-use crate::dashboard::words::{t, tw};
+use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
 use crate::i18n::Arg;
 
@@ -233,7 +233,7 @@ pub(crate) async fn confirm_delete_customer(ctx: &Ctx, staff: &Staff, id: &str) 
             Confirm {
                 nav: Nav::Customers,
                 title: t("catalog-delete-customer"),
-                what: html! { (t("catalog-customer")) strong { (name) } (t("catalog-will-deleted-removed-from-their")) },
+                what: html! { (tm("catalog-customer-will-deleted-removed-from", &[("strong", html! { strong { (name) } })])) },
                 action: format!("/dashboard/customers/{id}/delete"),
                 button: t("catalog-delete-customer-2"),
                 back: format!("/dashboard/customers/{id}"),
@@ -488,12 +488,12 @@ fn feed_addresses(ctx: &Ctx, p: &licensing_core::model::Product) -> maud::Markup
     html! {
         details.card {
             summary { (t("catalog-update-feed-addresses")) }
-            p.hint { (t("catalog-send-license-key-authorization-license")) code { (feed) "/token" } (t("catalog-with-licensekey-then-replace")) code { "FEED" } (t("catalog-by")) code { "FEED/t/TOKEN" } "." }
+            p.hint { (tm("catalog-send-license-key-authorization-license", &[("code", html! { code { (feed) "/token" } }), ("code2", html! { code { "FEED" } }), ("code3", html! { code { "FEED/t/TOKEN" } })])) "." }
             dl.facts {
                 dt { (t("catalog-tauri")) } dd { code.checksum { (feed) "/tauri/{{target}}/{{arch}}/{{current_version}}" } }
                 dt { (t("catalog-sparkle")) } dd { code.checksum { (feed) "/t/TOKEN/sparkle/appcast.xml" } }
                 dt { (t("catalog-velopack")) } dd { code.checksum { (feed) "/t/TOKEN/velopack" } }
-                dt { (t("catalog-electron-updater")) } dd { code.checksum { (feed) "/electron" } (t("catalog-generic-provider")) }
+                dt { (t("catalog-electron-updater")) } dd { (tm("catalog-generic-provider", &[("code", html! { code.checksum { (feed) "/electron" } })])) }
                 dt { (t("catalog-your-own-code")) } dd { code.checksum { (feed) "/latest?version=…&platform=…&arch=…" } }
             }
         }
@@ -575,7 +575,7 @@ pub(crate) async fn confirm_delete_product(ctx: &Ctx, staff: &Staff, id: &str) -
             Confirm {
                 nav: Nav::Products,
                 title: t("catalog-delete-product"),
-                what: html! { (t("catalog-product")) strong { (p.name) } (t("catalog-will-deleted-with-branches-releases")) },
+                what: html! { (tm("catalog-product-will-deleted-with-branches", &[("strong", html! { strong { (p.name) } })])) },
                 action: format!("/dashboard/products/{id}/delete"),
                 button: t("catalog-delete-product-2"),
                 back: format!("/dashboard/products/{id}"),

@@ -12,7 +12,7 @@ use super::{Ctx, Staff};
 use crate::app::entitlements::{
     AllEntitlements, CreateEntitlement, DeleteEntitlement, GetEntitlement,
 };
-use crate::dashboard::words::t;
+use crate::dashboard::words::{t, tm};
 use crate::http::Response;
 
 /// The team's entitlements for a page or form, when the role may read them (else none: the page
@@ -99,7 +99,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             Confirm {
                 nav: Nav::Entitlements,
                 title: t("entitlements-delete-entitlement"),
-                what: html! { "“" (e.name) "” (" code { (e.code) } (t("entitlements-taken-from-every-license-product")) },
+                what: html! { "“" (e.name) "” (" (tm("entitlements-taken-from-every-license-product", &[("code", html! { code { (e.code) } })])) },
                 action: format!("/dashboard/entitlements/{}/delete", e.id),
                 button: t("entitlements-delete-entitlement-2"),
                 back: "/dashboard/entitlements".to_owned(),

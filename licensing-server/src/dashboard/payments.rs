@@ -156,7 +156,7 @@ fn section(
                         dt { (tm("payments-address-give-title", &[("title", html! { (provider.title()) })])) } dd { code.copy { (base) (i.webhook_path) } }
                         dt { (t("payments-webhook-secret")) } dd { code { (i.webhook_secret) }
                             @if let (Some(previous), Some(until)) = (&i.previous_secret, i.previous_secret_until) {
-                                (t("payments-replaced-one")) code { (previous) } (tm("payments-accepted-until-when", &[("when", html! { (page::when(staff, until)) })]))
+                                (tm("payments-replaced-one-accepted-until", &[("code", html! { code { (previous) } }), ("when", html! { (page::when(staff, until)) })]))
                             }
                         }
                         dt { (t("payments-api-key")) } dd { @match &i.api_key { Some(k) => code { (k) }, None => (t("payments-none-what-event-lacks-cannot")) } }
@@ -245,7 +245,7 @@ fn rule_form(
         details {
             summary { (t("payments-add-rule")) }
             @if policies.is_empty() {
-                p { (t("payments-create")) a href="/dashboard/policies" { (t("payments-policy")) } (t("payments-first-rule-gives-buyer-license")) }
+                p { (tm("payments-create-first-rule-gives-buyer", &[("link", html! { a href="/dashboard/policies" { (t("payments-policy")) } })])) }
             } @else {
                 form method="post" action={ "/dashboard/payments/" (name) "/rules" } {
                     (page::csrf(staff))

@@ -27,7 +27,7 @@ use crate::app::releases::{
     CreateRelease, DRAIN_BUDGET, DeleteRelease, GetRelease, IncomingFile, ListReleases, Received,
     UpdateRelease, upload_allowed,
 };
-use crate::dashboard::words::{t, tm, tw};
+use crate::dashboard::words::{t, tm, tm_counted, tw};
 use crate::http::{Body, Response};
 use crate::i18n::Arg;
 
@@ -360,7 +360,7 @@ pub(crate) async fn update(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> R
                         Err(f) if f.status == 404 => {
                             problems.push(licensing_core::FieldError::new(
                                 "licenseKeys",
-                                tw("releases-no-license-key", &[("key", Arg::Text(&text))]),
+                                tw("releases-no-license-has-key", &[("key", Arg::Text(&text))]),
                             ));
                         }
                         Err(f) => return Err(f),
@@ -462,9 +462,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
                 nav: Nav::Releases,
                 title: t("releases-delete-release"),
                 what: html! {
-                    (tm("releases-name-version-file", &[("name", html! { (r.product.name) }), ("version", html! { (r.release.version.as_str()) })]))
-                    @if !r.release.artifacts.is_empty() { (tm("releases-artifacts-update-artifacts", &[("artifacts", html! { (r.release.artifacts.len()) })])) }
-                    (t("releases-will-deleted-clients-can-no"))
+                    (tm_counted("releases-delete-what", Some(r.release.artifacts.len() as i64), &[("name", html! { (r.product.name) }), ("version", html! { (r.release.version.as_str()) })]))
                 },
                 action: format!("/dashboard/releases/{id}/delete"),
                 button: t("releases-delete-release-2"),

@@ -65,7 +65,7 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                     label.choice { input type="checkbox" name="portalSignInEmail" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::Email)]; (t("settings-sign-with-link-code-sent")) }
                     label.choice { input type="checkbox" name="portalSignInLicenseKey" value="true" checked[s.portal_sign_in.contains(&PortalSignIn::LicenseKey)]; (t("settings-sign-with-license-key-license")) }
                     (field_error(failure, "portalSignIn"))
-                    p.hint { (t("settings-portals-address")) code #portal-address { (super::users::base(ctx)) "/portal/" (staff.session.team_id) } (t("settings-links-from-your-own-site")) }
+                    p.hint { (tm("settings-portals-address-links-from-your", &[("code", html! { code #portal-address { (super::users::base(ctx)) "/portal/" (staff.session.team_id) } })])) }
                 }
                 @if write { p { button type="submit" { (t("settings-save-settings")) } } }
                 @else { p.hint { (t("settings-your-role-may-read-settings")) } }
@@ -209,7 +209,7 @@ fn signing_keys(staff: &Staff, keys: &[SigningKey], write: bool) -> maud::Markup
     html! {
         h2 #signing-keys { (t("settings-signing-keys")) }
         p.hint { (t("settings-answers-applications-license-files-signed")) }
-        p.hint { (t("settings-change-keys-without-breaking-applications")) strong { "1." } (t("settings-create-next-key")) strong { "2." } (t("settings-publish-application-release-id-key")) strong { "3." } (t("settings-activate-key-replaces-stays-trusted")) }
+        p.hint { (tm("settings-change-keys-without-breaking-applications", &[("strong", html! { strong { "1." } }), ("strong2", html! { strong { "2." } }), ("strong3", html! { strong { "3." } })])) }
         (page::table(&[t("settings-key-id"), t("settings-key-2"), t("settings-created"), t("settings-status")], write.then_some(t("settings-action")), html! {
             @for k in keys {
                 tr {
@@ -274,7 +274,7 @@ pub(crate) async fn confirm_activate(ctx: &Ctx, staff: &Staff, text: &str) -> Re
             Confirm {
                 nav: Nav::Settings,
                 title: t("settings-activate-next-signing-key"),
-                what: html! { (t("settings-key")) code { (key.kid) } (tm("settings-created-when-signs-every-answer", &[("when", html! { (page::when(staff, key.created_at)) })])) },
+                what: html! { (tm("settings-key-created-signs-every-answer", &[("code", html! { code { (key.kid) } }), ("when", html! { (page::when(staff, key.created_at)) })])) },
                 action: format!("/dashboard/settings/signing-keys/{}/activate", key.kid),
                 button: t("settings-activate-key"),
                 back: "/dashboard/settings#signing-keys".to_owned(),
@@ -351,7 +351,7 @@ pub(crate) async fn confirm_retire(ctx: &Ctx, staff: &Staff, text: &str) -> Resp
             Confirm {
                 nav: Nav::Settings,
                 title: t("settings-retire-signing-key"),
-                what: html! { (t("settings-key")) code { (key.kid) } (tm("settings-created-when-leaves-list-keys", &[("when", html! { (page::when(staff, key.created_at)) })])) },
+                what: html! { (tm("settings-key-created-leaves-list-keys", &[("code", html! { code { (key.kid) } }), ("when", html! { (page::when(staff, key.created_at)) })])) },
                 action: format!("/dashboard/settings/signing-keys/{}/retire", key.kid),
                 button: t("settings-retire-key"),
                 back: "/dashboard/settings#signing-keys".to_owned(),

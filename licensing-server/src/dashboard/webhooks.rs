@@ -315,7 +315,7 @@ pub(crate) async fn set_enabled(ctx: &Ctx, staff: &Staff, id: &str, enabled: boo
 /// `GET /dashboard/webhooks/{id}/rotate-secret`.
 pub(crate) async fn confirm_rotate(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let what = |url: &str| {
-        html! { (t("webhooks-events-2")) strong { (url) } (t("webhooks-signed-with-new-secret-shown")) }
+        html! { (tm("webhooks-events-signed-with-new-secret", &[("strong", html! { strong { (url) } })])) }
     };
     let asking = (
         t("webhooks-make-new-signing-secret"),
@@ -387,7 +387,7 @@ pub(crate) async fn redeliver(ctx: &Ctx, staff: &Staff, id: &str, delivery: &str
 /// `GET /dashboard/webhooks/{id}/delete`.
 pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     let what = |url: &str| {
-        html! { (t("webhooks-events-stop-going")) strong { (url) } (t("webhooks-delivery-log-deleted")) }
+        html! { (tm("webhooks-events-stop-going-delivery-log", &[("strong", html! { strong { (url) } })])) }
     };
     let asking = (
         t("webhooks-delete-endpoint"),

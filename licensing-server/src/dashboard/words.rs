@@ -147,6 +147,20 @@ mod tests {
     }
 
     #[test]
+    fn counts_choose_the_singular_or_the_plural() {
+        assert_eq!(super::super::page::counted(1u64, "count-days"), "1 day");
+        assert_eq!(super::super::page::counted(30u64, "count-days"), "30 days");
+        let name = [("name", maud::html! { "App" }), ("version", maud::html! { "1.2.0" })];
+        let what = |n| tm_counted("releases-delete-what", Some(n), &name).0;
+        assert_eq!(
+            what(0),
+            "App 1.2.0 and its file will be deleted; clients can no longer download them."
+        );
+        assert!(what(1).contains("and its file and its update artifact will"));
+        assert!(what(3).contains("and its 3 update artifacts will"));
+    }
+
+    #[test]
     fn english_has_the_dashboard_and_a_language_without_it_falls_back() {
         assert_eq!(choose(Some("de-DE, de;q=0.9")), Lang::En);
         assert_eq!(choose(None), Lang::En);

@@ -349,7 +349,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                     tr {
                         td.pick {
                             @if !bulk.is_empty() {
-                                input type="checkbox" name="id" value=(l.id) aria-label=(tw("licenses-choose-label", &[("key", Arg::Text(l.license_key.as_str()))]));
+                                input type="checkbox" name="id" value=(l.id) aria-label=(tw("licenses-choose", &[("key", Arg::Text(l.license_key.as_str()))]));
                             }
                         }
                         td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }

@@ -312,7 +312,7 @@ fn records(
                                 (if forgotten { "remember" } else { "forget" })
                             } {
                                 (page::csrf(staff))
-                                button.secondary.small type="submit" aria-label={ (if forgotten { t("licenses-show-remember") } else { t("licenses-show-forget") }) (name) } {
+                                button.secondary.small type="submit" aria-label=(tw(if forgotten { "licenses-show-remember-label" } else { "licenses-show-forget-label" }, &[("name", Arg::Text(&name.to_string()))])) {
                                     (if forgotten { t("licenses-show-remember-2") } else { t("licenses-show-forget-2") })
                                 }
                             }
@@ -463,7 +463,7 @@ pub(crate) async fn confirm_delete(ctx: &Ctx, staff: &Staff, id: &str) -> Respon
             Confirm {
                 nav: Nav::Licenses,
                 title: t("licenses-show-delete-license"),
-                what: html! { (t("licenses-show-license")) span.key { (key) } (t("licenses-show-devices-addresses-will-deleted-clients")) },
+                what: html! { (tm("licenses-show-license-will-be-deleted", &[("key", html! { span.key { (key) } })])) },
                 action: format!("/dashboard/licenses/{id}/delete"),
                 button: t("licenses-show-delete-license-2"),
                 back: format!("/dashboard/licenses/{id}"),
