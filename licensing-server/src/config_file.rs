@@ -55,6 +55,42 @@ pub fn file_args(
     Ok(out)
 }
 
+/// The flags (`--key=value`) that the server's config file at `path` adds to a command that works
+/// on the server's store (`user link --config FILE`): its settings among `keys` (the store's:
+/// `data-dir`, `database-url`) that `command` has and that neither a flag nor the environment
+/// gave. The file's other settings are the server's, and are passed over.
+pub fn store_args(
+    path: &Path,
+    command: &clap::Command,
+    given: &clap::ArgMatches,
+    keys: &[&str],
+) -> Result<Vec<String>, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("config file {shown}: {e}"))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("config file {shown}: {e}"))?;
+    let mut out = Vec::new();
+    for key in keys {
+        let (Some(value), Some(arg)) = (
+            table.get(*key),
+            command.get_arguments().find(|a| a.get_long() == Some(*key)),
+        ) else {
+            continue;
+        };
+        if matches!(
+            given.value_source(arg.get_id().as_str()),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        ) {
+            continue;
+        }
+        let text = scalar(value)
+            .ok_or_else(|| format!("config file {shown}: `{key}` must be a string"))?;
+        out.push(format!("--{key}={text}"));
+    }
+    Ok(out)
+}
+
 /// The flags (`--key=value`) that secrets kept in files add to a command line whose matches
 /// are `given`, for `command`'s settings: each secret setting (its value hidden from `--help`,
 /// read from `LICENSING_X`) that neither a flag nor `LICENSING_X` gave takes the contents of

@@ -270,7 +270,8 @@ struct LinkBase {
         env = "LICENSING_PUBLIC_URL"
     )]
     url: Option<licensing_server::config::PublicUrl>,
-    /// The server's config file, for its public URL or listen address.
+    /// The server's config file, for its public URL or listen address and its store
+    /// (`data-dir`, `database-url`).
     #[arg(long, env = "LICENSING_CONFIG")]
     config: Option<PathBuf>,
 }
@@ -349,6 +350,24 @@ fn with_config_file(mut args: Vec<std::ffi::OsString>) -> anyhow::Result<Cli> {
     let path = match &cli.command {
         None => cli.serve.config.clone(),
         Some(Command::Serve(config)) => config.config.clone(),
+        // The server's config file names its store: the account commands work on that one.
+        Some(Command::User(UserCommand::Link { link, .. } | UserCommand::Create { link, .. })) => {
+            let Some(path) = link.config.clone() else {
+                return Ok(cli);
+            };
+            let matches = <Cli as clap::CommandFactory>::command().get_matches_from(&args);
+            let command = <Cli as clap::CommandFactory>::command();
+            let (subcommand, given) = active(&command, &matches);
+            let extra = licensing_server::config_file::store_args(
+                &path,
+                subcommand,
+                given,
+                &["data-dir", "database-url"],
+            )
+            .map_err(anyhow::Error::msg)?;
+            args.extend(extra.into_iter().map(Into::into));
+            return Ok(Cli::parse_from(&args));
+        }
         Some(_) => None,
     };
     let Some(path) = path else {

@@ -30,6 +30,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/admin/teams/{teamId}/features",
     "/api/v1/admin/teams/{teamId}/api-keys",
     "/api/v1/admin/teams/{teamId}/users",
+    "/api/v1/admin/teams/{teamId}/password-links",
     "/api/v1/admin/backup",
     "/dashboard",
     "/dashboard/static/{file}",

@@ -4,13 +4,16 @@
 //! document's path items (`openapi`) are both built from these declarations.
 
 use licensing_core::api::TeamList;
-use licensing_core::api::requests::{AdminTeamBody, ApiKeyBody, FeaturesBody, StaffBody};
+use licensing_core::api::requests::{
+    AdminTeamBody, ApiKeyBody, FeaturesBody, PasswordLinkBody, StaffBody,
+};
 use licensing_core::model::{ApiKeyCreated, StaffInvited, TeamCreated, TeamView};
 use licensing_core::operations::doc::{Doc, Refusal};
 use licensing_core::operations::{Body, Method};
 
 use super::operator::{
-    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, OperatorOperation, SetFeatures,
+    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, NewPasswordLink, OperatorOperation,
+    SetFeatures,
 };
 
 /// An operation of the operator as the admin API shows it.
@@ -78,6 +81,7 @@ macro_rules! admin_operations {
             $crate::operator::SetFeatures,
             $crate::operator::CreateTeamKey,
             $crate::operator::CreateStaff,
+            $crate::operator::NewPasswordLink,
             $crate::operator::Backup
         )
     };
@@ -174,6 +178,27 @@ impl AdminOperation for CreateStaff {
     );
     const BODY: Body = Body::Json;
     type Payload = StaffBody;
+    type Data = StaffInvited;
+}
+
+impl AdminOperation for NewPasswordLink {
+    const STATUS: u16 = 201;
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "teams/{teamId}/password-links";
+    const ID: &'static str = "admin_new_password_link";
+    const DOC: Doc = documented(
+        "(admin) A new one-time set-password link for a staff account of the team (a forgotten\npassword, or a sole owner locked out), valid 72 hours and shown only in this answer; the old\npassword keeps working until the link is used. `licensing-server user link` does the same on\na stopped server.",
+        "Created: the set-password link is in this answer only",
+        &[
+            ADMIN_REFUSED,
+            licensing_core::refusals![(
+                404,
+                "TEAM_NOT_FOUND; BAD_REQUEST: no account of the team has the address, or the admin API is off (no LICENSING_ADMIN_TOKEN)"
+            )],
+        ],
+    );
+    const BODY: Body = Body::Json;
+    type Payload = PasswordLinkBody;
     type Data = StaffInvited;
 }
 

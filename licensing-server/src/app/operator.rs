@@ -245,6 +245,9 @@ impl OperatorOperation for NewPasswordLink {
     type Output = CreatedStaff;
 
     async fn run(self, op: &Operator) -> Result<CreatedStaff, ApiError> {
+        if let Some(team) = self.team {
+            op.team(team).await?;
+        }
         let user = staff::account_named(&op.store, &self.email, self.team)
             .await
             .map_err(ApiError::record_not_found)?;

@@ -21,12 +21,41 @@ pub(crate) async fn open_for_command(
     database_url: Option<&str>,
 ) -> anyhow::Result<AnyStore> {
     let pool = DEFAULT_POOL_SIZE.min(4);
+    if database_url.is_none() {
+        refuse_if_held(data_dir)?;
+    }
     let opened = open_configured_store(data_dir, database_url, DEFAULT_CACHE_MB, pool).await;
     if database_url.is_some() {
         Ok(opened?)
     } else {
         // The embedded store is locked by the server that holds it open.
         opened.context("is the server running? stop it first")
+    }
+}
+
+/// What to do when a running server holds the data directory's store.
+const HELD: &str = "Stop the server first. While it runs, its admin API does the same: \
+                    `POST /api/v1/admin/teams/{teamId}/password-links` with {\"email\": …} \
+                    gives a new set-password link (with LICENSING_ADMIN_TOKEN set), and an \
+                    owner or admin of the team can send one from the dashboard's Users page.";
+
+/// Refuses at once, saying why and what to do, when another process (a running server) holds
+/// the store in `data_dir` open, rather than waiting for a lock that will not come. The store
+/// (in `db/`) takes an exclusive lock on its file `db/db`; this tries the same lock without
+/// waiting and lets go of it at once.
+fn refuse_if_held(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let file = match std::fs::File::open(data_dir.join("db").join("db")) {
+        Ok(file) => file,
+        // No store yet, or one this user cannot read: opening it says what is wrong.
+        Err(_) => return Ok(()),
+    };
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(anyhow::anyhow!(
+            "the store in {} is in use: a running server holds it. {HELD}",
+            data_dir.display()
+        )),
+        Err(_) => Ok(()),
     }
 }
 

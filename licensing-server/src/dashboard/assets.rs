@@ -1,4 +1,4 @@
-//! The dashboard's one stylesheet and one small script, compiled into the binary, so that the
+//! The dashboard's one stylesheet, one small script and its icon, compiled into the binary, so that the
 //! pages need nothing from anywhere else (they work offline). The script only enhances: every
 //! form works without it.
 
@@ -17,6 +17,14 @@ pub(crate) const JS_PATH: &str = concat!(
     env!("CARGO_PKG_VERSION")
 );
 
+/// The icon browsers show in the tab (the dashboard's and the portal's).
+pub(crate) const FAVICON_PATH: &str = concat!(
+    "/dashboard/static/favicon.svg?v=",
+    env!("CARGO_PKG_VERSION")
+);
+/// The icon itself (SVG).
+pub(crate) const FAVICON: &str = include_str!("static/favicon.svg");
+
 const CSS: &str = include_str!("static/dashboard.css");
 const JS: &str = include_str!("static/dashboard.js");
 
@@ -25,6 +33,7 @@ pub(crate) fn serve(name: &str) -> Response {
     let (body, kind) = match name {
         "dashboard.css" => (CSS, "text/css; charset=utf-8"),
         "dashboard.js" => (JS, "text/javascript; charset=utf-8"),
+        "favicon.svg" => (FAVICON, "image/svg+xml"),
         _ => {
             let mut response = Response::new("Not found".into());
             *response.status_mut() = StatusCode::NOT_FOUND;

@@ -16,7 +16,7 @@
 mod account;
 mod api;
 mod api_keys;
-mod assets;
+pub(crate) mod assets;
 mod audit;
 mod catalog;
 mod charts;

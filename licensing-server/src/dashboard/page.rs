@@ -329,6 +329,7 @@ fn head(title: &str) -> Markup {
             meta name="viewport" content="width=device-width, initial-scale=1";
             meta name="referrer" content="no-referrer";
             title { (tm("page-title-licensing", &[("title", html! { (title) })])) }
+            link rel="icon" type="image/svg+xml" href=(super::assets::FAVICON_PATH);
             link rel="stylesheet" href=(super::assets::CSS_PATH);
             script src=(super::assets::JS_PATH) defer {}
         }

@@ -150,7 +150,10 @@ mod tests {
     fn counts_choose_the_singular_or_the_plural() {
         assert_eq!(super::super::page::counted(1u64, "count-days"), "1 day");
         assert_eq!(super::super::page::counted(30u64, "count-days"), "30 days");
-        let name = [("name", maud::html! { "App" }), ("version", maud::html! { "1.2.0" })];
+        let name = [
+            ("name", maud::html! { "App" }),
+            ("version", maud::html! { "1.2.0" }),
+        ];
         let what = |n| tm_counted("releases-delete-what", Some(n), &name).0;
         assert_eq!(
             what(0),

@@ -25,19 +25,20 @@ use crate::i18n::{Arg, Lang};
 
 /// The stylesheet's path, versioned so that browsers may keep it.
 const CSS_PATH: &str = concat!("/portal/static/portal.css?v=", env!("CARGO_PKG_VERSION"));
+/// The icon's path (the dashboard's icon, served here too: the portal may be on without it).
+const ICON_PATH: &str = concat!("/portal/static/favicon.svg?v=", env!("CARGO_PKG_VERSION"));
 const CSS: &str = include_str!("portal.css");
 
 /// `GET /portal/static/{name}`.
 pub(super) fn asset(name: &str) -> Response {
-    if name != "portal.css" {
-        return html(404, Lang::En, "", html! { p { "Not found" } });
-    }
-    let mut response = Response::new(CSS.into());
+    let (body, kind) = match name {
+        "portal.css" => (CSS, "text/css; charset=utf-8"),
+        "favicon.svg" => (crate::dashboard::assets::FAVICON, "image/svg+xml"),
+        _ => return html(404, Lang::En, "", html! { p { "Not found" } }),
+    };
+    let mut response = Response::new(body.into());
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/css; charset=utf-8"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=86400"),
@@ -55,6 +56,7 @@ fn html(status: u16, lang: Lang, title: &str, content: Markup) -> Response {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="referrer" content="no-referrer";
                 title { (title) }
+                link rel="icon" type="image/svg+xml" href=(ICON_PATH);
                 link rel="stylesheet" href=(CSS_PATH);
             }
             body { (content) }

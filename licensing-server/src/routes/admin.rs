@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use licensing_core::api::TeamList;
 use licensing_core::api::requests::{
-    AdminTeamBody, ApiKeyBody, FeaturesBody, StaffBody, parse_no_query,
+    AdminTeamBody, ApiKeyBody, FeaturesBody, PasswordLinkBody, StaffBody, parse_no_query,
 };
 use licensing_core::model::{ApiKeyCreated, StaffInvited, Team, TeamCreated, TeamView};
 use licensing_core::{ApiError, TeamId, Timestamp};
@@ -29,7 +29,8 @@ use crate::app::admin::{AdminOperation, admin_operations};
 use crate::app::staff::CreatedStaff;
 use crate::http::{Incoming, Response, auth, idempotency, respond, success};
 use crate::operator::{
-    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, Operator, SetFeatures,
+    Backup, CreateStaff, CreateTeam, CreateTeamKey, ListTeams, NewPasswordLink, Operator,
+    SetFeatures,
 };
 use crate::routes::table::{Input, PathIds, Query, Route, find};
 use crate::state::{AppState, Principal};
@@ -212,26 +213,52 @@ impl AdminEndpoint for CreateStaff {
     }
 
     fn answer(created: CreatedStaff) -> Response {
-        let Some(link) = created.user.password_link.as_ref() else {
-            return crate::http::error(&ApiError::internal());
-        };
-        let invited = StaffInvited {
-            id: created.user.id,
-            team_id: created.user.team_id,
-            email: created.user.email.as_str().to_owned(),
-            role: created.user.role,
-            set_password_path: format!(
-                "/dashboard/set-password/{}/{}",
-                created.user.id, created.link_secret
-            ),
-            set_password_expires_at: link.expires_at,
-        };
-        success(
+        with_link(
             Self::STATUS,
-            invited,
+            &created,
             "Account created; its set-password link is shown only in this answer",
         )
     }
+}
+
+impl AdminEndpoint for NewPasswordLink {
+    type Ids = (TeamId,);
+    const QUERY: Query = Query::Ignored;
+
+    async fn from_request((team,): (TeamId,), input: Input) -> Result<Self, ApiError> {
+        let email = PasswordLinkBody::parse(&input.json().await?)?;
+        Ok(Self {
+            email,
+            team: Some(team),
+        })
+    }
+
+    fn answer(issued: CreatedStaff) -> Response {
+        with_link(
+            Self::STATUS,
+            &issued,
+            "A new set-password link; it is shown only in this answer",
+        )
+    }
+}
+
+/// The answer that carries an account's new set-password link.
+fn with_link(status: u16, made: &CreatedStaff, message: &'static str) -> Response {
+    let Some(link) = made.user.password_link.as_ref() else {
+        return crate::http::error(&ApiError::internal());
+    };
+    let invited = StaffInvited {
+        id: made.user.id,
+        team_id: made.user.team_id,
+        email: made.user.email.as_str().to_owned(),
+        role: made.user.role,
+        set_password_path: format!(
+            "/dashboard/set-password/{}/{}",
+            made.user.id, made.link_secret
+        ),
+        set_password_expires_at: link.expires_at,
+    };
+    success(status, invited, message)
 }
 
 impl AdminEndpoint for Backup {

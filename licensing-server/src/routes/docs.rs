@@ -10,6 +10,11 @@ use warp::http::{HeaderValue, StatusCode, header};
 
 use crate::http::{self, Response, raw_query};
 
+/// `GET`, or `HEAD` answered alike (the server sends its headers without the body).
+fn get_or_head() -> BoxedFilter<()> {
+    warp::get().or(warp::head()).unify().boxed()
+}
+
 fn with_type(mut response: Response, content_type: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(content_type) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
@@ -22,7 +27,7 @@ fn with_type(mut response: Response, content_type: &str) -> Response {
 pub(crate) fn routes(document: fn() -> String) -> BoxedFilter<(Response,)> {
     let written: Arc<OnceLock<bytes::Bytes>> = Arc::new(OnceLock::new());
     let document = warp::path!("api" / "openapi.json")
-        .and(warp::get())
+        .and(get_or_head())
         .and(raw_query())
         .map(move |query: String| {
             http::respond(parse_no_query(&query).map(|()| {
@@ -34,7 +39,7 @@ pub(crate) fn routes(document: fn() -> String) -> BoxedFilter<(Response,)> {
     let ui = warp::path("docs")
         .and(warp::path::full())
         .and(warp::path::tail())
-        .and(warp::get())
+        .and(get_or_head())
         .map(move |full: warp::path::FullPath, tail: warp::path::Tail| {
             // The UI's page refers to its assets relatively: it must be served as `/docs/`.
             if full.as_str() == "/docs" {

@@ -1288,6 +1288,21 @@ async fn over_https_the_cookie_is_secure_and_the_dashboard_can_be_turned_off() {
             .unwrap()
             .contains("max-age")
     );
+    // The pages name their icon, which is served from the binary (the portal's pages too).
+    let page = b.get("/dashboard/licenses").await;
+    let icon = page
+        .text
+        .split("rel=\"icon\" type=\"image/svg+xml\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a page names its icon")
+        .to_owned();
+    for path in [icon.as_str(), "/portal/static/favicon.svg"] {
+        let icon = b.get(path).await;
+        assert_eq!(icon.status, 200, "{path}");
+        assert_eq!(icon.headers["content-type"], "image/svg+xml", "{path}");
+        assert!(icon.text.starts_with("<svg"), "{path}");
+    }
 
     // The server's address leads to the dashboard, for whoever types it.
     let root = b.get("/").await;
@@ -2291,6 +2306,91 @@ async fn the_admin_api_creates_an_account_whose_link_sets_its_password() {
         .has("ann@example.com")
         .has("support");
     let audit = s.get(&s.dev("audit-log?action=staff.created")).await;
+    assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "ADMIN");
+}
+
+/// A sole owner who forgot the password gets back in while the server runs: the admin API
+/// gives the account a new one-time set-password link.
+#[tokio::test]
+async fn the_admin_api_gives_a_locked_out_account_a_new_link() {
+    const TOKEN: &str = "admin-token-for-tests-0123456789";
+    let s = TestServer::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let post = |url: String, body: &'static str, token: Option<&'static str>| {
+        let s = &s;
+        async move { s.send(reqwest::Method::POST, &url, token, Some(body)).await }
+    };
+    let users = format!("{}/api/v1/admin/teams/{}/users", s.base, s.team_id());
+    let made = post(
+        users,
+        r#"{"email":"sole@example.com","role":"owner"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let first = made.ok()["setPasswordPath"].as_str().unwrap().to_owned();
+    let mut b = Browser::new(&s);
+    let done = b
+        .post(&first, &[("password", PASSWORD), ("confirm", PASSWORD)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+
+    let links = format!(
+        "{}/api/v1/admin/teams/{}/password-links",
+        s.base,
+        s.team_id()
+    );
+    post(links.clone(), r#"{"email":"sole@example.com"}"#, None)
+        .await
+        .err(401, "UNAUTHORIZED");
+    let missing = post(links.clone(), r#"{}"#, Some(TOKEN)).await;
+    missing.err(400, "BAD_REQUEST");
+    assert_eq!(missing.fields(), ["email"]);
+    let nobody = post(
+        links.clone(),
+        r#"{"email":"nobody@example.com"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    nobody.err(404, "BAD_REQUEST");
+    let said = nobody.body["result"]["details"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(said.contains("has no account with the address"), "{said}");
+    let elsewhere = format!(
+        "{}/api/v1/admin/teams/{}/password-links",
+        s.base,
+        uuid::Uuid::new_v4()
+    );
+    post(elsewhere, r#"{"email":"sole@example.com"}"#, Some(TOKEN))
+        .await
+        .err(404, "TEAM_NOT_FOUND");
+    let issued = post(links, r#"{"email":"Sole@Example.com"}"#, Some(TOKEN)).await;
+    assert_eq!(issued.status, 201, "{}", issued.body);
+    let data = issued.ok();
+    assert_eq!(data["email"], "sole@example.com");
+    assert_eq!(data["role"], "owner");
+    let path = data["setPasswordPath"].as_str().unwrap().to_owned();
+    assert_ne!(path, first);
+
+    const NEW: &str = "another quiet harbour at noon";
+    let mut fresh = Browser::new(&s);
+    let done = fresh
+        .post(&path, &[("password", NEW), ("confirm", NEW)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+    fresh
+        .get("/dashboard/licenses")
+        .await
+        .has("sole@example.com");
+    // The link worked once.
+    let again = Browser::new(&s)
+        .post(&path, &[("password", NEW), ("confirm", NEW)])
+        .await;
+    assert_ne!(again.status, 303);
+    let mut later = Browser::new(&s);
+    assert_eq!(later.sign_in("sole@example.com", NEW).await.status, 303);
+    later.get("/dashboard/licenses").await.has("sole@example.com");
+    let audit = s.get(&s.dev("audit-log?action=staff.link_issued")).await;
     assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "ADMIN");
 }
 

@@ -48,3 +48,17 @@ mod strict;
 mod team;
 mod updates;
 mod webhooks;
+
+/// The PostgreSQL suite (`tests/api_postgres.rs`) builds every module this one does.
+#[test]
+fn the_postgres_suite_has_every_module() {
+    let modules = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("mod "))
+            .map(|name| name.trim_end_matches(';').to_owned())
+            .collect()
+    };
+    let here = modules(include_str!("main.rs"));
+    assert!(here.len() > 40);
+    assert_eq!(here, modules(include_str!("../api_postgres.rs")));
+}

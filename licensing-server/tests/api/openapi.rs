@@ -136,6 +136,33 @@ async fn swagger_ui_is_served_from_the_binary() {
     assert!(init.contains("/api/openapi.json"), "{init}");
     let missing = s.get(&format!("{}/docs/nope.js", s.base)).await;
     assert_eq!(missing.status, 404);
+    // HEAD answers as GET does, without the body.
+    let head = client
+        .head(format!("{}/docs", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 303);
+    assert_eq!(head.headers()["location"], "/docs/");
+    for path in ["/docs/", "/api/openapi.json"] {
+        let head = client
+            .head(format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(head.status(), 200, "{path}");
+        let get = client
+            .get(format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            head.headers()["content-type"],
+            get.headers()["content-type"],
+            "{path}"
+        );
+        assert!(head.bytes().await.unwrap().is_empty(), "{path}");
+    }
 }
 
 /// Every write of the developer and admin APIs declares `Idempotency-Key` and the two answers

@@ -204,7 +204,13 @@ impl ChildServer {
 
 /// Runs the binary with `args` and `env` to its end (bounded: 60 s); its output.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    run_in(Path::new("."), args, env)
+}
+
+/// [`run`] in the working directory `cwd`.
+pub fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut child = Command::new(BINARY)
+        .current_dir(cwd)
         .args(args)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::child::{Api, ChildServer, Team, create_team, run};
+use crate::child::{Api, ChildServer, Team, create_team, run, run_in};
 
 /// Every path under `dir` that the group or other users may read or enter.
 fn loose(dir: &Path) -> Vec<PathBuf> {
@@ -815,5 +815,97 @@ async fn links_the_commands_print_start_with_the_public_url() {
     assert!(
         text.contains("https://licensing.example.com/dashboard/set-password/"),
         "{text}"
+    );
+}
+
+/// `user link --config FILE` works on the store the server's config file names (not on an empty
+/// `./licensing-data` made in the working directory); with the server running it says at once
+/// that the store is in use and how to get a link anyway, instead of waiting for the lock.
+#[tokio::test]
+async fn user_link_takes_the_store_from_the_config_file_and_says_when_a_server_holds_it() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let data = dir.to_str().unwrap();
+    let made = run(
+        &["team", "create", "--name", "Sole", "--data-dir", data],
+        &[],
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let team: Value = serde_json::from_slice(&made.stdout).unwrap();
+    let team = team["teamId"]
+        .as_str()
+        .or_else(|| team["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let owner = run(
+        &[
+            "user",
+            "create",
+            "--team",
+            &team,
+            "--email",
+            "sole@vendor.example",
+            "--role",
+            "owner",
+            "--data-dir",
+            data,
+        ],
+        &[],
+    );
+    assert!(
+        owner.status.success(),
+        "{}",
+        String::from_utf8_lossy(&owner.stderr)
+    );
+    let config = parent.path().join("server.toml");
+    std::fs::write(
+        &config,
+        format!("data-dir = {data:?}\nlisten = \"127.0.0.1:3999\"\ncache-mb = 32\n"),
+    )
+    .unwrap();
+    let elsewhere = parent.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let link = |dir: &Path| {
+        run_in(
+            dir,
+            &[
+                "user",
+                "link",
+                "--email",
+                "sole@vendor.example",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let printed = link(&elsewhere);
+    assert!(
+        printed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    let text = String::from_utf8(printed.stdout).unwrap();
+    assert!(
+        text.contains("http://127.0.0.1:3999/dashboard/set-password/"),
+        "{text}"
+    );
+    assert!(!elsewhere.join("licensing-data").exists());
+
+    let _server = ChildServer::start(&dir, &[]);
+    let refused = link(&elsewhere);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("is in use: a running server holds it"),
+        "{said}"
+    );
+    assert!(
+        said.contains("/api/v1/admin/teams/{teamId}/password-links"),
+        "{said}"
     );
 }

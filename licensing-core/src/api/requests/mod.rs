@@ -41,7 +41,7 @@ pub use release::{FeedChange, MAX_NOTES, ReleaseData, ReleaseInput, ReleaseMode}
 pub use request_log::RequestLogQuery;
 pub use team::{
     AdminTeamBody, ApiKeyBody, ApiKeyInput, BlacklistBody, BlacklistInput, FeaturesBody,
-    ForgottenBody, SettingsBody, StaffBody,
+    ForgottenBody, PasswordLinkBody, SettingsBody, StaffBody,
 };
 pub use updates::{ArtifactParts, FeedTokenBody, LatestQuery, channel_of, refuse_key_in_query};
 pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query, parse_paging_query};

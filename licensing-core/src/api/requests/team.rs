@@ -413,6 +413,29 @@ impl StaffBody {
     }
 }
 
+/// Admin `POST /api/v1/admin/teams/{teamId}/password-links`: `{email}`, the account that gets a
+/// new set-password link (a forgotten password, on a running server).
+#[derive(Debug, Deserialize, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"email": "owner@example.com"})))]
+#[serde(deny_unknown_fields)]
+pub struct PasswordLinkBody {
+    /// `email`: the address the account signs in with.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub email: Option<String>,
+}
+
+impl PasswordLinkBody {
+    /// The address (as given; the service lower-cases it and finds the account).
+    pub fn parse(body: &[u8]) -> Result<String, ApiError> {
+        let raw: Self = parse_json(body)?;
+        let mut v = Validator::new();
+        let email = v.required("email", raw.email, |t| text(t, 3, 254));
+        finish(v)?;
+        present(email)
+    }
+}
+
 /// Admin `PUT /api/v1/admin/teams/{teamId}/features`: `{classloader}`.
 #[derive(Debug, Deserialize, Clone, Default, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
