@@ -651,6 +651,17 @@ settings-retire-key = Retire key
 settings-whole-seconds = must be a whole number of seconds
 settings-whole-sessions = must be a whole number of sessions
 settings-key-created-signs-every-answer = Key { $code } (created { $when }) signs every answer and license file from now on. Applications that do not trust it yet refuse the new signatures: activate it once your application releases carry it. The current key stays trusted until you retire it.
+settings-developer-information = Developer information
+settings-developer-information-hint = What your application embeds to check this server's answers, and the team id its requests name.
+settings-team-id = Team id
+settings-rsa-public-key = RSA public key
+settings-rsa-public-key-hint = PEM; the server signs challenges with its private key.
+settings-rsa-public-key-base64 = RSA public key, base64 of the PEM (as clients embed it)
+settings-active-signing-key = Active signing key
+settings-active-signing-key-hint = Ed25519, base64: answers and license files are signed with it.
+settings-active-signing-key-id = Key id { $kid }; every key applications should trust is listed under Signing keys below.
+settings-tauri-public-key = Updater public key (Tauri)
+settings-tauri-public-key-hint = The same key as minisign, for the pubkey setting of Tauri's updater.
 
 ## users
 users-users = Users

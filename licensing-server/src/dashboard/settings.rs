@@ -2,7 +2,7 @@
 //! signing keys (rotate, retire).
 
 use licensing_core::api::requests::{Patch, SettingsBody};
-use licensing_core::model::{Kid, PortalSignIn, SigningKey, SigningKeyState};
+use licensing_core::model::{Kid, PortalSignIn, PublicKeys, SigningKey, SigningKeyState};
 use maud::html;
 
 use super::api::{self, Failure};
@@ -22,7 +22,7 @@ use licensing_core::model::PortalSession;
 pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>) -> Response {
     let outcome = async {
         let s = api::perform(ctx, staff, GetSettings).await?;
-        let keys = api::perform(ctx, staff, GetPublicKeys).await?.signing_keys;
+        let public = api::perform(ctx, staff, GetPublicKeys).await?;
         let sessions = if staff.may_perform::<ListPortalSessions>() {
             api::perform(ctx, staff, ListPortalSessions).await?
         } else {
@@ -71,7 +71,8 @@ pub(crate) async fn settings(ctx: &Ctx, staff: &Staff, failure: Option<&Failure>
                 @else { p.hint { (t("settings-your-role-may-read-settings")) } }
             }
             (portal_sessions(staff, &sessions))
-            (signing_keys(staff, &keys, write))
+            (developer_information(staff, &public))
+            (signing_keys(staff, &public.signing_keys, write))
         };
         Ok(page::shown(Nav::Settings, t("settings-settings"), content))
     };
@@ -199,6 +200,40 @@ pub(crate) async fn end_portal_session(ctx: &Ctx, staff: &Staff, id: &str) -> Re
     match api::perform(ctx, staff, EndPortalSession(id.to_owned())).await {
         Ok(()) => page::redirect("/dashboard/settings?notice=portal-session-ended#portal-sessions"),
         Err(f) => page::failure(ctx, Some(staff), &f),
+    }
+}
+
+/// What a developer embeds in an application: the team's id, its RSA public key (PEM, and the
+/// base64 of the PEM as clients take it) and the active signing key (Ed25519, and as Tauri's
+/// updater takes it), each with a copy button.
+fn developer_information(staff: &Staff, keys: &PublicKeys) -> maud::Markup {
+    let team = staff.session.team_id.to_string();
+    let active = keys.signing_keys.iter().find(|k| k.active);
+    html! {
+        h2 #developer { (t("settings-developer-information")) }
+        p.hint { (t("settings-developer-information-hint")) }
+        dl.facts.developer {
+            dt { (t("settings-team-id")) }
+            dd { (page::shown_once("team-id", Some("key"), &team)) }
+            dt { (t("settings-rsa-public-key")) span.hint { (t("settings-rsa-public-key-hint")) } }
+            dd {
+                pre.key #rsa-public-key { (keys.public_key) }
+                button.secondary.small.copy type="button" data-copy=(keys.public_key) data-copied=(t("page-copied")) data-copy-failed=(t("page-copy-failed")) hidden { (t("page-copy")) }
+            }
+            dt { (t("settings-rsa-public-key-base64")) }
+            dd { (page::shown_once("rsa-public-key-base64", Some("key wrap"), &keys.public_key_base64)) }
+            dt { (t("settings-active-signing-key")) span.hint { (t("settings-active-signing-key-hint")) } }
+            dd {
+                (page::shown_once("signing-key", Some("key"), &keys.signing_key))
+                @if let Some(active) = active {
+                    p.hint { (tm("settings-active-signing-key-id", &[("kid", html! { code { (active.kid) } })])) }
+                }
+            }
+            @if let Some(updater) = &keys.updater_keys {
+                dt { (t("settings-tauri-public-key")) span.hint { (t("settings-tauri-public-key-hint")) } }
+                dd { (page::shown_once("tauri-public-key", Some("key wrap"), &updater.minisign)) }
+            }
+        }
     }
 }
 

@@ -1784,6 +1784,42 @@ async fn customers_products_branches_blacklist_and_settings_are_managed_by_the_r
 /// The settings page lists the signing keys; an owner rotates the key and retires the former
 /// one (each confirmed); a developer sees the keys without the buttons and a forged rotation is
 /// refused.
+/// The settings page shows what a developer embeds, as the API gives it: the team id, the RSA
+/// public key (PEM and base64) and the active signing key, each with a copy button.
+#[tokio::test]
+async fn the_settings_page_shows_the_developer_information() {
+    let s = TestServer::start().await;
+    let keys = s.get(&s.dev("public-key")).await.ok().clone();
+    let mut dev = Browser::new(&s);
+    staff(
+        &s,
+        &mut dev,
+        s.team_id(),
+        "dev@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let page = dev.get("/dashboard/settings").await;
+    page.has("Developer information")
+        .has(&format!("id=\"team-id\">{}</code>", s.team_id()))
+        .has(&format!(
+            "<pre class=\"key\" id=\"rsa-public-key\">{}</pre>",
+            keys["publicKey"].as_str().unwrap()
+        ))
+        .has(keys["publicKeyBase64"].as_str().unwrap())
+        .has(&format!(
+            "id=\"signing-key\">{}</code>",
+            keys["signingKey"].as_str().unwrap()
+        ))
+        .has(keys["signingKeys"][0]["kid"].as_str().unwrap())
+        .has(keys["updaterKeys"]["minisign"].as_str().unwrap());
+    assert!(
+        page.text.matches("data-copy=").count() >= 5,
+        "{}",
+        page.text
+    );
+}
+
 #[tokio::test]
 async fn signing_keys_are_rotated_and_retired_on_the_settings_page() {
     let s = TestServer::start().await;
@@ -2389,7 +2425,10 @@ async fn the_admin_api_gives_a_locked_out_account_a_new_link() {
     assert_ne!(again.status, 303);
     let mut later = Browser::new(&s);
     assert_eq!(later.sign_in("sole@example.com", NEW).await.status, 303);
-    later.get("/dashboard/licenses").await.has("sole@example.com");
+    later
+        .get("/dashboard/licenses")
+        .await
+        .has("sole@example.com");
     let audit = s.get(&s.dev("audit-log?action=staff.link_issued")).await;
     assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "ADMIN");
 }
