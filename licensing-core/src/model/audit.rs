@@ -149,6 +149,8 @@ actions! {
     LicenseDeleted = "license.deleted", "license";
     /// A license file of a license was issued through the developer API or the dashboard.
     LicenseFileIssued = "license.file_issued", "license";
+    /// A license's key was e-mailed to its customers again (from the dashboard or the API).
+    LicenseEmailed = "license.emailed", "license";
     /// A license's hardware identifier was forgotten.
     DeviceForgotten = "device.forgotten", "device";
     /// A license's forgotten hardware identifier was remembered again.
@@ -253,12 +255,16 @@ actions! {
 impl Action {
     /// Whether the change raises a webhook event of its name. Changes of teams (the operator's
     /// business) and of endpoints (an endpoint is not told about endpoints), and sign-ins and
-    /// sign-outs (of staff, and of customers in the portal), are audited only.
+    /// sign-outs (of staff, and of customers in the portal), and a key e-mailed again (nothing
+    /// about the license changed), are audited only.
     pub fn raises_event(self) -> bool {
         !matches!(self.resource(), "team" | "webhook" | "portal")
             && !matches!(
                 self,
-                Action::StaffSignedIn | Action::StaffSignedOut | Action::StaffSignInFailed
+                Action::StaffSignedIn
+                    | Action::StaffSignedOut
+                    | Action::StaffSignInFailed
+                    | Action::LicenseEmailed
             )
     }
 

@@ -320,7 +320,6 @@ page-your-password-set-you-signed = Your password is set, and you are signed in.
 page-license-created = License created.
 page-changes-saved = Changes saved.
 page-account-created-set-password-link = Account created: its set-password link is on its way by e-mail.
-page-key-way-licenses-customers = The key is on its way to the license's customers.
 page-two-step-sign-off = Two-step sign-in is off.
 page-two-step-sign-off-account = Two-step sign-in is off for that account: they sign in with their password alone until they turn it on again.
 page-license-deleted = License deleted.
@@ -995,6 +994,9 @@ licenses-show-revoke-session-of = Revoke the session of { $device }
 licenses-show-remember-label = Remember { $name }
 licenses-show-forget-label = Forget { $name }
 licenses-show-license-will-be-deleted = License { $key } and its devices and addresses will be deleted. Its clients will be refused from then on.
+licenses-show-key-emailed = Key e-mailed
+licenses-show-key-emailed-to = { $when } to { $recipients }, by { $who }
+licenses-show-key-on-its-way = The key is on its way to { $recipients }.
 
 ## api
 api-did-not-work = That did not work

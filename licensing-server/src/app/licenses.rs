@@ -7,9 +7,12 @@ pub(crate) use licensing_core::operations::licenses::{
 
 use licensing_core::api::requests::{BulkAction, Patch};
 use licensing_core::api::{BulkLicenseResult, BulkRefusal, LicenseEmailed};
-use licensing_core::model::{Action, License, LicenseDetail, OutboxMessage, Resource, Scope};
+use licensing_core::model::{
+    Action, FieldChange, License, LicenseDetail, OutboxMessage, Resource, Scope,
+};
 use licensing_core::store::{
-    CustomerStore, Entity, LicenseStore, OutboxStore, Page, PolicyStore, ProductStore, StoreError,
+    AuditStore, CustomerStore, Entity, LicenseStore, OutboxStore, Page, PolicyStore, ProductStore,
+    StoreError,
 };
 use licensing_core::{ApiError, LicenseId, LicenseKey, Timestamp};
 
@@ -333,10 +336,24 @@ impl Run for EmailLicense {
             .queue_messages(cx.team, &messages, mailer.daily_limit, cx.now)
             .await
         {
-            Ok(()) => Ok(LicenseEmailed {
-                queued: u32::try_from(messages.len()).unwrap_or(u32::MAX),
-                recipients: messages.into_iter().map(|m| m.to).collect(),
-            }),
+            Ok(()) => {
+                let recipients: Vec<String> = messages.into_iter().map(|m| m.to).collect();
+                // Nothing of the license changed; who sent its key to whom is on record.
+                let journal = cx.journal(
+                    Action::LicenseEmailed,
+                    d.license.id,
+                    vec![FieldChange::of(
+                        "recipients",
+                        None,
+                        Some(serde_json::json!(recipients)),
+                    )],
+                );
+                cx.state.store.record_journal(&journal).await?;
+                Ok(LicenseEmailed {
+                    queued: u32::try_from(recipients.len()).unwrap_or(u32::MAX),
+                    recipients,
+                })
+            }
             Err(StoreError::Limit(message)) => Err(daily_limit_reached(message, cx.now)),
             Err(e) => Err(e.into()),
         }

@@ -67,7 +67,7 @@ fn change(c: &FieldChange) -> Markup {
     }
 }
 
-fn actor(entry: &AuditEntry) -> String {
+pub(crate) fn actor(entry: &AuditEntry) -> String {
     let name = entry.actor.name.clone().unwrap_or_default();
     match entry.actor.kind {
         ActorKind::User => tw("audit-actor-staff", &[("name", Arg::Text(&name))]),

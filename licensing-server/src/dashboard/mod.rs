@@ -17,7 +17,7 @@ mod account;
 mod api;
 mod api_keys;
 pub(crate) mod assets;
-mod audit;
+pub(crate) mod audit;
 mod catalog;
 mod charts;
 mod entitlements;

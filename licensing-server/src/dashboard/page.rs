@@ -363,7 +363,6 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "license-created" => t("page-license-created"),
         "license-updated" => t("page-changes-saved"),
         "user-invited" => t("page-account-created-set-password-link"),
-        "license-emailed" => t("page-key-way-licenses-customers"),
         "two-step-off" => t("page-two-step-sign-off"),
         "two-step-reset" => t("page-two-step-sign-off-account"),
         "license-deleted" => t("page-license-deleted"),

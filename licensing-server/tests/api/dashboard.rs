@@ -2887,10 +2887,33 @@ async fn with_e_mail_configured_staff_are_invited_and_license_keys_sent_again_by
     let message = next(&mut rx).await;
     assert!(message.contains("To: jane@example.com"), "{message}");
     assert!(message.contains(key), "{message}");
+    // The notice names the recipients; the license page keeps who sent it to whom, and when; the
+    // audit log has it.
+    let shown = b.get(sent.location()).await;
+    shown
+        .has("The key is on its way to jane@example.com.")
+        .has("Key e-mailed")
+        .has("to jane@example.com, by boss@vendor.example (staff)");
+    let audit = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=license.emailed")))
+        .await;
+    let entry = audit.ok()["entries"][0].clone();
+    assert_eq!(entry["actor"]["type"], "USER");
+    assert_eq!(entry["changes"][0]["field"], "recipients");
+    assert_eq!(entry["changes"][0]["new"], json!(["jane@example.com"]));
     let api = s.post(&s.dev(&format!("licenses/id/{id}/email")), "").await;
     assert_eq!(api.ok()["queued"], 1);
     assert_eq!(api.ok()["recipients"], json!(["jane@example.com"]));
     next(&mut rx).await;
+    let audit = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&action=license.emailed")))
+        .await;
+    assert_eq!(audit.ok()["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(audit.ok()["entries"][0]["actor"]["type"], "API_KEY");
+    b.get(&format!("/dashboard/licenses/{id}"))
+        .await
+        .lacks("The key is on its way")
+        .has("by API key");
 
     // A license whose customers have no address: refused, in plain words.
     let bare = s

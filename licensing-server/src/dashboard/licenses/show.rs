@@ -32,6 +32,44 @@ pub(crate) async fn show(ctx: &Ctx, staff: &Staff, id: &str) -> Response {
     }
 }
 
+/// The last time the license's key was e-mailed: when, to whom, by whom (from the audit log, for
+/// a role that reads it).
+struct Emailed {
+    at: Timestamp,
+    recipients: String,
+    by: String,
+}
+
+async fn last_emailed(ctx: &Ctx, staff: &Staff, id: LicenseId) -> Result<Option<Emailed>, Failure> {
+    if !staff.may_perform::<crate::app::team::ListAudit>() {
+        return Ok(None);
+    }
+    let query = licensing_core::api::requests::AuditQuery::parse(&format!(
+        "pageSize=10&resourceId={id}&action=license.emailed"
+    ))?;
+    let entries = api::perform(ctx, staff, crate::app::team::ListAudit(query)).await?;
+    Ok(entries.items.into_iter().next().map(|entry| {
+        let recipients = entry
+            .changes
+            .iter()
+            .find(|c| c.field == "recipients")
+            .and_then(|c| c.new.as_ref())
+            .and_then(|v| v.as_array())
+            .map(|all| {
+                all.iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        Emailed {
+            at: entry.at,
+            recipients,
+            by: crate::dashboard::audit::actor(&entry),
+        }
+    }))
+}
+
 async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure> {
     let id = license_id(id)?;
     let detail = api::perform(ctx, staff, GetLicense(id)).await?;
@@ -51,6 +89,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let sessions = sessions.items;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     let requests = super::history::section(ctx, staff, id, &detail.products).await?;
+    let emailed = last_emailed(ctx, staff, id).await?;
     let l = &detail.license;
     // Its plan, named when the role may read policies.
     let plan = match l.policy_id {
@@ -126,6 +165,9 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 a.button.danger href={ "/dashboard/licenses/" (l.id) "/delete" } { (t("licenses-show-delete")) }
             }
         }
+        @if let (Some(sent), Some("license-emailed")) = (&emailed, ctx.param("notice").as_deref()) {
+            p.notice role="status" { (tw("licenses-show-key-on-its-way", &[("recipients", Arg::Text(&sent.recipients))])) }
+        }
         div.card {
             dl.facts {
                 @if let Some(policy_id) = l.policy_id {
@@ -168,6 +210,10 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 dt { (t("licenses-show-created")) } dd { (page::when(staff, l.created_at)) }
                 dt { (t("licenses-show-last-changed")) } dd { (page::when(staff, l.updated_at)) }
                 dt { (t("licenses-show-last-active")) } dd { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| t("licenses-show-never").into())) }
+                @if let Some(sent) = &emailed {
+                    dt { (t("licenses-show-key-emailed")) }
+                    dd #key-emailed { (tm("licenses-show-key-emailed-to", &[("when", html! { (page::when(staff, sent.at)) }), ("recipients", html! { (sent.recipients) }), ("who", html! { (sent.by) })])) }
+                }
                 @for m in &l.metadata {
                     dt { code { (m.key) } } dd { (m.value) }
                 }
