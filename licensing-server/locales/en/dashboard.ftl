@@ -679,7 +679,6 @@ users-delete = Delete…
 users-invite-someone = Invite someone
 users-e-mail-address = E-mail address
 users-role = Role
-users-owner-admin-everything-accounts-developer = owner and admin: everything, and accounts · developer: everything but settings · support: read everything, free seats, suspend · viewer: read only
 users-e-mail-them-their-set = E-mail them their set-password link (otherwise it is shown here to pass on)
 users-create-account = Create account
 users-email-role-can-no-longer = { $email } ({ $role }) can no longer sign in; their sessions end now. What they did stays in the audit log.
@@ -692,6 +691,11 @@ users-delete-account-2 = Delete account
 users-role-of = Role of { $email }
 users-two-step-off-of = Turn off two-step sign-in of { $email }
 users-role-wrong = The role { $why }.
+users-role-owner = everything, and manage every account
+users-role-admin = everything, and manage accounts other than owners
+users-role-developer = everything but the team's settings and payment integrations
+users-role-support = read everything; forget and remember devices and addresses; suspend and unsuspend licenses; extend a license's expiry; e-mail a key to its customers again
+users-role-viewer = read everything, change nothing
 
 ## webhooks
 webhooks-webhooks = Webhooks

@@ -17,6 +17,17 @@ use crate::dashboard::words::{t, tm, tw};
 use crate::http::Response;
 use crate::i18n::Arg;
 
+/// What a role may do (the message; the README's table says the same).
+fn role_hint(role: Role) -> &'static str {
+    match role {
+        Role::Owner => "users-role-owner",
+        Role::Admin => "users-role-admin",
+        Role::Developer => "users-role-developer",
+        Role::Support => "users-role-support",
+        Role::Viewer => "users-role-viewer",
+    }
+}
+
 /// The dashboard's public address (`--public-url`), else the one the browser used:
 /// `scheme://host`.
 pub(crate) fn base(ctx: &Ctx) -> String {
@@ -107,7 +118,12 @@ pub(crate) async fn list(ctx: &Ctx, staff: &Staff, after: After<'_, CreatedStaff
                         }
                     }
                 }
-                p.hint { (t("users-owner-admin-everything-accounts-developer")) }
+                dl.facts.roles {
+                    @for r in Role::ALL {
+                        dt { code { (r.as_str()) } }
+                        dd.hint { (t(role_hint(r))) }
+                    }
+                }
                 @if ctx.state.mailer.is_some() {
                     label.choice { input type="checkbox" name="sendEmail" value="true" checked[form.get("email").is_none() || form.get("sendEmail").is_some()]; (t("users-e-mail-them-their-set")) }
                 }

@@ -1784,6 +1784,41 @@ async fn customers_products_branches_blacklist_and_settings_are_managed_by_the_r
 /// The settings page lists the signing keys; an owner rotates the key and retires the former
 /// one (each confirmed); a developer sees the keys without the buttons and a forged rotation is
 /// refused.
+/// The users page says what each role may do in the README's words (its table of roles).
+#[tokio::test]
+async fn the_users_page_describes_the_roles_as_the_readme_does() {
+    let s = TestServer::start().await;
+    let mut owner = Browser::new(&s);
+    staff(
+        &s,
+        &mut owner,
+        s.team_id(),
+        "own@vendor.example",
+        Role::Owner,
+    )
+    .await;
+    let page = owner.get("/dashboard/users").await;
+    let readme = include_str!("../../../README.md");
+    let mut rows = 0;
+    for line in readme.lines() {
+        let Some(rest) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let Some((role, may)) = rest.split_once("` | ") else {
+            continue;
+        };
+        if Role::parse(role).is_err() {
+            continue;
+        }
+        let may = may.trim_end_matches(" |");
+        page.has(&format!(
+            "<code>{role}</code></dt><dd class=\"hint\">{may}</dd>"
+        ));
+        rows += 1;
+    }
+    assert_eq!(rows, 5);
+}
+
 /// The settings page shows what a developer embeds, as the API gives it: the team id, the RSA
 /// public key (PEM and base64) and the active signing key, each with a copy button.
 #[tokio::test]
