@@ -17,10 +17,7 @@ pub fn file_args(
     given: &clap::ArgMatches,
 ) -> Result<Vec<String>, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("config file {shown}: {e}"))?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e| format!("config file {shown}: {e}"))?;
+    let table = read_table(path)?;
     let mut out = Vec::with_capacity(table.len());
     for (key, value) in &table {
         let arg = command
@@ -66,10 +63,7 @@ pub fn store_args(
     keys: &[&str],
 ) -> Result<Vec<String>, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("config file {shown}: {e}"))?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e| format!("config file {shown}: {e}"))?;
+    let table = read_table(path)?;
     let mut out = Vec::new();
     for key in keys {
         let (Some(value), Some(arg)) = (
@@ -132,6 +126,14 @@ pub fn secret_file_args(
         out.push(format!("--{long}={value}"));
     }
     Ok(out)
+}
+
+/// The settings of the config file at `path`, or what is wrong with it.
+fn read_table(path: &Path) -> Result<toml::Table, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("config file {shown}: {e}"))?;
+    text.parse()
+        .map_err(|e| format!("config file {shown}: {e}"))
 }
 
 fn scalar(value: &toml::Value) -> Option<String> {
