@@ -695,6 +695,22 @@ async fn settings_come_from_the_config_file_below_the_environment() {
     assert!(said.contains("unknown key `admin-tokn`"), "{said}");
 }
 
+/// Makes team `name` with `team create` on the store in `data`; its id.
+fn team_made_by_command(name: &str, data: &str) -> String {
+    let made = run(&["team", "create", "--name", name, "--data-dir", data], &[]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let team: Value = serde_json::from_slice(&made.stdout).unwrap();
+    team["teamId"]
+        .as_str()
+        .or_else(|| team["id"].as_str())
+        .unwrap()
+        .to_owned()
+}
+
 /// The `user` commands' links start with the public URL: the flag's, else the config file's
 /// `public-url`, else the config file's `listen` address, else the default; a first start's link
 /// too.
@@ -703,21 +719,7 @@ async fn links_the_commands_print_start_with_the_public_url() {
     let parent = tempfile::tempdir().unwrap();
     let dir = parent.path().join("data");
     let data = dir.to_str().unwrap();
-    let made = run(
-        &["team", "create", "--name", "Links", "--data-dir", data],
-        &[],
-    );
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let team: Value = serde_json::from_slice(&made.stdout).unwrap();
-    let team = team["teamId"]
-        .as_str()
-        .or_else(|| team["id"].as_str())
-        .unwrap()
-        .to_owned();
+    let team = team_made_by_command("Links", data);
     let config = parent.path().join("server.toml");
     let link_of = |email: &str, extra: &[&str], config_text: Option<&str>| {
         let mut args = vec![
@@ -826,21 +828,7 @@ async fn user_link_takes_the_store_from_the_config_file_and_says_when_a_server_h
     let parent = tempfile::tempdir().unwrap();
     let dir = parent.path().join("data");
     let data = dir.to_str().unwrap();
-    let made = run(
-        &["team", "create", "--name", "Sole", "--data-dir", data],
-        &[],
-    );
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let team: Value = serde_json::from_slice(&made.stdout).unwrap();
-    let team = team["teamId"]
-        .as_str()
-        .or_else(|| team["id"].as_str())
-        .unwrap()
-        .to_owned();
+    let team = team_made_by_command("Sole", data);
     let owner = run(
         &[
             "user",
