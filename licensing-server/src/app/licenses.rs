@@ -324,7 +324,8 @@ impl Run for EmailLicense {
             return Err(ApiError::bad_request(NO_MAIL));
         };
         let d = detail(cx, applied(cx, license).await?).await?;
-        let messages = mail::license_messages(&d.license, &d.customers, &d.products, cx.now);
+        let team = super::team::team(cx).await?.name;
+        let messages = mail::license_messages(&d.license, &d.customers, &d.products, &team, cx.now);
         if messages.is_empty() {
             return Err(ApiError::bad_request(
                 "none of the license's customers has an e-mail address",
@@ -394,7 +395,9 @@ async fn messages_for(cx: &Cx, license: &License) -> Result<Vec<OutboxMessage>, 
     let products = store
         .get_products(license.team_id, &license.product_ids)
         .await?;
-    let messages = mail::license_messages(license, &customers, &products, license.created_at);
+    let team = super::team::team(cx).await?.name;
+    let messages =
+        mail::license_messages(license, &customers, &products, &team, license.created_at);
     if messages.is_empty() {
         return Err(ApiError::bad_field(
             "sendEmailDelivery",

@@ -20,7 +20,7 @@ use licensing_core::model::{
 use licensing_core::store::{
     AuditStore, CustomerStore, Journal, LicenseStore, OutboxStore, PortalStore, TeamStore,
 };
-use licensing_core::{ApiError, CustomerId, LicenseKey, MessageId, TeamId, Timestamp};
+use licensing_core::{ApiError, CustomerId, LicenseKey, TeamId, Timestamp};
 
 use super::Caller;
 use super::journal::Acting;
@@ -407,12 +407,11 @@ async fn send_sign_in_mail(
         return Ok(());
     };
     let team_name = team.name.as_str();
-    let message = OutboxMessage {
-        id: MessageId::new(),
-        team_id: team.id,
-        to: address.to_owned(),
-        subject: lang.t_with("mail-subject", &[("team", Arg::Text(team_name))]),
-        body: lang.t_with(
+    let message = OutboxMessage::new(
+        team.id,
+        address,
+        lang.t_with("mail-subject", &[("team", Arg::Text(team_name))]),
+        lang.t_with(
             "mail-body",
             &[
                 ("team", Arg::Text(team_name)),
@@ -420,11 +419,9 @@ async fn send_sign_in_mail(
                 ("code", Arg::Text(code)),
             ],
         ),
-        attempts: 0,
-        next_attempt_at: now,
-        last_error: None,
-        created_at: now,
-    };
+        now,
+    )
+    .signed(team_name, lang.tag());
     state
         .store
         .queue_messages(team.id, &[message], mailer.daily_limit, now)
@@ -575,12 +572,11 @@ impl Signed {
         let what = lang.t(what);
         let key = license.license_key.to_string();
         let date = lang.date(now);
-        let message = OutboxMessage {
-            id: MessageId::new(),
-            team_id: team.id,
+        let message = OutboxMessage::new(
+            team.id,
             to,
-            subject: lang.t("reset-mail-subject"),
-            body: lang.t_with(
+            lang.t("reset-mail-subject"),
+            lang.t_with(
                 "reset-mail-body",
                 &[
                     ("what", Arg::Text(&what)),
@@ -590,11 +586,9 @@ impl Signed {
                     ("team", Arg::Text(&team.name)),
                 ],
             ) + "\n",
-            attempts: 0,
-            next_attempt_at: now,
-            last_error: None,
-            created_at: now,
-        };
+            now,
+        )
+        .signed(&team.name, lang.tag());
         if let Err(e) = state
             .store
             .queue_messages(team.id, &[message], mailer.daily_limit, now)

@@ -22,7 +22,8 @@ use crate::runtime::contexts::TeamContext;
 /// hour) as they are now: counted by the store, not from the statistics' 15-minute cache.
 pub(crate) struct GetOverview;
 
-async fn team(cx: &Cx) -> Result<Team, ApiError> {
+/// The caller's team.
+pub(super) async fn team(cx: &Cx) -> Result<Team, ApiError> {
     Ok(cx
         .state
         .store

@@ -4,12 +4,15 @@
 
 use std::time::Duration;
 
-use lettre::message::Mailbox;
+use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use licensing_core::model::{Customer, License, OutboxMessage, Product};
 use licensing_core::store::OutboxStore;
-use licensing_core::{MessageId, Timestamp};
+use licensing_core::Timestamp;
+use maud::{Markup, html};
 use tokio::sync::watch;
+
+use crate::i18n::{Arg, Lang};
 
 /// E-mails a team may queue per day unless the operator says otherwise.
 pub const DEFAULT_DAILY_LIMIT: u32 = 50;
@@ -53,16 +56,22 @@ impl Mailer {
         })
     }
 
-    /// Sends one message.
+    /// Sends one message: its text, and the same text as HTML, both UTF-8, from the server's
+    /// address under the message's sender name (the team's) when it has one.
     pub async fn send(&self, m: &OutboxMessage) -> Result<(), String> {
         let to =
             m.to.parse::<Mailbox>()
                 .map_err(|e| format!("recipient: {e}"))?;
+        let from = match &m.sender_name {
+            Some(name) => Mailbox::new(Some(name.clone()), self.from.email.clone()),
+            None => self.from.clone(),
+        };
+        let html = html_of(&m.body, m.language.as_deref().unwrap_or("en"));
         let email = Message::builder()
-            .from(self.from.clone())
+            .from(from)
             .to(to)
             .subject(m.subject.clone())
-            .body(m.body.clone())
+            .multipart(MultiPart::alternative_plain_html(m.body.clone(), html))
             .map_err(|e| format!("message: {e}"))?;
         self.transport
             .send(email)
@@ -72,65 +81,136 @@ impl Mailer {
     }
 }
 
-/// The messages for a new license: one to each customer with an e-mail address.
+/// The HTML part of a message whose text is `text`: the same words, one template for every
+/// message. Paragraphs are the text's blank-line separated blocks; an indented line (a key, a
+/// code, a link) stands out in a monospace box; web addresses are links.
+pub fn html_of(text: &str, language: &str) -> String {
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .map(|b| b.trim_end())
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    let block = |b: &str| -> Markup {
+        let lines: Vec<&str> = b.lines().collect();
+        if lines.iter().all(|l| l.starts_with("    ")) {
+            let code = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+            html! {
+                p style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;background:#f3f4f6;border-radius:6px;padding:10px 14px;word-break:break-all" {
+                    (linked(&code))
+                }
+            }
+        } else {
+            html! {
+                p style="margin:0 0 14px" {
+                    @for (i, line) in lines.iter().enumerate() {
+                        @if i > 0 { br; }
+                        (linked(line))
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        (maud::DOCTYPE)
+        html lang=(language) {
+            head { meta charset="utf-8"; meta name="viewport" content="width=device-width"; }
+            body style="font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;font-size:15px;line-height:1.5;color:#111827;max-width:600px;margin:0 auto;padding:20px" {
+                @for b in &blocks { (block(b)) }
+            }
+        }
+    }
+    .into_string()
+}
+
+/// `text` escaped, its `http://` and `https://` addresses links.
+fn linked(text: &str) -> Markup {
+    let mut parts: Vec<(bool, &str)> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = [rest.find("https://"), rest.find("http://")]
+        .into_iter()
+        .flatten()
+        .min()
+    {
+        let end = rest[start..]
+            .find(char::is_whitespace)
+            .map_or(rest.len(), |n| start + n);
+        // A sentence's full stop or closing bracket after an address is not part of it.
+        let url = rest[start..end].trim_end_matches(['.', ',', ')', ';', ':', '!', '?']);
+        parts.push((false, &rest[..start]));
+        parts.push((true, url));
+        rest = &rest[start + url.len()..];
+    }
+    parts.push((false, rest));
+    html! {
+        @for (is_link, part) in parts {
+            @if is_link { a href=(part) style="color:#1d4ed8" { (part) } } @else { (part) }
+        }
+    }
+}
+
+/// The language `customer` reads: their metadata item `language` (`de`, `de-AT`) when the
+/// catalog has it, else English.
+pub(crate) fn language_of(customer: &Customer) -> Lang {
+    customer
+        .metadata
+        .iter()
+        .find(|m| m.key.eq_ignore_ascii_case("language"))
+        .and_then(|m| Lang::of_tag(&m.value))
+        .unwrap_or(Lang::En)
+}
+
+/// The messages for a new license: one to each customer with an e-mail address, in the
+/// customer's language (see [`language_of`]), sent in the name of `team_name`.
 pub fn license_messages(
     license: &License,
     customers: &[Customer],
     products: &[Product],
+    team_name: &str,
     now: Timestamp,
 ) -> Vec<OutboxMessage> {
-    let lang = crate::i18n::Lang::En;
     let product_names: Vec<&str> = products.iter().map(|p| p.name.as_str()).collect();
-    let what = if product_names.is_empty() {
-        lang.t("license-mail-your-software")
-    } else {
-        product_names.join(", ")
-    };
-    use crate::i18n::Arg;
-    let expires = match license.expiration_date {
-        Some(date) => lang.t_with(
-            "license-mail-until",
-            &[("date", Arg::Text(&date.to_string()))],
-        ),
-        None if license.expiration_days.is_some() => lang.t_with(
-            "license-mail-days",
-            &[(
-                "days",
-                Arg::Number(i64::from(license.expiration_days.unwrap_or_default())),
-            )],
-        ),
-        None => lang.t("license-mail-never"),
-    };
-    let there = lang.t("license-mail-there");
     let key = license.license_key.to_string();
     customers
         .iter()
         .filter_map(|c| {
-            let to = c.email.as_ref()?.as_str().to_owned();
+            let to = c.email.as_ref()?.as_str();
+            let lang = language_of(c);
+            let what = if product_names.is_empty() {
+                lang.t("license-mail-your-software")
+            } else {
+                product_names.join(", ")
+            };
+            let expires = match (license.expiration_date, license.expiration_days) {
+                (Some(date), _) => lang.t_with(
+                    "license-mail-until",
+                    &[("date", Arg::Text(&lang.date(date)))],
+                ),
+                (None, Some(days)) => lang.t_with(
+                    "license-mail-days",
+                    &[("days", Arg::Number(i64::from(days)))],
+                ),
+                (None, None) => lang.t("license-mail-never"),
+            };
+            let there = lang.t("license-mail-there");
             let greeting = c
                 .full_name
                 .as_deref()
                 .or(c.username.as_deref())
                 .unwrap_or(&there);
-            Some(OutboxMessage {
-                id: MessageId::new(),
-                team_id: license.team_id,
-                to,
-                subject: lang.t_with("license-mail-subject", &[("what", Arg::Text(&what))]),
-                body: lang.t_with(
-                    "license-mail-body",
-                    &[
-                        ("name", Arg::Text(greeting)),
-                        ("what", Arg::Text(&what)),
-                        ("key", Arg::Text(&key)),
-                        ("expires", Arg::Text(&expires)),
-                    ],
-                ) + "\n",
-                attempts: 0,
-                next_attempt_at: now,
-                last_error: None,
-                created_at: now,
-            })
+            let subject = lang.t_with("license-mail-subject", &[("what", Arg::Text(&what))]);
+            let body = lang.t_with(
+                "license-mail-body",
+                &[
+                    ("name", Arg::Text(greeting)),
+                    ("what", Arg::Text(&what)),
+                    ("key", Arg::Text(&key)),
+                    ("expires", Arg::Text(&expires)),
+                ],
+            ) + "\n";
+            Some(
+                OutboxMessage::new(license.team_id, to, subject, body, now)
+                    .signed(team_name, lang.tag()),
+            )
         })
         .collect()
 }
@@ -165,6 +245,11 @@ pub fn staff_message(
     mail: StaffMail<'_>,
     now: Timestamp,
 ) -> OutboxMessage {
+    // An invitation comes in the team's name; the other messages concern the account only.
+    let sender = match &mail {
+        StaffMail::Invitation { team_name, .. } => Some(*team_name),
+        StaffMail::EmailChange { .. } => None,
+    };
     let (subject, body) = match mail {
         StaffMail::Invitation {
             team_name,
@@ -184,16 +269,10 @@ pub fn staff_message(
             ),
         ),
     };
-    OutboxMessage {
-        id: MessageId::new(),
-        team_id: team,
-        to: to.to_owned(),
-        subject,
-        body,
-        attempts: 0,
-        next_attempt_at: now,
-        last_error: None,
-        created_at: now,
+    let message = OutboxMessage::new(team, to, subject, body, now);
+    match sender {
+        Some(team_name) => message.signed(team_name, "en"),
+        None => message,
     }
 }
 

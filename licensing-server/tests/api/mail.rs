@@ -127,6 +127,69 @@ async fn the_license_key_is_mailed_to_customers_with_an_address() {
     );
 }
 
+/// A license e-mail read back through a standard MIME parser: UTF-8 text and the same words
+/// as HTML, the team's name as the sender's, the date in words in the customer's language.
+#[tokio::test]
+async fn license_mails_are_mime_in_utf8_in_the_customers_language() {
+    use mail_parser::{MessageParser, MimeHeaders};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(smtp_server(listener, tx));
+    let s = with_smtp(port).await;
+    let zoe = customer(
+        &s,
+        r#"{"email":"zoe@example.com","fullName":"Zoë Müller-Šťastná","metadata":[{"key":"language","value":"de-AT"}]}"#,
+    )
+    .await;
+    let product = s
+        .post(&s.dev("products"), r#"{"name":"Éditeur Pro"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    let body = serde_json::json!({"expirationType": "DATE", "expirationDate": "2027-03-01T12:00:00Z",
+        "sendEmailDelivery": true, "customerIds": [zoe], "productIds": [product]});
+    let key = s.license(&body.to_string()).await["licenseKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let raw = next_message(&mut rx, Duration::from_secs(20)).await;
+    let raw = raw.replace("\n..", "\n.");
+    let mail = MessageParser::default()
+        .parse(raw.as_bytes())
+        .expect("a MIME message");
+
+    let from = mail.from().and_then(|a| a.first()).expect("a sender");
+    assert_eq!(from.name(), Some("Team A"), "the team's name: {raw}");
+    assert_eq!(from.address(), Some("noreply@example.com"));
+    assert_eq!(mail.subject(), Some("Ihr Lizenzschlüssel für Éditeur Pro"));
+
+    let text_part = mail.text_part(0).expect("a text part");
+    let text_type = text_part.content_type().expect("its content type");
+    assert_eq!(
+        (text_type.ctype(), text_type.subtype()),
+        ("text", Some("plain"))
+    );
+    assert_eq!(text_type.attribute("charset"), Some("utf-8"));
+    let text = mail.body_text(0).unwrap();
+    assert!(text.contains("Zoë Müller-Šťastná"), "{text}");
+    assert!(text.contains(&key), "{text}");
+    assert!(
+        text.contains("Er gilt bis 1. März 2027."),
+        "the date in words, in German: {text}"
+    );
+
+    let html_part = mail.html_part(0).expect("an HTML part");
+    let html_type = html_part.content_type().unwrap();
+    assert_eq!(html_type.subtype(), Some("html"));
+    assert_eq!(html_type.attribute("charset"), Some("utf-8"));
+    let html = mail.body_html(0).unwrap();
+    assert!(html.contains(r#"<html lang="de">"#), "{html}");
+    assert!(html.contains("Zoë Müller-Šťastná"), "{html}");
+    assert!(html.contains(&key), "{html}");
+    assert!(html.contains("1. März 2027"), "{html}");
+}
+
 #[tokio::test]
 async fn mail_waits_while_the_smtp_server_is_down_and_is_delivered_later() {
     let port = free_port().await;

@@ -668,12 +668,11 @@ pub fn first_of_chains(
 
 /// The e-mail telling `to` that the server disabled `endpoint` at `now`.
 pub fn disabled_alert(endpoint: &WebhookEndpoint, to: &str, now: Timestamp) -> OutboxMessage {
-    OutboxMessage {
-        id: crate::MessageId::new(),
-        team_id: endpoint.team_id,
-        to: to.to_owned(),
-        subject: "Webhook endpoint disabled".to_owned(),
-        body: format!(
+    OutboxMessage::new(
+        endpoint.team_id,
+        to,
+        "Webhook endpoint disabled".to_owned(),
+        format!(
             "Every delivery to the webhook endpoint {url} (id {id}) failed since {since}, so the \
              server disabled it at {now}. Events are no longer sent to it.\n\nWhen the \
              endpoint works again, enable it (PATCH .../webhooks/{id} with {{\"enabled\": true}}) \
@@ -682,11 +681,8 @@ pub fn disabled_alert(endpoint: &WebhookEndpoint, to: &str, now: Timestamp) -> O
             id = endpoint.id,
             since = endpoint.failing_since.unwrap_or(now),
         ),
-        attempts: 0,
-        next_attempt_at: now,
-        last_error: None,
-        created_at: now,
-    }
+        now,
+    )
 }
 
 /// What [`WebhookStore::webhook_health`](crate::store::WebhookStore::webhook_health) did.

@@ -123,17 +123,7 @@ pub async fn audit_entries_are_written_with_their_change_only<S: Store>(store: &
     );
     let l = license(team.id, t0());
     let mail: Vec<OutboxMessage> = (0..3)
-        .map(|i| OutboxMessage {
-            id: MessageId::new(),
-            team_id: team.id,
-            to: format!("c{i}@example.com"),
-            subject: "s".into(),
-            body: "b".into(),
-            attempts: 0,
-            next_attempt_at: t0(),
-            last_error: None,
-            created_at: t0(),
-        })
+        .map(|i| OutboxMessage::new(team.id, format!("c{i}@example.com"), "s".into(), "b".into(), t0()))
         .collect();
     let failed = audited(
         team.id,

@@ -3,17 +3,7 @@
 use super::*;
 
 pub(super) fn message(team: TeamId, to: &str, due: Timestamp) -> OutboxMessage {
-    OutboxMessage {
-        id: MessageId::new(),
-        team_id: team,
-        to: to.into(),
-        subject: "Your license".into(),
-        body: "KEY".into(),
-        attempts: 0,
-        next_attempt_at: due,
-        last_error: None,
-        created_at: due,
-    }
+    OutboxMessage::new(team, to, "Your license".into(), "KEY".into(), due)
 }
 
 pub async fn license_mail_is_queued_with_the_license_and_limited_per_day<S: Store>(store: &S) {

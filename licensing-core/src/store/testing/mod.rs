@@ -35,7 +35,7 @@ use crate::model::{
 };
 use crate::validate::{BranchName, Email, Version};
 use crate::verify::RecordChange;
-use crate::{FileId, MessageId, UserId};
+use crate::{FileId, UserId};
 
 mod accounts;
 mod activity;

@@ -532,16 +532,14 @@ mod tests {
             let team = licensing_core::store::testing::team(&store, "A").await;
             let t0 = Timestamp::from_millis(1_800_000_000_000);
             let messages: Vec<OutboxMessage> = (0..6)
-                .map(|i| OutboxMessage {
-                    id: licensing_core::MessageId::new(),
-                    team_id: team.id,
-                    to: format!("c{i}@example.com"),
-                    subject: "Your license".into(),
-                    body: "KEY".into(),
-                    attempts: 0,
-                    next_attempt_at: t0,
-                    last_error: None,
-                    created_at: t0,
+                .map(|i| {
+                    OutboxMessage::new(
+                        team.id,
+                        format!("c{i}@example.com"),
+                        "Your license".into(),
+                        "KEY".into(),
+                        t0,
+                    )
                 })
                 .collect();
             store
