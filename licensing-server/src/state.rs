@@ -161,6 +161,11 @@ pub(crate) struct Limits {
     pub(crate) portal_mail_address: Option<RateLimiter<[u8; 32]>>,
     /// (ext) Customer portal sign-in e-mails per client address: 20 an hour.
     pub(crate) portal_mail_client: Option<RateLimiter<u128>>,
+    /// Set-password e-mails asked for on the dashboard's sign-in page, per address (a digest):
+    /// 3 an hour, alike for addresses with and without an account.
+    pub(crate) password_mail_address: Option<RateLimiter<[u8; 32]>>,
+    /// Set-password e-mails asked for on the sign-in page, per client address: 10 an hour.
+    pub(crate) password_mail_client: Option<RateLimiter<u128>>,
 }
 
 /// The tiers of [`Limits::sign_in_account`]: failures allowed per window.
@@ -207,6 +212,20 @@ impl Limits {
                     crate::runtime::ratelimit::MAX_KEYS,
                 )
             }),
+            password_mail_address: (auth_failures > 0).then(|| {
+                RateLimiter::new(
+                    3,
+                    std::time::Duration::from_secs(3600),
+                    crate::runtime::ratelimit::MAX_KEYS,
+                )
+            }),
+            password_mail_client: (auth_failures > 0).then(|| {
+                RateLimiter::new(
+                    10,
+                    std::time::Duration::from_secs(3600),
+                    crate::runtime::ratelimit::MAX_KEYS,
+                )
+            }),
         }
     }
 
@@ -246,6 +265,8 @@ impl Limits {
                 .collect(),
             portal_mail_address: share(self.portal_mail_address, pool, "portal-mail-address"),
             portal_mail_client: share(self.portal_mail_client, pool, "portal-mail-client"),
+            password_mail_address: share(self.password_mail_address, pool, "password-mail-address"),
+            password_mail_client: share(self.password_mail_client, pool, "password-mail-client"),
         }
     }
 }

@@ -34,7 +34,13 @@ pub struct OutboxMessage {
 
 impl OutboxMessage {
     /// A message of `team` to `to`, due at `now`, with no sender name and no language stated.
-    pub fn new(team: TeamId, to: impl Into<String>, subject: String, body: String, now: Timestamp) -> Self {
+    pub fn new(
+        team: TeamId,
+        to: impl Into<String>,
+        subject: String,
+        body: String,
+        now: Timestamp,
+    ) -> Self {
         Self {
             id: MessageId::new(),
             team_id: team,

@@ -179,6 +179,41 @@ impl<'a> Visitor<'a> {
         staff::confirm_email(&self.state.store, id, secret, self.now, Some(self.client)).await
     }
 
+    /// Asks for set-password links for the accounts of `email` ("forgot password"): 429 past
+    /// the limits (three an hour per address, ten an hour per client address, counted alike
+    /// for addresses with and without an account), else the same answer for every address.
+    /// Each account of the address (one per team) then gets a link by e-mail, made after the
+    /// answer so that its time tells nothing either.
+    pub(crate) async fn forgot_password(&self, email: &str, base: String) -> Result<(), ApiError> {
+        let address = licensing_core::validate::Email::parse(email.trim())
+            .map_err(|e| ApiError::bad_field("email", &e.to_string()))?
+            .as_str()
+            .to_lowercase();
+        let limits = &self.state.limits;
+        if let Some(limiter) = &limits.password_mail_client {
+            let status = limiter
+                .check(&crate::runtime::ratelimit::ip_key(self.client))
+                .await;
+            if !status.allowed() {
+                return Err(status.refusal("set-password e-mails", " per client address"));
+            }
+        }
+        if let Some(limiter) = &limits.password_mail_address {
+            let key = super::sign_in_throttle::limit_key(b"password-mail", &[address.as_bytes()]);
+            let status = limiter.check(&key).await;
+            if !status.allowed() {
+                return Err(status.refusal("set-password e-mails", " per address"));
+            }
+        }
+        let (state, client, now) = (self.state.clone(), self.client, self.now);
+        tokio::spawn(async move {
+            if let Err(e) = mail_reset_links(&state, &address, &base, client, now).await {
+                tracing::error!(error = %e, "queueing a set-password e-mail failed");
+            }
+        });
+        Ok(())
+    }
+
     /// Sets the password of account `id` through its link: the link is used up, and every
     /// session of the account ends.
     pub(crate) async fn set_password(
@@ -197,6 +232,42 @@ impl<'a> Visitor<'a> {
         )
         .await?)
     }
+}
+
+/// Gives each account of `address` a set-password link and queues it in an e-mail to the
+/// address, in the name of the account's team.
+async fn mail_reset_links(
+    state: &AppState,
+    address: &str,
+    base: &str,
+    client: IpAddr,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let Some(mailer) = &state.mailer else {
+        return Ok(());
+    };
+    for user in staff::accounts_of(&state.store, address).await? {
+        let Some(team) = state.store.get_team(user.team_id).await? else {
+            continue;
+        };
+        let acting = Acting::staff(&user, Some(client));
+        let made = staff::issue_reset_link(&state.store, user, now, &acting).await?;
+        let link = crate::app::accounts::set_password_link(base, &made);
+        let message = crate::runtime::mail::staff_message(
+            (made.user.team_id, made.user.email.as_str()),
+            crate::runtime::mail::StaffMail::PasswordReset {
+                team_name: &team.name,
+                link: &link,
+                hours: staff::RESET_LINK_LIFETIME_HOURS,
+            },
+            now,
+        );
+        state
+            .store
+            .queue_messages(team.id, &[message], mailer.daily_limit, now)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The signed-in member's own staff account: who acts, 403 for an API key.

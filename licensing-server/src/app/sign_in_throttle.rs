@@ -12,7 +12,7 @@ use crate::runtime::ratelimit::{RateStatus, ip_key};
 use crate::state::Limits;
 
 /// A digest that keys a sign-in limiter: `kind`, then each part, each ended by a newline.
-fn limit_key(kind: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+pub(crate) fn limit_key(kind: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
     hasher.update(kind);

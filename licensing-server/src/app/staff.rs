@@ -25,6 +25,8 @@ use crate::app::journal::Acting;
 
 /// How long a set-password link works.
 pub const LINK_LIFETIME_HOURS: i64 = 72;
+/// How long a set-password link asked for on the sign-in page ("forgot password") works.
+pub const RESET_LINK_LIFETIME_HOURS: i64 = 1;
 
 /// Argon2id with OWASP's recommended parameters (m = 19 MiB, t = 2, p = 1).
 fn argon2() -> Argon2<'static> {
@@ -99,10 +101,15 @@ async fn verify_passwords(
 
 /// A new set-password link: its secret (for the URL, shown once) and what is stored of it.
 pub fn new_link(now: Timestamp) -> (String, PasswordLink) {
+    link_lasting(now, LINK_LIFETIME_HOURS)
+}
+
+/// A set-password link made at `now` that works for `hours`, and its secret.
+fn link_lasting(now: Timestamp, hours: i64) -> (String, PasswordLink) {
     let secret = random_secret();
     let link = PasswordLink {
         secret_sha256: sha256_hex(secret.as_bytes()),
-        expires_at: now.plus_minutes((LINK_LIFETIME_HOURS * 60) as u32),
+        expires_at: now.plus_minutes(u32::try_from(hours * 60).unwrap_or(u32::MAX)),
     };
     (secret, link)
 }
@@ -243,21 +250,43 @@ async fn save<S: StaffStore>(
 /// Its password keeps working until the link is used.
 pub async fn issue_link<S: StaffStore>(
     store: &S,
-    mut user: StaffUser,
+    user: StaffUser,
     now: Timestamp,
     acting: &Acting,
 ) -> Result<CreatedStaff, StoreError> {
-    let (link_secret, link) = new_link(now);
-    user.password_link = Some(link);
-    let user = save(
+    issue(store, user, (now, LINK_LIFETIME_HOURS), Vec::new(), acting).await
+}
+
+/// Gives `user` a set-password link asked for on the sign-in page, working for
+/// [`RESET_LINK_LIFETIME_HOURS`], to be e-mailed to the account's address. Like any link it
+/// replaces an earlier one, and the password keeps working until the link is used.
+pub async fn issue_reset_link<S: StaffStore>(
+    store: &S,
+    user: StaffUser,
+    now: Timestamp,
+    acting: &Acting,
+) -> Result<CreatedStaff, StoreError> {
+    let asked = FieldChange::of("via", None, Some("forgot-password e-mail".into()));
+    issue(
         store,
         user,
-        Action::StaffLinkIssued,
-        Vec::new(),
-        now,
+        (now, RESET_LINK_LIFETIME_HOURS),
+        vec![asked],
         acting,
     )
-    .await?;
+    .await
+}
+
+async fn issue<S: StaffStore>(
+    store: &S,
+    mut user: StaffUser,
+    (now, hours): (Timestamp, i64),
+    changes: Vec<FieldChange>,
+    acting: &Acting,
+) -> Result<CreatedStaff, StoreError> {
+    let (link_secret, link) = link_lasting(now, hours);
+    user.password_link = Some(link);
+    let user = save(store, user, Action::StaffLinkIssued, changes, now, acting).await?;
     Ok(CreatedStaff { user, link_secret })
 }
 

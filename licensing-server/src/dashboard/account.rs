@@ -108,7 +108,12 @@ impl SignInForm<'_> {
                     input #code type="text" name="code" autocomplete="one-time-code" inputmode="numeric" autofocus[ask_code];
                     p { button type="submit" { (t("account-sign")) } }
                 }
-                p.hint { (t("account-no-password-yet-forgot-ask")) }
+                @if ctx.state.mailer.is_some() {
+                    p { a href="/dashboard/forgot-password" { (t("account-forgot-your-password")) } }
+                    p.hint { (t("account-no-password-yet-ask")) }
+                } @else {
+                    p.hint { (t("account-no-password-yet-forgot-ask")) }
+                }
             },
         );
         let mut response = page::html_response(self.status, markup);
@@ -116,6 +121,96 @@ impl SignInForm<'_> {
             response.headers_mut().append(header::SET_COOKIE, cookie);
         }
         response
+    }
+}
+
+/// `GET /dashboard/forgot-password`: the address to e-mail a set-password link to.
+pub(crate) fn forgot_password_page(ctx: &Ctx) -> Response {
+    forgot_password_form(ctx, 200, "", None)
+}
+
+fn forgot_password_form(ctx: &Ctx, status: u16, email: &str, problem: Option<&str>) -> Response {
+    let (token, cookie) = sign_in::sign_in_token(ctx);
+    let markup = page::bare(
+        t("account-forgot-your-password"),
+        html! {
+            h1 { (t("account-forgot-your-password")) }
+            @if ctx.state.mailer.is_none() {
+                p { (t("account-no-mail-ask-for-link")) }
+            } @else {
+                p { (t("account-forgot-we-mail-a-link")) }
+                @if let Some(problem) = problem {
+                    div.problems role="alert" { p { (problem) } }
+                }
+                form method="post" action="/dashboard/forgot-password" {
+                    input type="hidden" name="csrf" value=(token);
+                    label for="email" { (t("account-e-mail-address")) }
+                    input #email type="email" name="email" value=(email) autocomplete="username" required autofocus;
+                    p { button type="submit" { (t("account-e-mail-me-link")) } }
+                }
+            }
+            p { a href="/dashboard/sign-in" { (t("account-back-to-sign-in")) } }
+        },
+    );
+    let mut response = page::html_response(status, markup);
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// `POST /dashboard/forgot-password`: the same answer for every address; an account's address
+/// gets a set-password link by e-mail.
+pub(crate) async fn forgot_password(ctx: &Ctx, body: Body) -> Response {
+    let form = match Form::read(body).await {
+        Ok(form) => form,
+        Err(e) => return page::failure(ctx, None, &e.into()),
+    };
+    let email = form.get("email").unwrap_or("").trim();
+    if ctx.state.mailer.is_none() {
+        return forgot_password_form(ctx, 404, email, None);
+    }
+    if !sign_in::sign_in_token_ok(ctx, &form) {
+        return forgot_password_form(
+            ctx,
+            403,
+            email,
+            Some(t("account-sign-form-has-expired-please")),
+        );
+    }
+    let base = super::users::base(ctx);
+    match ctx.visitor().forgot_password(email, base).await {
+        Ok(()) => page::html_response(
+            200,
+            page::bare(
+                t("account-check-your-e-mail"),
+                html! {
+                    h1 { (t("account-check-your-e-mail")) }
+                    p { (tm("account-if-address-has-account", &[("address", html! { strong { (email) } })])) }
+                    p { (t("account-link-works-one-hour")) }
+                    p { a href="/dashboard/sign-in" { (t("account-back-to-sign-in")) } }
+                },
+            ),
+        ),
+        Err(e) if e.status() == 429 => {
+            let wait = wait_text(e.retry_after().unwrap_or(1));
+            let mut response = forgot_password_form(
+                ctx,
+                429,
+                email,
+                Some(&tw("account-too-many-links", &[("wait", Arg::Text(&wait))])),
+            );
+            if let Some(secs) = e.retry_after()
+                && let Ok(value) = header::HeaderValue::from_str(&secs.to_string())
+            {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            response
+        }
+        Err(e) if e.status() == 400 => {
+            forgot_password_form(ctx, 400, email, Some(t("account-not-an-address")))
+        }
+        Err(e) => page::failure(ctx, None, &e.into()),
     }
 }
 

@@ -141,6 +141,8 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         ["static", name] if get => return assets::serve(name),
         ["sign-in"] if get => return account::sign_in_page(&ctx).await,
         ["sign-in"] if post => return account::sign_in(&ctx, body).await,
+        ["forgot-password"] if get => return account::forgot_password_page(&ctx),
+        ["forgot-password"] if post => return account::forgot_password(&ctx, body).await,
         ["set-password", id, secret] if get => {
             return account::set_password_page(&ctx, id, secret).await;
         }
@@ -153,7 +155,11 @@ async fn route(ctx: Ctx, method: Method, body: Body) -> Response {
         ["confirm-email", id, secret] if post => {
             return account::confirm_email(&ctx, id, secret).await;
         }
-        ["static", _] | ["sign-in"] | ["set-password", _, _] | ["confirm-email", _, _] => {
+        ["static", _]
+        | ["sign-in"]
+        | ["forgot-password"]
+        | ["set-password", _, _]
+        | ["confirm-email", _, _] => {
             return page::method_not_allowed();
         }
         _ => {}

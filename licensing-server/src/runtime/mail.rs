@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use licensing_core::Timestamp;
 use licensing_core::model::{Customer, License, OutboxMessage, Product};
 use licensing_core::store::OutboxStore;
-use licensing_core::Timestamp;
 use maud::{Markup, html};
 use tokio::sync::watch;
 
@@ -93,7 +93,11 @@ pub fn html_of(text: &str, language: &str) -> String {
     let block = |b: &str| -> Markup {
         let lines: Vec<&str> = b.lines().collect();
         if lines.iter().all(|l| l.starts_with("    ")) {
-            let code = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+            let code = lines
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join("\n");
             html! {
                 p style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;background:#f3f4f6;border-radius:6px;padding:10px 14px;word-break:break-all" {
                     (linked(&code))
@@ -228,6 +232,15 @@ pub enum StaffMail<'a> {
         /// How long the link works.
         hours: i64,
     },
+    /// A set-password link the account's owner asked for on the sign-in page.
+    PasswordReset {
+        /// The team's name.
+        team_name: &'a str,
+        /// The set-password link.
+        link: &'a str,
+        /// How long the link works.
+        hours: i64,
+    },
     /// The confirmation of a new sign-in address of an account.
     EmailChange {
         /// The account's address now.
@@ -247,7 +260,9 @@ pub fn staff_message(
 ) -> OutboxMessage {
     // An invitation comes in the team's name; the other messages concern the account only.
     let sender = match &mail {
-        StaffMail::Invitation { team_name, .. } => Some(*team_name),
+        StaffMail::Invitation { team_name, .. } | StaffMail::PasswordReset { team_name, .. } => {
+            Some(*team_name)
+        }
         StaffMail::EmailChange { .. } => None,
     };
     let (subject, body) = match mail {
@@ -260,6 +275,17 @@ pub fn staff_message(
             format!("You are invited to the {team_name} licensing dashboard"),
             format!(
                 "Hello,\n\n{inviter} invited you to the licensing dashboard of {team_name}.\n\nChoose your password here (the link works once, within {hours} hours):\n\n    {link}\n\nIf you did not expect this, ignore this e-mail.\n"
+            ),
+        ),
+        StaffMail::PasswordReset {
+            team_name,
+            link,
+            hours,
+        } => (
+            format!("Choose a new password for the {team_name} licensing dashboard"),
+            format!(
+                "Hello,\n\nSomeone, probably you, asked for a new password for your account on the licensing dashboard of {team_name}.\n\nChoose it here (the link works once, within {hours} {unit}):\n\n    {link}\n\nIf you did not ask for this, ignore this e-mail: your password stays as it is.\n",
+                unit = if hours == 1 { "hour" } else { "hours" },
             ),
         ),
         StaffMail::EmailChange { from, link, hours } => (

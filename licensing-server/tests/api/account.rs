@@ -126,6 +126,13 @@ async fn wrong_current_passwords_are_limited_per_session() {
 
 /// A test server that sends e-mail to an SMTP server of the test's, and the mail it receives.
 async fn with_mail() -> (TestServer, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    with_mail_and(|_| {}).await
+}
+
+/// [`with_mail`], with more settings.
+async fn with_mail_and(
+    more: impl FnOnce(&mut licensing_server::config::Config),
+) -> (TestServer, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -133,6 +140,7 @@ async fn with_mail() -> (TestServer, tokio::sync::mpsc::UnboundedReceiver<String
     let s = TestServer::start_with(|c| {
         c.smtp_url = Some(format!("smtp://127.0.0.1:{port}"));
         c.smtp_from = Some("Licensing <noreply@example.com>".into());
+        more(c);
     })
     .await;
     (s, rx)
@@ -153,6 +161,153 @@ async fn confirm_link(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> 
         .take_while(|c| !c.is_whitespace())
         .collect();
     (message, path)
+}
+
+/// A link in the next message: its path from `marker` on, and the message.
+async fn mailed_link(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    marker: &str,
+) -> (String, String) {
+    let message = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv())
+        .await
+        .expect("no e-mail arrived in time")
+        .unwrap()
+        .replace("=\n", "")
+        .replace("=3D", "=");
+    let at = message.find(marker).expect("a link");
+    let path: String = message[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    (message, path)
+}
+
+/// A person who forgot their password asks the sign-in page for a link: the answer is the same
+/// for an address without an account (which gets no mail), the password keeps working until
+/// the link is used, the link works once, the request is audited, and asking is limited.
+#[tokio::test]
+async fn a_forgotten_password_is_replaced_through_a_link_mailed_from_the_sign_in_page() {
+    // Authentication limits on (the tests' default is off), as a server has them.
+    let (s, mut rx) = with_mail_and(|c| c.auth_failure_limit_per_minute = 10).await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "fay@vendor.example", Role::Owner).await;
+
+    let mut door = Browser::new(&s);
+    door.get("/dashboard/sign-in")
+        .await
+        .has("href=\"/dashboard/forgot-password\"")
+        .has("Forgot your password?");
+    let form = door.get("/dashboard/forgot-password").await;
+    assert_eq!(form.status, 200, "{}", form.text);
+    let asked = door
+        .submit(
+            &form,
+            "/dashboard/forgot-password",
+            &[("email", " Fay@Vendor.example ")],
+        )
+        .await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    asked.has("Check your e-mail").has("has an account here");
+    let (message, link) = mailed_link(&mut rx, "/dashboard/set-password/").await;
+    assert!(message.contains("To: fay@vendor.example"), "{message}");
+    assert!(
+        message.contains("From: \"Team A\" <noreply@example.com>")
+            || message.contains("From: Team A <noreply@example.com>"),
+        "{message}"
+    );
+    assert!(message.contains("Choose a new password"), "{message}");
+
+    // An address without an account: the same answer, and no mail.
+    let unknown = door
+        .submit(
+            &form,
+            "/dashboard/forgot-password",
+            &[("email", "nobody@vendor.example")],
+        )
+        .await;
+    assert_eq!(unknown.status, 200);
+    assert_eq!(
+        unknown.text.replace("nobody@vendor.example", "ADDRESS"),
+        asked.text.replace("Fay@Vendor.example", "ADDRESS"),
+        "the same page for both"
+    );
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(1500), rx.recv())
+            .await
+            .is_err(),
+        "no mail for an address without an account"
+    );
+    let bad = door
+        .submit(
+            &form,
+            "/dashboard/forgot-password",
+            &[("email", "not an address")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    bad.has("not an e-mail address");
+
+    // Until the link is used the password works (a stranger's request locks nobody out).
+    assert_eq!(
+        Browser::new(&s)
+            .sign_in("fay@vendor.example", PASSWORD)
+            .await
+            .status,
+        303
+    );
+    let mut mailbox = Browser::new(&s);
+    let set = mailbox.get(&link).await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    set.has("fay@vendor.example");
+    let new_password = "another quiet harbour at noon";
+    let done = mailbox
+        .post(
+            &link,
+            &[("password", new_password), ("confirm", new_password)],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.text);
+    assert_eq!(mailbox.get(&link).await.status, 404, "the link works once");
+    assert_eq!(
+        Browser::new(&s)
+            .sign_in("fay@vendor.example", PASSWORD)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        Browser::new(&s)
+            .sign_in("fay@vendor.example", new_password)
+            .await
+            .status,
+        303
+    );
+    let log = s.get(&s.dev("audit-log?action=staff.link_issued")).await;
+    let entry = &log.ok()["entries"][0];
+    assert_eq!(entry["changes"][0]["field"], "via", "{entry}");
+    assert_eq!(entry["changes"][0]["new"], "forgot-password e-mail");
+
+    // Three requests an hour per address, whether or not it has an account.
+    for _ in 0..2 {
+        let again = door
+            .submit(
+                &form,
+                "/dashboard/forgot-password",
+                &[("email", "fay@vendor.example")],
+            )
+            .await;
+        assert_eq!(again.status, 200, "{}", again.text);
+    }
+    let limited = door
+        .submit(
+            &form,
+            "/dashboard/forgot-password",
+            &[("email", "fay@vendor.example")],
+        )
+        .await;
+    assert_eq!(limited.status, 429, "{}", limited.text);
+    limited.has("Too many links");
+    assert!(!limited.header("retry-after").is_empty());
 }
 
 /// A new sign-in address takes effect only when the link mailed to it is followed: the

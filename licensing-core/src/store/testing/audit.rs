@@ -123,7 +123,15 @@ pub async fn audit_entries_are_written_with_their_change_only<S: Store>(store: &
     );
     let l = license(team.id, t0());
     let mail: Vec<OutboxMessage> = (0..3)
-        .map(|i| OutboxMessage::new(team.id, format!("c{i}@example.com"), "s".into(), "b".into(), t0()))
+        .map(|i| {
+            OutboxMessage::new(
+                team.id,
+                format!("c{i}@example.com"),
+                "s".into(),
+                "b".into(),
+                t0(),
+            )
+        })
         .collect();
     let failed = audited(
         team.id,
