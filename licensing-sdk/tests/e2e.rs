@@ -770,7 +770,13 @@ async fn the_developer_client_covers_every_endpoint() {
     .await
     .unwrap();
     assert!(dev.suspend_license(id).await.unwrap().license.suspended);
-    assert!(!dev.unsuspend_license(id).await.unwrap().license.suspended);
+    let because = dev.suspend_license_because(id, "Chargeback").await.unwrap();
+    assert_eq!(
+        because.license.suspension_reason.as_deref(),
+        Some("Chargeback")
+    );
+    let lifted = dev.unsuspend_license(id).await.unwrap().license;
+    assert!(!lifted.suspended && lifted.suspension_reason.is_none());
     let client = server.client(&server.base);
     let mut body = ClientBody::new(key);
     body.hardware_id = Some(HardwareId::parse("sdk-device-0001").unwrap());

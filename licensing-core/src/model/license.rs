@@ -111,7 +111,15 @@ pub struct License {
     /// `productIds` and `entitlementIds` when it lists its own.
     #[serde(default)]
     pub overrides: Vec<Term>,
+    /// (ext) Why the license is suspended, in the vendor's words (1 to 500 characters); `null`
+    /// when it is not suspended or no reason was given. Staff see it; the client API never
+    /// answers it. (Last: see the sled store's format 10.)
+    #[serde(default)]
+    pub suspension_reason: Option<String>,
 }
+
+/// The most characters of a license's suspension reason.
+pub const MAX_SUSPENSION_REASON: usize = 500;
 
 /// A license with its customers and products: single-license, create and update answers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

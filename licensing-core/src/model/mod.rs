@@ -40,7 +40,7 @@ pub use integration::{
     OnRefund, PREVIOUS_SECRET_MS, PaymentLink, PriceRule, RuleMatch, inbox_path, last_four,
     secret_purpose,
 };
-pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail};
+pub use license::{ExpirationStart, ExpirationType, License, LicenseDetail, MAX_SUSPENSION_REASON};
 pub use metadata::{ClientMetadata, MetadataItem};
 pub use outbox::OutboxMessage;
 pub use policy::{

@@ -449,6 +449,7 @@ mod tests {
             session_ttl: None,
             policy_id: None,
             overrides: Vec::new(),
+            suspension_reason: None,
         }
     }
 

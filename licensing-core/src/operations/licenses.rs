@@ -2,7 +2,7 @@
 //! id and by key.
 
 use crate::api::requests::{
-    BulkLicenseBody, ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate,
+    BulkLicenseBody, ExtendBody, LicenseCreate, LicenseListQuery, LicenseUpdate, SuspendBody,
 };
 use crate::api::{
     BulkLicenseResult, LicenseDeleted, LicenseEmailed, LicenseFileBody, LicenseFileIssued,
@@ -36,8 +36,9 @@ pub struct DeleteLicense(pub LicenseId);
 /// Deletes a license by key; answers what was deleted.
 pub struct DeleteLicenseByKey(pub LicenseKey);
 
-/// Suspends a license (unchanged when it already is).
-pub struct SuspendLicense(pub LicenseId);
+/// Suspends a license, for a reason when one is given (unchanged when it already is, but for a
+/// new reason).
+pub struct SuspendLicense(pub LicenseId, pub SuspendBody);
 
 /// Lifts a license's suspension (unchanged when it is not suspended).
 pub struct UnsuspendLicense(pub LicenseId);
@@ -197,13 +198,13 @@ declare! {
         refusals: &[OTHER_TEAM, BODY_REFUSED, crate::refusals![(400, "BAD_REQUEST: no or an unknown action, no ids, more than 100, or an id that is not one (`data.errors` names each)"), (401, "UNAUTHORIZED: missing, malformed, unknown, revoked or expired API key"), (429, "RATE_LIMIT: too many requests for this API key (`Retry-After`)"), (500, "INTERNAL_SERVER_ERROR")]],
     };
 
-    SuspendLicense(id: LicenseId) by ids;
+    SuspendLicense(id: LicenseId) by optional SuspendBody;
     Post "licenses/id/{licenseId}/suspend" "suspend_license" Some(Scope::LICENSE_SUSPEND);
     LicenseDetail => 200 "License suspended";
     doc Doc {
         tag: "extensions",
         summary: "(ext) Suspend a license: the one change the scope `licenses:suspend` allows (so\ndoes `licenses:write`). A license already suspended is answered the same, unchanged.",
-        description: "",
+        description: "An optional body `{\"reason\": \"…\"}` (1 to 500 characters) says why: it is kept as the license's `suspensionReason` (cleared when the suspension is lifted) and in the audit entry. Suspending a suspended license with another reason replaces the reason.",
         params: &[
             LICENSE_ID,
         ],

@@ -8,7 +8,7 @@ use licensing_core::api::requests::{
     PolicyListQuery, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
     SettingsBody, WebhookBody,
 };
-use licensing_core::api::requests::{InboundQuery, IntegrationBody, RuleBody};
+use licensing_core::api::requests::{InboundQuery, IntegrationBody, RuleBody, SuspendBody};
 use licensing_core::api::{
     ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
     EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
@@ -143,7 +143,19 @@ impl DevClient {
     /// `POST {dev}/licenses/id/{licenseId}/suspend` (scope `licenses:suspend`); a license
     /// already suspended is answered unchanged.
     pub async fn suspend_license(&self, id: LicenseId) -> Result<LicenseDetail, Error> {
-        self.perform(&SuspendLicense(id)).await
+        self.perform(&SuspendLicense(id, SuspendBody::default()))
+            .await
+    }
+
+    /// (ext) [`suspend_license`](Self::suspend_license) for `reason` (1 to 500 characters): the
+    /// license's `suspensionReason` until the suspension is lifted, and in the audit log.
+    pub async fn suspend_license_because(
+        &self,
+        id: LicenseId,
+        reason: &str,
+    ) -> Result<LicenseDetail, Error> {
+        self.perform(&SuspendLicense(id, SuspendBody::because(reason)))
+            .await
     }
 
     /// `POST {dev}/licenses/id/{licenseId}/unsuspend` (scope `licenses:suspend`).

@@ -416,9 +416,10 @@ impl DevClient {
     /// ```no_run
     /// # async fn demo(dev: &licensing_sdk::DevClient, id: licensing_sdk::core::LicenseId)
     /// # -> Result<(), licensing_sdk::Error> {
+    /// use licensing_sdk::core::api::requests::SuspendBody;
     /// use licensing_sdk::core::operations::licenses::SuspendLicense;
     ///
-    /// let suspended = dev.perform(&SuspendLicense(id)).await?;
+    /// let suspended = dev.perform(&SuspendLicense(id, SuspendBody::because("chargeback"))).await?;
     /// assert!(suspended.license.suspended);
     /// # Ok(()) }
     /// ```

@@ -944,6 +944,9 @@ licenses-choose = Choose { $key }
 ## licenses-show
 licenses-show-copy = Copy
 licenses-show-unsuspend = Unsuspend
+licenses-show-suspension-reason = Reason (optional)
+licenses-show-suspended-because = Suspended because
+licenses-show-no-reason-given = no reason given
 licenses-show-suspend = Suspend
 licenses-show-extend = Extend by
 licenses-show-days = days

@@ -5,7 +5,7 @@ pub(crate) use licensing_core::operations::licenses::{
     GetLicense, GetLicenseByKey, ListLicenses, SuspendLicense, UnsuspendLicense, UpdateLicense,
 };
 
-use licensing_core::api::requests::{BulkAction, Patch};
+use licensing_core::api::requests::{BulkAction, Patch, SuspendBody};
 use licensing_core::api::{BulkLicenseResult, BulkRefusal, LicenseEmailed};
 use licensing_core::model::{
     Action, FieldChange, License, LicenseDetail, OutboxMessage, Resource, Scope,
@@ -261,6 +261,9 @@ impl Run for BulkLicenses {
     /// listed and the others go on, so that the answer says exactly what was done.
     async fn run(self, cx: &Cx) -> Result<BulkLicenseResult, ApiError> {
         let (action, ids) = self.0.parse()?;
+        let suspend = SuspendBody {
+            reason: self.0.reason(),
+        };
         cx.caller.require(action.scope())?;
         let mut result = BulkLicenseResult {
             action,
@@ -269,7 +272,10 @@ impl Run for BulkLicenses {
         };
         for id in ids {
             let outcome = match action {
-                BulkAction::Suspend => cx.perform(SuspendLicense(id)).await.map(drop),
+                BulkAction::Suspend => cx
+                    .perform(SuspendLicense(id, suspend.clone()))
+                    .await
+                    .map(drop),
                 BulkAction::Unsuspend => cx.perform(UnsuspendLicense(id)).await.map(drop),
                 BulkAction::Delete => cx.perform(DeleteLicense(id)).await.map(drop),
             };
@@ -288,13 +294,14 @@ impl Run for BulkLicenses {
 
 impl Run for SuspendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        set_suspended(cx, self.0, true).await
+        let reason = self.1.validate()?;
+        set_suspended(cx, self.0, Some(reason)).await
     }
 }
 
 impl Run for UnsuspendLicense {
     async fn run(self, cx: &Cx) -> Result<LicenseDetail, ApiError> {
-        set_suspended(cx, self.0, false).await
+        set_suspended(cx, self.0, None).await
     }
 }
 
@@ -435,18 +442,35 @@ async fn delete(cx: &Cx, license: License) -> Result<License, ApiError> {
 
 /// Suspends or unsuspends a license, the change `licenses:suspend` allows; a license already in
 /// that state is answered unchanged (nothing written, nothing audited).
-async fn set_suspended(cx: &Cx, id: LicenseId, suspended: bool) -> Result<LicenseDetail, ApiError> {
+/// Suspends the license (`Some`, for the reason given, if any) or lifts its suspension
+/// (`None`, which clears the reason). Suspending a suspended license changes nothing but a new
+/// reason given.
+async fn set_suspended(
+    cx: &Cx,
+    id: LicenseId,
+    suspend: Option<Option<String>>,
+) -> Result<LicenseDetail, ApiError> {
     let existing = cx.write::<License>(id).await?;
-    if existing.suspended == suspended {
+    let suspended = suspend.is_some();
+    let reason = match suspend {
+        Some(None) => existing
+            .suspension_reason
+            .clone()
+            .filter(|_| existing.suspended),
+        Some(Some(reason)) => Some(reason),
+        None => None,
+    };
+    if existing.suspended == suspended && existing.suspension_reason == reason {
         return detail(cx, applied(cx, existing).await?).await;
     }
-    let action = if suspended {
-        Action::LicenseSuspended
-    } else {
-        Action::LicenseUnsuspended
+    let action = match (existing.suspended, suspended) {
+        (false, true) => Action::LicenseSuspended,
+        (true, false) => Action::LicenseUnsuspended,
+        _ => Action::LicenseUpdated,
     };
     let updated = License {
         suspended,
+        suspension_reason: reason,
         updated_at: cx.now,
         ..existing.clone()
     };

@@ -269,7 +269,7 @@ async fn dispatch(
         (true, _, ["licenses", id, "delete"]) => boxed(|| licenses::confirm_delete(ctx, staff, id)),
         (_, true, ["licenses", id, "delete"]) => boxed(|| licenses::delete(ctx, staff, id)),
         (_, true, ["licenses", id, action @ ("suspend" | "unsuspend")]) => {
-            boxed(|| licenses::suspend(ctx, staff, id, *action == "suspend"))
+            boxed(|| licenses::suspend(ctx, staff, id, *action == "suspend", form))
         }
         (
             _,

@@ -588,7 +588,11 @@ async fn a_license_is_found_by_key_and_by_customer_and_support_frees_a_seat_and_
         .has("device-bbbb-0002");
 
     let suspended = b
-        .submit(&page, &format!("/dashboard/licenses/{id}/suspend"), &[])
+        .submit(
+            &page,
+            &format!("/dashboard/licenses/{id}/suspend"),
+            &[("reason", "Chargeback <i>ORD-7</i>")],
+        )
         .await;
     assert_eq!(suspended.status, 303);
     verify("device-bbbb-0002")
@@ -597,7 +601,9 @@ async fn a_license_is_found_by_key_and_by_customer_and_support_frees_a_seat_and_
     b.get(suspended.location())
         .await
         .has("Suspended")
-        .has("Unsuspend");
+        .has("Unsuspend")
+        .has("Suspended because")
+        .has("Chargeback &lt;i&gt;ORD-7&lt;/i&gt;");
     // The list's filters: the suspended one alone, then the other alone; the choice is kept
     // in the form and in the pager's links.
     let other = s

@@ -583,3 +583,152 @@ async fn a_bulk_action_does_each_license_and_lists_what_it_refused() {
         .await
         .valid();
 }
+
+/// A suspension keeps its reason: given to the suspend route, the update and the bulk action,
+/// shown with the license, audited, cleared when the suspension is lifted, never told to a
+/// client; a reason on a license that is not suspended is refused, naming the field.
+#[tokio::test]
+async fn a_suspension_keeps_its_reason_until_it_is_lifted() {
+    let s = TestServer::start().await;
+    let l = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let (id, key) = (
+        l["id"].as_str().unwrap().to_owned(),
+        l["licenseKey"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(l["suspensionReason"], Value::Null);
+    let suspend = s.dev(&format!("licenses/id/{id}/suspend"));
+    let reason = "Chargeback on order ORD-2026-0777 <b>";
+
+    // Bad reasons: empty, too long, an unknown member; nothing changes.
+    for (body, field) in [
+        (json!({"reason": "  "}), "reason"),
+        (json!({"reason": "x".repeat(501)}), "reason"),
+        (json!({"reason": "a\u{7}b"}), "reason"),
+    ] {
+        let refused = s.post(&suspend, &body.to_string()).await;
+        assert_eq!(refused.err(400, "BAD_REQUEST").fields(), [field], "{body}");
+    }
+    s.post(&suspend, r#"{"why":"x"}"#)
+        .await
+        .err(400, "BAD_REQUEST");
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{id}"))).await.ok()["suspended"],
+        false
+    );
+
+    let suspended = s
+        .post(
+            &suspend,
+            &json!({ "reason": format!("  {reason} ") }).to_string(),
+        )
+        .await;
+    let suspended = suspended.ok().clone();
+    assert_eq!(suspended["suspended"], true);
+    assert_eq!(suspended["suspensionReason"], reason, "trimmed");
+    // Suspending again without a reason keeps it; with another replaces it.
+    let again = s.post(&suspend, "").await.ok().clone();
+    assert_eq!(again["suspensionReason"], reason);
+    let replaced = s
+        .post(&suspend, r#"{"reason":"Fraud review"}"#)
+        .await
+        .ok()
+        .clone();
+    assert_eq!(replaced["suspensionReason"], "Fraud review");
+
+    // The client learns only that the license is suspended.
+    let answer = s
+        .client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": "device-reason-0001"}),
+            None,
+        )
+        .await;
+    assert!(
+        !answer.body.to_string().contains("Fraud review"),
+        "{}",
+        answer.body
+    );
+    answer.err(403, "LICENSE_SUSPENDED");
+
+    // Audited: the suspension with its reason, then the new reason.
+    let log = s
+        .get(&s.dev(&format!("audit-log?resourceId={id}&pageSize=10")))
+        .await
+        .ok()
+        .clone();
+    let entries = log["entries"].as_array().unwrap();
+    let changed = |action: &str| {
+        entries
+            .iter()
+            .find(|e| e["action"] == action)
+            .unwrap_or_else(|| panic!("no {action} in {log}"))["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["field"] == "suspensionReason")
+            .cloned()
+            .unwrap_or_else(|| panic!("no reason in {action}: {log}"))
+    };
+    assert_eq!(changed("license.suspended")["new"], reason);
+    assert_eq!(changed("license.updated")["new"], "Fraud review");
+
+    // Lifting the suspension clears the reason; a reason without a suspension is refused.
+    let lifted = s
+        .post(&s.dev(&format!("licenses/id/{id}/unsuspend")), "")
+        .await
+        .ok()
+        .clone();
+    assert_eq!(lifted["suspensionReason"], Value::Null);
+    let licence = s.dev(&format!("licenses/id/{id}"));
+    let refused = s.put(&licence, r#"{"suspensionReason":"late"}"#).await;
+    assert_eq!(
+        refused.err(400, "BAD_REQUEST").fields(),
+        ["suspensionReason"]
+    );
+    let updated = s
+        .put(
+            &licence,
+            r#"{"suspended":true,"suspensionReason":"Paused by request"}"#,
+        )
+        .await
+        .ok()
+        .clone();
+    assert_eq!(updated["suspensionReason"], "Paused by request");
+    let unsuspended = s.put(&licence, r#"{"suspended":false}"#).await.ok().clone();
+    assert_eq!(unsuspended["suspensionReason"], Value::Null);
+
+    // Created suspended with a reason, and in bulk.
+    let made = s
+        .license(
+            r#"{"expirationType":"NEVER","suspended":true,"suspensionReason":"Awaiting payment"}"#,
+        )
+        .await;
+    assert_eq!(made["suspensionReason"], "Awaiting payment");
+    let refused = s
+        .post(
+            &s.dev("licenses"),
+            r#"{"expirationType":"NEVER","suspensionReason":"Awaiting payment"}"#,
+        )
+        .await;
+    assert_eq!(
+        refused.err(400, "BAD_REQUEST").fields(),
+        ["suspensionReason"]
+    );
+    let bulk = s
+        .post(
+            &s.dev("licenses/bulk"),
+            &json!({"action": "SUSPEND", "licenseIds": [id], "reason": "Seat audit"}).to_string(),
+        )
+        .await
+        .ok()
+        .clone();
+    assert_eq!(bulk["done"], json!([id]));
+    assert_eq!(s.get(&licence).await.ok()["suspensionReason"], "Seat audit");
+    let refused = s
+        .post(
+            &s.dev("licenses/bulk"),
+            &json!({"action": "UNSUSPEND", "licenseIds": [id], "reason": "x"}).to_string(),
+        )
+        .await;
+    assert_eq!(refused.err(400, "BAD_REQUEST").fields(), ["reason"]);
+}

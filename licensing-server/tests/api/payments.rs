@@ -342,7 +342,12 @@ async fn failed_payments_cancellations_and_refunds_do_what_the_rule_says() {
     )
     .await;
     assert_eq!(failed["status"], "applied", "{failed}");
-    assert_eq!(license(&s, &id).await["suspended"], true);
+    let suspended = license(&s, &id).await;
+    assert_eq!(suspended["suspended"], true);
+    assert_eq!(
+        suspended["suspensionReason"], "stripe event invoice.payment_failed (evt_a2)",
+        "the event that suspended it"
+    );
     // The next payment lifts the suspension (the rule suspends on a failed payment).
     let renewed = deliver(
         &s,
@@ -359,6 +364,7 @@ async fn failed_payments_cancellations_and_refunds_do_what_the_rule_says() {
         (l["suspended"].as_bool(), l["expirationDate"].as_str()),
         (Some(false), Some(at_secs(end + 30 * DAY).as_str()))
     );
+    assert_eq!(l["suspensionReason"], serde_json::Value::Null);
     // A cancellation at the period's end: the license ends then.
     let cancelled = deliver(
         &s,

@@ -67,6 +67,9 @@ pub struct BulkLicenseBody {
     /// The licenses, by id: 1 to 100 (an id given twice counts once).
     #[serde(default)]
     pub license_ids: Option<Vec<String>>,
+    /// With `SUSPEND`: why (1 to 500 characters), each license's `suspensionReason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl BulkLicenseBody {
@@ -75,7 +78,13 @@ impl BulkLicenseBody {
         Self {
             action: Some(action.as_str().to_owned()),
             license_ids: Some(ids.iter().map(ToString::to_string).collect()),
+            reason: None,
         }
+    }
+
+    /// The suspension's reason, trimmed (checked by [`parse`](Self::parse)).
+    pub fn reason(&self) -> Option<String> {
+        self.reason.as_deref().map(|r| r.trim().to_owned())
     }
 
     /// The action and the licenses, each once, in the order given; 400 naming each problem.
@@ -118,6 +127,15 @@ impl BulkLicenseBody {
                 }
             }
         }
+        if let Some(reason) = &self.reason {
+            if action.is_some_and(|a| a != BulkAction::Suspend) {
+                problems.push("reason", "is given only with the action SUSPEND");
+            } else if let Err(e) =
+                crate::validate::text(reason.trim(), 1, crate::model::MAX_SUSPENSION_REASON)
+            {
+                problems.push("reason", e);
+            }
+        }
         problems.finish().map_err(ApiError::validation)?;
         Ok((action.unwrap_or(BulkAction::Suspend), ids))
     }
@@ -131,6 +149,7 @@ mod tests {
         BulkLicenseBody {
             action: action.map(str::to_owned),
             license_ids: ids,
+            reason: None,
         }
     }
 

@@ -75,6 +75,10 @@ pub struct LicenseCreate {
     /// `suspended`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub suspended: Option<bool>,
+    /// (ext) `suspensionReason`: why the license is created suspended (1 to 500 characters;
+    /// only with `"suspended": true`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub suspension_reason: Option<String>,
     /// `sendEmailDelivery`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub send_email_delivery: Option<bool>,
@@ -104,6 +108,8 @@ pub struct NewLicense {
     pub session_ttl: Option<u32>,
     /// Create suspended.
     pub suspended: bool,
+    /// Why, when created suspended.
+    pub suspension_reason: Option<String>,
     /// E-mail the key to the customers.
     pub send_email_delivery: bool,
     /// Metadata.
@@ -270,6 +276,11 @@ impl LicenseCreate {
             .collect();
         overrides.sort_unstable();
         let metadata = metadata(&mut v, "metadata", raw.metadata.unwrap_or_default());
+        let suspended = raw.suspended.unwrap_or(false);
+        let suspension_reason = raw
+            .suspension_reason
+            .as_deref()
+            .and_then(|text| v.check("suspensionReason", suspension_reason(text, suspended)));
         if let Some(kind) = kind {
             check_expiration(
                 &mut v,
@@ -325,7 +336,8 @@ impl LicenseCreate {
             hwid_limit: hwid_limit.flatten(),
             session_limit: session_limit.flatten(),
             session_ttl: session_ttl.flatten(),
-            suspended: raw.suspended.unwrap_or(false),
+            suspended,
+            suspension_reason,
             send_email_delivery: raw.send_email_delivery.unwrap_or(false),
             metadata,
             policy_id,
@@ -398,6 +410,7 @@ impl NewLicense {
                 None
             },
             suspended: self.suspended,
+            suspension_reason: self.suspension_reason,
             ip_limit: self.ip_limit,
             hwid_limit: self.hwid_limit,
             metadata: self.metadata,
@@ -452,6 +465,11 @@ pub struct LicenseUpdate {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub suspended: Patch<bool>,
+    /// (ext) `suspensionReason`: why the license is suspended (1 to 500 characters), on a
+    /// license that is or becomes suspended; `null` clears it. Lifting the suspension clears it.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub suspension_reason: Patch<String>,
     /// `productIds`.
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
@@ -545,6 +563,17 @@ impl LicenseUpdate {
         };
         if let Some(s) = not_null(&mut v, "suspended", raw.suspended) {
             next.suspended = s;
+        }
+        match raw.suspension_reason {
+            Patch::Missing => {}
+            Patch::Null => next.suspension_reason = None,
+            Patch::Value(text) => {
+                next.suspension_reason =
+                    v.check("suspensionReason", suspension_reason(&text, next.suspended));
+            }
+        }
+        if !next.suspended {
+            next.suspension_reason = None;
         }
         let product_ids_given = raw.product_ids.is_present();
         let entitlement_ids_given = raw.entitlement_ids.is_present();
@@ -659,6 +688,50 @@ impl LicenseUpdate {
         finish(v)?;
         next.updated_at = now;
         Ok(next)
+    }
+}
+
+/// A suspension reason as given (trimmed), on a license that is or becomes `suspended`.
+fn suspension_reason(text: &str, suspended: bool) -> Result<String, String> {
+    if !suspended {
+        return Err(
+            "only a suspended license has a reason: give \"suspended\": true with it".into(),
+        );
+    }
+    crate::validate::text(text.trim(), 1, crate::model::MAX_SUSPENSION_REASON)
+}
+
+/// (ext) `POST {dev}/licenses/id/{id}/suspend`: optionally, why. Without a body the license is
+/// suspended without a reason.
+#[derive(Debug, Deserialize, Clone, Default, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"reason": "Chargeback on order ORD-2026-0777"})))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuspendBody {
+    /// Why (1 to 500 characters), kept with the license as its `suspensionReason` and in the
+    /// audit log; left out: no reason (a reason given before is kept when the license already
+    /// is suspended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SuspendBody {
+    /// A suspension for `reason`.
+    pub fn because(reason: impl Into<String>) -> Self {
+        Self {
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// The reason, checked (400 naming `reason`).
+    pub fn validate(&self) -> Result<Option<String>, ApiError> {
+        let mut v = Validator::new();
+        let reason = self
+            .reason
+            .as_deref()
+            .and_then(|text| v.check("reason", suspension_reason(text, true)));
+        finish(v)?;
+        Ok(reason)
     }
 }
 

@@ -28,6 +28,7 @@ pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use integration::{InboundQuery, IntegrationBody, IntegrationInput, RawMatch, RuleBody};
 pub use license::{
     ExpirationAsk, ExtendBody, LicenseCreate, LicenseUpdate, MAX_EXTENSION_DAYS, NewLicense,
+    SuspendBody,
 };
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,

@@ -74,6 +74,7 @@ pub fn license(team: TeamId, created: Timestamp) -> License {
         session_ttl: None,
         policy_id: None,
         overrides: Vec::new(),
+        suspension_reason: None,
     }
 }
 

@@ -158,6 +158,16 @@ pub(super) async fn change(
             let applied = mark.event.clone();
             let body = LicenseUpdate {
                 suspended: Patch::Value(true),
+                // Within the reason's 500 characters whatever the provider's names.
+                suspension_reason: Patch::Value(
+                    format!(
+                        "{} event {} ({})",
+                        event.provider, event.kind_name, event.id
+                    )
+                    .chars()
+                    .take(licensing_core::model::MAX_SUSPENSION_REASON)
+                    .collect(),
+                ),
                 ..LicenseUpdate::default()
             };
             effect(cx, mark, UpdateLicense(license.id, body)).await?;

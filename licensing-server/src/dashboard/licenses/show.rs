@@ -3,7 +3,7 @@
 
 use licensing_core::api::LicenseFileBody;
 use licensing_core::api::requests::{
-    DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS, Paging,
+    DeviceListQuery, ExtendBody, ForgottenBody, MAX_EXTENSION_DAYS, Paging, SuspendBody,
 };
 use licensing_core::model::{ExpirationType, effective_codes};
 use licensing_core::{LicenseId, Timestamp};
@@ -139,8 +139,10 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                         button type="submit" { (t("licenses-show-unsuspend")) }
                     }
                 } @else {
-                    form method="post" action={ "/dashboard/licenses/" (l.id) "/suspend" } {
+                    form.inline method="post" action={ "/dashboard/licenses/" (l.id) "/suspend" } {
                         (page::csrf(staff))
+                        label for="suspend-reason" { (t("licenses-show-suspension-reason")) }
+                        input #suspend-reason type="text" name="reason" maxlength="500";
                         button.secondary type="submit" { (t("licenses-show-suspend")) }
                     }
                 }
@@ -170,6 +172,15 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         }
         div.card {
             dl.facts {
+                @if l.suspended {
+                    dt { (t("licenses-show-suspended-because")) }
+                    dd #suspension-reason {
+                        @match &l.suspension_reason {
+                            Some(reason) => { (reason) },
+                            None => { span.hint { (t("licenses-show-no-reason-given")) } },
+                        }
+                    }
+                }
                 @if let Some(policy_id) = l.policy_id {
                     dt { (t("licenses-show-plan")) }
                     dd {
@@ -371,14 +382,27 @@ fn records(
 }
 
 /// `POST /dashboard/licenses/{id}/suspend` and `/unsuspend`.
-pub(crate) async fn suspend(ctx: &Ctx, staff: &Staff, id: &str, suspend: bool) -> Response {
+/// Suspending takes the form's `reason`, if any.
+pub(crate) async fn suspend(
+    ctx: &Ctx,
+    staff: &Staff,
+    id: &str,
+    suspend: bool,
+    form: &Form,
+) -> Response {
     let id = match license_id(id) {
         Ok(id) => id,
         Err(f) => return page::failure(ctx, Some(staff), &f),
     };
     let then = |verb| format!("/dashboard/licenses/{id}?notice=license-{verb}ed");
     if suspend {
-        page::done(ctx, staff, Ok(SuspendLicense(id)), &then("suspend")).await
+        let reason = form
+            .get("reason")
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned);
+        let body = SuspendBody { reason };
+        page::done(ctx, staff, Ok(SuspendLicense(id, body)), &then("suspend")).await
     } else {
         page::done(ctx, staff, Ok(UnsuspendLicense(id)), &then("unsuspend")).await
     }

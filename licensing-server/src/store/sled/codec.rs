@@ -176,26 +176,28 @@ mod tests {
                 licensing_core::model::Term::HwidLimit,
                 licensing_core::model::Term::SessionTtl,
             ],
+            suspension_reason: Some("chargeback ✓".into()),
         };
         assert_eq!(
             decode::<License>(&encode(&license).unwrap()).unwrap(),
             license
         );
         // Format 5 wrote no entitlement ids, format 6 no session members, format 7 no policy
-        // members: their bytes are today's of an empty list, two `None`s, a `None` and an empty
-        // list without the last five, four or two zero bytes, which format 8's migration
-        // appends.
+        // members, format 9 no suspension reason: their bytes are today's of an empty list,
+        // two `None`s, a `None` and an empty list, and a `None` without the last six, five,
+        // three or one zero bytes, which formats 8's and 10's migrations append.
         let older = License {
             entitlement_ids: Vec::new(),
             session_limit: None,
             session_ttl: None,
             policy_id: None,
             overrides: Vec::new(),
+            suspension_reason: None,
             ..license.clone()
         };
         let mut bytes = encode(&older).unwrap();
-        assert_eq!(bytes.split_off(bytes.len() - 5), [0, 0, 0, 0, 0]);
-        for _ in 0..5 {
+        assert_eq!(bytes.split_off(bytes.len() - 6), [0, 0, 0, 0, 0, 0]);
+        for _ in 0..6 {
             assert!(decode::<License>(&bytes).is_err());
             bytes.push(0);
         }

@@ -10,6 +10,8 @@
 //! | 6 | licenses and products end with their entitlement ids (an empty list for those written before); entitlements (`N`) and the index of licenses by entitlement |
 //! | 7 | licenses end with their floating-session members `sessionLimit` and `sessionTtl` (`None` for those written before); floating sessions (`F`) |
 //! | 8 | licenses end with `policyId` and `overrides` (no policy, no overrides for those written before); policies (`p`) and the index of licenses by policy |
+//! | 9 | products end with their update settings and releases with their feed members (notes, critical, rollout, artifacts) |
+//! | 10 | licenses end with `suspensionReason` (`None` for those written before) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -32,7 +34,7 @@ use super::keys::{key, tag};
 use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 9;
+pub const FORMAT: u32 = 10;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -173,12 +175,12 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
             );
         }
     }
-    if found < 8 {
-        // A license of format 5 lacks five last members, one of format 6 four, one of format 7
-        // two (formats 7 and 8 each appended theirs).
-        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 5)?;
+    if found < 10 {
+        // A license of format 5 lacks six last members, one of format 6 five, one of format 7
+        // three, one of formats 8 and 9 one (formats 7, 8 and 10 each appended theirs).
+        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 6)?;
         if rewritten > 0 {
-            tracing::info!(records = rewritten, "licenses migrated to format 8");
+            tracing::info!(records = rewritten, "licenses migrated to format 10");
         }
     }
     if found < 9 {
@@ -318,7 +320,8 @@ fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
 /// zero byte in the binary form (an empty list's length: entitlement ids in format 6; `None`: the
 /// session members of licenses in format 7; `None` and an empty list: a license's policy and
 /// overrides in format 8; `None`, `false`, a rollout's held-back share and an empty list: a
-/// product's update settings and a release's feed members in format 9). A record of an older format is its bytes with one to
+/// product's update settings and a release's feed members in format 9; `None`: a license's
+/// suspension reason in format 10). A record of an older format is its bytes with one to
 /// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
 /// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the
