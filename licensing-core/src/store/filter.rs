@@ -8,7 +8,9 @@ use crate::api::requests::{
     CustomerSort, DeviceSort, LicenseFilter, LicenseSort, Paging, ProductFilter, ProductSort,
     ReleaseFilter, ReleaseSort, SortDirection,
 };
-use crate::model::{Customer, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord};
+use crate::model::{
+    Customer, ExpirationType, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord,
+};
 use crate::validate::{Country, HardwareId, SearchText};
 use crate::verify::Admission;
 use crate::{HwidId, IpId, Timestamp};
@@ -67,6 +69,15 @@ pub fn license_matches(l: &License, f: &LicenseFilter) -> bool {
         && f.search
             .as_ref()
             .is_none_or(|s| key_contains(l.license_key.as_str(), s.as_str()))
+        && f.expires_within.is_none_or(|w| {
+            l.expiration_type != ExpirationType::Never && w.contains(l.expiration_date)
+        })
+        && f.metadata_search.as_ref().is_none_or(|s| {
+            let needle = s.as_str().to_lowercase();
+            l.metadata
+                .iter()
+                .any(|m| m.value.to_lowercase().contains(&needle))
+        })
         && f.metadata_key.as_ref().is_none_or(|key| {
             l.metadata.iter().any(|m| {
                 &m.key == key
@@ -127,9 +138,17 @@ pub fn compare_licenses(
     sort: LicenseSort,
     dir: SortDirection,
 ) -> Ordering {
+    let optional = |x: Option<Timestamp>, y: Option<Timestamp>| {
+        // Those without a value last, whichever the direction.
+        x.is_none().cmp(&y.is_none()).then_with(|| {
+            directed(x.cmp(&y).then_with(|| a.id.cmp(&b.id)), dir)
+        })
+    };
     let by = match sort {
         LicenseSort::CreatedAt => a.created_at.cmp(&b.created_at),
         LicenseSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+        LicenseSort::ExpirationDate => return optional(a.expiration_date, b.expiration_date),
+        LicenseSort::LastActiveAt => return optional(a.last_active_at, b.last_active_at),
     };
     directed(by.then_with(|| a.id.cmp(&b.id)), dir)
 }

@@ -145,8 +145,13 @@ pub(crate) async fn customer(ctx: &Ctx, staff: &Staff, id: &str, after: After<'_
         let content = html! {
             div.heading {
                 h1 { (c.full_name.as_deref().unwrap_or(t("catalog-customer-2"))) }
-                @if staff.may_perform::<crate::app::customers::DeleteCustomer>() {
-                    a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { (t("catalog-delete")) }
+                div.actions {
+                    @if staff.may_perform::<crate::app::licenses::CreateLicense>() {
+                        a.button href={ "/dashboard/licenses/new?customer=" (id) } { (t("catalog-new-license-for-customer")) }
+                    }
+                    @if staff.may_perform::<crate::app::customers::DeleteCustomer>() {
+                        a.button.danger href={ "/dashboard/customers/" (id) "/delete" } { (t("catalog-delete")) }
+                    }
                 }
             }
             div.card {

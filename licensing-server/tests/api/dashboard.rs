@@ -3610,3 +3610,86 @@ async fn update_settings_rollouts_and_artifacts_in_the_dashboard() {
         .await;
     assert_eq!(listed.ok()["artifacts"], serde_json::json!([]));
 }
+
+/// A support desk finds things: the license form's customer picker searches every customer
+/// (not only the hundred newest), a customer's page starts a license for them, the license
+/// search finds an order number kept in metadata, and the list sorts by expiry and last use
+/// and shows those expiring within some days.
+#[tokio::test]
+async fn the_desk_finds_customers_and_licenses_by_metadata_expiry_and_use() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(&s, &mut b, s.team_id(), "desk@vendor.example", Role::Developer).await;
+    let oldest = s
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Quentin Oldest","email":"quentin@example.com"}"#,
+        )
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..100 {
+        s.post(
+            &s.dev("customers"),
+            &json!({"fullName": format!("Newer {i}")}).to_string(),
+        )
+        .await
+        .ok();
+    }
+    b.get("/dashboard/licenses/new")
+        .await
+        .has("Find customers")
+        .lacks("Quentin Oldest");
+    b.get("/dashboard/licenses/new?customerSearch=quentin")
+        .await
+        .has("Quentin Oldest")
+        .lacks("Newer 7<");
+    let customer = b.get(&format!("/dashboard/customers/{oldest}")).await;
+    customer.has(&format!("href=\"/dashboard/licenses/new?customer={oldest}\""));
+    b.get(&format!("/dashboard/licenses/new?customer={oldest}"))
+        .await
+        .has(&format!("<option value=\"{oldest}\" selected>Quentin Oldest"));
+
+    // Three licenses: one with an order number that expires in 3 days, one in 60 days (used
+    // once), one that never expires.
+    let in_days = |days: i64| {
+        Timestamp::from_millis(Timestamp::now().as_millis() + days * 86_400_000).to_string()
+    };
+    let soon = s
+        .license(
+            &json!({"expirationType": "DATE", "expirationDate": in_days(3),
+                "metadata": [{"key": "order", "value": "ORD-2026-0777"}]})
+            .to_string(),
+        )
+        .await;
+    let later = s
+        .license(&json!({"expirationType": "DATE", "expirationDate": in_days(60)}).to_string())
+        .await;
+    let never = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let key = |l: &Value| l["licenseKey"].as_str().unwrap().to_owned();
+    s.client(
+        "verify",
+        &json!({"licenseKey": key(&later), "hardwareIdentifier": "desk-device-0001"}),
+        None,
+    )
+    .await
+    .valid();
+
+    let found = b.get("/dashboard/licenses?search=ord-2026-0777").await;
+    found
+        .has("Licenses whose metadata contains")
+        .has(&key(&soon))
+        .lacks(&key(&later));
+    let week = b.get("/dashboard/licenses?expiring=7").await;
+    week.has(&key(&soon)).lacks(&key(&later)).lacks(&key(&never));
+    let by_expiry = b
+        .get("/dashboard/licenses?sort=expirationDate&direction=asc")
+        .await;
+    let at = |page: &Page, l: &Value| page.text.find(&key(l)).unwrap();
+    assert!(at(&by_expiry, &soon) < at(&by_expiry, &later));
+    assert!(at(&by_expiry, &later) < at(&by_expiry, &never), "undated last");
+    let by_use = b.get("/dashboard/licenses?sort=lastActiveAt").await;
+    assert!(at(&by_use, &later) < at(&by_use, &soon), "the used one first");
+}

@@ -32,7 +32,7 @@ pub use license::{
 };
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
-    EntitlementListQuery, EntitlementSort, ExpiryFilter, LicenseFilter, LicenseListQuery,
+    EntitlementListQuery, EntitlementSort, ExpiresWithin, ExpiryFilter, LicenseFilter, LicenseListQuery,
     LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter, ProductListQuery,
     ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
 };

@@ -400,3 +400,92 @@ pub async fn license_lists_filter_sort_and_page<S: Store>(store: &S) {
             .all(|l| l.license_key.as_str().contains(&key_part.to_uppercase()))
     );
 }
+
+/// (ext) Lists sort by expiration date and by last use (those without either last, in both
+/// directions), find the licenses expiring within some days and those whose metadata holds a
+/// text (an order number), with the table, the candidates and the scan alike.
+pub async fn license_lists_sort_by_expiry_and_use_and_find_by_metadata<S: Store>(store: &S) {
+    let t = team(store, "A").await;
+    let c = customer(t.id, "c@example.com", "C", t0());
+    store.create_customer(&c, &Journal::NONE).await.unwrap();
+    let now = Timestamp::now();
+    let day = 86_400_000;
+    let dated = |offset_days: i64, i: u32| {
+        let mut l = license(t.id, at(i));
+        l.expiration_type = ExpirationType::Date;
+        l.expiration_date = Some(Timestamp::from_millis(now.as_millis() + offset_days * day));
+        l
+    };
+    // Created in this order: +40 d, -1 d (expired), +5 d, never, +1 d, not started.
+    let mut in_40 = dated(40, 0);
+    in_40.last_active_at = Some(at(50));
+    let expired = dated(-1, 1);
+    let mut in_5 = dated(5, 2);
+    in_5.last_active_at = Some(at(70));
+    in_5.metadata.push(MetadataItem {
+        key: "order".into(),
+        value: "ORD-2026-0777".into(),
+        locked: false,
+    });
+    let mut never = license(t.id, at(3));
+    never.last_active_at = Some(at(60));
+    never.customer_ids.push(c.id);
+    let mut in_1 = dated(1, 4);
+    in_1.customer_ids.push(c.id);
+    let mut unstarted = license(t.id, at(5));
+    unstarted.expiration_type = ExpirationType::Duration;
+    unstarted.expiration_start = ExpirationStart::Activation;
+    unstarted.expiration_days = Some(30);
+    for l in [&in_40, &expired, &in_5, &never, &in_1, &unstarted] {
+        store.create_license(l, &Journal::NONE).await.unwrap();
+    }
+    let ids = |query: &str| {
+        let query = LicenseListQuery::parse(query).unwrap();
+        async move {
+            let page = store.list_licenses(t.id, &query).await.unwrap();
+            (
+                page.items.iter().map(|l| l.id).collect::<Vec<_>>(),
+                page.total,
+            )
+        }
+    };
+    let (soonest, total) = ids("sortColumn=expirationDate&sortDirection=asc").await;
+    assert_eq!(total, 6);
+    assert_eq!(soonest[..4], [expired.id, in_1.id, in_5.id, in_40.id]);
+    let (latest, _) = ids("sortColumn=expirationDate&sortDirection=desc").await;
+    assert_eq!(latest[..4], [in_40.id, in_5.id, in_1.id, expired.id]);
+    let mut undated = latest[4..].to_vec();
+    undated.sort();
+    let mut expected = vec![never.id, unstarted.id];
+    expected.sort();
+    assert_eq!(undated, expected, "those without a date last either way");
+    let (used, _) = ids("sortColumn=lastActiveAt&sortDirection=desc").await;
+    assert_eq!(used[..3], [in_5.id, never.id, in_40.id]);
+    let (used_asc, _) = ids("sortColumn=lastActiveAt&sortDirection=asc").await;
+    assert_eq!(used_asc[..3], [in_40.id, never.id, in_5.id]);
+    // With a filter that the table answers, and with candidates from an index.
+    let (unsuspended, _) =
+        ids("sortColumn=expirationDate&sortDirection=asc&suspended=false").await;
+    assert_eq!(unsuspended[..2], [expired.id, in_1.id]);
+    let (customers, total) = ids(&format!(
+        "sortColumn=lastActiveAt&sortDirection=desc&customerIds={}",
+        c.id
+    ))
+    .await;
+    assert_eq!((customers, total), (vec![never.id, in_1.id], 2));
+
+    // Expiring within a week: not the expired one, not the one in 40 days.
+    let (week, total) = ids("expiresWithinDays=7&sortColumn=expirationDate&sortDirection=asc").await;
+    assert_eq!((week, total), (vec![in_1.id, in_5.id], 2));
+    let (month_and_more, _) = ids("expiresWithinDays=41").await;
+    assert_eq!(month_and_more.len(), 3);
+    // An order number, in any case, in any metadata key; with a sort no index keeps.
+    for query in [
+        "metadataSearch=ord-2026-0777",
+        "metadataSearch=0777&sortColumn=expirationDate",
+        "metadataSearch=ORD&expiresWithinDays=10",
+    ] {
+        assert_eq!(ids(query).await, (vec![in_5.id], 1), "{query}");
+    }
+    assert_eq!(ids("metadataSearch=ORD-2027").await.1, 0);
+}

@@ -124,6 +124,7 @@ macro_rules! store_test_suite {
             license_references_must_exist_in_the_same_team,
             license_updates_replace_and_deletes_cascade,
             license_lists_filter_sort_and_page,
+            license_lists_sort_by_expiry_and_use_and_find_by_metadata,
             customers_are_searched_updated_and_detached_on_delete,
             products_delete_with_their_releases_and_branches,
             branches_have_unique_names_and_delete_their_releases,

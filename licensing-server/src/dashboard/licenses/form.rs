@@ -1,9 +1,11 @@
 //! The new-license and edit forms, and the typed bodies they send.
 
-use licensing_core::LicenseId;
 use licensing_core::api::requests::{
-    CustomerListQuery, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
+    CustomerListQuery, CustomerSort, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
+    SortDirection,
 };
+use licensing_core::validate::SearchText;
+use licensing_core::{CustomerId, LicenseId};
 use licensing_core::error::FieldError;
 use licensing_core::model::{
     Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Policy, Term,
@@ -13,7 +15,7 @@ use maud::html;
 use super::super::api::{self, Failure};
 use super::super::page::{self, Form, Nav};
 use super::super::{Ctx, Staff};
-use crate::app::customers::ListCustomers;
+use crate::app::customers::{GetCustomer, ListCustomers};
 use crate::app::licenses::{CreateLicense, GetLicense, UpdateLicense};
 use crate::app::policies::GetPolicy;
 use crate::http::Response;
@@ -23,8 +25,14 @@ use crate::dashboard::words::{t, tm, tw};
 use crate::i18n::Arg;
 
 /// `GET /dashboard/licenses/new`.
+/// `?customer={id}` starts with that customer chosen (the customer page's "new license for
+/// this customer").
 pub(crate) async fn new_page(ctx: &Ctx, staff: &Staff) -> Response {
-    form_page(ctx, staff, &Form::default(), None, None).await
+    let form = match ctx.param("customer") {
+        Some(id) => Form::from_pairs(vec![("customerIds".to_owned(), id)]),
+        None => Form::default(),
+    };
+    form_page(ctx, staff, &form, None, None).await
 }
 
 /// The license being edited: the form shows its customers even when they are not among the
@@ -45,18 +53,38 @@ async fn form_page(
     failure: Option<&Failure>,
     editing: Option<&Editing>,
 ) -> Response {
+    let search = ctx
+        .param("customerSearch")
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .and_then(|s| SearchText::parse(&s).ok());
     let lists = async {
         let products = products(ctx, staff).await?;
+        // The newest hundred, or the hundred first that match the search; and those chosen.
         let mut customers = if staff.may_perform::<ListCustomers>() {
-            let mut newest = CustomerListQuery::default();
-            newest.paging.page_size = 100;
-            api::perform(ctx, staff, ListCustomers(newest)).await?.items
+            let mut listed = CustomerListQuery::default();
+            listed.paging.page_size = 100;
+            if let Some(text) = &search {
+                listed.filter = Some(text.clone());
+                listed.sort = CustomerSort::FullName;
+                listed.paging.direction = SortDirection::Asc;
+            }
+            api::perform(ctx, staff, ListCustomers(listed)).await?.items
         } else {
             Vec::new()
         };
         for c in editing.map_or(&[][..], |e| &e.customers[..]) {
             if !customers.iter().any(|known| known.id == c.id) {
                 customers.push(c.clone());
+            }
+        }
+        for id in form.all("customerIds") {
+            if let Ok(id) = id.parse::<CustomerId>()
+                && !customers.iter().any(|known| known.id == id)
+                && staff.may_perform::<GetCustomer>()
+                && let Ok(c) = api::perform(ctx, staff, GetCustomer(id)).await
+            {
+                customers.insert(0, c);
             }
         }
         let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
@@ -134,6 +162,15 @@ async fn form_page(
             @if let Some(e) = editing { " " span.key { (e.key) } }
         }
         (page::problems(failure))
+        @if staff.may_perform::<ListCustomers>() {
+            form.filters #find-customers method="get" action={ "/dashboard/" (ctx.path) } role="search" {
+                div {
+                    label for="customerSearch" { (t("licenses-form-find-customers")) span.hint { (t("licenses-form-find-customers-hint")) } }
+                    input #customerSearch type="search" name="customerSearch" value=(search.as_ref().map_or("", |s| s.as_str())) placeholder=(t("licenses-form-name-or-e-mail"));
+                }
+                div { button.secondary type="submit" { (t("licenses-form-find")) } }
+            }
+        }
         form method="post" action=(action) data-expiration {
             (page::csrf(staff))
             @if !policies.is_empty() {
@@ -151,7 +188,16 @@ async fn form_page(
                     option value=(p.id) selected[chosen_products.contains(&p.id.to_string().as_str())] { (p.name) }
                 }
             }
-            label for="customerIds" { (t("licenses-form-customers")) span.hint { (t("licenses-form-100-newest-more-id-below")) } (error("customerIds")) }
+            label for="customerIds" {
+                (t("licenses-form-customers"))
+                span.hint {
+                    @match &search {
+                        Some(text) => { (tw("licenses-form-customers-matching", &[("search", Arg::Text(text.as_str()))])) },
+                        None => { (t("licenses-form-100-newest-more-id-below")) },
+                    }
+                }
+                (error("customerIds"))
+            }
             select #customerIds name="customerIds" multiple size=(customers.len().clamp(2, 8)) {
                 @for c in &customers {
                     option value=(c.id) selected[chosen_customers.contains(&c.id.to_string().as_str())] { (customer_name(c)) }

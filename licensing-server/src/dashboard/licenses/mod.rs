@@ -16,7 +16,7 @@ pub(crate) use show::{
 };
 
 use licensing_core::api::requests::{
-    ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,
+    ExpiresWithin, ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,
 };
 use licensing_core::expiry::Expiration;
 use licensing_core::model::{Customer, ExpirationType, License, Product};
@@ -96,6 +96,7 @@ struct Listing {
     state: &'static str,
     kind: &'static str,
     suspended: &'static str,
+    expiring: &'static str,
     sort: &'static str,
     direction: &'static str,
     page_size: &'static str,
@@ -116,7 +117,11 @@ impl Listing {
             state: chosen("status", &["ACTIVE", "EXPIRED"]),
             kind: chosen("expirationType", &["NEVER", "DATE", "DURATION"]),
             suspended: chosen("suspended", &["true", "false"]),
-            sort: or(chosen("sort", &["updatedAt"]), "createdAt"),
+            expiring: chosen("expiring", &["7", "30", "90"]),
+            sort: or(
+                chosen("sort", &["updatedAt", "expirationDate", "lastActiveAt"]),
+                "createdAt",
+            ),
             direction: or(chosen("direction", &["asc"]), "desc"),
             page_size: or(chosen("pageSize", &["10", "50", "100"]), "25"),
         }
@@ -132,6 +137,7 @@ impl Listing {
             ("status", self.state),
             ("expirationType", self.kind),
             ("suspended", self.suspended),
+            ("expiring", self.expiring),
             ("sort", self.sort),
             ("direction", self.direction),
             ("pageSize", self.page_size),
@@ -167,8 +173,14 @@ impl Listing {
             },
             ..LicenseListQuery::default()
         };
-        if self.sort == "updatedAt" {
-            query.sort = LicenseSort::UpdatedAt;
+        query.sort = match self.sort {
+            "updatedAt" => LicenseSort::UpdatedAt,
+            "expirationDate" => LicenseSort::ExpirationDate,
+            "lastActiveAt" => LicenseSort::LastActiveAt,
+            _ => LicenseSort::CreatedAt,
+        };
+        if let Ok(days) = self.expiring.parse() {
+            query.filter.expires_within = Some(ExpiresWithin { days, at: now });
         }
         if !self.product.is_empty() {
             let id = self
@@ -225,6 +237,7 @@ impl Listing {
 enum FoundBy {
     Key,
     Customer,
+    Metadata,
 }
 
 /// `query` searching `text` the way `by` says.
@@ -232,6 +245,7 @@ fn searching(mut query: LicenseListQuery, text: &SearchText, by: FoundBy) -> Lic
     match by {
         FoundBy::Key => query.filter.search = Some(text.clone()),
         FoundBy::Customer => query.filter.customer_search = Some(text.clone()),
+        FoundBy::Metadata => query.filter.metadata_search = Some(text.clone()),
     }
     query
 }
@@ -256,6 +270,14 @@ async fn find(
         }
     }
     let by = FoundBy::Customer;
+    let page = cx
+        .perform(ListLicenses(searching(query.clone(), text, by)))
+        .await?;
+    if page.total > 0 {
+        return Ok((page, Some(by)));
+    }
+    // No customer either: an order number, a seat name, anything kept in the metadata.
+    let by = FoundBy::Metadata;
     let page = cx.perform(ListLicenses(searching(query, text, by))).await?;
     Ok((page, Some(by)))
 }
@@ -326,15 +348,19 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                 l.kind,
             ))
             (page::filter(("suspended", t("licenses-suspended"), t("licenses-either")), [("true", t("licenses-suspended")), ("false", t("licenses-not-suspended"))], l.suspended))
-            (page::filter(("sort", t("licenses-sort"), t("licenses-created")), [("updatedAt", t("licenses-last-changed"))], l.sort))
+            (page::filter(("expiring", t("licenses-expiring-within"), t("licenses-any")), [("7", t("licenses-within-7-days")), ("30", t("licenses-within-30-days")), ("90", t("licenses-within-90-days"))], l.expiring))
+            (page::filter(("sort", t("licenses-sort"), t("licenses-created")), [("updatedAt", t("licenses-last-changed")), ("expirationDate", t("licenses-expiry")), ("lastActiveAt", t("licenses-last-active"))], l.sort))
             (page::filter(("direction", t("licenses-order"), t("licenses-newest-first")), [("asc", t("licenses-oldest-first"))], l.direction))
             (page::filter(("pageSize", t("licenses-per-page"), "25"), [("10", "10"), ("50", "50"), ("100", "100")], l.page_size))
             div { button type="submit" { (t("licenses-show")) } }
         }
         @if let Some(by) = found_by {
             p.hint {
-                @if by == FoundBy::Key { (tm("licenses-licenses-whose-key-contains-search", &[("search", html! { (l.search) })])) }
-                @else { (tm("licenses-licenses-customers-whose-name-e", &[("search", html! { (l.search) })])) }
+                @match by {
+                    FoundBy::Key => { (tm("licenses-licenses-whose-key-contains-search", &[("search", html! { (l.search) })])) },
+                    FoundBy::Customer => { (tm("licenses-licenses-customers-whose-name-e", &[("search", html! { (l.search) })])) },
+                    FoundBy::Metadata => { (tm("licenses-licenses-whose-metadata-contains", &[("search", html! { (l.search) })])) },
+                }
             }
         }
         form #bulk method="post" action="/dashboard/licenses/bulk" {

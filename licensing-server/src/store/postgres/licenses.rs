@@ -162,9 +162,10 @@ async fn insert(conn: &mut PgConnection, l: &License) -> PgResult<()> {
     add_count(conn, l.team_id, "licenses", 1).await
 }
 
-/// The license list's filters, `$1` to `$16` (see [`bind_filter`]); `$13`, `customerSearch`,
+/// The license list's filters, `$1` to `$19` (see [`bind_filter`]); `$13`, `customerSearch`,
 /// finds the team's customers as their list's search does; `$14` is the policy; `$15` and `$16`
-/// the policies that grant the products and the entitlement asked for.
+/// the policies that grant the products and the entitlement asked for; `$17` and `$18` the
+/// `expiresWithinDays` window; `$19` the `metadataSearch` text, lowercased.
 const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND (cardinality($2::uuid[]) = 0 OR product_ids && $2 OR doc ->> 'policyId' = ANY($15))
    AND (cardinality($3::uuid[]) = 0 OR customer_ids && $3)
@@ -182,7 +183,11 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
          SELECT c.id FROM customers c WHERE c.team_id = $1
             AND (strpos(c.full_name_key, $13) > 0 OR strpos(c.email_key, $13) > 0
                  OR strpos(c.username_key, $13) > 0)))
-   AND ($14::text IS NULL OR doc ->> 'policyId' = $14)";
+   AND ($14::text IS NULL OR doc ->> 'policyId' = $14)
+   AND ($17::bigint IS NULL OR (expires_at > $17 AND expires_at <= $18))
+   AND ($19::text IS NULL OR EXISTS (
+         SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
+         WHERE strpos(lower(m ->> 'value'), $19) > 0))";
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
@@ -222,6 +227,13 @@ fn bind_filter<'q>(
             f.entitlement
                 .as_ref()
                 .map_or_else(Vec::new, |e| texts(&e.policies)),
+        )
+        .bind(f.expires_within.map(|w| ms(w.at)))
+        .bind(f.expires_within.map(|w| ms(w.until())))
+        .bind(
+            f.metadata_search
+                .as_ref()
+                .map(|text| text.as_str().to_lowercase()),
         )
 }
 
@@ -409,9 +421,13 @@ impl LicenseStore for PgStore {
     ) -> StoreResult<Page<License>> {
         self.settle().await?;
         let f = &query.filter;
+        // Licenses without an expiration date, or never used, last in either direction (the
+        // direction follows the column).
         let column = match query.sort {
             LicenseSort::CreatedAt => "created_at",
             LicenseSort::UpdatedAt => "updated_at",
+            LicenseSort::ExpirationDate => "expires_at IS NULL, expires_at",
+            LicenseSort::LastActiveAt => "last_active_at IS NULL, last_active_at",
         };
         let dir = sql_direction(query.paging.direction);
         let filtered = !f.product_ids.is_empty()
@@ -423,12 +439,14 @@ impl LicenseStore for PgStore {
             || f.suspended.is_some()
             || f.entitlement.is_some()
             || f.customer_search.is_some()
-            || f.policy_id.is_some();
+            || f.policy_id.is_some()
+            || f.metadata_search.is_some()
+            || f.expires_within.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $17 OFFSET $18",
+             LIMIT $20 OFFSET $21",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

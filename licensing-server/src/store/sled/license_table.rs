@@ -40,6 +40,7 @@ struct Row {
     updated_at: Timestamp,
     expiration_type: ExpirationType,
     expiration_date: Option<Timestamp>,
+    last_active_at: Option<Timestamp>,
     suspended: bool,
 }
 
@@ -51,6 +52,7 @@ impl Row {
             updated_at: l.updated_at,
             expiration_type: l.expiration_type,
             expiration_date: l.expiration_date,
+            last_active_at: l.last_active_at,
             suspended: l.suspended,
         }
     }
@@ -61,6 +63,8 @@ impl Row {
             let expired = self.expiration_type != ExpirationType::Never
                 && self.expiration_date.is_some_and(|date| e.at >= date);
             expired == e.expired
+        }) && f.expires_within.is_none_or(|w| {
+            self.expiration_type != ExpirationType::Never && w.contains(self.expiration_date)
         }) && f.expiration_type.is_none_or(|t| self.expiration_type == t)
             && f.suspended.is_none_or(|s| self.suspended == s)
     }
@@ -128,11 +132,13 @@ impl Table {
         paging: &Paging,
     ) -> (Vec<LicenseId>, u64, bool) {
         let column = |r: &Row| match sort {
-            LicenseSort::CreatedAt => r.created_at,
-            LicenseSort::UpdatedAt => r.updated_at,
+            LicenseSort::CreatedAt => Some(r.created_at),
+            LicenseSort::UpdatedAt => Some(r.updated_at),
+            LicenseSort::ExpirationDate => r.expiration_date,
+            LicenseSort::LastActiveAt => r.last_active_at,
         };
         let needle = f.search.as_ref().map(key_search_text).unwrap_or_default();
-        let mut found: Vec<(Timestamp, LicenseId)> = Vec::new();
+        let mut found: Vec<(Option<Timestamp>, LicenseId)> = Vec::new();
         let mut take = |r: &Row| {
             if r.matches(f) {
                 found.push((column(r), r.id));
@@ -163,10 +169,14 @@ impl Table {
             None => self.rows.iter().for_each(take),
         }
         let total = found.len();
-        let order = |a: &(Timestamp, LicenseId), b: &(Timestamp, LicenseId)| match paging.direction
-        {
-            SortDirection::Asc => a.cmp(b),
-            SortDirection::Desc => b.cmp(a),
+        // Those without a value (no expiration date, never used) last, whichever the direction.
+        let order = |a: &(Option<Timestamp>, LicenseId), b: &(Option<Timestamp>, LicenseId)| {
+            a.0.is_none()
+                .cmp(&b.0.is_none())
+                .then_with(|| match paging.direction {
+                    SortDirection::Asc => a.cmp(b),
+                    SortDirection::Desc => b.cmp(a),
+                })
         };
         let offset = usize::try_from(paging.offset()).unwrap_or(usize::MAX);
         let end = offset.saturating_add(paging.page_size as usize);

@@ -206,10 +206,18 @@ impl LicenseStore for SledStore {
         // the team's table when it is built (`license_table.rs`): only the page is read.
         let by_row = f.search.is_some()
             || f.expiry.is_some()
+            || f.expires_within.is_some()
             || f.expiration_type.is_some()
             || f.suspended.is_some();
-        if f.metadata_key.is_none()
-            && (by_row || candidates.is_some())
+        // Only the creation and change times have an index to walk in order.
+        let index = match query.sort {
+            LicenseSort::CreatedAt => Some(ix::CREATED),
+            LicenseSort::UpdatedAt => Some(ix::UPDATED),
+            LicenseSort::ExpirationDate | LicenseSort::LastActiveAt => None,
+        };
+        let by_metadata = f.metadata_key.is_some() || f.metadata_search.is_some();
+        if !by_metadata
+            && (by_row || candidates.is_some() || index.is_none())
             && let Some(table) = self.license_table(team).await?
         {
             let (ids, total, has_next_page) = table
@@ -244,11 +252,25 @@ impl LicenseStore for SledStore {
                 compare_licenses(a, b, query.sort, query.paging.direction)
             }));
         }
-        let index = match query.sort {
-            LicenseSort::CreatedAt => ix::CREATED,
-            LicenseSort::UpdatedAt => ix::UPDATED,
+        let Some(index) = index else {
+            // An order no index keeps (with a metadata filter, or without the team's table):
+            // every license of the team, sorted here.
+            let mut items = Vec::new();
+            for kv in self
+                .inner
+                .tree
+                .scan_prefix(key(&[&[tag::LICENSE], team.as_bytes()]))
+            {
+                let l = decode::<License>(&kv.map_err(backend)?.1)?;
+                if license_matches(&l, f) {
+                    items.push(l);
+                }
+            }
+            return Ok(page_of(items, &query.paging, |a, b| {
+                compare_licenses(a, b, query.sort, query.paging.direction)
+            }));
         };
-        let filtered = by_row || f.metadata_key.is_some();
+        let filtered = by_row || by_metadata;
         let accept = |l: &License| license_matches(l, f);
         self.walk_index(
             &index_prefix(tag::LICENSE, index, team),

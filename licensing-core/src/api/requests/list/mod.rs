@@ -1,6 +1,6 @@
 use std::borrow::Cow;
 
-use super::{finish, id_list, one_of};
+use super::{finish, id_list, int_in, one_of};
 use crate::Timestamp;
 use crate::error::{ApiError, Validator};
 use crate::model::{ExpirationType, ReleaseStatus};
@@ -205,6 +205,12 @@ pub struct ListQuery<S, F> {
 pub enum LicenseSort {
     CreatedAt,
     UpdatedAt,
+    /// (ext) The expiration date; licenses without one (never expiring, or not yet started)
+    /// come last in either direction.
+    ExpirationDate,
+    /// (ext) When a client last used the license; licenses never used come last in either
+    /// direction.
+    LastActiveAt,
 }
 
 /// Filters of the license list.
@@ -237,6 +243,38 @@ pub struct LicenseFilter {
     /// case-insensitively (`customerSearch`; stores resolve the customers, so
     /// [`license_matches`](crate::store::license_matches) leaves it out).
     pub customer_search: Option<SearchText>,
+    /// (ext) Licenses with a metadata value (of any key) that contains this, case-insensitively
+    /// (`metadataSearch`: an order number finds its license).
+    pub metadata_search: Option<SearchText>,
+    /// (ext) Licenses not expired yet that expire within some days (`expiresWithinDays`).
+    pub expires_within: Option<ExpiresWithin>,
+}
+
+/// The license list's `expiresWithinDays` filter: licenses whose expiration date is after `at`
+/// and at most `days` days later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpiresWithin {
+    /// Days ahead: 1 to 3650.
+    pub days: u32,
+    /// The moment counted from: when the request was parsed, unless the server sets its own
+    /// clock's reading.
+    pub at: Timestamp,
+}
+
+impl ExpiresWithin {
+    /// The latest expiration date that passes.
+    pub fn until(self) -> Timestamp {
+        Timestamp::from_millis(
+            self.at
+                .as_millis()
+                .saturating_add(i64::from(self.days) * 86_400_000),
+        )
+    }
+
+    /// Whether a license expiring at `date` passes.
+    pub fn contains(self, date: Option<Timestamp>) -> bool {
+        date.is_some_and(|d| d > self.at && d <= self.until())
+    }
 }
 
 /// The license list's `entitlementId` filter: licenses that list the entitlement, or have one
@@ -290,6 +328,8 @@ impl LicenseListQuery {
                 "entitlementId",
                 "customerSearch",
                 "policyId",
+                "metadataSearch",
+                "expiresWithinDays",
             ]),
             &mut v,
         );
@@ -303,6 +343,20 @@ impl LicenseListQuery {
         let customer_search = v
             .optional("customerSearch", q.get("customerSearch"), SearchText::parse)
             .flatten();
+        let metadata_search = v
+            .optional("metadataSearch", q.get("metadataSearch"), SearchText::parse)
+            .flatten();
+        let expires_within = v
+            .optional("expiresWithinDays", q.get("expiresWithinDays"), |t| {
+                t.parse::<i64>()
+                    .map_err(|_| "must be a whole number of days, 1 to 3650".to_owned())
+                    .and_then(|d| int_in(d, 1, 3650))
+            })
+            .flatten()
+            .map(|days| ExpiresWithin {
+                days,
+                at: Timestamp::now(),
+            });
         let metadata_key = v
             .optional("metadataKey", q.get("metadataKey"), |t| {
                 check_length(t, 1, 255).map(|()| t.to_owned())
@@ -369,6 +423,8 @@ impl LicenseListQuery {
                 suspended,
                 entitlement,
                 customer_search,
+                metadata_search,
+                expires_within,
             },
         })
     }
@@ -671,6 +727,12 @@ impl QueryFilter for LicenseFilter {
         if let Some(text) = &self.customer_search {
             query.append_pair("customerSearch", text.as_str());
         }
+        if let Some(text) = &self.metadata_search {
+            query.append_pair("metadataSearch", text.as_str());
+        }
+        if let Some(within) = self.expires_within {
+            query.append_pair("expiresWithinDays", &within.days.to_string());
+        }
     }
 }
 
@@ -721,6 +783,8 @@ impl SortColumn for LicenseSort {
     const OPTIONS: &'static [(&'static str, Self)] = &[
         ("createdAt", Self::CreatedAt),
         ("updatedAt", Self::UpdatedAt),
+        ("expirationDate", Self::ExpirationDate),
+        ("lastActiveAt", Self::LastActiveAt),
     ];
     const DEFAULT: Self = Self::CreatedAt;
 }

@@ -134,7 +134,17 @@ fn bad_values_name_the_parameter_and_the_allowed_values() {
         (
             "sortColumn=email",
             "sortColumn",
-            "must be one of createdAt, updatedAt",
+            "must be one of createdAt, updatedAt, expirationDate, lastActiveAt",
+        ),
+        (
+            "expiresWithinDays=0",
+            "expiresWithinDays",
+            "must be at least 1 (got 0)",
+        ),
+        (
+            "expiresWithinDays=soon",
+            "expiresWithinDays",
+            "must be a whole number of days, 1 to 3650",
         ),
         (
             "productIds=nope",
@@ -150,7 +160,7 @@ fn bad_values_name_the_parameter_and_the_allowed_values() {
         (
             "pagesize=10",
             "pagesize",
-            "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue, status, expirationType, suspended, entitlementId, customerSearch, policyId)",
+            "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue, status, expirationType, suspended, entitlementId, customerSearch, policyId, metadataSearch, expiresWithinDays)",
         ),
     ];
     for (query, field, message) in cases {
