@@ -140,9 +140,9 @@ pub fn compare_licenses(
 ) -> Ordering {
     let optional = |x: Option<Timestamp>, y: Option<Timestamp>| {
         // Those without a value last, whichever the direction.
-        x.is_none().cmp(&y.is_none()).then_with(|| {
-            directed(x.cmp(&y).then_with(|| a.id.cmp(&b.id)), dir)
-        })
+        x.is_none()
+            .cmp(&y.is_none())
+            .then_with(|| directed(x.cmp(&y).then_with(|| a.id.cmp(&b.id)), dir))
     };
     let by = match sort {
         LicenseSort::CreatedAt => a.created_at.cmp(&b.created_at),

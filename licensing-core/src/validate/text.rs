@@ -207,14 +207,96 @@ impl Country {
         Self {
             alpha2: c.alpha2,
             alpha3: c.alpha3,
-            name: c.long_name,
+            name: common_name(c.alpha2, c.long_name),
         }
     }
+}
+
+/// The names people write for the countries whose ISO 3166 names they do not ("United States",
+/// not "The United States Of America"; accents and hyphens where the country writes them).
+const COMMON_NAMES: &[(&str, &str)] = &[
+    ("AX", "Åland Islands"),
+    ("BL", "Saint Barthélemy"),
+    ("BN", "Brunei"),
+    ("CC", "Cocos (Keeling) Islands"),
+    ("CD", "Democratic Republic of the Congo"),
+    ("CI", "Côte d'Ivoire"),
+    ("CW", "Curaçao"),
+    ("FK", "Falkland Islands"),
+    ("FM", "Micronesia"),
+    ("GB", "United Kingdom"),
+    ("GW", "Guinea-Bissau"),
+    ("HM", "Heard Island and McDonald Islands"),
+    ("IR", "Iran"),
+    ("KP", "North Korea"),
+    ("KR", "South Korea"),
+    ("LA", "Laos"),
+    ("MD", "Moldova"),
+    ("MF", "Saint Martin"),
+    ("MK", "North Macedonia"),
+    ("PS", "Palestine"),
+    ("RE", "Réunion"),
+    ("RU", "Russia"),
+    ("SH", "Saint Helena, Ascension and Tristan da Cunha"),
+    ("SX", "Sint Maarten"),
+    ("SY", "Syria"),
+    ("TL", "Timor-Leste"),
+    ("TW", "Taiwan"),
+    ("TZ", "Tanzania"),
+    ("UM", "U.S. Minor Outlying Islands"),
+    ("US", "United States"),
+    ("VA", "Vatican City"),
+    ("VE", "Venezuela"),
+    ("VI", "U.S. Virgin Islands"),
+];
+
+/// The name of country `alpha2` as people write it: its entry in [`COMMON_NAMES`], else its
+/// ISO name without a leading "The" and with "and", "of" and "the" in lower case.
+fn common_name(alpha2: &str, iso: &'static str) -> &'static str {
+    static NAMES: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static str>> =
+        std::sync::OnceLock::new();
+    if let Some((_, name)) = COMMON_NAMES.iter().find(|(code, _)| *code == alpha2) {
+        return name;
+    }
+    let names = NAMES.get_or_init(|| {
+        celes::Country::get_countries()
+            .iter()
+            .map(|c| {
+                let trimmed = c.long_name.strip_prefix("The ").unwrap_or(c.long_name);
+                let written = trimmed
+                    .replace(" And ", " and ")
+                    .replace(" Of ", " of ")
+                    .replace(" The ", " the ");
+                (c.alpha2, &*Box::leak(written.into_boxed_str()))
+            })
+            .collect()
+    });
+    names.get(alpha2).copied().unwrap_or(iso)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn countries_have_the_names_people_write() {
+        let name = |code: &str| Country::from_code(code).unwrap().name;
+        assert_eq!(name("US"), "United States");
+        assert_eq!(name("GBR"), "United Kingdom");
+        assert_eq!(name("kr"), "South Korea");
+        assert_eq!(name("NL"), "Netherlands");
+        assert_eq!(name("BA"), "Bosnia and Herzegovina");
+        assert_eq!(name("VC"), "Saint Vincent and the Grenadines");
+        assert_eq!(name("CI"), "Côte d'Ivoire");
+        assert_eq!(name("FI"), "Finland");
+        for c in celes::Country::get_countries() {
+            let written = name(c.alpha2);
+            assert!(
+                !written.starts_with("The ") && !written.contains(" Of "),
+                "{written}"
+            );
+        }
+    }
 
     #[test]
     fn hardware_identifier_limits() {

@@ -594,7 +594,8 @@ async fn first_password_then_a_license_created_and_found_by_its_customer(
         .unwrap();
     assert!(preview.starts_with("Expires on "), "{preview}");
     tab.fill("#hwidLimit", "1").await;
-    tab.click("main form button[type=submit]").await;
+    tab.click("main form[method=post] button[type=submit]")
+        .await;
     tab.sees("License created.").await;
     assert!(tab.path().await.ends_with("?notice=license-created"));
     let key = tab

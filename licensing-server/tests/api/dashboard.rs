@@ -3619,7 +3619,14 @@ async fn update_settings_rollouts_and_artifacts_in_the_dashboard() {
 async fn the_desk_finds_customers_and_licenses_by_metadata_expiry_and_use() {
     let s = TestServer::start().await;
     let mut b = Browser::new(&s);
-    staff(&s, &mut b, s.team_id(), "desk@vendor.example", Role::Developer).await;
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "desk@vendor.example",
+        Role::Developer,
+    )
+    .await;
     let oldest = s
         .post(
             &s.dev("customers"),
@@ -3647,10 +3654,14 @@ async fn the_desk_finds_customers_and_licenses_by_metadata_expiry_and_use() {
         .has("Quentin Oldest")
         .lacks("Newer 7<");
     let customer = b.get(&format!("/dashboard/customers/{oldest}")).await;
-    customer.has(&format!("href=\"/dashboard/licenses/new?customer={oldest}\""));
+    customer.has(&format!(
+        "href=\"/dashboard/licenses/new?customer={oldest}\""
+    ));
     b.get(&format!("/dashboard/licenses/new?customer={oldest}"))
         .await
-        .has(&format!("<option value=\"{oldest}\" selected>Quentin Oldest"));
+        .has(&format!(
+            "<option value=\"{oldest}\" selected>Quentin Oldest"
+        ));
 
     // Three licenses: one with an order number that expires in 3 days, one in 60 days (used
     // once), one that never expires.
@@ -3683,13 +3694,21 @@ async fn the_desk_finds_customers_and_licenses_by_metadata_expiry_and_use() {
         .has(&key(&soon))
         .lacks(&key(&later));
     let week = b.get("/dashboard/licenses?expiring=7").await;
-    week.has(&key(&soon)).lacks(&key(&later)).lacks(&key(&never));
+    week.has(&key(&soon))
+        .lacks(&key(&later))
+        .lacks(&key(&never));
     let by_expiry = b
         .get("/dashboard/licenses?sort=expirationDate&direction=asc")
         .await;
     let at = |page: &Page, l: &Value| page.text.find(&key(l)).unwrap();
     assert!(at(&by_expiry, &soon) < at(&by_expiry, &later));
-    assert!(at(&by_expiry, &later) < at(&by_expiry, &never), "undated last");
+    assert!(
+        at(&by_expiry, &later) < at(&by_expiry, &never),
+        "undated last"
+    );
     let by_use = b.get("/dashboard/licenses?sort=lastActiveAt").await;
-    assert!(at(&by_use, &later) < at(&by_use, &soon), "the used one first");
+    assert!(
+        at(&by_use, &later) < at(&by_use, &soon),
+        "the used one first"
+    );
 }

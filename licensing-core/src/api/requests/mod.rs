@@ -32,9 +32,10 @@ pub use license::{
 };
 pub use list::{
     CustomerListQuery, CustomerSort, DeviceListQuery, DeviceSort, EntitlementFilter,
-    EntitlementListQuery, EntitlementSort, ExpiresWithin, ExpiryFilter, LicenseFilter, LicenseListQuery,
-    LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter, ProductListQuery,
-    ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection, parse_no_query,
+    EntitlementListQuery, EntitlementSort, ExpiresWithin, ExpiryFilter, LicenseFilter,
+    LicenseListQuery, LicenseSort, ListQuery, Paging, PolicyListQuery, PolicySort, ProductFilter,
+    ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection,
+    parse_no_query,
 };
 pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
 pub use product::{BranchBody, ProductBody, ProductInput};

@@ -464,8 +464,7 @@ pub async fn license_lists_sort_by_expiry_and_use_and_find_by_metadata<S: Store>
     let (used_asc, _) = ids("sortColumn=lastActiveAt&sortDirection=asc").await;
     assert_eq!(used_asc[..3], [in_40.id, never.id, in_5.id]);
     // With a filter that the table answers, and with candidates from an index.
-    let (unsuspended, _) =
-        ids("sortColumn=expirationDate&sortDirection=asc&suspended=false").await;
+    let (unsuspended, _) = ids("sortColumn=expirationDate&sortDirection=asc&suspended=false").await;
     assert_eq!(unsuspended[..2], [expired.id, in_1.id]);
     let (customers, total) = ids(&format!(
         "sortColumn=lastActiveAt&sortDirection=desc&customerIds={}",
@@ -475,7 +474,8 @@ pub async fn license_lists_sort_by_expiry_and_use_and_find_by_metadata<S: Store>
     assert_eq!((customers, total), (vec![never.id, in_1.id], 2));
 
     // Expiring within a week: not the expired one, not the one in 40 days.
-    let (week, total) = ids("expiresWithinDays=7&sortColumn=expirationDate&sortDirection=asc").await;
+    let (week, total) =
+        ids("expiresWithinDays=7&sortColumn=expirationDate&sortDirection=asc").await;
     assert_eq!((week, total), (vec![in_1.id, in_5.id], 2));
     let (month_and_more, _) = ids("expiresWithinDays=41").await;
     assert_eq!(month_and_more.len(), 3);

@@ -4,12 +4,12 @@ use licensing_core::api::requests::{
     CustomerListQuery, CustomerSort, LicenseCreate, LicenseUpdate, Patch, RawMetadata,
     SortDirection,
 };
-use licensing_core::validate::SearchText;
-use licensing_core::{CustomerId, LicenseId};
 use licensing_core::error::FieldError;
 use licensing_core::model::{
     Customer, ExpirationStart, ExpirationType, License, LicenseDetail, Policy, Term,
 };
+use licensing_core::validate::SearchText;
+use licensing_core::{CustomerId, LicenseId};
 use maud::html;
 
 use super::super::api::{self, Failure};

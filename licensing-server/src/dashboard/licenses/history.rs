@@ -244,7 +244,14 @@ fn row(
             td.mono { (e.hardware_identifier.as_deref().unwrap_or("—")) }
             td.mono {
                 (e.ip_address)
-                @if let Some(country) = &e.country { " (" (country) ")" }
+                @if let Some(code) = &e.country {
+                    " ("
+                    @match licensing_core::validate::Country::from_code(code) {
+                        Ok(country) => { abbr title=(code) { (country.name) } },
+                        Err(_) => { (code) },
+                    }
+                    ")"
+                }
             }
             td { (e.product_id.map(product_name).unwrap_or_else(|| "—".into())) }
             td { (e.version.as_deref().unwrap_or("—")) }
