@@ -915,6 +915,7 @@ licenses-within-30-days = within 30 days
 licenses-within-90-days = within 90 days
 licenses-expiry = Expiry date
 licenses-no-licenses-match = No licenses match.
+licenses-choose-all-on-page = Choose every license on this page
 licenses-with-licenses-chosen = With the licenses chosen
 licenses-apply = Apply…
 licenses-suspended = Suspended

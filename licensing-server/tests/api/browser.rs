@@ -905,6 +905,70 @@ async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &T
             .await,
         "the list offers its CSV"
     );
+    // "Choose every license on this page" ticks every box, and clears them again.
+    tab.click("input[data-select-all]").await;
+    let ticked = |expected: bool| {
+        let tab = &tab;
+        async move {
+            let all = tab
+                .client
+                .execute(
+                    "return [...document.querySelectorAll('input[name=id]')].every(b => b.checked === arguments[0])",
+                    vec![serde_json::json!(expected)],
+                )
+                .await
+                .unwrap();
+            assert_eq!(all, serde_json::json!(true), "every box ticked: {expected}");
+        }
+    };
+    ticked(true).await;
+    tab.click("input[data-select-all]").await;
+    ticked(false).await;
+    // At 1280 pixels the license list (keys, long customer and product names, dates) fits its
+    // box.
+    let long = s
+        .post(
+            &s.dev("customers"),
+            r#"{"fullName":"Maximiliane Theodora Wolfeschlegelsteinhausen-Bergerdorff","email":"maximiliane.theodora.wolfeschlegelsteinhausen@example-enterprise-customer.com"}"#,
+        )
+        .await
+        .ok()["id"]
+        .clone();
+    let mut products = Vec::new();
+    for name in [
+        "Professional Studio Edition 2026",
+        "Enterprise Analytics Add-on Suite",
+    ] {
+        products.push(
+            s.post(
+                &s.dev("products"),
+                &serde_json::json!({ "name": name }).to_string(),
+            )
+            .await
+            .ok()["id"]
+                .clone(),
+        );
+    }
+    s.put(
+        &s.dev(&format!("licenses/id/{}", id(&a))),
+        &serde_json::json!({"customerIds": [long], "productIds": products}).to_string(),
+    )
+    .await
+    .ok();
+    tab.goto("/dashboard/licenses?pageSize=100").await;
+    tab.sees("Wolfeschlegelsteinhausen").await;
+    let overflow = tab
+        .client
+        .execute(
+            "const w = document.querySelector('main .table-wrap'); return w.scrollWidth - w.clientWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        overflow.as_f64().unwrap() <= 0.0,
+        "the license table is {overflow} px wider than its box"
+    );
     // At 1280 pixels the audit log's long ids and values wrap inside their column.
     tab.goto("/dashboard/audit").await;
     tab.sees("License created").await;
@@ -1011,6 +1075,24 @@ async fn a_phone_reaches_every_button(driver: &Driver, s: &TestServer) {
         .unwrap();
     let right = right.as_f64().unwrap();
     assert!(right <= 390.0, "the Forget button ends at {right} px");
+    // The request history reads without sideways scrolling: each request a block of labelled
+    // lines inside the screen.
+    let history = tab
+        .client
+        .execute(
+            "const w = document.querySelector('.history .table-wrap'); \
+             const row = document.querySelector('.history tbody tr'); \
+             return [w.scrollWidth - w.clientWidth, row.getBoundingClientRect().right, \
+                     getComputedStyle(row.querySelector('td[data-label]'), '::before').content];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        history[0].as_f64().unwrap() <= 0.0 && history[1].as_f64().unwrap() <= 390.0,
+        "the history is wider than the phone: {history}"
+    );
+    assert_eq!(history[2], json!("\"Request: \""), "{history}");
     tab.goto("/dashboard/").await;
     let height = tab
         .client

@@ -235,6 +235,18 @@ async fn licenses_chosen_on_the_list_are_suspended_and_deleted_after_one_confirm
         .map(|l| l["licenseKey"].as_str().unwrap().to_owned())
         .collect();
     let (k0, k1, k2) = (&keys[0], &keys[1], &keys[2]);
+    // The confirmation names each license's customers.
+    let ada = s
+        .post(&s.dev("customers"), r#"{"fullName":"Ada Lovelace"}"#)
+        .await
+        .ok()["id"]
+        .clone();
+    s.put(
+        &s.dev(&format!("licenses/id/{}", ids[0])),
+        &serde_json::json!({"customerIds": [ada]}).to_string(),
+    )
+    .await
+    .ok();
     let other = s.other_team().await;
     let theirs = s
         .send(
@@ -257,6 +269,7 @@ async fn licenses_chosen_on_the_list_are_suspended_and_deleted_after_one_confirm
     .await;
     let list = desk.get("/dashboard/licenses").await;
     list.has("type=\"checkbox\" name=\"id\"")
+        .has("data-select-all=\"id\"")
         .has("<option value=\"suspend\"")
         .lacks("<option value=\"delete\"");
     let back = "/dashboard/licenses?pageSize=50&page=1";
@@ -274,7 +287,12 @@ async fn licenses_chosen_on_the_list_are_suspended_and_deleted_after_one_confirm
         )
         .await;
     assert_eq!(ask.status, 200, "{}", ask.text);
-    ask.has("Suspend 2 licenses?").has(k0).has(k1).lacks(k2);
+    ask.has("Suspend 2 licenses?")
+        .has(k0)
+        .has(k1)
+        .lacks(k2)
+        .has("Ada Lovelace")
+        .has("name=\"reason\"");
     // Nothing changed yet.
     assert_eq!(
         s.get(&s.dev(&format!("licenses/id/{}", ids[0]))).await.ok()["suspended"],
@@ -290,10 +308,15 @@ async fn licenses_chosen_on_the_list_are_suspended_and_deleted_after_one_confirm
                 ("id", &ids[0]),
                 ("id", &ids[1]),
                 ("back", back),
+                ("reason", "Seat audit"),
             ],
         )
         .await;
     assert_eq!(done.status, 303, "{}", done.text);
+    assert_eq!(
+        s.get(&s.dev(&format!("licenses/id/{}", ids[1]))).await.ok()["suspensionReason"],
+        "Seat audit"
+    );
     assert_eq!(done.location(), format!("{back}&notice=licenses-suspended"));
     for (i, suspended) in [(0, true), (1, true), (2, false)] {
         assert_eq!(

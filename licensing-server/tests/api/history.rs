@@ -202,6 +202,11 @@ async fn support_reads_on_the_license_page_why_a_customer_was_refused() {
         .get(&format!("/dashboard/licenses/{id}?code=HWID_LIMIT_REACHED"))
         .await;
     one.has("1 request<").has("machine-b-000002");
+    // The reason filter offers what a license's history can hold, not the API's every code.
+    one.has("<option value=\"LICENSE_SUSPENDED\"")
+        .lacks("<option value=\"TEAM_NOT_FOUND\"")
+        .lacks("<option value=\"RATE_LIMIT\"")
+        .lacks("<option value=\"IDEMPOTENCY_KEY_IN_USE\"");
     let none = b
         .get(&format!("/dashboard/licenses/{id}?day=2001-01-01"))
         .await;

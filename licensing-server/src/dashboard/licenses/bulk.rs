@@ -8,7 +8,7 @@ use licensing_core::api::requests::{BulkAction as Action, BulkLicenseBody, MAX_B
 use licensing_core::{ApiError, LicenseId};
 use maud::html;
 
-use super::{license_id, status};
+use super::{customer_name, license_id, status};
 use crate::app::licenses::{BulkLicenses, GetLicense};
 use crate::dashboard::api::{self, Failure};
 use crate::dashboard::page::{self, Form, Nav};
@@ -126,12 +126,17 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
     }
     let back = back_to(form);
     if form.get("confirmed") == Some("yes") {
-        return perform(ctx, staff, action, &ids, &back).await;
+        let reason = form
+            .get("reason")
+            .map(str::trim)
+            .filter(|r| !r.is_empty() && action == Action::Suspend)
+            .map(str::to_owned);
+        return perform(ctx, staff, (action, reason), &ids, &back).await;
     }
     let mut found = Vec::with_capacity(ids.len());
     for id in &ids {
         match api::perform(ctx, staff, GetLicense(*id)).await {
-            Ok(detail) => found.push(detail.license),
+            Ok(detail) => found.push(detail),
             // Gone meanwhile, or another team's: not listed, not done.
             Err(failure) if failure.status == 404 => {}
             Err(failure) => return page::failure(ctx, Some(staff), &failure),
@@ -151,9 +156,15 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
         h1 { (title) }
         div.card {
             ul.keys {
-                @for l in &found {
+                @for d in &found {
+                    @let l = &d.license;
                     @let (word, class) = status(l, ctx.now);
-                    li { span.key { (l.license_key.as_str()) } " " span.badge.(class) { (word) } }
+                    li {
+                        span.key { (l.license_key.as_str()) } " " span.badge.(class) { (word) }
+                        @if !d.customers.is_empty() {
+                            " " (d.customers.iter().map(customer_name).collect::<Vec<_>>().join(", "))
+                        }
+                    }
                 }
             }
             p { (action.consequence()) }
@@ -163,7 +174,11 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
                     input type="hidden" name="action" value=(action.value());
                     input type="hidden" name="confirmed" value="yes";
                     input type="hidden" name="back" value=(back);
-                    @for l in &found { input type="hidden" name="id" value=(l.id); }
+                    @for d in &found { input type="hidden" name="id" value=(d.license.id); }
+                    @if action == Action::Suspend {
+                        label for="bulk-reason" { (t("licenses-show-suspension-reason")) }
+                        input #bulk-reason type="text" name="reason" maxlength="500";
+                    }
                     @if action == Action::Delete {
                         button.danger type="submit" { (title.trim_end_matches('?')) }
                     } @else {
@@ -184,11 +199,14 @@ pub(crate) async fn bulk(ctx: &Ctx, staff: &Staff, form: &Form) -> Response {
 async fn perform(
     ctx: &Ctx,
     staff: &Staff,
-    action: Action,
+    (action, reason): (Action, Option<String>),
     ids: &[LicenseId],
     back: &str,
 ) -> Response {
-    let bulk = BulkLicenses(BulkLicenseBody::new(action, ids));
+    let bulk = BulkLicenses(BulkLicenseBody {
+        reason,
+        ..BulkLicenseBody::new(action, ids)
+    });
     let result = match api::perform(ctx, staff, bulk).await {
         Ok(result) => result,
         Err(failure) => return page::failure(ctx, Some(staff), &failure),

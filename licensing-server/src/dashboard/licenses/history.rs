@@ -49,6 +49,32 @@ pub(crate) fn code_words(code: ResultCode) -> &'static str {
     }
 }
 
+/// The refusals a license's history can hold: those the client API answers once it has found
+/// the license (a request refused before, for its rate, its team or its body, names no
+/// license).
+const LICENSE_REFUSALS: [ResultCode; 20] = [
+    ResultCode::LicenseSuspended,
+    ResultCode::LicenseExpired,
+    ResultCode::HwidLimitReached,
+    ResultCode::IpLimitReached,
+    ResultCode::SessionLimitReached,
+    ResultCode::SessionNotFound,
+    ResultCode::ProductNotFound,
+    ResultCode::CustomerNotFound,
+    ResultCode::EntitlementsMissing,
+    ResultCode::HardwareIdentifierBlacklisted,
+    ResultCode::IpBlacklisted,
+    ResultCode::CountryBlacklisted,
+    ResultCode::ReleaseNotFound,
+    ResultCode::NoAccessToRelease,
+    ResultCode::ReleaseArchived,
+    ResultCode::ReleaseDraft,
+    ResultCode::ReleaseYanked,
+    ResultCode::ArtifactNotFound,
+    ResultCode::InvalidSessionKey,
+    ResultCode::BadRequest,
+];
+
 /// An endpoint in words.
 fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
     match endpoint {
@@ -182,7 +208,7 @@ pub(crate) async fn section(
                 (page::filter(("requests", t("licenses-history-outcome"), t("licenses-history-any")), [("refused", t("licenses-history-refused")), ("accepted", t("licenses-history-accepted"))], chosen.outcome))
                 (page::filter(
                     ("code", t("licenses-history-reason"), t("licenses-history-any")),
-                    ResultCode::ALL.into_iter().filter(|c| !c.is_success()).map(|c| (c.as_str(), code_words(c))),
+                    LICENSE_REFUSALS.into_iter().map(|c| (c.as_str(), code_words(c))),
                     chosen.code.map_or("", ResultCode::as_str),
                 ))
                 div {
@@ -191,7 +217,7 @@ pub(crate) async fn section(
                 }
                 div { button type="submit" { (t("licenses-history-show")) } }
             }
-            (page::table(&[t("licenses-history-time"), t("licenses-history-request"), t("licenses-history-result"), t("licenses-history-device"), t("licenses-history-address"), t("licenses-history-product"), t("licenses-history-version")], None, html! {
+            div.history { (page::table(&[t("licenses-history-time"), t("licenses-history-request"), t("licenses-history-result"), t("licenses-history-device"), t("licenses-history-address"), t("licenses-history-product"), t("licenses-history-version")], None, html! {
                 @if result.items.is_empty() {
                     tr { td.empty colspan="7" {
                         @if filtered { (t("licenses-history-no-request-matches")) } @else { (t("licenses-history-no-request-has-reached-license")) }
@@ -200,7 +226,7 @@ pub(crate) async fn section(
                 @for e in &result.items {
                     (row(staff, e, &product_name))
                 }
-            }))
+            })) }
             nav.pager aria-label=(t("licenses-history-request-pages")) {
                 @if result.total > 0 {
                     span { (page::counted(result.total, "count-requests")) }
@@ -233,16 +259,16 @@ fn row(
                     }
                 }
             }
-            td { (endpoint_words(e.endpoint)) }
-            td {
+            td data-label=(t("licenses-history-request")) { (endpoint_words(e.endpoint)) }
+            td data-label=(t("licenses-history-result")) {
                 @if refused {
                     span.badge.bad title=(e.code.as_str()) { (code_words(e.code)) }
                 } @else {
                     span.badge.ok { (code_words(e.code)) }
                 }
             }
-            td.mono { (e.hardware_identifier.as_deref().unwrap_or("—")) }
-            td.mono {
+            td.mono data-label=(t("licenses-history-device")) { (e.hardware_identifier.as_deref().unwrap_or("—")) }
+            td.mono data-label=(t("licenses-history-address")) {
                 (e.ip_address)
                 @if let Some(code) = &e.country {
                     " ("
@@ -253,8 +279,8 @@ fn row(
                     ")"
                 }
             }
-            td { (e.product_id.map(product_name).unwrap_or_else(|| "—".into())) }
-            td { (e.version.as_deref().unwrap_or("—")) }
+            td data-label=(t("licenses-history-product")) { (e.product_id.map(product_name).unwrap_or_else(|| "—".into())) }
+            td data-label=(t("licenses-history-version")) { (e.version.as_deref().unwrap_or("—")) }
         }
     }
 }

@@ -379,9 +379,9 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                             }
                         }
                         td { a.key href={ "/dashboard/licenses/" (l.id) } { (l.license_key.as_str()) } }
-                        td { (customers_of(l)) }
+                        td.names { (customers_of(l)) }
                         td { span.badge.(class) { (word) } }
-                        td { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
+                        td.names { (l.product_ids.iter().map(&product_name).collect::<Vec<_>>().join(", ")) }
                         td { (expiry_text(l)) }
                         td { (page::day(l.created_at)) }
                         td { (l.last_active_at.map(|at| page::when(staff, at)).unwrap_or_else(|| t("licenses-never").into())) }
@@ -390,6 +390,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
             }))
             @if !bulk.is_empty() && !result.items.is_empty() {
                 div.bulk {
+                    label.choice hidden { input type="checkbox" data-select-all="id"; (t("licenses-choose-all-on-page")) }
                     label for="bulk-action" { (t("licenses-with-licenses-chosen")) }
                     select #bulk-action name="action" {
                         @for (value, words) in &bulk { option value=(value) { (words) } }

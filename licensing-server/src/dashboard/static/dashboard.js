@@ -17,6 +17,17 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
+  // "Choose all": <input type="checkbox" data-select-all="name">, shown only with the script,
+  // ticks or clears every box of that name in its form.
+  for (const all of document.querySelectorAll("input[data-select-all]")) {
+    const label = all.closest("[hidden]");
+    if (label) label.hidden = false;
+    all.addEventListener("change", () => {
+      const boxes = all.form.querySelectorAll(`input[type=checkbox][name="${all.dataset.selectAll}"]`);
+      for (const box of boxes) box.checked = all.checked;
+    });
+  }
+
   // Release uploads: send the form with a progress bar, then show the page the server answers
   // with (the new release, or the form with what to fix).
   const upload = document.querySelector("form[data-upload]");
