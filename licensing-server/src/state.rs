@@ -198,34 +198,10 @@ impl Limits {
             auth_failures_team: RateLimiter::per_minute(auth_failures.saturating_mul(10)),
             sign_in_account: tiers(auth_failures, &SIGN_IN_TIERS),
             sign_in_total: tiers(auth_failures, &SIGN_IN_TOTAL_TIERS),
-            portal_mail_address: (auth_failures > 0).then(|| {
-                RateLimiter::new(
-                    3,
-                    std::time::Duration::from_secs(600),
-                    crate::runtime::ratelimit::MAX_KEYS,
-                )
-            }),
-            portal_mail_client: (auth_failures > 0).then(|| {
-                RateLimiter::new(
-                    20,
-                    std::time::Duration::from_secs(3600),
-                    crate::runtime::ratelimit::MAX_KEYS,
-                )
-            }),
-            password_mail_address: (auth_failures > 0).then(|| {
-                RateLimiter::new(
-                    3,
-                    std::time::Duration::from_secs(3600),
-                    crate::runtime::ratelimit::MAX_KEYS,
-                )
-            }),
-            password_mail_client: (auth_failures > 0).then(|| {
-                RateLimiter::new(
-                    10,
-                    std::time::Duration::from_secs(3600),
-                    crate::runtime::ratelimit::MAX_KEYS,
-                )
-            }),
+            portal_mail_address: mail_limit(auth_failures, 3, 600),
+            portal_mail_client: mail_limit(auth_failures, 20, 3600),
+            password_mail_address: mail_limit(auth_failures, 3, 3600),
+            password_mail_client: mail_limit(auth_failures, 10, 3600),
         }
     }
 
@@ -269,6 +245,21 @@ impl Limits {
             password_mail_client: share(self.password_mail_client, pool, "password-mail-client"),
         }
     }
+}
+
+/// A limiter of e-mails asked for: `limit` per `seconds` (none when authentication limits are
+/// off).
+fn mail_limit<K>(auth_failures: u32, limit: u32, seconds: u64) -> Option<RateLimiter<K>>
+where
+    K: std::hash::Hash + Eq + Clone,
+{
+    (auth_failures > 0).then(|| {
+        RateLimiter::new(
+            limit,
+            std::time::Duration::from_secs(seconds),
+            crate::runtime::ratelimit::MAX_KEYS,
+        )
+    })
 }
 
 /// Limiters of `tiers` (none when authentication limits are off).

@@ -148,19 +148,7 @@ async fn with_mail_and(
 
 /// The next message's confirmation link's path.
 async fn confirm_link(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> (String, String) {
-    let message = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv())
-        .await
-        .expect("no e-mail arrived in time")
-        .unwrap()
-        // Long lines may come quoted-printable: undo its soft line breaks.
-        .replace("=\n", "")
-        .replace("=3D", "=");
-    let at = message.find("/dashboard/confirm-email/").expect("a link");
-    let path: String = message[at..]
-        .chars()
-        .take_while(|c| !c.is_whitespace())
-        .collect();
-    (message, path)
+    mailed_link(rx, "/dashboard/confirm-email/").await
 }
 
 /// A link in the next message: its path from `marker` on, and the message.
@@ -172,6 +160,7 @@ async fn mailed_link(
         .await
         .expect("no e-mail arrived in time")
         .unwrap()
+        // Long lines may come quoted-printable: undo its soft line breaks.
         .replace("=\n", "")
         .replace("=3D", "=");
     let at = message.find(marker).expect("a link");

@@ -137,6 +137,19 @@ struct Tab {
 }
 
 impl Tab {
+    /// How many pixels the page's first table is wider than its box (0 or less: it fits).
+    async fn table_overflow(&self) -> f64 {
+        self.client
+            .execute(
+                "const w = document.querySelector('main .table-wrap'); return w.scrollWidth - w.clientWidth",
+                vec![],
+            )
+            .await
+            .unwrap()
+            .as_f64()
+            .unwrap()
+    }
+
     async fn open(driver: &Driver, s: &TestServer) -> Self {
         Self::open_sized(driver, s, 1280, 800).await
     }
@@ -957,31 +970,17 @@ async fn a_desk_works_from_the_list_and_its_own_time_zone(driver: &Driver, s: &T
     .ok();
     tab.goto("/dashboard/licenses?pageSize=100").await;
     tab.sees("Wolfeschlegelsteinhausen").await;
-    let overflow = tab
-        .client
-        .execute(
-            "const w = document.querySelector('main .table-wrap'); return w.scrollWidth - w.clientWidth",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let overflow = tab.table_overflow().await;
     assert!(
-        overflow.as_f64().unwrap() <= 0.0,
+        overflow <= 0.0,
         "the license table is {overflow} px wider than its box"
     );
     // At 1280 pixels the audit log's long ids and values wrap inside their column.
     tab.goto("/dashboard/audit").await;
     tab.sees("License created").await;
-    let overflow = tab
-        .client
-        .execute(
-            "const w = document.querySelector('main .table-wrap'); return w.scrollWidth - w.clientWidth",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let overflow = tab.table_overflow().await;
     assert!(
-        overflow.as_f64().unwrap() <= 0.0,
+        overflow <= 0.0,
         "the audit table is {overflow} px wider than the page"
     );
     tab.close().await;

@@ -1024,11 +1024,7 @@ async fn countries_come_from_a_configured_mmdb_database() {
     let ip = &ips.ok()["ipAddresses"][0];
     assert_eq!(
         (&ip["country"], &ip["alpha2"], &ip["alpha3"]),
-        (
-            &json!("The United States Of America"),
-            &json!("US"),
-            &json!("USA")
-        )
+        (&json!("United States"), &json!("US"), &json!("USA"))
     );
     // A country blacklist (alpha-2 here) matches through the database.
     s.post(&s.dev("blacklist"), r#"{"type":"COUNTRY","value":"FI"}"#)
@@ -1079,7 +1075,7 @@ async fn statistics_count_client_requests_by_type_outcome_and_country() {
         stats["topCountries"],
         json!([
             {"country": "Finland", "alpha3": "FIN", "alpha2": "FI", "requests": 4},
-            {"country": "The United States Of America", "alpha3": "USA", "alpha2": "US", "requests": 1}
+            {"country": "United States", "alpha3": "USA", "alpha2": "US", "requests": 1}
         ])
     );
     // Client outcomes are in the metrics too.
