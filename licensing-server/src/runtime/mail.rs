@@ -164,7 +164,8 @@ pub(crate) fn language_of(customer: &Customer) -> Lang {
 }
 
 /// The messages for a new license: one to each customer with an e-mail address, in the
-/// customer's language (see [`language_of`]), sent in the name of `team_name`.
+/// customer's language (their metadata item `language`, when the catalog has it), sent in the
+/// name of `team_name`.
 pub fn license_messages(
     license: &License,
     customers: &[Customer],
