@@ -366,6 +366,7 @@ async fn seed_capped(
         let (mut hwids, mut ips) = (Vec::new(), Vec::new());
         for n in 0..records as u32 {
             let activity = Activity {
+                label: Default::default(),
                 hardware_id: Some(HardwareId::parse(&format!("capped-{l}-{n:08}")).unwrap()),
                 ip: std::net::IpAddr::from(std::net::Ipv4Addr::from(0x6400_0000 + (l << 20) + n)),
                 country: None,
@@ -374,6 +375,7 @@ async fn seed_capped(
             hwids.push(licensing_core::store::new_hwid(
                 &license,
                 activity.hardware_id.as_ref().unwrap(),
+                &Default::default(),
                 long_ago,
             ));
             ips.push(licensing_core::store::new_ip(&license, &activity, long_ago));
@@ -469,6 +471,7 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                         let device = format!("seed-device-{i:07}-{d:03}");
                         let ip = device_ip(i * plan.devices_per_license + d);
                         let activity = Activity {
+                            label: Default::default(),
                             hardware_id: Some(HardwareId::parse(&device).unwrap()),
                             ip,
                             country: None,
@@ -477,7 +480,12 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
                         if bulk {
                             let now = Timestamp::now();
                             let hardware_id = activity.hardware_id.as_ref().unwrap();
-                            hwids.push(licensing_core::store::new_hwid(&license, hardware_id, now));
+                            hwids.push(licensing_core::store::new_hwid(
+                                &license,
+                                hardware_id,
+                                &Default::default(),
+                                now,
+                            ));
                             ips.push(licensing_core::store::new_ip(&license, &activity, now));
                         } else {
                             store

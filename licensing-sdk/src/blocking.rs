@@ -49,6 +49,18 @@ impl LicenseClient {
         Ok(self)
     }
 
+    /// See [`crate::LicenseClient::without_device_label`].
+    pub fn without_device_label(mut self) -> Self {
+        self.inner = self.inner.without_device_label();
+        self
+    }
+
+    /// See [`crate::LicenseClient::with_device_label`].
+    pub fn with_device_label(mut self, label: licensing_core::model::DeviceLabel) -> Self {
+        self.inner = self.inner.with_device_label(label);
+        self
+    }
+
     /// The async client inside.
     pub fn inner(&self) -> &crate::LicenseClient {
         &self.inner

@@ -8,7 +8,8 @@ use licensing_core::api::{
     CheckoutData, Envelope, HeartbeatData, ResultCode, ResultMeta, VerifyData,
 };
 use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER, TeamPublicKeys};
-use licensing_core::validate::Challenge;
+use licensing_core::model::DeviceLabel;
+use licensing_core::validate::{Challenge, DeviceName, DevicePlatform};
 use rand::RngCore;
 use serde::de::DeserializeOwned;
 
@@ -86,6 +87,27 @@ pub struct LicenseClient {
     pub(crate) keys: TeamPublicKeys,
     /// (ext) Vendor keys trusted for update artifacts, besides the team's signing keys.
     pub(crate) updater_keys: Vec<licensing_core::crypto::updater::MinisignPublicKey>,
+    /// (ext) What requests that name a device call it, unless their body says otherwise: this
+    /// machine's host name and OS by default; `None` sends neither.
+    pub(crate) device_label: Option<DeviceLabel>,
+}
+
+/// (ext) This machine as the vendor's staff see it beside its hardware identifier: its host
+/// name (when the system has one that is a valid `deviceName`) and its OS and architecture,
+/// such as `windows x86_64`.
+pub fn this_device() -> DeviceLabel {
+    let name = hostname::get()
+        .ok()
+        .and_then(|n| n.into_string().ok())
+        .map(|n| n.chars().take(100).collect::<String>())
+        .and_then(|n| DeviceName::parse(n.trim()).ok());
+    let platform = DevicePlatform::parse(&format!(
+        "{} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ))
+    .ok();
+    DeviceLabel { name, platform }
 }
 
 impl LicenseClient {
@@ -128,7 +150,23 @@ impl LicenseClient {
             team,
             keys,
             updater_keys: Vec::new(),
+            device_label: Some(this_device()),
         })
+    }
+
+    /// (ext) Sends no device name or platform: requests name the device by its hardware
+    /// identifier alone (by default the client sends this machine's host name and OS, see
+    /// [`this_device`], so that the vendor's staff recognise the device).
+    pub fn without_device_label(mut self) -> Self {
+        self.device_label = None;
+        self
+    }
+
+    /// (ext) Calls the device `label` instead of this machine's host name and OS (a member left
+    /// `None` is not sent). A body's own `device_name` or `platform` still wins.
+    pub fn with_device_label(mut self, label: DeviceLabel) -> Self {
+        self.device_label = Some(label);
+        self
     }
 
     /// Trusts one more signing key of the team (base64 of 32 bytes, a `key` of the
@@ -165,7 +203,7 @@ impl LicenseClient {
         &self,
         body: &ClientBody,
     ) -> Result<(Verified, Exchange), Error> {
-        let (challenge, request) = with_challenge(body)?;
+        let (challenge, request) = self.with_challenge(body)?;
         let (status, exchange) = self.post("verify", request).await?;
         let (data, result) = self.accept::<VerifyData>(status, &exchange, Some(&challenge))?;
         Ok((
@@ -181,7 +219,7 @@ impl LicenseClient {
     /// Reports that the device is still in use and checks the license again. The body must name
     /// the device. Like verify, it sends a challenge, so an old answer cannot be replayed.
     pub async fn heartbeat(&self, body: &ClientBody) -> Result<Heartbeat, Error> {
-        let (challenge, request) = with_challenge(body)?;
+        let (challenge, request) = self.with_challenge(body)?;
         let (status, exchange) = self.post("heartbeat", request).await?;
         let (data, result) = self.accept::<HeartbeatData>(status, &exchange, Some(&challenge))?;
         Ok(Heartbeat { data, result })
@@ -205,7 +243,7 @@ impl LicenseClient {
         }
         let mut body = body.clone();
         body.ttl = ttl;
-        let (challenge, request) = with_challenge(&body)?;
+        let (challenge, request) = self.with_challenge(&body)?;
         let (status, exchange) = self.post("checkout", request).await?;
         let (data, result) = self.accept::<CheckoutData>(status, &exchange, Some(&challenge))?;
         let file = LicenseFile::parse(&data.license_file.certificate)?;
@@ -333,14 +371,25 @@ pub(crate) fn check_answer(
     Ok((envelope.data, result))
 }
 
-/// The body with a fresh challenge (32 random bytes, hex), and its JSON.
-pub(crate) fn with_challenge(body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
-    let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let challenge = hex::encode(bytes);
-    let mut body = body.clone();
-    body.challenge =
-        Some(Challenge::parse(&challenge).map_err(|e| Error::Protocol(e.to_string()))?);
-    let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
-    Ok((challenge, json))
+impl LicenseClient {
+    /// The body with a fresh challenge (32 random bytes, hex) and, when it names a device, the
+    /// client's label of it where the body has none; and its JSON.
+    pub(crate) fn with_challenge(&self, body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
+        let mut bytes = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        let challenge = hex::encode(bytes);
+        let mut body = body.clone();
+        body.challenge =
+            Some(Challenge::parse(&challenge).map_err(|e| Error::Protocol(e.to_string()))?);
+        if let (Some(_), Some(label)) = (&body.hardware_id, &self.device_label) {
+            if body.device_name.is_none() {
+                body.device_name.clone_from(&label.name);
+            }
+            if body.platform.is_none() {
+                body.platform.clone_from(&label.platform);
+            }
+        }
+        let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
+        Ok((challenge, json))
+    }
 }

@@ -47,7 +47,7 @@ pub mod webhooks;
 
 pub mod blocking;
 
-pub use client::{CheckedOut, Heartbeat, LicenseClient, Verified};
+pub use client::{CheckedOut, Heartbeat, LicenseClient, Verified, this_device};
 pub use dev::{ArtifactUpload, DevClient, ReleaseUpload, RetryPolicy, Upload};
 pub use download::{DownloadRequest, ReleaseInfo};
 pub use error::Error;

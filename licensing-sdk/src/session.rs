@@ -146,7 +146,7 @@ impl LicenseClient {
         let mut body = body.clone();
         body.session_id = None;
         body.ttl = None;
-        let (challenge, request) = crate::client::with_challenge(&body)?;
+        let (challenge, request) = self.with_challenge(&body)?;
         let (status, exchange) = self.post("sessions/start", request).await?;
         let (data, result) =
             self.accept::<SessionStartData>(status, &exchange, Some(&challenge))?;

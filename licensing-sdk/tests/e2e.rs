@@ -786,6 +786,12 @@ async fn the_developer_client_covers_every_endpoint() {
         .await
         .unwrap();
     assert_eq!(hwids.hwids[0].hwid.identifier.as_str(), "sdk-device-0001");
+    // The client named the device by this machine's host name and OS; one told not to sends
+    // neither.
+    let here = licensing_sdk::this_device();
+    assert!(here.platform.is_some());
+    assert_eq!(hwids.hwids[0].hwid.name, here.name);
+    assert_eq!(hwids.hwids[0].hwid.platform, here.platform);
     // The request is in the license's history (refused ones too; none here).
     let history = dev
         .license_requests(id, &RequestLogQuery::default())
@@ -825,6 +831,23 @@ async fn the_developer_client_covers_every_endpoint() {
             .unwrap()
             .total_results,
         0
+    );
+    let quiet = server.client(&server.base).without_device_label();
+    let mut unnamed = ClientBody::new(key.clone());
+    unnamed.hardware_id = Some(HardwareId::parse("sdk-device-0009").unwrap());
+    quiet.verify(&unnamed).await.unwrap();
+    let listed = dev
+        .list_hwids(id, &DeviceListQuery::default())
+        .await
+        .unwrap();
+    let quiet_one = listed
+        .hwids
+        .iter()
+        .find(|h| h.hwid.identifier.as_str() == "sdk-device-0009")
+        .unwrap();
+    assert_eq!(
+        (&quiet_one.hwid.name, &quiet_one.hwid.platform),
+        (&None, &None)
     );
 
     // Releases: from bytes and from a path.
@@ -936,7 +959,7 @@ async fn the_developer_client_covers_every_endpoint() {
     assert_eq!(keys.signing_key, server.team.signing_key);
     let stats = dev.statistics().await.unwrap();
     assert_eq!(stats.overview.total_licenses, 13);
-    assert_eq!(stats.requests.by_type.verify, 1);
+    assert_eq!(stats.requests.by_type.verify, 2);
 
     // Entitlements.
     let export = dev

@@ -2,7 +2,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::validate::HardwareId;
+use crate::validate::{DeviceName, DevicePlatform, HardwareId};
 use crate::{HwidId, IpId, LicenseId, TeamId, Timestamp};
 
 /// Status of a hardware identifier or IP record, computed from the team's timeouts.
@@ -58,6 +58,56 @@ pub struct Hwid {
     pub created_at: Timestamp,
     /// Last change.
     pub updated_at: Timestamp,
+    /// (ext) What the client last called the device (`deviceName`), when it said.
+    #[serde(default)]
+    pub name: Option<DeviceName>,
+    /// (ext) The device's platform as its client last named it, when it said.
+    #[serde(default)]
+    pub platform: Option<DevicePlatform>,
+}
+
+/// (ext) What a client request calls its device: a name people recognise and its platform,
+/// each when sent. The hardware identifier stays the device's key; the label is kept beside
+/// its record, the latest one sent replacing the one before.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceLabel {
+    /// `deviceName`.
+    pub name: Option<DeviceName>,
+    /// `platform`.
+    pub platform: Option<DevicePlatform>,
+}
+
+impl DeviceLabel {
+    /// No label: what a request that sends neither member brings.
+    pub const NONE: Self = Self {
+        name: None,
+        platform: None,
+    };
+
+    /// Whether recording this label would change `hwid`'s (a member not sent changes nothing).
+    pub fn changes(&self, hwid: &Hwid) -> bool {
+        self.name
+            .as_ref()
+            .is_some_and(|n| hwid.name.as_ref() != Some(n))
+            || self
+                .platform
+                .as_ref()
+                .is_some_and(|p| hwid.platform.as_ref() != Some(p))
+    }
+
+    /// Records the members sent on `hwid`; `updatedAt` moves when one changes.
+    pub fn apply(&self, hwid: &mut Hwid, now: Timestamp) {
+        if !self.changes(hwid) {
+            return;
+        }
+        if let Some(name) = &self.name {
+            hwid.name = Some(name.clone());
+        }
+        if let Some(platform) = &self.platform {
+            hwid.platform = Some(platform.clone());
+        }
+        hwid.updated_at = now;
+    }
 }
 
 /// A hardware identifier with its status, as lists show it.

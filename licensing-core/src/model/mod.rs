@@ -25,7 +25,7 @@ mod webhook;
 pub use artifact::{Arch, Artifact, ArtifactKind, Platform, RolloutPercent, UpdateFeed};
 pub use audit::{Action, Actor, ActorKind, AuditEntry, FieldChange, changes, products_in};
 pub use customer::{Address, ChatAccount, Customer};
-pub use device::{Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
+pub use device::{DeviceLabel, Hwid, HwidView, IpRecord, IpRecordView, RecordStatus, UsageRecord};
 pub use entitlement::{
     Entitlement, MAX_ENTITLEMENTS, MAX_REQUESTED_ENTITLEMENTS, effective_codes, entitlement_code,
     missing_codes,

@@ -6,7 +6,9 @@ use std::future::Future;
 use std::net::IpAddr;
 
 use super::*;
-use crate::model::{NO_POLICIES, Policies, SelfServiceReset, SelfServiceResets, UsageRef};
+use crate::model::{
+    DeviceLabel, NO_POLICIES, Policies, SelfServiceReset, SelfServiceResets, UsageRef,
+};
 
 /// Hardware identifiers and IP records of licenses.
 pub trait DeviceStore: Send + Sync {
@@ -77,6 +79,9 @@ pub trait DeviceStore: Send + Sync {
 pub struct Activity {
     /// The device, when the request names one.
     pub hardware_id: Option<HardwareId>,
+    /// (ext) What the request calls the device: recorded on its record (a new one, or a known
+    /// one whose label it changes; such a request is not decided from a read alone).
+    pub label: DeviceLabel,
     /// The client's address.
     pub ip: IpAddr,
     /// The client's country, when known.
@@ -86,6 +91,14 @@ pub struct Activity {
     /// admit it from records read before, with one conditional write of the session alone, as
     /// long as an ended or expired session is never written back.
     pub session: SessionStep,
+}
+
+impl Activity {
+    /// Whether the request renames its device's record `own` (a new label to write): such a
+    /// request is not admitted from a read alone, the atomic step writes the label.
+    pub fn relabels(&self, own: Option<&Hwid>) -> bool {
+        own.is_some_and(|h| self.label.changes(h))
+    }
 }
 
 /// Usage records a license keeps of each kind unless the operator says otherwise.

@@ -9,7 +9,8 @@ use crate::api::requests::{
     ReleaseFilter, ReleaseSort, SortDirection,
 };
 use crate::model::{
-    Customer, ExpirationType, Hwid, IpRecord, License, Product, Release, TopProduct, UsageRecord,
+    Customer, DeviceLabel, ExpirationType, Hwid, IpRecord, License, Product, Release, TopProduct,
+    UsageRecord,
 };
 use crate::validate::{Country, HardwareId, SearchText};
 use crate::verify::Admission;
@@ -336,7 +337,12 @@ pub fn cap_reached(kind: crate::verify::RecordKind, max_records: u32) -> crate::
 }
 
 /// A new hardware-identifier record for a license.
-pub fn new_hwid(license: &License, identifier: &HardwareId, now: Timestamp) -> Hwid {
+pub fn new_hwid(
+    license: &License,
+    identifier: &HardwareId,
+    label: &DeviceLabel,
+    now: Timestamp,
+) -> Hwid {
     Hwid {
         id: HwidId::new(),
         identifier: identifier.clone(),
@@ -346,6 +352,8 @@ pub fn new_hwid(license: &License, identifier: &HardwareId, now: Timestamp) -> H
         last_seen_at: now,
         created_at: now,
         updated_at: now,
+        name: label.name.clone(),
+        platform: label.platform.clone(),
     }
 }
 
@@ -366,12 +374,14 @@ pub fn new_ip(license: &License, activity: &Activity, now: Timestamp) -> IpRecor
     }
 }
 
-/// Refreshes a known hardware identifier: seen now, not forgotten.
-pub fn refresh_hwid(h: &mut Hwid, now: Timestamp) {
+/// Refreshes a known hardware identifier: seen now, not forgotten, labelled as the request
+/// says.
+pub fn refresh_hwid(h: &mut Hwid, label: &DeviceLabel, now: Timestamp) {
     if h.forgotten {
         h.forgotten = false;
         h.updated_at = now;
     }
+    label.apply(h, now);
     h.last_seen_at = now;
 }
 

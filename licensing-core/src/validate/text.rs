@@ -126,6 +126,20 @@ text_type!(
 );
 
 text_type!(
+    /// (ext) What a client calls its device (`deviceName`, such as its host name): 1 to 100
+    /// characters, no control characters. Shown to people, escaped where it is shown.
+    DeviceName,
+    |text| check_length(text, 1, 100).and_then(|()| check_no_control(text))
+);
+
+text_type!(
+    /// (ext) A device's operating system as its client names it (`platform`, such as
+    /// `windows 11` or `macos aarch64`): 1 to 64 characters, no control characters.
+    DevicePlatform,
+    |text| check_length(text, 1, 64).and_then(|()| check_no_control(text))
+);
+
+text_type!(
     /// A chat user id: 17 to 19 digits.
     ChatId,
     |text| {

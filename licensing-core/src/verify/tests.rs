@@ -691,6 +691,8 @@ fn earlier_checks_win_over_later_ones() {
 
 fn hwid_record(lic: &License, identifier: &str, forgotten: bool, last_seen: Timestamp) -> Hwid {
     Hwid {
+        name: None,
+        platform: None,
         id: HwidId::new(),
         identifier: hw(identifier),
         forgotten,

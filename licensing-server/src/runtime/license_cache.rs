@@ -338,6 +338,7 @@ mod tests {
 
     fn activity(device: &str, ip: [u8; 4]) -> Activity {
         Activity {
+            label: Default::default(),
             hardware_id: Some(HardwareId::parse(&format!("{device}-hardware")).unwrap()),
             ip: IpAddr::from(ip),
             country: None,
@@ -348,6 +349,8 @@ mod tests {
     fn counted(l: &License, a: &Activity) -> LicenseRead {
         let now = Timestamp::from_millis(1);
         let hwid = Hwid {
+            name: None,
+            platform: None,
             id: HwidId::new(),
             identifier: a.hardware_id.clone().unwrap(),
             forgotten: false,

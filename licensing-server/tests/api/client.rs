@@ -1204,3 +1204,99 @@ async fn a_version_without_a_branch_is_found_on_a_branch() {
     assert_eq!(download.status, 200, "{}", download.body);
     assert_eq!(download.header("x-version"), Some("1.4.0"));
 }
+
+#[tokio::test]
+async fn devices_keep_the_names_and_platforms_their_clients_send() {
+    let s = TestServer::start().await;
+    let l = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":3}"#)
+        .await;
+    let id = l["id"].as_str().unwrap();
+    let hwids = || async {
+        let listed = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+        let mut by_identifier = std::collections::BTreeMap::new();
+        for h in listed.ok()["hwids"].as_array().unwrap() {
+            by_identifier.insert(
+                h["identifier"].as_str().unwrap().to_owned(),
+                (h["name"].clone(), h["platform"].clone()),
+            );
+        }
+        by_identifier
+    };
+    // A new device is recorded with its label, as sent (markup is text, escaped where shown).
+    let named = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1),
+        "deviceName": "Ana's <b>laptop</b>", "platform": "windows 11"});
+    s.client("verify", &named, None).await.valid();
+    assert_eq!(
+        hwids().await[&device(1)],
+        (json!("Ana's <b>laptop</b>"), json!("windows 11"))
+    );
+    // A request without a label keeps it; one with another name replaces the name alone
+    // (`hostname` is an alias), at once.
+    let plain = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1)});
+    s.client("heartbeat", &plain, None).await.valid();
+    s.client("verify", &plain, None).await.valid();
+    assert_eq!(hwids().await[&device(1)].0, json!("Ana's <b>laptop</b>"));
+    let renamed = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1), "hostname": "ANA-PC"});
+    s.client("heartbeat", &renamed, None).await.valid();
+    assert_eq!(
+        hwids().await[&device(1)],
+        (json!("ANA-PC"), json!("windows 11"))
+    );
+    s.client("heartbeat", &renamed, None).await.valid();
+    // A platform alone labels a second device; a third sends nothing.
+    let second = json!({"licenseKey": key_of(&l), "deviceIdentifier": device(2), "platform": "macos aarch64"});
+    s.client("verify", &second, None).await.valid();
+    let third = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(3)});
+    s.client("verify", &third, None).await.valid();
+    let all = hwids().await;
+    assert_eq!(all[&device(2)], (json!(null), json!("macos aarch64")));
+    assert_eq!(all[&device(3)], (json!(null), json!(null)));
+
+    // Bad labels are refused before anything is recorded, each naming its member.
+    let long = "n".repeat(101);
+    let cases = [
+        (json!({"deviceName": ""}), "deviceName", "must be 1 to 100 characters long (got 0)"),
+        (
+            json!({"deviceName": long}),
+            "deviceName",
+            "must be 1 to 100 characters long (got more than 100)",
+        ),
+        (
+            json!({"deviceName": "line\nbreak"}),
+            "deviceName",
+            "must not contain control characters",
+        ),
+        (
+            json!({"platform": "p".repeat(65)}),
+            "platform",
+            "must be 1 to 64 characters long (got more than 64)",
+        ),
+        (
+            json!({"deviceName": "A", "hostname": "B"}),
+            "hostname",
+            "differs from deviceName, of which it is an alias: send one of them",
+        ),
+    ];
+    for (extra, field, message) in cases {
+        let mut body = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(4)});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let a = s.client("verify", &body, None).await;
+        a.err(400, "BAD_REQUEST");
+        assert_eq!(
+            (&a.body["data"]["errors"][0]["field"], &a.body["data"]["errors"][0]["message"]),
+            (&json!(field), &json!(message)),
+            "{body}"
+        );
+    }
+    let unbound = json!({"licenseKey": key_of(&l), "deviceName": "Somebody's PC"});
+    let a = s.client("verify", &unbound, None).await;
+    a.err(400, "BAD_REQUEST");
+    assert_eq!(
+        a.body["data"]["errors"][0]["message"],
+        "labels a device: send hardwareIdentifier with it"
+    );
+    assert_eq!(hwids().await.len(), 3, "no refused request recorded a device");
+}

@@ -352,6 +352,7 @@ impl TestServer {
         let license: LicenseId = license.parse().unwrap();
         let team = self.store.get_team(self.team_id()).await.unwrap().unwrap();
         let activity = Activity {
+            label: Default::default(),
             hardware_id: Some(HardwareId::parse(device).unwrap()),
             ip: IpAddr::V4(Ipv4Addr::new(203, 0, 113, ip_last)),
             country: None,

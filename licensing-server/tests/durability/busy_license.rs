@@ -96,6 +96,7 @@ async fn a_license_with_20000_addresses_does_not_slow_another_team() {
                         return;
                     }
                     let activity = Activity {
+                        label: Default::default(),
                         hardware_id: None,
                         ip: address(n),
                         country: None,

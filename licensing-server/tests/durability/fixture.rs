@@ -131,6 +131,23 @@ async fn stores_of_every_known_format_open() {
             sessions,
             "format {format}: {license}"
         );
+        // The device's name and platform (formats from 11; none before).
+        let hwids = api
+            .get(&format!(
+                "licenses/id/{}/hwid",
+                license["id"].as_str().unwrap()
+            ))
+            .await;
+        let label = if format >= 11 {
+            json!(["Fixture laptop", "linux x86_64"])
+        } else {
+            json!([null, null])
+        };
+        assert_eq!(
+            json!([hwids["hwids"][0]["name"], hwids["hwids"][0]["platform"]]),
+            label,
+            "format {format}: {hwids}"
+        );
         // The limit of one device holds: the stored device still counts.
         let other = verify(&server, &team.id, key, "fixture-device-2").await;
         assert_eq!(other["result"]["code"], "HWID_LIMIT_REACHED", "{other}");
@@ -198,7 +215,18 @@ async fn write_format_fixture() {
         .await;
     let key = license["licenseKey"].as_str().unwrap();
     let device = "fixture-device-1";
-    let verified = verify(&server, &team.id, key, device).await;
+    let verified = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/client/teams/{}/verification/verify",
+            server.base, team.id
+        ))
+        .json(&json!({"licenseKey": key, "hardwareIdentifier": device, "deviceName": "Fixture laptop", "platform": "linux x86_64"}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
     assert_eq!(verified["result"]["code"], "VALID", "{verified}");
     server.terminate();
     assert!(server.wait(std::time::Duration::from_secs(30)).success());

@@ -6,7 +6,9 @@ use super::list::Query;
 use super::{finish, parse_json_borrowed, present};
 use crate::error::{ApiError, Validator};
 use crate::model::MAX_REQUESTED_ENTITLEMENTS;
-use crate::validate::{BranchName, Challenge, HardwareId, SessionKeyText, Version};
+use crate::validate::{
+    BranchName, Challenge, DeviceName, DevicePlatform, HardwareId, SessionKeyText, Version,
+};
 use crate::verify::RequestKind;
 use crate::{CustomerId, LicenseKey, LicenseSessionId, ProductId};
 
@@ -48,6 +50,15 @@ pub struct ClientBody {
     /// (ext) Heartbeat only: the floating session the heartbeat extends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<LicenseSessionId>,
+    /// (ext) What the device is called (such as its host name), 1 to 100 characters, shown to
+    /// the vendor's staff beside the device; `hostname` is an alias. Needs
+    /// `hardwareIdentifier`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<DeviceName>,
+    /// (ext) The device's operating system (such as `windows 11`), 1 to 64 characters. Needs
+    /// `hardwareIdentifier`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<DevicePlatform>,
 }
 
 /// Which client endpoint a body is for: what it requires and what it takes besides a verify's
@@ -85,6 +96,12 @@ struct RawClientBody<'a> {
     ttl: Option<i64>,
     #[serde(borrow, default)]
     session_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    device_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    hostname: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    platform: Option<Cow<'a, str>>,
 }
 
 impl ClientBody {
@@ -101,6 +118,16 @@ impl ClientBody {
             entitlements: None,
             ttl: None,
             session_id: None,
+            device_name: None,
+            platform: None,
+        }
+    }
+
+    /// (ext) What the body calls its device, to record beside the device's record.
+    pub fn label(&self) -> crate::model::DeviceLabel {
+        crate::model::DeviceLabel {
+            name: self.device_name.clone(),
+            platform: self.platform.clone(),
         }
     }
 
@@ -183,8 +210,32 @@ impl ClientBody {
             }
             Some(id) => v.check("sessionId", session_id(&id)),
         };
+        let device_name = match (raw.device_name, raw.hostname) {
+            (Some(n), Some(h)) if n != h => {
+                v.push(
+                    "hostname",
+                    "differs from deviceName, of which it is an alias: send one of them",
+                );
+                None
+            }
+            (n, h) => v.optional("deviceName", n.or(h), DeviceName::parse),
+        };
+        let platform = v.optional("platform", raw.platform, DevicePlatform::parse);
+        let labelled = raw_some(&device_name) || raw_some(&platform);
+        if labelled && hardware_id.as_ref().is_some_and(Option::is_none) {
+            v.push(
+                if raw_some(&device_name) {
+                    "deviceName"
+                } else {
+                    "platform"
+                },
+                "labels a device: send hardwareIdentifier with it",
+            );
+        }
         finish(v)?;
         Ok(Self {
+            device_name: present(device_name)?,
+            platform: present(platform)?,
             license_key: present(license_key)?,
             hardware_id: present(hardware_id)?,
             customer_id: present(customer_id)?,
@@ -197,6 +248,11 @@ impl ClientBody {
             session_id,
         })
     }
+}
+
+/// Whether an optional member was sent and valid.
+fn raw_some<T>(checked: &Option<Option<T>>) -> bool {
+    matches!(checked, Some(Some(_)))
 }
 
 /// The device's identifier from `hardwareIdentifier` and its alias `deviceIdentifier`: either

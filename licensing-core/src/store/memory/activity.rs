@@ -279,13 +279,13 @@ impl ActivityStore for MemoryStore {
             let mut new_device = None;
             match (admission.hwid, &activity.hardware_id) {
                 (Some(verify::RecordChange::Create), Some(h)) => {
-                    let record = new_hwid(&current, h, now);
+                    let record = new_hwid(&current, h, &activity.label, now);
                     new_device = Some(record.clone());
                     s.hwids.insert(record.id, record);
                 }
                 (Some(verify::RecordChange::Refresh { id, .. }), _) => {
                     if let Some(h) = s.hwids.get_mut(&id) {
-                        refresh_hwid(h, now);
+                        refresh_hwid(h, &activity.label, now);
                     }
                 }
                 _ => {}

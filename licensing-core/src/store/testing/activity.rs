@@ -473,6 +473,8 @@ pub async fn usage_records_are_restored_as_they_are<S: Store>(store: &S) {
     l.hwid_limit = Some(2);
     store.create_license(&l, &Journal::NONE).await.unwrap();
     let hwid = |name: &str, forgotten: bool, seen: u32| Hwid {
+        name: None,
+        platform: None,
         id: HwidId::new(),
         identifier: HardwareId::parse(name).unwrap(),
         forgotten,

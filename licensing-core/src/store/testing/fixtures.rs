@@ -168,6 +168,7 @@ pub fn release(
 
 pub(super) fn activity(device: Option<&str>, last_octet: u8) -> Activity {
     Activity {
+        label: Default::default(),
         hardware_id: device.map(|d| HardwareId::parse(d).unwrap()),
         ip: IpAddr::V4(Ipv4Addr::new(198, 51, 100, last_octet)),
         country: Some(Country::from_code("FI").unwrap()),

@@ -423,6 +423,8 @@ async fn validate_with(
         product_id: input.product_id,
         version: input.version.as_ref(),
         branch: input.branch.as_ref(),
+        device_name: input.device_name.as_ref(),
+        platform: input.platform.as_ref(),
         ip,
         country,
     };
@@ -579,6 +581,8 @@ pub(crate) async fn download(
         product_id: Some(input.product_id),
         version: input.version.as_ref(),
         branch: input.branch.as_ref(),
+        device_name: None,
+        platform: None,
         ip,
         country,
     };

@@ -6,10 +6,13 @@
 use std::net::IpAddr;
 
 use licensing_core::model::{
-    Branch, License, LicenseSession, Product, Release, SessionStep, effective_codes, missing_codes,
+    Branch, DeviceLabel, License, LicenseSession, Product, Release, SessionStep, effective_codes,
+    missing_codes,
 };
 use licensing_core::store::{Activity, ActivityRules, LicenseRead, Store};
-use licensing_core::validate::{BranchName, Country, HardwareId, Version};
+use licensing_core::validate::{
+    BranchName, Country, DeviceName, DevicePlatform, HardwareId, Version,
+};
 use licensing_core::verify::{self, Catalog, ClientRequest, Context, RequestKind};
 use licensing_core::{
     ApiError, CustomerId, LicenseId, LicenseKey, ProductId, ResultCode, Timestamp,
@@ -37,6 +40,10 @@ pub(crate) struct Request<'a> {
     pub(crate) version: Option<&'a Version>,
     /// The branch.
     pub(crate) branch: Option<&'a BranchName>,
+    /// (ext) What the request calls the device.
+    pub(crate) device_name: Option<&'a DeviceName>,
+    /// (ext) The device's platform.
+    pub(crate) platform: Option<&'a DevicePlatform>,
     /// The client address.
     pub(crate) ip: IpAddr,
     /// Its country.
@@ -48,6 +55,10 @@ impl Request<'_> {
     fn activity(&self) -> Activity {
         Activity {
             hardware_id: self.hardware_id.cloned(),
+            label: DeviceLabel {
+                name: self.device_name.cloned(),
+                platform: self.platform.cloned(),
+            },
             ip: self.ip,
             country: self.country,
             session: SessionStep::None,

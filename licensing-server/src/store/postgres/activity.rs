@@ -34,7 +34,7 @@ macro_rules! own_read {
             "SELECT l.doc, l.last_active_at, l.hwid_records, l.ip_records,
        h.id AS h_id, h.identifier AS h_identifier, h.forgotten AS h_forgotten,
        h.last_seen_at AS h_last_seen_at, h.created_at AS h_created_at,
-       h.updated_at AS h_updated_at,
+       h.updated_at AS h_updated_at, h.name AS h_name, h.platform AS h_platform,
        i.id AS i_id, i.address AS i_address, i.forgotten AS i_forgotten, i.country AS i_country,
        i.alpha2 AS i_alpha2, i.alpha3 AS i_alpha3, i.last_seen_at AS i_last_seen_at,
        i.created_at AS i_created_at, i.updated_at AS i_updated_at
@@ -181,7 +181,9 @@ impl PgStore {
         activity: &Activity,
         now: Timestamp,
     ) -> PgResult<Option<Result<Recorded, Denial>>> {
-        if matches!(activity.session, SessionStep::Start { .. }) {
+        if matches!(activity.session, SessionStep::Start { .. })
+            || activity.relabels(found.hwid.as_ref())
+        {
             return Ok(None);
         }
         let terms = rules.policies.effective(&found.license);
@@ -553,6 +555,7 @@ mod tests {
             let mut rules = ActivityRules::new(&settings);
             rules.max_records = HELD;
             let new_address = |n: u8| Activity {
+                label: Default::default(),
                 hardware_id: None,
                 ip: std::net::IpAddr::from([198, 51, 100, n]),
                 country: None,

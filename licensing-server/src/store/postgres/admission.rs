@@ -252,10 +252,13 @@ pub(super) async fn decide(
 /// `UPDATE` of the license; `$1` is the license, `$2` the moment, and each fragment's own values
 /// follow in the order the fragments are written (see [`apply`]).
 const HWID_CREATE: &str = "hwid AS (INSERT INTO hwids (license_id, digest, id, identifier,
-     forgotten, last_seen_at, created_at, updated_at)
-   VALUES ($1, ${digest}, ${id}, ${identifier}, false, $2, $2, $2))";
+     forgotten, last_seen_at, created_at, updated_at, name, platform)
+   VALUES ($1, ${digest}, ${id}, ${identifier}, false, $2, $2, $2, ${name}, ${platform}))";
 const HWID_REFRESH: &str = "hwid AS (UPDATE hwids SET last_seen_at = $2,
-     updated_at = CASE WHEN forgotten THEN $2 ELSE updated_at END, forgotten = false
+     updated_at = CASE WHEN forgotten OR name IS DISTINCT FROM coalesce(${name}, name)
+       OR platform IS DISTINCT FROM coalesce(${platform}, platform)
+       THEN $2 ELSE updated_at END,
+     forgotten = false, name = coalesce(${name}, name), platform = coalesce(${platform}, platform)
    WHERE license_id = $1 AND digest = ${digest})";
 const IP_CREATE: &str = "ip AS (INSERT INTO ips (license_id, address, id, forgotten, country,
      alpha2, alpha3, last_seen_at, created_at, updated_at)
@@ -269,16 +272,26 @@ const LICENSE_AFTER: &str = "UPDATE licenses SET last_active_at = ${last_active}
      hwid_records = hwid_records + ${hwids}, ip_records = ip_records + ${ips}
    WHERE id = $1";
 
-/// Numbers a fragment's named values `${name}` from `next` on, in the order they appear.
+/// Numbers a fragment's named values `${name}` from `next` on, in the order they first appear
+/// (a name used again in the fragment keeps its number).
 fn numbered(fragment: &str, next: &mut usize) -> String {
     let mut out = String::with_capacity(fragment.len());
+    let mut names: Vec<(&str, usize)> = Vec::new();
     let mut rest = fragment;
     while let Some(at) = rest.find("${") {
         let end = at + rest[at..].find('}').unwrap_or(rest.len() - at);
+        let name = &rest[at + 2..end.max(at + 2)];
         out.push_str(&rest[..at]);
         out.push('$');
-        out.push_str(&next.to_string());
-        *next += 1;
+        let number = match names.iter().find(|(n, _)| *n == name) {
+            Some((_, number)) => *number,
+            None => {
+                names.push((name, *next));
+                *next += 1;
+                *next - 1
+            }
+        };
+        out.push_str(&number.to_string());
         rest = &rest[(end + 1).min(rest.len())..];
     }
     out.push_str(rest);
@@ -345,12 +358,26 @@ pub(super) async fn apply(
         .bind(l.id.as_uuid())
         .bind(ms(now));
     let mut new_device = None;
+    let label = &activity.label;
+    let (name, platform) = (
+        label.name.as_ref().map(|n| n.as_str().to_owned()),
+        label.platform.as_ref().map(|p| p.as_str().to_owned()),
+    );
     if let (Some(fragment), Some(h)) = (hwid, h) {
-        query = query.bind(hwid_digest(h).to_vec());
         if fragment == HWID_CREATE {
-            let record = licensing_core::store::new_hwid(l, h, now);
-            query = query.bind(*record.id.as_uuid()).bind(h.as_str().to_owned());
+            let record = licensing_core::store::new_hwid(l, h, label, now);
+            query = query
+                .bind(hwid_digest(h).to_vec())
+                .bind(*record.id.as_uuid())
+                .bind(h.as_str().to_owned())
+                .bind(name)
+                .bind(platform);
             new_device = Some(record);
+        } else {
+            query = query
+                .bind(name)
+                .bind(platform)
+                .bind(hwid_digest(h).to_vec());
         }
     }
     let country = activity.country;
@@ -406,17 +433,26 @@ mod tests {
         let mut n = 3;
         let hwid = numbered(HWID_CREATE, &mut n);
         assert!(
-            hwid.contains("VALUES ($1, $3, $4, $5, false, $2, $2, $2)"),
+            hwid.contains("VALUES ($1, $3, $4, $5, false, $2, $2, $2, $6, $7)"),
             "{hwid}"
         );
         let ip = numbered(IP_REFRESH, &mut n);
-        assert!(ip.contains("coalesce($6, country)"), "{ip}");
-        assert!(ip.contains("coalesce($8, alpha3)"), "{ip}");
-        assert!(ip.ends_with("address = $9)"), "{ip}");
+        assert!(ip.contains("coalesce($8, country)"), "{ip}");
+        assert!(ip.contains("coalesce($10, alpha3)"), "{ip}");
+        assert!(ip.ends_with("address = $11)"), "{ip}");
         let after = numbered(LICENSE_AFTER, &mut n);
-        assert!(after.contains("last_active_at = $10"), "{after}");
-        assert!(after.contains("ip_records = ip_records + $12"), "{after}");
-        assert_eq!(n, 13);
+        assert!(after.contains("last_active_at = $12"), "{after}");
+        assert!(after.contains("ip_records = ip_records + $14"), "{after}");
+        assert_eq!(n, 15);
+        // A name used twice in a fragment is one value: the refresh binds the label's two
+        // members, then the digest.
+        let refresh = numbered(HWID_REFRESH, &mut 3);
+        assert!(refresh.contains("name = coalesce($3, name)"), "{refresh}");
+        assert!(
+            refresh.contains("IS DISTINCT FROM coalesce($4, platform)"),
+            "{refresh}"
+        );
+        assert!(refresh.ends_with("digest = $5)"), "{refresh}");
         assert_eq!(
             statement(Some(HWID_CREATE), IP_REFRESH),
             format!("WITH {hwid}, {ip} {after}")

@@ -8,7 +8,7 @@ use licensing_core::model::{Hwid, IpRecord};
 use licensing_core::store::{
     DeviceStore, Entity, Journal, Page, StoreError, StoreResult, check_usage_owner,
 };
-use licensing_core::validate::HardwareId;
+use licensing_core::validate::{DeviceName, DevicePlatform, HardwareId};
 use licensing_core::{HwidId, IpId, LicenseId, TeamId, Timestamp};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
@@ -53,7 +53,17 @@ impl Prefixed<'_> {
 
     pub(super) fn hwid(&self, team: TeamId, license: LicenseId) -> PgResult<Hwid> {
         let identifier: String = self.get("identifier")?;
+        let name: Option<String> = self.get("name")?;
+        let platform: Option<String> = self.get("platform")?;
         Ok(Hwid {
+            name: name
+                .map(|n| DeviceName::parse(&n))
+                .transpose()
+                .map_err(|e| StoreError::backend(format!("a stored device name: {e}")))?,
+            platform: platform
+                .map(|p| DevicePlatform::parse(&p))
+                .transpose()
+                .map_err(|e| StoreError::backend(format!("a stored device platform: {e}")))?,
             id: HwidId::from_uuid(self.get("id")?),
             identifier: HardwareId::parse(&identifier)
                 .map_err(|e| StoreError::backend(format!("a stored hardware identifier: {e}")))?,
@@ -89,7 +99,7 @@ impl Prefixed<'_> {
 }
 
 pub(super) const HWID_COLUMNS: &str =
-    "id, identifier, forgotten, last_seen_at, created_at, updated_at";
+    "id, identifier, forgotten, last_seen_at, created_at, updated_at, name, platform";
 pub(super) const IP_COLUMNS: &str =
     "id, address, forgotten, country, alpha2, alpha3, last_seen_at, created_at, updated_at";
 
@@ -224,13 +234,14 @@ impl DeviceStore for PgStore {
             if !hwids.is_empty() {
                 sqlx::query(
                     "INSERT INTO hwids (license_id, digest, id, identifier, forgotten,
-                       last_seen_at, created_at, updated_at)
+                       last_seen_at, created_at, updated_at, name, platform)
                      SELECT $1, * FROM unnest($2::bytea[], $3::uuid[], $4::text[], $5::bool[],
-                       $6::int8[], $7::int8[], $8::int8[])
+                       $6::int8[], $7::int8[], $8::int8[], $9::text[], $10::text[])
                      ON CONFLICT (license_id, digest) DO UPDATE SET id = excluded.id,
                        identifier = excluded.identifier, forgotten = excluded.forgotten,
                        last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
-                       updated_at = excluded.updated_at",
+                       updated_at = excluded.updated_at, name = excluded.name,
+                       platform = excluded.platform",
                 )
                 .bind(license.as_uuid())
                 .bind(
@@ -250,6 +261,18 @@ impl DeviceStore for PgStore {
                 .bind(hwids.iter().map(|h| ms(h.last_seen_at)).collect::<Vec<_>>())
                 .bind(hwids.iter().map(|h| ms(h.created_at)).collect::<Vec<_>>())
                 .bind(hwids.iter().map(|h| ms(h.updated_at)).collect::<Vec<_>>())
+                .bind(
+                    hwids
+                        .iter()
+                        .map(|h| h.name.as_ref().map(DeviceName::as_str))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    hwids
+                        .iter()
+                        .map(|h| h.platform.as_ref().map(DevicePlatform::as_str))
+                        .collect::<Vec<_>>(),
+                )
                 .execute(&mut *tx)
                 .await?;
             }

@@ -618,6 +618,7 @@ mod tests {
                 .unwrap();
             let rules = ActivityRules::new(&team.settings);
             let device = |name: &str| Activity {
+                label: Default::default(),
                 hardware_id: Some(HardwareId::parse(name).unwrap()),
                 ip: std::net::IpAddr::from([198, 51, 100, 7]),
                 country: None,

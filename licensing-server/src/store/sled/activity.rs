@@ -106,6 +106,7 @@ impl SledStore {
         // can only send the request to the atomic step below. A session's start always takes
         // it; a heartbeat's extension of its session is a swap of the session's record.
         if !matches!(activity.session, SessionStep::Start { .. })
+            && !activity.relabels(own_hwid)
             && let Some(admission) = verify::admit_counted_own(
                 &rules.policies.effective(current),
                 settings,
@@ -293,7 +294,7 @@ impl SledStore {
         let mut new_device = None;
         match (admission.hwid, hardware_id) {
             (Some(RecordChange::Create), Some(h)) => {
-                let record = new_hwid(&current, h, now);
+                let record = new_hwid(&current, h, &activity.label, now);
                 tx.put_usage(None, &record)?;
                 hwid_tally.total += 1;
                 new_device = Some(record);
@@ -301,7 +302,7 @@ impl SledStore {
             (Some(RecordChange::Refresh { was_forgotten, .. }), Some(_)) => {
                 if let Some(old) = own_hwid {
                     let mut record = old.clone();
-                    refresh_hwid(&mut record, now);
+                    refresh_hwid(&mut record, &activity.label, now);
                     tx.put_usage(Some(&old), &record)?;
                     if was_forgotten {
                         hwid_tally.unforget();

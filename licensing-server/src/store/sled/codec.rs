@@ -103,6 +103,8 @@ mod tests {
     fn hwid() -> Hwid {
         let at = Timestamp::from_millis(1_790_000_000_123);
         Hwid {
+            name: None,
+            platform: None,
             id: HwidId::new(),
             identifier: HardwareId::parse("a1b2c3d4-e5f6-4711-8899-aabbccddeeff").unwrap(),
             forgotten: false,

@@ -12,6 +12,7 @@
 //! | 8 | licenses end with `policyId` and `overrides` (no policy, no overrides for those written before); policies (`p`) and the index of licenses by policy |
 //! | 9 | products end with their update settings and releases with their feed members (notes, critical, rollout, artifacts) |
 //! | 10 | licenses end with `suspensionReason` (`None` for those written before) |
+//! | 11 | device records end with the device's `name` and `platform` (`None` for those written before) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -34,7 +35,7 @@ use super::keys::{key, tag};
 use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 10;
+pub const FORMAT: u32 = 11;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -162,6 +163,14 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
         let rewritten = v3_to_v4(tree)?;
         if rewritten > 0 {
             tracing::info!(records = rewritten, "store migrated to format 4");
+        }
+    }
+    if found < 11 {
+        // A device record of an older format lacks its two last members (first: format 5's
+        // index of records by last use reads them).
+        let rewritten = append_zeros::<Hwid>(tree, tag::HWID, 2)?;
+        if rewritten > 0 {
+            tracing::info!(records = rewritten, "device records migrated to format 11");
         }
     }
     if found < 5 {
@@ -321,7 +330,8 @@ fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
 /// session members of licenses in format 7; `None` and an empty list: a license's policy and
 /// overrides in format 8; `None`, `false`, a rollout's held-back share and an empty list: a
 /// product's update settings and a release's feed members in format 9; `None`: a license's
-/// suspension reason in format 10). A record of an older format is its bytes with one to
+/// suspension reason in format 10; `None` twice: a device record's name and platform in format
+/// 11). A record of an older format is its bytes with one to
 /// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
 /// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the

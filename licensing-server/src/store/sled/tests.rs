@@ -133,6 +133,7 @@ fn refreshes_of_counted_devices_wait_in_memory_but_are_never_lost_or_stale() {
         ..TeamSettings::default()
     };
     let activity = |device: &str| Activity {
+        label: Default::default(),
         hardware_id: Some(HardwareId::parse(device).expect("hwid")),
         ip: std::net::IpAddr::from([198, 51, 100, 7]),
         country: None,
@@ -295,6 +296,7 @@ fn a_full_license_admits_reading_only_what_decides() {
             }
         };
         let new_address = |n: u8| Activity {
+            label: Default::default(),
             hardware_id: None,
             ip: std::net::IpAddr::from([198, 51, 100, n]),
             country: None,
@@ -378,6 +380,8 @@ fn a_format_1_store_is_migrated_when_opened() {
     });
     // Rewrite the store as format 1 would have left it.
     let hwid = |id: HwidId, device: &str, seen: i64| Hwid {
+        name: None,
+        platform: None,
         id,
         identifier: HardwareId::parse(device).expect("hwid"),
         forgotten: false,
@@ -462,6 +466,7 @@ fn a_format_1_store_is_migrated_when_opened() {
             let (store, rules) = (store.clone(), rules);
             async move {
                 let activity = licensing_core::store::Activity {
+                    label: Default::default(),
                     hardware_id: Some(HardwareId::parse(device).expect("hwid")),
                     ip: "198.51.100.7".parse().expect("ip"),
                     country: None,
@@ -613,6 +618,7 @@ fn a_format_4_store_gets_its_addresses_by_team_and_its_records_by_last_use() {
             .await
             .expect("create");
         let activity = Activity {
+            label: Default::default(),
             hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
             ip: "198.51.100.7".parse().expect("ip"),
             country: None,
@@ -735,6 +741,7 @@ fn a_format_3_store_is_rewritten_in_the_binary_form() {
             .expect("create");
         let settings = licensing_core::model::TeamSettings::default();
         let activity = Activity {
+            label: Default::default(),
             hardware_id: Some(HardwareId::parse("device-a-0000").expect("hwid")),
             ip: "198.51.100.7".parse().expect("ip"),
             country: None,
