@@ -66,6 +66,19 @@ pub struct Hwid {
     pub platform: Option<DevicePlatform>,
 }
 
+impl Hwid {
+    /// (ext) What people read for the device besides its identifier: its name with its platform
+    /// in parentheses, whichever of them its client sent; `None` when it sent neither.
+    pub fn label(&self) -> Option<String> {
+        match (&self.name, &self.platform) {
+            (Some(name), Some(platform)) => Some(format!("{name} ({platform})")),
+            (Some(name), None) => Some(name.to_string()),
+            (None, Some(platform)) => Some(platform.to_string()),
+            (None, None) => None,
+        }
+    }
+}
+
 /// (ext) What a client request calls its device: a name people recognise and its platform,
 /// each when sent. The hardware identifier stays the device's key; the label is kept beside
 /// its record, the latest one sent replacing the one before.

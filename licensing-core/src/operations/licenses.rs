@@ -98,6 +98,7 @@ declare! {
             Param::query("suspended", "true: suspended licenses only; false: the others", Kind::Boolean),
             Param::query("entitlementId", "(ext) Licenses that grant this entitlement, themselves or through one of their products", Kind::Uuid),
             Param::query("metadataSearch", "(ext) Licenses with a metadata value (of any key) containing this, case-insensitive", Kind::Text),
+            Param::query("deviceSearch", "(ext) Licenses with a device whose name or platform contains this (case-insensitive) or whose hardware identifier is this", Kind::Text),
             Param::query("expiresWithinDays", "(ext) Licenses not expired yet whose expiration date is at most this many days (1 to 3650) ahead", Kind::Integer(1)),
         ],
         body: "",

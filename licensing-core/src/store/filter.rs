@@ -103,6 +103,15 @@ pub fn customer_matches(c: &Customer, search: Option<&SearchText>) -> bool {
         || contains_ci(c.username.as_deref(), &needle)
 }
 
+/// (ext) Whether a device matches a `deviceSearch`: its name or platform contains the text
+/// (case-insensitive), or its hardware identifier is the text (case-insensitive).
+pub fn device_matches(h: &Hwid, search: &SearchText) -> bool {
+    let needle = search.as_str().to_lowercase();
+    contains_ci(h.name.as_ref().map(|n| n.as_str()), &needle)
+        || contains_ci(h.platform.as_ref().map(|p| p.as_str()), &needle)
+        || h.identifier.as_str().to_lowercase() == needle
+}
+
 /// Whether a release passes the list filters.
 pub fn release_matches(r: &Release, f: &ReleaseFilter) -> bool {
     f.product_id.is_none_or(|p| r.product_id == p)

@@ -1026,7 +1026,10 @@ async fn license_page(
         ul.records #devices {
             @for h in &hwids.items {
                 li {
-                    span { code { (h.hwid.identifier.as_str()) } }
+                    span {
+                        @if let Some(label) = h.hwid.label() { strong.device-name { (label) } " " }
+                        code { (h.hwid.identifier.as_str()) }
+                    }
                     span.hint { (lang.t("last-seen")) " " (lang.date(h.hwid.last_seen_at)) }
                     @if h.status != RecordStatus::Forgotten {
                         a.file href=(format!("{base}/devices/{}/license-file", h.hwid.id)) title=(lang.t("license-file-hint")) { (lang.t("license-file")) }
@@ -1047,7 +1050,12 @@ async fn license_page(
             ul.records #sessions {
                 @for session in &sessions.items {
                     li {
-                        span { code { (session.hardware_identifier.as_str()) } }
+                        span {
+                            @if let Some(label) = hwids.items.iter().find(|h| h.hwid.identifier == session.hardware_identifier).and_then(|h| h.hwid.label()) {
+                                strong.device-name { (label) } " "
+                            }
+                            code { (session.hardware_identifier.as_str()) }
+                        }
                         span.hint { (lang.t("started")) " " (lang.date(session.started_at)) }
                         form method="post" action=(format!("{base}/sessions/{}/end", session.id)) {
                             input type="hidden" name="csrf" value=(csrf);

@@ -1237,7 +1237,8 @@ async fn devices_keep_the_names_and_platforms_their_clients_send() {
     s.client("heartbeat", &plain, None).await.valid();
     s.client("verify", &plain, None).await.valid();
     assert_eq!(hwids().await[&device(1)].0, json!("Ana's <b>laptop</b>"));
-    let renamed = json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1), "hostname": "ANA-PC"});
+    let renamed =
+        json!({"licenseKey": key_of(&l), "hardwareIdentifier": device(1), "hostname": "ANA-PC"});
     s.client("heartbeat", &renamed, None).await.valid();
     assert_eq!(
         hwids().await[&device(1)],
@@ -1256,7 +1257,11 @@ async fn devices_keep_the_names_and_platforms_their_clients_send() {
     // Bad labels are refused before anything is recorded, each naming its member.
     let long = "n".repeat(101);
     let cases = [
-        (json!({"deviceName": ""}), "deviceName", "must be 1 to 100 characters long (got 0)"),
+        (
+            json!({"deviceName": ""}),
+            "deviceName",
+            "must be 1 to 100 characters long (got 0)",
+        ),
         (
             json!({"deviceName": long}),
             "deviceName",
@@ -1286,7 +1291,10 @@ async fn devices_keep_the_names_and_platforms_their_clients_send() {
         let a = s.client("verify", &body, None).await;
         a.err(400, "BAD_REQUEST");
         assert_eq!(
-            (&a.body["data"]["errors"][0]["field"], &a.body["data"]["errors"][0]["message"]),
+            (
+                &a.body["data"]["errors"][0]["field"],
+                &a.body["data"]["errors"][0]["message"]
+            ),
             (&json!(field), &json!(message)),
             "{body}"
         );
@@ -1298,5 +1306,9 @@ async fn devices_keep_the_names_and_platforms_their_clients_send() {
         a.body["data"]["errors"][0]["message"],
         "labels a device: send hardwareIdentifier with it"
     );
-    assert_eq!(hwids().await.len(), 3, "no refused request recorded a device");
+    assert_eq!(
+        hwids().await.len(),
+        3,
+        "no refused request recorded a device"
+    );
 }

@@ -3712,3 +3712,65 @@ async fn the_desk_finds_customers_and_licenses_by_metadata_expiry_and_use() {
         "the used one first"
     );
 }
+
+#[tokio::test]
+async fn devices_show_their_names_and_are_found_by_them() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "desk@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let named = s
+        .license(r#"{"expirationType":"NEVER","sessionLimit":2}"#)
+        .await;
+    let other = s.license(r#"{"expirationType":"NEVER"}"#).await;
+    let key = named["licenseKey"].as_str().unwrap();
+    let id = named["id"].as_str().unwrap();
+    let device = "desk-device-0000000001";
+    s.client(
+        "sessions/start",
+        &json!({"licenseKey": key, "hardwareIdentifier": device,
+            "deviceName": "ANA-<i>PC</i>", "platform": "windows 11"}),
+        None,
+    )
+    .await
+    .valid();
+    s.client(
+        "verify",
+        &json!({"licenseKey": other["licenseKey"], "hardwareIdentifier": "desk-device-0000000002"}),
+        None,
+    )
+    .await
+    .valid();
+    // The license page names the device (escaped) in its devices, its sessions, its request
+    // history and its file form.
+    let page = b.get(&format!("/dashboard/licenses/{id}")).await;
+    let label = "ANA-&lt;i&gt;PC&lt;/i&gt; (windows 11)";
+    // (Four places, and the forget button's label.)
+    assert_eq!(page.text.matches(label).count(), 5, "{}", page.text);
+    page.lacks("<i>PC</i>");
+    // The search finds the license by the device's name, platform or identifier, not the other.
+    for text in ["ana-<i>pc", "WINDOWS", device] {
+        let found = b
+            .get(&format!(
+                "/dashboard/licenses?search={}",
+                form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>()
+            ))
+            .await;
+        found
+            .has(key)
+            .lacks(other["licenseKey"].as_str().unwrap())
+            .has("Licenses with a device whose name or platform contains");
+    }
+    // And the developer API, on the list's `deviceSearch`.
+    let listed = s.get(&s.dev("licenses?deviceSearch=windows")).await;
+    assert_eq!(listed.ok()["totalResults"], 1);
+    assert_eq!(listed.ok()["licenses"][0]["id"], json!(id));
+    let none = s.get(&s.dev("licenses?deviceSearch=linux")).await;
+    assert_eq!(none.ok()["totalResults"], 0);
+}

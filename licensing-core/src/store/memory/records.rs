@@ -101,12 +101,22 @@ impl LicenseStore for MemoryStore {
                         .map(|c| c.id)
                         .collect()
                 });
+            // `deviceSearch`: the licenses of the team's devices it finds.
+            let with_device: Option<HashSet<LicenseId>> =
+                query.filter.device_search.as_ref().map(|text| {
+                    s.hwids
+                        .values()
+                        .filter(|h| h.team_id == team && device_matches(h, text))
+                        .map(|h| h.license_id)
+                        .collect()
+                });
             let items = s
                 .licenses
                 .values()
                 .filter(|l| {
                     l.team_id == team
                         && license_matches(l, &query.filter)
+                        && with_device.as_ref().is_none_or(|ids| ids.contains(&l.id))
                         && found
                             .as_ref()
                             .is_none_or(|f| l.customer_ids.iter().any(|c| f.contains(c)))

@@ -184,6 +184,7 @@ pub(crate) async fn section(
     staff: &Staff,
     license: LicenseId,
     products: &[Product],
+    names: &super::show::DeviceNames,
 ) -> Result<Markup, Failure> {
     let zone = page::zone(staff);
     let chosen = Chosen::of(ctx, zone);
@@ -224,7 +225,7 @@ pub(crate) async fn section(
                     } }
                 }
                 @for e in &result.items {
-                    (row(staff, e, &product_name))
+                    (row(staff, e, &product_name, names))
                 }
             })) }
             nav.pager aria-label=(t("licenses-history-request-pages")) {
@@ -246,6 +247,7 @@ fn row(
     staff: &Staff,
     e: &RequestLogEntry,
     product_name: &dyn Fn(licensing_core::ProductId) -> String,
+    names: &super::show::DeviceNames,
 ) -> Markup {
     let refused = e.refused();
     html! {
@@ -267,7 +269,12 @@ fn row(
                     span.badge.ok { (code_words(e.code)) }
                 }
             }
-            td.mono data-label=(t("licenses-history-device")) { (e.hardware_identifier.as_deref().unwrap_or("—")) }
+            td data-label=(t("licenses-history-device")) {
+                @match e.hardware_identifier.as_deref() {
+                    Some(identifier) => { (super::show::device_cell(names, identifier)) },
+                    None => { "—" },
+                }
+            }
             td.mono data-label=(t("licenses-history-address")) {
                 (e.ip_address)
                 @if let Some(code) = &e.country {

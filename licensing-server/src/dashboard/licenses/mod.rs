@@ -238,6 +238,7 @@ enum FoundBy {
     Key,
     Customer,
     Metadata,
+    Device,
 }
 
 /// `query` searching `text` the way `by` says.
@@ -246,6 +247,7 @@ fn searching(mut query: LicenseListQuery, text: &SearchText, by: FoundBy) -> Lic
         FoundBy::Key => query.filter.search = Some(text.clone()),
         FoundBy::Customer => query.filter.customer_search = Some(text.clone()),
         FoundBy::Metadata => query.filter.metadata_search = Some(text.clone()),
+        FoundBy::Device => query.filter.device_search = Some(text.clone()),
     }
     query
 }
@@ -278,6 +280,14 @@ async fn find(
     }
     // No customer either: an order number, a seat name, anything kept in the metadata.
     let by = FoundBy::Metadata;
+    let page = cx
+        .perform(ListLicenses(searching(query.clone(), text, by)))
+        .await?;
+    if page.total > 0 {
+        return Ok((page, Some(by)));
+    }
+    // Nor metadata: a device's name or platform as its client sent it, or its identifier.
+    let by = FoundBy::Device;
     let page = cx.perform(ListLicenses(searching(query, text, by))).await?;
     Ok((page, Some(by)))
 }
@@ -360,6 +370,7 @@ async fn list_page(ctx: &Ctx, staff: &Staff) -> Result<Markup, Failure> {
                     FoundBy::Key => { (tm("licenses-licenses-whose-key-contains-search", &[("search", html! { (l.search) })])) },
                     FoundBy::Customer => { (tm("licenses-licenses-customers-whose-name-e", &[("search", html! { (l.search) })])) },
                     FoundBy::Metadata => { (tm("licenses-licenses-whose-metadata-contains", &[("search", html! { (l.search) })])) },
+                    FoundBy::Device => { (tm("licenses-licenses-with-device-named", &[("search", html! { (l.search) })])) },
                 }
             }
         }

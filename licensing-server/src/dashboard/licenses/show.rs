@@ -88,7 +88,13 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let live = sessions.total;
     let sessions = sessions.items;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
-    let requests = super::history::section(ctx, staff, id, &detail.products).await?;
+    // What each device is called, by identifier, for the sessions and the request history.
+    let names: DeviceNames = hwids
+        .items
+        .iter()
+        .filter_map(|h| Some((h.hwid.identifier.as_str().to_owned(), h.hwid.label()?)))
+        .collect();
+    let requests = super::history::section(ctx, staff, id, &detail.products, &names).await?;
     let emailed = last_emailed(ctx, staff, id).await?;
     let l = &detail.license;
     // Its plan, named when the role may read policies.
@@ -236,7 +242,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             l.id,
             "devices",
             devices_allowed,
-            hwids.items.iter().map(|h| (h.hwid.id.to_string(), h.hwid.identifier.as_str().to_owned(), h.status, h.hwid.last_seen_at)).collect(),
+            hwids.items.iter().map(|h| Row { id: h.hwid.id.to_string(), key: h.hwid.identifier.as_str().to_owned(), label: h.hwid.label(), status: h.status, seen: h.hwid.last_seen_at }).collect(),
         ))
         h2 { (t("licenses-show-addresses")) }
         (records(
@@ -244,7 +250,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             l.id,
             "addresses",
             devices_allowed,
-            ips.items.iter().map(|r| (r.ip.id.to_string(), r.ip.address.to_string(), r.status, r.ip.last_seen_at)).collect(),
+            ips.items.iter().map(|r| Row { id: r.ip.id.to_string(), key: r.ip.address.to_string(), label: None, status: r.status, seen: r.ip.last_seen_at }).collect(),
         ))
         // Floating licenses, and any license whose application starts sessions.
         @if l.session_limit.is_some() || !sessions.is_empty() {
@@ -259,7 +265,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 }
                 (t("licenses-show-running-copy-application-holds-session"))
             }
-            (live_sessions(staff, l.id, devices_allowed, &sessions))
+            (live_sessions(staff, l.id, devices_allowed, &sessions, &names))
         }
         (requests)
         @if write_allowed {
@@ -271,7 +277,10 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
                 select #machine name="machine" {
                     option value="" { (t("licenses-show-any-machine")) }
                     @for h in hwids.items.iter().filter(|h| !h.hwid.forgotten) {
-                        option value=(h.hwid.identifier.as_str()) { (h.hwid.identifier.as_str()) }
+                        option value=(h.hwid.identifier.as_str()) {
+                            @if let Some(label) = h.hwid.label() { (label) " — " }
+                            (h.hwid.identifier.as_str())
+                        }
                     }
                 }
                 label for="days" { (t("licenses-show-valid-days")) span.hint { (t("licenses-show-empty-long-license")) } }
@@ -299,6 +308,7 @@ fn live_sessions(
     license: LicenseId,
     allowed: bool,
     sessions: &[licensing_core::model::LicenseSession],
+    names: &DeviceNames,
 ) -> Markup {
     html! {
         (page::table(&[t("licenses-show-device"), t("licenses-show-address"), t("licenses-show-started"), t("licenses-show-last-seen"), t("licenses-show-expires")], allowed.then_some(t("licenses-show-action")), html! {
@@ -307,7 +317,7 @@ fn live_sessions(
             }
             @for s in sessions {
                 tr {
-                    td.mono { (s.hardware_identifier.as_str()) }
+                    td { (device_cell(names, s.hardware_identifier.as_str())) }
                     td.mono { (s.ip_address) }
                     td { (page::when(staff, s.started_at)) }
                     td { (page::when(staff, s.last_seen_at)) }
@@ -326,19 +336,35 @@ fn live_sessions(
     }
 }
 
+/// What each device of a license is called ([`Hwid::label`]), by identifier.
+///
+/// [`Hwid::label`]: licensing_core::model::Hwid::label
+pub(crate) type DeviceNames = std::collections::HashMap<String, String>;
+
+/// A device's cell: what it is called, when its client said, over its identifier.
+pub(crate) fn device_cell(names: &DeviceNames, identifier: &str) -> Markup {
+    html! {
+        @if let Some(label) = names.get(identifier) {
+            span.device-name { (label) }
+            br;
+        }
+        span.mono { (identifier) }
+    }
+}
+
+/// One device or address of [`records`].
+struct Row {
+    id: String,
+    /// The identifier or address.
+    key: String,
+    /// What the device is called.
+    label: Option<String>,
+    status: licensing_core::model::RecordStatus,
+    seen: Timestamp,
+}
+
 /// A table of devices or addresses with forget and remember buttons.
-fn records(
-    staff: &Staff,
-    license: LicenseId,
-    kind: &str,
-    allowed: bool,
-    rows: Vec<(
-        String,
-        String,
-        licensing_core::model::RecordStatus,
-        Timestamp,
-    )>,
-) -> Markup {
+fn records(staff: &Staff, license: LicenseId, kind: &str, allowed: bool, rows: Vec<Row>) -> Markup {
     use licensing_core::model::RecordStatus;
     let noun = if kind == "devices" {
         "device"
@@ -346,13 +372,17 @@ fn records(
         "address"
     };
     html! {
-        (page::table(&[if kind == "devices" { t("licenses-show-hardware-identifier") } else { t("licenses-show-address") }, t("licenses-show-status"), t("licenses-show-last-seen")], allowed.then_some(t("licenses-show-action")), html! {
+        (page::table(&[if kind == "devices" { t("licenses-show-device") } else { t("licenses-show-address") }, t("licenses-show-status"), t("licenses-show-last-seen")], allowed.then_some(t("licenses-show-action")), html! {
             @if rows.is_empty() {
                 tr { td.empty colspan="4" { (tm("licenses-show-no-noun-has-used-license", &[("noun", html! { (noun) })])) } }
             }
-            @for (id, name, status, seen) in &rows {
+            @for Row { id, key, label, status, seen } in &rows {
+                @let name = label.as_deref().unwrap_or(key);
                 tr {
-                    td.mono { (name) }
+                    td {
+                        @if let Some(label) = label { span.device-name { (label) } br; }
+                        span.mono { (key) }
+                    }
                     td {
                         @match status {
                             RecordStatus::Active => span.badge.ok { (t("licenses-show-active")) },

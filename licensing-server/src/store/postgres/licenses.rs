@@ -187,7 +187,11 @@ const LICENSE_FILTER: &str = "WHERE team_id = $1
    AND ($17::bigint IS NULL OR (expires_at > $17 AND expires_at <= $18))
    AND ($19::text IS NULL OR EXISTS (
          SELECT 1 FROM jsonb_array_elements(doc -> 'metadata') m
-         WHERE strpos(lower(m ->> 'value'), $19) > 0))";
+         WHERE strpos(lower(m ->> 'value'), $19) > 0))
+   AND ($20::text IS NULL OR EXISTS (
+         SELECT 1 FROM hwids h WHERE h.license_id = licenses.id
+            AND (strpos(lower(h.name), $20) > 0 OR strpos(lower(h.platform), $20) > 0
+                 OR lower(h.identifier) = $20)))";
 
 /// Binds the values of [`LICENSE_FILTER`].
 fn bind_filter<'q>(
@@ -232,6 +236,11 @@ fn bind_filter<'q>(
         .bind(f.expires_within.map(|w| ms(w.until())))
         .bind(
             f.metadata_search
+                .as_ref()
+                .map(|text| text.as_str().to_lowercase()),
+        )
+        .bind(
+            f.device_search
                 .as_ref()
                 .map(|text| text.as_str().to_lowercase()),
         )
@@ -441,12 +450,13 @@ impl LicenseStore for PgStore {
             || f.customer_search.is_some()
             || f.policy_id.is_some()
             || f.metadata_search.is_some()
+            || f.device_search.is_some()
             || f.expires_within.is_some();
         // Only fixed fragments are formatted in; every value is bound.
         let sql = format!(
             "SELECT doc, last_active_at{total} FROM licenses {LICENSE_FILTER}
              ORDER BY {column} {dir}, id {dir}
-             LIMIT $20 OFFSET $21",
+             LIMIT $21 OFFSET $22",
             total = if filtered {
                 ", count(*) OVER () AS total"
             } else {

@@ -156,6 +156,23 @@ impl LicenseStore for SledStore {
             }
             sets.push(ids);
         }
+        if let Some(text) = &f.device_search {
+            // The licenses of the team's devices it finds, every device record read once
+            // (a search from the dashboard, not a path clients take).
+            let mut ids = HashSet::new();
+            let prefix = key(&[&[tag::HWID], team.as_bytes()]);
+            for kv in self.inner.tree.scan_prefix(&prefix) {
+                let (k, v) = kv.map_err(backend)?;
+                if k.len() != prefix.len() + 32 {
+                    continue;
+                }
+                let device: licensing_core::model::Hwid = super::codec::decode(&v)?;
+                if licensing_core::store::device_matches(&device, text) {
+                    ids.insert(device.license_id);
+                }
+            }
+            sets.push(ids);
+        }
         let any_of = |index: u8, owners: &mut dyn Iterator<Item = &[u8; 16]>| {
             let mut ids = HashSet::new();
             for owner in owners {

@@ -246,6 +246,10 @@ pub struct LicenseFilter {
     /// (ext) Licenses with a metadata value (of any key) that contains this, case-insensitively
     /// (`metadataSearch`: an order number finds its license).
     pub metadata_search: Option<SearchText>,
+    /// (ext) Licenses with a device whose name or platform contains this, case-insensitively,
+    /// or whose hardware identifier is this (`deviceSearch`; stores read the devices, so
+    /// [`license_matches`](crate::store::license_matches) leaves it out).
+    pub device_search: Option<SearchText>,
     /// (ext) Licenses not expired yet that expire within some days (`expiresWithinDays`).
     pub expires_within: Option<ExpiresWithin>,
 }
@@ -329,6 +333,7 @@ impl LicenseListQuery {
                 "customerSearch",
                 "policyId",
                 "metadataSearch",
+                "deviceSearch",
                 "expiresWithinDays",
             ]),
             &mut v,
@@ -345,6 +350,9 @@ impl LicenseListQuery {
             .flatten();
         let metadata_search = v
             .optional("metadataSearch", q.get("metadataSearch"), SearchText::parse)
+            .flatten();
+        let device_search = v
+            .optional("deviceSearch", q.get("deviceSearch"), SearchText::parse)
             .flatten();
         let expires_within = v
             .optional("expiresWithinDays", q.get("expiresWithinDays"), |t| {
@@ -424,6 +432,7 @@ impl LicenseListQuery {
                 entitlement,
                 customer_search,
                 metadata_search,
+                device_search,
                 expires_within,
             },
         })
@@ -729,6 +738,9 @@ impl QueryFilter for LicenseFilter {
         }
         if let Some(text) = &self.metadata_search {
             query.append_pair("metadataSearch", text.as_str());
+        }
+        if let Some(text) = &self.device_search {
+            query.append_pair("deviceSearch", text.as_str());
         }
         if let Some(within) = self.expires_within {
             query.append_pair("expiresWithinDays", &within.days.to_string());
