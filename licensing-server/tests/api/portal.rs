@@ -809,7 +809,8 @@ async fn a_customer_downloads_their_releases_ends_a_copy_and_takes_a_license_fil
     let started = s
         .client(
             "sessions/start",
-            &json!({"licenseKey": key(&license), "hardwareIdentifier": "studio-mac-0001"}),
+            &json!({"licenseKey": key(&license), "hardwareIdentifier": "studio-mac-0001",
+                "deviceName": "Studio Mac", "platform": "macos aarch64"}),
             None,
         )
         .await;
@@ -827,6 +828,13 @@ async fn a_customer_downloads_their_releases_ends_a_copy_and_takes_a_license_fil
         .lacks("studio-2.0.0.dmg")
         .lacks("studio-1.2.0.dmg")
         .has("Running copies");
+    // The customer sees the device by the name its copy sent, in its devices and its sessions.
+    assert_eq!(
+        page.text.matches("Studio Mac (macos aarch64)").count(),
+        2,
+        "{}",
+        page.text
+    );
 
     let http = reqwest::Client::new();
     let fetch = |path: String| {

@@ -442,6 +442,37 @@ mod tests {
     }
 
     #[test]
+    fn a_device_label_round_trips_and_needs_the_device() {
+        let mut body = ClientBody::new(LicenseKey::parse(KEY).unwrap());
+        body.hardware_id = Some(HardwareId::parse("device-0001").unwrap());
+        body.device_name = Some(DeviceName::parse("Ana's laptop").unwrap());
+        body.platform = Some(DevicePlatform::parse("windows 11").unwrap());
+        let json = serde_json::to_vec(&body).unwrap();
+        for kind in [RequestKind::Verify, RequestKind::Heartbeat] {
+            assert_eq!(ClientBody::parse(kind, &json).unwrap(), body);
+        }
+        assert_eq!(
+            ClientBody::parse_checkout(&json).unwrap().label().name,
+            body.device_name
+        );
+        let alias = format!(
+            r#"{{"licenseKey":"{KEY}","hardwareIdentifier":"device-0001","hostname":"ANA-PC"}}"#
+        );
+        assert_eq!(
+            verify(&alias).unwrap().device_name.unwrap().as_str(),
+            "ANA-PC"
+        );
+        let unbound = format!(r#"{{"licenseKey":"{KEY}","platform":"linux"}}"#);
+        assert_eq!(
+            problems(&verify(&unbound).unwrap_err()),
+            [(
+                "platform".into(),
+                "labels a device: send hardwareIdentifier with it".into()
+            )]
+        );
+    }
+
+    #[test]
     fn device_identifier_is_an_alias() {
         let body = format!(r#"{{"licenseKey":"{KEY}","deviceIdentifier":"device-0001"}}"#);
         assert_eq!(
