@@ -833,7 +833,7 @@ async fn the_developer_client_covers_every_endpoint() {
         0
     );
     let quiet = server.client(&server.base).without_device_label();
-    let mut unnamed = ClientBody::new(key.clone());
+    let mut unnamed = ClientBody::new(key);
     unnamed.hardware_id = Some(HardwareId::parse("sdk-device-0009").unwrap());
     quiet.verify(&unnamed).await.unwrap();
     let listed = dev

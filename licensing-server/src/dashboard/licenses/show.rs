@@ -399,7 +399,7 @@ fn records(staff: &Staff, license: LicenseId, kind: &str, allowed: bool, rows: V
                                 (if forgotten { "remember" } else { "forget" })
                             } {
                                 (page::csrf(staff))
-                                button.secondary.small type="submit" aria-label=(tw(if forgotten { "licenses-show-remember-label" } else { "licenses-show-forget-label" }, &[("name", Arg::Text(&name.to_string()))])) {
+                                button.secondary.small type="submit" aria-label=(tw(if forgotten { "licenses-show-remember-label" } else { "licenses-show-forget-label" }, &[("name", Arg::Text(name))])) {
                                     (if forgotten { t("licenses-show-remember-2") } else { t("licenses-show-forget-2") })
                                 }
                             }
