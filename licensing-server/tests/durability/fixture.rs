@@ -39,12 +39,21 @@ pub(crate) fn unzip(zip: &Path, into: &Path) {
 }
 
 async fn verify(server: &ChildServer, team: &str, key: &str, device: &str) -> Value {
+    verify_body(
+        server,
+        team,
+        &json!({"licenseKey": key, "hardwareIdentifier": device}),
+    )
+    .await
+}
+
+async fn verify_body(server: &ChildServer, team: &str, body: &Value) -> Value {
     reqwest::Client::new()
         .post(format!(
             "{}/api/v1/client/teams/{team}/verification/verify",
             server.base
         ))
-        .json(&json!({"licenseKey": key, "hardwareIdentifier": device}))
+        .json(body)
         .send()
         .await
         .unwrap()
@@ -215,18 +224,12 @@ async fn write_format_fixture() {
         .await;
     let key = license["licenseKey"].as_str().unwrap();
     let device = "fixture-device-1";
-    let verified = reqwest::Client::new()
-        .post(format!(
-            "{}/api/v1/client/teams/{}/verification/verify",
-            server.base, team.id
-        ))
-        .json(&json!({"licenseKey": key, "hardwareIdentifier": device, "deviceName": "Fixture laptop", "platform": "linux x86_64"}))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let verified = verify_body(
+        &server,
+        &team.id,
+        &json!({"licenseKey": key, "hardwareIdentifier": device, "deviceName": "Fixture laptop", "platform": "linux x86_64"}),
+    )
+    .await;
     assert_eq!(verified["result"]["code"], "VALID", "{verified}");
     server.terminate();
     assert!(server.wait(std::time::Duration::from_secs(30)).success());
