@@ -160,7 +160,7 @@ fn bad_values_name_the_parameter_and_the_allowed_values() {
         (
             "pagesize=10",
             "pagesize",
-            "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue, status, expirationType, suspended, entitlementId, customerSearch, policyId, metadataSearch, expiresWithinDays)",
+            "is not a known query parameter here (known: page, pageSize, sortColumn, sortDirection, productIds, customerIds, search, metadataKey, metadataValue, status, expirationType, suspended, entitlementId, customerSearch, policyId, metadataSearch, deviceSearch, expiresWithinDays)",
         ),
     ];
     for (query, field, message) in cases {
