@@ -149,6 +149,11 @@ pub struct LicenseFileBody {
     /// Whether to encrypt the payload (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypt: Option<bool>,
+    /// With `hardwareIdentifier`: record the machine past the license's device limit (default
+    /// `false`: a machine the limit leaves no room for is refused with `HWID_LIMIT_REACHED`).
+    /// Audited either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_device_limit: Option<bool>,
 }
 
 /// A validated [`LicenseFileBody`].
@@ -160,6 +165,8 @@ pub struct LicenseFileRequest {
     pub ttl: Option<u32>,
     /// Whether to encrypt.
     pub encrypt: bool,
+    /// Whether the machine may pass the device limit.
+    pub override_device_limit: bool,
 }
 
 /// Checks a file's `ttl`.
@@ -190,11 +197,19 @@ impl LicenseFileBody {
             HardwareId::parse,
         );
         let ttl = self.ttl.and_then(|t| v.check("ttl", file_ttl(t)));
+        let override_device_limit = self.override_device_limit.unwrap_or(false);
+        if override_device_limit && self.hardware_identifier.is_none() {
+            v.push(
+                "overrideDeviceLimit",
+                "is for a file bound to a machine: send hardwareIdentifier with it",
+            );
+        }
         finish(v)?;
         Ok(LicenseFileRequest {
             hardware_id: hardware_id.flatten(),
             ttl,
             encrypt: self.encrypt.unwrap_or(true),
+            override_device_limit,
         })
     }
 }
@@ -213,6 +228,10 @@ pub struct LicenseFileIssued {
     pub expires_at: Option<Timestamp>,
     /// The machine it is bound to; `null`: any.
     pub hardware_identifier: Option<String>,
+    /// (ext) Whether the machine was recorded past the license's device limit, as the request
+    /// said to (`overrideDeviceLimit`).
+    #[serde(default)]
+    pub device_limit_overridden: bool,
 }
 
 /// `data.licenseFile` of a checkout.

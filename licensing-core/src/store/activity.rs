@@ -223,6 +223,33 @@ pub trait ActivityStore: Send + Sync {
         activity: &Activity,
         now: Timestamp,
     ) -> impl Future<Output = StoreResult<Result<Recorded, Denial>>> + Send;
+
+    /// (ext) Records a device for the license outside a client request (a license file the
+    /// vendor issues for a machine), in the license's atomic step: reads the license and its
+    /// record of `hardware_id`, runs [`verify::admit_device`](crate::verify::admit_device) with the license's effective
+    /// terms, and on admission creates the record (unnamed) or refreshes and remembers it, and
+    /// keeps the license's record count. A new record past the cap of `rules` is refused with
+    /// the limit's code (nothing is dropped for it). Durable when it returns.
+    fn register_device(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        hardware_id: &HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Result<RegisteredDevice, Denial>>> + Send;
+}
+
+/// (ext) What [`ActivityStore::register_device`] recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisteredDevice {
+    /// The device's record as written.
+    pub hwid: Hwid,
+    /// Whether the record is new.
+    pub created: bool,
+    /// Whether it passed the device limit only by the vendor's override.
+    pub overrode: bool,
 }
 
 /// Why a classloader session key was not taken.

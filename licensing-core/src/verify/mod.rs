@@ -719,6 +719,52 @@ fn plan<Id: Copy, E>(
     }
 }
 
+/// (ext) How a device the vendor registers for a license (a license file issued for a machine)
+/// is recorded: [`admit_device`]'s plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceAdmission {
+    /// The record to create or refresh.
+    pub change: RecordChange<HwidId>,
+    /// Whether the device passed the license's device limit only because the vendor said to
+    /// override it.
+    pub overrode: bool,
+}
+
+/// (ext) The device limit of step 7 alone, for a device the vendor registers outside a client
+/// request, inside the store's atomic unit for the license: `own` is the license's record of
+/// the device (when it has one), `counted()` how many devices count now (asked only when the
+/// limit is at stake). A device already counted passes; another passes when the limit leaves
+/// room, or past it when `override_limit` (the plan says so); otherwise `HWID_LIMIT_REACHED`.
+pub fn admit_device<E>(
+    license: &License,
+    settings: &TeamSettings,
+    own: Option<&Hwid>,
+    now: Timestamp,
+    override_limit: bool,
+    counted: impl FnOnce() -> Result<u64, E>,
+) -> Result<Result<DeviceAdmission, Denial>, E> {
+    let own = own.map(|r| (r.id, r.forgotten, r.last_seen_at));
+    let limit = license.hwid_limit.filter(|&l| l > 0);
+    if let Some(change) = plan(own, limit, settings.hwid_timeout, now, counted)? {
+        return Ok(Ok(DeviceAdmission {
+            change,
+            overrode: false,
+        }));
+    }
+    if !override_limit {
+        return Ok(Err(Denial::new(
+            ResultCode::HwidLimitReached,
+            "Hardware identifier limit reached: forget a device of the license first, or \
+             override the limit for this machine",
+        )));
+    }
+    let unlimited = plan(own, None, settings.hwid_timeout, now, || Ok::<_, E>(0))?;
+    Ok(Ok(DeviceAdmission {
+        change: unlimited.unwrap_or(RecordChange::Create),
+        overrode: true,
+    }))
+}
+
 /// The outcome of [`decide`].
 #[derive(Clone, Copy, Debug)]
 pub struct Decision<'a> {

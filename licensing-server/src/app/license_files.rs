@@ -7,7 +7,7 @@ pub(crate) use licensing_core::operations::licenses::IssueLicenseFile;
 
 use licensing_core::api::LicenseFileIssued;
 use licensing_core::model::{Action, License, Resource, Scope};
-use licensing_core::store::AuditStore;
+use licensing_core::store::{ActivityStore, AuditStore};
 use licensing_core::validate::HardwareId;
 use licensing_core::{ApiError, LicenseId, LicenseKey, ProductId, Timestamp};
 use serde::Serialize;
@@ -25,6 +25,12 @@ struct FileIssued<'a> {
     hardware_identifier: Option<&'a str>,
     expires_at: Option<Timestamp>,
     encrypted: bool,
+    /// The machine's record was made by this file (it had none).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    device_recorded: bool,
+    /// The machine passed the license's device limit because the vendor said to.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    device_limit_overridden: bool,
 }
 
 impl Run for IssueLicenseFile {
@@ -56,6 +62,32 @@ impl Run for IssueLicenseFile {
             data.customers.clear();
         }
         let machine = request.hardware_id.as_ref();
+        // A machine the file is bound to is recorded as a checkout's is: it counts against the
+        // device limit, which it passes only when the vendor overrides it.
+        let registered = match machine {
+            None => None,
+            Some(h) => {
+                let rules = licensing_core::store::ActivityRules {
+                    settings: &context.team.settings,
+                    max_records: state.max_records,
+                    events: context.client_events,
+                    policies: &context.policies,
+                };
+                let registered = state
+                    .store
+                    .register_device(
+                        cx.team,
+                        license.id,
+                        &rules,
+                        h,
+                        request.override_device_limit,
+                        cx.now,
+                    )
+                    .await?
+                    .map_err(ApiError::from)?;
+                Some(registered)
+            }
+        };
         let (certificate, payload) = certificate(
             &context,
             &license,
@@ -72,6 +104,8 @@ impl Run for IssueLicenseFile {
             hardware_identifier: machine.map(HardwareId::as_str),
             expires_at: payload.meta.expiry,
             encrypted: request.encrypt,
+            device_recorded: registered.as_ref().is_some_and(|r| r.created),
+            device_limit_overridden: registered.as_ref().is_some_and(|r| r.overrode),
         };
         let journal = cx.change(Action::LicenseFileIssued, license.id, None, Some(&record));
         state.store.record_journal(&journal).await?;
@@ -80,6 +114,7 @@ impl Run for IssueLicenseFile {
             issued_at: payload.meta.issued,
             expires_at: payload.meta.expiry,
             hardware_identifier: payload.meta.hardware_identifier,
+            device_limit_overridden: record.device_limit_overridden,
         })
     }
 }

@@ -850,6 +850,7 @@ async fn license_file(
         hardware_identifier: Some(device.hwid.identifier.as_str().to_owned()),
         ttl: None,
         encrypt: None,
+        override_device_limit: None,
     };
     match cx.perform(IssueLicenseFile(license.id, body)).await {
         Ok(issued) => {

@@ -309,6 +309,7 @@ delegate!(ActivityStore {
     fn read_license_for_activity(&self, team: TeamId, key: &LicenseKey, activity: &Activity) -> StoreResult<Option<LicenseRead>>;
     fn record_activity_after(&self, read: &LicenseRead, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
     fn record_activity(&self, team: TeamId, license: LicenseId, rules: &ActivityRules<'_>, activity: &Activity, now: Timestamp) -> StoreResult<Result<Recorded, Denial>>;
+    fn register_device(&self, team: TeamId, license: LicenseId, rules: &ActivityRules<'_>, hardware_id: &licensing_core::validate::HardwareId, override_limit: bool, now: Timestamp) -> StoreResult<Result<licensing_core::store::RegisteredDevice, Denial>>;
 });
 
 delegate!(LicenseSessionStore {

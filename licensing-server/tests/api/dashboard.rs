@@ -3774,3 +3774,61 @@ async fn devices_show_their_names_and_are_found_by_them() {
     let none = s.get(&s.dev("licenses?deviceSearch=linux")).await;
     assert_eq!(none.ok()["totalResults"], 0);
 }
+
+#[tokio::test]
+async fn a_file_for_a_typed_machine_respects_the_device_limit_unless_overridden() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "desk@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":1}"#)
+        .await;
+    let (id, key) = (
+        license["id"].as_str().unwrap(),
+        license["licenseKey"].as_str().unwrap(),
+    );
+    s.client(
+        "verify",
+        &json!({"licenseKey": key, "hardwareIdentifier": "office-machine-0001", "deviceName": "Office PC"}),
+        None,
+    )
+    .await
+    .valid();
+    let page_path = format!("/dashboard/licenses/{id}");
+    let shown = b.get(&page_path).await;
+    // The machine is typed; the known ones are offered by name.
+    shown
+        .has(r#"<input id="machine" type="text" name="machine" list="known-machines""#)
+        .has(r#"<option value="office-machine-0001">Office PC</option>"#);
+    let typed = [("machine", "air-gapped-lab-0001"), ("encrypt", "true")];
+    let refused = b.submit(&shown, &format!("{page_path}/file"), &typed).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    refused.has("override the limit");
+    let listed = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+    assert_eq!(listed.ok()["totalResults"], 1);
+    let shown = b.get(&page_path).await;
+    let overridden = [
+        ("machine", "air-gapped-lab-0001"),
+        ("encrypt", "true"),
+        ("override", "true"),
+    ];
+    let download = b
+        .submit(&shown, &format!("{page_path}/file"), &overridden)
+        .await;
+    assert_eq!(download.status, 200, "{}", download.text);
+    let file = licensing_core::crypto::license_file::LicenseFile::parse(&download.text).unwrap();
+    file.open(&s.public_keys().await, key, Some("air-gapped-lab-0001"))
+        .unwrap();
+    let listed = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+    assert_eq!(listed.ok()["totalResults"], 2);
+    // The license page now lists the machine; the audit log says the limit was overridden.
+    b.get(&page_path).await.has("air-gapped-lab-0001");
+    b.get("/dashboard/audit").await.has("deviceLimitOverridden");
+}

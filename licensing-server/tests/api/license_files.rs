@@ -648,3 +648,94 @@ async fn checkout_of_a_floating_license_borrows_a_seat() {
     .await
     .valid();
 }
+
+/// A file the vendor issues for a machine records the machine as a checkout would: it counts
+/// against the device limit, which refuses a machine it leaves no room for unless the vendor
+/// overrides it (audited); a machine the license knows needs no room.
+#[tokio::test]
+async fn a_vendor_issued_machine_file_records_its_machine_within_the_device_limit() {
+    let s = TestServer::start().await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","hwidLimit":2}"#)
+        .await;
+    let (id, key) = (
+        license["id"].as_str().unwrap(),
+        license["licenseKey"].as_str().unwrap(),
+    );
+    let url = s.dev(&format!("licenses/id/{id}/file"));
+    let devices = || async {
+        let listed = s.get(&s.dev(&format!("licenses/id/{id}/hwid"))).await;
+        listed.ok()["hwids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["identifier"].as_str().unwrap().to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    s.client(
+        "verify",
+        &json!({"licenseKey": key, "hardwareIdentifier": "seen-machine-0001"}),
+        None,
+    )
+    .await
+    .valid();
+    // A machine never seen takes the free seat.
+    let issued = s
+        .post(&url, r#"{"hardwareIdentifier":"air-gapped-0001"}"#)
+        .await;
+    assert_eq!(issued.ok()["deviceLimitOverridden"], false);
+    assert!(devices().await.contains("air-gapped-0001"));
+    // It counts: a third machine is refused, by the client API and by a file alike, and
+    // nothing is recorded for it.
+    let third = s
+        .client(
+            "verify",
+            &json!({"licenseKey": key, "hardwareIdentifier": "third-machine-0001"}),
+            None,
+        )
+        .await;
+    third.err(403, "HWID_LIMIT_REACHED");
+    let refused = s
+        .post(&url, r#"{"hardwareIdentifier":"third-machine-0001"}"#)
+        .await;
+    let refusal = refused.err(403, "HWID_LIMIT_REACHED");
+    assert!(
+        refusal.body["result"]["details"]
+            .as_str()
+            .unwrap()
+            .contains("override the limit"),
+        "{}",
+        refusal.body
+    );
+    assert_eq!(devices().await.len(), 2);
+    // A machine the license knows gets its file again without room.
+    s.post(&url, r#"{"hardwareIdentifier":"seen-machine-0001"}"#)
+        .await
+        .ok();
+    // The vendor overrides the limit: recorded, answered and audited as such.
+    let past = s
+        .post(
+            &url,
+            r#"{"hardwareIdentifier":"third-machine-0001","overrideDeviceLimit":true}"#,
+        )
+        .await;
+    assert_eq!(past.ok()["deviceLimitOverridden"], true);
+    assert_eq!(devices().await.len(), 3);
+    let audit = s
+        .get(&s.dev("audit-log?action=license.file_issued"))
+        .await
+        .ok()
+        .clone();
+    let newest = audit["entries"][0].to_string();
+    assert!(
+        newest.contains(r#"{"field":"deviceLimitOverridden","new":true}"#),
+        "{newest}"
+    );
+    assert!(
+        newest.contains(r#"{"field":"deviceRecorded","new":true}"#),
+        "{newest}"
+    );
+    // An override without a machine is a mistake, named.
+    let e = s.post(&url, r#"{"overrideDeviceLimit":true}"#).await;
+    assert_eq!(e.err(400, "BAD_REQUEST").fields(), ["overrideDeviceLimit"]);
+}

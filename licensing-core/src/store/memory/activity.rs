@@ -1,6 +1,7 @@
 //! Devices, addresses, the client API's atomic step and session keys in memory.
 
 use super::*;
+use crate::model::DeviceLabel;
 
 fn list_usage<K, R: UsageRecord + Clone>(
     records: &HashMap<K, R>,
@@ -330,6 +331,93 @@ impl ActivityStore for MemoryStore {
                 admission,
                 session,
                 decided_from_read: false,
+            }))
+        })
+    }
+
+    async fn register_device(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        hardware_id: &HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> StoreResult<Result<RegisteredDevice, Denial>> {
+        self.register_device_now((team, license), rules, hardware_id, override_limit, now)
+    }
+}
+
+impl MemoryStore {
+    /// [`ActivityStore::register_device`].
+    pub(super) fn register_device_now(
+        &self,
+        (team, license): (TeamId, LicenseId),
+        rules: &ActivityRules<'_>,
+        hardware_id: &HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> StoreResult<Result<RegisteredDevice, Denial>> {
+        let settings = rules.settings;
+        self.with(|s| {
+            let current = s.license(team, license)?.clone();
+            let decided = rules.policies.effective(&current).into_owned();
+            let own = s
+                .hwids
+                .values()
+                .find(|h| h.license_id == license && &h.identifier == hardware_id)
+                .cloned();
+            let held = || s.hwids.values().filter(|h| h.license_id == license);
+            let counted = || {
+                Ok::<_, StoreError>(
+                    held()
+                        .filter(|h| {
+                            verify::counts(h.forgotten, h.last_seen_at, settings.hwid_timeout, now)
+                        })
+                        .count() as u64,
+                )
+            };
+            let plan = match verify::admit_device(
+                &decided,
+                settings,
+                own.as_ref(),
+                now,
+                override_limit,
+                counted,
+            )? {
+                Ok(plan) => plan,
+                Err(denial) => return Ok(Err(denial)),
+            };
+            let (hwid, created) = match (plan.change, own) {
+                (verify::RecordChange::Refresh { .. }, Some(mut record)) => {
+                    refresh_hwid(&mut record, &DeviceLabel::NONE, now);
+                    (record, false)
+                }
+                _ => {
+                    if held().count() >= rules.max_records as usize {
+                        return Ok(Err(cap_reached(
+                            verify::RecordKind::Hwid,
+                            rules.max_records,
+                        )));
+                    }
+                    (
+                        new_hwid(&current, hardware_id, &DeviceLabel::NONE, now),
+                        true,
+                    )
+                }
+            };
+            s.hwids.insert(hwid.id, hwid.clone());
+            if created {
+                for event in
+                    crate::model::admission_events(rules.events, Some(&hwid), &decided, false, now)
+                {
+                    s.events.insert(event.id, event);
+                }
+            }
+            Ok(Ok(RegisteredDevice {
+                hwid,
+                created,
+                overrode: plan.overrode,
             }))
         })
     }

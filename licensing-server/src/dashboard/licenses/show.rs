@@ -273,16 +273,16 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             p.hint { (t("licenses-show-signed-file-application-checks-without")) }
             form method="post" action={ "/dashboard/licenses/" (l.id) "/file" } {
                 (page::csrf(staff))
-                label for="machine" { (t("licenses-show-machine")) }
-                select #machine name="machine" {
-                    option value="" { (t("licenses-show-any-machine")) }
+                label for="machine" { (t("licenses-show-machine")) span.hint { (t("licenses-show-machine-hint")) } }
+                input #machine type="text" name="machine" list="known-machines" minlength="10" maxlength="1000" autocomplete="off" spellcheck="false";
+                datalist #known-machines {
                     @for h in hwids.items.iter().filter(|h| !h.hwid.forgotten) {
                         option value=(h.hwid.identifier.as_str()) {
-                            @if let Some(label) = h.hwid.label() { (label) " — " }
-                            (h.hwid.identifier.as_str())
+                            @if let Some(label) = h.hwid.label() { (label) }
                         }
                     }
                 }
+                label.choice { input type="checkbox" name="override" value="true"; (t("licenses-show-override-device-limit")) }
                 label for="days" { (t("licenses-show-valid-days")) span.hint { (t("licenses-show-empty-long-license")) } }
                 input #days type="number" min="1" max="3650" name="days";
                 label.choice { input type="checkbox" name="encrypt" value="true" checked; (t("licenses-show-encrypted-with-license-key-machine")) }
@@ -472,6 +472,7 @@ pub(crate) async fn file(ctx: &Ctx, staff: &Staff, id: &str, form: &Form) -> Res
             hardware_identifier: form.text("machine").map(str::to_owned),
             ttl,
             encrypt: Some(form.get("encrypt").is_some()),
+            override_device_limit: Some(form.get("override").is_some()),
         };
         let issued = api::perform(ctx, staff, IssueLicenseFile(id, body)).await?;
         let key = api::perform(ctx, staff, GetLicense(id))

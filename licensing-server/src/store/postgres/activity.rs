@@ -8,8 +8,8 @@
 //! when it is at stake, and records are counted only up to the cap a license may hold.
 
 use licensing_core::store::{
-    ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, StoreError, StoreResult,
-    license_after,
+    ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, RegisteredDevice, StoreError,
+    StoreResult, license_after,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
@@ -24,7 +24,7 @@ use super::tables::LICENSES;
 use super::{PgStore, backend, in_tx, ms};
 use crate::store::refresh::{EARLY_ROUND, STRIPES};
 use crate::store::{addr16, hwid_digest};
-use licensing_core::model::{ClientEvent, SessionStep};
+use licensing_core::model::{ClientEvent, DeviceLabel, SessionStep};
 use licensing_core::store::Activity;
 
 /// The license with the request's own device and address records, in one read, by `$where`.
@@ -165,9 +165,149 @@ impl ActivityStore for PgStore {
             .locked_step(team, license_id, rules, activity, now)
             .await?)
     }
+
+    async fn register_device(
+        &self,
+        team: TeamId,
+        license_id: LicenseId,
+        rules: &ActivityRules<'_>,
+        hardware_id: &licensing_core::validate::HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> StoreResult<Result<RegisteredDevice, Denial>> {
+        let registered: PgResult<_> = in_tx!(self.pool, |tx| {
+            self.register_in(
+                &mut tx,
+                (team, license_id),
+                rules,
+                hardware_id,
+                override_limit,
+                now,
+            )
+            .await
+        });
+        Ok(registered?)
+    }
 }
 
 impl PgStore {
+    /// [`ActivityStore::register_device`]'s body, in a transaction that holds the license row.
+    async fn register_in(
+        &self,
+        tx: &mut PgConnection,
+        (team, license_id): (TeamId, LicenseId),
+        rules: &ActivityRules<'_>,
+        hardware_id: &licensing_core::validate::HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> PgResult<Result<RegisteredDevice, Denial>> {
+        LICENSES
+            .lock(tx, team.as_uuid(), license_id.as_uuid())
+            .await?;
+        if let Some(waiting) = self.refreshes.take_license(license_id) {
+            super::refresh::write(&mut *tx, &[&waiting]).await?;
+        }
+        // The device's own record, read as a request's is (the unspecified address is no
+        // client's: no address record is read or written).
+        let activity = Activity {
+            hardware_id: Some(hardware_id.clone()),
+            label: DeviceLabel::NONE,
+            ip: std::net::IpAddr::from([0, 0, 0, 0]),
+            country: None,
+            session: SessionStep::None,
+        };
+        let select = sqlx::query(READ)
+            .bind(team.as_uuid())
+            .bind(license_id.as_uuid());
+        let found = read_own(&mut *tx, select, team, &activity)
+            .await?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let decided = found.with_terms(rules.policies);
+        let timeout = rules.settings.hwid_timeout;
+        // Counted only when the limit is at stake (the counting is a statement of its own).
+        let at_stake = decided.license.hwid_limit.is_some_and(|l| l > 0)
+            && !found
+                .hwid
+                .as_ref()
+                .is_some_and(|h| verify::counts(h.forgotten, h.last_seen_at, timeout, now));
+        let held = if at_stake {
+            counted(&mut *tx, &decided.license, RecordKind::Hwid, timeout, now).await?
+        } else {
+            0
+        };
+        let plan = match verify::admit_device(
+            &decided.license,
+            rules.settings,
+            found.hwid.as_ref(),
+            now,
+            override_limit,
+            || Ok::<_, StoreError>(held),
+        )? {
+            Ok(plan) => plan,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        let digest = hwid_digest(hardware_id).to_vec();
+        let (hwid, created) = match (&plan.change, &found.hwid) {
+            (RecordChange::Refresh { .. }, Some(old)) => {
+                let mut record = old.clone();
+                licensing_core::store::refresh_hwid(&mut record, &DeviceLabel::NONE, now);
+                sqlx::query(
+                    "UPDATE hwids SET last_seen_at = $3, updated_at = $4, forgotten = false
+                     WHERE license_id = $1 AND digest = $2",
+                )
+                .bind(license_id.as_uuid())
+                .bind(&digest)
+                .bind(ms(record.last_seen_at))
+                .bind(ms(record.updated_at))
+                .execute(&mut *tx)
+                .await?;
+                (record, false)
+            }
+            _ => {
+                if found.held.0 >= i64::from(rules.max_records) {
+                    return Ok(Err(licensing_core::store::cap_reached(
+                        RecordKind::Hwid,
+                        rules.max_records,
+                    )));
+                }
+                let record = licensing_core::store::new_hwid(
+                    &found.license,
+                    hardware_id,
+                    &DeviceLabel::NONE,
+                    now,
+                );
+                sqlx::query(
+                    "WITH hwid AS (INSERT INTO hwids (license_id, digest, id, identifier,
+                       forgotten, last_seen_at, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, false, $5, $5, $5))
+                     UPDATE licenses SET hwid_records = hwid_records + 1 WHERE id = $1",
+                )
+                .bind(license_id.as_uuid())
+                .bind(&digest)
+                .bind(record.id.as_uuid())
+                .bind(hardware_id.as_str())
+                .bind(ms(now))
+                .execute(&mut *tx)
+                .await?;
+                for event in licensing_core::model::admission_events(
+                    rules.events,
+                    Some(&record),
+                    &decided.license,
+                    false,
+                    now,
+                ) {
+                    super::webhooks::insert_event(&mut *tx, &event).await?;
+                }
+                (record, true)
+            }
+        };
+        Ok(Ok(RegisteredDevice {
+            hwid,
+            created,
+            overrode: plan.overrode,
+        }))
+    }
+
     /// Admits a request whose records already count, from what was read: its refresh is
     /// written behind while the records as stored keep counting for the margin (see
     /// `refresh.rs`), at once otherwise. A heartbeat's extension of its session is one

@@ -10,12 +10,13 @@
 //! bounded.
 
 use licensing_core::model::{
-    ClientEvent, Hwid, IpRecord, License, SessionStep, UsageRecord, admission_events,
+    ClientEvent, DeviceLabel, Hwid, IpRecord, License, SessionStep, UsageRecord, admission_events,
 };
 use licensing_core::store::{
-    Activity, ActivityRules, Entity, Journal, Recorded, StoreError, StoreResult, cap_reached,
-    license_after, new_hwid, new_ip, prune_batch, refresh_hwid, refresh_ip,
+    Activity, ActivityRules, Entity, Journal, Recorded, RegisteredDevice, StoreError, StoreResult,
+    cap_reached, license_after, new_hwid, new_ip, prune_batch, refresh_hwid, refresh_ip,
 };
+use licensing_core::validate::HardwareId;
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
@@ -178,6 +179,98 @@ impl SledStore {
             self.flushed_up_to(batch).await?;
         }
         Ok(Ok(recorded))
+    }
+
+    /// [`licensing_core::store::ActivityStore::register_device`]: the device limit alone, under
+    /// the license's stripe, written and flushed before it returns.
+    pub(super) async fn register(
+        &self,
+        (team, license): (TeamId, LicenseId),
+        rules: &ActivityRules<'_>,
+        hardware_id: &HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> StoreResult<Result<RegisteredDevice, Denial>> {
+        let stripe = self.inner.locks.license(license).await;
+        self.apply_license_refresh(license).await?;
+        let mut tx = self.tx();
+        let current: License = tx
+            .get_record(&license_key(team, license))?
+            .ok_or(StoreError::NotFound(Entity::License))?;
+        let decided = rules.policies.effective(&current);
+        let own = tx
+            .get_record::<Hwid>(&hwid_key(team, license, hardware_id))?
+            .filter(|r| &r.identifier == hardware_id);
+        let tally_at = tally_key(tag::HWID, team, license);
+        let mut tally = Tally::read(&tx, &tally_at)?;
+        let before = tally;
+        let counted = || -> StoreResult<u64> {
+            match rules.settings.hwid_timeout {
+                None => Ok(tally.counting()),
+                Some(timeout) => Ok(seen::count_since(
+                    &self.inner.tree,
+                    &self.inner.seen_reads,
+                    tag::HWID,
+                    team,
+                    license,
+                    cutoff(now, timeout),
+                    decided.hwid_limit.map_or(u64::MAX, u64::from).max(1),
+                )?),
+            }
+        };
+        let plan = match verify::admit_device(
+            &decided,
+            rules.settings,
+            own.as_ref(),
+            now,
+            override_limit,
+            counted,
+        )? {
+            Ok(plan) => plan,
+            Err(denial) => return Ok(Err(denial)),
+        };
+        let (hwid, created) = match (&plan.change, &own) {
+            (RecordChange::Refresh { was_forgotten, .. }, Some(old)) => {
+                let mut record = old.clone();
+                refresh_hwid(&mut record, &DeviceLabel::NONE, now);
+                tx.put_usage(Some(old), &record)?;
+                if *was_forgotten {
+                    tally.unforget();
+                }
+                (record, false)
+            }
+            _ => {
+                if tally.total >= u64::from(rules.max_records) {
+                    return Ok(Err(cap_reached(RecordKind::Hwid, rules.max_records)));
+                }
+                let record = new_hwid(&current, hardware_id, &DeviceLabel::NONE, now);
+                tx.put_usage(None, &record)?;
+                tally.total += 1;
+                (record, true)
+            }
+        };
+        if tally != before {
+            tx.put(tally_at, tally.encode().to_vec());
+        }
+        if created {
+            let events = admission_events(rules.events, Some(&hwid), &decided, false, now);
+            if !events.is_empty() {
+                tx.journal(&Journal {
+                    audit: Vec::new(),
+                    events,
+                    keyed: None,
+                    inbound: None,
+                })?;
+            }
+        }
+        let batch = self.commit(tx).await?;
+        drop(stripe);
+        self.flushed_up_to(batch).await?;
+        Ok(Ok(RegisteredDevice {
+            hwid,
+            created,
+            overrode: plan.overrode,
+        }))
     }
 
     /// Decides and stages steps 7 and 8 for a license whose stripe the caller holds.

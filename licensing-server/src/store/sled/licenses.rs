@@ -421,6 +421,19 @@ impl ActivityStore for SledStore {
         self.record(team, license, rules, activity, now).await
     }
 
+    async fn register_device(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        rules: &ActivityRules<'_>,
+        hardware_id: &licensing_core::validate::HardwareId,
+        override_limit: bool,
+        now: Timestamp,
+    ) -> StoreResult<Result<licensing_core::store::RegisteredDevice, Denial>> {
+        self.register((team, license), rules, hardware_id, override_limit, now)
+            .await
+    }
+
     /// The license by key with the request's own device and address records: a request
     /// whose records count already is then admitted from these reads, without reading the
     /// license again.
