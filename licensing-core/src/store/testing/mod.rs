@@ -184,6 +184,15 @@ macro_rules! store_test_suite {
             $crate::store::testing::concurrent_new_devices_never_exceed_the_limit(&store, &runner);
         }
         #[test]
+        fn concurrent_machine_files_and_requests_never_exceed_the_limit() {
+            if !$available {
+                return;
+            }
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_machine_files_and_requests_never_exceed_the_limit(&store, &runner);
+        }
+        #[test]
         fn concurrent_session_starts_admit_exactly_the_limit() {
             if !$available {
                 return;
