@@ -1161,7 +1161,8 @@ async fn screenshots(driver: &Driver) {
         let device = format!("device-{i:04}-aaaa");
         s.client(
             "verify",
-            &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device}),
+            &json!({"licenseKey": l["licenseKey"], "hardwareIdentifier": device,
+                "deviceName": format!("STUDIO-PC-{i:02}"), "platform": "windows 11"}),
             Some(&format!("203.0.113.{}", 10 + i)),
         )
         .await;
