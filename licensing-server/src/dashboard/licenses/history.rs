@@ -178,13 +178,29 @@ fn day_start(zone: chrono_tz::Tz, date: chrono::NaiveDate) -> Option<Timestamp> 
     Some(Timestamp::from_millis(at.timestamp_millis()))
 }
 
+/// What each device of a license is called ([`Hwid::label`]), by identifier.
+///
+/// [`Hwid::label`]: licensing_core::model::Hwid::label
+pub(crate) type DeviceNames = std::collections::HashMap<String, String>;
+
+/// A device's cell: what it is called, when its client said, over its identifier.
+pub(crate) fn device_cell(names: &DeviceNames, identifier: &str) -> Markup {
+    html! {
+        @if let Some(label) = names.get(identifier) {
+            span.device-name { (label) }
+            br;
+        }
+        span.mono { (identifier) }
+    }
+}
+
 /// The section: filters, the table (refusals highlighted) and the pager.
 pub(crate) async fn section(
     ctx: &Ctx,
     staff: &Staff,
     license: LicenseId,
     products: &[Product],
-    names: &super::show::DeviceNames,
+    names: &DeviceNames,
 ) -> Result<Markup, Failure> {
     let zone = page::zone(staff);
     let chosen = Chosen::of(ctx, zone);
@@ -247,7 +263,7 @@ fn row(
     staff: &Staff,
     e: &RequestLogEntry,
     product_name: &dyn Fn(licensing_core::ProductId) -> String,
-    names: &super::show::DeviceNames,
+    names: &DeviceNames,
 ) -> Markup {
     let refused = e.refused();
     html! {
@@ -271,7 +287,7 @@ fn row(
             }
             td data-label=(t("licenses-history-device")) {
                 @match e.hardware_identifier.as_deref() {
-                    Some(identifier) => { (super::show::device_cell(names, identifier)) },
+                    Some(identifier) => { (device_cell(names, identifier)) },
                     None => { "—" },
                 }
             }

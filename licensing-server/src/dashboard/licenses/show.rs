@@ -89,7 +89,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
     let sessions = sessions.items;
     let entitlements = crate::dashboard::entitlements::readable(ctx, staff).await?;
     // What each device is called, by identifier, for the sessions and the request history.
-    let names: DeviceNames = hwids
+    let names: super::history::DeviceNames = hwids
         .items
         .iter()
         .filter_map(|h| Some((h.hwid.identifier.as_str().to_owned(), h.hwid.label()?)))
@@ -308,7 +308,7 @@ fn live_sessions(
     license: LicenseId,
     allowed: bool,
     sessions: &[licensing_core::model::LicenseSession],
-    names: &DeviceNames,
+    names: &super::history::DeviceNames,
 ) -> Markup {
     html! {
         (page::table(&[t("licenses-show-device"), t("licenses-show-address"), t("licenses-show-started"), t("licenses-show-last-seen"), t("licenses-show-expires")], allowed.then_some(t("licenses-show-action")), html! {
@@ -317,7 +317,7 @@ fn live_sessions(
             }
             @for s in sessions {
                 tr {
-                    td { (device_cell(names, s.hardware_identifier.as_str())) }
+                    td { (super::history::device_cell(names, s.hardware_identifier.as_str())) }
                     td.mono { (s.ip_address) }
                     td { (page::when(staff, s.started_at)) }
                     td { (page::when(staff, s.last_seen_at)) }
@@ -333,22 +333,6 @@ fn live_sessions(
                 }
             }
         }))
-    }
-}
-
-/// What each device of a license is called ([`Hwid::label`]), by identifier.
-///
-/// [`Hwid::label`]: licensing_core::model::Hwid::label
-pub(crate) type DeviceNames = std::collections::HashMap<String, String>;
-
-/// A device's cell: what it is called, when its client said, over its identifier.
-pub(crate) fn device_cell(names: &DeviceNames, identifier: &str) -> Markup {
-    html! {
-        @if let Some(label) = names.get(identifier) {
-            span.device-name { (label) }
-            br;
-        }
-        span.mono { (identifier) }
     }
 }
 
