@@ -52,11 +52,15 @@ pub enum ResultCode {
     ArtifactNotFound,
     /// (ext) The release was withdrawn (ARCHIVED): its downloads are gone.
     ReleaseYanked,
+    /// (ext) The usage would pass the meter's limit for the period: nothing was counted.
+    UsageLimitReached,
+    /// (ext) The license has no meter of that code.
+    MeterNotFound,
 }
 
 impl ResultCode {
     /// All codes, `VALID` first, in the order of the specification's table.
-    pub const ALL: [ResultCode; 31] = [
+    pub const ALL: [ResultCode; 33] = [
         Self::Valid,
         Self::InternalServerError,
         Self::BadRequest,
@@ -88,6 +92,8 @@ impl ResultCode {
         Self::Conflict,
         Self::ArtifactNotFound,
         Self::ReleaseYanked,
+        Self::UsageLimitReached,
+        Self::MeterNotFound,
     ];
 
     /// The HTTP status that answers this code. `BAD_REQUEST` is also
@@ -110,7 +116,8 @@ impl ResultCode {
             | Self::ReleaseDraft
             | Self::NoAccessToRelease
             | Self::EntitlementsMissing
-            | Self::SessionLimitReached => 403,
+            | Self::SessionLimitReached
+            | Self::UsageLimitReached => 403,
             Self::TeamNotFound
             | Self::LicenseNotFound
             | Self::CustomerNotFound
@@ -118,7 +125,8 @@ impl ResultCode {
             | Self::ReleaseNotFound
             | Self::SessionNotFound
             | Self::SigningKeyNotFound
-            | Self::ArtifactNotFound => 404,
+            | Self::ArtifactNotFound
+            | Self::MeterNotFound => 404,
             Self::IdempotencyKeyInUse | Self::Conflict => 409,
             Self::ReleaseYanked => 410,
             Self::IdempotencyKeyMismatch => 422,
@@ -161,6 +169,8 @@ impl ResultCode {
             Self::Conflict => "CONFLICT",
             Self::ArtifactNotFound => "ARTIFACT_NOT_FOUND",
             Self::ReleaseYanked => "RELEASE_YANKED",
+            Self::UsageLimitReached => "USAGE_LIMIT_REACHED",
+            Self::MeterNotFound => "METER_NOT_FOUND",
         }
     }
 
@@ -224,6 +234,8 @@ mod tests {
             (Conflict, 409),
             (ArtifactNotFound, 404),
             (ReleaseYanked, 410),
+            (UsageLimitReached, 403),
+            (MeterNotFound, 404),
         ];
         assert_eq!(expected.len(), ResultCode::ALL.len());
         for (code, status) in expected {
@@ -232,8 +244,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_one_error_codes_of_the_specification_nine_of_ours_and_valid() {
+    fn there_are_twenty_one_error_codes_of_the_specification_eleven_of_ours_and_valid() {
         let errors = ResultCode::ALL.iter().filter(|c| !c.is_success()).count();
-        assert_eq!(errors, 30);
+        assert_eq!(errors, 32);
     }
 }

@@ -151,6 +151,8 @@ actions! {
     LicenseFileIssued = "license.file_issued", "license";
     /// A license's key was e-mailed to its customers again (from the dashboard or the API).
     LicenseEmailed = "license.emailed", "license";
+    /// (ext) A license's usage counter of the current period was adjusted or reset.
+    LicenseUsageChanged = "license.usage_changed", "license";
     /// A license's hardware identifier was forgotten.
     DeviceForgotten = "device.forgotten", "device";
     /// A license's forgotten hardware identifier was remembered again.

@@ -116,6 +116,10 @@ pub struct License {
     /// answers it. (Last: see the sled store's format 10.)
     #[serde(default)]
     pub suspension_reason: Option<String>,
+    /// (ext) The license's own usage meters: each wins over its policy's meter of the same
+    /// code; the policy's others apply too. (Last: see the sled store's format 12.)
+    #[serde(default)]
+    pub meters: Vec<super::Meter>,
 }
 
 /// The most characters of a license's suspension reason.

@@ -20,6 +20,7 @@ mod scope;
 mod staff;
 mod stats;
 mod team;
+mod usage;
 mod webhook;
 
 pub use artifact::{Arch, Artifact, ArtifactKind, Platform, RolloutPercent, UpdateFeed};
@@ -73,6 +74,12 @@ pub use team::{
     DEFAULT_CHECKOUT_MAX_TTL, DEFAULT_MAX_LIVE_SESSIONS, Kid, MAX_LIVE_SESSIONS_CAP, PublicKeys,
     SigningKey, SigningKeyChange, SigningKeyState, Team, TeamCreated, TeamFeatures, TeamSettings,
     TeamView, UpdaterKeys, active_key_conflict,
+};
+pub use usage::{
+    LicenseMeter, MAX_USAGE_BATCH, MAX_USAGE_QUANTITY, MeterState, MeterUsage, PeriodUsage,
+    USAGE_EVENT_KEPT_MS, USAGE_HISTORY_PERIODS, USAGE_THRESHOLD_PERCENT, UsageChange, UsageCounter,
+    UsageIncrement, UsageOutcome, effective_meters, meter_usage, usage_event_id, usage_events,
+    used_in_period,
 };
 pub use webhook::{
     ATTEMPTS_KEPT, ClientEvent, ClientEvents, DeliveryAttempt, DeliveryStatus, DisabledReason,

@@ -275,6 +275,7 @@ impl License {
         }
         effective.product_ids = union(&self.product_ids, &policy.product_ids);
         effective.entitlement_ids = union(&self.entitlement_ids, &policy.entitlement_ids);
+        effective.meters = super::usage::effective_meters(&self.meters, Some(policy));
         effective.overrides = self.own_terms();
         Cow::Owned(effective)
     }
@@ -450,6 +451,7 @@ mod tests {
             policy_id: None,
             overrides: Vec::new(),
             suspension_reason: None,
+            meters: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ mod memory;
 mod request_log;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod usage;
 
 use std::future::Future;
 
@@ -29,6 +30,7 @@ pub use filter::*;
 pub use idempotency::IdempotencyStore;
 pub use memory::MemoryStore;
 pub use request_log::RequestLogStore;
+pub use usage::{UsageStore, check_counters_owner, count as count_usage, still_kept};
 
 use crate::api::requests::{
     AuditQuery, CustomerListQuery, DeviceListQuery, InboundQuery, LicenseListQuery, Paging,
@@ -1095,6 +1097,7 @@ pub trait Store:
     + WebhookStore
     + StaffStore
     + PortalStore
+    + UsageStore
     + Clone
     + 'static
 {
@@ -1123,6 +1126,7 @@ impl<T> Store for T where
         + WebhookStore
         + StaffStore
         + PortalStore
+        + UsageStore
         + Clone
         + 'static
 {

@@ -765,6 +765,17 @@ pub fn admit_device<E>(
     }))
 }
 
+/// (ext) A usage increment of `quantity` on a counter at `used`, against a period's `limit`
+/// (`None`: unlimited), inside the store's atomic step for the counter: the counter after it
+/// when `used + quantity ≤ limit`, else `None` (`USAGE_LIMIT_REACHED`, nothing counted).
+pub fn admit_usage(limit: Option<u64>, used: u64, quantity: u64) -> Option<u64> {
+    let after = used.checked_add(quantity)?;
+    match limit {
+        Some(limit) if after > limit => None,
+        _ => Some(after),
+    }
+}
+
 /// The outcome of [`decide`].
 #[derive(Clone, Copy, Debug)]
 pub struct Decision<'a> {

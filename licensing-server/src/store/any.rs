@@ -335,6 +335,14 @@ delegate!(RequestLogStore {
     fn prune_requests(&self, before: Timestamp, per_team: u64) -> StoreResult<u64>;
 });
 
+delegate!(UsageStore {
+    fn record_usage(&self, license: &License, increments: &[licensing_core::model::UsageIncrement], wants: licensing_core::model::ClientEvents, now: Timestamp) -> StoreResult<Vec<licensing_core::model::UsageOutcome>>;
+    fn list_usage(&self, team: TeamId, license: LicenseId) -> StoreResult<Vec<licensing_core::model::UsageCounter>>;
+    fn change_usage(&self, team: TeamId, license: LicenseId, meter: &licensing_core::model::Meter, change: licensing_core::model::UsageChange, now: Timestamp, journal: &Journal) -> StoreResult<licensing_core::model::UsageCounter>;
+    fn restore_usage_counters(&self, team: TeamId, license: LicenseId, counters: &[licensing_core::model::UsageCounter]) -> StoreResult<()>;
+    fn prune_usage_events(&self, before: Timestamp) -> StoreResult<u64>;
+});
+
 delegate!(SessionKeyStore {
     fn use_session_key(&self, team: TeamId, fingerprint: [u8; 16], now: Timestamp, window_ms: i64, per_team: u32) -> StoreResult<Result<(), SessionKeyRefused>>;
 });

@@ -85,6 +85,10 @@ pub struct LicenseCreate {
     /// `metadata`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub metadata: Option<Vec<RawMetadata>>,
+    /// (ext) `meters`: the license's own usage meters (each wins over its policy's meter of
+    /// the same code).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub meters: Option<Vec<super::RawMeter>>,
 }
 
 /// A validated license create.
@@ -118,6 +122,8 @@ pub struct NewLicense {
     pub policy_id: Option<PolicyId>,
     /// (ext) The limits the body set (with a policy: the overrides).
     pub overrides: Vec<Term>,
+    /// (ext) The license's own usage meters.
+    pub meters: Vec<crate::model::Meter>,
     /// (ext) Expiration members to complete from the policy (no `expirationType` was given):
     /// see [`NewLicense::on_policy`].
     pub expiration_from_policy: Option<ExpirationAsk>,
@@ -276,6 +282,7 @@ impl LicenseCreate {
             .collect();
         overrides.sort_unstable();
         let metadata = metadata(&mut v, "metadata", raw.metadata.unwrap_or_default());
+        let meters = super::policy::meters(&mut v, raw.meters.unwrap_or_default());
         let suspended = raw.suspended.unwrap_or(false);
         let suspension_reason = raw
             .suspension_reason
@@ -342,6 +349,7 @@ impl LicenseCreate {
             metadata,
             policy_id,
             overrides,
+            meters,
             expiration_from_policy,
         })
     }
@@ -430,6 +438,7 @@ impl NewLicense {
             } else {
                 Vec::new()
             },
+            meters: self.meters,
         }
     }
 }
@@ -514,6 +523,11 @@ pub struct LicenseUpdate {
     #[serde(skip_serializing_if = "Patch::is_missing", default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
     pub inherit: Patch<Vec<String>>,
+    /// (ext) `meters`: the license's own usage meters, replacing those it had; `null` or `[]`
+    /// leaves it with its policy's.
+    #[serde(skip_serializing_if = "Patch::is_missing", default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<super::RawMeter>>))]
+    pub meters: Patch<Vec<super::RawMeter>>,
 }
 
 impl LicenseUpdate {
@@ -588,6 +602,11 @@ impl LicenseUpdate {
         }
         if let Some(items) = not_null(&mut v, "metadata", raw.metadata) {
             next.metadata = metadata(&mut v, "metadata", items);
+        }
+        match raw.meters {
+            Patch::Missing => {}
+            Patch::Null => next.meters = Vec::new(),
+            Patch::Value(m) => next.meters = super::policy::meters(&mut v, m),
         }
         let policy = match raw.policy_id {
             Patch::Missing => existing.policy_id,

@@ -155,7 +155,8 @@ fn ids<Id: From<uuid::Uuid> + PartialEq>(
     }
 }
 
-fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
+/// Checks a list of meters (a policy's or a license's), naming each member at fault.
+pub(super) fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
     if raw.len() > MAX_METERS {
         v.push("meters", format!("must hold at most {MAX_METERS} meters"));
         return Vec::new();

@@ -42,11 +42,15 @@ pub enum ClientEvent {
     /// (ext) An update artifact was downloaded (once per license, artifact and address in ten
     /// minutes).
     ReleaseDownloaded,
+    /// (ext) A license's meter passed 80% of its limit (once per period).
+    UsageThreshold,
+    /// (ext) A license's meter reached its limit.
+    UsageExhausted,
 }
 
 impl ClientEvent {
     /// Every client event.
-    pub const ALL: [ClientEvent; 10] = [
+    pub const ALL: [ClientEvent; 12] = [
         Self::LicenseActivated,
         Self::LicenseExpired,
         Self::DeviceActivated,
@@ -57,6 +61,8 @@ impl ClientEvent {
         Self::SessionEnded,
         Self::SessionExpired,
         Self::ReleaseDownloaded,
+        Self::UsageThreshold,
+        Self::UsageExhausted,
     ];
 
     /// The event type, such as `device.activated`.
@@ -72,6 +78,8 @@ impl ClientEvent {
             Self::SessionEnded => "session.ended",
             Self::SessionExpired => "session.expired",
             Self::ReleaseDownloaded => "release.downloaded",
+            Self::UsageThreshold => "usage.threshold",
+            Self::UsageExhausted => "usage.exhausted",
         }
     }
 
@@ -129,7 +137,7 @@ impl ClientEvents {
     pub const NONE: ClientEvents = ClientEvents(0);
 
     /// Every client event (tests).
-    pub const ALL: ClientEvents = ClientEvents(0b11_1111_1111);
+    pub const ALL: ClientEvents = ClientEvents(0b1111_1111_1111);
 
     /// What the enabled ones among `endpoints` want.
     pub fn of(endpoints: &[WebhookEndpoint]) -> Self {

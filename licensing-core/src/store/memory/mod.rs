@@ -15,6 +15,7 @@ mod portal;
 mod records;
 mod request_log;
 mod team_data;
+mod usage;
 mod webhooks;
 
 #[derive(Default)]
@@ -52,6 +53,10 @@ struct State {
     inbound: std::collections::BTreeMap<crate::InboundId, crate::model::InboundEvent>,
     applied: HashMap<(TeamId, crate::crypto::inbound::Provider, String), crate::InboundId>,
     links: HashMap<(TeamId, crate::crypto::inbound::Provider, String), crate::model::PaymentLink>,
+    /// Usage counters by license, meter code and period start.
+    usage: HashMap<(LicenseId, String, i64), u64>,
+    /// Kept answers of usage events by license and event id, with when they were kept.
+    usage_answers: HashMap<(LicenseId, String), (Timestamp, crate::model::UsageOutcome)>,
 }
 
 /// The in-memory store. Clones share the same data.

@@ -79,6 +79,8 @@ impl LicenseStore for MemoryStore {
             s.ips.retain(|_, r| r.license_id != id);
             s.floating.retain(|_, f| f.license_id != id);
             s.event_marks.remove(&id);
+            s.usage.retain(|(l, _, _), _| *l != id);
+            s.usage_answers.retain(|(l, _), _| *l != id);
             for r in s.releases.values_mut() {
                 r.allowed_license_ids.retain(|l| *l != id);
             }

@@ -75,6 +75,7 @@ pub fn license(team: TeamId, created: Timestamp) -> License {
         policy_id: None,
         overrides: Vec::new(),
         suspension_reason: None,
+        meters: Vec::new(),
     }
 }
 

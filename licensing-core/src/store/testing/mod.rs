@@ -54,6 +54,7 @@ mod portal;
 mod request_log;
 mod sessions;
 mod team;
+mod usage;
 mod webhooks;
 
 pub use accounts::*;
@@ -73,6 +74,7 @@ pub use portal::*;
 pub use request_log::*;
 pub use sessions::*;
 pub use team::*;
+pub use usage::*;
 pub use webhooks::*;
 
 /// Runs a future to completion on the current thread.
@@ -164,7 +166,17 @@ macro_rules! store_test_suite {
             release_artifacts_take_one_place_each_and_survive_updates,
             portal_tickets_are_spent_once_and_sessions_end,
             self_service_resets_keep_to_their_budget,
+            usage_is_counted_within_limits_per_period_and_once_per_event,
         );
+        #[test]
+        fn concurrent_usage_never_passes_the_limit() {
+            if !$available {
+                return;
+            }
+            let runner = $runner;
+            let store = $crate::store::testing::BlockOn::block_on(&runner, $make);
+            $crate::store::testing::concurrent_usage_never_passes_the_limit(&store, &runner);
+        }
         #[test]
         fn concurrent_self_service_resets_spend_exactly_the_budget() {
             if !$available {

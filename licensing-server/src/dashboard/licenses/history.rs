@@ -46,13 +46,15 @@ pub(crate) fn code_words(code: ResultCode) -> &'static str {
         ResultCode::Conflict => t("licenses-history-conflicting-change"),
         ResultCode::ArtifactNotFound => t("licenses-history-download-not-found"),
         ResultCode::ReleaseYanked => t("licenses-history-release-withdrawn"),
+        ResultCode::UsageLimitReached => t("licenses-history-usage-limit-reached"),
+        ResultCode::MeterNotFound => t("licenses-history-meter-not-found"),
     }
 }
 
 /// The refusals a license's history can hold: those the client API answers once it has found
 /// the license (a request refused before, for its rate, its team or its body, names no
 /// license).
-const LICENSE_REFUSALS: [ResultCode; 20] = [
+const LICENSE_REFUSALS: [ResultCode; 22] = [
     ResultCode::LicenseSuspended,
     ResultCode::LicenseExpired,
     ResultCode::HwidLimitReached,
@@ -62,6 +64,8 @@ const LICENSE_REFUSALS: [ResultCode; 20] = [
     ResultCode::ProductNotFound,
     ResultCode::CustomerNotFound,
     ResultCode::EntitlementsMissing,
+    ResultCode::UsageLimitReached,
+    ResultCode::MeterNotFound,
     ResultCode::HardwareIdentifierBlacklisted,
     ResultCode::IpBlacklisted,
     ResultCode::CountryBlacklisted,

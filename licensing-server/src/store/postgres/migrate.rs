@@ -53,10 +53,11 @@ const MIGRATIONS: &[Migration] = migrations![
     20 "payment integrations" "0020_payments.sql",
     21 "customer portal" "0021_portal.sql",
     22 "device names" "0022_device_labels.sql",
+    23 "usage meters" "0023_usage_meters.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 22;
+pub const SCHEMA_VERSION: i64 = 23;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -34,6 +34,7 @@ mod shared;
 mod staff;
 mod tables;
 mod teams;
+mod usage;
 mod webhooks;
 
 use std::sync::Arc;

@@ -179,15 +179,21 @@ mod tests {
                 licensing_core::model::Term::SessionTtl,
             ],
             suspension_reason: Some("chargeback ✓".into()),
+            meters: vec![licensing_core::model::Meter {
+                code: "EXPORTS".into(),
+                limit: Some(u64::MAX),
+                period: licensing_core::model::MeterPeriod::Week,
+            }],
         };
         assert_eq!(
             decode::<License>(&encode(&license).unwrap()).unwrap(),
             license
         );
         // Format 5 wrote no entitlement ids, format 6 no session members, format 7 no policy
-        // members, format 9 no suspension reason: their bytes are today's of an empty list,
-        // two `None`s, a `None` and an empty list, and a `None` without the last six, five,
-        // three or one zero bytes, which formats 8's and 10's migrations append.
+        // members, format 9 no suspension reason, format 11 no meters: their bytes are today's
+        // of an empty list, two `None`s, a `None` and an empty list, a `None` and an empty list
+        // without the last seven, six, four, two or one zero bytes, which format 12's
+        // migration appends.
         let older = License {
             entitlement_ids: Vec::new(),
             session_limit: None,
@@ -195,11 +201,12 @@ mod tests {
             policy_id: None,
             overrides: Vec::new(),
             suspension_reason: None,
+            meters: Vec::new(),
             ..license.clone()
         };
         let mut bytes = encode(&older).unwrap();
-        assert_eq!(bytes.split_off(bytes.len() - 6), [0, 0, 0, 0, 0, 0]);
-        for _ in 0..6 {
+        assert_eq!(bytes.split_off(bytes.len() - 7), [0, 0, 0, 0, 0, 0, 0]);
+        for _ in 0..7 {
             assert!(decode::<License>(&bytes).is_err());
             bytes.push(0);
         }

@@ -13,6 +13,7 @@
 //! | 9 | products end with their update settings and releases with their feed members (notes, critical, rollout, artifacts) |
 //! | 10 | licenses end with `suspensionReason` (`None` for those written before) |
 //! | 11 | device records end with the device's `name` and `platform` (`None` for those written before) |
+//! | 12 | licenses end with their own usage `meters` (an empty list for those written before); usage counters (`c`) and kept usage answers (`x`) |
 //!
 //! A store of a newer format than this server knows is refused with a clear message, never
 //! read. Before migrating a store that holds data, the server copies it, closed, to
@@ -35,7 +36,7 @@ use super::keys::{key, tag};
 use super::{Tally, decode, encode, hwid_key, ip_key, tally_key};
 
 /// The format this server writes.
-pub const FORMAT: u32 = 11;
+pub const FORMAT: u32 = 12;
 
 pub(super) fn version_key() -> Vec<u8> {
     key(&[&[tag::META], b"format"])
@@ -184,12 +185,13 @@ pub(crate) fn upgrade(tree: &sled::Tree) -> SledResult<()> {
             );
         }
     }
-    if found < 10 {
-        // A license of format 5 lacks six last members, one of format 6 five, one of format 7
-        // three, one of formats 8 and 9 one (formats 7, 8 and 10 each appended theirs).
-        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 6)?;
+    if found < 12 {
+        // A license of format 5 lacks seven last members, one of format 6 six, one of format 7
+        // four, one of formats 8 and 9 two, one of formats 10 and 11 one (formats 7, 8, 10 and
+        // 12 each appended theirs).
+        let rewritten = append_zeros::<License>(tree, tag::LICENSE, 7)?;
         if rewritten > 0 {
-            tracing::info!(records = rewritten, "licenses migrated to format 10");
+            tracing::info!(records = rewritten, "licenses migrated to format 12");
         }
     }
     if found < 9 {
@@ -331,7 +333,7 @@ fn v4_to_v5(tree: &sled::Tree) -> SledResult<usize> {
 /// overrides in format 8; `None`, `false`, a rollout's held-back share and an empty list: a
 /// product's update settings and a release's feed members in format 9; `None`: a license's
 /// suspension reason in format 10; `None` twice: a device record's name and platform in format
-/// 11). A record of an older format is its bytes with one to
+/// 11; an empty list: a license's meters in format 12). A record of an older format is its bytes with one to
 /// `most` zero bytes appended: the fewest that make it read as `T` (postcard reads no record
 /// from too few bytes, nor from too many). A record that already reads as `T` (a crash half
 /// way, or one written in JSON before format 4 and rewritten since) is left. Returns the

@@ -77,6 +77,10 @@ pub(crate) mod tag {
     /// (ext) The times of a license's self-service resets in the current period, by team and
     /// license.
     pub(crate) const RESETS: u8 = b'r';
+    /// (ext) Usage counters, by team, license, meter code and period start.
+    pub(crate) const USAGE: u8 = b'c';
+    /// (ext) Kept answers of usage events, by team, license and event id.
+    pub(crate) const USAGE_ANSWER: u8 = b'x';
 }
 
 /// Builds a key from parts.

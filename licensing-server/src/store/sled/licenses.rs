@@ -98,13 +98,14 @@ impl LicenseStore for SledStore {
                 }
                 tx.del(tally_key(table, team, id));
             }
-            for k in self
-                .inner
-                .tree
-                .scan_prefix(super::floating::license_prefix(team, id))
-                .keys()
-            {
-                tx.del(k.map_err(backend)?.to_vec());
+            for prefix in [
+                super::floating::license_prefix(team, id),
+                super::usage::counters_prefix(team, id),
+                super::usage::answers_prefix(team, id),
+            ] {
+                for k in self.inner.tree.scan_prefix(prefix).keys() {
+                    tx.del(k.map_err(backend)?.to_vec());
+                }
             }
             for mut r in self.team_releases(team)? {
                 if r.allowed_license_ids.contains(&id) {

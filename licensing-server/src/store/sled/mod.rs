@@ -64,6 +64,7 @@ mod space;
 mod staff;
 mod teams;
 mod tx;
+mod usage;
 mod webhooks;
 
 pub(crate) use error::{SledResult, backend};

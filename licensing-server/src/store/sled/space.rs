@@ -96,6 +96,8 @@ fn kind(t: u8) -> &'static str {
         tag::PORTAL_TICKET_ID => "portal ticket by id",
         tag::PORTAL_SESSION => "portal session",
         tag::RESETS => "self-service resets",
+        tag::USAGE => "usage counter",
+        tag::USAGE_ANSWER => "kept usage answer",
         _ => "other",
     }
 }
