@@ -89,5 +89,7 @@ mod strict;
 mod team;
 #[path = "api/updates.rs"]
 mod updates;
+#[path = "api/usage.rs"]
+mod usage;
 #[path = "api/webhooks.rs"]
 mod webhooks;

@@ -34,6 +34,10 @@ pub struct VerifyLicense {
     /// policy's `graceDays`); left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_until: Option<Timestamp>,
+    /// (ext) The license's usage meters with their standing in the current period (`[]`
+    /// without meters). Nothing is counted by a verify.
+    #[serde(default)]
+    pub meters: Vec<crate::model::LicenseMeter>,
 }
 
 /// `data.customers[]` of a verify answer.
@@ -125,6 +129,7 @@ impl VerifyData {
                 metadata: client_metadata(&license.metadata),
                 entitlements: Vec::new(),
                 grace_until: None,
+                meters: Vec::new(),
             },
             customers: customers
                 .iter()
@@ -169,6 +174,10 @@ pub struct HeartbeatLicense {
     /// (ext) When the grace period ends, while the license is in one; left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_until: Option<Timestamp>,
+    /// (ext) The license's usage meters with their standing in the current period (`[]`
+    /// without meters).
+    #[serde(default)]
+    pub meters: Vec<crate::model::LicenseMeter>,
 }
 
 /// `data` of a successful heartbeat.
@@ -192,6 +201,7 @@ impl HeartbeatData {
                 expiration_type: license.expiration_type,
                 entitlements,
                 grace_until: None,
+                meters: Vec::new(),
             },
             session: None,
         }
@@ -715,3 +725,26 @@ page_type!(
     /// (ext) `GET {dev}/licenses/id/{licenseId}/sessions`: live sessions, newest first.
     SessionPage, sessions: crate::model::LicenseSession, "sessions"
 );
+
+/// (ext) One event's result in a usage batch's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct UsageEventResult {
+    /// The event's id, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// `VALID` (counted) or `USAGE_LIMIT_REACHED` (nothing counted).
+    pub code: crate::ResultCode,
+    /// The meter's standing after it.
+    #[serde(flatten)]
+    pub state: crate::model::MeterState,
+}
+
+/// (ext) `data` of a usage batch's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UsageBatchData {
+    /// One result per event, in the request's order.
+    pub events: Vec<UsageEventResult>,
+}

@@ -30,11 +30,13 @@ pub enum ClientEndpoint {
     UpdateCheck,
     /// (ext) An update artifact downloaded (`…/updates/{productId}/…/download/…`).
     Download,
+    /// (ext) Usage reported (`POST …/usage`).
+    Usage,
 }
 
 impl ClientEndpoint {
     /// Every endpoint, in the order above.
-    pub const ALL: [ClientEndpoint; 8] = [
+    pub const ALL: [ClientEndpoint; 9] = [
         Self::Verify,
         Self::Heartbeat,
         Self::Classloader,
@@ -43,6 +45,7 @@ impl ClientEndpoint {
         Self::SessionEnd,
         Self::UpdateCheck,
         Self::Download,
+        Self::Usage,
     ];
 
     /// The wire spelling, such as `SESSION_START`.
@@ -56,6 +59,7 @@ impl ClientEndpoint {
             Self::SessionEnd => "SESSION_END",
             Self::UpdateCheck => "UPDATE_CHECK",
             Self::Download => "DOWNLOAD",
+            Self::Usage => "USAGE",
         }
     }
 

@@ -43,11 +43,13 @@ pub enum Resource {
     Policies,
     /// (ext) Payment integrations: their settings, rules and received events.
     Integrations,
+    /// (ext) Licenses' usage counters: read them, adjust and reset them.
+    Usage,
 }
 
 impl Resource {
     /// Every resource.
-    pub const ALL: [Resource; 13] = [
+    pub const ALL: [Resource; 14] = [
         Resource::Licenses,
         Resource::Customers,
         Resource::Products,
@@ -61,6 +63,7 @@ impl Resource {
         Resource::Entitlements,
         Resource::Policies,
         Resource::Integrations,
+        Resource::Usage,
     ];
 
     /// The name in scope strings.
@@ -79,6 +82,7 @@ impl Resource {
             Resource::Entitlements => "entitlements",
             Resource::Policies => "policies",
             Resource::Integrations => "integrations",
+            Resource::Usage => "usage",
         }
     }
 
@@ -252,6 +256,7 @@ impl Scope {
             Resource::Entitlements => "entitlements",
             Resource::Policies => "policies",
             Resource::Integrations => "payment integrations",
+            Resource::Usage => "licenses' usage counters",
         };
         match self.access {
             Access::Read => format!("see {what}"),
@@ -407,6 +412,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
     const ENTITLEMENTS: &[Scope] = &[Scope::read(Entitlements)];
     const POLICIES: &[Scope] = &[Scope::read(Policies)];
     const INTEGRATIONS: &[Scope] = &[Scope::read(Integrations)];
+    const USAGE: &[Scope] = &[Scope::read(Licenses), Scope::read(Usage)];
     Some(match kind {
         "license" | "device" | "ip" => LICENSES,
         "customer" => CUSTOMERS,
@@ -421,6 +427,7 @@ pub fn read_scopes_of(kind: &str) -> Option<&'static [Scope]> {
         "entitlement" => ENTITLEMENTS,
         "policy" => POLICIES,
         "integration" => INTEGRATIONS,
+        "usage" => USAGE,
         _ => return None,
     })
 }
@@ -434,6 +441,7 @@ pub const PRODUCT_TIED_KINDS: &[&str] = &[
     "branch",
     "release",
     "verification",
+    "usage",
 ];
 
 /// Whether records of `kind` belong to products, so that a product-restricted principal sees

@@ -20,6 +20,7 @@ pub mod policies;
 pub mod products;
 pub mod releases;
 pub mod team;
+pub mod usage;
 pub mod webhooks;
 
 use std::str::FromStr;
@@ -469,6 +470,9 @@ macro_rules! dev_operations {
             $crate::operations::floating::ListSessions,
             $crate::operations::devices::ListRequests,
             $crate::operations::floating::RevokeSession,
+            $crate::operations::usage::GetUsage,
+            $crate::operations::usage::AdjustUsage,
+            $crate::operations::usage::ResetUsage,
             $crate::operations::customers::CreateCustomer,
             $crate::operations::customers::ListCustomers,
             $crate::operations::customers::GetCustomer,

@@ -889,6 +889,7 @@ licenses-history-session-start = Session start
 licenses-history-session-end = Session end
 licenses-history-update-check = Update check
 licenses-history-update-download = Update download
+licenses-history-usage = Usage
 licenses-history-outcome = Outcome
 licenses-history-any = Any
 licenses-history-refused = Refused

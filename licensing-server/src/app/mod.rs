@@ -37,6 +37,7 @@ pub mod staff;
 pub(crate) mod team;
 pub mod teams;
 pub mod two_step;
+pub(crate) mod usage;
 pub(crate) mod webhooks;
 
 use std::future::Future;

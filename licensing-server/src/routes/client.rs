@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
-use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY, SessionEndBody};
+use licensing_core::api::requests::{ClientBody, MAX_JSON_BODY, SessionEndBody, UsageBody};
 use licensing_core::api::{Envelope, ErrorData};
 use licensing_core::crypto::{SIGNATURE_HEADER, SIGNATURE_KEY_ID_HEADER};
 use licensing_core::model::ClientEndpoint;
@@ -55,6 +55,15 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
             json_endpoint(state, endpoint, team, ip, body).await
         },
     );
+    // (ext) Usage meters.
+    let usage = warp::path!("api" / "v1" / "client" / "teams" / String / "usage")
+        .and(warp::post())
+        .and(with_state(state.clone()))
+        .and(crate::http::client_addr())
+        .and(warp::body::stream())
+        .then(|team: String, state: AppState, ip, body| async move {
+            usage_endpoint(state, team, ip, body).await
+        });
     let update_routes = updates::routes(state.clone());
     let classloader =
         warp::path!("api" / "v1" / "client" / "teams" / String / "verification" / "classloader")
@@ -69,6 +78,8 @@ pub(crate) fn routes(state: AppState) -> BoxedFilter<(Response,)> {
             );
     validate
         .or(sessions)
+        .unify()
+        .or(usage)
         .unify()
         .or(classloader)
         .unify()
@@ -260,5 +271,68 @@ where
             json_answer(&seen, 200, &envelope, &request)
         }
         Err(error) => error_answer(&seen, &error, &request),
+    }
+}
+
+/// (ext) `POST {client}/usage`: the body parsed, verify's checks and the increments, the
+/// answer signed: 200 `VALID` with the meter's standing (a batch: each event's result), or 403
+/// `USAGE_LIMIT_REACHED` with the same data when a single event found no room.
+async fn usage_endpoint<S, B>(state: AppState, team: String, ip: IpAddr, body: S) -> Response
+where
+    S: Stream<Item = Result<B, warp::Error>>,
+    B: Buf,
+{
+    use crate::app::client::usage::{self, Counted};
+    let mut seen = Seen::new(RequestKind::Verify).at(ClientEndpoint::Usage);
+    let mut request = Bytes::new();
+    let outcome = async {
+        let team = path_param::<TeamId>("teamId", &team)?;
+        request = read_body(body, MAX_JSON_BODY).await?;
+        let input = UsageBody::parse(&request, Timestamp::now())?;
+        usage::record_usage(&state, team, &input, ip, &mut seen).await
+    }
+    .await;
+    let code = match &outcome {
+        Ok(answer) => match &answer.counted {
+            Counted::One(o) if !o.counted => ResultCode::UsageLimitReached,
+            _ => ResultCode::Valid,
+        },
+        Err(e) => e.code(),
+    };
+    seen.count(
+        &state,
+        code,
+        client::limiter(&state, RequestKind::Verify),
+        ip,
+    )
+    .await;
+    let answer = match outcome {
+        Ok(answer) => answer,
+        Err(error) => return error_answer(&seen, &error, &request),
+    };
+    let now = Timestamp::now();
+    match answer.counted {
+        Counted::One(outcome) if outcome.counted => {
+            let envelope = Envelope::valid(outcome.state, "Usage recorded", answer.challenge, now);
+            json_answer(&seen, 200, &envelope, &request)
+        }
+        Counted::One(outcome) => {
+            let details = usage::limit_details(&outcome.state);
+            let envelope = Envelope {
+                data: outcome.state,
+                result: licensing_core::api::ResultMeta {
+                    timestamp: now,
+                    valid: false,
+                    details: details.into(),
+                    code: Some(ResultCode::UsageLimitReached),
+                    challenge_response: None,
+                },
+            };
+            json_answer(&seen, 403, &envelope, &request)
+        }
+        Counted::Batch(data) => {
+            let envelope = Envelope::valid(data, "Usage recorded", answer.challenge, now);
+            json_answer(&seen, 200, &envelope, &request)
+        }
     }
 }

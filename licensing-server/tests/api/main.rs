@@ -47,6 +47,7 @@ mod sessions;
 mod strict;
 mod team;
 mod updates;
+mod usage;
 mod webhooks;
 
 /// The PostgreSQL suite (`tests/api_postgres.rs`) builds every module this one does.

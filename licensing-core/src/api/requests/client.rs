@@ -5,12 +5,14 @@ use serde::{Deserialize, Serialize};
 use super::list::Query;
 use super::{finish, parse_json_borrowed, present};
 use crate::error::{ApiError, Validator};
-use crate::model::MAX_REQUESTED_ENTITLEMENTS;
+use crate::model::{
+    MAX_REQUESTED_ENTITLEMENTS, MAX_USAGE_BATCH, MAX_USAGE_QUANTITY, usage_event_id,
+};
 use crate::validate::{
     BranchName, Challenge, DeviceName, DevicePlatform, HardwareId, SessionKeyText, Version,
 };
 use crate::verify::RequestKind;
-use crate::{CustomerId, LicenseKey, LicenseSessionId, ProductId};
+use crate::{CustomerId, LicenseKey, LicenseSessionId, ProductId, Timestamp};
 
 /// The body of `verify` and `heartbeat`, validated. The server parses it; clients (the SDK)
 /// build and serialize it: members left `None` are left out of the JSON.
@@ -69,6 +71,7 @@ enum Endpoint {
     Heartbeat,
     Checkout,
     SessionStart,
+    Usage,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +105,28 @@ struct RawClientBody<'a> {
     hostname: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     platform: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    meter: Option<Cow<'a, str>>,
+    #[serde(default)]
+    quantity: Option<i64>,
+    #[serde(borrow, default)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    events: Option<Vec<RawUsageEvent>>,
+}
+
+/// One event of a usage batch as it arrives.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawUsageEvent {
+    #[serde(default)]
+    meter: Option<String>,
+    #[serde(default)]
+    quantity: Option<i64>,
+    #[serde(default)]
+    event_id: Option<String>,
+    #[serde(default)]
+    at: Option<String>,
 }
 
 impl ClientBody {
@@ -158,9 +183,30 @@ impl ClientBody {
     fn parse_as(endpoint: Endpoint, body: &[u8]) -> Result<Self, ApiError> {
         let raw: RawClientBody<'_> = parse_json_borrowed(body)?;
         let mut v = Validator::new();
+        for (field, given) in [
+            ("meter", raw.meter.is_some()),
+            ("quantity", raw.quantity.is_some()),
+            ("eventId", raw.event_id.is_some()),
+            ("events", raw.events.is_some()),
+        ] {
+            if given {
+                v.push(field, "is taken by usage only");
+            }
+        }
+        Self::from_raw(endpoint, raw, v)
+    }
+
+    /// The body's members checked (with the problems `v` noted already), then all of them
+    /// reported at once.
+    fn from_raw(
+        endpoint: Endpoint,
+        raw: RawClientBody<'_>,
+        mut v: Validator,
+    ) -> Result<Self, ApiError> {
         let license_key = v.required("licenseKey", raw.license_key, LicenseKey::parse);
         let hardware = one_device_name(raw.hardware_identifier, raw.device_identifier, &mut v);
-        let hardware_id = if endpoint == Endpoint::Verify || v.noted("deviceIdentifier") {
+        let optional_device = matches!(endpoint, Endpoint::Verify | Endpoint::Usage);
+        let hardware_id = if optional_device || v.noted("deviceIdentifier") {
             // (A conflict between the two names was recorded: the identifier was sent.)
             v.optional("hardwareIdentifier", hardware, HardwareId::parse)
         } else {
@@ -248,6 +294,175 @@ impl ClientBody {
             session_id,
         })
     }
+}
+
+/// (ext) The body of `POST {client}/usage`, validated: a verify's members (the license, the
+/// device, the product…) and what to count, one event (`meter`, `quantity`, `eventId`) or a
+/// batch (`events`, each with its own `at` for usage reported late).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsageBody {
+    /// The verify's members.
+    pub client: ClientBody,
+    /// The events, in order.
+    pub events: Vec<UsageEvent>,
+    /// Whether the body was a batch (`events`): the answer holds one result per event.
+    pub batch: bool,
+}
+
+/// (ext) One usage event as a client reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct UsageEvent {
+    /// The meter's code.
+    pub meter: String,
+    /// How much, 1 to 1,000,000.
+    pub quantity: u64,
+    /// The client's id of the event (1 to 255 visible ASCII characters): a retry within 24
+    /// hours answers the first answer and counts nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// (batch) When it was used; left out: now. Not in the future.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<Timestamp>,
+}
+
+/// (ext) `POST {client}/usage` as a client sends it: a verify's members and one event
+/// (`meter`, `quantity`, `eventId`) or a batch (`events`). The server parses it as a
+/// [`UsageBody`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"licenseKey": "ABCDE-12345-FGHIJ-67890-KLMNO", "hardwareIdentifier": "3f1c9a7e5b2d4c6f", "meter": "EXPORTS", "quantity": 1, "eventId": "export-7f3a91"})))]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRequest {
+    /// The verify's members.
+    #[serde(flatten)]
+    pub client: ClientBody,
+    /// One event: the meter's code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meter: Option<String>,
+    /// One event: how much, 1 to 1,000,000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<u64>,
+    /// One event: its id (1 to 255 visible ASCII characters); a retry within 24 hours answers
+    /// the first answer and counts nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// A batch (instead of the three above): 1 to 1,000 events, each counted in the period of
+    /// its `at`, each answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<UsageEvent>>,
+}
+
+/// How far ahead of the server's clock a batch event's `at` may be (clients' clocks drift).
+pub const USAGE_CLOCK_SKEW_MS: i64 = 5 * 60_000;
+
+impl UsageBody {
+    /// Parses and validates a usage body (events' times checked against `now`).
+    pub fn parse(body: &[u8], now: Timestamp) -> Result<Self, ApiError> {
+        let mut raw: RawClientBody<'_> = parse_json_borrowed(body)?;
+        let mut v = Validator::new();
+        let single = (raw.meter.take(), raw.quantity.take(), raw.event_id.take());
+        let batch = raw.events.take();
+        let events = match (single, batch) {
+            ((None, None, None), Some(events)) => {
+                if events.is_empty() || events.len() > MAX_USAGE_BATCH {
+                    v.push(
+                        "events",
+                        format!(
+                            "must hold 1 to {MAX_USAGE_BATCH} events (got {}): send more in several batches",
+                            events.len()
+                        ),
+                    );
+                }
+                let checked: Vec<Option<UsageEvent>> = events
+                    .into_iter()
+                    .take(MAX_USAGE_BATCH)
+                    .enumerate()
+                    .map(|(i, e)| {
+                        let at = |m: &str| format!("events[{i}].{m}");
+                        let when =
+                            e.at.as_deref()
+                                .and_then(|t| v.check(&at("at"), event_time(t, now)));
+                        usage_event(
+                            &mut v,
+                            &at,
+                            (e.meter.as_deref(), e.quantity, e.event_id.as_deref()),
+                        )
+                        .map(|ev| UsageEvent { at: when, ..ev })
+                    })
+                    .collect();
+                Some((checked, true))
+            }
+            ((meter, quantity, event_id), None) => {
+                let event = usage_event(
+                    &mut v,
+                    &|m: &str| m.to_owned(),
+                    (meter.as_deref(), quantity, event_id.as_deref()),
+                );
+                Some((vec![event], false))
+            }
+            (_, Some(_)) => {
+                v.push(
+                    "events",
+                    "is a batch: send meter, quantity and eventId inside each event, not beside events",
+                );
+                None
+            }
+        };
+        let client = ClientBody::from_raw(Endpoint::Usage, raw, v)?;
+        let (events, batch) = events.unwrap_or_default();
+        Ok(Self {
+            client,
+            events: events.into_iter().flatten().collect(),
+            batch,
+        })
+    }
+}
+
+/// One event's members checked, each problem named by `at(member)`.
+fn usage_event(
+    v: &mut Validator,
+    at: &dyn Fn(&str) -> String,
+    (meter, quantity, event_id): (Option<&str>, Option<i64>, Option<&str>),
+) -> Option<UsageEvent> {
+    let meter = v.required(&at("meter"), meter, crate::model::entitlement_code);
+    let quantity = match quantity {
+        None => {
+            v.push(at("quantity"), "is required");
+            None
+        }
+        Some(q) => v.check(
+            &at("quantity"),
+            u64::try_from(q)
+                .ok()
+                .filter(|q| (1..=MAX_USAGE_QUANTITY).contains(q))
+                .ok_or_else(|| {
+                    format!(
+                        "must be 1 to {MAX_USAGE_QUANTITY} (got {q}): report more in several events"
+                    )
+                }),
+        ),
+    };
+    let event_id = event_id.and_then(|id| v.check(&at("eventId"), usage_event_id(id)));
+    Some(UsageEvent {
+        meter: meter?,
+        quantity: quantity?,
+        event_id,
+        at: None,
+    })
+}
+
+/// A batch event's time: RFC 3339, not after `now` (give or take the clocks' drift).
+fn event_time(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let at = Timestamp::parse(text)
+        .map_err(|_| "must be an RFC 3339 time such as 2026-03-18T10:00:00Z".to_owned())?;
+    if at.as_millis() > now.as_millis() + USAGE_CLOCK_SKEW_MS {
+        return Err(format!(
+            "is in the future ({text}): report usage once it happened"
+        ));
+    }
+    Ok(at)
 }
 
 /// Whether an optional member was sent and valid.

@@ -18,11 +18,15 @@ mod release;
 mod request_log;
 mod team;
 mod updates;
+mod usage;
 mod webhook;
 
 pub use audit::{ActorFilter, AuditQuery};
 pub use bulk::{BulkAction, BulkLicenseBody, MAX_BULK_LICENSES};
-pub use client::{ClassloaderQuery, ClientBody, SessionEndBody};
+pub use client::{
+    ClassloaderQuery, ClientBody, SessionEndBody, USAGE_CLOCK_SKEW_MS, UsageBody, UsageEvent,
+    UsageRequest,
+};
 pub use customer::{CustomerBody, CustomerInput, PortalSessionBody};
 pub use entitlement::{EntitlementBody, EntitlementInput};
 pub use integration::{InboundQuery, IntegrationBody, IntegrationInput, RawMatch, RuleBody};
@@ -46,6 +50,7 @@ pub use team::{
     ForgottenBody, PasswordLinkBody, SettingsBody, StaffBody,
 };
 pub use updates::{ArtifactParts, FeedTokenBody, LatestQuery, channel_of, refuse_key_in_query};
+pub use usage::{AdjustUsageBody, MAX_USAGE_DELTA, MAX_USAGE_REASON, ResetUsageBody};
 pub use webhook::{WebhookBody, WebhookInput, parse_delivery_query, parse_paging_query};
 
 use std::collections::HashSet;

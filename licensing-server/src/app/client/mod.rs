@@ -7,6 +7,7 @@
 mod certificate;
 pub(crate) mod feed;
 pub(crate) mod steps;
+pub(crate) mod usage;
 
 pub(crate) use certificate::certificate;
 
@@ -115,6 +116,7 @@ impl Seen {
             ClientEndpoint::SessionEnd => "session_end",
             ClientEndpoint::UpdateCheck => "update_check",
             ClientEndpoint::Download => "download",
+            ClientEndpoint::Usage => "usage",
         }
     }
 
@@ -394,14 +396,106 @@ pub(crate) async fn validate(
     }
 }
 
+/// What [`admit`] leaves for the answer: the license after the request and what decided it.
+pub(crate) struct Admitted {
+    /// The team's context.
+    pub(crate) context: Arc<TeamContext>,
+    /// The license as it applies after the request (its policy's terms applied).
+    pub(crate) license: licensing_core::model::License,
+    /// The session started or extended.
+    session: Option<LicenseSession>,
+    /// What the license grants.
+    granted: steps::Granted,
+    /// The catalog of the product the request named.
+    checked: steps::Checked,
+    /// A checkout's file: its seconds to live, and when it expires.
+    file: Option<(u32, Timestamp)>,
+    /// When the request was decided.
+    pub(crate) now: Timestamp,
+}
+
 /// [`validate`] up to the answer's data of a verify or heartbeat.
 async fn validate_with(
+    state: &AppState,
+    kind: RequestKind,
+    asked: (TeamId, &ClientBody, IpAddr),
+    ask: SessionAsk,
+    seen: &mut Seen,
+) -> Result<Validated, ApiError> {
+    let input = asked.1;
+    let Admitted {
+        context,
+        license,
+        session,
+        granted,
+        checked,
+        file,
+        now,
+    } = admit(state, kind, asked, ask, seen).await?;
+
+    // The answer's data.
+    let challenge = match &input.challenge {
+        Some(challenge) => {
+            state.metrics.rsa_operation("sign_challenge");
+            Some(
+                context
+                    .keys
+                    .sign_challenge(challenge.as_str())
+                    .map_err(|e| ApiError::internal_because("signing the challenge failed", e))?,
+            )
+        }
+        None => None,
+    };
+    let meters = usage::meters_now(&state.store, &license, now).await?;
+    let data = match kind {
+        RequestKind::Heartbeat => {
+            let mut data = HeartbeatData::build(&license, granted.codes);
+            data.license.meters = meters;
+            data.session = session.as_ref().map(LicenseSession::answer);
+            data.license.grace_until = checked.grace_until;
+            Valid::Heartbeat(data)
+        }
+        _ => {
+            let mut data = steps::verify_data(
+                &state.store,
+                &license,
+                granted.products,
+                checked.catalog.as_ref(),
+                seen.product,
+                input.branch.as_ref(),
+            )
+            .await?;
+            data.license.entitlements = granted.codes;
+            data.license.grace_until = checked.grace_until;
+            data.license.meters = meters;
+            if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
+                data.hardware_identifier_checked = Some(false);
+            }
+            Valid::Verify(data)
+        }
+    };
+    Ok(Validated {
+        data,
+        challenge,
+        license: Some(license),
+        session,
+        file,
+        grace_until: checked.grace_until,
+        now,
+    })
+}
+
+/// The checks of a verify or heartbeat (`kind`) of `input` from `ip` to `team`, doing `ask`
+/// with a floating session: the rate limit, the team, steps 2 to 6, the entitlements asked
+/// for, then 7 and 8 atomically in the store (with the session asked: extended, started, or
+/// lent to a checkout's file, where `sessionLimit` allows).
+pub(crate) async fn admit(
     state: &AppState,
     kind: RequestKind,
     (team, input, ip): (TeamId, &ClientBody, IpAddr),
     ask: SessionAsk,
     seen: &mut Seen,
-) -> Result<Validated, ApiError> {
+) -> Result<Admitted, ApiError> {
     // Step 1's rate limit and team.
     if let Some(limiter) = limiter(state, kind) {
         seen.admit(limiter.check(&ip_key(ip)).await)?;
@@ -471,52 +565,13 @@ async fn validate_with(
         }
     };
     let (license, session) = record_checked(state, &context, (&request, &checked), now).await?;
-
-    // The answer's data.
-    let challenge = match &input.challenge {
-        Some(challenge) => {
-            state.metrics.rsa_operation("sign_challenge");
-            Some(
-                context
-                    .keys
-                    .sign_challenge(challenge.as_str())
-                    .map_err(|e| ApiError::internal_because("signing the challenge failed", e))?,
-            )
-        }
-        None => None,
-    };
-    let data = match kind {
-        RequestKind::Heartbeat => {
-            let mut data = HeartbeatData::build(&license, granted.codes);
-            data.session = session.as_ref().map(LicenseSession::answer);
-            data.license.grace_until = checked.grace_until;
-            Valid::Heartbeat(data)
-        }
-        _ => {
-            let mut data = steps::verify_data(
-                &state.store,
-                &license,
-                granted.products,
-                checked.catalog.as_ref(),
-                seen.product,
-                input.branch.as_ref(),
-            )
-            .await?;
-            data.license.entitlements = granted.codes;
-            data.license.grace_until = checked.grace_until;
-            if licensing_core::verify::hardware_unchecked(&license, input.hardware_id.as_ref()) {
-                data.hardware_identifier_checked = Some(false);
-            }
-            Valid::Verify(data)
-        }
-    };
-    Ok(Validated {
-        data,
-        challenge,
-        license: Some(license),
+    Ok(Admitted {
+        context,
+        license,
         session,
+        granted,
+        checked,
         file,
-        grace_until: checked.grace_until,
         now,
     })
 }

@@ -90,6 +90,7 @@ fn endpoint_words(endpoint: ClientEndpoint) -> &'static str {
         ClientEndpoint::SessionEnd => t("licenses-history-session-end"),
         ClientEndpoint::UpdateCheck => t("licenses-history-update-check"),
         ClientEndpoint::Download => t("licenses-history-update-download"),
+        ClientEndpoint::Usage => t("licenses-history-usage"),
     }
 }
 

@@ -187,3 +187,34 @@ pub(in crate::openapi) fn start_session() {}
     )
 )]
 pub(in crate::openapi) fn end_session() {}
+
+/// (ext) Report usage of a metered feature: every check of a verify (the device and address
+/// recorded as a verify records them; rate limited and counted as one), then each event's
+/// increment decided atomically against the meter's limit for its period (`used + quantity ≤
+/// limit`; exact under concurrency, across instances). One event (`meter`, `quantity`,
+/// `eventId`): 200 `VALID` with the meter's standing, or 403 `USAGE_LIMIT_REACHED` with the same
+/// `data` and nothing counted. A batch (`events`, up to 1,000, each with its own `at` for usage
+/// reported late, counted in that time's period): 200 `VALID` with one result per event. An
+/// `eventId` seen on the license within 24 hours answers what it answered first and counts
+/// nothing. A meter the license lacks: 404 `METER_NOT_FOUND` naming it, nothing counted.
+#[utoipa::path(
+    post,
+    path = "/api/v1/client/teams/{teamId}/usage",
+    tag = "extensions",
+    params(TeamPath),
+    request_body = licensing_core::api::requests::UsageRequest,
+    responses(
+        (status = 200, description = "VALID, \"Usage recorded\": the meter's standing (a batch: `events`, one result each)", body = Envelope<licensing_core::model::MeterState>, headers(
+            ("X-Signature" = String, description = "Signature of this exchange"),
+            ("X-Signature-Key-Id" = String, description = "The `kid` of the key that signed"),
+            ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
+            ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
+            ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
+        )),
+        (status = 403, description = "USAGE_LIMIT_REACHED: the event would pass the meter's limit for its period; `data` is the meter's standing, nothing was counted (signed); or any refusal of a verify", body = Envelope<licensing_core::model::MeterState>),
+        (status = 404, description = "TEAM_NOT_FOUND, LICENSE_NOT_FOUND, or METER_NOT_FOUND (the license has no meter of that code; `details` names it)", body = Envelope<Option<ErrorData>>),
+        ClientRefused,
+        BodyRefused,
+    )
+)]
+pub(in crate::openapi) fn usage() {}
