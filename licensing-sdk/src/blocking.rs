@@ -71,6 +71,39 @@ impl LicenseClient {
         self.runtime.block_on(self.inner.verify(body))
     }
 
+    /// (ext) See [`crate::LicenseClient::record_usage`].
+    pub fn record_usage(
+        &self,
+        body: &ClientBody,
+        meter: &str,
+        quantity: u64,
+    ) -> Result<crate::UsageRecorded, Error> {
+        self.runtime
+            .block_on(self.inner.record_usage(body, meter, quantity))
+    }
+
+    /// (ext) See [`crate::LicenseClient::record_usage_as`].
+    pub fn record_usage_as(
+        &self,
+        body: &ClientBody,
+        meter: &str,
+        quantity: u64,
+        event_id: &str,
+    ) -> Result<crate::UsageRecorded, Error> {
+        self.runtime
+            .block_on(self.inner.record_usage_as(body, meter, quantity, event_id))
+    }
+
+    /// (ext) See [`crate::LicenseClient::record_usage_batch`].
+    pub fn record_usage_batch(
+        &self,
+        body: &ClientBody,
+        events: &[licensing_core::api::requests::UsageEvent],
+    ) -> Result<Vec<licensing_core::api::UsageEventResult>, Error> {
+        self.runtime
+            .block_on(self.inner.record_usage_batch(body, events))
+    }
+
     /// See [`crate::LicenseClient::verify_with_grace`].
     pub fn verify_with_grace(
         &self,

@@ -263,9 +263,18 @@ impl LicenseClient {
         endpoint: &str,
         request: Vec<u8>,
     ) -> Result<(u16, Exchange), Error> {
+        self.post_to(self.url(endpoint), request).await
+    }
+
+    /// POSTs `request` to `url` and keeps the exchange's exact bytes.
+    pub(crate) async fn post_to(
+        &self,
+        url: String,
+        request: Vec<u8>,
+    ) -> Result<(u16, Exchange), Error> {
         let response = self
             .http
-            .post(self.url(endpoint))
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(request.clone())
             .send()
@@ -375,6 +384,16 @@ impl LicenseClient {
     /// The body with a fresh challenge (32 random bytes, hex) and, when it names a device, the
     /// client's label of it where the body has none; and its JSON.
     pub(crate) fn with_challenge(&self, body: &ClientBody) -> Result<(String, Vec<u8>), Error> {
+        let (challenge, body) = self.with_challenge_body(body)?;
+        let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
+        Ok((challenge, json))
+    }
+
+    /// [`with_challenge`](Self::with_challenge) before the body is written out.
+    pub(crate) fn with_challenge_body(
+        &self,
+        body: &ClientBody,
+    ) -> Result<(String, ClientBody), Error> {
         let mut bytes = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         let challenge = hex::encode(bytes);
@@ -389,7 +408,6 @@ impl LicenseClient {
                 body.platform.clone_from(&label.platform);
             }
         }
-        let json = serde_json::to_vec(&body).map_err(|e| Error::Protocol(e.to_string()))?;
-        Ok((challenge, json))
+        Ok((challenge, body))
     }
 }

@@ -42,6 +42,7 @@ mod license_file;
 mod offline;
 mod session;
 mod updates;
+mod usage;
 mod watch;
 pub mod webhooks;
 
@@ -56,4 +57,5 @@ pub use licensing_core as core;
 pub use offline::OfflineCache;
 pub use session::{OnSessionChange, Session, SessionState};
 pub use updates::{Update, UpdateArtifact};
+pub use usage::{UsageRecorded, new_event_id};
 pub use watch::{HeartbeatSchedule, HeartbeatTask, LicenseState, OnChange};

@@ -1118,6 +1118,7 @@ async fn the_sdk_reaches_every_declared_operation() {
                     "licenseKey" => "ABCDE-12345-FGHIJ-67890-KLMNO".to_owned(),
                     "kid" => "0123456789abcdef".to_owned(),
                     "provider" => "stripe".to_owned(),
+                    "meter" => "EXPORTS".to_owned(),
                     _ => uuid::Uuid::new_v4().to_string(),
                 };
                 (name, text)
@@ -1876,4 +1877,74 @@ async fn updates_are_offered_and_downloads_kept_only_when_their_signature_checks
             .await,
         Err(Error::Forged("the artifact is not signed"))
     ));
+}
+
+/// (ext) Usage: a report is counted, a meter at its limit answers `counted: false` with its
+/// standing, a report whose answer was lost (then a 503) is retried with its event id and
+/// counted once, a batch answers each event, and the developer client reads and adjusts the
+/// counters.
+#[tokio::test]
+async fn usage_is_reported_once_through_retries_and_read_back() {
+    use licensing_sdk::core::api::requests::UsageEvent;
+    let mut server = Running::start().await;
+    let (_, license) = server
+        .license(json!({"meters": [{"code": "EXPORTS", "limit": 3, "period": "month"}]}))
+        .await;
+    let body = body_for(&license, "usage-machine-0001");
+    let client = server.client(&server.base);
+    let first = client.record_usage(&body, "EXPORTS", 1).await.unwrap();
+    assert!(first.counted);
+    assert_eq!((first.state.used, first.state.remaining), (1, Some(2)));
+    // The answer of the first attempt is lost and the second finds the server unavailable:
+    // the third attempt, under the same event id, is answered, and the event counted once.
+    let (proxy, taken) = lossy_proxy(&server.base, vec![Loss::Answer, Loss::Unavailable]).await;
+    let retried = server
+        .client(&proxy)
+        .record_usage(&body, "EXPORTS", 1)
+        .await
+        .unwrap();
+    assert_eq!(*taken.lock().unwrap(), 3);
+    assert!(retried.counted);
+    assert_eq!(retried.state.used, 2, "counted once");
+    // At the limit: answered, not counted.
+    client.record_usage(&body, "EXPORTS", 1).await.unwrap();
+    let full = client.record_usage(&body, "EXPORTS", 1).await.unwrap();
+    assert!(!full.counted);
+    assert_eq!((full.state.used, full.state.remaining), (3, Some(0)));
+    // An unknown meter is an error naming it.
+    let unknown = client.record_usage(&body, "PRINTS", 1).await.unwrap_err();
+    assert_eq!(unknown.code(), Some(ResultCode::MeterNotFound));
+    // The developer client reads and adjusts; a batch answers each event.
+    let dev = dev_client(&server);
+    let id = licensing_sdk::core::LicenseId::parse(license["id"].as_str().unwrap()).unwrap();
+    let usage = dev.usage(id).await.unwrap();
+    assert_eq!(usage.meters[0].used, 3);
+    let adjusted = dev
+        .adjust_usage(id, "EXPORTS", -2, "two exports failed")
+        .await
+        .unwrap();
+    assert_eq!(adjusted.used, 1);
+    let event = |quantity| UsageEvent {
+        meter: "EXPORTS".into(),
+        quantity,
+        event_id: None,
+        at: None,
+    };
+    let results = client
+        .record_usage_batch(&body, &[event(1), event(5), event(1)])
+        .await
+        .unwrap();
+    let codes: Vec<ResultCode> = results.iter().map(|r| r.code).collect();
+    assert_eq!(
+        codes,
+        [
+            ResultCode::Valid,
+            ResultCode::UsageLimitReached,
+            ResultCode::Valid
+        ]
+    );
+    assert!(results.iter().all(|r| r.event_id.is_some()));
+    let reset = dev.reset_usage(id, "EXPORTS", None).await.unwrap();
+    assert_eq!(reset.used, 0);
+    server.shutdown().await;
 }

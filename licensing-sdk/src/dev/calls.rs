@@ -2,13 +2,15 @@
 //! its arguments (and the `all_*` helpers walk every page of a list).
 
 use licensing_core::api::requests::{
+    AdjustUsageBody, InboundQuery, IntegrationBody, ResetUsageBody, RuleBody, SuspendBody,
+};
+use licensing_core::api::requests::{
     ApiKeyBody, AuditQuery, BlacklistBody, BranchBody, BulkAction, BulkLicenseBody, CustomerBody,
     CustomerListQuery, DetachQuery, DeviceListQuery, EntitlementBody, EntitlementListQuery,
     ExtendBody, ForgottenBody, LicenseCreate, LicenseListQuery, LicenseUpdate, Paging, PolicyBody,
     PolicyListQuery, ProductBody, ProductListQuery, ReleaseData, ReleaseListQuery, RequestLogQuery,
     SettingsBody, WebhookBody,
 };
-use licensing_core::api::requests::{InboundQuery, IntegrationBody, RuleBody, SuspendBody};
 use licensing_core::api::{
     ApiKeyList, AuditPage, BulkLicenseResult, CustomerDeleted, CustomerPage, Deleted, DeliveryPage,
     EntitlementPage, HwidForgotten, HwidPage, IpForgotten, IpPage, LicenseDeleted, LicenseEmailed,
@@ -23,8 +25,8 @@ use licensing_core::crypto::inbound::Provider;
 use licensing_core::model::PriceRule;
 use licensing_core::model::{
     ApiKeyCreated, BlacklistEntry, Branch, Customer, Entitlement, License, LicenseDetail,
-    LicenseSession, Policy, Product, PublicKeys, ReleaseView, SigningKey, Statistics, TeamSettings,
-    WebhookDelivery, WebhookView, WebhookWithSecret,
+    LicenseSession, MeterUsage, Policy, Product, PublicKeys, ReleaseView, SigningKey, Statistics,
+    TeamSettings, WebhookDelivery, WebhookView, WebhookWithSecret,
 };
 use licensing_core::operations::access::{
     CreateApiKey, CreateBlacklistEntry, DeleteBlacklistEntry, ListApiKeys, ListBlacklist,
@@ -63,6 +65,9 @@ use licensing_core::operations::releases::{
 use licensing_core::operations::team::{
     ActivateSigningKey, CreateSigningKey, GetPublicKeys, GetSettings, GetStatistics, ListAudit,
     RetireSigningKey, RotateSigningKey, UpdateSettings,
+};
+use licensing_core::operations::usage::{
+    AdjustUsage, GetUsage, LicenseUsage, MeterCode, ResetUsage,
 };
 use licensing_core::operations::webhooks::{
     CreateWebhook, DeleteWebhook, GetDelivery, GetWebhook, ListDeliveries, ListWebhooks, Redeliver,
@@ -200,6 +205,50 @@ impl DevClient {
         query: &DeviceListQuery,
     ) -> Result<HwidPage, Error> {
         self.perform(&ListHwids(license, query.clone())).await
+    }
+
+    // Usage meters.
+
+    /// (ext) `GET {dev}/licenses/id/{licenseId}/usage` (scope `usage:read`): the license's
+    /// meters, each with this period's count and the last 12 periods'.
+    pub async fn usage(&self, license: LicenseId) -> Result<LicenseUsage, Error> {
+        self.perform(&GetUsage(license)).await
+    }
+
+    /// (ext) `POST {dev}/licenses/id/{licenseId}/usage/{meter}/adjust` (scope `usage:write`):
+    /// adds `delta` to the meter's count of the current period (negative takes away, never
+    /// below 0), for `reason`, audited.
+    pub async fn adjust_usage(
+        &self,
+        license: LicenseId,
+        meter: &str,
+        delta: i64,
+        reason: &str,
+    ) -> Result<MeterUsage, Error> {
+        self.perform(&AdjustUsage(
+            license,
+            MeterCode(meter.to_owned()),
+            AdjustUsageBody::new(delta, reason),
+        ))
+        .await
+    }
+
+    /// (ext) `POST {dev}/licenses/id/{licenseId}/usage/{meter}/reset` (scope `usage:write`):
+    /// sets the meter's count of the current period to 0, audited (with `reason` when given).
+    pub async fn reset_usage(
+        &self,
+        license: LicenseId,
+        meter: &str,
+        reason: Option<&str>,
+    ) -> Result<MeterUsage, Error> {
+        self.perform(&ResetUsage(
+            license,
+            MeterCode(meter.to_owned()),
+            ResetUsageBody {
+                reason: reason.map(str::to_owned),
+            },
+        ))
+        .await
     }
 
     /// (ext) `GET {dev}/licenses/id/{licenseId}/requests`: one page of the license's request
