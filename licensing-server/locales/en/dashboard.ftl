@@ -343,6 +343,8 @@ page-device-remembered = Device remembered.
 page-address-forgotten = Address forgotten.
 page-address-remembered = Address remembered.
 page-session-revoked-seat-free = Session revoked: its seat is free.
+page-usage-adjusted = Usage adjusted.
+page-usage-reset = Usage reset to 0 for this period.
 page-api-key-revoked = API key revoked.
 page-release-uploaded = Release uploaded.
 page-release-updated = Release updated.
@@ -1104,3 +1106,25 @@ count-bytes = { $count ->
     [one] { $count } byte
    *[other] { $count } bytes
 }
+
+## A license's usage meters
+
+licenses-usage = Usage
+licenses-usage-hint = What the application reported of each metered feature in the current period. A new period starts at 0.
+licenses-usage-period-none = never resets
+licenses-usage-period-day = per day
+licenses-usage-period-week = per week
+licenses-usage-period-month = per month
+licenses-usage-period-year = per year
+licenses-usage-used-of-limit = { $used } of { $limit } used
+licenses-usage-used-unlimited = { $used } used (no limit)
+licenses-usage-resets = Starts again at 0 on { $at }.
+licenses-usage-never-resets = Counts for the life of the license.
+licenses-usage-earlier-periods = Earlier periods
+licenses-usage-period-from = Period from
+licenses-usage-used = Used
+licenses-usage-adjust-by = Adjust by
+licenses-usage-reason = Reason
+licenses-usage-adjust = Adjust
+licenses-usage-reset = Reset to 0
+licenses-usage-no-such-meter = The license has no such meter.

@@ -285,6 +285,17 @@ async fn dispatch(
         (_, true, ["licenses", id, "sessions", session, "revoke"]) => {
             boxed(|| licenses::revoke_session(ctx, staff, id, session))
         }
+        (
+            _,
+            true,
+            [
+                "licenses",
+                id,
+                "usage",
+                meter,
+                action @ ("adjust" | "reset"),
+            ],
+        ) => boxed(|| licenses::change_usage(ctx, staff, (id, meter), *action == "reset", form)),
         (true, _, ["customers"]) => boxed(|| catalog::customers(ctx, staff, After::Nothing)),
         (_, true, ["customers"]) => boxed(|| catalog::create_customer(ctx, staff, form)),
         (true, _, ["customers", id]) => boxed(|| catalog::customer(ctx, staff, id, After::Nothing)),

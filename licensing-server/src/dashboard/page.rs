@@ -374,6 +374,8 @@ fn notice_text(name: Option<&str>) -> Option<&'static str> {
         "address-forgotten" => t("page-address-forgotten"),
         "address-remembered" => t("page-address-remembered"),
         "session-revoked" => t("page-session-revoked-seat-free"),
+        "usage-adjusted" => t("page-usage-adjusted"),
+        "usage-reset" => t("page-usage-reset"),
         "key-revoked" => t("page-api-key-revoked"),
         "release-created" => t("page-release-uploaded"),
         "release-updated" => t("page-release-updated"),

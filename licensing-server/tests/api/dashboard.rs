@@ -3832,3 +3832,83 @@ async fn a_file_for_a_typed_machine_respects_the_device_limit_unless_overridden(
     b.get(&page_path).await.has("air-gapped-lab-0001");
     b.get("/dashboard/audit").await.has("deviceLimitOverridden");
 }
+
+/// A license's meters show as bars with their period; staff who may adjust and reset them (a
+/// reason is required to adjust, and both are audited); a viewer sees the bars without the
+/// forms.
+#[tokio::test]
+async fn a_licenses_meters_show_as_bars_and_staff_adjust_and_reset_them() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s);
+    staff(
+        &s,
+        &mut b,
+        s.team_id(),
+        "meters@vendor.example",
+        Role::Developer,
+    )
+    .await;
+    let license = s
+        .license(r#"{"expirationType":"NEVER","meters":[{"code":"EXPORTS","limit":10,"period":"month"},{"code":"SYNCS","period":"none"}]}"#)
+        .await;
+    let (id, key) = (
+        license["id"].as_str().unwrap(),
+        license["licenseKey"].as_str().unwrap(),
+    );
+    s.usage(&json!({"licenseKey": key, "meter": "EXPORTS", "quantity": 9}))
+        .await
+        .valid();
+    let page_path = format!("/dashboard/licenses/{id}");
+    let shown = b.get(&page_path).await;
+    shown
+        .has(r#"<h2 id="usage">Usage</h2>"#)
+        .has(r#"<meter min="0" max="10" value="9" high="8" optimum="0" aria-label="EXPORTS">"#)
+        .has("9 of 10 used")
+        .has("per month")
+        .has("0 used (no limit)")
+        .has("Counts for the life of the license.");
+    // No reason, no adjustment: refused in words.
+    let bare = b
+        .submit(
+            &shown,
+            &format!("{page_path}/usage/EXPORTS/adjust"),
+            &[("delta", "-4")],
+        )
+        .await;
+    assert_eq!(bare.status, 400, "{}", bare.text);
+    let adjusted = b
+        .submit(
+            &shown,
+            &format!("{page_path}/usage/EXPORTS/adjust"),
+            &[("delta", "-4"), ("reason", "Failed exports refunded")],
+        )
+        .await;
+    assert_eq!(adjusted.status, 303, "{}", adjusted.text);
+    b.get(adjusted.location()).await.has("5 of 10 used");
+    let shown = b.get(&page_path).await;
+    let reset = b
+        .submit(&shown, &format!("{page_path}/usage/EXPORTS/reset"), &[])
+        .await;
+    assert_eq!(reset.status, 303, "{}", reset.text);
+    b.get(&page_path).await.has("0 of 10 used");
+    let audit = s
+        .get(&s.dev(&format!(
+            "audit-log?resourceId={id}&action=license.usage_changed"
+        )))
+        .await;
+    assert_eq!(audit.ok()["entries"].as_array().unwrap().len(), 2);
+    // A viewer sees the bars, not the forms.
+    let mut v = Browser::new(&s);
+    staff(
+        &s,
+        &mut v,
+        s.team_id(),
+        "look-meters@vendor.example",
+        Role::Viewer,
+    )
+    .await;
+    v.get(&page_path)
+        .await
+        .has("0 of 10 used")
+        .lacks("/usage/EXPORTS/adjust");
+}

@@ -7,6 +7,7 @@ mod export;
 mod form;
 pub(crate) mod history;
 mod show;
+mod usage;
 
 pub(crate) use bulk::bulk;
 pub(crate) use export::export;
@@ -14,6 +15,7 @@ pub(crate) use form::{create, edit_page, new_page, update};
 pub(crate) use show::{
     confirm_delete, delete, email, extend, file, forget, revoke_session, show, suspend,
 };
+pub(crate) use usage::change as change_usage;
 
 use licensing_core::api::requests::{
     ExpiresWithin, ExpiryFilter, LicenseListQuery, LicenseSort, Paging, SortDirection,

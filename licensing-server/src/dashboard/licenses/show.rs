@@ -95,6 +95,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
         .filter_map(|h| Some((h.hwid.identifier.as_str().to_owned(), h.hwid.label()?)))
         .collect();
     let requests = super::history::section(ctx, staff, id, &detail.products, &names).await?;
+    let usage = super::usage::section(ctx, staff, id).await?;
     let emailed = last_emailed(ctx, staff, id).await?;
     let l = &detail.license;
     // Its plan, named when the role may read policies.
@@ -267,6 +268,7 @@ async fn show_page(ctx: &Ctx, staff: &Staff, id: &str) -> Result<Markup, Failure
             }
             (live_sessions(staff, l.id, devices_allowed, &sessions, &names))
         }
+        (usage)
         (requests)
         @if write_allowed {
             h2 #license-file { (t("licenses-show-license-file")) }
