@@ -50,6 +50,9 @@ impl Run for IssueLicenseFile {
         data.license.entitlements = granted.codes;
         data.license.grace_until =
             licensing_core::verify::grace_until(&license, grace_days, cx.now);
+        // The meters' standing at issue time.
+        data.license.meters =
+            super::client::usage::meters_now(&state.store, &license, cx.now).await?;
         // Without a ttl of its own, the file lives as long as its policy says (if it says).
         let ttl = request.ttl.or_else(|| {
             context

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::helpers::TestServer;
 
 /// The payload of `certificate`, opened by our implementation.
-fn opened(
+pub(crate) fn opened(
     s_keys: &licensing_core::crypto::TeamPublicKeys,
     certificate: &str,
     key: &str,

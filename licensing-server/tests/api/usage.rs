@@ -347,6 +347,21 @@ async fn staff_adjust_and_reset_counters_with_a_reason_audited() {
         (unknown.status, unknown.body["result"]["code"].as_str()),
         (404, Some("METER_NOT_FOUND"))
     );
+    // A license file carries the meters as they stood when it was issued.
+    let issued = s
+        .post(
+            &s.dev(&format!("licenses/id/{id}/file")),
+            r#"{"encrypt":false}"#,
+        )
+        .await;
+    let certificate = issued.ok()["certificate"].as_str().unwrap().to_owned();
+    let file = crate::license_files::opened(&s.public_keys().await, &certificate, &key, None);
+    let meters = &file["data"]["license"]["meters"];
+    assert_eq!(
+        (&meters[0]["code"], &meters[0]["used"]),
+        (&json!("EXPORTS"), &json!(0)),
+        "{file}"
+    );
     // Scopes: `usage:read` reads, `usage:write` changes; another team sees nothing.
     let reader = s
         .post(
