@@ -14,7 +14,8 @@
 //! the products and entitlements they name and before the licenses on them, and (since version
 //! 6) the payment integrations with their sealed secrets and rules, the links from providers'
 //! subscriptions and payments to licenses, and the events received (those applied still count
-//! as applied, so that a redelivery after a move changes nothing). Records are the model's own JSON, so ids,
+//! as applied, so that a redelivery after a move changes nothing), and (since version 8) each
+//! license's usage counters after its devices and addresses. Records are the model's own JSON, so ids,
 //! times, keys (sealed or not) and counters come back unchanged.
 //!
 //! Not carried: e-mails waiting in the outbox, used session keys, signed-in sessions and
@@ -45,7 +46,7 @@ use crate::files::{FileStore, PendingFile};
 /// The format's name in the header.
 pub const FORMAT: &str = "licensing-archive";
 /// The version this server writes; it reads this one and every earlier one.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 /// Bytes of a release file per line.
 const FILE_CHUNK: usize = 1024 * 1024;
 
@@ -90,6 +91,13 @@ enum Line {
         license_id: LicenseId,
         hwids: Vec<Hwid>,
         ips: Vec<IpRecord>,
+    },
+    /// A license's usage counters (version 8).
+    #[serde(rename_all = "camelCase")]
+    Meters {
+        team_id: TeamId,
+        license_id: LicenseId,
+        counters: Vec<licensing_core::model::UsageCounter>,
     },
     Release {
         release: Release,
@@ -377,9 +385,10 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                     |n| async move { Ok(store.list_ips(id, license_id, &usage(n)?).await?) },
                 )
                 .await?;
-                Ok::<_, ArchiveError>((hwids, ips))
+                let counters = store.list_usage(id, license_id).await?;
+                Ok::<_, ArchiveError>((hwids, ips, counters))
             };
-            let (hwids, ips) = match records.await {
+            let (hwids, ips, counters) = match records.await {
                 Ok(records) => records,
                 // Deleted since the list was read: left out, as its references below.
                 Err(ArchiveError::Store(StoreError::NotFound(Entity::License))) => continue,
@@ -395,6 +404,14 @@ pub async fn export<S: Store, W: AsyncWrite + Unpin>(
                     license_id,
                     hwids,
                     ips,
+                })
+                .await?;
+            }
+            if !counters.is_empty() {
+                w.line(&Line::Meters {
+                    team_id: id,
+                    license_id,
+                    counters,
                 })
                 .await?;
             }
@@ -677,6 +694,15 @@ pub async fn import<S: Store, R: BufRead>(
                 counts.usage_records += (hwids.len() + ips.len()) as u64;
                 store
                     .restore_usage(team_id, license_id, &hwids, &ips)
+                    .await?;
+            }
+            Line::Meters {
+                team_id,
+                license_id,
+                counters,
+            } => {
+                store
+                    .restore_usage_counters(team_id, license_id, &counters)
                     .await?;
             }
             Line::Release { release } => store.create_release(&release, &Journal::NONE).await?,

@@ -572,7 +572,7 @@ async fn archives_carry_policies_and_the_licenses_on_them() {
         .unwrap();
     let text = String::from_utf8(archive.clone()).unwrap();
     assert!(text.contains(r#""kind":"policy""#), "{text}");
-    assert!(text.contains(r#""version":7"#), "{text}");
+    assert!(text.contains(r#""version":8"#), "{text}");
 
     let dir = tempfile::tempdir().unwrap();
     let (restored, _) = crate::helpers::open_test_store(dir.path()).await;

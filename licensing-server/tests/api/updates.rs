@@ -1286,7 +1286,7 @@ async fn archives_carry_artifacts_and_their_files() {
         .await
         .unwrap();
     let text = String::from_utf8(archive.clone()).unwrap();
-    assert!(text.contains(r#""version":7"#));
+    assert!(text.contains(r#""version":8"#));
 
     let dir = tempfile::tempdir().unwrap();
     let (restored, _) = crate::helpers::open_test_store(dir.path()).await;

@@ -421,3 +421,36 @@ async fn usage_through_two_instances_never_passes_the_limit() {
     let usage = b.get(&b.dev(&format!("licenses/id/{id}/usage"))).await;
     assert_eq!(usage.ok()["meters"][0]["used"], 15);
 }
+
+/// An archive carries each license's counters (its meters with them), and the restored store
+/// counts on from them.
+#[tokio::test]
+async fn archives_carry_the_usage_counters() {
+    use licensing_core::store::UsageStore;
+    let s = TestServer::start().await;
+    let (id, key) = metered(&s, 10).await;
+    s.usage(&json!({"licenseKey": key, "meter": "EXPORTS", "quantity": 6}))
+        .await
+        .valid();
+    let files = tempfile::tempdir().unwrap();
+    let file_store = licensing_server::files::FileStore::new(files.path()).unwrap();
+    let mut archive = Vec::new();
+    licensing_server::archive::export(&s.store, &file_store, &mut archive)
+        .await
+        .unwrap();
+    let text = String::from_utf8(archive.clone()).unwrap();
+    assert!(text.contains(r#""kind":"meters""#), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let (restored, _) = crate::helpers::open_test_store(dir.path()).await;
+    let restored_files = licensing_server::files::FileStore::new(dir.path()).unwrap();
+    licensing_server::archive::import(&restored, &restored_files, archive.as_slice())
+        .await
+        .unwrap();
+    let license: licensing_core::LicenseId = id.parse().unwrap();
+    let mut before = s.store.list_usage(s.team_id(), license).await.unwrap();
+    let mut after = restored.list_usage(s.team_id(), license).await.unwrap();
+    before.sort_by(|a, b| a.meter.cmp(&b.meter));
+    after.sort_by(|a, b| a.meter.cmp(&b.meter));
+    assert_eq!(after, before);
+    assert_eq!(after[0].used, 6);
+}
