@@ -434,6 +434,12 @@ async fn seed(data: &Path, plan: Plan, url: Option<&str>) -> Seeded {
         let mut policy = testing::policy(team.id, "Bench plan", Timestamp::now());
         policy.hwid_limit = Some(HWID_LIMIT);
         policy.entitlement_ids = vec![entitlement.id];
+        // An unlimited monthly meter: the usage scenarios count on it (and are never refused).
+        policy.meters = vec![licensing_core::model::Meter {
+            code: USAGE_METER.into(),
+            limit: None,
+            period: licensing_core::model::MeterPeriod::Month,
+        }];
         store
             .create_policy(&policy, &licensing_core::store::Journal::NONE)
             .await
@@ -618,14 +624,25 @@ const ARTIFACT_DOWNLOAD: &str = "artifact download, 8 connections";
 const WITH_WEBHOOK: &str = " + webhook";
 
 /// The scenarios of the hot path, in order.
-const HOT_PATH: [&str; 6] = [
+const HOT_PATH: [&str; 8] = [
     "heartbeat, known device",
+    USAGE_MANY,
+    USAGE_HOT,
     "verify with a challenge",
     ON_POLICY,
     ENTITLED,
     CHECKOUT,
     NEW_DEVICE,
 ];
+
+/// The seeded policy's meter.
+const USAGE_METER: &str = "EXPORTS";
+
+/// A usage increment of a known device, each request another license on the policy.
+const USAGE_MANY: &str = "usage increment, many licenses";
+
+/// A usage increment of one license, every request on its one counter.
+const USAGE_HOT: &str = "usage increment, one hot license";
 
 /// A verify with a challenge of a known device whose license follows a policy (beside the
 /// verify with a challenge, of licenses on none).
@@ -672,6 +689,58 @@ async fn hot_path(
                 .collect(),
         );
         let urls = each(bases, &format!("{client_path}/heartbeat"));
+        results.push(
+            drive(
+                name,
+                plan,
+                c,
+                Arc::new(move |h, n| {
+                    let (body, ip) = &bodies[n as usize % bodies.len()];
+                    h.post(pick(&urls, n))
+                        .header("content-type", "application/json")
+                        .header("x-forwarded-for", ip)
+                        .body(body.clone())
+                }),
+            )
+            .await,
+        );
+    }
+
+    // Usage reported by known devices of licenses on the policy (its meter): spread over the
+    // licenses, then all on one license's counter.
+    for (scenario, hot) in [(USAGE_MANY, false), (USAGE_HOT, true)] {
+        let name = named(scenario);
+        let mut k: Vec<Known> = known.iter().filter(|k| k.on_policy).cloned().collect();
+        if hot {
+            k.truncate(1);
+        }
+        if !plan.runs(name) || k.is_empty() {
+            continue;
+        }
+        let usage_path = client_path.trim_end_matches("/verification").to_owned() + "/usage";
+        let urls = each(bases, &usage_path);
+        // A data set seeded before meters has none: said, and skipped.
+        let probe = reqwest::Client::new()
+            .post(pick(&urls, 0))
+            .header("x-forwarded-for", &k[0].ip)
+            .json(&json!({"licenseKey": k[0].license_key, "hardwareIdentifier": k[0].device, "meter": USAGE_METER, "quantity": 1}))
+            .send()
+            .await
+            .map(|r| r.status().as_u16());
+        if probe != Ok(200) {
+            println!(
+                "{name}: skipped (the data set's policy has no meter {USAGE_METER}: seed it again)"
+            );
+            continue;
+        }
+        let bodies: Arc<Vec<(String, String)>> = Arc::new(
+            k.iter()
+                .map(|k| {
+                    let body = json!({"licenseKey": k.license_key, "hardwareIdentifier": k.device, "meter": USAGE_METER, "quantity": 1});
+                    (body.to_string(), k.ip.clone())
+                })
+                .collect(),
+        );
         results.push(
             drive(
                 name,
@@ -2075,6 +2144,12 @@ async fn run(plan: Plan, args: &Args) {
             n if n.starts_with("heartbeat") => {
                 format!("{:.0}% of healthz req/s", 100.0 * f.rps() / healthz)
             }
+            n if n.starts_with("usage increment") => results
+                .iter()
+                .find(|w| w.name.starts_with("heartbeat"))
+                .map_or(String::new(), |w| {
+                    format!("{:.0}% of heartbeat req/s", 100.0 * f.rps() / w.rps())
+                }),
             DEV_WRITE_KEYED | LICENSE_WRITE_KEYED => {
                 let plain = if f.name == DEV_WRITE_KEYED {
                     DEV_WRITE
