@@ -211,7 +211,7 @@ pub(in crate::openapi) fn end_session() {}
             ("X-RateLimit-Remaining" = u32, description = "Requests left in the current window"),
             ("X-RateLimit-Reset" = u64, description = "Seconds until the budget is whole again")
         )),
-        (status = 403, description = "USAGE_LIMIT_REACHED: the event would pass the meter's limit for its period; `data` is the meter's standing, nothing was counted (signed); or any refusal of a verify", body = Envelope<licensing_core::model::MeterState>),
+        (status = 403, description = "USAGE_LIMIT_REACHED: the event would pass the meter's limit for its period; `data` is the meter's standing, nothing was counted (signed); or any refusal of a verify", body = Envelope<Option<licensing_core::model::MeterState>>),
         (status = 404, description = "TEAM_NOT_FOUND, LICENSE_NOT_FOUND, or METER_NOT_FOUND (the license has no meter of that code; `details` names it)", body = Envelope<Option<ErrorData>>),
         ClientRefused,
         BodyRefused,
