@@ -26,6 +26,7 @@ pub const ROUTES: &[&str] = &[
     "/api/v1/client/teams/{teamId}/verification/sessions/start",
     "/api/v1/client/teams/{teamId}/verification/sessions/end",
     "/api/v1/client/teams/{teamId}/verification/classloader",
+    "/api/v1/client/teams/{teamId}/usage",
     "/api/v1/admin/teams",
     "/api/v1/admin/teams/{teamId}/features",
     "/api/v1/admin/teams/{teamId}/api-keys",

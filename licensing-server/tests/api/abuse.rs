@@ -256,6 +256,8 @@ async fn every_operation_with_a_body_refuses_an_oversize_one() {
                         let (name, rest) = part.split_once('}').unwrap();
                         if name == "provider" {
                             format!("stripe{rest}")
+                        } else if name == "meter" {
+                            format!("EXPORTS{rest}")
                         } else {
                             format!("{}{rest}", uuid::Uuid::new_v4())
                         }

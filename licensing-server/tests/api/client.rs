@@ -154,7 +154,7 @@ async fn verify_answers_every_member_signed_and_records_device_ip_and_country() 
                 "ipLimit": 5, "hwidLimit": 3, "expirationType": "DATE",
                 "expirationStart": l["expirationStart"], "expirationDate": l["expirationDate"],
                 "expirationDays": null, "metadata": [{"key": "seats", "value": "10"}],
-                "entitlements": []
+                "entitlements": [], "meters": []
             },
             "customers": [{
                 "email": "jane@example.com", "fullName": "Jane Doe", "username": "jane",
@@ -245,7 +245,7 @@ async fn heartbeat_answers_the_license_limits_and_needs_the_device() {
         .await;
     assert_eq!(
         a.valid(),
-        &json!({"license": {"ipLimit": 4, "hwidLimit": 2, "expirationType": "NEVER", "entitlements": []}})
+        &json!({"license": {"ipLimit": 4, "hwidLimit": 2, "expirationType": "NEVER", "entitlements": [], "meters": []}})
     );
     assert_eq!(a.body["result"]["details"], "License heartbeat successful");
     assert!(a.body["result"].get("challengeResponse").is_none());

@@ -317,6 +317,7 @@ async fn seed() -> (TestServer, Vec<Operation>, Vec<(String, String)>) {
         ("channel".to_owned(), "stable".to_owned()),
         ("channelFile".to_owned(), "latest-linux.yml".to_owned()),
         ("provider".to_owned(), "stripe".to_owned()),
+        ("meter".to_owned(), "EXPORTS".to_owned()),
         ("ruleId".to_owned(), id(&rule)),
         ("eventId".to_owned(), id(&event)),
         ("policyId".to_owned(), id(&policy)),

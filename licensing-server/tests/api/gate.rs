@@ -38,6 +38,7 @@ fn good(name: &str) -> String {
         "licenseKey" => "AAAAA-AAAAA-AAAAA-AAAAA-AAAAA".into(),
         "kid" => "0123456789abcdef".into(),
         "provider" => "stripe".into(),
+        "meter" => "EXPORTS".into(),
         _ => uuid::Uuid::new_v4().to_string(),
     }
 }
@@ -92,7 +93,7 @@ async fn key_with(s: &TestServer, scopes: &[String], products: Option<&[&str]>) 
     created.body["data"]["key"].as_str().unwrap().to_owned()
 }
 
-const ALL_SCOPES: [&str; 28] = [
+const ALL_SCOPES: [&str; 30] = [
     "licenses:read",
     "licenses:write",
     "licenses:devices",
@@ -121,6 +122,8 @@ const ALL_SCOPES: [&str; 28] = [
     "policies:write",
     "integrations:read",
     "integrations:write",
+    "usage:read",
+    "usage:write",
 ];
 
 /// Every scope that does not grant `scope` (a write scope grants every scope of its resource,
@@ -148,7 +151,7 @@ async fn every_developer_operation_checks_ids_then_credentials_then_scope() {
     let s = TestServer::start().await;
     let doc = s.openapi().await;
     let operations = developer_operations(&doc);
-    assert_eq!(operations.len(), 88, "every developer operation");
+    assert_eq!(operations.len(), 91, "every developer operation");
     let team = s.team_id().to_string();
     let scopes: BTreeSet<String> = operations
         .iter()

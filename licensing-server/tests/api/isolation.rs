@@ -21,6 +21,7 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         s("policy"),
     );
     let (provider, rule, event, artifact) = (s("provider"), s("rule"), s("event"), s("artifact"));
+    let meter = s("meter");
     let (license, key, customer, product, branch, release, hwid, ip, entry, api_key) = (
         s("license"),
         s("key"),
@@ -71,6 +72,17 @@ fn routes(ids: &Value) -> Vec<(Method, String, Option<String>)> {
         (Method::GET, format!("licenses/id/{license}/hwid"), None),
         (Method::GET, format!("licenses/id/{license}/sessions"), None),
         (Method::GET, format!("licenses/id/{license}/requests"), None),
+        (Method::GET, format!("licenses/id/{license}/usage"), None),
+        (
+            Method::POST,
+            format!("licenses/id/{license}/usage/{meter}/adjust"),
+            body(json!({"delta": 1, "reason": "isolation"})),
+        ),
+        (
+            Method::POST,
+            format!("licenses/id/{license}/usage/{meter}/reset"),
+            None,
+        ),
         (
             Method::DELETE,
             format!("licenses/id/{license}/sessions/{session}"),
@@ -416,6 +428,7 @@ async fn no_route_shows_or_changes_another_teams_data() {
                          .await.ok()["id"],
                      "policy": policy["id"],
                      "provider": "stripe",
+                     "meter": "EXPORTS",
                      "rule": rule["id"],
                      "event": event["id"],
                      "session": s.client("sessions/start",
@@ -689,7 +702,7 @@ async fn the_isolation_route_list_covers_every_developer_operation() {
         "webhook": "{webhookId}", "delivery": "{deliveryId}", "kid": "{kid}",
         "entitlement": "{entitlementId}", "session": "{sessionId}", "policy": "{policyId}",
         "provider": "{provider}", "rule": "{ruleId}", "event": "{eventId}",
-        "artifact": "{artifactId}",
+        "artifact": "{artifactId}", "meter": "{meter}",
     });
     let mut covered: Vec<String> = routes(&templates)
         .into_iter()
