@@ -560,7 +560,7 @@ mod tests {
                 Scope::LICENSE_EMAIL,
             ]
         );
-        assert_eq!(Scope::all().count(), 28);
+        assert_eq!(Scope::all().count(), 30);
     }
 
     #[test]

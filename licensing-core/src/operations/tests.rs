@@ -65,6 +65,7 @@ fn every_declared_operation_is_listed_once() {
         include_str!("products.rs"),
         include_str!("releases.rs"),
         include_str!("team.rs"),
+        include_str!("usage.rs"),
         include_str!("webhooks.rs"),
     ];
     let declared: usize = sources
