@@ -748,3 +748,15 @@ pub struct UsageBatchData {
     /// One result per event, in the request's order.
     pub events: Vec<UsageEventResult>,
 }
+
+/// (ext) `data` of a usage answer, as documented: one event's meter standing, or a batch's
+/// results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum UsageData {
+    /// One event: the meter's standing after it.
+    One(crate::model::MeterState),
+    /// A batch: one result per event.
+    Batch(UsageBatchData),
+}

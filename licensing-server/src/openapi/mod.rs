@@ -28,7 +28,7 @@ use warp::http::Method;
     paths(
         paths::client::verify, paths::client::heartbeat, paths::client::checkout, paths::client::start_session, paths::client::end_session, paths::client::usage, paths::client::classloader, paths::updates::feed_token, paths::updates::tauri, paths::updates::sparkle, paths::updates::velopack, paths::updates::velopack_legacy, paths::updates::velopack_file, paths::updates::electron, paths::updates::latest, paths::updates::download, paths::operator::healthz, paths::operator::metrics, paths::operator::openapi, paths::operator::docs
     ),
-    components(schemas(licensing_core::api::requests::ReleaseData, licensing_core::api::UsageBatchData)),
+    components(schemas(licensing_core::api::requests::ReleaseData, licensing_core::api::UsageBatchData, licensing_core::api::UsageData)),
     tags(
         (name = "client", description = "Called by applications: verify, heartbeat, classloader."),
         (name = "licenses", description = "Licenses of the team."),

@@ -204,7 +204,7 @@ pub(in crate::openapi) fn end_session() {}
     params(TeamPath),
     request_body = licensing_core::api::requests::UsageRequest,
     responses(
-        (status = 200, description = "VALID, \"Usage recorded\": the meter's standing (a batch: `events`, one result each)", body = Envelope<licensing_core::model::MeterState>, headers(
+        (status = 200, description = "VALID, \"Usage recorded\": the meter's standing (a batch: `events`, one result each)", body = Envelope<licensing_core::api::UsageData>, headers(
             ("X-Signature" = String, description = "Signature of this exchange"),
             ("X-Signature-Key-Id" = String, description = "The `kid` of the key that signed"),
             ("X-RateLimit-Limit" = u32, description = "Requests allowed per minute"),
