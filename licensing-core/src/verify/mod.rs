@@ -625,6 +625,24 @@ pub fn session_not_found() -> Denial {
     )
 }
 
+/// (ext) 404 `METER_NOT_FOUND`: the license (its policy applied) has no meter of the codes in
+/// `unknown`; the details name them and the meters it has.
+pub fn meter_not_found(meters: &[crate::model::Meter], unknown: &[&str]) -> ApiError {
+    let known: Vec<&str> = meters.iter().map(|m| m.code.as_str()).collect();
+    ApiError::new(
+        ResultCode::MeterNotFound,
+        format!(
+            "The license has no meter {}: its meters are {}",
+            unknown.join(", "),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ),
+    )
+}
+
 /// [`admit_counted`] from the request's own records only (see [`admit_own`]).
 pub fn admit_counted_own(
     license: &License,

@@ -5,11 +5,11 @@ pub(crate) use licensing_core::operations::usage::{
     AdjustUsage, GetUsage, LicenseUsage, MeterCode, ResetUsage,
 };
 
+use licensing_core::ApiError;
 use licensing_core::model::{
     Action, FieldChange, License, Meter, MeterUsage, UsageChange, meter_usage,
 };
 use licensing_core::store::UsageStore;
-use licensing_core::{ApiError, ResultCode};
 use serde_json::json;
 
 use super::policies::applied;
@@ -51,21 +51,7 @@ fn meter_of(license: &License, code: &MeterCode) -> Result<Meter, ApiError> {
         .iter()
         .find(|m| m.code == code.0)
         .cloned()
-        .ok_or_else(|| {
-            let known: Vec<&str> = license.meters.iter().map(|m| m.code.as_str()).collect();
-            ApiError::new(
-                ResultCode::MeterNotFound,
-                format!(
-                    "The license has no meter {}: its meters are {}",
-                    code.0,
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            )
-        })
+        .ok_or_else(|| licensing_core::verify::meter_not_found(&license.meters, &[&code.0]))
 }
 
 /// Changes the license's counter of `code` in the current period, audited with the change

@@ -282,7 +282,7 @@ impl LicenseCreate {
             .collect();
         overrides.sort_unstable();
         let metadata = metadata(&mut v, "metadata", raw.metadata.unwrap_or_default());
-        let meters = super::policy::meters(&mut v, raw.meters.unwrap_or_default());
+        let meters = super::meters::meters(&mut v, raw.meters.unwrap_or_default());
         let suspended = raw.suspended.unwrap_or(false);
         let suspension_reason = raw
             .suspension_reason
@@ -606,7 +606,7 @@ impl LicenseUpdate {
         match raw.meters {
             Patch::Missing => {}
             Patch::Null => next.meters = Vec::new(),
-            Patch::Value(m) => next.meters = super::policy::meters(&mut v, m),
+            Patch::Value(m) => next.meters = super::meters::meters(&mut v, m),
         }
         let policy = match raw.policy_id {
             Patch::Missing => existing.policy_id,

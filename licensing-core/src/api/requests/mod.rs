@@ -12,6 +12,7 @@ mod entitlement;
 mod integration;
 mod license;
 mod list;
+mod meters;
 mod policy;
 mod product;
 mod release;
@@ -41,7 +42,8 @@ pub use list::{
     ProductListQuery, ProductSort, ReleaseFilter, ReleaseListQuery, ReleaseSort, SortDirection,
     parse_no_query,
 };
-pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawMeter, RawResets};
+pub use meters::RawMeter;
+pub use policy::{DetachQuery, PolicyBody, PolicyInput, RawResets};
 pub use product::{BranchBody, ProductBody, ProductInput};
 pub use release::{FeedChange, MAX_NOTES, ReleaseData, ReleaseInput, ReleaseMode};
 pub use request_log::RequestLogQuery;

@@ -1,13 +1,14 @@
 use serde::{Deserialize, Serialize};
 
+use super::meters::{RawMeter, meters};
 use super::{
     MAX_DAYS, MAX_IDS, MAX_LIMIT, Patch, RawMetadata, clearable, finish, id_list, int_in, metadata,
     not_null, one_of, parse_json,
 };
 use crate::error::{ApiError, Validator};
 use crate::model::{
-    ExpirationStart, ExpirationType, MAX_ENTITLEMENTS, MAX_GRACE_DAYS, MAX_METERS, Meter,
-    MeterPeriod, Policy, SelfServiceResets, entitlement_code,
+    ExpirationStart, ExpirationType, MAX_ENTITLEMENTS, MAX_GRACE_DAYS, Meter, Policy,
+    SelfServiceResets,
 };
 use crate::validate::text;
 use crate::{TeamId, Timestamp};
@@ -23,22 +24,6 @@ pub struct RawResets {
     /// The period in days: 1 to 365.
     #[serde(default)]
     pub period_days: Option<i64>,
-}
-
-/// A meter as it arrives.
-#[derive(Debug, Default, Deserialize, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawMeter {
-    /// Code, as an entitlement's.
-    #[serde(default)]
-    pub code: Option<String>,
-    /// The most a period allows (0 allows nothing); `null` or left out: unlimited.
-    #[serde(default)]
-    pub limit: Option<i64>,
-    /// `none`, `day`, `week`, `month` or `year` (default `none`).
-    #[serde(default)]
-    pub period: Option<String>,
 }
 
 /// (ext) `POST {dev}/policies` and `PUT {dev}/policies/{policyId}`: on an update, members left
@@ -153,52 +138,6 @@ fn ids<Id: From<uuid::Uuid> + PartialEq>(
         Patch::Null => Some(Vec::new()),
         Patch::Value(ids) => Some(id_list(v, field, &ids, max)),
     }
-}
-
-/// Checks a list of meters (a policy's or a license's), naming each member at fault.
-pub(super) fn meters(v: &mut Validator, raw: Vec<RawMeter>) -> Vec<Meter> {
-    if raw.len() > MAX_METERS {
-        v.push("meters", format!("must hold at most {MAX_METERS} meters"));
-        return Vec::new();
-    }
-    let mut out: Vec<Meter> = Vec::with_capacity(raw.len());
-    for (i, m) in raw.into_iter().enumerate() {
-        let at = |member: &str| format!("meters[{i}].{member}");
-        let code = match m.code {
-            None => {
-                v.push(at("code"), "is required");
-                None
-            }
-            Some(code) => v.check(&at("code"), entitlement_code(&code)),
-        };
-        if let Some(code) = &code
-            && out.iter().any(|o| &o.code == code)
-        {
-            v.push(at("code"), "is used by another meter of this list");
-        }
-        let limit = m
-            .limit
-            .and_then(|l| {
-                v.check(
-                    &at("limit"),
-                    u64::try_from(l).map_err(|_| format!("must be at least 0 (got {l})")),
-                )
-            })
-            .map(Some)
-            .unwrap_or(None);
-        let period = match m.period.as_deref() {
-            None => Some(MeterPeriod::None),
-            Some(p) => v.check(&at("period"), one_of(p, &MeterPeriod::ALL)),
-        };
-        if let (Some(code), Some(period)) = (code, period) {
-            out.push(Meter {
-                code,
-                limit,
-                period,
-            });
-        }
-    }
-    out
 }
 
 impl PolicyBody {

@@ -78,18 +78,9 @@ pub(crate) async fn record_usage(
         .collect();
     unknown.dedup();
     if !unknown.is_empty() {
-        let known: Vec<&str> = license.meters.iter().map(|m| m.code.as_str()).collect();
-        return Err(ApiError::new(
-            ResultCode::MeterNotFound,
-            format!(
-                "The license has no meter {}: its meters are {}",
-                unknown.join(", "),
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ),
+        return Err(licensing_core::verify::meter_not_found(
+            &license.meters,
+            &unknown,
         ));
     }
     let increments: Vec<UsageIncrement> = input
