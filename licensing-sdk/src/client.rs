@@ -332,6 +332,17 @@ pub(crate) fn signature_of(headers: &reqwest::header::HeaderMap) -> (String, Opt
     )
 }
 
+/// Checks the exchange's `X-Signature` with the key its `X-Signature-Key-Id` names.
+pub(crate) fn verify_signature(keys: &TeamPublicKeys, exchange: &Exchange) -> Result<(), Error> {
+    let key = keys
+        .signing_key(exchange.kid.as_deref())
+        .ok_or(Error::Forged(
+            "X-Signature-Key-Id names a key this client does not trust",
+        ))?;
+    key.verify_response(&exchange.request, &exchange.response, &exchange.signature)
+        .map_err(|_| Error::Forged("X-Signature does not verify"))
+}
+
 /// Checks a JSON answer: a present signature must verify; a success must be signed and `VALID`;
 /// an error must be signed unless it is one answered before the team is known. Returns the raw
 /// data and the result of a success, or the error.
@@ -342,13 +353,7 @@ pub(crate) fn check_answer(
 ) -> Result<(serde_json::Value, ResultMeta), Error> {
     let signed = !exchange.signature.is_empty();
     if signed {
-        let key = keys
-            .signing_key(exchange.kid.as_deref())
-            .ok_or(Error::Forged(
-                "X-Signature-Key-Id names a key this client does not trust",
-            ))?;
-        key.verify_response(&exchange.request, &exchange.response, &exchange.signature)
-            .map_err(|_| Error::Forged("X-Signature does not verify"))?;
+        verify_signature(keys, exchange)?;
     }
     let envelope: Envelope<serde_json::Value> = serde_json::from_slice(&exchange.response)
         .map_err(|e| {

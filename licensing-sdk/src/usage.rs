@@ -9,7 +9,7 @@ use licensing_core::model::MeterState;
 use rand::RngCore;
 
 use crate::Error;
-use crate::client::{LicenseClient, check_answer};
+use crate::client::{LicenseClient, check_answer, verify_signature};
 
 /// How many times a report is sent before its error is returned (transport errors, 5xx and
 /// 429 are retried; the server counts the event once, whatever reaches it).
@@ -170,14 +170,7 @@ impl LicenseClient {
             if exchange.signature.is_empty() {
                 return Err(Error::Forged("an unsigned refusal"));
             }
-            let key = self
-                .keys
-                .signing_key(exchange.kid.as_deref())
-                .ok_or(Error::Forged(
-                    "X-Signature-Key-Id names a key this client does not trust",
-                ))?;
-            key.verify_response(&exchange.request, &exchange.response, &exchange.signature)
-                .map_err(|_| Error::Forged("X-Signature does not verify"))?;
+            verify_signature(&self.keys, &exchange)?;
             return Ok((envelope.data, false));
         }
         let (data, result) = check_answer(&self.keys, status, &exchange)?;

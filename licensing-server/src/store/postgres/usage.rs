@@ -119,10 +119,12 @@ async fn increment(
     .fetch_optional(&mut *conn)
     .await?;
     let used = used.map_or(0, |u| u64::try_from(u).unwrap_or(0));
-    let mut outcome = count_usage(inc, used);
-    // What the row said when it refused decides, even if a racing request changed it since.
-    outcome.counted = false;
-    outcome.state = inc.meter.state(used, inc.at);
+    // The row refused: nothing counted, whatever a racing request changed since.
+    let outcome = UsageOutcome {
+        counted: false,
+        state: inc.meter.state(used, inc.at),
+        replayed: false,
+    };
     Ok((used, outcome))
 }
 
