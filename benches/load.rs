@@ -624,10 +624,11 @@ const ARTIFACT_DOWNLOAD: &str = "artifact download, 8 connections";
 const WITH_WEBHOOK: &str = " + webhook";
 
 /// The scenarios of the hot path, in order.
-const HOT_PATH: [&str; 8] = [
+const HOT_PATH: [&str; 9] = [
     "heartbeat, known device",
     USAGE_MANY,
     USAGE_HOT,
+    USAGE_EVENT_IDS,
     "verify with a challenge",
     ON_POLICY,
     ENTITLED,
@@ -643,6 +644,10 @@ const USAGE_MANY: &str = "usage increment, many licenses";
 
 /// A usage increment of one license, every request on its one counter.
 const USAGE_HOT: &str = "usage increment, one hot license";
+
+/// A usage increment of a known device as the SDK sends it: with a fresh `eventId`, whose
+/// answer is kept with the counter (each request another license on the policy).
+const USAGE_EVENT_IDS: &str = "usage increment with an eventId, many licenses";
 
 /// A verify with a challenge of a known device whose license follows a policy (beside the
 /// verify with a challenge, of licenses on none).
@@ -708,7 +713,11 @@ async fn hot_path(
 
     // Usage reported by known devices of licenses on the policy (its meter): spread over the
     // licenses, then all on one license's counter.
-    for (scenario, hot) in [(USAGE_MANY, false), (USAGE_HOT, true)] {
+    for (scenario, hot, event_ids) in [
+        (USAGE_MANY, false, false),
+        (USAGE_HOT, true, false),
+        (USAGE_EVENT_IDS, false, true),
+    ] {
         let name = named(scenario);
         let mut k: Vec<Known> = known.iter().filter(|k| k.on_policy).cloned().collect();
         if hot {
@@ -734,6 +743,10 @@ async fn hot_path(
             );
             continue;
         }
+        // Event ids unique to this run, so that a reused data set replays none of them.
+        let run = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
         let bodies: Arc<Vec<(String, String)>> = Arc::new(
             k.iter()
                 .map(|k| {
@@ -749,10 +762,17 @@ async fn hot_path(
                 c,
                 Arc::new(move |h, n| {
                     let (body, ip) = &bodies[n as usize % bodies.len()];
+                    // A fresh event id a request: the body's closing brace gives way to it.
+                    let body = if event_ids {
+                        let open = &body[..body.len() - 1];
+                        format!(r#"{open},"eventId":"bench-{run}-{n}"}}"#)
+                    } else {
+                        body.clone()
+                    };
                     h.post(pick(&urls, n))
                         .header("content-type", "application/json")
                         .header("x-forwarded-for", ip)
-                        .body(body.clone())
+                        .body(body)
                 }),
             )
             .await,

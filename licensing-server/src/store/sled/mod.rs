@@ -3,7 +3,9 @@
 //! `misc.rs`) around the shared machinery here.
 //!
 //! - **Atomicity**: every write reads what it needs, stages all its changes (records, indexes,
-//!   counters) and applies them with one `apply_batch`, which sled applies atomically. Writes
+//!   counters) and applies them with one `apply_batch`, which sled applies atomically (a write
+//!   of one key is one `insert`, atomic by itself and much cheaper: sled's batch rolls its log
+//!   buffer twice, each a synchronous write on sled's I/O threads). Writes
 //!   exclude each other where they must and no further (`locks.rs`): a license's atomic step
 //!   (the client API's limits) holds that license's lock stripe only; developer writes hold a
 //!   mutex among themselves and the stripes of the licenses they change. Reads take no lock.
