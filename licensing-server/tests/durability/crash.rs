@@ -1,5 +1,5 @@
 //! Crash safety: concurrent writes (license creates and updates, device registrations through
-//! verify, release uploads) against the real binary, SIGKILL at a random moment, restart, and
+//! verify, usage increments with and without an `eventId`, release uploads) against the real binary, SIGKILL at a random moment, restart, and
 //! check that every write answered 2xx is there and intact. Several rounds on one data
 //! directory, so each restart re-checks everything acknowledged before it.
 //!
@@ -43,12 +43,23 @@ struct Release {
     md5: String,
 }
 
+/// A metered license's increments: those answered, the one in flight, and each answered
+/// event id with the count it answered.
+#[derive(Debug, Default)]
+struct Usage {
+    key: String,
+    acked: u64,
+    in_flight: u64,
+    events: Vec<(String, u64)>,
+}
+
 /// Everything the server answered 2xx to.
 #[derive(Debug, Default)]
 struct Ledger {
     licenses: Vec<License>,
     updates: HashMap<String, Update>,
     devices: HashMap<String, BTreeSet<String>>,
+    usage: HashMap<String, Usage>,
     releases: Vec<Release>,
 }
 
@@ -186,6 +197,67 @@ impl Target {
         }
     }
 
+    /// Increments of one unlimited meter of a new license, every other one with an `eventId`.
+    async fn increments(self, round: usize, worker: usize) {
+        let body =
+            json!({"expirationType": "NEVER", "meters": [{"code": "CALLS", "period": "none"}]});
+        let Some((status, answer)) = self
+            .answer(
+                self.dev_request(reqwest::Method::POST, "licenses")
+                    .json(&body),
+            )
+            .await
+        else {
+            return;
+        };
+        assert_eq!(status, 200, "{answer}");
+        let id = answer["data"]["id"].as_str().unwrap().to_owned();
+        let key = answer["data"]["licenseKey"].as_str().unwrap().to_owned();
+        self.ledger.lock().await.usage.insert(
+            id.clone(),
+            Usage {
+                key: key.clone(),
+                ..Usage::default()
+            },
+        );
+        let url = format!("{}/api/v1/client/teams/{}/usage", self.base, self.team.id);
+        let mut n = 0;
+        while !self.killing.load(Ordering::SeqCst) {
+            n += 1;
+            let quantity = 1 + n % 3;
+            let event = (n % 2 == 0).then(|| format!("crash-{round}-{worker}-{n}"));
+            let mut body = json!({"licenseKey": key, "meter": "CALLS", "quantity": quantity});
+            if let Some(event) = &event {
+                body["eventId"] = json!(event);
+            }
+            self.ledger
+                .lock()
+                .await
+                .usage
+                .get_mut(&id)
+                .unwrap()
+                .in_flight = quantity;
+            let Some((status, answer)) = self.answer(self.client.post(&url).json(&body)).await
+            else {
+                return;
+            };
+            assert_eq!(
+                (status, &answer["result"]["code"]),
+                (200, &json!("VALID")),
+                "{answer}"
+            );
+            let used = answer["data"]["used"].as_u64().unwrap();
+            let mut ledger = self.ledger.lock().await;
+            let usage = ledger.usage.get_mut(&id).unwrap();
+            usage.acked += quantity;
+            usage.in_flight = 0;
+            assert_eq!(used, usage.acked, "license {id}: the answer's count");
+            if let Some(event) = event {
+                usage.events.push((event, used));
+            }
+        }
+    }
+
     async fn uploads(self, product: String, round: usize, seed: u64) {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut n = 0;
@@ -266,6 +338,32 @@ impl Target {
             let missing: Vec<_> = devices.difference(&listed).collect();
             assert!(missing.is_empty(), "license {id}: lost devices {missing:?}");
             checked += devices.len();
+        }
+        let url = format!("{}/api/v1/client/teams/{}/usage", self.base, self.team.id);
+        for (id, usage) in &mut ledger.usage {
+            let stored = self.get(&format!("licenses/id/{id}/usage")).await;
+            let used = stored["meters"][0]["used"].as_u64().unwrap_or(0);
+            assert!(
+                (usage.acked..=usage.acked + usage.in_flight).contains(&used),
+                "license {id}: {used} used, {} acknowledged, {} in flight",
+                usage.acked,
+                usage.in_flight
+            );
+            usage.acked = used;
+            usage.in_flight = 0;
+            // An acknowledged event, sent again, answers as it did and counts nothing.
+            if let Some((event, answered)) = usage.events.last() {
+                let body = json!({"licenseKey": usage.key, "meter": "CALLS", "quantity": 1, "eventId": event});
+                let (status, again) = self
+                    .answer(self.client.post(&url).json(&body))
+                    .await
+                    .unwrap();
+                assert_eq!(status, 200, "{again}");
+                assert_eq!(again["data"]["used"].as_u64(), Some(*answered), "{again}");
+                let after = self.get(&format!("licenses/id/{id}/usage")).await;
+                assert_eq!(after["meters"][0]["used"].as_u64(), Some(used), "{after}");
+            }
+            checked += 1 + usage.events.len();
         }
         for release in &ledger.releases {
             let stored = self.get(&format!("releases/{}", release.id)).await;
@@ -351,6 +449,8 @@ async fn crash_rounds(url: Option<String>) {
             tokio::spawn(target.clone().updates()),
             tokio::spawn(target.clone().devices(round, 0)),
             tokio::spawn(target.clone().devices(round, 1)),
+            tokio::spawn(target.clone().increments(round, 0)),
+            tokio::spawn(target.clone().increments(round, 1)),
             tokio::spawn(target.clone().uploads(product.clone(), round, rng.r#gen())),
         ];
         tokio::time::sleep(Duration::from_millis(rng.gen_range(100..1_500))).await;
@@ -371,10 +471,11 @@ async fn crash_rounds(url: Option<String>) {
         let ledger = ledger.lock().await;
         println!(
             "round {round}: {checked} acknowledged writes intact \
-             ({} licenses, {} updated, {} devices, {} releases so far)",
+             ({} licenses, {} updated, {} devices, {} usage counted, {} releases so far)",
             ledger.licenses.len(),
             ledger.updates.len(),
             ledger.devices.values().map(BTreeSet::len).sum::<usize>(),
+            ledger.usage.values().map(|u| u.acked).sum::<u64>(),
             ledger.releases.len()
         );
     }
@@ -385,4 +486,8 @@ async fn crash_rounds(url: Option<String>) {
     );
     assert!(!ledger.releases.is_empty(), "no upload was acknowledged");
     assert!(!ledger.devices.is_empty(), "no device was acknowledged");
+    assert!(
+        ledger.usage.values().any(|u| !u.events.is_empty()),
+        "no usage event was acknowledged"
+    );
 }

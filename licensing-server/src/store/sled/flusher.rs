@@ -129,6 +129,8 @@ pub(super) struct FlushTargets {
     pub(super) tree: sled::Tree,
     pub(super) tables: Arc<LicenseTables>,
     pub(super) kept: Arc<super::idempotency::Kept>,
+    /// Usage increments waiting to be applied (`staged_usage.rs`).
+    pub(super) staged: Arc<super::staged_usage::StagedUsage>,
 }
 
 /// The flusher thread: when asked, or every 500 ms when there is something to write, flushes
@@ -144,7 +146,12 @@ pub(super) fn run_flusher(
     flusher: Arc<Flusher>,
     progress: watch::Sender<FlushState>,
 ) {
-    let FlushTargets { tree, tables, kept } = targets;
+    let FlushTargets {
+        tree,
+        tables,
+        kept,
+        staged,
+    } = targets;
     let flush = |covered: u64| {
         let gate = locks.gate.blocking_write();
         let target = applied.load(Ordering::Acquire);
@@ -168,6 +175,12 @@ pub(super) fn run_flusher(
         progress.send_replace(state);
     };
     let flush_applied = || {
+        // The staged usage increments first, in one batch, so that this flush covers them.
+        let gate = super::staged_usage::Flush {
+            gate: &locks.gate,
+            applied: &applied,
+        };
+        staged.apply_all(&tree, &tables, gate);
         let covered = progress.borrow().covered;
         if applied.load(Ordering::Acquire) > covered {
             flush(covered);

@@ -64,6 +64,7 @@ mod request_log;
 mod seen;
 mod space;
 mod staff;
+mod staged_usage;
 mod teams;
 mod tx;
 mod usage;
@@ -150,6 +151,8 @@ struct Inner {
     seen_reads: seen::Reads,
     /// Idempotency claims and the kept answers' files (`idempotency.rs`, `kept_files.rs`).
     kept: Arc<idempotency::Kept>,
+    /// Usage increments decided and waiting for the flusher's batch (`staged_usage.rs`).
+    staged_usage: Arc<staged_usage::StagedUsage>,
 }
 
 /// The default size of sled's page cache, in MiB (sled's own default is 1 GiB). The load
@@ -259,9 +262,10 @@ impl SledStore {
         let flusher = Arc::new(Flusher::default());
         let refreshes = Arc::new(Refreshes::default());
         let license_tables = Arc::new(LicenseTables::default());
+        let staged_usage = Arc::new(staged_usage::StagedUsage::default());
         let (progress, flushed) = watch::channel(FlushState::default());
         let flusher_thread = {
-            let (tree, tables, locks, applied, refreshes, flusher, kept) = (
+            let (tree, tables, locks, applied, refreshes, flusher, kept, staged) = (
                 tree.clone(),
                 license_tables.clone(),
                 locks.clone(),
@@ -269,11 +273,17 @@ impl SledStore {
                 refreshes.clone(),
                 flusher.clone(),
                 kept.clone(),
+                staged_usage.clone(),
             );
             std::thread::Builder::new()
                 .name("store-flusher".into())
                 .spawn(move || {
-                    let targets = FlushTargets { tree, tables, kept };
+                    let targets = FlushTargets {
+                        tree,
+                        tables,
+                        kept,
+                        staged,
+                    };
                     run_flusher(targets, locks, applied, refreshes, flusher, progress)
                 })?
         };
@@ -291,6 +301,7 @@ impl SledStore {
                 key_ids: Default::default(),
                 seen_reads: Default::default(),
                 kept,
+                staged_usage,
             }),
         })
     }
@@ -392,11 +403,13 @@ impl SledStore {
             Touch::License(license) => {
                 let held = locks.license(license).await;
                 self.apply_license_refresh(license).await?;
+                self.apply_staged_usage(Some(license)).await;
                 (Some(held), None)
             }
             Touch::Licenses => {
                 let all = locks.all().await;
                 self.apply_every_refresh().await?;
+                self.apply_staged_usage(None).await;
                 (None, Some(all))
             }
         };

@@ -1,7 +1,8 @@
 //! (ext) Usage counters (`c`): by team, license, meter code and period start, the used amount
 //! as 8 bytes; and the kept answers of usage events (`x`), by team, license and event id, with
-//! an index by the time they were kept for pruning. An increment is read, decided and written
-//! under the license's stripe, and flushed before it answers.
+//! an index by the time they were kept for pruning. An increment is read and decided under the
+//! license's stripe and staged (`staged_usage.rs`); the flusher applies what is staged in one
+//! batch, and the increment answers once that batch is flushed.
 
 use licensing_core::model::{
     ClientEvents, Meter, UsageChange, UsageCounter, UsageIncrement, UsageOutcome, usage_events,
@@ -89,15 +90,24 @@ impl UsageStore for SledStore {
         now: Timestamp,
     ) -> StoreResult<Vec<UsageOutcome>> {
         let (team, id) = (license.team_id, license.id);
+        let staged = &self.inner.staged_usage;
         let stripe = self.inner.locks.license(id).await;
         let mut tx = self.tx();
         self.require_license_in(&tx, team, id)?;
+        // What this increment staged, then what earlier ones of the license staged, then the tree.
+        let read = |tx: &Tx<'_>, k: &[u8]| match tx.pending.get(k) {
+            Some(v) => Ok(v.clone()),
+            None => match staged.get(id, k) {
+                Some(v) => Ok(v),
+                None => tx.get(k),
+            },
+        };
         let mut out = Vec::with_capacity(increments.len());
         let mut events = Vec::new();
         for inc in increments {
             let kept_at = inc.event_id.as_deref().map(|e| answer_key(team, id, e));
             if let Some(k) = &kept_at
-                && let Some(bytes) = tx.get(k)?
+                && let Some(bytes) = read(&tx, k)?
             {
                 let kept: Kept = serde_json::from_slice(&bytes)
                     .map_err(|e| StoreError::backend(format!("a kept usage answer: {e}")))?;
@@ -111,7 +121,7 @@ impl UsageStore for SledStore {
                 tx.del(answer_by_time(kept.at, k));
             }
             let at = counter_key(team, id, &inc.meter.code, inc.meter.period.bounds(inc.at).0);
-            let used = read_used(tx.get(&at)?);
+            let used = read_used(read(&tx, &at)?);
             let outcome = count_usage(inc, used);
             if outcome.counted {
                 tx.put(at, outcome.state.used.to_be_bytes().to_vec());
@@ -144,8 +154,26 @@ impl UsageStore for SledStore {
                 inbound: None,
             })?;
         }
-        let batch = self.commit(tx).await?;
-        drop(stripe);
+        let batch = if tx.pending.len() == 1 && !staged.has(id) {
+            // One key (a plain increment) and nothing staged before it: written at once, by
+            // itself (cheaper than a share of the flusher's batch).
+            let batch = self.commit(tx).await?;
+            drop(stripe);
+            batch
+        } else {
+            // Staged for the flusher's next batch (`staged_usage.rs`); an answer read from what
+            // is staged waits for it too.
+            let waiting = staged.stage(id, std::mem::take(&mut tx.pending));
+            drop(stripe);
+            match waiting {
+                Some(waiting) => {
+                    self.inner.flusher.request();
+                    waiting.applied().await?
+                }
+                // Nothing written or staged: durable once what it read is.
+                None => self.inner.applied.load(Ordering::Acquire),
+            }
+        };
         self.flushed_up_to(batch).await?;
         Ok(out)
     }
