@@ -133,8 +133,8 @@ pub(super) struct FlushTargets {
     pub(super) staged: Arc<super::staged_usage::StagedUsage>,
 }
 
-/// The flusher thread: when asked, or every 500 ms when there is something to write, flushes
-/// what was applied (under the gate, exclusively), appends and syncs the kept answers queued
+/// The flusher thread: when asked, or every 500 ms when there is something to write, applies
+/// the staged usage increments (`staged_usage.rs`) in one batch and flushes what was applied (under the gate, exclusively), appends and syncs the kept answers queued
 /// before (`idempotency.rs`), and publishes how far it reached, then applies
 /// the waiting refreshes (stripe by stripe, under each stripe's lock, flushing between stripes
 /// when a step asks), which the next round flushes.
@@ -176,11 +176,11 @@ pub(super) fn run_flusher(
     };
     let flush_applied = || {
         // The staged usage increments first, in one batch, so that this flush covers them.
-        let gate = super::staged_usage::Flush {
+        let batches = super::staged_usage::Flush {
             gate: &locks.gate,
             applied: &applied,
         };
-        staged.apply_all(&tree, &tables, gate);
+        staged.apply_all(&tree, &tables, batches);
         let covered = progress.borrow().covered;
         if applied.load(Ordering::Acquire) > covered {
             flush(covered);
