@@ -134,10 +134,11 @@ pub(super) struct FlushTargets {
 }
 
 /// The flusher thread: when asked, or every 500 ms when there is something to write, applies
-/// the staged usage increments (`staged_usage.rs`) in one batch and flushes what was applied (under the gate, exclusively), appends and syncs the kept answers queued
-/// before (`idempotency.rs`), and publishes how far it reached, then applies
-/// the waiting refreshes (stripe by stripe, under each stripe's lock, flushing between stripes
-/// when a step asks), which the next round flushes.
+/// the staged usage increments (`staged_usage.rs`) in one batch, flushes what was applied
+/// (under the gate, exclusively), appends and syncs the kept answers queued before
+/// (`idempotency.rs`), and publishes how far it reached, then applies the waiting refreshes
+/// (stripe by stripe, under each stripe's lock, flushing between stripes when a step asks),
+/// which the next round flushes.
 pub(super) fn run_flusher(
     targets: FlushTargets,
     locks: Arc<Locks>,
