@@ -422,6 +422,50 @@ async fn usage_through_two_instances_never_passes_the_limit() {
     assert_eq!(usage.ok()["meters"][0]["used"], 15);
 }
 
+/// Batches touching the same two counters in opposite orders, many at once: each is answered
+/// (on PostgreSQL a batch's counters are taken in one order, so two batches never wait for
+/// each other's) and every event counts.
+#[tokio::test]
+async fn batches_in_opposite_orders_all_count() {
+    let s = TestServer::start().await;
+    let (id, key) = metered(&s, 1_000_000).await;
+    let url = format!("{}/api/v1/client/teams/{}/usage", s.base, s.team.team_id);
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let (first, second) = if i % 2 == 0 {
+            ("EXPORTS", "SYNCS")
+        } else {
+            ("SYNCS", "EXPORTS")
+        };
+        let body = json!({"licenseKey": key, "events": [
+            {"meter": first, "quantity": 1, "eventId": format!("order-{i}-a")},
+            {"meter": second, "quantity": 1, "eventId": format!("order-{i}-b")},
+        ]});
+        let (client, url) = (s.client.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let response = client.post(url).json(&body).send().await.unwrap();
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap();
+            (status, answer)
+        }));
+    }
+    for task in tasks {
+        let (status, answer) = task.await.unwrap();
+        assert_eq!(status, 200, "{answer}");
+        let codes: Vec<&Value> = answer["data"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| &e["code"])
+            .collect();
+        assert_eq!(codes, [&json!("VALID"), &json!("VALID")], "{answer}");
+    }
+    let usage = s.get(&s.dev(&format!("licenses/id/{id}/usage"))).await;
+    let meters = usage.ok()["meters"].clone();
+    assert_eq!(meters[0]["used"], 40, "{meters}");
+    assert_eq!(meters[1]["used"], 40, "{meters}");
+}
+
 /// An archive carries each license's counters (its meters with them), and the restored store
 /// counts on from them.
 #[tokio::test]

@@ -138,13 +138,21 @@ impl UsageStore for PgStore {
     ) -> StoreResult<Vec<UsageOutcome>> {
         in_tx!(self.pool, |tx| {
             hold_license(&mut tx, license.team_id, license.id).await?;
-            let mut out = Vec::with_capacity(increments.len());
+            // Counters taken in one order (by meter and period; a counter's events keep theirs),
+            // so that two batches of the license never each hold a row the other waits for.
+            let mut order: Vec<usize> = (0..increments.len()).collect();
+            order.sort_by_key(|&i| {
+                let inc = &increments[i];
+                (&inc.meter.code, inc.meter.period.bounds(inc.at).0)
+            });
+            let mut out: Vec<Option<UsageOutcome>> = vec![None; increments.len()];
             let mut events = Vec::new();
-            for inc in increments {
+            for i in order {
+                let inc = &increments[i];
                 if let Some(id) = &inc.event_id
                     && let Some(kept) = claim_event(&mut tx, license.id, id, now).await?
                 {
-                    out.push(UsageOutcome {
+                    out[i] = Some(UsageOutcome {
                         replayed: true,
                         ..kept
                     });
@@ -174,7 +182,7 @@ impl UsageStore for PgStore {
                     .execute(&mut *tx)
                     .await?;
                 }
-                out.push(outcome);
+                out[i] = Some(outcome);
             }
             if !events.is_empty() {
                 let journal = Journal {
@@ -185,7 +193,7 @@ impl UsageStore for PgStore {
                 };
                 super::write_journal(&mut tx, &journal).await?;
             }
-            Ok(out)
+            Ok(out.into_iter().flatten().collect())
         })
     }
 
