@@ -881,7 +881,12 @@ async fn velopack_reads_its_feed_and_packages_under_a_feed_token() {
     );
 
     // Tokens: tampered or of another product 401; suspending the license revokes it.
-    let tampered = format!("{}A", &token[..token.len() - 1]);
+    // One character of the signature changed (to one it is not: the same one would leave the
+    // token intact).
+    let at = token.len() - 10;
+    let swapped = if &token[at..=at] == "A" { "B" } else { "A" };
+    let tampered = format!("{}{swapped}{}", &token[..at], &token[at + 1..]);
+    assert_ne!(tampered, token);
     let other = product(&s, "Other", json!({})).await;
     for url in [
         updates(&s, &p, &format!("t/{tampered}/velopack/releases.win.json")),
