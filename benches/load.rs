@@ -212,6 +212,14 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         config.admin_token = Some(ADMIN_TOKEN.to_owned());
         // The request history is on, as by default; `LICENSING_REQUEST_HISTORY_DAYS=0` turns it
         // off, to measure what it costs.
+        // `LICENSING_CACHE_MB` sets sled's cache as it does the server's, to measure what it
+        // holds.
+        if let Some(mb) = std::env::var("LICENSING_CACHE_MB")
+            .ok()
+            .and_then(|mb| mb.parse().ok())
+        {
+            config.cache_mb = mb;
+        }
         if let Some(days) = std::env::var("LICENSING_REQUEST_HISTORY_DAYS")
             .ok()
             .and_then(|d| d.parse().ok())
@@ -1101,6 +1109,9 @@ struct Figures {
     cpu: Option<Duration>,
     /// The same by thread name (see [`server_threads`]), in ticks of 10 ms.
     threads: BTreeMap<String, u64>,
+    /// The first server's resident memory when the scenario ended and its peak so far, in KiB
+    /// (what each scenario leaves and what raised the peak).
+    rss: Option<(u64, u64)>,
 }
 
 impl Figures {
@@ -1129,6 +1140,7 @@ impl Figures {
                     all
                 },
             ),
+            rss: rounds.iter().filter_map(|f| f.rss).max_by_key(|r| r.1),
         }
     }
 
@@ -1236,7 +1248,14 @@ async fn drive_at_most(
         errors,
         cpu,
         threads,
+        rss: server_rss(),
     }
+}
+
+/// The first server's resident memory now and at its peak, in KiB.
+fn server_rss() -> Option<(u64, u64)> {
+    let pid = *SERVERS.get()?.0.first()?;
+    rss_kib(pid).zip(peak_rss_kib(pid))
 }
 
 /// The server processes whose CPU time [`server_cpu`] adds up, and whether the machine's
@@ -2145,8 +2164,16 @@ async fn run(plan: Plan, args: &Args) {
 
     println!();
     println!(
-        "{:<40} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}  ratio to its limit",
-        "scenario", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "MiB/s", "errors", "CPU µs"
+        "{:<40} {:>10} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>11}  ratio to its limit",
+        "scenario",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "MiB/s",
+        "errors",
+        "CPU µs",
+        "RSS/peak MiB"
     );
     for f in &results {
         let ratio = match f.name {
@@ -2200,7 +2227,7 @@ async fn run(plan: Plan, args: &Args) {
             _ => String::new(),
         };
         println!(
-            "{:<40} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8} {:>8}  {ratio}",
+            "{:<40} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>10.1} {:>8} {:>8} {:>11}  {ratio}",
             f.name,
             f.rps(),
             f.p50.as_secs_f64() * 1e3,
@@ -2208,7 +2235,12 @@ async fn run(plan: Plan, args: &Args) {
             f.p999.as_secs_f64() * 1e3,
             f.mib_s(),
             f.errors,
-            f.cpu_us().map_or("?".into(), |us| format!("{us:.0}"))
+            f.cpu_us().map_or("?".into(), |us| format!("{us:.0}")),
+            f.rss.map_or("?".into(), |(now, peak)| format!(
+                "{}/{}",
+                now / 1024,
+                peak / 1024
+            ))
         );
         if args.threads && f.requests > 0 {
             let mut threads: Vec<_> = f.threads.iter().filter(|(_, t)| **t > 0).collect();

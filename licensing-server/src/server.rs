@@ -257,6 +257,7 @@ impl Server {
                 store,
                 files,
                 stats: StatsCache::default(),
+                overviews: crate::runtime::stats::OverviewCache::default(),
                 metrics: crate::metrics::Metrics::default(),
                 chat,
                 providers,

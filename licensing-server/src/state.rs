@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) files: FileStore,
     /// Statistics answers, 15 minutes per team.
     pub(crate) stats: StatsCache,
+    /// The dashboard's headline counts, a few seconds per team.
+    pub(crate) overviews: crate::runtime::stats::OverviewCache,
     /// Prometheus metrics.
     pub(crate) metrics: Metrics,
     /// The SMTP mailer, when configured.

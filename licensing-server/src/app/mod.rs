@@ -64,9 +64,9 @@ pub(crate) trait Run: Operation {
     fn run(self, cx: &Cx) -> impl Future<Output = Result<Self::Output, ApiError>> + Send;
 }
 
-/// Drops what the client API keeps in memory about the team when dropped, after an operation
-/// that may have written or one that was abandoned half-way: its cached licenses, and the
-/// context of each team the operation's journals changed (see
+/// Drops what the server keeps in memory about the team when dropped, after an operation that
+/// may have written or one that was abandoned half-way: its cached licenses, its headline
+/// counts, and the context of each team the operation's journals changed (see
 /// [`Action::changes_team_context`](licensing_core::model::Action::changes_team_context)).
 struct Written<'a>(&'a Cx);
 
@@ -74,6 +74,7 @@ impl Drop for Written<'_> {
     fn drop(&mut self) {
         let state = &self.0.state;
         state.licenses.forget_team(self.0.team);
+        state.overviews.forget(self.0.team);
         for team in self.0.journaled.take() {
             state.contexts.invalidate(team);
         }

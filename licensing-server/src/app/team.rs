@@ -179,7 +179,8 @@ impl Operation for GetOverview {
 impl Run for GetOverview {
     async fn run(self, cx: &Cx) -> Result<Overview, ApiError> {
         let hour_ago = licensing_core::Timestamp::from_millis(cx.now.as_millis() - 3_600_000);
-        Ok(cx.state.store.overview(cx.team, hour_ago).await?)
+        let count = || cx.state.store.overview(cx.team, hour_ago);
+        Ok(cx.state.overviews.get(cx.team, count).await?)
     }
 }
 

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use crate::runtime::contexts::TeamContexts;
 use crate::runtime::license_cache::LicenseCache;
+use crate::runtime::stats::OverviewCache;
 use crate::store::shared::{Change, ChangeFeed};
 
 /// Listens until `stop` turns true.
@@ -18,6 +19,7 @@ pub(crate) async fn run(
     feed: Arc<dyn ChangeFeed>,
     contexts: TeamContexts,
     licenses: Arc<LicenseCache>,
+    overviews: OverviewCache,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -29,13 +31,18 @@ pub(crate) async fn run(
             // Anything changed while no one listened is reloaded.
             contexts.clear();
             licenses.clear();
+            overviews.clear();
             while let Some(change) = changes.next().await {
                 match change? {
                     Change::Team(team) => contexts.invalidate(team),
-                    Change::License(team, key) => licenses.forget(team, &key),
+                    Change::License(team, key) => {
+                        licenses.forget(team, &key);
+                        overviews.forget(team);
+                    }
                     Change::Any => {
                         contexts.clear();
                         licenses.clear();
+                        overviews.clear();
                     }
                 }
             }
@@ -51,6 +58,7 @@ pub(crate) async fn run(
                 }
                 contexts.clear();
                 licenses.clear();
+                overviews.clear();
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     _ = stop.changed() => return,

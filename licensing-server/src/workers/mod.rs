@@ -99,6 +99,7 @@ pub(crate) fn spawn_all(state: &AppState) -> Workers {
                 feed,
                 state.contexts.clone(),
                 state.licenses.clone(),
+                state.overviews.clone(),
                 stopping.clone(),
             ),
         );
