@@ -97,10 +97,10 @@ impl StagedUsage {
         if licenses.is_empty() {
             return;
         }
-        let taken = std::mem::take(&mut *licenses);
+        let mut taken = std::mem::take(&mut *licenses);
         let result = {
             let _gate = flush.gate.blocking_read();
-            apply(tree, tables, flush.applied, taken.values())
+            apply(tree, tables, flush.applied, taken.values_mut())
         };
         drop(licenses);
         tell(taken.into_values(), result);
@@ -122,17 +122,16 @@ pub(super) struct Flush<'a> {
     pub(super) applied: &'a AtomicU64,
 }
 
-/// Applies the writes of `staged` in one batch; its number.
+/// Applies the writes of `staged` (moved out, the waiters left) in one batch; its number.
 fn apply<'s>(
     tree: &sled::Tree,
     tables: &LicenseTables,
     applied: &AtomicU64,
-    staged: impl Iterator<Item = &'s Staged>,
+    staged: impl Iterator<Item = &'s mut Staged>,
 ) -> Applied {
     let mut tx = Tx::new(tree, tables);
     for s in staged {
-        tx.pending
-            .extend(s.writes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        tx.pending.extend(std::mem::take(&mut s.writes));
     }
     if !tx.pending.is_empty() {
         tx.commit().map_err(|e| Arc::from(e.to_string()))?;
@@ -155,7 +154,7 @@ impl SledStore {
     /// Applies what `license` has staged, or every license when `None`; the caller holds that
     /// license's lock (or every license's).
     pub(super) async fn apply_staged_usage(&self, license: Option<LicenseId>) {
-        let taken = self.inner.staged_usage.take(license);
+        let mut taken = self.inner.staged_usage.take(license);
         if taken.is_empty() {
             return;
         }
@@ -165,7 +164,7 @@ impl SledStore {
                 &self.inner.tree,
                 &self.inner.license_tables,
                 &self.inner.applied,
-                taken.iter(),
+                taken.iter_mut(),
             )
         };
         tell(taken.into_iter(), result);
