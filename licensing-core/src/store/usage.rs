@@ -36,6 +36,26 @@ pub trait UsageStore: Send + Sync {
         license: LicenseId,
     ) -> impl Future<Output = StoreResult<Vec<UsageCounter>>> + Send;
 
+    /// What the license used of each of `meters` in the period of each that holds `now`, in
+    /// order (0 where nothing was counted): what a verify answers. The license is not looked
+    /// up (the caller read it); a store answers from the counters alone, without reading a
+    /// license or the periods before.
+    fn used_now(
+        &self,
+        team: TeamId,
+        license: LicenseId,
+        meters: &[Meter],
+        now: Timestamp,
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send {
+        async move {
+            let counters = self.list_usage(team, license).await?;
+            Ok(meters
+                .iter()
+                .map(|m| crate::model::used_in_period(&counters, m, now))
+                .collect())
+        }
+    }
+
     /// Changes the license's counter of `meter` in the period holding `now` (adjusted, never
     /// below 0, or reset), with `journal`, in one atomic step; the counter after it. The
     /// license must exist.

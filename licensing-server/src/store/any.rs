@@ -338,6 +338,7 @@ delegate!(RequestLogStore {
 delegate!(UsageStore {
     fn record_usage(&self, license: &License, increments: &[licensing_core::model::UsageIncrement], wants: licensing_core::model::ClientEvents, now: Timestamp) -> StoreResult<Vec<licensing_core::model::UsageOutcome>>;
     fn list_usage(&self, team: TeamId, license: LicenseId) -> StoreResult<Vec<licensing_core::model::UsageCounter>>;
+    fn used_now(&self, team: TeamId, license: LicenseId, meters: &[licensing_core::model::Meter], now: Timestamp) -> StoreResult<Vec<u64>>;
     fn change_usage(&self, team: TeamId, license: LicenseId, meter: &licensing_core::model::Meter, change: licensing_core::model::UsageChange, now: Timestamp, journal: &Journal) -> StoreResult<licensing_core::model::UsageCounter>;
     fn restore_usage_counters(&self, team: TeamId, license: LicenseId, counters: &[licensing_core::model::UsageCounter]) -> StoreResult<()>;
     fn prune_usage_events(&self, before: Timestamp) -> StoreResult<u64>;

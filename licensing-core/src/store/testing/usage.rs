@@ -108,6 +108,16 @@ pub async fn usage_is_counted_within_limits_per_period_and_once_per_event<S: Sto
     let counters = store.list_usage(t.id, l.id).await.unwrap();
     let usage = meter_usage(std::slice::from_ref(&meter), &counters, tomorrow);
     assert_eq!(usage[0].used, 5);
+    // What a verify answers: each meter's period holding the time asked, 0 where none counted.
+    let never = Meter {
+        code: "NEVER_USED".into(),
+        ..meter.clone()
+    };
+    let both = [meter.clone(), never];
+    let now_used = |when| store.used_now(t.id, l.id, &both, when);
+    assert_eq!(now_used(tomorrow).await.unwrap(), [5, 0]);
+    assert_eq!(now_used(now).await.unwrap(), [10, 0]);
+    assert_eq!(now_used(tomorrow.plus_days(1)).await.unwrap(), [0, 0]);
     assert_eq!(
         (usage[0].history[0].period_start, usage[0].history[0].used),
         (day, 10)

@@ -6,9 +6,7 @@ use std::net::IpAddr;
 
 use licensing_core::api::requests::UsageBody;
 use licensing_core::api::{UsageBatchData, UsageEventResult};
-use licensing_core::model::{
-    License, LicenseMeter, MeterState, UsageIncrement, UsageOutcome, used_in_period,
-};
+use licensing_core::model::{License, LicenseMeter, MeterState, UsageIncrement, UsageOutcome};
 use licensing_core::store::UsageStore;
 use licensing_core::verify::RequestKind;
 use licensing_core::{ApiError, ResultCode, TeamId, Timestamp};
@@ -26,11 +24,14 @@ pub(crate) async fn meters_now<S: UsageStore>(
     if license.meters.is_empty() {
         return Ok(Vec::new());
     }
-    let counters = store.list_usage(license.team_id, license.id).await?;
+    let used = store
+        .used_now(license.team_id, license.id, &license.meters, now)
+        .await?;
     Ok(license
         .meters
         .iter()
-        .map(|m| m.state(used_in_period(&counters, m, now), now).into())
+        .zip(used)
+        .map(|(m, used)| m.state(used, now).into())
         .collect())
 }
 

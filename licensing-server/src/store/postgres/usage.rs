@@ -227,6 +227,39 @@ impl UsageStore for PgStore {
         Ok(out)
     }
 
+    async fn used_now(
+        &self,
+        _team: TeamId,
+        license: LicenseId,
+        meters: &[Meter],
+        now: Timestamp,
+    ) -> StoreResult<Vec<u64>> {
+        if meters.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (codes, starts): (Vec<&str>, Vec<i64>) = meters
+            .iter()
+            .map(|m| (m.code.as_str(), m.period.bounds(now).0.as_millis()))
+            .unzip();
+        // One row a meter, in order: its counter of the period, or none.
+        let used: Vec<Option<i64>> = sqlx::query_scalar(
+            "SELECT u.used FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS w(meter, start, n)
+             LEFT JOIN usage_counters u
+               ON u.license_id = $1 AND u.meter = w.meter AND u.period_start = w.start
+             ORDER BY w.n",
+        )
+        .bind(license.as_uuid())
+        .bind(&codes)
+        .bind(&starts)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(used
+            .into_iter()
+            .map(|u| u.and_then(|u| u64::try_from(u).ok()).unwrap_or(0))
+            .collect())
+    }
+
     async fn change_usage(
         &self,
         team: TeamId,
