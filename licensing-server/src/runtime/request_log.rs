@@ -10,7 +10,7 @@
 //! the device and version kept are cut to [`MAX_TEXT`] characters. Memory is bounded: past
 //! [`MAX_PENDING`] waiting entries (a store that cannot keep up) new ones are dropped and
 //! counted. A pruner deletes entries past the retention, each license's oldest past its cap,
-//! then each team's oldest past its cap, every hour.
+//! then each team's oldest past its cap, every hour (the first time ten minutes after start-up).
 
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
@@ -34,6 +34,11 @@ const BATCH: usize = 5_000;
 
 /// How often old entries are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// How long after start-up the first prune waits: a prune walks the whole history (millions of
+/// entries on a busy store), which would otherwise compete with opening the store and fill its
+/// cache before the first request.
+const FIRST_PRUNE_AFTER: Duration = Duration::from_secs(600);
 
 /// Entries of their own one license gets per write (a second); its other requests are counted
 /// in the waiting entry of the same endpoint and answer.
@@ -224,8 +229,12 @@ impl RequestLog {
                 .await?)
     }
 
-    /// Prunes now and every hour until `stop`.
-    pub async fn run_pruner<S: RequestLogStore>(self, store: S, stop: watch::Receiver<bool>) {
+    /// Prunes [`FIRST_PRUNE_AFTER`] after start-up, then every hour, until `stop`.
+    pub async fn run_pruner<S: RequestLogStore>(self, store: S, mut stop: watch::Receiver<bool>) {
+        tokio::select! {
+            () = tokio::time::sleep(FIRST_PRUNE_AFTER) => {}
+            _ = stop.changed() => return,
+        }
         let prune = || async {
             match self.prune(&store, Timestamp::now()).await {
                 Ok(0) => {}
