@@ -229,7 +229,7 @@ impl RequestLog {
                 .await?)
     }
 
-    /// Prunes [`FIRST_PRUNE_AFTER`] after start-up, then every hour, until `stop`.
+    /// Prunes ten minutes after start-up, then every hour, until `stop`.
     pub async fn run_pruner<S: RequestLogStore>(self, store: S, mut stop: watch::Receiver<bool>) {
         tokio::select! {
             () = tokio::time::sleep(FIRST_PRUNE_AFTER) => {}
