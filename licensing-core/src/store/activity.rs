@@ -162,6 +162,21 @@ pub struct LicenseRead {
     /// The request's own records as read with the license: `Some` when the store read them
     /// (each `None` when absent), for [`ActivityStore::record_activity_after`].
     pub own: Option<(Option<Hwid>, Option<IpRecord>)>,
+    /// What a store that writes an admission only if the license is unchanged since this read
+    /// (no lock held between the read and the write) read with it; `None` for other stores and
+    /// for reads that did not come from the store (a cache).
+    pub mark: Option<ReadMark>,
+}
+
+/// The license row's state as read, for a store that admits optimistically: it writes the
+/// request's new records with the license only if the row's version is still `version`, and
+/// decides under its lock otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadMark {
+    /// The row's version as read: any value that changes whenever the row is written.
+    pub version: i64,
+    /// The license's counts of its device and address records, as read (for the cap).
+    pub records: (u64, u64),
 }
 
 /// The atomic unit of the client API.
@@ -186,7 +201,11 @@ pub trait ActivityStore: Send + Sync {
             Ok(self
                 .get_license_by_key(team, key)
                 .await?
-                .map(|license| LicenseRead { license, own: None }))
+                .map(|license| LicenseRead {
+                    license,
+                    own: None,
+                    mark: None,
+                }))
         }
     }
 

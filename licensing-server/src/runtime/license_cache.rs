@@ -188,6 +188,7 @@ impl LicenseCache {
                 Some(LicenseRead {
                     license: entry.license.clone(),
                     own: Some((pair.hwid.clone(), pair.record.clone())),
+                    mark: None,
                 })
             });
         match hit {
@@ -376,6 +377,7 @@ mod tests {
         LicenseRead {
             license: l.clone(),
             own: Some((Some(hwid), Some(ip))),
+            mark: None,
         }
     }
 

@@ -1,15 +1,27 @@
-//! The client API's atomic unit on PostgreSQL (steps 7 and 8).
+//! The client API's atomic unit on PostgreSQL (steps 7 and 8), three ways.
 //!
-//! A request whose device and address already count (the usual heartbeat) is decided from one
-//! read of the license with its own two records, and its refresh is written behind
-//! (`refresh.rs`): nothing is at stake, so it needs no lock and no commit of its own. Any other request runs in a transaction that locks the license
-//! row (`FOR UPDATE OF l`): concurrent requests of that license, through any instance, take
-//! turns, so a limit is never exceeded, and other licenses do not wait. A limit is counted only
-//! when it is at stake, and records are counted only up to the cap a license may hold.
+//! - A request whose device and address already count (the usual heartbeat) is decided from one
+//!   read of the license with its own two records, and its refresh is written behind
+//!   (`refresh.rs`): nothing is at stake, so it needs no lock and no commit of its own.
+//! - A request that makes or revives records with room under the cap and no session step (a
+//!   new device, a new address) is decided from that read too, counting a limit when it is at
+//!   stake, and written in one statement that updates the license row only if it is still the
+//!   version read (its `xmin`), and the records and events only if the license was updated:
+//!   one round trip, no transaction. Every writer that may make a record count writes the
+//!   license row (the step below, a registration, a revived record, a restore: `lock_changing`),
+//!   so a record counted since the read, or a license changed, changes the version; the update
+//!   then waits for that writer's commit, finds another version and writes nothing, and the
+//!   request is decided again the third way. A refusal is always decided the third way.
+//! - Any other request runs in a transaction that locks the license row (`FOR UPDATE`):
+//!   concurrent requests of that license, through any instance, take turns, so a limit is never
+//!   exceeded, and other licenses do not wait.
+//!
+//! A limit is counted only when it is at stake, and records are counted only up to the cap a
+//! license may hold.
 
 use licensing_core::store::{
-    ActivityRules, ActivityStore, Entity, LicenseRead, Recorded, RegisteredDevice, StoreError,
-    StoreResult, license_after,
+    ActivityRules, ActivityStore, Entity, LicenseRead, ReadMark, Recorded, RegisteredDevice,
+    StoreError, StoreResult, license_after,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
 use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
@@ -32,6 +44,7 @@ macro_rules! own_read {
     ($where:literal) => {
         concat!(
             "SELECT l.doc, l.last_active_at, l.hwid_records, l.ip_records,
+       l.xmin::text::int8 AS version,
        h.id AS h_id, h.identifier AS h_identifier, h.forgotten AS h_forgotten,
        h.last_seen_at AS h_last_seen_at, h.created_at AS h_created_at,
        h.updated_at AS h_updated_at, h.name AS h_name, h.platform AS h_platform,
@@ -76,6 +89,7 @@ fn own(row: &PgRow, team: TeamId, activity: &Activity) -> PgResult<Own> {
         hwid,
         ip,
         held,
+        version: Some(row.try_get("version")?),
     })
 }
 
@@ -109,9 +123,14 @@ impl ActivityStore for PgStore {
         let Some(found) = read_own(&self.pool, select, team, activity).await? else {
             return Ok(None);
         };
+        let counts = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(Some(LicenseRead {
             license: self.refreshes.overlay(found.license),
             own: Some((found.hwid, found.ip)),
+            mark: found.version.map(|version| ReadMark {
+                version,
+                records: (counts(found.held.0), counts(found.held.1)),
+            }),
         }))
     }
 
@@ -128,14 +147,22 @@ impl ActivityStore for PgStore {
                 .record_activity(license.team_id, license.id, rules, activity, now)
                 .await;
         };
+        let counts = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         let found = Own {
             license: read.license.clone(),
             hwid: hwid.clone(),
             ip: ip.clone(),
-            // Not read here: only the atomic step needs them, and it reads the license again.
-            held: (0, 0),
+            // Without a mark (a cached read), only the locked step needs them, and it reads
+            // the license again.
+            held: read
+                .mark
+                .map_or((0, 0), |m| (counts(m.records.0), counts(m.records.1))),
+            version: read.mark.map(|m| m.version),
         };
         if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(decided);
+        }
+        if let Some(decided) = self.step_if_unchanged(&found, rules, activity, now).await? {
             return Ok(decided);
         }
         Ok(self
@@ -159,6 +186,9 @@ impl ActivityStore for PgStore {
             .await?
             .ok_or(StoreError::NotFound(Entity::License))?;
         if let Some(decided) = self.admit_counted(&found, rules, activity, now).await? {
+            return Ok(decided);
+        }
+        if let Some(decided) = self.step_if_unchanged(&found, rules, activity, now).await? {
             return Ok(decided);
         }
         Ok(self
@@ -201,8 +231,9 @@ impl PgStore {
         override_limit: bool,
         now: Timestamp,
     ) -> PgResult<Result<RegisteredDevice, Denial>> {
+        // It may revive a forgotten record: the row's version changes (see the module docs).
         LICENSES
-            .lock(tx, team.as_uuid(), license_id.as_uuid())
+            .lock_changing(tx, team.as_uuid(), license_id.as_uuid())
             .await?;
         if let Some(waiting) = self.refreshes.take_license(license_id) {
             super::refresh::write(&mut *tx, &[&waiting]).await?;
@@ -231,7 +262,9 @@ impl PgStore {
                 .as_ref()
                 .is_some_and(|h| verify::counts(h.forgotten, h.last_seen_at, timeout, now));
         let held = if at_stake {
-            counted(&mut *tx, &decided.license, RecordKind::Hwid, timeout, now).await?
+            counted(&mut *tx, &decided.license, RecordKind::Hwid, timeout, now)
+                .await?
+                .0
         } else {
             0
         };
@@ -382,6 +415,63 @@ impl PgStore {
         })))
     }
 
+    /// The atomic step without the row lock, for a request that makes or revives records with
+    /// room under the cap and no session step: decided from the read (a limit counted when it
+    /// is at stake), written in one statement only if the license row is still the version read
+    /// (see the module docs). `None` when the request needs the locked step: a read without a
+    /// version, a session step, a license's first request (which writes the license whole), a
+    /// record at the cap, a refusal (decided again under the lock, on what holds then), or a
+    /// license row written since the read.
+    async fn step_if_unchanged(
+        &self,
+        found: &Own,
+        rules: &ActivityRules<'_>,
+        activity: &Activity,
+        now: Timestamp,
+    ) -> PgResult<Option<Result<Recorded, Denial>>> {
+        let Some(version) = found.version else {
+            return Ok(None);
+        };
+        if !matches!(activity.session, SessionStep::None) {
+            return Ok(None);
+        }
+        let decided = found.with_terms(rules.policies);
+        let mut conn = self.pool.acquire().await?;
+        let admission = match decide(&mut conn, &decided, rules, activity, now).await? {
+            (Ok(admission), _) => admission,
+            // Counted on the license as read: the refusal holds at that count's moment.
+            (Err(denial), true) => return Ok(Some(Err(denial))),
+            (Err(_), false) => return Ok(None),
+        };
+        let hwid_new = matches!(admission.hwid, Some(RecordChange::Create));
+        let ip_new = admission.ip == RecordChange::Create;
+        let cap = i64::from(rules.max_records);
+        if admission.activate.is_some()
+            || (hwid_new && found.held.0 >= cap)
+            || (ip_new && found.held.1 >= cap)
+        {
+            return Ok(None);
+        }
+        let counts = (i32::from(hwid_new), i32::from(ip_new));
+        let written = apply(
+            &mut conn,
+            found,
+            &admission,
+            (rules, counts),
+            activity,
+            (now, Some(version)),
+        )
+        .await?;
+        Ok(written.map(|license| {
+            Ok(Recorded {
+                license,
+                admission,
+                session: None,
+                decided_from_read: false,
+            })
+        }))
+    }
+
     /// The atomic step, in a transaction that holds the license row. It commits whatever the
     /// step decides (a refusal writes nothing of the request, but the waiting refreshes it
     /// wrote stay).
@@ -427,7 +517,7 @@ impl PgStore {
             .ok_or(StoreError::NotFound(Entity::License))?;
         // Decided with the terms in effect (its policy's, live); written as stored.
         let decided = found.with_terms(rules.policies);
-        let admission = match decide(&mut *tx, &decided, rules, activity, now).await? {
+        let admission = match decide(&mut *tx, &decided, rules, activity, now).await?.0 {
             Ok(admission) => admission,
             Err(denial) => return Ok(Err(denial)),
         };
@@ -477,7 +567,16 @@ impl PgStore {
             i32::try_from(hwids).unwrap_or(0),
             i32::try_from(ips).unwrap_or(0),
         );
-        let license = apply(&mut *tx, &found, &admission, (rules, counts), activity, now).await?;
+        let license = apply(
+            &mut *tx,
+            &found,
+            &admission,
+            (rules, counts),
+            activity,
+            (now, None),
+        )
+        .await?
+        .ok_or_else(|| StoreError::backend("the license row held was not written"))?;
         if let Some(session) = &session {
             super::floating::write(&mut *tx, session).await?;
             if matches!(activity.session, SessionStep::Start { .. })
@@ -600,6 +699,98 @@ mod tests {
             .map_or(0, |plans| plans.iter().map(rows_read).sum())
     }
 
+    /// A new device is admitted in one statement, without the row lock, from the read; a read
+    /// the license has changed since (its limit lowered) writes nothing that way, and the
+    /// request is decided again under the lock, on the license as it is; a refusal counted on
+    /// the license as read is answered without the lock.
+    #[test]
+    fn a_new_device_is_written_in_one_statement_only_if_the_license_is_unchanged() {
+        crate::testing::postgres::on_fresh_database(|url| async move {
+            let store = PgStore::connect(&url, 4).await.unwrap();
+            let team = testing::team(&store, "A").await;
+            let now = Timestamp::from_millis(1_800_000_000_000);
+            let mut license = testing::license(team.id, now);
+            license.hwid_limit = Some(3);
+            store
+                .create_license(&license, &Journal::NONE)
+                .await
+                .unwrap();
+            let rules = ActivityRules::new(&team.settings);
+            let device = |name: &str| Activity {
+                label: Default::default(),
+                hardware_id: Some(
+                    licensing_core::validate::HardwareId::parse(&format!("{name}-hardware"))
+                        .unwrap(),
+                ),
+                ip: std::net::IpAddr::from([198, 51, 100, 1]),
+                country: None,
+                session: Default::default(),
+            };
+            let read = |activity: Activity| {
+                let store = &store;
+                let key = license.license_key;
+                async move {
+                    let select = sqlx::query(READ_BY_KEY)
+                        .bind(team.id.as_uuid())
+                        .bind(key.as_str());
+                    read_own(&store.pool, select, team.id, &activity)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                }
+            };
+            // Two devices, each in one statement (the second read sees the first's records).
+            for name in ["first", "second"] {
+                let found = read(device(name)).await;
+                assert!(found.version.is_some());
+                let recorded = store
+                    .step_if_unchanged(&found, &rules, &device(name), now)
+                    .await
+                    .unwrap()
+                    .expect("decided without the lock")
+                    .expect("admitted");
+                assert!(!recorded.decided_from_read);
+            }
+            // A third read, then the limit lowered to two: the read's version is gone.
+            let stale = read(device("third")).await;
+            license.hwid_limit = Some(2);
+            store
+                .update_license(&license, &Journal::NONE)
+                .await
+                .unwrap();
+            let unlocked = store
+                .step_if_unchanged(&stale, &rules, &device("third"), now)
+                .await
+                .unwrap();
+            assert!(unlocked.is_none(), "written from a stale read");
+            let refused = store
+                .record_activity(team.id, license.id, &rules, &device("third"), now)
+                .await
+                .unwrap()
+                .expect_err("the lowered limit");
+            assert_eq!(refused.code, ResultCode::HwidLimitReached);
+            // A read of the license as it is now refuses without the lock: its count saw the
+            // version read.
+            let fresh = read(device("third")).await;
+            let refused = store
+                .step_if_unchanged(&fresh, &rules, &device("third"), now)
+                .await
+                .unwrap()
+                .expect("decided without the lock")
+                .expect_err("the limit");
+            assert_eq!(refused.code, ResultCode::HwidLimitReached);
+            // What is stored: two devices, counted as held, and one address.
+            let counts: (i32, i32) =
+                sqlx::query_as("SELECT hwid_records, ip_records FROM licenses WHERE id = $1")
+                    .bind(license.id.as_uuid())
+                    .fetch_one(&store.pool)
+                    .await
+                    .unwrap();
+            assert_eq!(counts, (2, 1));
+            assert!(store.check_record_counts().await.unwrap().is_empty());
+        });
+    }
+
     /// BUG-9 on PostgreSQL: the admission of a new address to a license holding 2,000 records
     /// reads no more rows than its decision needs, by the plans of the very statements it runs
     /// (generic plans among them: the sixth execution of a prepared statement may use one).
@@ -657,7 +848,8 @@ mod tests {
                 .fetch_one(&mut *conn)
                 .await
                 .unwrap();
-            assert!(rows_read(&plan[0]["Plan"]) <= 5, "{plan:#}");
+            // (And the license's row, for its version.)
+            assert!(rows_read(&plan[0]["Plan"]) <= 5 + 1, "{plan:#}");
             // Without one: up to the limit.
             let (sql, at_most) = counting_sql(RecordKind::Ip, false, Some(5));
             let plan: Value = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(sql)))
@@ -666,7 +858,7 @@ mod tests {
                 .fetch_one(&mut *conn)
                 .await
                 .unwrap();
-            assert!(rows_read(&plan[0]["Plan"]) <= 5, "{plan:#}");
+            assert!(rows_read(&plan[0]["Plan"]) <= 5 + 1, "{plan:#}");
             // Making room: a batch of the oldest that count against nothing, of each kind.
             let batch = prune_batch(HELD) as i64;
             for (limited, timed) in [(true, true), (false, false), (true, false)] {

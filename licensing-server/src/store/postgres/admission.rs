@@ -11,7 +11,7 @@ use licensing_core::{LicenseId, Timestamp};
 use sqlx::PgConnection;
 
 use super::PgResult;
-use super::{ms, opt_ms};
+use super::{constraint, json, ms, opt_ms, team_missing};
 use crate::store::{addr16, hwid_digest};
 use licensing_core::store::Activity;
 
@@ -23,6 +23,9 @@ pub(super) struct Own {
     pub(super) ip: Option<IpRecord>,
     /// The license's counts of its device and address records.
     pub(super) held: (i64, i64),
+    /// The license row's version (`xmin`) as read, when the read may decide an admission
+    /// without the row lock (see `activity.rs`).
+    pub(super) version: Option<i64>,
 }
 
 impl Own {
@@ -39,6 +42,7 @@ impl Own {
                 hwid: self.hwid.clone(),
                 ip: self.ip.clone(),
                 held: self.held,
+                version: self.version,
             }),
         }
     }
@@ -51,25 +55,33 @@ pub(super) fn cutoff(timeout: Option<u32>, now: Timestamp) -> Option<i64> {
 
 /// How many records of `kind` count against the license's limit now, counting no further than
 /// `limit` (the decision needs no more): the index of counting records by last use is read
-/// from the cutoff on, so what does not count is never read.
+/// from the cutoff on, so what does not count is never read. With the count, the license row's
+/// version in the same snapshot (see `activity.rs`).
 pub(super) async fn counted(
     conn: &mut PgConnection,
     license: &License,
     kind: RecordKind,
     timeout: Option<u32>,
     now: Timestamp,
-) -> PgResult<u64> {
+) -> PgResult<(u64, Option<i64>)> {
     let limit = match kind {
         RecordKind::Hwid => license.hwid_limit,
         RecordKind::Ip => license.ip_limit,
     };
     let (sql, at_most) = counting_sql(kind, timeout.is_some(), limit);
-    let mut query = sqlx::query_scalar(sql).bind(license.id.as_uuid());
+    let mut query = sqlx::query_as(sql).bind(license.id.as_uuid());
     if let Some(since) = cutoff(timeout, now) {
         query = query.bind(since);
     }
-    let n: i64 = query.bind(at_most).fetch_one(conn).await?;
-    Ok(u64::try_from(n).unwrap_or(0))
+    let (n, version): (i64, Option<i64>) = query.bind(at_most).fetch_one(conn).await?;
+    Ok((u64::try_from(n).unwrap_or(0), version))
+}
+
+/// The license row's version (`$1` the license), as a column of a counting statement.
+macro_rules! version {
+    () => {
+        "(SELECT xmin::text::int8 FROM licenses WHERE id = $1)"
+    };
 }
 
 /// The statement [`counted`] runs, and its bound: `$1` the license, then the cutoff when there
@@ -81,22 +93,30 @@ pub(super) fn counting_sql(
     limit: Option<u32>,
 ) -> (&'static str, i64) {
     let sql = match (kind, timed) {
-        (RecordKind::Hwid, true) => {
-            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+        (RecordKind::Hwid, true) => concat!(
+            "SELECT count(*), ",
+            version!(),
+            " FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
                AND last_seen_at >= $2 LIMIT $3) counting"
-        }
-        (RecordKind::Hwid, false) => {
-            "SELECT count(*) FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
+        ),
+        (RecordKind::Hwid, false) => concat!(
+            "SELECT count(*), ",
+            version!(),
+            " FROM (SELECT 1 FROM hwids WHERE license_id = $1 AND NOT forgotten
                LIMIT $2) counting"
-        }
-        (RecordKind::Ip, true) => {
-            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+        ),
+        (RecordKind::Ip, true) => concat!(
+            "SELECT count(*), ",
+            version!(),
+            " FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
                AND last_seen_at >= $2 LIMIT $3) counting"
-        }
-        (RecordKind::Ip, false) => {
-            "SELECT count(*) FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
+        ),
+        (RecordKind::Ip, false) => concat!(
+            "SELECT count(*), ",
+            version!(),
+            " FROM (SELECT 1 FROM ips WHERE license_id = $1 AND NOT forgotten
                LIMIT $2) counting"
-        }
+        ),
     };
     (sql, limit.map_or(i64::MAX, i64::from).max(1))
 }
@@ -210,16 +230,20 @@ pub(super) fn victims_sql(kind: RecordKind, limited: bool, timed: bool) -> (&'st
     }
 }
 
-/// Decides step 7 with the license row locked, counting a limit only when it is at stake.
+/// Decides step 7, counting a limit only when it is at stake: with the license row locked, or
+/// from a read of version `own.version`. Also says whether the decision rests on that version:
+/// whether it counted, and every count saw the license row at that version (a refusal decided
+/// without the lock holds only then).
 pub(super) async fn decide(
     conn: &mut PgConnection,
     own: &Own,
     rules: &ActivityRules<'_>,
     activity: &Activity,
     now: Timestamp,
-) -> PgResult<Result<Admission, Denial>> {
+) -> PgResult<(Result<Admission, Denial>, bool)> {
     let settings = rules.settings;
     let mut known: [Option<u64>; 2] = [None, None];
+    let mut same_version = None;
     let slot = |kind: RecordKind| match kind {
         RecordKind::Hwid => 0,
         RecordKind::Ip => 1,
@@ -236,41 +260,51 @@ pub(super) async fn decide(
             |kind| known[slot(kind)].ok_or(kind),
         );
         match decided {
-            Ok(decided) => return Ok(decided),
+            Ok(decided) => return Ok((decided, same_version.unwrap_or(false))),
             Err(kind) => {
                 let timeout = match kind {
                     RecordKind::Hwid => settings.hwid_timeout,
                     RecordKind::Ip => settings.ip_timeout,
                 };
-                known[slot(kind)] = Some(counted(conn, &own.license, kind, timeout, now).await?);
+                let (n, version) = counted(conn, &own.license, kind, timeout, now).await?;
+                known[slot(kind)] = Some(n);
+                let same = own.version.is_some() && version == own.version;
+                same_version = Some(same_version.unwrap_or(true) && same);
             }
         }
     }
 }
 
-/// The fragments of step 8's statement, each a data-modifying `WITH` member or the final
-/// `UPDATE` of the license; `$1` is the license, `$2` the moment, and each fragment's own values
-/// follow in the order the fragments are written (see [`apply`]).
+/// The fragments of step 8's statement, `WITH` members all: the license's update first, which
+/// the others read (so they write nothing when it updates no row), then a device record's
+/// fragment, an address record's and the events'; `$1` is the license, `$2` the moment, and
+/// each fragment's own values follow in the order the fragments are written (see [`apply`]).
+/// The license is updated only if its row is still the version read (`xmin`), when one is
+/// given: how the one-statement admission of `activity.rs` applies only to what it decided on.
+const LICENSE_AFTER: &str = "lic AS (UPDATE licenses SET last_active_at = ${last_active},
+     hwid_records = hwid_records + ${hwids}, ip_records = ip_records + ${ips}
+   WHERE id = $1 AND (${version}::int8 IS NULL OR xmin::text::int8 = ${version})
+   RETURNING true AS won)";
 const HWID_CREATE: &str = "hwid AS (INSERT INTO hwids (license_id, digest, id, identifier,
      forgotten, last_seen_at, created_at, updated_at, name, platform)
-   VALUES ($1, ${digest}, ${id}, ${identifier}, false, $2, $2, $2, ${name}, ${platform}))";
+   SELECT $1, ${digest}, ${id}, ${identifier}, false, $2, $2, $2, ${name}, ${platform} FROM lic)";
 const HWID_REFRESH: &str = "hwid AS (UPDATE hwids SET last_seen_at = $2,
      updated_at = CASE WHEN forgotten OR name IS DISTINCT FROM coalesce(${name}, name)
        OR platform IS DISTINCT FROM coalesce(${platform}, platform)
        THEN $2 ELSE updated_at END,
      forgotten = false, name = coalesce(${name}, name), platform = coalesce(${platform}, platform)
-   WHERE license_id = $1 AND digest = ${digest})";
+   FROM lic WHERE license_id = $1 AND digest = ${digest})";
 const IP_CREATE: &str = "ip AS (INSERT INTO ips (license_id, address, id, forgotten, country,
      alpha2, alpha3, last_seen_at, created_at, updated_at)
-   VALUES ($1, ${address}, ${id}, false, ${country}, ${alpha2}, ${alpha3}, $2, $2, $2))";
+   SELECT $1, ${address}, ${id}, false, ${country}, ${alpha2}, ${alpha3}, $2, $2, $2 FROM lic)";
 const IP_REFRESH: &str = "ip AS (UPDATE ips SET last_seen_at = $2,
      updated_at = CASE WHEN forgotten THEN $2 ELSE updated_at END, forgotten = false,
      country = coalesce(${country}, country), alpha2 = coalesce(${alpha2}, alpha2),
      alpha3 = coalesce(${alpha3}, alpha3)
-   WHERE license_id = $1 AND address = ${address})";
-const LICENSE_AFTER: &str = "UPDATE licenses SET last_active_at = ${last_active},
-     hwid_records = hwid_records + ${hwids}, ip_records = ip_records + ${ips}
-   WHERE id = $1";
+   FROM lic WHERE license_id = $1 AND address = ${address})";
+const EVENTS: &str = "events AS (INSERT INTO webhook_events (id, team_id, doc)
+   SELECT e.id, ${team}, e.doc FROM lic, unnest(${event_ids}::uuid[], ${event_docs}::jsonb[])
+     AS e(id, doc))";
 
 /// Numbers a fragment's named values `${name}` from `next` on, in the order they first appear
 /// (a name used again in the fragment keeps its number).
@@ -299,7 +333,8 @@ fn numbered(fragment: &str, next: &mut usize) -> String {
 }
 
 /// Step 8's statement for a device record's fragment (none when the request names no device)
-/// and an address record's, numbered once for each of the six pairs.
+/// and an address record's, numbered once for each of the six pairs. It answers how many
+/// license rows it updated (one, or none when the row was not the version given).
 fn statement(hwid: Option<&'static str>, ip: &'static str) -> &'static str {
     /// A device record's fragment and an address record's.
     type Pair = (Option<&'static str>, &'static str);
@@ -308,16 +343,14 @@ fn statement(hwid: Option<&'static str>, ip: &'static str) -> &'static str {
         for hwid in [None, Some(HWID_CREATE), Some(HWID_REFRESH)] {
             for ip in [IP_CREATE, IP_REFRESH] {
                 let mut n = 3;
-                let mut members = Vec::with_capacity(2);
+                let mut members = Vec::with_capacity(4);
+                members.push(numbered(LICENSE_AFTER, &mut n));
                 if let Some(fragment) = hwid {
                     members.push(numbered(fragment, &mut n));
                 }
                 members.push(numbered(ip, &mut n));
-                let sql = format!(
-                    "WITH {} {}",
-                    members.join(", "),
-                    numbered(LICENSE_AFTER, &mut n)
-                );
+                members.push(numbered(EVENTS, &mut n));
+                let sql = format!("WITH {} SELECT count(*) FROM lic", members.join(", "));
                 all.push(((hwid, ip), sql));
             }
         }
@@ -329,19 +362,21 @@ fn statement(hwid: Option<&'static str>, ip: &'static str) -> &'static str {
         .map_or("", |(_, sql)| sql.as_str())
 }
 
-/// Writes step 8 of an admission whose license row the transaction holds, with the events the
-/// team wants of it: the device and address records made or refreshed, and the license's
-/// `lastActiveAt` and record counts (`counts`: made minus dropped, of each kind), in one
-/// statement, so one round trip (a license's first request, which starts its clock, also
-/// writes the license whole). Returns the license after it.
+/// Writes step 8 of an admission with the events the team wants of it: the device and address
+/// records made or refreshed, the license's `lastActiveAt` and record counts (`counts`: made
+/// minus dropped, of each kind) and the events, in one statement, so one round trip (a
+/// license's first request, which starts its clock, also writes the license whole). The
+/// caller holds the license row, or gives the row's version as read (`unchanged_since`): then
+/// nothing is written unless the row is still that version. Returns the license after it;
+/// `None` when the row was not the version given.
 pub(super) async fn apply(
     conn: &mut PgConnection,
     own: &Own,
     admission: &Admission,
     (rules, counts): (&ActivityRules<'_>, (i32, i32)),
     activity: &Activity,
-    now: Timestamp,
-) -> PgResult<License> {
+    (now, unchanged_since): (Timestamp, Option<i64>),
+) -> PgResult<Option<License>> {
     let l = &own.license;
     let next = license_after(l, admission, now);
     let (hwid, h) = match (admission.hwid, &activity.hardware_id) {
@@ -354,9 +389,13 @@ pub(super) async fn apply(
         RecordChange::Refresh { .. } => IP_REFRESH,
     };
     // The statement, its values numbered in the order they are bound below.
-    let mut query = sqlx::query(statement(hwid, ip))
+    let mut query = sqlx::query_scalar(statement(hwid, ip))
         .bind(l.id.as_uuid())
-        .bind(ms(now));
+        .bind(ms(now))
+        .bind(opt_ms(next.last_active_at))
+        .bind(counts.0)
+        .bind(counts.1)
+        .bind(unchanged_since);
     let mut new_device = None;
     let label = &activity.label;
     let (name, platform) = (
@@ -400,26 +439,28 @@ pub(super) async fn apply(
             .bind(place.2)
             .bind(addr16(activity.ip).to_vec())
     };
-    query
-        .bind(opt_ms(next.last_active_at))
-        .bind(counts.0)
-        .bind(counts.1)
-        .execute(&mut *conn)
-        .await?;
-    if admission.activate.is_some() {
-        super::licenses::write(conn, &next).await?;
-    }
-    for event in admission_events(
+    let events = admission_events(
         rules.events,
         new_device.as_ref(),
         // The events show (and are tied to the products of) the terms in effect.
         &rules.policies.effective(&next),
         admission.activate.is_some(),
         now,
-    ) {
-        super::webhooks::insert_event(&mut *conn, &event).await?;
+    );
+    let written: i64 = query
+        .bind(l.team_id.as_uuid())
+        .bind(events.iter().map(|e| *e.id.as_uuid()).collect::<Vec<_>>())
+        .bind(events.iter().map(json).collect::<Vec<_>>())
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|err| constraint(err, &[("webhook_events_team_id_fkey", team_missing)]))?;
+    if written == 0 {
+        return Ok(None);
     }
-    Ok(next)
+    if admission.activate.is_some() {
+        super::licenses::write(conn, &next).await?;
+    }
+    Ok(Some(next))
 }
 
 #[cfg(test)]
@@ -431,19 +472,30 @@ mod tests {
     #[test]
     fn step_8_is_one_statement_with_its_values_numbered_in_order() {
         let mut n = 3;
+        let after = numbered(LICENSE_AFTER, &mut n);
+        assert!(after.contains("last_active_at = $3"), "{after}");
+        assert!(after.contains("ip_records = ip_records + $5"), "{after}");
+        // The version, used twice, is one value.
+        assert!(
+            after.contains("($6::int8 IS NULL OR xmin::text::int8 = $6)"),
+            "{after}"
+        );
         let hwid = numbered(HWID_CREATE, &mut n);
         assert!(
-            hwid.contains("VALUES ($1, $3, $4, $5, false, $2, $2, $2, $6, $7)"),
+            hwid.contains("SELECT $1, $7, $8, $9, false, $2, $2, $2, $10, $11 FROM lic"),
             "{hwid}"
         );
         let ip = numbered(IP_REFRESH, &mut n);
-        assert!(ip.contains("coalesce($8, country)"), "{ip}");
-        assert!(ip.contains("coalesce($10, alpha3)"), "{ip}");
-        assert!(ip.ends_with("address = $11)"), "{ip}");
-        let after = numbered(LICENSE_AFTER, &mut n);
-        assert!(after.contains("last_active_at = $12"), "{after}");
-        assert!(after.contains("ip_records = ip_records + $14"), "{after}");
-        assert_eq!(n, 15);
+        assert!(ip.contains("coalesce($12, country)"), "{ip}");
+        assert!(ip.contains("coalesce($14, alpha3)"), "{ip}");
+        assert!(ip.ends_with("address = $15)"), "{ip}");
+        let events = numbered(EVENTS, &mut n);
+        assert!(events.contains("SELECT e.id, $16, e.doc"), "{events}");
+        assert!(
+            events.contains("unnest($17::uuid[], $18::jsonb[])"),
+            "{events}"
+        );
+        assert_eq!(n, 19);
         // A name used twice in a fragment is one value: the refresh binds the label's two
         // members, then the digest.
         let refresh = numbered(HWID_REFRESH, &mut 3);
@@ -455,14 +507,15 @@ mod tests {
         assert!(refresh.ends_with("digest = $5)"), "{refresh}");
         assert_eq!(
             statement(Some(HWID_CREATE), IP_REFRESH),
-            format!("WITH {hwid}, {ip} {after}")
+            format!("WITH {after}, {hwid}, {ip}, {events} SELECT count(*) FROM lic")
         );
         for fragment in [
+            LICENSE_AFTER,
             HWID_CREATE,
             HWID_REFRESH,
             IP_CREATE,
             IP_REFRESH,
-            LICENSE_AFTER,
+            EVENTS,
         ] {
             assert!(!numbered(fragment, &mut 3).contains("${"), "{fragment}");
         }

@@ -172,8 +172,10 @@ impl PgStore {
             Entity::Ip
         };
         in_tx!(self.pool, journal, |tx| {
+            // Unforgetting makes a record count again: the license row's version changes (see
+            // `activity.rs`).
             LICENSES
-                .lock(&mut tx, team.as_uuid(), license.as_uuid())
+                .lock_changing(&mut tx, team.as_uuid(), license.as_uuid())
                 .await?;
             let columns = if table == "hwids" {
                 HWID_COLUMNS

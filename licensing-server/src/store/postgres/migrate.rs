@@ -54,10 +54,11 @@ const MIGRATIONS: &[Migration] = migrations![
     21 "customer portal" "0021_portal.sql",
     22 "device names" "0022_device_labels.sql",
     23 "usage meters" "0023_usage_meters.sql",
+    24 "license rows updated in place" "0024_license_rows_updated_in_place.sql",
 ];
 
 /// The newest schema this server knows.
-pub const SCHEMA_VERSION: i64 = 23;
+pub const SCHEMA_VERSION: i64 = 24;
 
 /// The advisory lock key migrations hold ("licensing" in ASCII, as an integer).
 const LOCK: i64 = 0x6c69_6365_6e73_696e;

@@ -184,11 +184,13 @@ impl StatsStore for PgStore {
                coalesce((SELECT licenses FROM team_counts WHERE team_id = $1), 0) AS licenses,
                coalesce((SELECT customers FROM team_counts WHERE team_id = $1), 0) AS customers,
                (SELECT count(*) FROM products WHERE team_id = $1) AS products,
-               (SELECT count(*) FROM licenses WHERE team_id = $1 AND last_active_at >= $2)
-                 AS active",
+               (SELECT count(*) FROM licenses
+                  WHERE team_id = $1 AND active_day >= $3 AND last_active_at >= $2) AS active",
         )
         .bind(team.as_uuid())
         .bind(ms(active_since))
+        // The day of last use, as the column holds it (the index reads from that day on).
+        .bind(i32::try_from(ms(active_since).div_euclid(86_400_000)).unwrap_or(i32::MIN))
         .fetch_one(&self.pool)
         .await
         .map_err(backend)?;

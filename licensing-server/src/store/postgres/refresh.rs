@@ -14,7 +14,7 @@
 //! never a record or a limit.
 //!
 //! **No deadlocks.** Every writer of a license's device and address rows holds the license row
-//! first (`FOR UPDATE`). A round locks its licenses `SKIP LOCKED`, so it never waits for a
+//! first (`FOR UPDATE`, or the one-statement admission's update of it, `activity.rs`). A round locks its licenses `SKIP LOCKED`, so it never waits for a
 //! request's transaction: a license locked elsewhere keeps its refresh for the next round.
 
 use std::collections::HashSet;

@@ -18,6 +18,7 @@ pub(crate) struct Table {
     get: &'static str,
     get_many: &'static str,
     lock: &'static str,
+    lock_changing: &'static str,
     delete: &'static str,
 }
 
@@ -29,6 +30,9 @@ macro_rules! tables {
             get: concat!("SELECT doc FROM ", $table, " WHERE team_id = $1 AND id = $2"),
             get_many: concat!("SELECT doc FROM ", $table, " WHERE team_id = $1 AND id = ANY($2)"),
             lock: concat!("SELECT 1 FROM ", $table, " WHERE team_id = $1 AND id = $2 FOR UPDATE"),
+            lock_changing: concat!(
+                "UPDATE ", $table, " SET id = id WHERE team_id = $1 AND id = $2 RETURNING 1"
+            ),
             delete: concat!("DELETE FROM ", $table, " WHERE team_id = $1 AND id = $2"),
         };
     )*};
@@ -88,7 +92,31 @@ impl Table {
         team: &Uuid,
         id: &Uuid,
     ) -> PgResult<()> {
-        let found: Option<i32> = sqlx::query_scalar(self.lock)
+        self.hold(self.lock, conn, team, id).await
+    }
+
+    /// Locks the row as [`lock`](Self::lock) does, writing it unchanged: the row's version
+    /// changes, so a statement conditional on the version read before (the client API's
+    /// one-statement admission, `activity.rs`) writes nothing if this transaction commits
+    /// first. For a writer of a license's records that may make one count again without
+    /// writing the license itself.
+    pub(crate) async fn lock_changing(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        team: &Uuid,
+        id: &Uuid,
+    ) -> PgResult<()> {
+        self.hold(self.lock_changing, conn, team, id).await
+    }
+
+    async fn hold(
+        &self,
+        sql: &'static str,
+        conn: &mut sqlx::PgConnection,
+        team: &Uuid,
+        id: &Uuid,
+    ) -> PgResult<()> {
+        let found: Option<i32> = sqlx::query_scalar(sql)
             .bind(team)
             .bind(id)
             .fetch_optional(conn)

@@ -451,6 +451,7 @@ impl ActivityStore for SledStore {
         Ok(Some(LicenseRead {
             license,
             own: Some(own),
+            mark: None,
         }))
     }
 
