@@ -12,8 +12,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
-use licensing_core::model::License;
+use licensing_core::model::{License, LicenseSession};
 use licensing_core::validate::Country;
 use licensing_core::{LicenseId, TeamId, Timestamp};
 
@@ -36,6 +37,10 @@ pub(crate) struct Refresh {
     pub(crate) active_at: Timestamp,
     pub(crate) hwids: Vec<([u8; 16], Timestamp)>,
     pub(crate) ips: Vec<([u8; 16], Timestamp, Option<Country>)>,
+    /// Floating sessions of the license extended by heartbeats (a store that writes its
+    /// extensions behind: PostgreSQL), each as extended last, with the moment until which it
+    /// may still be written: while the session as stored is certainly live.
+    pub(crate) sessions: Vec<(LicenseSession, Instant)>,
 }
 
 type Shard = HashMap<LicenseId, Refresh>;
@@ -69,6 +74,20 @@ impl Refresh {
         }
         for (addr, seen, country) in other.ips {
             self.ip(addr, seen, country);
+        }
+        for (session, until) in other.sessions {
+            self.session(session, until);
+        }
+    }
+
+    fn session(&mut self, session: LicenseSession, until: Instant) {
+        match self.sessions.iter_mut().find(|(s, _)| s.id == session.id) {
+            Some(kept) => {
+                if session.expires_at >= kept.0.expires_at {
+                    *kept = (session, until);
+                }
+            }
+            None => self.sessions.push((session, until)),
         }
     }
 
@@ -116,12 +135,37 @@ impl Refreshes {
             active_at: now,
             hwids: Vec::new(),
             ips: Vec::new(),
+            sessions: Vec::new(),
         });
         later(&mut entry.active_at, now);
         if let Some(digest) = hwid {
             entry.hwid(digest, now);
         }
         entry.ip(ip, now, country);
+        shard.len()
+    }
+
+    /// Records a heartbeat's extension of a floating session (`session` as extended at `now`),
+    /// to be written only before `until`; returns how many licenses wait in its shard.
+    pub(crate) fn add_session(
+        &self,
+        session: LicenseSession,
+        until: Instant,
+        now: Timestamp,
+    ) -> usize {
+        let license = session.license_id;
+        let Ok(mut shard) = self.shard(license).lock() else {
+            return 0;
+        };
+        let entry = shard.entry(license).or_insert_with(|| Refresh {
+            team: session.team_id,
+            active_at: now,
+            hwids: Vec::new(),
+            ips: Vec::new(),
+            sessions: Vec::new(),
+        });
+        later(&mut entry.active_at, now);
+        entry.session(session, until);
         shard.len()
     }
 

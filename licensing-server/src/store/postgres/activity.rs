@@ -19,12 +19,13 @@
 //! A limit is counted only when it is at stake, and records are counted only up to the cap a
 //! license may hold.
 
+use licensing_core::model::LicenseSession;
 use licensing_core::store::{
     ActivityRules, ActivityStore, Entity, LicenseRead, ReadMark, Recorded, RegisteredDevice,
     StoreError, StoreResult, license_after,
 };
 use licensing_core::verify::{self, Denial, RecordChange, RecordKind};
-use licensing_core::{LicenseId, LicenseKey, TeamId, Timestamp};
+use licensing_core::{LicenseId, LicenseKey, LicenseSessionId, TeamId, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row as _};
 
@@ -377,15 +378,10 @@ impl PgStore {
         let license = &found.license;
         let session = match activity.session {
             SessionStep::Extend { id, ttl } => {
-                let extended = super::floating::extend(
-                    &self.pool,
-                    (license.id, id),
-                    (activity.hardware_id.as_ref(), activity.ip),
-                    ttl,
-                    now,
-                )
-                .await?;
-                match extended {
+                match self
+                    .extend_session(license.id, (id, ttl), activity, now)
+                    .await?
+                {
                     Some(session) => Some(session),
                     None => return Ok(Some(Err(verify::session_not_found()))),
                 }
@@ -413,6 +409,39 @@ impl PgStore {
             session,
             decided_from_read: true,
         })))
+    }
+
+    /// A heartbeat's extension of session `id` by `ttl` seconds, if the session is live and the
+    /// request's device's (it decides no limit: a live session stays live). Written behind,
+    /// with the next round of refreshes, when the session as stored stays live for
+    /// [`EXTEND_BEHIND_SECONDS`](super::floating::EXTEND_BEHIND_SECONDS) more, so that every
+    /// instance counts it as the extension would meanwhile; written at once otherwise. An
+    /// extension the round could not write in time is dropped: the session then expires as
+    /// stored, and the device's next heartbeat is told so.
+    async fn extend_session(
+        &self,
+        license: LicenseId,
+        (id, ttl): (LicenseSessionId, u32),
+        activity: &Activity,
+        now: Timestamp,
+    ) -> PgResult<Option<LicenseSession>> {
+        use super::floating::{EXTEND_BEHIND_SECONDS, EXTEND_SLACK_SECONDS, extend, extendable};
+        let device = activity.hardware_id.as_ref();
+        let Some(stored) = extendable(&self.pool, (license, id), device, now).await? else {
+            return Ok(None);
+        };
+        let left = stored.expires_at.as_millis() - now.as_millis();
+        if left < i64::from(EXTEND_BEHIND_SECONDS) * 1_000 {
+            return extend(&self.pool, (license, id), (device, activity.ip), ttl, now).await;
+        }
+        let extended = stored.extended(activity.ip, ttl, now);
+        let slack = i64::from(EXTEND_SLACK_SECONDS) * 1_000;
+        let until = std::time::Instant::now()
+            + std::time::Duration::from_millis(u64::try_from(left - slack).unwrap_or(0));
+        if self.refreshes.add_session(extended.clone(), until, now) >= EARLY_ROUND / STRIPES {
+            self.wake.notify_one();
+        }
+        Ok(Some(extended))
     }
 
     /// The atomic step without the row lock, for a request that makes or revives records with
@@ -788,6 +817,106 @@ mod tests {
                     .unwrap();
             assert_eq!(counts, (2, 1));
             assert!(store.check_record_counts().await.unwrap().is_empty());
+        });
+    }
+
+    /// A heartbeat's extension of a session that stays live as stored is answered at once and
+    /// written with the next round; one the round could not write in time is dropped.
+    #[test]
+    fn a_session_extension_is_written_behind_only_while_the_session_is_live_as_stored() {
+        use licensing_core::LicenseSessionId;
+        use licensing_core::model::SessionStep;
+        crate::testing::postgres::on_fresh_database(|url| async move {
+            let store = PgStore::connect(&url, 4).await.unwrap();
+            let team = testing::team(&store, "A").await;
+            let now = Timestamp::from_millis(1_800_000_000_000);
+            let mut license = testing::license(team.id, now);
+            license.session_limit = Some(1);
+            store
+                .create_license(&license, &Journal::NONE)
+                .await
+                .unwrap();
+            let rules = ActivityRules::new(&team.settings);
+            let id = LicenseSessionId::new();
+            let step = |session: SessionStep| Activity {
+                label: Default::default(),
+                hardware_id: Some(
+                    licensing_core::validate::HardwareId::parse("machine-hardware").unwrap(),
+                ),
+                ip: std::net::IpAddr::from([198, 51, 100, 1]),
+                country: None,
+                session,
+            };
+            let stored = || async {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT expires_at FROM license_sessions WHERE id = $1",
+                )
+                .bind(id.as_uuid())
+                .fetch_one(&store.pool)
+                .await
+                .unwrap()
+            };
+            store
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &rules,
+                    &step(SessionStep::Start { id, ttl: 900 }),
+                    now,
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            // The license row held elsewhere: no round writes its refreshes meanwhile.
+            let mut holder = store.pool.begin().await.unwrap();
+            sqlx::query("SELECT 1 FROM licenses WHERE id = $1 FOR UPDATE")
+                .bind(license.id.as_uuid())
+                .execute(&mut *holder)
+                .await
+                .unwrap();
+            let later = now.plus_seconds(60);
+            let extended = store
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &rules,
+                    &step(SessionStep::Extend { id, ttl: 900 }),
+                    later,
+                )
+                .await
+                .unwrap()
+                .unwrap()
+                .session
+                .unwrap();
+            assert_eq!(extended.expires_at, later.plus_seconds(900));
+            // Not written: the stored session is live for 840 s more.
+            assert_eq!(stored().await, ms(now.plus_seconds(900)));
+            holder.commit().await.unwrap();
+            store.flush().await.unwrap();
+            assert_eq!(stored().await, ms(later.plus_seconds(900)));
+            // An extension whose time to be written has passed is dropped.
+            let too_late = extended.extended(extended.ip_address, 900, later.plus_seconds(60));
+            store.refreshes.add_session(
+                too_late,
+                std::time::Instant::now() - std::time::Duration::from_secs(1),
+                later,
+            );
+            store.flush().await.unwrap();
+            assert_eq!(stored().await, ms(later.plus_seconds(900)));
+            // Near its stored end, an extension is written at once.
+            let near_end = later.plus_seconds(895);
+            store
+                .record_activity(
+                    team.id,
+                    license.id,
+                    &rules,
+                    &step(SessionStep::Extend { id, ttl: 900 }),
+                    near_end,
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(stored().await, ms(near_end.plus_seconds(900)));
         });
     }
 

@@ -1,6 +1,9 @@
 //! Floating sessions on PostgreSQL. The atomic step of a license (its row locked) counts the
-//! license's live sessions and writes a started or extended one; removing a session takes the
-//! license row too, so that an end never races an extension that would write it back.
+//! license's live sessions and writes a started or extended one; a heartbeat's extension is
+//! written behind with the license's refreshes when the session as stored stays live long
+//! enough (`activity.rs`); removing a session takes the license row, as a round of refreshes
+//! does, so that an end never races an extension that would write it back (and an extension
+//! only moves a stored session's expiry forward).
 
 use licensing_core::api::requests::{Paging, SortDirection};
 use licensing_core::model::LicenseSession;
@@ -43,6 +46,31 @@ pub(super) async fn count_live(
     .fetch_one(conn)
     .await?;
     Ok(live.max(0) as u64)
+}
+
+/// How long a session must stay live as stored for a heartbeat's extension of it to be written
+/// behind (in the next round of refreshes, `refresh.rs`) instead of at once.
+pub(super) const EXTEND_BEHIND_SECONDS: u32 = 10;
+
+/// Of that time, how much a written-behind extension leaves for instances whose clocks run
+/// ahead: it is dropped unless written this long before the stored session would expire.
+pub(super) const EXTEND_SLACK_SECONDS: u32 = 5;
+
+/// Session `id` of `license` as stored, if a heartbeat of `hardware_id` at `now` may extend it
+/// (it is live and that device's).
+pub(super) async fn extendable(
+    pool: &sqlx::PgPool,
+    (license, id): (LicenseId, LicenseSessionId),
+    hardware_id: Option<&licensing_core::validate::HardwareId>,
+    now: Timestamp,
+) -> PgResult<Option<LicenseSession>> {
+    let row = sqlx::query("SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2")
+        .bind(id.as_uuid())
+        .bind(license.as_uuid())
+        .fetch_optional(pool)
+        .await?;
+    let session: Option<LicenseSession> = row.map(|row| doc(&row)).transpose()?;
+    Ok(session.filter(|s| s.extendable_by(hardware_id, now)))
 }
 
 /// Extends session `id` of `license` for a heartbeat of `hardware_id` from `ip` by `ttl`
@@ -110,6 +138,8 @@ impl LicenseSessionStore for PgStore {
         now: Timestamp,
         paging: &Paging,
     ) -> StoreResult<Page<LicenseSession>> {
+        // This instance's extensions written behind show.
+        self.settle().await?;
         self.require_license(team, license).await?;
         let sql = match paging.direction {
             SortDirection::Desc => {
@@ -151,6 +181,7 @@ impl LicenseSessionStore for PgStore {
         license: LicenseId,
         id: LicenseSessionId,
     ) -> StoreResult<Option<LicenseSession>> {
+        self.settle().await?;
         let row = sqlx::query(
             "SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2 AND team_id = $3",
         )
@@ -209,6 +240,7 @@ impl LicenseSessionStore for PgStore {
         now: Timestamp,
         max: u32,
     ) -> StoreResult<Vec<LicenseSession>> {
+        self.settle().await?;
         let query = sqlx::query(
             "SELECT doc FROM license_sessions WHERE expires_at <= $1
              ORDER BY expires_at, id LIMIT $2",

@@ -11,7 +11,10 @@
 //! `activity.rs`); otherwise the request writes it at once. Each round writes what waits within
 //! [`ROUND`], so any instance counting the license's records meanwhile counts that record as
 //! the refreshed value would. What a crash loses is a few hundred milliseconds of `lastSeenAt`,
-//! never a record or a limit.
+//! never a record or a limit. A floating session's extension by a heartbeat waits the same way
+//! when the session as stored stays live for `floating::EXTEND_BEHIND_SECONDS` more, and is
+//! written only while it certainly still is (dropped otherwise, as a crash would lose it: the
+//! session then expires as stored, and no instance ever counted it as ended while it was not).
 //!
 //! **No deadlocks.** Every writer of a license's device and address rows holds the license row
 //! first (`FOR UPDATE`, or the one-statement admission's update of it, `activity.rs`). A round locks its licenses `SKIP LOCKED`, so it never waits for a
@@ -56,10 +59,30 @@ pub(super) async fn write(
     let mut i_alpha3: Vec<Option<&str>> = Vec::new();
     let mut l_id = Vec::with_capacity(taken.len());
     let mut l_at = Vec::with_capacity(taken.len());
+    let mut s_id = Vec::new();
+    let mut s_license = Vec::new();
+    let mut s_expires = Vec::new();
+    let mut s_doc: Vec<String> = Vec::new();
     for (license, refresh) in taken.iter().copied() {
         let id = *license.as_uuid();
         l_id.push(id);
         l_at.push(ms(refresh.active_at));
+        // An extension not written while the session as stored was certainly live is dropped:
+        // another instance may have seen the session expire meanwhile (see `activity.rs`).
+        let written_at = std::time::Instant::now();
+        for (session, _) in refresh
+            .sessions
+            .iter()
+            .filter(|(_, until)| written_at < *until)
+        {
+            s_id.push(*session.id.as_uuid());
+            s_license.push(id);
+            s_expires.push(ms(session.expires_at));
+            s_doc.push(
+                serde_json::to_string(session)
+                    .map_err(|e| licensing_core::store::StoreError::backend(e.to_string()))?,
+            );
+        }
         for (digest, seen) in &refresh.hwids {
             h_license.push(id);
             h_digest.push(digest.to_vec());
@@ -90,6 +113,12 @@ pub(super) async fn write(
            FROM unnest($4::uuid[], $5::bytea[], $6::int8[], $7::text[], $8::text[], $9::text[])
              AS v(license_id, address, at, country, alpha2, alpha3)
            WHERE ips.license_id = v.license_id AND ips.address = v.address
+         ), s AS (
+           UPDATE license_sessions SET expires_at = v.expires_at, doc = v.doc
+           FROM unnest($12::uuid[], $13::uuid[], $14::int8[], $15::jsonb[])
+             AS v(id, license_id, expires_at, doc)
+           WHERE license_sessions.id = v.id AND license_sessions.license_id = v.license_id
+             AND license_sessions.expires_at <= v.expires_at
          )
          UPDATE licenses SET last_active_at = greatest(licenses.last_active_at, v.at)
          FROM unnest($10::uuid[], $11::int8[]) AS v(id, at)
@@ -106,6 +135,10 @@ pub(super) async fn write(
     .bind(&i_alpha3)
     .bind(&l_id)
     .bind(&l_at)
+    .bind(&s_id)
+    .bind(&s_license)
+    .bind(&s_expires)
+    .bind(&s_doc)
     .execute(conn)
     .await?;
     Ok(())
