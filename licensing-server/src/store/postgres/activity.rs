@@ -728,6 +728,26 @@ mod tests {
             .map_or(0, |plans| plans.iter().map(rows_read).sum())
     }
 
+    /// A store on a fresh database with a team and a license `shape` sets up.
+    async fn one_license(
+        url: String,
+        shape: impl FnOnce(&mut licensing_core::model::License),
+    ) -> (
+        PgStore,
+        licensing_core::model::Team,
+        licensing_core::model::License,
+    ) {
+        let store = PgStore::connect(&url, 4).await.unwrap();
+        let team = testing::team(&store, "A").await;
+        let mut license = testing::license(team.id, Timestamp::from_millis(1_800_000_000_000));
+        shape(&mut license);
+        store
+            .create_license(&license, &Journal::NONE)
+            .await
+            .unwrap();
+        (store, team, license)
+    }
+
     /// A new device is admitted in one statement, without the row lock, from the read; a read
     /// the license has changed since (its limit lowered) writes nothing that way, and the
     /// request is decided again under the lock, on the license as it is; a refusal counted on
@@ -735,15 +755,8 @@ mod tests {
     #[test]
     fn a_new_device_is_written_in_one_statement_only_if_the_license_is_unchanged() {
         crate::testing::postgres::on_fresh_database(|url| async move {
-            let store = PgStore::connect(&url, 4).await.unwrap();
-            let team = testing::team(&store, "A").await;
-            let now = Timestamp::from_millis(1_800_000_000_000);
-            let mut license = testing::license(team.id, now);
-            license.hwid_limit = Some(3);
-            store
-                .create_license(&license, &Journal::NONE)
-                .await
-                .unwrap();
+            let (store, team, mut license) = one_license(url, |l| l.hwid_limit = Some(3)).await;
+            let now = license.created_at;
             let rules = ActivityRules::new(&team.settings);
             let device = |name: &str| Activity {
                 label: Default::default(),
@@ -827,15 +840,8 @@ mod tests {
         use licensing_core::LicenseSessionId;
         use licensing_core::model::SessionStep;
         crate::testing::postgres::on_fresh_database(|url| async move {
-            let store = PgStore::connect(&url, 4).await.unwrap();
-            let team = testing::team(&store, "A").await;
-            let now = Timestamp::from_millis(1_800_000_000_000);
-            let mut license = testing::license(team.id, now);
-            license.session_limit = Some(1);
-            store
-                .create_license(&license, &Journal::NONE)
-                .await
-                .unwrap();
+            let (store, team, license) = one_license(url, |l| l.session_limit = Some(1)).await;
+            let now = license.created_at;
             let rules = ActivityRules::new(&team.settings);
             let id = LicenseSessionId::new();
             let step = |session: SessionStep| Activity {

@@ -16,8 +16,8 @@ use super::tables::LICENSES;
 use super::{PgStore, backend, doc, in_tx, json, ms};
 
 /// Session `id` of `license`, as stored.
-pub(super) async fn own_session(
-    conn: &mut PgConnection,
+pub(super) async fn own_session<'e>(
+    conn: impl sqlx::PgExecutor<'e>,
     license: LicenseId,
     id: LicenseSessionId,
 ) -> PgResult<Option<LicenseSession>> {
@@ -64,12 +64,7 @@ pub(super) async fn extendable(
     hardware_id: Option<&licensing_core::validate::HardwareId>,
     now: Timestamp,
 ) -> PgResult<Option<LicenseSession>> {
-    let row = sqlx::query("SELECT doc FROM license_sessions WHERE id = $1 AND license_id = $2")
-        .bind(id.as_uuid())
-        .bind(license.as_uuid())
-        .fetch_optional(pool)
-        .await?;
-    let session: Option<LicenseSession> = row.map(|row| doc(&row)).transpose()?;
+    let session = own_session(pool, license, id).await?;
     Ok(session.filter(|s| s.extendable_by(hardware_id, now)))
 }
 
