@@ -862,17 +862,17 @@ mod tests {
                 .await
                 .unwrap()
             };
-            store
-                .record_activity(
-                    team.id,
-                    license.id,
-                    &rules,
-                    &step(SessionStep::Start { id, ttl: 900 }),
-                    now,
-                )
-                .await
-                .unwrap()
-                .unwrap();
+            let record = |session: SessionStep, at: Timestamp| {
+                let (store, rules, activity) = (&store, &rules, step(session));
+                async move {
+                    store
+                        .record_activity(team.id, license.id, rules, &activity, at)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                }
+            };
+            record(SessionStep::Start { id, ttl: 900 }, now).await;
             // The license row held elsewhere: no round writes its refreshes meanwhile.
             let mut holder = store.pool.begin().await.unwrap();
             sqlx::query("SELECT 1 FROM licenses WHERE id = $1 FOR UPDATE")
@@ -881,17 +881,8 @@ mod tests {
                 .await
                 .unwrap();
             let later = now.plus_seconds(60);
-            let extended = store
-                .record_activity(
-                    team.id,
-                    license.id,
-                    &rules,
-                    &step(SessionStep::Extend { id, ttl: 900 }),
-                    later,
-                )
+            let extended = record(SessionStep::Extend { id, ttl: 900 }, later)
                 .await
-                .unwrap()
-                .unwrap()
                 .session
                 .unwrap();
             assert_eq!(extended.expires_at, later.plus_seconds(900));
@@ -911,17 +902,7 @@ mod tests {
             assert_eq!(stored().await, ms(later.plus_seconds(900)));
             // Near its stored end, an extension is written at once.
             let near_end = later.plus_seconds(895);
-            store
-                .record_activity(
-                    team.id,
-                    license.id,
-                    &rules,
-                    &step(SessionStep::Extend { id, ttl: 900 }),
-                    near_end,
-                )
-                .await
-                .unwrap()
-                .unwrap();
+            record(SessionStep::Extend { id, ttl: 900 }, near_end).await;
             assert_eq!(stored().await, ms(near_end.plus_seconds(900)));
         });
     }
