@@ -103,6 +103,13 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub max_artifact_mb: u64,
 
+    /// (ext) MiB of this instance's disk for copies of release files kept in PostgreSQL
+    /// (`<data dir>/files/cache`, emptied at start; 0 keeps none): a file is copied on its first
+    /// download and read from disk afterwards, the least recently opened going first.
+    #[arg(long, env = "LICENSING_FILE_CACHE_MB", default_value_t = crate::files::DEFAULT_FILE_CACHE_MB,
+          value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub file_cache_mb: u64,
+
     /// Base URL of the chat directory that checks customers' `chatId` (Discord-style
     /// `GET {url}/users/{id}`), such as `https://discord.com/api/v10`; chat ids are refused without it.
     #[arg(long, env = "LICENSING_CHAT_API_URL")]
@@ -360,6 +367,7 @@ impl Config {
             mail_daily_limit: crate::runtime::mail::DEFAULT_DAILY_LIMIT,
             max_upload_mb: crate::files::DEFAULT_MAX_FILE_MB,
             max_artifact_mb: crate::files::DEFAULT_MAX_ARTIFACT_MB,
+            file_cache_mb: crate::files::DEFAULT_FILE_CACHE_MB,
             chat_api_url: None,
             stripe_api_base: "https://api.stripe.com".into(),
             paddle_api_base: "https://api.paddle.com".into(),

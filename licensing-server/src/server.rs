@@ -177,7 +177,15 @@ impl Server {
                 cause: e.to_string(),
             })?
             .with_max_mib(config.max_upload_mb)
-            .with_max_artifact_mib(config.max_artifact_mb);
+            .with_max_artifact_mib(config.max_artifact_mb)
+            .with_disk_cache(
+                &config.data_dir.join("files").join("cache"),
+                config.file_cache_mb,
+            )
+            .map_err(|e| ServerError::Store {
+                dir: config.data_dir.clone(),
+                cause: e.to_string(),
+            })?;
         crate::datadir::tighten_and_warn(&config.data_dir).map_err(|e| ServerError::Store {
             dir: config.data_dir.clone(),
             cause: e.to_string(),

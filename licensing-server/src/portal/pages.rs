@@ -791,9 +791,8 @@ async fn download(
             product_id: Some(product),
             version: Some(release.version.as_str().to_owned()),
         });
-    let limited = tokio::io::AsyncReadExt::take(opened, artifact.size);
-    let stream = tokio_util::io::ReaderStream::with_capacity(limited, 256 * 1024);
-    let mut response = warp::reply::Reply::into_response(warp::reply::stream(stream));
+    let body = opened.into_body(artifact.size, 256 * 1024);
+    let mut response = warp::reply::Reply::into_response(warp::reply::stream(body));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

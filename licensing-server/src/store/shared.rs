@@ -80,8 +80,13 @@ pub trait Blobs: Send + Sync {
     /// Stores the complete file at `path` as `key`, whole or not at all.
     fn put<'a>(&'a self, key: &'a str, path: &'a Path) -> BoxFuture<'a, std::io::Result<()>>;
 
-    /// A stored file's size and its bytes, a chunk at a time; `None` when it is missing.
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, std::io::Result<Option<(u64, Chunks)>>>;
+    /// A stored file's whole size and its bytes from byte `start` on (none when `start` is at
+    /// or past its end), a chunk at a time; `None` when it is missing.
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        start: u64,
+    ) -> BoxFuture<'a, std::io::Result<Option<(u64, Chunks)>>>;
 
     /// The keys of every stored file.
     fn keys(&self) -> BoxFuture<'_, std::io::Result<Vec<String>>>;

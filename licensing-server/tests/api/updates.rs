@@ -703,6 +703,16 @@ async fn downloads_stream_with_ranges_and_are_recorded() {
     assert_eq!(part.status(), 206);
     assert_eq!(part.headers()["content-range"], "bytes 1000-1999/1000000");
     assert_eq!(part.bytes().await.unwrap().as_ref(), &bytes[1000..2000]);
+    // Ranges that begin past the first of the PostgreSQL store's 256 KiB chunks, and across.
+    let across = ranged("bytes=262000-600000").await;
+    assert_eq!(across.status(), 206);
+    assert_eq!(
+        across.bytes().await.unwrap().as_ref(),
+        &bytes[262_000..=600_000]
+    );
+    let open = ranged("bytes=524288-").await;
+    assert_eq!(open.status(), 206);
+    assert_eq!(open.bytes().await.unwrap().as_ref(), &bytes[524_288..]);
     let tail = ranged("bytes=-10").await;
     assert_eq!(tail.status(), 206);
     assert_eq!(tail.bytes().await.unwrap().as_ref(), &bytes[999_990..]);

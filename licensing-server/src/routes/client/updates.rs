@@ -1090,9 +1090,8 @@ async fn download<'a>(
         if stored != len {
             tracing::warn!(key = %artifact.key, stored, recorded = len, "an artifact's file has another size than recorded");
         }
-        let limited = tokio::io::AsyncReadExt::take(reader, length);
-        let stream = tokio_util::io::ReaderStream::with_capacity(limited, DOWNLOAD_CHUNK);
-        warp::reply::Reply::into_response(warp::reply::stream(stream))
+        let body = reader.into_body(length, DOWNLOAD_CHUNK);
+        warp::reply::Reply::into_response(warp::reply::stream(body))
     };
     base_headers(&mut response);
     let headers = response.headers_mut();
