@@ -220,6 +220,14 @@ fn serve_child(data: &Path, addr_file: &Path, database_url: Option<String>) {
         {
             config.cache_mb = mb;
         }
+        // `LICENSING_FILE_CACHE_MB=0` serves PostgreSQL's release files from the database on
+        // every download, to compare with their copies on disk.
+        if let Some(mb) = std::env::var("LICENSING_FILE_CACHE_MB")
+            .ok()
+            .and_then(|mb| mb.parse().ok())
+        {
+            config.file_cache_mb = mb;
+        }
         if let Some(days) = std::env::var("LICENSING_REQUEST_HISTORY_DAYS")
             .ok()
             .and_then(|d| d.parse().ok())

@@ -633,19 +633,21 @@ impl FileReader {
                 let pieces = futures_util::stream::iter(pending.map(Ok)).chain(chunks);
                 // Up to `left` more bytes; the store is not asked for a chunk past them.
                 futures_util::stream::unfold((pieces, length), |(mut pieces, left)| async move {
-                    while left > 0 {
+                    if left == 0 {
+                        return None;
+                    }
+                    loop {
                         match pieces.next().await? {
+                            // An empty piece ends nothing: the next one is asked for.
+                            Ok(bytes) if bytes.is_empty() => {}
                             Ok(mut bytes) => {
                                 bytes.truncate(usize::try_from(left).unwrap_or(usize::MAX));
-                                if !bytes.is_empty() {
-                                    let left = left - bytes.len() as u64;
-                                    return Some((Ok(bytes), (pieces, left)));
-                                }
+                                let left = left - bytes.len() as u64;
+                                return Some((Ok(bytes), (pieces, left)));
                             }
                             Err(e) => return Some((Err(e), (pieces, 0))),
                         }
                     }
-                    None
                 })
                 .boxed()
             }
@@ -805,11 +807,7 @@ mod tests {
             assert_eq!(store.read(&a).await.unwrap().unwrap(), first);
             assert!(cache.join(&a).exists(), "copied on the first read");
             // Read from the copy: with the store's rows gone, the bytes are still there.
-            sqlx::query("DELETE FROM release_files WHERE key = $1")
-                .bind(&a)
-                .execute(pg.pool())
-                .await
-                .unwrap();
+            pg.delete(&a).await.unwrap();
             let (mut reader, len) = store.open_at(&a, 500_000).await.unwrap().unwrap();
             assert_eq!(len, 600_000);
             let mut rest = Vec::new();
