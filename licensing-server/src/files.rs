@@ -253,14 +253,19 @@ impl FileStore {
         })
     }
 
-    /// Opens a stored file for reading, with its size; `None` when it is missing.
+    /// Opens a stored file as it is kept (on disk, or in the store: never through or into this
+    /// instance's copies), with its size; `None` when it is missing. For backups and checks.
     pub async fn open(&self, key: &str) -> std::io::Result<Option<(FileReader, u64)>> {
-        self.open_at(key, 0).await
+        match &self.place {
+            Place::Dir(root) => open_on_disk(&root.join(key), 0).await,
+            Place::Store(blobs, _) => from_store(blobs.as_ref(), key, 0).await,
+        }
     }
 
-    /// Opens a stored file for reading from byte `start` on, with its whole size; `None` when
-    /// it is missing. Neither place reads the bytes before `start`: a file on disk is read from
-    /// there, one in the store from the chunk that holds it.
+    /// Opens a stored file for a download, from byte `start` on, with its whole size; `None`
+    /// when it is missing. Neither place reads the bytes before `start`: a file on disk is read
+    /// from there, one in the store from this instance's copy (made first when there is none),
+    /// or else from the chunk that holds it.
     pub async fn open_at(
         &self,
         key: &str,
@@ -278,15 +283,12 @@ impl FileStore {
                         }
                     }
                 }
-                Ok(blobs.get(key, start).await?.map(|(len, chunks)| {
-                    let reader = tokio_util::io::StreamReader::new(chunks);
-                    (FileReader::Store(std::sync::Mutex::new(reader)), len)
-                }))
+                from_store(blobs.as_ref(), key, start).await
             }
         }
     }
 
-    /// Reads a whole stored file; `None` when it is missing.
+    /// Reads a whole stored file as it is kept; `None` when it is missing.
     pub async fn read(&self, key: &str) -> std::io::Result<Option<Vec<u8>>> {
         let Some((mut reader, len)) = self.open(key).await? else {
             return Ok(None);
@@ -386,6 +388,19 @@ impl PendingFile {
     pub fn path(&self) -> &Path {
         &self.tmp
     }
+}
+
+/// A file in the store, open for reading from byte `start` on, with its whole size; `None`
+/// when it is missing.
+async fn from_store(
+    blobs: &dyn Blobs,
+    key: &str,
+    start: u64,
+) -> std::io::Result<Option<(FileReader, u64)>> {
+    Ok(blobs.get(key, start).await?.map(|(len, chunks)| {
+        let reader = tokio_util::io::StreamReader::new(chunks);
+        (FileReader::Store(std::sync::Mutex::new(reader)), len)
+    }))
 }
 
 /// A file on disk, open for reading from byte `start` on, with its whole size; `None` when it
@@ -766,6 +781,15 @@ mod tests {
         assert!(store.read(&stored.key).await.unwrap().is_none());
     }
 
+    /// A whole file as a download reads it.
+    async fn downloaded(store: &FileStore, key: &str) -> Option<Vec<u8>> {
+        use tokio::io::AsyncReadExt as _;
+        let (mut reader, _) = store.open_at(key, 0).await.unwrap()?;
+        let mut out = Vec::new();
+        reader.read_to_end(&mut out).await.unwrap();
+        Some(out)
+    }
+
     async fn stored(store: &FileStore, team: TeamId, bytes: &[u8]) -> String {
         let mut pending = store.begin_artifact().await.unwrap();
         pending.write(bytes).await.unwrap();
@@ -779,7 +803,8 @@ mod tests {
     /// Files kept in PostgreSQL are copied to this instance's disk on their first read and
     /// read from the copy afterwards, whole or from any byte; past the cache's size the least
     /// recently opened copy goes; a removed file's copy goes with it; a file larger than the
-    /// whole cache, or a store without one, is read from the store, from any byte too.
+    /// whole cache, or a store without one, is read from the store, from any byte too; a file
+    /// read as kept (a backup, a check) makes no copy.
     #[test]
     fn files_in_the_store_are_read_from_copies_on_disk() {
         use futures_util::TryStreamExt as _;
@@ -804,7 +829,7 @@ mod tests {
             let first = bytes(600_000, 1);
             let a = stored(&store, team, &first).await;
             assert!(!cache.join(&a).exists(), "no copy before the first read");
-            assert_eq!(store.read(&a).await.unwrap().unwrap(), first);
+            assert_eq!(downloaded(&store, &a).await.unwrap(), first);
             assert!(cache.join(&a).exists(), "copied on the first read");
             // Read from the copy: with the store's rows gone, the bytes are still there.
             pg.delete(&a).await.unwrap();
@@ -817,16 +842,16 @@ mod tests {
             // A second copy passes the 1 MiB: the least recently opened goes.
             let second = bytes(600_000, 2);
             let b = stored(&store, team, &second).await;
-            assert_eq!(store.read(&b).await.unwrap().unwrap(), second);
+            assert_eq!(downloaded(&store, &b).await.unwrap(), second);
             assert!(cache.join(&b).exists());
             assert!(!cache.join(&a).exists(), "the older copy made room");
-            assert!(store.read(&a).await.unwrap().is_none());
+            assert!(downloaded(&store, &a).await.is_none());
             store.remove(&b).await;
             assert!(
                 !cache.join(&b).exists(),
                 "a removed file's copy goes with it"
             );
-            assert!(store.read(&b).await.unwrap().is_none());
+            assert!(downloaded(&store, &b).await.is_none());
 
             // Larger than the whole cache: read from the store, from any byte, never copied.
             let large = bytes(1_500_000, 3);
@@ -847,12 +872,14 @@ mod tests {
                 .unwrap()
                 .with_disk_cache(&cache, 0)
                 .unwrap();
-            assert_eq!(plain.read(&c).await.unwrap().unwrap(), large);
+            assert_eq!(downloaded(&plain, &c).await.unwrap(), large);
             assert!(!cache.join(&c).exists());
-            let _ = store
-                .read(&stored(&store, team, &first).await)
-                .await
-                .unwrap();
+            // A backup or a check reads the file as kept, and makes no copy.
+            let d = stored(&store, team, &first).await;
+            assert_eq!(store.read(&d).await.unwrap().unwrap(), first);
+            assert!(!cache.join(&d).exists());
+            assert_eq!(downloaded(&store, &d).await.unwrap(), first);
+            assert!(cache.join(&d).exists());
             let again = FileStore::in_store(pg, &dir.path().join("tmp"))
                 .unwrap()
                 .with_disk_cache(&cache, 1)

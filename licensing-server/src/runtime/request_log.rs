@@ -89,6 +89,9 @@ fn bounded(text: Option<String>) -> Option<String> {
 struct Inner {
     pending: Mutex<Pending>,
     dropped: AtomicU64,
+    /// Held while a flush writes: a flush waits for the one under way, so that what was
+    /// recorded before it began is stored when it returns.
+    writing: tokio::sync::Mutex<()>,
 }
 
 /// What makes two requests the same, hashed (see [`RequestLogEntry::same_request`]).
@@ -193,9 +196,12 @@ impl RequestLog {
         self.inner.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Writes every waiting entry. Entries a failed write could not store are dropped and
-    /// counted: history is kept on a best-effort basis, never at the expense of the answers.
+    /// Writes every waiting entry, after any flush under way has written its own: what was
+    /// recorded before the call is stored (or dropped) when it returns. Entries a failed write
+    /// could not store are dropped and counted: history is kept on a best-effort basis, never
+    /// at the expense of the answers.
     pub async fn flush<S: RequestLogStore>(&self, store: &S) -> StoreResult<()> {
+        let _writing = self.inner.writing.lock().await;
         let taken = std::mem::take(&mut *self.lock()).entries;
         let mut failure = Ok(());
         for chunk in taken.chunks(BATCH) {

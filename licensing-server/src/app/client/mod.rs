@@ -649,7 +649,7 @@ pub(crate) async fn download(
     let record = release.file.clone().ok_or_else(release_not_found)?;
     // The file is opened before anything is recorded, so a missing file records no device. An
     // open file stays readable even if the release is deleted meanwhile.
-    let (file, stored_len) = match state.files.open(&record.key).await {
+    let (file, stored_len) = match state.files.open_at(&record.key, 0).await {
         Ok(Some(opened)) => opened,
         Ok(None) => {
             tracing::warn!(key = %record.key, "a release's file is missing from the file store");
